@@ -1,0 +1,79 @@
+# kvdemo — a small C program that teaches the transformer KV cache.
+#
+#   make run      build kvdemo and run lesson 2 (the first thing to try)
+#   make          build ./kvdemo
+#   make test     build and run every test (installs cmocka when it can)
+#   make asan     the same tests under AddressSanitizer + UBSan
+#   make bench    cache against no cache, measured side by side
+#   make data     download tinyshakespeare (for training) and check its sha256
+#   make debug    an unoptimised build with symbols, for gdb
+#   make clean    remove what the build made
+
+CC      ?= cc
+# ARCH picks the instruction set of the fast kernels; `make ARCH=` builds the
+# portable C path that any C11 compiler takes.
+ARCH    ?= -march=native
+OPT     ?= -O2
+CFLAGS  ?= $(OPT) $(ARCH)
+WARN     = -std=c11 -Wall -Wextra -Werror -Wshadow -Wvla
+CPPFLAGS = -D_POSIX_C_SOURCE=200809L -Isrc -Ilessons
+LDLIBS   = -lm -lpthread
+BUILD   ?= build
+BIN     ?= kvdemo
+
+SRC      = $(wildcard src/*.c) $(wildcard lessons/*.c)
+OBJ      = $(SRC:%.c=$(BUILD)/%.o)
+LIBOBJ   = $(filter-out $(BUILD)/src/main.o,$(OBJ))
+TESTS    = $(patsubst tests/%.c,$(BUILD)/tests/%,$(wildcard tests/test_*.c))
+TESTLIB  = $(patsubst %.c,$(BUILD)/%.o,$(filter-out $(wildcard tests/test_*.c),$(wildcard tests/*.c)))
+
+.PHONY: all run test check asan debug bench data clean
+
+all: $(BIN)
+
+$(BIN): $(OBJ)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(WARN) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c -o $@ $<
+
+-include $(OBJ:.o=.d) $(TESTLIB:.o=.d)
+
+# The README's first command: build, then lesson 2 of the article.
+run: $(BIN)
+	./kvdemo lesson 2
+
+# The README's second command. cmocka is the one thing the tests need.
+test: tests/need-cmocka
+	@$(MAKE) --no-print-directory check
+
+tests/need-cmocka:
+	@sh tests/need-cmocka.sh
+.PHONY: tests/need-cmocka
+
+# Build and run every tests/test_*.c; each is its own cmocka program.
+check: $(BIN) $(TESTS)
+	@KVDEMO_BIN=./$(BIN) sh tests/run-all.sh $(TESTS)
+
+$(BUILD)/tests/test_%: tests/test_%.c $(LIBOBJ) $(TESTLIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(WARN) $(CPPFLAGS) -Itests $(CFLAGS) -MMD -MP -o $@ $< $(LIBOBJ) $(TESTLIB) -lcmocka $(LDLIBS)
+
+# The tests again, built with AddressSanitizer and UndefinedBehaviorSanitizer
+# in their own build folder (and their own ./kvdemo for the CLI tests).
+asan: tests/need-cmocka
+	@$(MAKE) --no-print-directory check BUILD=build-asan BIN=build-asan/kvdemo \
+	  OPT="-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all"
+
+debug:
+	@$(MAKE) --no-print-directory BUILD=build-debug BIN=build-debug/kvdemo OPT="-O0 -g"
+
+bench: $(BIN)
+	./kvdemo bench
+
+data:
+	@sh tests/get-data.sh
+
+clean:
+	rm -rf build build-asan build-debug kvdemo

@@ -1,0 +1,52 @@
+// ops — the arithmetic of attention on bare float arrays.
+//
+// Legend of dimension letters used in the shape comments:
+//   M, K, N  rows of a, inner size, columns of b in a matmul
+//   R, C     rows and columns of a matrix (R tokens, C features)
+//
+// Every function writes its outputs first and takes its sizes last. The same
+// function serves the 4-dim example and the char GPT: where a faster kernel
+// exists it hides behind the plain function's name and is tested against the
+// plain loop (ops_matmul_plain), so that lessons read like the formula.
+#ifndef KVDEMO_OPS_H
+#define KVDEMO_OPS_H
+
+#include <stdint.h>
+
+// out (M, N) = a (M, K) @ b (K, N) + bias (N); bias may be NULL.
+// torch.matmul(a, b) / numpy a @ b + bias
+// Each out element is summed over k = 0 .. K-1 in that order whatever M is,
+// so row t of a many-row product equals the one-row product of row t bit for
+// bit: the property that makes a cached step equal a full recomputation.
+void ops_matmul(float *out, const float *a, const float *b, const float *bias, int M, int K, int N);
+// The reference loop, one multiply-add at a time; fast kernels are tested
+// against it.
+void ops_matmul_plain(float *out, const float *a, const float *b, const float *bias, int M, int K,
+                      int N);
+
+// out (C, R) = in (R, C) transposed. torch: in.T
+void ops_transpose(float *out, const float *in, int R, int C);
+
+// x (n) /= d, in place. torch: x / d
+void ops_div(float *x, float d, int n);
+
+// out (n) = a (n) + b (n). torch: a + b (with -inf + 0 = -inf)
+void ops_add(float *out, const float *a, const float *b, int n);
+
+// mask (R, C): 0 where column c <= row r + offset, -inf above.
+// torch.triu(torch.full((R, C), float('-inf')), diagonal=offset + 1)
+void ops_causal_mask(float *mask, int R, int C, int offset);
+
+// out (R, C) = softmax of each row of in (R, C). F.softmax(in, dim=-1)
+// exp(x - max) / sum: a -inf score becomes a weight of exactly 0.
+void ops_softmax_rows(float *out, const float *in, int R, int C);
+
+// out (Ra + Rb, C) = a (Ra, C) stacked over b (Rb, C). torch.cat([a, b], 0)
+void ops_concat_rows(float *out, const float *a, int Ra, const float *b, int Rb, int C);
+
+// Largest |a[i] - b[i]| over n elements (NaN if either holds NaN), and
+// whether the two arrays are equal bit for bit.
+double ops_max_abs_diff(const float *a, const float *b, int64_t n);
+int ops_bit_identical(const float *a, const float *b, int64_t n);
+
+#endif

@@ -1,0 +1,39 @@
+// options — what the command line asked for, shared by every command and
+// lesson. cli.c fills it from argv (a table of options there says which
+// command accepts which); lessons and commands only read it.
+#ifndef KVDEMO_OPTIONS_H
+#define KVDEMO_OPTIONS_H
+
+#include <stdint.h>
+
+enum { RUN_NOCACHE = 1, RUN_CACHE = 2, RUN_BOTH = 3 };
+enum { MAX_PROMPTS = 8 };
+
+typedef struct Options {
+    int runs;                           // --cache / --no-cache: RUN_* bits
+    int repeat;                         // --repeat N: timings are medians of N
+    const char *data_path;              // --data FILE, or NULL for the default
+    const char *model_path;             // --model FILE, or NULL
+    const char *prompts[MAX_PROMPTS];   // --prompt TEXT (repeatable)
+    int n_prompts;
+    uint64_t seed;                      // --seed N
+    int steps;                          // --steps N, or -1 for the default
+    const char *steps_list;             // --steps LIST for bench ("16,64,256")
+    int threads;                        // --threads N, 0 for all cores
+    double temperature;                 // --temperature T (0: argmax)
+    int top_k;                          // --top-k K (0: off)
+    double top_p;                       // --top-p P
+    const char *csv_path;               // --csv FILE
+    const char *out_path;               // --out FILE
+    const char *init;                   // --init random
+    const char *preset;                 // --preset seed|tiny
+    int context, embedding, heads, blocks, kv_heads;   // model shape overrides (0: preset)
+    int iters, batch, eval_every;       // training
+    double lr;
+    const char *resume_path;            // --resume CHECKPOINT
+    // Which options were given, by their index in cli.c's table, so that a
+    // command can tell a default from a choice.
+    uint64_t given;
+} Options;
+
+#endif

@@ -1,0 +1,77 @@
+// trace — what a lesson shows: narration, tensors, counts, timings and
+// comparisons, as text for people or as JSON Lines for scripts and tests.
+//
+// A lesson never prints directly; it tells the trace what happened and the
+// trace decides how (text or JSON, which language, how many tensors, colour).
+// docs/trace-format.md documents the JSON events.
+#ifndef KVDEMO_TRACE_H
+#define KVDEMO_TRACE_H
+
+#include "tensor.h"
+
+#include <stdint.h>
+#include <stdio.h>
+
+typedef enum { FORMAT_TEXT, FORMAT_JSON } TraceFormat;
+// How many tensors are printed: TRACE_NONE prints none (comparisons, counts
+// and timings still appear), TRACE_SUMMARY the ones a lesson marks as the
+// point of a step, TRACE_FULL all of them.
+typedef enum { TRACE_NONE, TRACE_SUMMARY, TRACE_FULL } TraceLevel;
+typedef enum { LANG_EN, LANG_ZH } Lang;
+
+typedef struct {
+    FILE *out;              // stdout
+    TraceFormat format;
+    TraceLevel level;
+    Lang lang;
+    int precision;          // decimals of printed tensors (text only)
+    int color;              // 1: ANSI heat maps on score and weight matrices
+    int step_pause;         // 1: wait for Enter after each step (a terminal)
+    // Where the lesson is; every JSON event carries these.
+    const char *lesson;     // "2"
+    const char *run;        // "no-cache", "cache", or NULL between runs
+    int step;               // 1, 2, ... or 0 outside a step
+} Trace;
+
+// Sets the defaults: text, full trace, precision 4, language from LANG,
+// no colour, no pauses.
+void trace_init(Trace *tr, FILE *out);
+
+// The text in the trace's language (for messages built by the caller).
+const char *trace_text(const Trace *tr, const char *en, const char *zh);
+
+// A heading (text) and a "section" event (JSON).
+void trace_heading(Trace *tr, const char *en, const char *zh);
+// A paragraph of narration; text only (JSON readers do not need prose).
+void trace_say(Trace *tr, const char *en, const char *zh);
+void trace_sayf(Trace *tr, const char *fmt_en, const char *fmt_zh, ...);
+
+// Start a run ("no-cache", "cache", ...) or a step inside it; step 0 ends it.
+void trace_run(Trace *tr, const char *run);
+void trace_step(Trace *tr, int step);
+
+// A tensor under its document name. level: the least trace level that shows
+// it. rows: a label per row (the token each row belongs to) or NULL. heat: 1
+// for score and weight matrices (coloured when colour is on).
+void trace_tensor(Trace *tr, TraceLevel level, const char *name, const Tensor *t,
+                  const char *const *rows, int heat);
+// A shape only, for tensors too large to print: key (1, 6, 64, 7).
+void trace_shape(Trace *tr, const char *name, int ndim, const int *shape);
+// A whole number worth counting (rows computed, multiply-adds, bytes).
+void trace_count(Trace *tr, const char *name, int64_t value, const char *en, const char *zh);
+// A measured quantity with a unit ("s", "GB", "tokens/s", ...).
+void trace_value(Trace *tr, const char *name, double value, const char *unit, const char *en,
+                 const char *zh);
+// A time measured around the arithmetic only; repeat > 1 gives the median
+// of that many runs.
+void trace_timing(Trace *tr, const char *name, double seconds, int repeat);
+// Two tensors that should agree: identical bit for bit, and max |a - b|.
+// Returns 1 when they are identical.
+int trace_compare(Trace *tr, const char *name, const char *a_name, const Tensor *a,
+                  const char *b_name, const Tensor *b);
+// A short text result (a generated text, a token): {"event":"text",...}.
+void trace_textval(Trace *tr, const char *name, const char *text);
+// With --step on a terminal: wait for Enter before going on.
+void trace_pause(Trace *tr);
+
+#endif

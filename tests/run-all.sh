@@ -1,0 +1,17 @@
+#!/bin/sh
+# Runs each cmocka test program given on the command line, then prints one
+# closing line "N passed, N failed" counted over all of their tests.
+passed=0; failed=0; status=0
+for t in "$@"; do
+    out=$("$t" 2>&1); rc=$?
+    printf '%s\n' "$out"
+    p=$(printf '%s\n' "$out" | sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' | tail -n 1)
+    f=$(printf '%s\n' "$out" | sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' | tail -n 1)
+    passed=$((passed + ${p:-0})); failed=$((failed + ${f:-0}))
+    if [ $rc -ne 0 ]; then
+        status=1
+        [ -z "$f" ] && { echo "$t: exit status $rc" >&2; failed=$((failed + 1)); }
+    fi
+done
+echo "$passed passed, $failed failed"
+exit $status
