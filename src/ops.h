@@ -18,6 +18,9 @@
 // Each out element is summed over k = 0 .. K-1 in that order whatever M is,
 // so row t of a many-row product equals the one-row product of row t bit for
 // bit: the property that makes a cached step equal a full recomputation.
+// The fast kernel (AVX-512 where the compiler targets it, else portable C)
+// uses a fused multiply-add per k where the plain loop rounds twice, so the
+// two agree to rounding, not bit for bit. Runs on ops_set_threads() threads.
 void ops_matmul(float *out, const float *a, const float *b, const float *bias, int M, int K, int N);
 // The reference loop, one multiply-add at a time; fast kernels are tested
 // against it.
@@ -48,5 +51,20 @@ void ops_concat_rows(float *out, const float *a, int Ra, const float *b, int Rb,
 // whether the two arrays are equal bit for bit.
 double ops_max_abs_diff(const float *a, const float *b, int64_t n);
 int ops_bit_identical(const float *a, const float *b, int64_t n);
+
+
+// ----------------------------------------------------------------------------
+// Threads of the fast kernels.
+
+// Use n threads (the caller included) in ops_matmul and ops_parallel_for;
+// n <= 0 means one per online core. Until it is called everything runs on
+// the calling thread. Returns 0, or -1 when threads could not be started (then
+// everything runs on the calling thread). Not to be called during a matmul.
+int ops_set_threads(int n);
+// The number of threads in use (1 when none were started).
+int ops_threads(void);
+// fn(ctx, begin, end, thread) over tasks 0 .. count-1 on the ops threads, in
+// contiguous slices (see pool.h); returns when all are done.
+void ops_parallel_for(void (*fn)(void *ctx, int begin, int end, int thread), void *ctx, int count);
 
 #endif

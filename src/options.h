@@ -11,7 +11,7 @@ enum { MAX_PROMPTS = 8 };
 
 typedef struct Options {
     int runs;                           // --cache / --no-cache: RUN_* bits
-    int repeat;                         // --repeat N: timings are medians of N
+    int repeat;                         // --repeat N: timings are medians of N (0: the lesson's default)
     const char *data_path;              // --data FILE, or NULL for the default
     const char *model_path;             // --model FILE, or NULL
     const char *prompts[MAX_PROMPTS];   // --prompt TEXT (repeatable)

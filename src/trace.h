@@ -51,10 +51,12 @@ void trace_run(Trace *tr, const char *run);
 void trace_step(Trace *tr, int step);
 
 // A tensor under its document name. level: the least trace level that shows
-// it. rows: a label per row (the token each row belongs to) or NULL. heat: 1
-// for score and weight matrices (coloured when colour is on).
-void trace_tensor(Trace *tr, TraceLevel level, const char *name, const Tensor *t,
-                  const char *const *rows, int heat);
+// it. code: the document's line that computes it ("Q = torch.matmul(X, W_Q)"),
+// shown above it in text, or NULL. rows: a label per row (the token each row
+// belongs to) or NULL. heat: 1 for score and weight matrices (coloured when
+// colour is on).
+void trace_tensor(Trace *tr, TraceLevel level, const char *name, const char *code,
+                  const Tensor *t, const char *const *rows, int heat);
 // A shape only, for tensors too large to print: key (1, 6, 64, 7).
 void trace_shape(Trace *tr, const char *name, int ndim, const int *shape);
 // A whole number worth counting (rows computed, multiply-adds, bytes).

@@ -1,0 +1,39 @@
+// toy — what the lessons on the 4-dim example share.
+#include "toy.h"
+
+#include <stdio.h>
+#include <string.h>
+
+int toy_load(ToyData *data, const Options *opt, const char *lesson, int min_tokens) {
+    char path_buf[4096], err[512];
+    const char *path = opt->data_path ? opt->data_path : toydata_default_path(path_buf, sizeof path_buf);
+    if (toydata_load(data, path, err, sizeof err)) {
+        fprintf(stderr, "kvdemo: %s\n", err);
+        return -1;
+    }
+    if (data->n < min_tokens) {
+        fprintf(stderr, "kvdemo: %s: lesson %s needs at least %d tokens (rows of X), the file has %d\n",
+                path, lesson, min_tokens, data->n);
+        toydata_free(data);
+        return -1;
+    }
+    return 0;
+}
+
+void toy_show_weights(Trace *tr, const ToyData *data) {
+    Tensor wq = tensor_view2(data->W_Q, data->d, data->dk);
+    Tensor wk = tensor_view2(data->W_K, data->d, data->dk);
+    Tensor wv = tensor_view2(data->W_V, data->d, data->dv);
+    trace_tensor(tr, TRACE_FULL, "W_Q", NULL, &wq, NULL, 0);
+    trace_tensor(tr, TRACE_FULL, "W_K", NULL, &wk, NULL, 0);
+    trace_tensor(tr, TRACE_FULL, "W_V", NULL, &wv, NULL, 0);
+}
+
+const char *toy_tokens(const ToyData *data, int first, int n, char *buf, int size) {
+    buf[0] = '\0';
+    for (int i = first; i < first + n && i < data->n; i++) {
+        size_t len = strlen(buf);
+        snprintf(buf + len, (size_t)size - len, "%s", data->tokens[i]);
+    }
+    return buf;
+}

@@ -1,0 +1,20 @@
+// toy — what the lessons on the 4-dim example (1, 2, 7, 9) share: loading
+// the data file named by --data (or the article's), and showing the weights.
+#ifndef KVDEMO_TOY_H
+#define KVDEMO_TOY_H
+
+#include "options.h"
+#include "toydata.h"
+#include "trace.h"
+
+// Loads opt->data_path or the default; on failure prints one line on stderr
+// and returns -1. min_tokens: the rows of X the lesson needs.
+int toy_load(ToyData *data, const Options *opt, const char *lesson, int min_tokens);
+
+// The three weight matrices, once, before the runs.
+void toy_show_weights(Trace *tr, const ToyData *data);
+
+// The first n tokens joined ("天气真"), for headings.
+const char *toy_tokens(const ToyData *data, int first, int n, char *buf, int size);
+
+#endif

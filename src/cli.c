@@ -1,0 +1,283 @@
+// cli — the command line: kvdemo [list | lesson ID | help | ...] [options].
+//
+// Every option is a row of one table that says which commands accept it; the
+// parser fills an Options and a Trace from it. Bad input gets one line on
+// stderr naming the problem and what would be valid, and exit status 2.
+#include "cli.h"
+
+#include "lessons.h"
+#include "options.h"
+#include "trace.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define KVDEMO_VERSION "0.1.0"
+
+enum { EXIT_USAGE = 2 };
+
+// ----------------------------------------------------------------------------
+// The options
+
+typedef enum { ARG_FLAG, ARG_INT, ARG_DOUBLE, ARG_STRING } ArgKind;
+
+typedef struct {
+    const char *name;       // "--precision"
+    ArgKind kind;
+    const char *metavar;    // "N"
+    const char *commands;   // the commands that accept it, space separated
+    double min, max;        // range of a number
+    const char *choices;    // "text|json" for a string with fixed choices
+    const char *help;
+} OptionSpec;
+
+#define LESSON_CMDS "lesson"
+static const OptionSpec OPTIONS[] = {
+    {"--cache", ARG_FLAG, NULL, LESSON_CMDS, 0, 0, NULL, "only the run with the KV cache"},
+    {"--no-cache", ARG_FLAG, NULL, LESSON_CMDS, 0, 0, NULL, "only the run without it (default: both, then a comparison)"},
+    {"--trace", ARG_STRING, "LEVEL", LESSON_CMDS, 0, 0, "none|summary|full", "how many intermediate tensors to print (default full)"},
+    {"--precision", ARG_INT, "N", LESSON_CMDS, 0, 16, NULL, "decimals of printed tensors (default 4, as PyTorch)"},
+    {"--format", ARG_STRING, "FMT", LESSON_CMDS, 0, 0, "text|json", "text for people, JSON Lines for scripts (default text)"},
+    {"--lang", ARG_STRING, "LANG", LESSON_CMDS, 0, 0, "en|zh", "narration language (default from LANG)"},
+    {"--step", ARG_FLAG, NULL, LESSON_CMDS, 0, 0, NULL, "wait for Enter after each step (on a terminal)"},
+    {"--color", ARG_STRING, "WHEN", LESSON_CMDS, 0, 0, "auto|always|never", "heat-map colours for scores and weights (default auto; NO_COLOR honoured)"},
+    {"--repeat", ARG_INT, "N", LESSON_CMDS, 1, 100000, NULL, "time each run N times and report the median"},
+    {"--data", ARG_STRING, "FILE", LESSON_CMDS, 0, 0, NULL, "the example's numbers (default data/tianqi.txt)"},
+    {"--steps", ARG_INT, "N", LESSON_CMDS, 1, 100000, NULL, "how many tokens to generate"},
+};
+enum { NUM_OPTIONS = (int)(sizeof OPTIONS / sizeof OPTIONS[0]) };
+
+static int option_index(const char *name) {
+    for (int i = 0; i < NUM_OPTIONS; i++)
+        if (strcmp(OPTIONS[i].name, name) == 0) return i;
+    return -1;
+}
+
+static int accepts(const OptionSpec *o, const char *command) {
+    size_t n = strlen(command);
+    for (const char *p = o->commands; (p = strstr(p, command)); p += n)
+        if ((p == o->commands || p[-1] == ' ') && (p[n] == ' ' || p[n] == '\0')) return 1;
+    return 0;
+}
+
+static int usage_error(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("kvdemo: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    return EXIT_USAGE;
+}
+
+// "--cache, --no-cache, ..." of the options a command accepts.
+static void list_options(char *buf, size_t size, const char *command) {
+    buf[0] = '\0';
+    for (int i = 0; i < NUM_OPTIONS; i++) {
+        if (!accepts(&OPTIONS[i], command)) continue;
+        size_t len = strlen(buf);
+        snprintf(buf + len, size - len, "%s%s", len ? ", " : "", OPTIONS[i].name);
+    }
+}
+
+static void list_lesson_ids(char *buf, size_t size, int built_only) {
+    buf[0] = '\0';
+    for (int i = 0; i < NUM_LESSONS; i++) {
+        if (built_only && !LESSONS[i].run) continue;
+        size_t len = strlen(buf);
+        snprintf(buf + len, size - len, "%s%s", len ? ", " : "", LESSONS[i].id);
+    }
+}
+
+static int parse_number(const OptionSpec *o, const char *value, double *out) {
+    char *end;
+    errno = 0;
+    if (o->kind == ARG_INT) {
+        long long v = strtoll(value, &end, 10);
+        if (end == value || *end || errno || v < o->min || v > o->max)
+            return usage_error("%s takes a whole number from %.0f to %.0f, not '%s'", o->name, o->min,
+                               o->max, value);
+        *out = (double)v;
+    } else {
+        double v = strtod(value, &end);
+        if (end == value || *end || errno || !(v >= o->min && v <= o->max))
+            return usage_error("%s takes a number from %g to %g, not '%s'", o->name, o->min, o->max, value);
+        *out = v;
+    }
+    return 0;
+}
+
+static int check_choice(const OptionSpec *o, const char *value) {
+    if (!o->choices) return 0;
+    size_t n = strlen(value);
+    for (const char *p = o->choices; (p = strstr(p, value)); p += n)
+        if ((p == o->choices || p[-1] == '|') && (p[n] == '|' || p[n] == '\0')) return 0;
+    return usage_error("%s takes one of %s, not '%s'", o->name, o->choices, value);
+}
+
+// What the options of this command set, besides Options: the trace's form.
+typedef struct {
+    const char *color;   // auto|always|never
+} CliExtra;
+
+// Parses argv[first..] as options of `command`. Returns 0 or an exit status.
+static int parse_options(int argc, char **argv, int first, const char *command, Options *opt,
+                         Trace *tr, CliExtra *extra) {
+    for (int a = first; a < argc; a++) {
+        const char *arg = argv[a];
+        char name[64];
+        const char *value = NULL;
+        const char *eq = strchr(arg, '=');
+        if (strncmp(arg, "--", 2) == 0 && eq && (size_t)(eq - arg) < sizeof name) {
+            memcpy(name, arg, (size_t)(eq - arg));
+            name[eq - arg] = '\0';
+            value = eq + 1;
+        } else {
+            snprintf(name, sizeof name, "%s", arg);
+        }
+        int i = option_index(name);
+        char valid[1024];
+        list_options(valid, sizeof valid, command);
+        if (i < 0 || !accepts(&OPTIONS[i], command)) {
+            if (arg[0] != '-') return usage_error("unexpected argument '%s' for '%s'; options: %s", arg, command, valid);
+            return usage_error("unknown option '%s' for '%s'; valid: %s", name, command, valid);
+        }
+        const OptionSpec *o = &OPTIONS[i];
+        if (o->kind == ARG_FLAG) {
+            if (value) return usage_error("%s takes no value", o->name);
+        } else if (!value) {
+            if (a + 1 >= argc) return usage_error("%s needs a value: %s %s", o->name, o->name, o->choices ? o->choices : o->metavar);
+            value = argv[++a];
+        }
+        if (opt->given & (1ull << i)) return usage_error("%s is given twice", o->name);
+        opt->given |= 1ull << i;
+        double num = 0;
+        if ((o->kind == ARG_INT || o->kind == ARG_DOUBLE) && parse_number(o, value, &num)) return EXIT_USAGE;
+        if (o->kind == ARG_STRING && check_choice(o, value)) return EXIT_USAGE;
+        if (o->kind == ARG_STRING && !*value) return usage_error("%s needs a non-empty value", o->name);
+
+        if (!strcmp(name, "--cache")) opt->runs = RUN_CACHE;
+        else if (!strcmp(name, "--no-cache")) opt->runs = RUN_NOCACHE;
+        else if (!strcmp(name, "--trace"))
+            tr->level = !strcmp(value, "none") ? TRACE_NONE : !strcmp(value, "summary") ? TRACE_SUMMARY : TRACE_FULL;
+        else if (!strcmp(name, "--precision")) tr->precision = (int)num;
+        else if (!strcmp(name, "--format")) tr->format = !strcmp(value, "json") ? FORMAT_JSON : FORMAT_TEXT;
+        else if (!strcmp(name, "--lang")) tr->lang = !strcmp(value, "zh") ? LANG_ZH : LANG_EN;
+        else if (!strcmp(name, "--step")) tr->step_pause = 1;
+        else if (!strcmp(name, "--color")) extra->color = value;
+        else if (!strcmp(name, "--repeat")) opt->repeat = (int)num;
+        else if (!strcmp(name, "--data")) opt->data_path = value;
+        else if (!strcmp(name, "--steps")) opt->steps = (int)num;
+    }
+    int c = option_index("--cache"), nc = option_index("--no-cache");
+    if ((opt->given >> c & 1) && (opt->given >> nc & 1))
+        return usage_error("--cache and --no-cache exclude each other; give neither to get both runs and a comparison");
+    return 0;
+}
+
+static int want_color(const char *when) {
+    if (!strcmp(when, "always")) return 1;
+    if (!strcmp(when, "never")) return 0;
+    const char *no = getenv("NO_COLOR");
+    const char *term = getenv("TERM");
+    return isatty(STDOUT_FILENO) && !(no && *no) && !(term && !strcmp(term, "dumb"));
+}
+
+// ----------------------------------------------------------------------------
+// The commands
+
+static void print_lesson_list(FILE *f, int brief) {
+    for (int i = 0; i < NUM_LESSONS; i++) {
+        const Lesson *l = &LESSONS[i];
+        if (brief)
+            fprintf(f, "  %-4s %s%s\n", l->id, l->title_en, l->run ? "" : "  (not built yet)");
+        else
+            fprintf(f, "%-4s %-9s %s%s\n     %s\n", l->id, l->section, l->title_en,
+                    l->run ? "" : "  (not built yet)", l->title_zh);
+    }
+}
+
+static void print_help(FILE *f) {
+    fprintf(f,
+            "kvdemo %s — the transformer KV cache, step by step\n"
+            "\n"
+            "usage:\n"
+            "  kvdemo                       this help and the lesson list\n"
+            "  kvdemo list                  lessons: id, section of the documents, title (en, zh)\n"
+            "  kvdemo lesson ID [options]   run one lesson, e.g. kvdemo lesson 2 --no-cache\n"
+            "  kvdemo help                  this help\n"
+            "  kvdemo --version             the version\n"
+            "\n"
+            "lesson options:\n",
+            KVDEMO_VERSION);
+    for (int i = 0; i < NUM_OPTIONS; i++) {
+        const OptionSpec *o = &OPTIONS[i];
+        if (!accepts(o, "lesson")) continue;
+        char left[64];
+        snprintf(left, sizeof left, "%s%s%s", o->name, o->kind == ARG_FLAG ? "" : " ",
+                 o->kind == ARG_FLAG ? "" : o->choices ? o->choices : o->metavar);
+        fprintf(f, "  %-28s %s\n", left, o->help);
+    }
+    fprintf(f, "\nlessons:\n");
+    print_lesson_list(f, 1);
+}
+
+static int cmd_list(int argc, char **argv) {
+    if (argc > 2) return usage_error("'list' takes no arguments, not '%s'", argv[2]);
+    print_lesson_list(stdout, 0);
+    return 0;
+}
+
+static int cmd_lesson(int argc, char **argv) {
+    char ids[256];
+    list_lesson_ids(ids, sizeof ids, 1);
+    if (argc < 3 || argv[2][0] == '-')
+        return usage_error("'lesson' needs a lesson id: one of %s (kvdemo list shows them all)", ids);
+    const Lesson *l = lessons_find(argv[2]);
+    if (!l) return usage_error("unknown lesson '%s'; valid ids: %s", argv[2], ids);
+    if (!l->run) return usage_error("lesson %s is not built yet; built lessons: %s", l->id, ids);
+
+    Options opt = {.runs = RUN_BOTH, .repeat = 0, .steps = -1};
+    Trace tr;
+    trace_init(&tr, stdout);
+    CliExtra extra = {.color = "auto"};
+    int rc = parse_options(argc, argv, 3, "lesson", &opt, &tr, &extra);
+    if (rc) return rc;
+    tr.color = tr.format == FORMAT_TEXT && want_color(extra.color);
+    tr.lesson = l->id;
+
+    // Options this lesson has no use for are ignored, and it says so.
+    static const char *const specific[] = {"--data", "--repeat", "--steps"};
+    for (size_t k = 0; k < sizeof specific / sizeof specific[0]; k++) {
+        int i = option_index(specific[k]);
+        if ((opt.given >> i & 1) && !strstr(l->options, specific[k]))
+            fprintf(stderr, "kvdemo: lesson %s ignores %s\n", l->id, specific[k]);
+    }
+    return l->run(&opt, &tr);
+}
+
+int cli_main(int argc, char **argv) {
+    if (argc < 2) {
+        print_help(stdout);
+        return 0;
+    }
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
+        print_help(stdout);
+        return 0;
+    }
+    if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) {
+        printf("kvdemo %s\n", KVDEMO_VERSION);
+        return 0;
+    }
+    if (!strcmp(cmd, "list")) return cmd_list(argc, argv);
+    if (!strcmp(cmd, "lesson")) return cmd_lesson(argc, argv);
+    if (!strcmp(cmd, "generate") || !strcmp(cmd, "bench") || !strcmp(cmd, "memory") || !strcmp(cmd, "train"))
+        return usage_error("'%s' is not built yet; commands: list, lesson, help", cmd);
+    return usage_error("unknown command '%s'; commands: list, lesson, help (kvdemo help explains them)", cmd);
+}
