@@ -1,0 +1,1066 @@
+// llama — the LLaMA-style model of the article's section 3.1, read top to
+// bottom: configuration and weights, the model file, the tokenizer, the
+// layers (RMSNorm, rotary embeddings, attention with the preallocated cache,
+// SwiGLU), Transformer.forward, sample_top_p, and LLaMA.generate.
+//
+// Legend (as in llama.h): V vocab, C dim, L layers, H query heads, G key/value
+// heads, D head_dim = C / H, F SwiGLU hidden size, B max_batch_size,
+// T max_seq_len, N tokens fed per row (seqlen), S = start_pos + seqlen.
+//
+// One promise shapes this file: the cached run and the --no-cache run give
+// the same logits bit for bit. Every number of a row is computed the same way
+// whatever other rows are fed with it: matmuls through ops_matmul (same
+// summation order for any number of rows), and one score / softmax / output
+// row at a time below, where a masked column adds an exact 0 to the sums.
+#include "llama.h"
+
+#include "ops.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+enum { LLAMA_MAX_BATCH = 64 };
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void set_err(char *err, size_t errlen, const char *fmt, ...) {
+    if (!err || errlen == 0) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+}
+
+// ---------------------------------------------------------------------------
+// Configuration and weights
+
+// pad, bos and eos have no character; then '\n', printable ASCII, and the
+// characters of the article's prompts and sentence, and some punctuation.
+static const uint32_t DEFAULT_CJK[] = {
+    0x5929, 0x6c14, 0x771f, 0x597d,   // 天 气 真 好
+    0x4f60, 0x4eca, 0x4e0d, 0x9519,   // 你 今 不 错
+    0xff0c, 0x3002, 0xff01, 0xff1f,   // ， 。 ！ ？
+};
+enum { NUM_DEFAULT_CJK = sizeof DEFAULT_CJK / sizeof DEFAULT_CJK[0] };
+
+int llama_default_vocab_size(void) { return 3 + 1 + 95 + NUM_DEFAULT_CJK; }
+
+void llama_vocab_default(LlamaModel *m) {
+    assert(m->cfg.vocab_size == llama_default_vocab_size());
+    int v = 0;
+    m->vocab[v++] = 0;   // pad
+    m->vocab[v++] = 0;   // bos
+    m->vocab[v++] = 0;   // eos
+    m->vocab[v++] = '\n';
+    for (uint32_t c = 0x20; c <= 0x7e; c++) m->vocab[v++] = c;
+    for (int i = 0; i < NUM_DEFAULT_CJK; i++) m->vocab[v++] = DEFAULT_CJK[i];
+}
+
+LlamaConfig llama_config_default(void) {
+    LlamaConfig c = {
+        .vocab_size = llama_default_vocab_size(),
+        .dim = 32,
+        .n_layers = 2,
+        .n_heads = 4,
+        .n_kv_heads = 4,
+        .hidden_dim = 64,
+        .max_batch_size = 4,
+        .max_seq_len = 32,
+        .rope_theta = 10000.0f,
+        .norm_eps = 1e-5f,
+    };
+    c.head_dim = c.dim / c.n_heads;
+    return c;
+}
+
+int llama_config_check(LlamaConfig *c, char *err, size_t errlen) {
+    struct {
+        const char *name;
+        int value, lo, hi;
+    } sizes[] = {
+        {"vocab_size", c->vocab_size, 4, 1 << 20},  {"dim", c->dim, 2, 1 << 14},
+        {"n_layers", c->n_layers, 1, 256},          {"n_heads", c->n_heads, 1, 1024},
+        {"n_kv_heads", c->n_kv_heads, 1, 1024},     {"hidden_dim", c->hidden_dim, 1, 1 << 17},
+        {"max_batch_size", c->max_batch_size, 1, LLAMA_MAX_BATCH},
+        {"max_seq_len", c->max_seq_len, 1, 1 << 16},
+    };
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        if (sizes[i].value < sizes[i].lo || sizes[i].value > sizes[i].hi) {
+            set_err(err, errlen, "%s is %d; it must be between %d and %d", sizes[i].name,
+                    sizes[i].value, sizes[i].lo, sizes[i].hi);
+            return -1;
+        }
+    }
+    if (c->dim % c->n_heads != 0) {
+        set_err(err, errlen, "dim %d is not a multiple of n_heads %d", c->dim, c->n_heads);
+        return -1;
+    }
+    if (c->n_heads % c->n_kv_heads != 0) {
+        set_err(err, errlen, "n_heads %d is not a multiple of n_kv_heads %d", c->n_heads,
+                c->n_kv_heads);
+        return -1;
+    }
+    if ((c->dim / c->n_heads) % 2 != 0) {
+        set_err(err, errlen, "head_dim %d (dim / n_heads) must be even for the rotary embedding",
+                c->dim / c->n_heads);
+        return -1;
+    }
+    if (!(isfinite(c->rope_theta) && c->rope_theta > 1.0f)) {
+        set_err(err, errlen, "rope_theta %g must be a finite number above 1", c->rope_theta);
+        return -1;
+    }
+    if (!(isfinite(c->norm_eps) && c->norm_eps > 0.0f && c->norm_eps < 1.0f)) {
+        set_err(err, errlen, "norm_eps %g must be between 0 and 1", c->norm_eps);
+        return -1;
+    }
+    c->head_dim = c->dim / c->n_heads;
+    return 0;
+}
+
+// The sizes of the weights in file order: one row per tensor of a layer.
+typedef struct {
+    size_t tok_embeddings, attention_norm, wq, wk, wv, wo, ffn_norm, w1, w2, w3, norm, output;
+} LlamaSizes;
+
+static LlamaSizes llama_sizes(const LlamaConfig *c) {
+    size_t V = (size_t)c->vocab_size, C = (size_t)c->dim, F = (size_t)c->hidden_dim;
+    size_t HD = (size_t)c->n_heads * (size_t)(c->dim / c->n_heads);
+    size_t GD = (size_t)c->n_kv_heads * (size_t)(c->dim / c->n_heads);
+    return (LlamaSizes){
+        .tok_embeddings = V * C,
+        .attention_norm = C, .wq = C * HD, .wk = C * GD, .wv = C * GD, .wo = HD * C,
+        .ffn_norm = C, .w1 = C * F, .w2 = F * C, .w3 = C * F,
+        .norm = C, .output = C * V,
+    };
+}
+
+size_t llama_num_params(const LlamaConfig *c) {
+    LlamaSizes s = llama_sizes(c);
+    size_t layer = s.attention_norm + s.wq + s.wk + s.wv + s.wo + s.ffn_norm + s.w1 + s.w2 + s.w3;
+    return s.tok_embeddings + (size_t)c->n_layers * layer + s.norm + s.output;
+}
+
+// Points the named views into params, in file order.
+static void llama_params_carve(LlamaModel *m) {
+    LlamaSizes s = llama_sizes(&m->cfg);
+    float *p = m->params;
+    m->p.tok_embeddings = p, p += s.tok_embeddings;
+    for (int l = 0; l < m->cfg.n_layers; l++) {
+        LlamaLayerParams *w = &m->p.layers[l];
+        w->attention_norm = p, p += s.attention_norm;
+        w->wq = p, p += s.wq;
+        w->wk = p, p += s.wk;
+        w->wv = p, p += s.wv;
+        w->wo = p, p += s.wo;
+        w->ffn_norm = p, p += s.ffn_norm;
+        w->w1 = p, p += s.w1;
+        w->w2 = p, p += s.w2;
+        w->w3 = p, p += s.w3;
+    }
+    m->p.norm = p, p += s.norm;
+    m->p.output = p, p += s.output;
+    assert((size_t)(p - m->params) == m->num_params);
+}
+
+static float *alloc_floats(size_t n, int *failed) {
+    float *p = calloc(n ? n : 1, sizeof(float));
+    if (!p) *failed = 1;
+    return p;
+}
+
+int llama_new(LlamaModel *m, const LlamaConfig *cfg, char *err, size_t errlen) {
+    memset(m, 0, sizeof *m);
+    LlamaConfig c = *cfg;
+    if (llama_config_check(&c, err, errlen) != 0) return -1;
+    m->cfg = c;
+    size_t V = (size_t)c.vocab_size, C = (size_t)c.dim, L = (size_t)c.n_layers;
+    size_t H = (size_t)c.n_heads, G = (size_t)c.n_kv_heads, D = (size_t)c.head_dim;
+    size_t F = (size_t)c.hidden_dim, B = (size_t)c.max_batch_size, T = (size_t)c.max_seq_len;
+    size_t BT = B * T;
+    int failed = 0;
+    m->num_params = llama_num_params(&c);
+    m->params = alloc_floats(m->num_params, &failed);
+    m->vocab = calloc(V, sizeof(uint32_t));
+    m->p.layers = calloc(L, sizeof(LlamaLayerParams));
+    if (!m->vocab || !m->p.layers) failed = 1;
+    m->freqs_cis = alloc_floats(T * D, &failed);
+    m->cache_k = alloc_floats(L * B * T * G * D, &failed);
+    m->cache_v = alloc_floats(L * B * T * G * D, &failed);
+    m->x = alloc_floats(BT * C, &failed);
+    m->xb = alloc_floats(BT * C, &failed);
+    m->xq = alloc_floats(BT * H * D, &failed);
+    m->xk = alloc_floats(BT * G * D, &failed);
+    m->xv = alloc_floats(BT * G * D, &failed);
+    m->attn = alloc_floats(BT * H * D, &failed);
+    m->xb2 = alloc_floats(BT * C, &failed);
+    m->hb = alloc_floats(BT * F, &failed);
+    m->hb2 = alloc_floats(BT * F, &failed);
+    m->scores = alloc_floats(T, &failed);
+    m->mask = alloc_floats(T * T, &failed);
+    m->last = alloc_floats(B * C, &failed);
+    if (failed) {
+        llama_free(m);
+        set_err(err, errlen, "out of memory for a model of %zu weights and a cache of %d x %d",
+                llama_num_params(&c), c.max_batch_size, c.max_seq_len);
+        return -1;
+    }
+    llama_params_carve(m);
+    llama_precompute_freqs_cis(m->freqs_cis, c.head_dim, c.max_seq_len, c.rope_theta);
+    return 0;
+}
+
+void llama_free(LlamaModel *m) {
+    float **bufs[] = {&m->params, &m->freqs_cis, &m->cache_k, &m->cache_v, &m->x,    &m->xb,
+                      &m->xq,     &m->xk,        &m->xv,      &m->attn,    &m->xb2,  &m->hb,
+                      &m->hb2,    &m->scores,    &m->mask,    &m->last};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) {
+        free(*bufs[i]);
+        *bufs[i] = NULL;
+    }
+    free(m->vocab);
+    free(m->p.layers);
+    m->vocab = NULL;
+    m->p.layers = NULL;
+}
+
+int64_t llama_cache_bytes_per_token(const LlamaConfig *c) {
+    // cache_k and cache_v each hold G * D floats per token in every layer.
+    return 2 * (int64_t)c->n_layers * c->n_kv_heads * (c->dim / c->n_heads) * (int64_t)sizeof(float);
+}
+
+// ---------------------------------------------------------------------------
+// Random weights and the generator of the draws
+
+void llama_rng_seed(LlamaRng *r, uint64_t seed) {
+    // splitmix64 of the seed, so that nearby seeds start far apart; never 0.
+    uint64_t z = seed + 0x9e3779b97f4a7c15ull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    r->state = z ? z : 0x2545f4914f6cdd1dull;
+}
+
+uint64_t llama_rng_next(LlamaRng *r) {
+    // xorshift64* (Vigna 2016): three shifts, then a multiply.
+    uint64_t x = r->state;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    r->state = x;
+    return x * 0x2545f4914f6cdd1dull;
+}
+
+float llama_rng_uniform(LlamaRng *r) {
+    return (float)(llama_rng_next(r) >> 40) / 16777216.0f;   // 24 bits / 2^24
+}
+
+static void fill_uniform(float *w, size_t n, float bound, LlamaRng *r) {
+    for (size_t i = 0; i < n; i++) w[i] = (2.0f * llama_rng_uniform(r) - 1.0f) * bound;
+}
+
+static void fill_ones(float *w, size_t n) {
+    for (size_t i = 0; i < n; i++) w[i] = 1.0f;
+}
+
+void llama_init_random(LlamaModel *m, uint64_t seed) {
+    const LlamaConfig *c = &m->cfg;
+    LlamaSizes s = llama_sizes(c);
+    LlamaRng r;
+    llama_rng_seed(&r, seed);
+    float in_c = 1.0f / sqrtf((float)c->dim), in_f = 1.0f / sqrtf((float)c->hidden_dim);
+    fill_uniform(m->p.tok_embeddings, s.tok_embeddings, sqrtf(3.0f), &r);   // variance 1
+    for (int l = 0; l < c->n_layers; l++) {
+        LlamaLayerParams *w = &m->p.layers[l];
+        fill_ones(w->attention_norm, s.attention_norm);
+        fill_uniform(w->wq, s.wq, in_c, &r);
+        fill_uniform(w->wk, s.wk, in_c, &r);
+        fill_uniform(w->wv, s.wv, in_c, &r);
+        fill_uniform(w->wo, s.wo, in_c, &r);   // H * D = C inputs
+        fill_ones(w->ffn_norm, s.ffn_norm);
+        fill_uniform(w->w1, s.w1, in_c, &r);
+        fill_uniform(w->w2, s.w2, in_f, &r);
+        fill_uniform(w->w3, s.w3, in_c, &r);
+    }
+    fill_ones(m->p.norm, s.norm);
+    fill_uniform(m->p.output, s.output, in_c, &r);
+}
+
+void llama_pool_kv_heads(LlamaModel *dst, const LlamaModel *src) {
+    const LlamaConfig *a = &src->cfg, *b = &dst->cfg;
+    assert(a->vocab_size == b->vocab_size && a->dim == b->dim && a->n_layers == b->n_layers &&
+           a->n_heads == b->n_heads && a->hidden_dim == b->hidden_dim);
+    assert(a->n_kv_heads % b->n_kv_heads == 0);
+    LlamaSizes sa = llama_sizes(a);
+    int C = a->dim, D = a->head_dim, r = a->n_kv_heads / b->n_kv_heads;
+    memcpy(dst->vocab, src->vocab, sizeof(uint32_t) * (size_t)a->vocab_size);
+    memcpy(dst->p.tok_embeddings, src->p.tok_embeddings, sizeof(float) * sa.tok_embeddings);
+    for (int l = 0; l < a->n_layers; l++) {
+        const LlamaLayerParams *ws = &src->p.layers[l];
+        LlamaLayerParams *wd = &dst->p.layers[l];
+        memcpy(wd->attention_norm, ws->attention_norm, sizeof(float) * sa.attention_norm);
+        memcpy(wd->wq, ws->wq, sizeof(float) * sa.wq);
+        memcpy(wd->wo, ws->wo, sizeof(float) * sa.wo);
+        memcpy(wd->ffn_norm, ws->ffn_norm, sizeof(float) * sa.ffn_norm);
+        memcpy(wd->w1, ws->w1, sizeof(float) * sa.w1);
+        memcpy(wd->w2, ws->w2, sizeof(float) * sa.w2);
+        memcpy(wd->w3, ws->w3, sizeof(float) * sa.w3);
+        // wk, wv (C, G*D): new head g = mean of old heads g*r .. g*r + r - 1
+        const float *from[2] = {ws->wk, ws->wv};
+        float *to[2] = {wd->wk, wd->wv};
+        for (int t = 0; t < 2; t++)
+            for (int c = 0; c < C; c++)
+                for (int g = 0; g < b->n_kv_heads; g++)
+                    for (int d = 0; d < D; d++) {
+                        float sum = 0.0f;
+                        for (int k = 0; k < r; k++)
+                            sum += from[t][(size_t)c * a->n_kv_heads * D + (size_t)(g * r + k) * D + d];
+                        to[t][(size_t)c * b->n_kv_heads * D + (size_t)g * D + d] = sum / (float)r;
+                    }
+    }
+    memcpy(dst->p.norm, src->p.norm, sizeof(float) * sa.norm);
+    memcpy(dst->p.output, src->p.output, sizeof(float) * sa.output);
+}
+
+// ---------------------------------------------------------------------------
+// The model file (docs/llama-format.md): "KVLM", uint32 version 1, uint32
+// V C L H G F T, float32 rope_theta and norm_eps, uint32 vocab (V), then
+// every weight as float32 in file order. All little-endian.
+
+enum { LLAMA_FILE_VERSION = 1, LLAMA_HEADER_BYTES = 44 };
+
+static uint32_t get_u32(const unsigned char *b) {
+    return (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
+}
+static void put_u32(unsigned char *b, uint32_t v) {
+    b[0] = (unsigned char)v, b[1] = (unsigned char)(v >> 8);
+    b[2] = (unsigned char)(v >> 16), b[3] = (unsigned char)(v >> 24);
+}
+static float get_f32(const unsigned char *b) {
+    uint32_t u = get_u32(b);
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+static uint32_t f32_bits(float f) {
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+static int host_is_little_endian(void) {
+    const uint32_t one = 1;
+    unsigned char b;
+    memcpy(&b, &one, 1);
+    return b == 1;
+}
+
+static int cmp_u32(const void *a, const void *b) {
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
+}
+
+int llama_load(LlamaModel *m, const char *path, int max_batch_size, char *err, size_t errlen) {
+    memset(m, 0, sizeof *m);
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        set_err(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        return -1;
+    }
+    unsigned char h[LLAMA_HEADER_BYTES];
+    size_t got = fread(h, 1, sizeof h, f);
+    if (got < 4 || memcmp(h, "KVLM", 4) != 0) {
+        set_err(err, errlen, "%s: not a kvdemo LLaMA model file (it does not start with \"KVLM\")",
+                path);
+        fclose(f);
+        return -1;
+    }
+    if (got < sizeof h) {
+        set_err(err, errlen, "%s: truncated header (%zu of %d bytes)", path, got,
+                LLAMA_HEADER_BYTES);
+        fclose(f);
+        return -1;
+    }
+    uint32_t version = get_u32(h + 4);
+    if (version != LLAMA_FILE_VERSION) {
+        set_err(err, errlen, "%s: version %u; this kvdemo reads version %d", path, version,
+                LLAMA_FILE_VERSION);
+        fclose(f);
+        return -1;
+    }
+    uint32_t u[7];
+    for (int i = 0; i < 7; i++) {
+        u[i] = get_u32(h + 8 + 4 * i);
+        if (u[i] > (1u << 30)) u[i] = 1u << 30;   // out of every range below
+    }
+    LlamaConfig c = {
+        .vocab_size = (int)u[0], .dim = (int)u[1], .n_layers = (int)u[2], .n_heads = (int)u[3],
+        .n_kv_heads = (int)u[4], .hidden_dim = (int)u[5], .max_seq_len = (int)u[6],
+        .max_batch_size = max_batch_size,
+        .rope_theta = get_f32(h + 36), .norm_eps = get_f32(h + 40),
+    };
+    char why[160];
+    if (llama_config_check(&c, why, sizeof why) != 0) {
+        set_err(err, errlen, "%s: bad header: %s", path, why);
+        fclose(f);
+        return -1;
+    }
+    // The file must be exactly header + vocab + weights long.
+    size_t n_params = llama_num_params(&c);
+    uint64_t want = LLAMA_HEADER_BYTES + 4ull * (uint64_t)c.vocab_size + 4ull * n_params;
+    if (fseek(f, 0, SEEK_END) != 0) {
+        set_err(err, errlen, "%s: cannot seek: %s", path, strerror(errno));
+        fclose(f);
+        return -1;
+    }
+    long size = ftell(f);
+    if (size < 0 || (uint64_t)size != want) {
+        set_err(err, errlen,
+                "%s: %ld bytes, but a model of this header (V %d, C %d, L %d, H %d, G %d, F %d, "
+                "T %d) takes %llu: %s",
+                path, size, c.vocab_size, c.dim, c.n_layers, c.n_heads, c.n_kv_heads, c.hidden_dim,
+                c.max_seq_len, (unsigned long long)want,
+                (uint64_t)size < want ? "truncated" : "trailing bytes");
+        fclose(f);
+        return -1;
+    }
+    if (fseek(f, LLAMA_HEADER_BYTES, SEEK_SET) != 0 || llama_new(m, &c, why, sizeof why) != 0) {
+        set_err(err, errlen, "%s: %s", path, why);
+        fclose(f);
+        return -1;
+    }
+    size_t nv = fread(m->vocab, sizeof(uint32_t), (size_t)c.vocab_size, f);
+    size_t np = fread(m->params, sizeof(float), n_params, f);
+    fclose(f);
+    if (nv != (size_t)c.vocab_size || np != n_params) {
+        set_err(err, errlen, "%s: read error", path);
+        llama_free(m);
+        return -1;
+    }
+    if (!host_is_little_endian()) {
+        for (size_t i = 0; i < nv; i++) m->vocab[i] = get_u32((unsigned char *)&m->vocab[i]);
+        for (size_t i = 0; i < np; i++) m->params[i] = get_f32((unsigned char *)&m->params[i]);
+    }
+    // The vocabulary: no character for pad, bos, eos; then distinct code points.
+    for (int i = 0; i < c.vocab_size; i++) {
+        uint32_t cp = m->vocab[i];
+        int special = i <= LLAMA_EOS_ID;
+        if (special ? cp != 0 : (cp == 0 || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))) {
+            set_err(err, errlen, "%s: vocab[%d] = %u is not %s", path, i, cp,
+                    special ? "0 (ids 0, 1, 2 are pad, bos, eos)" : "a Unicode character");
+            llama_free(m);
+            return -1;
+        }
+    }
+    uint32_t *sorted = malloc(sizeof(uint32_t) * (size_t)c.vocab_size);
+    if (!sorted) {
+        set_err(err, errlen, "%s: out of memory", path);
+        llama_free(m);
+        return -1;
+    }
+    memcpy(sorted, m->vocab, sizeof(uint32_t) * (size_t)c.vocab_size);
+    qsort(sorted, (size_t)c.vocab_size, sizeof(uint32_t), cmp_u32);
+    for (int i = LLAMA_EOS_ID + 2; i < c.vocab_size; i++) {
+        if (sorted[i] == sorted[i - 1]) {
+            set_err(err, errlen, "%s: character U+%04X appears twice in the vocabulary", path,
+                    sorted[i]);
+            free(sorted);
+            llama_free(m);
+            return -1;
+        }
+    }
+    free(sorted);
+    for (size_t i = 0; i < n_params; i++) {
+        if (!isfinite(m->params[i])) {
+            set_err(err, errlen, "%s: weight %zu is not a finite number", path, i);
+            llama_free(m);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int llama_save(const LlamaModel *m, const char *path, char *err, size_t errlen) {
+    const LlamaConfig *c = &m->cfg;
+    size_t tmp_len = strlen(path) + 5;
+    char *tmp = malloc(tmp_len);
+    if (!tmp) {
+        set_err(err, errlen, "%s: out of memory", path);
+        return -1;
+    }
+    snprintf(tmp, tmp_len, "%s.tmp", path);
+    FILE *f = fopen(tmp, "wb");
+    if (!f) {
+        set_err(err, errlen, "%s: cannot create: %s", tmp, strerror(errno));
+        free(tmp);
+        return -1;
+    }
+    unsigned char h[LLAMA_HEADER_BYTES];
+    memcpy(h, "KVLM", 4);
+    uint32_t fields[] = {LLAMA_FILE_VERSION, (uint32_t)c->vocab_size, (uint32_t)c->dim,
+                         (uint32_t)c->n_layers, (uint32_t)c->n_heads, (uint32_t)c->n_kv_heads,
+                         (uint32_t)c->hidden_dim, (uint32_t)c->max_seq_len,
+                         f32_bits(c->rope_theta), f32_bits(c->norm_eps)};
+    for (int i = 0; i < 10; i++) put_u32(h + 4 + 4 * i, fields[i]);
+    int ok = fwrite(h, 1, sizeof h, f) == sizeof h;
+    unsigned char b[4];
+    for (int i = 0; ok && i < c->vocab_size; i++) {
+        put_u32(b, m->vocab[i]);
+        ok = fwrite(b, 1, 4, f) == 4;
+    }
+    for (size_t i = 0; ok && i < m->num_params; i++) {
+        put_u32(b, f32_bits(m->params[i]));
+        ok = fwrite(b, 1, 4, f) == 4;
+    }
+    if (fclose(f) != 0) ok = 0;
+    if (!ok || rename(tmp, path) != 0) {
+        set_err(err, errlen, "%s: cannot write: %s", path, strerror(errno));
+        remove(tmp);
+        free(tmp);
+        return -1;
+    }
+    free(tmp);
+    return 0;
+}
+
+// ---------------------------------------------------------------------------
+// Tokenizer: tokenizer.encode(x, bos=True, eos=False) over code points
+
+// Reads one UTF-8 character from s; returns its length (0 when invalid).
+static int utf8_decode(uint32_t *cp, const unsigned char *s) {
+    if (s[0] < 0x80) return *cp = s[0], 1;
+    int n = (s[0] & 0xe0) == 0xc0 ? 2 : (s[0] & 0xf0) == 0xe0 ? 3 : (s[0] & 0xf8) == 0xf0 ? 4 : 0;
+    if (n == 0) return 0;
+    uint32_t v = s[0] & (0x7f >> n);
+    for (int i = 1; i < n; i++) {
+        if ((s[i] & 0xc0) != 0x80) return 0;
+        v = v << 6 | (s[i] & 0x3f);
+    }
+    static const uint32_t least[5] = {0, 0, 0x80, 0x800, 0x10000};
+    if (v < least[n] || v > 0x10ffff || (v >= 0xd800 && v <= 0xdfff)) return 0;
+    *cp = v;
+    return n;
+}
+
+static int utf8_encode(char *out, uint32_t cp) {
+    if (cp < 0x80) return out[0] = (char)cp, 1;
+    if (cp < 0x800) {
+        out[0] = (char)(0xc0 | cp >> 6), out[1] = (char)(0x80 | (cp & 0x3f));
+        return 2;
+    }
+    if (cp < 0x10000) {
+        out[0] = (char)(0xe0 | cp >> 12), out[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
+        out[2] = (char)(0x80 | (cp & 0x3f));
+        return 3;
+    }
+    out[0] = (char)(0xf0 | cp >> 18), out[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
+    out[2] = (char)(0x80 | ((cp >> 6) & 0x3f)), out[3] = (char)(0x80 | (cp & 0x3f));
+    return 4;
+}
+
+int llama_encode(int *ids, const LlamaModel *m, const char *text, int bos, int eos, int max_ids,
+                 char *err, size_t errlen) {
+    int n = 0;
+    if (bos) {
+        if (n >= max_ids) goto too_long;
+        ids[n++] = LLAMA_BOS_ID;
+    }
+    for (const unsigned char *s = (const unsigned char *)text; *s;) {
+        uint32_t cp;
+        int len = utf8_decode(&cp, s);
+        if (len == 0) {
+            set_err(err, errlen, "prompt \"%s\" is not valid UTF-8 at byte %d", text,
+                    (int)(s - (const unsigned char *)text));
+            return -1;
+        }
+        int id = -1;
+        for (int v = LLAMA_EOS_ID + 1; v < m->cfg.vocab_size; v++)
+            if (m->vocab[v] == cp) {
+                id = v;
+                break;
+            }
+        if (id < 0) {
+            set_err(err, errlen,
+                    "unknown character '%.*s' (U+%04X) in prompt \"%s\": the model's vocabulary "
+                    "has %d tokens and not this one",
+                    len, (const char *)s, cp, text, m->cfg.vocab_size);
+            return -1;
+        }
+        if (n >= max_ids) goto too_long;
+        ids[n++] = id;
+        s += len;
+    }
+    if (eos) {
+        if (n >= max_ids) goto too_long;
+        ids[n++] = LLAMA_EOS_ID;
+    }
+    return n;
+too_long:
+    set_err(err, errlen, "prompt \"%s\" is longer than %d tokens", text, max_ids);
+    return -1;
+}
+
+const char *llama_token_text(char *buf, const LlamaModel *m, int id) {
+    assert(id >= 0 && id < m->cfg.vocab_size);
+    int n = id <= LLAMA_EOS_ID ? 0 : utf8_encode(buf, m->vocab[id]);
+    buf[n] = '\0';
+    return buf;
+}
+
+size_t llama_decode(char *out, const LlamaModel *m, const int *ids, int n, size_t out_size) {
+    assert(out_size > 0);
+    size_t len = 0;
+    char ch[5];
+    for (int i = 0; i < n; i++) {
+        size_t k = strlen(llama_token_text(ch, m, ids[i]));
+        if (len + k + 1 > out_size) break;   // the caller sizes out for 4 bytes a token
+        memcpy(out + len, ch, k);
+        len += k;
+    }
+    out[len] = '\0';
+    return len;
+}
+
+// ---------------------------------------------------------------------------
+// Layers
+
+void llama_rmsnorm(float *out, const float *x, const float *w, float eps, int N, int C) {
+    // x (N, C), w (C) -> out (N, C)
+    for (int n = 0; n < N; n++) {
+        const float *xn = x + (size_t)n * C;
+        float *on = out + (size_t)n * C;
+        // x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)
+        float ss = 0.0f;
+        for (int c = 0; c < C; c++) ss += xn[c] * xn[c];
+        float r = 1.0f / sqrtf(ss / (float)C + eps);
+        // output * self.weight
+        for (int c = 0; c < C; c++) on[c] = (xn[c] * r) * w[c];
+    }
+}
+
+void llama_precompute_freqs_cis(float *freqs_cis, int D, int T, float theta) {
+    // freqs = 1.0 / (theta ** (torch.arange(0, dim, 2)[: (dim // 2)].float() / dim))
+    // t = torch.arange(end); freqs = torch.outer(t, freqs).float()
+    // freqs_cis = torch.polar(torch.ones_like(freqs), freqs)  # complex64
+    // (LLaMA precomputes max_seq_len * 2 rows; T rows are all kvdemo reads.)
+    for (int t = 0; t < T; t++)
+        for (int i = 0; i < D / 2; i++) {
+            float freq = 1.0f / powf(theta, (float)(2 * i) / (float)D);
+            float angle = (float)t * freq;
+            freqs_cis[((size_t)t * (D / 2) + i) * 2 + 0] = cosf(angle);
+            freqs_cis[((size_t)t * (D / 2) + i) * 2 + 1] = sinf(angle);
+        }
+}
+
+void llama_apply_rotary_emb(float *x, const float *freqs_cis, int N, int nh, int D) {
+    // x (N, nh, D), freqs_cis (N, D/2, 2)
+    // xq_ = torch.view_as_complex(xq.float().reshape(*xq.shape[:-1], -1, 2))
+    // xq_out = torch.view_as_real(xq_ * freqs_cis).flatten(3)
+    for (int n = 0; n < N; n++)
+        for (int h = 0; h < nh; h++) {
+            float *v = x + ((size_t)n * nh + h) * D;
+            const float *f = freqs_cis + (size_t)n * D;
+            for (int i = 0; i < D / 2; i++) {
+                float a = v[2 * i], b = v[2 * i + 1];     // a + bi
+                float c = f[2 * i], d = f[2 * i + 1];     // cos + i sin
+                v[2 * i] = a * c - b * d;                 // (a + bi)(c + di)
+                v[2 * i + 1] = a * d + b * c;
+            }
+        }
+}
+
+// x (n) = softmax(x), summed left to right: a -inf adds exactly 0.
+static void softmax_row(float *x, int n) {
+    float max = -INFINITY;
+    for (int i = 0; i < n; i++)
+        if (x[i] > max) max = x[i];
+    float sum = 0.0f;
+    for (int i = 0; i < n; i++) {
+        x[i] = expf(x[i] - max);
+        sum += x[i];
+    }
+    for (int i = 0; i < n; i++) x[i] /= sum;
+}
+
+// Attention.forward for one layer, after xq, xk, xv are computed and rotated.
+static void llama_attention(LlamaModel *m, int l, int start_pos, int bsz, int seqlen,
+                            const float *mask) {
+    const LlamaConfig *c = &m->cfg;
+    int H = c->n_heads, G = c->n_kv_heads, D = c->head_dim, T = c->max_seq_len;
+    int S = start_pos + seqlen, rep = H / G;
+    size_t layer = (size_t)l * c->max_batch_size * T * G * D;
+    float *cache_k = m->cache_k + layer;   // (B, T, G, D) of layer l
+    float *cache_v = m->cache_v + layer;
+    // self.cache_k[:bsz, start_pos : start_pos + seqlen] = xk   (and cache_v = xv)
+    for (int b = 0; b < bsz; b++)
+        for (int n = 0; n < seqlen; n++) {
+            size_t slot = ((size_t)b * T + start_pos + n) * G * D;
+            size_t row = ((size_t)b * seqlen + n) * G * D;
+            memcpy(cache_k + slot, m->xk + row, sizeof(float) * G * D);
+            memcpy(cache_v + slot, m->xv + row, sizeof(float) * G * D);
+        }
+    // keys = self.cache_k[:bsz, : start_pos + seqlen]   (B, S, G, D)
+    // scores = torch.matmul(xq, keys.transpose(2, 3)) / math.sqrt(self.head_dim)
+    // if mask is not None: scores = scores + mask
+    // scores = F.softmax(scores.float(), dim=-1)
+    // output = torch.matmul(scores, values)
+    // Query head h reads key/value head h / rep (rep = H / G; 1 for MHA).
+    float scale = sqrtf((float)D);
+    for (int b = 0; b < bsz; b++)
+        for (int n = 0; n < seqlen; n++)
+            for (int h = 0; h < H; h++) {
+                int g = h / rep;
+                const float *q = m->xq + (((size_t)b * seqlen + n) * H + h) * D;
+                float *att = m->scores;   // (S) one row of scores
+                for (int j = 0; j < S; j++) {
+                    const float *k = cache_k + (((size_t)b * T + j) * G + g) * D;
+                    float dot = 0.0f;
+                    for (int d = 0; d < D; d++) dot += q[d] * k[d];
+                    att[j] = dot / scale;
+                    if (mask) att[j] += mask[(size_t)n * S + j];
+                }
+                softmax_row(att, S);
+                float *out = m->attn + (((size_t)b * seqlen + n) * H + h) * D;
+                for (int d = 0; d < D; d++) out[d] = 0.0f;
+                for (int j = 0; j < S; j++) {
+                    const float *v = cache_v + (((size_t)b * T + j) * G + g) * D;
+                    for (int d = 0; d < D; d++) out[d] += att[j] * v[d];
+                }
+            }
+}
+
+static void set4(int *s, int a, int b, int c, int d) { s[0] = a, s[1] = b, s[2] = c, s[3] = d; }
+
+void llama_forward(float *logits, LlamaModel *m, const int *tokens, int start_pos, int bsz,
+                   int seqlen, int stride) {
+    const LlamaConfig *c = &m->cfg;
+    int C = c->dim, H = c->n_heads, G = c->n_kv_heads, D = c->head_dim, F = c->hidden_dim;
+    int V = c->vocab_size;
+    assert(bsz >= 1 && bsz <= c->max_batch_size && seqlen >= 1 && start_pos >= 0);
+    assert(start_pos + seqlen <= c->max_seq_len && stride >= seqlen);
+    int N = bsz * seqlen, S = start_pos + seqlen;
+
+    // h = self.tok_embeddings(tokens)   (bsz, seqlen, C)
+    for (int b = 0; b < bsz; b++)
+        for (int n = 0; n < seqlen; n++) {
+            int id = tokens[(size_t)b * stride + n];
+            assert(id >= 0 && id < V);
+            memcpy(m->x + ((size_t)b * seqlen + n) * C, m->p.tok_embeddings + (size_t)id * C,
+                   sizeof(float) * C);
+        }
+    // freqs_cis = self.freqs_cis[start_pos : start_pos + seqlen]
+    const float *freqs_cis = m->freqs_cis + (size_t)start_pos * D;
+
+    // mask = None
+    // if seqlen > 1:
+    //     mask = torch.full((1, 1, seqlen, seqlen), float("-inf"))
+    //     mask = torch.triu(mask, diagonal=start_pos + 1)
+    // The article's mask has seqlen columns; the scores have start_pos +
+    // seqlen. They agree only at start_pos 0, which is the only time generate
+    // feeds more than one token (the prompt, at prev_pos 0); at start_pos > 0
+    // the article's line would not broadcast, and its diagonal start_pos + 1
+    // is the right one only for the full width. kvdemo builds the full width,
+    // triu(full((seqlen, start_pos + seqlen), -inf), diagonal=start_pos + 1),
+    // which is the article's mask whenever the article's runs at all. With one
+    // token (seqlen 1) there is no mask: the new row may see every cached
+    // position, all of which are earlier.
+    const float *mask = NULL;
+    if (seqlen > 1) {
+        ops_causal_mask(m->mask, seqlen, S, start_pos);
+        mask = m->mask;
+    }
+
+    for (int l = 0; l < c->n_layers; l++) {
+        const LlamaLayerParams *w = &m->p.layers[l];
+        // h = x + self.attention.forward(self.attention_norm(x), start_pos, freqs_cis, mask)
+        llama_rmsnorm(m->xb, m->x, w->attention_norm, c->norm_eps, N, C);
+        // xq, xk, xv = self.wq(x), self.wk(x), self.wv(x)
+        ops_matmul(m->xq, m->xb, w->wq, NULL, N, C, H * D);
+        ops_matmul(m->xk, m->xb, w->wk, NULL, N, C, G * D);
+        ops_matmul(m->xv, m->xb, w->wv, NULL, N, C, G * D);
+        // xq, xk = apply_rotary_emb(xq, xk, freqs_cis=freqs_cis)
+        for (int b = 0; b < bsz; b++) {
+            llama_apply_rotary_emb(m->xq + (size_t)b * seqlen * H * D, freqs_cis, seqlen, H, D);
+            llama_apply_rotary_emb(m->xk + (size_t)b * seqlen * G * D, freqs_cis, seqlen, G, D);
+        }
+        llama_attention(m, l, start_pos, bsz, seqlen, mask);
+        // return self.wo(output)
+        ops_matmul(m->xb2, m->attn, w->wo, NULL, N, H * D, C);
+        for (size_t i = 0; i < (size_t)N * C; i++) m->x[i] += m->xb2[i];
+
+        // out = h + self.feed_forward.forward(self.ffn_norm(h))
+        // feed_forward: self.w2(F.silu(self.w1(x)) * self.w3(x))
+        llama_rmsnorm(m->xb, m->x, w->ffn_norm, c->norm_eps, N, C);
+        ops_matmul(m->hb, m->xb, w->w1, NULL, N, C, F);
+        ops_matmul(m->hb2, m->xb, w->w3, NULL, N, C, F);
+        for (size_t i = 0; i < (size_t)N * F; i++) {
+            float a = m->hb[i];
+            m->hb[i] = a / (1.0f + expf(-a)) * m->hb2[i];   // silu(a) = a * sigmoid(a)
+        }
+        ops_matmul(m->xb2, m->hb, w->w2, NULL, N, F, C);
+        for (size_t i = 0; i < (size_t)N * C; i++) m->x[i] += m->xb2[i];
+    }
+
+    // h = self.norm(h)
+    llama_rmsnorm(m->xb, m->x, m->p.norm, c->norm_eps, N, C);
+    // output = self.output(h[:, -1, :])  # only compute last logits
+    for (int b = 0; b < bsz; b++)
+        memcpy(m->last + (size_t)b * C, m->xb + ((size_t)b * seqlen + seqlen - 1) * C,
+               sizeof(float) * C);
+    ops_matmul(logits, m->last, m->p.output, NULL, bsz, C, V);
+
+    LlamaForwardInfo *info = &m->info;
+    info->bsz = bsz, info->seqlen = seqlen, info->start_pos = start_pos;
+    info->write_from = start_pos, info->write_to = S, info->read_to = S;
+    info->has_mask = mask != NULL;
+    info->mask = mask;
+    info->freqs_cis = freqs_cis;
+    set4(info->xq_shape, bsz, seqlen, H, D);
+    set4(info->xk_shape, bsz, seqlen, G, D);
+    set4(info->keys_shape, bsz, S, G, D);
+    set4(info->values_shape, bsz, S, G, D);
+    set4(info->scores_shape, bsz, H, seqlen, S);
+    info->rows_computed = N;
+}
+
+// ---------------------------------------------------------------------------
+// Sampling
+
+// Does token a come after token b in torch.sort(descending=True)? Larger
+// probabilities first; equal ones by token id, so the order is reproducible.
+static int sorts_after(const float *probs, int a, int b) {
+    if (probs[a] != probs[b]) return probs[a] < probs[b];
+    return a > b;
+}
+
+// order (V) = token ids by descending probability: a heap sort, which needs
+// no memory beyond order itself.
+static void sort_desc(int *order, const float *probs, int V) {
+    for (int i = 0; i < V; i++) order[i] = i;
+    for (int end = V, start = V / 2 - 1;;) {
+        int root;
+        if (start >= 0) {
+            root = start--;          // building the heap
+        } else {
+            if (--end <= 0) break;   // moving the heap's top to the end
+            int t = order[0];
+            order[0] = order[end], order[end] = t;
+            root = 0;
+        }
+        // sift down: the heap's top is the element that sorts last
+        for (int child; (child = 2 * root + 1) < end; root = child) {
+            if (child + 1 < end && sorts_after(probs, order[child + 1], order[child])) child++;
+            if (!sorts_after(probs, order[child], order[root])) break;
+            int t = order[root];
+            order[root] = order[child], order[child] = t;
+        }
+    }
+}
+
+int llama_argmax(const float *logits, int V) {
+    int best = 0;
+    for (int i = 1; i < V; i++)
+        if (logits[i] > logits[best]) best = i;
+    return best;
+}
+
+int llama_sample_top_p(float *sorted, int *order, const float *probs, float p, float uniform,
+                       int V) {
+    // probs_sort, probs_idx = torch.sort(probs, dim=-1, descending=True)
+    sort_desc(order, probs, V);
+    for (int i = 0; i < V; i++) sorted[i] = probs[order[i]];
+    // probs_sum = torch.cumsum(probs_sort, dim=-1)
+    // mask = probs_sum - probs_sort > p
+    // probs_sort[mask] = 0.0
+    // (PyTorch's cumsum of float32 on the CPU adds in double; so does this.)
+    double run = 0.0;
+    for (int i = 0; i < V; i++) {
+        run += sorted[i];
+        float probs_sum = (float)run;
+        if (probs_sum - sorted[i] > p) sorted[i] = 0.0f;
+    }
+    // probs_sort.div_(probs_sort.sum(dim=-1, keepdim=True))
+    float sum = 0.0f;
+    for (int i = 0; i < V; i++) sum += sorted[i];
+    for (int i = 0; i < V; i++) sorted[i] /= sum;
+    // next_token = torch.multinomial(probs_sort, num_samples=1), made explicit:
+    // the first position whose cumulative probability exceeds one uniform
+    // draw in [0, 1) (the inverse CDF); if rounding leaves the total just
+    // under the draw, the last position still kept.
+    run = 0.0;
+    int pick = -1, last_kept = 0;
+    for (int i = 0; i < V && pick < 0; i++) {
+        if (sorted[i] == 0.0f) continue;
+        last_kept = i;
+        run += sorted[i];
+        if ((double)uniform < run) pick = i;
+    }
+    if (pick < 0) pick = last_kept;
+    // next_token = torch.gather(probs_idx, -1, next_token)
+    return order[pick];
+}
+
+// ---------------------------------------------------------------------------
+// LLaMA.generate
+
+int llama_generation_new(LlamaGeneration *g, const LlamaModel *m, char *err, size_t errlen) {
+    memset(g, 0, sizeof *g);
+    size_t B = (size_t)m->cfg.max_batch_size, T = (size_t)m->cfg.max_seq_len;
+    size_t V = (size_t)m->cfg.vocab_size;
+    g->tokens = calloc(B * T, sizeof(int));
+    g->input_text_mask = calloc(B * T, 1);
+    g->logits = calloc(T * B * V, sizeof(float));
+    g->probs = calloc(B * V, sizeof(float));
+    g->sorted = calloc(V, sizeof(float));
+    g->order = calloc(V, sizeof(int));
+    g->sampled = calloc(B, sizeof(int));
+    g->next_token = calloc(B, sizeof(int));
+    g->kept = calloc(B, 1);
+    g->text = calloc(B, sizeof(char *));
+    char *text = calloc(B * (4 * T + 1), 1);
+    if (!g->tokens || !g->input_text_mask || !g->logits || !g->probs || !g->sorted ||
+        !g->order || !g->sampled || !g->next_token || !g->kept || !g->text || !text) {
+        free(text);
+        llama_generation_free(g);
+        set_err(err, errlen, "out of memory for a generation of %zu x %zu tokens", B, T);
+        return -1;
+    }
+    for (size_t b = 0; b < B; b++) g->text[b] = text + b * (4 * T + 1);
+    return 0;
+}
+
+void llama_generation_free(LlamaGeneration *g) {
+    if (g->text) free(g->text[0]);
+    free(g->text);
+    free(g->tokens);
+    free(g->input_text_mask);
+    free(g->logits);
+    free(g->probs);
+    free(g->sorted);
+    free(g->order);
+    free(g->sampled);
+    free(g->next_token);
+    free(g->kept);
+    memset(g, 0, sizeof *g);
+}
+
+static double now_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+int llama_generate(LlamaGeneration *g, LlamaModel *m, const char *const *prompts, int n_prompts,
+                   const LlamaGenOptions *opt, char *err, size_t errlen) {
+    const LlamaConfig *c = &m->cfg;
+    int T = c->max_seq_len, V = c->vocab_size;
+    // bsz = len(prompts); assert bsz <= params.max_batch_size
+    int bsz = n_prompts;
+    if (bsz < 1 || bsz > c->max_batch_size) {
+        set_err(err, errlen, "%d prompts; the model's batch holds 1 to %d", bsz,
+                c->max_batch_size);
+        return -1;
+    }
+    if (opt->max_gen_len < 0 || !(opt->temperature >= 0.0f) || !(opt->top_p >= 0.0f)) {
+        set_err(err, errlen, "max_gen_len, temperature and top_p must not be negative");
+        return -1;
+    }
+    g->bsz = bsz;
+    // prompt_tokens = [self.tokenizer.encode(x, bos=True, eos=False) for x in prompts]
+    // (encoded T apart first; moved to total_len apart once total_len is known)
+    g->min_prompt_size = T, g->max_prompt_size = 0;
+    for (int k = 0; k < bsz; k++) {
+        int n = llama_encode(g->tokens + (size_t)k * T, m, prompts[k], 1, 0, T, err, errlen);
+        if (n < 0) return -1;
+        g->prompt_len[k] = n;
+        if (n < g->min_prompt_size) g->min_prompt_size = n;
+        if (n > g->max_prompt_size) g->max_prompt_size = n;
+    }
+    // total_len = min(params.max_seq_len, max_gen_len + max_prompt_size)
+    int total_len = opt->max_gen_len + g->max_prompt_size;
+    if (total_len > T) total_len = T;
+    g->total_len = total_len;
+    // tokens = torch.full((bsz, total_len), self.tokenizer.pad_id)
+    // tokens[k, : len(t)] = torch.tensor(t)
+    for (int k = 0; k < bsz; k++) {
+        int *row = g->tokens + (size_t)k * total_len;
+        memmove(row, g->tokens + (size_t)k * T, sizeof(int) * (size_t)g->prompt_len[k]);
+        for (int t = g->prompt_len[k]; t < total_len; t++) row[t] = LLAMA_PAD_ID;
+    }
+    // input_text_mask = tokens != self.tokenizer.pad_id
+    for (int i = 0; i < bsz * total_len; i++) g->input_text_mask[i] = g->tokens[i] != LLAMA_PAD_ID;
+
+    LlamaRng rng;
+    llama_rng_seed(&rng, opt->seed);
+    g->seconds = 0.0;
+    g->rows_computed = 0;
+    g->n_steps = 0;
+    int start_pos = g->min_prompt_size, prev_pos = 0;
+    for (int cur_pos = start_pos; cur_pos < total_len; cur_pos++) {
+        double t0 = now_seconds();
+        float *logits = g->logits + (size_t)g->n_steps * bsz * V;
+        if (opt->use_cache) {
+            // logits = self.model.forward(tokens[:, prev_pos:cur_pos], prev_pos)
+            llama_forward(logits, m, g->tokens + prev_pos, prev_pos, bsz, cur_pos - prev_pos,
+                          total_len);
+        } else {
+            // --no-cache: forward(tokens[:, 0:cur_pos], 0), everything again
+            llama_forward(logits, m, g->tokens, 0, bsz, cur_pos, total_len);
+        }
+        g->rows_computed += m->info.rows_computed;
+        for (int b = 0; b < bsz; b++) {
+            const float *lb = logits + (size_t)b * V;
+            if (opt->temperature > 0.0f) {
+                // probs = torch.softmax(logits / temperature, dim=-1)
+                // next_token = sample_top_p(probs, top_p)
+                float *pb = g->probs + (size_t)b * V;
+                for (int i = 0; i < V; i++) pb[i] = lb[i] / opt->temperature;
+                softmax_row(pb, V);
+                g->sampled[b] = llama_sample_top_p(g->sorted, g->order, pb, opt->top_p,
+                                                   llama_rng_uniform(&rng), V);
+            } else {
+                // next_token = torch.argmax(logits, dim=-1)
+                g->sampled[b] = llama_argmax(lb, V);
+            }
+            // next_token = torch.where(input_text_mask[:, cur_pos], tokens[:, cur_pos], next_token)
+            size_t at = (size_t)b * total_len + cur_pos;
+            g->kept[b] = g->input_text_mask[at];
+            g->next_token[b] = g->kept[b] ? g->tokens[at] : g->sampled[b];
+            // tokens[:, cur_pos] = next_token
+            g->tokens[at] = g->next_token[b];
+        }
+        g->seconds += now_seconds() - t0;
+        g->n_steps++;
+        if (opt->hook) {
+            LlamaStep s = {
+                .step = g->n_steps, .prev_pos = opt->use_cache ? prev_pos : 0, .cur_pos = cur_pos,
+                .bsz = bsz, .total_len = total_len, .tokens = g->tokens,
+                .input_text_mask = g->input_text_mask, .fwd = &m->info, .logits = logits,
+                .probs = opt->temperature > 0.0f ? g->probs : NULL, .sampled = g->sampled,
+                .next_token = g->next_token, .kept = g->kept,
+            };
+            opt->hook(&s, opt->hook_ctx);
+        }
+        prev_pos = cur_pos;
+    }
+    // for i, t in enumerate(tokens.tolist()):
+    //     t = t[: len(prompt_tokens[i]) + max_gen_len]   # cut to max gen len
+    //     t = t[: t.index(self.tokenizer.eos_id)]        # cut to eos tok if any
+    //     decoded.append(self.tokenizer.decode(t))
+    for (int b = 0; b < bsz; b++) {
+        const int *row = g->tokens + (size_t)b * total_len;
+        int n = g->prompt_len[b] + opt->max_gen_len;
+        if (n > total_len) n = total_len;
+        for (int i = 0; i < n; i++)
+            if (row[i] == LLAMA_EOS_ID) {
+                n = i;
+                break;
+            }
+        llama_decode(g->text[b], m, row, n, 4 * (size_t)T + 1);
+    }
+    return 0;
+}
