@@ -260,6 +260,7 @@ void trace_count(Trace *tr, const char *name, int64_t value, const char *en, con
         emit_json(tr, &b);
         return;
     }
+    if (!en) return;   // a count for scripts only
     buf_printf(&b, "  %s: %lld\n", trace_text(tr, en, zh), (long long)value);
     emit(tr, &b);
 }

@@ -59,7 +59,8 @@ void trace_tensor(Trace *tr, TraceLevel level, const char *name, const char *cod
                   const Tensor *t, const char *const *rows, int heat);
 // A shape only, for tensors too large to print: key (1, 6, 64, 7).
 void trace_shape(Trace *tr, const char *name, int ndim, const int *shape);
-// A whole number worth counting (rows computed, multiply-adds, bytes).
+// A whole number worth counting (rows computed, multiply-adds, bytes). With
+// en NULL it is a JSON event only (the text shows it some other way, e.g. a table).
 void trace_count(Trace *tr, const char *name, int64_t value, const char *en, const char *zh);
 // A measured quantity with a unit ("s", "GB", "tokens/s", ...).
 void trace_value(Trace *tr, const char *name, double value, const char *unit, const char *en,

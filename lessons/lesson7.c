@@ -1,0 +1,151 @@
+// lesson 7 — GPT 模型单次 inference 输入生成下一个 token，为什么会产生 kv-cache？
+// (seed 000, section 7)
+//
+// GPT writes one token per inference, so a sentence takes one inference per
+// token, and inference i+1 feeds only one token more than inference i. Without
+// the cache every inference computes k and v again for every token so far:
+// 1 + 2 + ... + n = n(n+1)/2 rows after n steps. With the cache it computes
+// only k_{i+1} and v_{i+1}: n rows. Space (the cache) for time.
+//
+// The loop runs over the tokens of the data file (天气真好，出去玩): step s
+// feeds the first s tokens. The tokens are taken from the file rather than
+// predicted (there is no output layer in this example), which is all the loop
+// needs to show what each step computes.
+#include "attention.h"
+#include "lessons.h"
+#include "ops.h"
+#include "timer.h"
+#include "toy.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+enum { DEFAULT_REPEAT = 101 };
+
+// The whole loop without the cache: every step recomputes all of its tokens.
+static void loop_nocache(AttnStep *steps, const ToyData *d, int n) {
+    for (int s = 1; s <= n; s++)
+        attention_full(&steps[s - 1], d->X, s, d->W_Q, d->W_K, d->W_V, d->scale, 1);
+}
+
+// With the cache: one AttnStep holds K and V and grows by a row each step.
+static void loop_cache(AttnStep *c, AttnStep *outs, const ToyData *d, int n) {
+    attention_full(c, d->X, 1, d->W_Q, d->W_K, d->W_V, d->scale, 1);
+    for (int j = 0; j < d->dv; j++) outs[0].output[j] = c->output[j];
+    outs[0].kv_rows = c->kv_rows;
+    for (int s = 2; s <= n; s++) {
+        attention_cached(c, d->X + (s - 1) * d->d, d->W_Q, d->W_K, d->W_V, d->scale);
+        for (int j = 0; j < d->dv; j++) outs[s - 1].output[j] = c->output[j];
+        outs[s - 1].kv_rows = c->kv_rows;
+    }
+}
+
+static double median_time(int repeat, AttnStep *steps, AttnStep *c, AttnStep *outs, const ToyData *d,
+                          int n, int cached) {
+    double *t = malloc(sizeof(double) * (size_t)repeat);
+    if (!t) return 0;
+    for (int i = 0; i < repeat; i++) {
+        double t0 = timer_now();
+        if (cached) loop_cache(c, outs, d, n);
+        else loop_nocache(steps, d, n);
+        t[i] = timer_now() - t0;
+    }
+    double m = timer_median(t, repeat);
+    free(t);
+    return m;
+}
+
+int lesson7_run(const Options *opt, Trace *tr) {
+    ToyData d;
+    if (toy_load(&d, opt, tr->lesson, 2)) return 1;
+    int n = opt->steps > 0 ? opt->steps : d.n;
+    if (n > d.n) {
+        fprintf(stderr, "kvdemo: lesson 7: --steps %d is more than the %d tokens of the data file; give at most %d, or a --data file with more rows\n",
+                n, d.n, d.n);
+        toydata_free(&d);
+        return 2;
+    }
+    int repeat = opt->repeat ? opt->repeat : DEFAULT_REPEAT;
+    // steps[s-1]: the full recomputation of step s; outs[s-1]: the cached
+    // step's output row; c: the growing cache.
+    AttnStep *steps = calloc((size_t)n, sizeof *steps), *outs = calloc((size_t)n, sizeof *outs), c;
+    int ok = steps && outs && attn_step_init(&c, n, d.d, d.dk, d.dv) == 0;
+    for (int s = 0; ok && s < n; s++)
+        ok = attn_step_init(&steps[s], s + 1, d.d, d.dk, d.dv) == 0 && attn_step_init(&outs[s], 1, d.d, d.dk, d.dv) == 0;
+    if (!ok) {
+        fprintf(stderr, "kvdemo: out of memory\n");
+        return 1;
+    }
+    double t_nc = median_time(repeat, steps, &c, outs, &d, n, 0);
+    double t_c = median_time(repeat, steps, &c, outs, &d, n, 1);
+
+    trace_heading(tr, "Lesson 7 — why GPT needs the KV cache: the generation loop (seed 000, section 7)",
+                  "第 7 课 —— GPT 为什么会产生 KV Cache：生成循环（000 第七节）");
+    trace_say(tr,
+              "Each step feeds one token more than the step before. Count the rows of K and V\n"
+              "each step computes, without the cache and with it.\n",
+              "每一步的输入只比上一步多一个 token。数一数每一步计算的 K、V 行数：不用缓存与用缓存。\n");
+    if (tr->format == FORMAT_TEXT)
+        fprintf(tr->out, "  %-4s %-24s %13s %13s %13s %13s\n", "step", trace_text(tr, "tokens", "输入"),
+                trace_text(tr, "no cache", "无缓存"), trace_text(tr, "total", "累计"),
+                trace_text(tr, "cache", "有缓存"), trace_text(tr, "total", "累计"));
+    long long tot_nc = 0, tot_c = 0;
+    int all_same = 1;
+    for (int s = 1; s <= n; s++) {
+        tot_nc += steps[s - 1].kv_rows;
+        tot_c += outs[s - 1].kv_rows;
+        trace_step(tr, s);
+        char in[512];
+        toy_tokens(&d, 0, s, in, sizeof in);
+        if (tr->format == FORMAT_TEXT) {
+            // The token column is padded by hand: a CJK character is 3 bytes
+            // but 2 columns wide.
+            fprintf(tr->out, "  %-4d %s%*s %13d %13lld %13d %13lld\n", s, in, 24 - 2 * s > 0 ? 24 - 2 * s : 1, "",
+                    steps[s - 1].kv_rows, tot_nc, outs[s - 1].kv_rows, tot_c);
+        }
+        Tensor full = tensor_view2(steps[s - 1].output + (s - 1) * d.dv, 1, d.dv);
+        Tensor cached = tensor_view2(outs[s - 1].output, 1, d.dv);
+        trace_run(tr, "no-cache");
+        trace_step(tr, s);
+        trace_count(tr, "kv_rows", steps[s - 1].kv_rows, NULL, NULL);
+        trace_count(tr, "kv_rows_total", tot_nc, NULL, NULL);
+        trace_run(tr, "cache");
+        trace_step(tr, s);
+        trace_count(tr, "kv_rows", outs[s - 1].kv_rows, NULL, NULL);
+        trace_count(tr, "kv_rows_total", tot_c, NULL, NULL);
+        trace_run(tr, NULL);
+        trace_step(tr, s);
+        if (tr->format == FORMAT_JSON) {
+            trace_tensor(tr, TRACE_SUMMARY, "output", NULL, &cached, d.rows + s - 1, 0);
+            all_same &= trace_compare(tr, "output", "output[-1] without the cache", &full, "output with the cache", &cached);
+        } else {
+            all_same &= ops_bit_identical(full.data, cached.data, d.dv);
+        }
+    }
+    trace_step(tr, 0);
+    trace_sayf(tr,
+               "\nAfter %d steps: %lld rows without the cache (n(n+1)/2 = %d), %lld with it (n = %d).\n"
+               "The newest token's output was %s at every step.",
+               "\n%d 步之后：不用缓存共计算 %lld 行（n(n+1)/2 = %d），用缓存 %lld 行（n = %d）。\n"
+               "每一步新 token 的输出%s。",
+               n, tot_nc, n * (n + 1) / 2, tot_c, n,
+               all_same ? trace_text(tr, "identical bit for bit", "逐位完全相同")
+                        : trace_text(tr, "NOT identical (a bug in kvdemo)", "不相同（kvdemo 的缺陷）"));
+    Tensor K = tensor_view2(c.K, n, d.dk), V = tensor_view2(c.V, n, d.dv);
+    if (tr->format == FORMAT_TEXT) trace_say(tr, "\nThe cache at the end: one row of K and V per token.\n", "\n最后的缓存：每个 token 一行 K、V。\n");
+    trace_tensor(tr, TRACE_FULL, "K", NULL, &K, d.rows, 0);
+    trace_tensor(tr, TRACE_FULL, "V", NULL, &V, d.rows, 0);
+    trace_count(tr, "kv_rows_nocache", tot_nc, "K/V rows without the cache", "不用缓存的 K、V 行数");
+    trace_count(tr, "kv_rows_cache", tot_c, "K/V rows with the cache", "用缓存的 K、V 行数");
+    trace_timing(tr, "no-cache", t_nc, repeat);
+    trace_timing(tr, "cache", t_c, repeat);
+    for (int s = 0; s < n; s++) {
+        attn_step_free(&steps[s]);
+        attn_step_free(&outs[s]);
+    }
+    free(steps);
+    free(outs);
+    attn_step_free(&c);
+    toydata_free(&d);
+    return 0;
+}

@@ -1,0 +1,396 @@
+// test_lessons — whole lessons through the command line: their JSON trace
+// against the article's code run in PyTorch (tests/fixtures/), their text
+// against PyTorch's own printing, and every kind of bad input.
+#include "testutil.h"
+
+#include "buf.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static FixSet fx;
+
+static int setup(void **state) {
+    (void)state;
+    fix_load(&fx, "tests/fixtures/toy_tensors.txt");
+    return 0;
+}
+
+static int teardown(void **state) {
+    (void)state;
+    fix_free(&fx);
+    return 0;
+}
+
+// Runs kvdemo, expects exit status 0, parses its JSON events.
+static Event *run_json(const char *args, int *n) {
+    RunResult r = kvdemo_run(args);
+    if (r.status != 0) fail_msg("kvdemo %s: exit status %d, stderr: %s", args, r.status, r.err);
+    Event *e = events_parse(r.out, n);
+    run_free(&r);
+    return e;
+}
+
+// The fixture key of a tensor event: LESSON/RUN/STEP/NAME.
+static void event_key(char *key, size_t size, const Event *e) {
+    snprintf(key, size, "%s/%s/%d/%s", e->lesson, e->run[0] ? e->run : "-", e->step, e->name);
+}
+
+// Every fixture of this lesson appears in the trace within tol, and every
+// tensor of the trace has a fixture: nothing printed goes unchecked.
+static void check_tensors(const Event *e, int n, const char *lesson, double tol) {
+    char prefix[16];
+    snprintf(prefix, sizeof prefix, "%s/", lesson);
+    int checked = 0;
+    for (int i = 0; i < n; i++) {
+        if (strcmp(e[i].event, "tensor")) continue;
+        char key[160];
+        event_key(key, sizeof key, &e[i]);
+        const FixTensor *want = fix_get(&fx, key);
+        if (e[i].ndim != 2 || e[i].shape[0] != want->rows || e[i].shape[1] != want->cols)
+            fail_msg("%s: shape (%d, %d), expected (%d, %d)", key, e[i].shape[0], e[i].shape[1], want->rows, want->cols);
+        assert_int_equal(e[i].ndata, want->rows * want->cols);
+        assert_close(e[i].data, want->data, e[i].ndata, tol, key);
+        checked++;
+    }
+    for (int f = 0; f < fx.n; f++) {
+        if (strncmp(fx.t[f].key, prefix, strlen(prefix))) continue;
+        int found = 0;
+        for (int i = 0; i < n && !found; i++) {
+            char key[160];
+            event_key(key, sizeof key, &e[i]);
+            found = !strcmp(e[i].event, "tensor") && !strcmp(key, fx.t[f].key);
+        }
+        if (!found) fail_msg("the trace has no tensor %s", fx.t[f].key);
+    }
+    assert_true(checked > 0);
+}
+
+static const Event *must_find(const Event *e, int n, const char *event, const char *run, int step, const char *name) {
+    const Event *x = events_find(e, n, event, run, step, name);
+    if (!x) fail_msg("no %s event %s (run %s, step %d)", event, name ? name : "", run ? run : "any", step);
+    return x;
+}
+
+// ----------------------------------------------------------------------------
+// Lesson 2
+
+static void test_lesson2_json_matches_pytorch(void **state) {
+    (void)state;
+    int n;
+    Event *e = run_json("lesson 2 --format json", &n);
+    check_tensors(e, n, "2", 1e-6);
+    const Event *cmp = must_find(e, n, "compare", NULL, -1, "output");
+    assert_int_equal(cmp->identical, 1);
+    assert_true(cmp->max_abs_diff == 0.0);
+    // K/V rows of each run: 2 + 3 recomputed, against 2 + 1 with the cache.
+    assert_int_equal((int)must_find(e, n, "count", "no-cache", 0, "kv_rows")->value, 2 + 3);
+    assert_int_equal((int)must_find(e, n, "count", "cache", 0, "kv_rows")->value, 2 + 1);
+    assert_true(must_find(e, n, "count", NULL, 0, "madds_saved")->value > 0);
+    events_free(e, n);
+}
+
+static void test_lesson2_counts_and_timings(void **state) {
+    (void)state;
+    int n;
+    Event *e = run_json("lesson 2 --format json --repeat 3", &n);
+    const Event *t_nc = must_find(e, n, "timing", "no-cache", 0, NULL), *t_c = must_find(e, n, "timing", "cache", 0, NULL);
+    assert_true(t_nc->seconds > 0 && t_c->seconds > 0);
+    int rows_nc = 0, rows_c = 0;
+    for (int i = 0; i < n; i++) {
+        if (strcmp(e[i].event, "count") || strcmp(e[i].name, "kv_rows") || e[i].step == 0) continue;
+        if (!strcmp(e[i].run, "no-cache")) rows_nc += (int)e[i].value;
+        if (!strcmp(e[i].run, "cache")) rows_c += (int)e[i].value;
+    }
+    assert_int_equal(rows_nc, 2 + 3);
+    assert_int_equal(rows_c, 2 + 1);
+    events_free(e, n);
+}
+
+static void test_lesson2_one_run(void **state) {
+    (void)state;
+    const char *cases[][2] = {{"lesson 2 --format json --no-cache", "no-cache"}, {"lesson 2.1 --format json", "no-cache"},
+                              {"lesson 2 --format json --cache", "cache"}, {"lesson 2.2 --format json", "cache"}};
+    for (int c = 0; c < 4; c++) {
+        int n;
+        Event *e = run_json(cases[c][0], &n);
+        for (int i = 0; i < n; i++)
+            if (e[i].run[0] && strcmp(e[i].run, cases[c][1])) fail_msg("%s: an event of run %s", cases[c][0], e[i].run);
+        assert_null(events_find(e, n, "compare", NULL, -1, NULL));
+        assert_non_null(events_find(e, n, "tensor", cases[c][1], 2, "output"));
+        events_free(e, n);
+    }
+}
+
+// The text shows each tensor under its name and shape exactly as PyTorch
+// prints it (the "# 天" comments after each row aside), at precision 4 and 6.
+static void check_text_against_print(const char *args, int precision) {
+    RunResult r = kvdemo_run(args);
+    assert_int_equal(r.status, 0);
+    // Drop the row labels: "...]]   # 天" -> "...]]".
+    Buf plain;
+    buf_init(&plain);
+    for (char *line = r.out; line && *line;) {
+        char *nl = strchr(line, '\n');
+        size_t len = nl ? (size_t)(nl - line) : strlen(line);
+        char *hash = memchr(line, '#', len);
+        size_t keep = hash ? (size_t)(hash - line) : 0;
+        while (keep > 0 && line[keep - 1] == ' ') keep--;
+        if (hash && keep > 0 && strchr("],)", line[keep - 1])) {
+            buf_appendn(&plain, line, keep);
+        } else {
+            buf_appendn(&plain, line, len);
+        }
+        buf_append(&plain, "\n");
+        line = nl ? nl + 1 : NULL;
+    }
+    char *text = buf_take(&plain);
+    FILE *f = fopen("tests/fixtures/lesson2_print.txt", "r");
+    assert_non_null(f);
+    char line[512], key[128];
+    int p, found = 0;
+    while (fgets(line, sizeof line, f)) {
+        if (line[0] == '#' || sscanf(line, "%127s %d", key, &p) != 2) continue;
+        Buf want;
+        buf_init(&want);
+        const char *name = strrchr(key, '/') + 1;
+        const FixTensor *t = fix_get(&fx, key);
+        buf_printf(&want, "%s (%d, %d)\n", name, t->rows, t->cols);
+        while (fgets(line, sizeof line, f) && strcmp(line, "@@\n")) buf_append(&want, line);
+        char *w = buf_take(&want);
+        // Only the tensors the chosen run and precision print.
+        int relevant = p == precision && (strstr(args, "--cache") ? !strstr(key, "/no-cache/") : 1);
+        if (relevant) {
+            if (!strstr(text, w)) fail_msg("kvdemo %s does not print %s as PyTorch does:\n%s", args, key, w);
+            found++;
+        }
+        free(w);
+    }
+    fclose(f);
+    assert_true(found >= 20);
+    free(text);
+    run_free(&r);
+}
+
+static void test_lesson2_text_matches_pytorch_print(void **state) {
+    (void)state;
+    check_text_against_print("lesson 2", 4);
+    check_text_against_print("lesson 2 --precision 6", 6);
+    check_text_against_print("lesson 2 --cache --lang zh", 4);
+}
+
+static void test_lesson2_text_options(void **state) {
+    (void)state;
+    RunResult r = kvdemo_run("lesson 2 --trace none");
+    assert_int_equal(r.status, 0);
+    assert_null(strstr(r.out, "tensor("));
+    assert_non_null(strstr(r.out, "identical bit for bit"));
+    run_free(&r);
+    r = kvdemo_run("lesson 2 --trace summary");
+    assert_non_null(strstr(r.out, "output (1, 4)"));
+    assert_null(strstr(r.out, "\nQ (2, 4)"));
+    run_free(&r);
+    r = kvdemo_run("lesson 2 --color always");
+    assert_non_null(strstr(r.out, "\x1b[30;48;5;"));
+    run_free(&r);
+    r = kvdemo_run("lesson 2 --color auto");   // stdout is a pipe here
+    assert_null(strstr(r.out, "\x1b["));
+    run_free(&r);
+    r = kvdemo_run_env("LANG=zh_CN.UTF-8", "lesson 2");
+    assert_non_null(strstr(r.out, "第 2 课"));
+    run_free(&r);
+    r = kvdemo_run_env("LANG=zh_CN.UTF-8", "lesson 2 --lang en");
+    assert_non_null(strstr(r.out, "Lesson 2"));
+    run_free(&r);
+    r = kvdemo_run("lesson 2 --steps 3");   // an option lesson 2 has no use for
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.err, "lesson 2 ignores --steps"));
+    run_free(&r);
+    r = kvdemo_run("lesson 2 --step");   // stdin is not a terminal: no pause
+    assert_int_equal(r.status, 0);
+    run_free(&r);
+}
+
+// ----------------------------------------------------------------------------
+// Lessons 1, 7, 9
+
+static void test_lesson1(void **state) {
+    (void)state;
+    int n;
+    Event *e = run_json("lesson 1 --format json", &n);
+    check_tensors(e, n, "1", 1e-6);
+    const Event *causal = must_find(e, n, "compare", "causal", -1, "old_rows");
+    const Event *free_ = must_find(e, n, "compare", "no-mask", -1, "old_rows");
+    assert_int_equal(causal->identical, 1);
+    assert_int_equal(free_->identical, 0);
+    // The change without the mask, from PyTorch's own outputs.
+    const float *s1 = fix_get(&fx, "1/no-mask/1/output")->data, *s2 = fix_get(&fx, "1/no-mask/2/output")->data;
+    double want = 0;
+    for (int i = 0; i < 8; i++) want = fmax(want, fabs((double)s1[i] - s2[i]));
+    if (fabs(free_->max_abs_diff - want) > 1e-6) fail_msg("max_abs_diff: expected %.9g, got %.9g", want, free_->max_abs_diff);
+    events_free(e, n);
+}
+
+static void test_lesson7(void **state) {
+    (void)state;
+    int n;
+    Event *e = run_json("lesson 7 --format json", &n);
+    check_tensors(e, n, "7", 1e-6);
+    int steps = 0;
+    for (int s = 1; events_find(e, n, "compare", NULL, s, "output"); s++) {
+        assert_int_equal(must_find(e, n, "compare", NULL, s, "output")->identical, 1);
+        assert_int_equal((int)must_find(e, n, "count", "no-cache", s, "kv_rows_total")->value, s * (s + 1) / 2);
+        assert_int_equal((int)must_find(e, n, "count", "cache", s, "kv_rows_total")->value, s);
+        steps = s;
+    }
+    assert_true(steps >= 7);
+    events_free(e, n);
+    e = run_json("lesson 7 --format json --steps 4", &n);
+    assert_non_null(events_find(e, n, "compare", NULL, 4, "output"));
+    assert_null(events_find(e, n, "compare", NULL, 5, "output"));
+    events_free(e, n);
+}
+
+static void test_lesson9(void **state) {
+    (void)state;
+    int n;
+    Event *e = run_json("lesson 9 --format json", &n);
+    check_tensors(e, n, "9", 1e-6);
+    const char *runs[] = {"causal", "no-mask"};
+    for (int r = 0; r < 2; r++) {
+        assert_int_equal(must_find(e, n, "compare", runs[r], -1, "output_old_q_changed")->identical, 1);
+        assert_int_equal(must_find(e, n, "compare", runs[r], -1, "output_old_k_changed")->identical, 0);
+        assert_int_equal(must_find(e, n, "compare", runs[r], -1, "output_old_v_changed")->identical, 0);
+    }
+    events_free(e, n);
+}
+
+// ----------------------------------------------------------------------------
+// The command line and its errors
+
+static void expect_fail(const char *args, int status, const char *needle) {
+    RunResult r = kvdemo_run(args);
+    if (r.status != status) fail_msg("kvdemo %s: exit status %d, expected %d (stderr: %s)", args, r.status, status, r.err);
+    if (!strstr(r.err, needle)) fail_msg("kvdemo %s: stderr \"%s\" does not contain \"%s\"", args, r.err, needle);
+    if (count_lines(r.err) != 1) fail_msg("kvdemo %s: %d lines on stderr, expected one: %s", args, count_lines(r.err), r.err);
+    if (r.out[0]) fail_msg("kvdemo %s: printed on stdout before failing: %s", args, r.out);
+    run_free(&r);
+}
+
+static void test_usage_errors(void **state) {
+    (void)state;
+    expect_fail("lesson 11", 2, "unknown lesson '11'; valid ids: 1, 2, 2.1, 2.2");
+    expect_fail("lesson", 2, "'lesson' needs a lesson id");
+    expect_fail("lesson --cache", 2, "'lesson' needs a lesson id");
+    expect_fail("lesson 6.1", 2, "lesson 6.1 is not built yet");
+    expect_fail("lesson 2 --bogus", 2, "unknown option '--bogus' for 'lesson'; valid: --cache, --no-cache");
+    expect_fail("lesson 2 extra", 2, "unexpected argument 'extra'");
+    expect_fail("lesson 2 --precision 99", 2, "--precision takes a whole number from 0 to 16, not '99'");
+    expect_fail("lesson 2 --precision x", 2, "--precision takes a whole number");
+    expect_fail("lesson 2 --precision", 2, "--precision needs a value");
+    expect_fail("lesson 2 --repeat 0", 2, "--repeat takes a whole number from 1");
+    expect_fail("lesson 2 --format xml", 2, "--format takes one of text|json, not 'xml'");
+    expect_fail("lesson 2 --trace most", 2, "--trace takes one of none|summary|full");
+    expect_fail("lesson 2 --lang fr", 2, "--lang takes one of en|zh");
+    expect_fail("lesson 2 --color sometimes", 2, "--color takes one of auto|always|never");
+    expect_fail("lesson 2 --cache --no-cache", 2, "--cache and --no-cache exclude each other");
+    expect_fail("lesson 2 --cache=yes", 2, "--cache takes no value");
+    expect_fail("lesson 2 --precision 3 --precision 4", 2, "--precision is given twice");
+    expect_fail("lesson 7 --steps 9", 2, "--steps 9 is more than the 8 tokens");
+    expect_fail("frobnicate", 2, "unknown command 'frobnicate'");
+    expect_fail("list extra", 2, "'list' takes no arguments");
+}
+
+static void test_data_errors(void **state) {
+    (void)state;
+    expect_fail("lesson 2 --data /nonexistent/x.txt", 1, "cannot open data file /nonexistent/x.txt");
+    char path[] = "/tmp/kvdemo-bad-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    FILE *f = fdopen(fd, "w");
+    fputs("X\na 1 2\nb 3 oops\n", f);
+    fclose(f);
+    char args[256];
+    snprintf(args, sizeof args, "lesson 2 --data %s", path);
+    expect_fail(args, 1, ":3: \"oops\" is not a number (row 2 of X)");
+    // Two tokens are too few for lesson 2's two steps.
+    f = fopen(path, "w");
+    fputs("X\na 1 0\nb 0 1\nW_Q\n1 0\n0 1\nW_K\n1 0\n0 1\nW_V\n1 0\n0 1\n", f);
+    fclose(f);
+    expect_fail(args, 1, "lesson 2 needs at least 3 tokens");
+    snprintf(args, sizeof args, "lesson 1 --data %s", path);
+    expect_fail(args, 1, "lesson 1 needs at least 3 tokens");
+    unlink(path);
+}
+
+// A teacher's own data, of another width, runs every lesson.
+static void test_own_data(void **state) {
+    (void)state;
+    char path[] = "/tmp/kvdemo-own-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    FILE *f = fdopen(fd, "w");
+    fputs("X\n我 1 0 0.5\n们 0 1 0.5\n好 0.5 0.5 1\n啊 1 1 0\nW_Q\n1 0\n0 1\n1 1\nW_K\n0 1\n1 0\n1 1\nW_V\n1 0 2\n0 1 2\n1 1 0\n", f);
+    fclose(f);
+    const char *lessons[] = {"1", "2", "7", "9"};
+    for (int i = 0; i < 4; i++) {
+        char args[256];
+        snprintf(args, sizeof args, "lesson %s --data %s --format json", lessons[i], path);
+        int n;
+        Event *e = run_json(args, &n);
+        for (int k = 0; k < n; k++)
+            if (!strcmp(e[k].event, "compare") && strstr(e[k].name, "output") && !strstr(e[k].name, "changed"))
+                assert_int_equal(e[k].identical, 1);
+        events_free(e, n);
+    }
+    unlink(path);
+}
+
+static void test_help_version_list(void **state) {
+    (void)state;
+    RunResult r = kvdemo_run("");
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "kvdemo lesson ID"));
+    run_free(&r);
+    r = kvdemo_run("help");
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "--no-cache"));
+    run_free(&r);
+    r = kvdemo_run("--version");
+    assert_int_equal(r.status, 0);
+    assert_memory_equal(r.out, "kvdemo ", 7);
+    run_free(&r);
+    r = kvdemo_run("list");
+    assert_int_equal(r.status, 0);
+    const char *ids[] = {"1 ", "2 ", "2.1 ", "2.2 ", "3 ", "4 ", "5 ", "6.1 ", "6.2 ", "6.3 ", "7 ", "8 ", "9 ", "10 "};
+    for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) {
+        char needle[16];
+        snprintf(needle, sizeof needle, "\n%s", ids[i]);
+        if (!strstr(r.out, needle) && strncmp(r.out, ids[i], strlen(ids[i])))
+            fail_msg("kvdemo list does not show lesson %s", ids[i]);
+    }
+    assert_non_null(strstr(r.out, "为什么要进行 KV Cache"));
+    assert_non_null(strstr(r.out, "000 §2.1"));
+    run_free(&r);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_lesson2_json_matches_pytorch),
+        cmocka_unit_test(test_lesson2_counts_and_timings),
+        cmocka_unit_test(test_lesson2_one_run),
+        cmocka_unit_test(test_lesson2_text_matches_pytorch_print),
+        cmocka_unit_test(test_lesson2_text_options),
+        cmocka_unit_test(test_lesson1),
+        cmocka_unit_test(test_lesson7),
+        cmocka_unit_test(test_lesson9),
+        cmocka_unit_test(test_usage_errors),
+        cmocka_unit_test(test_data_errors),
+        cmocka_unit_test(test_own_data),
+        cmocka_unit_test(test_help_version_list),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}

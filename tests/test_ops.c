@@ -1,0 +1,134 @@
+// test_ops — the attention arithmetic against the article's code run in
+// PyTorch (tests/fixtures/toy_tensors.txt), and the row property of matmul.
+#include "testutil.h"
+
+#include "ops.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static FixSet fx;
+
+static int setup(void **state) {
+    (void)state;
+    fix_load(&fx, "tests/fixtures/toy_tensors.txt");
+    return 0;
+}
+
+static int teardown(void **state) {
+    (void)state;
+    fix_free(&fx);
+    return 0;
+}
+
+#define F(key) fix_get(&fx, key)
+
+// Q = torch.matmul(X, W_Q) and the same for K and V, step 2 of section 2.1.
+static void test_matmul_projections(void **state) {
+    (void)state;
+    const FixTensor *X = F("2/no-cache/2/X");
+    const char *names[][2] = {{"2/-/0/W_Q", "2/no-cache/2/Q"}, {"2/-/0/W_K", "2/no-cache/2/K"}, {"2/-/0/W_V", "2/no-cache/2/V"}};
+    for (int i = 0; i < 3; i++) {
+        const FixTensor *W = F(names[i][0]), *want = F(names[i][1]);
+        float got[16];
+        ops_matmul(got, X->data, W->data, NULL, X->rows, X->cols, W->cols);
+        assert_close(got, want->data, want->rows * want->cols, 1e-6, names[i][1]);
+        ops_matmul_plain(got, X->data, W->data, NULL, X->rows, X->cols, W->cols);
+        assert_close(got, want->data, want->rows * want->cols, 1e-6, names[i][1]);
+    }
+}
+
+// scores = torch.matmul(Q, K.T) / 2
+static void test_scores(void **state) {
+    (void)state;
+    const FixTensor *Q = F("2/no-cache/2/Q"), *K = F("2/no-cache/2/K"), *want = F("2/no-cache/2/scores");
+    float Kt[16], got[9];
+    ops_transpose(Kt, K->data, K->rows, K->cols);
+    for (int r = 0; r < K->rows; r++)
+        for (int c = 0; c < K->cols; c++) assert_true(Kt[c * K->rows + r] == K->data[r * K->cols + c]);
+    ops_matmul(got, Q->data, Kt, NULL, 3, 4, 3);
+    ops_div(got, 2.0f, 9);
+    assert_close(got, want->data, 9, 1e-6, "scores");
+}
+
+// The mask is exactly the article's tensor; adding it keeps -inf.
+static void test_mask_and_add(void **state) {
+    (void)state;
+    float mask[9], got[9];
+    ops_causal_mask(mask, 3, 3, 0);
+    assert_close(mask, F("2/no-cache/2/mask")->data, 9, 0, "mask");
+    ops_add(got, F("2/no-cache/2/scores")->data, mask, 9);
+    assert_close(got, F("2/no-cache/2/masked_scores")->data, 9, 1e-6, "masked_scores");
+    // One query row at position 2 of 3 (offset 2) sees everything.
+    float row[3];
+    ops_causal_mask(row, 1, 3, 2);
+    for (int i = 0; i < 3; i++) assert_true(row[i] == 0.0f);
+}
+
+// F.softmax(scores, dim=-1): a -inf score weighs exactly 0.
+static void test_softmax(void **state) {
+    (void)state;
+    float got[9];
+    ops_softmax_rows(got, F("2/no-cache/2/masked_scores")->data, 3, 3);
+    assert_close(got, F("2/no-cache/2/weights")->data, 9, 1e-6, "weights");
+    assert_true(got[1] == 0.0f && got[2] == 0.0f && got[5] == 0.0f);
+    float big[3] = {1000.0f, 999.0f, -INFINITY}, w[3];
+    ops_softmax_rows(w, big, 1, 3);   // no overflow: exp(x - max)
+    assert_close(w, (float[]){0.731058598f, 0.268941432f, 0.0f}, 3, 1e-6, "softmax of large scores");
+}
+
+// output = torch.matmul(scores, V), and torch.cat([K_last, K_cur]).
+static void test_output_and_concat(void **state) {
+    (void)state;
+    float got[12];
+    ops_matmul(got, F("2/no-cache/2/weights")->data, F("2/no-cache/2/V")->data, NULL, 3, 3, 4);
+    assert_close(got, F("2/no-cache/2/output")->data, 12, 1e-6, "output");
+    const FixTensor *last = F("2/cache/2/K_last"), *cur = F("2/cache/2/K_cur");
+    ops_concat_rows(got, last->data, last->rows, cur->data, cur->rows, 4);
+    assert_close(got, F("2/cache/2/K")->data, 12, 0, "K = cat(K_last, K_cur)");
+}
+
+// Row t of a many-row product equals the one-row product bit for bit, for
+// odd sizes too: the property the cache's exactness rests on.
+static void test_matmul_rows_independent(void **state) {
+    (void)state;
+    int sizes[][3] = {{7, 5, 3}, {33, 17, 65}, {5, 64, 129}, {2, 1, 1}};
+    for (int s = 0; s < 4; s++) {
+        int M = sizes[s][0], K = sizes[s][1], N = sizes[s][2];
+        float *a = malloc(sizeof(float) * M * K), *b = malloc(sizeof(float) * K * N);
+        float *bias = malloc(sizeof(float) * N), *all = malloc(sizeof(float) * M * N), *one = malloc(sizeof(float) * N);
+        srand(s + 1);
+        for (int i = 0; i < M * K; i++) a[i] = (float)rand() / RAND_MAX - 0.5f;
+        for (int i = 0; i < K * N; i++) b[i] = (float)rand() / RAND_MAX - 0.5f;
+        for (int i = 0; i < N; i++) bias[i] = (float)rand() / RAND_MAX - 0.5f;
+        ops_matmul(all, a, b, bias, M, K, N);
+        for (int r = 0; r < M; r++) {
+            ops_matmul(one, a + r * K, b, bias, 1, K, N);
+            assert_bits(one, all + r * N, N, "one row against the same row of the full product");
+        }
+        free(a), free(b), free(bias), free(all), free(one);
+    }
+}
+
+static void test_compare_helpers(void **state) {
+    (void)state;
+    float a[] = {1.0f, -INFINITY, 0.5f}, b[] = {1.0f, -INFINITY, 0.25f};
+    assert_true(ops_max_abs_diff(a, b, 3) == 0.25);
+    assert_false(ops_bit_identical(a, b, 3));
+    assert_true(ops_bit_identical(a, b, 2));
+    float z[] = {0.0f}, nz[] = {-0.0f};
+    assert_false(ops_bit_identical(z, nz, 1));   // equal as numbers, not as bits
+    float n[] = {NAN};
+    assert_true(isnan(ops_max_abs_diff(n, z, 1)));
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_matmul_projections), cmocka_unit_test(test_scores),
+        cmocka_unit_test(test_mask_and_add),       cmocka_unit_test(test_softmax),
+        cmocka_unit_test(test_output_and_concat),  cmocka_unit_test(test_matmul_rows_independent),
+        cmocka_unit_test(test_compare_helpers),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}

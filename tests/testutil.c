@@ -1,0 +1,335 @@
+// testutil — fixtures, comparisons and running kvdemo, for the tests.
+#include "testutil.h"
+
+#include "buf.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+// ----------------------------------------------------------------------------
+// Fixtures
+
+static float parse_value(const char *s) {
+    if (!strcmp(s, "-inf")) return -INFINITY;
+    if (!strcmp(s, "inf")) return INFINITY;
+    if (!strcmp(s, "nan")) return NAN;
+    return strtof(s, NULL);
+}
+
+void fix_load(FixSet *set, const char *path) {
+    memset(set, 0, sizeof *set);
+    FILE *f = fopen(path, "r");
+    if (!f) fail_msg("cannot open fixture %s (run the tests from the project's root)", path);
+    size_t cap = 1 << 16;
+    char *line = malloc(cap);
+    assert_non_null(line);
+    while (fgets(line, (int)cap, f)) {
+        if (line[0] == '#' || line[0] == '\n') continue;
+        set->t = realloc(set->t, sizeof(FixTensor) * (size_t)(set->n + 1));
+        assert_non_null(set->t);
+        FixTensor *t = &set->t[set->n++];
+        char *save = NULL;
+        char *key = strtok_r(line, " \n", &save);
+        snprintf(t->key, sizeof t->key, "%s", key);
+        t->rows = atoi(strtok_r(NULL, " \n", &save));
+        t->cols = atoi(strtok_r(NULL, " \n", &save));
+        t->data = malloc(sizeof(float) * (size_t)(t->rows * t->cols));
+        assert_non_null(t->data);
+        for (int i = 0; i < t->rows * t->cols; i++) {
+            char *v = strtok_r(NULL, " \n", &save);
+            if (!v) fail_msg("fixture %s: %s has fewer than %d values", path, t->key, t->rows * t->cols);
+            t->data[i] = parse_value(v);
+        }
+    }
+    free(line);
+    fclose(f);
+}
+
+void fix_free(FixSet *set) {
+    for (int i = 0; i < set->n; i++) free(set->t[i].data);
+    free(set->t);
+    memset(set, 0, sizeof *set);
+}
+
+const FixTensor *fix_get(const FixSet *set, const char *key) {
+    for (int i = 0; i < set->n; i++)
+        if (!strcmp(set->t[i].key, key)) return &set->t[i];
+    fail_msg("no fixture tensor %s", key);
+    return NULL;
+}
+
+void assert_close(const float *got, const float *want, int64_t n, double tol, const char *what) {
+    for (int64_t i = 0; i < n; i++) {
+        if (isinf(want[i]) || isinf(got[i])) {
+            if (got[i] != want[i]) fail_msg("%s[%lld]: expected %.9g, got %.9g", what, (long long)i, want[i], got[i]);
+            continue;
+        }
+        double d = fabs((double)got[i] - (double)want[i]);
+        if (!(d <= tol))
+            fail_msg("%s[%lld]: expected %.9g, got %.9g (|difference| %.3g > %.3g)", what, (long long)i,
+                     want[i], got[i], d, tol);
+    }
+}
+
+void assert_bits(const float *got, const float *want, int64_t n, const char *what) {
+    for (int64_t i = 0; i < n; i++)
+        if (memcmp(&got[i], &want[i], sizeof(float)) != 0)
+            fail_msg("%s[%lld]: expected %.9g, got %.9g (not bit-identical)", what, (long long)i, want[i], got[i]);
+}
+
+// ----------------------------------------------------------------------------
+// Running kvdemo
+
+static char *slurp(FILE *f) {
+    Buf b;
+    buf_init(&b);
+    char chunk[4096];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) buf_appendn(&b, chunk, n);
+    return buf_take(&b);
+}
+
+RunResult kvdemo_run(const char *args) { return kvdemo_run_env(NULL, args); }
+
+RunResult kvdemo_run_env(const char *env, const char *args) {
+    RunResult r = {0};
+    const char *bin = getenv("KVDEMO_BIN");
+    if (!bin || !*bin) bin = "./kvdemo";
+    char errpath[] = "/tmp/kvdemo-test-XXXXXX";
+    int fd = mkstemp(errpath);
+    assert_true(fd >= 0);
+    close(fd);
+    Buf cmd;
+    buf_init(&cmd);
+    buf_printf(&cmd, "env -u LC_ALL -u LC_MESSAGES -u LANG -u NO_COLOR %s %s %s </dev/null 2>%s",
+               env ? env : "", bin, args, errpath);
+    char *c = buf_take(&cmd);
+    FILE *p = popen(c, "r");
+    assert_non_null(p);
+    r.out = slurp(p);
+    int st = pclose(p);
+    r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    FILE *e = fopen(errpath, "r");
+    r.err = e ? slurp(e) : strdup("");
+    if (e) fclose(e);
+    unlink(errpath);
+    free(c);
+    return r;
+}
+
+void run_free(RunResult *r) {
+    free(r->out);
+    free(r->err);
+}
+
+int count_lines(const char *s) {
+    int n = 0;
+    for (; *s; s++) n += *s == '\n';
+    return n;
+}
+
+// ----------------------------------------------------------------------------
+// A small JSON reader: enough for kvdemo's own events.
+
+typedef struct {
+    const char *p;
+    int ok;
+} Json;
+
+static void ws(Json *j) {
+    while (isspace((unsigned char)*j->p)) j->p++;
+}
+
+static int expect(Json *j, char c) {
+    ws(j);
+    if (*j->p != c) return j->ok = 0;
+    j->p++;
+    return 1;
+}
+
+// Reads a string into out (escapes \" \\ \n \t kept simple).
+static void json_str(Json *j, char *out, size_t size) {
+    size_t n = 0;
+    if (!expect(j, '"')) return;
+    while (*j->p && *j->p != '"') {
+        char c = *j->p++;
+        if (c == '\\') {
+            c = *j->p++;
+            if (c == 'n') c = '\n';
+            else if (c == 't') c = '\t';
+            else if (c == 'u') {
+                j->p += 4;
+                c = '?';
+            }
+        }
+        if (out && n + 1 < size) out[n++] = c;
+    }
+    if (out && size) out[n] = '\0';
+    if (!expect(j, '"')) j->ok = 0;
+}
+
+// Numbers and the strings "-inf", "inf", "nan" of a (nested) array, flattened.
+static void json_numbers(Json *j, Event *e, int depth, int *shape_seen) {
+    ws(j);
+    if (*j->p == '[') {
+        j->p++;
+        int count = 0;
+        ws(j);
+        if (*j->p == ']') {
+            j->p++;
+            return;
+        }
+        for (;;) {
+            json_numbers(j, e, depth + 1, shape_seen);
+            count++;
+            ws(j);
+            if (*j->p == ',') {
+                j->p++;
+                continue;
+            }
+            if (!expect(j, ']')) return;
+            break;
+        }
+        (void)count;
+        return;
+    }
+    float v;
+    if (*j->p == '"') {
+        char s[16];
+        json_str(j, s, sizeof s);
+        v = parse_value(s);
+    } else {
+        char *end;
+        v = strtof(j->p, &end);
+        if (end == j->p) {
+            j->ok = 0;
+            return;
+        }
+        j->p = end;
+    }
+    e->data = realloc(e->data, sizeof(float) * (size_t)(e->ndata + 1));
+    e->data[e->ndata++] = v;
+}
+
+static void json_skip(Json *j) {
+    ws(j);
+    if (*j->p == '"') {
+        json_str(j, NULL, 0);
+    } else if (*j->p == '[' || *j->p == '{') {
+        char open = *j->p, close = open == '[' ? ']' : '}';
+        j->p++;
+        ws(j);
+        if (*j->p == close) {
+            j->p++;
+            return;
+        }
+        for (;;) {
+            if (open == '{') {
+                json_str(j, NULL, 0);
+                expect(j, ':');
+            }
+            json_skip(j);
+            ws(j);
+            if (*j->p == ',') {
+                j->p++;
+                continue;
+            }
+            expect(j, close);
+            return;
+        }
+    } else {
+        const char *start = j->p;
+        while (*j->p && !strchr(",]}", *j->p) && !isspace((unsigned char)*j->p)) j->p++;
+        if (j->p == start) j->ok = 0;
+    }
+}
+
+static int parse_event(const char *line, Event *e) {
+    memset(e, 0, sizeof *e);
+    e->identical = -1;
+    Json j = {line, 1};
+    if (!expect(&j, '{')) return 0;
+    for (;;) {
+        char key[32];
+        json_str(&j, key, sizeof key);
+        if (!j.ok || !expect(&j, ':')) return 0;
+        ws(&j);
+        if (!strcmp(key, "lesson")) json_str(&j, e->lesson, sizeof e->lesson);
+        else if (!strcmp(key, "run")) json_str(&j, e->run, sizeof e->run);
+        else if (!strcmp(key, "event")) json_str(&j, e->event, sizeof e->event);
+        else if (!strcmp(key, "name")) json_str(&j, e->name, sizeof e->name);
+        else if (!strcmp(key, "text")) json_str(&j, e->text, sizeof e->text);
+        else if (!strcmp(key, "step")) e->step = (int)strtol(j.p, (char **)&j.p, 10);
+        else if (!strcmp(key, "shape")) {
+            Event tmp = {0};
+            json_numbers(&j, &tmp, 0, NULL);
+            e->ndim = tmp.ndata;
+            for (int i = 0; i < tmp.ndata && i < 4; i++) e->shape[i] = (int)tmp.data[i];
+            free(tmp.data);
+        } else if (!strcmp(key, "data")) json_numbers(&j, e, 0, NULL);
+        else if (!strcmp(key, "identical")) {
+            e->identical = strncmp(j.p, "true", 4) == 0;
+            json_skip(&j);
+        } else if (!strcmp(key, "max_abs_diff") || !strcmp(key, "value") || !strcmp(key, "seconds")) {
+            double v;
+            if (*j.p == '"') {
+                char s[16];
+                json_str(&j, s, sizeof s);
+                v = parse_value(s);
+            } else {
+                v = strtod(j.p, (char **)&j.p);
+            }
+            if (!strcmp(key, "max_abs_diff")) e->max_abs_diff = v;
+            else if (!strcmp(key, "value")) e->value = v;
+            else e->seconds = v;
+        } else json_skip(&j);
+        if (!j.ok) return 0;
+        ws(&j);
+        if (*j.p == ',') {
+            j.p++;
+            continue;
+        }
+        if (!expect(&j, '}')) return 0;
+        ws(&j);
+        return *j.p == '\0';
+    }
+}
+
+Event *events_parse(const char *out, int *n) {
+    *n = 0;
+    Event *e = NULL;
+    const char *p = out;
+    while (*p) {
+        const char *nl = strchr(p, '\n');
+        size_t len = nl ? (size_t)(nl - p) : strlen(p);
+        char *line = strndup(p, len);
+        e = realloc(e, sizeof(Event) * (size_t)(*n + 1));
+        if (!parse_event(line, &e[*n])) fail_msg("not a kvdemo JSON event: %s", line);
+        (*n)++;
+        free(line);
+        p += len + (nl ? 1 : 0);
+    }
+    return e;
+}
+
+void events_free(Event *e, int n) {
+    for (int i = 0; i < n; i++) free(e[i].data);
+    free(e);
+}
+
+const Event *events_find(const Event *e, int n, const char *event, const char *run, int step,
+                         const char *name) {
+    for (int i = 0; i < n; i++) {
+        if (strcmp(e[i].event, event)) continue;
+        if (run && strcmp(e[i].run, run)) continue;
+        if (step >= 0 && e[i].step != step) continue;
+        if (name && strcmp(e[i].name, name)) continue;
+        return &e[i];
+    }
+    return NULL;
+}

@@ -1,0 +1,77 @@
+// testutil — what kvdemo's cmocka tests share: fixtures made by the
+// documents' code (tests/*_reference.py), comparisons whose failure messages
+// show the index, expected and got, and running the kvdemo binary.
+#ifndef KVDEMO_TESTUTIL_H
+#define KVDEMO_TESTUTIL_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+// ----------------------------------------------------------------------------
+// Fixture tensors: tests/fixtures/toy_tensors.txt, one "KEY ROWS COLS values" a line.
+
+typedef struct {
+    char key[96];
+    int rows, cols;
+    float *data;   // (rows, cols)
+} FixTensor;
+
+typedef struct {
+    FixTensor *t;
+    int n;
+} FixSet;
+
+// Loads a fixture file; fails the test when it cannot.
+void fix_load(FixSet *set, const char *path);
+void fix_free(FixSet *set);
+// The tensor with this key; fails the test when there is none.
+const FixTensor *fix_get(const FixSet *set, const char *key);
+
+// Fails with "what[i]: expected E, got G" at the first element further than
+// tol apart (infinities must match exactly).
+void assert_close(const float *got, const float *want, int64_t n, double tol, const char *what);
+// Fails with the first differing index unless the arrays are equal bit for bit.
+void assert_bits(const float *got, const float *want, int64_t n, const char *what);
+
+// ----------------------------------------------------------------------------
+// Running kvdemo: the binary is $KVDEMO_BIN, else ./kvdemo.
+
+typedef struct {
+    int status;    // exit status, or -1 if it did not exit normally
+    char *out;     // all of stdout
+    char *err;     // all of stderr
+} RunResult;
+
+// Runs "kvdemo ARGS" through the shell, with stdin from /dev/null and the
+// locale and NO_COLOR variables cleared, so that results do not depend on
+// the machine; env ("LANG=zh_CN.UTF-8", or NULL) sets some of them again.
+RunResult kvdemo_run_env(const char *env, const char *args);
+RunResult kvdemo_run(const char *args);
+void run_free(RunResult *r);
+// Number of lines in s.
+int count_lines(const char *s);
+
+// ----------------------------------------------------------------------------
+// JSON Lines events as kvdemo writes them (docs/trace-format.md).
+
+typedef struct {
+    char lesson[16], run[32], event[16], name[64], text[256];
+    int step;          // 0 when absent
+    int ndim, shape[4];
+    float *data;       // the "data" array, flattened (strings "-inf" etc. read as floats)
+    int ndata;
+    int identical;     // -1 when absent
+    double max_abs_diff, value, seconds;
+} Event;
+
+// Parses every line of out; fails the test on a line that is not an event.
+Event *events_parse(const char *out, int *n);
+void events_free(Event *e, int n);
+// The first event with these fields (NULL run or name: any); NULL if none.
+const Event *events_find(const Event *e, int n, const char *event, const char *run, int step,
+                         const char *name);
+
+#endif
