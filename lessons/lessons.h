@@ -34,6 +34,7 @@ int lesson1_run(const Options *opt, Trace *tr);
 int lesson2_run(const Options *opt, Trace *tr);    // both runs and the comparison
 int lesson21_run(const Options *opt, Trace *tr);   // 2.1: without the cache
 int lesson22_run(const Options *opt, Trace *tr);   // 2.2: with the cache
+int lesson3_run(const Options *opt, Trace *tr);    // LLaMA generate, with and without the cache
 int lesson7_run(const Options *opt, Trace *tr);
 int lesson9_run(const Options *opt, Trace *tr);
 
