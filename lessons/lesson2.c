@@ -166,12 +166,11 @@ static int run_lesson(const Options *opt, Trace *tr, int runs) {
 
     trace_heading(tr, "Lesson 2 — why the KV cache (seed 000, section 2)",
                   "第 2 课 —— 为什么要进行 KV Cache（000 第二节）");
-    trace_say(tr, "The weights, as in the article:\n", "权重矩阵（与文章相同）：\n");
     toy_show_weights(tr, &d);
 
     if (runs & RUN_NOCACHE) {
-        trace_heading(tr, "2.1 Without the KV cache", "2.1 不使用 KV Cache 场景");
         trace_run(tr, "no-cache");
+        trace_heading(tr, "2.1 Without the KV cache", "2.1 不使用 KV Cache 场景");
         time_run(&nc, &d, compute_nocache, repeat);
         show_full_step(tr, &d, &nc.step1, 1);
         show_full_step(tr, &d, &nc.step2, 2);
@@ -179,8 +178,8 @@ static int run_lesson(const Options *opt, Trace *tr, int runs) {
         show_costs(tr, &nc, repeat, "no-cache");
     }
     if (runs & RUN_CACHE) {
-        trace_heading(tr, "2.2 With the KV cache", "2.2 使用 KV Cache 场景");
         trace_run(tr, "cache");
+        trace_heading(tr, "2.2 With the KV cache", "2.2 使用 KV Cache 场景");
         time_run(&c, &d, compute_cache, repeat);
         show_full_step(tr, &d, &c.step1, 1);
         trace_say(tr, "K and V of step 1 are kept: they are the cache.\n",
@@ -190,8 +189,8 @@ static int run_lesson(const Options *opt, Trace *tr, int runs) {
         show_costs(tr, &c, repeat, "cache");
     }
     if (runs == RUN_BOTH) {
-        trace_heading(tr, "Comparison", "对比");
         trace_run(tr, NULL);
+        trace_heading(tr, "Comparison", "对比");
         // The cached step's one output row against the last row of the full step.
         Tensor full_last = tensor_view2(nc.step2.output + (STEP2_TOKENS - 1) * d.dv, 1, d.dv);
         Tensor cached = tensor_view2(c.step2.output, 1, d.dv);
@@ -203,8 +202,7 @@ static int run_lesson(const Options *opt, Trace *tr, int runs) {
                    "乘加次数：不使用缓存 %lld，使用缓存 %lld（省下 %lld）。",
                    (long long)(nc.proj_madds + nc.attn_madds), (long long)(c.proj_madds + c.attn_madds),
                    (long long)(nc.proj_madds + nc.attn_madds - c.proj_madds - c.attn_madds));
-        trace_count(tr, "madds_saved", nc.proj_madds + nc.attn_madds - c.proj_madds - c.attn_madds,
-                    "multiply-adds saved by the cache", "缓存省下的乘加次数");
+        trace_count(tr, "madds_saved", nc.proj_madds + nc.attn_madds - c.proj_madds - c.attn_madds, NULL, NULL);
         trace_value(tr, "time_ratio", c.seconds > 0 ? nc.seconds / c.seconds : 0, "x",
                     "time without the cache / time with it", "不使用缓存耗时 / 使用缓存耗时");
         if (!same) trace_say(tr, "The outputs differ: this is a bug in kvdemo.", "输出不同：这是 kvdemo 的缺陷。");

@@ -110,7 +110,11 @@ void trace_heading(Trace *tr, const char *en, const char *zh) {
     Buf b;
     buf_init(&b);
     if (is_json(tr)) {
-        json_head(&b, tr, "section");
+        // A section marks a boundary: it belongs to the lesson, not to a run.
+        Trace lesson_only = *tr;
+        lesson_only.run = NULL;
+        lesson_only.step = 0;
+        json_head(&b, &lesson_only, "section");
         buf_append(&b, ",\"title\":");
         json_string(&b, en);
         emit_json(tr, &b);
@@ -280,7 +284,7 @@ void trace_value(Trace *tr, const char *name, double value, const char *unit, co
         emit_json(tr, &b);
         return;
     }
-    buf_printf(&b, "  %s: %.6g %s\n", trace_text(tr, en, zh), value, unit);
+    buf_printf(&b, "  %s: %.4g %s\n", trace_text(tr, en, zh), value, unit);
     emit(tr, &b);
 }
 
