@@ -28,6 +28,8 @@ TESTS    = $(patsubst tests/%.c,$(BUILD)/tests/%,$(wildcard tests/test_*.c))
 TESTLIB  = $(patsubst %.c,$(BUILD)/%.o,$(filter-out $(wildcard tests/test_*.c),$(wildcard tests/*.c)))
 
 .PHONY: all run test check asan debug bench data clean
+# The shared test objects are kept between builds.
+.SECONDARY: $(TESTLIB)
 
 all: $(BIN)
 
