@@ -132,6 +132,8 @@ class Attention(nn.Module):
         keys = keys.transpose(1, 2)
         values = values.transpose(1, 2)
         scores = torch.matmul(xq, keys.transpose(2, 3)) / math.sqrt(self.head_dim)
+        self.seen = {"start_pos": start_pos, "seqlen": seqlen, "scores": tuple(scores.shape),
+                     "mask": None if mask is None else mask.reshape(seqlen, -1).clone()}
         if mask is not None:
             scores = scores + mask  # (bs, n_local_heads, slen, cache_len + slen)
         scores = F.softmax(scores.float(), dim=-1).type_as(xq)
@@ -242,8 +244,11 @@ class Rng:
         return np.float32(((x * 0x2545f4914f6cdd1d) & self.M) >> 40) / np.float32(16777216.0)
 
 
-def generate(model, tokenizer, prompts, max_gen_len, temperature, top_p, seed):
-    """LLaMA.generate of the article; returns tokens and the logits of each step."""
+def generate(model, tokenizer, prompts, max_gen_len, temperature, top_p, seed, use_cache=True,
+             on_step=None):
+    """LLaMA.generate of the article; returns tokens and the logits of each step.
+    use_cache=False feeds tokens[:, 0:cur_pos] at 0 every step (kvdemo's --no-cache);
+    on_step(prev_pos, cur_pos) is called after each forward call."""
     params = model.params
     bsz = len(prompts)
     assert bsz <= params.max_batch_size, (bsz, params.max_batch_size)
@@ -260,7 +265,12 @@ def generate(model, tokenizer, prompts, max_gen_len, temperature, top_p, seed):
     prev_pos = 0
     all_logits = []
     for cur_pos in range(start_pos, total_len):
-        logits = model.forward(tokens[:, prev_pos:cur_pos], prev_pos)
+        if use_cache:
+            logits = model.forward(tokens[:, prev_pos:cur_pos], prev_pos)
+        else:
+            logits = model.forward(tokens[:, 0:cur_pos], 0)
+        if on_step:
+            on_step(prev_pos if use_cache else 0, cur_pos)
         all_logits.append(logits.clone())
         if temperature > 0:
             probs = torch.softmax(logits / temperature, dim=-1)
@@ -406,6 +416,50 @@ def model_fixture(name, n_kv_heads, seed):
                 lines)
 
 
+def default_vocab():
+    """kvdemo's own vocabulary (llama_vocab_default in src/llama.c)."""
+    return [0, 0, 0, ord("\n")] + list(range(0x20, 0x7f)) + [ord(c) for c in "天气真好你今不错，。！？"]
+
+
+def lesson3_fixture():
+    """The flow lesson 3 shows for its default prompts: per step of each run,
+    the positions, the cache slots written and read, the mask, the scores' shape."""
+    torch.manual_seed(3)
+    vocab = default_vocab()
+    # llama_config_default(): the weights do not matter, the flow does
+    args = Args(vocab_size=len(vocab), dim=32, n_layers=2, n_heads=4, n_kv_heads=4,
+                hidden_dim=64, max_batch_size=4, max_seq_len=32, rope_theta=10000.0,
+                norm_eps=1e-5)
+    model = Transformer(args)
+    tok = Tokenizer(vocab)
+    lines = []
+    for run, use_cache in (("cache", True), ("no-cache", False)):
+        steps = []
+
+        def on_step(prev_pos, cur_pos):
+            seen = model.layers[0].attention.seen
+            steps.append((prev_pos, cur_pos, seen))
+
+        reset_cache(model)
+        generate(model, tok, ["天气", "你好"], 4, 0.0, 0.95, 0, use_cache, on_step)
+        lines.append(line(f"{run}.steps", [len(steps)]))
+        for i, (prev_pos, cur_pos, seen) in enumerate(steps, 1):
+            start, n = seen["start_pos"], seen["seqlen"]
+            k = f"{run}.step{i}"
+            lines += [line(f"{k}.prev_pos", [prev_pos]), line(f"{k}.cur_pos", [cur_pos]),
+                      # cache_k[:bsz, start_pos : start_pos + seqlen] = xk
+                      line(f"{k}.cache_write_from", [start]),
+                      line(f"{k}.cache_write_to", [start + n]),
+                      # keys = cache_k[:bsz, : start_pos + seqlen]
+                      line(f"{k}.cache_read_to", [start + n]),
+                      line(f"{k}.scores_shape", list(seen["scores"]))]
+            if seen["mask"] is not None:
+                lines.append(line(f"{k}.mask", seen["mask"]))
+    write_lines(os.path.join(OUT, "lesson3_flow.txt"),
+                "# kvdemo lesson 3 with its default prompts, from the article's generate "
+                "(tests/llama_reference.py)\n", lines)
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     torch.set_num_threads(1)
@@ -414,6 +468,7 @@ def main():
     model_fixture("mha", 4, 10)
     model_fixture("gqa", 2, 11)
     model_fixture("mqa", 1, 12)
+    lesson3_fixture()
 
 
 if __name__ == "__main__":

@@ -1,0 +1,107 @@
+// test_lesson3 — `kvdemo lesson 3 --format json` against the flow of the
+// article's generate for the default prompts ("天气", "你好"), as
+// tests/llama_reference.py recorded it from the PyTorch code
+// (tests/fixtures/lesson3_flow.txt): per step of each run, prev_pos, cur_pos,
+// the cache slots written and read, the scores' shape and the mask (only when
+// seqlen > 1).
+#include "testutil.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const Event *need(const Event *e, int n, const char *event, const char *run, int step,
+                         const char *name) {
+    const Event *x = events_find(e, n, event, run, step, name);
+    if (!x) fail_msg("no %s event \"%s\" in run %s, step %d", event, name, run ? run : "(none)", step);
+    return x;
+}
+
+static void check_run(const Event *e, int n, const FixSet *fx, const char *run) {
+    char key[96];
+    snprintf(key, sizeof key, "%s.steps", run);
+    int steps = (int)fix_get(fx, key)->data[0];
+    assert_null(events_find(e, n, "count", run, steps + 1, "cur_pos"));
+    static const char *const counts[] = {"prev_pos", "cur_pos", "cache_write_from",
+                                         "cache_write_to", "cache_read_to"};
+    for (int s = 1; s <= steps; s++) {
+        for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++) {
+            snprintf(key, sizeof key, "%s.step%d.%s", run, s, counts[i]);
+            int want = (int)fix_get(fx, key)->data[0];
+            const Event *x = need(e, n, "count", run, s, counts[i]);
+            if ((int)x->value != want)
+                fail_msg("%s step %d %s: expected %d, got %d", run, s, counts[i], want,
+                         (int)x->value);
+        }
+        snprintf(key, sizeof key, "%s.step%d.scores_shape", run, s);
+        const FixTensor *shape = fix_get(fx, key);
+        const Event *x = need(e, n, "shape", run, s, "scores");
+        assert_int_equal(x->ndim, 4);
+        for (int d = 0; d < 4; d++)
+            if (x->shape[d] != (int)shape->data[d])
+                fail_msg("%s step %d scores shape[%d]: expected %d, got %d", run, s, d,
+                         (int)shape->data[d], x->shape[d]);
+        // The mask: present exactly when the article builds one (seqlen > 1).
+        snprintf(key, sizeof key, "%s.step%d.mask", run, s);
+        const FixTensor *mask = NULL;
+        for (int i = 0; i < fx->n; i++)
+            if (!strcmp(fx->t[i].key, key)) mask = &fx->t[i];
+        const Event *got = events_find(e, n, "tensor", run, s, "mask");
+        if (!mask) {
+            if (got) fail_msg("%s step %d: a mask where the article has None", run, s);
+            continue;
+        }
+        if (!got) fail_msg("%s step %d: no mask where the article builds one", run, s);
+        assert_int_equal(got->ndim, 2);
+        assert_int_equal(got->shape[0], mask->rows);
+        assert_int_equal(got->shape[1], mask->cols);
+        assert_int_equal(got->ndata, mask->rows * mask->cols);
+        assert_close(got->data, mask->data, got->ndata, 0.0, key);
+    }
+}
+
+static void test_lesson3_flow_matches_the_article(void **state) {
+    (void)state;
+    FixSet fx;
+    fix_load(&fx, "tests/fixtures/lesson3_flow.txt");
+    RunResult r = kvdemo_run("lesson 3 --format json");
+    if (r.status != 0) fail_msg("kvdemo lesson 3 exited with %d: %s", r.status, r.err);
+    int n;
+    Event *e = events_parse(r.out, &n);
+    check_run(e, n, &fx, "cache");
+    check_run(e, n, &fx, "no-cache");
+    // Both runs end with the same logits, bit for bit.
+    const Event *cmp = need(e, n, "compare", NULL, -1, "logits");
+    assert_int_equal(cmp->identical, 1);
+    events_free(e, n);
+    run_free(&r);
+    fix_free(&fx);
+}
+
+static void test_lesson3_one_run_and_languages(void **state) {
+    (void)state;
+    const char *args[] = {"lesson 3 --cache", "lesson 3 --no-cache --lang zh",
+                          "lesson 3 --trace none --lang en", "lesson 3 --format json --cache"};
+    for (size_t i = 0; i < sizeof args / sizeof args[0]; i++) {
+        RunResult r = kvdemo_run(args[i]);
+        if (r.status != 0 || !*r.out) fail_msg("kvdemo %s exited with %d: %s", args[i], r.status, r.err);
+        if (strstr(args[i], "zh") && !strstr(r.out, "使用缓存"))
+            fail_msg("kvdemo %s: no Chinese narration", args[i]);
+        if (strstr(args[i], "json")) {
+            int n;
+            Event *e = events_parse(r.out, &n);
+            assert_null(events_find(e, n, "compare", NULL, -1, NULL));
+            assert_null(events_find(e, n, "count", "no-cache", -1, NULL));
+            events_free(e, n);
+        }
+        run_free(&r);
+    }
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_lesson3_flow_matches_the_article),
+        cmocka_unit_test(test_lesson3_one_run_and_languages),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
