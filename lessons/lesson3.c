@@ -256,8 +256,9 @@ int lesson3_run(const Options *opt, Trace *tr) {
     }
     LlamaGenOptions base = {
         .max_gen_len = opt->steps > 0 ? opt->steps : DEFAULT_GEN_LEN,
-        .temperature = (float)opt->temperature,
-        .top_p = (float)opt->top_p,
+        // generate(..., temperature: float = 0.8, top_p: float = 0.95)
+        .temperature = opt->temperature >= 0 ? (float)opt->temperature : 0.8f,
+        .top_p = opt->top_p >= 0 ? (float)opt->top_p : 0.95f,
         .seed = opt->seed,
     };
 

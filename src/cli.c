@@ -36,19 +36,40 @@ typedef struct {
     const char *help;
 } OptionSpec;
 
-#define LESSON_CMDS "lesson"
 static const OptionSpec OPTIONS[] = {
-    {"--cache", ARG_FLAG, NULL, LESSON_CMDS, 0, 0, NULL, "only the run with the KV cache"},
-    {"--no-cache", ARG_FLAG, NULL, LESSON_CMDS, 0, 0, NULL, "only the run without it (default: both, then a comparison)"},
-    {"--trace", ARG_STRING, "LEVEL", LESSON_CMDS, 0, 0, "none|summary|full", "how many intermediate tensors to print (default full)"},
-    {"--precision", ARG_INT, "N", LESSON_CMDS, 0, 16, NULL, "decimals of printed tensors (default 4, as PyTorch)"},
-    {"--format", ARG_STRING, "FMT", LESSON_CMDS, 0, 0, "text|json", "text for people, JSON Lines for scripts (default text)"},
-    {"--lang", ARG_STRING, "LANG", LESSON_CMDS, 0, 0, "en|zh", "narration language (default from LANG)"},
-    {"--step", ARG_FLAG, NULL, LESSON_CMDS, 0, 0, NULL, "wait for Enter after each step (on a terminal)"},
-    {"--color", ARG_STRING, "WHEN", LESSON_CMDS, 0, 0, "auto|always|never", "heat-map colours for scores and weights (default auto; NO_COLOR honoured)"},
-    {"--repeat", ARG_INT, "N", LESSON_CMDS, 1, 100000, NULL, "time each run N times and report the median"},
-    {"--data", ARG_STRING, "FILE", LESSON_CMDS, 0, 0, NULL, "the example's numbers (default data/tianqi.txt)"},
-    {"--steps", ARG_INT, "N", LESSON_CMDS, 1, 100000, NULL, "how many tokens to generate"},
+    // What every lesson understands.
+    {"--cache", ARG_FLAG, NULL, "lesson generate", 0, 0, NULL, "only the run with the KV cache"},
+    {"--no-cache", ARG_FLAG, NULL, "lesson generate", 0, 0, NULL, "only the run without it (lessons: default both, then a comparison)"},
+    {"--trace", ARG_STRING, "LEVEL", "lesson", 0, 0, "none|summary|full", "how many intermediate tensors to print (default full)"},
+    {"--precision", ARG_INT, "N", "lesson", 0, 16, NULL, "decimals of printed tensors (default 4, as PyTorch)"},
+    {"--format", ARG_STRING, "FMT", "lesson generate bench", 0, 0, "text|json", "text for people, JSON Lines for scripts (default text)"},
+    {"--lang", ARG_STRING, "LANG", "lesson", 0, 0, "en|zh", "narration language (default from LANG)"},
+    {"--step", ARG_FLAG, NULL, "lesson", 0, 0, NULL, "wait for Enter after each step (on a terminal)"},
+    {"--color", ARG_STRING, "WHEN", "lesson bench", 0, 0, "auto|always|never", "colours: heat maps of scores and weights (default auto; NO_COLOR honoured)"},
+    // Where they apply.
+    {"--repeat", ARG_INT, "N", "lesson bench", 1, 100000, NULL, "time each run N times and report the median"},
+    {"--data", ARG_STRING, "FILE", "lesson train eval", 0, 0, NULL, "the example's numbers (lessons 1-9, default data/tianqi.txt); the training text"},
+    {"--model", ARG_STRING, "FILE", "lesson generate bench eval", 0, 0, NULL, "a model file (default data/tinyshakespeare-gpt.bin)"},
+    {"--init", ARG_STRING, "KIND", "lesson generate bench", 0, 0, "random", "a random model instead of a file (with --preset and --seed)"},
+    {"--preset", ARG_STRING, "NAME", "lesson generate bench init train", 0, 0, "seed|tiny", "model shape: seed (the chapter's: 256, 384, 6 heads, 6 blocks) or tiny"},
+    {"--seed", ARG_INT, "N", "lesson generate bench init train", 0, 4294967295.0, NULL, "random seed, as np.random.seed(N) (default 42)"},
+    {"--steps", ARG_INT, "N", "lesson generate bench", 1, 100000, NULL, "how many tokens to generate (bench: a list, e.g. 16,64,256)"},
+    {"--prompt", ARG_STRING, "TEXT", "lesson generate bench", 0, 0, NULL, "the prompt (default \"ROMEO:\"; lesson 3 takes several)"},
+    {"--temperature", ARG_DOUBLE, "T", "lesson generate", 0, 100, NULL, "sampling temperature; 0 picks the most likely token"},
+    {"--top-k", ARG_INT, "K", "lesson generate", 0, 1000000, NULL, "draw only from the K most likely tokens (0: all)"},
+    {"--top-p", ARG_DOUBLE, "P", "lesson", 0, 1, NULL, "nucleus sampling as LLaMA's sample_top_p"},
+    {"--threads", ARG_INT, "N", "lesson generate bench train eval", 0, 1024, NULL, "threads for the arithmetic (default 0: every core)"},
+    {"--csv", ARG_STRING, "FILE", "bench", 0, 0, NULL, "also write the table as CSV"},
+    {"--out", ARG_STRING, "FILE", "init train", 0, 0, NULL, "the model file to write"},
+    {"--context", ARG_INT, "T", "train", 1, 65536, NULL, "context length (positions)"},
+    {"--embedding", ARG_INT, "C", "train", 1, 16384, NULL, "embedding size"},
+    {"--heads", ARG_INT, "H", "train", 1, 1024, NULL, "attention heads"},
+    {"--blocks", ARG_INT, "L", "train", 1, 256, NULL, "transformer blocks"},
+    {"--iters", ARG_INT, "N", "train", 1, 100000000, NULL, "training iterations"},
+    {"--batch", ARG_INT, "B", "train", 1, 4096, NULL, "sequences per iteration"},
+    {"--lr", ARG_DOUBLE, "X", "train", 0, 10, NULL, "peak learning rate"},
+    {"--eval-every", ARG_INT, "N", "train", 1, 100000000, NULL, "validation loss (and a checkpoint) every N iterations"},
+    {"--resume", ARG_STRING, "CHECKPOINT", "train", 0, 0, NULL, "continue from a checkpoint"},
 };
 enum { NUM_OPTIONS = (int)(sizeof OPTIONS / sizeof OPTIONS[0]) };
 
@@ -141,20 +162,26 @@ static int parse_options(int argc, char **argv, int first, const char *command, 
             snprintf(name, sizeof name, "%s", arg);
         }
         int i = option_index(name);
-        char valid[1024];
+        char valid[2048];
         list_options(valid, sizeof valid, command);
         if (i < 0 || !accepts(&OPTIONS[i], command)) {
             if (arg[0] != '-') return usage_error("unexpected argument '%s' for '%s'; options: %s", arg, command, valid);
             return usage_error("unknown option '%s' for '%s'; valid: %s", name, command, valid);
         }
-        const OptionSpec *o = &OPTIONS[i];
+        OptionSpec spec = OPTIONS[i];
+        const OptionSpec *o = &spec;
+        // bench takes a list of lengths: --steps 16,64,256.
+        if (!strcmp(name, "--steps") && !strcmp(command, "bench")) spec.kind = ARG_STRING;
         if (o->kind == ARG_FLAG) {
             if (value) return usage_error("%s takes no value", o->name);
         } else if (!value) {
             if (a + 1 >= argc) return usage_error("%s needs a value: %s %s", o->name, o->name, o->choices ? o->choices : o->metavar);
             value = argv[++a];
         }
-        if (opt->given & (1ull << i)) return usage_error("%s is given twice", o->name);
+        int repeatable = !strcmp(name, "--prompt");
+        if ((opt->given & (1ull << i)) && !repeatable) return usage_error("%s is given twice", o->name);
+        if (repeatable && opt->n_prompts == MAX_PROMPTS)
+            return usage_error("%s can be given at most %d times", o->name, MAX_PROMPTS);
         opt->given |= 1ull << i;
         double num = 0;
         if ((o->kind == ARG_INT || o->kind == ARG_DOUBLE) && parse_number(o, value, &num)) return EXIT_USAGE;
@@ -172,7 +199,28 @@ static int parse_options(int argc, char **argv, int first, const char *command, 
         else if (!strcmp(name, "--color")) extra->color = value;
         else if (!strcmp(name, "--repeat")) opt->repeat = (int)num;
         else if (!strcmp(name, "--data")) opt->data_path = value;
+        else if (!strcmp(name, "--steps") && o->kind == ARG_STRING) opt->steps_list = value;
         else if (!strcmp(name, "--steps")) opt->steps = (int)num;
+        else if (!strcmp(name, "--model")) opt->model_path = value;
+        else if (!strcmp(name, "--init")) opt->init = value;
+        else if (!strcmp(name, "--preset")) opt->preset = value;
+        else if (!strcmp(name, "--seed")) opt->seed = (uint64_t)num;
+        else if (!strcmp(name, "--prompt")) opt->prompts[opt->n_prompts++] = value;
+        else if (!strcmp(name, "--temperature")) opt->temperature = num;
+        else if (!strcmp(name, "--top-k")) opt->top_k = (int)num;
+        else if (!strcmp(name, "--top-p")) opt->top_p = num;
+        else if (!strcmp(name, "--threads")) opt->threads = (int)num;
+        else if (!strcmp(name, "--csv")) opt->csv_path = value;
+        else if (!strcmp(name, "--out")) opt->out_path = value;
+        else if (!strcmp(name, "--context")) opt->context = (int)num;
+        else if (!strcmp(name, "--embedding")) opt->embedding = (int)num;
+        else if (!strcmp(name, "--heads")) opt->heads = (int)num;
+        else if (!strcmp(name, "--blocks")) opt->blocks = (int)num;
+        else if (!strcmp(name, "--iters")) opt->iters = (int)num;
+        else if (!strcmp(name, "--batch")) opt->batch = (int)num;
+        else if (!strcmp(name, "--lr")) opt->lr = num;
+        else if (!strcmp(name, "--eval-every")) opt->eval_every = (int)num;
+        else if (!strcmp(name, "--resume")) opt->resume_path = value;
     }
     int c = option_index("--cache"), nc = option_index("--no-cache");
     if ((opt->given >> c & 1) && (opt->given >> nc & 1))
@@ -233,6 +281,14 @@ static int cmd_list(int argc, char **argv) {
     return 0;
 }
 
+// Does the lesson's list of options ("--data --repeat") hold this one?
+static int lesson_uses(const Lesson *l, const char *name) {
+    size_t n = strlen(name);
+    for (const char *p = l->options; (p = strstr(p, name)); p += n)
+        if (p[n] == ' ' || p[n] == '\0') return 1;
+    return 0;
+}
+
 static int cmd_lesson(int argc, char **argv) {
     char ids[256];
     list_lesson_ids(ids, sizeof ids, 1);
@@ -242,7 +298,7 @@ static int cmd_lesson(int argc, char **argv) {
     if (!l) return usage_error("unknown lesson '%s'; valid ids: %s", argv[2], ids);
     if (!l->run) return usage_error("lesson %s is not built yet; built lessons: %s", l->id, ids);
 
-    Options opt = {.runs = RUN_BOTH, .repeat = 0, .steps = -1};
+    Options opt = {.runs = RUN_BOTH, .repeat = 0, .steps = -1, .seed = 42, .temperature = -1, .top_p = -1};
     Trace tr;
     trace_init(&tr, stdout);
     CliExtra extra = {.color = "auto"};
@@ -251,12 +307,12 @@ static int cmd_lesson(int argc, char **argv) {
     tr.color = tr.format == FORMAT_TEXT && want_color(extra.color);
     tr.lesson = l->id;
 
-    // Options this lesson has no use for are ignored, and it says so.
-    static const char *const specific[] = {"--data", "--repeat", "--steps"};
-    for (size_t k = 0; k < sizeof specific / sizeof specific[0]; k++) {
-        int i = option_index(specific[k]);
-        if ((opt.given >> i & 1) && !strstr(l->options, specific[k]))
-            fprintf(stderr, "kvdemo: lesson %s ignores %s\n", l->id, specific[k]);
+    // Options this lesson has no use for are ignored, and it says so. The
+    // common ones (--cache ... --color, the first rows of the table) apply
+    // to every lesson; the others only where the lesson's row lists them.
+    for (int i = option_index("--repeat"); i < NUM_OPTIONS; i++) {
+        if (!(opt.given >> i & 1)) continue;
+        if (!lesson_uses(l, OPTIONS[i].name)) fprintf(stderr, "kvdemo: lesson %s ignores %s\n", l->id, OPTIONS[i].name);
     }
     return l->run(&opt, &tr);
 }

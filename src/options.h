@@ -16,13 +16,13 @@ typedef struct Options {
     const char *model_path;             // --model FILE, or NULL
     const char *prompts[MAX_PROMPTS];   // --prompt TEXT (repeatable)
     int n_prompts;
-    uint64_t seed;                      // --seed N
+    uint64_t seed;                      // --seed N (42 unless given)
     int steps;                          // --steps N, or -1 for the default
     const char *steps_list;             // --steps LIST for bench ("16,64,256")
     int threads;                        // --threads N, 0 for all cores
-    double temperature;                 // --temperature T (0: argmax)
+    double temperature;                 // --temperature T (0: argmax; -1: the default)
     int top_k;                          // --top-k K (0: off)
-    double top_p;                       // --top-p P
+    double top_p;                       // --top-p P (-1: the default)
     const char *csv_path;               // --csv FILE
     const char *out_path;               // --out FILE
     const char *init;                   // --init random
