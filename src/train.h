@@ -1,0 +1,219 @@
+// train — how the char GPT of the numpy chapter (seed 003) learns: a forward
+// pass that keeps every activation, a backward pass for every layer, AdamW
+// with warm-up and cosine decay, gradient clipping, checkpoints that resume
+// bit for bit, and the loss on held-out text.
+//
+// Legend of dimension letters (as in gpt.h):
+//   B batch (sequences per step)   T context (positions)   C embedding size
+//   H heads    D head size = C / H    L blocks    F MLP hidden size = 4 * C
+//   V vocabulary size              N rows = B * T (one per token)
+//   P number of parameters (floats)
+//
+// Every layer has a forward and a backward function, outputs first and sizes
+// last. Backward functions ADD into the gradients of the parameters and of
+// the inputs (+=), so a tensor used twice gets both contributions; the
+// caller zeroes them once per step.
+#ifndef KVDEMO_TRAIN_H
+#define KVDEMO_TRAIN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gpt.h"
+#include "pool.h"
+
+// ---------------------------------------------------------------------------
+// What to train and how. train_config_default fills in the recipe of the
+// shipped model; the CLI overrides fields from its options.
+
+typedef struct {
+    const char *data_path;    // the training text, UTF-8
+    const char *out_path;     // the final model, written with gpt_save
+    const char *ckpt_path;    // the checkpoint; NULL means out_path + ".ckpt"
+    const char *resume_path;  // a checkpoint to continue from, or NULL
+    GptConfig model;          // T, C, H, L (V comes from the text)
+    int batch;                // B sequences of T tokens per step
+    int iters;                // optimizer steps in total
+    int warmup;               // steps of linear warm-up of the learning rate
+    float lr;                 // peak learning rate
+    float min_lr;             // learning rate at the end of the cosine decay
+    float weight_decay;       // AdamW decay, on matrices only
+    float beta1, beta2, eps;  // AdamW moments
+    float grad_clip;          // largest global gradient norm (0: no clipping)
+    uint64_t seed;            // initial weights and batch draws
+    int threads;              // 0: one per core
+    int eval_every;           // validation loss every N steps (0: only at the end)
+    int eval_batches;         // sequences of the validation split per estimate, in batches
+    int ckpt_every;           // a checkpoint every N steps (0: only on stop)
+    int quiet;                // 1: no progress printing (tests)
+} TrainConfig;
+
+// preset "seed" is the chapter's model (T 256, C 384, H 6, L 6), "tiny" a
+// model that trains in seconds (T 64, C 64, H 4, L 2). Returns 0, or -1 for
+// an unknown preset name.
+int train_config_default(TrainConfig *cfg, const char *preset);
+
+// What the progress callback sees after each step.
+typedef struct {
+    int step;            // steps done so far (1 .. iters)
+    int iters;           // steps in total
+    float loss;          // training loss of this step's batch
+    float val_loss;      // latest validation estimate, NAN before the first
+    float lr;            // learning rate used by this step
+    float grad_norm;     // global gradient norm before clipping
+    double tokens_per_s; // training throughput since this run (re)started
+    double elapsed_s;    // seconds since this run (re)started
+    double eta_s;        // seconds left at the current speed
+    int evaluated;       // 1 when val_loss was computed at this step
+} TrainProgress;
+
+// Returns 0 to go on, nonzero to stop after writing a checkpoint (as Ctrl-C).
+typedef int (*TrainProgressFn)(const TrainProgress *p, void *user);
+
+// Results of train_run.
+enum {
+    TRAIN_OK = 0,           // all iterations done, model written
+    TRAIN_FAILED = 1,       // an error, already explained on stderr
+    TRAIN_STOPPED = 3,      // stopped by a signal or the callback; checkpoint written
+};
+
+// Trains as cfg says. progress may be NULL: then train_run prints its own
+// progress on stderr (one line updated in place on a terminal, plain log
+// lines otherwise, a summary at the end) unless cfg->quiet. SIGINT and SIGTERM
+// stop it cleanly after the current step: a checkpoint is written and
+// TRAIN_STOPPED returned. With cfg->resume_path the run continues from that
+// checkpoint with the checkpoint's recipe (the options that shape the result
+// are taken from it; threads, eval and checkpoint intervals from cfg), and
+// ends bit-identical to an uninterrupted run.
+int train_run(const TrainConfig *cfg, TrainProgressFn progress, void *user);
+
+// Mean cross-entropy (nats per character) of model on the training split
+// (the first 90%) and the validation split (the last 10%) of the text in
+// data_path, over consecutive windows of T + 1 characters. A character
+// outside the model's vocabulary is an error. Either output may be NULL to
+// skip that split. Returns 0, or 1 with a message on stderr.
+int train_eval(const GptModel *model, const char *data_path, int threads, double *train_loss,
+               double *val_loss);
+
+// ---------------------------------------------------------------------------
+// Text as tokens.
+
+typedef struct {
+    uint32_t *vocab;   // (V) sorted distinct code points
+    int V;
+    int32_t *tokens;   // (n) token ids
+    int64_t n;
+} TrainText;
+
+// Reads a UTF-8 file; with vocab NULL the vocabulary is its sorted distinct
+// code points, otherwise text is mapped into the given vocabulary (V
+// entries) and an unknown character is an error. Returns 0, or 1 with a
+// message on stderr.
+int train_text_load(TrainText *text, const char *path, const uint32_t *vocab, int V);
+void train_text_free(TrainText *text);
+
+// ---------------------------------------------------------------------------
+// Checkpoints. A checkpoint holds the recipe, the model shape and vocabulary,
+// the step, the batch generator's state, the weights and AdamW's two moment
+// estimates, and a checksum; docs/training.md gives the layout.
+
+typedef struct {
+    TrainConfig cfg;          // recipe (paths are not stored; NULL on load)
+    uint32_t *vocab;          // (V)
+    int step;                 // steps done
+    uint64_t rng;             // batch generator state after `step` steps
+    uint64_t text_hash;       // FNV-1a of the training text's tokens
+    int64_t text_tokens;      // length of the training text in tokens
+    float *params, *m, *v;    // (P) each
+    size_t num_params;        // P
+} TrainCheckpoint;
+
+// Writes atomically: path.tmp, fsync, rename over path. Returns 0, or 1 with
+// a message on stderr; on failure the file at path is left as it was.
+int train_checkpoint_save(const char *path, const TrainCheckpoint *ck);
+// Reads and validates (magic, version, sizes against the file length, the
+// checksum, finite weights). Fills ck with fresh allocations (free with
+// train_checkpoint_free). Returns 0, or 1 with a message on stderr that names
+// what is wrong.
+int train_checkpoint_load(const char *path, TrainCheckpoint *ck);
+void train_checkpoint_free(TrainCheckpoint *ck);
+// For tests: the next save stops after writing this many bytes of the
+// temporary file and fails, as a process killed mid-write would (-1: off).
+void train_checkpoint_fail_after(long bytes);
+
+// ---------------------------------------------------------------------------
+// Layers. Shapes use the legend above; "rows" is the number of token rows.
+
+// out (N, OC) = inp (N, IC) @ w (IC, OC) + b (OC).  torch: F.linear / x @ W + b
+void linear_forward(float *out, const float *inp, const float *w, const float *b, Pool *pool,
+                    int N, int IC, int OC);
+// dinp (N, IC) += dout @ w^T; dw (IC, OC) += inp^T @ dout; db (OC) += sum of dout rows.
+// wt (OC, IC) is scratch for w transposed. dinp may be NULL.
+void linear_backward(float *dinp, float *dw, float *db, float *wt, const float *dout,
+                     const float *inp, const float *w, Pool *pool, int N, int IC, int OC);
+
+// out (N, C) = (inp - mean) * rstd * w + b, mean and rstd (N) saved; eps 1e-5.
+// torch: F.layer_norm(x, (C,), w, b, eps=1e-5)
+void layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *w,
+                       const float *b, int N, int C);
+void layernorm_backward(float *dinp, float *dw, float *db, const float *dout, const float *inp,
+                        const float *w, const float *mean, const float *rstd, int N, int C);
+
+// out (N) = GELU(inp), the tanh approximation.  F.gelu(x, approximate="tanh")
+void gelu_forward(float *out, const float *inp, int n);
+void gelu_backward(float *dinp, const float *inp, const float *dout, int n);
+
+// Causal multi-head self-attention of q, k, v (B, T, C) into out (B, T, C);
+// att (B, H, T, T) keeps the softmax weights (0 above the diagonal).
+//   att = softmax(q @ k^T / sqrt(D) + causal mask); out = att @ v
+// scratch: pool_threads * (D * T) floats.
+void attention_forward(float *out, float *att, const float *q, const float *k, const float *v,
+                       float *scratch, Pool *pool, int B, int T, int C, int H);
+// dq, dk, dv (B, T, C) += gradients; scratch: pool_threads * (D*T + T*T) floats.
+void attention_backward(float *dq, float *dk, float *dv, const float *dout, const float *att,
+                        const float *q, const float *k, const float *v, float *scratch,
+                        Pool *pool, int B, int T, int C, int H);
+
+// probs (N, V) = softmax(logits); losses (N) = -log probs[target]. Returns the
+// mean loss. F.cross_entropy(logits, targets)
+double crossentropy_forward(float *probs, float *losses, const float *logits,
+                            const int32_t *targets, int N, int V);
+// dlogits (N, V) += (probs - onehot(target)) * scale (scale = 1/N for a mean).
+void crossentropy_backward(float *dlogits, const float *probs, const int32_t *targets,
+                           float scale, int N, int V);
+
+// out (M, N) = a (M, K) @ b (K, N) (+ bias (N)) (+ out when accumulate).
+// a's element (i, k) is a[i * a_row + k * a_col], so a may be a transposed
+// view; b's and out's rows are ldb and ldo floats apart. Each element is
+// summed over k in order 0 .. K-1 whatever the split into threads, so the
+// result does not depend on the number of threads. pool may be NULL.
+void train_matmul(float *out, const float *a, const float *b, const float *bias, int accumulate,
+                  Pool *pool, int64_t a_row, int64_t a_col, int ldb, int ldo, int M, int K, int N);
+// The same with plain loops: the reference the fast kernel is tested against.
+void train_matmul_plain(float *out, const float *a, const float *b, const float *bias,
+                        int accumulate, int64_t a_row, int64_t a_col, int ldb, int ldo, int M,
+                        int K, int N);
+
+// ---------------------------------------------------------------------------
+// The whole model: activations saved by the forward pass for the backward.
+
+typedef struct TrainState TrainState;
+
+// Buffers for batches of up to B sequences of T tokens of a model of shape
+// cfg. NULL when memory could not be had.
+TrainState *train_state_new(GptConfig cfg, int B, Pool *pool);
+void train_state_free(TrainState *s);
+// Forward pass of b (<= B) sequences of T tokens inputs (b, T); with targets
+// (b, T) returns the mean loss (else 0). model params as in gpt.h.
+double train_forward(TrainState *s, const float *params, const int32_t *inputs,
+                     const int32_t *targets, int b);
+// Backward pass of the last forward (targets needed): grads (P) += d loss / d params.
+void train_backward(TrainState *s, float *grads, const float *params, const int32_t *inputs,
+                    const int32_t *targets, int b);
+
+// Gives params (P) the initial values of training: normal with std 0.02 for
+// the embeddings and matrices (the projections into the residual stream
+// scaled by 1/sqrt(2L)), biases 0, LayerNorm weights 1. Deterministic in seed.
+void train_init_params(float *params, GptConfig cfg, uint64_t seed);
+
+#endif
