@@ -826,6 +826,27 @@ static void adamw_task(void *ctx, int begin, int end, int thread) {
     }
 }
 
+// Clips grads (P) to the global norm r->grad_clip and applies one AdamW
+// step (step 0-based) to params, m, v (P). partial holds one double per
+// chunk of ADAM_CHUNK. Returns the norm before clipping.
+static float adamw_update(float *params, float *m, float *v, float *grads, const uint8_t *decay,
+                          double *partial, const TrainConfig *r, float lr, int step, Pool *pool,
+                          size_t P) {
+    int chunks = (int)((P + ADAM_CHUNK - 1) / ADAM_CHUNK);
+    AdamJob aj = {params, grads, m, v, decay, partial, P, lr, r->beta1, r->beta2, r->eps,
+                  r->weight_decay, 1.0f, 0, 0};
+    pool_run(pool, grad_norm_task, &aj, chunks);
+    double sq = 0.0;
+    for (int c = 0; c < chunks; c++) sq += partial[c];   // in order: the same sum every run
+    float norm = (float)sqrt(sq);
+    if (r->grad_clip > 0 && norm > r->grad_clip) aj.grad_scale = r->grad_clip / norm;
+    // bias corrections of the moments: 1 - beta^t
+    aj.bc1 = 1.0f - powf(r->beta1, (float)(step + 1));
+    aj.bc2 = 1.0f - powf(r->beta2, (float)(step + 1));
+    pool_run(pool, adamw_task, &aj, chunks);
+    return norm;
+}
+
 // The learning rate of step `step` (0-based): linear warm-up to lr, then
 // cosine decay to min_lr at the last step.
 static float lr_at(const TrainConfig *c, int step) {
@@ -1523,16 +1544,7 @@ int train_run(const TrainConfig *cfg, TrainProgressFn progress, void *user) {
         memset(grads, 0, sizeof(float) * P);
         train_backward(s, grads, params, inputs, targets, r.batch);
         float lr = lr_at(&r, step);
-        AdamJob aj = {params, grads, m, v, decay, partial, P, lr, r.beta1, r.beta2, r.eps,
-                      r.weight_decay, 1.0f, 0, 0};
-        pool_run(pool, grad_norm_task, &aj, chunks);
-        double sq = 0.0;
-        for (int c = 0; c < chunks; c++) sq += partial[c];
-        float norm = (float)sqrt(sq);
-        if (r.grad_clip > 0 && norm > r.grad_clip) aj.grad_scale = r.grad_clip / norm;
-        aj.bc1 = 1.0f - powf(r.beta1, (float)(step + 1));
-        aj.bc2 = 1.0f - powf(r.beta2, (float)(step + 1));
-        pool_run(pool, adamw_task, &aj, chunks);
+        float norm = adamw_update(params, m, v, grads, decay, partial, &r, lr, step, pool, P);
         step++;
         if (!isfinite(loss)) {
             fprintf(stderr, "\nkvdemo: the loss became %f at step %d; try a lower --lr\n", loss,
@@ -1614,5 +1626,55 @@ done:
     pool_free(pool);
     train_text_free(&text);
     free(ckpt_default);
+    return status;
+}
+
+// ---------------------------------------------------------------------------
+// The speed of training, for `make bench`: whole steps (forward, backward,
+// AdamW) on random tokens, after one step that is not timed (first touch of
+// the memory).
+
+int train_benchmark(GptConfig cfg, int B, int steps, int threads, double *tokens_per_s) {
+    TrainConfig r;
+    train_config_default(&r, "seed");
+    size_t P = gpt_num_params(cfg);
+    int count = 0;
+    Pool *pool = pool_new(threads);
+    TrainState *s = pool ? train_state_new(cfg, B, pool) : NULL;
+    float *memory = malloc(sizeof(float) * 4 * P);
+    uint8_t *decay = malloc(P);
+    ParamTensor *table = param_table_new(cfg, &count);
+    double *partial = malloc(sizeof(double) * ((P + ADAM_CHUNK - 1) / ADAM_CHUNK));
+    int32_t *io = malloc(sizeof(int32_t) * 2 * (size_t)B * cfg.T);
+    int status = 1;
+    if (s && memory && decay && table && partial && io) {
+        float *params = memory, *grads = memory + P, *m = memory + 2 * P, *v = memory + 3 * P;
+        for (int t = 0, at = 0; t < count; at += (int)table[t].size, t++)
+            memset(decay + at, table[t].decay, table[t].size);
+        train_init_params(params, cfg, 1);
+        memset(m, 0, sizeof(float) * 2 * P);   // m and v
+        uint64_t rng = 1;
+        for (size_t i = 0; i < 2 * (size_t)B * cfg.T; i++)
+            io[i] = (int32_t)(rng_next(&rng) % (uint64_t)cfg.V);
+        double t0 = 0.0;
+        for (int step = 0; step <= steps; step++) {
+            if (step == 1) t0 = now_s();
+            train_forward(s, params, io, io + (size_t)B * cfg.T, B);
+            memset(grads, 0, sizeof(float) * P);
+            train_backward(s, grads, params, io, io + (size_t)B * cfg.T, B);
+            adamw_update(params, m, v, grads, decay, partial, &r, r.lr, step, pool, P);
+        }
+        *tokens_per_s = steps > 0 ? (double)steps * B * cfg.T / (now_s() - t0) : 0.0;
+        status = 0;
+    } else {
+        fprintf(stderr, "kvdemo: out of memory for the training benchmark\n");
+    }
+    free(io);
+    free(partial);
+    free(table);
+    free(decay);
+    free(memory);
+    train_state_free(s);
+    pool_free(pool);
     return status;
 }

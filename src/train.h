@@ -95,6 +95,12 @@ int train_run(const TrainConfig *cfg, TrainProgressFn progress, void *user);
 int train_eval(const GptModel *model, const char *data_path, int threads, double *train_loss,
                double *val_loss);
 
+// Training speed for `make bench`: tokens per second of whole steps
+// (forward, backward, AdamW) of a model of shape cfg on B sequences of
+// random tokens, timed over `steps` steps after one untimed step. Returns 0,
+// or 1 (out of memory, said on stderr).
+int train_benchmark(GptConfig cfg, int B, int steps, int threads, double *tokens_per_s);
+
 // ---------------------------------------------------------------------------
 // Text as tokens.
 
