@@ -1,6 +1,8 @@
 // ops — the arithmetic of attention on bare float arrays.
 #include "ops.h"
 
+#include "pool.h"
+
 #include <assert.h>
 #include <math.h>
 #include <string.h>
@@ -15,10 +17,6 @@ void ops_matmul_plain(float *out, const float *a, const float *b, const float *b
             out[(int64_t)i * N + j] = bias ? sum + bias[j] : sum;
         }
     }
-}
-
-void ops_matmul(float *out, const float *a, const float *b, const float *bias, int M, int K, int N) {
-    ops_matmul_plain(out, a, b, bias, M, K, N);
 }
 
 void ops_transpose(float *out, const float *in, int R, int C) {
@@ -73,4 +71,289 @@ double ops_max_abs_diff(const float *a, const float *b, int64_t n) {
 
 int ops_bit_identical(const float *a, const float *b, int64_t n) {
     return memcmp(a, b, sizeof(float) * (size_t)n) == 0;
+}
+
+// ----------------------------------------------------------------------------
+// The fast matmul: register tiles, several threads.
+//
+// out (M, N) is cut into panels of OPS_NR columns; a thread owns whole
+// panels. Inside a panel, tiles of up to OPS_MR rows keep an (MR, NR) block
+// of sums in registers while k runs from 0 to K-1, reading one row of b's
+// panel and one element of each row of a per k. Every out element is thus
+// sum_k a[i][k] * b[k][j] accumulated in k order, one fused multiply-add per
+// k (the portable path: one multiply and one add), then + bias[j]: the same
+// operations whatever M is, whichever tile or thread the row falls in, and
+// for a partial tile or panel as for a full one (the tail is masked, not
+// computed another way). That is what makes a cached step (M = 1) equal the
+// matching row of a full pass bit for bit.
+
+static Pool *ops_pool;   // NULL: matmuls run on the calling thread
+
+int ops_set_threads(int n) {
+    if (n <= 0) n = pool_cores();
+    if (n == ops_threads()) return 0;
+    pool_free(ops_pool);
+    ops_pool = NULL;
+    if (n == 1) return 0;
+    ops_pool = pool_new(n);
+    return ops_pool ? 0 : -1;
+}
+
+int ops_threads(void) {
+    return pool_threads(ops_pool);
+}
+
+void ops_parallel_for(void (*fn)(void *ctx, int begin, int end, int thread), void *ctx, int count) {
+    pool_run(ops_pool, fn, ctx, count);
+}
+
+#if defined(__AVX512F__)
+#include <immintrin.h>
+
+enum { OPS_MR = 8, OPS_NV = 3, OPS_NR = 16 * OPS_NV };   // 8 x 48 tile: 24 zmm of sums
+
+// One tile: rows (1..OPS_MR) rows of a from a0, columns j0 .. j0+47 of b
+// (lanes beyond N masked off by mask[v]). Inlined with a constant `rows` so
+// that the loops below unroll into straight register code.
+static inline __attribute__((always_inline)) void
+matmul_tile(float *out, const float *a0, const float *b, const float *bias, int K, int N, int j0,
+            const __mmask16 *mask, const int rows) {
+    // The loops over r and v are unrolled so that acc lives in registers.
+    __m512 acc[OPS_MR][OPS_NV];
+#pragma GCC unroll 8
+    for (int r = 0; r < rows; r++)
+#pragma GCC unroll 4
+        for (int v = 0; v < OPS_NV; v++) acc[r][v] = _mm512_setzero_ps();
+    const float *bk = b + j0;
+    for (int k = 0; k < K; k++, bk += N) {
+        __m512 bv[OPS_NV];
+#pragma GCC unroll 4
+        for (int v = 0; v < OPS_NV; v++) bv[v] = _mm512_maskz_loadu_ps(mask[v], bk + 16 * v);
+#pragma GCC unroll 8
+        for (int r = 0; r < rows; r++) {
+            __m512 av = _mm512_set1_ps(a0[(int64_t)r * K + k]);
+#pragma GCC unroll 4
+            for (int v = 0; v < OPS_NV; v++) acc[r][v] = _mm512_fmadd_ps(av, bv[v], acc[r][v]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int v = 0; v < OPS_NV; v++) {
+        __m512 bb = bias ? _mm512_maskz_loadu_ps(mask[v], bias + j0 + 16 * v) : _mm512_setzero_ps();
+#pragma GCC unroll 8
+        for (int r = 0; r < rows; r++) {
+            __m512 y = bias ? _mm512_add_ps(acc[r][v], bb) : acc[r][v];
+            _mm512_mask_storeu_ps(out + (int64_t)r * N + j0 + 16 * v, mask[v], y);
+        }
+    }
+}
+
+static void matmul_panel(float *out, const float *a, const float *b, const float *bias, int M, int K,
+                         int N, int j0) {
+    __mmask16 mask[OPS_NV];
+    for (int v = 0; v < OPS_NV; v++) {
+        int left = N - j0 - 16 * v;
+        mask[v] = left >= 16 ? (__mmask16)0xFFFF : left <= 0 ? 0 : (__mmask16)((1u << left) - 1);
+    }
+    int i = 0;
+    for (; i + OPS_MR <= M; i += OPS_MR)
+        matmul_tile(out + (int64_t)i * N, a + (int64_t)i * K, b, bias, K, N, j0, mask, OPS_MR);
+    switch (M - i) {   // the last rows: the same tile, fewer rows
+    case 0: break;
+#define TAIL(R) case R: matmul_tile(out + (int64_t)i * N, a + (int64_t)i * K, b, bias, K, N, j0, mask, R); break;
+    TAIL(1) TAIL(2) TAIL(3) TAIL(4) TAIL(5) TAIL(6) TAIL(7)
+#undef TAIL
+    }
+}
+
+#else   // the portable path: plain C in the same order (k ascending, then + bias)
+
+enum { OPS_NR = 16 };
+
+static void matmul_panel(float *out, const float *a, const float *b, const float *bias, int M, int K,
+                         int N, int j0) {
+    int w = N - j0 < OPS_NR ? N - j0 : OPS_NR;
+    for (int i = 0; i < M; i++) {
+        const float *ai = a + (int64_t)i * K;
+        float acc[OPS_NR] = {0};
+        for (int k = 0; k < K; k++) {
+            const float *bk = b + (int64_t)k * N + j0;
+            for (int j = 0; j < w; j++) acc[j] += ai[k] * bk[j];
+        }
+        float *oi = out + (int64_t)i * N + j0;
+        for (int j = 0; j < w; j++) oi[j] = bias ? acc[j] + bias[j0 + j] : acc[j];
+    }
+}
+#endif
+
+typedef struct {
+    float *out;
+    const float *a, *b, *bias;
+    int M, K, N;
+} MatmulJob;
+
+static void matmul_panels(void *ctx, int begin, int end, int thread) {
+    (void)thread;
+    MatmulJob *job = ctx;
+    for (int p = begin; p < end; p++)
+        matmul_panel(job->out, job->a, job->b, job->bias, job->M, job->K, job->N, p * OPS_NR);
+}
+
+void ops_matmul(float *out, const float *a, const float *b, const float *bias, int M, int K, int N) {
+    // out (M, N) = a (M, K) @ b (K, N) + bias (N)        numpy: a @ b + bias
+    if (M <= 0 || N <= 0) return;
+    MatmulJob job = {out, a, b, bias, M, K, N};
+    int panels = (N + OPS_NR - 1) / OPS_NR;
+    // Waking the other threads costs microseconds: only for work that is worth it.
+    if ((int64_t)M * K * N < 65536) matmul_panels(&job, 0, panels, 0);
+    else pool_run(ops_pool, matmul_panels, &job, panels);
+}
+
+// ----------------------------------------------------------------------------
+// The char GPT's layers
+
+#if defined(__AVX512F__)
+// exp(x) for 16 floats: x = n ln2 + r with |r| <= ln2 / 2, exp(r) by its
+// Taylor series to r^7 (error below 1e-8 relative), times 2^n by vscalefps,
+// which also gives 0 for large negative x and inf for large positive x.
+static inline __m512 exp16(__m512 x) {
+    x = _mm512_max_ps(x, _mm512_set1_ps(-104.0f));   // exp(-104) is 0 in float; -inf too
+    x = _mm512_min_ps(x, _mm512_set1_ps(89.0f));     // exp(89) is inf in float
+    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145751953125f), x);   // ln2 high bits
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.428606765330187e-06f), r);      // ln2 low bits
+    __m512 p = _mm512_set1_ps(1.0f / 5040);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 720));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    return _mm512_scalef_ps(p, n);
+}
+
+static inline __mmask16 tail_mask(int left) {
+    return left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1);
+}
+
+void ops_vecmat(float *out, const float *x, const float *m, int K, int N, int ld) {
+    // out[j] = sum_k x[k] * m[k][j]: 8 vectors of sums in registers at a time
+    enum { NV = 8 };
+    for (int j0 = 0; j0 < N; j0 += 16 * NV) {
+        __mmask16 mask[NV];
+        __m512 acc[NV];
+#pragma GCC unroll 8
+        for (int v = 0; v < NV; v++) {
+            int left = N - j0 - 16 * v;
+            mask[v] = left <= 0 ? 0 : tail_mask(left);
+            acc[v] = _mm512_setzero_ps();
+        }
+        for (int k = 0; k < K; k++) {
+            __m512 xk = _mm512_set1_ps(x[k]);
+            const float *mk = m + (int64_t)k * ld + j0;
+#pragma GCC unroll 8
+            for (int v = 0; v < NV; v++)
+                acc[v] = _mm512_fmadd_ps(xk, _mm512_maskz_loadu_ps(mask[v], mk + 16 * v), acc[v]);
+        }
+#pragma GCC unroll 8
+        for (int v = 0; v < NV; v++) _mm512_mask_storeu_ps(out + j0 + 16 * v, mask[v], acc[v]);
+    }
+}
+
+void ops_softmax(float *x, int n) {
+    // max, then exp(x - max) summed in 16 lanes, then / sum
+    __m512 vmax = _mm512_set1_ps(-INFINITY);
+    for (int i = 0; i < n; i += 16)
+        vmax = _mm512_max_ps(vmax, _mm512_mask_loadu_ps(vmax, tail_mask(n - i), x + i));
+    __m512 max = _mm512_set1_ps(_mm512_reduce_max_ps(vmax));
+    __m512 vsum = _mm512_setzero_ps();
+    for (int i = 0; i < n; i += 16) {
+        __mmask16 mask = tail_mask(n - i);
+        __m512 e = exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(mask, x + i), max));
+        e = _mm512_maskz_mov_ps(mask, e);
+        vsum = _mm512_add_ps(vsum, e);
+        _mm512_mask_storeu_ps(x + i, mask, e);
+    }
+    // The 16 lanes added in a fixed tree: the order depends on n only.
+    __m512 sum = _mm512_set1_ps(_mm512_reduce_add_ps(vsum));
+    for (int i = 0; i < n; i += 16) {
+        __mmask16 mask = tail_mask(n - i);
+        _mm512_mask_storeu_ps(x + i, mask, _mm512_div_ps(_mm512_maskz_loadu_ps(mask, x + i), sum));
+    }
+}
+
+void ops_gelu(float *out, const float *x, int n) {
+    // x * sigmoid(2 * inner) = x / (1 + exp(-2 * inner)), inner = sqrt(2/pi) (x + 0.044715 x^3)
+    const __m512 k0 = _mm512_set1_ps(0.7978845608028654f), k1 = _mm512_set1_ps(0.044715f);
+    const __m512 minus2 = _mm512_set1_ps(-2.0f), one = _mm512_set1_ps(1.0f);
+    for (int i = 0; i < n; i += 16) {
+        __mmask16 mask = tail_mask(n - i);
+        __m512 v = _mm512_maskz_loadu_ps(mask, x + i);
+        __m512 cube = _mm512_mul_ps(_mm512_mul_ps(v, v), v);
+        __m512 inner = _mm512_mul_ps(k0, _mm512_add_ps(v, _mm512_mul_ps(k1, cube)));
+        __m512 e = exp16(_mm512_mul_ps(minus2, inner));
+        _mm512_mask_storeu_ps(out + i, mask, _mm512_div_ps(v, _mm512_add_ps(one, e)));
+    }
+}
+
+#else   // portable C: the same formulas with libm's expf
+
+void ops_vecmat(float *out, const float *x, const float *m, int K, int N, int ld) {
+    for (int j = 0; j < N; j++) out[j] = 0.0f;
+    for (int k = 0; k < K; k++) {
+        const float *mk = m + (int64_t)k * ld;
+        for (int j = 0; j < N; j++) out[j] += x[k] * mk[j];
+    }
+}
+
+void ops_softmax(float *x, int n) {
+    float max = -INFINITY;
+    for (int i = 0; i < n; i++)
+        if (x[i] > max) max = x[i];
+    float sum = 0.0f;
+    for (int i = 0; i < n; i++) {
+        x[i] = expf(x[i] - max);
+        sum += x[i];
+    }
+    for (int i = 0; i < n; i++) x[i] /= sum;
+}
+
+void ops_gelu(float *out, const float *x, int n) {
+    for (int i = 0; i < n; i++) {
+        float v = x[i];
+        float inner = 0.7978845608028654f * (v + 0.044715f * (v * v * v));
+        out[i] = v / (1.0f + expf(-2.0f * inner));
+    }
+}
+#endif
+
+void ops_layernorm(float *out, float *mean, float *rstd, const float *x, const float *w, const float *b,
+                   int R, int C) {
+    // Sums in double, 8 running sums per row (the order depends on C only).
+    for (int r = 0; r < R; r++) {
+        const float *xr = x + (int64_t)r * C;
+        float *yr = out + (int64_t)r * C;
+        double acc[8] = {0};
+        int c = 0;
+        for (; c + 8 <= C; c += 8)
+            for (int j = 0; j < 8; j++) acc[j] += xr[c + j];
+        for (; c < C; c++) acc[0] += xr[c];
+        // mean = x.mean(-1, keepdims=True)
+        float m = (float)((((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]))) / C);
+        double sq[8] = {0};
+        for (c = 0; c + 8 <= C; c += 8)
+            for (int j = 0; j < 8; j++) {
+                double d = xr[c + j] - m;
+                sq[j] += d * d;
+            }
+        for (; c < C; c++) sq[0] += (double)(xr[c] - m) * (xr[c] - m);
+        // var = ((x - mean) ** 2).mean(-1, keepdims=True)
+        float var = (float)((((sq[0] + sq[1]) + (sq[2] + sq[3])) + ((sq[4] + sq[5]) + (sq[6] + sq[7]))) / C);
+        // (x - mean) / np.sqrt(var + eps) * weight + bias
+        float std = sqrtf(var + 1e-5f);
+        for (c = 0; c < C; c++) yr[c] = (xr[c] - m) / std * w[c] + b[c];
+        if (mean) mean[r] = m;
+        if (rstd) rstd[r] = 1.0f / std;
+    }
 }

@@ -54,6 +54,33 @@ int ops_bit_identical(const float *a, const float *b, int64_t n);
 
 
 // ----------------------------------------------------------------------------
+// The char GPT's layers (fast where the machine allows; each output depends
+// only on its own row, in the same order whatever the number of rows).
+
+// out (N) = x (K) @ m (K, N), m's rows ld floats apart. numpy: x @ m
+// Each out[j] is summed over k in order, as in ops_matmul. Attention uses it
+// twice: scores = query @ key with key (D, T) read on its first N columns,
+// and output = weights @ value.
+void ops_vecmat(float *out, const float *x, const float *m, int K, int N, int ld);
+
+// x (n) = softmax(x) in place: exp(x - max) / sum. F.softmax(x, dim=-1)
+// The fast exp is within 2 ulp of expf; the sum's order depends only on n.
+void ops_softmax(float *x, int n);
+
+// out (R, C) = LayerNorm of each row of x (R, C) with weight w (C), bias b (C),
+// eps 1e-5: (x - mean) / sqrt(var + eps) * w + b, var the biased variance.
+// F.layer_norm(x, (C,), w, b, 1e-5). mean and rstd (R), if not NULL, receive
+// each row's mean and 1 / sqrt(var + eps) (for a backward pass).
+void ops_layernorm(float *out, float *mean, float *rstd, const float *x, const float *w, const float *b,
+                   int R, int C);
+
+// out (n) = GELU of x (n), tanh approximation; out may be x.
+// 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x**3)))
+// F.gelu(x, approximate='tanh'), computed as x * sigmoid(2 * inner), the
+// same function without tanh's cancellation for negative x.
+void ops_gelu(float *out, const float *x, int n);
+
+// ----------------------------------------------------------------------------
 // Threads of the fast kernels.
 
 // Use n threads (the caller included) in ops_matmul and ops_parallel_for;
@@ -63,8 +90,8 @@ int ops_bit_identical(const float *a, const float *b, int64_t n);
 int ops_set_threads(int n);
 // The number of threads in use (1 when none were started).
 int ops_threads(void);
-// fn(ctx, begin, end, thread) over tasks 0 .. count-1 on the ops threads, in
-// contiguous slices (see pool.h); returns when all are done.
+// fn(ctx, begin, end, thread) over tasks 0 .. count-1 on the ops threads
+// (see pool_run); returns when all are done.
 void ops_parallel_for(void (*fn)(void *ctx, int begin, int end, int thread), void *ctx, int count);
 
 #endif

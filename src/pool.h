@@ -1,0 +1,39 @@
+// pool — a small pool of worker threads for parallel-for loops.
+//
+// The pool is made once (pool_new) with N threads counting the caller: the
+// caller takes part in every loop, so a pool of 1 starts no thread at all and
+// runs everything on the calling thread. pool_run hands out the task indices
+// of a loop one at a time to whichever thread is free (a thread kept busy by
+// another program simply takes fewer) and returns when all are done.
+// Nothing is allocated per call, so a forward pass can run hundreds of loops
+// per token.
+//
+// Between loops a worker spins for 0.2 ms, then sleeps on a condition
+// variable: an idle pool uses no CPU.
+
+#ifndef KVDEMO_POOL_H
+#define KVDEMO_POOL_H
+
+// Runs tasks begin .. end-1 of a loop; thread is 0 .. pool_threads()-1.
+typedef void (*PoolFn)(void *ctx, int begin, int end, int thread);
+
+typedef struct Pool Pool;
+
+// A pool of n threads (the caller plus n-1 workers); n <= 0 means one per
+// online core. Returns NULL when threads or memory could not be had.
+Pool *pool_new(int n);
+// Stops and joins the workers. pool_free(NULL) does nothing.
+void pool_free(Pool *pool);
+// Number of threads, the caller included.
+int pool_threads(const Pool *pool);
+// fn(ctx, begin, end, thread) over tasks 0 .. count-1: each call gets one
+// task (end = begin + 1) on some thread, in no set order; returns when every
+// task has run. A NULL pool (or one thread, or one task) runs
+// fn(ctx, 0, count, 0) on the caller.
+// Not reentrant: fn must not call pool_run on the same pool.
+void pool_run(Pool *pool, PoolFn fn, void *ctx, int count);
+
+// Number of online cores (at least 1).
+int pool_cores(void);
+
+#endif
