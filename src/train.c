@@ -366,6 +366,33 @@ static void gelu_backward_task(void *ctx, int begin, int end, int thread) {
 // h*D .. h*D+D-1 of q, k, v (B, T, C). The causal mask is applied as the
 // bound j <= i of the softmax; the weights above the diagonal are 0.
 
+// The products of attention skip what the causal mask makes zero, about half
+// of the work. For a (T, T) matrix of weights, row i only has entries at
+// columns j <= i, so tile by tile (MR rows from i0):
+//   CAUSAL_COLS   out (T, N) with columns j < i0 + MR only (scores, datt;
+//                 the caller zeroes the rest)
+//   CAUSAL_K_LE   a holds att: the sum over k stops at i0 + MR
+//   CAUSAL_K_GE   a holds att^T: the sum over k starts at i0
+// The terms skipped are exact zeros, so the result is the full product's.
+enum { CAUSAL_COLS, CAUSAL_K_LE, CAUSAL_K_GE };
+
+static void matmul_causal(float *out, const float *a, const float *b, int mode, int accumulate,
+                          int64_t a_row, int64_t a_col, int ldb, int ldo, int T, int K, int N) {
+    for (int i = 0; i < T; i += MR) {
+        int mr = min_int(MR, T - i), end = i + mr;
+        float *o = out + (int64_t)i * ldo;
+        const float *ai = a + i * a_row;
+        if (mode == CAUSAL_COLS)
+            matmul_rows(o, ai, b, NULL, accumulate, a_row, a_col, ldb, ldo, 0, mr, K,
+                        min_int(N, end));
+        else if (mode == CAUSAL_K_LE)
+            matmul_rows(o, ai, b, NULL, accumulate, a_row, a_col, ldb, ldo, 0, mr, end, N);
+        else
+            matmul_rows(o, ai + i * a_col, b + (int64_t)i * ldb, NULL, accumulate, a_row, a_col,
+                        ldb, ldo, 0, mr, K - i, N);
+    }
+}
+
 typedef struct {
     float *out, *att, *dq, *dk, *dv, *scratch;
     const float *q, *k, *v, *dout, *catt;
@@ -387,7 +414,7 @@ static void attention_forward_task(void *ctx, int begin, int end, int thread) {
         for (int t = 0; t < T; t++)
             for (int d = 0; d < D; d++) kt[(int64_t)d * T + t] = k[(int64_t)t * C + d];
         // scores = q @ k^T                 torch: q @ k.transpose(-2, -1)
-        train_matmul(att, q, kt, NULL, 0, NULL, C, 1, T, T, T, D, T);
+        matmul_causal(att, q, kt, CAUSAL_COLS, 0, C, 1, T, T, T, D, T);
         // att = softmax(scores / sqrt(D) + mask)
         for (int i = 0; i < T; i++) {
             float *row = att + (int64_t)i * T;
@@ -406,7 +433,7 @@ static void attention_forward_task(void *ctx, int begin, int end, int thread) {
             for (int t = i + 1; t < T; t++) row[t] = 0.0f;   // masked: weight 0
         }
         // out = att @ v                     torch: att @ v
-        train_matmul(out, att, v, NULL, 0, NULL, T, 1, C, C, T, T, D);
+        matmul_causal(out, att, v, CAUSAL_K_LE, 0, T, 1, C, C, T, T, D);
     }
 }
 
@@ -433,9 +460,9 @@ static void attention_backward_task(void *ctx, int begin, int end, int thread) {
         for (int t = 0; t < T; t++)
             for (int d = 0; d < D; d++) vt[(int64_t)d * T + t] = v[(int64_t)t * C + d];
         // datt = dout @ v^T
-        train_matmul(ds, dout, vt, NULL, 0, NULL, C, 1, T, T, T, D, T);
+        matmul_causal(ds, dout, vt, CAUSAL_COLS, 0, C, 1, T, T, T, D, T);
         // dv += att^T @ dout
-        train_matmul(dv, att, dout, NULL, 1, NULL, 1, T, C, C, T, T, D);
+        matmul_causal(dv, att, dout, CAUSAL_K_GE, 1, 1, T, C, C, T, T, D);
         // softmax backward, with the 1/sqrt(D) of the scores folded in:
         // dscores[i, t] = att[i, t] * (datt[i, t] - sum_u att[i, u] datt[i, u]) / sqrt(D)
         for (int i = 0; i < T; i++) {
@@ -447,8 +474,8 @@ static void attention_backward_task(void *ctx, int begin, int end, int thread) {
             for (int t = i + 1; t < T; t++) d[t] = 0.0f;
         }
         // dq += dscores @ k;  dk += dscores^T @ q
-        train_matmul(dq, ds, k, NULL, 1, NULL, T, 1, C, C, T, T, D);
-        train_matmul(dk, ds, q, NULL, 1, NULL, 1, T, C, C, T, T, D);
+        matmul_causal(dq, ds, k, CAUSAL_K_LE, 1, T, 1, C, C, T, T, D);
+        matmul_causal(dk, ds, q, CAUSAL_K_GE, 1, 1, T, C, C, T, T, D);
     }
 }
 
