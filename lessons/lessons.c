@@ -27,7 +27,7 @@ const Lesson LESSONS[] = {
     {"9", "Why there is a KV cache but no Q cache", "为什么有 KV Cache 而没有 Q Cache", "000 §9",
      lesson9_run, "--data"},
     {"10", "The char GPT of the numpy chapter, with and without the cache", "键值缓存：字符级 GPT 生成",
-     "003", NULL, ""},
+     "003", lesson10_run, "--model --init --preset --seed --steps --prompt --temperature --top-k --threads"},
 };
 const int NUM_LESSONS = (int)(sizeof LESSONS / sizeof LESSONS[0]);
 

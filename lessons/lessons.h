@@ -37,5 +37,6 @@ int lesson22_run(const Options *opt, Trace *tr);   // 2.2: with the cache
 int lesson3_run(const Options *opt, Trace *tr);    // LLaMA generate, with and without the cache
 int lesson7_run(const Options *opt, Trace *tr);
 int lesson9_run(const Options *opt, Trace *tr);
+int lesson10_run(const Options *opt, Trace *tr);
 
 #endif

@@ -5,6 +5,7 @@
 // stderr naming the problem and what would be valid, and exit status 2.
 #include "cli.h"
 
+#include "gptcmd.h"
 #include "lessons.h"
 #include "options.h"
 #include "trace.h"
@@ -20,6 +21,8 @@
 #define KVDEMO_VERSION "0.1.0"
 
 enum { EXIT_USAGE = 2 };
+
+#define COMMANDS "list, lesson, generate, bench, init, help"
 
 // ----------------------------------------------------------------------------
 // The options
@@ -258,6 +261,11 @@ static void print_help(FILE *f) {
             "  kvdemo                       this help and the lesson list\n"
             "  kvdemo list                  lessons: id, section of the documents, title (en, zh)\n"
             "  kvdemo lesson ID [options]   run one lesson, e.g. kvdemo lesson 2 --no-cache\n"
+            "  kvdemo generate [options]    the char GPT writes text after a prompt (--model, --prompt,\n"
+            "                               --steps, --cache/--no-cache, --seed, --temperature, --top-k)\n"
+            "  kvdemo bench [options]       cache against no cache over growing lengths (--steps LIST,\n"
+            "                               --repeat, --csv FILE)\n"
+            "  kvdemo init --out FILE       write a random char GPT (--preset seed|tiny, --seed N)\n"
             "  kvdemo help                  this help\n"
             "  kvdemo --version             the version\n"
             "\n"
@@ -333,7 +341,20 @@ int cli_main(int argc, char **argv) {
     }
     if (!strcmp(cmd, "list")) return cmd_list(argc, argv);
     if (!strcmp(cmd, "lesson")) return cmd_lesson(argc, argv);
-    if (!strcmp(cmd, "generate") || !strcmp(cmd, "bench") || !strcmp(cmd, "memory") || !strcmp(cmd, "train"))
-        return usage_error("'%s' is not built yet; commands: list, lesson, help", cmd);
-    return usage_error("unknown command '%s'; commands: list, lesson, help (kvdemo help explains them)", cmd);
+    if (!strcmp(cmd, "generate") || !strcmp(cmd, "bench") || !strcmp(cmd, "init")) {
+        Options opt = {.runs = RUN_BOTH, .steps = -1, .seed = 42, .temperature = -1, .top_p = -1};
+        Trace tr;
+        trace_init(&tr, stdout);
+        CliExtra extra = {.color = "auto"};
+        int rc = parse_options(argc, argv, 2, cmd, &opt, &tr, &extra);
+        if (rc) return rc;
+        tr.color = tr.format == FORMAT_TEXT && want_color(extra.color);
+        tr.lesson = cmd;
+        if (!strcmp(cmd, "generate")) return gptcmd_generate(&opt, &tr);
+        if (!strcmp(cmd, "bench")) return gptcmd_bench(&opt, &tr);
+        return gptcmd_init(&opt);
+    }
+    if (!strcmp(cmd, "memory") || !strcmp(cmd, "train") || !strcmp(cmd, "eval"))
+        return usage_error("'%s' is not built yet; commands: %s", cmd, COMMANDS);
+    return usage_error("unknown command '%s'; commands: %s (kvdemo help explains them)", cmd, COMMANDS);
 }

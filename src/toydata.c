@@ -1,6 +1,8 @@
 // toydata — the numbers of the article's 4-dim example, read from a text file.
 #include "toydata.h"
 
+#include "paths.h"
+
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -13,21 +15,7 @@ enum { M_X, M_WQ, M_WK, M_WV, M_COUNT };
 static const char *const MATRIX_NAMES[M_COUNT] = {"X", "W_Q", "W_K", "W_V"};
 
 const char *toydata_default_path(char *buf, size_t size) {
-    const char *rel = "data/tianqi.txt";
-    if (access(rel, R_OK) == 0) return rel;
-    // Next to the binary: /proc/self/exe is .../kvdemo, the data is .../data/.
-    char exe[4096];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n > 0) {
-        exe[n] = '\0';
-        char *slash = strrchr(exe, '/');
-        if (slash) {
-            *slash = '\0';
-            snprintf(buf, size, "%s/%s", exe, rel);
-            if (access(buf, R_OK) == 0) return buf;
-        }
-    }
-    return rel;
+    return paths_shipped("data/tianqi.txt", buf, size);
 }
 
 static int fail(char *err, size_t errlen, const char *fmt, ...) {

@@ -284,7 +284,10 @@ void trace_value(Trace *tr, const char *name, double value, const char *unit, co
         emit_json(tr, &b);
         return;
     }
-    buf_printf(&b, "  %s: %.4g %s\n", trace_text(tr, en, zh), value, unit);
+    if (!en) return;   // a value for scripts only
+    // 14960 reads better than 1.496e+04; 0.002305 than 2.305e-03.
+    if (fabs(value) >= 1000 && fabs(value) < 1e12) buf_printf(&b, "  %s: %.0f %s\n", trace_text(tr, en, zh), value, unit);
+    else buf_printf(&b, "  %s: %.4g %s\n", trace_text(tr, en, zh), value, unit);
     emit(tr, &b);
 }
 

@@ -62,7 +62,8 @@ void trace_shape(Trace *tr, const char *name, int ndim, const int *shape);
 // A whole number worth counting (rows computed, multiply-adds, bytes). With
 // en NULL it is a JSON event only (the text shows it some other way, e.g. a table).
 void trace_count(Trace *tr, const char *name, int64_t value, const char *en, const char *zh);
-// A measured quantity with a unit ("s", "GB", "tokens/s", ...).
+// A measured quantity with a unit ("s", "GB", "tokens/s", ...); with en NULL a
+// JSON event only.
 void trace_value(Trace *tr, const char *name, double value, const char *unit, const char *en,
                  const char *zh);
 // A time measured around the arithmetic only; repeat > 1 gives the median

@@ -1,0 +1,390 @@
+// gptcmd — the char GPT's commands: generate, init and bench.
+//
+//   kvdemo generate   the chapter's generate: text after a prompt, with or
+//                     without the cache, and its speed
+//   kvdemo init       write a random model file (until a trained one ships,
+//                     and for tests)
+//   kvdemo bench      the chapter's exercise: cache against no cache over
+//                     growing lengths, measured side by side in one run
+#include "gptcmd.h"
+
+#include "ops.h"
+#include "paths.h"
+#include "sampler.h"
+#include "timer.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+enum { DEFAULT_STEPS = 256 };
+static const char *const DEFAULT_PROMPT = "ROMEO:";
+
+// ----------------------------------------------------------------------------
+// Choosing the model and the prompt
+
+int gptcmd_model(GptModel *m, const Options *opt, int fallback, int *random_note) {
+    char err[512], buf[4096];
+    if (random_note) *random_note = 0;
+    if (opt->model_path && opt->init) {
+        fprintf(stderr, "kvdemo: --model and --init exclude each other; give one\n");
+        return 2;
+    }
+    if (opt->preset && !opt->init) {
+        fprintf(stderr, "kvdemo: --preset goes with --init random (a model file has its own shape)\n");
+        return 2;
+    }
+    const char *path = opt->model_path;
+    if (!path && !opt->init) {
+        path = paths_shipped(GPT_SHIPPED_MODEL, buf, sizeof buf);
+        if (access(path, R_OK) != 0) {
+            if (!fallback) {
+                fprintf(stderr, "kvdemo: no model: %s is missing; give --model FILE or --init random\n", GPT_SHIPPED_MODEL);
+                return 1;
+            }
+            path = NULL;
+            if (random_note) *random_note = 1;
+        }
+    }
+    if (path) {
+        if (gpt_load(m, path, err, sizeof err)) {
+            fprintf(stderr, "kvdemo: %s\n", err);
+            return 1;
+        }
+        return 0;
+    }
+    GptConfig cfg;
+    const char *preset = opt->preset ? opt->preset : "seed";
+    if (gpt_preset(&cfg, preset)) {
+        fprintf(stderr, "kvdemo: unknown preset '%s'; valid: seed, tiny\n", preset);
+        return 2;
+    }
+    uint32_t vocab[256];
+    int V = 0;
+    for (const unsigned char *c = (const unsigned char *)GPT_SHAKESPEARE_VOCAB; *c; c++) vocab[V++] = *c;
+    if (gpt_init_random(m, cfg, vocab, (uint32_t)opt->seed, err, sizeof err)) {
+        fprintf(stderr, "kvdemo: %s\n", err);
+        return 1;
+    }
+    return 0;
+}
+
+int gptcmd_prompt(int **tokens, int *n, const GptModel *m, const char *prompt, int steps) {
+    char err[256];
+    int max = (int)strlen(prompt);
+    if (max == 0) {
+        fprintf(stderr, "kvdemo: the prompt is empty; give at least one character, e.g. --prompt \"ROMEO:\"\n");
+        return 2;
+    }
+    *tokens = malloc(sizeof(int) * (size_t)(max + steps));
+    if (!*tokens) {
+        fprintf(stderr, "kvdemo: out of memory\n");
+        return 1;
+    }
+    *n = gpt_encode(*tokens, m, prompt, max, err, sizeof err);
+    if (*n < 0) {
+        fprintf(stderr, "kvdemo: --prompt: %s\n", err);
+        free(*tokens);
+        *tokens = NULL;
+        return 2;
+    }
+    return 0;
+}
+
+// Threads for the arithmetic: --threads N, or every core.
+static int start_threads(const Options *opt) {
+    if (ops_set_threads(opt->threads) != 0) {
+        fprintf(stderr, "kvdemo: could not start %d threads\n", opt->threads);
+        return 1;
+    }
+    return 0;
+}
+
+// ----------------------------------------------------------------------------
+// kvdemo generate
+
+int gptcmd_generate(const Options *opt, Trace *tr) {
+    GptModel m;
+    int rc = gptcmd_model(&m, opt, 0, NULL);
+    if (rc) return rc;
+    int steps = opt->steps > 0 ? opt->steps : DEFAULT_STEPS;
+    int use_cache = opt->runs != RUN_NOCACHE;
+    float temperature = opt->temperature >= 0 ? (float)opt->temperature : 1.0f;
+    int *tokens = NULL, n_prompt = 0;
+    GptState s = {0};
+    Sampler sampler = {0};
+    char *text = NULL;
+    rc = gptcmd_prompt(&tokens, &n_prompt, &m, opt->n_prompts ? opt->prompts[0] : DEFAULT_PROMPT, steps);
+    if (!rc && (gpt_state_init(&s, m.cfg) || sampler_init(&sampler, m.cfg.V, temperature, opt->top_k, (uint32_t)opt->seed))) {
+        fprintf(stderr, "kvdemo: out of memory\n");
+        rc = 1;
+    }
+    if (!rc) rc = start_threads(opt);
+    if (!rc) {
+        // np.random.seed(seed); trainer.generate(dataset, prompt, steps, use_cache)
+        double t0 = timer_now();
+        int len = gpt_generate(tokens, &s, &m, &sampler, n_prompt, steps, use_cache, NULL, NULL);
+        double seconds = timer_now() - t0;
+        size_t need = gpt_decode(NULL, 0, &m, tokens, len);
+        text = malloc(need + 1);
+        if (!text) {
+            fprintf(stderr, "kvdemo: out of memory\n");
+            rc = 1;
+        } else {
+            gpt_decode(text, need + 1, &m, tokens, len);
+            tr->run = use_cache ? "cache" : "no-cache";
+            if (tr->format == FORMAT_JSON) {
+                trace_textval(tr, "text", text);
+                trace_timing(tr, tr->run, seconds, 1);
+                trace_value(tr, "tokens_per_s", steps / seconds, "tokens/s", NULL, NULL);
+            } else {
+                fprintf(tr->out, "%s\n\n-- %d tokens in %.3f s, %.0f tokens/s, %s, %d thread%s\n", text, steps,
+                        seconds, steps / seconds, use_cache ? "with the KV cache" : "without the KV cache",
+                        ops_threads(), ops_threads() == 1 ? "" : "s");
+            }
+        }
+    }
+    free(text);
+    free(tokens);
+    sampler_free(&sampler);
+    gpt_state_free(&s);
+    gpt_free(&m);
+    ops_set_threads(1);
+    return rc;
+}
+
+// ----------------------------------------------------------------------------
+// kvdemo init
+
+int gptcmd_init(const Options *opt) {
+    if (!opt->out_path) {
+        fprintf(stderr, "kvdemo: init needs --out FILE (and --preset seed|tiny, --seed N)\n");
+        return 2;
+    }
+    Options o = *opt;
+    o.init = "random";
+    GptModel m;
+    int rc = gptcmd_model(&m, &o, 0, NULL);
+    if (rc) return rc;
+    char err[512];
+    if (gpt_save(&m, opt->out_path, err, sizeof err)) {
+        fprintf(stderr, "kvdemo: %s\n", err);
+        rc = 1;
+    } else {
+        printf("wrote %s: a random model, preset %s, seed %llu, %zu parameters\n", opt->out_path,
+               opt->preset ? opt->preset : "seed", (unsigned long long)opt->seed, m.num_params);
+    }
+    gpt_free(&m);
+    return rc;
+}
+
+// ----------------------------------------------------------------------------
+// kvdemo bench
+
+// One measured generation: time, and what it computed and read.
+typedef struct {
+    double seconds;          // median over the repeats
+    double matmul_flops;     // of the whole generation
+    double bytes_read;       // weights and cache
+} Measure;
+
+typedef struct {
+    GptConfig cfg;
+    double flops, bytes;
+} CostCtx;
+
+static int add_cost(void *ctx, const GptStep *st) {
+    CostCtx *c = ctx;
+    GptCost k = gpt_cost(c->cfg, st->n, st->offset);
+    c->flops += k.matmul_flops;
+    c->bytes += k.weight_bytes + k.cache_bytes;
+    return 0;
+}
+
+static Measure measure(GptState *s, const GptModel *m, int *tokens, int n_prompt, int steps, int use_cache,
+                       const Options *opt, int repeat, double *samples) {
+    Measure r = {0};
+    for (int i = 0; i < repeat; i++) {
+        Sampler sampler;
+        float temperature = opt->temperature >= 0 ? (float)opt->temperature : 1.0f;
+        if (sampler_init(&sampler, m->cfg.V, temperature, opt->top_k, (uint32_t)opt->seed)) return r;
+        double t0 = timer_now();
+        gpt_generate(tokens, s, m, &sampler, n_prompt, steps, use_cache, NULL, NULL);
+        samples[i] = timer_now() - t0;
+        sampler_free(&sampler);
+    }
+    r.seconds = timer_median(samples, repeat);
+    // The costs, counted on one more run (not timed).
+    Sampler sampler;
+    if (sampler_init(&sampler, m->cfg.V, 1.0f, 0, (uint32_t)opt->seed)) return r;
+    CostCtx c = {.cfg = m->cfg};
+    gpt_generate(tokens, s, m, &sampler, n_prompt, steps, use_cache, add_cost, &c);
+    sampler_free(&sampler);
+    r.matmul_flops = c.flops;
+    r.bytes_read = c.bytes;
+    return r;
+}
+
+static void progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void progress(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int tty = isatty(STDERR_FILENO);
+    fputs(tty ? "\r\x1b[K" : "", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputs(tty ? "" : "\n", stderr);
+    fflush(stderr);
+    va_end(ap);
+}
+
+// Parses "16,64,256" into lengths; returns how many, or -1.
+static int parse_lengths(int *out, int max, const char *list) {
+    int n = 0;
+    const char *p = list;
+    while (*p) {
+        char *end;
+        long v = strtol(p, &end, 10);
+        if (end == p || v < 1 || v > 100000 || n == max || (*end && *end != ',')) return -1;
+        out[n++] = (int)v;
+        p = *end ? end + 1 : end;
+    }
+    return n;
+}
+
+// A bar of width proportional to value / max, in at most width cells.
+static void bar(FILE *f, char c, double value, double max, int width) {
+    int n = max > 0 ? (int)lround(value / max * width) : 0;
+    if (value > 0 && n == 0) n = 1;
+    for (int i = 0; i < n; i++) fputc(c, f);
+}
+
+int gptcmd_bench(const Options *opt, Trace *tr) {
+    int lengths[64];
+    int n_lengths = parse_lengths(lengths, 64, opt->steps_list ? opt->steps_list : "16,64,256,512,1024");
+    if (n_lengths <= 0) {
+        fprintf(stderr, "kvdemo: --steps takes a comma-separated list of lengths from 1 to 100000, e.g. 16,64,256, not '%s'\n",
+                opt->steps_list);
+        return 2;
+    }
+    // The CSV is written to a temporary file renamed at the end, so a failed
+    // or interrupted run leaves no half-written table behind.
+    FILE *csv = NULL;
+    char csv_tmp[4096];
+    if (opt->csv_path) {
+        snprintf(csv_tmp, sizeof csv_tmp, "%s.tmp", opt->csv_path);
+        if (!(csv = fopen(csv_tmp, "w"))) {
+            fprintf(stderr, "kvdemo: cannot write %s\n", opt->csv_path);
+            return 1;
+        }
+    }
+    GptModel m;
+    int random_model = 0;
+    int rc = gptcmd_model(&m, opt, 1, &random_model);
+    if (rc) {
+        if (csv) fclose(csv), remove(csv_tmp);
+        return rc;
+    }
+    if (random_model)
+        fprintf(stderr, "kvdemo: %s is missing; timing a random model of the seed preset (the speed is the same)\n",
+                GPT_SHIPPED_MODEL);
+    int max_len = 256;
+    for (int i = 0; i < n_lengths; i++)
+        if (lengths[i] > max_len) max_len = lengths[i];
+    int repeat = opt->repeat ? opt->repeat : 3;
+    int *tokens = NULL, n_prompt = 0;
+    GptState s = {0};
+    double *samples = malloc(sizeof(double) * (size_t)repeat);
+    Measure (*table)[2] = calloc((size_t)n_lengths, sizeof *table);
+    rc = gptcmd_prompt(&tokens, &n_prompt, &m, opt->n_prompts ? opt->prompts[0] : DEFAULT_PROMPT, max_len);
+    if (!rc && (!samples || !table || gpt_state_init(&s, m.cfg))) {
+        fprintf(stderr, "kvdemo: out of memory\n");
+        rc = 1;
+    }
+    if (!rc) rc = start_threads(opt);
+    if (rc) goto done;
+
+    // The headline: the chapter's run, 256 tokens after the prompt, both ways.
+    Measure head[2];
+    for (int c = 0; c < 2; c++) {
+        progress("bench: %d tokens %s (%d runs)", DEFAULT_STEPS, c ? "with the cache" : "without the cache", repeat);
+        head[c] = measure(&s, &m, tokens, n_prompt, DEFAULT_STEPS, c, opt, repeat, samples);
+    }
+    // The exercise: both ways over growing lengths.
+    for (int i = 0; i < n_lengths; i++)
+        for (int c = 0; c < 2; c++) {
+            progress("bench: %d of %d, %d tokens %s", 2 * i + c + 1, 2 * n_lengths, lengths[i],
+                     c ? "with the cache" : "without the cache");
+            table[i][c] = measure(&s, &m, tokens, n_prompt, lengths[i], c, opt, repeat, samples);
+        }
+    if (isatty(STDERR_FILENO)) progress("%s", "");
+
+    GptConfig g = m.cfg;
+    if (tr->format == FORMAT_TEXT) {
+        printf("kvdemo bench: T=%d C=%d H=%d L=%d V=%d (%zu parameters), %d threads, median of %d runs\n\n", g.T,
+               g.C, g.H, g.L, g.V, m.num_params, ops_threads(), repeat);
+        printf("%d tokens after \"%s\":\n", DEFAULT_STEPS, opt->n_prompts ? opt->prompts[0] : DEFAULT_PROMPT);
+        for (int c = 0; c < 2; c++) {
+            const Measure *h = &head[c];
+            printf("  %-17s %8.3f s  %8.0f tokens/s  matmuls %6.1f GFLOP/s  reads %6.2f GB/s\n",
+                   c ? "with the cache" : "without the cache", h->seconds, DEFAULT_STEPS / h->seconds,
+                   h->matmul_flops / h->seconds * 1e-9, h->bytes_read / h->seconds * 1e-9);
+        }
+        printf("  the cache is %.1fx faster (the chapter's numpy: 4.93 s and 0.53 s, 9.3x)\n\n",
+               head[0].seconds / head[1].seconds);
+        printf("%8s %12s %12s %9s   time (# without the cache, = with it)\n", "tokens", "no cache s", "cache s",
+               "speedup");
+        double tmax = 0;
+        for (int i = 0; i < n_lengths; i++) tmax = fmax(tmax, fmax(table[i][0].seconds, table[i][1].seconds));
+        for (int i = 0; i < n_lengths; i++) {
+            printf("%8d %12.4f %12.4f %8.1fx   ", lengths[i], table[i][0].seconds, table[i][1].seconds,
+                   table[i][0].seconds / table[i][1].seconds);
+            bar(stdout, '#', table[i][0].seconds, tmax, 30);
+            printf("\n%44s", "");
+            bar(stdout, '=', table[i][1].seconds, tmax, 30);
+            printf("\n");
+        }
+        printf("\nPast %d tokens the text outgrows the context: the chapter's generate then drops the\n"
+               "cache and recomputes the last %d tokens in full, so both ways cost the same per token.\n",
+               g.T, g.T);
+    } else {
+        for (int c = 0; c < 2; c++) {
+            tr->run = c ? "cache" : "no-cache";
+            trace_timing(tr, "tokens_256", head[c].seconds, repeat);
+            trace_value(tr, "matmul_gflops", head[c].matmul_flops / head[c].seconds * 1e-9, "GFLOP/s", NULL, NULL);
+            trace_value(tr, "read_gbps", head[c].bytes_read / head[c].seconds * 1e-9, "GB/s", NULL, NULL);
+            for (int i = 0; i < n_lengths; i++) {
+                char name[32];
+                snprintf(name, sizeof name, "tokens_%d", lengths[i]);
+                trace_timing(tr, name, table[i][c].seconds, repeat);
+            }
+        }
+    }
+    if (csv) {
+        fprintf(csv, "tokens,nocache_seconds,cache_seconds,speedup,nocache_tokens_per_s,cache_tokens_per_s\n");
+        for (int i = 0; i < n_lengths; i++)
+            fprintf(csv, "%d,%.6f,%.6f,%.3f,%.1f,%.1f\n", lengths[i], table[i][0].seconds, table[i][1].seconds,
+                    table[i][0].seconds / table[i][1].seconds, lengths[i] / table[i][0].seconds,
+                    lengths[i] / table[i][1].seconds);
+        if (fclose(csv) != 0 || rename(csv_tmp, opt->csv_path) != 0) {
+            fprintf(stderr, "kvdemo: could not write %s\n", opt->csv_path);
+            remove(csv_tmp);
+            rc = 1;
+        }
+        csv = NULL;
+    }
+done:
+    if (csv) {
+        fclose(csv);
+        remove(csv_tmp);
+    }
+    free(samples);
+    free(table);
+    free(tokens);
+    gpt_state_free(&s);
+    gpt_free(&m);
+    ops_set_threads(1);
+    return rc;
+}
