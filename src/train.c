@@ -1278,22 +1278,22 @@ void train_checkpoint_free(TrainCheckpoint *ck) {
 
 int train_config_default(TrainConfig *cfg, const char *preset) {
     memset(cfg, 0, sizeof(*cfg));
-    if (!preset || strcmp(preset, "seed") == 0) {
-        cfg->model = (GptConfig){0, 256, 384, 6, 6};   // the chapter's model
+    if (!preset) preset = "seed";
+    // the shapes are gpt_preset's; V comes from the text
+    if (gpt_preset(&cfg->model, preset) != 0) return -1;
+    cfg->model.V = 0;
+    if (strcmp(preset, "seed") == 0) {
         cfg->batch = 16;
-        cfg->iters = 2000;
-        cfg->warmup = 100;
+        cfg->iters = 1500;
+        cfg->warmup = 50;
         cfg->eval_every = 100;
         cfg->ckpt_every = 100;
-    } else if (strcmp(preset, "tiny") == 0) {
-        cfg->model = (GptConfig){0, 64, 64, 4, 2};
+    } else {   // tiny
         cfg->batch = 8;
         cfg->iters = 300;
         cfg->warmup = 20;
         cfg->eval_every = 50;
         cfg->ckpt_every = 100;
-    } else {
-        return -1;
     }
     cfg->lr = 1e-3f;
     cfg->min_lr = 1e-4f;
