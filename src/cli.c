@@ -22,7 +22,7 @@
 
 enum { EXIT_USAGE = 2 };
 
-#define COMMANDS "list, lesson, generate, bench, init, help"
+#define COMMANDS "list, lesson, generate, bench, init, train, eval, help"
 
 // ----------------------------------------------------------------------------
 // The options
@@ -207,7 +207,7 @@ static int parse_options(int argc, char **argv, int first, const char *command, 
         else if (!strcmp(name, "--model")) opt->model_path = value;
         else if (!strcmp(name, "--init")) opt->init = value;
         else if (!strcmp(name, "--preset")) opt->preset = value;
-        else if (!strcmp(name, "--seed")) opt->seed = (uint64_t)num;
+        else if (!strcmp(name, "--seed")) opt->seed = (uint64_t)num, opt->given_seed = 1;
         else if (!strcmp(name, "--prompt")) opt->prompts[opt->n_prompts++] = value;
         else if (!strcmp(name, "--temperature")) opt->temperature = num;
         else if (!strcmp(name, "--top-k")) opt->top_k = (int)num;
@@ -266,6 +266,9 @@ static void print_help(FILE *f) {
             "  kvdemo bench [options]       cache against no cache over growing lengths (--steps LIST,\n"
             "                               --repeat, --csv FILE)\n"
             "  kvdemo init --out FILE       write a random char GPT (--preset seed|tiny, --seed N)\n"
+            "  kvdemo train --out FILE      train the char GPT (--data FILE, --preset, --iters, --batch,\n"
+            "                               --lr, --eval-every, --resume CHECKPOINT; docs/training.md)\n"
+            "  kvdemo eval --model FILE     training and validation loss (--data FILE)\n"
             "  kvdemo help                  this help\n"
             "  kvdemo --version             the version\n"
             "\n"
@@ -341,7 +344,8 @@ int cli_main(int argc, char **argv) {
     }
     if (!strcmp(cmd, "list")) return cmd_list(argc, argv);
     if (!strcmp(cmd, "lesson")) return cmd_lesson(argc, argv);
-    if (!strcmp(cmd, "generate") || !strcmp(cmd, "bench") || !strcmp(cmd, "init")) {
+    if (!strcmp(cmd, "generate") || !strcmp(cmd, "bench") || !strcmp(cmd, "init") || !strcmp(cmd, "train") ||
+        !strcmp(cmd, "eval")) {
         Options opt = {.runs = RUN_BOTH, .steps = -1, .seed = 42, .temperature = -1, .top_p = -1};
         Trace tr;
         trace_init(&tr, stdout);
@@ -352,9 +356,11 @@ int cli_main(int argc, char **argv) {
         tr.lesson = cmd;
         if (!strcmp(cmd, "generate")) return gptcmd_generate(&opt, &tr);
         if (!strcmp(cmd, "bench")) return gptcmd_bench(&opt, &tr);
+        if (!strcmp(cmd, "train")) return gptcmd_train(&opt);
+        if (!strcmp(cmd, "eval")) return gptcmd_eval(&opt);
         return gptcmd_init(&opt);
     }
-    if (!strcmp(cmd, "memory") || !strcmp(cmd, "train") || !strcmp(cmd, "eval"))
+    if (!strcmp(cmd, "memory"))
         return usage_error("'%s' is not built yet; commands: %s", cmd, COMMANDS);
     return usage_error("unknown command '%s'; commands: %s (kvdemo help explains them)", cmd, COMMANDS);
 }

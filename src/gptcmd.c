@@ -12,6 +12,7 @@
 #include "paths.h"
 #include "sampler.h"
 #include "timer.h"
+#include "train.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -387,4 +388,76 @@ done:
     gpt_free(&m);
     ops_set_threads(1);
     return rc;
+}
+
+// ----------------------------------------------------------------------------
+// kvdemo train and kvdemo eval
+
+// The corpus: --data FILE, else data/tinyshakespeare.txt (from `make data`).
+static const char *corpus_path(const Options *opt, char *buf, size_t size) {
+    if (opt->data_path) return opt->data_path;
+    const char *p = paths_shipped("data/tinyshakespeare.txt", buf, size);
+    if (access(p, R_OK) != 0) {
+        fprintf(stderr, "kvdemo: no training text: give --data FILE, or run `make data` to download tinyshakespeare\n");
+        return NULL;
+    }
+    return p;
+}
+
+int gptcmd_train(const Options *opt) {
+    if (!opt->out_path) {
+        fprintf(stderr, "kvdemo: train needs --out FILE, the model to write (e.g. --out data/my-gpt.bin)\n");
+        return 2;
+    }
+    TrainConfig cfg;
+    const char *preset = opt->preset ? opt->preset : "seed";
+    if (train_config_default(&cfg, preset)) {
+        fprintf(stderr, "kvdemo: unknown preset '%s'; valid: seed, tiny\n", preset);
+        return 2;
+    }
+    char buf[4096];
+    cfg.data_path = corpus_path(opt, buf, sizeof buf);
+    if (!cfg.data_path) return 1;
+    cfg.out_path = opt->out_path;
+    cfg.resume_path = opt->resume_path;
+    if (opt->context) cfg.model.T = opt->context;
+    if (opt->embedding) cfg.model.C = opt->embedding;
+    if (opt->heads) cfg.model.H = opt->heads;
+    if (opt->blocks) cfg.model.L = opt->blocks;
+    if (cfg.model.C % cfg.model.H != 0) {
+        fprintf(stderr, "kvdemo: --embedding %d is not divisible by --heads %d; pick sizes where it is (e.g. 384 and 6)\n",
+                cfg.model.C, cfg.model.H);
+        return 2;
+    }
+    if (opt->iters) cfg.iters = opt->iters;
+    if (opt->batch) cfg.batch = opt->batch;
+    if (opt->lr > 0) cfg.lr = (float)opt->lr;
+    if (cfg.min_lr > cfg.lr) cfg.min_lr = cfg.lr;
+    if (opt->eval_every) cfg.eval_every = cfg.ckpt_every = opt->eval_every;
+    if (opt->given_seed) cfg.seed = opt->seed;
+    if (cfg.warmup > cfg.iters) cfg.warmup = cfg.iters / 10;
+    cfg.threads = opt->threads;
+    int rc = train_run(&cfg, NULL, NULL);
+    if (rc == TRAIN_STOPPED) {
+        fprintf(stderr, "kvdemo: training stopped; continue with --resume %s.ckpt\n", opt->out_path);
+        return 1;
+    }
+    return rc == TRAIN_OK ? 0 : 1;
+}
+
+int gptcmd_eval(const Options *opt) {
+    GptModel m;
+    int rc = gptcmd_model(&m, opt, 0, NULL);
+    if (rc) return rc;
+    char buf[4096];
+    const char *data = corpus_path(opt, buf, sizeof buf);
+    double train_loss, val_loss;
+    if (!data || train_eval(&m, data, opt->threads, &train_loss, &val_loss)) {
+        gpt_free(&m);
+        return 1;
+    }
+    printf("train loss %.4f, validation loss %.4f (nats per character; the first 90%% and the last 10%% of %s)\n",
+           train_loss, val_loss, data);
+    gpt_free(&m);
+    return 0;
 }

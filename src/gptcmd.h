@@ -1,4 +1,4 @@
-// gptcmd — the char GPT's commands (generate, init, bench), and the model
+// gptcmd — the char GPT's commands (generate, init, bench, train, eval), and the model
 // choice they share with lesson 10.
 #ifndef KVDEMO_GPTCMD_H
 #define KVDEMO_GPTCMD_H
@@ -24,5 +24,7 @@ int gptcmd_prompt(int **tokens, int *n, const GptModel *m, const char *prompt, i
 int gptcmd_generate(const Options *opt, Trace *tr);
 int gptcmd_init(const Options *opt);
 int gptcmd_bench(const Options *opt, Trace *tr);
+int gptcmd_train(const Options *opt);
+int gptcmd_eval(const Options *opt);
 
 #endif

@@ -17,6 +17,7 @@ typedef struct Options {
     const char *prompts[MAX_PROMPTS];   // --prompt TEXT (repeatable)
     int n_prompts;
     uint64_t seed;                      // --seed N (42 unless given)
+    int given_seed;                     // 1 when --seed was given
     int steps;                          // --steps N, or -1 for the default
     const char *steps_list;             // --steps LIST for bench ("16,64,256")
     int threads;                        // --threads N, 0 for all cores
