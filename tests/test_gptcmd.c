@@ -1,0 +1,207 @@
+// test_gptcmd — the char GPT's commands and lesson 10 through the command
+// line: same text and logits with and without the cache (past the context
+// too), the chapter's cache shapes, the CSV of bench, and bad input.
+#include "testutil.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+// A random tiny model file for the tests (T = 32, C = 64, H = 4, L = 2).
+static char model[64];
+
+static int setup(void **state) {
+    (void)state;
+    snprintf(model, sizeof model, "/tmp/kvdemo-tiny-%d.bin", (int)getpid());
+    char args[128];
+    snprintf(args, sizeof args, "init --preset tiny --seed 7 --out %s", model);
+    RunResult r = kvdemo_run(args);
+    if (r.status != 0) fail_msg("kvdemo %s: %s", args, r.err);
+    run_free(&r);
+    return 0;
+}
+
+static int teardown(void **state) {
+    (void)state;
+    unlink(model);
+    return 0;
+}
+
+static Event *run_json(const char *args, int *n) {
+    RunResult r = kvdemo_run(args);
+    if (r.status != 0) fail_msg("kvdemo %s: exit status %d, stderr: %s", args, r.status, r.err);
+    Event *e = events_parse(r.out, n);
+    run_free(&r);
+    return e;
+}
+
+static void expect_fail(const char *args, int status, const char *needle) {
+    RunResult r = kvdemo_run(args);
+    if (r.status != status) fail_msg("kvdemo %s: exit status %d, expected %d (stderr: %s)", args, r.status, status, r.err);
+    if (!strstr(r.err, needle)) fail_msg("kvdemo %s: stderr \"%s\" does not contain \"%s\"", args, r.err, needle);
+    if (count_lines(r.err) != 1) fail_msg("kvdemo %s: %d lines on stderr, expected one: %s", args, count_lines(r.err), r.err);
+    run_free(&r);
+}
+
+// generate writes the same text with and without the cache, past the
+// context (32) as well.
+static void test_generate_same_text(void **state) {
+    (void)state;
+    char args[256];
+    int n1, n2;
+    snprintf(args, sizeof args, "generate --model %s --steps 80 --seed 3 --format json --cache", model);
+    Event *a = run_json(args, &n1);
+    snprintf(args, sizeof args, "generate --model %s --steps 80 --seed 3 --format json --no-cache", model);
+    Event *b = run_json(args, &n2);
+    const Event *ta = events_find(a, n1, "text", "cache", -1, "text"), *tb = events_find(b, n2, "text", "no-cache", -1, "text");
+    assert_non_null(ta);
+    assert_non_null(tb);
+    assert_string_equal(ta->text, tb->text);
+    assert_memory_equal(ta->text, "ROMEO:", 6);
+    assert_int_equal((int)strlen(ta->text), 6 + 80);   // one byte per character here
+    events_free(a, n1);
+    events_free(b, n2);
+}
+
+// Lesson 10: the chapter's shapes as the cache grows, identical logits at
+// every step (200 steps: well past the context of 32), identical texts.
+static void test_lesson10(void **state) {
+    (void)state;
+    char args[256];
+    int n;
+    snprintf(args, sizeof args, "lesson 10 --model %s --steps 200 --format json", model);
+    Event *e = run_json(args, &n);
+    // key (1, H, D, len) and value (1, H, len, D): H = 4, D = 64 / 4, and the
+    // first step feeds the 6 characters of "ROMEO:".
+    for (int step = 1; step <= 4; step++) {
+        const Event *k = events_find(e, n, "shape", "cache", step, "key");
+        const Event *v = events_find(e, n, "shape", "cache", step, "value");
+        assert_non_null(k);
+        assert_non_null(v);
+        int len = 6 + step - 1;
+        int kw[4] = {1, 4, 16, len}, vw[4] = {1, 4, len, 16};
+        for (int d = 0; d < 4; d++) {
+            if (k->shape[d] != kw[d]) fail_msg("step %d: key shape[%d] expected %d, got %d", step, d, kw[d], k->shape[d]);
+            if (v->shape[d] != vw[d]) fail_msg("step %d: value shape[%d] expected %d, got %d", step, d, vw[d], v->shape[d]);
+        }
+    }
+    const Event *cmp = events_find(e, n, "compare", NULL, -1, "logits");
+    assert_non_null(cmp);
+    assert_int_equal(cmp->identical, 1);
+    const Event *same = events_find(e, n, "count", NULL, -1, "text_identical");
+    assert_non_null(same);
+    assert_int_equal((int)same->value, 1);
+    const Event *t0 = events_find(e, n, "text", "no-cache", -1, "text"), *t1 = events_find(e, n, "text", "cache", -1, "text");
+    assert_string_equal(t0->text, t1->text);
+    events_free(e, n);
+}
+
+static void test_bench_csv(void **state) {
+    (void)state;
+    char csv[64], args[256];
+    snprintf(csv, sizeof csv, "/tmp/kvdemo-bench-%d.csv", (int)getpid());
+    snprintf(args, sizeof args, "bench --model %s --steps 8,40 --repeat 1 --csv %s", model, csv);
+    RunResult r = kvdemo_run(args);
+    if (r.status != 0) fail_msg("kvdemo %s: %s", args, r.err);
+    assert_non_null(strstr(r.out, "GFLOP/s"));
+    run_free(&r);
+    FILE *f = fopen(csv, "r");
+    assert_non_null(f);
+    char line[256];
+    assert_non_null(fgets(line, sizeof line, f));
+    assert_memory_equal(line, "tokens,nocache_seconds,cache_seconds", 36);
+    int lengths[2], rows = 0;
+    while (fgets(line, sizeof line, f) && rows < 2) lengths[rows++] = atoi(line);
+    fclose(f);
+    unlink(csv);
+    assert_int_equal(rows, 2);
+    assert_int_equal(lengths[0], 8);
+    assert_int_equal(lengths[1], 40);
+    // A run that fails leaves no CSV behind.
+    snprintf(args, sizeof args, "bench --model /nonexistent.bin --steps 8 --csv %s", csv);
+    r = kvdemo_run(args);
+    assert_int_equal(r.status, 1);
+    assert_int_equal(access(csv, F_OK), -1);
+    run_free(&r);
+}
+
+static void test_errors(void **state) {
+    (void)state;
+    char args[256];
+    snprintf(args, sizeof args, "generate --model %s --prompt 天气", model);
+    expect_fail(args, 2, "'天' (U+5929)");
+    snprintf(args, sizeof args, "generate --model %s --init random", model);
+    expect_fail(args, 2, "--model and --init exclude each other");
+    snprintf(args, sizeof args, "generate --model %s --preset tiny", model);
+    expect_fail(args, 2, "--preset goes with --init random");
+    snprintf(args, sizeof args, "generate --model %s --prompt ''", model);
+    expect_fail(args, 2, "--prompt needs a non-empty value");
+    expect_fail("generate --model /nonexistent/m.bin", 1, "/nonexistent/m.bin");
+    expect_fail("generate --init random --preset huge", 2, "--preset takes one of seed|tiny");
+    expect_fail("generate --steps 0", 2, "--steps takes a whole number from 1");
+    expect_fail("generate --temperature -1", 2, "--temperature takes a number from 0 to 100");
+    expect_fail("generate --data x.txt", 2, "unknown option '--data' for 'generate'");
+    expect_fail("bench --steps 16,x", 2, "--steps takes a comma-separated list");
+    expect_fail("init --preset tiny", 2, "init needs --out FILE");
+    expect_fail("train --preset tiny", 2, "train needs --out FILE");
+    expect_fail("train --out /tmp/x.bin --embedding 100 --heads 6 --data /dev/null", 2, "not divisible by --heads 6");
+    expect_fail("lesson 10 --init random --preset tiny --prompt é", 2, "U+00E9");
+    // A truncated model file.
+    char bad[64];
+    snprintf(bad, sizeof bad, "/tmp/kvdemo-trunc-%d.bin", (int)getpid());
+    snprintf(args, sizeof args, "head -c 1000 %s > %s", model, bad);
+    assert_int_equal(system(args), 0);
+    snprintf(args, sizeof args, "generate --model %s", bad);
+    RunResult r = kvdemo_run(args);
+    assert_int_equal(r.status, 1);
+    assert_non_null(strstr(r.err, bad));
+    assert_int_equal(count_lines(r.err), 1);
+    run_free(&r);
+    snprintf(args, sizeof args, "eval --model %s --data /dev/null", bad);
+    r = kvdemo_run(args);
+    assert_int_equal(r.status, 1);
+    run_free(&r);
+    unlink(bad);
+}
+
+// train and eval on a small made-up text: the loss falls, eval reads the
+// model back.
+static void test_train_eval(void **state) {
+    (void)state;
+    char text[64], out[64], args[512];
+    snprintf(text, sizeof text, "/tmp/kvdemo-text-%d.txt", (int)getpid());
+    snprintf(out, sizeof out, "/tmp/kvdemo-trained-%d.bin", (int)getpid());
+    FILE *f = fopen(text, "w");
+    for (int i = 0; i < 100; i++) fputs("the cache keeps keys and values; the query is new each step.\n", f);
+    fclose(f);
+    snprintf(args, sizeof args, "train --data %s --out %s --preset tiny --context 32 --iters 60 --eval-every 30 --seed 1", text, out);
+    RunResult r = kvdemo_run(args);
+    if (r.status != 0) fail_msg("kvdemo %s: %s", args, r.err);
+    run_free(&r);
+    snprintf(args, sizeof args, "eval --model %s --data %s", out, text);
+    r = kvdemo_run(args);
+    if (r.status != 0) fail_msg("kvdemo %s: %s", args, r.err);
+    double train_loss = 0, val_loss = 0;
+    assert_int_equal(sscanf(r.out, "train loss %lf, validation loss %lf", &train_loss, &val_loss), 2);
+    // ln(vocabulary) is where an untrained model starts; 60 steps must be well below.
+    if (!(val_loss < 2.5)) fail_msg("validation loss after 60 steps: expected < 2.5, got %.4f", val_loss);
+    run_free(&r);
+    snprintf(args, sizeof args, "generate --model %s --prompt 'the ' --steps 20 --temperature 0", out);
+    r = kvdemo_run(args);
+    assert_int_equal(r.status, 0);
+    run_free(&r);
+    unlink(text);
+    unlink(out);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_generate_same_text),
+        cmocka_unit_test(test_lesson10),
+        cmocka_unit_test(test_bench_csv),
+        cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_train_eval),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
