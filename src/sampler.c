@@ -47,10 +47,16 @@ uint32_t mt19937_next(Mt19937 *mt) {
     return y;
 }
 
+// Compilers may fuse a multiply and an add of one expression into one FMA
+// (clang does by default), which rounds once where numpy's build rounds
+// twice; the arithmetic below is split into statements so that every
+// operation rounds as in numpy.
+
 double mt19937_random_sample(Mt19937 *mt) {
     uint32_t a = mt19937_next(mt) >> 5;   // 27 bits
     uint32_t b = mt19937_next(mt) >> 6;   // 26 bits
-    return ((double)a * 67108864.0 + (double)b) / 9007199254740992.0;   // / 2**53
+    double high = (double)a * 67108864.0;  // a * 2**26, exact
+    return (high + (double)b) / 9007199254740992.0;   // / 2**53
 }
 
 double mt19937_gauss(Mt19937 *mt) {
@@ -62,9 +68,12 @@ double mt19937_gauss(Mt19937 *mt) {
     // independent normals. numpy returns the second and keeps the first.
     double x1, x2, r2;
     do {
-        x1 = 2.0 * mt19937_random_sample(mt) - 1.0;
-        x2 = 2.0 * mt19937_random_sample(mt) - 1.0;
-        r2 = x1 * x1 + x2 * x2;
+        x1 = 2.0 * mt19937_random_sample(mt);
+        x1 -= 1.0;
+        x2 = 2.0 * mt19937_random_sample(mt);
+        x2 -= 1.0;
+        double x1x1 = x1 * x1, x2x2 = x2 * x2;   // not fused: see above
+        r2 = x1x1 + x2x2;
     } while (r2 >= 1.0 || r2 == 0.0);
     double f = sqrt(-2.0 * log(r2) / r2);
     mt->gauss = f * x1;
