@@ -1,0 +1,793 @@
+// gpt — the char-level GPT of the numpy chapter (seed 003): its weights, the
+// model file, and the forward pass with and without the KV cache.
+//
+// Legend of dimension letters:
+//   V vocabulary size      T context (max positions)   C embedding size
+//   H heads                D head size = C / H         L blocks
+//   F hidden size of the MLP = 4 * C                   N tokens fed at once
+//
+// Reading order: the parameter layout, making a model, the file, text and
+// tokens, the forward pass, generation, costs.
+#include "gpt.h"
+
+#include "ops.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+// ----------------------------------------------------------------------------
+// Parameter layout: one block of floats in the model file's order
+
+static size_t block_params(GptConfig cfg) {
+    size_t C = (size_t)cfg.C, F = 4 * C;
+    // ln1 (2C), query, key, value, output (4 (C*C + C)), ln2 (2C),
+    // fc1 (C*F + F), fc2 (F*C + C)
+    return 2 * C + 4 * (C * C + C) + 2 * C + (C * F + F) + (F * C + C);
+}
+
+size_t gpt_num_params(GptConfig cfg) {
+    size_t V = (size_t)cfg.V, T = (size_t)cfg.T, C = (size_t)cfg.C;
+    return V * C + T * C + (size_t)cfg.L * block_params(cfg) + 2 * C + C * V + V;
+}
+
+void gpt_params_carve(GptParams *p, GptBlockParams *blocks, float *params, GptConfig cfg) {
+    size_t V = (size_t)cfg.V, T = (size_t)cfg.T, C = (size_t)cfg.C, F = 4 * C;
+    float *at = params;
+#define TAKE(field, n) (field = at, at += (n))
+    TAKE(p->wte, V * C);
+    TAKE(p->wpe, T * C);
+    for (int l = 0; l < cfg.L; l++) {
+        GptBlockParams *b = &blocks[l];
+        TAKE(b->ln1_w, C);
+        TAKE(b->ln1_b, C);
+        TAKE(b->wq, C * C);
+        TAKE(b->bq, C);
+        TAKE(b->wk, C * C);
+        TAKE(b->bk, C);
+        TAKE(b->wv, C * C);
+        TAKE(b->bv, C);
+        TAKE(b->wo, C * C);
+        TAKE(b->bo, C);
+        TAKE(b->ln2_w, C);
+        TAKE(b->ln2_b, C);
+        TAKE(b->w1, C * F);
+        TAKE(b->b1, F);
+        TAKE(b->w2, F * C);
+        TAKE(b->b2, C);
+    }
+    TAKE(p->lnf_w, C);
+    TAKE(p->lnf_b, C);
+    TAKE(p->head_w, C * V);
+    TAKE(p->head_b, V);
+#undef TAKE
+    p->blocks = blocks;
+    assert((size_t)(at - params) == gpt_num_params(cfg));
+}
+
+// The 16 tensors of a block, in file order. Sizes: 'c' C, 'f' F, '1' one.
+static const struct {
+    const char *name;
+    size_t field;          // offsetof the pointer in GptBlockParams
+    char rows, cols;
+    GptTensorKind kind;
+} BLOCK_TENSORS[16] = {
+    {"ln1.weight", offsetof(GptBlockParams, ln1_w), '1', 'c', GPT_NORM_WEIGHT},
+    {"ln1.bias", offsetof(GptBlockParams, ln1_b), '1', 'c', GPT_NORM_BIAS},
+    {"attn.query.weight", offsetof(GptBlockParams, wq), 'c', 'c', GPT_WEIGHT},
+    {"attn.query.bias", offsetof(GptBlockParams, bq), '1', 'c', GPT_BIAS},
+    {"attn.key.weight", offsetof(GptBlockParams, wk), 'c', 'c', GPT_WEIGHT},
+    {"attn.key.bias", offsetof(GptBlockParams, bk), '1', 'c', GPT_BIAS},
+    {"attn.value.weight", offsetof(GptBlockParams, wv), 'c', 'c', GPT_WEIGHT},
+    {"attn.value.bias", offsetof(GptBlockParams, bv), '1', 'c', GPT_BIAS},
+    {"attn.output.weight", offsetof(GptBlockParams, wo), 'c', 'c', GPT_WEIGHT},
+    {"attn.output.bias", offsetof(GptBlockParams, bo), '1', 'c', GPT_BIAS},
+    {"ln2.weight", offsetof(GptBlockParams, ln2_w), '1', 'c', GPT_NORM_WEIGHT},
+    {"ln2.bias", offsetof(GptBlockParams, ln2_b), '1', 'c', GPT_NORM_BIAS},
+    {"mlp.fc1.weight", offsetof(GptBlockParams, w1), 'c', 'f', GPT_WEIGHT},
+    {"mlp.fc1.bias", offsetof(GptBlockParams, b1), '1', 'f', GPT_BIAS},
+    {"mlp.fc2.weight", offsetof(GptBlockParams, w2), 'f', 'c', GPT_WEIGHT},
+    {"mlp.fc2.bias", offsetof(GptBlockParams, b2), '1', 'c', GPT_BIAS},
+};
+
+int gpt_num_tensors(GptConfig cfg) {
+    return 2 + 16 * cfg.L + 4;
+}
+
+static GptTensor make_tensor(const char *name, float *data, int rows, int cols, GptTensorKind kind) {
+    GptTensor t;
+    snprintf(t.name, sizeof(t.name), "%s", name);
+    t.data = data;
+    t.rows = rows;
+    t.cols = cols;
+    t.numel = (size_t)rows * (size_t)cols;
+    t.kind = kind;
+    return t;
+}
+
+static int dim(char letter, GptConfig cfg) {
+    return letter == 'c' ? cfg.C : letter == 'f' ? 4 * cfg.C : 1;
+}
+
+GptTensor gpt_tensor(const GptModel *m, int i) {
+    GptConfig cfg = m->cfg;
+    const GptParams *p = &m->p;
+    assert(i >= 0 && i < gpt_num_tensors(cfg));
+    if (i == 0) return make_tensor("token_embedding", p->wte, cfg.V, cfg.C, GPT_WEIGHT);
+    if (i == 1) return make_tensor("position_embedding", p->wpe, cfg.T, cfg.C, GPT_WEIGHT);
+    i -= 2;
+    if (i < 16 * cfg.L) {
+        int l = i / 16, j = i % 16;
+        char name[40];
+        snprintf(name, sizeof(name), "blocks.%d.%s", l, BLOCK_TENSORS[j].name);
+        float *data = *(float **)((char *)&p->blocks[l] + BLOCK_TENSORS[j].field);
+        return make_tensor(name, data, dim(BLOCK_TENSORS[j].rows, cfg), dim(BLOCK_TENSORS[j].cols, cfg),
+                           BLOCK_TENSORS[j].kind);
+    }
+    switch (i - 16 * cfg.L) {
+    case 0: return make_tensor("ln_f.weight", p->lnf_w, 1, cfg.C, GPT_NORM_WEIGHT);
+    case 1: return make_tensor("ln_f.bias", p->lnf_b, 1, cfg.C, GPT_NORM_BIAS);
+    case 2: return make_tensor("head.weight", p->head_w, cfg.C, cfg.V, GPT_WEIGHT);
+    default: return make_tensor("head.bias", p->head_b, 1, cfg.V, GPT_BIAS);
+    }
+}
+
+// ----------------------------------------------------------------------------
+// Making a model
+
+const char GPT_SHAKESPEARE_VOCAB[] =
+    "\n !$&',-.3:;?ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+
+int gpt_preset(GptConfig *cfg, const char *name) {
+    int V = (int)strlen(GPT_SHAKESPEARE_VOCAB);
+    if (strcmp(name, "seed") == 0) *cfg = (GptConfig){.V = V, .T = 256, .C = 384, .H = 6, .L = 6};
+    else if (strcmp(name, "tiny") == 0) *cfg = (GptConfig){.V = V, .T = 32, .C = 64, .H = 4, .L = 2};
+    else return -1;
+    return 0;
+}
+
+static int fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int fail(char *err, size_t errlen, const char *fmt, ...) {
+    if (err && errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}
+
+enum {
+    GPT_MAX_V = 0x110000,   // every Unicode code point
+    GPT_MAX_T = 65536,
+    GPT_MAX_C = 16384,
+    GPT_MAX_L = 256,
+};
+#define GPT_MAX_PARAMS ((size_t)1 << 31)
+
+int gpt_check_config(GptConfig cfg, char *err, size_t errlen) {
+    // Each size alone first, so that the products below cannot overflow.
+    if (cfg.V < 1 || cfg.V > GPT_MAX_V)
+        return fail(err, errlen, "vocabulary size V=%d is out of range 1..%d", cfg.V, GPT_MAX_V);
+    if (cfg.T < 1 || cfg.T > GPT_MAX_T)
+        return fail(err, errlen, "context T=%d is out of range 1..%d", cfg.T, GPT_MAX_T);
+    if (cfg.C < 1 || cfg.C > GPT_MAX_C)
+        return fail(err, errlen, "embedding size C=%d is out of range 1..%d", cfg.C, GPT_MAX_C);
+    if (cfg.H < 1 || cfg.H > cfg.C)
+        return fail(err, errlen, "heads H=%d is out of range 1..C=%d", cfg.H, cfg.C);
+    if (cfg.C % cfg.H != 0)
+        return fail(err, errlen, "embedding size C=%d is not divisible by the heads H=%d", cfg.C, cfg.H);
+    if (cfg.L < 1 || cfg.L > GPT_MAX_L)
+        return fail(err, errlen, "blocks L=%d is out of range 1..%d", cfg.L, GPT_MAX_L);
+    size_t n = gpt_num_params(cfg);
+    if (n > GPT_MAX_PARAMS)
+        return fail(err, errlen, "V=%d T=%d C=%d L=%d make %zu parameters, more than the %zu allowed",
+                    cfg.V, cfg.T, cfg.C, cfg.L, n, GPT_MAX_PARAMS);
+    return 0;
+}
+
+static int compare_u32(const void *a, const void *b) {
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
+}
+
+// Checks a vocabulary: valid code points, no surrogates, no repeats. sorted
+// (V) is scratch.
+static int check_vocab(uint32_t *sorted, const uint32_t *vocab, int V, char *err, size_t errlen) {
+    for (int i = 0; i < V; i++) {
+        uint32_t c = vocab[i];
+        if (c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF))
+            return fail(err, errlen, "vocabulary entry %d is 0x%X, not a Unicode character", i, c);
+    }
+    memcpy(sorted, vocab, sizeof(uint32_t) * (size_t)V);
+    qsort(sorted, (size_t)V, sizeof(uint32_t), compare_u32);
+    for (int i = 1; i < V; i++)
+        if (sorted[i] == sorted[i - 1])
+            return fail(err, errlen, "vocabulary holds U+%04X twice", sorted[i]);
+    return 0;
+}
+
+int gpt_new(GptModel *m, GptConfig cfg, const uint32_t *vocab, char *err, size_t errlen) {
+    memset(m, 0, sizeof(*m));
+    if (gpt_check_config(cfg, err, errlen) != 0) return -1;
+    m->cfg = cfg;
+    m->num_params = gpt_num_params(cfg);
+    m->vocab = malloc(sizeof(uint32_t) * (size_t)cfg.V);
+    m->params = calloc(m->num_params, sizeof(float));
+    m->p.blocks = calloc((size_t)cfg.L, sizeof(GptBlockParams));
+    if (!m->vocab || !m->params || !m->p.blocks) {
+        gpt_free(m);
+        return fail(err, errlen, "out of memory for a model of %zu parameters", gpt_num_params(cfg));
+    }
+    // m->vocab serves as the scratch of the check, then receives the vocabulary.
+    if (check_vocab(m->vocab, vocab, cfg.V, err, errlen) != 0) {
+        gpt_free(m);
+        return -1;
+    }
+    memcpy(m->vocab, vocab, sizeof(uint32_t) * (size_t)cfg.V);
+    gpt_params_carve(&m->p, m->p.blocks, m->params, cfg);
+    return 0;
+}
+
+int gpt_init_random(GptModel *m, GptConfig cfg, const uint32_t *vocab, uint32_t seed, char *err,
+                    size_t errlen) {
+    if (gpt_new(m, cfg, vocab, err, errlen) != 0) return -1;
+    Mt19937 rng;
+    mt19937_seed(&rng, seed);   // np.random.seed(seed)
+    for (int i = 0; i < gpt_num_tensors(cfg); i++) {
+        GptTensor t = gpt_tensor(m, i);
+        for (size_t j = 0; j < t.numel; j++) {
+            switch (t.kind) {
+            case GPT_WEIGHT:   // np.random.normal(0, 0.02, shape).astype(np.float32)
+                t.data[j] = (float)(0.0 + 0.02 * mt19937_gauss(&rng));
+                break;
+            case GPT_NORM_WEIGHT: t.data[j] = 1.0f; break;
+            default: t.data[j] = 0.0f; break;
+            }
+        }
+    }
+    return 0;
+}
+
+void gpt_free(GptModel *m) {
+    free(m->vocab);
+    free(m->params);
+    free(m->p.blocks);
+    memset(m, 0, sizeof(*m));
+}
+
+// ----------------------------------------------------------------------------
+// The model file (docs/model-format.md)
+//
+// Little-endian: "KVGP", uint32 version, V, T, C, H, L; V uint32 code points;
+// every tensor as float32 in file order; nothing after.
+
+enum { HEADER_BYTES = 4 + 6 * 4 };
+
+static uint32_t read_u32le(const unsigned char *b) {
+    return (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
+}
+
+static void write_u32le(unsigned char *b, uint32_t x) {
+    b[0] = (unsigned char)x;
+    b[1] = (unsigned char)(x >> 8);
+    b[2] = (unsigned char)(x >> 16);
+    b[3] = (unsigned char)(x >> 24);
+}
+
+static int host_is_little_endian(void) {
+    uint32_t one = 1;
+    unsigned char first;
+    memcpy(&first, &one, 1);
+    return first == 1;
+}
+
+// Floats are stored little-endian; a big-endian host swaps them in place.
+static void swap_floats_if_big_endian(float *x, size_t n) {
+    if (host_is_little_endian()) return;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char b[4];
+        memcpy(b, &x[i], 4);
+        uint32_t u = read_u32le(b);
+        memcpy(&x[i], &u, 4);
+    }
+}
+
+// Bytes of a file with this configuration.
+static uint64_t file_bytes(GptConfig cfg) {
+    return HEADER_BYTES + 4 * (uint64_t)cfg.V + 4 * (uint64_t)gpt_num_params(cfg);
+}
+
+// A header field shown in messages: fields above INT_MAX are out of range anyway.
+static int field(uint32_t x) {
+    return x > 0x7fffffff ? -1 : (int)x;
+}
+
+int gpt_load(GptModel *m, const char *path, char *err, size_t errlen) {
+    memset(m, 0, sizeof(*m));
+    FILE *f = fopen(path, "rb");
+    if (!f) return fail(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+        fclose(f);
+        return fail(err, errlen, "%s: not a regular file", path);
+    }
+    uint64_t size = (uint64_t)st.st_size;
+    unsigned char h[HEADER_BYTES];
+    if (size < HEADER_BYTES || fread(h, 1, HEADER_BYTES, f) != HEADER_BYTES) {
+        fclose(f);
+        return fail(err, errlen, "%s: truncated: %llu bytes, the header alone takes %d", path,
+                    (unsigned long long)size, HEADER_BYTES);
+    }
+    if (memcmp(h, GPT_MAGIC, 4) != 0) {
+        fclose(f);
+        return fail(err, errlen, "%s: not a kvdemo model: magic is \"%c%c%c%c\", expected \"%s\"", path,
+                    h[0] >= 32 && h[0] < 127 ? h[0] : '?', h[1] >= 32 && h[1] < 127 ? h[1] : '?',
+                    h[2] >= 32 && h[2] < 127 ? h[2] : '?', h[3] >= 32 && h[3] < 127 ? h[3] : '?',
+                    GPT_MAGIC);
+    }
+    uint32_t version = read_u32le(h + 4);
+    if (version != GPT_VERSION) {
+        fclose(f);
+        return fail(err, errlen, "%s: model file version %u, this kvdemo reads version %d", path, version,
+                    GPT_VERSION);
+    }
+    GptConfig cfg = {field(read_u32le(h + 8)), field(read_u32le(h + 12)), field(read_u32le(h + 16)),
+                     field(read_u32le(h + 20)), field(read_u32le(h + 24))};
+    char why[200];
+    if (gpt_check_config(cfg, why, sizeof(why)) != 0) {
+        fclose(f);
+        return fail(err, errlen, "%s: %s", path, why);
+    }
+    uint64_t need = file_bytes(cfg);
+    if (size < need) {
+        fclose(f);
+        return fail(err, errlen,
+                    "%s: truncated: %llu bytes, a model with V=%d T=%d C=%d H=%d L=%d takes %llu", path,
+                    (unsigned long long)size, cfg.V, cfg.T, cfg.C, cfg.H, cfg.L, (unsigned long long)need);
+    }
+    if (size > need) {
+        fclose(f);
+        return fail(err, errlen,
+                    "%s: %llu trailing bytes after the last tensor (a model with V=%d T=%d C=%d H=%d "
+                    "L=%d takes %llu bytes)",
+                    path, (unsigned long long)(size - need), cfg.V, cfg.T, cfg.C, cfg.H, cfg.L,
+                    (unsigned long long)need);
+    }
+    // The vocabulary, read into a temporary array and checked by gpt_new.
+    unsigned char *raw = malloc(4 * (size_t)cfg.V);
+    uint32_t *vocab = malloc(sizeof(uint32_t) * (size_t)cfg.V);
+    if (!raw || !vocab) {
+        free(raw);
+        free(vocab);
+        fclose(f);
+        return fail(err, errlen, "%s: out of memory", path);
+    }
+    int ok = fread(raw, 4, (size_t)cfg.V, f) == (size_t)cfg.V;
+    for (int i = 0; ok && i < cfg.V; i++) vocab[i] = read_u32le(raw + 4 * i);
+    free(raw);
+    if (!ok) {
+        free(vocab);
+        fclose(f);
+        return fail(err, errlen, "%s: read error in the vocabulary", path);
+    }
+    int made = gpt_new(m, cfg, vocab, why, sizeof(why));
+    free(vocab);
+    if (made != 0) {
+        fclose(f);
+        return fail(err, errlen, "%s: %s", path, why);
+    }
+    if (fread(m->params, sizeof(float), m->num_params, f) != m->num_params) {
+        fclose(f);
+        gpt_free(m);
+        return fail(err, errlen, "%s: read error in the weights", path);
+    }
+    fclose(f);
+    swap_floats_if_big_endian(m->params, m->num_params);
+    // Every weight finite: name the first one that is not.
+    for (int i = 0; i < gpt_num_tensors(cfg); i++) {
+        GptTensor t = gpt_tensor(m, i);
+        for (size_t j = 0; j < t.numel; j++) {
+            if (!isfinite(t.data[j])) {
+                double bad = t.data[j];
+                char name[40];
+                memcpy(name, t.name, sizeof(name));
+                size_t r = j / (size_t)t.cols, c = j % (size_t)t.cols;
+                gpt_free(m);
+                if (t.rows == 1)
+                    return fail(err, errlen, "%s: %s[%zu] is %g: every weight must be finite", path, name,
+                                c, bad);
+                return fail(err, errlen, "%s: %s[%zu][%zu] is %g: every weight must be finite", path, name,
+                            r, c, bad);
+            }
+        }
+    }
+    return 0;
+}
+
+int gpt_save(const GptModel *m, const char *path, char *err, size_t errlen) {
+    size_t plen = strlen(path);
+    char *tmp = malloc(plen + 16);
+    if (!tmp) return fail(err, errlen, "%s: out of memory", path);
+    snprintf(tmp, plen + 16, "%s.tmp-XXXXXX", path);
+    int fd = mkstemp(tmp);
+    if (fd < 0) {
+        int e = errno;
+        free(tmp);
+        return fail(err, errlen, "%s: cannot create a temporary file beside it: %s", path, strerror(e));
+    }
+    fchmod(fd, 0644);
+    FILE *f = fdopen(fd, "wb");
+    if (!f) {
+        int e = errno;
+        close(fd);
+        unlink(tmp);
+        free(tmp);
+        return fail(err, errlen, "%s: %s", path, strerror(e));
+    }
+    GptConfig cfg = m->cfg;
+    unsigned char h[HEADER_BYTES];
+    memcpy(h, GPT_MAGIC, 4);
+    uint32_t fields[6] = {GPT_VERSION, (uint32_t)cfg.V, (uint32_t)cfg.T, (uint32_t)cfg.C, (uint32_t)cfg.H,
+                          (uint32_t)cfg.L};
+    for (int i = 0; i < 6; i++) write_u32le(h + 4 + 4 * i, fields[i]);
+    int ok = fwrite(h, 1, sizeof(h), f) == sizeof(h);
+    for (int i = 0; ok && i < cfg.V; i++) {
+        unsigned char b[4];
+        write_u32le(b, m->vocab[i]);
+        ok = fwrite(b, 1, 4, f) == 4;
+    }
+    if (ok && host_is_little_endian()) {
+        ok = fwrite(m->params, sizeof(float), m->num_params, f) == m->num_params;
+    } else {
+        for (size_t i = 0; ok && i < m->num_params; i++) {
+            uint32_t u;
+            unsigned char b[4];
+            memcpy(&u, &m->params[i], 4);
+            write_u32le(b, u);
+            ok = fwrite(b, 1, 4, f) == 4;
+        }
+    }
+    int e = errno;
+    ok = ok && fflush(f) == 0 && fsync(fileno(f)) == 0;
+    if (!ok) e = errno;
+    if (fclose(f) != 0 && ok) {
+        ok = 0;
+        e = errno;
+    }
+    if (ok && rename(tmp, path) != 0) {
+        ok = 0;
+        e = errno;
+    }
+    if (!ok) {
+        unlink(tmp);
+        free(tmp);
+        return fail(err, errlen, "%s: cannot write: %s", path, strerror(e));
+    }
+    free(tmp);
+    return 0;
+}
+
+// ----------------------------------------------------------------------------
+// Text <-> tokens (UTF-8 against the vocabulary's code points)
+
+// Decodes one UTF-8 character of s; returns its length (1..4), or 0 when the
+// bytes are not valid UTF-8 (overlong, surrogate, beyond U+10FFFF, cut).
+static int utf8_decode(uint32_t *cp, const unsigned char *s) {
+    if (s[0] < 0x80) {
+        *cp = s[0];
+        return 1;
+    }
+    int len = s[0] >= 0xF0 ? 4 : s[0] >= 0xE0 ? 3 : s[0] >= 0xC0 ? 2 : 0;
+    if (len == 0 || s[0] >= 0xF8) return 0;
+    uint32_t c = s[0] & (0x7F >> len);
+    for (int i = 1; i < len; i++) {
+        if ((s[i] & 0xC0) != 0x80) return 0;
+        c = c << 6 | (s[i] & 0x3F);
+    }
+    static const uint32_t min[5] = {0, 0, 0x80, 0x800, 0x10000};
+    if (c < min[len] || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF)) return 0;
+    *cp = c;
+    return len;
+}
+
+static int utf8_encode(unsigned char *out, uint32_t c) {
+    if (c < 0x80) {
+        out[0] = (unsigned char)c;
+        return 1;
+    }
+    if (c < 0x800) {
+        out[0] = (unsigned char)(0xC0 | c >> 6);
+        out[1] = (unsigned char)(0x80 | (c & 0x3F));
+        return 2;
+    }
+    if (c < 0x10000) {
+        out[0] = (unsigned char)(0xE0 | c >> 12);
+        out[1] = (unsigned char)(0x80 | (c >> 6 & 0x3F));
+        out[2] = (unsigned char)(0x80 | (c & 0x3F));
+        return 3;
+    }
+    out[0] = (unsigned char)(0xF0 | c >> 18);
+    out[1] = (unsigned char)(0x80 | (c >> 12 & 0x3F));
+    out[2] = (unsigned char)(0x80 | (c >> 6 & 0x3F));
+    out[3] = (unsigned char)(0x80 | (c & 0x3F));
+    return 4;
+}
+
+int gpt_encode(int *tokens, const GptModel *m, const char *text, int max_tokens, char *err,
+               size_t errlen) {
+    const unsigned char *s = (const unsigned char *)text;
+    int n = 0;
+    for (size_t at = 0; s[at];) {
+        uint32_t c;
+        int len = utf8_decode(&c, s + at);
+        if (len == 0) return fail(err, errlen, "the text is not valid UTF-8 at byte %zu (0x%02X)", at, s[at]);
+        int id = -1;
+        for (int v = 0; v < m->cfg.V && id < 0; v++)
+            if (m->vocab[v] == c) id = v;
+        if (id < 0) {
+            if (c < 0x20 || c == 0x7F)
+                return fail(err, errlen, "character U+%04X at position %d is not in the model's vocabulary", c, n);
+            unsigned char shown[5] = {0};
+            utf8_encode(shown, c);
+            return fail(err, errlen, "character '%s' (U+%04X) at position %d is not in the model's vocabulary",
+                        (const char *)shown, c, n);
+        }
+        if (n == max_tokens) return fail(err, errlen, "the text is longer than %d characters", max_tokens);
+        tokens[n++] = id;
+        at += (size_t)len;
+    }
+    return n;
+}
+
+size_t gpt_decode(char *out, size_t cap, const GptModel *m, const int *tokens, int n) {
+    size_t len = 0;
+    for (int i = 0; i < n; i++) {
+        assert(tokens[i] >= 0 && tokens[i] < m->cfg.V);
+        unsigned char b[4];
+        int k = utf8_encode(b, m->vocab[tokens[i]]);
+        if (cap > 0 && len + (size_t)k < cap) memcpy(out + len, b, (size_t)k);
+        else if (cap > 0 && len < cap) cap = len + 1;   // no half characters: stop writing here
+        len += (size_t)k;
+    }
+    if (cap > 0) out[len < cap ? len : cap - 1] = '\0';
+    return len;
+}
+
+// ----------------------------------------------------------------------------
+// The forward pass
+
+int gpt_state_init(GptState *s, GptConfig cfg) {
+    memset(s, 0, sizeof(*s));
+    s->cfg = cfg;
+    size_t T = (size_t)cfg.T, C = (size_t)cfg.C, F = 4 * C, H = (size_t)cfg.H, L = (size_t)cfg.L;
+    size_t sizes[] = {
+        T * C, T * C, T * C, T * C, T * C, T * C, T * C,   // x, xn, q, k, v, att, proj
+        T * F,                                             // hidden
+        H * T,                                             // scores
+        (size_t)cfg.V,                                     // logits
+        L * T * C, L * T * C,                              // key_cache, value_cache
+    };
+    float **fields[] = {&s->x,      &s->xn,     &s->q,      &s->k,         &s->v,
+                        &s->att,    &s->proj,   &s->hidden, &s->scores,    &s->logits,
+                        &s->key_cache, &s->value_cache};
+    size_t total = 0;
+    for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) total += (sizes[i] + 15) & ~(size_t)15;
+    s->mem = aligned_alloc(64, total * sizeof(float));
+    if (!s->mem) return -1;
+    memset(s->mem, 0, total * sizeof(float));
+    float *at = s->mem;
+    for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+        *fields[i] = at;
+        at += (sizes[i] + 15) & ~(size_t)15;   // each buffer on a 64-byte line
+    }
+    return 0;
+}
+
+void gpt_state_free(GptState *s) {
+    free(s->mem);
+    memset(s, 0, sizeof(*s));
+}
+
+void gpt_state_reset(GptState *s) {
+    s->len = 0;
+}
+
+// Attention of rows 0..n-1 (positions offset..offset+n-1) for the heads
+// begin..end-1, reading keys and values from the cache.
+typedef struct {
+    GptState *s;
+    int l, n, offset;
+} AttentionJob;
+
+static void attention_heads(void *ctx, int begin, int end, int thread) {
+    (void)thread;
+    AttentionJob *job = ctx;
+    GptState *s = job->s;
+    int T = s->cfg.T, C = s->cfg.C, H = s->cfg.H, D = C / H;
+    // scale = Tensor(np.array(1.0 / np.sqrt(head_embedding_size))), used in float32
+    float scale = (float)(1.0 / sqrt((double)D));
+    for (int h = begin; h < end; h++) {
+        const float *key = s->key_cache + ((int64_t)job->l * H + h) * D * T;     // (D, T)
+        const float *value = s->value_cache + ((int64_t)job->l * H + h) * T * D; // (T, D)
+        float *scores = s->scores + (int64_t)h * T;                              // (T)
+        for (int i = 0; i < job->n; i++) {
+            int pos = job->offset + i;   // this row sees keys 0 .. pos: the causal mask
+            const float *q = s->q + (int64_t)i * C + h * D;   // (D)
+            float *out = s->att + (int64_t)i * C + h * D;     // (D)
+            // scores = query @ key * scale on key's first pos+1 columns
+            ops_vecmat(scores, q, key, D, pos + 1, T);
+            for (int j = 0; j <= pos; j++) scores[j] *= scale;
+            // weights = softmax(scores)
+            ops_softmax(scores, pos + 1);
+            // output = weights @ value, over value's first pos+1 rows
+            ops_vecmat(out, scores, value, pos + 1, D, D);
+        }
+    }
+}
+
+// LayerNorm of rows begin..end-1 of in into out.
+typedef struct {
+    float *out;
+    const float *in, *w, *b;
+    int R, C;
+} RowsJob;
+
+enum { LAYERNORM_CHUNK = 16 };   // rows per task
+
+static void layernorm_rows(void *ctx, int begin, int end, int thread) {
+    (void)thread;
+    RowsJob *job = ctx;
+    int from = begin * LAYERNORM_CHUNK, to = end * LAYERNORM_CHUNK < job->R ? end * LAYERNORM_CHUNK : job->R;
+    int64_t first = (int64_t)from * job->C;
+    ops_layernorm(job->out + first, NULL, NULL, job->in + first, job->w, job->b, to - from, job->C);
+}
+
+// out (R, C) = LayerNorm of in (R, C), rows shared among the ops threads.
+static void layernorm_parallel(float *out, const float *in, const float *w, const float *b, int R, int C) {
+    RowsJob job = {out, in, w, b, R, C};
+    ops_parallel_for(layernorm_rows, &job, (R + LAYERNORM_CHUNK - 1) / LAYERNORM_CHUNK);
+}
+
+typedef struct {
+    float *x;
+    int64_t n;
+} GeluJob;
+
+enum { GELU_CHUNK = 4096 };   // elements per task
+
+static void gelu_chunks(void *ctx, int begin, int end, int thread) {
+    (void)thread;
+    GeluJob *job = ctx;
+    int64_t from = (int64_t)begin * GELU_CHUNK, to = (int64_t)end * GELU_CHUNK;
+    if (to > job->n) to = job->n;
+    ops_gelu(job->x + from, job->x + from, (int)(to - from));
+}
+
+const float *gpt_forward(GptState *s, const GptModel *m, const int *tokens, int n, int offset) {
+    GptConfig cfg = m->cfg;
+    int T = cfg.T, C = cfg.C, H = cfg.H, D = C / H, F = 4 * C, V = cfg.V;
+    assert(s->cfg.T == T && s->cfg.C == C && s->cfg.H == H && s->cfg.L == cfg.L && s->cfg.V == V);
+    assert(n >= 1 && offset >= 0 && offset <= s->len && offset + n <= T);
+    const GptParams *p = &m->p;
+
+    // x = token_embedding(tokens) + position_embedding(range(offset, offset + n))
+    for (int i = 0; i < n; i++) {
+        assert(tokens[i] >= 0 && tokens[i] < V);
+        const float *te = p->wte + (int64_t)tokens[i] * C, *pe = p->wpe + (int64_t)(offset + i) * C;
+        float *x = s->x + (int64_t)i * C;
+        for (int c = 0; c < C; c++) x[c] = te[c] + pe[c];
+    }
+
+    for (int l = 0; l < cfg.L; l++) {
+        const GptBlockParams *b = &p->blocks[l];
+        // norm = self.normalize(x)
+        layernorm_parallel(s->xn, s->x, b->ln1_w, b->ln1_b, n, C);
+        // query, key, value = self.query(norm), self.key(norm), self.value(norm)   (N, C)
+        ops_matmul(s->q, s->xn, b->wq, b->bq, n, C, C);
+        ops_matmul(s->k, s->xn, b->wk, b->bk, n, C, C);
+        ops_matmul(s->v, s->xn, b->wv, b->bv, n, C, C);
+        // Into the cache at positions offset..offset+n-1: key transposed to
+        // (1, H, D, T), value as (1, H, T, D). The chapter's np.concatenate
+        // of the cache and the new key, without copying the old part.
+        float *key = s->key_cache + (int64_t)l * H * D * T;     // (H, D, T)
+        float *value = s->value_cache + (int64_t)l * H * T * D; // (H, T, D)
+        for (int i = 0; i < n; i++) {
+            int t = offset + i;
+            for (int h = 0; h < H; h++) {
+                for (int d = 0; d < D; d++) {
+                    key[((int64_t)h * D + d) * T + t] = s->k[(int64_t)i * C + h * D + d];
+                    value[((int64_t)h * T + t) * D + d] = s->v[(int64_t)i * C + h * D + d];
+                }
+            }
+        }
+        // att = softmax(query @ key * scale) @ value, heads side by side   (N, C)
+        AttentionJob attention = {s, l, n, offset};
+        ops_parallel_for(attention_heads, &attention, H);
+        // x = x + self.output(att)
+        ops_matmul(s->proj, s->att, b->wo, b->bo, n, C, C);
+        for (int64_t i = 0; i < (int64_t)n * C; i++) s->x[i] += s->proj[i];
+        // x = x + fc2(gelu(fc1(self.normalize(x))))
+        layernorm_parallel(s->xn, s->x, b->ln2_w, b->ln2_b, n, C);
+        ops_matmul(s->hidden, s->xn, b->w1, b->b1, n, C, F);
+        GeluJob gelu = {s->hidden, (int64_t)n * F};
+        ops_parallel_for(gelu_chunks, &gelu, (int)((gelu.n + GELU_CHUNK - 1) / GELU_CHUNK));
+        ops_matmul(s->proj, s->hidden, b->w2, b->b2, n, F, C);
+        for (int64_t i = 0; i < (int64_t)n * C; i++) s->x[i] += s->proj[i];
+    }
+    s->len = offset + n;
+
+    // logits = self.output(x)[-1]: final LayerNorm and head, last row only
+    const float *last = s->x + (int64_t)(n - 1) * C;
+    ops_layernorm(s->xn, NULL, NULL, last, p->lnf_w, p->lnf_b, 1, C);
+    ops_matmul(s->logits, s->xn, p->head_w, p->head_b, 1, C, V);
+    return s->logits;
+}
+
+// ----------------------------------------------------------------------------
+// Generation
+
+static double seconds_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+int gpt_generate(int *tokens, GptState *s, const GptModel *m, Sampler *sampler, int n_prompt, int steps,
+                 int use_cache, GptStepFn on_step, void *ctx) {
+    int T = m->cfg.T;
+    assert(n_prompt >= 1 && steps >= 0 && sampler->V == m->cfg.V);
+    int len = n_prompt;       // len(tokens)
+    int have_cache = 0;       // caches is not None
+    for (int step = 0; step < steps; step++) {
+        double start = seconds_now();
+        GptStep info = {.step = step};
+        if (use_cache && have_cache && len <= T) {
+            // feature = Tensor([tokens[-1:]]); offset = len(tokens) - 1
+            info.cached = 1;
+            info.n = 1;
+            info.offset = len - 1;
+        } else {
+            // feature = Tensor([tokens[-context_size:]]); offset = 0; caches = None
+            info.n = len < T ? len : T;
+            info.offset = 0;
+            gpt_state_reset(s);
+        }
+        // logits, caches = self.model(feature, use_cache, caches, offset)
+        const float *logits = gpt_forward(s, m, tokens + len - info.n, info.n, info.offset);
+        have_cache = use_cache;
+        int token = sampler_sample(sampler, logits);
+        tokens[len++] = token;
+        info.seconds = seconds_now() - start;
+        info.cache_len = s->len;
+        info.token = token;
+        info.logits = logits;
+        info.probs = sampler->probs;
+        if (on_step && on_step(ctx, &info) != 0) break;
+    }
+    return len;
+}
+
+// ----------------------------------------------------------------------------
+// Costs
+
+GptCost gpt_cost(GptConfig cfg, int n, int offset) {
+    double C = cfg.C, F = 4.0 * cfg.C, V = cfg.V, L = cfg.L;
+    GptCost cost = {0};
+    double block_weights = 4 * (C * C + C) + (C * F + F) + (F * C + C);   // the linear layers
+    cost.matmul_flops = 2.0 * n * L * (4 * C * C + 2 * C * F) + 2.0 * C * V;
+    // Row i sees offset+i+1 positions: sum over rows of (offset + i + 1).
+    double seen = (double)n * offset + (double)n * (n + 1) / 2.0;
+    cost.attention_flops = 2.0 * 2.0 * L * C * seen;   // query @ key, then weights @ value
+    cost.weight_bytes = 4.0 * (L * (block_weights + 4 * C) + 2 * C + C * V + V + 2.0 * n * C);
+    cost.cache_bytes = 4.0 * 2.0 * L * C * seen;
+    cost.cache_write_bytes = 4.0 * 2.0 * L * C * n;
+    return cost;
+}

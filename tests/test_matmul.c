@@ -1,0 +1,259 @@
+// test_matmul — the fast kernels against the plain loops, and the property
+// the KV cache rests on: a row's result does not depend on how many rows are
+// computed with it, nor on the number of threads.
+//
+//   test_matmul_matches_plain          odd shapes, tolerance per element
+//   test_matmul_rows_are_independent   row i of an M-row product == a 1-row product, bit for bit
+//   test_vecmat / softmax / gelu / layernorm   against double-precision formulas
+//   test_pool_runs_every_task_once
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops.h"
+#include "pool.h"
+#include "sampler.h"
+
+// Fills x (n) with uniform numbers in [-1, 1) from numpy's generator.
+static void fill(float *x, int64_t n, uint32_t seed) {
+    Mt19937 mt;
+    mt19937_seed(&mt, seed);
+    for (int64_t i = 0; i < n; i++) x[i] = (float)(2.0 * mt19937_random_sample(&mt) - 1.0);
+}
+
+static float *alloc_floats(int64_t n) {
+    float *x = malloc(sizeof(float) * (size_t)(n > 0 ? n : 1));
+    assert_non_null(x);
+    return x;
+}
+
+static const int SHAPES[][3] = {   // M, K, N: tile sizes are 8 rows and 48 columns
+    {1, 1, 1}, {1, 384, 65}, {1, 384, 384}, {3, 5, 7}, {7, 17, 49}, {8, 48, 48}, {9, 33, 97},
+    {13, 100, 200}, {17, 64, 16}, {64, 3, 47}, {257, 64, 50}, {31, 1536, 40}, {2, 7, 145},
+};
+
+static void check_matmul_matches_plain(int threads) {
+    assert_int_equal(ops_set_threads(threads), 0);
+    for (size_t s = 0; s < sizeof(SHAPES) / sizeof(SHAPES[0]); s++) {
+        int M = SHAPES[s][0], K = SHAPES[s][1], N = SHAPES[s][2];
+        float *a = alloc_floats((int64_t)M * K), *b = alloc_floats((int64_t)K * N), *bias = alloc_floats(N);
+        float *fast = alloc_floats((int64_t)M * N), *plain = alloc_floats((int64_t)M * N);
+        fill(a, (int64_t)M * K, 1 + (uint32_t)s);
+        fill(b, (int64_t)K * N, 100 + (uint32_t)s);
+        fill(bias, N, 200 + (uint32_t)s);
+        for (int with_bias = 0; with_bias <= 1; with_bias++) {
+            ops_matmul(fast, a, b, with_bias ? bias : NULL, M, K, N);
+            ops_matmul_plain(plain, a, b, with_bias ? bias : NULL, M, K, N);
+            for (int i = 0; i < M; i++)
+                for (int j = 0; j < N; j++) {
+                    // Rounding of K products and sums: a few ulp of sum |a||b|.
+                    double scale = 1.0;
+                    for (int k = 0; k < K; k++) scale += fabs((double)a[(int64_t)i * K + k] * b[(int64_t)k * N + j]);
+                    double tol = 4.0 * K * 6e-8 * scale;
+                    float want = plain[(int64_t)i * N + j], got = fast[(int64_t)i * N + j];
+                    if (!(fabs((double)got - want) <= tol))
+                        fail_msg("M=%d K=%d N=%d, bias %d, %d threads: out[%d][%d]: plain %.9g, fast %.9g (tolerance %.3g)",
+                                 M, K, N, with_bias, threads, i, j, want, got, tol);
+                }
+        }
+        free(a);
+        free(b);
+        free(bias);
+        free(fast);
+        free(plain);
+    }
+    assert_int_equal(ops_set_threads(1), 0);
+}
+
+static void test_matmul_matches_plain(void **state) {
+    (void)state;
+    check_matmul_matches_plain(1);
+    check_matmul_matches_plain(2);
+}
+
+// Row i of every M-row product equals the 1-row product of row i, whatever M
+// and the thread count: tail rows, full tiles and threads included.
+static void test_matmul_rows_are_independent(void **state) {
+    (void)state;
+    enum { K = 77, N = 101, MAXM = 40 };
+    float *a = alloc_floats(MAXM * K), *b = alloc_floats(K * N), *bias = alloc_floats(N);
+    float *one = alloc_floats((int64_t)MAXM * N), *many = alloc_floats((int64_t)MAXM * N);
+    fill(a, MAXM * K, 5);
+    fill(b, K * N, 6);
+    fill(bias, N, 7);
+    for (int i = 0; i < MAXM; i++) ops_matmul(one + (int64_t)i * N, a + (int64_t)i * K, b, bias, 1, K, N);
+    for (int threads = 1; threads <= 3; threads++) {
+        assert_int_equal(ops_set_threads(threads), 0);
+        for (int M = 1; M <= MAXM; M++) {
+            ops_matmul(many, a, b, bias, M, K, N);
+            for (int64_t e = 0; e < (int64_t)M * N; e++)
+                if (memcmp(&many[e], &one[e], sizeof(float)) != 0)
+                    fail_msg("M=%d, %d threads: out[%d][%d] = %.9g, the 1-row product gives %.9g", M, threads,
+                             (int)(e / N), (int)(e % N), many[e], one[e]);
+        }
+    }
+    assert_int_equal(ops_set_threads(1), 0);
+    free(a);
+    free(b);
+    free(bias);
+    free(one);
+    free(many);
+}
+
+static void test_vecmat(void **state) {
+    (void)state;
+    enum { K = 70, LD = 300 };
+    float *x = alloc_floats(K), *m = alloc_floats(K * LD), *out = alloc_floats(LD), *prefix = alloc_floats(LD);
+    fill(x, K, 8);
+    fill(m, K * LD, 9);
+    ops_vecmat(out, x, m, K, 259, LD);   // the first 259 columns of a (K, 300) matrix
+    for (int j = 0; j < 259; j++) {
+        double want = 0;
+        for (int k = 0; k < K; k++) want += (double)x[k] * m[k * LD + j];
+        if (fabs(out[j] - want) > 1e-5) fail_msg("vecmat out[%d]: %.9g, double sum %.9g", j, out[j], want);
+    }
+    // Fewer columns: the same bits for the columns kept (a cached step reads a
+    // shorter key than the last row of a full pass, never another order).
+    for (int n = 1; n < 259; n += 13) {
+        ops_vecmat(prefix, x, m, K, n, LD);
+        assert_memory_equal(prefix, out, sizeof(float) * (size_t)n);
+    }
+    free(x);
+    free(m);
+    free(out);
+    free(prefix);
+}
+
+static void test_softmax(void **state) {
+    (void)state;
+    enum { N = 203 };
+    float *x = alloc_floats(N), *y = alloc_floats(N);
+    fill(x, N, 10);
+    for (int i = 0; i < N; i++) x[i] *= 30.0f;   // a wide range, some exps underflow to 0 relative to the max
+    x[5] = -1e30f;
+    for (int n = 1; n <= N; n += 17) {
+        memcpy(y, x, sizeof(float) * n);
+        ops_softmax(y, n);
+        double max = -INFINITY, sum = 0;
+        for (int i = 0; i < n; i++) max = fmax(max, x[i]);
+        for (int i = 0; i < n; i++) sum += exp((double)x[i] - max);
+        double total = 0;
+        for (int i = 0; i < n; i++) {
+            double want = exp((double)x[i] - max) / sum;
+            // float32's x - max is off by up to half an ulp of |x - max|, and exp
+            // turns that into a relative error of |x - max| * 2**-24.
+            double tol = (1e-6 + fabs((double)x[i] - max) * 6e-8) * want + 1e-30;
+            if (fabs(y[i] - want) > tol) fail_msg("softmax n=%d [%d]: %.9g, exact %.9g", n, i, y[i], want);
+            total += y[i];
+        }
+        assert_true(fabs(total - 1.0) < 1e-5);
+    }
+    free(x);
+    free(y);
+}
+
+static void test_gelu(void **state) {
+    (void)state;
+    enum { N = 1001 };
+    float *x = alloc_floats(N), *y = alloc_floats(N);
+    for (int i = 0; i < N; i++) x[i] = -12.0f + 24.0f * i / (N - 1);
+    x[0] = -100.0f;
+    x[N - 1] = 100.0f;
+    ops_gelu(y, x, N);
+    for (int i = 0; i < N; i++) {
+        double v = x[i];
+        double want = 0.5 * v * (1.0 + tanh(sqrt(2.0 / 3.14159265358979323846) * (v + 0.044715 * v * v * v)));
+        if (!(fabs(y[i] - want) <= 2e-7 * fabs(want) + 1e-7))
+            fail_msg("gelu(%.9g): %.9g, exact %.9g", x[i], y[i], want);
+    }
+    // In place, and the same bits in place as out of place.
+    float *z = alloc_floats(N);
+    memcpy(z, x, sizeof(float) * N);
+    ops_gelu(z, z, N);
+    assert_memory_equal(z, y, sizeof(float) * N);
+    free(x);
+    free(y);
+    free(z);
+}
+
+static void test_layernorm(void **state) {
+    (void)state;
+    enum { R = 5, C = 83 };
+    float *x = alloc_floats(R * C), *w = alloc_floats(C), *b = alloc_floats(C), *y = alloc_floats(R * C);
+    float mean[R], rstd[R];
+    fill(x, R * C, 11);
+    fill(w, C, 12);
+    fill(b, C, 13);
+    for (int i = 0; i < R * C; i++) x[i] = 3.0f + 5.0f * x[i];   // an offset: the mean matters
+    ops_layernorm(y, mean, rstd, x, w, b, R, C);
+    for (int r = 0; r < R; r++) {
+        double m = 0, v = 0;
+        for (int c = 0; c < C; c++) m += x[r * C + c];
+        m /= C;
+        for (int c = 0; c < C; c++) v += (x[r * C + c] - m) * (x[r * C + c] - m);
+        v /= C;
+        assert_true(fabs(mean[r] - m) < 1e-6 * fabs(m));
+        assert_true(fabs(rstd[r] - 1 / sqrt(v + 1e-5)) < 1e-6 / sqrt(v));
+        for (int c = 0; c < C; c++) {
+            double want = (x[r * C + c] - m) / sqrt(v + 1e-5) * w[c] + b[c];
+            if (fabs(y[r * C + c] - want) > 2e-6) fail_msg("layernorm [%d][%d]: %.9g, exact %.9g", r, c, y[r * C + c], want);
+        }
+        // One row alone: the same bits.
+        float alone[C];
+        ops_layernorm(alone, NULL, NULL, x + r * C, w, b, 1, C);
+        assert_memory_equal(alone, y + r * C, sizeof(alone));
+    }
+    free(x);
+    free(w);
+    free(b);
+    free(y);
+}
+
+typedef struct {
+    int *hits;   // (count) how many times each task ran
+} Count;
+
+static void count_tasks(void *ctx, int begin, int end, int thread) {
+    Count *c = ctx;
+    assert_true(thread >= 0 && thread < 4);
+    for (int i = begin; i < end; i++) __atomic_fetch_add(&c->hits[i], 1, __ATOMIC_RELAXED);
+}
+
+static void test_pool_runs_every_task_once(void **state) {
+    (void)state;
+    int hits[1000];
+    for (int threads = 1; threads <= 4; threads++) {
+        Pool *pool = pool_new(threads);
+        assert_non_null(pool);
+        assert_int_equal(pool_threads(pool), threads);
+        for (int count = 0; count <= 1000; count += count < 10 ? 1 : 197) {
+            memset(hits, 0, sizeof(hits));
+            Count c = {hits};
+            for (int round = 0; round < 3; round++) pool_run(pool, count_tasks, &c, count);
+            for (int i = 0; i < count; i++)
+                if (hits[i] != 3) fail_msg("%d threads, %d tasks: task %d ran %d times in 3 loops", threads, count, i, hits[i]);
+        }
+        pool_free(pool);
+    }
+    assert_true(pool_cores() >= 1);
+    pool_free(NULL);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_matmul_matches_plain),
+        cmocka_unit_test(test_matmul_rows_are_independent),
+        cmocka_unit_test(test_vecmat),
+        cmocka_unit_test(test_softmax),
+        cmocka_unit_test(test_gelu),
+        cmocka_unit_test(test_layernorm),
+        cmocka_unit_test(test_pool_runs_every_task_once),
+    };
+    return cmocka_run_group_tests_name("matmul", tests, NULL, NULL);
+}
