@@ -1,0 +1,690 @@
+// lesson 6.2 — MHA、GQA、MQA 优化技术 (seed 000, section 6.2)
+//
+// The article, line by line, and where the lesson shows it:
+//
+//   MHA: h 个 Query、Key 和 Value 矩阵          n_kv_heads = n_heads
+//   MQA: 所有的头共享同一份 Key 和 Value 矩阵      n_kv_heads = 1
+//   GQA: 将查询头分成 N 组，每组共享一个 Key 和 Value   n_heads % n_kv_heads = 0
+//        -> the shapes of wk, wv, the parameters ("模型体积减小") and which
+//           key/value head each query head reads: h // (n_heads / n_kv_heads)
+//   (2) 减少了推理过程中的 KV Cache
+//        -> cache_k (max_batch, max_seq_len, n_kv_heads, head_dim) per layer;
+//           bytes per token = 2 * layers * n_kv_heads * head_dim * bytes
+//   (1) 减少了数据的读取
+//        -> bytes read per generated token (weights + the cache rows) and the
+//           time per token, measured generating with the cache at a long
+//           context
+//   GQA 和 MQA 需要在模型训练的时候开启
+//        -> an MHA model converted by mean-pooling the key/value heads of
+//           each group (the GQA paper's conversion): its logits move
+//
+// Then the checks that must hold: cached = uncached logits for all three; GQA
+// with n_kv_heads = n_heads is MHA; GQA is MHA with each key/value head
+// repeated for its group (LLaMA-2's repeat_kv). And LLaMA-2-7B and -70B's
+// cache per token, computed from their published shapes.
+//
+// One model, three ways: the MHA model has random, seeded weights; the GQA
+// and MQA models are that model converted. The text they would write is
+// noise; the shapes, bytes and times are the lesson. Legend as in llama.h:
+// V vocab, C dim, L layers, H query heads, G key/value heads, D head_dim,
+// F SwiGLU size, B max_batch_size, T max_seq_len, P context before the timed
+// tokens, n prompt tokens.
+#include "lessons.h"
+#include "llama.h"
+#include "ops.h"
+#include "timer.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+// The lesson's sizes (--preset): "seed" is the char GPT's 6 blocks of 384
+// with 8 query heads of 48, at a context of 512; "tiny" runs in a blink (the
+// tests). F follows LLaMA's rule: 2/3 of 4 * dim, rounded up to a multiple.
+typedef struct {
+    const char *name;
+    int dim, n_layers, n_heads, hidden_dim, max_seq_len;
+    int steps, repeat;   // defaults of --steps and --repeat
+} Size;
+
+static const Size SIZES[] = {
+    {"seed", 384, 6, 8, 1024, 512, 32, 5},   // F = 256 * ceil(1024 / 256)
+    {"tiny", 64, 2, 8, 192, 48, 8, 1},       // F = 32 * ceil(170 / 32)
+};
+
+enum {
+    NUM_VARIANTS = 3,
+    GQA_KV_HEADS = 2,   // GQA: 8 query heads in 2 groups of 4
+    PREFILL_CHUNK = 64, // the context is read in this many positions a call
+    BYTES_FP16 = 2,
+};
+
+static const char *const DEFAULT_PROMPT = "天气真好，你好！";
+
+// One of the three ways: MHA, GQA, MQA.
+typedef struct {
+    const char *run;     // "mha", "gqa", "mqa": the JSON run
+    const char *label;   // "MHA", "GQA", "MQA"
+    LlamaModel m;        // (B = 1, T)
+    float *logits;       // (n, V) over the prompt, with the cache
+    float *logits_nc;    // (n, V) over the prompt, without it
+    double *samples;     // (repeat) seconds per generated token
+    double per_token;    // their median
+    int64_t kv_params;   // wk + wv of one layer: 2 * C * G * D
+    int64_t cache_tok;   // cache bytes per token
+    int64_t weights_read, cache_read;   // bytes read by the last generated token
+} Variant;
+
+// ----------------------------------------------------------------------------
+// The numbers of the article's two reasons
+
+// Bytes of cache_k + cache_v one token occupies: both caches, every layer,
+// n_kv_heads heads of head_dim numbers of `bytes` each.
+static int64_t kv_bytes_per_token(int64_t layers, int64_t kv_heads, int64_t head_dim,
+                                  int64_t bytes) {
+    return 2 * layers * kv_heads * head_dim * bytes;
+}
+
+// Bytes of weights one generated token reads: every matrix once, but of the
+// embedding table only its own row (tok_embeddings is a lookup).
+static int64_t weight_bytes_read(const LlamaModel *m) {
+    const LlamaConfig *c = &m->cfg;
+    return (int64_t)(m->num_params - (size_t)c->vocab_size * c->dim + (size_t)c->dim) *
+           (int64_t)sizeof(float);
+}
+
+// "18,432" — bytes are easier to read in groups of three.
+static const char *grouped(char *buf, size_t size, int64_t v) {
+    char digits[32];
+    int n = snprintf(digits, sizeof digits, "%lld", (long long)(v < 0 ? -v : v));
+    size_t o = 0;
+    if (v < 0 && o + 1 < size) buf[o++] = '-';
+    for (int i = 0; i < n && o + 2 < size; i++) {
+        if (i > 0 && (n - i) % 3 == 0) buf[o++] = ',';
+        buf[o++] = digits[i];
+    }
+    buf[o] = '\0';
+    return buf;
+}
+
+// "512 KiB", "1.25 GiB": binary units.
+static const char *binary(char *buf, size_t size, int64_t v) {
+    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    double x = (double)v;
+    int u = 0;
+    while (x >= 1024.0 && u < 4) x /= 1024.0, u++;
+    snprintf(buf, size, "%.4g %s", x, units[u]);
+    return buf;
+}
+
+// ----------------------------------------------------------------------------
+// The arithmetic (nothing printed here)
+
+// logits (n, V) at every position of ids (n). With the cache: one token a
+// call, forward(ids[t:t+1], t). Without: forward(ids[0:t+1], 0) each time.
+static void prompt_logits(float *logits, LlamaModel *m, const int *ids, int n, int use_cache) {
+    int V = m->cfg.vocab_size;
+    for (int t = 0; t < n; t++) {
+        if (use_cache) llama_forward(logits + (size_t)t * V, m, ids + t, t, 1, 1, n);
+        else llama_forward(logits + (size_t)t * V, m, ids, 0, 1, t + 1, n);
+    }
+}
+
+// dst (G = H) = src (G < H) with key/value head g of src copied to every query
+// head of its group: LLaMA-2's repeat_kv, done once on the weights. The other
+// weights are copied as they are.
+static void repeat_kv_heads(LlamaModel *dst, const LlamaModel *src) {
+    const LlamaConfig *a = &src->cfg, *b = &dst->cfg;
+    int C = a->dim, D = a->head_dim, H = a->n_heads, G = a->n_kv_heads, rep = H / G;
+    size_t CC = (size_t)C * C, CF = (size_t)C * b->hidden_dim, CV = (size_t)C * a->vocab_size;
+    memcpy(dst->vocab, src->vocab, sizeof(uint32_t) * (size_t)a->vocab_size);
+    memcpy(dst->p.tok_embeddings, src->p.tok_embeddings, sizeof(float) * CV);
+    for (int l = 0; l < a->n_layers; l++) {
+        const LlamaLayerParams *ws = &src->p.layers[l];
+        LlamaLayerParams *wd = &dst->p.layers[l];
+        memcpy(wd->attention_norm, ws->attention_norm, sizeof(float) * (size_t)C);
+        memcpy(wd->wq, ws->wq, sizeof(float) * CC);
+        memcpy(wd->wo, ws->wo, sizeof(float) * CC);
+        memcpy(wd->ffn_norm, ws->ffn_norm, sizeof(float) * (size_t)C);
+        memcpy(wd->w1, ws->w1, sizeof(float) * CF);
+        memcpy(wd->w2, ws->w2, sizeof(float) * CF);
+        memcpy(wd->w3, ws->w3, sizeof(float) * CF);
+        // wk, wv (C, H*D) of dst: columns of head h = columns of src head h / rep
+        for (int c = 0; c < C; c++)
+            for (int h = 0; h < H; h++) {
+                size_t to = (size_t)c * H * D + (size_t)h * D;
+                size_t from = (size_t)c * G * D + (size_t)(h / rep) * D;
+                memcpy(wd->wk + to, ws->wk + from, sizeof(float) * (size_t)D);
+                memcpy(wd->wv + to, ws->wv + from, sizeof(float) * (size_t)D);
+            }
+    }
+    memcpy(dst->p.norm, src->p.norm, sizeof(float) * (size_t)C);
+    memcpy(dst->p.output, src->p.output, sizeof(float) * CV);
+}
+
+// Reads the context ctx[0:P] into the cache, PREFILL_CHUNK positions a call
+// (not timed: it only sets the scene).
+static void prefill(LlamaModel *m, float *logits, const int *ctx, int P) {
+    for (int s = 0; s < P; s += PREFILL_CHUNK) {
+        int n = P - s < PREFILL_CHUNK ? P - s : PREFILL_CHUNK;
+        llama_forward(logits, m, ctx + s, s, 1, n, n);
+    }
+}
+
+// Generates `steps` tokens with the cache from position P: each step feeds
+// the one new token, forward(tokens[pos:pos+1], pos), reading cache rows
+// 0..pos, and takes the argmax. Returns the seconds per token (forward and
+// argmax only). tok (T) holds the context; tok[P] is the first token fed.
+static double generate_timed(LlamaModel *m, float *logits, int *tok, int P, int steps) {
+    int V = m->cfg.vocab_size, T = m->cfg.max_seq_len;
+    double t0 = timer_now();
+    for (int pos = P; pos < P + steps; pos++) {
+        llama_forward(logits, m, tok + pos, pos, 1, 1, 1);
+        int next = llama_argmax(logits, V);
+        if (pos + 1 < T) tok[pos + 1] = next;
+    }
+    return (timer_now() - t0) / steps;
+}
+
+// ----------------------------------------------------------------------------
+// What the lesson shows
+
+// Columns a UTF-8 string takes on a terminal: 2 for a Chinese character
+// (three bytes), 1 for ASCII; enough to line up the head map.
+static int text_width(const char *s) {
+    int w = 0;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p < 0x80) w += 1;
+        else if (*p >= 0xe0) w += 2;
+    }
+    return w;
+}
+
+static void show_variant(Trace *tr, const Variant *v, int64_t mha_params) {
+    const LlamaConfig *c = &v->m.cfg;
+    int H = c->n_heads, G = c->n_kv_heads, D = c->head_dim, C = c->dim;
+    trace_run(tr, v->run);
+    if (G == H)
+        trace_sayf(tr,
+                   "MHA (multi-head attention): %d query heads and %d key/value heads: every "
+                   "head has its own Query, Key and Value matrix.",
+                   "MHA（Multi-head Attention）：%d 个查询头、%d 个 key/value 头：h 个 Query、Key "
+                   "和 Value 矩阵，每个头各有一份。",
+                   H, G);
+    else if (G == 1)
+        trace_sayf(tr,
+                   "MQA (multi-query attention): %d query heads share 1 key/value head: every "
+                   "head keeps its own Query, all share one Key and one Value matrix.",
+                   "MQA：%d 个查询头共享 1 个 key/value 头：所有的头之间共享同一份 Key 和 Value "
+                   "矩阵，每个头只单独保留了一份 Query 参数。",
+                   H);
+    else
+        trace_sayf(tr,
+                   "GQA (grouped-query attention): %d query heads in %d groups of %d; each group "
+                   "shares one Key and one Value matrix.",
+                   "GQA：%d 个查询头分成 %d 组，每组 %d 个，每个组共享一个 Key 和 Value 矩阵。", H,
+                   G, H / G);
+    trace_count(tr, "n_heads", H, NULL, NULL);
+    trace_count(tr, "n_kv_heads", G, NULL, NULL);
+    trace_count(tr, "head_dim", D, NULL, NULL);
+    trace_count(tr, "dim", C, NULL, NULL);
+    trace_count(tr, "n_layers", c->n_layers, NULL, NULL);
+    trace_count(tr, "hidden_dim", c->hidden_dim, NULL, NULL);
+    trace_count(tr, "vocab_size", c->vocab_size, NULL, NULL);
+    int wq[2] = {C, H * D}, wk[2] = {C, G * D};
+    trace_shape(tr, "wq", 2, wq);
+    trace_shape(tr, "wk", 2, wk);
+    trace_shape(tr, "wv", 2, wk);
+    trace_count(tr, "kv_params_per_layer", v->kv_params, "parameters of wk + wv in one layer",
+                "每层 wk + wv 的参数量");
+    trace_count(tr, "params", (int64_t)v->m.num_params, "parameters of the whole model",
+                "整个模型的参数量");
+    if (G != H)
+        trace_sayf(tr, "  %.1f%% of MHA's: the model is smaller.", "  是 MHA 的 %.1f%%：模型体积减小。",
+                   100.0 * (double)v->m.num_params / (double)mha_params);
+    // Which key/value head query head h reads: h // (n_heads // n_kv_heads).
+    for (int h = 0; h < H; h++) {
+        char name[32];
+        snprintf(name, sizeof name, "kv_head[%d]", h);
+        trace_count(tr, name, h / (H / G), NULL, NULL);
+    }
+    trace_say(tr, "", "");
+}
+
+// The map of query heads to key/value heads, one row per variant.
+static void show_head_map(Trace *tr, const Variant *vs) {
+    int H = vs[0].m.cfg.n_heads;
+    trace_run(tr, NULL);
+    trace_say(tr,
+              "Which key/value head each query head reads: kv_head = h // (n_heads // n_kv_heads)",
+              "每个查询头读取哪个 key/value 头：kv_head = h // (n_heads // n_kv_heads)");
+    char line[256];
+    const char *head = trace_text(tr, "query head h", "查询头 h");
+    int o = snprintf(line, sizeof line, "  %s%*s", head, 22 - text_width(head), "");
+    for (int h = 0; h < H && o < (int)sizeof line - 4; h++)
+        o += snprintf(line + o, sizeof line - (size_t)o, " %2d", h);
+    trace_say(tr, line, line);
+    for (int i = 0; i < NUM_VARIANTS; i++) {
+        int G = vs[i].m.cfg.n_kv_heads;
+        char label[64];
+        snprintf(label, sizeof label, "%s (n_kv_heads %d)", vs[i].label, G);
+        o = snprintf(line, sizeof line, "  %-22s", label);
+        for (int h = 0; h < H && o < (int)sizeof line - 4; h++)
+            o += snprintf(line + o, sizeof line - (size_t)o, " %2d", h / (H / G));
+        trace_say(tr, line, line);
+    }
+    trace_say(tr, "", "");
+}
+
+static void show_cache(Trace *tr, const Variant *v) {
+    const LlamaConfig *c = &v->m.cfg;
+    char a[32], b[32], d[32];
+    trace_run(tr, v->run);
+    int shape[4] = {c->max_batch_size, c->max_seq_len, c->n_kv_heads, c->head_dim};
+    trace_count(tr, "max_batch_size", c->max_batch_size, NULL, NULL);
+    trace_count(tr, "max_seq_len", c->max_seq_len, NULL, NULL);
+    trace_sayf(tr, "%s: cache_k and cache_v of each of the %d layers:",
+               "%s：%d 层中每一层的 cache_k 和 cache_v：", v->label, c->n_layers);
+    trace_shape(tr, "cache_k", 4, shape);
+    trace_shape(tr, "cache_v", 4, shape);
+    trace_sayf(tr, "  bytes per token = 2 * n_layers * n_kv_heads * head_dim * 4 = 2 * %d * %d * %d * 4 = %s B",
+               "  每个 token 的字节数 = 2 * n_layers * n_kv_heads * head_dim * 4 = 2 * %d * %d * %d * 4 = %s B",
+               c->n_layers, c->n_kv_heads, c->head_dim, grouped(a, sizeof a, v->cache_tok));
+    trace_count(tr, "cache_bytes_per_token", v->cache_tok, NULL, NULL);
+    int64_t all = v->cache_tok * c->max_batch_size * c->max_seq_len;
+    trace_sayf(tr, "  the whole cache, %d x %d tokens: %s B (%s)", "  整个缓存，%d x %d 个 token：%s B（%s）",
+               c->max_batch_size, c->max_seq_len, grouped(b, sizeof b, all), binary(d, sizeof d, all));
+    trace_count(tr, "cache_bytes", all, NULL, NULL);
+    trace_say(tr, "", "");
+}
+
+static void show_reads(Trace *tr, const Variant *v, int T, int repeat) {
+    char a[32], b[32], d[32], e[32], f[32];
+    trace_run(tr, v->run);
+    int64_t total = v->weights_read + v->cache_read;
+    trace_sayf(tr,
+               "%s: the token at position %d reads %s B of weights + %s B of cache (%d rows of "
+               "%s B) = %s B (%s)",
+               "%s：位置 %d 的 token 读取权重 %s B + 缓存 %s B（%d 行，每行 %s B）= %s B（%s）",
+               v->label, T - 1, grouped(a, sizeof a, v->weights_read),
+               grouped(b, sizeof b, v->cache_read), T, grouped(d, sizeof d, v->cache_tok),
+               grouped(e, sizeof e, total), binary(f, sizeof f, total));
+    trace_count(tr, "weight_bytes_read", v->weights_read, NULL, NULL);
+    trace_count(tr, "cache_bytes_read", v->cache_read, NULL, NULL);
+    trace_count(tr, "bytes_read_per_token", total, NULL, NULL);
+    trace_timing(tr, "per_token", v->per_token, repeat);
+}
+
+// ----------------------------------------------------------------------------
+// Real models: the cache per token from LLaMA-2's published shapes
+
+typedef struct {
+    const char *name;   // the JSON run
+    const char *label, *label_zh;
+    int n_layers, dim, n_heads, n_kv_heads;
+} Published;
+
+// params.json of the LLaMA-2 release; 70B is GQA with 8 key/value heads.
+// The third row is 70B as it would be with MHA (n_kv_heads = n_heads).
+static const Published LLAMA2[] = {
+    {"llama-2-7b", "LLaMA-2-7B (MHA)", "LLaMA-2-7B（MHA）", 32, 4096, 32, 32},
+    {"llama-2-70b", "LLaMA-2-70B (GQA)", "LLaMA-2-70B（GQA）", 80, 8192, 64, 8},
+    {"llama-2-70b-mha", "LLaMA-2-70B as MHA", "LLaMA-2-70B 若用 MHA", 80, 8192, 64, 64},
+};
+enum { LLAMA2_CONTEXT = 4096 };   // max_seq_len of LLaMA-2
+
+static void show_real_models(Trace *tr) {
+    trace_heading(tr, "Real models: LLaMA-2's cache per token (fp16, 2 bytes a number)",
+                  "真实模型：LLaMA-2 每个 token 的 KV Cache（fp16，每个数 2 字节）");
+    for (size_t i = 0; i < sizeof LLAMA2 / sizeof LLAMA2[0]; i++) {
+        const Published *p = &LLAMA2[i];
+        int head_dim = p->dim / p->n_heads;
+        int64_t tok = kv_bytes_per_token(p->n_layers, p->n_kv_heads, head_dim, BYTES_FP16);
+        int64_t seq = tok * LLAMA2_CONTEXT;
+        char a[32], b[32], c[32];
+        trace_run(tr, p->name);
+        trace_sayf(tr,
+                   "%s: dim %d, %d layers, %d query heads, %d key/value heads of %d:\n"
+                   "  2 * %d * %d * %d * %d = %s B = %s per token; %s for %d tokens",
+                   "%s：dim %d，%d 层，%d 个查询头，%d 个 key/value 头（每头 %d 维）：\n"
+                   "  2 * %d * %d * %d * %d = %s B，即每个 token %s；整段 %s（%d 个 token）",
+                   trace_text(tr, p->label, p->label_zh), p->dim, p->n_layers, p->n_heads, p->n_kv_heads, head_dim, p->n_layers,
+                   p->n_kv_heads, head_dim, BYTES_FP16, grouped(a, sizeof a, tok),
+                   binary(b, sizeof b, tok), binary(c, sizeof c, seq), LLAMA2_CONTEXT);
+        trace_count(tr, "n_layers", p->n_layers, NULL, NULL);
+        trace_count(tr, "n_heads", p->n_heads, NULL, NULL);
+        trace_count(tr, "n_kv_heads", p->n_kv_heads, NULL, NULL);
+        trace_count(tr, "head_dim", head_dim, NULL, NULL);
+        trace_count(tr, "cache_bytes_per_token", tok, NULL, NULL);
+        trace_count(tr, "cache_bytes_4096", seq, NULL, NULL);
+    }
+    trace_run(tr, NULL);
+    const Published *g = &LLAMA2[1], *m = &LLAMA2[2];
+    int64_t gqa = kv_bytes_per_token(g->n_layers, g->n_kv_heads, g->dim / g->n_heads, BYTES_FP16);
+    int64_t mha = kv_bytes_per_token(m->n_layers, m->n_kv_heads, m->dim / m->n_heads, BYTES_FP16);
+    trace_sayf(tr,
+               "\nLLaMA-2-70B keeps %lld times less cache per token than it would with MHA: "
+               "n_heads / n_kv_heads = %d / %d.",
+               "\nLLaMA-2-70B 每个 token 的 KV Cache 是 MHA 的 1/%lld：n_heads / n_kv_heads = %d / %d。",
+               (long long)(mha / gqa), g->n_heads, g->n_kv_heads);
+}
+
+// ----------------------------------------------------------------------------
+// The lesson
+
+static void free_variants(Variant *vs, LlamaModel *chk, float *chk_logits, int *ids, int *ctx,
+                          int *tok, float *logits) {
+    for (int i = 0; i < NUM_VARIANTS; i++) {
+        llama_free(&vs[i].m);
+        free(vs[i].logits);
+        free(vs[i].logits_nc);
+        free(vs[i].samples);
+    }
+    llama_free(chk);
+    free(chk_logits);
+    free(ids);
+    free(ctx);
+    free(tok);
+    free(logits);
+}
+
+int lesson62_run(const Options *opt, Trace *tr) {
+    // The size, the timed tokens and the repeats.
+    const Size *size = &SIZES[0];
+    if (opt->preset) {
+        size = NULL;
+        for (size_t i = 0; i < sizeof SIZES / sizeof SIZES[0]; i++)
+            if (!strcmp(SIZES[i].name, opt->preset)) size = &SIZES[i];
+        if (!size) {
+            fprintf(stderr, "kvdemo: lesson 6.2: --preset takes seed or tiny, not '%s'\n", opt->preset);
+            return 2;
+        }
+    }
+    int T = size->max_seq_len;
+    int steps = opt->steps > 0 ? opt->steps : size->steps;
+    if (steps >= T) {
+        fprintf(stderr,
+                "kvdemo: lesson 6.2: --steps %d leaves no context before the timed tokens; "
+                "with --preset %s (context %d) it takes 1 to %d\n",
+                steps, size->name, T, T - 1);
+        return 2;
+    }
+    int repeat = opt->repeat > 0 ? opt->repeat : size->repeat;
+    int P = T - steps;   // positions read in before the first timed token
+    const char *prompt = opt->n_prompts > 0 ? opt->prompts[0] : DEFAULT_PROMPT;
+    if (opt->n_prompts > 1) fprintf(stderr, "kvdemo: lesson 6.2 uses the first --prompt only\n");
+    if (opt->runs != RUN_BOTH)
+        fprintf(stderr, "kvdemo: lesson 6.2 always times generation with the cache; --cache and "
+                        "--no-cache only leave out the comparison of the two\n");
+    if (opt->threads > 0) ops_set_threads(opt->threads);
+
+    // The three models: MHA with random weights, GQA and MQA converted from it.
+    Variant vs[NUM_VARIANTS] = {{.run = "mha", .label = "MHA"},
+                                {.run = "gqa", .label = "GQA"},
+                                {.run = "mqa", .label = "MQA"}};
+    LlamaModel chk = {0};   // G = H, T = n: the checks against MHA
+    float *chk_logits = NULL, *logits = NULL;
+    int *ids = NULL, *ctx = NULL, *tok = NULL;
+    char err[512];
+    int rc = 0;
+    LlamaConfig cfg = llama_config_default();
+    cfg.dim = size->dim;
+    cfg.n_layers = size->n_layers;
+    cfg.n_heads = size->n_heads;
+    cfg.hidden_dim = size->hidden_dim;
+    cfg.max_batch_size = 1;
+    cfg.max_seq_len = T;
+    int kv_heads[NUM_VARIANTS] = {size->n_heads, GQA_KV_HEADS, 1};
+    for (int i = 0; i < NUM_VARIANTS; i++) {
+        cfg.n_kv_heads = kv_heads[i];
+        if (llama_new(&vs[i].m, &cfg, err, sizeof err) != 0) {
+            fprintf(stderr, "kvdemo: lesson 6.2: %s\n", err);
+            free_variants(vs, &chk, chk_logits, ids, ctx, tok, logits);
+            return 1;
+        }
+    }
+    LlamaModel *mha = &vs[0].m;
+    llama_vocab_default(mha);
+    llama_init_random(mha, opt->seed);
+    for (int i = 1; i < NUM_VARIANTS; i++) llama_pool_kv_heads(&vs[i].m, mha);
+
+    // The prompt: bos + its characters (n tokens).
+    int V = cfg.vocab_size;
+    ids = malloc(sizeof(int) * (size_t)T);
+    ctx = malloc(sizeof(int) * (size_t)T);
+    tok = malloc(sizeof(int) * (size_t)T);
+    logits = malloc(sizeof(float) * (size_t)V);
+    if (!ids || !ctx || !tok || !logits) goto oom;
+    int n = llama_encode(ids, mha, prompt, 1, 0, T, err, sizeof err);
+    if (n < 0) {
+        fprintf(stderr, "kvdemo: lesson 6.2: --prompt: %s\n", err);
+        free_variants(vs, &chk, chk_logits, ids, ctx, tok, logits);
+        return 2;
+    }
+    for (int i = 0; i < NUM_VARIANTS; i++) {
+        const LlamaConfig *c = &vs[i].m.cfg;
+        vs[i].logits = malloc(sizeof(float) * (size_t)n * V);
+        vs[i].logits_nc = malloc(sizeof(float) * (size_t)n * V);
+        vs[i].samples = malloc(sizeof(double) * (size_t)repeat);
+        if (!vs[i].logits || !vs[i].logits_nc || !vs[i].samples) goto oom;
+        vs[i].kv_params = 2 * (int64_t)c->dim * c->n_kv_heads * c->head_dim;
+        vs[i].cache_tok = kv_bytes_per_token(c->n_layers, c->n_kv_heads, c->head_dim, sizeof(float));
+        vs[i].weights_read = weight_bytes_read(&vs[i].m);
+        vs[i].cache_read = vs[i].cache_tok * T;   // the last token reads rows 0 .. T-1
+    }
+    // The lesson's formula is the model's own.
+    for (int i = 0; i < NUM_VARIANTS; i++)
+        if (vs[i].cache_tok != llama_cache_bytes_per_token(&vs[i].m.cfg)) {
+            fprintf(stderr, "kvdemo: lesson 6.2: cache bytes per token disagree with llama.c\n");
+            rc = 1;
+            goto done;
+        }
+    LlamaConfig chk_cfg = cfg;
+    chk_cfg.n_kv_heads = cfg.n_heads;
+    chk_cfg.max_seq_len = n;
+    chk_logits = malloc(sizeof(float) * (size_t)n * V);
+    if (!chk_logits || llama_new(&chk, &chk_cfg, err, sizeof err) != 0) goto oom;
+
+    // ------------------------------------------------------------------------
+    const LlamaConfig *c = &mha->cfg;
+    trace_heading(tr, "Lesson 6.2 — MHA, GQA and MQA (seed 000, section 6.2)",
+                  "第 6.2 课 —— MHA、GQA、MQA 优化技术（000 第 6.2 节）");
+    trace_sayf(tr,
+               "One LLaMA-style model three ways: dim %d, %d layers, %d query heads of head_dim "
+               "%d, SwiGLU %d, vocabulary %d, contexts of up to %d positions.\n"
+               "The MHA model's weights are random (seed %llu), so its text would be noise; the "
+               "GQA and MQA models are the MHA model converted (see below). The shapes, bytes "
+               "and times are the lesson.\n",
+               "同一个 LLaMA 式模型的三种形态：dim %d，%d 层，%d 个查询头（head_dim %d），"
+               "SwiGLU %d，词表 %d，上下文最长 %d 个位置。\n"
+               "MHA 模型的权重是随机的（seed %llu），写出的文字没有意义；GQA 和 MQA 模型由 MHA "
+               "模型转换而来（见下文）。要看的是形状、字节数和耗时。\n",
+               c->dim, c->n_layers, c->n_heads, c->head_dim, c->hidden_dim, c->vocab_size, T,
+               (unsigned long long)opt->seed);
+
+    trace_heading(tr, "MHA, MQA, GQA: who shares the Key and Value matrices",
+                  "MHA、MQA、GQA：谁共享 Key 和 Value 矩阵");
+    for (int i = 0; i < NUM_VARIANTS; i++) show_variant(tr, &vs[i], (int64_t)mha->num_params);
+    show_head_map(tr, vs);
+    trace_say(tr,
+              "GQA and MQA share key/value heads, so the model is smaller; GQA is the compromise "
+              "between MQA and MHA.",
+              "GQA 以及 MQA 都可以实现一定程度的 Key value 的共享，从而可以使模型体积减小，"
+              "GQA 是 MQA 和 MHA 的折中方案。");
+    trace_pause(tr);
+
+    // (1) Fewer bytes read: prefill, then time the generated tokens.
+    for (int t = 0; t < T; t++) ctx[t] = t == 0 || n == 1 ? ids[0] : ids[1 + (t - 1) % (n - 1)];
+    for (int i = 0; i < NUM_VARIANTS; i++) prefill(&vs[i].m, logits, ctx, P);
+    // The variants take turns, so that a busy machine slows all of them alike.
+    for (int r = 0; r < repeat; r++)
+        for (int i = 0; i < NUM_VARIANTS; i++) {
+            memcpy(tok, ctx, sizeof(int) * (size_t)T);
+            vs[i].samples[r] = generate_timed(&vs[i].m, logits, tok, P, steps);
+        }
+    for (int i = 0; i < NUM_VARIANTS; i++) vs[i].per_token = timer_median(vs[i].samples, repeat);
+
+    trace_heading(tr, "(1) Less data read: bytes and time per generated token",
+                  "（1）减少了数据的读取：每生成一个 token 读取的字节数和耗时");
+    trace_sayf(tr,
+               "Each model reads a context of %d positions into its cache (the prompt repeated, "
+               "%d positions a call, not timed), then generates %d tokens with the cache, at "
+               "positions %d to %d: each step feeds one token, forward(tokens[pos:pos+1], pos), "
+               "and reads every cached row. Time is the forward pass and the argmax only, per "
+               "token, the median of %d runs.\n"
+               "A token reads every weight matrix once (of tok_embeddings only its row) and the "
+               "cache rows 0..pos of every layer.",
+               "每个模型先把 %d 个位置的上下文读入缓存（重复的提示词，每次 %d 个位置，不计时），"
+               "再使用缓存生成 %d 个 token，位置 %d 到 %d：每一步输入一个 token，"
+               "forward(tokens[pos:pos+1], pos)，读取缓存中所有的行。计时只含前向计算和 argmax，"
+               "按 token 平均，取 %d 次运行的中位数。\n"
+               "每个 token 读取每个权重矩阵一次（tok_embeddings 只读它那一行）以及每一层缓存的第 "
+               "0..pos 行。",
+               P, PREFILL_CHUNK, steps, P, T - 1, repeat);
+    trace_count(tr, "context", P, NULL, NULL);
+    trace_count(tr, "steps", steps, NULL, NULL);
+    for (int i = 0; i < NUM_VARIANTS; i++) show_reads(tr, &vs[i], T, repeat);
+    trace_run(tr, NULL);
+    trace_say(tr, "", "");
+    for (int i = 1; i < NUM_VARIANTS; i++) {
+        trace_run(tr, vs[i].run);
+        char en[96], zh[96];
+        snprintf(en, sizeof en, "%s against MHA: bytes read per token", vs[i].label);
+        snprintf(zh, sizeof zh, "%s 与 MHA 相比：每个 token 读取的字节数", vs[i].label);
+        trace_value(tr, "bytes_read_ratio",
+                    (double)(vs[i].weights_read + vs[i].cache_read) /
+                        (double)(vs[0].weights_read + vs[0].cache_read),
+                    "x", en, zh);
+        snprintf(en, sizeof en, "%s against MHA: time per token", vs[i].label);
+        snprintf(zh, sizeof zh, "%s 与 MHA 相比：每个 token 的耗时", vs[i].label);
+        trace_value(tr, "time_ratio", vs[0].per_token > 0 ? vs[i].per_token / vs[0].per_token : 0,
+                    "x", en, zh);
+    }
+    trace_run(tr, NULL);
+    trace_say(tr,
+              "\nEvery query head does the same attention arithmetic in all three. What shrinks is "
+              "what has to be fetched: wk and wv, and the cache rows, which grow with the context "
+              "(and with the batch). The byte counts are exact; how much of them shows in the "
+              "time depends on the machine.",
+              "\n三者中每个查询头的注意力计算量相同。变少的是要读取的数据：wk 和 wv，以及随上下文"
+              "（和批大小）增长的缓存行。字节数是精确的；它们在耗时上体现多少，取决于机器。");
+    trace_pause(tr);
+
+    // (2) A smaller KV cache.
+    trace_heading(tr, "(2) A smaller KV cache during inference",
+                  "（2）减少了推理过程中的KV Cache");
+    for (int i = 0; i < NUM_VARIANTS; i++) show_cache(tr, &vs[i]);
+    trace_run(tr, NULL);
+    trace_sayf(tr, "MHA's cache is %lld times GQA's and %lld times MQA's: n_heads / n_kv_heads.",
+               "MHA 的缓存是 GQA 的 %lld 倍、MQA 的 %lld 倍：n_heads / n_kv_heads。",
+               (long long)(vs[0].cache_tok / vs[1].cache_tok),
+               (long long)(vs[0].cache_tok / vs[2].cache_tok));
+    trace_pause(tr);
+
+    // The outputs that must not move.
+    char prompt_text[96];
+    snprintf(prompt_text, sizeof prompt_text, "\"%s\"", prompt);
+    trace_heading(tr, "What must not change", "必须不变的");
+    trace_sayf(tr, "The logits at each of the %d positions of bos + %s, one run per check.",
+               "在 %d 个位置（bos + %s）上的 logits，每项检查各跑一次。", n, prompt_text);
+    for (int i = 0; i < NUM_VARIANTS; i++) {
+        prompt_logits(vs[i].logits, &vs[i].m, ids, n, 1);
+        if (opt->runs == RUN_BOTH) prompt_logits(vs[i].logits_nc, &vs[i].m, ids, n, 0);
+    }
+    for (int i = 0; i < NUM_VARIANTS && opt->runs == RUN_BOTH; i++) {
+        trace_run(tr, vs[i].run);
+        Tensor a = tensor_view2(vs[i].logits_nc, n, V), b = tensor_view2(vs[i].logits, n, V);
+        char an[64], bn[64];
+        snprintf(an, sizeof an, "%s %s", vs[i].label,
+                 trace_text(tr, "logits without the cache", "不使用缓存的 logits"));
+        snprintf(bn, sizeof bn, "%s", trace_text(tr, "with the cache", "使用缓存"));
+        if (!trace_compare(tr, "logits", an, &a, bn, &b)) rc = 1;
+    }
+    // GQA with n_kv_heads = n_heads: the mean of groups of one head is MHA.
+    llama_pool_kv_heads(&chk, mha);
+    prompt_logits(chk_logits, &chk, ids, n, 1);
+    {
+        trace_run(tr, "mha");
+        Tensor a = tensor_view2(vs[0].logits, n, V), b = tensor_view2(chk_logits, n, V);
+        if (!trace_compare(tr, "gqa_n_kv_heads_eq_n_heads",
+                           trace_text(tr, "MHA logits", "MHA 的 logits"), &a,
+                           trace_text(tr, "GQA with n_kv_heads = n_heads (groups of one head)",
+                                      "n_kv_heads = n_heads 的 GQA（每组一个头）"),
+                           &b))
+            rc = 1;
+    }
+    // GQA and MQA are MHA with each key/value head repeated for its group.
+    for (int i = 1; i < NUM_VARIANTS; i++) {
+        repeat_kv_heads(&chk, &vs[i].m);
+        prompt_logits(chk_logits, &chk, ids, n, 1);
+        trace_run(tr, vs[i].run);
+        Tensor a = tensor_view2(vs[i].logits, n, V), b = tensor_view2(chk_logits, n, V);
+        char an[64];
+        snprintf(an, sizeof an, trace_text(tr, "%s logits", "%s 的 logits"), vs[i].label);
+        if (!trace_compare(tr, "repeat_kv", an, &a,
+                           trace_text(tr, "MHA with each wk, wv head repeated for its group (repeat_kv)",
+                                      "每组的 wk、wv 头重复给组内每个查询头的 MHA（repeat_kv）"),
+                           &b))
+            rc = 1;
+    }
+    trace_run(tr, NULL);
+    trace_say(tr,
+              "\nGrouping changes which key/value head a query head reads, nothing else: GQA is MHA "
+              "whose heads of a group have equal wk and wv.",
+              "\n分组只改变查询头读取哪个 key/value 头：GQA 就是组内各头 wk、wv 相同的 MHA。");
+    trace_pause(tr);
+
+    // Converting a multi-head checkpoint.
+    trace_heading(tr, "GQA and MQA must be chosen at training time: converting an MHA model",
+                  "GQA 和 MQA 需要在模型训练的时候开启：转换一个 MHA 模型");
+    trace_sayf(tr,
+               "The GQA paper converts a multi-head checkpoint by mean-pooling the key and value "
+               "heads of each group: wk of GQA head g = mean of MHA's heads g*r .. g*r + r - 1 "
+               "(r = n_kv_heads of MHA / of GQA); wq, wo and the rest stay. The GQA and MQA models "
+               "above were made this way. Their logits on %s against MHA's:",
+               "GQA 论文把多头模型转换为分组模型的方法是：对每组的 key 和 value 头取平均。GQA 的第 g "
+               "个头的 wk = MHA 第 g*r .. g*r + r - 1 个头的平均（r = MHA 与 GQA 的 n_kv_heads 之比）；"
+               "wq、wo 等其余权重不变。上面的 GQA 和 MQA 模型就是这样得到的。它们在 %s 上的 logits "
+               "与 MHA 相比：",
+               prompt_text);
+    for (int i = 1; i < NUM_VARIANTS; i++) {
+        trace_run(tr, vs[i].run);
+        Tensor a = tensor_view2(vs[0].logits, n, V), b = tensor_view2(vs[i].logits, n, V);
+        char bn[96];
+        snprintf(bn, sizeof bn, trace_text(tr, "%s converted (mean-pooled, n_kv_heads %d)",
+                                           "转换得到的 %s（取平均，n_kv_heads %d）"),
+                 vs[i].label, vs[i].m.cfg.n_kv_heads);
+        trace_compare(tr, "converted_vs_mha", trace_text(tr, "MHA logits", "MHA 的 logits"), &a,
+                      bn, &b);
+        int agree = 0;
+        for (int t = 0; t < n; t++)
+            agree += llama_argmax(vs[0].logits + (size_t)t * V, V) ==
+                     llama_argmax(vs[i].logits + (size_t)t * V, V);
+        trace_sayf(tr, "  the most likely next token agrees with MHA at %d of %d positions",
+                   "  最可能的下一个 token 与 MHA 相同的位置：%d / %d", agree, n);
+        trace_count(tr, "argmax_agree", agree, NULL, NULL);
+    }
+    trace_run(tr, NULL);
+    trace_say(tr,
+              "\nThe outputs move: after averaging, the query heads of a group read keys and "
+              "values that are no longer those of their own heads. A trained MHA model has learnt "
+              "to use its own heads; its converted copy computes something else until it is trained "
+              "again. That is "
+              "why GQA and MQA are chosen when the model is trained (or the converted model is "
+              "trained further, as the GQA paper does for a small part of the original training).",
+              "\n输出变了：取平均之后，组内的查询头读到的 key 和 value 已不是它自己那个头的了。"
+              "训练好的 MHA 模型学会的是使用各自的头，转换后的副本在重新训练之前算的是另一回事。所以 GQA "
+              "和 MQA 需要在模型训练的时候开启，按照相应的模式生成模型（或者像 GQA 论文那样，"
+              "转换后再用原训练量的一小部分继续训练）。");
+    trace_pause(tr);
+
+    show_real_models(tr);
+    goto done;
+
+oom:
+    fprintf(stderr, "kvdemo: lesson 6.2: out of memory\n");
+    rc = 1;
+done:
+    free_variants(vs, &chk, chk_logits, ids, ctx, tok, logits);
+    return rc;
+}

@@ -1,0 +1,215 @@
+// test_lesson62 — `kvdemo lesson 6.2 --preset tiny --format json` against
+// what the numbers must be, computed here from the configuration the lesson
+// prints and from LLaMA-2's published shapes (params.json of the release):
+// the K/V shapes, the query head -> key/value head map, the cache's shape and
+// bytes per token, the parameters and bytes read per token; cached = uncached
+// logits for MHA, GQA and MQA; GQA with n_kv_heads = n_heads = MHA and GQA =
+// MHA with repeated heads, bit for bit; the mean-pooled conversion moves the
+// logits. No expected value below comes from kvdemo's own output.
+#include "testutil.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const ARGS = "lesson 6.2 --preset tiny --format json --repeat 1 --steps 4";
+static const char *const RUNS[] = {"mha", "gqa", "mqa"};
+enum { FLOAT_BYTES = 4, FP16_BYTES = 2 };
+
+typedef struct {
+    RunResult r;
+    Event *e;
+    int n;
+} Lesson;
+
+static int setup(void **state) {
+    Lesson *l = calloc(1, sizeof *l);
+    if (!l) return -1;
+    l->r = kvdemo_run(ARGS);
+    if (l->r.status != 0) {
+        fprintf(stderr, "kvdemo %s exited with %d: %s\n", ARGS, l->r.status, l->r.err);
+        run_free(&l->r);
+        free(l);
+        return -1;
+    }
+    l->e = events_parse(l->r.out, &l->n);
+    *state = l;
+    return 0;
+}
+
+static int teardown(void **state) {
+    Lesson *l = *state;
+    events_free(l->e, l->n);
+    run_free(&l->r);
+    free(l);
+    return 0;
+}
+
+static const Event *need(const Lesson *l, const char *event, const char *run, const char *name) {
+    const Event *x = events_find(l->e, l->n, event, run, -1, name);
+    if (!x) fail_msg("no %s event \"%s\" in run %s", event, name, run ? run : "(none)");
+    return x;
+}
+
+static int64_t count(const Lesson *l, const char *run, const char *name) {
+    return (int64_t)need(l, "count", run, name)->value;
+}
+
+static void expect_count(const Lesson *l, const char *run, const char *name, int64_t want) {
+    int64_t got = count(l, run, name);
+    if (got != want)
+        fail_msg("%s %s: expected %lld, got %lld", run ? run : "(no run)", name, (long long)want,
+                 (long long)got);
+}
+
+static void expect_shape(const Lesson *l, const char *run, const char *name, int ndim,
+                         const int *want) {
+    const Event *x = need(l, "shape", run, name);
+    if (x->ndim != ndim) fail_msg("%s %s: expected %d dimensions, got %d", run, name, ndim, x->ndim);
+    for (int d = 0; d < ndim; d++)
+        if (x->shape[d] != want[d])
+            fail_msg("%s %s shape[%d]: expected %d, got %d", run, name, d, want[d], x->shape[d]);
+}
+
+// The configuration each variant prints, and what follows from it.
+static void test_shapes_map_and_cache_bytes(void **state) {
+    const Lesson *l = *state;
+    int64_t H = count(l, "mha", "n_heads");
+    for (int i = 0; i < 3; i++) {
+        const char *run = RUNS[i];
+        int64_t G = count(l, run, "n_kv_heads"), D = count(l, run, "head_dim");
+        int64_t C = count(l, run, "dim"), L = count(l, run, "n_layers");
+        int64_t F = count(l, run, "hidden_dim"), V = count(l, run, "vocab_size");
+        int64_t B = count(l, run, "max_batch_size"), T = count(l, run, "max_seq_len");
+        expect_count(l, run, "n_heads", H);
+        if (i == 0 && G != H) fail_msg("mha: n_kv_heads expected n_heads %lld, got %lld", (long long)H, (long long)G);
+        if (i == 1 && !(G > 1 && G < H && H % G == 0))
+            fail_msg("gqa: n_kv_heads expected a divisor of %lld between 1 and it, got %lld", (long long)H, (long long)G);
+        if (i == 2 && G != 1) fail_msg("mqa: n_kv_heads expected 1, got %lld", (long long)G);
+        if (C != H * D) fail_msg("%s: dim expected n_heads * head_dim = %lld, got %lld", run, (long long)(H * D), (long long)C);
+        // wq (C, H*D); wk, wv (C, G*D)
+        int wq[2] = {(int)C, (int)(H * D)}, wk[2] = {(int)C, (int)(G * D)};
+        expect_shape(l, run, "wq", 2, wq);
+        expect_shape(l, run, "wk", 2, wk);
+        expect_shape(l, run, "wv", 2, wk);
+        expect_count(l, run, "kv_params_per_layer", 2 * C * G * D);
+        // every weight: tok_embeddings, L x (2 norms, wq, wk, wv, wo, w1, w2, w3), norm, output
+        int64_t params = V * C + L * (2 * C + C * H * D + 2 * C * G * D + H * D * C + 3 * C * F) + C + C * V;
+        expect_count(l, run, "params", params);
+        // query head h reads key/value head h / (H / G)
+        for (int64_t h = 0; h < H; h++) {
+            char name[32];
+            snprintf(name, sizeof name, "kv_head[%lld]", (long long)h);
+            expect_count(l, run, name, h / (H / G));
+        }
+        // cache_k, cache_v (max_batch_size, max_seq_len, n_kv_heads, head_dim)
+        int cache[4] = {(int)B, (int)T, (int)G, (int)D};
+        expect_shape(l, run, "cache_k", 4, cache);
+        expect_shape(l, run, "cache_v", 4, cache);
+        int64_t per_token = 2 * L * G * D * FLOAT_BYTES;
+        expect_count(l, run, "cache_bytes_per_token", per_token);
+        expect_count(l, run, "cache_bytes", per_token * B * T);
+        // the last generated token (position T - 1) reads T cache rows and
+        // every weight once, of the embedding table one row
+        expect_count(l, run, "cache_bytes_read", per_token * T);
+        expect_count(l, run, "weight_bytes_read", (params - V * C + C) * FLOAT_BYTES);
+        expect_count(l, run, "bytes_read_per_token", per_token * T + (params - V * C + C) * FLOAT_BYTES);
+        const Event *t = need(l, "timing", run, "per_token");
+        if (!(t->seconds > 0)) fail_msg("%s per_token: expected a positive time, got %g", run, t->seconds);
+    }
+    // The timed tokens are the last positions of the context.
+    expect_count(l, NULL, "steps", 4);
+    expect_count(l, NULL, "context", count(l, "mha", "max_seq_len") - 4);
+}
+
+// LLaMA-2's published shapes: 7B dim 4096, 32 layers, 32 heads (MHA); 70B
+// dim 8192, 80 layers, 64 heads, 8 key/value heads (GQA). fp16: 2 bytes.
+static void test_llama2_cache_per_token(void **state) {
+    const Lesson *l = *state;
+    struct {
+        const char *run;
+        int64_t layers, dim, heads, kv_heads;
+    } models[] = {
+        {"llama-2-7b", 32, 4096, 32, 32},
+        {"llama-2-70b", 80, 8192, 64, 8},
+        {"llama-2-70b-mha", 80, 8192, 64, 64},
+    };
+    for (size_t i = 0; i < sizeof models / sizeof models[0]; i++) {
+        int64_t head_dim = models[i].dim / models[i].heads;
+        int64_t want = 2 * models[i].layers * models[i].kv_heads * head_dim * FP16_BYTES;
+        expect_count(l, models[i].run, "n_layers", models[i].layers);
+        expect_count(l, models[i].run, "n_kv_heads", models[i].kv_heads);
+        expect_count(l, models[i].run, "head_dim", head_dim);
+        expect_count(l, models[i].run, "cache_bytes_per_token", want);
+        expect_count(l, models[i].run, "cache_bytes_4096", want * 4096);
+    }
+    // The figures of the brief, as a reader would check them by hand.
+    assert_int_equal(count(l, "llama-2-7b", "cache_bytes_per_token"), 524288);
+    assert_int_equal(count(l, "llama-2-70b", "cache_bytes_per_token"), 327680);
+    assert_int_equal(count(l, "llama-2-70b-mha", "cache_bytes_per_token"), 2621440);
+}
+
+static void expect_identical(const Lesson *l, const char *run, const char *name) {
+    const Event *x = need(l, "compare", run, name);
+    if (x->identical != 1)
+        fail_msg("%s %s: expected identical bit for bit, got max |difference| %g", run, name,
+                 x->max_abs_diff);
+}
+
+static void test_outputs_that_must_not_move(void **state) {
+    const Lesson *l = *state;
+    for (int i = 0; i < 3; i++) expect_identical(l, RUNS[i], "logits");   // cached = uncached
+    expect_identical(l, "mha", "gqa_n_kv_heads_eq_n_heads");
+    expect_identical(l, "gqa", "repeat_kv");
+    expect_identical(l, "mqa", "repeat_kv");
+}
+
+static void test_pooled_conversion_moves_the_logits(void **state) {
+    const Lesson *l = *state;
+    for (int i = 1; i < 3; i++) {
+        const Event *x = need(l, "compare", RUNS[i], "converted_vs_mha");
+        if (x->identical != 0 || !(x->max_abs_diff > 0))
+            fail_msg("%s converted_vs_mha: expected logits that differ from MHA's, got identical %d, "
+                     "max |difference| %g",
+                     RUNS[i], x->identical, x->max_abs_diff);
+    }
+}
+
+static void test_text_languages_and_errors(void **state) {
+    (void)state;
+    RunResult r = kvdemo_run("lesson 6.2 --preset tiny --repeat 1 --lang zh");
+    if (r.status != 0) fail_msg("kvdemo lesson 6.2 --lang zh exited with %d: %s", r.status, r.err);
+    const char *terms[] = {"MHA", "GQA", "MQA", "减少了数据的读取", "减少了推理过程中的KV Cache",
+                           "需要在模型训练的时候开启"};
+    for (size_t i = 0; i < sizeof terms / sizeof terms[0]; i++)
+        if (!strstr(r.out, terms[i])) fail_msg("lesson 6.2 --lang zh: expected \"%s\" in the text", terms[i]);
+    run_free(&r);
+
+    r = kvdemo_run("lesson 6.2 --preset tiny --repeat 1 --lang en");
+    if (r.status != 0) fail_msg("kvdemo lesson 6.2 exited with %d: %s", r.status, r.err);
+    if (!strstr(r.out, "identical bit for bit") || !strstr(r.out, "524,288 B"))
+        fail_msg("lesson 6.2: expected the comparisons and LLaMA-2-7B's bytes in the text");
+    run_free(&r);
+
+    // A --steps that leaves no context is a usage error, with one line on stderr.
+    r = kvdemo_run("lesson 6.2 --preset tiny --steps 100000");
+    if (r.status != 2) fail_msg("--steps 100000: expected exit status 2, got %d", r.status);
+    if (count_lines(r.err) != 1 || !strstr(r.err, "--steps"))
+        fail_msg("--steps 100000: expected one line naming --steps on stderr, got \"%s\"", r.err);
+    run_free(&r);
+
+    r = kvdemo_run("lesson 6.2 --preset tiny --prompt '日本'");
+    if (r.status != 2) fail_msg("a prompt outside the vocabulary: expected exit status 2, got %d", r.status);
+    run_free(&r);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_shapes_map_and_cache_bytes),
+        cmocka_unit_test(test_llama2_cache_per_token),
+        cmocka_unit_test(test_outputs_that_must_not_move),
+        cmocka_unit_test(test_pooled_conversion_moves_the_logits),
+        cmocka_unit_test(test_text_languages_and_errors),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
