@@ -320,6 +320,15 @@ int gptcmd_bench(const Options *opt, Trace *tr) {
                      c ? "with the cache" : "without the cache");
             table[i][c] = measure(&s, &m, tokens, n_prompt, lengths[i], c, opt, repeat, samples);
         }
+    // Training speed of the same shape: whole steps (forward, backward,
+    // AdamW) on 16 sequences of T tokens, as the shipped model was trained.
+    double train_tps = 0;
+    enum { TRAIN_BATCH = 16, TRAIN_STEPS = 3 };
+    progress("bench: %d training steps of %d x %d tokens", TRAIN_STEPS, TRAIN_BATCH, m.cfg.T);
+    if (train_benchmark(m.cfg, TRAIN_BATCH, TRAIN_STEPS, opt->threads, &train_tps)) {
+        rc = 1;
+        goto done;
+    }
     if (isatty(STDERR_FILENO)) progress("%s", "");
 
     GptConfig g = m.cfg;
@@ -335,6 +344,8 @@ int gptcmd_bench(const Options *opt, Trace *tr) {
         }
         printf("  the cache is %.1fx faster (the chapter's numpy: 4.93 s and 0.53 s, 9.3x)\n\n",
                head[0].seconds / head[1].seconds);
+        printf("training, batch %d x %d: %.0f tokens/s (about %.0f GFLOP/s counting 6 x parameters per token)\n\n",
+               TRAIN_BATCH, g.T, train_tps, 6.0 * (double)m.num_params * train_tps * 1e-9);
         printf("%8s %12s %12s %9s   time (# without the cache, = with it)\n", "tokens", "no cache s", "cache s",
                "speedup");
         double tmax = 0;
@@ -343,7 +354,7 @@ int gptcmd_bench(const Options *opt, Trace *tr) {
             printf("%8d %12.4f %12.4f %8.1fx   ", lengths[i], table[i][0].seconds, table[i][1].seconds,
                    table[i][0].seconds / table[i][1].seconds);
             bar(stdout, '#', table[i][0].seconds, tmax, 30);
-            printf("\n%44s", "");
+            printf("\n%47s", "");
             bar(stdout, '=', table[i][1].seconds, tmax, 30);
             printf("\n");
         }
@@ -351,6 +362,7 @@ int gptcmd_bench(const Options *opt, Trace *tr) {
                "cache and recomputes the last %d tokens in full, so both ways cost the same per token.\n",
                g.T, g.T);
     } else {
+        trace_value(tr, "train_tokens_per_s", train_tps, "tokens/s", NULL, NULL);
         for (int c = 0; c < 2; c++) {
             tr->run = c ? "cache" : "no-cache";
             trace_timing(tr, "tokens_256", head[c].seconds, repeat);
