@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +31,127 @@
 #define PI 3.14159265358979323846
 
 static int min_int(int a, int b) { return a < b ? a : b; }
+
+// ---------------------------------------------------------------------------
+// Threads. Training keeps its own small pool: each loop of `count` tasks is
+// cut into one contiguous slice per thread, always the same slices for the
+// same count. Contiguous slices keep a matmul's rows together (the slice of
+// b stays in cache across them), and the results never depend on which
+// thread ran what.
+
+struct TrainPool {
+    int n;                     // threads, the caller included
+    pthread_t *workers;        // (n - 1)
+    pthread_mutex_t mu;
+    pthread_cond_t start;      // workers wait here for a new loop
+    pthread_cond_t finished;   // the caller waits here for the workers
+    TrainTaskFn fn;            // the current loop, read under mu
+    void *ctx;
+    int count;
+    unsigned generation;       // bumped for every loop
+    int busy;                  // workers still running the current loop
+    int quit;
+};
+
+typedef struct {
+    TrainPool *pool;
+    int thread;   // 1 .. n-1
+} TrainWorker;
+
+static void slice(int count, int n, int t, int *begin, int *end) {
+    *begin = (int)((int64_t)count * t / n);
+    *end = (int)((int64_t)count * (t + 1) / n);
+}
+
+static void *train_worker(void *arg) {
+    TrainWorker w = *(TrainWorker *)arg;
+    free(arg);
+    TrainPool *p = w.pool;
+    unsigned seen = 0;
+    pthread_mutex_lock(&p->mu);
+    for (;;) {
+        while (p->generation == seen && !p->quit) pthread_cond_wait(&p->start, &p->mu);
+        if (p->quit) break;
+        seen = p->generation;
+        TrainTaskFn fn = p->fn;
+        void *ctx = p->ctx;
+        int begin, end;
+        slice(p->count, p->n, w.thread, &begin, &end);
+        pthread_mutex_unlock(&p->mu);
+        if (begin < end) fn(ctx, begin, end, w.thread);
+        pthread_mutex_lock(&p->mu);
+        if (--p->busy == 0) pthread_cond_signal(&p->finished);
+    }
+    pthread_mutex_unlock(&p->mu);
+    return NULL;
+}
+
+TrainPool *train_pool_new(int threads) {
+    if (threads <= 0) {
+        long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        threads = cores < 1 ? 1 : (int)cores;
+    }
+    TrainPool *p = calloc(1, sizeof(TrainPool));
+    if (!p) return NULL;
+    p->workers = calloc((size_t)threads, sizeof(pthread_t));
+    if (!p->workers) {
+        free(p);
+        return NULL;
+    }
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_cond_init(&p->start, NULL);
+    pthread_cond_init(&p->finished, NULL);
+    p->n = 1;
+    for (int t = 1; t < threads; t++) {
+        TrainWorker *w = malloc(sizeof(TrainWorker));
+        if (w) *w = (TrainWorker){p, t};
+        if (!w || pthread_create(&p->workers[t - 1], NULL, train_worker, w) != 0) {
+            free(w);
+            train_pool_free(p);   // joins the workers started so far
+            return NULL;
+        }
+        p->n = t + 1;
+    }
+    return p;
+}
+
+void train_pool_free(TrainPool *p) {
+    if (!p) return;
+    pthread_mutex_lock(&p->mu);
+    p->quit = 1;
+    pthread_cond_broadcast(&p->start);
+    pthread_mutex_unlock(&p->mu);
+    for (int t = 1; t < p->n; t++) pthread_join(p->workers[t - 1], NULL);
+    pthread_cond_destroy(&p->finished);
+    pthread_cond_destroy(&p->start);
+    pthread_mutex_destroy(&p->mu);
+    free(p->workers);
+    free(p);
+}
+
+int train_pool_threads(const TrainPool *p) { return p ? p->n : 1; }
+
+void train_pool_run(TrainPool *p, TrainTaskFn fn, void *ctx, int count) {
+    if (count <= 0) return;
+    if (!p || p->n == 1 || count == 1) {
+        fn(ctx, 0, count, 0);
+        return;
+    }
+    pthread_mutex_lock(&p->mu);
+    p->fn = fn;
+    p->ctx = ctx;
+    p->count = count;
+    p->busy = p->n - 1;
+    p->generation++;
+    pthread_cond_broadcast(&p->start);
+    pthread_mutex_unlock(&p->mu);
+    int begin, end;
+    slice(count, p->n, 0, &begin, &end);
+    if (begin < end) fn(ctx, begin, end, 0);
+    pthread_mutex_lock(&p->mu);
+    while (p->busy > 0) pthread_cond_wait(&p->finished, &p->mu);
+    pthread_mutex_unlock(&p->mu);
+}
 
 // ---------------------------------------------------------------------------
 // The matmul kernel. Training spends nearly all its time here: forward
@@ -169,42 +291,65 @@ static void matmul_task(void *ctx, int begin, int end, int thread) {
 }
 
 void train_matmul(float *out, const float *a, const float *b, const float *bias, int accumulate,
-                  Pool *pool, int64_t a_row, int64_t a_col, int ldb, int ldo, int M, int K, int N) {
+                  TrainPool *pool, int64_t a_row, int64_t a_col, int ldb, int ldo, int M, int K,
+                  int N) {
     MatmulJob job = {out, a, b, bias, accumulate, a_row, a_col, ldb, ldo, M, K, N};
     int tiles = (M + MR - 1) / MR;
-    if (!pool || pool_threads(pool) == 1 || (int64_t)M * K * N < 65536)
+    if (!pool || train_pool_threads(pool) == 1 || (int64_t)M * K * N < 65536)
         matmul_task(&job, 0, tiles, 0);
     else
-        pool_run(pool, matmul_task, &job, tiles);
+        train_pool_run(pool, matmul_task, &job, tiles);
 }
 
 // ---------------------------------------------------------------------------
 // Linear layer: y = x @ W + b with W stored (in, out), as in the chapter.
 
-void linear_forward(float *out, const float *inp, const float *w, const float *b, Pool *pool,
+void linear_forward(float *out, const float *inp, const float *w, const float *b, TrainPool *pool,
                     int N, int IC, int OC) {
     // out (N, OC), inp (N, IC), w (IC, OC), b (OC)
     // torch: out = inp @ w + b
     train_matmul(out, inp, w, b, 0, pool, IC, 1, OC, OC, N, IC, OC);
 }
 
+// The transpose of w and the column sums of dout, split among the threads
+// (by rows of w, by 16 columns of dout: each sum still runs over n in order).
+typedef struct {
+    float *wt, *db;
+    const float *w, *dout;
+    int N, IC, OC;
+} LinearJob;
+
+static void transpose_task(void *ctx, int begin, int end, int thread) {
+    (void)thread;
+    const LinearJob *j = ctx;
+    for (int i = begin; i < end; i++)
+        for (int o = 0; o < j->OC; o++)
+            j->wt[(int64_t)o * j->IC + i] = j->w[(int64_t)i * j->OC + o];
+}
+
+static void bias_grad_task(void *ctx, int begin, int end, int thread) {
+    (void)thread;
+    const LinearJob *j = ctx;
+    int c0 = begin * 16, c1 = min_int(end * 16, j->OC);
+    for (int n = 0; n < j->N; n++) {
+        const float *d = j->dout + (int64_t)n * j->OC;
+        for (int o = c0; o < c1; o++) j->db[o] += d[o];
+    }
+}
+
 void linear_backward(float *dinp, float *dw, float *db, float *wt, const float *dout,
-                     const float *inp, const float *w, Pool *pool, int N, int IC, int OC) {
+                     const float *inp, const float *w, TrainPool *pool, int N, int IC, int OC) {
     // dinp (N, IC), dw (IC, OC), db (OC), wt (OC, IC) scratch, dout (N, OC), inp (N, IC)
+    LinearJob j = {wt, db, w, dout, N, IC, OC};
     if (dinp) {
         // dinp += dout @ w^T    (w^T made contiguous first, so b rows are contiguous)
-        for (int i = 0; i < IC; i++)
-            for (int o = 0; o < OC; o++) wt[(int64_t)o * IC + i] = w[(int64_t)i * OC + o];
+        train_pool_run(pool, transpose_task, &j, IC);
         train_matmul(dinp, dout, wt, NULL, 1, pool, OC, 1, IC, IC, N, OC, IC);
     }
     // dw += inp^T @ dout    (a(i, n) = inp[n * IC + i]: a transposed view)
     train_matmul(dw, inp, dout, NULL, 1, pool, 1, IC, OC, OC, IC, N, OC);
     // db += dout.sum(0)
-    if (db)
-        for (int n = 0; n < N; n++) {
-            const float *d = dout + (int64_t)n * OC;
-            for (int o = 0; o < OC; o++) db[o] += d[o];
-        }
+    if (db) train_pool_run(pool, bias_grad_task, &j, (OC + 15) / 16);
 }
 
 // ---------------------------------------------------------------------------
@@ -254,6 +399,65 @@ void layernorm_backward(float *dinp, float *dw, float *db, const float *dout, co
             db[c] += dy[c];
             dw[c] += dy[c] * xhat;
             dx[c] += s * (dy[c] * w[c] - g_mean - xhat * gx_mean);
+        }
+    }
+}
+
+// The same layers over many rows, split among the threads. LayerNorm's
+// backward sums dw and db over rows: each fixed chunk of LN_ROWS rows sums
+// into its own partial (2C floats of scratch), and the partials are added in
+// chunk order, so the result does not depend on the number of threads.
+enum { LN_ROWS = 64 };
+
+typedef struct {
+    float *out, *mean, *rstd, *dw, *db, *partial;
+    const float *inp, *dout, *w, *b, *cmean, *crstd;
+    int N, C;
+} LnJob;
+
+static void layernorm_forward_task(void *ctx, int begin, int end, int thread) {
+    (void)thread;
+    const LnJob *j = ctx;
+    int r0 = begin * LN_ROWS, r1 = min_int(end * LN_ROWS, j->N);
+    int64_t off = (int64_t)r0 * j->C;
+    if (r0 < r1)
+        layernorm_forward(j->out + off, j->mean + r0, j->rstd + r0, j->inp + off, j->w, j->b,
+                          r1 - r0, j->C);
+}
+
+static void layernorm_backward_task(void *ctx, int begin, int end, int thread) {
+    (void)thread;
+    const LnJob *j = ctx;
+    for (int chunk = begin; chunk < end; chunk++) {
+        int r0 = chunk * LN_ROWS, r1 = min_int(r0 + LN_ROWS, j->N);
+        int64_t off = (int64_t)r0 * j->C;
+        float *pdw = j->partial + (int64_t)chunk * 2 * j->C, *pdb = pdw + j->C;
+        memset(pdw, 0, sizeof(float) * 2 * (size_t)j->C);
+        layernorm_backward(j->out + off, pdw, pdb, j->dout + off, j->inp + off, j->w,
+                           j->cmean + r0, j->crstd + r0, r1 - r0, j->C);
+    }
+}
+
+// partial: ((N + LN_ROWS - 1) / LN_ROWS) * 2C floats of scratch.
+static void layernorm_forward_pool(float *out, float *mean, float *rstd, const float *inp,
+                                   const float *w, const float *b, TrainPool *pool, int N, int C) {
+    LnJob j = {.out = out, .mean = mean, .rstd = rstd, .inp = inp, .w = w, .b = b, .N = N, .C = C};
+    train_pool_run(pool, layernorm_forward_task, &j, (N + LN_ROWS - 1) / LN_ROWS);
+}
+
+static void layernorm_backward_pool(float *dinp, float *dw, float *db, float *partial,
+                                    const float *dout, const float *inp, const float *w,
+                                    const float *mean, const float *rstd, TrainPool *pool, int N,
+                                    int C) {
+    int chunks = (N + LN_ROWS - 1) / LN_ROWS;
+    LnJob j = {.out = dinp, .partial = partial, .dout = dout, .inp = inp, .w = w,
+               .cmean = mean, .crstd = rstd, .N = N, .C = C};
+    train_pool_run(pool, layernorm_backward_task, &j, chunks);
+    for (int chunk = 0; chunk < chunks; chunk++) {
+        const float *pdw = partial + (int64_t)chunk * 2 * C, *pdb = pdw + C;
+        for (int c = 0; c < C; c++) {
+            dw[c] += pdw[c];
+            db[c] += pdb[c];
         }
     }
 }
@@ -438,11 +642,11 @@ static void attention_forward_task(void *ctx, int begin, int end, int thread) {
 }
 
 void attention_forward(float *out, float *att, const float *q, const float *k, const float *v,
-                       float *scratch, Pool *pool, int B, int T, int C, int H) {
+                       float *scratch, TrainPool *pool, int B, int T, int C, int H) {
     // out (B, T, C), att (B, H, T, T), q k v (B, T, C), scratch threads * (D, T)
     AttnJob job = {.out = out, .att = att, .scratch = scratch, .q = q, .k = k, .v = v,
                    .B = B, .T = T, .C = C, .H = H};
-    pool_run(pool, attention_forward_task, &job, B * H);
+    train_pool_run(pool, attention_forward_task, &job, B * H);
 }
 
 static void attention_backward_task(void *ctx, int begin, int end, int thread) {
@@ -481,11 +685,11 @@ static void attention_backward_task(void *ctx, int begin, int end, int thread) {
 
 void attention_backward(float *dq, float *dk, float *dv, const float *dout, const float *att,
                         const float *q, const float *k, const float *v, float *scratch,
-                        Pool *pool, int B, int T, int C, int H) {
+                        TrainPool *pool, int B, int T, int C, int H) {
     // dq dk dv (B, T, C), dout (B, T, C), att (B, H, T, T), scratch threads * (D*T + T*T)
     AttnJob job = {.dq = dq, .dk = dk, .dv = dv, .scratch = scratch, .q = q, .k = k, .v = v,
                    .dout = dout, .catt = att, .B = B, .T = T, .C = C, .H = H};
-    pool_run(pool, attention_backward_task, &job, B * H);
+    train_pool_run(pool, attention_backward_task, &job, B * H);
 }
 
 // ---------------------------------------------------------------------------
@@ -617,7 +821,7 @@ void train_init_params(float *params, GptConfig cfg, uint64_t seed) {
 struct TrainState {
     GptConfig cfg;
     int B;                    // sequences the buffers hold
-    Pool *pool;
+    TrainPool *pool;
     GptBlockParams *blocks;   // (L) views for gpt_params_carve
     GptBlockParams *gblocks;  // (L) the same for the gradients
     float *memory;            // the one allocation
@@ -647,16 +851,17 @@ struct TrainState {
     float *dlogits;  // (N, V)
     float *wt;       // (max(C F, C V)) a weight matrix transposed
     float *scratch;  // threads * (D T + T T) attention scratch
+    float *ln_partial;   // (N / LN_ROWS rounded up, 2C) LayerNorm's partial dw, db
 };
 
-TrainState *train_state_new(GptConfig g, int B, Pool *pool) {
+TrainState *train_state_new(GptConfig g, int B, TrainPool *pool) {
     TrainState *s = calloc(1, sizeof(TrainState));
     if (!s) return NULL;
     s->cfg = g;
     s->B = B;
     s->pool = pool;
     size_t N = (size_t)B * g.T, C = g.C, F = 4 * C, L = g.L, V = g.V, T = g.T;
-    size_t D = C / g.H, threads = pool ? (size_t)pool_threads(pool) : 1;
+    size_t D = C / g.H, threads = pool ? (size_t)train_pool_threads(pool) : 1;
     size_t wt = C * F > C * V ? C * F : C * V;
     struct { float **ptr; size_t size; } table[] = {
         {&s->res, (L + 1) * N * C}, {&s->ln1, L * N * C}, {&s->ln1_mean, L * N},
@@ -668,6 +873,7 @@ TrainState *train_state_new(GptConfig g, int B, Pool *pool) {
         {&s->dres, N * C}, {&s->dln, N * C}, {&s->datty, N * C}, {&s->dq, N * C},
         {&s->dk, N * C}, {&s->dv, N * C}, {&s->dfcg, N * F}, {&s->dfch, N * F},
         {&s->dlogits, N * V}, {&s->wt, wt}, {&s->scratch, threads * (D * T + T * T)},
+        {&s->ln_partial, (N + LN_ROWS - 1) / LN_ROWS * 2 * C},
     };
     size_t total = 0;
     for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++) total += table[i].size;
@@ -717,8 +923,8 @@ double train_forward(TrainState *s, const float *params, const int32_t *inputs,
         float *ln2 = s->ln2 + l * NC, *fch = s->fch + l * NF, *fcg = s->fcg + l * NF;
         float *att = s->att + (size_t)l * s->B * g.H * T * T;
         // h = ln1(x)
-        layernorm_forward(ln1, s->ln1_mean + l * NN, s->ln1_rstd + l * NN, res_in, w->ln1_w,
-                          w->ln1_b, N, C);
+        layernorm_forward_pool(ln1, s->ln1_mean + l * NN, s->ln1_rstd + l * NN, res_in, w->ln1_w,
+                               w->ln1_b, s->pool, N, C);
         // q, k, v = query(h), key(h), value(h)
         linear_forward(q, ln1, w->wq, w->bq, s->pool, N, C, C);
         linear_forward(k, ln1, w->wk, w->bk, s->pool, N, C, C);
@@ -729,17 +935,17 @@ double train_forward(TrainState *s, const float *params, const int32_t *inputs,
         memcpy(resmid, res_in, sizeof(float) * (size_t)N * C);
         train_matmul(resmid, atty, w->wo, w->bo, 1, s->pool, C, 1, C, C, N, C, C);
         // x = x + fc2(gelu(fc1(ln2(x))))
-        layernorm_forward(ln2, s->ln2_mean + l * NN, s->ln2_rstd + l * NN, resmid, w->ln2_w,
-                          w->ln2_b, N, C);
+        layernorm_forward_pool(ln2, s->ln2_mean + l * NN, s->ln2_rstd + l * NN, resmid, w->ln2_w,
+                               w->ln2_b, s->pool, N, C);
         linear_forward(fch, ln2, w->w1, w->b1, s->pool, N, C, F);
         GeluJob gj = {fcg, fch, NULL, 4096, (int64_t)N * F};
-        pool_run(s->pool, gelu_forward_task, &gj, (int)((gj.n + gj.chunk - 1) / gj.chunk));
+        train_pool_run(s->pool, gelu_forward_task, &gj, (int)((gj.n + gj.chunk - 1) / gj.chunk));
         memcpy(res_out, resmid, sizeof(float) * (size_t)N * C);
         train_matmul(res_out, fcg, w->w2, w->b2, 1, s->pool, F, 1, C, C, N, F, C);
     }
     // logits = head(ln_f(x))
-    layernorm_forward(s->lnf, s->lnf_mean, s->lnf_rstd, s->res + g.L * NC, p.lnf_w, p.lnf_b, N,
-                      C);
+    layernorm_forward_pool(s->lnf, s->lnf_mean, s->lnf_rstd, s->res + g.L * NC, p.lnf_w, p.lnf_b,
+                           s->pool, N, C);
     linear_forward(s->logits, s->lnf, p.head_w, p.head_b, s->pool, N, C, V);
     if (!targets) return 0.0;
     return crossentropy_forward(s->probs, s->losses, s->logits, targets, N, V);
@@ -762,8 +968,8 @@ void train_backward(TrainState *s, float *grads, const float *params, const int3
     linear_backward(s->dln, d.head_w, d.head_b, s->wt, s->dlogits, s->lnf, p.head_w, s->pool, N,
                     C, V);
     memset(s->dres, 0, nc);
-    layernorm_backward(s->dres, d.lnf_w, d.lnf_b, s->dln, s->res + g.L * NC, p.lnf_w,
-                       s->lnf_mean, s->lnf_rstd, N, C);
+    layernorm_backward_pool(s->dres, d.lnf_w, d.lnf_b, s->ln_partial, s->dln, s->res + g.L * NC,
+                            p.lnf_w, s->lnf_mean, s->lnf_rstd, s->pool, N, C);
     for (int l = g.L - 1; l >= 0; l--) {
         const GptBlockParams *w = &p.blocks[l];
         GptBlockParams *dw = &d.blocks[l];
@@ -777,11 +983,12 @@ void train_backward(TrainState *s, float *grads, const float *params, const int3
         linear_backward(s->dfcg, dw->w2, dw->b2, s->wt, s->dres, fcg, w->w2, s->pool, N, F, C);
         memset(s->dfch, 0, nf);
         GeluJob gj = {s->dfch, fch, s->dfcg, 4096, (int64_t)N * F};
-        pool_run(s->pool, gelu_backward_task, &gj, (int)((gj.n + gj.chunk - 1) / gj.chunk));
+        train_pool_run(s->pool, gelu_backward_task, &gj, (int)((gj.n + gj.chunk - 1) / gj.chunk));
         memset(s->dln, 0, nc);
         linear_backward(s->dln, dw->w1, dw->b1, s->wt, s->dfch, ln2, w->w1, s->pool, N, C, F);
-        layernorm_backward(s->dres, dw->ln2_w, dw->ln2_b, s->dln, resmid, w->ln2_w,
-                           s->ln2_mean + l * NN, s->ln2_rstd + l * NN, N, C);
+        layernorm_backward_pool(s->dres, dw->ln2_w, dw->ln2_b, s->ln_partial, s->dln, resmid,
+                                w->ln2_w, s->ln2_mean + l * NN, s->ln2_rstd + l * NN, s->pool, N,
+                                C);
         // x = x + output(attention(ln1(x)))
         memset(s->datty, 0, nc);
         linear_backward(s->datty, dw->wo, dw->bo, s->wt, s->dres, atty, w->wo, s->pool, N, C, C);
@@ -794,8 +1001,9 @@ void train_backward(TrainState *s, float *grads, const float *params, const int3
         linear_backward(s->dln, dw->wq, dw->bq, s->wt, s->dq, ln1, w->wq, s->pool, N, C, C);
         linear_backward(s->dln, dw->wk, dw->bk, s->wt, s->dk, ln1, w->wk, s->pool, N, C, C);
         linear_backward(s->dln, dw->wv, dw->bv, s->wt, s->dv, ln1, w->wv, s->pool, N, C, C);
-        layernorm_backward(s->dres, dw->ln1_w, dw->ln1_b, s->dln, res_in, w->ln1_w,
-                           s->ln1_mean + l * NN, s->ln1_rstd + l * NN, N, C);
+        layernorm_backward_pool(s->dres, dw->ln1_w, dw->ln1_b, s->ln_partial, s->dln, res_in,
+                                w->ln1_w, s->ln1_mean + l * NN, s->ln1_rstd + l * NN, s->pool, N,
+                                C);
     }
     // x = token_embedding(inputs) + position_embedding(arange(T))
     for (int n = 0; n < N; n++) {
@@ -857,12 +1065,12 @@ static void adamw_task(void *ctx, int begin, int end, int thread) {
 // step (step 0-based) to params, m, v (P). partial holds one double per
 // chunk of ADAM_CHUNK. Returns the norm before clipping.
 static float adamw_update(float *params, float *m, float *v, float *grads, const uint8_t *decay,
-                          double *partial, const TrainConfig *r, float lr, int step, Pool *pool,
-                          size_t P) {
+                          double *partial, const TrainConfig *r, float lr, int step,
+                          TrainPool *pool, size_t P) {
     int chunks = (int)((P + ADAM_CHUNK - 1) / ADAM_CHUNK);
     AdamJob aj = {params, grads, m, v, decay, partial, P, lr, r->beta1, r->beta2, r->eps,
                   r->weight_decay, 1.0f, 0, 0};
-    pool_run(pool, grad_norm_task, &aj, chunks);
+    train_pool_run(pool, grad_norm_task, &aj, chunks);
     double sq = 0.0;
     for (int c = 0; c < chunks; c++) sq += partial[c];   // in order: the same sum every run
     float norm = (float)sqrt(sq);
@@ -870,7 +1078,7 @@ static float adamw_update(float *params, float *m, float *v, float *grads, const
     // bias corrections of the moments: 1 - beta^t
     aj.bc1 = 1.0f - powf(r->beta1, (float)(step + 1));
     aj.bc2 = 1.0f - powf(r->beta2, (float)(step + 1));
-    pool_run(pool, adamw_task, &aj, chunks);
+    train_pool_run(pool, adamw_task, &aj, chunks);
     return norm;
 }
 
@@ -1346,14 +1554,14 @@ int train_eval(const GptModel *model, const char *data_path, int threads, double
         return 1;
     }
     int B = 8;
-    Pool *pool = pool_new(threads);
+    TrainPool *pool = train_pool_new(threads);
     TrainState *s = pool ? train_state_new(g, B, pool) : NULL;
     int32_t *io = malloc(sizeof(int32_t) * 2 * (size_t)B * g.T);
     if (!s || !io) {
         fprintf(stderr, "kvdemo: out of memory for evaluation\n");
         free(io);
         train_state_free(s);
-        pool_free(pool);
+        train_pool_free(pool);
         train_text_free(&text);
         return 1;
     }
@@ -1368,7 +1576,7 @@ int train_eval(const GptModel *model, const char *data_path, int threads, double
                                         io, io + B * g.T);
     free(io);
     train_state_free(s);
-    pool_free(pool);
+    train_pool_free(pool);
     train_text_free(&text);
     return 0;
 }
@@ -1444,7 +1652,7 @@ int train_run(const TrainConfig *cfg, TrainProgressFn progress, void *user) {
     TrainCheckpoint ck = {0};
     int status = TRAIN_FAILED;
     TrainText text = {0};
-    Pool *pool = NULL;
+    TrainPool *pool = NULL;
     TrainState *s = NULL;
     float *memory = NULL;
     uint8_t *decay = NULL;
@@ -1509,7 +1717,7 @@ int train_run(const TrainConfig *cfg, TrainProgressFn progress, void *user) {
     }
 
     size_t P = gpt_num_params(g);
-    pool = pool_new(r.threads);
+    pool = train_pool_new(r.threads);
     if (!pool) goto oom;
     s = train_state_new(g, r.batch, pool);
     memory = malloc(sizeof(float) * 4 * P);   // params, grads, m, v
@@ -1547,7 +1755,7 @@ int train_run(const TrainConfig *cfg, TrainProgressFn progress, void *user) {
                         "embedding %d, heads %d, blocks %d: %zu parameters; batch %d x %d, "
                         "%d steps%s, %d threads\n", r.data_path, (long long)text.n, g.V, g.T,
                 g.C, g.H, g.L, P, r.batch, g.T, r.iters,
-                r.resume_path ? " (resumed)" : "", pool_threads(pool));
+                r.resume_path ? " (resumed)" : "", train_pool_threads(pool));
     if (r.resume_path && !r.quiet)
         fprintf(stderr, "resuming at step %d of %d from %s\n", step, r.iters, r.resume_path);
 
@@ -1650,7 +1858,7 @@ done:
     free(decay);
     free(memory);
     train_state_free(s);
-    pool_free(pool);
+    train_pool_free(pool);
     train_text_free(&text);
     free(ckpt_default);
     return status;
@@ -1666,7 +1874,7 @@ int train_benchmark(GptConfig cfg, int B, int steps, int threads, double *tokens
     train_config_default(&r, "seed");
     size_t P = gpt_num_params(cfg);
     int count = 0;
-    Pool *pool = pool_new(threads);
+    TrainPool *pool = train_pool_new(threads);
     TrainState *s = pool ? train_state_new(cfg, B, pool) : NULL;
     float *memory = malloc(sizeof(float) * 4 * P);
     uint8_t *decay = malloc(P);
@@ -1702,6 +1910,6 @@ int train_benchmark(GptConfig cfg, int B, int steps, int threads, double *tokens
     free(decay);
     free(memory);
     train_state_free(s);
-    pool_free(pool);
+    train_pool_free(pool);
     return status;
 }
