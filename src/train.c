@@ -1,4 +1,6 @@
-// train — how the char GPT learns: forward with saved activations, backward
+        // a terminal gets at most 10 updates a second
+        else if (!r.quiet && (!tty || evaluated || step == r.iters || elapsed - last_print >= 0.1)) {
+            print_progress(&pr, tty);// train — how the char GPT learns: forward with saved activations, backward
 // for every layer, AdamW, checkpoints, progress, evaluation.
 //
 // Legend of dimension letters:
@@ -1768,6 +1770,7 @@ int train_run(const TrainConfig *cfg, TrainProgressFn progress, void *user) {
     sigaction(SIGTERM, &sa, &old_term);
 
     double t0 = now_s(), eval_time = 0.0;
+    double last_print = -1.0;
     int first_step = step;
     float val = NAN, loss = NAN;
     int64_t val_max = (int64_t)r.eval_batches * r.batch;
@@ -1803,8 +1806,14 @@ int train_run(const TrainConfig *cfg, TrainProgressFn progress, void *user) {
             pr.tokens_per_s = (double)(step - first_step) * r.batch * g.T / train_time;
             pr.eta_s = train_time / (step - first_step) * (r.iters - step);
         }
-        if (progress) stop |= progress(&pr, user) != 0;
-        else if (!r.quiet) print_progress(&pr, tty);
+        // a terminal gets at most 10 updates a second
+        int due = !tty || evaluated || step == r.iters || elapsed - last_print >= 0.1;
+        if (progress) {
+            stop |= progress(&pr, user) != 0;
+        } else if (!r.quiet && due) {
+            print_progress(&pr, tty);
+            last_print = elapsed;
+        }
         stop |= stop_requested;
 
         if (stop || (r.ckpt_every > 0 && step % r.ckpt_every == 0 && step < r.iters)) {
