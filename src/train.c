@@ -1,6 +1,4 @@
-        // a terminal gets at most 10 updates a second
-        else if (!r.quiet && (!tty || evaluated || step == r.iters || elapsed - last_print >= 0.1)) {
-            print_progress(&pr, tty);// train — how the char GPT learns: forward with saved activations, backward
+// train — how the char GPT learns: forward with saved activations, backward
 // for every layer, AdamW, checkpoints, progress, evaluation.
 //
 // Legend of dimension letters:
