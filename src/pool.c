@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 enum { POOL_SPIN_NS = 200000 };   // 0.2 ms of spinning before sleeping
+#define CLOSED UINT32_MAX           // "no task left" for any count
 
 struct Pool {
     int n;                          // threads, the caller included
@@ -32,7 +33,8 @@ struct Pool {
     PoolFn fn;
     void *ctx;
     atomic_int count;               // tasks of the current loop
-    atomic_uint_fast64_t claim;     // generation << 32 | next unclaimed task
+    atomic_uint_fast64_t claim;     // generation << 32 | next unclaimed task;
+                                    // next = CLOSED once the loop has ended
     atomic_int done;                // tasks of the current loop finished
     atomic_int quit;                // 1: workers exit
     // Sleeping: a thread announces itself in sleepers / caller_waits under
@@ -88,7 +90,9 @@ static int spin_until(int (*cond)(Pool *, uint32_t), Pool *pool, uint32_t arg) {
     }
 }
 
-// Claims and runs tasks of loop `generation` until none is left.
+// Claims and runs tasks of loop `generation` until none is left. A claim
+// succeeds only while claim still reads (generation, task), that is while
+// the loop is open, so count is this loop's.
 static void run_tasks(Pool *pool, uint32_t generation, int thread) {
     for (;;) {
         uint_fast64_t c = atomic_load(&pool->claim);
@@ -143,7 +147,7 @@ Pool *pool_new(int n) {
         return NULL;
     }
     atomic_init(&pool->count, 0);
-    atomic_init(&pool->claim, 0);
+    atomic_init(&pool->claim, CLOSED);
     atomic_init(&pool->done, 0);
     atomic_init(&pool->quit, 0);
     atomic_init(&pool->sleepers, 0);
@@ -207,4 +211,8 @@ void pool_run(Pool *pool, PoolFn fn, void *ctx, int count) {
         atomic_store(&pool->caller_waits, 0);
         pthread_mutex_unlock(&pool->mu);
     }
+    // Close the loop before the next one changes count: a worker still
+    // looking at this generation must not take the new count for its own
+    // and claim a task that does not exist.
+    atomic_store(&pool->claim, (uint_fast64_t)generation << 32 | CLOSED);
 }

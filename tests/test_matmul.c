@@ -245,6 +245,27 @@ static void test_pool_runs_every_task_once(void **state) {
     pool_free(NULL);
 }
 
+// Many short loops back to back whose task counts change every time: a
+// worker late for one loop must never run a task of the next.
+static void test_pool_back_to_back_loops(void **state) {
+    (void)state;
+    static const int counts[] = {3, 17, 2, 40, 1, 9, 64, 5};
+    int hits[64];
+    for (int threads = 2; threads <= 3; threads++) {
+        Pool *pool = pool_new(threads);
+        assert_non_null(pool);
+        for (int round = 0; round < 20000; round++) {
+            int count = counts[round % 8];
+            memset(hits, 0, sizeof(hits));
+            Count c = {hits};
+            pool_run(pool, count_tasks, &c, count);
+            for (int i = 0; i < 64; i++)
+                if (hits[i] != (i < count)) fail_msg("%d threads, loop %d of %d tasks: task %d ran %d times", threads, round, count, i, hits[i]);
+        }
+        pool_free(pool);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_matmul_matches_plain),
@@ -254,6 +275,7 @@ int main(void) {
         cmocka_unit_test(test_gelu),
         cmocka_unit_test(test_layernorm),
         cmocka_unit_test(test_pool_runs_every_task_once),
+        cmocka_unit_test(test_pool_back_to_back_loops),
     };
     return cmocka_run_group_tests_name("matmul", tests, NULL, NULL);
 }
