@@ -78,4 +78,4 @@ data:
 	@sh tests/get-data.sh
 
 clean:
-	rm -rf build build-asan build-debug kvdemo
+	rm -rf build build-asan build-debug build-portable kvdemo
