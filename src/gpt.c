@@ -699,14 +699,14 @@ const float *gpt_forward(GptState *s, const GptModel *m, const int *tokens, int 
         // of the cache and the new key, without copying the old part.
         float *key = s->key_cache + (int64_t)l * H * D * T;     // (H, D, T)
         float *value = s->value_cache + (int64_t)l * H * T * D; // (H, T, D)
-        for (int i = 0; i < n; i++) {
-            int t = offset + i;
-            for (int h = 0; h < H; h++) {
-                for (int d = 0; d < D; d++) {
-                    key[((int64_t)h * D + d) * T + t] = s->k[(int64_t)i * C + h * D + d];
-                    value[((int64_t)h * T + t) * D + d] = s->v[(int64_t)i * C + h * D + d];
-                }
+        for (int h = 0; h < H; h++) {
+            for (int d = 0; d < D; d++) {   // key row (h, d): positions offset.. side by side
+                float *row = key + ((int64_t)h * D + d) * T + offset;
+                for (int i = 0; i < n; i++) row[i] = s->k[(int64_t)i * C + h * D + d];
             }
+            for (int i = 0; i < n; i++)
+                memcpy(value + ((int64_t)h * T + offset + i) * D, s->v + (int64_t)i * C + h * D,
+                       sizeof(float) * (size_t)D);
         }
         // att = softmax(query @ key * scale) @ value, heads side by side   (N, C)
         AttentionJob attention = {s, l, n, offset};
