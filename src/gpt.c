@@ -305,11 +305,6 @@ static uint64_t file_bytes(GptConfig cfg) {
     return HEADER_BYTES + 4 * (uint64_t)cfg.V + 4 * (uint64_t)gpt_num_params(cfg);
 }
 
-// A header field shown in messages: fields above INT_MAX are out of range anyway.
-static int field(uint32_t x) {
-    return x > 0x7fffffff ? -1 : (int)x;
-}
-
 int gpt_load(GptModel *m, const char *path, char *err, size_t errlen) {
     memset(m, 0, sizeof(*m));
     FILE *f = fopen(path, "rb");
@@ -323,7 +318,7 @@ int gpt_load(GptModel *m, const char *path, char *err, size_t errlen) {
     unsigned char h[HEADER_BYTES];
     if (size < HEADER_BYTES || fread(h, 1, HEADER_BYTES, f) != HEADER_BYTES) {
         fclose(f);
-        return fail(err, errlen, "%s: truncated: %llu bytes, the header alone takes %d", path,
+        return fail(err, errlen, "%s: truncated: %llu bytes, the header alone takes %d bytes", path,
                     (unsigned long long)size, HEADER_BYTES);
     }
     if (memcmp(h, GPT_MAGIC, 4) != 0) {
@@ -339,8 +334,19 @@ int gpt_load(GptModel *m, const char *path, char *err, size_t errlen) {
         return fail(err, errlen, "%s: model file version %u, this kvdemo reads version %d", path, version,
                     GPT_VERSION);
     }
-    GptConfig cfg = {field(read_u32le(h + 8)), field(read_u32le(h + 12)), field(read_u32le(h + 16)),
-                     field(read_u32le(h + 20)), field(read_u32le(h + 24))};
+    // The five sizes; one beyond int's range is out of range whatever it is.
+    static const char *const size_names[5] = {"vocabulary size V", "context T", "embedding size C", "heads H",
+                                              "blocks L"};
+    int sizes[5];
+    for (int i = 0; i < 5; i++) {
+        uint32_t x = read_u32le(h + 8 + 4 * i);
+        if (x > 0x7fffffff) {
+            fclose(f);
+            return fail(err, errlen, "%s: %s=%u is out of range", path, size_names[i], x);
+        }
+        sizes[i] = (int)x;
+    }
+    GptConfig cfg = {sizes[0], sizes[1], sizes[2], sizes[3], sizes[4]};
     char why[200];
     if (gpt_check_config(cfg, why, sizeof(why)) != 0) {
         fclose(f);
@@ -350,7 +356,7 @@ int gpt_load(GptModel *m, const char *path, char *err, size_t errlen) {
     if (size < need) {
         fclose(f);
         return fail(err, errlen,
-                    "%s: truncated: %llu bytes, a model with V=%d T=%d C=%d H=%d L=%d takes %llu", path,
+                    "%s: truncated: %llu bytes, a model with V=%d T=%d C=%d H=%d L=%d takes %llu bytes", path,
                     (unsigned long long)size, cfg.V, cfg.T, cfg.C, cfg.H, cfg.L, (unsigned long long)need);
     }
     if (size > need) {
