@@ -111,6 +111,7 @@ void ops_parallel_for(void (*fn)(void *ctx, int begin, int end, int thread), voi
 #include <immintrin.h>
 
 enum { OPS_MR = 8, OPS_NV = 3, OPS_NR = 16 * OPS_NV };   // 8 x 48 tile: 24 zmm of sums
+enum { OPS_PREFETCH = 8 };                                  // rows of b ahead
 
 // One tile: rows (1..OPS_MR) rows of a from a0, columns j0 .. j0+47 of b
 // (lanes beyond N masked off by mask[v]). Inlined with a constant `rows` so
@@ -126,6 +127,12 @@ matmul_tile(float *out, const float *a0, const float *b, const float *bias, int 
         for (int v = 0; v < OPS_NV; v++) acc[r][v] = _mm512_setzero_ps();
     const float *bk = b + j0;
     for (int k = 0; k < K; k++, bk += N) {
+        // b's rows are N floats apart: ask for the panel's row OPS_PREFETCH
+        // ahead now, which the hardware does not guess well on its own when
+        // the weights come from memory (a prefetch past the end is harmless).
+#pragma GCC unroll 4
+        for (int v = 0; v < OPS_NV; v++)
+            _mm_prefetch((const char *)(bk + (int64_t)OPS_PREFETCH * N + 16 * v), _MM_HINT_T0);
         __m512 bv[OPS_NV];
 #pragma GCC unroll 4
         for (int v = 0; v < OPS_NV; v++) bv[v] = _mm512_maskz_loadu_ps(mask[v], bk + 16 * v);
