@@ -111,40 +111,41 @@ void ops_parallel_for(void (*fn)(void *ctx, int begin, int end, int thread), voi
 #include <immintrin.h>
 
 enum { OPS_MR = 8, OPS_NV = 3, OPS_NR = 16 * OPS_NV };   // 8 x 48 tile: 24 zmm of sums
+enum { OPS_ROW_NV = 12, OPS_ROW_NR = 16 * OPS_ROW_NV };     // one row: 1 x 192, 12 zmm
 enum { OPS_PREFETCH = 8 };                                  // rows of b ahead
 
-// One tile: rows (1..OPS_MR) rows of a from a0, columns j0 .. j0+47 of b
-// (lanes beyond N masked off by mask[v]). Inlined with a constant `rows` so
-// that the loops below unroll into straight register code.
+// One tile: rows (1..OPS_MR) rows of a from a0, nv vectors of 16 columns of
+// b from j0 (lanes beyond N masked off by mask[v]). Inlined with constant
+// rows and nv so that the loops unroll into straight register code.
 static inline __attribute__((always_inline)) void
 matmul_tile(float *out, const float *a0, const float *b, const float *bias, int K, int N, int j0,
-            const __mmask16 *mask, const int rows) {
+            const __mmask16 *mask, const int rows, const int nv) {
     // The loops over r and v are unrolled so that acc lives in registers.
-    __m512 acc[OPS_MR][OPS_NV];
+    __m512 acc[OPS_MR][OPS_ROW_NV];
 #pragma GCC unroll 8
     for (int r = 0; r < rows; r++)
-#pragma GCC unroll 4
-        for (int v = 0; v < OPS_NV; v++) acc[r][v] = _mm512_setzero_ps();
+#pragma GCC unroll 12
+        for (int v = 0; v < nv; v++) acc[r][v] = _mm512_setzero_ps();
     const float *bk = b + j0;
     for (int k = 0; k < K; k++, bk += N) {
         // b's rows are N floats apart: ask for the panel's row OPS_PREFETCH
         // ahead now, which the hardware does not guess well on its own when
         // the weights come from memory (a prefetch past the end is harmless).
-#pragma GCC unroll 4
-        for (int v = 0; v < OPS_NV; v++)
+#pragma GCC unroll 12
+        for (int v = 0; v < nv; v++)
             _mm_prefetch((const char *)(bk + (int64_t)OPS_PREFETCH * N + 16 * v), _MM_HINT_T0);
-        __m512 bv[OPS_NV];
-#pragma GCC unroll 4
-        for (int v = 0; v < OPS_NV; v++) bv[v] = _mm512_maskz_loadu_ps(mask[v], bk + 16 * v);
+        __m512 bv[OPS_ROW_NV];
+#pragma GCC unroll 12
+        for (int v = 0; v < nv; v++) bv[v] = _mm512_maskz_loadu_ps(mask[v], bk + 16 * v);
 #pragma GCC unroll 8
         for (int r = 0; r < rows; r++) {
             __m512 av = _mm512_set1_ps(a0[(int64_t)r * K + k]);
-#pragma GCC unroll 4
-            for (int v = 0; v < OPS_NV; v++) acc[r][v] = _mm512_fmadd_ps(av, bv[v], acc[r][v]);
+#pragma GCC unroll 12
+            for (int v = 0; v < nv; v++) acc[r][v] = _mm512_fmadd_ps(av, bv[v], acc[r][v]);
         }
     }
-#pragma GCC unroll 4
-    for (int v = 0; v < OPS_NV; v++) {
+#pragma GCC unroll 12
+    for (int v = 0; v < nv; v++) {
         __m512 bb = bias ? _mm512_maskz_loadu_ps(mask[v], bias + j0 + 16 * v) : _mm512_setzero_ps();
 #pragma GCC unroll 8
         for (int r = 0; r < rows; r++) {
@@ -154,19 +155,27 @@ matmul_tile(float *out, const float *a0, const float *b, const float *bias, int 
     }
 }
 
+// The columns j0 .. j0 + width - 1 of out, every row. One row alone (a
+// cached step) takes panels four times wider, so that each row of b is read
+// 768 contiguous bytes at a time: the same operations per element, better
+// streaming of the weights from memory.
 static void matmul_panel(float *out, const float *a, const float *b, const float *bias, int M, int K,
                          int N, int j0) {
-    __mmask16 mask[OPS_NV];
-    for (int v = 0; v < OPS_NV; v++) {
+    __mmask16 mask[OPS_ROW_NV];
+    for (int v = 0; v < OPS_ROW_NV; v++) {
         int left = N - j0 - 16 * v;
         mask[v] = left >= 16 ? (__mmask16)0xFFFF : left <= 0 ? 0 : (__mmask16)((1u << left) - 1);
     }
+    if (M == 1) {
+        matmul_tile(out, a, b, bias, K, N, j0, mask, 1, OPS_ROW_NV);
+        return;
+    }
     int i = 0;
     for (; i + OPS_MR <= M; i += OPS_MR)
-        matmul_tile(out + (int64_t)i * N, a + (int64_t)i * K, b, bias, K, N, j0, mask, OPS_MR);
+        matmul_tile(out + (int64_t)i * N, a + (int64_t)i * K, b, bias, K, N, j0, mask, OPS_MR, OPS_NV);
     switch (M - i) {   // the last rows: the same tile, fewer rows
     case 0: break;
-#define TAIL(R) case R: matmul_tile(out + (int64_t)i * N, a + (int64_t)i * K, b, bias, K, N, j0, mask, R); break;
+#define TAIL(R) case R: matmul_tile(out + (int64_t)i * N, a + (int64_t)i * K, b, bias, K, N, j0, mask, R, OPS_NV); break;
     TAIL(1) TAIL(2) TAIL(3) TAIL(4) TAIL(5) TAIL(6) TAIL(7)
 #undef TAIL
     }
@@ -174,7 +183,7 @@ static void matmul_panel(float *out, const float *a, const float *b, const float
 
 #else   // the portable path: plain C in the same order (k ascending, then + bias)
 
-enum { OPS_NR = 16 };
+enum { OPS_NR = 16, OPS_ROW_NR = OPS_NR };
 
 static void matmul_panel(float *out, const float *a, const float *b, const float *bias, int M, int K,
                          int N, int j0) {
@@ -201,15 +210,17 @@ typedef struct {
 static void matmul_panels(void *ctx, int begin, int end, int thread) {
     (void)thread;
     MatmulJob *job = ctx;
+    int width = job->M == 1 ? OPS_ROW_NR : OPS_NR;
     for (int p = begin; p < end; p++)
-        matmul_panel(job->out, job->a, job->b, job->bias, job->M, job->K, job->N, p * OPS_NR);
+        matmul_panel(job->out, job->a, job->b, job->bias, job->M, job->K, job->N, p * width);
 }
 
 void ops_matmul(float *out, const float *a, const float *b, const float *bias, int M, int K, int N) {
     // out (M, N) = a (M, K) @ b (K, N) + bias (N)        numpy: a @ b + bias
     if (M <= 0 || N <= 0) return;
     MatmulJob job = {out, a, b, bias, M, K, N};
-    int panels = (N + OPS_NR - 1) / OPS_NR;
+    int width = M == 1 ? OPS_ROW_NR : OPS_NR;
+    int panels = (N + width - 1) / width;
     // Waking the other threads costs microseconds: only for work that is worth it.
     if ((int64_t)M * K * N < 65536) matmul_panels(&job, 0, panels, 0);
     else pool_run(ops_pool, matmul_panels, &job, panels);
