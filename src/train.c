@@ -1396,7 +1396,9 @@ int train_checkpoint_load(const char *path, TrainCheckpoint *ck) {
         return 1;
     }
     const char *why = NULL;
-    if (size < CKPT_HEADER + 8) {
+    if (!host_little_endian()) {
+        why = "checkpoints are little-endian; this machine is not";
+    } else if (size < CKPT_HEADER + 8) {
         why = "too short to be a checkpoint (truncated?)";
     } else if (!(buf = malloc((size_t)size))) {
         why = "out of memory";
