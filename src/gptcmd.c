@@ -449,12 +449,8 @@ int gptcmd_train(const Options *opt) {
     if (opt->given_seed) cfg.seed = opt->seed;
     if (cfg.warmup > cfg.iters) cfg.warmup = cfg.iters / 10;
     cfg.threads = opt->threads;
-    int rc = train_run(&cfg, NULL, NULL);
-    if (rc == TRAIN_STOPPED) {
-        fprintf(stderr, "kvdemo: training stopped; continue with --resume %s.ckpt\n", opt->out_path);
-        return 1;
-    }
-    return rc == TRAIN_OK ? 0 : 1;
+    // train_run says where the checkpoint is when it stops early.
+    return train_run(&cfg, NULL, NULL) == TRAIN_OK ? 0 : 1;
 }
 
 int gptcmd_eval(const Options *opt) {
