@@ -23,6 +23,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "testutil.h"
+
 #include "gpt.h"
 #include "ops.h"
 
@@ -33,34 +35,6 @@ static const char *GENERATE = "tests/fixtures/gpt_generate.txt";
 
 // ----------------------------------------------------------------------------
 // Helpers
-
-// Reads the array called name from a fixture file of lines
-// "name count v0 v1 ...". Returns count (filling at most max values); fails
-// the test when the file or the name is missing.
-static int fixture_read(const char *path, const char *name, double *out, int max) {
-    FILE *f = fopen(path, "r");
-    if (!f) fail_msg("cannot open %s (tests run from the repository's top folder)", path);
-    char word[128];
-    int found = -1;
-    while (found < 0 && fscanf(f, "%127s", word) == 1) {
-        if (word[0] == '#') {   // a comment line
-            int c;
-            while ((c = fgetc(f)) != EOF && c != '\n') {}
-            continue;
-        }
-        int count;
-        if (fscanf(f, "%d", &count) != 1) break;
-        for (int i = 0; i < count; i++) {
-            double v;
-            if (fscanf(f, "%lf", &v) != 1) fail_msg("%s: %s: value %d unreadable", path, word, i);
-            if (strcmp(word, name) == 0 && i < max) out[i] = v;
-        }
-        if (strcmp(word, name) == 0) found = count;
-    }
-    fclose(f);
-    if (found < 0) fail_msg("%s: no array named %s", path, name);
-    return found;
-}
 
 static void load(GptModel *m, const char *path) {
     char err[256];
@@ -201,14 +175,14 @@ static void check_generate(const char *model_path, const char *key, int use_cach
     double prompt_d[64], want_tokens[256], want_text[1024];
     char name[64];
     snprintf(name, sizeof(name), "prompt_%s_utf8", key);
-    int prompt_len = fixture_read(GENERATE, name, prompt_d, 63);
+    int prompt_len = fixture_array(GENERATE, name, prompt_d, 63);
     char prompt[64];
     for (int i = 0; i < prompt_len; i++) prompt[i] = (char)prompt_d[i];
     prompt[prompt_len] = '\0';
     snprintf(name, sizeof(name), "model_%s_%s_tokens", key, use_cache ? "cache" : "nocache");
-    int total = fixture_read(GENERATE, name, want_tokens, 256);
+    int total = fixture_array(GENERATE, name, want_tokens, 256);
     snprintf(name, sizeof(name), "model_%s_%s_text_utf8", key, use_cache ? "cache" : "nocache");
-    int text_len = fixture_read(GENERATE, name, want_text, 1024);
+    int text_len = fixture_array(GENERATE, name, want_text, 1024);
 
     int tokens[256];
     char err[256];

@@ -28,22 +28,6 @@ static int teardown(void **state) {
     return 0;
 }
 
-static Event *run_json(const char *args, int *n) {
-    RunResult r = kvdemo_run(args);
-    if (r.status != 0) fail_msg("kvdemo %s: exit status %d, stderr: %s", args, r.status, r.err);
-    Event *e = events_parse(r.out, n);
-    run_free(&r);
-    return e;
-}
-
-static void expect_fail(const char *args, int status, const char *needle) {
-    RunResult r = kvdemo_run(args);
-    if (r.status != status) fail_msg("kvdemo %s: exit status %d, expected %d (stderr: %s)", args, r.status, status, r.err);
-    if (!strstr(r.err, needle)) fail_msg("kvdemo %s: stderr \"%s\" does not contain \"%s\"", args, r.err, needle);
-    if (count_lines(r.err) != 1) fail_msg("kvdemo %s: %d lines on stderr, expected one: %s", args, count_lines(r.err), r.err);
-    run_free(&r);
-}
-
 // generate writes the same text with and without the cache, past the
 // context (32) as well.
 static void test_generate_same_text(void **state) {
@@ -51,9 +35,9 @@ static void test_generate_same_text(void **state) {
     char args[256];
     int n1, n2;
     snprintf(args, sizeof args, "generate --model %s --steps 80 --seed 3 --format json --cache", model);
-    Event *a = run_json(args, &n1);
+    Event *a = kvdemo_json(args, &n1);
     snprintf(args, sizeof args, "generate --model %s --steps 80 --seed 3 --format json --no-cache", model);
-    Event *b = run_json(args, &n2);
+    Event *b = kvdemo_json(args, &n2);
     const Event *ta = events_find(a, n1, "text", "cache", -1, "text"), *tb = events_find(b, n2, "text", "no-cache", -1, "text");
     assert_non_null(ta);
     assert_non_null(tb);
@@ -71,7 +55,7 @@ static void test_lesson10(void **state) {
     char args[256];
     int n;
     snprintf(args, sizeof args, "lesson 10 --model %s --steps 200 --format json", model);
-    Event *e = run_json(args, &n);
+    Event *e = kvdemo_json(args, &n);
     // key (1, H, D, len) and value (1, H, len, D): H = 4, D = 64 / 4, and the
     // first step feeds the 6 characters of "ROMEO:".
     for (int step = 1; step <= 4; step++) {
@@ -130,23 +114,23 @@ static void test_errors(void **state) {
     (void)state;
     char args[256];
     snprintf(args, sizeof args, "generate --model %s --prompt 天气", model);
-    expect_fail(args, 2, "'天' (U+5929)");
+    expect_failure(args, 2, "'天' (U+5929)");
     snprintf(args, sizeof args, "generate --model %s --init random", model);
-    expect_fail(args, 2, "--model and --init exclude each other");
+    expect_failure(args, 2, "--model and --init exclude each other");
     snprintf(args, sizeof args, "generate --model %s --preset tiny", model);
-    expect_fail(args, 2, "--preset goes with --init random");
+    expect_failure(args, 2, "--preset goes with --init random");
     snprintf(args, sizeof args, "generate --model %s --prompt ''", model);
-    expect_fail(args, 2, "--prompt needs a non-empty value");
-    expect_fail("generate --model /nonexistent/m.bin", 1, "/nonexistent/m.bin");
-    expect_fail("generate --init random --preset huge", 2, "--preset takes one of seed|tiny");
-    expect_fail("generate --steps 0", 2, "--steps takes a whole number from 1");
-    expect_fail("generate --temperature -1", 2, "--temperature takes a number from 0 to 100");
-    expect_fail("generate --data x.txt", 2, "unknown option '--data' for 'generate'");
-    expect_fail("bench --steps 16,x", 2, "--steps takes a comma-separated list");
-    expect_fail("init --preset tiny", 2, "init needs --out FILE");
-    expect_fail("train --preset tiny", 2, "train needs --out FILE");
-    expect_fail("train --out /tmp/x.bin --embedding 100 --heads 6 --data /dev/null", 2, "not divisible by --heads 6");
-    expect_fail("lesson 10 --init random --preset tiny --prompt é", 2, "U+00E9");
+    expect_failure(args, 2, "--prompt needs a non-empty value");
+    expect_failure("generate --model /nonexistent/m.bin", 1, "/nonexistent/m.bin");
+    expect_failure("generate --init random --preset huge", 2, "--preset takes one of seed|tiny");
+    expect_failure("generate --steps 0", 2, "--steps takes a whole number from 1");
+    expect_failure("generate --temperature -1", 2, "--temperature takes a number from 0 to 100");
+    expect_failure("generate --data x.txt", 2, "unknown option '--data' for 'generate'");
+    expect_failure("bench --steps 16,x", 2, "--steps takes a comma-separated list");
+    expect_failure("init --preset tiny", 2, "init needs --out FILE");
+    expect_failure("train --preset tiny", 2, "train needs --out FILE");
+    expect_failure("train --out /tmp/x.bin --embedding 100 --heads 6 --data /dev/null", 2, "not divisible by --heads 6");
+    expect_failure("lesson 10 --init random --preset tiny --prompt é", 2, "U+00E9");
     // A truncated model file.
     char bad[64];
     snprintf(bad, sizeof bad, "/tmp/kvdemo-trunc-%d.bin", (int)getpid());

@@ -25,15 +25,6 @@ static int teardown(void **state) {
     return 0;
 }
 
-// Runs kvdemo, expects exit status 0, parses its JSON events.
-static Event *run_json(const char *args, int *n) {
-    RunResult r = kvdemo_run(args);
-    if (r.status != 0) fail_msg("kvdemo %s: exit status %d, stderr: %s", args, r.status, r.err);
-    Event *e = events_parse(r.out, n);
-    run_free(&r);
-    return e;
-}
-
 // The fixture key of a tensor event: LESSON/RUN/STEP/NAME.
 static void event_key(char *key, size_t size, const Event *e) {
     snprintf(key, size, "%s/%s/%d/%s", e->lesson, e->run[0] ? e->run : "-", e->step, e->name);
@@ -81,7 +72,7 @@ static const Event *must_find(const Event *e, int n, const char *event, const ch
 static void test_lesson2_json_matches_pytorch(void **state) {
     (void)state;
     int n;
-    Event *e = run_json("lesson 2 --format json", &n);
+    Event *e = kvdemo_json("lesson 2 --format json", &n);
     check_tensors(e, n, "2", 1e-6);
     const Event *cmp = must_find(e, n, "compare", NULL, -1, "output");
     assert_int_equal(cmp->identical, 1);
@@ -96,7 +87,7 @@ static void test_lesson2_json_matches_pytorch(void **state) {
 static void test_lesson2_counts_and_timings(void **state) {
     (void)state;
     int n;
-    Event *e = run_json("lesson 2 --format json --repeat 3", &n);
+    Event *e = kvdemo_json("lesson 2 --format json --repeat 3", &n);
     const Event *t_nc = must_find(e, n, "timing", "no-cache", 0, NULL), *t_c = must_find(e, n, "timing", "cache", 0, NULL);
     assert_true(t_nc->seconds > 0 && t_c->seconds > 0);
     int rows_nc = 0, rows_c = 0;
@@ -116,7 +107,7 @@ static void test_lesson2_one_run(void **state) {
                               {"lesson 2 --format json --cache", "cache"}, {"lesson 2.2 --format json", "cache"}};
     for (int c = 0; c < 4; c++) {
         int n;
-        Event *e = run_json(cases[c][0], &n);
+        Event *e = kvdemo_json(cases[c][0], &n);
         for (int i = 0; i < n; i++)
             if (e[i].run[0] && strcmp(e[i].run, cases[c][1])) fail_msg("%s: an event of run %s", cases[c][0], e[i].run);
         assert_null(events_find(e, n, "compare", NULL, -1, NULL));
@@ -220,7 +211,7 @@ static void test_lesson2_text_options(void **state) {
 static void test_lesson1(void **state) {
     (void)state;
     int n;
-    Event *e = run_json("lesson 1 --format json", &n);
+    Event *e = kvdemo_json("lesson 1 --format json", &n);
     check_tensors(e, n, "1", 1e-6);
     const Event *causal = must_find(e, n, "compare", "causal", -1, "old_rows");
     const Event *free_ = must_find(e, n, "compare", "no-mask", -1, "old_rows");
@@ -237,7 +228,7 @@ static void test_lesson1(void **state) {
 static void test_lesson7(void **state) {
     (void)state;
     int n;
-    Event *e = run_json("lesson 7 --format json", &n);
+    Event *e = kvdemo_json("lesson 7 --format json", &n);
     check_tensors(e, n, "7", 1e-6);
     int steps = 0;
     for (int s = 1; events_find(e, n, "compare", NULL, s, "output"); s++) {
@@ -248,7 +239,7 @@ static void test_lesson7(void **state) {
     }
     assert_true(steps >= 7);
     events_free(e, n);
-    e = run_json("lesson 7 --format json --steps 4", &n);
+    e = kvdemo_json("lesson 7 --format json --steps 4", &n);
     assert_non_null(events_find(e, n, "compare", NULL, 4, "output"));
     assert_null(events_find(e, n, "compare", NULL, 5, "output"));
     events_free(e, n);
@@ -257,7 +248,7 @@ static void test_lesson7(void **state) {
 static void test_lesson9(void **state) {
     (void)state;
     int n;
-    Event *e = run_json("lesson 9 --format json", &n);
+    Event *e = kvdemo_json("lesson 9 --format json", &n);
     check_tensors(e, n, "9", 1e-6);
     const char *runs[] = {"causal", "no-mask"};
     for (int r = 0; r < 2; r++) {
@@ -271,42 +262,33 @@ static void test_lesson9(void **state) {
 // ----------------------------------------------------------------------------
 // The command line and its errors
 
-static void expect_fail(const char *args, int status, const char *needle) {
-    RunResult r = kvdemo_run(args);
-    if (r.status != status) fail_msg("kvdemo %s: exit status %d, expected %d (stderr: %s)", args, r.status, status, r.err);
-    if (!strstr(r.err, needle)) fail_msg("kvdemo %s: stderr \"%s\" does not contain \"%s\"", args, r.err, needle);
-    if (count_lines(r.err) != 1) fail_msg("kvdemo %s: %d lines on stderr, expected one: %s", args, count_lines(r.err), r.err);
-    if (r.out[0]) fail_msg("kvdemo %s: printed on stdout before failing: %s", args, r.out);
-    run_free(&r);
-}
-
 static void test_usage_errors(void **state) {
     (void)state;
-    expect_fail("lesson 11", 2, "unknown lesson '11'; valid ids: 1, 2, 2.1, 2.2");
-    expect_fail("lesson", 2, "'lesson' needs a lesson id");
-    expect_fail("lesson --cache", 2, "'lesson' needs a lesson id");
-    expect_fail("lesson 6.1", 2, "lesson 6.1 is not built yet");
-    expect_fail("lesson 2 --bogus", 2, "unknown option '--bogus' for 'lesson'; valid: --cache, --no-cache");
-    expect_fail("lesson 2 extra", 2, "unexpected argument 'extra'");
-    expect_fail("lesson 2 --precision 99", 2, "--precision takes a whole number from 0 to 16, not '99'");
-    expect_fail("lesson 2 --precision x", 2, "--precision takes a whole number");
-    expect_fail("lesson 2 --precision", 2, "--precision needs a value");
-    expect_fail("lesson 2 --repeat 0", 2, "--repeat takes a whole number from 1");
-    expect_fail("lesson 2 --format xml", 2, "--format takes one of text|json, not 'xml'");
-    expect_fail("lesson 2 --trace most", 2, "--trace takes one of none|summary|full");
-    expect_fail("lesson 2 --lang fr", 2, "--lang takes one of en|zh");
-    expect_fail("lesson 2 --color sometimes", 2, "--color takes one of auto|always|never");
-    expect_fail("lesson 2 --cache --no-cache", 2, "--cache and --no-cache exclude each other");
-    expect_fail("lesson 2 --cache=yes", 2, "--cache takes no value");
-    expect_fail("lesson 2 --precision 3 --precision 4", 2, "--precision is given twice");
-    expect_fail("lesson 7 --steps 9", 2, "--steps 9 is more than the 8 tokens");
-    expect_fail("frobnicate", 2, "unknown command 'frobnicate'");
-    expect_fail("list extra", 2, "'list' takes no arguments");
+    expect_failure("lesson 11", 2, "unknown lesson '11'; valid ids: 1, 2, 2.1, 2.2");
+    expect_failure("lesson", 2, "'lesson' needs a lesson id");
+    expect_failure("lesson --cache", 2, "'lesson' needs a lesson id");
+    expect_failure("lesson 6.1", 2, "lesson 6.1 is not built yet");
+    expect_failure("lesson 2 --bogus", 2, "unknown option '--bogus' for 'lesson'; valid: --cache, --no-cache");
+    expect_failure("lesson 2 extra", 2, "unexpected argument 'extra'");
+    expect_failure("lesson 2 --precision 99", 2, "--precision takes a whole number from 0 to 16, not '99'");
+    expect_failure("lesson 2 --precision x", 2, "--precision takes a whole number");
+    expect_failure("lesson 2 --precision", 2, "--precision needs a value");
+    expect_failure("lesson 2 --repeat 0", 2, "--repeat takes a whole number from 1");
+    expect_failure("lesson 2 --format xml", 2, "--format takes one of text|json, not 'xml'");
+    expect_failure("lesson 2 --trace most", 2, "--trace takes one of none|summary|full");
+    expect_failure("lesson 2 --lang fr", 2, "--lang takes one of en|zh");
+    expect_failure("lesson 2 --color sometimes", 2, "--color takes one of auto|always|never");
+    expect_failure("lesson 2 --cache --no-cache", 2, "--cache and --no-cache exclude each other");
+    expect_failure("lesson 2 --cache=yes", 2, "--cache takes no value");
+    expect_failure("lesson 2 --precision 3 --precision 4", 2, "--precision is given twice");
+    expect_failure("lesson 7 --steps 9", 2, "--steps 9 is more than the 8 tokens");
+    expect_failure("frobnicate", 2, "unknown command 'frobnicate'");
+    expect_failure("list extra", 2, "'list' takes no arguments");
 }
 
 static void test_data_errors(void **state) {
     (void)state;
-    expect_fail("lesson 2 --data /nonexistent/x.txt", 1, "cannot open data file /nonexistent/x.txt");
+    expect_failure("lesson 2 --data /nonexistent/x.txt", 1, "cannot open data file /nonexistent/x.txt");
     char path[] = "/tmp/kvdemo-bad-XXXXXX";
     int fd = mkstemp(path);
     assert_true(fd >= 0);
@@ -315,14 +297,14 @@ static void test_data_errors(void **state) {
     fclose(f);
     char args[256];
     snprintf(args, sizeof args, "lesson 2 --data %s", path);
-    expect_fail(args, 1, ":3: \"oops\" is not a number (row 2 of X)");
+    expect_failure(args, 1, ":3: \"oops\" is not a number (row 2 of X)");
     // Two tokens are too few for lesson 2's two steps.
     f = fopen(path, "w");
     fputs("X\na 1 0\nb 0 1\nW_Q\n1 0\n0 1\nW_K\n1 0\n0 1\nW_V\n1 0\n0 1\n", f);
     fclose(f);
-    expect_fail(args, 1, "lesson 2 needs at least 3 tokens");
+    expect_failure(args, 1, "lesson 2 needs at least 3 tokens");
     snprintf(args, sizeof args, "lesson 1 --data %s", path);
-    expect_fail(args, 1, "lesson 1 needs at least 3 tokens");
+    expect_failure(args, 1, "lesson 1 needs at least 3 tokens");
     unlink(path);
 }
 
@@ -340,7 +322,7 @@ static void test_own_data(void **state) {
         char args[256];
         snprintf(args, sizeof args, "lesson %s --data %s --format json", lessons[i], path);
         int n;
-        Event *e = run_json(args, &n);
+        Event *e = kvdemo_json(args, &n);
         for (int k = 0; k < n; k++)
             if (!strcmp(e[k].event, "compare") && strstr(e[k].name, "output") && !strstr(e[k].name, "changed"))
                 assert_int_equal(e[k].identical, 1);

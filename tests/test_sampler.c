@@ -17,42 +17,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "testutil.h"
+
 #include "sampler.h"
 
 static const char *FIXTURE = "tests/fixtures/gpt_sampler.txt";
 
-// Reads the array called name from a fixture file of lines
-// "name count v0 v1 ...". Returns count (filling at most max values), or -1
-// when the name is missing; fails the test if the file is.
-static int fixture_read(const char *path, const char *name, double *out, int max) {
-    FILE *f = fopen(path, "r");
-    if (!f) fail_msg("cannot open %s (tests run from the repository's top folder)", path);
-    char word[128];
-    int found = -1;
-    while (found < 0 && fscanf(f, "%127s", word) == 1) {
-        if (word[0] == '#') {   // a comment line
-            int c;
-            while ((c = fgetc(f)) != EOF && c != '\n') {}
-            continue;
-        }
-        int count;
-        if (fscanf(f, "%d", &count) != 1) break;
-        for (int i = 0; i < count; i++) {
-            double v;
-            if (fscanf(f, "%lf", &v) != 1) fail_msg("%s: %s: value %d unreadable", path, word, i);
-            if (strcmp(word, name) == 0 && i < max) out[i] = v;
-        }
-        if (strcmp(word, name) == 0) found = count;
-    }
-    fclose(f);
-    if (found < 0) fail_msg("%s: no array named %s", path, name);
-    return found;
-}
-
 static void test_random_sample_matches_numpy(void **state) {
     (void)state;
     double expected[20];
-    int n = fixture_read(FIXTURE, "random_sample", expected, 20);
+    int n = fixture_array(FIXTURE, "random_sample", expected, 20);
     assert_int_equal(n, 20);
     Mt19937 mt;
     mt19937_seed(&mt, 42);   // np.random.seed(42)
@@ -61,7 +35,7 @@ static void test_random_sample_matches_numpy(void **state) {
         if (got != expected[i]) fail_msg("random_sample[%d]: expected %.17g, got %.17g", i, expected[i], got);
     }
     // The largest seed numpy accepts.
-    n = fixture_read(FIXTURE, "random_sample_seed_max", expected, 3);
+    n = fixture_array(FIXTURE, "random_sample_seed_max", expected, 3);
     mt19937_seed(&mt, 4294967295u);
     for (int i = 0; i < n; i++) {
         double got = mt19937_random_sample(&mt);
@@ -72,7 +46,7 @@ static void test_random_sample_matches_numpy(void **state) {
 static void test_gauss_matches_numpy(void **state) {
     (void)state;
     double expected[21];
-    int n = fixture_read(FIXTURE, "standard_normal", expected, 21);
+    int n = fixture_array(FIXTURE, "standard_normal", expected, 21);
     Mt19937 mt;
     mt19937_seed(&mt, 42);
     for (int i = 0; i < n; i++) {
@@ -80,7 +54,7 @@ static void test_gauss_matches_numpy(void **state) {
         if (got != expected[i]) fail_msg("standard_normal[%d]: expected %.17g, got %.17g", i, expected[i], got);
     }
     // np.random.normal(0.0, 0.02, 9).astype(np.float32): gpt_init_random's draws
-    n = fixture_read(FIXTURE, "normal_002", expected, 21);
+    n = fixture_array(FIXTURE, "normal_002", expected, 21);
     mt19937_seed(&mt, 42);
     for (int i = 0; i < n; i++) {
         float got = (float)(0.0 + 0.02 * mt19937_gauss(&mt));
@@ -102,7 +76,7 @@ static void test_pairwise_sum_matches_numpy(void **state) {
         char name[32];
         snprintf(name, sizeof(name), "sum_%d", n);
         double expected;
-        fixture_read(FIXTURE, name, &expected, 1);
+        fixture_array(FIXTURE, name, &expected, 1);
         float got = sampler_sum(x, n);
         if (got != (float)expected) fail_msg("np.sum of %d float32: expected %.9g, got %.9g", n, expected, got);
     }
@@ -112,8 +86,8 @@ static void test_pairwise_sum_matches_numpy(void **state) {
 static void test_softmax_matches_chapter(void **state) {
     (void)state;
     double logits_d[65], probs_d[65];
-    assert_int_equal(fixture_read(FIXTURE, "logits", logits_d, 65), 65);
-    assert_int_equal(fixture_read(FIXTURE, "probs", probs_d, 65), 65);
+    assert_int_equal(fixture_array(FIXTURE, "logits", logits_d, 65), 65);
+    assert_int_equal(fixture_array(FIXTURE, "probs", probs_d, 65), 65);
     float logits[65], probs[65];
     for (int i = 0; i < 65; i++) logits[i] = (float)logits_d[i];
     sampler_softmax(probs, NULL, logits, 1.0f, 0, 65);
@@ -128,8 +102,8 @@ static void test_softmax_matches_chapter(void **state) {
 static void test_choice_matches_numpy(void **state) {
     (void)state;
     double probs_d[65], expected[500];
-    fixture_read(FIXTURE, "probs", probs_d, 65);
-    int n = fixture_read(FIXTURE, "choice", expected, 500);
+    fixture_array(FIXTURE, "probs", probs_d, 65);
+    int n = fixture_array(FIXTURE, "choice", expected, 500);
     assert_int_equal(n, 500);
     float probs[65];
     for (int i = 0; i < 65; i++) probs[i] = (float)probs_d[i];
@@ -142,7 +116,7 @@ static void test_choice_matches_numpy(void **state) {
     }
     // The whole step from the logits (the sampler's own softmax) draws the same.
     double logits_d[65];
-    fixture_read(FIXTURE, "logits", logits_d, 65);
+    fixture_array(FIXTURE, "logits", logits_d, 65);
     float logits[65];
     for (int i = 0; i < 65; i++) logits[i] = (float)logits_d[i];
     Sampler s;

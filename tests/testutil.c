@@ -127,6 +127,48 @@ void run_free(RunResult *r) {
     free(r->err);
 }
 
+Event *kvdemo_json(const char *args, int *n) {
+    RunResult r = kvdemo_run(args);
+    if (r.status != 0) fail_msg("kvdemo %s: exit status %d, stderr: %s", args, r.status, r.err);
+    Event *e = events_parse(r.out, n);
+    run_free(&r);
+    return e;
+}
+
+void expect_failure(const char *args, int status, const char *needle) {
+    RunResult r = kvdemo_run(args);
+    if (r.status != status) fail_msg("kvdemo %s: exit status %d, expected %d (stderr: %s)", args, r.status, status, r.err);
+    if (!strstr(r.err, needle)) fail_msg("kvdemo %s: stderr \"%s\" does not contain \"%s\"", args, r.err, needle);
+    if (count_lines(r.err) != 1) fail_msg("kvdemo %s: %d lines on stderr, expected one: %s", args, count_lines(r.err), r.err);
+    run_free(&r);
+}
+
+int fixture_array(const char *path, const char *name, double *out, int max) {
+    FILE *f = fopen(path, "r");
+    if (!f) fail_msg("cannot open %s (tests run from the repository's top folder)", path);
+    char word[128];
+    int found = -1;
+    while (found < 0 && fscanf(f, "%127s", word) == 1) {
+        if (word[0] == '#') {   // a comment line
+            int c;
+            while ((c = fgetc(f)) != EOF && c != '\n') {
+            }
+            continue;
+        }
+        int count;
+        if (fscanf(f, "%d", &count) != 1) break;
+        for (int i = 0; i < count; i++) {
+            double v;
+            if (fscanf(f, "%lf", &v) != 1) fail_msg("%s: %s: value %d unreadable", path, word, i);
+            if (strcmp(word, name) == 0 && i < max) out[i] = v;
+        }
+        if (strcmp(word, name) == 0) found = count;
+    }
+    fclose(f);
+    if (found < 0) fail_msg("%s: no array named %s", path, name);
+    return found;
+}
+
 int count_lines(const char *s) {
     int n = 0;
     for (; *s; s++) n += *s == '\n';

@@ -53,11 +53,25 @@ RunResult kvdemo_run(const char *args);
 void run_free(RunResult *r);
 // Number of lines in s.
 int count_lines(const char *s);
+// Runs "kvdemo ARGS", fails the test unless it exits 0, and returns its
+// JSON events (free with events_free).
+typedef struct Event Event;
+Event *kvdemo_json(const char *args, int *n);
+// Runs "kvdemo ARGS" and fails the test unless it exits with status, prints
+// exactly one line on stderr, and that line contains needle.
+void expect_failure(const char *args, int status, const char *needle);
+
+// ----------------------------------------------------------------------------
+// Fixture arrays of tests/*_reference.py: lines "name count v0 v1 ...".
+
+// Reads the array called name; returns its count (filling at most max
+// values). Fails the test when the file or the name is missing.
+int fixture_array(const char *path, const char *name, double *out, int max);
 
 // ----------------------------------------------------------------------------
 // JSON Lines events as kvdemo writes them (docs/trace-format.md).
 
-typedef struct {
+struct Event {
     char lesson[16], run[32], event[16], name[64], text[256];
     int step;          // 0 when absent
     int ndim, shape[4];
@@ -65,7 +79,7 @@ typedef struct {
     int ndata;
     int identical;     // -1 when absent
     double max_abs_diff, value, seconds;
-} Event;
+};
 
 // Parses every line of out; fails the test on a line that is not an event.
 Event *events_parse(const char *out, int *n);
