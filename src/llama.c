@@ -673,19 +673,6 @@ void llama_apply_rotary_emb(float *x, const float *freqs_cis, int N, int nh, int
         }
 }
 
-// x (n) = softmax(x), summed left to right: a -inf adds exactly 0.
-static void softmax_row(float *x, int n) {
-    float max = -INFINITY;
-    for (int i = 0; i < n; i++)
-        if (x[i] > max) max = x[i];
-    float sum = 0.0f;
-    for (int i = 0; i < n; i++) {
-        x[i] = expf(x[i] - max);
-        sum += x[i];
-    }
-    for (int i = 0; i < n; i++) x[i] /= sum;
-}
-
 // Attention.forward for one layer, after xq, xk, xv are computed and rotated.
 static void llama_attention(LlamaModel *m, int l, int start_pos, int bsz, int seqlen,
                             const float *mask) {
@@ -723,7 +710,7 @@ static void llama_attention(LlamaModel *m, int l, int start_pos, int bsz, int se
                     att[j] = dot / scale;
                     if (mask) att[j] += mask[(size_t)n * S + j];
                 }
-                softmax_row(att, S);
+                ops_softmax_rows(att, att, 1, S);
                 float *out = m->attn + (((size_t)b * seqlen + n) * H + h) * D;
                 for (int d = 0; d < D; d++) out[d] = 0.0f;
                 for (int j = 0; j < S; j++) {
@@ -1019,7 +1006,7 @@ int llama_generate(LlamaGeneration *g, LlamaModel *m, const char *const *prompts
                 // next_token = sample_top_p(probs, top_p)
                 float *pb = g->probs + (size_t)b * V;
                 for (int i = 0; i < V; i++) pb[i] = lb[i] / opt->temperature;
-                softmax_row(pb, V);
+                ops_softmax_rows(pb, pb, 1, V);
                 g->sampled[b] = llama_sample_top_p(g->sorted, g->order, pb, opt->top_p,
                                                    llama_rng_uniform(&rng), V);
             } else {

@@ -325,17 +325,7 @@ void ops_vecmat(float *out, const float *x, const float *m, int K, int N, int ld
     }
 }
 
-void ops_softmax(float *x, int n) {
-    float max = -INFINITY;
-    for (int i = 0; i < n; i++)
-        if (x[i] > max) max = x[i];
-    float sum = 0.0f;
-    for (int i = 0; i < n; i++) {
-        x[i] = expf(x[i] - max);
-        sum += x[i];
-    }
-    for (int i = 0; i < n; i++) x[i] /= sum;
-}
+void ops_softmax(float *x, int n) { ops_softmax_rows(x, x, 1, n); }
 
 void ops_gelu(float *out, const float *x, int n) {
     for (int i = 0; i < n; i++) {

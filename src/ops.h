@@ -42,7 +42,7 @@ void ops_causal_mask(float *mask, int R, int C, int offset);
 
 // out (R, C) = softmax of each row of in (R, C). F.softmax(in, dim=-1)
 // exp(x - max) / sum: a -inf score becomes a weight of exactly 0.
-void ops_softmax_rows(float *out, const float *in, int R, int C);
+void ops_softmax_rows(float *out, const float *in, int R, int C);   // out may be in
 
 // out (Ra + Rb, C) = a (Ra, C) stacked over b (Rb, C). torch.cat([a, b], 0)
 void ops_concat_rows(float *out, const float *a, int Ra, const float *b, int Rb, int C);
