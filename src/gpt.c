@@ -10,6 +10,8 @@
 // tokens, the forward pass, generation, costs.
 #include "gpt.h"
 
+#include "utf8.h"
+
 #include "ops.h"
 
 #include <assert.h>
@@ -484,56 +486,13 @@ int gpt_save(const GptModel *m, const char *path, char *err, size_t errlen) {
 // ----------------------------------------------------------------------------
 // Text <-> tokens (UTF-8 against the vocabulary's code points)
 
-// Decodes one UTF-8 character of s; returns its length (1..4), or 0 when the
-// bytes are not valid UTF-8 (overlong, surrogate, beyond U+10FFFF, cut).
-static int utf8_decode(uint32_t *cp, const unsigned char *s) {
-    if (s[0] < 0x80) {
-        *cp = s[0];
-        return 1;
-    }
-    int len = s[0] >= 0xF0 ? 4 : s[0] >= 0xE0 ? 3 : s[0] >= 0xC0 ? 2 : 0;
-    if (len == 0 || s[0] >= 0xF8) return 0;
-    uint32_t c = s[0] & (0x7F >> len);
-    for (int i = 1; i < len; i++) {
-        if ((s[i] & 0xC0) != 0x80) return 0;
-        c = c << 6 | (s[i] & 0x3F);
-    }
-    static const uint32_t min[5] = {0, 0, 0x80, 0x800, 0x10000};
-    if (c < min[len] || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF)) return 0;
-    *cp = c;
-    return len;
-}
-
-static int utf8_encode(unsigned char *out, uint32_t c) {
-    if (c < 0x80) {
-        out[0] = (unsigned char)c;
-        return 1;
-    }
-    if (c < 0x800) {
-        out[0] = (unsigned char)(0xC0 | c >> 6);
-        out[1] = (unsigned char)(0x80 | (c & 0x3F));
-        return 2;
-    }
-    if (c < 0x10000) {
-        out[0] = (unsigned char)(0xE0 | c >> 12);
-        out[1] = (unsigned char)(0x80 | (c >> 6 & 0x3F));
-        out[2] = (unsigned char)(0x80 | (c & 0x3F));
-        return 3;
-    }
-    out[0] = (unsigned char)(0xF0 | c >> 18);
-    out[1] = (unsigned char)(0x80 | (c >> 12 & 0x3F));
-    out[2] = (unsigned char)(0x80 | (c >> 6 & 0x3F));
-    out[3] = (unsigned char)(0x80 | (c & 0x3F));
-    return 4;
-}
-
 int gpt_encode(int *tokens, const GptModel *m, const char *text, int max_tokens, char *err,
                size_t errlen) {
     const unsigned char *s = (const unsigned char *)text;
     int n = 0;
     for (size_t at = 0; s[at];) {
         uint32_t c;
-        int len = utf8_decode(&c, s + at);
+        int len = utf8_decode(&c, s + at, strlen(text + at));
         if (len == 0) return fail(err, errlen, "the text is not valid UTF-8 at byte %zu (0x%02X)", at, s[at]);
         int id = -1;
         for (int v = 0; v < m->cfg.V && id < 0; v++)

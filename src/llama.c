@@ -14,6 +14,8 @@
 // row at a time below, where a masked column adds an exact 0 to the sums.
 #include "llama.h"
 
+#include "utf8.h"
+
 #include "ops.h"
 
 #include <assert.h>
@@ -530,38 +532,6 @@ int llama_save(const LlamaModel *m, const char *path, char *err, size_t errlen) 
 // ---------------------------------------------------------------------------
 // Tokenizer: tokenizer.encode(x, bos=True, eos=False) over code points
 
-// Reads one UTF-8 character from s; returns its length (0 when invalid).
-static int utf8_decode(uint32_t *cp, const unsigned char *s) {
-    if (s[0] < 0x80) return *cp = s[0], 1;
-    int n = (s[0] & 0xe0) == 0xc0 ? 2 : (s[0] & 0xf0) == 0xe0 ? 3 : (s[0] & 0xf8) == 0xf0 ? 4 : 0;
-    if (n == 0) return 0;
-    uint32_t v = s[0] & (0x7f >> n);
-    for (int i = 1; i < n; i++) {
-        if ((s[i] & 0xc0) != 0x80) return 0;
-        v = v << 6 | (s[i] & 0x3f);
-    }
-    static const uint32_t least[5] = {0, 0, 0x80, 0x800, 0x10000};
-    if (v < least[n] || v > 0x10ffff || (v >= 0xd800 && v <= 0xdfff)) return 0;
-    *cp = v;
-    return n;
-}
-
-static int utf8_encode(char *out, uint32_t cp) {
-    if (cp < 0x80) return out[0] = (char)cp, 1;
-    if (cp < 0x800) {
-        out[0] = (char)(0xc0 | cp >> 6), out[1] = (char)(0x80 | (cp & 0x3f));
-        return 2;
-    }
-    if (cp < 0x10000) {
-        out[0] = (char)(0xe0 | cp >> 12), out[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
-        out[2] = (char)(0x80 | (cp & 0x3f));
-        return 3;
-    }
-    out[0] = (char)(0xf0 | cp >> 18), out[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
-    out[2] = (char)(0x80 | ((cp >> 6) & 0x3f)), out[3] = (char)(0x80 | (cp & 0x3f));
-    return 4;
-}
-
 int llama_encode(int *ids, const LlamaModel *m, const char *text, int bos, int eos, int max_ids,
                  char *err, size_t errlen) {
     int n = 0;
@@ -571,7 +541,7 @@ int llama_encode(int *ids, const LlamaModel *m, const char *text, int bos, int e
     }
     for (const unsigned char *s = (const unsigned char *)text; *s;) {
         uint32_t cp;
-        int len = utf8_decode(&cp, s);
+        int len = utf8_decode(&cp, s, strlen((const char *)s));
         if (len == 0) {
             set_err(err, errlen, "prompt \"%s\" is not valid UTF-8 at byte %d", text,
                     (int)(s - (const unsigned char *)text));
@@ -606,7 +576,7 @@ too_long:
 
 const char *llama_token_text(char *buf, const LlamaModel *m, int id) {
     assert(id >= 0 && id < m->cfg.vocab_size);
-    int n = id <= LLAMA_EOS_ID ? 0 : utf8_encode(buf, m->vocab[id]);
+    int n = id <= LLAMA_EOS_ID ? 0 : utf8_encode((unsigned char *)buf, m->vocab[id]);
     buf[n] = '\0';
     return buf;
 }

@@ -12,6 +12,8 @@
 // checkpoints, and train_run that ties them together.
 #include "train.h"
 
+#include "utf8.h"
+
 #include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -1096,22 +1098,6 @@ static float lr_at(const TrainConfig *c, int step) {
 // Text as tokens: UTF-8 decoded into code points, the vocabulary their
 // sorted distinct values.
 
-static int decode_utf8(const unsigned char *s, size_t n, size_t *i, uint32_t *cp) {
-    unsigned c = s[*i];
-    int len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
-    if (len == 0 || *i + len > n) return -1;
-    uint32_t v = len == 1 ? c : len == 2 ? c & 0x1F : len == 3 ? c & 0x0F : c & 0x07;
-    for (int k = 1; k < len; k++) {
-        if ((s[*i + k] & 0xC0) != 0x80) return -1;
-        v = (v << 6) | (s[*i + k] & 0x3F);
-    }
-    static const uint32_t min[5] = {0, 0, 0x80, 0x800, 0x10000};
-    if (v < min[len] || v > 0x10FFFF || (v >= 0xD800 && v <= 0xDFFF)) return -1;
-    *i += len;
-    *cp = v;
-    return 0;
-}
-
 static int cmp_u32(const void *a, const void *b) {
     uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
     return x < y ? -1 : x > y;
@@ -1170,14 +1156,15 @@ int train_text_load(TrainText *text, const char *path, const uint32_t *vocab, in
     }
     int64_t count = 0;
     for (size_t i = 0; i < n;) {
-        size_t at = i;
-        if (decode_utf8(bytes, n, &i, &cps[count]) != 0) {
-            fprintf(stderr, "kvdemo: %s is not valid UTF-8 (byte %zu)\n", path, at);
+        int len = utf8_decode(&cps[count], bytes + i, n - i);
+        if (len == 0) {
+            fprintf(stderr, "kvdemo: %s is not valid UTF-8 (byte %zu)\n", path, i);
             free(bytes);
             free(cps);
             train_text_free(text);
             return 1;
         }
+        i += (size_t)len;
         count++;
     }
     free(bytes);

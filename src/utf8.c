@@ -1,0 +1,45 @@
+// utf8 — one character at a time between UTF-8 bytes and code points.
+#include "utf8.h"
+
+int utf8_decode(uint32_t *cp, const unsigned char *s, size_t n) {
+    if (n == 0) return 0;
+    if (s[0] < 0x80) {
+        *cp = s[0];
+        return 1;
+    }
+    // 110xxxxx, 1110xxxx, 11110xxx lead 2, 3 and 4 bytes.
+    int len = (s[0] & 0xE0) == 0xC0 ? 2 : (s[0] & 0xF0) == 0xE0 ? 3 : (s[0] & 0xF8) == 0xF0 ? 4 : 0;
+    if (len == 0 || (size_t)len > n) return 0;
+    uint32_t c = s[0] & (0x7F >> len);
+    for (int i = 1; i < len; i++) {
+        if ((s[i] & 0xC0) != 0x80) return 0;
+        c = c << 6 | (s[i] & 0x3F);
+    }
+    static const uint32_t least[5] = {0, 0, 0x80, 0x800, 0x10000};   // shorter forms are overlong
+    if (c < least[len] || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF)) return 0;
+    *cp = c;
+    return len;
+}
+
+int utf8_encode(unsigned char *out, uint32_t c) {
+    if (c < 0x80) {
+        out[0] = (unsigned char)c;
+        return 1;
+    }
+    if (c < 0x800) {
+        out[0] = (unsigned char)(0xC0 | c >> 6);
+        out[1] = (unsigned char)(0x80 | (c & 0x3F));
+        return 2;
+    }
+    if (c < 0x10000) {
+        out[0] = (unsigned char)(0xE0 | c >> 12);
+        out[1] = (unsigned char)(0x80 | (c >> 6 & 0x3F));
+        out[2] = (unsigned char)(0x80 | (c & 0x3F));
+        return 3;
+    }
+    out[0] = (unsigned char)(0xF0 | c >> 18);
+    out[1] = (unsigned char)(0x80 | (c >> 12 & 0x3F));
+    out[2] = (unsigned char)(0x80 | (c >> 6 & 0x3F));
+    out[3] = (unsigned char)(0x80 | (c & 0x3F));
+    return 4;
+}

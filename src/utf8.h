@@ -1,0 +1,16 @@
+// utf8 — one character at a time between UTF-8 bytes and Unicode code
+// points, for the tokenizers of the char GPT, the LLaMA model and training.
+#ifndef KVDEMO_UTF8_H
+#define KVDEMO_UTF8_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+// Decodes the character at the start of s (n bytes available); returns its
+// length (1..4), or 0 when the bytes are not valid UTF-8 (overlong, a
+// surrogate, beyond U+10FFFF, or cut off by n).
+int utf8_decode(uint32_t *cp, const unsigned char *s, size_t n);
+// Writes the UTF-8 bytes of code point c (at most 4) to out; returns how many.
+int utf8_encode(unsigned char *out, uint32_t c);
+
+#endif
