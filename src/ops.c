@@ -108,7 +108,7 @@ void ops_parallel_for(void (*fn)(void *ctx, int begin, int end, int thread), voi
 }
 
 #if defined(__AVX512F__)
-#include <immintrin.h>
+#include "simd.h"
 
 enum { OPS_MR = 8, OPS_NV = 3, OPS_NR = 16 * OPS_NV };   // 8 x 48 tile: 24 zmm of sums
 enum { OPS_ROW_NV = 12, OPS_ROW_NR = 16 * OPS_ROW_NV };     // one row: 1 x 192, 12 zmm
@@ -230,26 +230,8 @@ void ops_matmul(float *out, const float *a, const float *b, const float *bias, i
 // The char GPT's layers
 
 #if defined(__AVX512F__)
-// exp(x) for 16 floats: x = n ln2 + r with |r| <= ln2 / 2, exp(r) by its
-// Taylor series to r^7 (error below 1e-8 relative), times 2^n by vscalefps,
-// which also gives 0 for large negative x and inf for large positive x.
-static inline __m512 exp16(__m512 x) {
-    x = _mm512_max_ps(x, _mm512_set1_ps(-104.0f));   // exp(-104) is 0 in float; -inf too
-    x = _mm512_min_ps(x, _mm512_set1_ps(89.0f));     // exp(89) is inf in float
-    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
-                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145751953125f), x);   // ln2 high bits
-    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.428606765330187e-06f), r);      // ln2 low bits
-    __m512 p = _mm512_set1_ps(1.0f / 5040);
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 720));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-    return _mm512_scalef_ps(p, n);
-}
+// exp saturates at -104 (0 in float; -inf too) and 89 (inf in float).
+static inline __m512 exp16(__m512 x) { return simd_exp16(x, -104.0f, 89.0f); }
 
 static inline __mmask16 tail_mask(int left) {
     return left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1);

@@ -27,7 +27,7 @@
 #include <unistd.h>
 
 #if defined(__AVX512F__)
-#include <immintrin.h>
+#include "simd.h"
 #endif
 
 #define PI 3.14159265358979323846
@@ -470,32 +470,12 @@ static void layernorm_backward_pool(float *dinp, float *dw, float *db, float *pa
 #define GELU_K 0.7978845608028654f   // sqrt(2 / pi)
 
 #if defined(__AVX512F__)
-// exp(x) for 16 lanes: x = n ln2 + r with |r| <= ln2/2, exp(r) by its Taylor
-// series to r^7 (relative error about 2e-7), times 2^n. libm's scalar tanhf
-// was a quarter of a training step; this is what replaces it.
-static inline __m512 exp_avx512(__m512 x) {
-    x = _mm512_max_ps(_mm512_min_ps(x, _mm512_set1_ps(88.0f)), _mm512_set1_ps(-88.0f));
-    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504f)),
-                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145752f), x);   // ln2, high part
-    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.42860677e-6f), r);        // ln2, low part
-    __m512 p = _mm512_set1_ps(1.0f / 5040);
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 720));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-    return _mm512_scalef_ps(p, n);
-}
-
 // tanh(GELU_K (x + 0.044715 x^3)) = 1 - 2 / (exp(2 u) + 1)
 static inline __m512 gelu_tanh_avx512(__m512 x) {
     __m512 x3 = _mm512_mul_ps(_mm512_mul_ps(x, x), x);
     __m512 u = _mm512_mul_ps(_mm512_set1_ps(2.0f * GELU_K),
                              _mm512_fmadd_ps(_mm512_set1_ps(0.044715f), x3, x));
-    __m512 e = exp_avx512(u);
+    __m512 e = simd_exp16(u, -88.0f, 88.0f);
     __m512 one = _mm512_set1_ps(1.0f);
     return _mm512_sub_ps(one, _mm512_div_ps(_mm512_set1_ps(2.0f), _mm512_add_ps(e, one)));
 }

@@ -1,0 +1,31 @@
+// simd — AVX-512 pieces shared by the kernels of ops.c and train.c.
+#ifndef KVDEMO_SIMD_H
+#define KVDEMO_SIMD_H
+
+#if defined(__AVX512F__)
+#include <immintrin.h>
+
+// exp(x) for 16 floats, x first clamped to [lo, hi] (each caller picks where
+// its results saturate): x = n ln2 + r with |r| <= ln2 / 2, exp(r) by its
+// Taylor series to r^7 (relative error about 2e-7), times 2^n by vscalefps,
+// which also gives 0 for large negative x and inf for large positive x.
+static inline __m512 simd_exp16(__m512 x, float lo, float hi) {
+    x = _mm512_max_ps(x, _mm512_set1_ps(lo));
+    x = _mm512_min_ps(x, _mm512_set1_ps(hi));
+    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145751953125f), x);   // ln2 high bits
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.428606765330187e-06f), r);      // ln2 low bits
+    __m512 p = _mm512_set1_ps(1.0f / 5040);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 720));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    return _mm512_scalef_ps(p, n);
+}
+#endif
+
+#endif
