@@ -310,7 +310,7 @@ void trace_timing(Trace *tr, const char *name, double seconds, int repeat) {
         emit_json(tr, &b);
         return;
     }
-    buf_printf(&b, "  %s %s: ", trace_text(tr, "time", "耗时"), name);
+    buf_printf(&b, "  %s (%s): ", trace_text(tr, "time", "耗时"), name);
     time_text(&b, seconds);
     if (repeat > 1) buf_printf(&b, trace_text(tr, " (median of %d runs)", "（%d 次运行的中位数）"), repeat);
     buf_append(&b, "\n");
