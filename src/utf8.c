@@ -43,3 +43,28 @@ int utf8_encode(unsigned char *out, uint32_t c) {
     out[3] = (unsigned char)(0x80 | (c & 0x3F));
     return 4;
 }
+
+// The wide ranges of Unicode's East Asian Width property, in short: Hangul
+// Jamo, CJK radicals to Yi, Hangul syllables, CJK compatibility ideographs,
+// vertical and compatibility forms, full-width forms, and planes 2 and 3.
+static int wide(uint32_t c) {
+    return (c >= 0x1100 && c <= 0x115F) || (c >= 0x2E80 && c <= 0xA4CF && c != 0x303F) ||
+           (c >= 0xAC00 && c <= 0xD7A3) || (c >= 0xF900 && c <= 0xFAFF) || (c >= 0xFE30 && c <= 0xFE4F) ||
+           (c >= 0xFF00 && c <= 0xFF60) || (c >= 0xFFE0 && c <= 0xFFE6) || (c >= 0x20000 && c <= 0x3FFFD);
+}
+
+int utf8_width(const char *s) {
+    const unsigned char *p = (const unsigned char *)s;
+    size_t left = 0;
+    while (p[left]) left++;
+    int width = 0;
+    while (left > 0) {
+        uint32_t c;
+        int len = utf8_decode(&c, p, left);
+        if (len == 0) len = 1, c = '?';
+        width += wide(c) ? 2 : 1;
+        p += len;
+        left -= (size_t)len;
+    }
+    return width;
+}

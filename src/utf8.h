@@ -12,5 +12,8 @@
 int utf8_decode(uint32_t *cp, const unsigned char *s, size_t n);
 // Writes the UTF-8 bytes of code point c (at most 4) to out; returns how many.
 int utf8_encode(unsigned char *out, uint32_t c);
+// Columns a terminal gives the UTF-8 text s: 2 for East Asian wide and
+// full-width characters (天, ，), 1 for the others (invalid bytes count 1).
+int utf8_width(const char *s);
 
 #endif

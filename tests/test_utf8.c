@@ -47,10 +47,22 @@ static void test_encode_round_trip(void **state) {
     assert_memory_equal(b, "\xE5\xA4\xA9", 3);
 }
 
+// Terminal columns: CJK and full-width forms take two.
+static void test_width(void **state) {
+    (void)state;
+    assert_int_equal(utf8_width(""), 0);
+    assert_int_equal(utf8_width("step"), 4);
+    assert_int_equal(utf8_width("天气真好"), 8);
+    assert_int_equal(utf8_width("好，出"), 6);   // U+FF0C FULLWIDTH COMMA
+    assert_int_equal(utf8_width("é"), 1);
+    assert_int_equal(utf8_width("KV 缓存"), 7);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_decode),
         cmocka_unit_test(test_encode_round_trip),
+        cmocka_unit_test(test_width),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
