@@ -48,7 +48,7 @@ static const OptionSpec OPTIONS[] = {
     {"--format", ARG_STRING, "FMT", "lesson generate bench", 0, 0, "text|json", "text for people, JSON Lines for scripts (default text)"},
     {"--lang", ARG_STRING, "LANG", "lesson", 0, 0, "en|zh", "narration language (default from LANG)"},
     {"--step", ARG_FLAG, NULL, "lesson", 0, 0, NULL, "wait for Enter after each step (on a terminal)"},
-    {"--color", ARG_STRING, "WHEN", "lesson bench", 0, 0, "auto|always|never", "colours: heat maps of scores and weights (default auto; NO_COLOR honoured)"},
+    {"--color", ARG_STRING, "WHEN", "lesson", 0, 0, "auto|always|never", "colours: heat maps of scores and weights (default auto; NO_COLOR honoured)"},
     // Where they apply.
     {"--repeat", ARG_INT, "N", "lesson bench", 1, 100000, NULL, "time each run N times and report the median"},
     {"--data", ARG_STRING, "FILE", "lesson train eval", 0, 0, NULL, "the example's numbers (lessons 1-9, default data/tianqi.txt); the training text"},
@@ -334,7 +334,10 @@ int cli_main(int argc, char **argv) {
         return 0;
     }
     const char *cmd = argv[1];
-    if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
+    // "kvdemo help", and --help or -h anywhere ("kvdemo lesson 2 --help").
+    int help = !strcmp(cmd, "help");
+    for (int a = 1; a < argc; a++) help |= !strcmp(argv[a], "--help") || !strcmp(argv[a], "-h");
+    if (help) {
         print_help(stdout);
         return 0;
     }

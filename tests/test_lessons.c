@@ -341,6 +341,10 @@ static void test_help_version_list(void **state) {
     assert_int_equal(r.status, 0);
     assert_non_null(strstr(r.out, "--no-cache"));
     run_free(&r);
+    r = kvdemo_run("lesson 2 --help");
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "kvdemo lesson ID"));
+    run_free(&r);
     r = kvdemo_run("--version");
     assert_int_equal(r.status, 0);
     assert_memory_equal(r.out, "kvdemo ", 7);
