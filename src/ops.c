@@ -167,7 +167,12 @@ static void matmul_panel(float *out, const float *a, const float *b, const float
         mask[v] = left >= 16 ? (__mmask16)0xFFFF : left <= 0 ? 0 : (__mmask16)((1u << left) - 1);
     }
     if (M == 1) {
-        matmul_tile(out, a, b, bias, K, N, j0, mask, 1, OPS_ROW_NV);
+        // A narrow b (the 4-dim example's 4 columns) needs fewer vectors than
+        // the panel holds; each element's sum is the same either way.
+        int cols = N - j0;
+        if (cols <= 16) matmul_tile(out, a, b, bias, K, N, j0, mask, 1, 1);
+        else if (cols <= OPS_NR) matmul_tile(out, a, b, bias, K, N, j0, mask, 1, OPS_NV);
+        else matmul_tile(out, a, b, bias, K, N, j0, mask, 1, OPS_ROW_NV);
         return;
     }
     int i = 0;
