@@ -49,12 +49,8 @@ int lesson1_run(const Options *opt, Trace *tr) {
     if (opt->runs != RUN_BOTH)
         fprintf(stderr, "kvdemo: lesson 1 compares the causal mask with none; --cache/--no-cache ignored\n");
     ToyData d;
-    if (toy_load(&d, opt, tr->lesson, STEP2_TOKENS)) return 1;
-    AttnStep s1, s2;
-    if (attn_step_init(&s1, STEP2_TOKENS, d.d, d.dk, d.dv) || attn_step_init(&s2, STEP2_TOKENS, d.d, d.dk, d.dv)) {
-        fprintf(stderr, "kvdemo: out of memory\n");
-        return 1;
-    }
+    AttnStep steps[2], *s1 = &steps[0], *s2 = &steps[1];   // step 1 and step 2
+    if (toy_begin(&d, steps, 2, STEP2_TOKENS, opt, tr->lesson, STEP2_TOKENS)) return 1;
     trace_heading(tr, "Lesson 1 — where a KV cache can exist (seed 000, section 1)",
                   "第 1 课 —— KV Cache 是啥：只出现在自回归的 decoder 中（000 第一节）");
     trace_say(tr,
@@ -64,14 +60,14 @@ int lesson1_run(const Options *opt, Trace *tr) {
               "BERT 这样的 encoder 没有掩码。看看新增一个 token 对之前各行有什么影响。\n");
 
     trace_heading(tr, "With the causal mask (decoder)", "有因果掩码（decoder）");
-    int same_causal = run(tr, &d, &s1, &s2, 1);
+    int same_causal = run(tr, &d, s1, s2, 1);
     trace_say(tr,
               same_causal ? "Identical: step 1's K, V and outputs stay valid, so they can be cached.\n"
                           : "They differ: this is a bug in kvdemo.\n",
               same_causal ? "完全相同：第一步的 K、V 与输出依然有效，可以缓存。\n" : "不同：这是 kvdemo 的缺陷。\n");
 
     trace_heading(tr, "Without a mask (BERT-like encoder)", "无掩码（类似 BERT 的 encoder）");
-    int same_free = run(tr, &d, &s1, &s2, 0);
+    int same_free = run(tr, &d, s1, s2, 0);
     trace_say(tr,
               same_free ? "Identical by chance: these numbers cannot show the effect.\n"
                         : "Every earlier row changed: 真 is now seen by 天 and 气, so nothing computed\n"
@@ -79,8 +75,6 @@ int lesson1_run(const Options *opt, Trace *tr) {
               same_free ? "碰巧相同：这组数字无法展示差别。\n"
                         : "之前的每一行都变了：“天”“气”现在也能看到“真”，第一步的计算无法复用。\n"
                           "所以 BERT 没有 KV Cache。\n");
-    attn_step_free(&s1);
-    attn_step_free(&s2);
-    toydata_free(&d);
+    toy_end(&d, steps, 2);
     return 0;
 }

@@ -147,16 +147,12 @@ static void show_costs(Trace *tr, const Run *r, int repeat, const char *name) {
 // The lesson
 
 static int run_lesson(const Options *opt, Trace *tr, int runs) {
-    ToyData d;
-    if (toy_load(&d, opt, tr->lesson, STEP2_TOKENS)) return 1;
     // Without the cache each step has its own tensors; with it, one AttnStep
     // is the cache: step 1 fills K and V, step 2 appends its row to them.
-    AttnStep nc1, nc2, cache;
-    if (attn_step_init(&nc1, STEP2_TOKENS, d.d, d.dk, d.dv) || attn_step_init(&nc2, STEP2_TOKENS, d.d, d.dk, d.dv) ||
-        attn_step_init(&cache, STEP2_TOKENS, d.d, d.dk, d.dv)) {
-        fprintf(stderr, "kvdemo: out of memory\n");
-        return 1;
-    }
+    ToyData d;
+    AttnStep steps[3];
+    if (toy_begin(&d, steps, 3, STEP2_TOKENS, opt, tr->lesson, STEP2_TOKENS)) return 1;
+    AttnStep *nc1 = &steps[0], *nc2 = &steps[1], *cache = &steps[2];
     int repeat = opt->repeat ? opt->repeat : DEFAULT_REPEAT;
     Run nc = {0}, c = {0};
 
@@ -167,26 +163,26 @@ static int run_lesson(const Options *opt, Trace *tr, int runs) {
     if (runs & RUN_NOCACHE) {
         trace_run(tr, "no-cache");
         trace_heading(tr, "2.1 Without the KV cache", "2.1 不使用 KV Cache 场景");
-        nc.seconds[0] = time_step(&nc1, &d, STEP1_TOKENS, 0, repeat);
-        show_full_step(tr, &d, &nc1, 1, nc.seconds[0], repeat);
-        nc.seconds[1] = time_step(&nc2, &d, STEP2_TOKENS, 0, repeat);
-        show_full_step(tr, &d, &nc2, 2, nc.seconds[1], repeat);
-        add_costs(&nc, &nc1);
-        add_costs(&nc, &nc2);
+        nc.seconds[0] = time_step(nc1, &d, STEP1_TOKENS, 0, repeat);
+        show_full_step(tr, &d, nc1, 1, nc.seconds[0], repeat);
+        nc.seconds[1] = time_step(nc2, &d, STEP2_TOKENS, 0, repeat);
+        show_full_step(tr, &d, nc2, 2, nc.seconds[1], repeat);
+        add_costs(&nc, nc1);
+        add_costs(&nc, nc2);
         trace_step(tr, 0);
         show_costs(tr, &nc, repeat, "no-cache");
     }
     if (runs & RUN_CACHE) {
         trace_run(tr, "cache");
         trace_heading(tr, "2.2 With the KV cache", "2.2 使用 KV Cache 场景");
-        c.seconds[0] = time_step(&cache, &d, STEP1_TOKENS, 0, repeat);
-        show_full_step(tr, &d, &cache, 1, c.seconds[0], repeat);
-        add_costs(&c, &cache);
+        c.seconds[0] = time_step(cache, &d, STEP1_TOKENS, 0, repeat);
+        show_full_step(tr, &d, cache, 1, c.seconds[0], repeat);
+        add_costs(&c, cache);
         trace_say(tr, "K and V of step 1 are kept: they are the cache.\n",
                   "保留第一步的 K、V，这就是缓存。\n");
-        c.seconds[1] = time_step(&cache, &d, STEP2_TOKENS, 1, repeat);
-        show_cached_step(tr, &d, &cache, 2, c.seconds[1], repeat);
-        add_costs(&c, &cache);
+        c.seconds[1] = time_step(cache, &d, STEP2_TOKENS, 1, repeat);
+        show_cached_step(tr, &d, cache, 2, c.seconds[1], repeat);
+        add_costs(&c, cache);
         trace_step(tr, 0);
         show_costs(tr, &c, repeat, "cache");
     }
@@ -194,8 +190,8 @@ static int run_lesson(const Options *opt, Trace *tr, int runs) {
         trace_run(tr, NULL);
         trace_heading(tr, "Comparison", "对比");
         // The cached step's one output row against the last row of the full step.
-        Tensor full_last = tensor_view2(nc2.output + (STEP2_TOKENS - 1) * d.dv, 1, d.dv);
-        Tensor cached = tensor_view2(cache.output, 1, d.dv);
+        Tensor full_last = tensor_view2(nc2->output + (STEP2_TOKENS - 1) * d.dv, 1, d.dv);
+        Tensor cached = tensor_view2(cache->output, 1, d.dv);
         int same = trace_compare(tr, "output", "output[2] without the cache", &full_last,
                                  "output with the cache", &cached);
         trace_sayf(tr, "K/V rows computed: %d without the cache, %d with it.",
@@ -213,10 +209,7 @@ static int run_lesson(const Options *opt, Trace *tr, int runs) {
                   "（这么小的规模，一步只要几百纳秒，大部分是固定开销；乘加次数最能说明节省。\n第 10 课用秒来展示。）");
         if (!same) trace_say(tr, "The outputs differ: this is a bug in kvdemo.", "输出不同：这是 kvdemo 的缺陷。");
     }
-    attn_step_free(&nc1);
-    attn_step_free(&nc2);
-    attn_step_free(&cache);
-    toydata_free(&d);
+    toy_end(&d, steps, 3);
     return 0;
 }
 

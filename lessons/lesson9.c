@@ -84,12 +84,8 @@ int lesson9_run(const Options *opt, Trace *tr) {
     if (opt->runs != RUN_BOTH)
         fprintf(stderr, "kvdemo: lesson 9 compares the causal mask with none; --cache/--no-cache ignored\n");
     ToyData d;
-    if (toy_load(&d, opt, tr->lesson, TOKENS)) return 1;
-    AttnStep orig, s;
-    if (attn_step_init(&orig, TOKENS, d.d, d.dk, d.dv) || attn_step_init(&s, TOKENS, d.d, d.dk, d.dv)) {
-        fprintf(stderr, "kvdemo: out of memory\n");
-        return 1;
-    }
+    AttnStep steps[2], *orig = &steps[0], *s = &steps[1];   // as computed; rerun after a change
+    if (toy_begin(&d, steps, 2, TOKENS, opt, tr->lesson, TOKENS)) return 1;
     trace_heading(tr, "Lesson 9 — why a KV cache and no Q cache (seed 000, section 9)",
                   "第 9 课 —— 为什么有 KV Cache 而没有 Q Cache（000 第九节）");
     trace_say(tr,
@@ -97,21 +93,19 @@ int lesson9_run(const Options *opt, Trace *tr) {
               "output uses its own q and every k and v so far.\n",
               "Q @ K.T 中 Q 和 K 看上去对称，但 V 的引入破坏了对称性：\n新 token 的输出只用到它自己的 q，却用到之前所有的 k 和 v。\n");
     trace_heading(tr, "With the causal mask", "有因果掩码");
-    run(tr, &d, &orig, &s, 1);
+    run(tr, &d, orig, s, 1);
     trace_say(tr,
               "Old queries never reach the new token's output: there is nothing to gain from caching Q.\n"
               "Old keys and values do, at every later step: they are worth caching.\n",
               "旧的 q 对新 token 的输出毫无影响，缓存 Q 没有意义；\n旧的 k、v 在之后每一步都要用到，值得缓存。\n");
     trace_heading(tr, "Without the causal mask", "无因果掩码");
-    run(tr, &d, &orig, &s, 0);
+    run(tr, &d, orig, s, 0);
     trace_say(tr,
               "Without the mask the new token's output still ignores old queries, but every row's\n"
               "weights now include later tokens (see the weights above): position t would need\n"
               "the future k and v, which autoregressive decoding does not have yet.\n",
               "没有因果掩码时，新 token 的输出依然与旧的 q 无关；但每一行的权重都包含之后的 token（见上面的 weights），\n"
               "计算位置 t 需要未来的 k、v，而自回归推理时还得不到它们。\n");
-    attn_step_free(&orig);
-    attn_step_free(&s);
-    toydata_free(&d);
+    toy_end(&d, steps, 2);
     return 0;
 }

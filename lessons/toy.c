@@ -20,6 +20,24 @@ int toy_load(ToyData *data, const Options *opt, const char *lesson, int min_toke
     return 0;
 }
 
+int toy_begin(ToyData *data, AttnStep *steps, int n, int cap, const Options *opt, const char *lesson,
+              int min_tokens) {
+    if (toy_load(data, opt, lesson, min_tokens)) return -1;
+    for (int i = 0; i < n; i++) {
+        if (attn_step_init(&steps[i], cap, data->d, data->dk, data->dv)) {
+            fprintf(stderr, "kvdemo: out of memory\n");
+            toy_end(data, steps, i);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+void toy_end(ToyData *data, AttnStep *steps, int n) {
+    for (int i = 0; i < n; i++) attn_step_free(&steps[i]);
+    toydata_free(data);
+}
+
 void toy_show_weights(Trace *tr, const ToyData *data) {
     Tensor wq = tensor_view2(data->W_Q, data->d, data->dk);
     Tensor wk = tensor_view2(data->W_K, data->d, data->dk);

@@ -3,6 +3,7 @@
 #ifndef KVDEMO_TOY_H
 #define KVDEMO_TOY_H
 
+#include "attention.h"
 #include "options.h"
 #include "toydata.h"
 #include "trace.h"
@@ -10,6 +11,13 @@
 // Loads opt->data_path or the default; on failure prints one line on stderr
 // and returns -1. min_tokens: the rows of X the lesson needs.
 int toy_load(ToyData *data, const Options *opt, const char *lesson, int min_tokens);
+
+// toy_load, then n AttnSteps of up to cap tokens each. Returns 0, or -1
+// after one line on stderr with nothing left allocated.
+int toy_begin(ToyData *data, AttnStep *steps, int n, int cap, const Options *opt, const char *lesson,
+              int min_tokens);
+// Frees what toy_begin made.
+void toy_end(ToyData *data, AttnStep *steps, int n);
 
 // The three weight matrices, once, before the runs.
 void toy_show_weights(Trace *tr, const ToyData *data);
