@@ -208,22 +208,20 @@ static int add_cost(void *ctx, const GptStep *st) {
 static Measure measure(GptState *s, const GptModel *m, int *tokens, int n_prompt, int steps, int use_cache,
                        const Options *opt, int repeat, double *samples) {
     Measure r = {0};
+    float temperature = opt->temperature >= 0 ? (float)opt->temperature : 1.0f;
+    CostCtx c = {.cfg = m->cfg};
     for (int i = 0; i < repeat; i++) {
         Sampler sampler;
-        float temperature = opt->temperature >= 0 ? (float)opt->temperature : 1.0f;
         if (sampler_init(&sampler, m->cfg.V, temperature, opt->top_k, (uint32_t)opt->seed)) return r;
+        // The costs are counted as the steps go (a few additions a step);
+        // every repeat does the same steps, so the last count stands.
+        c.flops = c.bytes = 0;
         double t0 = timer_now();
-        gpt_generate(tokens, s, m, &sampler, n_prompt, steps, use_cache, NULL, NULL);
+        gpt_generate(tokens, s, m, &sampler, n_prompt, steps, use_cache, add_cost, &c);
         samples[i] = timer_now() - t0;
         sampler_free(&sampler);
     }
     r.seconds = timer_median(samples, repeat);
-    // The costs, counted on one more run (not timed).
-    Sampler sampler;
-    if (sampler_init(&sampler, m->cfg.V, 1.0f, 0, (uint32_t)opt->seed)) return r;
-    CostCtx c = {.cfg = m->cfg};
-    gpt_generate(tokens, s, m, &sampler, n_prompt, steps, use_cache, add_cost, &c);
-    sampler_free(&sampler);
     r.matmul_flops = c.flops;
     r.bytes_read = c.bytes;
     return r;

@@ -28,7 +28,7 @@ typedef struct Options {
     const char *out_path;               // --out FILE
     const char *init;                   // --init random
     const char *preset;                 // --preset seed|tiny
-    int context, embedding, heads, blocks, kv_heads;   // model shape overrides (0: preset)
+    int context, embedding, heads, blocks;   // model shape overrides for train (0: the preset's)
     int iters, batch, eval_every;       // training
     double lr;
     const char *resume_path;            // --resume CHECKPOINT
