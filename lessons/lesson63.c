@@ -21,6 +21,7 @@
 // block, Bc keys of a tile, M fast memory (elements).
 #include "attention.h"
 #include "flash.h"
+#include "gpt.h"
 #include "gptcmd.h"
 #include "lessons.h"
 #include "ops.h"
@@ -92,7 +93,8 @@ static void online_softmax(Trace *tr, const ToyData *d, const AttnStep *s) {
     for (int j = 0; j < n; j++, reads_online++) y_online[j] = expf(x[j] - st.m) / st.l;
     Tensor yo = tensor_view2(y_online, 1, n);
     trace_tensor(tr, TRACE_SUMMARY, "y_online", "y = e^(x - m) / l", &yo, &row, 1);
-    trace_compare(tr, "online_vs_safe", "safe softmax (three passes)", &ys, "online softmax (two passes)", &yo);
+    trace_compare(tr, "online_vs_safe", trace_text(tr, "safe softmax (three passes)", "安全 softmax（三遍）"), &ys,
+                  trace_text(tr, "online softmax (two passes)", "在线 softmax（两遍）"), &yo);
     trace_count(tr, "reads_safe", reads_safe, "elements read by the safe softmax", "安全 softmax 读取的元素数");
     trace_count(tr, "reads_online", reads_online, "elements read by the online softmax", "在线 softmax 读取的元素数");
     trace_say(tr,
@@ -202,14 +204,15 @@ static int tiled_trace(Trace *tr, const ToyData *d, const AttnStep *s) {
     trace_count(tr, "tiles_computed", computed, "tiles computed", "计算的块数");
     trace_count(tr, "tiles_skipped", skipped, "tiles skipped (above the diagonal)", "跳过的块数（对角线之上）");
     trace_count(tr, "tiles_masked", masked, "tiles masked (on the diagonal)", "加掩码的块数（对角线上）");
-    trace_compare(tr, "output_vs_plain", "lesson 2's output (plain attention)", &plain, "tiled output", &tOut);
+    trace_compare(tr, "output_vs_plain", trace_text(tr, "lesson 2's output (plain attention)", "第 2 课的输出（普通注意力）"),
+                  &plain, trace_text(tr, "tiled output", "分块的输出"), &tOut);
     double diff = ops_max_abs_diff(s->output, O, (int64_t)N * dv);
     // The same through the kernel the char GPT and the measurements use.
     float scratch[TILE + TOY_MAX_WIDTH + 2 * TILE];
     FlashCounts c;
     flash_tiled_head(Ok, scratch, &c, s->Q, Kt, s->V, N, dk, scale, 1, TILE, TILE);
     Tensor tk = tensor_view2(Ok, N, dv);
-    trace_compare(tr, "trace_vs_kernel", "the trace above", &tOut, "flash_tiled_head", &tk);
+    trace_compare(tr, "trace_vs_kernel", trace_text(tr, "the trace above", "上面逐块的计算"), &tOut, "flash_tiled_head", &tk);
     trace_sayf(tr, "Within 1e-6 of lesson 2: %s.", "与第 2 课的差在 1e-6 以内：%s。",
                trace_text(tr, diff <= 1e-6 ? "yes" : "NO", diff <= 1e-6 ? "是" : "否"));
     trace_say(tr, "", "");
@@ -452,49 +455,133 @@ static int flash_decoding(Trace *tr, const Options *opt) {
                   "5. Flash-decoding：缓存步只有一行查询，把它的块分给多个线程");
     trace_sayf(tr,
                "A cached step has one query row. Tiled attention parallelises over rows (and heads), so one row\n"
-               "of one head runs on one thread. Flash-decoding splits the %d cached keys into tiles of %d,\n"
+               "of one head runs on one thread. Flash-decoding splits the cached keys (up to %d) into tiles of %d,\n"
                "computes each tile's (m, l, O) on whichever thread is free, and merges them in tile order with\n"
                "the rule of section 1: the result is the same bits on any number of threads.",
                "缓存步只有一行查询。分块注意力按行（和头）并行，于是一个头的一行只能在一个线程上算。Flash-decoding\n"
-               "把缓存中的 %d 个键切成每块 %d 个，各块的 (m, l, O) 由空闲线程计算，再按块的顺序用第 1 节的规则合并：\n"
+               "把缓存中的键（最多 %d 个）切成每块 %d 个，各块的 (m, l, O) 由空闲线程计算，再按块的顺序用第 1 节的规则合并：\n"
                "无论多少线程，结果逐位相同。",
                n, Bc);
     int rc = 0;
+    static const int SIZES[] = {256, DECODE_N};   // a short cache and a long one
+    for (int z = 0; !rc && z < 2; z++) {
+        int len = SIZES[z];
+        // One thread, tile after tile (flash_row)...
+        for (int r = 0; r < repeat; r++) {
+            double t0 = timer_now();
+            flash_row(out1, scratch, q, kt, n, v, d, len, d, scale, Bc);
+            samples[r] = timer_now() - t0;
+        }
+        double t_row = timer_median(samples, repeat);
+        // ...and the tiles on every thread, merged after (flash_decode).
+        if (ops_set_threads(opt->threads)) {
+            fprintf(stderr, "kvdemo: could not start %d threads\n", opt->threads);
+            rc = 1;
+            break;
+        }
+        for (int r = 0; r < repeat; r++) {
+            double t0 = timer_now();
+            flash_decode(outp, scratch, q, kt, n, v, d, len, d, scale, Bc);
+            samples[r] = timer_now() - t0;
+        }
+        double t_dec = timer_median(samples, repeat);
+        int threads = ops_threads();
+        ops_set_threads(1);
+        char name[48];
+        Tensor ta = tensor_view2(out1, 1, d), tb = tensor_view2(outp, 1, d);
+        snprintf(name, sizeof name, "decode_vs_row_N%d", len);
+        trace_compare(tr, name, trace_text(tr, "one thread, tile after tile", "单线程逐块"), &ta, "flash-decoding", &tb);
+        snprintf(name, sizeof name, "row_1_thread_N%d", len);
+        trace_timing(tr, name, t_row, repeat);
+        snprintf(name, sizeof name, "flash_decoding_N%d", len);
+        trace_timing(tr, name, t_dec, repeat);
+        trace_sayf(tr, "  %6d keys: %.3f ms tile after tile on one thread, %.3f ms by flash-decoding on %d threads\n",
+                   "  %6d 个键：单线程逐块 %.3f ms，flash-decoding %.3f ms（%d 个线程）\n", len, t_row * 1e3,
+                   t_dec * 1e3, threads);
+    }
+    if (!rc)
+        trace_say(tr,
+                  "It helps when there are few rows and heads to share out, a long cache (a batch of one, a long\n"
+                  "context) and threads to spare. On a short cache there is little to share: the hand-over to the\n"
+                  "threads and the merge are a large part of a few microseconds. When the heads alone keep every\n"
+                  "thread busy — the char GPT's 6 heads on a few cores — it only adds a merge (part 6).\n",
+                  "行和头很少、缓存很长（批大小为 1、上下文很长）且有空闲线程时它有用。缓存很短时可分的很少：\n"
+                  "线程交接与合并在几微秒里占了很大比例。若光是各个头就已让所有线程忙碌——如字符级 GPT 的\n"
+                  "6 个头、几个核——它只多了一次合并（第 6 部分）。\n");
+    free(kt), free(v), free(scratch), free(samples);
+    return rc;
+}
+
+// ----------------------------------------------------------------------------
+// The char GPT's cached step at the context length: plain against flash
+
+// Median seconds of the cached step at position T-1 (the cache holds T-1
+// positions), its logits in logits (V).
+static double time_last_step(float *logits, GptState *s, const GptModel *m, const int *tokens, int repeat,
+                             double *samples) {
+    int T = m->cfg.T;
+    gpt_state_reset(s);
+    gpt_forward(s, m, tokens, T - 1, 0);
     for (int r = 0; r < repeat; r++) {
         double t0 = timer_now();
-        flash_row(out1, scratch, q, kt, n, v, d, n, d, scale, Bc);
+        const float *out = gpt_forward(s, m, tokens + T - 1, 1, T - 1);
         samples[r] = timer_now() - t0;
+        memcpy(logits, out, sizeof(float) * (size_t)m->cfg.V);
     }
-    double t_row = timer_median(samples, repeat);
-    if (ops_set_threads(opt->threads)) {
-        fprintf(stderr, "kvdemo: could not start %d threads\n", opt->threads);
+    return timer_median(samples, repeat);
+}
+
+static int gpt_step(Trace *tr, const Options *opt) {
+    GptModel m;
+    int random_model = 0;
+    int rc = gptcmd_model(&m, opt, 1, &random_model);
+    if (rc) return rc;
+    GptConfig g = m.cfg;
+    int repeat = opt->repeat ? opt->repeat : 5, tile = opt->tile ? opt->tile : FLASH_DEFAULT_TILE;
+    int *tokens = malloc(sizeof(int) * (size_t)g.T);
+    float *lp = malloc(sizeof(float) * (size_t)g.V), *lf = malloc(sizeof(float) * (size_t)g.V);
+    double *samples = malloc(sizeof(double) * (size_t)repeat);
+    GptState s = {0};
+    if (!tokens || !lp || !lf || !samples || gpt_state_init(&s, g) || ops_set_threads(opt->threads)) {
+        fprintf(stderr, "kvdemo: out of memory\n");
         rc = 1;
+        goto done;
     }
-    for (int r = 0; !rc && r < repeat; r++) {
-        double t0 = timer_now();
-        flash_decode(outp, scratch, q, kt, n, v, d, n, d, scale, Bc);
-        samples[r] = timer_now() - t0;
+    if (random_model)
+        fprintf(stderr, "kvdemo: %s is missing; lesson 6.3 times a random model of the seed preset\n", GPT_SHIPPED_MODEL);
+    for (int i = 0; i < g.T; i++) tokens[i] = (i * 7 + 1) % g.V;
+    trace_heading(tr, "6. The char GPT (lesson 10): a cached step at the context length",
+                  "6. 字符级 GPT（第 10 课）：上下文长度处的一个缓存步");
+    double t_plain = time_last_step(lp, &s, &m, tokens, repeat, samples);
+    if (flash_gpt_use(FLASH_TILED, tile, g.T, g.H, g.C / g.H)) {
+        fprintf(stderr, "kvdemo: out of memory\n");
+        rc = 1;
+        goto done;
     }
-    double t_dec = timer_median(samples, repeat);
-    int threads = ops_threads();
+    double t_flash = time_last_step(lf, &s, &m, tokens, repeat, samples);
+    flash_gpt_use(FLASH_PLAIN, 0, 0, 0, 0);
+    trace_sayf(tr,
+               "The token at position %d reads %d cached positions in each of %d heads and %d blocks, on %d thread%s.\n"
+               "Plain: each head's row on one thread. Flash (tiles of %d): the heads' tiles shared out (flash-decoding).",
+               "位置 %d 的词元要读 %d 个缓存位置（%d 个头、%d 个模块各一份），%d 个线程%.0s。\n"
+               "普通：每个头的一行在一个线程上算。Flash（每块 %d）：各头的块分给各线程（flash-decoding）。",
+               g.T - 1, g.T, g.H, g.L, ops_threads(), ops_threads() == 1 ? "" : "s", tile);
+    trace_timing(tr, "gpt_step_plain", t_plain, repeat);
+    trace_timing(tr, "gpt_step_flash", t_flash, repeat);
+    Tensor a = tensor_view2(lp, 1, g.V), b = tensor_view2(lf, 1, g.V);
+    trace_compare(tr, "gpt_step_logits", trace_text(tr, "logits, plain attention", "logits，普通注意力"), &a,
+                  trace_text(tr, "flash attention", "flash 注意力"), &b);
+    trace_say(tr,
+              "The attention is a small part of this step (most of it reads the weights), and six heads\n"
+              "already share out over a few threads: flash-decoding changes the step's time little here.\n",
+              "注意力只占这一步的一小部分（大部分时间在读权重），而且 6 个头已足以分给几个线程：\n"
+              "在这里 flash-decoding 对这一步的耗时影响不大。\n");
+done:
+    flash_gpt_use(FLASH_PLAIN, 0, 0, 0, 0);
     ops_set_threads(1);
-    if (!rc) {
-        Tensor a = tensor_view2(out1, 1, d), b = tensor_view2(outp, 1, d);
-        trace_compare(tr, "decode_vs_row", "one thread, tile after tile", &a, "flash-decoding", &b);
-        trace_count(tr, "threads", threads, "threads", "线程数");
-        trace_timing(tr, "row_1_thread", t_row, repeat);
-        trace_timing(tr, "flash_decoding", t_dec, repeat);
-        trace_sayf(tr,
-                   "One head, %d keys: %.3f ms tile after tile on one thread, %.3f ms by flash-decoding on %d.\n"
-                   "It helps when there are few rows and heads to share out and a long cache (a batch of one,\n"
-                   "long context); when the heads alone already keep every thread busy — the char GPT's 6 heads on\n"
-                   "a few cores, at a context of 256 — it only adds a merge (`kvdemo bench --attention flash`).\n",
-                   "一个头，%d 个键：单线程逐块 %.3f ms，flash-decoding %.3f ms（%d 个线程）。\n"
-                   "行和头很少、缓存很长时（批大小为 1、上下文很长）它有用；若光是各个头就已让所有线程忙碌——\n"
-                   "如字符级 GPT 的 6 个头、几个核、上下文 256——它只多了一次合并（`kvdemo bench --attention flash`）。\n",
-                   n, t_row * 1e3, t_dec * 1e3, threads);
-    }
-    free(kt), free(v), free(scratch), free(samples);
+    gpt_state_free(&s);
+    gpt_free(&m);
+    free(tokens), free(lp), free(lf), free(samples);
     return rc;
 }
 
@@ -534,6 +621,8 @@ int lesson63_run(const Options *opt, Trace *tr) {
     int rc = measured(tr, opt);
     trace_run(tr, "flash-decoding");
     if (!rc) rc = flash_decoding(tr, opt);
+    trace_run(tr, "gpt");
+    if (!rc) rc = gpt_step(tr, opt);
     trace_run(tr, NULL);
     if (!ok) {
         fprintf(stderr, "kvdemo: lesson 6.3: the tiled output is not within 1e-6 of plain attention (a bug in kvdemo)\n");

@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const ARGS = "lesson 6.3 --format json --max-n 1024 --repeat 1";
+static const char *const ARGS = "lesson 6.3 --format json --max-n 1024 --repeat 1 --init random --preset tiny";
 static const char *const FIXTURES = "tests/fixtures/toy_tensors.txt";
 enum { N = 3, TILE = 2 };
 
@@ -191,20 +191,31 @@ static void test_measured(void **state) {
     if (!(sum_diff < 1e-3)) fail_msg("sum of O, plain vs tiled: expected a difference below 1e-3, got %g", sum_diff);
     if (events_find(l->e, l->n, "timing", "measured", -1, "plain_N4096"))
         fail_msg("--max-n 1024: expected no measurement at N = 4096");
-    if (need(l, "compare", "flash-decoding", -1, "decode_vs_row")->identical != 1)
-        fail_msg("flash-decoding vs one thread: expected identical bit for bit");
-    assert_non_null(events_find(l->e, l->n, "timing", "flash-decoding", -1, "flash_decoding"));
+    const char *decode[] = {"decode_vs_row_N256", "decode_vs_row_N65536"};
+    for (int i = 0; i < 2; i++)
+        if (need(l, "compare", "flash-decoding", -1, decode[i])->identical != 1)
+            fail_msg("%s: flash-decoding vs one thread: expected identical bit for bit", decode[i]);
+    const char *dt[] = {"row_1_thread_N65536", "flash_decoding_N65536", "row_1_thread_N256", "flash_decoding_N256"};
+    for (int i = 0; i < 4; i++)
+        if (!(need(l, "timing", "flash-decoding", -1, dt[i])->seconds > 0)) fail_msg("%s: expected a positive time", dt[i]);
+    // The char GPT's cached step at the context length, plain and flash.
+    for (int i = 0; i < 2; i++) {
+        const char *name = i ? "gpt_step_flash" : "gpt_step_plain";
+        if (!(need(l, "timing", "gpt", -1, name)->seconds > 0)) fail_msg("%s: expected a positive time", name);
+    }
+    const Event *g = need(l, "compare", "gpt", -1, "gpt_step_logits");
+    if (!(g->max_abs_diff < 1e-4)) fail_msg("gpt_step_logits: expected plain and flash within 1e-4, got %g", g->max_abs_diff);
 }
 
 static void test_text_and_errors(void **state) {
     (void)state;
-    RunResult r = kvdemo_run("lesson 6.3 --max-n 1024 --repeat 1 --lang zh");
+    RunResult r = kvdemo_run("lesson 6.3 --max-n 1024 --repeat 1 --init random --preset tiny --lang zh");
     if (r.status != 0) fail_msg("lesson 6.3 --lang zh exited with %d: %s", r.status, r.err);
     const char *zh[] = {"在线 softmax", "SRAM", "跳过", "192KB", "Flash-decoding"};
     for (size_t i = 0; i < sizeof zh / sizeof zh[0]; i++)
         if (!strstr(r.out, zh[i])) fail_msg("lesson 6.3 --lang zh: expected \"%s\" in the text", zh[i]);
     run_free(&r);
-    r = kvdemo_run("lesson 6.3 --max-n 1024 --repeat 1 --lang en");
+    r = kvdemo_run("lesson 6.3 --max-n 1024 --repeat 1 --init random --preset tiny --lang en");
     if (r.status != 0) fail_msg("lesson 6.3 exited with %d: %s", r.status, r.err);
     const char *en[] = {"online softmax", "above the diagonal, skipped", "identical bit for bit", "Bc=192",
                         "Within 1e-6 of lesson 2: yes"};
