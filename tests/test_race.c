@@ -1,0 +1,153 @@
+// test_race — `kvdemo race`: both runs write the text the chapter's numpy
+// generate writes (tests/gpt_reference.py), the cached run's resets past the
+// context are counted, and on a terminal the race is drawn live without
+// echoing the keys a student types meanwhile.
+#define _XOPEN_SOURCE 600   // posix_openpt, grantpt, unlockpt, ptsname
+#include "testutil.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <unistd.h>
+
+static const char *MODEL_A = "tests/fixtures/gpt_a.kvgp";   // context 16
+static const char *GENERATE = "tests/fixtures/gpt_generate.txt";
+
+static void test_race_texts_are_numpys(void **state) {
+    (void)state;
+    double want[1024];
+    int len = fixture_array(GENERATE, "model_a_nocache_text_utf8", want, 1024);
+    char args[256];
+    snprintf(args, sizeof args, "race --model %s --steps 40 --seed 42 --format json", MODEL_A);
+    int n;
+    Event *e = kvdemo_json(args, &n);
+    static const char *const runs[2] = {"no-cache", "cache"};
+    for (int r = 0; r < 2; r++) {
+        const Event *t = events_find(e, n, "text", runs[r], -1, "text");
+        if (!t) fail_msg("no text event for the %s run", runs[r]);
+        if ((int)strlen(t->text) != len) fail_msg("%s: text of %zu bytes, numpy's has %d", runs[r], strlen(t->text), len);
+        for (int i = 0; i < len; i++)
+            if ((unsigned char)t->text[i] != (int)want[i])
+                fail_msg("%s: text byte %d: numpy 0x%02X, kvdemo 0x%02X", runs[r], i, (int)want[i],
+                         (unsigned char)t->text[i]);
+        const Event *tm = events_find(e, n, "timing", runs[r], -1, runs[r]);
+        if (!tm || !(tm->seconds > 0)) fail_msg("%s: no positive timing", runs[r]);
+    }
+    // The chapter's reset: a cached step needs len(tokens) <= T = 16. Step s
+    // (0-based) starts with 6 + s tokens, so every s >= 1 with 6 + s > 16
+    // feeds the whole window again.
+    int resets = 0;
+    for (int s = 1; s < 40; s++) resets += 6 + s > 16;
+    const Event *rs = events_find(e, n, "count", "cache", -1, "reset_steps");
+    assert_non_null(rs);
+    if ((int)rs->value != resets) fail_msg("reset steps: expected %d, got %d", resets, (int)rs->value);
+    const Event *same = events_find(e, n, "count", NULL, -1, "texts_identical");
+    assert_non_null(same);
+    assert_int_equal((int)same->value, 1);
+    events_free(e, n);
+}
+
+static void test_race_text_mode_says_both_identical(void **state) {
+    (void)state;
+    char args[256];
+    snprintf(args, sizeof args, "race --model %s --steps 20 --seed 42", MODEL_A);
+    RunResult r = kvdemo_run(args);
+    if (r.status != 0) fail_msg("exit status %d: %s", r.status, r.err);
+    if (!strstr(r.out, "the same text")) fail_msg("no word that the texts are the same: %s", r.out);
+    if (!strstr(r.out, "x faster")) fail_msg("no ratio: %s", r.out);
+    if (strstr(r.out, "\x1b[")) fail_msg("escape sequences in piped output: %s", r.out);
+    run_free(&r);
+    r = kvdemo_run_env("LANG=zh_CN.UTF-8", args);
+    if (r.status != 0 || !strstr(r.out, "一字不差")) fail_msg("zh: status %d: %s", r.status, r.out);
+    run_free(&r);
+}
+
+static void test_race_usage_errors(void **state) {
+    (void)state;
+    expect_failure("race --no-cache", 2, "unknown option '--no-cache' for 'race'");
+    expect_failure("race --steps 0", 2, "--steps takes a whole number from 1");
+    expect_failure("race --prompt 天气", 2, "--prompt");
+}
+
+// Reads what the child writes to the terminal until it exits; returns it.
+static char *drain(int master, size_t *len) {
+    size_t cap = 1 << 16;
+    char *buf = malloc(cap);
+    assert_non_null(buf);
+    *len = 0;
+    for (;;) {
+        struct pollfd p = {master, POLLIN, 0};
+        if (poll(&p, 1, 60000) <= 0) break;
+        if (*len + 4096 > cap) {
+            cap *= 2;
+            buf = realloc(buf, cap);
+            assert_non_null(buf);
+        }
+        ssize_t k = read(master, buf + *len, 4096);
+        if (k <= 0) break;   // EIO once the child has closed the terminal
+        *len += (size_t)k;
+    }
+    buf[*len] = '\0';
+    return buf;
+}
+
+static void test_race_live_on_a_terminal(void **state) {
+    (void)state;
+    int master = posix_openpt(O_RDWR | O_NOCTTY);
+    assert_true(master >= 0);
+    assert_int_equal(grantpt(master), 0);
+    assert_int_equal(unlockpt(master), 0);
+    char slave_name[128];
+    snprintf(slave_name, sizeof slave_name, "%s", ptsname(master));
+    const char *bin = getenv("KVDEMO_BIN");
+    if (!bin || !*bin) bin = "./kvdemo";
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        setsid();
+        int s = open(slave_name, O_RDWR);
+        if (s < 0) _exit(127);
+        dup2(s, 0);
+        dup2(s, 1);
+        dup2(s, 2);
+        close(master);
+        execl(bin, bin, "race", "--steps", "40", "--seed", "42", "--model", MODEL_A, (char *)NULL);
+        _exit(127);
+    }
+    // Once the race has started (its first line is out), a student types.
+    char first[256];
+    struct pollfd p = {master, POLLIN, 0};
+    assert_true(poll(&p, 1, 60000) == 1);
+    ssize_t k = read(master, first, sizeof first - 1);
+    assert_true(k > 0);
+    first[k] = '\0';
+    const char keys[] = "qzqz\n";
+    assert_int_equal(write(master, keys, sizeof keys - 1), (ssize_t)(sizeof keys - 1));
+    size_t len;
+    char *out = drain(master, &len);
+    int status;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) fail_msg("race on a terminal: status %d: %s%s", status, first, out);
+    if (strstr(first, "qzqz") || strstr(out, "qzqz")) fail_msg("the typed keys were echoed: %s%s", first, out);
+    if (!strstr(out, "without the cache") || !strstr(out, "with the cache") || !strstr(out, "done"))
+        fail_msg("no live lines for both runs: %s", out);
+    if (!strstr(out, "\x1b[K")) fail_msg("the live lines are not drawn in place: %s", out);
+    free(out);
+    close(master);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_race_texts_are_numpys),
+        cmocka_unit_test(test_race_text_mode_says_both_identical),
+        cmocka_unit_test(test_race_usage_errors),
+        cmocka_unit_test(test_race_live_on_a_terminal),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
