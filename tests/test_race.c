@@ -1,7 +1,9 @@
-// test_race — `kvdemo race`: both runs write the text the chapter's numpy
-// generate writes (tests/gpt_reference.py), the cached run's resets past the
-// context are counted, and on a terminal the race is drawn live without
-// echoing the keys a student types meanwhile.
+// test_race — generation a class can watch. `kvdemo race`: both runs write
+// the text the chapter's numpy generate writes (tests/gpt_reference.py), the
+// cached run's resets past the context are counted, and on a terminal the
+// race is drawn live without echoing the keys a student types meanwhile.
+// `kvdemo generate` streams its text a character at a time, with a tokens/s
+// counter on a terminal only.
 #define _XOPEN_SOURCE 600   // posix_openpt, grantpt, unlockpt, ptsname
 #include "testutil.h"
 
@@ -97,6 +99,82 @@ static char *drain(int master, size_t *len) {
     return buf;
 }
 
+
+// Starts kvdemo with args (argv form) writing to fd out; returns its pid.
+static pid_t spawn(int out, const char *slave_name, char *const argv[]) {
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        if (slave_name) {
+            setsid();
+            out = open(slave_name, O_RDWR);
+            if (out < 0) _exit(127);
+            dup2(out, 0);
+        }
+        dup2(out, 1);
+        dup2(out, 2);
+        execv(argv[0], argv);
+        _exit(127);
+    }
+    return pid;
+}
+
+static const char *kvdemo_bin(void) {
+    const char *bin = getenv("KVDEMO_BIN");
+    return bin && *bin ? bin : "./kvdemo";
+}
+
+// generate through a pipe: the first characters arrive while the generation
+// is still running (a reader need not wait for the end), and what arrives in
+// the end is the plain text, without escape sequences.
+static void test_generate_streams_through_a_pipe(void **state) {
+    (void)state;
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    char *argv[] = {(char *)kvdemo_bin(), "generate", "--no-cache", "--steps", "100", "--seed", "42", NULL};
+    pid_t pid = spawn(fds[1], NULL, argv);
+    close(fds[1]);
+    char first[64];
+    struct pollfd p = {fds[0], POLLIN, 0};
+    assert_true(poll(&p, 1, 120000) == 1);
+    ssize_t k = read(fds[0], first, sizeof first - 1);
+    assert_true(k > 0);
+    int status;
+    pid_t done = waitpid(pid, &status, WNOHANG);
+    if (done != 0) fail_msg("generate had already ended when its first bytes arrived: it did not stream");
+    size_t len;
+    char *rest = drain(fds[0], &len);
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    first[k] = '\0';
+    if (strncmp(first, "ROMEO:", 6) != 0) fail_msg("the stream does not start with the prompt: %s", first);
+    if (strchr(first, '\x1b') || strchr(rest, '\x1b')) fail_msg("escape sequences in piped output");
+    if (!strstr(rest, "tokens/s")) fail_msg("no summary line at the end: %s", rest);
+    free(rest);
+    close(fds[0]);
+}
+
+// On a terminal the tokens/s counter stands behind the text while it grows.
+static void test_generate_counter_on_a_terminal(void **state) {
+    (void)state;
+    int master = posix_openpt(O_RDWR | O_NOCTTY);
+    assert_true(master >= 0);
+    assert_int_equal(grantpt(master), 0);
+    assert_int_equal(unlockpt(master), 0);
+    char *argv[] = {(char *)kvdemo_bin(), "generate", "--steps", "30", "--seed", "42", NULL};
+    pid_t pid = spawn(-1, ptsname(master), argv);
+    size_t len;
+    char *out = drain(master, &len);
+    int status;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    // ESC 7, dim "  N tokens/s", ESC 8: drawn behind the text, then erased.
+    if (!strstr(out, "\x1b" "7\x1b[2m  ")) fail_msg("no live counter on the terminal: %s", out);
+    if (!strstr(out, "\x1b[K")) fail_msg("the counter is never erased: %s", out);
+    free(out);
+    close(master);
+}
+
 static void test_race_live_on_a_terminal(void **state) {
     (void)state;
     int master = posix_openpt(O_RDWR | O_NOCTTY);
@@ -148,6 +226,8 @@ int main(void) {
         cmocka_unit_test(test_race_text_mode_says_both_identical),
         cmocka_unit_test(test_race_usage_errors),
         cmocka_unit_test(test_race_live_on_a_terminal),
+        cmocka_unit_test(test_generate_streams_through_a_pipe),
+        cmocka_unit_test(test_generate_counter_on_a_terminal),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
