@@ -327,7 +327,12 @@ static int cmd_lesson(int argc, char **argv) {
         if (!(opt.given >> i & 1)) continue;
         if (!lesson_uses(l, OPTIONS[i].name)) fprintf(stderr, "kvdemo: lesson %s ignores %s\n", l->id, OPTIONS[i].name);
     }
-    return l->run(&opt, &tr);
+    rc = l->run(&opt, &tr);
+    // --color colours score and weight matrices; a lesson that showed none
+    // says that the option changed nothing.
+    if (!rc && (opt.given >> option_index("--color") & 1) && tr.heat_maps == 0 && tr.format == FORMAT_TEXT)
+        fprintf(stderr, "kvdemo: lesson %s shows no score or weight matrix: --color changes nothing\n", l->id);
+    return rc;
 }
 
 int cli_main(int argc, char **argv) {

@@ -18,6 +18,9 @@ typedef enum { FORMAT_TEXT, FORMAT_JSON } TraceFormat;
 // point of a step, TRACE_FULL all of them.
 typedef enum { TRACE_NONE, TRACE_SUMMARY, TRACE_FULL } TraceLevel;
 typedef enum { LANG_EN, LANG_ZH } Lang;
+// What a matrix holds, for its heat map: HEAT_SCORES on a diverging scale
+// centred on 0, HEAT_PROBS (softmax weights) on a fixed 0 .. 1 scale.
+typedef enum { HEAT_NONE, HEAT_SCORES, HEAT_PROBS } TraceHeat;
 
 typedef struct {
     FILE *out;              // stdout
@@ -27,6 +30,7 @@ typedef struct {
     int precision;          // decimals of printed tensors (text only)
     int color;              // 1: ANSI heat maps on score and weight matrices
     int step_pause;         // 1: wait for Enter after each step (a terminal)
+    int heat_maps;          // matrices shown that have a heat map (coloured or not)
     // Where the lesson is; every JSON event carries these.
     const char *lesson;     // "2"
     const char *run;        // "no-cache", "cache", or NULL between runs
@@ -53,10 +57,10 @@ void trace_step(Trace *tr, int step);
 // A tensor under its document name. level: the least trace level that shows
 // it. code: the document's line that computes it ("Q = torch.matmul(X, W_Q)"),
 // shown above it in text, or NULL. rows: a label per row (the token each row
-// belongs to) or NULL. heat: 1 for score and weight matrices (coloured when
-// colour is on).
+// belongs to) or NULL. heat: what the matrix holds (coloured, with a legend,
+// when colour is on), or HEAT_NONE.
 void trace_tensor(Trace *tr, TraceLevel level, const char *name, const char *code,
-                  const Tensor *t, const char *const *rows, int heat);
+                  const Tensor *t, const char *const *rows, TraceHeat heat);
 // A shape only, for tensors too large to print: key (1, 6, 64, 7).
 void trace_shape(Trace *tr, const char *name, int ndim, const int *shape);
 // A whole number worth counting (rows computed, multiply-adds, bytes). With
@@ -77,5 +81,14 @@ int trace_compare(Trace *tr, const char *name, const char *a_name, const Tensor 
 void trace_textval(Trace *tr, const char *name, const char *text);
 // With --step on a terminal: wait for Enter before going on.
 void trace_pause(Trace *tr);
+
+// The heat maps' colours, for tests: the palette of a kind (n entries of the
+// xterm 256-colour palette), the entry a value gets, an index's (r, g, b),
+// its WCAG luminance, and the text colour (16 or 231) put on it.
+const int *trace_heat_palette(TraceHeat kind, int *n);
+int trace_heat_index(TraceHeat kind, float v, float lo, float hi);
+void trace_palette_rgb(int index, int rgb[3]);
+double trace_luminance(int index);
+int trace_text_on(int bg);
 
 #endif
