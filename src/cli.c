@@ -319,6 +319,11 @@ static int cmd_lesson(int argc, char **argv) {
     if (rc) return rc;
     tr.color = tr.format == FORMAT_TEXT && want_color(extra.color);
     tr.lesson = l->id;
+    if (tr.step_pause && (tr.format != FORMAT_TEXT || !isatty(STDIN_FILENO))) {
+        fprintf(stderr, "kvdemo: --step waits for keys on a terminal; %s, so it is ignored\n",
+                tr.format != FORMAT_TEXT ? "the output is JSON" : "standard input is not one");
+        tr.step_pause = 0;
+    }
 
     // Options this lesson has no use for are ignored, and it says so. The
     // common ones (--cache ... --color, the first rows of the table) apply

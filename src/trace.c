@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <termios.h>
 #include <unistd.h>
 
 void trace_init(Trace *tr, FILE *out) {
@@ -89,12 +90,15 @@ static void json_data(Buf *b, const float *x, const int *shape, int ndim) {
     buf_append(b, "]");
 }
 
+// Everything the trace prints goes out here (after q at a --step pause,
+// nothing more is shown).
 static void emit(Trace *tr, Buf *b) {
     char *s = buf_take(b);
-    if (s) {
+    if (s && !tr->quit) {
         fputs(s, tr->out);
-        free(s);
+        tr->shown = 1;
     }
+    free(s);
     fflush(tr->out);
 }
 
@@ -126,16 +130,22 @@ void trace_heading(Trace *tr, const char *en, const char *zh) {
 
 void trace_say(Trace *tr, const char *en, const char *zh) {
     if (is_json(tr)) return;
-    fprintf(tr->out, "%s\n", trace_text(tr, en, zh));
+    Buf b;
+    buf_init(&b);
+    buf_printf(&b, "%s\n", trace_text(tr, en, zh));
+    emit(tr, &b);
 }
 
 void trace_sayf(Trace *tr, const char *fmt_en, const char *fmt_zh, ...) {
     if (is_json(tr)) return;
     va_list ap;
     va_start(ap, fmt_zh);
-    vfprintf(tr->out, trace_text(tr, fmt_en, fmt_zh), ap);
+    Buf b;
+    buf_init(&b);
+    buf_vprintf(&b, trace_text(tr, fmt_en, fmt_zh), ap);
     va_end(ap);
-    fputc('\n', tr->out);
+    buf_append(&b, "\n");
+    emit(tr, &b);
 }
 
 void trace_run(Trace *tr, const char *run) {
@@ -344,6 +354,7 @@ void trace_tensor(Trace *tr, TraceLevel level, const char *name, const char *cod
     buf_append(&b, "\n");
     free(s);
     emit(tr, &b);
+    trace_pause(tr);   // --step: one operation a screen
 }
 
 void trace_shape(Trace *tr, const char *name, int ndim, const int *shape) {
@@ -480,11 +491,46 @@ void trace_textval(Trace *tr, const char *name, const char *text) {
     emit(tr, &b);
 }
 
-void trace_pause(Trace *tr) {
-    if (!tr->step_pause || !isatty(STDIN_FILENO)) return;
-    fprintf(stderr, "%s", trace_text(tr, "-- press Enter to go on --", "-- 按回车继续 --"));
+// One key from the terminal, without waiting for Enter and without echo.
+static int read_key(void) {
+    struct termios saved, raw;
+    int have = tcgetattr(STDIN_FILENO, &saved) == 0;
+    if (have) {
+        raw = saved;
+        raw.c_lflag &= ~(tcflag_t)(ICANON | ECHO);
+        raw.c_cc[VMIN] = 1;
+        raw.c_cc[VTIME] = 0;
+        tcsetattr(STDIN_FILENO, TCSANOW, &raw);
+    }
+    unsigned char c = 0;
+    ssize_t n = read(STDIN_FILENO, &c, 1);
+    if (have) tcsetattr(STDIN_FILENO, TCSANOW, &saved);
+    return n == 1 ? c : EOF;
+}
+
+// A pause of --step: a prompt on the terminal, one key, and the prompt
+// erased again so that it never stays in the scrollback. q (or the end of
+// the input) quits: nothing more is shown. On a terminal the next screen
+// starts clean, so that each one fits a projector; a table row keeps the
+// rows above it (new_screen 0).
+static void pause_for_key(Trace *tr, int new_screen) {
+    if (!tr->step_pause || tr->quit || !tr->shown || !isatty(STDIN_FILENO)) return;
+    fflush(tr->out);
+    fputs(trace_text(tr, "-- Enter: next   q: quit --", "-- 回车：下一步   q：退出 --"), stderr);
     fflush(stderr);
-    int c;
-    while ((c = getchar()) != EOF && c != '\n') {
+    int c = read_key();
+    fputs("\r\x1b[K", stderr);
+    fflush(stderr);
+    tr->shown = 0;
+    if (c == 'q' || c == 'Q' || c == EOF) {
+        tr->quit = 1;
+        return;
+    }
+    if (new_screen && isatty(fileno(tr->out))) {
+        fputs("\x1b[H\x1b[2J", tr->out);
+        fflush(tr->out);
     }
 }
+
+void trace_pause(Trace *tr) { pause_for_key(tr, 1); }
+void trace_pause_row(Trace *tr) { pause_for_key(tr, 0); }

@@ -31,6 +31,8 @@ typedef struct {
     int color;              // 1: ANSI heat maps on score and weight matrices
     int step_pause;         // 1: wait for Enter after each step (a terminal)
     int heat_maps;          // matrices shown that have a heat map (coloured or not)
+    int shown;              // 1 once something was shown since the last --step pause
+    int quit;               // 1 after q at a --step pause: nothing more is shown
     // Where the lesson is; every JSON event carries these.
     const char *lesson;     // "2"
     const char *run;        // "no-cache", "cache", or NULL between runs
@@ -79,8 +81,13 @@ int trace_compare(Trace *tr, const char *name, const char *a_name, const Tensor 
                   const char *b_name, const Tensor *b);
 // A short text result (a generated text, a token): {"event":"text",...}.
 void trace_textval(Trace *tr, const char *name, const char *text);
-// With --step on a terminal: wait for Enter before going on.
+// With --step on a terminal: a prompt, then one key: q quits (nothing more
+// is shown), any other goes on, on a fresh screen. Every tensor pauses after
+// itself; a lesson pauses at the end of each step. Nothing happens when
+// nothing was shown since the last pause.
 void trace_pause(Trace *tr);
+// The same after a row of a table that grows a row a key: the rows above stay.
+void trace_pause_row(Trace *tr);
 
 // The heat maps' colours, for tests: the palette of a kind (n entries of the
 // xterm 256-colour palette), the entry a value gets, an index's (r, g, b),
