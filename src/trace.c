@@ -4,6 +4,7 @@
 
 #include "buf.h"
 #include "ops.h"
+#include "stats.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -441,6 +442,57 @@ void trace_timing(Trace *tr, const char *name, double seconds, int repeat) {
     if (repeat > 1) buf_printf(&b, trace_text(tr, " (median of %d runs)", "（%d 次运行的中位数）"), repeat);
     buf_append(&b, "\n");
     emit(tr, &b);
+}
+
+void trace_timing_stats(Trace *tr, const char *name, const double *samples, int n) {
+    Stats st = stats_of(samples, n);
+    Buf b;
+    buf_init(&b);
+    if (is_json(tr)) {
+        json_head(&b, tr, "timing");
+        buf_append(&b, ",\"name\":");
+        json_string(&b, name);
+        buf_printf(&b, ",\"seconds\":%.9g,\"repeat\":%d,\"mean\":%.9g,\"sd\":%.9g,\"min\":%.9g,\"max\":%.9g",
+                   st.median, n, st.mean, st.sd, st.min, st.max);
+        buf_printf(&b, ",\"noisy\":%s", stats_noisy(st) ? "true" : "false");
+        emit_json(tr, &b);
+        return;
+    }
+    buf_printf(&b, "  %s (%s): ", trace_text(tr, "time", "耗时"), name);
+    time_text(&b, st.mean);
+    if (n > 1) {
+        buf_append(&b, " ± ");
+        time_text(&b, st.sd);
+        buf_append(&b, "  (");
+        time_text(&b, st.min);
+        buf_append(&b, " … ");
+        time_text(&b, st.max);
+        buf_printf(&b, trace_text(tr, ", %d runs)", "，%d 次运行）"), n);
+    }
+    buf_append(&b, "\n");
+    if (stats_noisy(st))
+        buf_append(&b, trace_text(tr, "  (the runs disagree by more than 10%: the machine was busy; rerun)\n",
+                                  "  （各次运行相差超过 10%：机器当时很忙，请再运行一次）\n"));
+    emit(tr, &b);
+}
+
+void trace_ratio(Trace *tr, const char *name, const double *a, int na, const double *b, int nb, const char *en,
+                 const char *zh) {
+    Stats sa = stats_of(a, na), sb = stats_of(b, nb);
+    int decimals;
+    double r = stats_ratio(sa, sb, &decimals);
+    Buf o;
+    buf_init(&o);
+    if (is_json(tr)) {
+        json_head(&o, tr, "value");
+        buf_append(&o, ",\"name\":");
+        json_string(&o, name);
+        buf_printf(&o, ",\"value\":%.9g,\"unit\":\"x\",\"decimals\":%d", r, decimals);
+        emit_json(tr, &o);
+        return;
+    }
+    buf_printf(&o, "  %s: %.*f x\n", trace_text(tr, en, zh), decimals, r);
+    emit(tr, &o);
 }
 
 int trace_compare(Trace *tr, const char *name, const char *a_name, const Tensor *a,

@@ -75,6 +75,14 @@ void trace_value(Trace *tr, const char *name, double value, const char *unit, co
 // A time measured around the arithmetic only; repeat > 1 gives the median
 // of that many runs.
 void trace_timing(Trace *tr, const char *name, double seconds, int repeat);
+// The times of n repeated runs (after warm-up): mean ± σ and min … max,
+// with a warning when they disagree too much to be trusted; JSON gives the
+// median as "seconds" with mean, sd, min, max and noisy.
+void trace_timing_stats(Trace *tr, const char *name, const double *samples, int n);
+// The ratio of two sets of timings' means ("how many times faster"), printed
+// with as many digits as their spread allows.
+void trace_ratio(Trace *tr, const char *name, const double *a, int na, const double *b, int nb, const char *en,
+                 const char *zh);
 // Two tensors that should agree: identical bit for bit, and max |a - b|.
 // Returns 1 when they are identical.
 int trace_compare(Trace *tr, const char *name, const char *a_name, const Tensor *a,
