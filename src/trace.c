@@ -426,18 +426,27 @@ static void time_text(Buf *b, double s) {
     else buf_printf(b, "%.3f s", s);
 }
 
+// The start of a timing: {..."event":"timing","name":..,"seconds":..,"repeat":..
+// in JSON (the caller adds any more fields and ends it), "  time (name): " in text.
+static void timing_head(Buf *b, const Trace *tr, const char *name, double seconds, int repeat) {
+    if (is_json(tr)) {
+        json_head(b, tr, "timing");
+        buf_append(b, ",\"name\":");
+        json_string(b, name);
+        buf_printf(b, ",\"seconds\":%.9g,\"repeat\":%d", seconds, repeat);
+    } else {
+        buf_printf(b, "  %s (%s): ", trace_text(tr, "time", "耗时"), name);
+    }
+}
+
 void trace_timing(Trace *tr, const char *name, double seconds, int repeat) {
     Buf b;
     buf_init(&b);
+    timing_head(&b, tr, name, seconds, repeat);
     if (is_json(tr)) {
-        json_head(&b, tr, "timing");
-        buf_append(&b, ",\"name\":");
-        json_string(&b, name);
-        buf_printf(&b, ",\"seconds\":%.9g,\"repeat\":%d", seconds, repeat);
         emit_json(tr, &b);
         return;
     }
-    buf_printf(&b, "  %s (%s): ", trace_text(tr, "time", "耗时"), name);
     time_text(&b, seconds);
     if (repeat > 1) buf_printf(&b, trace_text(tr, " (median of %d runs)", "（%d 次运行的中位数）"), repeat);
     buf_append(&b, "\n");
@@ -448,17 +457,13 @@ void trace_timing_stats(Trace *tr, const char *name, const double *samples, int 
     Stats st = stats_of(samples, n);
     Buf b;
     buf_init(&b);
+    timing_head(&b, tr, name, st.median, n);
     if (is_json(tr)) {
-        json_head(&b, tr, "timing");
-        buf_append(&b, ",\"name\":");
-        json_string(&b, name);
-        buf_printf(&b, ",\"seconds\":%.9g,\"repeat\":%d,\"mean\":%.9g,\"sd\":%.9g,\"min\":%.9g,\"max\":%.9g",
-                   st.median, n, st.mean, st.sd, st.min, st.max);
-        buf_printf(&b, ",\"noisy\":%s", stats_noisy(st) ? "true" : "false");
+        buf_printf(&b, ",\"mean\":%.9g,\"sd\":%.9g,\"min\":%.9g,\"max\":%.9g,\"noisy\":%s", st.mean, st.sd, st.min,
+                   st.max, stats_noisy(st) ? "true" : "false");
         emit_json(tr, &b);
         return;
     }
-    buf_printf(&b, "  %s (%s): ", trace_text(tr, "time", "耗时"), name);
     time_text(&b, st.mean);
     if (n > 1) {
         buf_append(&b, " ± ");

@@ -4,18 +4,14 @@
 // race is drawn live without echoing the keys a student types meanwhile.
 // `kvdemo generate` streams its text a character at a time, with a tokens/s
 // counter on a terminal only.
-#define _XOPEN_SOURCE 600   // posix_openpt, grantpt, unlockpt, ptsname
 #include "testutil.h"
 
-#include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
-#include <termios.h>
 #include <unistd.h>
 
 static const char *MODEL_A = "tests/fixtures/gpt_a.kvgp";   // context 16
@@ -77,52 +73,6 @@ static void test_race_usage_errors(void **state) {
     expect_failure("race --prompt 天气", 2, "--prompt");
 }
 
-// Reads what the child writes to the terminal until it exits; returns it.
-static char *drain(int master, size_t *len) {
-    size_t cap = 1 << 16;
-    char *buf = malloc(cap);
-    assert_non_null(buf);
-    *len = 0;
-    for (;;) {
-        struct pollfd p = {master, POLLIN, 0};
-        if (poll(&p, 1, 60000) <= 0) break;
-        if (*len + 4096 > cap) {
-            cap *= 2;
-            buf = realloc(buf, cap);
-            assert_non_null(buf);
-        }
-        ssize_t k = read(master, buf + *len, 4096);
-        if (k <= 0) break;   // EIO once the child has closed the terminal
-        *len += (size_t)k;
-    }
-    buf[*len] = '\0';
-    return buf;
-}
-
-
-// Starts kvdemo with args (argv form) writing to fd out; returns its pid.
-static pid_t spawn(int out, const char *slave_name, char *const argv[]) {
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        if (slave_name) {
-            setsid();
-            out = open(slave_name, O_RDWR);
-            if (out < 0) _exit(127);
-            dup2(out, 0);
-        }
-        dup2(out, 1);
-        dup2(out, 2);
-        execv(argv[0], argv);
-        _exit(127);
-    }
-    return pid;
-}
-
-static const char *kvdemo_bin(void) {
-    const char *bin = getenv("KVDEMO_BIN");
-    return bin && *bin ? bin : "./kvdemo";
-}
 
 // generate through a pipe: the first characters arrive while the generation
 // is still running (a reader need not wait for the end), and what arrives in
@@ -131,8 +81,8 @@ static void test_generate_streams_through_a_pipe(void **state) {
     (void)state;
     int fds[2];
     assert_int_equal(pipe(fds), 0);
-    char *argv[] = {(char *)kvdemo_bin(), "generate", "--no-cache", "--steps", "100", "--seed", "42", NULL};
-    pid_t pid = spawn(fds[1], NULL, argv);
+    const char *args[] = {"generate", "--no-cache", "--steps", "100", "--seed", "42", NULL};
+    pid_t pid = kvdemo_spawn(fds[1], args);
     close(fds[1]);
     char first[64];
     struct pollfd p = {fds[0], POLLIN, 0};
@@ -142,8 +92,7 @@ static void test_generate_streams_through_a_pipe(void **state) {
     int status;
     pid_t done = waitpid(pid, &status, WNOHANG);
     if (done != 0) fail_msg("generate had already ended when its first bytes arrived: it did not stream");
-    size_t len;
-    char *rest = drain(fds[0], &len);
+    char *rest = read_to_end(fds[0]);
     assert_int_equal(waitpid(pid, &status, 0), pid);
     assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
     first[k] = '\0';
@@ -157,14 +106,10 @@ static void test_generate_streams_through_a_pipe(void **state) {
 // On a terminal the tokens/s counter stands behind the text while it grows.
 static void test_generate_counter_on_a_terminal(void **state) {
     (void)state;
-    int master = posix_openpt(O_RDWR | O_NOCTTY);
-    assert_true(master >= 0);
-    assert_int_equal(grantpt(master), 0);
-    assert_int_equal(unlockpt(master), 0);
-    char *argv[] = {(char *)kvdemo_bin(), "generate", "--steps", "30", "--seed", "42", NULL};
-    pid_t pid = spawn(-1, ptsname(master), argv);
-    size_t len;
-    char *out = drain(master, &len);
+    int master;
+    const char *args[] = {"generate", "--steps", "30", "--seed", "42", NULL};
+    pid_t pid = kvdemo_spawn_pty(&master, args);
+    char *out = read_to_end(master);
     int status;
     assert_int_equal(waitpid(pid, &status, 0), pid);
     assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
@@ -177,27 +122,9 @@ static void test_generate_counter_on_a_terminal(void **state) {
 
 static void test_race_live_on_a_terminal(void **state) {
     (void)state;
-    int master = posix_openpt(O_RDWR | O_NOCTTY);
-    assert_true(master >= 0);
-    assert_int_equal(grantpt(master), 0);
-    assert_int_equal(unlockpt(master), 0);
-    char slave_name[128];
-    snprintf(slave_name, sizeof slave_name, "%s", ptsname(master));
-    const char *bin = getenv("KVDEMO_BIN");
-    if (!bin || !*bin) bin = "./kvdemo";
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        setsid();
-        int s = open(slave_name, O_RDWR);
-        if (s < 0) _exit(127);
-        dup2(s, 0);
-        dup2(s, 1);
-        dup2(s, 2);
-        close(master);
-        execl(bin, bin, "race", "--steps", "40", "--seed", "42", "--model", MODEL_A, (char *)NULL);
-        _exit(127);
-    }
+    int master;
+    const char *args[] = {"race", "--steps", "40", "--seed", "42", "--model", MODEL_A, NULL};
+    pid_t pid = kvdemo_spawn_pty(&master, args);
     // Once the race has started (its first line is out), a student types.
     char first[256];
     struct pollfd p = {master, POLLIN, 0};
@@ -207,8 +134,7 @@ static void test_race_live_on_a_terminal(void **state) {
     first[k] = '\0';
     const char keys[] = "qzqz\n";
     assert_int_equal(write(master, keys, sizeof keys - 1), (ssize_t)(sizeof keys - 1));
-    size_t len;
-    char *out = drain(master, &len);
+    char *out = read_to_end(master);
     int status;
     assert_int_equal(waitpid(pid, &status, 0), pid);
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) fail_msg("race on a terminal: status %d: %s%s", status, first, out);

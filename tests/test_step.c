@@ -2,7 +2,6 @@
 // a pause after each tensor, the prompt erased before the next screen, a
 // fresh screen each time, q quitting cleanly; and a clear word when --step
 // cannot work (standard input not a terminal, JSON output).
-#define _XOPEN_SOURCE 600   // posix_openpt, grantpt, unlockpt, ptsname
 #include "testutil.h"
 
 #include <fcntl.h>
@@ -22,26 +21,9 @@ typedef struct {
     size_t len, cap;
 } Term;
 
-static void term_start(Term *t, char *const argv[]) {
+static void term_start(Term *t, const char *const *args) {
     memset(t, 0, sizeof *t);
-    t->master = posix_openpt(O_RDWR | O_NOCTTY);
-    assert_true(t->master >= 0);
-    assert_int_equal(grantpt(t->master), 0);
-    assert_int_equal(unlockpt(t->master), 0);
-    char name[128];
-    snprintf(name, sizeof name, "%s", ptsname(t->master));
-    t->pid = fork();
-    assert_true(t->pid >= 0);
-    if (t->pid == 0) {
-        setsid();
-        int s = open(name, O_RDWR);
-        if (s < 0) _exit(127);
-        dup2(s, 0);
-        dup2(s, 1);
-        dup2(s, 2);
-        execv(argv[0], argv);
-        _exit(127);
-    }
+    t->pid = kvdemo_spawn_pty(&t->master, args);
     t->cap = 1 << 16;
     t->out = malloc(t->cap);
     assert_non_null(t->out);
@@ -77,16 +59,11 @@ static int term_finish(Term *t) {
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-static const char *bin(void) {
-    const char *b = getenv("KVDEMO_BIN");
-    return b && *b ? b : "./kvdemo";
-}
-
 static void test_step_pauses_clears_and_quits(void **state) {
     (void)state;
-    char *argv[] = {(char *)bin(), "lesson", "2", "--trace", "summary", "--step", NULL};
+    const char *args[] = {"lesson", "2", "--trace", "summary", "--step", NULL};
     Term t;
-    term_start(&t, argv);
+    term_start(&t, args);
     // Two screens: Enter after each.
     for (int i = 1; i <= 2; i++) {
         if (!term_wait_prompts(&t, i)) fail_msg("pause %d never came: %s", i, t.out);
@@ -114,9 +91,9 @@ static void test_step_pauses_clears_and_quits(void **state) {
 
 static void test_step_to_the_end(void **state) {
     (void)state;
-    char *argv[] = {(char *)bin(), "lesson", "2", "--trace", "none", "--step", NULL};
+    const char *args[] = {"lesson", "2", "--trace", "none", "--step", NULL};
     Term t;
-    term_start(&t, argv);
+    term_start(&t, args);
     // With no tensors, the pauses are the lesson's own, one a step.
     int i = 1;
     while (term_wait_prompts(&t, i)) {
