@@ -81,7 +81,7 @@ static void test_generate_streams_through_a_pipe(void **state) {
     (void)state;
     int fds[2];
     assert_int_equal(pipe(fds), 0);
-    const char *args[] = {"generate", "--no-cache", "--steps", "100", "--seed", "42", NULL};
+    const char *args[] = {"generate", "--model", MODEL_A, "--no-cache", "--steps", "600", "--seed", "42", NULL};
     pid_t pid = kvdemo_spawn(fds[1], args);
     close(fds[1]);
     char first[64];
