@@ -10,6 +10,7 @@
 // tokens, the forward pass, generation, costs.
 #include "gpt.h"
 
+#include "bigmem.h"
 #include "utf8.h"
 
 #include "flash.h"
@@ -223,7 +224,7 @@ int gpt_new(GptModel *m, GptConfig cfg, const uint32_t *vocab, char *err, size_t
     m->cfg = cfg;
     m->num_params = gpt_num_params(cfg);
     m->vocab = malloc(sizeof(uint32_t) * (size_t)cfg.V);
-    m->params = calloc(m->num_params, sizeof(float));
+    m->params = bigmem_alloc(m->num_params * sizeof(float));   // zeroed
     m->p.blocks = calloc((size_t)cfg.L, sizeof(GptBlockParams));
     if (!m->vocab || !m->params || !m->p.blocks) {
         gpt_free(m);
@@ -261,7 +262,7 @@ int gpt_init_random(GptModel *m, GptConfig cfg, const uint32_t *vocab, uint32_t 
 
 void gpt_free(GptModel *m) {
     free(m->vocab);
-    free(m->params);
+    bigmem_free(m->params, m->num_params * sizeof(float));
     free(m->p.blocks);
     memset(m, 0, sizeof(*m));
 }
@@ -306,6 +307,26 @@ static void swap_floats_if_big_endian(float *x, size_t n) {
 // Bytes of a file with this configuration.
 static uint64_t file_bytes(GptConfig cfg) {
     return HEADER_BYTES + 4 * (uint64_t)cfg.V + 4 * (uint64_t)gpt_num_params(cfg);
+}
+
+// Names the weight at index bad of m->params (not finite), frees m, returns -1.
+static int fail_nonfinite(GptModel *m, size_t bad, const char *path, char *err, size_t errlen) {
+    for (int i = 0; i < gpt_num_tensors(m->cfg); i++) {
+        GptTensor t = gpt_tensor(m, i);
+        size_t first = (size_t)(t.data - m->params);
+        if (bad < first || bad >= first + t.numel) continue;
+        size_t j = bad - first, r = j / (size_t)t.cols, c = j % (size_t)t.cols;
+        double value = m->params[bad];
+        char name[40];
+        memcpy(name, t.name, sizeof(name));
+        gpt_free(m);
+        if (t.rows == 1)
+            return fail(err, errlen, "%s: %s[%zu] is %g: every weight must be finite", path, name, c, value);
+        return fail(err, errlen, "%s: %s[%zu][%zu] is %g: every weight must be finite", path, name, r, c,
+                    value);
+    }
+    gpt_free(m);
+    return fail(err, errlen, "%s: weight %zu is not finite", path, bad);
 }
 
 int gpt_load(GptModel *m, const char *path, char *err, size_t errlen) {
@@ -393,31 +414,24 @@ int gpt_load(GptModel *m, const char *path, char *err, size_t errlen) {
         fclose(f);
         return fail(err, errlen, "%s: %s", path, why);
     }
-    if (fread(m->params, sizeof(float), m->num_params, f) != m->num_params) {
-        fclose(f);
-        gpt_free(m);
-        return fail(err, errlen, "%s: read error in the weights", path);
-    }
-    fclose(f);
-    swap_floats_if_big_endian(m->params, m->num_params);
-    // Every weight finite: name the first one that is not.
-    for (int i = 0; i < gpt_num_tensors(cfg); i++) {
-        GptTensor t = gpt_tensor(m, i);
-        for (size_t j = 0; j < t.numel; j++) {
-            if (!isfinite(t.data[j])) {
-                double bad = t.data[j];
-                char name[40];
-                memcpy(name, t.name, sizeof(name));
-                size_t r = j / (size_t)t.cols, c = j % (size_t)t.cols;
-                gpt_free(m);
-                if (t.rows == 1)
-                    return fail(err, errlen, "%s: %s[%zu] is %g: every weight must be finite", path, name,
-                                c, bad);
-                return fail(err, errlen, "%s: %s[%zu][%zu] is %g: every weight must be finite", path, name,
-                            r, c, bad);
-            }
+    // The weights, read in pieces of 2 MB (one huge page), each checked while
+    // it is still in the cache: every weight finite.
+    enum { PIECE = (2 << 20) / sizeof(float) };
+    for (size_t at = 0; at < m->num_params; at += PIECE) {
+        size_t n = m->num_params - at < PIECE ? m->num_params - at : PIECE;
+        if (fread(m->params + at, sizeof(float), n, f) != n) {
+            fclose(f);
+            gpt_free(m);
+            return fail(err, errlen, "%s: read error in the weights", path);
+        }
+        swap_floats_if_big_endian(m->params + at, n);
+        size_t bad = at + (size_t)ops_first_nonfinite(m->params + at, (int64_t)n);
+        if (bad < at + n) {
+            fclose(f);
+            return fail_nonfinite(m, bad, path, err, errlen);
         }
     }
+    fclose(f);
     return 0;
 }
 
@@ -546,9 +560,9 @@ int gpt_state_init(GptState *s, GptConfig cfg) {
                         &s->key_cache, &s->value_cache};
     size_t total = 0;
     for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) total += (sizes[i] + 15) & ~(size_t)15;
-    s->mem = aligned_alloc(64, total * sizeof(float));
+    s->mem_bytes = total * sizeof(float);
+    s->mem = bigmem_alloc(s->mem_bytes);   // zeroed, in huge pages where it can be
     if (!s->mem) return -1;
-    memset(s->mem, 0, total * sizeof(float));
     float *at = s->mem;
     for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
         *fields[i] = at;
@@ -558,7 +572,7 @@ int gpt_state_init(GptState *s, GptConfig cfg) {
 }
 
 void gpt_state_free(GptState *s) {
-    free(s->mem);
+    bigmem_free(s->mem, s->mem_bytes);
     memset(s, 0, sizeof(*s));
 }
 

@@ -55,7 +55,7 @@ typedef struct {
 typedef struct {
     GptConfig cfg;
     uint32_t *vocab;         // (V) Unicode code points, in token-id order
-    float *params;           // every parameter, file order
+    float *params;           // every parameter, file order (bigmem: huge pages)
     size_t num_params;
     GptParams p;             // named views into params
 } GptModel;
@@ -158,7 +158,8 @@ typedef struct {
     // [h][t][d] at value_cache[((l*H + h)*T + t)*D + d], value (1, H, len, D).
     float *key_cache;     // (L, H, D, T)
     float *value_cache;   // (L, H, T, D)
-    float *mem;           // the one allocation all of the above live in
+    float *mem;           // the one allocation all of the above live in (bigmem)
+    size_t mem_bytes;     // its size
 } GptState;
 
 // Reserves the state of one sequence of up to cfg.T positions. Returns 0, or

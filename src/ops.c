@@ -73,6 +73,50 @@ int ops_bit_identical(const float *a, const float *b, int64_t n) {
     return memcmp(a, b, sizeof(float) * (size_t)n) == 0;
 }
 
+// A float is finite unless its 8 exponent bits are all ones.
+static int64_t first_nonfinite_plain(const float *x, int64_t from, int64_t n) {
+    for (int64_t i = from; i < n; i++)
+        if (!isfinite(x[i])) return i;
+    return n;
+}
+
+#if defined(__AVX512F__)
+#include "simd.h"
+
+int64_t ops_first_nonfinite(const float *x, int64_t n) {
+    const __m512i exponent = _mm512_set1_epi32(0x7f800000);
+    int64_t i = 0;
+    for (; i + 64 <= n; i += 64) {
+        __mmask16 bad = 0;
+#pragma GCC unroll 4
+        for (int v = 0; v < 4; v++) {
+            __m512i u = _mm512_and_si512(_mm512_loadu_si512((const void *)(x + i + 16 * v)), exponent);
+            bad |= _mm512_cmpeq_epi32_mask(u, exponent);
+        }
+        if (bad) return first_nonfinite_plain(x, i, n);
+    }
+    return first_nonfinite_plain(x, i, n);
+}
+#else
+int64_t ops_first_nonfinite(const float *x, int64_t n) {
+    // Blocks of 64: the largest |x| bit pattern of each, a loop compilers
+    // turn into vector code; a block at or above the infinity's pattern holds
+    // the culprit.
+    int64_t i = 0;
+    for (; i + 64 <= n; i += 64) {
+        uint32_t worst = 0;
+        for (int j = 0; j < 64; j++) {
+            uint32_t u;
+            memcpy(&u, &x[i + j], 4);
+            u &= 0x7fffffffu;
+            worst = u > worst ? u : worst;
+        }
+        if (worst >= 0x7f800000u) return first_nonfinite_plain(x, i, n);
+    }
+    return first_nonfinite_plain(x, i, n);
+}
+#endif
+
 // ----------------------------------------------------------------------------
 // The fast matmul: register tiles, several threads.
 //
@@ -108,7 +152,6 @@ void ops_parallel_for(void (*fn)(void *ctx, int begin, int end, int thread), voi
 }
 
 #if defined(__AVX512F__)
-#include "simd.h"
 
 enum { OPS_MR = 8, OPS_NV = 3, OPS_NR = 16 * OPS_NV };   // 8 x 48 tile: 24 zmm of sums
 enum { OPS_ROW_NV = 12, OPS_ROW_NR = 16 * OPS_ROW_NV };     // one row: 1 x 192, 12 zmm

@@ -51,6 +51,11 @@ void ops_concat_rows(float *out, const float *a, int Ra, const float *b, int Rb,
 // whether the two arrays are equal bit for bit.
 double ops_max_abs_diff(const float *a, const float *b, int64_t n);
 int ops_bit_identical(const float *a, const float *b, int64_t n);
+// Index of the first element of x (n) that is NaN or infinite, or n when
+// every one is finite. The fast path tests 64 floats at a time by their
+// exponent bits (all ones: not finite), so a model's weights are checked at
+// the speed memory delivers them.
+int64_t ops_first_nonfinite(const float *x, int64_t n);
 
 
 // ----------------------------------------------------------------------------

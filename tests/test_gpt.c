@@ -574,6 +574,35 @@ static void test_load_rejects_nan_and_trailing_bytes(void **state) {
     free(b);
 }
 
+// A model of several MB is read and checked 2 MB at a time: a NaN in the
+// last piece, or one that straddles nothing in particular, is still found and
+// named; the same file without it loads and equals what was saved.
+static void test_load_checks_every_piece(void **state) {
+    (void)state;
+    GptConfig cfg = {.V = 65, .T = 32, .C = 256, .H = 4, .L = 2};
+    GptModel m;
+    random_model(&m, cfg, 3);
+    assert_true(m.num_params * sizeof(float) > ((size_t)3 << 21));   // more than three pieces
+    char path[128], err[256];
+    snprintf(path, sizeof(path), "%s/big.kvgp", tmpdir);
+    if (gpt_save(&m, path, err, sizeof(err)) != 0) fail_msg("gpt_save: %s", err);
+    GptModel back;
+    load(&back, path);
+    assert_int_equal(back.num_params, m.num_params);
+    assert_bits(back.params, m.params, (int64_t)m.num_params, "a multi-piece model read back");
+    gpt_free(&back);
+    long size;
+    unsigned char *b = read_all(path, &size);
+    // block 1's fc2 weight, row 1000, column 7: past the third 2 MB piece
+    size_t at = (size_t)(m.p.blocks[1].w2 - m.params) + 1000 * 256 + 7;
+    assert_true(at * sizeof(float) > ((size_t)3 << 21));
+    put_u32(b + OFF_VOCAB + 4 * 65 + 4 * at, 0x7FC00000u);
+    expect_refused(b, size, "a NaN in a late piece", "blocks.1.mlp.fc2.weight[1000][7] is nan", NULL);
+    free(b);
+    gpt_free(&m);
+    unlink(path);
+}
+
 // ----------------------------------------------------------------------------
 // Text <-> tokens
 
@@ -649,6 +678,7 @@ int main(void) {
         cmocka_unit_test(test_load_rejects_bad_sizes),
         cmocka_unit_test(test_load_rejects_bad_vocabulary),
         cmocka_unit_test(test_load_rejects_nan_and_trailing_bytes),
+        cmocka_unit_test(test_load_checks_every_piece),
         cmocka_unit_test(test_encode_decode),
         cmocka_unit_test(test_cost),
     };
