@@ -11,7 +11,9 @@
 #include "flash.h"
 #include "ops.h"
 #include "paths.h"
+#include "bigmem.h"
 #include "sampler.h"
+#include "stats.h"
 #include "timer.h"
 #include "train.h"
 
@@ -277,6 +279,7 @@ int gptcmd_init(const Options *opt) {
 // One measured generation: time, and what it computed and read.
 typedef struct {
     double seconds;          // median over the repeats
+    Stats spread;            // min / median / max over the repeats
     double matmul_flops;     // of the whole generation
     double bytes_read;       // weights and cache
 } Measure;
@@ -310,7 +313,8 @@ static Measure measure(GptState *s, const GptModel *m, int *tokens, int n_prompt
         samples[i] = timer_now() - t0;
         sampler_free(&sampler);
     }
-    r.seconds = timer_median(samples, repeat);
+    r.spread = stats_of(samples, repeat);
+    r.seconds = r.spread.median;
     r.matmul_flops = c.flops;
     r.bytes_read = c.bytes;
     return r;
@@ -349,6 +353,62 @@ static void bar(FILE *f, char c, double value, double max, int width) {
     for (int i = 0; i < n; i++) fputc(c, f);
 }
 
+// The machine's limits, each measured repeat times: rates (per second) in
+// rate[0 .. repeat-1]. The FMA loop runs 8 tasks per thread, about 4 GFLOP
+// in all; the copy moves 64 MB, more than the caches hold, after one copy
+// that brings the pages in. Returns 0, or -1 without memory.
+enum { COPY_FLOATS = (64 << 20) / sizeof(float) };
+
+static void machine_peak(double *rate, int repeat) {
+    int tasks = 8 * ops_threads();
+    for (int i = 0; i < repeat; i++) {
+        double t0 = timer_now();
+        double flops = ops_fma_loop(1 << 19, tasks);
+        rate[i] = flops / (timer_now() - t0);
+    }
+}
+
+static int machine_bandwidth(double *rate, int repeat) {
+    size_t bytes = sizeof(float) * COPY_FLOATS;
+    float *src = bigmem_alloc(bytes), *dst = bigmem_alloc(bytes);
+    if (!src || !dst) {
+        bigmem_free(src, bytes);
+        bigmem_free(dst, bytes);
+        return -1;
+    }
+    for (size_t i = 0; i < COPY_FLOATS; i++) src[i] = (float)(i & 1023);
+    ops_copy_loop(dst, src, COPY_FLOATS);
+    for (int i = 0; i < repeat; i++) {
+        double t0 = timer_now();
+        double moved = ops_copy_loop(dst, src, COPY_FLOATS);
+        rate[i] = moved / (timer_now() - t0);
+    }
+    bigmem_free(src, bytes);
+    bigmem_free(dst, bytes);
+    return 0;
+}
+
+// Opening the model again repeat - 1 times (the first opening is samples[0]).
+static void model_reopen(double *samples, int repeat, const Options *opt) {
+    for (int i = 1; i < repeat; i++) {
+        GptModel again;
+        double t0 = timer_now();
+        if (gptcmd_model(&again, opt, 1, NULL) != 0) {
+            samples[i] = samples[0];
+            continue;
+        }
+        samples[i] = timer_now() - t0;
+        gpt_free(&again);
+    }
+}
+
+// One line of the table: min, median and max of samples, a unit, and what
+// the median achieves.
+static void table_line(const char *what, Stats st, double scale, const char *unit, const char *achieved) {
+    printf("  %-28s %9.3f %9.3f %9.3f  %-8s %s\n", what, st.min * scale, st.median * scale, st.max * scale, unit,
+           achieved);
+}
+
 int gptcmd_bench(const Options *opt, Trace *tr) {
     int lengths[64];
     int n_lengths = parse_lengths(lengths, 64, opt->steps_list ? opt->steps_list : "16,64,256,512,1024");
@@ -370,7 +430,9 @@ int gptcmd_bench(const Options *opt, Trace *tr) {
     }
     GptModel m;
     int random_model = 0;
+    double t_open = timer_now();
     int rc = gptcmd_model(&m, opt, 1, &random_model);
+    t_open = timer_now() - t_open;
     if (rc) {
         if (csv) fclose(csv), remove(csv_tmp);
         return rc;
@@ -385,15 +447,33 @@ int gptcmd_bench(const Options *opt, Trace *tr) {
     int *tokens = NULL, n_prompt = 0;
     GptState s = {0};
     double *samples = malloc(sizeof(double) * (size_t)repeat);
+    double *machine = malloc(sizeof(double) * 3 * (size_t)repeat);   // open, peak, bandwidth
     Measure (*table)[2] = calloc((size_t)n_lengths, sizeof *table);
     rc = gptcmd_prompt(&tokens, &n_prompt, &m, opt->n_prompts ? opt->prompts[0] : DEFAULT_PROMPT, max_len);
-    if (!rc && (!samples || !table || gpt_state_init(&s, m.cfg))) {
+    if (!rc && (!samples || !machine || !table || gpt_state_init(&s, m.cfg))) {
         fprintf(stderr, "kvdemo: out of memory\n");
         rc = 1;
     }
     if (!rc) rc = start_threads(opt);
     if (!rc) rc = gptcmd_attention(opt, &m);
     if (rc) goto done;
+
+    // The machine first: its FMA peak and memory bandwidth, and how long the
+    // model takes to open.
+    double *open_s = machine, *peak = machine + repeat, *bandwidth = machine + 2 * repeat;
+    progress("bench: the machine's FMA peak and memory bandwidth (%d runs)", repeat);
+    machine_peak(peak, repeat);
+    if (machine_bandwidth(bandwidth, repeat)) {
+        fprintf(stderr, "kvdemo: out of memory\n");
+        rc = 1;
+        goto done;
+    }
+    open_s[0] = t_open;
+    if (!random_model) {
+        progress("bench: opening the model (%d runs)", repeat);
+        model_reopen(open_s, repeat, opt);
+    }
+    Stats peak_st = stats_of(peak, repeat), bw_st = stats_of(bandwidth, repeat), open_st = stats_of(open_s, random_model ? 1 : repeat);
 
     // The headline: the chapter's run, 256 tokens after the prompt, both ways.
     Measure head[2];
@@ -425,13 +505,32 @@ int gptcmd_bench(const Options *opt, Trace *tr) {
                g.C, g.H, g.L, g.V, m.num_params, ops_threads(), repeat);
         if (flash_gpt_tiled())
             printf("attention: flash, tiles of %d keys (cached steps by flash-decoding)\n\n", flash_gpt_tile());
-        printf("%d tokens after \"%s\":\n", DEFAULT_STEPS, opt->n_prompts ? opt->prompts[0] : DEFAULT_PROMPT);
+        printf("%-30s %9s %9s %9s\n", "", "min", "median", "max");
+        table_line("FMA peak (register loop)", peak_st, 1e-9, "GFLOP/s", "");
+        table_line("memory (memcpy of 64 MB)", bw_st, 1e-9, "GB/s", "read + written");
+        if (random_model) printf("  %-28s %29s\n", "opening the model", "(a random model: nothing to open)");
+        else table_line("opening the model", open_st, 1e3, "ms", "");
         for (int c = 0; c < 2; c++) {
             const Measure *h = &head[c];
-            printf("  %-17s %8.3f s  %8.0f tokens/s  matmuls %6.1f GFLOP/s  reads %6.2f GB/s\n",
-                   c ? "with the cache" : "without the cache", h->seconds, DEFAULT_STEPS / h->seconds,
-                   h->matmul_flops / h->seconds * 1e-9, h->bytes_read / h->seconds * 1e-9);
+            char what[64], achieved[160];
+            snprintf(what, sizeof what, "%d tokens %s", DEFAULT_STEPS, c ? "with the cache" : "without the cache");
+            double gflops = h->matmul_flops / h->seconds * 1e-9, gbps = h->bytes_read / h->seconds * 1e-9;
+            snprintf(achieved, sizeof achieved, "%6.0f tokens/s  matmuls %6.1f GFLOP/s (%3.0f%% of peak)  reads %6.2f GB/s (%3.0f%% of memcpy)",
+                     DEFAULT_STEPS / h->seconds, gflops, 100 * gflops / (peak_st.median * 1e-9), gbps,
+                     100 * gbps / (bw_st.median * 1e-9));
+            table_line(what, h->spread, 1, "s", achieved);
         }
+        for (int c = 0; c < 2; c++) {
+            Stats st = c ? bw_st : peak_st;
+            if (stats_noisy(st))
+                printf("  (the %s runs disagree by more than 10%%: the machine was busy; rerun)\n",
+                       c ? "memory" : "FMA");
+        }
+        if (stats_noisy(head[0].spread) || stats_noisy(head[1].spread))
+            printf("  (the generation runs disagree by more than 10%%: the machine was busy; rerun)\n");
+        printf("\n%d tokens after \"%s\": reads count the weights and the cache once per step; a cached step's\n"
+               "weights (%.0f MB) can partly stay in the last-level cache, so reads may pass the memcpy rate.\n",
+               DEFAULT_STEPS, opt->n_prompts ? opt->prompts[0] : DEFAULT_PROMPT, 4e-6 * (double)m.num_params);
         printf("  the cache is %.1fx faster (the chapter's numpy: 4.93 s and 0.53 s, 9.3x)\n\n",
                head[0].seconds / head[1].seconds);
         printf("training, batch %d x %d: %.0f tokens/s (about %.0f GFLOP/s counting 6 x parameters per token)\n\n",
@@ -453,11 +552,18 @@ int gptcmd_bench(const Options *opt, Trace *tr) {
                g.T, g.T);
     } else {
         trace_value(tr, "train_tokens_per_s", train_tps, "tokens/s", NULL, NULL);
+        trace_value(tr, "fma_peak_gflops", peak_st.median * 1e-9, "GFLOP/s", NULL, NULL);
+        trace_value(tr, "memcpy_gbps", bw_st.median * 1e-9, "GB/s", NULL, NULL);
+        if (!random_model) trace_timing_stats(tr, "open_model", open_s, repeat);
         for (int c = 0; c < 2; c++) {
             tr->run = c ? "cache" : "no-cache";
             trace_timing(tr, "tokens_256", head[c].seconds, repeat);
-            trace_value(tr, "matmul_gflops", head[c].matmul_flops / head[c].seconds * 1e-9, "GFLOP/s", NULL, NULL);
-            trace_value(tr, "read_gbps", head[c].bytes_read / head[c].seconds * 1e-9, "GB/s", NULL, NULL);
+            double gflops = head[c].matmul_flops / head[c].seconds * 1e-9;
+            double gbps = head[c].bytes_read / head[c].seconds * 1e-9;
+            trace_value(tr, "matmul_gflops", gflops, "GFLOP/s", NULL, NULL);
+            trace_value(tr, "matmul_fraction_of_peak", gflops / (peak_st.median * 1e-9), "fraction", NULL, NULL);
+            trace_value(tr, "read_gbps", gbps, "GB/s", NULL, NULL);
+            trace_value(tr, "read_fraction_of_memcpy", gbps / (bw_st.median * 1e-9), "fraction", NULL, NULL);
             for (int i = 0; i < n_lengths; i++) {
                 char name[32];
                 snprintf(name, sizeof name, "tokens_%d", lengths[i]);
@@ -484,6 +590,7 @@ done:
         remove(csv_tmp);
     }
     free(samples);
+    free(machine);
     free(table);
     free(tokens);
     gpt_state_free(&s);

@@ -395,3 +395,71 @@ void ops_layernorm(float *out, float *mean, float *rstd, const float *x, const f
         if (rstd) rstd[r] = 1.0f / std;
     }
 }
+
+// ----------------------------------------------------------------------------
+// The machine's limits
+
+typedef struct {
+    int64_t iters;
+    float sink;   // the loop's result, so that the compiler keeps it
+} FmaJob;
+
+enum { FMA_CHAINS = 16 };   // independent sums: more than latency x ports
+
+static void fma_tasks(void *ctx, int begin, int end, int thread) {
+    (void)thread;
+    FmaJob *job = ctx;
+    for (int t = begin; t < end; t++) {
+#if defined(__AVX512F__)
+        // acc = acc * x + y with x, y chosen so that acc stays near 1:
+        // no overflow, no denormals, the same speed every round.
+        __m512 acc[FMA_CHAINS];
+        const __m512 x = _mm512_set1_ps(0.9999999f), y = _mm512_set1_ps(1e-7f);
+#pragma GCC unroll 16
+        for (int j = 0; j < FMA_CHAINS; j++) acc[j] = _mm512_set1_ps(1.0f + (float)j * 1e-3f);
+        for (int64_t i = 0; i < job->iters; i++)
+#pragma GCC unroll 16
+            for (int j = 0; j < FMA_CHAINS; j++) acc[j] = _mm512_fmadd_ps(acc[j], x, y);
+        __m512 sum = acc[0];
+        for (int j = 1; j < FMA_CHAINS; j++) sum = _mm512_add_ps(sum, acc[j]);
+        float r = _mm512_reduce_add_ps(sum);
+#else
+        float acc[FMA_CHAINS * 16];
+        for (int j = 0; j < FMA_CHAINS * 16; j++) acc[j] = 1.0f + (float)j * 1e-4f;
+        for (int64_t i = 0; i < job->iters; i++)
+            for (int j = 0; j < FMA_CHAINS * 16; j++) acc[j] = acc[j] * 0.9999999f + 1e-7f;
+        float r = 0;
+        for (int j = 0; j < FMA_CHAINS * 16; j++) r += acc[j];
+#endif
+        if (r == 12345.0f) job->sink = r;   // never true; the result stays used
+    }
+}
+
+double ops_fma_loop(int64_t iters, int tasks) {
+    FmaJob job = {iters, 0};
+    pool_run(ops_pool, fma_tasks, &job, tasks);
+    return 2.0 * FMA_CHAINS * 16 * (double)iters * tasks + (double)job.sink;
+}
+
+typedef struct {
+    float *dst;
+    const float *src;
+    int64_t n;
+} CopyJob;
+
+enum { COPY_PIECE = (1 << 20) / sizeof(float) };
+
+static void copy_pieces(void *ctx, int begin, int end, int thread) {
+    (void)thread;
+    CopyJob *job = ctx;
+    for (int p = begin; p < end; p++) {
+        int64_t from = (int64_t)p * COPY_PIECE, n = job->n - from < COPY_PIECE ? job->n - from : COPY_PIECE;
+        memcpy(job->dst + from, job->src + from, sizeof(float) * (size_t)n);
+    }
+}
+
+double ops_copy_loop(float *dst, const float *src, int64_t n) {
+    CopyJob job = {dst, src, n};
+    pool_run(ops_pool, copy_pieces, &job, (int)((n + COPY_PIECE - 1) / COPY_PIECE));
+    return 8.0 * (double)n;
+}

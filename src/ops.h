@@ -99,4 +99,18 @@ int ops_threads(void);
 // (see pool_run); returns when all are done.
 void ops_parallel_for(void (*fn)(void *ctx, int begin, int end, int thread), void *ctx, int count);
 
+
+// ----------------------------------------------------------------------------
+// The machine's limits, for kvdemo bench to hold the kernels against.
+
+// A register-only loop of fused multiply-adds (16 independent vectors of
+// sums, nothing read from memory), iters rounds in each of tasks tasks spread
+// over the ops threads. Returns the floating-point operations done (2 per
+// multiply-add); the caller times it. The portable build runs the same loop
+// in plain C, which is that build's peak.
+double ops_fma_loop(int64_t iters, int tasks);
+// dst (n) = src (n), copied in pieces of 1 MB spread over the ops threads
+// (memcpy each). Returns the bytes moved: read plus written, 8 n.
+double ops_copy_loop(float *dst, const float *src, int64_t n);
+
 #endif

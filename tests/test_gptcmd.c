@@ -3,6 +3,7 @@
 // too), the chapter's cache shapes, the CSV of bench, and bad input.
 #include "testutil.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,6 +90,39 @@ static void test_bench_csv(void **state) {
     RunResult r = kvdemo_run(args);
     if (r.status != 0) fail_msg("kvdemo %s: %s", args, r.err);
     assert_non_null(strstr(r.out, "GFLOP/s"));
+    // One table: the machine's limits, the model's opening, both modes as
+    // fractions of those limits, with min / median / max.
+    const char *wanted[] = {"min    median       max", "FMA peak (register loop)", "memory (memcpy of 64 MB)",
+                          "opening the model", "256 tokens without the cache", "256 tokens with the cache",
+                          "% of peak", "% of memcpy"};
+    for (size_t i = 0; i < sizeof wanted / sizeof wanted[0]; i++)
+        if (!strstr(r.out, wanted[i])) fail_msg("bench: no \"%s\" in:\n%s", wanted[i], r.out);
+    run_free(&r);
+    // The same in JSON: the limits are positive rates, the opening has a
+    // spread, the fractions are the rates over the limits.
+    snprintf(args, sizeof args, "bench --model %s --steps 8 --repeat 2 --format json", model);
+    r = kvdemo_run(args);
+    if (r.status != 0) fail_msg("kvdemo %s: %s", args, r.err);
+    int n;
+    Event *e = events_parse(r.out, &n);
+    const Event *peak = events_find(e, n, "value", NULL, -1, "fma_peak_gflops");
+    const Event *bw = events_find(e, n, "value", NULL, -1, "memcpy_gbps");
+    const Event *open = events_find(e, n, "timing", NULL, -1, "open_model");
+    assert_non_null(peak);
+    assert_non_null(bw);
+    assert_non_null(open);
+    assert_true(peak->value > 0 && bw->value > 0 && open->seconds > 0);
+    const Event *gf = events_find(e, n, "value", "no-cache", -1, "matmul_gflops");
+    const Event *frac = events_find(e, n, "value", "no-cache", -1, "matmul_fraction_of_peak");
+    assert_non_null(gf);
+    assert_non_null(frac);
+    assert_true(fabs(frac->value - gf->value / peak->value) <= 1e-6 * frac->value);
+    const Event *gb = events_find(e, n, "value", "cache", -1, "read_gbps");
+    const Event *bfrac = events_find(e, n, "value", "cache", -1, "read_fraction_of_memcpy");
+    assert_non_null(gb);
+    assert_non_null(bfrac);
+    assert_true(fabs(bfrac->value - gb->value / bw->value) <= 1e-6 * bfrac->value);
+    events_free(e, n);
     run_free(&r);
     FILE *f = fopen(csv, "r");
     assert_non_null(f);

@@ -168,13 +168,29 @@ static void test_bigmem(void **state) {
     bigmem_free(NULL, 10);
 }
 
+// The bench's machine loops: the FMA loop counts 2 x 16 chains x 16 lanes
+// per round and task; the copy copies every float (a tail shorter than a
+// piece included) and counts 8 bytes per float.
+static void test_machine_loops(void **state) {
+    (void)state;
+    assert_true(ops_fma_loop(100, 3) == 2.0 * 16 * 16 * 100 * 3);
+    int64_t n = (1 << 18) * 2 + 1000;   // two pieces of 1 MB and a tail
+    float *src = malloc(sizeof(float) * (size_t)n), *dst = calloc((size_t)n, sizeof(float));
+    assert_non_null(src);
+    assert_non_null(dst);
+    for (int64_t i = 0; i < n; i++) src[i] = (float)i;
+    assert_true(ops_copy_loop(dst, src, n) == 8.0 * (double)n);
+    assert_bits(dst, src, n, "the copied floats");
+    free(src), free(dst);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_matmul_projections), cmocka_unit_test(test_scores),
         cmocka_unit_test(test_mask_and_add),       cmocka_unit_test(test_softmax),
         cmocka_unit_test(test_output_and_concat),  cmocka_unit_test(test_matmul_rows_independent),
         cmocka_unit_test(test_compare_helpers),    cmocka_unit_test(test_first_nonfinite),
-        cmocka_unit_test(test_bigmem),
+        cmocka_unit_test(test_bigmem),             cmocka_unit_test(test_machine_loops),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
