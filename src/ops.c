@@ -5,6 +5,8 @@
 
 #include <assert.h>
 #include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 void ops_matmul_plain(float *out, const float *a, const float *b, const float *bias, int M, int K,
@@ -158,25 +160,31 @@ enum { OPS_ROW_NV = 12, OPS_ROW_NR = 16 * OPS_ROW_NV };     // one row: 1 x 192,
 enum { OPS_PREFETCH = 8 };                                  // rows of b ahead
 
 // One tile: rows (1..OPS_MR) rows of a from a0, nv vectors of 16 columns of
-// b from j0 (lanes beyond N masked off by mask[v]). Inlined with constant
-// rows and nv so that the loops unroll into straight register code.
+// the panel bp (its first column is out's column j0; its rows ldb floats
+// apart: N in b itself, OPS_NR in a packed copy), lanes beyond N masked off
+// by mask[v]. Inlined with constant rows and nv so that the loops unroll
+// into straight register code.
 static inline __attribute__((always_inline)) void
-matmul_tile(float *out, const float *a0, const float *b, const float *bias, int K, int N, int j0,
-            const __mmask16 *mask, const int rows, const int nv) {
+matmul_tile(float *out, const float *a0, const float *bp, int64_t ldb, const float *bias, int K, int N,
+            int j0, const __mmask16 *mask, const int rows, const int nv) {
+    // A packed panel is read in order, which the hardware prefetches well on
+    // its own: no prefetch instructions (they would take issue slots).
+    const int prefetch = ldb != OPS_NR;
     // The loops over r and v are unrolled so that acc lives in registers.
     __m512 acc[OPS_MR][OPS_ROW_NV];
 #pragma GCC unroll 8
     for (int r = 0; r < rows; r++)
 #pragma GCC unroll 12
         for (int v = 0; v < nv; v++) acc[r][v] = _mm512_setzero_ps();
-    const float *bk = b + j0;
-    for (int k = 0; k < K; k++, bk += N) {
-        // b's rows are N floats apart: ask for the panel's row OPS_PREFETCH
+    const float *bk = bp;
+    for (int k = 0; k < K; k++, bk += ldb) {
+        // b's rows are ldb floats apart: ask for the panel's row OPS_PREFETCH
         // ahead now, which the hardware does not guess well on its own when
         // the weights come from memory (a prefetch past the end is harmless).
+        if (prefetch)
 #pragma GCC unroll 12
-        for (int v = 0; v < nv; v++)
-            _mm_prefetch((const char *)(bk + (int64_t)OPS_PREFETCH * N + 16 * v), _MM_HINT_T0);
+            for (int v = 0; v < nv; v++)
+                _mm_prefetch((const char *)(bk + OPS_PREFETCH * ldb + 16 * v), _MM_HINT_T0);
         __m512 bv[OPS_ROW_NV];
 #pragma GCC unroll 12
         for (int v = 0; v < nv; v++) bv[v] = _mm512_maskz_loadu_ps(mask[v], bk + 16 * v);
@@ -202,8 +210,8 @@ matmul_tile(float *out, const float *a0, const float *b, const float *bias, int 
 // cached step) takes panels four times wider, so that each row of b is read
 // 768 contiguous bytes at a time: the same operations per element, better
 // streaming of the weights from memory.
-static void matmul_panel(float *out, const float *a, const float *b, const float *bias, int M, int K,
-                         int N, int j0) {
+static void matmul_panel(float *out, const float *a, const float *bp, int64_t ldb, const float *bias, int M,
+                         int K, int N, int j0) {
     __mmask16 mask[OPS_ROW_NV];
     for (int v = 0; v < OPS_ROW_NV; v++) {
         int left = N - j0 - 16 * v;
@@ -213,17 +221,17 @@ static void matmul_panel(float *out, const float *a, const float *b, const float
         // A narrow b (the 4-dim example's 4 columns) needs fewer vectors than
         // the panel holds; each element's sum is the same either way.
         int cols = N - j0;
-        if (cols <= 16) matmul_tile(out, a, b, bias, K, N, j0, mask, 1, 1);
-        else if (cols <= OPS_NR) matmul_tile(out, a, b, bias, K, N, j0, mask, 1, OPS_NV);
-        else matmul_tile(out, a, b, bias, K, N, j0, mask, 1, OPS_ROW_NV);
+        if (cols <= 16) matmul_tile(out, a, bp, ldb, bias, K, N, j0, mask, 1, 1);
+        else if (cols <= OPS_NR) matmul_tile(out, a, bp, ldb, bias, K, N, j0, mask, 1, OPS_NV);
+        else matmul_tile(out, a, bp, ldb, bias, K, N, j0, mask, 1, OPS_ROW_NV);
         return;
     }
     int i = 0;
     for (; i + OPS_MR <= M; i += OPS_MR)
-        matmul_tile(out + (int64_t)i * N, a + (int64_t)i * K, b, bias, K, N, j0, mask, OPS_MR, OPS_NV);
+        matmul_tile(out + (int64_t)i * N, a + (int64_t)i * K, bp, ldb, bias, K, N, j0, mask, OPS_MR, OPS_NV);
     switch (M - i) {   // the last rows: the same tile, fewer rows
     case 0: break;
-#define TAIL(R) case R: matmul_tile(out + (int64_t)i * N, a + (int64_t)i * K, b, bias, K, N, j0, mask, R, OPS_NV); break;
+#define TAIL(R) case R: matmul_tile(out + (int64_t)i * N, a + (int64_t)i * K, bp, ldb, bias, K, N, j0, mask, R, OPS_NV); break;
     TAIL(1) TAIL(2) TAIL(3) TAIL(4) TAIL(5) TAIL(6) TAIL(7)
 #undef TAIL
     }
@@ -231,16 +239,16 @@ static void matmul_panel(float *out, const float *a, const float *b, const float
 
 #else   // the portable path: plain C in the same order (k ascending, then + bias)
 
-enum { OPS_NR = 16, OPS_ROW_NR = OPS_NR };
+enum { OPS_NR = 16, OPS_ROW_NR = OPS_NR, OPS_MR = 1 };   // OPS_MR: more rows than this pack the panel
 
-static void matmul_panel(float *out, const float *a, const float *b, const float *bias, int M, int K,
-                         int N, int j0) {
+static void matmul_panel(float *out, const float *a, const float *bp, int64_t ldb, const float *bias, int M,
+                         int K, int N, int j0) {
     int w = N - j0 < OPS_NR ? N - j0 : OPS_NR;
     for (int i = 0; i < M; i++) {
         const float *ai = a + (int64_t)i * K;
         float acc[OPS_NR] = {0};
         for (int k = 0; k < K; k++) {
-            const float *bk = b + (int64_t)k * N + j0;
+            const float *bk = bp + k * ldb;
             for (int j = 0; j < w; j++) acc[j] += ai[k] * bk[j];
         }
         float *oi = out + (int64_t)i * N + j0;
@@ -255,12 +263,60 @@ typedef struct {
     int M, K, N;
 } MatmulJob;
 
+// Packing. Read in place, a panel's rows lie N floats apart; when N * 4
+// bytes is a multiple of a large power of two (1536 or 6144 bytes for the
+// char GPT), every row of the panel falls into the same few sets of the
+// caches, which then hold a fraction of the panel and reread it from memory
+// for every tile of rows. Several tiles of rows (M > OPS_MR) first copy the
+// panel into a contiguous (K, OPS_NR) buffer of this thread's and read it
+// from there. The copy changes where the numbers are read from, not one
+// operation on them: the packed and the plain panel give the same bits.
+enum { OPS_PACK_MAX_K = 4096 };   // longer sums read the panel in place
+
+static pthread_key_t pack_key;
+static pthread_once_t pack_once = PTHREAD_ONCE_INIT;
+static int pack_key_ok;
+
+static void pack_key_make(void) { pack_key_ok = pthread_key_create(&pack_key, free) == 0; }
+
+// This thread's buffer of (OPS_PACK_MAX_K, OPS_NR) floats, made on its first
+// packed matmul and freed when the thread ends; NULL without memory.
+static float *pack_buffer(void) {
+    pthread_once(&pack_once, pack_key_make);
+    if (!pack_key_ok) return NULL;
+    float *buf = pthread_getspecific(pack_key);
+    if (!buf) {
+        buf = aligned_alloc(64, sizeof(float) * OPS_PACK_MAX_K * OPS_NR);
+        if (buf && pthread_setspecific(pack_key, buf) != 0) {
+            free(buf);
+            buf = NULL;
+        }
+    }
+    return buf;
+}
+
 static void matmul_panels(void *ctx, int begin, int end, int thread) {
     (void)thread;
     MatmulJob *job = ctx;
     int width = job->M == 1 ? OPS_ROW_NR : OPS_NR;
-    for (int p = begin; p < end; p++)
-        matmul_panel(job->out, job->a, job->b, job->bias, job->M, job->K, job->N, p * width);
+    float *pack = job->M > OPS_MR && job->K <= OPS_PACK_MAX_K ? pack_buffer() : NULL;
+    for (int p = begin; p < end; p++) {
+        int j0 = p * width;
+        if (!pack) {
+            matmul_panel(job->out, job->a, job->b + j0, job->N, job->bias, job->M, job->K, job->N, j0);
+            continue;
+        }
+        int w = job->N - j0 < OPS_NR ? job->N - j0 : OPS_NR;
+        const float *from = job->b + j0;
+        if (w == OPS_NR) {   // a whole panel: a fixed-length copy the compiler turns into vector moves
+            for (int k = 0; k < job->K; k++, from += job->N)
+                for (int j = 0; j < OPS_NR; j++) pack[(int64_t)k * OPS_NR + j] = from[j];
+        } else {
+            for (int k = 0; k < job->K; k++, from += job->N)
+                memcpy(pack + (int64_t)k * OPS_NR, from, sizeof(float) * (size_t)w);
+        }
+        matmul_panel(job->out, job->a, pack, OPS_NR, job->bias, job->M, job->K, job->N, j0);
+    }
 }
 
 void ops_matmul(float *out, const float *a, const float *b, const float *bias, int M, int K, int N) {
