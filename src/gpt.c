@@ -551,7 +551,7 @@ int gpt_state_init(GptState *s, GptConfig cfg) {
     size_t sizes[] = {
         T * C, T * C, T * C, T * C, T * C, T * C, T * C,   // x, xn, q, k, v, att, proj
         T * F,                                             // hidden
-        H * T,                                             // scores
+        H * OPS_ROWS_MAX * T,                              // scores
         (size_t)cfg.V,                                     // logits
         L * T * C, L * T * C,                              // key_cache, value_cache
     };
@@ -597,18 +597,27 @@ static void attention_heads(void *ctx, int begin, int end, int thread) {
     for (int h = begin; h < end; h++) {
         const float *key = s->key_cache + ((int64_t)job->l * H + h) * D * T;     // (D, T)
         const float *value = s->value_cache + ((int64_t)job->l * H + h) * T * D; // (T, D)
-        float *scores = s->scores + (int64_t)h * T;                              // (T)
-        for (int i = 0; i < job->n; i++) {
-            int pos = job->offset + i;   // this row sees keys 0 .. pos: the causal mask
-            const float *q = s->q + (int64_t)i * C + h * D;   // (D)
-            float *out = s->att + (int64_t)i * C + h * D;     // (D)
-            // scores = query @ key * scale on key's first pos+1 columns
-            ops_vecmat(scores, q, key, D, pos + 1, T);
-            for (int j = 0; j <= pos; j++) scores[j] *= scale;
-            // weights = softmax(scores)
-            ops_softmax(scores, pos + 1);
-            // output = weights @ value, over value's first pos+1 rows
-            ops_vecmat(out, scores, value, pos + 1, D, D);
+        float *scores = s->scores + (int64_t)h * OPS_ROWS_MAX * T;              // (R, T)
+        // A block of up to OPS_ROWS_MAX query rows at a time, so that each
+        // key and value is read once for the block; row i's numbers are
+        // those it gets alone (ops_vecmat_rows), a cached step's included.
+        for (int i0 = 0; i0 < job->n; i0 += OPS_ROWS_MAX) {
+            int R = job->n - i0 < OPS_ROWS_MAX ? job->n - i0 : OPS_ROWS_MAX;
+            int last = job->offset + i0 + R - 1;   // the block's last position
+            const float *q = s->q + (int64_t)i0 * C + h * D;   // (R, D), rows C apart
+            float *out = s->att + (int64_t)i0 * C + h * D;     // (R, D), rows C apart
+            // scores = query @ key * scale on key's first last+1 columns
+            // (row r uses its first pos+1 of them)
+            ops_vecmat_rows(scores, T, q, C, key, T, R, D, last + 1, 0);
+            for (int r = 0; r < R; r++) {
+                int pos = job->offset + i0 + r;   // this row sees keys 0 .. pos: the causal mask
+                float *row = scores + (int64_t)r * T;
+                for (int j = 0; j <= pos; j++) row[j] *= scale;
+                // weights = softmax(scores)
+                ops_softmax(row, pos + 1);
+            }
+            // output = weights @ value, row r over value's first pos+1 rows
+            ops_vecmat_rows(out, C, scores, T, value, D, R, last + 1, D, 1);
         }
     }
 }

@@ -150,7 +150,7 @@ typedef struct {
     float *att;           // (T, C) attention output, heads side by side
     float *proj;          // (T, C) output of attn.output / mlp.fc2, before x +=
     float *hidden;        // (T, F) mlp.fc1 output, then GELU of it
-    float *scores;        // (H, T) one row of attention scores per head
+    float *scores;        // (H, R, T) attention scores of a block of R = OPS_ROWS_MAX query rows per head
     float *logits;        // (V) logits of the last fed token
     // The cache, exactly the chapter's layout, T positions reserved per block.
     // Block l's key: element [h][d][t] at key_cache[((l*H + h)*D + d)*T + t],

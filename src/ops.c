@@ -365,6 +365,66 @@ void ops_vecmat(float *out, const float *x, const float *m, int K, int N, int ld
     }
 }
 
+// One block of rows (1 .. OPS_ROWS_MAX, a constant once inlined) and up to
+// 64 columns: R x 4 vectors of sums in registers.
+static inline __attribute__((always_inline)) void
+vecmat_rows_tile(float *out, int ldo, const float *x, int ldx, const float *m, int ldm, const int R, int K,
+                 int causal, const __mmask16 *mask) {
+    __m512 acc[OPS_ROWS_MAX][4];
+#pragma GCC unroll 6
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
+        for (int v = 0; v < 4; v++) acc[r][v] = _mm512_setzero_ps();
+    // Every row takes k = 0 .. shared-1; then row r goes on to K - R + r.
+    int shared = causal ? K - R + 1 : K;
+    int k = 0;
+    for (; k < shared; k++) {
+        __m512 mv[4];
+#pragma GCC unroll 4
+        for (int v = 0; v < 4; v++) mv[v] = _mm512_maskz_loadu_ps(mask[v], m + (int64_t)k * ldm + 16 * v);
+#pragma GCC unroll 6
+        for (int r = 0; r < R; r++) {
+            __m512 xr = _mm512_set1_ps(x[(int64_t)r * ldx + k]);
+#pragma GCC unroll 4
+            for (int v = 0; v < 4; v++) acc[r][v] = _mm512_fmadd_ps(xr, mv[v], acc[r][v]);
+        }
+    }
+    for (; k < K; k++) {
+        int first = k - shared + 1;   // rows first .. R-1 still sum
+        __m512 mv[4];
+#pragma GCC unroll 4
+        for (int v = 0; v < 4; v++) mv[v] = _mm512_maskz_loadu_ps(mask[v], m + (int64_t)k * ldm + 16 * v);
+#pragma GCC unroll 6
+        for (int r = 0; r < R; r++) {
+            if (r < first) continue;
+            __m512 xr = _mm512_set1_ps(x[(int64_t)r * ldx + k]);
+#pragma GCC unroll 4
+            for (int v = 0; v < 4; v++) acc[r][v] = _mm512_fmadd_ps(xr, mv[v], acc[r][v]);
+        }
+    }
+#pragma GCC unroll 6
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
+        for (int v = 0; v < 4; v++) _mm512_mask_storeu_ps(out + (int64_t)r * ldo + 16 * v, mask[v], acc[r][v]);
+}
+
+void ops_vecmat_rows(float *out, int ldo, const float *x, int ldx, const float *m, int ldm, int R, int K,
+                     int N, int causal) {
+    assert(R >= 1 && R <= OPS_ROWS_MAX && (!causal || K >= R));
+    for (int j0 = 0; j0 < N; j0 += 64) {
+        __mmask16 mask[4];
+        for (int v = 0; v < 4; v++) {
+            int left = N - j0 - 16 * v;
+            mask[v] = left <= 0 ? 0 : tail_mask(left);
+        }
+        switch (R) {
+#define ROWS(n) case n: vecmat_rows_tile(out + j0, ldo, x, ldx, m + j0, ldm, n, K, causal, mask); break;
+        ROWS(1) ROWS(2) ROWS(3) ROWS(4) ROWS(5) ROWS(6)
+#undef ROWS
+        }
+    }
+}
+
 void ops_softmax(float *x, int n) {
     // max, then exp(x - max) summed in 16 lanes, then / sum
     __m512 vmax = _mm512_set1_ps(-INFINITY);
@@ -409,6 +469,13 @@ void ops_vecmat(float *out, const float *x, const float *m, int K, int N, int ld
         const float *mk = m + (int64_t)k * ld;
         for (int j = 0; j < N; j++) out[j] += x[k] * mk[j];
     }
+}
+
+void ops_vecmat_rows(float *out, int ldo, const float *x, int ldx, const float *m, int ldm, int R, int K,
+                     int N, int causal) {
+    assert(R >= 1 && R <= OPS_ROWS_MAX && (!causal || K >= R));
+    for (int r = 0; r < R; r++)
+        ops_vecmat(out + (int64_t)r * ldo, x + (int64_t)r * ldx, m, causal ? K - R + 1 + r : K, N, ldm);
 }
 
 void ops_softmax(float *x, int n) { ops_softmax_rows(x, x, 1, n); }

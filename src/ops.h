@@ -68,6 +68,18 @@ int64_t ops_first_nonfinite(const float *x, int64_t n);
 // and output = weights @ value.
 void ops_vecmat(float *out, const float *x, const float *m, int K, int N, int ld);
 
+// ops_vecmat for R rows of x at once (R <= OPS_ROWS_MAX), each m element
+// read once for all of them: out row r (ldo floats apart) = x row r (ldx
+// apart) @ m (K, N), m's rows ldm apart. With causal, row r sums only over
+// k = 0 .. K - R + r (the last row over all K; K >= R), as a block of
+// consecutive queries sees one more key per row. Every out element is the
+// sum ops_vecmat makes of the same row and length, bit for bit: attention
+// over a block of rows equals attention row by row, and a cached step's one
+// row.
+enum { OPS_ROWS_MAX = 6 };
+void ops_vecmat_rows(float *out, int ldo, const float *x, int ldx, const float *m, int ldm, int R, int K,
+                     int N, int causal);
+
 // x (n) = softmax(x) in place: exp(x - max) / sum. F.softmax(x, dim=-1)
 // The fast exp is within 2 ulp of expf; the sum's order depends only on n.
 void ops_softmax(float *x, int n);

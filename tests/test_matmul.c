@@ -7,6 +7,7 @@
 //   test_vecmat / softmax / gelu / layernorm   against double-precision formulas
 //   test_matmul_packed_equals_in_place   the char GPT's shapes: packed panels == 1-row products, bit for bit
 //   test_matmul_packed_on_two_threads    two threads packing at once (kvdemo race) get their own buffers
+//   test_vecmat_rows_equals_vecmat       a block of attention rows == each row alone, bit for bit
 //   test_pool_runs_every_task_once
 #include <setjmp.h>
 #include <stdarg.h>
@@ -201,6 +202,35 @@ static void test_vecmat(void **state) {
     free(prefix);
 }
 
+// ops_vecmat_rows against ops_vecmat row by row, memcmp: every block size,
+// strided rows as attention reads them (q rows C apart, key rows T apart),
+// widths under, at and past 64 columns, with and without the causal lengths.
+static void test_vecmat_rows_equals_vecmat(void **state) {
+    (void)state;
+    enum { LDX = 300, LDM = 260, LDO = 270, MAXK = 200 };
+    float *x = alloc_floats(OPS_ROWS_MAX * LDX), *m = alloc_floats(MAXK * LDM);
+    float *got = alloc_floats(OPS_ROWS_MAX * LDO), *want = alloc_floats(LDO);
+    fill(x, OPS_ROWS_MAX * LDX, 61);
+    fill(m, MAXK * LDM, 62);
+    static const int sizes[][2] = {{64, 64}, {6, 200}, {13, 1}, {200, 64}, {7, 130}, {64, 257}};   // K, N
+    for (int s = 0; s < 6; s++)
+        for (int causal = 0; causal <= 1; causal++)
+            for (int R = 1; R <= OPS_ROWS_MAX; R++) {
+                int K = sizes[s][0], N = sizes[s][1] < LDM ? sizes[s][1] : LDM;
+                if (causal && K < R) continue;
+                ops_vecmat_rows(got, LDO, x, LDX, m, LDM, R, K, N, causal);
+                for (int r = 0; r < R; r++) {
+                    int len = causal ? K - R + 1 + r : K;
+                    ops_vecmat(want, x + (int64_t)r * LDX, m, len, N, LDM);
+                    for (int j = 0; j < N; j++)
+                        if (memcmp(&want[j], &got[(int64_t)r * LDO + j], sizeof(float)) != 0)
+                            fail_msg("K=%d N=%d R=%d causal %d: row %d col %d: %.9g in the block, %.9g alone", K, N,
+                                     R, causal, r, j, got[(int64_t)r * LDO + j], want[j]);
+                }
+            }
+    free(x), free(m), free(got), free(want);
+}
+
 static void test_softmax(void **state) {
     (void)state;
     enum { N = 203 };
@@ -344,6 +374,7 @@ int main(void) {
         cmocka_unit_test(test_matmul_packed_equals_in_place),
         cmocka_unit_test(test_matmul_packed_on_two_threads),
         cmocka_unit_test(test_vecmat),
+        cmocka_unit_test(test_vecmat_rows_equals_vecmat),
         cmocka_unit_test(test_softmax),
         cmocka_unit_test(test_gelu),
         cmocka_unit_test(test_layernorm),
