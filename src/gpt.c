@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -218,13 +219,18 @@ static int check_vocab(uint32_t *sorted, const uint32_t *vocab, int V, char *err
     return 0;
 }
 
-int gpt_new(GptModel *m, GptConfig cfg, const uint32_t *vocab, char *err, size_t errlen) {
+// gpt_new with the parameters in params (the loader's mapping of the file,
+// which m then owns) or, when params is NULL, in zeroed memory of its own.
+static int model_new(GptModel *m, GptConfig cfg, const uint32_t *vocab, void *map, size_t map_bytes,
+                     float *params, char *err, size_t errlen) {
     memset(m, 0, sizeof(*m));
     if (gpt_check_config(cfg, err, errlen) != 0) return -1;
     m->cfg = cfg;
     m->num_params = gpt_num_params(cfg);
+    m->map = map;
+    m->map_bytes = map_bytes;
     m->vocab = malloc(sizeof(uint32_t) * (size_t)cfg.V);
-    m->params = bigmem_alloc(m->num_params * sizeof(float));   // zeroed
+    m->params = params ? params : bigmem_alloc(m->num_params * sizeof(float));   // zeroed
     m->p.blocks = calloc((size_t)cfg.L, sizeof(GptBlockParams));
     if (!m->vocab || !m->params || !m->p.blocks) {
         gpt_free(m);
@@ -238,6 +244,10 @@ int gpt_new(GptModel *m, GptConfig cfg, const uint32_t *vocab, char *err, size_t
     memcpy(m->vocab, vocab, sizeof(uint32_t) * (size_t)cfg.V);
     gpt_params_carve(&m->p, m->p.blocks, m->params, cfg);
     return 0;
+}
+
+int gpt_new(GptModel *m, GptConfig cfg, const uint32_t *vocab, char *err, size_t errlen) {
+    return model_new(m, cfg, vocab, NULL, 0, NULL, err, errlen);
 }
 
 int gpt_init_random(GptModel *m, GptConfig cfg, const uint32_t *vocab, uint32_t seed, char *err,
@@ -262,7 +272,8 @@ int gpt_init_random(GptModel *m, GptConfig cfg, const uint32_t *vocab, uint32_t 
 
 void gpt_free(GptModel *m) {
     free(m->vocab);
-    bigmem_free(m->params, m->num_params * sizeof(float));
+    if (m->map) munmap(m->map, m->map_bytes);
+    else bigmem_free(m->params, m->num_params * sizeof(float));
     free(m->p.blocks);
     memset(m, 0, sizeof(*m));
 }
@@ -408,18 +419,32 @@ int gpt_load(GptModel *m, const char *path, char *err, size_t errlen) {
         fclose(f);
         return fail(err, errlen, "%s: read error in the vocabulary", path);
     }
-    int made = gpt_new(m, cfg, vocab, why, sizeof(why));
+    // The weights are used where they lie in the file: a private mapping
+    // takes the pages the system already holds for the file, with no copy
+    // and no memory to clear (a write, which kvdemo never makes to a loaded
+    // model, would copy just its page). Where the file cannot be mapped, the
+    // weights are read into memory of the model's own.
+    void *map = mmap(NULL, (size_t)size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fileno(f), 0);
+    float *weights = NULL;
+    if (map == MAP_FAILED) {
+        map = NULL;
+    } else {
+        posix_madvise(map, (size_t)size, POSIX_MADV_WILLNEED);   // read ahead, map many pages per fault
+        weights = (float *)((char *)map + HEADER_BYTES + 4 * (size_t)cfg.V);
+    }
+    int made = model_new(m, cfg, vocab, map, (size_t)size, weights, why, sizeof(why));
     free(vocab);
     if (made != 0) {
+        if (map) munmap(map, (size_t)size);
         fclose(f);
         return fail(err, errlen, "%s: %s", path, why);
     }
-    // The weights, read in pieces of 2 MB (one huge page), each checked while
-    // it is still in the cache: every weight finite.
+    // Every weight finite, checked 2 MB at a time (read first, without a
+    // mapping) while the piece is still in the cache.
     enum { PIECE = (2 << 20) / sizeof(float) };
     for (size_t at = 0; at < m->num_params; at += PIECE) {
         size_t n = m->num_params - at < PIECE ? m->num_params - at : PIECE;
-        if (fread(m->params + at, sizeof(float), n, f) != n) {
+        if (!map && fread(m->params + at, sizeof(float), n, f) != n) {
             fclose(f);
             gpt_free(m);
             return fail(err, errlen, "%s: read error in the weights", path);

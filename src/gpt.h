@@ -55,9 +55,12 @@ typedef struct {
 typedef struct {
     GptConfig cfg;
     uint32_t *vocab;         // (V) Unicode code points, in token-id order
-    float *params;           // every parameter, file order (bigmem: huge pages)
+    float *params;           // every parameter, file order: in the mapped model
+                             // file (gpt_load) or bigmem (gpt_new)
     size_t num_params;
     GptParams p;             // named views into params
+    void *map;               // gpt_load's private mapping of the file, or NULL
+    size_t map_bytes;
 } GptModel;
 
 // Number of floats of all parameters of a model of this shape.
