@@ -272,6 +272,7 @@ typedef struct {
 // from there. The copy changes where the numbers are read from, not one
 // operation on them: the packed and the plain panel give the same bits.
 enum { OPS_PACK_MAX_K = 4096 };   // longer sums read the panel in place
+enum { OPS_PACK_AHEAD = 16 };     // rows of b prefetched ahead of the copy
 
 static pthread_key_t pack_key;
 static pthread_once_t pack_once = PTHREAD_ONCE_INIT;
@@ -308,9 +309,14 @@ static void matmul_panels(void *ctx, int begin, int end, int thread) {
         }
         int w = job->N - j0 < OPS_NR ? job->N - j0 : OPS_NR;
         const float *from = job->b + j0;
-        if (w == OPS_NR) {   // a whole panel: a fixed-length copy the compiler turns into vector moves
-            for (int k = 0; k < job->K; k++, from += job->N)
-                for (int j = 0; j < OPS_NR; j++) pack[(int64_t)k * OPS_NR + j] = from[j];
+        if (w == OPS_NR) {   // a whole panel
+            for (int k = 0; k < job->K; k++, from += job->N) {
+                // The weights come from memory: ask for the rows ahead (a
+                // prefetch past the end is harmless).
+                for (int j = 0; j < OPS_NR; j += 16)
+                    __builtin_prefetch(from + (int64_t)OPS_PACK_AHEAD * job->N + j);
+                memcpy(pack + (int64_t)k * OPS_NR, from, sizeof(float) * OPS_NR);   // a constant size: vector moves
+            }
         } else {
             for (int k = 0; k < job->K; k++, from += job->N)
                 memcpy(pack + (int64_t)k * OPS_NR, from, sizeof(float) * (size_t)w);
