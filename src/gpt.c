@@ -250,6 +250,36 @@ int gpt_new(GptModel *m, GptConfig cfg, const uint32_t *vocab, char *err, size_t
     return model_new(m, cfg, vocab, NULL, 0, NULL, err, errlen);
 }
 
+int gpt_pack(GptModel *m) {
+    GptConfig cfg = m->cfg;
+    int C = cfg.C, F = 4 * cfg.C;
+    bigmem_free(m->packed, m->packed_floats * sizeof(float));
+    free(m->packed_blocks);
+    m->packed_floats = (size_t)cfg.L * (size_t)(4 * ops_packed_size(C, C) + ops_packed_size(C, F) + ops_packed_size(F, C));
+    m->packed = bigmem_alloc(m->packed_floats * sizeof(float));
+    m->packed_blocks = calloc((size_t)cfg.L, sizeof(GptBlockParams));
+    if (!m->packed || !m->packed_blocks) {
+        bigmem_free(m->packed, m->packed_floats * sizeof(float));
+        free(m->packed_blocks);
+        m->packed = NULL, m->packed_blocks = NULL, m->packed_floats = 0;
+        return -1;
+    }
+    float *at = m->packed;
+    for (int l = 0; l < cfg.L; l++) {
+        const GptBlockParams *b = &m->p.blocks[l];
+        GptBlockParams *pb = &m->packed_blocks[l];
+#define PACK(field, K, N) (ops_pack(at, b->field, K, N), pb->field = at, at += ops_packed_size(K, N))
+        PACK(wq, C, C);
+        PACK(wk, C, C);
+        PACK(wv, C, C);
+        PACK(wo, C, C);
+        PACK(w1, C, F);
+        PACK(w2, F, C);
+#undef PACK
+    }
+    return 0;
+}
+
 int gpt_init_random(GptModel *m, GptConfig cfg, const uint32_t *vocab, uint32_t seed, char *err,
                     size_t errlen) {
     if (gpt_new(m, cfg, vocab, err, errlen) != 0) return -1;
@@ -272,6 +302,8 @@ int gpt_init_random(GptModel *m, GptConfig cfg, const uint32_t *vocab, uint32_t 
 
 void gpt_free(GptModel *m) {
     free(m->vocab);
+    bigmem_free(m->packed, m->packed_floats * sizeof(float));
+    free(m->packed_blocks);
     if (m->map) munmap(m->map, m->map_bytes);
     else bigmem_free(m->params, m->num_params * sizeof(float));
     free(m->p.blocks);
@@ -702,12 +734,14 @@ const float *gpt_forward(GptState *s, const GptModel *m, const int *tokens, int 
 
     for (int l = 0; l < cfg.L; l++) {
         const GptBlockParams *b = &p->blocks[l];
+        // the same weights in panel order, when gpt_pack made them
+        const GptBlockParams *pk = m->packed_blocks ? &m->packed_blocks[l] : &(GptBlockParams){0};
         // norm = self.normalize(x)
         layernorm_parallel(s->xn, s->x, b->ln1_w, b->ln1_b, n, C);
         // query, key, value = self.query(norm), self.key(norm), self.value(norm)   (N, C)
-        ops_matmul(s->q, s->xn, b->wq, b->bq, n, C, C);
-        ops_matmul(s->k, s->xn, b->wk, b->bk, n, C, C);
-        ops_matmul(s->v, s->xn, b->wv, b->bv, n, C, C);
+        ops_matmul_packed(s->q, s->xn, b->wq, pk->wq, b->bq, n, C, C);
+        ops_matmul_packed(s->k, s->xn, b->wk, pk->wk, b->bk, n, C, C);
+        ops_matmul_packed(s->v, s->xn, b->wv, pk->wv, b->bv, n, C, C);
         // Into the cache at positions offset..offset+n-1: key transposed to
         // (1, H, D, T), value as (1, H, T, D). The chapter's np.concatenate
         // of the cache and the new key, without copying the old part.
@@ -728,14 +762,14 @@ const float *gpt_forward(GptState *s, const GptModel *m, const int *tokens, int 
         if (flash_gpt_tiled()) flash_gpt_attention(s->att, s->q, key, value, n, offset, T, H, D);
         else ops_parallel_for(attention_heads, &attention, H);
         // x = x + self.output(att)
-        ops_matmul(s->proj, s->att, b->wo, b->bo, n, C, C);
+        ops_matmul_packed(s->proj, s->att, b->wo, pk->wo, b->bo, n, C, C);
         for (int64_t i = 0; i < (int64_t)n * C; i++) s->x[i] += s->proj[i];
         // x = x + fc2(gelu(fc1(self.normalize(x))))
         layernorm_parallel(s->xn, s->x, b->ln2_w, b->ln2_b, n, C);
-        ops_matmul(s->hidden, s->xn, b->w1, b->b1, n, C, F);
+        ops_matmul_packed(s->hidden, s->xn, b->w1, pk->w1, b->b1, n, C, F);
         GeluJob gelu = {s->hidden, (int64_t)n * F};
         ops_parallel_for(gelu_chunks, &gelu, (int)((gelu.n + GELU_CHUNK - 1) / GELU_CHUNK));
-        ops_matmul(s->proj, s->hidden, b->w2, b->b2, n, F, C);
+        ops_matmul_packed(s->proj, s->hidden, b->w2, pk->w2, b->b2, n, F, C);
         for (int64_t i = 0; i < (int64_t)n * C; i++) s->x[i] += s->proj[i];
     }
     s->len = offset + n;

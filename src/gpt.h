@@ -61,6 +61,11 @@ typedef struct {
     GptParams p;             // named views into params
     void *map;               // gpt_load's private mapping of the file, or NULL
     size_t map_bytes;
+    // The blocks' linear weights again in the matmul's panel order
+    // (gpt_pack), read by passes of many rows; NULL until packed.
+    float *packed;
+    size_t packed_floats;
+    GptBlockParams *packed_blocks;   // (L) wq, wk, wv, wo, w1, w2 point into packed; the rest NULL
 } GptModel;
 
 // Number of floats of all parameters of a model of this shape.
@@ -109,6 +114,11 @@ int gpt_load(GptModel *m, const char *path, char *err, size_t errlen);
 // Returns 0, or -1 with err.
 int gpt_save(const GptModel *m, const char *path, char *err, size_t errlen);
 void gpt_free(GptModel *m);
+// Copies the blocks' linear weights once into the matmul's panel order, so
+// that passes of many rows (without the cache) read them in order; the
+// numbers do not change, bit for bit. Call it again after changing the
+// weights. Returns 0, or -1 without memory (the model then works unpacked).
+int gpt_pack(GptModel *m);
 
 // One tensor of the model, in file order: 0 token_embedding,
 // 1 position_embedding, then 16 per block ("blocks.0.ln1.weight", ...), then

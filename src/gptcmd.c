@@ -191,6 +191,9 @@ int gptcmd_generate(const Options *opt, Trace *tr) {
     }
     if (!rc) rc = start_threads(opt);
     if (!rc) rc = gptcmd_attention(opt, &m);
+    // Without the cache every step is a pass of many rows: the weights in
+    // panel order serve it better (the same numbers; unpacked if no memory).
+    if (!rc && !use_cache) gpt_pack(&m);
     if (!rc) {
         Stream g = {.m = &m, .out = tr->out, .use_cache = use_cache, .width = columns(),
                     .stream = tr->format == FORMAT_TEXT};
@@ -473,6 +476,7 @@ int gptcmd_bench(const Options *opt, Trace *tr) {
         progress("bench: opening the model (%d runs)", repeat);
         model_reopen(open_s, repeat, opt);
     }
+    gpt_pack(&m);   // for the passes of many rows (the same numbers; unpacked if no memory)
     Stats peak_st = stats_of(peak, repeat), bw_st = stats_of(bandwidth, repeat), open_st = stats_of(open_s, random_model ? 1 : repeat);
 
     // The headline: the chapter's run, 256 tokens after the prompt, both ways.

@@ -260,6 +260,7 @@ static void matmul_panel(float *out, const float *a, const float *bp, int64_t ld
 typedef struct {
     float *out;
     const float *a, *b, *bias;
+    const float *panels;   // b in panel order (ops_pack), or NULL
     int M, K, N;
 } MatmulJob;
 
@@ -300,6 +301,12 @@ static void matmul_panels(void *ctx, int begin, int end, int thread) {
     (void)thread;
     MatmulJob *job = ctx;
     int width = job->M == 1 ? OPS_ROW_NR : OPS_NR;
+    if (job->panels && job->M > 1) {   // packed once, ahead: read each panel in order
+        for (int p = begin; p < end; p++)
+            matmul_panel(job->out, job->a, job->panels + (int64_t)p * job->K * OPS_NR, OPS_NR, job->bias, job->M,
+                         job->K, job->N, p * OPS_NR);
+        return;
+    }
     float *pack = job->M > OPS_MR && job->K <= OPS_PACK_MAX_K ? pack_buffer() : NULL;
     for (int p = begin; p < end; p++) {
         int j0 = p * width;
@@ -325,15 +332,34 @@ static void matmul_panels(void *ctx, int begin, int end, int thread) {
     }
 }
 
+int64_t ops_packed_size(int K, int N) {
+    return (int64_t)(N + OPS_NR - 1) / OPS_NR * OPS_NR * K;
+}
+
+void ops_pack(float *dst, const float *b, int K, int N) {
+    for (int j0 = 0; j0 < N; j0 += OPS_NR) {
+        int w = N - j0 < OPS_NR ? N - j0 : OPS_NR;
+        for (int k = 0; k < K; k++, dst += OPS_NR) {
+            memcpy(dst, b + (int64_t)k * N + j0, sizeof(float) * (size_t)w);
+            for (int j = w; j < OPS_NR; j++) dst[j] = 0.0f;
+        }
+    }
+}
+
 void ops_matmul(float *out, const float *a, const float *b, const float *bias, int M, int K, int N) {
+    ops_matmul_packed(out, a, b, NULL, bias, M, K, N);
+}
+
+void ops_matmul_packed(float *out, const float *a, const float *b, const float *panels, const float *bias, int M,
+                       int K, int N) {
     // out (M, N) = a (M, K) @ b (K, N) + bias (N)        numpy: a @ b + bias
     if (M <= 0 || N <= 0) return;
-    MatmulJob job = {out, a, b, bias, M, K, N};
+    MatmulJob job = {out, a, b, bias, panels, M, K, N};
     int width = M == 1 ? OPS_ROW_NR : OPS_NR;
-    int panels = (N + width - 1) / width;
+    int count = (N + width - 1) / width;
     // Waking the other threads costs microseconds: only for work that is worth it.
-    if ((int64_t)M * K * N < 65536) matmul_panels(&job, 0, panels, 0);
-    else pool_run(ops_pool, matmul_panels, &job, panels);
+    if ((int64_t)M * K * N < 65536) matmul_panels(&job, 0, count, 0);
+    else pool_run(ops_pool, matmul_panels, &job, count);
 }
 
 // ----------------------------------------------------------------------------

@@ -22,6 +22,16 @@
 // uses a fused multiply-add per k where the plain loop rounds twice, so the
 // two agree to rounding, not bit for bit. Runs on ops_set_threads() threads.
 void ops_matmul(float *out, const float *a, const float *b, const float *bias, int M, int K, int N);
+// b (K, N) in panel order, made once (a model's weights at load): panels of
+// the fast kernel's width, each (K, width) contiguous, the last padded with
+// zeros. ops_packed_size gives the floats dst must hold.
+int64_t ops_packed_size(int K, int N);
+void ops_pack(float *dst, const float *b, int K, int N);
+// ops_matmul reading b's panels from panels (ops_pack of b; NULL: none),
+// which more than one row reads in order instead of copying each panel
+// first; one row reads b itself. The same numbers bit for bit.
+void ops_matmul_packed(float *out, const float *a, const float *b, const float *panels, const float *bias, int M,
+                       int K, int N);
 // The reference loop, one multiply-add at a time; fast kernels are tested
 // against it.
 void ops_matmul_plain(float *out, const float *a, const float *b, const float *bias, int M, int K,

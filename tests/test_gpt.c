@@ -235,10 +235,18 @@ static void test_init_random_matches_numpy(void **state) {
 // The KV cache: bit for bit
 
 // Generates steps tokens with and without the cache from the same prompt and
-// seed; every step's logits must be the same bytes.
-static void check_cache_exact(GptConfig cfg, uint32_t seed, int steps) {
-    GptModel m;
+// seed; every step's logits must be the same bytes. With packed, the run
+// without the cache uses a copy of the model whose weights gpt_pack put in
+// panel order (as kvdemo generate --no-cache does), the cached run the
+// model as it is.
+static void check_cache_exact_packed(GptConfig cfg, uint32_t seed, int steps, int packed) {
+    GptModel m, mp;
     random_model(&m, cfg, seed);
+    random_model(&mp, cfg, seed);
+    if (packed) {
+        assert_int_equal(gpt_pack(&mp), 0);
+        assert_non_null(mp.packed);
+    }
     GptState s;
     assert_int_equal(gpt_state_init(&s, cfg), 0);
     int *tokens = malloc(sizeof(int) * (size_t)(steps + 3));
@@ -252,7 +260,8 @@ static void check_cache_exact(GptConfig cfg, uint32_t seed, int steps) {
         Sampler sampler;
         assert_int_equal(sampler_init(&sampler, cfg.V, 1.0f, 0, 42), 0);
         gpt_state_reset(&s);
-        int len = gpt_generate(tokens, &s, &m, &sampler, n_prompt, steps, use_cache, record_step, &runs[use_cache]);
+        int len = gpt_generate(tokens, &s, use_cache ? &m : &mp, &sampler, n_prompt, steps, use_cache, record_step,
+                               &runs[use_cache]);
         assert_int_equal(len, n_prompt + steps);
         sampler_free(&sampler);
     }
@@ -276,6 +285,12 @@ static void check_cache_exact(GptConfig cfg, uint32_t seed, int steps) {
     free(tokens);
     gpt_state_free(&s);
     gpt_free(&m);
+    gpt_free(&mp);
+}
+
+static void check_cache_exact(GptConfig cfg, uint32_t seed, int steps) {
+    check_cache_exact_packed(cfg, seed, steps, 0);
+    check_cache_exact_packed(cfg, seed, steps, 1);
 }
 
 static const GptConfig SHAPES[] = {

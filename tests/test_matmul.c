@@ -140,6 +140,29 @@ static void test_matmul_packed_equals_in_place(void **state) {
     assert_int_equal(ops_set_threads(1), 0);
 }
 
+// b packed once into panel order (ops_pack) gives what b read in place
+// gives, bit for bit, for one row and many, whole and partial panels.
+static void test_matmul_prepacked_equals_plain_panels(void **state) {
+    (void)state;
+    static const int shapes[][3] = {{40, 384, 1536}, {17, 1536, 384}, {9, 48, 100}, {1, 64, 50}, {3, 5, 7}};
+    for (int s = 0; s < 5; s++) {
+        int M = shapes[s][0], K = shapes[s][1], N = shapes[s][2];
+        float *a = alloc_floats((int64_t)M * K), *b = alloc_floats((int64_t)K * N), *bias = alloc_floats(N);
+        float *panels = alloc_floats(ops_packed_size(K, N));
+        float *plain = alloc_floats((int64_t)M * N), *packed = alloc_floats((int64_t)M * N);
+        assert_true(ops_packed_size(K, N) >= (int64_t)K * N);
+        fill(a, (int64_t)M * K, 71 + (uint32_t)s);
+        fill(b, (int64_t)K * N, 81 + (uint32_t)s);
+        fill(bias, N, 91 + (uint32_t)s);
+        ops_pack(panels, b, K, N);
+        ops_matmul(plain, a, b, bias, M, K, N);
+        ops_matmul_packed(packed, a, b, panels, bias, M, K, N);
+        if (memcmp(plain, packed, sizeof(float) * (size_t)M * N) != 0)
+            fail_msg("M=%d K=%d N=%d: the product from packed panels differs from the plain one", M, K, N);
+        free(a), free(b), free(bias), free(panels), free(plain), free(packed);
+    }
+}
+
 typedef struct {
     const float *a, *b;
     float *out;
@@ -373,6 +396,7 @@ int main(void) {
         cmocka_unit_test(test_matmul_rows_are_independent),
         cmocka_unit_test(test_matmul_packed_equals_in_place),
         cmocka_unit_test(test_matmul_packed_on_two_threads),
+        cmocka_unit_test(test_matmul_prepacked_equals_plain_panels),
         cmocka_unit_test(test_vecmat),
         cmocka_unit_test(test_vecmat_rows_equals_vecmat),
         cmocka_unit_test(test_softmax),
