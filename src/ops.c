@@ -221,6 +221,7 @@ static void matmul_panel(float *out, const float *a, const float *bp, int64_t ld
         // A narrow b (the 4-dim example's 4 columns) needs fewer vectors than
         // the panel holds; each element's sum is the same either way.
         int cols = N - j0;
+        if (ldb == OPS_NR && cols > OPS_NR) cols = OPS_NR;   // a packed panel is OPS_NR wide
         if (cols <= 16) matmul_tile(out, a, bp, ldb, bias, K, N, j0, mask, 1, 1);
         else if (cols <= OPS_NR) matmul_tile(out, a, bp, ldb, bias, K, N, j0, mask, 1, OPS_NV);
         else matmul_tile(out, a, bp, ldb, bias, K, N, j0, mask, 1, OPS_ROW_NV);
@@ -301,7 +302,7 @@ static void matmul_panels(void *ctx, int begin, int end, int thread) {
     (void)thread;
     MatmulJob *job = ctx;
     int width = job->M == 1 ? OPS_ROW_NR : OPS_NR;
-    if (job->panels && job->M > 1) {   // packed once, ahead: read each panel in order
+    if (job->panels) {   // packed once, ahead: read each panel in order
         for (int p = begin; p < end; p++)
             matmul_panel(job->out, job->a, job->panels + (int64_t)p * job->K * OPS_NR, OPS_NR, job->bias, job->M,
                          job->K, job->N, p * OPS_NR);
@@ -355,7 +356,7 @@ void ops_matmul_packed(float *out, const float *a, const float *b, const float *
     // out (M, N) = a (M, K) @ b (K, N) + bias (N)        numpy: a @ b + bias
     if (M <= 0 || N <= 0) return;
     MatmulJob job = {out, a, b, bias, panels, M, K, N};
-    int width = M == 1 ? OPS_ROW_NR : OPS_NR;
+    int width = M == 1 && !panels ? OPS_ROW_NR : OPS_NR;
     int count = (N + width - 1) / width;
     // Waking the other threads costs microseconds: only for work that is worth it.
     if ((int64_t)M * K * N < 65536) matmul_panels(&job, 0, count, 0);

@@ -27,9 +27,9 @@ void ops_matmul(float *out, const float *a, const float *b, const float *bias, i
 // zeros. ops_packed_size gives the floats dst must hold.
 int64_t ops_packed_size(int K, int N);
 void ops_pack(float *dst, const float *b, int K, int N);
-// ops_matmul reading b's panels from panels (ops_pack of b; NULL: none),
-// which more than one row reads in order instead of copying each panel
-// first; one row reads b itself. The same numbers bit for bit.
+// ops_matmul reading b's panels from panels (ops_pack of b; NULL: none) in
+// order, instead of copying each panel first (many rows) or reading b's rows
+// in place (one row). The same numbers bit for bit.
 void ops_matmul_packed(float *out, const float *a, const float *b, const float *panels, const float *bias, int M,
                        int K, int N);
 // The reference loop, one multiply-add at a time; fast kernels are tested

@@ -238,14 +238,15 @@ static void test_init_random_matches_numpy(void **state) {
 // seed; every step's logits must be the same bytes. With packed, the run
 // without the cache uses a copy of the model whose weights gpt_pack put in
 // panel order (as kvdemo generate --no-cache does), the cached run the
-// model as it is.
+// model as it is; with packed = 2 the other way round.
 static void check_cache_exact_packed(GptConfig cfg, uint32_t seed, int steps, int packed) {
     GptModel m, mp;
     random_model(&m, cfg, seed);
     random_model(&mp, cfg, seed);
-    if (packed) {
-        assert_int_equal(gpt_pack(&mp), 0);
-        assert_non_null(mp.packed);
+    if (packed) {   // 1: the run without the cache packed; 2: the cached run
+        GptModel *which = packed == 1 ? &mp : &m;
+        assert_int_equal(gpt_pack(which), 0);
+        assert_non_null(which->packed);
     }
     GptState s;
     assert_int_equal(gpt_state_init(&s, cfg), 0);
@@ -291,6 +292,7 @@ static void check_cache_exact_packed(GptConfig cfg, uint32_t seed, int steps, in
 static void check_cache_exact(GptConfig cfg, uint32_t seed, int steps) {
     check_cache_exact_packed(cfg, seed, steps, 0);
     check_cache_exact_packed(cfg, seed, steps, 1);
+    check_cache_exact_packed(cfg, seed, steps, 2);
 }
 
 static const GptConfig SHAPES[] = {

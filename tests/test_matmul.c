@@ -144,8 +144,9 @@ static void test_matmul_packed_equals_in_place(void **state) {
 // gives, bit for bit, for one row and many, whole and partial panels.
 static void test_matmul_prepacked_equals_plain_panels(void **state) {
     (void)state;
-    static const int shapes[][3] = {{40, 384, 1536}, {17, 1536, 384}, {9, 48, 100}, {1, 64, 50}, {3, 5, 7}};
-    for (int s = 0; s < 5; s++) {
+    static const int shapes[][3] = {{40, 384, 1536}, {17, 1536, 384}, {9, 48, 100}, {1, 64, 50},
+                                    {1, 384, 1536}, {1, 1536, 384}, {3, 5, 7}};
+    for (int s = 0; s < 7; s++) {
         int M = shapes[s][0], K = shapes[s][1], N = shapes[s][2];
         float *a = alloc_floats((int64_t)M * K), *b = alloc_floats((int64_t)K * N), *bias = alloc_floats(N);
         float *panels = alloc_floats(ops_packed_size(K, N));
@@ -156,9 +157,19 @@ static void test_matmul_prepacked_equals_plain_panels(void **state) {
         fill(bias, N, 91 + (uint32_t)s);
         ops_pack(panels, b, K, N);
         ops_matmul(plain, a, b, bias, M, K, N);
-        ops_matmul_packed(packed, a, b, panels, bias, M, K, N);
-        if (memcmp(plain, packed, sizeof(float) * (size_t)M * N) != 0)
-            fail_msg("M=%d K=%d N=%d: the product from packed panels differs from the plain one", M, K, N);
+        // With two threads, panels finish in any order: a panel that wrote
+        // past its own columns would show, sooner or later, in 20 rounds.
+        for (int threads = 1; threads <= 2; threads++) {
+            assert_int_equal(ops_set_threads(threads), 0);
+            for (int round = 0; round < 20; round++) {
+                memset(packed, 0xFF, sizeof(float) * (size_t)M * N);
+                ops_matmul_packed(packed, a, b, panels, bias, M, K, N);
+                if (memcmp(plain, packed, sizeof(float) * (size_t)M * N) != 0)
+                    fail_msg("M=%d K=%d N=%d, %d threads: the product from packed panels differs from the plain one",
+                             M, K, N, threads);
+            }
+        }
+        assert_int_equal(ops_set_threads(1), 0);
         free(a), free(b), free(bias), free(panels), free(plain), free(packed);
     }
 }
