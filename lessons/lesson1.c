@@ -51,8 +51,7 @@ int lesson1_run(const Options *opt, Trace *tr) {
     ToyData d;
     AttnStep steps[2], *s1 = &steps[0], *s2 = &steps[1];   // step 1 and step 2
     if (toy_begin(&d, steps, 2, STEP2_TOKENS, opt, tr->lesson, STEP2_TOKENS)) return 1;
-    trace_heading(tr, "Lesson 1 — where a KV cache can exist (seed 000, section 1)",
-                  "第 1 课 —— KV Cache 是啥：只出现在自回归的 decoder 中（000 第一节）");
+    lessons_heading(tr);
     trace_say(tr,
               "A decoder masks the future: each token attends to itself and the tokens before it.\n"
               "An encoder such as BERT does not. Watch what adding one token does to the earlier rows.\n",

@@ -122,8 +122,7 @@ int lesson10_run(const Options *opt, Trace *tr) {
     }
     GptConfig g = m.cfg;
     int D = g.C / g.H;
-    trace_heading(tr, "Lesson 10 — the char GPT of the numpy chapter, with and without the KV cache (seed 003)",
-                  "第 10 课 —— 键值缓存：字符级 GPT（003）");
+    lessons_heading(tr);
     trace_sayf(tr, "The model: context %d, embedding %d, %d heads of %d, %d blocks, %d characters (%zu parameters).",
                "模型：上下文 %d，嵌入 %d，%d 个头（每头 %d），%d 个模块，词表 %d 个字符（%zu 个参数）。", g.T, g.C, g.H,
                D, g.L, g.V, m.num_params);

@@ -156,8 +156,7 @@ static int run_lesson(const Options *opt, Trace *tr, int runs) {
     int repeat = opt->repeat ? opt->repeat : DEFAULT_REPEAT;
     Run nc = {0}, c = {0};
 
-    trace_heading(tr, "Lesson 2 — why the KV cache (seed 000, section 2)",
-                  "第 2 课 —— 为什么要进行 KV Cache（000 第二节）");
+    lessons_heading(tr);
     toy_show_weights(tr, &d);
 
     if (runs & RUN_NOCACHE) {

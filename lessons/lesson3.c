@@ -262,8 +262,7 @@ int lesson3_run(const Options *opt, Trace *tr) {
         .seed = opt->seed,
     };
 
-    trace_heading(tr, "Lesson 3 — the KV cache in LLaMA's generate (seed 000, section 3.1)",
-                  "第 3 课 —— KV Cache 在 Llama 推理流程中的应用（000 第 3.1 节）");
+    lessons_heading(tr);
     trace_sayf(tr,
                "A small LLaMA-style model: dim %d, %d layers, %d query heads, %d key/value heads "
                "of %d, vocabulary %d.\n%s\n",

@@ -487,8 +487,7 @@ int lesson62_run(const Options *opt, Trace *tr) {
 
     // ------------------------------------------------------------------------
     const LlamaConfig *c = &mha->cfg;
-    trace_heading(tr, "Lesson 6.2 — MHA, GQA and MQA (seed 000, section 6.2)",
-                  "第 6.2 课 —— MHA、GQA、MQA 优化技术（000 第 6.2 节）");
+    lessons_heading(tr);
     trace_sayf(tr,
                "One LLaMA-style model three ways: dim %d, %d layers, %d query heads of head_dim "
                "%d, SwiGLU %d, vocabulary %d, contexts of up to %d positions.\n"

@@ -95,8 +95,7 @@ int lesson7_run(const Options *opt, Trace *tr) {
     double t_nc = median_time(repeat, steps, &c, outs, &d, n, 0);
     double t_c = median_time(repeat, steps, &c, outs, &d, n, 1);
 
-    trace_heading(tr, "Lesson 7 — why GPT needs the KV cache: the generation loop (seed 000, section 7)",
-                  "第 7 课 —— GPT 为什么会产生 KV Cache：生成循环（000 第七节）");
+    lessons_heading(tr);
     trace_say(tr,
               "Each step feeds one token more than the step before. Count the rows of K and V\n"
               "each step computes, without the cache and with it.\n",

@@ -86,8 +86,7 @@ int lesson9_run(const Options *opt, Trace *tr) {
     ToyData d;
     AttnStep steps[2], *orig = &steps[0], *s = &steps[1];   // as computed; rerun after a change
     if (toy_begin(&d, steps, 2, TOKENS, opt, tr->lesson, TOKENS)) return 1;
-    trace_heading(tr, "Lesson 9 — why a KV cache and no Q cache (seed 000, section 9)",
-                  "第 9 课 —— 为什么有 KV Cache 而没有 Q Cache（000 第九节）");
+    lessons_heading(tr);
     trace_say(tr,
               "Q and K look symmetric in Q @ K.T, but V breaks the symmetry: the new token's\n"
               "output uses its own q and every k and v so far.\n",
