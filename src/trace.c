@@ -171,6 +171,11 @@ static void shape_text(Buf *b, int ndim, const int *shape) {
 
 void trace_tensor(Trace *tr, TraceLevel level, const char *name, const char *code,
                   const Tensor *t, const char *const *rows, int heat) {
+    trace_tensor_as(tr, level, name, name, code, t, rows, heat);
+}
+
+void trace_tensor_as(Trace *tr, TraceLevel level, const char *name, const char *shown, const char *code,
+                     const Tensor *t, const char *const *rows, int heat) {
     if (tr->level < level) return;
     Buf b;
     buf_init(&b);
@@ -195,7 +200,7 @@ void trace_tensor(Trace *tr, TraceLevel level, const char *name, const char *cod
         return;
     }
     if (code) buf_printf(&b, ">>> %s\n", code);
-    buf_printf(&b, "%s ", name);
+    buf_printf(&b, "%s ", shown);
     shape_text(&b, t->ndim, t->shape);
     buf_append(&b, "\n");
     char *s = tensor_format(t, tr->precision, heat && tr->color ? heat_color : NULL);
@@ -265,8 +270,24 @@ void trace_count(Trace *tr, const char *name, int64_t value, const char *en, con
         return;
     }
     if (!en) return;   // a count for scripts only
-    buf_printf(&b, "  %s: %lld\n", trace_text(tr, en, zh), (long long)value);
+    buf_printf(&b, "  %s%s%lld\n", trace_text(tr, en, zh), trace_text(tr, ": ", "："), (long long)value);
     emit(tr, &b);
+}
+
+// Units and the names of timed runs as the text says them; JSON keeps the
+// names scripts read ("s", "cache").
+static const struct {
+    const char *en, *zh;
+} WORDS[] = {
+    {"x", "倍"}, {"s", "秒"}, {"tokens/s", "token/秒"}, {"step", "这一步"}, {"cache", "使用缓存"},
+    {"no-cache", "不使用缓存"}, {"run", "整次运行"},
+};
+
+static const char *word_text(const Trace *tr, const char *en) {
+    if (tr->lang != LANG_ZH) return en;
+    for (size_t i = 0; i < sizeof WORDS / sizeof WORDS[0]; i++)
+        if (!strcmp(WORDS[i].en, en)) return WORDS[i].zh;
+    return en;
 }
 
 void trace_value(Trace *tr, const char *name, double value, const char *unit, const char *en,
@@ -286,8 +307,10 @@ void trace_value(Trace *tr, const char *name, double value, const char *unit, co
     }
     if (!en) return;   // a value for scripts only
     // 14960 reads better than 1.496e+04; 0.002305 than 2.305e-03.
-    if (fabs(value) >= 1000 && fabs(value) < 1e12) buf_printf(&b, "  %s: %.0f %s\n", trace_text(tr, en, zh), value, unit);
-    else buf_printf(&b, "  %s: %.4g %s\n", trace_text(tr, en, zh), value, unit);
+    const char *colon = trace_text(tr, ": ", "：");
+    unit = word_text(tr, unit);
+    if (fabs(value) >= 1000 && fabs(value) < 1e12) buf_printf(&b, "  %s%s%.0f %s\n", trace_text(tr, en, zh), colon, value, unit);
+    else buf_printf(&b, "  %s%s%.4g %s\n", trace_text(tr, en, zh), colon, value, unit);
     emit(tr, &b);
 }
 
@@ -310,7 +333,8 @@ void trace_timing(Trace *tr, const char *name, double seconds, int repeat) {
         emit_json(tr, &b);
         return;
     }
-    buf_printf(&b, "  %s (%s): ", trace_text(tr, "time", "耗时"), name);
+    if (tr->lang == LANG_ZH) buf_printf(&b, "  耗时（%s）：", word_text(tr, name));
+    else buf_printf(&b, "  time (%s): ", name);
     time_text(&b, seconds);
     if (repeat > 1) buf_printf(&b, trace_text(tr, " (median of %d runs)", "（%d 次运行的中位数）"), repeat);
     buf_append(&b, "\n");

@@ -57,6 +57,11 @@ void trace_step(Trace *tr, int step);
 // colour is on).
 void trace_tensor(Trace *tr, TraceLevel level, const char *name, const char *code,
                   const Tensor *t, const char *const *rows, int heat);
+// The same, shown in the text under the document's name (`scores`, which the
+// article reuses for three tensors) and in JSON under a name of its own
+// (`masked_scores`), so that scripts can tell them apart.
+void trace_tensor_as(Trace *tr, TraceLevel level, const char *name, const char *shown, const char *code,
+                     const Tensor *t, const char *const *rows, int heat);
 // A shape only, for tensors too large to print: key (1, 6, 64, 7).
 void trace_shape(Trace *tr, const char *name, int ndim, const int *shape);
 // A whole number worth counting (rows computed, multiply-adds, bytes). With
