@@ -74,14 +74,18 @@ static int run(Trace *tr, const ToyData *d, const Step *s1, const Step *s2, int 
     trace_step(tr, 0);
     trace_say(tr, "The rows of the old tokens in step 2 against step 1:", "第 2 步中旧 token 的各行与第 1 步对比：");
     Tensor a = old_rows(s1->layer1->output, d->dv), b = old_rows(s2->layer1->output, d->dv);
-    trace_compare(tr, "old_rows", "step 1 output", &a, "step 2 output[:2]", &b);
+    trace_compare(tr, "old_rows", trace_text(tr, "step 1 output", "第 1 步的 output"), &a,
+                  trace_text(tr, "step 2 output[:2]", "第 2 步的 output[:2]"), &b);
     a = old_rows(s1->layer1->K, d->dk), b = old_rows(s2->layer1->K, d->dk);
-    trace_compare(tr, "old_K", "step 1 K", &a, "step 2 K[:2]", &b);
+    trace_compare(tr, "old_K", trace_text(tr, "step 1 K", "第 1 步的 K"), &a, trace_text(tr, "step 2 K[:2]", "第 2 步的 K[:2]"),
+                  &b);
     if (!s1->layer2) return 1;
     a = old_rows(s1->layer2->K, d->dk), b = old_rows(s2->layer2->K, d->dk);
-    int same = trace_compare(tr, "old_K_layer2", "step 1 K (layer 2)", &a, "step 2 K[:2] (layer 2)", &b);
+    int same = trace_compare(tr, "old_K_layer2", trace_text(tr, "step 1 K (layer 2)", "第 1 步第 2 层的 K"), &a,
+                             trace_text(tr, "step 2 K[:2] (layer 2)", "第 2 步第 2 层的 K[:2]"), &b);
     a = old_rows(s1->layer2->V, d->dv), b = old_rows(s2->layer2->V, d->dv);
-    same &= trace_compare(tr, "old_V_layer2", "step 1 V (layer 2)", &a, "step 2 V[:2] (layer 2)", &b);
+    same &= trace_compare(tr, "old_V_layer2", trace_text(tr, "step 1 V (layer 2)", "第 1 步第 2 层的 V"), &a,
+                              trace_text(tr, "step 2 V[:2] (layer 2)", "第 2 步第 2 层的 V[:2]"), &b);
     return same;
 }
 

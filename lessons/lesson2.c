@@ -231,7 +231,7 @@ static int run_lesson(const Options *opt, Trace *tr, int runs) {
                    (long long)(nc.proj_madds + nc.attn_madds - c.proj_madds - c.attn_madds));
         trace_count(tr, "madds_saved", nc.proj_madds + nc.attn_madds - c.proj_madds - c.attn_madds, NULL, NULL);
         trace_value(tr, "step2_time_ratio", c.seconds[1] > 0 ? nc.seconds[1] / c.seconds[1] : 0, "x",
-                    "step 2 without the cache / with it", "第二步：不使用缓存耗时 / 使用缓存耗时");
+                    "step 2 without the cache / with it", "第 2 步：不使用缓存的耗时 ÷ 使用缓存的耗时");
         trace_say(tr,
                   "(At this size a step takes a few hundred nanoseconds, much of it overhead: the counts\n"
                   "show the saving best. Lesson 10 shows it in seconds.)",

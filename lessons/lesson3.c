@@ -307,8 +307,8 @@ int lesson3_run(const Options *opt, Trace *tr) {
         trace_heading(tr, "Comparison", "对比");
         int V = c->vocab_size, rows = nc.n_steps * nc.bsz;
         Tensor a = tensor_view2(nc.logits, rows, V), b = tensor_view2(wc.logits, rows, V);
-        int same = trace_compare(tr, "logits", "logits without the cache (every step)", &a,
-                                 "logits with the cache", &b);
+        int same = trace_compare(tr, "logits", trace_text(tr, "logits without the cache (every step)", "不使用缓存的 logits（每一步）"), &a,
+                                 trace_text(tr, "logits with the cache", "使用缓存的 logits"), &b);
         int texts = 1;
         for (int k = 0; k < nc.bsz; k++) texts &= strcmp(nc.text[k], wc.text[k]) == 0;
         trace_sayf(tr, "Same tokens, same text: %s. Rows through the model: %lld without the "
@@ -339,7 +339,7 @@ int lesson3_run(const Options *opt, Trace *tr) {
                    "tokens[:, 0:%d]，mask 为 (%d, %d)，scores 为 (%d, %d, %d, %d)。\n"
                    "(seqlen, seqlen) 形状的 mask 能与 (seqlen, start_pos + seqlen) 的 scores 相加，"
                    "只是因为此时 start_pos 为 0。从第 2 步起每次只输入一个 token（seqlen 1），"
-                   "mask = None：新的一行可以看缓存中的所有位置，它们都在它之前，无需遮挡。\n"
+                   "mask = None：新的一行可以看缓存中的所有位置，它们都在它之前，不需要掩码。\n"
                    "如果某一步在 start_pos > 0 时输入多个 token，文章的 (seqlen, seqlen) mask "
                    "无法与 scores 广播；kvdemo 构造完整宽度的 triu(full((seqlen, start_pos + seqlen), "
                    "-inf), diagonal=start_pos + 1)，在 start_pos 为 0 时与文章的 mask 相同。",

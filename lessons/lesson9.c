@@ -147,7 +147,8 @@ static void run(Trace *tr, const ToyData *d, AttnStep *orig, AttnStep *s, int ca
         trace_say(tr, cases[i].en, cases[i].zh);
         trace_tensor(tr, TRACE_SUMMARY, cases[i].changed, cases[i].code, &changed_m, d->rows, 0);
         trace_tensor(tr, TRACE_SUMMARY, cases[i].name, "output = S @ V", &changed, d->rows, 0);
-        trace_compare(tr, cases[i].name, "output of the new token", &out_t, "after the change", &changed_t);
+        trace_compare(tr, cases[i].name, trace_text(tr, "output of the new token", "新 token 的 output"), &out_t,
+                      trace_text(tr, "after the change", "改动之后"), &changed_t);
         trace_say(tr, "", "");
     }
     trace_pause(tr);

@@ -141,6 +141,9 @@ int gptcmd_generate(const Options *opt, Trace *tr) {
                 trace_textval(tr, "text", text);
                 trace_timing(tr, tr->run, seconds, 1);
                 trace_value(tr, "tokens_per_s", steps / seconds, "tokens/s", NULL, NULL);
+            } else if (tr->lang == LANG_ZH) {
+                fprintf(tr->out, "%s\n\n—— %d 个 token，用时 %.3f 秒，每秒 %.0f 个 token，%s，%d 个线程\n", text, steps,
+                        seconds, steps / seconds, use_cache ? "使用 KV Cache" : "不使用 KV Cache", ops_threads());
             } else {
                 fprintf(tr->out, "%s\n\n-- %d tokens in %.3f s, %.0f tokens/s, %s, %d thread%s\n", text, steps,
                         seconds, steps / seconds, use_cache ? "with the KV cache" : "without the KV cache",
@@ -356,9 +359,12 @@ int gptcmd_bench(const Options *opt, Trace *tr) {
             bar(stdout, '=', table[i][1].seconds, tmax, 30);
             printf("\n");
         }
-        printf("\nPast %d tokens the text outgrows the context: the chapter's generate then drops the\n"
-               "cache and recomputes the last %d tokens in full, so both ways cost the same per token.\n",
-               g.T, g.T);
+        // len(tokens) at step k is the prompt plus k - 1: past the context
+        // from step T - n_prompt + 2 on.
+        printf("\nOnce the prompt and the generated tokens together pass %d (with this %d-token prompt,\n"
+               "from step %d on) the chapter's generate drops the cache and recomputes the last %d tokens\n"
+               "in full at every step, so from there both ways cost the same per token.\n",
+               g.T, n_prompt, g.T - n_prompt + 2, g.T);
     } else {
         trace_value(tr, "train_tokens_per_s", train_tps, "tokens/s", NULL, NULL);
         for (int c = 0; c < 2; c++) {
