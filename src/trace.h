@@ -44,6 +44,12 @@ const char *trace_text(const Trace *tr, const char *en, const char *zh);
 void trace_heading(Trace *tr, const char *en, const char *zh);
 // A paragraph of narration; text only (JSON readers do not need prose).
 void trace_say(Trace *tr, const char *en, const char *zh);
+// The compiler checks the English format against the arguments; the
+// Chinese one must have the same conversions in the same order
+// (tests/test_zh.c checks every call in the sources).
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 4)))
+#endif
 void trace_sayf(Trace *tr, const char *fmt_en, const char *fmt_zh, ...);
 
 // Start a run ("no-cache", "cache", ...) or a step inside it; step 0 ends it.
