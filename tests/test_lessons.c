@@ -256,7 +256,22 @@ static void test_lesson7(void **state) {
         steps = s;
     }
     assert_true(steps >= 7);
+    // The article's prompt 天气 (p = 2) over the same tokens: step i feeds
+    // 1 + i tokens without the cache, summed here row by row.
+    int want_nc = 0;
+    for (int i = 1; i <= steps - 1; i++) want_nc += 1 + i;
+    int got_nc = (int)must_find(e, n, "count", NULL, -1, "kv_rows_nocache_prompt2")->value;
+    int got_c = (int)must_find(e, n, "count", NULL, -1, "kv_rows_cache_prompt2")->value;
+    if (got_nc != want_nc) fail_msg("kv_rows_nocache_prompt2: expected %d, got %d", want_nc, got_nc);
+    if (got_c != 2 + (steps - 2)) fail_msg("kv_rows_cache_prompt2: expected %d, got %d", 2 + (steps - 2), got_c);
     events_free(e, n);
+    // It uses --repeat (and says nothing about ignoring it); it says which
+    // of its tokens are the article's.
+    RunResult r = kvdemo_run("lesson 7 --repeat 3");
+    assert_int_equal(r.status, 0);
+    if (strstr(r.err, "ignores")) fail_msg("lesson 7 --repeat 3: %s", r.err);
+    assert_non_null(strstr(r.out, "kvdemo's own numbers"));
+    run_free(&r);
     e = kvdemo_json("lesson 7 --format json --steps 4", &n);
     assert_non_null(events_find(e, n, "compare", NULL, 4, "output"));
     assert_null(events_find(e, n, "compare", NULL, 5, "output"));

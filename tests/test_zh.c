@@ -77,9 +77,9 @@ static void find_english(Buf *bad, const char *what, char *out, char **texts, in
                 }
                 size_t j = i;
                 int letters = 0, other = 0;
-                // self.model.forward is one identifier; "cache." ends a sentence.
+                // self.model.forward and data/tianqi.txt are one word; "cache." ends a sentence.
                 while (j < len && (isalnum((unsigned char)line[j]) || line[j] == '_' || line[j] == '-' ||
-                                   (line[j] == '.' && j + 1 < len && isalpha((unsigned char)line[j + 1])))) {
+                                   ((line[j] == '.' || line[j] == '/') && j + 1 < len && isalpha((unsigned char)line[j + 1])))) {
                     if (isalpha((unsigned char)line[j])) letters++;
                     else other++;
                     j++;
