@@ -1,4 +1,4 @@
-// lesson 3 — KV Cache 在 Llama 推理流程中应用 (seed 000, section 3.1)
+// lesson 3 — KV Cache 在 Llama 推理流程中应用 (the KV Cache article, section 3.1)
 //
 // The article's LLaMA.generate on a small LLaMA-style model (src/llama.h):
 //
@@ -14,7 +14,10 @@
 //   step 5    decode each row, cut at len(prompt) + max_gen_len and at eos.
 //
 // `--no-cache` feeds tokens[:, 0:cur_pos] at position 0 every step: the same
-// logits bit for bit, more rows computed. Both runs, then a comparison, by
+// logits bit for bit, more rows computed. (LLaMA's forward still writes its
+// preallocated cache then; it just never reuses what it wrote.) The default
+// prompts differ in length, so that start_pos = min_prompt_size, the padding,
+// input_text_mask and the longer prompt read in through the cache all show. Both runs, then a comparison, by
 // default. The weights are random: the text is noise, the flow is the lesson.
 #include "lessons.h"
 #include "llama.h"
@@ -25,7 +28,7 @@
 
 enum { DEFAULT_GEN_LEN = 4 };
 
-static const char *const DEFAULT_PROMPTS[] = {"天气", "你好"};
+static const char *const DEFAULT_PROMPTS[] = {"天气", "你好，今天"};
 
 // What the step hook needs; scratch buffers are allocated before the loop.
 typedef struct {
@@ -35,7 +38,17 @@ typedef struct {
     float *ids;        // (B, T) token ids as floats, for printing
     char *labels;      // (B, 4T + 1) one row label each
     const char **rows; // (B) pointers into labels
+    int use_cache;     // the run being shown
 } Show;
+
+// A token as a class reads it: its character, or the name of a special
+// token (<pad>, <bos>, <eos>), which has no text.
+static const char *token_name(char *buf, size_t size, const LlamaModel *m, int id) {
+    static const char *const special[] = {"<pad>", "<bos>", "<eos>"};
+    if (id == LLAMA_PAD_ID || id == LLAMA_BOS_ID || id == LLAMA_EOS_ID) snprintf(buf, size, "%s", special[id]);
+    else llama_token_text(buf, m, id);
+    return buf;
+}
 
 // A (bsz, n) Tensor of the token ids tokens[:, from:from+n], with each row
 // labelled by its text.
@@ -74,16 +87,20 @@ static void show_step(const LlamaStep *st, void *ctx) {
     char name[64];
     snprintf(name, sizeof name, "tokens[:, %d:%d]", f->start_pos, f->start_pos + f->seqlen);
     Tensor fed = token_slice(s, st->tokens, st->total_len, st->bsz, f->start_pos, f->seqlen);
-    trace_tensor(tr, TRACE_SUMMARY, name, "tokens[:, prev_pos:cur_pos]", &fed, s->rows, 0);
+    trace_tensor_kind(tr, TRACE_SUMMARY, name, name, s->use_cache ? "tokens[:, prev_pos:cur_pos]" : "tokens[:, 0:cur_pos]",
+                      &fed, s->rows, TRACE_INT);
 
     int fshape[3] = {f->seqlen, c->head_dim / 2, 2};
     Tensor freqs = tensor_view((float *)f->freqs_cis, 3, fshape);
     snprintf(name, sizeof name, "freqs_cis[%d:%d]", f->start_pos, S);
-    trace_tensor(tr, TRACE_FULL, name, "freqs_cis = self.freqs_cis[start_pos : start_pos + seqlen]",
+    trace_tensor(tr, TRACE_FULL, name,
+                 trace_text(tr, "freqs_cis = self.freqs_cis[start_pos : start_pos + seqlen]   # complex, shown as (cos, sin) pairs",
+                            "freqs_cis = self.freqs_cis[start_pos : start_pos + seqlen]   # 复数，按 (cos, sin) 实数对显示"),
                  &freqs, NULL, 0);
 
     if (f->has_mask) {
-        Tensor mask = tensor_view2((float *)f->mask, f->seqlen, S);
+        int mshape[4] = {1, 1, f->seqlen, S};
+        Tensor mask = tensor_view((float *)f->mask, 4, mshape);
         trace_tensor(tr, TRACE_SUMMARY, "mask",
                      "mask = torch.triu(torch.full((1, 1, seqlen, seqlen), float(\"-inf\")), "
                      "diagonal=start_pos + 1)",
@@ -96,10 +113,15 @@ static void show_step(const LlamaStep *st, void *ctx) {
 
     trace_sayf(tr,
                "self.cache_k[:%d, %d:%d] = xk   (slots written; cache_v likewise)\n"
-               "keys = self.cache_k[:%d, :%d]   (slots read)",
+               "keys = self.cache_k[:%d, :%d]   (slots read)%s",
                "self.cache_k[:%d, %d:%d] = xk   （写入的位置；cache_v 同理）\n"
-               "keys = self.cache_k[:%d, :%d]   （读取的位置）",
-               f->bsz, f->write_from, f->write_to, f->bsz, f->read_to);
+               "keys = self.cache_k[:%d, :%d]   （读取的位置）%s",
+               f->bsz, f->write_from, f->write_to, f->bsz, f->read_to,
+               s->use_cache ? ""
+                            : trace_text(tr, "\n(without the cache the preallocated cache is still written, then read back\n"
+                                             "at once: nothing written at an earlier step is reused)",
+                                         "\n（不使用缓存时，预先分配的缓存照样写入，写完立刻读出；\n"
+                                         "之前各步写入的内容不再使用）"));
     trace_count(tr, "cache_write_from", f->write_from, NULL, NULL);
     trace_count(tr, "cache_write_to", f->write_to, NULL, NULL);
     trace_count(tr, "cache_read_to", f->read_to, NULL, NULL);
@@ -110,8 +132,8 @@ static void show_step(const LlamaStep *st, void *ctx) {
 
     for (int b = 0; b < st->bsz; b++) {
         char got[8], kept[8];
-        llama_token_text(got, s->m, st->sampled[b]);
-        llama_token_text(kept, s->m, st->next_token[b]);
+        token_name(got, sizeof got, s->m, st->sampled[b]);
+        token_name(kept, sizeof kept, s->m, st->next_token[b]);
         snprintf(name, sizeof name, "next_token[%d]", b);
         if (st->kept[b])
             trace_sayf(tr,
@@ -142,6 +164,7 @@ static int run_generate(LlamaGeneration *g, LlamaModel *m, Show *show, const cha
     o.hook = show_step;
     o.hook_ctx = show;
     show->g = g;
+    show->use_cache = use_cache;
     char err[512];
     if (llama_generate(g, m, prompts, n_prompts, &o, err, sizeof err) != 0) {
         fprintf(stderr, "kvdemo: lesson 3: %s\n", err);
@@ -149,7 +172,8 @@ static int run_generate(LlamaGeneration *g, LlamaModel *m, Show *show, const cha
     }
     trace_step(tr, 0);
     Tensor all = token_slice(show, g->tokens, g->total_len, g->bsz, 0, g->total_len);
-    trace_tensor(tr, TRACE_SUMMARY, "tokens", "tokens after the loop", &all, show->rows, 0);
+    trace_tensor_kind(tr, TRACE_SUMMARY, "tokens", "tokens", trace_text(tr, "tokens after the loop", "循环结束后的 tokens"), &all,
+                      show->rows, TRACE_INT);
     trace_say(tr, "decoded, cut at len(prompt) + max_gen_len and at eos (one row a line):",
               "decoded，在 len(prompt) + max_gen_len 和 eos 处截断（每行一条）：");
     for (int b = 0; b < g->bsz; b++) {
@@ -202,15 +226,15 @@ static int show_setup(Show *s, int *scratch, const char *const *prompts, int n_p
         s->rows[k] = label;
     }
     Tensor tokens = tensor_view2(s->ids, n_prompts, total_len);
-    trace_tensor(tr, TRACE_SUMMARY, "tokens",
-                 "tokens = torch.full((bsz, total_len), self.tokenizer.pad_id); "
-                 "tokens[k, : len(t)] = torch.tensor(t)",
-                 &tokens, s->rows, 0);
+    trace_tensor_kind(tr, TRACE_SUMMARY, "tokens", "tokens",
+                      "tokens = torch.full((bsz, total_len), self.tokenizer.pad_id); "
+                      "tokens[k, : len(t)] = torch.tensor(t)",
+                      &tokens, s->rows, TRACE_INT);
     // input_text_mask = tokens != self.tokenizer.pad_id
     for (int i = 0; i < n_prompts * total_len; i++) s->ids[i] = s->ids[i] != LLAMA_PAD_ID;
     Tensor itm = tensor_view2(s->ids, n_prompts, total_len);
-    trace_tensor(tr, TRACE_SUMMARY, "input_text_mask",
-                 "input_text_mask = tokens != self.tokenizer.pad_id", &itm, s->rows, 0);
+    trace_tensor_kind(tr, TRACE_SUMMARY, "input_text_mask", "input_text_mask",
+                      "input_text_mask = tokens != self.tokenizer.pad_id", &itm, s->rows, TRACE_BOOL);
     trace_count(tr, "start_pos", min, "start_pos = min_prompt_size", "start_pos = min_prompt_size");
     trace_say(tr, "", "");
     return 0;
@@ -264,10 +288,10 @@ int lesson3_run(const Options *opt, Trace *tr) {
 
     lessons_heading(tr);
     trace_sayf(tr,
-               "A small LLaMA-style model: dim %d, %d layers, %d query heads, %d key/value heads "
-               "of %d, vocabulary %d.\n%s\n",
-               "一个小型 LLaMA 式模型：dim %d，%d 层，%d 个查询头，%d 个 key/value 头（每头 %d 维），"
-               "词表 %d。\n%s\n",
+               "A small LLaMA-style model: dim %d, n_layers %d, n_local_heads %d (query heads), n_kv_heads %d,\n"
+               "head_dim %d, vocab_size %d.\n%s\n",
+               "一个小型 LLaMA 式模型：dim %d，n_layers %d，n_local_heads %d（查询头），n_kv_heads %d，\n"
+               "head_dim %d，vocab_size %d。\n%s\n",
                c->dim, c->n_layers, c->n_heads, c->n_kv_heads, c->head_dim, c->vocab_size,
                opt->model_path
                    ? trace_text(tr, "Its weights come from --model.", "权重来自 --model。")

@@ -174,8 +174,42 @@ void trace_tensor(Trace *tr, TraceLevel level, const char *name, const char *cod
     trace_tensor_as(tr, level, name, name, code, t, rows, heat);
 }
 
+// A 1-D or 2-D tensor of whole numbers or truth values as PyTorch prints an
+// int64 or bool tensor: every element right-aligned to the widest one,
+// tensor([[ 1, 45,  0],\n        [ 1, 47, 48]]) or tensor([[ True, False]]).
+// (Rows are not wrapped at 80 columns as PyTorch would: lessons print short ones.)
+static char *format_whole(const Tensor *t, TraceKind kind) {
+    int rows = t->ndim == 2 ? t->shape[0] : 1, cols = t->shape[t->ndim - 1];
+    char cell[32];
+    int width = 1;
+    for (int i = 0; i < rows * cols; i++) {
+        int n = kind == TRACE_BOOL ? (t->data[i] != 0 ? 4 : 5) : snprintf(cell, sizeof cell, "%lld", (long long)t->data[i]);
+        if (n > width) width = n;
+    }
+    Buf b;
+    buf_init(&b);
+    buf_append(&b, t->ndim == 2 ? "tensor([[" : "tensor([");
+    for (int r = 0; r < rows; r++) {
+        if (r) buf_append(&b, "],\n        [");
+        for (int c = 0; c < cols; c++) {
+            float v = t->data[r * cols + c];
+            if (kind == TRACE_BOOL) snprintf(cell, sizeof cell, "%s", v != 0 ? "True" : "False");
+            else snprintf(cell, sizeof cell, "%lld", (long long)v);
+            buf_printf(&b, "%s%*s", c ? ", " : "", width, cell);
+        }
+    }
+    buf_append(&b, t->ndim == 2 ? "]])" : "])");
+    return buf_take(&b);
+}
+
 void trace_tensor_as(Trace *tr, TraceLevel level, const char *name, const char *shown, const char *code,
                      const Tensor *t, const char *const *rows, int heat) {
+    trace_tensor_kind(tr, level, name, shown, code, t, rows, heat ? TRACE_HEAT : TRACE_REAL);
+}
+
+void trace_tensor_kind(Trace *tr, TraceLevel level, const char *name, const char *shown, const char *code,
+                       const Tensor *t, const char *const *rows, TraceKind kind) {
+    int heat = kind == TRACE_HEAT;
     if (tr->level < level) return;
     Buf b;
     buf_init(&b);
@@ -203,7 +237,9 @@ void trace_tensor_as(Trace *tr, TraceLevel level, const char *name, const char *
     buf_printf(&b, "%s ", shown);
     shape_text(&b, t->ndim, t->shape);
     buf_append(&b, "\n");
-    char *s = tensor_format(t, tr->precision, heat && tr->color ? heat_color : NULL);
+    char *s = (kind == TRACE_INT || kind == TRACE_BOOL) && (t->ndim == 1 || t->ndim == 2) && tensor_numel(t) > 0
+                  ? format_whole(t, kind)
+                  : tensor_format(t, tr->precision, heat && tr->color ? heat_color : NULL);
     if (!s) {
         buf_append(&b, "(out of memory while formatting)\n");
         emit(tr, &b);

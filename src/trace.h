@@ -68,6 +68,13 @@ void trace_tensor(Trace *tr, TraceLevel level, const char *name, const char *cod
 // (`masked_scores`), so that scripts can tell them apart.
 void trace_tensor_as(Trace *tr, TraceLevel level, const char *name, const char *shown, const char *code,
                      const Tensor *t, const char *const *rows, int heat);
+// The same, for tensors whose values are of another kind: TRACE_INT prints
+// token ids as PyTorch prints an integer tensor (tensor([[ 1, 45]])),
+// TRACE_BOOL a mask of truth values (tensor([[ True, False]])); JSON is the
+// same as for any tensor (numbers, 1 and 0 for truth values).
+typedef enum { TRACE_REAL, TRACE_HEAT, TRACE_INT, TRACE_BOOL } TraceKind;
+void trace_tensor_kind(Trace *tr, TraceLevel level, const char *name, const char *shown, const char *code,
+                       const Tensor *t, const char *const *rows, TraceKind kind);
 // A shape only, for tensors too large to print: key (1, 6, 64, 7).
 void trace_shape(Trace *tr, const char *name, int ndim, const int *shape);
 // A whole number worth counting (rows computed, multiply-adds, bytes). With
