@@ -27,6 +27,8 @@
 #include <string.h>
 
 enum { DEFAULT_GEN_LEN = 4 };
+// Bytes of one row label: up to 5 ("<eos>") for each of T tokens.
+#define LABEL_BYTES(T) (6 * (size_t)(T) + 1)
 
 static const char *const DEFAULT_PROMPTS[] = {"天气", "你好，今天"};
 
@@ -36,7 +38,7 @@ typedef struct {
     const LlamaModel *m;
     const LlamaGeneration *g;
     float *ids;        // (B, T) token ids as floats, for printing
-    char *labels;      // (B, 4T + 1) one row label each
+    char *labels;      // (B, LABEL_BYTES(T)) one row label each
     const char **rows; // (B) pointers into labels
     int use_cache;     // the run being shown
 } Show;
@@ -56,8 +58,20 @@ static Tensor token_slice(Show *s, const int *tokens, int stride, int bsz, int f
     int T = s->m->cfg.max_seq_len;
     for (int b = 0; b < bsz; b++) {
         for (int i = 0; i < n; i++) s->ids[b * n + i] = (float)tokens[b * stride + from + i];
-        char *label = s->labels + (size_t)b * (4 * T + 1);
-        llama_decode(label, s->m, tokens + b * stride + from, n, 4 * (size_t)T + 1);
+        // The label names special tokens and shows a newline as \n, so that
+        // each row stays on its line.
+        char *label = s->labels + (size_t)b * LABEL_BYTES(T);
+        size_t len = 0;
+        label[0] = '\0';
+        for (int i = 0; i < n; i++) {
+            char tok[8];
+            token_name(tok, sizeof tok, s->m, tokens[b * stride + from + i]);
+            const char *shown = !strcmp(tok, "\n") ? "\\n" : tok;
+            size_t k = strlen(shown);
+            if (len + k + 1 > LABEL_BYTES(T)) break;
+            memcpy(label + len, shown, k + 1);
+            len += k;
+        }
         s->rows[b] = label;
     }
     return tensor_view2(s->ids, bsz, n);
@@ -221,8 +235,8 @@ static int show_setup(Show *s, int *scratch, const char *const *prompts, int n_p
         for (int i = 0; i < total_len; i++)
             s->ids[k * total_len + i] = i < len[k] ? (float)scratch[(size_t)k * T + i] : LLAMA_PAD_ID;
     for (int k = 0; k < n_prompts; k++) {
-        char *label = s->labels + (size_t)k * (4 * T + 1);
-        snprintf(label, 4 * (size_t)T + 1, "bos + \"%s\"", prompts[k]);
+        char *label = s->labels + (size_t)k * LABEL_BYTES(T);
+        snprintf(label, LABEL_BYTES(T), "bos + \"%s\"", prompts[k]);
         s->rows[k] = label;
     }
     Tensor tokens = tensor_view2(s->ids, n_prompts, total_len);
@@ -268,7 +282,7 @@ int lesson3_run(const Options *opt, Trace *tr) {
     Show show = {.tr = tr, .m = &m};
     int B = c->max_batch_size, T = c->max_seq_len;
     show.ids = malloc(sizeof(float) * (size_t)B * T);
-    show.labels = malloc((size_t)B * (4 * (size_t)T + 1));
+    show.labels = malloc((size_t)B * LABEL_BYTES(T));
     show.rows = malloc(sizeof(char *) * (size_t)B);
     int rc = 0;
     if (!show.ids || !show.labels || !show.rows ||

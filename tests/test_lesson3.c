@@ -116,6 +116,17 @@ static void test_lesson3_prints_as_pytorch(void **state) {
     assert_non_null(strstr(nocache, ">>> tokens[:, 0:cur_pos]"));
     assert_non_null(strstr(nocache, "the preallocated cache is still written"));
     run_free(&r);
+    // A special token is named (<eos>, <pad>), never shown as an empty
+    // string; a row label never breaks its line.
+    const char *args[] = {"lesson 3 --steps 8", "lesson 3 --steps 8 --lang zh", "lesson 3 --steps 8 --seed 7"};
+    for (int i = 0; i < 3; i++) {
+        r = kvdemo_run(args[i]);
+        assert_int_equal(r.status, 0);
+        if (strstr(r.out, "\"\"") || strstr(r.out, "“”")) fail_msg("kvdemo %s: an empty token in quotes", args[i]);
+        for (const char *p = r.out; (p = strstr(p, "  # ")); p++)
+            if (strchr("\n", p[4]) && p[4]) fail_msg("kvdemo %s: an empty row label", args[i]);
+        run_free(&r);
+    }
 }
 
 int main(void) {
