@@ -78,7 +78,60 @@ static Tensor token_slice(Show *s, const int *tokens, int stride, int bsz, int f
 }
 
 // ----------------------------------------------------------------------------
-// One step of the loop, as the hook sees it
+// Steps 1-3 of generate, before the loop: the numbers the loop starts from
+
+static int show_setup(Show *s, int *scratch, const char *const *prompts, int n_prompts,
+                      int max_gen_len) {
+    Trace *tr = s->tr;
+    const LlamaConfig *c = &s->m->cfg;
+    int T = c->max_seq_len, min = T, max = 0, len[MAX_PROMPTS];
+    char err[512];
+    trace_heading(tr, "Steps 1-3: prompt_tokens, tokens, input_text_mask",
+                  "第 1-3 步：prompt_tokens、tokens、input_text_mask");
+    // prompt_tokens = [self.tokenizer.encode(x, bos=True, eos=False) for x in prompts]
+    for (int k = 0; k < n_prompts; k++) {
+        len[k] = llama_encode(scratch + (size_t)k * T, s->m, prompts[k], 1, 0, T, err, sizeof err);
+        if (len[k] < 0) {
+            fprintf(stderr, "kvdemo: lesson 3: %s\n", err);
+            return -1;
+        }
+        if (len[k] < min) min = len[k];
+        if (len[k] > max) max = len[k];
+    }
+    int total_len = max_gen_len + max < T ? max_gen_len + max : T;
+    trace_count(tr, "bsz", n_prompts, "bsz = len(prompts)", "bsz = len(prompts)");
+    trace_count(tr, "min_prompt_size", min, "min_prompt_size (bos included)",
+                "min_prompt_size（含 bos）");
+    trace_count(tr, "max_prompt_size", max, "max_prompt_size", "max_prompt_size");
+    trace_count(tr, "total_len", total_len,
+                "total_len = min(max_seq_len, max_gen_len + max_prompt_size)",
+                "total_len = min(max_seq_len, max_gen_len + max_prompt_size)");
+    // tokens = torch.full((bsz, total_len), self.tokenizer.pad_id); tokens[k, : len(t)] = t
+    for (int k = 0; k < n_prompts; k++)
+        for (int i = 0; i < total_len; i++)
+            s->ids[k * total_len + i] = i < len[k] ? (float)scratch[(size_t)k * T + i] : LLAMA_PAD_ID;
+    for (int k = 0; k < n_prompts; k++) {
+        char *label = s->labels + (size_t)k * LABEL_BYTES(T);
+        snprintf(label, LABEL_BYTES(T), "bos + \"%s\"", prompts[k]);
+        s->rows[k] = label;
+    }
+    Tensor tokens = tensor_view2(s->ids, n_prompts, total_len);
+    trace_tensor_kind(tr, TRACE_SUMMARY, "tokens", "tokens",
+                      "tokens = torch.full((bsz, total_len), self.tokenizer.pad_id); "
+                      "tokens[k, : len(t)] = torch.tensor(t)",
+                      &tokens, s->rows, TRACE_INT);
+    // input_text_mask = tokens != self.tokenizer.pad_id
+    for (int i = 0; i < n_prompts * total_len; i++) s->ids[i] = s->ids[i] != LLAMA_PAD_ID;
+    Tensor itm = tensor_view2(s->ids, n_prompts, total_len);
+    trace_tensor_kind(tr, TRACE_SUMMARY, "input_text_mask", "input_text_mask",
+                      "input_text_mask = tokens != self.tokenizer.pad_id", &itm, s->rows, TRACE_BOOL);
+    trace_count(tr, "start_pos", min, "start_pos = min_prompt_size", "start_pos = min_prompt_size");
+    trace_say(tr, "", "");
+    return 0;
+}
+
+// ----------------------------------------------------------------------------
+// Step 4: one step of the loop, as the hook sees it
 
 static void show_step(const LlamaStep *st, void *ctx) {
     Show *s = ctx;
@@ -202,81 +255,124 @@ static int run_generate(LlamaGeneration *g, LlamaModel *m, Show *show, const cha
 }
 
 // ----------------------------------------------------------------------------
-// Steps 1-3 of generate, before the loop: the numbers the loop starts from
+// The lesson, claim by claim
 
-static int show_setup(Show *s, int *scratch, const char *const *prompts, int n_prompts,
-                      int max_gen_len) {
-    Trace *tr = s->tr;
-    const LlamaConfig *c = &s->m->cfg;
-    int T = c->max_seq_len, min = T, max = 0, len[MAX_PROMPTS];
+// The model: --model FILE, or the default shape with random weights.
+static int load_model(LlamaModel *m, const Options *opt, int n_prompts) {
     char err[512];
-    trace_heading(tr, "Steps 1-3: prompt_tokens, tokens, input_text_mask",
-                  "第 1-3 步：prompt_tokens、tokens、input_text_mask");
-    // prompt_tokens = [self.tokenizer.encode(x, bos=True, eos=False) for x in prompts]
-    for (int k = 0; k < n_prompts; k++) {
-        len[k] = llama_encode(scratch + (size_t)k * T, s->m, prompts[k], 1, 0, T, err, sizeof err);
-        if (len[k] < 0) {
-            fprintf(stderr, "kvdemo: lesson 3: %s\n", err);
-            return -1;
+    if (opt->model_path) {
+        if (llama_load(m, opt->model_path, n_prompts > 4 ? n_prompts : 4, err, sizeof err) != 0) {
+            fprintf(stderr, "kvdemo: %s\n", err);
+            return 1;
         }
-        if (len[k] < min) min = len[k];
-        if (len[k] > max) max = len[k];
+        return 0;
     }
-    int total_len = max_gen_len + max < T ? max_gen_len + max : T;
-    trace_count(tr, "bsz", n_prompts, "bsz = len(prompts)", "bsz = len(prompts)");
-    trace_count(tr, "min_prompt_size", min, "min_prompt_size (bos included)",
-                "min_prompt_size（含 bos）");
-    trace_count(tr, "max_prompt_size", max, "max_prompt_size", "max_prompt_size");
-    trace_count(tr, "total_len", total_len,
-                "total_len = min(max_seq_len, max_gen_len + max_prompt_size)",
-                "total_len = min(max_seq_len, max_gen_len + max_prompt_size)");
-    // tokens = torch.full((bsz, total_len), self.tokenizer.pad_id); tokens[k, : len(t)] = t
-    for (int k = 0; k < n_prompts; k++)
-        for (int i = 0; i < total_len; i++)
-            s->ids[k * total_len + i] = i < len[k] ? (float)scratch[(size_t)k * T + i] : LLAMA_PAD_ID;
-    for (int k = 0; k < n_prompts; k++) {
-        char *label = s->labels + (size_t)k * LABEL_BYTES(T);
-        snprintf(label, LABEL_BYTES(T), "bos + \"%s\"", prompts[k]);
-        s->rows[k] = label;
+    LlamaConfig cfg = llama_config_default();
+    if (n_prompts > cfg.max_batch_size) cfg.max_batch_size = n_prompts;
+    if (llama_new(m, &cfg, err, sizeof err) != 0) {
+        fprintf(stderr, "kvdemo: lesson 3: %s\n", err);
+        return 1;
     }
-    Tensor tokens = tensor_view2(s->ids, n_prompts, total_len);
-    trace_tensor_kind(tr, TRACE_SUMMARY, "tokens", "tokens",
-                      "tokens = torch.full((bsz, total_len), self.tokenizer.pad_id); "
-                      "tokens[k, : len(t)] = torch.tensor(t)",
-                      &tokens, s->rows, TRACE_INT);
-    // input_text_mask = tokens != self.tokenizer.pad_id
-    for (int i = 0; i < n_prompts * total_len; i++) s->ids[i] = s->ids[i] != LLAMA_PAD_ID;
-    Tensor itm = tensor_view2(s->ids, n_prompts, total_len);
-    trace_tensor_kind(tr, TRACE_SUMMARY, "input_text_mask", "input_text_mask",
-                      "input_text_mask = tokens != self.tokenizer.pad_id", &itm, s->rows, TRACE_BOOL);
-    trace_count(tr, "start_pos", min, "start_pos = min_prompt_size", "start_pos = min_prompt_size");
-    trace_say(tr, "", "");
+    llama_vocab_default(m);
+    llama_init_random(m, opt->seed);
     return 0;
 }
 
+// The model's shape and the cache each layer preallocates (the article's
+// Attention.__init__: cache_k = torch.zeros((max_batch_size, max_seq_len,
+// n_local_heads, head_dim))).
+static void show_model(Trace *tr, const LlamaModel *m, const Options *opt, const LlamaGenOptions *base) {
+    const LlamaConfig *c = &m->cfg;
+    int B = c->max_batch_size, T = c->max_seq_len;
+    trace_sayf(tr,
+               "A small LLaMA-style model: dim %d, n_layers %d, n_local_heads %d (query heads), n_kv_heads %d,\n"
+               "head_dim %d, vocab_size %d.\n%s\n",
+               "一个小型 LLaMA 式模型：dim %d，n_layers %d，n_local_heads %d（查询头），n_kv_heads %d，\n"
+               "head_dim %d，vocab_size %d。\n%s\n",
+               c->dim, c->n_layers, c->n_heads, c->n_kv_heads, c->head_dim, c->vocab_size,
+               opt->model_path
+                   ? trace_text(tr, "Its weights come from --model.", "权重来自 --model。")
+                   : trace_text(tr,
+                                "Its weights are random: the text it writes is noise. The flow of "
+                                "tokens, positions and cache slots is the lesson.",
+                                "权重是随机的：它写出的文字没有意义。要看的是 token、位置和缓存槽位的流动。"));
+    int cache_shape[4] = {B, T, c->n_kv_heads, c->head_dim};
+    trace_say(tr, "Each layer preallocates its cache (max_batch_size, max_seq_len, n_kv_heads, head_dim):",
+              "每一层预先分配缓存（max_batch_size, max_seq_len, n_kv_heads, head_dim）：");
+    trace_shape(tr, "cache_k", 4, cache_shape);
+    trace_shape(tr, "cache_v", 4, cache_shape);
+    trace_sayf(tr, "temperature %g, top_p %g, max_gen_len %d%s\n",
+               "temperature %g，top_p %g，max_gen_len %d%s\n", base->temperature, base->top_p,
+               base->max_gen_len,
+               base->temperature > 0 ? ""
+                                    : trace_text(tr, " (temperature 0: argmax)",
+                                                 "（temperature 0：取 argmax）"));
+}
+
+// Both runs agree bit for bit, and the cache computes fewer rows.
+static void show_comparison(Trace *tr, const LlamaConfig *c, const LlamaGeneration *nc, const LlamaGeneration *wc) {
+    trace_heading(tr, "Comparison", "对比");
+    int V = c->vocab_size, rows = nc->n_steps * nc->bsz;
+    Tensor a = tensor_view2(nc->logits, rows, V), b = tensor_view2(wc->logits, rows, V);
+    int same = trace_compare(tr, "logits", trace_text(tr, "logits without the cache (every step)", "不使用缓存的 logits（每一步）"), &a,
+                             trace_text(tr, "logits with the cache", "使用缓存的 logits"), &b);
+    int texts = 1;
+    for (int k = 0; k < nc->bsz; k++) texts &= strcmp(nc->text[k], wc->text[k]) == 0;
+    trace_sayf(tr, "Same tokens, same text: %s. Rows through the model: %lld without the "
+               "cache, %lld with it.",
+               "token 与文本相同：%s。经过模型的行数：不使用缓存 %lld，使用缓存 %lld。",
+               texts ? trace_text(tr, "yes", "是") : trace_text(tr, "no", "否"),
+               (long long)nc->rows_computed, (long long)wc->rows_computed);
+    trace_value(tr, "time_ratio", wc->seconds > 0 ? nc->seconds / wc->seconds : 0, "x",
+                "time without the cache / time with it", "不使用缓存耗时 / 使用缓存耗时");
+    if (!same || !texts)
+        trace_say(tr, "The runs differ: this is a bug in kvdemo.", "两次运行结果不同：这是 kvdemo 的缺陷。");
+}
+
+// What the article's code leaves unsaid: when the mask is built, and why its
+// (seqlen, seqlen) shape is enough.
+static void show_unsaid(Trace *tr, const LlamaConfig *c, const LlamaGeneration *g) {
+    trace_heading(tr, "What the article's code does not say", "文章代码没有说出的事");
+    int first = g->min_prompt_size;
+    trace_sayf(tr,
+               "The mask is built only when seqlen > 1. With the cache that is step 1 alone: "
+               "tokens[:, 0:%d] at start_pos 0, a (%d, %d) mask against scores of (%d, %d, %d, %d).\n"
+               "Its (seqlen, seqlen) shape fits the scores (seqlen, start_pos + seqlen) only "
+               "because start_pos is 0 then. From step 2 on one token is fed (seqlen 1) and "
+               "mask = None: the new row may look at every cached position, all of them "
+               "earlier, so nothing needs masking.\n"
+               "Had a step fed several tokens at start_pos > 0, the article's (seqlen, seqlen) "
+               "mask would not broadcast against the scores; kvdemo builds the full width, "
+               "triu(full((seqlen, start_pos + seqlen), -inf), diagonal=start_pos + 1), which "
+               "is the article's mask whenever start_pos is 0.",
+               "只有 seqlen > 1 时才构造 mask。使用缓存时只有第 1 步如此：在 start_pos 0 输入 "
+               "tokens[:, 0:%d]，mask 为 (%d, %d)，scores 为 (%d, %d, %d, %d)。\n"
+               "(seqlen, seqlen) 形状的 mask 能与 (seqlen, start_pos + seqlen) 的 scores 相加，"
+               "只是因为此时 start_pos 为 0。从第 2 步起每次只输入一个 token（seqlen 1），"
+               "mask = None：新的一行可以看缓存中的所有位置，它们都在它之前，不需要掩码。\n"
+               "如果某一步在 start_pos > 0 时输入多个 token，文章的 (seqlen, seqlen) mask "
+               "无法与 scores 广播；kvdemo 构造完整宽度的 triu(full((seqlen, start_pos + seqlen), "
+               "-inf), diagonal=start_pos + 1)，在 start_pos 为 0 时与文章的 mask 相同。",
+               first, first, first, g->bsz, c->n_heads, first, first);
+    if (g->max_prompt_size > g->min_prompt_size)
+        trace_sayf(tr,
+                   "The prompts differ in length: the loop starts at start_pos = %d, so the "
+                   "longer prompt is read in one token a step through the cache while the "
+                   "shorter one already generates; input_text_mask keeps its tokens.",
+                   "提示词长度不同：循环从 start_pos = %d 开始，较长的提示词借助缓存每步读入一个 "
+                   "token，而较短的已经在生成；input_text_mask 保留它的 token。",
+                   g->min_prompt_size);
+}
+
 // ----------------------------------------------------------------------------
-// The lesson
+// The lesson: steps 1-3, the loop with and without the cache, the comparison
 
 int lesson3_run(const Options *opt, Trace *tr) {
     const char *const *prompts = opt->n_prompts > 0 ? opt->prompts : DEFAULT_PROMPTS;
     int n_prompts = opt->n_prompts > 0 ? opt->n_prompts : 2;
-    char err[512];
     LlamaModel m;
-    if (opt->model_path) {
-        if (llama_load(&m, opt->model_path, n_prompts > 4 ? n_prompts : 4, err, sizeof err) != 0) {
-            fprintf(stderr, "kvdemo: %s\n", err);
-            return 1;
-        }
-    } else {
-        LlamaConfig cfg = llama_config_default();
-        if (n_prompts > cfg.max_batch_size) cfg.max_batch_size = n_prompts;
-        if (llama_new(&m, &cfg, err, sizeof err) != 0) {
-            fprintf(stderr, "kvdemo: lesson 3: %s\n", err);
-            return 1;
-        }
-        llama_vocab_default(&m);
-        llama_init_random(&m, opt->seed);
-    }
+    if (load_model(&m, opt, n_prompts)) return 1;
+    char err[512];
     const LlamaConfig *c = &m.cfg;
     LlamaGeneration nc = {0}, wc = {0};
     Show show = {.tr = tr, .m = &m};
@@ -301,30 +397,7 @@ int lesson3_run(const Options *opt, Trace *tr) {
     };
 
     lessons_heading(tr);
-    trace_sayf(tr,
-               "A small LLaMA-style model: dim %d, n_layers %d, n_local_heads %d (query heads), n_kv_heads %d,\n"
-               "head_dim %d, vocab_size %d.\n%s\n",
-               "一个小型 LLaMA 式模型：dim %d，n_layers %d，n_local_heads %d（查询头），n_kv_heads %d，\n"
-               "head_dim %d，vocab_size %d。\n%s\n",
-               c->dim, c->n_layers, c->n_heads, c->n_kv_heads, c->head_dim, c->vocab_size,
-               opt->model_path
-                   ? trace_text(tr, "Its weights come from --model.", "权重来自 --model。")
-                   : trace_text(tr,
-                                "Its weights are random: the text it writes is noise. The flow of "
-                                "tokens, positions and cache slots is the lesson.",
-                                "权重是随机的：它写出的文字没有意义。要看的是 token、位置和缓存槽位的流动。"));
-    int cache_shape[4] = {B, T, c->n_kv_heads, c->head_dim};
-    trace_say(tr, "Each layer preallocates its cache (max_batch_size, max_seq_len, n_kv_heads, head_dim):",
-              "每一层预先分配缓存（max_batch_size, max_seq_len, n_kv_heads, head_dim）：");
-    trace_shape(tr, "cache_k", 4, cache_shape);
-    trace_shape(tr, "cache_v", 4, cache_shape);
-    trace_sayf(tr, "temperature %g, top_p %g, max_gen_len %d%s\n",
-               "temperature %g，top_p %g，max_gen_len %d%s\n", base.temperature, base.top_p,
-               base.max_gen_len,
-               base.temperature > 0 ? ""
-                                    : trace_text(tr, " (temperature 0: argmax)",
-                                                 "（temperature 0：取 argmax）"));
-
+    show_model(tr, &m, opt, &base);
     int runs = opt->runs;
     if (show_setup(&show, nc.tokens, prompts, n_prompts, base.max_gen_len) != 0) rc = 2;
     if (rc) goto done;
@@ -341,56 +414,8 @@ int lesson3_run(const Options *opt, Trace *tr) {
         if (run_generate(&wc, &m, &show, prompts, n_prompts, &base, 1) != 0) rc = 1;
     }
     const LlamaGeneration *g = runs & RUN_CACHE ? &wc : &nc;
-    if (!rc && runs == RUN_BOTH) {
-        trace_heading(tr, "Comparison", "对比");
-        int V = c->vocab_size, rows = nc.n_steps * nc.bsz;
-        Tensor a = tensor_view2(nc.logits, rows, V), b = tensor_view2(wc.logits, rows, V);
-        int same = trace_compare(tr, "logits", trace_text(tr, "logits without the cache (every step)", "不使用缓存的 logits（每一步）"), &a,
-                                 trace_text(tr, "logits with the cache", "使用缓存的 logits"), &b);
-        int texts = 1;
-        for (int k = 0; k < nc.bsz; k++) texts &= strcmp(nc.text[k], wc.text[k]) == 0;
-        trace_sayf(tr, "Same tokens, same text: %s. Rows through the model: %lld without the "
-                   "cache, %lld with it.",
-                   "token 与文本相同：%s。经过模型的行数：不使用缓存 %lld，使用缓存 %lld。",
-                   texts ? trace_text(tr, "yes", "是") : trace_text(tr, "no", "否"),
-                   (long long)nc.rows_computed, (long long)wc.rows_computed);
-        trace_value(tr, "time_ratio", wc.seconds > 0 ? nc.seconds / wc.seconds : 0, "x",
-                    "time without the cache / time with it", "不使用缓存耗时 / 使用缓存耗时");
-        if (!same || !texts)
-            trace_say(tr, "The runs differ: this is a bug in kvdemo.", "两次运行结果不同：这是 kvdemo 的缺陷。");
-    }
-    if (!rc) {
-        trace_heading(tr, "What the article's code does not say", "文章代码没有说出的事");
-        int first = g->min_prompt_size;
-        trace_sayf(tr,
-                   "The mask is built only when seqlen > 1. With the cache that is step 1 alone: "
-                   "tokens[:, 0:%d] at start_pos 0, a (%d, %d) mask against scores of (%d, %d, %d, %d).\n"
-                   "Its (seqlen, seqlen) shape fits the scores (seqlen, start_pos + seqlen) only "
-                   "because start_pos is 0 then. From step 2 on one token is fed (seqlen 1) and "
-                   "mask = None: the new row may look at every cached position, all of them "
-                   "earlier, so nothing needs masking.\n"
-                   "Had a step fed several tokens at start_pos > 0, the article's (seqlen, seqlen) "
-                   "mask would not broadcast against the scores; kvdemo builds the full width, "
-                   "triu(full((seqlen, start_pos + seqlen), -inf), diagonal=start_pos + 1), which "
-                   "is the article's mask whenever start_pos is 0.",
-                   "只有 seqlen > 1 时才构造 mask。使用缓存时只有第 1 步如此：在 start_pos 0 输入 "
-                   "tokens[:, 0:%d]，mask 为 (%d, %d)，scores 为 (%d, %d, %d, %d)。\n"
-                   "(seqlen, seqlen) 形状的 mask 能与 (seqlen, start_pos + seqlen) 的 scores 相加，"
-                   "只是因为此时 start_pos 为 0。从第 2 步起每次只输入一个 token（seqlen 1），"
-                   "mask = None：新的一行可以看缓存中的所有位置，它们都在它之前，不需要掩码。\n"
-                   "如果某一步在 start_pos > 0 时输入多个 token，文章的 (seqlen, seqlen) mask "
-                   "无法与 scores 广播；kvdemo 构造完整宽度的 triu(full((seqlen, start_pos + seqlen), "
-                   "-inf), diagonal=start_pos + 1)，在 start_pos 为 0 时与文章的 mask 相同。",
-                   first, first, first, g->bsz, c->n_heads, first, first);
-        if (g->max_prompt_size > g->min_prompt_size)
-            trace_sayf(tr,
-                       "The prompts differ in length: the loop starts at start_pos = %d, so the "
-                       "longer prompt is read in one token a step through the cache while the "
-                       "shorter one already generates; input_text_mask keeps its tokens.",
-                       "提示词长度不同：循环从 start_pos = %d 开始，较长的提示词借助缓存每步读入一个 "
-                       "token，而较短的已经在生成；input_text_mask 保留它的 token。",
-                       g->min_prompt_size);
-    }
+    if (!rc && runs == RUN_BOTH) show_comparison(tr, c, &nc, &wc);
+    if (!rc) show_unsaid(tr, c, g);
 done:
     llama_generation_free(&nc);
     llama_generation_free(&wc);
