@@ -332,7 +332,7 @@ static void show_comparison(Trace *tr, const LlamaConfig *c, const LlamaGenerati
 // What the article's code leaves unsaid: when the mask is built, and why its
 // (seqlen, seqlen) shape is enough.
 static void show_unsaid(Trace *tr, const LlamaConfig *c, const LlamaGeneration *g) {
-    trace_heading(tr, "What the article's code does not say", "文章代码没有说出的事");
+    trace_heading(tr, "What the article's code does not say", "文章代码里没有明说的地方");
     int first = g->min_prompt_size;
     trace_sayf(tr,
                "The mask is built only when seqlen > 1. With the cache that is step 1 alone: "

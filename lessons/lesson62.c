@@ -1,4 +1,4 @@
-// lesson 6.2 — MHA、GQA、MQA 优化技术 (seed 000, section 6.2)
+// lesson 6.2 — MHA、GQA、MQA 优化技术 (the KV Cache article, section 6.2)
 //
 // The article, line by line, and where the lesson shows it:
 //
@@ -48,7 +48,7 @@ typedef struct {
 } Size;
 
 static const Size SIZES[] = {
-    {"seed", 384, 6, 8, 1024, 512, 32, 5},   // F = 256 * ceil(1024 / 256)
+    {"seed", 384, 6, 8, 1024, 512, 32, 9},   // F = 256 * ceil(1024 / 256)
     {"tiny", 64, 2, 8, 192, 48, 8, 1},       // F = 32 * ceil(170 / 32)
 };
 
@@ -87,6 +87,20 @@ static int64_t kv_bytes_per_token(int64_t layers, int64_t kv_heads, int64_t head
 
 // Bytes of weights one generated token reads: every matrix once, but of the
 // embedding table only its own row (tok_embeddings is a lookup).
+// Floating-point operations of one generated token at position pos: two per
+// multiply-add of every weight matrix (of the embedding none, it is a
+// lookup) and of the attention, q . k and weights @ v over pos + 1 rows.
+// The key/value projections are the part GQA and MQA shrink.
+static int64_t flops_per_token(const LlamaModel *m, int pos, int64_t *kv_proj) {
+    const LlamaConfig *c = &m->cfg;
+    int64_t C = c->dim, L = c->n_layers, H = c->n_heads, G = c->n_kv_heads, D = c->head_dim;
+    int64_t F = c->hidden_dim, V = c->vocab_size;
+    *kv_proj = 2 * L * 2 * C * G * D;
+    int64_t proj = 2 * (L * (C * H * D + 2 * C * G * D + H * D * C + 3 * C * F) + C * V);
+    int64_t attn = 2 * L * H * D * 2 * (int64_t)(pos + 1);
+    return proj + attn;
+}
+
 static int64_t weight_bytes_read(const LlamaModel *m) {
     const LlamaConfig *c = &m->cfg;
     return (int64_t)(m->num_params - (size_t)c->vocab_size * c->dim + (size_t)c->dim) *
@@ -299,7 +313,7 @@ static void show_cache(Trace *tr, const Variant *v) {
 }
 
 static void show_reads(Trace *tr, const Variant *v, int T, int repeat) {
-    char a[32], b[32], d[32], e[32], f[32];
+    char a[32], b[32], d[32], e[32], f[32], g[32];
     trace_run(tr, v->run);
     int64_t total = v->weights_read + v->cache_read;
     trace_sayf(tr,
@@ -312,7 +326,26 @@ static void show_reads(Trace *tr, const Variant *v, int T, int repeat) {
     trace_count(tr, "weight_bytes_read", v->weights_read, NULL, NULL);
     trace_count(tr, "cache_bytes_read", v->cache_read, NULL, NULL);
     trace_count(tr, "bytes_read_per_token", total, NULL, NULL);
+    int64_t kv_proj, flops = flops_per_token(&v->m, T - 1, &kv_proj);
+    trace_sayf(tr, "  and computes %s FLOP, %s of them in the key/value projections (wk, wv)",
+               "  计算量 %s FLOP，其中 key/value 投影（wk、wv）占 %s", grouped(a, sizeof a, flops),
+               grouped(g, sizeof g, kv_proj));
+    trace_count(tr, "flops_per_token", flops, NULL, NULL);
+    trace_count(tr, "kv_proj_flops_per_token", kv_proj, NULL, NULL);
+    // The time: its median, and its spread over the runs.
+    double lo = v->samples[0], hi = v->samples[0];
+    for (int r = 1; r < repeat; r++) {
+        if (v->samples[r] < lo) lo = v->samples[r];
+        if (v->samples[r] > hi) hi = v->samples[r];
+    }
     trace_timing(tr, "per_token", v->per_token, repeat);
+    // In the unit the median is shown in: µs below a millisecond, else ms.
+    int micro = v->per_token < 1e-3;
+    if (repeat > 1)
+        trace_sayf(tr, "  (fastest %.3g %s, slowest %.3g %s of the %d runs)", "  （最快 %.3g %s，最慢 %.3g %s，共 %d 次运行）",
+                   lo * (micro ? 1e6 : 1e3), micro ? "µs" : "ms", hi * (micro ? 1e6 : 1e3), micro ? "µs" : "ms", repeat);
+    trace_value(tr, "per_token_min", lo, "s", NULL, NULL);
+    trace_value(tr, "per_token_max", hi, "s", NULL, NULL);
 }
 
 // ----------------------------------------------------------------------------
@@ -545,28 +578,35 @@ int lesson62_run(const Options *opt, Trace *tr) {
     for (int i = 0; i < NUM_VARIANTS; i++) show_reads(tr, &vs[i], T, repeat);
     trace_run(tr, NULL);
     trace_say(tr, "", "");
+    // Bytes and FLOPs are exact; the time ratio is a measurement on a
+    // machine that may be doing other work: two significant digits.
+    int64_t kv0, flops0 = flops_per_token(&vs[0].m, T - 1, &kv0);
     for (int i = 1; i < NUM_VARIANTS; i++) {
         trace_run(tr, vs[i].run);
-        char en[96], zh[96];
-        snprintf(en, sizeof en, "%s against MHA: bytes read per token", vs[i].label);
-        snprintf(zh, sizeof zh, "%s 与 MHA 相比：每个 token 读取的字节数", vs[i].label);
-        trace_value(tr, "bytes_read_ratio",
-                    (double)(vs[i].weights_read + vs[i].cache_read) /
-                        (double)(vs[0].weights_read + vs[0].cache_read),
-                    "x", en, zh);
-        snprintf(en, sizeof en, "%s against MHA: time per token", vs[i].label);
-        snprintf(zh, sizeof zh, "%s 与 MHA 相比：每个 token 的耗时", vs[i].label);
-        trace_value(tr, "time_ratio", vs[0].per_token > 0 ? vs[i].per_token / vs[0].per_token : 0,
-                    "x", en, zh);
+        int64_t kv, flops = flops_per_token(&vs[i].m, T - 1, &kv);
+        double bytes_ratio = (double)(vs[i].weights_read + vs[i].cache_read) /
+                             (double)(vs[0].weights_read + vs[0].cache_read);
+        double flops_ratio = (double)flops / (double)flops0;
+        double time_ratio = vs[0].per_token > 0 ? vs[i].per_token / vs[0].per_token : 0;
+        trace_sayf(tr, "  %s against MHA per token: bytes read %.3f x, FLOPs %.3f x, time about %.2g x",
+                   "  %s 与 MHA 相比（每个 token）：读取字节 %.3f 倍，计算量 %.3f 倍，耗时约 %.2g 倍",
+                   vs[i].label, bytes_ratio, flops_ratio, time_ratio);
+        trace_value(tr, "bytes_read_ratio", bytes_ratio, "x", NULL, NULL);
+        trace_value(tr, "flops_ratio", flops_ratio, "x", NULL, NULL);
+        trace_value(tr, "time_ratio", time_ratio, "x", NULL, NULL);
     }
     trace_run(tr, NULL);
     trace_say(tr,
               "\nEvery query head does the same attention arithmetic in all three. What shrinks is "
-              "what has to be fetched: wk and wv, and the cache rows, which grow with the context "
-              "(and with the batch). The byte counts are exact; how much of them shows in the "
-              "time depends on the machine.",
-              "\n三者中每个查询头的注意力计算量相同。变少的是要读取的数据：wk 和 wv，以及随上下文"
-              "（和批大小）增长的缓存行。字节数是精确的；它们在耗时上体现多少，取决于机器。");
+              "what has to be fetched — wk and wv, and the cache rows, which grow with the context "
+              "(and with the batch) — and, with the smaller wk and wv, the arithmetic of the "
+              "key/value projections too. Bytes and FLOPs are counted exactly; the times are "
+              "indicative only: they move from run to run, and on a busy machine GQA and MQA "
+              "can swap places.",
+              "\n三种方式里，每个查询头的注意力计算量都一样。变少的是要读取的数据：wk、wv，"
+              "以及随上下文（和批大小）增长的缓存行；wk、wv 变小了，key/value 投影的计算量也跟着变少。"
+              "字节数和计算量是精确计数；耗时只供参考：每次运行都会有出入，机器忙的时候 GQA 和 MQA "
+              "的先后甚至可能对调。");
     trace_pause(tr);
 
     // (2) A smaller KV cache.
@@ -583,7 +623,7 @@ int lesson62_run(const Options *opt, Trace *tr) {
     // The outputs that must not move.
     char prompt_text[96];
     snprintf(prompt_text, sizeof prompt_text, "\"%s\"", prompt);
-    trace_heading(tr, "What must not change", "必须不变的");
+    trace_heading(tr, "What must not change", "哪些结果必须保持不变");
     trace_sayf(tr, "The logits at each of the %d positions of bos + %s, one run per check.",
                "在 %d 个位置（bos + %s）上的 logits，每项检查各跑一次。", n, prompt_text);
     for (int i = 0; i < NUM_VARIANTS; i++) {
