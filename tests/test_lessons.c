@@ -5,6 +5,7 @@
 
 #include "buf.h"
 #include "lessons.h"
+#include "utf8.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -174,6 +175,31 @@ static void test_lesson2_text_matches_pytorch_print(void **state) {
     check_text_against_print("lesson 2", 4);
     check_text_against_print("lesson 2 --precision 6", 6);
     check_text_against_print("lesson 2 --cache --lang zh", 4);
+}
+
+// The article's own words and code: step 1 of the cached run is the prefill,
+// not a recomputation; the step-2 mask is printed as the article writes it;
+// all three score tensors are called scores.
+static void test_lesson2_says_what_the_article_says(void **state) {
+    (void)state;
+    RunResult r = kvdemo_run("lesson 2.2");
+    assert_int_equal(r.status, 0);
+    const char *step2 = strstr(r.out, "Step 2 with the cache");
+    assert_non_null(step2);
+    const char *prefill = strstr(r.out, "This is the prefill");
+    if (!prefill || prefill > step2) fail_msg("lesson 2.2: step 1 is not called the prefill");
+    if (strstr(r.out, "computed again")) fail_msg("lesson 2.2: step 1 said to be computed again");
+    run_free(&r);
+    r = kvdemo_run("lesson 2.2 --lang zh");
+    assert_non_null(strstr(r.out, "预填充"));
+    run_free(&r);
+    r = kvdemo_run("lesson 2.1");
+    // The article's step-2 mask literal.
+    assert_non_null(strstr(r.out, ">>> mask = torch.tensor([[0, float('-inf'), float('-inf')], [0, 0, float('-inf')], [0, 0, 0]])"));
+    assert_non_null(strstr(r.out, ">>> scores += mask\nscores (3, 3)"));
+    assert_non_null(strstr(r.out, ">>> scores = F.softmax(scores, dim=-1)\nscores (3, 3)"));
+    if (strstr(r.out, "masked_scores") || strstr(r.out, "\nweights (")) fail_msg("lesson 2.1: a tensor under a name the article does not use");
+    run_free(&r);
 }
 
 static void test_lesson2_text_options(void **state) {
@@ -455,6 +481,27 @@ static void test_help_version_list(void **state) {
     assert_non_null(strstr(r.out, "KV Cache 篇 §2.1"));
     assert_non_null(strstr(r.out, "（尚未实现）"));
     assert_null(strstr(r.out, "not built"));
+    // The titles start at one terminal column on every line, CJK or not.
+    int column = -1, lines = 0;
+    for (char *line = r.out; line && *line;) {
+        char *nl = strchr(line, '\n');
+        if (nl) *nl = '\0';
+        char *title = strstr(line, "§");
+        if (title) {
+            // past "§2.1" and the spaces after it
+            title += strlen("§");
+            while (*title && *title != ' ') title++;
+            while (*title == ' ') title++;
+            char prefix[256];
+            snprintf(prefix, sizeof prefix, "%.*s", (int)(title - line), line);
+            int w = utf8_width(prefix);
+            if (column < 0) column = w;
+            if (w != column) fail_msg("kvdemo list --lang zh: a title at column %d, expected %d: %s", w, column, line);
+            lines++;
+        }
+        line = nl ? nl + 1 : NULL;
+    }
+    assert_true(lines >= 10);
     run_free(&r);
     // Every lesson is headed by its own id and the title kvdemo list gives.
     for (int i = 0; i < NUM_LESSONS; i++) {
@@ -475,6 +522,7 @@ int main(void) {
         cmocka_unit_test(test_lesson2_one_run),
         cmocka_unit_test(test_lesson2_text_matches_pytorch_print),
         cmocka_unit_test(test_lesson2_text_options),
+        cmocka_unit_test(test_lesson2_says_what_the_article_says),
         cmocka_unit_test(test_lesson1),
         cmocka_unit_test(test_lesson7),
         cmocka_unit_test(test_lesson9),
