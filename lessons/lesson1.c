@@ -49,7 +49,7 @@ static void show_step(Trace *tr, const ToyData *d, const Step *s, int step, int 
     } else {
         toy_caption(d, "weights = F.softmax(Q @ K.T / %s, dim=-1)", code, sizeof code);
     }
-    trace_tensor(tr, TRACE_FULL, "weights", code, &weights, d->rows, 1);
+    trace_tensor(tr, TRACE_FULL, "weights", code, &weights, d->rows, HEAT_PROBS);
     trace_tensor(tr, TRACE_SUMMARY, "output", "output = torch.matmul(weights, V)", &out, d->rows, 0);
     if (s->layer2) {
         Tensor K2 = tensor_view2(s->layer2->K, n, d->dk), V2 = tensor_view2(s->layer2->V, n, d->dv);

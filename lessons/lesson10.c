@@ -21,6 +21,7 @@
 // The lesson shows the cache's shapes as it grows, then runs both ways on the
 // same prompt and seed and compares texts, logits (bit for bit, every step),
 // times and the cost per token.
+#include "flash.h"
 #include "gptcmd.h"
 #include "lessons.h"
 #include "ops.h"
@@ -180,6 +181,7 @@ int lesson10_run(const Options *opt, Trace *tr) {
         rc = 1;
         goto done;
     }
+    if ((rc = gptcmd_attention(opt, &m))) goto done;
     GptConfig g = m.cfg;
     int D = g.C / g.H;
     lessons_heading(tr);
@@ -201,6 +203,11 @@ int lesson10_run(const Options *opt, Trace *tr) {
                "kvdemo 直接写进预留好的位置：数值一样，只是不用每步复制。）\n"
                "key 按转置存放，query @ key 时就不用再转置。\n",
                g.H, D, g.T, g.H, g.T, D, 2.0 * g.L * g.C * g.T * 4 * 1e-6, g.L);
+    if (flash_gpt_tile())
+        trace_sayf(tr, "Attention: flash, in tiles of %d keys with an online softmax (lesson 6.3); a cached step by\n"
+                   "flash-decoding. The text must still be the same both ways.\n",
+                   "注意力：flash，每块 %d 个键，在线 softmax（第 6.3 课）；缓存步用 flash-decoding。\n"
+                   "两种方式生成的文字仍须相同。\n", flash_gpt_tile());
 
     trace_heading(tr, "The cache as it grows (block 0; every block alike)", "缓存的增长（第 0 个模块；每个模块相同）");
     trace_run(tr, "cache");
@@ -262,6 +269,7 @@ done:
     free(prompt);
     gpt_state_free(&s);
     gpt_free(&m);
+    gptcmd_attention_end();
     ops_set_threads(1);
     return rc;
 }

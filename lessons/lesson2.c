@@ -110,10 +110,10 @@ static void show_full_step(Trace *tr, const ToyData *d, const AttnStep *s, int s
     trace_tensor(tr, TRACE_SUMMARY, "K", "K = torch.matmul(X, W_K)", &K, rows, 0);
     trace_tensor(tr, TRACE_SUMMARY, "V", "V = torch.matmul(X, W_V)", &V, rows, 0);
     trace_tensor(tr, TRACE_FULL, "scores", toy_caption(d, "scores = torch.matmul(Q, K.T) / %s", code, sizeof code),
-                 &scores, rows, 1);
+                 &scores, rows, HEAT_SCORES);
     trace_tensor(tr, TRACE_FULL, "mask", mask_literal(s, n, code, sizeof code), &mask, rows, 0);
-    trace_tensor_as(tr, TRACE_FULL, "masked_scores", "scores", "scores += mask", &masked, rows, 1);
-    trace_tensor_as(tr, TRACE_FULL, "weights", "scores", "scores = F.softmax(scores, dim=-1)", &weights, rows, 1);
+    trace_tensor_as(tr, TRACE_FULL, "masked_scores", "scores", "scores += mask", &masked, rows, HEAT_SCORES);
+    trace_tensor_as(tr, TRACE_FULL, "weights", "scores", "scores = F.softmax(scores, dim=-1)", &weights, rows, HEAT_PROBS);
     trace_tensor(tr, TRACE_SUMMARY, "output", "output = torch.matmul(scores, V)", &out, rows, 0);
     trace_count(tr, "kv_rows", s->kv_rows, "rows of K and V computed", "算出的 K、V 行数");
     trace_timing(tr, "step", seconds, repeat);
@@ -155,8 +155,8 @@ static void show_cached_step(Trace *tr, const ToyData *d, const AttnStep *s, int
     trace_tensor(tr, TRACE_SUMMARY, "V", "V = torch.cat([V_last, V_cur])", &V, rows, 0);
     toy_caption(d, trace_text(tr, "scores = torch.matmul(Q, K.T) / %s   # no mask", "scores = torch.matmul(Q, K.T) / %s   # 不加掩码"),
                 code, sizeof code);
-    trace_tensor(tr, TRACE_FULL, "scores", code, &scores, rows + last, 1);
-    trace_tensor_as(tr, TRACE_FULL, "weights", "scores", "scores = F.softmax(scores, dim=-1)", &weights, rows + last, 1);
+    trace_tensor(tr, TRACE_FULL, "scores", code, &scores, rows + last, HEAT_SCORES);
+    trace_tensor_as(tr, TRACE_FULL, "weights", "scores", "scores = F.softmax(scores, dim=-1)", &weights, rows + last, HEAT_PROBS);
     trace_tensor(tr, TRACE_SUMMARY, "output", "output = torch.matmul(scores, V)", &out, rows + last, 0);
     trace_count(tr, "kv_rows", s->kv_rows, "rows of K and V computed", "算出的 K、V 行数");
     trace_timing(tr, "step", seconds, repeat);

@@ -119,12 +119,12 @@ static int show_setup(Show *s, int *scratch, const char *const *prompts, int n_p
     trace_tensor_kind(tr, TRACE_SUMMARY, "tokens", "tokens",
                       "tokens = torch.full((bsz, total_len), self.tokenizer.pad_id); "
                       "tokens[k, : len(t)] = torch.tensor(t)",
-                      &tokens, s->rows, TRACE_INT);
+                      &tokens, s->rows, HEAT_NONE, TRACE_INT);
     // input_text_mask = tokens != self.tokenizer.pad_id
     for (int i = 0; i < n_prompts * total_len; i++) s->ids[i] = s->ids[i] != LLAMA_PAD_ID;
     Tensor itm = tensor_view2(s->ids, n_prompts, total_len);
     trace_tensor_kind(tr, TRACE_SUMMARY, "input_text_mask", "input_text_mask",
-                      "input_text_mask = tokens != self.tokenizer.pad_id", &itm, s->rows, TRACE_BOOL);
+                      "input_text_mask = tokens != self.tokenizer.pad_id", &itm, s->rows, HEAT_NONE, TRACE_BOOL);
     trace_count(tr, "start_pos", min, "start_pos = min_prompt_size", "start_pos = min_prompt_size");
     trace_say(tr, "", "");
     return 0;
@@ -155,7 +155,7 @@ static void show_step(const LlamaStep *st, void *ctx) {
     snprintf(name, sizeof name, "tokens[:, %d:%d]", f->start_pos, f->start_pos + f->seqlen);
     Tensor fed = token_slice(s, st->tokens, st->total_len, st->bsz, f->start_pos, f->seqlen);
     trace_tensor_kind(tr, TRACE_SUMMARY, name, name, s->use_cache ? "tokens[:, prev_pos:cur_pos]" : "tokens[:, 0:cur_pos]",
-                      &fed, s->rows, TRACE_INT);
+                      &fed, s->rows, HEAT_NONE, TRACE_INT);
 
     int fshape[3] = {f->seqlen, c->head_dim / 2, 2};
     Tensor freqs = tensor_view((float *)f->freqs_cis, 3, fshape);
@@ -240,7 +240,7 @@ static int run_generate(LlamaGeneration *g, LlamaModel *m, Show *show, const cha
     trace_step(tr, 0);
     Tensor all = token_slice(show, g->tokens, g->total_len, g->bsz, 0, g->total_len);
     trace_tensor_kind(tr, TRACE_SUMMARY, "tokens", "tokens", trace_text(tr, "tokens after the loop", "循环结束后的 tokens"), &all,
-                      show->rows, TRACE_INT);
+                      show->rows, HEAT_NONE, TRACE_INT);
     trace_say(tr, "decoded, cut at len(prompt) + max_gen_len and at eos (one row a line):",
               "decoded，在 len(prompt) + max_gen_len 和 eos 处截断（每行一条）：");
     for (int b = 0; b < g->bsz; b++) {

@@ -49,10 +49,10 @@ static void show_symmetry(Trace *tr, const ToyData *d, AttnStep *orig, AttnStep 
     Tensor scores = tensor_view2(orig->scores, TOKENS, TOKENS), swapped = tensor_view2(s->scores, TOKENS, TOKENS);
     Tensor transposed = tensor_view2(scores_t, TOKENS, TOKENS);
     trace_tensor(tr, TRACE_SUMMARY, "scores", toy_caption(d, "scores = Q @ K.T / %s", code, sizeof code), &scores,
-                 d->rows, 1);
+                 d->rows, HEAT_SCORES);
     trace_tensor(tr, TRACE_SUMMARY, "scores_swapped",
                  toy_caption(d, "scores_swapped = K @ Q.T / %s   # Q and K swapped", code, sizeof code), &swapped,
-                 d->rows, 1);
+                 d->rows, HEAT_SCORES);
     trace_compare(tr, "scores_swapped", "scores.T", &transposed, "scores_swapped", &swapped);
     trace_say(tr, "Swapping Q and K only transposes the scores: up to here they play the same part.\n",
               "把 Q 和 K 对调，scores 只是转置了一下：到这一步为止，两者的地位一样。\n");
@@ -108,7 +108,7 @@ static void run(Trace *tr, const ToyData *d, AttnStep *orig, AttnStep *s, int ca
     trace_tensor(tr, TRACE_FULL, "K", "K = torch.matmul(X, W_K)", &K, d->rows, 0);
     trace_tensor(tr, TRACE_FULL, "V", "V = torch.matmul(X, W_V)", &V, d->rows, 0);
     toy_caption(d, causal ? "S = softmax(Q @ K.T / %s + mask)" : "S = softmax(Q @ K.T / %s)", code, sizeof code);
-    trace_tensor(tr, TRACE_FULL, "weights", code, &W, d->rows, 1);
+    trace_tensor(tr, TRACE_FULL, "weights", code, &W, d->rows, HEAT_PROBS);
     trace_tensor(tr, TRACE_SUMMARY, "output", "output = S @ V", &out, d->rows, 0);
     toy_scale(d, scale, sizeof scale);
     if (causal)

@@ -214,7 +214,7 @@ static void test_lesson2_text_options(void **state) {
     assert_null(strstr(r.out, "\nQ (2, 4)"));
     run_free(&r);
     r = kvdemo_run("lesson 2 --color always");
-    assert_non_null(strstr(r.out, "\x1b[30;48;5;"));
+    assert_non_null(strstr(r.out, "\x1b[38;5;"));
     run_free(&r);
     r = kvdemo_run("lesson 2 --color auto");   // stdout is a pipe here
     assert_null(strstr(r.out, "\x1b["));
@@ -506,12 +506,11 @@ static void test_help_version_list(void **state) {
     // Every lesson is headed by its own id and the title kvdemo list gives.
     for (int i = 0; i < NUM_LESSONS; i++) {
         if (!LESSONS[i].run) continue;
-        char args[128], want[256];
-        // Small runs: the tiny model where a lesson offers one (--preset
-        // without --init), two steps, one repeat.
-        int tiny = strstr(LESSONS[i].options, "--preset") && !strstr(LESSONS[i].options, "--init");
-        snprintf(args, sizeof args, "lesson %s --trace none --lang zh --repeat 1 --steps 2%s", LESSONS[i].id,
-                 tiny ? " --preset tiny" : "");
+        char args[256], want[256];
+        // Small runs: few steps, one repeat, the tiny model where one is offered.
+        char quick[128];
+        snprintf(args, sizeof args, "lesson %s --trace none --lang zh%s", LESSONS[i].id,
+                 lesson_quick_args(LESSONS[i].options, quick, sizeof quick));
         r = kvdemo_run(args);
         snprintf(want, sizeof want, "第 %s 课 —— %s（", LESSONS[i].id, LESSONS[i].title_zh);
         if (!strstr(r.out, want)) fail_msg("kvdemo %s: expected the heading '%s'", args, want);

@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <setjmp.h>
 #include <cmocka.h>
 
@@ -61,6 +62,15 @@ Event *kvdemo_json(const char *args, int *n);
 // exactly one line on stderr, and that line contains needle.
 void expect_failure(const char *args, int status, const char *needle);
 
+// Starts "kvdemo ARGS..." (args ends with NULL) with its standard output and
+// error on fd; returns its pid.
+pid_t kvdemo_spawn(int fd, const char *const *args);
+// The same on a new pseudo-terminal (standard input too, as a terminal the
+// program controls); *master is the other end, to read and to type into.
+pid_t kvdemo_spawn_pty(int *master, const char *const *args);
+// Everything fd gives until its end (or 60 s of silence), NUL-terminated.
+char *read_to_end(int fd);
+
 // ----------------------------------------------------------------------------
 // Fixture arrays of tests/*_reference.py: lines "name count v0 v1 ...".
 
@@ -87,5 +97,13 @@ void events_free(Event *e, int n);
 // The first event with these fields (NULL run or name: any); NULL if none.
 const Event *events_find(const Event *e, int n, const char *event, const char *run, int step,
                          const char *name);
+
+// ----------------------------------------------------------------------------
+// Running every lesson quickly
+
+// The options that make a run of lesson `id` short, for the lessons that take
+// them (`options` is its row's list in LESSONS): few steps, one repeat, the
+// tiny model, small lengths. Writes them, each with a leading space, to buf.
+const char *lesson_quick_args(const char *options, char *buf, size_t size);
 
 #endif
