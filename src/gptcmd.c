@@ -8,6 +8,7 @@
 //                     growing lengths, measured side by side in one run
 #include "gptcmd.h"
 
+#include "kvcmd.h"
 #include "ops.h"
 #include "paths.h"
 #include "sampler.h"
@@ -108,8 +109,12 @@ static int start_threads(const Options *opt) {
 // kvdemo generate
 
 int gptcmd_generate(const Options *opt, Trace *tr) {
+    GptVariant variant;   // --bug, --kv-dtype (lessons 11 and 12)
+    int use_variant;
+    int rc = kvcmd_variant(&variant, &use_variant, opt);
+    if (rc) return rc;
     GptModel m;
-    int rc = gptcmd_model(&m, opt, 0, NULL);
+    rc = gptcmd_model(&m, opt, 0, NULL);
     if (rc) return rc;
     int steps = opt->steps > 0 ? opt->steps : DEFAULT_STEPS;
     int use_cache = opt->runs != RUN_NOCACHE;
@@ -124,6 +129,7 @@ int gptcmd_generate(const Options *opt, Trace *tr) {
         rc = 1;
     }
     if (!rc) rc = start_threads(opt);
+    if (!rc && use_variant) s.variant = &variant;
     if (!rc) {
         // np.random.seed(seed); trainer.generate(dataset, prompt, steps, use_cache)
         double t0 = timer_now();
@@ -145,6 +151,10 @@ int gptcmd_generate(const Options *opt, Trace *tr) {
                 fprintf(tr->out, "%s\n\n-- %d tokens in %.3f s, %.0f tokens/s, %s, %d thread%s\n", text, steps,
                         seconds, steps / seconds, use_cache ? "with the KV cache" : "without the KV cache",
                         ops_threads(), ops_threads() == 1 ? "" : "s");
+                if (use_variant)
+                    fprintf(tr->out, "-- keys and values kept as %s%s%s (kvdemo lesson %s explains)\n",
+                            kvquant_name(variant.kv_dtype), variant.bug ? ", with the bug " : "",
+                            variant.bug ? kvvariant_bug_name(variant.bug) : "", variant.bug ? "11" : "12");
             }
         }
     }
@@ -297,6 +307,12 @@ int gptcmd_bench(const Options *opt, Trace *tr) {
     GptState s = {0};
     double *samples = malloc(sizeof(double) * (size_t)repeat);
     Measure (*table)[2] = calloc((size_t)n_lengths, sizeof *table);
+    GptVariant variant;   // --kv-dtype (lesson 12)
+    int use_variant;
+    if (kvcmd_variant(&variant, &use_variant, opt)) {
+        rc = 2;
+        goto done;
+    }
     rc = gptcmd_prompt(&tokens, &n_prompt, &m, opt->n_prompts ? opt->prompts[0] : DEFAULT_PROMPT, max_len);
     if (!rc && (!samples || !table || gpt_state_init(&s, m.cfg))) {
         fprintf(stderr, "kvdemo: out of memory\n");
@@ -304,6 +320,7 @@ int gptcmd_bench(const Options *opt, Trace *tr) {
     }
     if (!rc) rc = start_threads(opt);
     if (rc) goto done;
+    if (use_variant) s.variant = &variant;
 
     // The headline: the chapter's run, 256 tokens after the prompt, both ways.
     Measure head[2];
@@ -333,6 +350,9 @@ int gptcmd_bench(const Options *opt, Trace *tr) {
     if (tr->format == FORMAT_TEXT) {
         printf("kvdemo bench: T=%d C=%d H=%d L=%d V=%d (%zu parameters), %d threads, median of %d runs\n\n", g.T,
                g.C, g.H, g.L, g.V, m.num_params, ops_threads(), repeat);
+        if (use_variant)
+            printf("keys and values kept as %s: the arithmetic of such a cache, in kvdemo's float layout\n\n",
+                   kvquant_name(variant.kv_dtype));
         printf("%d tokens after \"%s\":\n", DEFAULT_STEPS, opt->n_prompts ? opt->prompts[0] : DEFAULT_PROMPT);
         for (int c = 0; c < 2; c++) {
             const Measure *h = &head[c];
@@ -452,6 +472,7 @@ int gptcmd_train(const Options *opt) {
 }
 
 int gptcmd_eval(const Options *opt) {
+    if (opt->kv_dtype) return kvcmd_eval(opt);   // through the cache (lesson 12)
     GptModel m;
     int rc = gptcmd_model(&m, opt, 0, NULL);
     if (rc) return rc;
