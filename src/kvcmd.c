@@ -75,7 +75,7 @@ int kvcmd_eval(const Options *opt) {
     } else {
         double bytes = kvquant_bytes_per_token(v.kv_dtype, g.L, g.C, g.H, v.key_group);
         double fp32 = kvquant_bytes_per_token(KV_FP32, g.L, g.C, g.H, v.key_group);
-        printf("validation loss %.4f (nats per character) through a %s cache: %.0f bytes per token, %.1f%% of fp32's %.0f;"
+        printf("validation loss %.4f (nats per character) with the cache kept as %s: %.0f bytes per token, %.1f%% of fp32's %.0f;"
                " %lld windows of %d, the last 10%% of %s\n",
                loss, kvquant_name(v.kv_dtype), bytes, 100.0 * bytes / fp32, fp32,
                (long long)((text.n - n_train - 1) / g.T), g.T, data);

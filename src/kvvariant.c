@@ -98,8 +98,7 @@ void kvvariant_store(const GptVariant *v, GptState *s, int l, int slot, int n) {
     // A group is quantised when its last token arrives; until then its keys
     // stay in full precision (KIVI's residual).
     int G = v->key_group > 0 ? v->key_group : KV_KEY_GROUP;
-    for (int g = slot / G; (g + 1) * G <= slot + n; g++) {
-        if ((g + 1) * G - 1 < slot) continue;
+    for (int g = slot / G; (g + 1) * G <= slot + n; g++) {   // the groups whose last token is new
         for (int h = 0; h < H; h++)
             for (int d = 0; d < D; d++) kvquant_fake_quant(key + ((int64_t)h * D + d) * T + g * G, G, 1, t);
     }
