@@ -233,8 +233,8 @@ int lesson11_run(const Options *opt, Trace *tr) {
                        d.max_diff);
             char x[2], y[2];
             if (d.first_char >= 0)
-                trace_sayf(tr, "  the text first differs at character %ld: '%s' without the cache, '%s' with it.",
-                           "  文字在第 %ld 个字符处首次不同：无缓存为 '%s'，有缓存为 '%s'。", d.first_char,
+                trace_sayf(tr, "  the text first differs at character %ld (counting from 0): '%s' without the cache, '%s' with it.",
+                           "  文字在第 %ld 个字符处（从 0 数起）首次不同：无缓存为 '%s'，有缓存为 '%s'。", d.first_char,
                            shown(ref.text[d.first_char], x), shown(run.text[d.first_char], y));
             else
                 trace_say(tr, "  the text is still the same: the draws did not change.",
@@ -245,7 +245,7 @@ int lesson11_run(const Options *opt, Trace *tr) {
         if (tr->format == FORMAT_JSON) trace_textval(tr, "text", run.text);
         if (tr->format == FORMAT_TEXT) {
             size_t n = strlen(run.text);
-            fprintf(tr->out, "  %s: %.*s%s\n\n", trace_text(tr, "text", "文字"), SHOWN_CHARS, run.text,
+            fprintf(tr->out, "  %s%.*s%s\n\n", trace_text(tr, "text: ", "文字："), SHOWN_CHARS, run.text,
                     n > SHOWN_CHARS ? "..." : "");
         }
         trace_pause(tr);
