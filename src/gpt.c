@@ -13,6 +13,7 @@
 #include "kvvariant.h"
 #include "utf8.h"
 
+#include "flash.h"
 #include "ops.h"
 
 #include <assert.h>
@@ -694,8 +695,11 @@ const float *gpt_forward(GptState *s, const GptModel *m, const int *tokens, int 
         }
         if (var) kvvariant_store(var, s, l, slot, n);   // a bf16 / int8 / int4 cache (lesson 12)
         // att = softmax(query @ key * scale) @ value, heads side by side   (N, C)
+        // (--attention flash: the same in tiles with an online softmax, flash.c;
+        // lesson 11's and 12's variants take the plain path)
         AttentionJob attention = {s, l, n, offset, slot};
-        ops_parallel_for(attention_heads, &attention, H);
+        if (flash_gpt_tiled() && !var) flash_gpt_attention(s->att, s->q, key, value, n, offset, T, H, D);
+        else ops_parallel_for(attention_heads, &attention, H);
         SETTLE(s->att, (int64_t)n * C);
         // x = x + self.output(att)
         LINEAR(s->proj, s->att, b->wo, b->bo, C, C);

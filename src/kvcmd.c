@@ -34,6 +34,10 @@ int kvcmd_variant(GptVariant *v, int *set, const Options *opt) {
         *set = 1;
     }
     v->key_group = KV_KEY_GROUP;
+    if (*set && opt->attention && !strcmp(opt->attention, "flash")) {
+        fprintf(stderr, "kvdemo: --bug and --kv-dtype change the plain attention; drop --attention flash\n");
+        return 2;
+    }
     return 0;
 }
 
