@@ -172,6 +172,8 @@ static void test_bug_refused(void **state) {
     snprintf(args, sizeof args, "generate --model %s --kv-dtype int9", model);
     expect_failure(args, 2, "fp32|bf16|fp16|int8|int4");
     expect_failure("lesson 11 --kv-dtype int8", 2, "unknown option '--kv-dtype' for 'lesson'");
+    snprintf(args, sizeof args, "generate --model %s --kv-dtype int8 --attention flash", model);
+    expect_failure(args, 2, "drop --attention flash");
 }
 
 // generate --bug: the text leaves the correct one; --kv-dtype fp32: the
