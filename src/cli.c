@@ -367,3 +367,10 @@ int cli_main(int argc, char **argv) {
         return usage_error("'%s' is not built yet; commands: %s", cmd, COMMANDS);
     return usage_error("unknown command '%s'; commands: %s (kvdemo help explains them)", cmd, COMMANDS);
 }
+
+int cli_parse_options(Options *opt, Trace *tr, int argc, char **argv, const char *command) {
+    *opt = (Options){.runs = RUN_BOTH, .steps = -1, .seed = 42, .temperature = -1, .top_p = -1};
+    trace_init(tr, stdout);
+    CliExtra extra = {.color = "auto"};
+    return parse_options(argc, argv, 2, command, opt, tr, &extra);
+}
