@@ -8,6 +8,7 @@
 //                     growing lengths, measured side by side in one run
 #include "gptcmd.h"
 
+#include "fileio.h"
 #include "ops.h"
 #include "paths.h"
 #include "sampler.h"
@@ -268,22 +269,24 @@ int gptcmd_bench(const Options *opt, Trace *tr) {
                 opt->steps_list);
         return 2;
     }
-    // The CSV is written to a temporary file renamed at the end, so a failed
-    // or interrupted run leaves no half-written table behind.
+    // The CSV is written through its temporary file (fileio.h), opened now so
+    // that a path that cannot be written is found before the measurements,
+    // and a failed or interrupted run leaves no half-written table behind.
+    AtomicFile csv_file = {0};
     FILE *csv = NULL;
-    char csv_tmp[4096];
+    char err[512];
     if (opt->csv_path) {
-        snprintf(csv_tmp, sizeof csv_tmp, "%s.tmp", opt->csv_path);
-        if (!(csv = fopen(csv_tmp, "w"))) {
-            fprintf(stderr, "kvdemo: cannot write %s\n", opt->csv_path);
+        if (fileio_open(&csv_file, opt->csv_path, err, sizeof err) != 0) {
+            fprintf(stderr, "kvdemo: --csv %s\n", err);
             return 1;
         }
+        csv = csv_file.f;
     }
     GptModel m;
     int random_model = 0;
     int rc = gptcmd_model(&m, opt, 1, &random_model);
     if (rc) {
-        if (csv) fclose(csv), remove(csv_tmp);
+        if (csv) fileio_abort(&csv_file);
         return rc;
     }
     if (random_model)
@@ -379,18 +382,14 @@ int gptcmd_bench(const Options *opt, Trace *tr) {
             fprintf(csv, "%d,%.6f,%.6f,%.3f,%.1f,%.1f\n", lengths[i], table[i][0].seconds, table[i][1].seconds,
                     table[i][0].seconds / table[i][1].seconds, lengths[i] / table[i][0].seconds,
                     lengths[i] / table[i][1].seconds);
-        if (fclose(csv) != 0 || rename(csv_tmp, opt->csv_path) != 0) {
-            fprintf(stderr, "kvdemo: could not write %s\n", opt->csv_path);
-            remove(csv_tmp);
+        csv = NULL;
+        if (fileio_commit(&csv_file, err, sizeof err) != 0) {
+            fprintf(stderr, "kvdemo: --csv %s\n", err);
             rc = 1;
         }
-        csv = NULL;
     }
 done:
-    if (csv) {
-        fclose(csv);
-        remove(csv_tmp);
-    }
+    if (csv) fileio_abort(&csv_file);
     free(samples);
     free(table);
     free(tokens);
