@@ -8,10 +8,12 @@
 #include "gptcmd.h"
 #include "lessons.h"
 #include "options.h"
+#include "pool.h"
 #include "trace.h"
 
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -129,6 +131,7 @@ static int parse_number(const OptionSpec *o, const char *value, double *out) {
         *out = (double)v;
     } else {
         double v = strtod(value, &end);
+        if (errno == ERANGE && fabs(v) < 1) errno = 0;   // a subnormal number (1e-40) is a number
         if (end == value || *end || errno || !(v >= o->min && v <= o->max))
             return usage_error("%s takes a number from %g to %g, not '%s'", o->name, o->min, o->max, value);
         *out = v;
@@ -148,6 +151,15 @@ static int check_choice(const OptionSpec *o, const char *value) {
 typedef struct {
     const char *color;   // auto|always|never
 } CliExtra;
+
+// More threads than cores only take turns (12 to 20 times slower): --threads
+// is capped at the number of cores, said once.
+static void cap_threads(Options *opt) {
+    int cores = pool_cores();
+    if (opt->threads <= cores) return;
+    fprintf(stderr, "kvdemo: --threads %d is more than the %d cores; using %d\n", opt->threads, cores, cores);
+    opt->threads = cores;
+}
 
 // Parses argv[first..] as options of `command`. Returns 0 or an exit status.
 static int parse_options(int argc, char **argv, int first, const char *command, Options *opt,
@@ -225,6 +237,7 @@ static int parse_options(int argc, char **argv, int first, const char *command, 
         else if (!strcmp(name, "--eval-every")) opt->eval_every = (int)num;
         else if (!strcmp(name, "--resume")) opt->resume_path = value;
     }
+    cap_threads(opt);
     int c = option_index("--cache"), nc = option_index("--no-cache");
     if ((opt->given >> c & 1) && (opt->given >> nc & 1))
         return usage_error("--cache and --no-cache exclude each other; give neither to get both runs and a comparison");
