@@ -190,3 +190,14 @@ FILE *fileio_open_read(const char *path, uint64_t *size, char *err, size_t errle
     *size = (uint64_t)st.st_size;
     return f;
 }
+
+// ----------------------------------------------------------------------------
+// Standard output's first write error
+
+static int stdout_error = 0;
+
+void fileio_note_stdout_error(int err) {
+    if (!stdout_error) stdout_error = err;
+}
+
+int fileio_stdout_error(void) { return stdout_error; }

@@ -55,6 +55,12 @@ void fileio_abort(AtomicFile *a);
 // is found before the work. Returns 0 or -1 with err.
 int fileio_check_writable(const char *path, char *err, size_t errlen);
 
+// Standard output: the reason of the first write to it that failed, kept for
+// the message at exit (a flush that fails empties the buffer, and errno is
+// soon overwritten). fileio_note_stdout_error records errno; 0 when none.
+void fileio_note_stdout_error(int err);
+int fileio_stdout_error(void);
+
 // Reading: opens path for reading and says how many bytes it holds. A path
 // that is not a regular file is refused. Returns the file, or NULL with err.
 FILE *fileio_open_read(const char *path, uint64_t *size, char *err, size_t errlen);

@@ -2,6 +2,7 @@
 // output that could not be written (a full disk, /dev/full, a closed
 // standard output) is a failure, said once at the end as coreutils says it.
 #include "cli.h"
+#include "fileio.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -14,6 +15,7 @@ static int close_stdout(int rc) {
     int lost = ferror(stdout);
     int e = fflush(stdout) == 0 ? 0 : errno;
     if (fclose(stdout) != 0 && !e && errno != EBADF) e = errno;
+    if (lost && !e) e = fileio_stdout_error();
     if (!lost && !e) return rc;
     if (e) fprintf(stderr, "kvdemo: error writing standard output: %s\n", strerror(e));
     else fprintf(stderr, "kvdemo: error writing standard output\n");

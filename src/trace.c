@@ -3,8 +3,10 @@
 #include "trace.h"
 
 #include "buf.h"
+#include "fileio.h"
 #include "ops.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -95,7 +97,7 @@ static void emit(Trace *tr, Buf *b) {
         fputs(s, tr->out);
         free(s);
     }
-    fflush(tr->out);
+    if (fflush(tr->out) != 0 && tr->out == stdout) fileio_note_stdout_error(errno);
 }
 
 static void emit_json(Trace *tr, Buf *b) {
