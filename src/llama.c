@@ -462,6 +462,10 @@ int llama_save(const LlamaModel *m, const char *path, char *err, size_t errlen) 
 
 int llama_encode(int *ids, const LlamaModel *m, const char *text, int bos, int eos, int max_ids,
                  char *err, size_t errlen) {
+    // The reason first, then the prompt, shortened and with invalid bytes
+    // escaped, so that the line stays one readable line.
+    char quoted[200];
+    utf8_quote(quoted, sizeof quoted, text, 40);
     int n = 0;
     if (bos) {
         if (n >= max_ids) goto too_long;
@@ -471,8 +475,8 @@ int llama_encode(int *ids, const LlamaModel *m, const char *text, int bos, int e
         uint32_t cp;
         int len = utf8_decode(&cp, s, strlen((const char *)s));
         if (len == 0) {
-            fileio_fail(err, errlen, "prompt \"%s\" is not valid UTF-8 at byte %d", text,
-                    (int)(s - (const unsigned char *)text));
+            fileio_fail(err, errlen, "the prompt is not valid UTF-8 at byte %d (0x%02X): \"%s\"",
+                        (int)(s - (const unsigned char *)text), *s, quoted);
             return -1;
         }
         int id = -1;
@@ -482,10 +486,13 @@ int llama_encode(int *ids, const LlamaModel *m, const char *text, int bos, int e
                 break;
             }
         if (id < 0) {
+            char one[8] = {0}, shown[24];
+            memcpy(one, s, (size_t)len);
             fileio_fail(err, errlen,
-                    "unknown character '%.*s' (U+%04X) in prompt \"%s\": the model's vocabulary "
-                    "has %d tokens and not this one",
-                    len, (const char *)s, cp, text, m->cfg.vocab_size);
+                        "unknown character '%s' (U+%04X) at byte %d of the prompt: the model's vocabulary "
+                        "has %d tokens and not this one: \"%s\"",
+                        utf8_quote(shown, sizeof shown, one, 1), cp, (int)(s - (const unsigned char *)text),
+                        m->cfg.vocab_size, quoted);
             return -1;
         }
         if (n >= max_ids) goto too_long;
@@ -498,7 +505,8 @@ int llama_encode(int *ids, const LlamaModel *m, const char *text, int bos, int e
     }
     return n;
 too_long:
-    fileio_fail(err, errlen, "prompt \"%s\" is longer than %d tokens", text, max_ids);
+    fileio_fail(err, errlen, "the prompt is longer than %d tokens (%zu bytes): \"%s\"", max_ids, strlen(text),
+                quoted);
     return -1;
 }
 

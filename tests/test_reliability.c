@@ -435,6 +435,28 @@ static void test_threads_capped_at_cores(void **state) {
 }
 
 // ---------------------------------------------------------------------------
+// 9. Lesson 3's error lines: the reason first, a long prompt elided, an
+// invalid byte escaped.
+
+static void test_lesson3_prompt_errors(void **state) {
+    (void)state;
+    char args[4200];
+    int at = snprintf(args, sizeof args, "lesson 3 --prompt ");
+    for (int i = 0; i < 3000; i++) args[at++] = 'x';
+    args[at] = '\0';
+    RunResult r = kvdemo_run(args);
+    assert_int_equal(r.status, 2);
+    if (!strstr(r.err, "longer than 32 tokens") || strlen(r.err) > 200 || count_lines(r.err) != 1)
+        fail_msg("a 3000-character prompt: expected one short line with the reason, got \"%.300s\"", r.err);
+    run_free(&r);
+    r = kvdemo_run("lesson 3 --prompt \"$(printf 'ab\\377cd')\"");
+    assert_int_equal(r.status, 2);
+    if (!strstr(r.err, "not valid UTF-8 at byte 2") || !strstr(r.err, "ab\\xFFcd") || strchr(r.err, '\xff'))
+        fail_msg("a prompt with byte 0xFF: expected the reason and the byte escaped as \\xFF, got \"%s\"", r.err);
+    run_free(&r);
+}
+
+// ---------------------------------------------------------------------------
 // kill -9 during training, at fixed points.
 
 // Runs kvdemo train with KVDEMO_TEST_STOP_WRITE=stop_write (0: none), and
@@ -524,6 +546,7 @@ int main(void) {
         cmocka_unit_test(test_subnormal_temperature),
         cmocka_unit_test(test_huge_files_refused_by_their_header),
         cmocka_unit_test(test_threads_capped_at_cores),
+        cmocka_unit_test(test_lesson3_prompt_errors),
         cmocka_unit_test(test_kill_during_training),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
