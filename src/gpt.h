@@ -101,8 +101,9 @@ int gpt_init_random(GptModel *m, GptConfig cfg, const uint32_t *vocab, uint32_t 
 // (valid, not surrogates, distinct), every weight finite, nothing after the
 // last tensor. Returns 0, or -1 with err = "PATH: what is wrong".
 int gpt_load(GptModel *m, const char *path, char *err, size_t errlen);
-// Writes the model to path through a temporary file in the same directory
-// renamed over path at the end, so path is never left half written.
+// Writes the model to path through PATH.tmp (fileio.h), so path is never left
+// half written; a path that exists and is not a regular file is refused, and
+// so is a weight that is not finite (gpt_load would refuse the file).
 // Returns 0, or -1 with err.
 int gpt_save(const GptModel *m, const char *path, char *err, size_t errlen);
 void gpt_free(GptModel *m);

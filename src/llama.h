@@ -137,7 +137,8 @@ void llama_vocab_default(LlamaModel *m);   // needs cfg.vocab_size == that V
 // cache is sized for max_batch_size rows. Returns 0, or -1 with a one-line
 // message naming the file and the problem.
 int llama_load(LlamaModel *m, const char *path, int max_batch_size, char *err, size_t errlen);
-// Writes the model file (through a temporary file, renamed when complete).
+// Writes the model file through PATH.tmp (fileio.h): never half written; a
+// path that exists and is not a regular file is refused.
 int llama_save(const LlamaModel *m, const char *path, char *err, size_t errlen);
 
 // Copies src into dst with the key/value heads of each group mean-pooled

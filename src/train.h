@@ -162,7 +162,8 @@ typedef struct {
     size_t num_params;        // P
 } TrainCheckpoint;
 
-// Writes atomically: path.tmp, fsync, rename over path. Returns 0, or 1 with
+// Writes atomically through path.tmp (fileio.h); refuses a path that exists
+// and is not a regular file. Returns 0, or 1 with
 // a message on stderr; on failure the file at path is left as it was.
 int train_checkpoint_save(const char *path, const TrainCheckpoint *ck);
 // Reads and validates (magic, version, sizes against the file length, the
