@@ -194,7 +194,8 @@ int llama_new(LlamaModel *m, const LlamaConfig *cfg, char *err, size_t errlen) {
     m->hb = alloc_floats(BT * F, &failed);
     m->hb2 = alloc_floats(BT * F, &failed);
     m->scores = alloc_floats(T, &failed);
-    m->mask = alloc_floats(T * T, &failed);
+    m->mask_floats = T * T < LLAMA_MASK_FLOATS ? T * T : LLAMA_MASK_FLOATS;
+    m->mask = alloc_floats(m->mask_floats, &failed);
     m->last = alloc_floats(B * C, &failed);
     if (failed) {
         llama_free(m);
@@ -580,8 +581,7 @@ void llama_apply_rotary_emb(float *x, const float *freqs_cis, int N, int nh, int
 }
 
 // Attention.forward for one layer, after xq, xk, xv are computed and rotated.
-static void llama_attention(LlamaModel *m, int l, int start_pos, int bsz, int seqlen,
-                            const float *mask) {
+static void llama_attention(LlamaModel *m, int l, int start_pos, int bsz, int seqlen, int masked) {
     const LlamaConfig *c = &m->cfg;
     int H = c->n_heads, G = c->n_kv_heads, D = c->head_dim, T = c->max_seq_len;
     int S = start_pos + seqlen, rep = H / G;
@@ -614,7 +614,7 @@ static void llama_attention(LlamaModel *m, int l, int start_pos, int bsz, int se
                     float dot = 0.0f;
                     for (int d = 0; d < D; d++) dot += q[d] * k[d];
                     att[j] = dot / scale;
-                    if (mask) att[j] += mask[(size_t)n * S + j];
+                    if (masked && j > start_pos + n) att[j] = -INFINITY;   // + mask[n][j]
                 }
                 ops_softmax_rows(att, att, 1, S);
                 float *out = m->attn + (((size_t)b * seqlen + n) * H + h) * D;
@@ -661,8 +661,13 @@ void llama_forward(float *logits, LlamaModel *m, const int *tokens, int start_po
     // which is the article's mask whenever the article's runs at all. With one
     // token (seqlen 1) there is no mask: the new row may see every cached
     // position, all of which are earlier.
+    // Attention masks by the loop bound (a column past start_pos + n gets
+    // -inf, exactly what adding the mask gives); the mask as a tensor is
+    // built for the trace only, when it fits the LLAMA_MASK_FLOATS kept for it
+    // (a model of context 65536 would otherwise need 17 GB for it).
+    int masked = seqlen > 1;
     const float *mask = NULL;
-    if (seqlen > 1) {
+    if (masked && (size_t)seqlen * S <= m->mask_floats) {
         ops_causal_mask(m->mask, seqlen, S, start_pos);
         mask = m->mask;
     }
@@ -680,7 +685,7 @@ void llama_forward(float *logits, LlamaModel *m, const int *tokens, int start_po
             llama_apply_rotary_emb(m->xq + (size_t)b * seqlen * H * D, freqs_cis, seqlen, H, D);
             llama_apply_rotary_emb(m->xk + (size_t)b * seqlen * G * D, freqs_cis, seqlen, G, D);
         }
-        llama_attention(m, l, start_pos, bsz, seqlen, mask);
+        llama_attention(m, l, start_pos, bsz, seqlen, masked);
         // return self.wo(output)
         ops_matmul(m->xb2, m->attn, w->wo, NULL, N, H * D, C);
         for (size_t i = 0; i < (size_t)N * C; i++) m->x[i] += m->xb2[i];
@@ -709,7 +714,7 @@ void llama_forward(float *logits, LlamaModel *m, const int *tokens, int start_po
     LlamaForwardInfo *info = &m->info;
     info->bsz = bsz, info->seqlen = seqlen, info->start_pos = start_pos;
     info->write_from = start_pos, info->write_to = S, info->read_to = S;
-    info->has_mask = mask != NULL;
+    info->has_mask = masked;
     info->mask = mask;
     info->freqs_cis = freqs_cis;
     set4(info->xq_shape, bsz, seqlen, H, D);

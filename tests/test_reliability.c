@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -457,6 +458,51 @@ static void test_lesson3_prompt_errors(void **state) {
 }
 
 // ---------------------------------------------------------------------------
+// 10. A LLaMA model of context 65536 needs no T x T mask: made and run in a
+// child whose address space is capped at 2 GB (the mask alone took 17 GB).
+// AddressSanitizer reserves terabytes of address space, so not under it.
+
+#if defined(__SANITIZE_ADDRESS__)
+#define UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define UNDER_ASAN 1
+#endif
+#endif
+
+static void test_llama_long_context_without_a_full_mask(void **state) {
+    (void)state;
+#ifdef UNDER_ASAN
+    skip();
+#else
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        struct rlimit lim = {2ull << 30, 2ull << 30};
+        if (setrlimit(RLIMIT_AS, &lim) != 0) _exit(3);
+        LlamaConfig c = {.vocab_size = llama_default_vocab_size(), .dim = 8, .n_layers = 1, .n_heads = 2,
+                         .n_kv_heads = 1, .hidden_dim = 16, .max_seq_len = 65536, .max_batch_size = 1,
+                         .rope_theta = 10000.0f, .norm_eps = 1e-5f};
+        LlamaModel m;
+        char err[256];
+        if (llama_new(&m, &c, err, sizeof err) != 0) _exit(1);
+        int tokens[3] = {1, 5, 6};
+        float logits[3 * 200];
+        llama_forward(logits, &m, tokens, 0, 1, 3, 3);
+        for (int i = 0; i < 3 * c.vocab_size; i++)
+            if (!isfinite(logits[i])) _exit(2);
+        llama_free(&m);
+        _exit(0);
+    }
+    int st;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+        fail_msg("a LLaMA model of context 65536 in 2 GB: expected exit 0, got %d (1: llama_new failed, "
+                 "2: logits not finite)", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+#endif
+}
+
+// ---------------------------------------------------------------------------
 // kill -9 during training, at fixed points.
 
 // Runs kvdemo train with KVDEMO_TEST_STOP_WRITE=stop_write (0: none), and
@@ -547,6 +593,7 @@ int main(void) {
         cmocka_unit_test(test_huge_files_refused_by_their_header),
         cmocka_unit_test(test_threads_capped_at_cores),
         cmocka_unit_test(test_lesson3_prompt_errors),
+        cmocka_unit_test(test_llama_long_context_without_a_full_mask),
         cmocka_unit_test(test_kill_during_training),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
