@@ -146,6 +146,8 @@ static int parse_number(const OptionSpec *o, const char *value, double *out) {
 static int check_choice(const OptionSpec *o, const char *value) {
     if (!o->choices) return 0;
     size_t n = strlen(value);
+    // An empty value matches nowhere (and strstr would find "" forever).
+    if (n == 0) return usage_error("%s takes one of %s, not an empty value", o->name, o->choices);
     for (const char *p = o->choices; (p = strstr(p, value)); p += n)
         if ((p == o->choices || p[-1] == '|') && (p[n] == '|' || p[n] == '\0')) return 0;
     return usage_error("%s takes one of %s, not '%s'", o->name, o->choices, value);

@@ -436,6 +436,16 @@ static void test_threads_capped_at_cores(void **state) {
 }
 
 // ---------------------------------------------------------------------------
+// Found by make fuzz: an empty value for an option with fixed choices
+// (--preset "") made the parser loop forever.
+
+static void test_empty_choice_refused(void **state) {
+    (void)state;
+    expect_failure("init --preset '' --out /nonexistent-kvdemo/x.bin", 2, "--preset takes one of seed|tiny");
+    expect_failure("lesson 2 --format=", 2, "--format takes one of text|json");
+}
+
+// ---------------------------------------------------------------------------
 // 9. Lesson 3's error lines: the reason first, a long prompt elided, an
 // invalid byte escaped.
 
@@ -592,6 +602,7 @@ int main(void) {
         cmocka_unit_test(test_subnormal_temperature),
         cmocka_unit_test(test_huge_files_refused_by_their_header),
         cmocka_unit_test(test_threads_capped_at_cores),
+        cmocka_unit_test(test_empty_choice_refused),
         cmocka_unit_test(test_lesson3_prompt_errors),
         cmocka_unit_test(test_llama_long_context_without_a_full_mask),
         cmocka_unit_test(test_kill_during_training),
