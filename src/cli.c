@@ -73,6 +73,10 @@ static const OptionSpec OPTIONS[] = {
     {"--lr", ARG_DOUBLE, "X", "train", 0, 10, NULL, "peak learning rate"},
     {"--eval-every", ARG_INT, "N", "train", 1, 100000000, NULL, "validation loss (and a checkpoint) every N iterations"},
     {"--resume", ARG_STRING, "CHECKPOINT", "train", 0, 0, NULL, "continue from a checkpoint"},
+    {"--paged", ARG_FLAG, NULL, "generate", 0, 0, NULL, "keep the cache in blocks through a block table (lesson 6.1)"},
+    {"--block-size", ARG_INT, "B", "lesson generate", 1, 4096, NULL, "positions per block of the paged cache (generate: 16, as vLLM; lesson 6.1: 4)"},
+    {"--num-blocks", ARG_INT, "N", "generate", 1, 1000000, NULL, "blocks in the paged cache's pool (default: enough for the run)"},
+    {"--samples", ARG_INT, "N", "lesson generate", 1, 64, NULL, "continuations of one prompt that share its blocks (generate: with --paged)"},
 };
 enum { NUM_OPTIONS = (int)(sizeof OPTIONS / sizeof OPTIONS[0]) };
 
@@ -224,6 +228,10 @@ static int parse_options(int argc, char **argv, int first, const char *command, 
         else if (!strcmp(name, "--lr")) opt->lr = num;
         else if (!strcmp(name, "--eval-every")) opt->eval_every = (int)num;
         else if (!strcmp(name, "--resume")) opt->resume_path = value;
+        else if (!strcmp(name, "--paged")) opt->paged = 1;
+        else if (!strcmp(name, "--block-size")) opt->block_size = (int)num;
+        else if (!strcmp(name, "--num-blocks")) opt->num_blocks = (int)num;
+        else if (!strcmp(name, "--samples")) opt->samples = (int)num;
     }
     int c = option_index("--cache"), nc = option_index("--no-cache");
     if ((opt->given >> c & 1) && (opt->given >> nc & 1))

@@ -12,6 +12,7 @@
 
 #include "utf8.h"
 
+#include "kvpage.h"
 #include "ops.h"
 
 #include <assert.h>
@@ -659,6 +660,12 @@ const float *gpt_forward(GptState *s, const GptModel *m, const int *tokens, int 
         ops_matmul(s->q, s->xn, b->wq, b->bq, n, C, C);
         ops_matmul(s->k, s->xn, b->wk, b->bk, n, C, C);
         ops_matmul(s->v, s->xn, b->wv, b->bv, n, C, C);
+        if (s->paged) {
+            // The paged cache: the same keys and values in blocks, read
+            // through the sequence's block table, in the same order.
+            kvpage_write(s->paged, l, s->k, s->v, n, offset);
+            kvpage_attention(s->paged, s->att, s->scores, s->q, l, n, offset, T);
+        } else {
         // Into the cache at positions offset..offset+n-1: key transposed to
         // (1, H, D, T), value as (1, H, T, D). The chapter's np.concatenate
         // of the cache and the new key, without copying the old part.
@@ -676,6 +683,7 @@ const float *gpt_forward(GptState *s, const GptModel *m, const int *tokens, int 
         // att = softmax(query @ key * scale) @ value, heads side by side   (N, C)
         AttentionJob attention = {s, l, n, offset};
         ops_parallel_for(attention_heads, &attention, H);
+        }
         // x = x + self.output(att)
         ops_matmul(s->proj, s->att, b->wo, b->bo, n, C, C);
         for (int64_t i = 0; i < (int64_t)n * C; i++) s->x[i] += s->proj[i];

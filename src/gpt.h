@@ -159,6 +159,10 @@ typedef struct {
     float *key_cache;     // (L, H, D, T)
     float *value_cache;   // (L, H, T, D)
     float *mem;           // the one allocation all of the above live in
+    // NULL: the cache above. Else the paged cache (kvpage.h): gpt_forward
+    // writes keys and values into the sequence's blocks and attention reads
+    // them through its block table (gptpaged.h sets and clears it).
+    struct KvSeq *paged;
 } GptState;
 
 // Reserves the state of one sequence of up to cfg.T positions. Returns 0, or

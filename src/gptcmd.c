@@ -9,6 +9,7 @@
 #include "gptcmd.h"
 
 #include "ops.h"
+#include "pagedcmd.h"
 #include "paths.h"
 #include "sampler.h"
 #include "timer.h"
@@ -108,6 +109,7 @@ static int start_threads(const Options *opt) {
 // kvdemo generate
 
 int gptcmd_generate(const Options *opt, Trace *tr) {
+    if (opt->paged || opt->block_size || opt->num_blocks || opt->samples) return pagedcmd_generate(opt, tr);
     GptModel m;
     int rc = gptcmd_model(&m, opt, 0, NULL);
     if (rc) return rc;

@@ -32,6 +32,8 @@ typedef struct Options {
     int iters, batch, eval_every;       // training
     double lr;
     const char *resume_path;            // --resume CHECKPOINT
+    int paged;                          // --paged: generate on the paged KV cache
+    int block_size, num_blocks, samples;   // --block-size B, --num-blocks N, --samples N (0: the default)
     // Which options were given, by their index in cli.c's table, so that a
     // command can tell a default from a choice.
     uint64_t given;
