@@ -252,8 +252,8 @@ static int part_table(Scene *sc, Trace *tr, const Options *opt, int n_prompt) {
 static int part_sharing(Scene *sc, Trace *tr, const Options *opt, int n_prompt, int B, int N, int steps) {
     const GptModel *m = &sc->m;
     int T = m->cfg.T, stride = n_prompt + steps;
-    int longest = stride < T ? stride : T, NB = N * ((longest + B - 1) / B) + (10 + B - 1) / B + 2;
-    if (scene_pool(sc, tr, B, NB, N + 2, 1)) return oom();
+    int longest = stride < T ? stride : T, NB = N * ((longest + B - 1) / B) + 2 * ((10 + B - 1) / B) + 2;
+    if (scene_pool(sc, tr, B, NB, N + 3, 1)) return oom();
     trace_heading(tr, "(2) One prompt, several outputs: shared blocks and copy-on-write",
                   "（2）同一个 prompt 生成多个输出序列：共享块与 copy-on-write");
     trace_sayf(tr,
@@ -332,48 +332,47 @@ static int part_sharing(Scene *sc, Trace *tr, const Options *opt, int n_prompt, 
     trace_count(tr, "copies", sc->pool.copies, NULL, NULL);
     trace_pause(tr);
 
-    // Prefix sharing: a new request whose text starts like sample 0's.
+    // Prefix sharing: request A computes the first tokens of sample 0's
+    // text; request B, with the same text, finds A's full blocks by hash.
     trace_heading(tr, "Prefix sharing: full blocks found by a chained hash",
                   "前缀共享：用链式哈希找到完整的块");
     int n = 10 < stride ? 10 : stride;
     if (n > T) n = T;
     const int *text = sc->tokens;
-    KvSeq *a = &sc->seqs[N], *b = &sc->seqs[N + 1];
+    KvSeq *a = &sc->seqs[N], *b = &sc->seqs[N + 1], *c = &sc->seqs[N + 2];
     trace_sayf(tr,
-               "Each full block gets hash(parent block's hash, its %d token ids). A new request with the "
-               "first %d tokens of sample 0 looks its full blocks up, block by block, and reuses those "
-               "found (reference + 1); the last token is always computed (its logits are needed).",
-               "每个写满的块有一个哈希：hash(父块的哈希, 它的 %d 个 token id)。一个新请求以样本 0 的前 %d "
-               "个 token 开头，逐块查找它的完整块，找到的就复用（引用计数 + 1）；最后一个 token 总要计算"
-               "（需要它的 logits）。",
-               B, n);
+               "Each full block gets hash(parent block's hash, its %d token ids). Request A computes the "
+               "first %d tokens of sample 0. Request B has the same %d tokens: it looks its full blocks up, "
+               "block by block, and reuses those found (reference + 1); its last token is always computed "
+               "(its logits are needed).",
+               "每个写满的块有一个哈希：hash(父块的哈希, 它的 %d 个 token id)。请求 A 计算样本 0 的前 %d 个 "
+               "token。请求 B 有同样的 %d 个 token：它逐块查找自己的完整块，找到的就复用（引用计数 + 1）；"
+               "最后一个 token 总要计算（需要它的 logits）。",
+               B, n, n);
     trace_run(tr, "prefix");
-    int reused = kvseq_share_prefix(a, text, n);
-    trace_sayf(tr, "  reused %d positions (%d blocks); computed %d", "  复用 %d 个位置（%d 块）；计算 %d 个",
+    int V = m->cfg.V;
+    const float *lg = gpt_forward_paged(&sc->s, m, a, text, n, 0, NULL);
+    if (!lg) return oom();
+    memcpy(sc->logits_b, lg, sizeof(float) * (size_t)V);
+    int reused = kvseq_share_prefix(b, text, n);
+    trace_sayf(tr, "  request B: reused %d positions (%d blocks); computed %d", "  请求 B：复用 %d 个位置（%d 块）；计算 %d 个",
                reused, reused / B, n - reused);
     trace_count(tr, "prefix_tokens", n, NULL, NULL);
     trace_count(tr, "reused_positions", reused, NULL, NULL);
     trace_count(tr, "reused_blocks", reused / B, NULL, NULL);
-    const float *lg = gpt_forward_paged(&sc->s, m, a, text + reused, n - reused, reused, NULL);
-    if (!lg) {
-        fprintf(stderr, "kvdemo: lesson 6.1: the pool ran out of blocks\n");
-        return 1;
-    }
-    int V = m->cfg.V;
+    lg = gpt_forward_paged(&sc->s, m, b, text + reused, n - reused, reused, NULL);
+    if (!lg) return oom();
     memcpy(sc->logits_a, lg, sizeof(float) * (size_t)V);
-    // The same tokens computed in full, on the contiguous cache.
-    gpt_state_reset(&sc->s);
-    lg = gpt_forward(&sc->s, m, text, n, 0);
     {
-        Tensor x = tensor_view2(sc->logits_a, 1, V), y = tensor_view2((float *)lg, 1, V);
-        trace_compare(tr, "prefix_logits", trace_text(tr, "logits with the prefix reused", "复用前缀后的 logits"), &x,
-                      trace_text(tr, "computed in full", "完整计算的 logits"), &y);
+        Tensor x = tensor_view2(sc->logits_a, 1, V), y = tensor_view2(sc->logits_b, 1, V);
+        trace_compare(tr, "prefix_logits", trace_text(tr, "request B's logits, prefix reused", "请求 B 复用前缀后的 logits"),
+                      &x, trace_text(tr, "request A's, computed in full", "请求 A 完整计算的 logits"), &y);
     }
     // One early token changed: every later block's hash changes.
     int changed[64];
     memcpy(changed, text, sizeof(int) * (size_t)n);
     changed[1] = (changed[1] + 1) % V;
-    int reused2 = kvseq_share_prefix(b, changed, n);
+    int reused2 = kvseq_share_prefix(c, changed, n);
     trace_say(tr, "  The chained hashes of both, block by block:", "  两者的链式哈希，逐块：");
     uint64_t ha = 0, hb = 0;
     for (int i = 0; (i + 1) * B <= n; i++) {
