@@ -266,6 +266,7 @@ static int part_sharing(Scene *sc, Trace *tr, const Options *opt, int n_prompt, 
                "让样本 1..%d 共享同样的块（引用计数 + 1，不复制）。样本 i 用 np.random.seed(%llu + i) 采样。"
                "某个样本要写入被共享的块时，先复制这一块（copy-on-write），且只复制这一块。",
                N, n_prompt, B, N - 1, (unsigned long long)opt->seed);
+    trace_run(tr, "fork");
     trace_count(tr, "block_size", B, NULL, NULL);
     trace_count(tr, "samples", N, NULL, NULL);
     for (int i = 0; i < N; i++) {
