@@ -39,6 +39,7 @@ enum {
     DEFAULT_B = 4,        // parts 2 and 3 (--block-size)
     DEFAULT_SAMPLES = 3,  // --samples
     DEFAULT_STEPS = 8,    // tokens per sample (--steps)
+    MAX_STEPS = 1000,     // enough for a class; part 3 feeds every token once per block size
     // Part 4: the workload
     SIM_REQUESTS = 1000,
     SIM_MAX_LEN = 2048,   // the longest a request may be, as OPT's 2048 in the vLLM paper
@@ -670,6 +671,11 @@ int lesson61_run(const Options *opt, Trace *tr) {
     int B = opt->block_size > 0 ? opt->block_size : DEFAULT_B;
     int N = opt->samples > 0 ? opt->samples : DEFAULT_SAMPLES;
     int steps = opt->steps > 0 ? opt->steps : DEFAULT_STEPS;
+    if (steps > MAX_STEPS) {
+        fprintf(stderr, "kvdemo: lesson 6.1 takes --steps 1 to %d (tokens per sample); kvdemo generate --paged writes longer texts\n",
+                MAX_STEPS);
+        return 2;
+    }
     if (opt->seed + (uint64_t)N - 1 > 4294967295ull) {
         fprintf(stderr, "kvdemo: lesson 6.1: sample i draws with seed --seed + i, which must stay below 2**32; give a smaller --seed\n");
         return 2;

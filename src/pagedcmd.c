@@ -62,8 +62,7 @@ int pagedcmd_generate(const Options *opt, Trace *tr) {
             sampler_init(&samplers[i], m.cfg.V, temperature, opt->top_k, (uint32_t)(opt->seed + (uint64_t)i)))
             goto oom;
     }
-    rc = opt->threads ? ops_set_threads(opt->threads) : ops_set_threads(0);
-    if (rc) {
+    if (ops_set_threads(opt->threads) != 0) {
         fprintf(stderr, "kvdemo: could not start %d threads\n", opt->threads);
         rc = 1;
         goto done;

@@ -307,6 +307,7 @@ static void test_text_zh_and_errors(void **state) {
     if (strstr(r.out, "[alloc]")) fail_msg("--trace none: expected no block lines");
     run_free(&r);
     expect_failure("lesson 6.1 --block-size 0", 2, "--block-size");
+    expect_failure("lesson 6.1 --steps 5000", 2, "--steps");
     expect_failure("generate --samples 3", 2, "--paged");
     expect_failure("generate --paged --no-cache", 2, "--no-cache");
     expect_failure("generate --paged --samples 100", 2, "--samples");
