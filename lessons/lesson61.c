@@ -27,6 +27,7 @@
 #include "lessons.h"
 #include "ops.h"
 #include "timer.h"
+#include "utf8.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -86,6 +87,16 @@ static void show_table(Trace *tr, const KvSeq *s, const GptModel *m) {
         snprintf(name, sizeof name, "block_table[%d]", i);
         trace_count(tr, name, s->table[i], NULL, NULL);
     }
+}
+
+// dst = text padded with spaces to width terminal columns (a CJK character
+// takes two), on the left when right is 1.
+static const char *cell(char *dst, size_t size, const char *text, int width, int right) {
+    int pad = width - utf8_width(text);
+    if (pad < 0) pad = 0;
+    if (right) snprintf(dst, size, "%*s%s", pad, "", text);
+    else snprintf(dst, size, "%s%*s", text, pad, "");
+    return dst;
 }
 
 // ----------------------------------------------------------------------------
@@ -472,11 +483,13 @@ static int part_waste(Trace *tr, const Options *opt, double *paged_waste) {
         trace_tensor(tr, TRACE_NONE, "requests", NULL, &t, NULL, 0);
         free(lengths);
     }
-    char head[256];
-    snprintf(head, sizeof head, "  %-22s %9s %11s %13s %7s %9s",
-             trace_text(tr, "policy", "策略"), trace_text(tr, "tokens %", "token %"),
-             trace_text(tr, "never used", "从未使用"), trace_text(tr, "at once (peak)", "并发（峰值）"),
-             trace_text(tr, "steps", "步数"), trace_text(tr, "preempted", "被抢占"));
+    char head[256], c1[64], c2[32], c3[32], c4[32], c5[32], c6[32];
+    snprintf(head, sizeof head, "  %s %s %s %s %s %s", cell(c1, sizeof c1, trace_text(tr, "policy", "策略"), 24, 0),
+             cell(c2, sizeof c2, trace_text(tr, "tokens %", "token %"), 9, 1),
+             cell(c3, sizeof c3, trace_text(tr, "never used", "从未使用"), 11, 1),
+             cell(c4, sizeof c4, trace_text(tr, "at once (peak)", "并发（峰值）"), 14, 1),
+             cell(c5, sizeof c5, trace_text(tr, "steps", "步数"), 7, 1),
+             cell(c6, sizeof c6, trace_text(tr, "preempted", "被抢占"), 9, 1));
     trace_say(tr, head, head);
     struct {
         const char *run, *en, *zh;
@@ -502,7 +515,8 @@ static int part_waste(Trace *tr, const Options *opt, double *paged_waste) {
             return oom();
         }
         char line[256];
-        snprintf(line, sizeof line, "  %-22s %8.1f%% %10.1f%% %7.1f (%3d) %7lld %9lld", trace_text(tr, rows[i].en, rows[i].zh),
+        snprintf(line, sizeof line, "  %s %8.1f%% %10.1f%% %8.1f (%3d) %7lld %9lld",
+                 cell(c1, sizeof c1, trace_text(tr, rows[i].en, rows[i].zh), 24, 0),
                  100 * res.utilisation, 100 * res.never_used, res.mean_running, res.peak_running, (long long)res.steps,
                  (long long)res.preempted);
         trace_run(tr, rows[i].run);
@@ -584,13 +598,16 @@ static int part_time(Trace *tr, const Options *opt, const double *paged_waste, i
     }
     double contig = timer_median(samples, repeat);
     int json = tr->format == FORMAT_JSON;
-    char head[256], tm[32];
-    snprintf(head, sizeof head, "  %-12s %14s %14s %14s %12s", "B", trace_text(tr, "lookups/head", "每头查表"),
-             trace_text(tr, "time", "耗时"), trace_text(tr, "vs contiguous", "相对连续缓存"),
-             trace_text(tr, "waste (4)", "浪费（4）"));
+    char head[256], tm[32], c1[32], c2[32], c3[32], c4[32], c5[32];
+    snprintf(head, sizeof head, "  %s %s %s %s %s", cell(c1, sizeof c1, "B", 12, 0),
+             cell(c2, sizeof c2, trace_text(tr, "lookups/head", "每头查表"), 14, 1),
+             cell(c3, sizeof c3, trace_text(tr, "time", "耗时"), 14, 1),
+             cell(c4, sizeof c4, trace_text(tr, "vs contiguous", "相对连续缓存"), 14, 1),
+             cell(c5, sizeof c5, trace_text(tr, "waste (4)", "浪费（4）"), 12, 1));
     trace_say(tr, head, head);
     snprintf(tm, sizeof tm, "%.2f ms", contig * 1e3);
-    snprintf(head, sizeof head, "  %-12s %14s %14s %13.2fx", trace_text(tr, "contiguous", "连续缓存"), "-", tm, 1.0);
+    snprintf(head, sizeof head, "  %s %14s %14s %13.2fx", cell(c1, sizeof c1, trace_text(tr, "contiguous", "连续缓存"), 12, 0),
+             "-", tm, 1.0);
     trace_say(tr, head, head);
     trace_run(tr, "contiguous");
     if (json) trace_timing(tr, "attention", contig, repeat);
