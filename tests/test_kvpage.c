@@ -166,7 +166,7 @@ static void test_fork_append_free_refcounts(void **state) {
     assert_int_equal(kvseq_init(&a, &p, 32), 0);
     assert_int_equal(kvseq_init(&b, &p, 32), 0);
     KvSeq *both[] = {&a, &b};
-    int toks[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    int toks[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9};
     // a: 6 positions = one full block and one with 2 of 4 slots
     assert_int_equal(kvseq_append(&a, toks, 6, NULL), 0);
     assert_int_equal(a.num_blocks, 2);
