@@ -77,6 +77,9 @@ static const OptionSpec OPTIONS[] = {
     {"--block-size", ARG_INT, "B", "lesson generate", 1, 4096, NULL, "positions per block of the paged cache (generate: 16, as vLLM; lesson 6.1: 4)"},
     {"--num-blocks", ARG_INT, "N", "generate", 1, 1000000, NULL, "blocks in the paged cache's pool (default: enough for the run)"},
     {"--samples", ARG_INT, "N", "lesson generate", 1, 64, NULL, "continuations of one prompt that share its blocks (generate: with --paged)"},
+    {"--attention", ARG_STRING, "KIND", "lesson generate bench", 0, 0, "plain|flash", "the char GPT's attention: plain, or flash (tiles, online softmax; default plain)"},
+    {"--tile", ARG_INT, "N", "lesson generate bench", 1, 65536, NULL, "keys per tile of flash attention (default 64)"},
+    {"--max-n", ARG_INT, "N", "lesson", 1024, 16384, NULL, "lesson 6.3: time plain and tiled attention up to N = 4^k * 1024 (default 4096)"},
 };
 enum { NUM_OPTIONS = (int)(sizeof OPTIONS / sizeof OPTIONS[0]) };
 
@@ -232,6 +235,9 @@ static int parse_options(int argc, char **argv, int first, const char *command, 
         else if (!strcmp(name, "--block-size")) opt->block_size = (int)num;
         else if (!strcmp(name, "--num-blocks")) opt->num_blocks = (int)num;
         else if (!strcmp(name, "--samples")) opt->samples = (int)num;
+        else if (!strcmp(name, "--attention")) opt->attention = value;
+        else if (!strcmp(name, "--tile")) opt->tile = (int)num;
+        else if (!strcmp(name, "--max-n")) opt->max_n = (int)num;
     }
     int c = option_index("--cache"), nc = option_index("--no-cache");
     if ((opt->given >> c & 1) && (opt->given >> nc & 1))

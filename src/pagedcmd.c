@@ -21,6 +21,10 @@ int pagedcmd_generate(const Options *opt, Trace *tr) {
         fprintf(stderr, "kvdemo: --block-size, --num-blocks and --samples go with --paged (the paged cache)\n");
         return 2;
     }
+    if ((opt->attention && strcmp(opt->attention, "plain") != 0) || opt->tile) {
+        fprintf(stderr, "kvdemo: --paged has its own attention through the block table; leave out --attention flash and --tile\n");
+        return 2;
+    }
     if (opt->runs == RUN_NOCACHE) {
         fprintf(stderr, "kvdemo: --paged is a KV cache; it excludes --no-cache\n");
         return 2;

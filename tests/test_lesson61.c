@@ -310,6 +310,7 @@ static void test_text_zh_and_errors(void **state) {
     expect_failure("lesson 6.1 --steps 5000", 2, "--steps");
     expect_failure("generate --samples 3", 2, "--paged");
     expect_failure("generate --paged --no-cache", 2, "--no-cache");
+    expect_failure("generate --paged --attention flash", 2, "--attention");
     expect_failure("generate --paged --samples 100", 2, "--samples");
     expect_failure("generate --paged --init random --preset tiny --prompt 日本", 2, "vocabulary");
 }
