@@ -734,8 +734,7 @@ int lesson61_run(const Options *opt, Trace *tr) {
     if (opt->threads > 0) ops_set_threads(opt->threads);
 
     GptConfig c = sc.m.cfg;
-    trace_heading(tr, "Lesson 6.1 — PagedAttention: a paged KV cache (seed 000, section 6.1)",
-                  "第 6.1 课 —— PageAttention 显存优化（000 第 6.1 节）");
+    lessons_heading(tr);
     trace_sayf(tr,
                "The char GPT of lesson 10 (T = %d, C = %d, %d heads, %d layers) with a paged KV cache: "
                "PageAttention borrows virtual memory and paging from the operating system, so that a "

@@ -47,7 +47,7 @@ static const OptionSpec OPTIONS[] = {
     {"--trace", ARG_STRING, "LEVEL", "lesson", 0, 0, "none|summary|full", "how many intermediate tensors to print (default full)"},
     {"--precision", ARG_INT, "N", "lesson", 0, 16, NULL, "decimals of printed tensors (default 4, as PyTorch)"},
     {"--format", ARG_STRING, "FMT", "lesson generate race bench", 0, 0, "text|json", "text for people, JSON Lines for scripts (default text)"},
-    {"--lang", ARG_STRING, "LANG", "lesson race", 0, 0, "en|zh", "narration language (default from LANG)"},
+    {"--lang", ARG_STRING, "LANG", "lesson race list", 0, 0, "en|zh", "narration language (default from LANG)"},
     {"--step", ARG_FLAG, NULL, "lesson", 0, 0, NULL, "wait for Enter after each step (on a terminal)"},
     {"--color", ARG_STRING, "WHEN", "lesson", 0, 0, "auto|always|never", "colours: heat maps of scores and weights (default auto; NO_COLOR honoured)"},
     // Where they apply.
@@ -257,24 +257,13 @@ static int want_color(const char *when) {
 // ----------------------------------------------------------------------------
 // The commands
 
-static void print_lesson_list(FILE *f, int brief) {
-    for (int i = 0; i < NUM_LESSONS; i++) {
-        const Lesson *l = &LESSONS[i];
-        if (brief)
-            fprintf(f, "  %-4s %s%s\n", l->id, l->title_en, l->run ? "" : "  (not built yet)");
-        else
-            fprintf(f, "%-4s %-9s %s%s\n     %s\n", l->id, l->section, l->title_en,
-                    l->run ? "" : "  (not built yet)", l->title_zh);
-    }
-}
-
 static void print_help(FILE *f) {
     fprintf(f,
             "kvdemo %s — the transformer KV cache, step by step\n"
             "\n"
             "usage:\n"
             "  kvdemo                       this help and the lesson list\n"
-            "  kvdemo list                  lessons: id, section of the documents, title (en, zh)\n"
+            "  kvdemo list [--lang zh]      lessons: id, section of the documents, title (en, zh)\n"
             "  kvdemo lesson ID [options]   run one lesson, e.g. kvdemo lesson 2 --no-cache\n"
             "  kvdemo generate [options]    the char GPT writes text after a prompt (--model, --prompt,\n"
             "                               --steps, --cache/--no-cache, --seed, --temperature, --top-k;\n"
@@ -300,12 +289,18 @@ static void print_help(FILE *f) {
         fprintf(f, "  %-28s %s\n", left, o->help);
     }
     fprintf(f, "\nlessons:\n");
-    print_lesson_list(f, 1);
+    lessons_print_list(f, LANG_EN, 1);
 }
 
 static int cmd_list(int argc, char **argv) {
-    if (argc > 2) return usage_error("'list' takes no arguments, not '%s'", argv[2]);
-    print_lesson_list(stdout, 0);
+    if (argc > 2 && argv[2][0] != '-') return usage_error("'list' takes no arguments, not '%s' (only --lang en|zh)", argv[2]);
+    Options opt = {0};
+    Trace tr;
+    trace_init(&tr, stdout);
+    CliExtra extra = {.color = "never"};
+    int rc = parse_options(argc, argv, 2, "list", &opt, &tr, &extra);
+    if (rc) return rc;
+    lessons_print_list(stdout, tr.lang, 0);
     return 0;
 }
 

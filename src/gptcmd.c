@@ -222,17 +222,22 @@ int gptcmd_generate(const Options *opt, Trace *tr) {
                 }
             } else {
                 if (g.live) fputs("\x1b[K", tr->out);
-                fprintf(tr->out, "\n\n-- %d tokens in %.3f s, %.0f tokens/s, %s, %d thread%s\n", steps,
-                        seconds, steps / seconds, use_cache ? "with the KV cache" : "without the KV cache",
-                        ops_threads(), ops_threads() == 1 ? "" : "s");
+                if (tr->lang == LANG_ZH)
+                    fprintf(tr->out, "\n\n—— %d 个 token，用时 %.3f 秒，每秒 %.0f 个 token，%s，%d 个线程\n", steps,
+                            seconds, steps / seconds, use_cache ? "使用 KV Cache" : "不使用 KV Cache", ops_threads());
+                else
+                    fprintf(tr->out, "\n\n-- %d tokens in %.3f s, %.0f tokens/s, %s, %d thread%s\n", steps,
+                            seconds, steps / seconds, use_cache ? "with the KV cache" : "without the KV cache",
+                            ops_threads(), ops_threads() == 1 ? "" : "s");
                 if (flash_gpt_tiled())
-                    fprintf(tr->out, "-- flash attention: tiles of %d keys, online softmax; cached steps by flash-decoding\n",
-                            flash_gpt_tile());
+                    trace_sayf(tr, "-- flash attention: tiles of %d keys, online softmax; cached steps by flash-decoding",
+                               "—— flash attention：每块 %d 个 key，在线 softmax；使用缓存的各步用 flash-decoding",
+                               flash_gpt_tile());
                 if (g.resets)
                     trace_sayf(tr,
                                "-- past the context (%d positions) the chapter's generate dropped the cache and fed "
                                "the last %d tokens again at %d steps: %.3f s of the %.3f s.",
-                               "-- 超过上下文长度（%d 个位置）后，章节里的 generate 丢掉缓存，把最后 %d 个 token "
+                               "—— 超过上下文长度（%d 个位置）后，章节里的 generate 丢掉缓存，把最后 %d 个 token "
                                "重新算了一遍，共 %d 步，用了 %.3f 秒（总共 %.3f 秒）。",
                                m.cfg.T, m.cfg.T, g.resets, g.reset_seconds, seconds);
             }
@@ -450,9 +455,12 @@ int gptcmd_bench(const Options *opt, Trace *tr) {
             bar(stdout, '=', table[i][1].seconds, tmax, 30);
             printf("\n");
         }
-        printf("\nPast %d tokens the text outgrows the context: the chapter's generate then drops the\n"
-               "cache and recomputes the last %d tokens in full, so both ways cost the same per token.\n",
-               g.T, g.T);
+        // len(tokens) at step k is the prompt plus k - 1: past the context
+        // from step T - n_prompt + 2 on.
+        printf("\nOnce the prompt and the generated tokens together pass %d (with this %d-token prompt,\n"
+               "from step %d on) the chapter's generate drops the cache and recomputes the last %d tokens\n"
+               "in full at every step, so from there both ways cost the same per token.\n",
+               g.T, n_prompt, g.T - n_prompt + 2, g.T);
     } else {
         trace_value(tr, "train_tokens_per_s", train_tps, "tokens/s", NULL, NULL);
         for (int c = 0; c < 2; c++) {
