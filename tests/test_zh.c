@@ -35,6 +35,8 @@ static const char *const ALLOWED[] = {
     "Milakov", "Gimelshein",
     // code the lessons quote
     "float", "ceil", "exp",
+    // lesson 6.1: the article's and the vLLM paper's terms, its data sets, the workload's formula
+    "block", "table", "fork", "copy", "write", "hash", "vLLM", "VLLM", "ShareGPT", "Alpaca", "round", "log",
     // units
     "MiB", "GiB", "KiB", "MB", "GB", "KB", "GFLOP", "MFLOP", "FLOP", "FLOPs", "TFLOP",
 };
