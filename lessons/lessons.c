@@ -33,6 +33,11 @@ const Lesson LESSONS[] = {
      lesson9_run, "--data"},
     {"10", "The char GPT of the numpy chapter, with and without the cache", "键值缓存：字符级 GPT 生成",
      "003", lesson10_run, "--model --init --preset --seed --steps --prompt --temperature --top-k --threads --attention --tile"},
+    {"11", "Classic KV cache bugs, injected and caught", "常见的 KV Cache 错误：注入并定位", "beyond",
+     lesson11_run, "--model --init --preset --seed --steps --prompt --temperature --top-k --threads --bug"},
+    {"12", "Precision: why cached and uncached outputs differ, and a quantised cache",
+     "精度：有无缓存的输出为何不同，以及量化的 KV Cache", "beyond", lesson12_run,
+     "--model --init --preset --seed --steps --prompt --temperature --top-k --threads --data"},
 };
 const int NUM_LESSONS = (int)(sizeof LESSONS / sizeof LESSONS[0]);
 
@@ -52,6 +57,7 @@ static const struct {
 } DOCUMENTS[] = {
     {"000", "KV Cache article", "KV Cache 篇"},
     {"003", "numpy chapter", "numpy 章节"},
+    {"beyond", "beyond the documents", "文档之外"},
 };
 
 const char *lessons_section(const Lesson *l, Lang lang, char *buf, int size) {

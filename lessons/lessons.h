@@ -54,5 +54,7 @@ int lesson63_run(const Options *opt, Trace *tr);   // 6.3: FlashAttention, tiles
 int lesson7_run(const Options *opt, Trace *tr);
 int lesson9_run(const Options *opt, Trace *tr);
 int lesson10_run(const Options *opt, Trace *tr);
+int lesson11_run(const Options *opt, Trace *tr);   // beyond: cache bugs injected and caught
+int lesson12_run(const Options *opt, Trace *tr);   // beyond: precision and a quantised cache
 
 #endif

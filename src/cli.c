@@ -81,6 +81,8 @@ static const OptionSpec OPTIONS[] = {
     {"--attention", ARG_STRING, "KIND", "lesson generate bench", 0, 0, "plain|flash", "the char GPT's attention: plain, or flash (tiles, online softmax; default plain)"},
     {"--tile", ARG_INT, "N", "lesson generate bench", 1, 65536, NULL, "keys per tile of flash attention (default 64)"},
     {"--max-n", ARG_INT, "N", "lesson", 1024, 16384, NULL, "lesson 6.3: time plain and tiled attention up to N = 4^k * 1024 (default 4096)"},
+    {"--bug", ARG_STRING, "NAME", "lesson generate", 0, 0, "offset|no-append|stale|mask|wrong-layout|no-scale", "a classic cache mistake in the cached path (lesson 11; generate)"},
+    {"--kv-dtype", ARG_STRING, "TYPE", "generate bench eval", 0, 0, "fp32|bf16|fp16|int8|int4", "how the cache keeps keys and values (default fp32; lesson 12)"},
 };
 enum { NUM_OPTIONS = (int)(sizeof OPTIONS / sizeof OPTIONS[0]) };
 
@@ -239,6 +241,8 @@ static int parse_options(int argc, char **argv, int first, const char *command, 
         else if (!strcmp(name, "--attention")) opt->attention = value;
         else if (!strcmp(name, "--tile")) opt->tile = (int)num;
         else if (!strcmp(name, "--max-n")) opt->max_n = (int)num;
+        else if (!strcmp(name, "--bug")) opt->bug = value;
+        else if (!strcmp(name, "--kv-dtype")) opt->kv_dtype = value;
     }
     int c = option_index("--cache"), nc = option_index("--no-cache");
     if ((opt->given >> c & 1) && (opt->given >> nc & 1))
@@ -266,15 +270,17 @@ static void print_help(FILE *f) {
             "  kvdemo list [--lang zh]      lessons: id, section of the documents, title (en, zh)\n"
             "  kvdemo lesson ID [options]   run one lesson, e.g. kvdemo lesson 2 --no-cache\n"
             "  kvdemo generate [options]    the char GPT writes text after a prompt (--model, --prompt,\n"
-            "                               --steps, --cache/--no-cache, --seed, --temperature, --top-k;\n"
-            "                               --paged --samples N --block-size B --num-blocks N: lesson 6.1)\n"
+            "                               --steps, --cache/--no-cache, --seed, --temperature, --top-k,\n"
+            "                               --bug NAME, --kv-dtype TYPE; --paged --samples N --block-size B\n"
+            "                               --num-blocks N: lesson 6.1)\n"
             "  kvdemo race [options]        the same text without and with the cache, side by side, live\n"
             "  kvdemo bench [options]       cache against no cache over growing lengths (--steps LIST,\n"
-            "                               --repeat, --csv FILE)\n"
+            "                               --repeat, --csv FILE, --kv-dtype TYPE)\n"
             "  kvdemo init --out FILE       write a random char GPT (--preset seed|tiny, --seed N)\n"
             "  kvdemo train --out FILE      train the char GPT (--data FILE, --preset, --iters, --batch,\n"
             "                               --lr, --eval-every, --resume CHECKPOINT; docs/training.md)\n"
-            "  kvdemo eval --model FILE     training and validation loss (--data FILE)\n"
+            "  kvdemo eval --model FILE     training and validation loss (--data FILE; --kv-dtype TYPE:\n"
+            "                               the validation loss through an fp32|bf16|fp16|int8|int4 cache)\n"
             "  kvdemo help                  this help\n"
             "  kvdemo --version             the version\n"
             "\n"
@@ -335,6 +341,9 @@ static int cmd_lesson(int argc, char **argv) {
         tr.step_pause = 0;
     }
 
+    // --bug would silently run a correct lesson: refused where it means nothing.
+    if (opt.bug && !lesson_uses(l, "--bug"))
+        return usage_error("--bug works with lesson 11 and generate, not lesson %s", l->id);
     // Options this lesson has no use for are ignored, and it says so. The
     // common ones (--cache ... --color, the first rows of the table) apply
     // to every lesson; the others only where the lesson's row lists them.

@@ -25,6 +25,10 @@ int pagedcmd_generate(const Options *opt, Trace *tr) {
         fprintf(stderr, "kvdemo: --paged has its own attention through the block table; leave out --attention flash and --tile\n");
         return 2;
     }
+    if (opt->bug || opt->kv_dtype) {
+        fprintf(stderr, "kvdemo: --paged keeps float32 keys and values without injected bugs; leave out --bug and --kv-dtype\n");
+        return 2;
+    }
     if (opt->runs == RUN_NOCACHE) {
         fprintf(stderr, "kvdemo: --paged is a KV cache; it excludes --no-cache\n");
         return 2;

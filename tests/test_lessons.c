@@ -377,7 +377,7 @@ static void test_captions_follow_the_data(void **state) {
 
 static void test_usage_errors(void **state) {
     (void)state;
-    expect_failure("lesson 11", 2, "unknown lesson '11'; valid ids: 1, 2, 2.1, 2.2");
+    expect_failure("lesson 13", 2, "unknown lesson '13'; valid ids: 1, 2, 2.1, 2.2");
     expect_failure("lesson", 2, "'lesson' needs a lesson id");
     expect_failure("lesson --cache", 2, "'lesson' needs a lesson id");
     expect_failure("lesson 5", 2, "lesson 5 is not built yet");
