@@ -76,6 +76,10 @@ static const OptionSpec OPTIONS[] = {
     {"--lr", ARG_DOUBLE, "X", "train", 0, 10, NULL, "peak learning rate"},
     {"--eval-every", ARG_INT, "N", "train", 1, 100000000, NULL, "validation loss (and a checkpoint) every N iterations"},
     {"--resume", ARG_STRING, "CHECKPOINT", "train", 0, 0, NULL, "continue from a checkpoint"},
+    {"--paged", ARG_FLAG, NULL, "generate", 0, 0, NULL, "keep the cache in blocks through a block table (lesson 6.1)"},
+    {"--block-size", ARG_INT, "B", "lesson generate", 1, 4096, NULL, "positions per block of the paged cache (generate: 16, as vLLM; lesson 6.1: 4)"},
+    {"--num-blocks", ARG_INT, "N", "generate", 1, 1000000, NULL, "blocks in the paged cache's pool (default: enough for the run)"},
+    {"--samples", ARG_INT, "N", "lesson generate", 1, 64, NULL, "continuations of one prompt that share its blocks (generate: with --paged)"},
     {"--attention", ARG_STRING, "KIND", "lesson generate bench", 0, 0, "plain|flash", "the char GPT's attention: plain, or flash (tiles, online softmax; default plain)"},
     {"--tile", ARG_INT, "N", "lesson generate bench", 1, 65536, NULL, "keys per tile of flash attention (default 64)"},
     {"--max-n", ARG_INT, "N", "lesson", 1024, 16384, NULL, "lesson 6.3: time plain and tiled attention up to N = 4^k * 1024 (default 4096)"},
@@ -244,6 +248,10 @@ static int parse_options(int argc, char **argv, int first, const char *command, 
         else if (!strcmp(name, "--lr")) opt->lr = num;
         else if (!strcmp(name, "--eval-every")) opt->eval_every = (int)num;
         else if (!strcmp(name, "--resume")) opt->resume_path = value;
+        else if (!strcmp(name, "--paged")) opt->paged = 1;
+        else if (!strcmp(name, "--block-size")) opt->block_size = (int)num;
+        else if (!strcmp(name, "--num-blocks")) opt->num_blocks = (int)num;
+        else if (!strcmp(name, "--samples")) opt->samples = (int)num;
         else if (!strcmp(name, "--attention")) opt->attention = value;
         else if (!strcmp(name, "--tile")) opt->tile = (int)num;
         else if (!strcmp(name, "--max-n")) opt->max_n = (int)num;
@@ -278,7 +286,8 @@ static void print_help(FILE *f) {
             "  kvdemo lesson ID [options]   run one lesson, e.g. kvdemo lesson 2 --no-cache\n"
             "  kvdemo generate [options]    the char GPT writes text after a prompt (--model, --prompt,\n"
             "                               --steps, --cache/--no-cache, --seed, --temperature, --top-k,\n"
-            "                               --bug NAME, --kv-dtype TYPE)\n"
+            "                               --bug NAME, --kv-dtype TYPE; --paged --samples N --block-size B\n"
+            "                               --num-blocks N: lesson 6.1)\n"
             "  kvdemo race [options]        the same text without and with the cache, side by side, live\n"
             "  kvdemo bench [options]       cache against no cache over growing lengths (--steps LIST,\n"
             "                               --repeat, --csv FILE, --kv-dtype TYPE)\n"

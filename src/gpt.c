@@ -16,6 +16,7 @@
 #include "utf8.h"
 
 #include "flash.h"
+#include "kvpage.h"
 #include "ops.h"
 
 #include <assert.h>
@@ -608,6 +609,12 @@ const float *gpt_forward(GptState *s, const GptModel *m, const int *tokens, int 
         LINEAR(s->q, s->xn, b->wq, b->bq, C, C);
         LINEAR(s->k, s->xn, b->wk, b->bk, C, C);
         LINEAR(s->v, s->xn, b->wv, b->bv, C, C);
+        if (s->paged) {
+            // The paged cache: the same keys and values in blocks, read
+            // through the sequence's block table, in the same order.
+            kvpage_write(s->paged, l, s->k, s->v, n, offset);
+            kvpage_attention(s->paged, s->att, s->scores, s->q, l, n, offset, T);
+        } else {
         // Into the cache at positions offset..offset+n-1: key transposed to
         // (1, H, D, T), value as (1, H, T, D). The chapter's np.concatenate
         // of the cache and the new key, without copying the old part.
@@ -629,6 +636,7 @@ const float *gpt_forward(GptState *s, const GptModel *m, const int *tokens, int 
         AttentionJob attention = {s, l, n, offset, slot};
         if (flash_gpt_tiled() && !var) flash_gpt_attention(s->att, s->q, key, value, n, offset, T, H, D);
         else ops_parallel_for(attention_heads, &attention, H);
+        }
         SETTLE(s->att, (int64_t)n * C);
         // x = x + self.output(att)
         LINEAR(s->proj, s->att, b->wo, b->bo, C, C);

@@ -164,6 +164,10 @@ typedef struct {
     // smaller numbers, which gpt_forward's cached path consults
     // (kvvariant.h). gpt_state_init sets NULL; the caller owns it.
     struct GptVariant *variant;
+    // NULL: the cache above. Else the paged cache (kvpage.h): gpt_forward
+    // writes keys and values into the sequence's blocks and attention reads
+    // them through its block table (gptpaged.h sets and clears it).
+    struct KvSeq *paged;
 } GptState;
 
 // Reserves the state of one sequence of up to cfg.T positions. Returns 0, or

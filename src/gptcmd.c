@@ -12,6 +12,7 @@
 #include "kvcmd.h"
 #include "flash.h"
 #include "ops.h"
+#include "pagedcmd.h"
 #include "paths.h"
 #include "sampler.h"
 #include "timer.h"
@@ -173,6 +174,7 @@ static int columns(void) {
 }
 
 int gptcmd_generate(const Options *opt, Trace *tr) {
+    if (opt->paged || opt->block_size || opt->num_blocks || opt->samples) return pagedcmd_generate(opt, tr);
     GptVariant variant;   // --bug, --kv-dtype (lessons 11 and 12)
     int use_variant;
     int rc = kvcmd_variant(&variant, &use_variant, opt);

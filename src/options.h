@@ -32,6 +32,8 @@ typedef struct Options {
     int iters, batch, eval_every;       // training
     double lr;
     const char *resume_path;            // --resume CHECKPOINT
+    int paged;                          // --paged: generate on the paged KV cache
+    int block_size, num_blocks, samples;   // --block-size B, --num-blocks N, --samples N (0: the default)
     const char *attention;              // --attention plain|flash (NULL: plain)
     int tile;                           // --tile N: keys per tile of flash attention (0: the default)
     int max_n;                          // --max-n N: lesson 6.3's longest measured sequence (0: the default)
