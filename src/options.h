@@ -32,6 +32,12 @@ typedef struct Options {
     int iters, batch, eval_every;       // training
     double lr;
     const char *resume_path;            // --resume CHECKPOINT
+    // kvdemo memory (0 or NULL: not given)
+    int64_t tokens;                     // --tokens N: tokens per sequence
+    int layers, kv_heads, head_dim;     // --layers, --kv-heads, --head-dim: a shape
+    const char *dtype;                  // --dtype fp32|fp16|bf16|fp8|int8|int4
+    const char *gpu_memory;             // --gpu-memory 80GB
+    int list;                           // --list: the presets
     // Which options were given, by their index in cli.c's table, so that a
     // command can tell a default from a choice.
     uint64_t given;
