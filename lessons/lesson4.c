@@ -354,7 +354,8 @@ int lesson4_run(const Options *opt, Trace *tr) {
     }
     int sh[2] = {npos, g.V};
     Tensor l0 = tensor_view(nc_logits, 2, sh), l1 = tensor_view(c_logits, 2, sh);
-    trace_compare(tr, "logits", "logits at these positions without the cache", &l0, "with the cache", &l1);
+    trace_compare(tr, "logits", trace_text(tr, "logits at these positions without the cache", "这些位置无缓存时的 logits"),
+                  &l0, trace_text(tr, "with the cache", "有缓存时"), &l1);
     trace_pause(tr);
 
     // ------------------------------------------------------------------------
