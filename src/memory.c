@@ -253,7 +253,7 @@ int memory_cmd(const Options *opt, Trace *tr) {
     int have_gpt = 0;
     if (custom) {
         m = (MemModel){"custom", "custom shape", opt->layers, opt->kv_heads, opt->kv_heads, opt->head_dim,
-                       opt->kv_heads * opt->head_dim, 0, 0, 0, 16, "given on the command line"};
+                       0, 0, 0, 0, 16, "given on the command line"};
     } else if (memory_preset(opt->model_path)) {
         m = *memory_preset(opt->model_path);
     } else if (!strcmp(opt->model_path, CHAR_GPT)) {
@@ -336,6 +336,9 @@ int memory_cmd(const Options *opt, Trace *tr) {
         trace_value(tr, "gpu_bytes", gpu, "B", NULL, NULL);
         trace_value(tr, "weights_bytes", weights, "B", NULL, NULL);
         char d1[32], b1[32], d2[32], b2[32];
+        if (tr->format == FORMAT_TEXT && m.params == 0)
+            fprintf(tr->out, "\n  %s", trace_text(tr, "(a shape given by hand has no known parameter count: weights counted as 0)",
+                                                   "（手动给出的形状没有已知的参数量：权重按 0 计）"));
         if (tr->format == FORMAT_TEXT)
             fprintf(tr->out, trace_text(tr, "\n  GPU memory %s = %s; weights %.4g billion parameters · %s bytes = %s = %s\n",
                               "\n  显存 %s = %s；权重 %.4g × 10^9 个参数 · %s 字节 = %s = %s\n"),
@@ -345,8 +348,8 @@ int memory_cmd(const Options *opt, Trace *tr) {
         if (left < (double)per_token * (double)batch) {
             trace_count(tr, "sequences_fit", 0, NULL, NULL);
             if (tr->format == FORMAT_TEXT)
-                fprintf(tr->out, "%s\n", trace_text(tr, "  The weights alone fill the GPU: no room is left for the cache.",
-                                                     "  仅权重就占满了显存：没有空间留给缓存。"));
+                fprintf(tr->out, "%s\n", trace_text(tr, "  Beside the weights there is no room for even one token of each sequence.",
+                                                     "  放下权重之后，连每个序列一个 token 的空间都不够了。"));
             return 0;
         }
         trace_value(tr, "left_bytes", left, "B", NULL, NULL);
