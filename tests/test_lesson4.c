@@ -202,6 +202,12 @@ static void test_text_both_languages(void **state) {
         }
         run_free(&r);
     }
+    // JSON in Chinese: the same counts.
+    Json j;
+    j.e = kvdemo_json("lesson 4 --init random --preset tiny --format json --repeat 1 --lang zh", &j.n);
+    expect_eq("zh no-cache rows_total", 0, 27.0 * 6 + 27 * 26 / 2, need(&j, "count", "no-cache", 0, "rows_total"));
+    expect_eq("zh cache rows_total", 0, 6 + 27 - 1, need(&j, "count", "cache", 0, "rows_total"));
+    events_free(j.e, j.n);
 }
 
 static void test_bad_input(void **state) {

@@ -128,6 +128,11 @@ static void test_text_both_languages(void **state) {
         }
         run_free(&r);
     }
+    // JSON in Chinese: the same numbers.
+    int n;
+    Event *e = kvdemo_json("lesson 5 --init random --preset tiny --format json --lang zh", &n);
+    expect_eq("zh bytes_per_token", 1024, need(e, n, "count", NULL, -1, "bytes_per_token"));
+    events_free(e, n);
     expect_failure("lesson 5 --init random --preset tiny --prompt ROMEOROMEOROMEOROMEOROMEOROMEOxx", 2, "context holds 32");
 }
 

@@ -67,12 +67,41 @@ static void test_text_both_languages(void **state) {
         if (r.err[0]) fail_msg("lesson 8 wrote to stderr: %s", r.err);
         run_free(&r);
     }
+    // JSON in Chinese: the same numbers.
+    int n;
+    Event *e = kvdemo_json("lesson 8 --format json --lang zh", &n);
+    expect_u64("zh bytes", 164282499072ull, count_of(e, n, "bytes"));
+    events_free(e, n);
+}
+
+// `kvdemo list` no longer marks lessons 4, 5 and 8 "not built yet", and
+// each of them runs.
+static void test_list_marks_them_built(void **state) {
+    (void)state;
+    RunResult r = kvdemo_run("list");
+    assert_int_equal(r.status, 0);
+    const char *ids[] = {"4 ", "5 ", "8 "};
+    for (int i = 0; i < 3; i++) {
+        const char *line = r.out;
+        while (line && strncmp(line, ids[i], strlen(ids[i]))) {
+            line = strchr(line, '\n');
+            if (line) line++;
+        }
+        if (!line) fail_msg("kvdemo list has no line for lesson %s", ids[i]);
+        const char *end = strchr(line, '\n');
+        size_t len = end ? (size_t)(end - line) : strlen(line);
+        char buf[256];
+        snprintf(buf, sizeof buf, "%.*s", (int)(len < 255 ? len : 255), line);
+        if (strstr(buf, "not built yet")) fail_msg("lesson %s is still marked: %s", ids[i], buf);
+    }
+    run_free(&r);
 }
 
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_json),
         cmocka_unit_test(test_text_both_languages),
+        cmocka_unit_test(test_list_marks_them_built),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
