@@ -108,11 +108,17 @@ static void table_row(Trace *tr, int t, int rows, Flops f, double cum) {
             f.mlp * 1e-6, f.head * 1e-6, flops_total(f) * 1e-6, cum * 1e-6);
 }
 
+// text right-aligned in width terminal columns (Chinese characters take two).
+static void right(FILE *f, const char *text, int width) {
+    fprintf(f, "%*s%s", width - utf8_width(text) > 0 ? width - utf8_width(text) : 0, "", text);
+}
+
 static void table_head(Trace *tr, const char *en, const char *zh) {
     if (tr->format != FORMAT_TEXT) return;
     fprintf(tr->out, "\n  %s\n", trace_text(tr, en, zh));
-    fprintf(tr->out, "  %5s %6s %9s %9s %9s %8s %9s %11s\n", "t", "rows", "proj", "attn", "mlp", "head", "total",
-            trace_text(tr, "cumulative", "累计"));
+    fprintf(tr->out, "  %5s %6s %9s %9s %9s %8s %9s ", "t", "rows", "proj", "attn", "mlp", "head", "total");
+    right(tr->out, trace_text(tr, "cumulative", "累计"), 11);
+    fputc('\n', tr->out);
 }
 
 static void bar(FILE *f, const char *c, double value, double max) {
@@ -315,9 +321,15 @@ int lesson4_run(const Options *opt, Trace *tr) {
         // The cached run's own logits at t, drawn from during the generation.
         memcpy(c_logits + (size_t)i * g.V, rec.logits + (size_t)(t - p + 1) * g.V, sizeof(float) * (size_t)g.V);
     }
-    if (tr->format == FORMAT_TEXT)
-        fprintf(tr->out, "\n  %5s %12s %12s %8s\n", "t", trace_text(tr, "no cache", "无缓存"), trace_text(tr, "cache", "有缓存"),
-                trace_text(tr, "ratio", "倍数"));
+    if (tr->format == FORMAT_TEXT) {
+        fprintf(tr->out, "\n  %5s ", "t");
+        right(tr->out, trace_text(tr, "no cache", "无缓存"), 12);
+        fputc(' ', tr->out);
+        right(tr->out, trace_text(tr, "cache", "有缓存"), 12);
+        fputc(' ', tr->out);
+        right(tr->out, trace_text(tr, "ratio", "倍数"), 8);
+        fputc('\n', tr->out);
+    }
     for (int i = 0; i < npos; i++) {
         char name[32], a[32], b[32];
         snprintf(name, sizeof name, "per_token[t=%d]", pos[i]);
@@ -333,7 +345,11 @@ int lesson4_run(const Options *opt, Trace *tr) {
         if (tr->format == FORMAT_TEXT && (in_table || i == npos - 1)) {
             time_text(a, sizeof a, sec[0][i]);
             time_text(b, sizeof b, sec[1][i]);
-            fprintf(tr->out, "  %5d %12s %12s %7.1fx\n", pos[i], a, b, sec[0][i] / sec[1][i]);
+            fprintf(tr->out, "  %5d ", pos[i]);
+            right(tr->out, a, 12);
+            fputc(' ', tr->out);
+            right(tr->out, b, 12);
+            fprintf(tr->out, " %7.1fx\n", sec[0][i] / sec[1][i]);
         }
     }
     if (tr->format == FORMAT_TEXT) {
