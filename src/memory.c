@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -159,10 +160,15 @@ int memory_parse_size(double *bytes, const char *text) {
 // ----------------------------------------------------------------------------
 // kvdemo memory
 
-static int usage(const char *fmt, const char *a, const char *b) {
+// One line on stderr for a usage error; returns its exit status, 2.
+static int usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int usage(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
     fputs("kvdemo: memory: ", stderr);
-    fprintf(stderr, fmt, a, b);
+    vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);
+    va_end(ap);
     return 2;
 }
 
@@ -233,20 +239,20 @@ int memory_cmd(const Options *opt, Trace *tr) {
     int custom = opt->layers || opt->kv_heads || opt->head_dim;
     if (opt->list) {
         if (opt->model_path || custom || opt->tokens || opt->gpu_memory || opt->dtype || opt->batch)
-            return usage("--list takes no other option%s%s", "", "");
+            return usage("--list takes no other option");
         print_list(tr);
         return 0;
     }
     if (custom && opt->model_path)
-        return usage("--model and --layers/--kv-heads/--head-dim exclude each other; give a preset or a shape%s%s", "", "");
+        return usage("--model and --layers/--kv-heads/--head-dim exclude each other; give a preset or a shape");
     if (custom && !(opt->layers && opt->kv_heads && opt->head_dim))
-        return usage("a shape needs all three of --layers, --kv-heads and --head-dim%s%s", "", "");
+        return usage("a shape needs all three of --layers, --kv-heads and --head-dim");
     if (!custom && !opt->model_path)
-        return usage("give --model NAME (one of %s, or a model file) or --layers, --kv-heads and --head-dim%s",
-                     names, "");
+        return usage("give --model NAME (one of %s, or a model file) or --layers, --kv-heads and --head-dim",
+                     names);
     if (!opt->tokens && !opt->gpu_memory)
         return usage("give --tokens N (tokens per sequence: prompt + generated), or --gpu-memory SIZE to find the "
-                     "longest context%s%s", "", "");
+                     "longest context");
 
     MemModel m;
     GptModel g = {0};
@@ -287,8 +293,8 @@ int memory_cmd(const Options *opt, Trace *tr) {
     }
     double gpu = 0;
     if (opt->gpu_memory && memory_parse_size(&gpu, opt->gpu_memory))
-        return usage("--gpu-memory takes a size with its unit, such as 80GB, 24GiB or 512MB, not '%s'%s",
-                     opt->gpu_memory, "");
+        return usage("--gpu-memory takes a size with its unit, such as 80GB, 24GiB or 512MB, not '%s'",
+                     opt->gpu_memory);
 
     // What the model is.
     char a[40], b[40], bpv[16];
