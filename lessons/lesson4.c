@@ -387,6 +387,16 @@ int lesson4_run(const Options *opt, Trace *tr) {
     show_kind(tr, "decode", "cached step at the last position", "有缓存：最后一个位置", g, 1, pos[npos - 1],
               sec[1][npos - 1], repeat);
     double weights_mb = 4.0 * (double)m.num_params * 1e-6;
+    int tl = pos[npos - 1];
+    double rate_many = flops_total(count_flops(g, tl + 1, 0)) / sec[0][npos - 1];
+    double rate_one = flops_total(count_flops(g, 1, tl)) / sec[1][npos - 1];
+    trace_value(tr, "gflop_per_s_ratio", rate_many / rate_one, "x", NULL, NULL);
+    trace_sayf(tr,
+               "\nMeasured here: %d rows at once ran at %.2f GFLOP/s, one cached row at %.2f GFLOP/s, a ratio of\n"
+               "%.1fx from the same weights (times vary on a busy machine; --repeat 11 steadies them).",
+               "\n这里实测：一次 %d 行达到 %.2f GFLOP/s，有缓存的一行 %.2f GFLOP/s，同样的权重下相差\n"
+               "%.1f 倍（机器繁忙时耗时会波动；--repeat 11 更稳定）。",
+               tl + 1, rate_many * 1e-9, rate_one * 1e-9, rate_many / rate_one);
     trace_sayf(tr,
                "\nA cached step (decode) reads every weight, %.1f MB, to do about 2 FLOPs per weight: about\n"
                "0.5 FLOP per byte. The processor could do far more arithmetic per byte than that, so decode is\n"
