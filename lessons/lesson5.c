@@ -120,11 +120,11 @@ int lesson5_run(const Options *opt, Trace *tr) {
     trace_sayf(tr,
                "\nThe char GPT: %d blocks, embedding %d, float32. Per token, every block keeps a key and a value\n"
                "of %d numbers:  2 · %d · %d · 4 bytes = %s B per token.\n"
-               "Its weights: %zu parameters · 4 bytes = %s (%s).",
+               "Its weights: %s parameters · 4 bytes = %s (%s).",
                "\n字符级 GPT：%d 个模块，嵌入 %d，float32。每个 token 在每个模块各存一个 key 和一个 value，\n"
                "各 %d 个数：2 · %d · %d · 4 字节 = 每个 token %s B。\n"
-               "权重：%zu 个参数 · 4 字节 = %s（%s）。",
-               g.L, g.C, g.C, g.L, g.C, memory_grouped(a, sizeof a, per_token), m.num_params,
+               "权重：%s 个参数 · 4 字节 = %s（%s）。",
+               g.L, g.C, g.C, g.L, g.C, memory_grouped(a, sizeof a, per_token), memory_grouped(d, sizeof d, m.num_params),
                memory_decimal(b, sizeof b, weights), memory_binary(c, sizeof c, weights));
 
     // The generation, with the cache, to the end of the context.
@@ -139,6 +139,12 @@ int lesson5_run(const Options *opt, Trace *tr) {
     sampler_free(&sampler);
 
     trace_heading(tr, "The cache as the text grows", "缓存随文本增长");
+    trace_sayf(tr,
+               "The model wrote %d characters after the %d-character prompt, with the cache, to the end of the\n"
+               "context; after each step the cache held one more position (its length is read from the state).",
+               "模型在 %d 个字符的提示词之后用缓存写了 %d 个字符，直到上下文的末尾；每一步之后缓存多存一个\n"
+               "位置（长度取自模型状态本身）。",
+               tr->lang == LANG_ZH ? p : steps, tr->lang == LANG_ZH ? steps : p);
     trace_run(tr, "cache");
     for (int k = 0; k < steps; k++) {
         trace_step(tr, k + 1);
