@@ -15,6 +15,10 @@
 // from the layer shapes. LayerNorm, softmax, GELU and the biases are left
 // out: they are a few operations per number, not per weight.
 //
+// Legend (gpt.h's): V vocabulary, T context, C embedding, H heads,
+// D = C / H head size, L blocks, F = 4 C the MLP's hidden size; t a position,
+// p the prompt's tokens, n the generation's steps.
+//
 // The lesson generates with the cache up to the end of the context (T
 // positions), then times both ways at a few positions t and checks that the
 // logits agree bit for bit there; then prefill against decode: FLOPs per
