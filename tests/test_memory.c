@@ -110,6 +110,9 @@ static void test_cli_worked_check(void **state) {
     expect_u64("bytes_per_token", 4718592, (uint64_t)value_of(e, n, "count", "bytes_per_token"));
     expect_u64("bytes_per_sequence", 4718592ull * 544, (uint64_t)value_of(e, n, "count", "bytes_per_sequence"));
     events_free(e, n);
+    e = kvdemo_json("memory --model gpt3-175b --batch 64 --tokens 544 --format json --lang zh", &n);
+    expect_u64("zh bytes", 164282499072ull, (uint64_t)value_of(e, n, "count", "bytes"));
+    events_free(e, n);
 }
 
 static void test_cli_gpu_memory_and_shapes(void **state) {
