@@ -255,8 +255,6 @@ int memory_cmd(const Options *opt, Trace *tr) {
                      "longest context");
 
     MemModel m;
-    GptModel g = {0};
-    int have_gpt = 0;
     if (custom) {
         m = (MemModel){"custom", "custom shape", opt->layers, opt->kv_heads, opt->kv_heads, opt->head_dim,
                        0, 0, 0, 0, 16, "given on the command line"};
@@ -270,15 +268,16 @@ int memory_cmd(const Options *opt, Trace *tr) {
         FILE *f = fopen(opt->model_path, "rb");
         if (!f) return usage("unknown model '%s'; presets: %s, or a kvdemo model file", opt->model_path, names);
         fclose(f);
+        // The loader checks the whole file; only its shape is kept.
+        GptModel g;
         char err[512];
         if (gpt_load(&g, opt->model_path, err, sizeof err)) {
             fprintf(stderr, "kvdemo: memory: %s\n", err);
             return 1;
         }
-        have_gpt = 1;
-        from_gpt(&m, g.cfg, g.num_params, opt->model_path, "the model file's header");
+        from_gpt(&m, g.cfg, g.num_params, opt->model_path, "the model file's shape");
+        gpt_free(&g);
     }
-    if (have_gpt) gpt_free(&g);
 
     int bits = opt->dtype ? memory_dtype_bits(opt->dtype) : m.bits;
     const char *dtype = opt->dtype ? opt->dtype : bits == 32 ? "fp32" : "fp16";
