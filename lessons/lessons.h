@@ -39,6 +39,7 @@ int lesson4_run(const Options *opt, Trace *tr);    // what the cache saves: FLOP
 int lesson5_run(const Options *opt, Trace *tr);    // what the cache costs: bytes held
 int lesson62_run(const Options *opt, Trace *tr);   // 6.2: MHA, GQA and MQA side by side
 int lesson8_run(const Options *opt, Trace *tr);    // GPT-3's 164 GB, factor by factor
+int lesson63_run(const Options *opt, Trace *tr);   // 6.3: FlashAttention, tiles and an online softmax
 int lesson7_run(const Options *opt, Trace *tr);
 int lesson9_run(const Options *opt, Trace *tr);
 int lesson10_run(const Options *opt, Trace *tr);

@@ -81,6 +81,9 @@ static const OptionSpec OPTIONS[] = {
     {"--dtype", ARG_STRING, "TYPE", "memory", 0, 0, "fp32|fp16|bf16|fp8|int8|int4", "bytes per cached value (default fp16; fp32 for kvdemo's char GPT)"},
     {"--gpu-memory", ARG_STRING, "SIZE", "memory", 0, 0, NULL, "memory of the GPU, e.g. 80GB or 24GiB: what fits beside the weights"},
     {"--list", ARG_FLAG, NULL, "memory", 0, 0, NULL, "the presets and their published shapes"},
+    {"--attention", ARG_STRING, "KIND", "lesson generate bench", 0, 0, "plain|flash", "the char GPT's attention: plain, or flash (tiles, online softmax; default plain)"},
+    {"--tile", ARG_INT, "N", "lesson generate bench", 1, 65536, NULL, "keys per tile of flash attention (default 64)"},
+    {"--max-n", ARG_INT, "N", "lesson", 1024, 16384, NULL, "lesson 6.3: time plain and tiled attention up to N = 4^k * 1024 (default 4096)"},
 };
 enum { NUM_OPTIONS = (int)(sizeof OPTIONS / sizeof OPTIONS[0]) };
 
@@ -241,6 +244,9 @@ static int parse_options(int argc, char **argv, int first, const char *command, 
         else if (!strcmp(name, "--dtype")) opt->dtype = value;
         else if (!strcmp(name, "--gpu-memory")) opt->gpu_memory = value;
         else if (!strcmp(name, "--list")) opt->list = 1;
+        else if (!strcmp(name, "--attention")) opt->attention = value;
+        else if (!strcmp(name, "--tile")) opt->tile = (int)num;
+        else if (!strcmp(name, "--max-n")) opt->max_n = (int)num;
     }
     int c = option_index("--cache"), nc = option_index("--no-cache");
     if ((opt->given >> c & 1) && (opt->given >> nc & 1))

@@ -8,6 +8,7 @@
 //                     growing lengths, measured side by side in one run
 #include "gptcmd.h"
 
+#include "flash.h"
 #include "ops.h"
 #include "paths.h"
 #include "sampler.h"
@@ -95,6 +96,23 @@ int gptcmd_prompt(int **tokens, int *n, const GptModel *m, const char *prompt, i
     return 0;
 }
 
+int gptcmd_attention(const Options *opt, const GptModel *m) {
+    int flash = opt->attention && !strcmp(opt->attention, "flash");
+    if (opt->tile && !flash) {
+        fprintf(stderr, "kvdemo: --tile goes with --attention flash (plain attention has no tiles)\n");
+        return 2;
+    }
+    if (!flash) return flash_gpt_use(FLASH_PLAIN, 0, 0, 0, 0);
+    GptConfig g = m->cfg;
+    if (flash_gpt_use(FLASH_TILED, opt->tile ? opt->tile : FLASH_DEFAULT_TILE, g.T, g.H, g.C / g.H)) {
+        fprintf(stderr, "kvdemo: out of memory\n");
+        return 1;
+    }
+    return 0;
+}
+
+void gptcmd_attention_end(void) { flash_gpt_use(FLASH_PLAIN, 0, 0, 0, 0); }
+
 // Threads for the arithmetic: --threads N, or every core.
 static int start_threads(const Options *opt) {
     if (ops_set_threads(opt->threads) != 0) {
@@ -124,6 +142,7 @@ int gptcmd_generate(const Options *opt, Trace *tr) {
         rc = 1;
     }
     if (!rc) rc = start_threads(opt);
+    if (!rc) rc = gptcmd_attention(opt, &m);
     if (!rc) {
         // np.random.seed(seed); trainer.generate(dataset, prompt, steps, use_cache)
         double t0 = timer_now();
@@ -145,6 +164,9 @@ int gptcmd_generate(const Options *opt, Trace *tr) {
                 fprintf(tr->out, "%s\n\n-- %d tokens in %.3f s, %.0f tokens/s, %s, %d thread%s\n", text, steps,
                         seconds, steps / seconds, use_cache ? "with the KV cache" : "without the KV cache",
                         ops_threads(), ops_threads() == 1 ? "" : "s");
+                if (flash_gpt_tiled())
+                    fprintf(tr->out, "-- flash attention: tiles of %d keys, online softmax; cached steps by flash-decoding\n",
+                            flash_gpt_tile());
             }
         }
     }
@@ -153,6 +175,7 @@ int gptcmd_generate(const Options *opt, Trace *tr) {
     sampler_free(&sampler);
     gpt_state_free(&s);
     gpt_free(&m);
+    gptcmd_attention_end();
     ops_set_threads(1);
     return rc;
 }
@@ -303,6 +326,7 @@ int gptcmd_bench(const Options *opt, Trace *tr) {
         rc = 1;
     }
     if (!rc) rc = start_threads(opt);
+    if (!rc) rc = gptcmd_attention(opt, &m);
     if (rc) goto done;
 
     // The headline: the chapter's run, 256 tokens after the prompt, both ways.
@@ -333,6 +357,8 @@ int gptcmd_bench(const Options *opt, Trace *tr) {
     if (tr->format == FORMAT_TEXT) {
         printf("kvdemo bench: T=%d C=%d H=%d L=%d V=%d (%zu parameters), %d threads, median of %d runs\n\n", g.T,
                g.C, g.H, g.L, g.V, m.num_params, ops_threads(), repeat);
+        if (flash_gpt_tiled())
+            printf("attention: flash, tiles of %d keys (cached steps by flash-decoding)\n\n", flash_gpt_tile());
         printf("%d tokens after \"%s\":\n", DEFAULT_STEPS, opt->n_prompts ? opt->prompts[0] : DEFAULT_PROMPT);
         for (int c = 0; c < 2; c++) {
             const Measure *h = &head[c];
@@ -396,6 +422,7 @@ done:
     free(tokens);
     gpt_state_free(&s);
     gpt_free(&m);
+    gptcmd_attention_end();
     ops_set_threads(1);
     return rc;
 }

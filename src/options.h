@@ -38,6 +38,9 @@ typedef struct Options {
     const char *dtype;                  // --dtype fp32|fp16|bf16|fp8|int8|int4
     const char *gpu_memory;             // --gpu-memory 80GB
     int list;                           // --list: the presets
+    const char *attention;              // --attention plain|flash (NULL: plain)
+    int tile;                           // --tile N: keys per tile of flash attention (0: the default)
+    int max_n;                          // --max-n N: lesson 6.3's longest measured sequence (0: the default)
     // Which options were given, by their index in cli.c's table, so that a
     // command can tell a default from a choice.
     uint64_t given;
