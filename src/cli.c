@@ -9,6 +9,7 @@
 #include "lessons.h"
 #include "memory.h"
 #include "options.h"
+#include "race.h"
 #include "trace.h"
 
 #include <errno.h>
@@ -23,7 +24,7 @@
 
 enum { EXIT_USAGE = 2 };
 
-#define COMMANDS "list, lesson, generate, bench, init, train, eval, memory, help"
+#define COMMANDS "list, lesson, generate, race, bench, init, train, eval, memory, help"
 
 // ----------------------------------------------------------------------------
 // The options
@@ -46,21 +47,21 @@ static const OptionSpec OPTIONS[] = {
     {"--no-cache", ARG_FLAG, NULL, "lesson generate", 0, 0, NULL, "only the run without it (lessons: default both, then a comparison)"},
     {"--trace", ARG_STRING, "LEVEL", "lesson", 0, 0, "none|summary|full", "how many intermediate tensors to print (default full)"},
     {"--precision", ARG_INT, "N", "lesson", 0, 16, NULL, "decimals of printed tensors (default 4, as PyTorch)"},
-    {"--format", ARG_STRING, "FMT", "lesson generate bench memory", 0, 0, "text|json", "text for people, JSON Lines for scripts (default text)"},
-    {"--lang", ARG_STRING, "LANG", "lesson memory", 0, 0, "en|zh", "narration language (default from LANG)"},
+    {"--format", ARG_STRING, "FMT", "lesson generate race bench memory", 0, 0, "text|json", "text for people, JSON Lines for scripts (default text)"},
+    {"--lang", ARG_STRING, "LANG", "lesson race memory", 0, 0, "en|zh", "narration language (default from LANG)"},
     {"--step", ARG_FLAG, NULL, "lesson", 0, 0, NULL, "wait for Enter after each step (on a terminal)"},
     {"--color", ARG_STRING, "WHEN", "lesson", 0, 0, "auto|always|never", "colours: heat maps of scores and weights (default auto; NO_COLOR honoured)"},
     // Where they apply.
     {"--repeat", ARG_INT, "N", "lesson bench", 1, 100000, NULL, "time each run N times and report the median"},
     {"--data", ARG_STRING, "FILE", "lesson train eval", 0, 0, NULL, "the example's numbers (lessons 1-9, default data/tianqi.txt); the training text"},
-    {"--model", ARG_STRING, "FILE", "lesson generate bench eval memory", 0, 0, NULL, "a model file (default data/tinyshakespeare-gpt.bin); memory: a preset name too"},
-    {"--init", ARG_STRING, "KIND", "lesson generate bench", 0, 0, "random", "a random model instead of a file (with --preset and --seed)"},
-    {"--preset", ARG_STRING, "NAME", "lesson generate bench init train", 0, 0, "seed|tiny", "model shape: seed (the chapter's: 256, 384, 6 heads, 6 blocks) or tiny"},
-    {"--seed", ARG_INT, "N", "lesson generate bench init train", 0, 4294967295.0, NULL, "random seed, as np.random.seed(N) (default 42)"},
-    {"--steps", ARG_INT, "N", "lesson generate bench", 1, 100000, NULL, "how many tokens to generate (bench: a list, e.g. 16,64,256)"},
-    {"--prompt", ARG_STRING, "TEXT", "lesson generate bench", 0, 0, NULL, "the prompt (default \"ROMEO:\"; lesson 3 takes several)"},
-    {"--temperature", ARG_DOUBLE, "T", "lesson generate", 0, 100, NULL, "sampling temperature; 0 picks the most likely token"},
-    {"--top-k", ARG_INT, "K", "lesson generate", 0, 1000000, NULL, "draw only from the K most likely tokens (0: all)"},
+    {"--model", ARG_STRING, "FILE", "lesson generate race bench eval memory", 0, 0, NULL, "a model file (default data/tinyshakespeare-gpt.bin); memory: a preset name too"},
+    {"--init", ARG_STRING, "KIND", "lesson generate race bench", 0, 0, "random", "a random model instead of a file (with --preset and --seed)"},
+    {"--preset", ARG_STRING, "NAME", "lesson generate race bench init train", 0, 0, "seed|tiny", "model shape: seed (the chapter's: 256, 384, 6 heads, 6 blocks) or tiny"},
+    {"--seed", ARG_INT, "N", "lesson generate race bench init train", 0, 4294967295.0, NULL, "random seed, as np.random.seed(N) (default 42)"},
+    {"--steps", ARG_INT, "N", "lesson generate race bench", 1, 100000, NULL, "how many tokens to generate (bench: a list, e.g. 16,64,256)"},
+    {"--prompt", ARG_STRING, "TEXT", "lesson generate race bench", 0, 0, NULL, "the prompt (default \"ROMEO:\"; lesson 3 takes several)"},
+    {"--temperature", ARG_DOUBLE, "T", "lesson generate race", 0, 100, NULL, "sampling temperature; 0 picks the most likely token"},
+    {"--top-k", ARG_INT, "K", "lesson generate race", 0, 1000000, NULL, "draw only from the K most likely tokens (0: all)"},
     {"--top-p", ARG_DOUBLE, "P", "lesson", 0, 1, NULL, "nucleus sampling as LLaMA's sample_top_p"},
     {"--threads", ARG_INT, "N", "lesson generate bench train eval", 0, 1024, NULL, "threads for the arithmetic (default 0: every core)"},
     {"--csv", ARG_STRING, "FILE", "bench", 0, 0, NULL, "also write the table as CSV"},
@@ -286,6 +287,7 @@ static void print_help(FILE *f) {
             "  kvdemo lesson ID [options]   run one lesson, e.g. kvdemo lesson 2 --no-cache\n"
             "  kvdemo generate [options]    the char GPT writes text after a prompt (--model, --prompt,\n"
             "                               --steps, --cache/--no-cache, --seed, --temperature, --top-k)\n"
+            "  kvdemo race [options]        the same text without and with the cache, side by side, live\n"
             "  kvdemo bench [options]       cache against no cache over growing lengths (--steps LIST,\n"
             "                               --repeat, --csv FILE)\n"
             "  kvdemo init --out FILE       write a random char GPT (--preset seed|tiny, --seed N)\n"
@@ -342,6 +344,11 @@ static int cmd_lesson(int argc, char **argv) {
     if (rc) return rc;
     tr.color = tr.format == FORMAT_TEXT && want_color(extra.color);
     tr.lesson = l->id;
+    if (tr.step_pause && (tr.format != FORMAT_TEXT || !isatty(STDIN_FILENO))) {
+        fprintf(stderr, "kvdemo: --step waits for keys on a terminal; %s, so it is ignored\n",
+                tr.format != FORMAT_TEXT ? "the output is JSON" : "standard input is not one");
+        tr.step_pause = 0;
+    }
 
     // Options this lesson has no use for are ignored, and it says so. The
     // common ones (--cache ... --color, the first rows of the table) apply
@@ -350,7 +357,12 @@ static int cmd_lesson(int argc, char **argv) {
         if (!(opt.given >> i & 1)) continue;
         if (!lesson_uses(l, OPTIONS[i].name)) fprintf(stderr, "kvdemo: lesson %s ignores %s\n", l->id, OPTIONS[i].name);
     }
-    return l->run(&opt, &tr);
+    rc = l->run(&opt, &tr);
+    // --color colours score and weight matrices; a lesson that showed none
+    // says that the option changed nothing.
+    if (!rc && (opt.given >> option_index("--color") & 1) && tr.heat_maps == 0 && tr.format == FORMAT_TEXT)
+        fprintf(stderr, "kvdemo: lesson %s shows no score or weight matrix: --color changes nothing\n", l->id);
+    return rc;
 }
 
 int cli_main(int argc, char **argv) {
@@ -372,7 +384,7 @@ int cli_main(int argc, char **argv) {
     }
     if (!strcmp(cmd, "list")) return cmd_list(argc, argv);
     if (!strcmp(cmd, "lesson")) return cmd_lesson(argc, argv);
-    if (!strcmp(cmd, "generate") || !strcmp(cmd, "bench") || !strcmp(cmd, "init") || !strcmp(cmd, "train") ||
+    if (!strcmp(cmd, "generate") || !strcmp(cmd, "race") || !strcmp(cmd, "bench") || !strcmp(cmd, "init") || !strcmp(cmd, "train") ||
         !strcmp(cmd, "eval")) {
         Options opt = {.runs = RUN_BOTH, .steps = -1, .seed = 42, .temperature = -1, .top_p = -1};
         Trace tr;
@@ -383,6 +395,7 @@ int cli_main(int argc, char **argv) {
         tr.color = tr.format == FORMAT_TEXT && want_color(extra.color);
         tr.lesson = cmd;
         if (!strcmp(cmd, "generate")) return gptcmd_generate(&opt, &tr);
+        if (!strcmp(cmd, "race")) return race_run(&opt, &tr);
         if (!strcmp(cmd, "bench")) return gptcmd_bench(&opt, &tr);
         if (!strcmp(cmd, "train")) return gptcmd_train(&opt);
         if (!strcmp(cmd, "eval")) return gptcmd_eval(&opt);
