@@ -48,7 +48,7 @@ static const OptionSpec OPTIONS[] = {
     {"--trace", ARG_STRING, "LEVEL", "lesson", 0, 0, "none|summary|full", "how many intermediate tensors to print (default full)"},
     {"--precision", ARG_INT, "N", "lesson", 0, 16, NULL, "decimals of printed tensors (default 4, as PyTorch)"},
     {"--format", ARG_STRING, "FMT", "lesson generate race bench memory", 0, 0, "text|json", "text for people, JSON Lines for scripts (default text)"},
-    {"--lang", ARG_STRING, "LANG", "lesson race memory", 0, 0, "en|zh", "narration language (default from LANG)"},
+    {"--lang", ARG_STRING, "LANG", "lesson race list memory", 0, 0, "en|zh", "narration language (default from LANG)"},
     {"--step", ARG_FLAG, NULL, "lesson", 0, 0, NULL, "wait for Enter after each step (on a terminal)"},
     {"--color", ARG_STRING, "WHEN", "lesson", 0, 0, "auto|always|never", "colours: heat maps of scores and weights (default auto; NO_COLOR honoured)"},
     // Where they apply.
@@ -85,6 +85,8 @@ static const OptionSpec OPTIONS[] = {
     {"--attention", ARG_STRING, "KIND", "lesson generate bench", 0, 0, "plain|flash", "the char GPT's attention: plain, or flash (tiles, online softmax; default plain)"},
     {"--tile", ARG_INT, "N", "lesson generate bench", 1, 65536, NULL, "keys per tile of flash attention (default 64)"},
     {"--max-n", ARG_INT, "N", "lesson", 1024, 16384, NULL, "lesson 6.3: time plain and tiled attention up to N = 4^k * 1024 (default 4096)"},
+    {"--bug", ARG_STRING, "NAME", "lesson generate", 0, 0, "offset|no-append|stale|mask|wrong-layout|no-scale", "a classic cache mistake in the cached path (lesson 11; generate)"},
+    {"--kv-dtype", ARG_STRING, "TYPE", "generate bench eval", 0, 0, "fp32|bf16|fp16|int8|int4", "how the cache keeps keys and values (default fp32; lesson 12)"},
 };
 enum { NUM_OPTIONS = (int)(sizeof OPTIONS / sizeof OPTIONS[0]) };
 
@@ -248,6 +250,8 @@ static int parse_options(int argc, char **argv, int first, const char *command, 
         else if (!strcmp(name, "--attention")) opt->attention = value;
         else if (!strcmp(name, "--tile")) opt->tile = (int)num;
         else if (!strcmp(name, "--max-n")) opt->max_n = (int)num;
+        else if (!strcmp(name, "--bug")) opt->bug = value;
+        else if (!strcmp(name, "--kv-dtype")) opt->kv_dtype = value;
     }
     int c = option_index("--cache"), nc = option_index("--no-cache");
     if ((opt->given >> c & 1) && (opt->given >> nc & 1))
@@ -266,34 +270,25 @@ static int want_color(const char *when) {
 // ----------------------------------------------------------------------------
 // The commands
 
-static void print_lesson_list(FILE *f, int brief) {
-    for (int i = 0; i < NUM_LESSONS; i++) {
-        const Lesson *l = &LESSONS[i];
-        if (brief)
-            fprintf(f, "  %-4s %s%s\n", l->id, l->title_en, l->run ? "" : "  (not built yet)");
-        else
-            fprintf(f, "%-4s %-9s %s%s\n     %s\n", l->id, l->section, l->title_en,
-                    l->run ? "" : "  (not built yet)", l->title_zh);
-    }
-}
-
 static void print_help(FILE *f) {
     fprintf(f,
             "kvdemo %s — the transformer KV cache, step by step\n"
             "\n"
             "usage:\n"
             "  kvdemo                       this help and the lesson list\n"
-            "  kvdemo list                  lessons: id, section of the documents, title (en, zh)\n"
+            "  kvdemo list [--lang zh]      lessons: id, section of the documents, title (en, zh)\n"
             "  kvdemo lesson ID [options]   run one lesson, e.g. kvdemo lesson 2 --no-cache\n"
             "  kvdemo generate [options]    the char GPT writes text after a prompt (--model, --prompt,\n"
-            "                               --steps, --cache/--no-cache, --seed, --temperature, --top-k)\n"
+            "                               --steps, --cache/--no-cache, --seed, --temperature, --top-k,\n"
+            "                               --bug NAME, --kv-dtype TYPE)\n"
             "  kvdemo race [options]        the same text without and with the cache, side by side, live\n"
             "  kvdemo bench [options]       cache against no cache over growing lengths (--steps LIST,\n"
-            "                               --repeat, --csv FILE)\n"
+            "                               --repeat, --csv FILE, --kv-dtype TYPE)\n"
             "  kvdemo init --out FILE       write a random char GPT (--preset seed|tiny, --seed N)\n"
             "  kvdemo train --out FILE      train the char GPT (--data FILE, --preset, --iters, --batch,\n"
             "                               --lr, --eval-every, --resume CHECKPOINT; docs/training.md)\n"
-            "  kvdemo eval --model FILE     training and validation loss (--data FILE)\n"
+            "  kvdemo eval --model FILE     training and validation loss (--data FILE; --kv-dtype TYPE:\n"
+            "                               the validation loss through an fp32|bf16|fp16|int8|int4 cache)\n"
             "  kvdemo memory [options]      KV cache size: --model NAME|FILE or --layers, --kv-heads,\n"
             "                               --head-dim; --tokens, --batch, --dtype, --gpu-memory; --list\n"
             "  kvdemo help                  this help\n"
@@ -310,12 +305,18 @@ static void print_help(FILE *f) {
         fprintf(f, "  %-28s %s\n", left, o->help);
     }
     fprintf(f, "\nlessons:\n");
-    print_lesson_list(f, 1);
+    lessons_print_list(f, LANG_EN, 1);
 }
 
 static int cmd_list(int argc, char **argv) {
-    if (argc > 2) return usage_error("'list' takes no arguments, not '%s'", argv[2]);
-    print_lesson_list(stdout, 0);
+    if (argc > 2 && argv[2][0] != '-') return usage_error("'list' takes no arguments, not '%s' (only --lang en|zh)", argv[2]);
+    Options opt = {0};
+    Trace tr;
+    trace_init(&tr, stdout);
+    CliExtra extra = {.color = "never"};
+    int rc = parse_options(argc, argv, 2, "list", &opt, &tr, &extra);
+    if (rc) return rc;
+    lessons_print_list(stdout, tr.lang, 0);
     return 0;
 }
 
@@ -350,6 +351,9 @@ static int cmd_lesson(int argc, char **argv) {
         tr.step_pause = 0;
     }
 
+    // --bug would silently run a correct lesson: refused where it means nothing.
+    if (opt.bug && !lesson_uses(l, "--bug"))
+        return usage_error("--bug works with lesson 11 and generate, not lesson %s", l->id);
     // Options this lesson has no use for are ignored, and it says so. The
     // common ones (--cache ... --color, the first rows of the table) apply
     // to every lesson; the others only where the lesson's row lists them.

@@ -10,6 +10,7 @@
 // tokens, the forward pass, generation, costs.
 #include "gpt.h"
 
+#include "kvvariant.h"
 #include "utf8.h"
 
 #include "flash.h"
@@ -571,6 +572,7 @@ void gpt_state_reset(GptState *s) {
 typedef struct {
     GptState *s;
     int l, n, offset;
+    int slot;   // the cache slot of row 0: offset, unless a variant moves it
 } AttentionJob;
 
 static void attention_heads(void *ctx, int begin, int end, int thread) {
@@ -585,16 +587,21 @@ static void attention_heads(void *ctx, int begin, int end, int thread) {
         const float *value = s->value_cache + ((int64_t)job->l * H + h) * T * D; // (T, D)
         float *scores = s->scores + (int64_t)h * T;                              // (T)
         for (int i = 0; i < job->n; i++) {
-            int pos = job->offset + i;   // this row sees keys 0 .. pos: the causal mask
+            int pos = job->slot + i;   // this row sees keys 0 .. pos: the causal mask
             const float *q = s->q + (int64_t)i * C + h * D;   // (D)
             float *out = s->att + (int64_t)i * C + h * D;     // (D)
-            // scores = query @ key * scale on key's first pos+1 columns
-            ops_vecmat(scores, q, key, D, pos + 1, T);
-            for (int j = 0; j <= pos; j++) scores[j] *= scale;
+            int seen = pos + 1;
+            if (s->variant) {   // lesson 11's bugs (kvvariant.c)
+                seen = kvvariant_scores(s->variant, scores, q, key, scale, i, pos, job->offset > 0, D, T);
+            } else {
+                // scores = query @ key * scale on key's first pos+1 columns
+                ops_vecmat(scores, q, key, D, pos + 1, T);
+                for (int j = 0; j <= pos; j++) scores[j] *= scale;
+            }
             // weights = softmax(scores)
-            ops_softmax(scores, pos + 1);
+            ops_softmax(scores, seen);
             // output = weights @ value, over value's first pos+1 rows
-            ops_vecmat(out, scores, value, pos + 1, D, D);
+            ops_vecmat(out, scores, value, seen, D, D);
         }
     }
 }
@@ -643,23 +650,35 @@ const float *gpt_forward(GptState *s, const GptModel *m, const int *tokens, int 
     assert(s->cfg.T == T && s->cfg.C == C && s->cfg.H == H && s->cfg.L == cfg.L && s->cfg.V == V);
     assert(n >= 1 && offset >= 0 && offset <= s->len && offset + n <= T);
     const GptParams *p = &m->p;
+    GptVariant *var = s->variant;   // NULL: the plain cache
+    int cached = offset > 0;
+    int slot = var ? kvvariant_slot(var, offset, n) : offset;   // where the fed keys go
 
     // x = token_embedding(tokens) + position_embedding(range(offset, offset + n))
     for (int i = 0; i < n; i++) {
         assert(tokens[i] >= 0 && tokens[i] < V);
-        const float *te = p->wte + (int64_t)tokens[i] * C, *pe = p->wpe + (int64_t)(offset + i) * C;
+        int pos = var ? kvvariant_position(var, offset, i) : offset + i;
+        const float *te = p->wte + (int64_t)tokens[i] * C, *pe = p->wpe + (int64_t)pos * C;
         float *x = s->x + (int64_t)i * C;
         for (int c = 0; c < C; c++) x[c] = te[c] + pe[c];
     }
+    // With a variant, every linear layer goes through kvvariant_linear (its
+    // summing order, its rounding) and other activations are rounded too.
+#define LINEAR(out, in, w, bias, K, N) \
+    (var ? kvvariant_linear(var, out, in, w, bias, n, K, N, cached) : ops_matmul(out, in, w, bias, n, K, N))
+#define SETTLE(x, count) \
+    if (var) kvvariant_settle(var, x, count)
+    SETTLE(s->x, (int64_t)n * C);
 
     for (int l = 0; l < cfg.L; l++) {
         const GptBlockParams *b = &p->blocks[l];
         // norm = self.normalize(x)
         layernorm_parallel(s->xn, s->x, b->ln1_w, b->ln1_b, n, C);
+        SETTLE(s->xn, (int64_t)n * C);
         // query, key, value = self.query(norm), self.key(norm), self.value(norm)   (N, C)
-        ops_matmul(s->q, s->xn, b->wq, b->bq, n, C, C);
-        ops_matmul(s->k, s->xn, b->wk, b->bk, n, C, C);
-        ops_matmul(s->v, s->xn, b->wv, b->bv, n, C, C);
+        LINEAR(s->q, s->xn, b->wq, b->bq, C, C);
+        LINEAR(s->k, s->xn, b->wk, b->bk, C, C);
+        LINEAR(s->v, s->xn, b->wv, b->bv, C, C);
         // Into the cache at positions offset..offset+n-1: key transposed to
         // (1, H, D, T), value as (1, H, T, D). The chapter's np.concatenate
         // of the cache and the new key, without copying the old part.
@@ -667,29 +686,38 @@ const float *gpt_forward(GptState *s, const GptModel *m, const int *tokens, int 
         float *value = s->value_cache + (int64_t)l * H * T * D; // (H, T, D)
         for (int h = 0; h < H; h++) {
             for (int d = 0; d < D; d++) {   // key row (h, d): positions offset.. side by side
-                float *row = key + ((int64_t)h * D + d) * T + offset;
+                float *row = key + ((int64_t)h * D + d) * T + slot;
                 for (int i = 0; i < n; i++) row[i] = s->k[(int64_t)i * C + h * D + d];
             }
             for (int i = 0; i < n; i++)
-                memcpy(value + ((int64_t)h * T + offset + i) * D, s->v + (int64_t)i * C + h * D,
+                memcpy(value + ((int64_t)h * T + slot + i) * D, s->v + (int64_t)i * C + h * D,
                        sizeof(float) * (size_t)D);
         }
+        if (var) kvvariant_store(var, s, l, slot, n);   // a bf16 / int8 / int4 cache (lesson 12)
         // att = softmax(query @ key * scale) @ value, heads side by side   (N, C)
-        // (--attention flash: the same in tiles with an online softmax, flash.c)
-        AttentionJob attention = {s, l, n, offset};
-        if (flash_gpt_tiled()) flash_gpt_attention(s->att, s->q, key, value, n, offset, T, H, D);
+        // (--attention flash: the same in tiles with an online softmax, flash.c;
+        // lesson 11's and 12's variants take the plain path)
+        AttentionJob attention = {s, l, n, offset, slot};
+        if (flash_gpt_tiled() && !var) flash_gpt_attention(s->att, s->q, key, value, n, offset, T, H, D);
         else ops_parallel_for(attention_heads, &attention, H);
+        SETTLE(s->att, (int64_t)n * C);
         // x = x + self.output(att)
-        ops_matmul(s->proj, s->att, b->wo, b->bo, n, C, C);
+        LINEAR(s->proj, s->att, b->wo, b->bo, C, C);
         for (int64_t i = 0; i < (int64_t)n * C; i++) s->x[i] += s->proj[i];
+        SETTLE(s->x, (int64_t)n * C);
         // x = x + fc2(gelu(fc1(self.normalize(x))))
         layernorm_parallel(s->xn, s->x, b->ln2_w, b->ln2_b, n, C);
-        ops_matmul(s->hidden, s->xn, b->w1, b->b1, n, C, F);
+        SETTLE(s->xn, (int64_t)n * C);
+        LINEAR(s->hidden, s->xn, b->w1, b->b1, C, F);
         GeluJob gelu = {s->hidden, (int64_t)n * F};
         ops_parallel_for(gelu_chunks, &gelu, (int)((gelu.n + GELU_CHUNK - 1) / GELU_CHUNK));
-        ops_matmul(s->proj, s->hidden, b->w2, b->b2, n, F, C);
+        SETTLE(s->hidden, (int64_t)n * F);
+        LINEAR(s->proj, s->hidden, b->w2, b->b2, F, C);
         for (int64_t i = 0; i < (int64_t)n * C; i++) s->x[i] += s->proj[i];
+        SETTLE(s->x, (int64_t)n * C);
     }
+#undef LINEAR
+#undef SETTLE
     s->len = offset + n;
 
     // logits = self.output(x)[-1]: final LayerNorm and head, last row only
@@ -717,11 +745,14 @@ int gpt_generate(int *tokens, GptState *s, const GptModel *m, Sampler *sampler, 
     for (int step = 0; step < steps; step++) {
         double start = seconds_now();
         GptStep info = {.step = step};
-        if (use_cache && have_cache && len <= T) {
+        // (lesson 11's stale bug keeps the cache past the context, the
+        // newest token always at the last position)
+        int stale = s->variant && kvvariant_keeps_stale(s->variant);
+        if (use_cache && have_cache && (len <= T || stale)) {
             // feature = Tensor([tokens[-1:]]); offset = len(tokens) - 1
             info.cached = 1;
             info.n = 1;
-            info.offset = len - 1;
+            info.offset = len <= T ? len - 1 : T - 1;
         } else {
             // feature = Tensor([tokens[-context_size:]]); offset = 0; caches = None
             info.n = len < T ? len : T;

@@ -159,6 +159,10 @@ typedef struct {
     float *key_cache;     // (L, H, D, T)
     float *value_cache;   // (L, H, T, D)
     float *mem;           // the one allocation all of the above live in
+    // NULL: the plain cache. Otherwise lesson 11's bugs or lesson 12's
+    // smaller numbers, which gpt_forward's cached path consults
+    // (kvvariant.h). gpt_state_init sets NULL; the caller owns it.
+    struct GptVariant *variant;
 } GptState;
 
 // Reserves the state of one sequence of up to cfg.T positions. Returns 0, or

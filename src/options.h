@@ -41,6 +41,8 @@ typedef struct Options {
     const char *attention;              // --attention plain|flash (NULL: plain)
     int tile;                           // --tile N: keys per tile of flash attention (0: the default)
     int max_n;                          // --max-n N: lesson 6.3's longest measured sequence (0: the default)
+    const char *bug;                    // --bug NAME: a classic cache mistake (lesson 11), or NULL
+    const char *kv_dtype;               // --kv-dtype fp32|bf16|fp16|int8|int4 (lesson 12), or NULL
     // Which options were given, by their index in cli.c's table, so that a
     // command can tell a default from a choice.
     uint64_t given;
