@@ -120,7 +120,19 @@ static void right(FILE *f, const char *text, int width) {
 static void table_head(Trace *tr, const char *en, const char *zh) {
     if (tr->format != FORMAT_TEXT) return;
     fprintf(tr->out, "\n  %s\n", trace_text(tr, en, zh));
-    fprintf(tr->out, "  %5s %6s %9s %9s %9s %8s %9s ", "t", "rows", "proj", "attn", "mlp", "head", "total");
+    fprintf(tr->out, "  %5s ", "t");
+    right(tr->out, trace_text(tr, "rows", "行数"), 6);
+    fputc(' ', tr->out);
+    right(tr->out, trace_text(tr, "proj", "投影"), 9);
+    fputc(' ', tr->out);
+    right(tr->out, trace_text(tr, "attn", "注意力"), 9);
+    fputc(' ', tr->out);
+    right(tr->out, trace_text(tr, "mlp", "前馈"), 9);
+    fputc(' ', tr->out);
+    right(tr->out, trace_text(tr, "head", "输出层"), 8);
+    fputc(' ', tr->out);
+    right(tr->out, trace_text(tr, "total", "合计"), 9);
+    fputc(' ', tr->out);
     right(tr->out, trace_text(tr, "cumulative", "累计"), 11);
     fputc('\n', tr->out);
 }
@@ -210,8 +222,7 @@ int lesson4_run(const Options *opt, Trace *tr) {
     }
     int last = p - 1 + steps - 1;   // the position the last step feeds
 
-    trace_heading(tr, "Lesson 4 — what the KV cache saves: FLOPs and time per token (article §4)",
-                  "第 4 课 —— KV Cache 优点：每个 token 的计算量与耗时（第 4 节）");
+    lessons_heading(tr);
     trace_say(tr,
               "The article: the cache avoids recomputing keys and values at every sampled token, and so saves\n"
               "much computing time. Here it is counted and timed on the char GPT of lesson 10.",
@@ -383,7 +394,7 @@ int lesson4_run(const Options *opt, Trace *tr) {
     trace_heading(tr, "Prefill against decode: FLOPs per byte of weights read", "预填充与解码：每读取一个字节的权重做多少次运算");
     double t_prompt = time_forward(&s, &m, tokens, p, 0, repeat, samples, NULL);
     if (tr->format == FORMAT_TEXT)
-        fprintf(tr->out, "  %-34s %5s %9s %8s %8s %7s %10s %8s %7s\n", "", "rows", "MFLOP",
+        fprintf(tr->out, "  %-34s %5s %9s %8s %8s %7s %10s %8s %7s\n", "", trace_text(tr, "rows", "行"), "MFLOP",
                 trace_text(tr, "W MB", "权重 MB"), "KV MB", "FLOP/B", trace_text(tr, "time", "耗时"), "GFLOP/s", "GB/s");
     show_kind(tr, "prefill", "prefill of the prompt", "预填充：提示词", g, p, 0, t_prompt, repeat);
     show_kind(tr, "prefill-context", "no cache at the last position", "无缓存：最后一个位置", g, pos[npos - 1] + 1, 0,

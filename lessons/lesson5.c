@@ -95,8 +95,7 @@ int lesson5_run(const Options *opt, Trace *tr) {
         goto done;
     }
 
-    trace_heading(tr, "Lesson 5 — what the KV cache costs: the bytes it holds (article §5)",
-                  "第 5 课 —— KV Cache 缺点：它占用的字节（第 5 节）");
+    lessons_heading(tr);
     trace_say(tr, "The article: the cache takes up storage. How much, and against what?",
               "原文：占用一定的存储空间。占用多少？和什么相比？");
     if (random_model) {
@@ -189,8 +188,8 @@ int lesson5_run(const Options *opt, Trace *tr) {
                   "真实模型（fp16：每个数 2 字节；`kvdemo memory --list`）");
     if (tr->format == FORMAT_TEXT)
         fprintf(tr->out, "  %s%*s %11s %11s %16s\n", trace_text(tr, "model", "模型"),
-                15 - utf8_width(trace_text(tr, "model", "模型")), "", "B/token", trace_text(tr, "weights", "权重(B)"),
-                trace_text(tr, "cache = weights", "缓存=权重"));
+                15 - utf8_width(trace_text(tr, "model", "模型")), "", "B/token", trace_text(tr, "weights", "     权重"),
+                trace_text(tr, "cache = weights", "     缓存 = 权重"));
     for (int i = 0; i < NUM_MEM_PRESETS; i++) {
         const MemModel *r = &MEM_PRESETS[i];
         uint64_t tok = 0;
@@ -213,7 +212,7 @@ int lesson5_run(const Options *opt, Trace *tr) {
                "of b sequences gets there b times sooner: lesson 8). Models with fewer key/value heads (GQA) or\n"
                "one latent (MLA) go much further.",
                "\n最后一列：单个序列的缓存长到和权重一样大时的长度（b 个序列的批次快 b 倍到达：第 8 课）。\n"
-               "KV 头更少的模型（GQA）或只存一个潜向量的模型（MLA）能走得远得多。");
+               "KV 头更少的模型（GQA）或只存一个潜向量的模型（多头潜在注意力）能走得远得多。");
     trace_pause(tr);
 
     // ------------------------------------------------------------------------
@@ -226,12 +225,12 @@ int lesson5_run(const Options *opt, Trace *tr) {
                "estimated as 2 per parameter per row (Kaplan et al. 2020) plus the attention. %s",
                "生成位置 t 之后的 token 时：缓存省下的计算量（重算 t + 1 行对比只算 1 行），以及此时缓存占用的\n"
                "字节（t + 1 个位置）。字符级 GPT 的计算量是逐项数出来的；真实模型按每个参数每行 2 次运算\n"
-               "（Kaplan 等，2020）加上注意力估算。%s",
+               "（缩放定律论文的近似，2020）加上注意力估算。%s",
                trace_text(tr, "This is §7's 空间换时间: space traded for time.", "这就是第 7 节说的“空间换时间”。"));
     if (tr->format == FORMAT_TEXT)
         fprintf(tr->out, "\n  %s%*s %7s %12s %11s %11s %10s\n", trace_text(tr, "model", "模型"),
-                18 - utf8_width(trace_text(tr, "model", "模型")), "", "t", trace_text(tr, "FLOPs saved", "saved FLOP"),
-                trace_text(tr, "held", "held"), "", "FLOP/B");
+                18 - utf8_width(trace_text(tr, "model", "模型")), "", "t", trace_text(tr, "FLOPs saved", "省下 FLOP"),
+                trace_text(tr, "held", "占用"), "", "FLOP/B");
     const int char_t[] = {16, 64, 128, 255};
     for (size_t i = 0; i < sizeof char_t / sizeof char_t[0]; i++) {
         int t = char_t[i] < g.T ? char_t[i] : g.T - 1;

@@ -35,8 +35,7 @@ int lesson8_run(const Options *opt, Trace *tr) {
     char a[40], d[32], bi[32];
     if (opt->runs != RUN_BOTH) fprintf(stderr, "kvdemo: lesson 8 has no run without the cache; --cache/--no-cache ignored\n");
 
-    trace_heading(tr, "Lesson 8 — why the KV cache is so large: GPT-3's 164 GB (article §8)",
-                  "第 8 课 —— 为什么 KV Cache 会造成显存很大：GPT-3 的 164 GB（第 8 节）");
+    lessons_heading(tr);
     trace_say(tr,
               "The article: GPT-3 175B, 350 GB of weights; batch b = 64, input s = 512 tokens, output n = 32:\n"
               "the KV cache takes 164 GB, about half of the weights. The formula, every factor named:\n\n"

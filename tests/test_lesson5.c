@@ -118,7 +118,7 @@ static void test_real_models_and_trade(void **state) {
 static void test_text_both_languages(void **state) {
     (void)state;
     const char *en[] = {"1,024 B per token", "reserves all of it", "cache = weights", "never (window)", "FLOP/B", "空间换时间"};
-    const char *zh[] = {"每个 token 1,024 B", "全部预留", "缓存=权重", "不会（窗口）", "FLOP/B", "空间换时间"};
+    const char *zh[] = {"每个 token 1,024 B", "全部预留", "缓存 = 权重", "不会（窗口）", "FLOP/B", "空间换时间"};
     for (int lang = 0; lang < 2; lang++) {
         RunResult r = kvdemo_run_env(lang ? "LANG=zh_CN.UTF-8" : NULL, "lesson 5 --init random --preset tiny");
         if (r.status != 0) fail_msg("lesson 5 exited with %d: %s", r.status, r.err);
