@@ -98,22 +98,11 @@ static int record_step(void *ctx, const GptStep *st) {
 static int run_once(Run *r, GptState *s, GptVariant *v, const GptModel *m, const int *prompt, int n_prompt,
                     int steps, int use_cache, const Options *opt) {
     int *tokens = malloc(sizeof(int) * (size_t)(n_prompt + steps));
-    Sampler sampler;
-    float temperature = opt->temperature >= 0 ? (float)opt->temperature : 1.0f;
-    if (!tokens || sampler_init(&sampler, m->cfg.V, temperature, opt->top_k, (uint32_t)opt->seed)) {
-        free(tokens);
-        return 1;
-    }
-    memcpy(tokens, prompt, sizeof(int) * (size_t)n_prompt);
     r->V = m->cfg.V;
     s->variant = v;
-    int len = gpt_generate(tokens, s, m, &sampler, n_prompt, steps, use_cache, record_step, r);
-    s->variant = NULL;
-    size_t need = gpt_decode(NULL, 0, m, tokens, len);
     free(r->text);
-    r->text = malloc(need + 1);
-    if (r->text) gpt_decode(r->text, need + 1, m, tokens, len);
-    sampler_free(&sampler);
+    r->text = tokens ? gptcmd_generate_text(tokens, s, m, prompt, n_prompt, steps, use_cache, opt, record_step, r) : NULL;
+    s->variant = NULL;
     free(tokens);
     return r->text ? 0 : 1;
 }

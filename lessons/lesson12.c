@@ -53,21 +53,12 @@ static int record_step(void *ctx, const GptStep *st) {
 // Generates from the prompt with variant v; returns 0, or 1 out of memory.
 static int run_once(Run *r, GptState *s, GptVariant *v, const GptModel *m, const int *prompt, int n_prompt,
                     int steps, int use_cache, const Options *opt) {
-    Sampler sampler;
-    float temperature = opt->temperature >= 0 ? (float)opt->temperature : 1.0f;
-    if (sampler_init(&sampler, m->cfg.V, temperature, opt->top_k, (uint32_t)opt->seed)) return 1;
-    memcpy(r->tokens, prompt, sizeof(int) * (size_t)n_prompt);
     r->V = m->cfg.V;
     s->variant = v;
-    int len = gpt_generate(r->tokens, s, m, &sampler, n_prompt, steps, use_cache, record_step, r);
-    s->variant = NULL;
-    sampler_free(&sampler);
-    size_t need = gpt_decode(NULL, 0, m, r->tokens, len);
     free(r->text);
-    r->text = malloc(need + 1);
-    if (!r->text) return 1;
-    gpt_decode(r->text, need + 1, m, r->tokens, len);
-    return 0;
+    r->text = gptcmd_generate_text(r->tokens, s, m, prompt, n_prompt, steps, use_cache, opt, record_step, r);
+    s->variant = NULL;
+    return r->text ? 0 : 1;
 }
 
 // How run b leaves run a: the first step whose logits differ (1-based, 0:

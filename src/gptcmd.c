@@ -8,9 +8,11 @@
 //                     growing lengths, measured side by side in one run
 #include "gptcmd.h"
 
+#include "fileio.h"
 #include "kvcmd.h"
 #include "flash.h"
 #include "ops.h"
+#include "pagedcmd.h"
 #include "paths.h"
 #include "bigmem.h"
 #include "sampler.h"
@@ -126,6 +128,21 @@ static int start_threads(const Options *opt) {
     return 0;
 }
 
+char *gptcmd_generate_text(int *tokens, GptState *s, const GptModel *m, const int *prompt, int n_prompt,
+                           int steps, int use_cache, const Options *opt, GptStepFn on_step, void *ctx) {
+    Sampler sampler;
+    float temperature = opt->temperature >= 0 ? (float)opt->temperature : 1.0f;
+    if (sampler_init(&sampler, m->cfg.V, temperature, opt->top_k, (uint32_t)opt->seed)) return NULL;
+    memcpy(tokens, prompt, sizeof(int) * (size_t)n_prompt);
+    // np.random.seed(seed); trainer.generate(dataset, prompt, steps, use_cache)
+    int len = gpt_generate(tokens, s, m, &sampler, n_prompt, steps, use_cache, on_step, ctx);
+    sampler_free(&sampler);
+    size_t need = gpt_decode(NULL, 0, m, tokens, len);
+    char *text = malloc(need + 1);
+    if (text) gpt_decode(text, need + 1, m, tokens, len);
+    return text;
+}
+
 // ----------------------------------------------------------------------------
 // kvdemo generate
 
@@ -175,6 +192,7 @@ static int columns(void) {
 }
 
 int gptcmd_generate(const Options *opt, Trace *tr) {
+    if (opt->paged || opt->block_size || opt->num_blocks || opt->samples) return pagedcmd_generate(opt, tr);
     GptVariant variant;   // --bug, --kv-dtype (lessons 11 and 12)
     int use_variant;
     int rc = kvcmd_variant(&variant, &use_variant, opt);
@@ -440,16 +458,18 @@ int gptcmd_bench(const Options *opt, Trace *tr) {
                 opt->steps_list);
         return 2;
     }
-    // The CSV is written to a temporary file renamed at the end, so a failed
-    // or interrupted run leaves no half-written table behind.
+    // The CSV is written through its temporary file (fileio.h), opened now so
+    // that a path that cannot be written is found before the measurements,
+    // and a failed or interrupted run leaves no half-written table behind.
+    AtomicFile csv_file = {0};
     FILE *csv = NULL;
-    char csv_tmp[4096];
+    char err[512];
     if (opt->csv_path) {
-        snprintf(csv_tmp, sizeof csv_tmp, "%s.tmp", opt->csv_path);
-        if (!(csv = fopen(csv_tmp, "w"))) {
-            fprintf(stderr, "kvdemo: cannot write %s\n", opt->csv_path);
+        if (fileio_open(&csv_file, opt->csv_path, err, sizeof err) != 0) {
+            fprintf(stderr, "kvdemo: --csv %s\n", err);
             return 1;
         }
+        csv = csv_file.f;
     }
     GptModel m;
     int random_model = 0;
@@ -457,7 +477,7 @@ int gptcmd_bench(const Options *opt, Trace *tr) {
     int rc = gptcmd_model(&m, opt, 1, &random_model);
     t_open = timer_now() - t_open;
     if (rc) {
-        if (csv) fclose(csv), remove(csv_tmp);
+        if (csv) fileio_abort(&csv_file);
         return rc;
     }
     if (random_model)
@@ -614,18 +634,14 @@ int gptcmd_bench(const Options *opt, Trace *tr) {
             fprintf(csv, "%d,%.6f,%.6f,%.3f,%.1f,%.1f\n", lengths[i], table[i][0].seconds, table[i][1].seconds,
                     table[i][0].seconds / table[i][1].seconds, lengths[i] / table[i][0].seconds,
                     lengths[i] / table[i][1].seconds);
-        if (fclose(csv) != 0 || rename(csv_tmp, opt->csv_path) != 0) {
-            fprintf(stderr, "kvdemo: could not write %s\n", opt->csv_path);
-            remove(csv_tmp);
+        csv = NULL;
+        if (fileio_commit(&csv_file, err, sizeof err) != 0) {
+            fprintf(stderr, "kvdemo: --csv %s\n", err);
             rc = 1;
         }
-        csv = NULL;
     }
 done:
-    if (csv) {
-        fclose(csv);
-        remove(csv_tmp);
-    }
+    if (csv) fileio_abort(&csv_file);
     free(samples);
     free(machine);
     free(table);

@@ -77,6 +77,11 @@ int64_t ops_first_nonfinite(const float *x, int64_t n);
 // twice: scores = query @ key with key (D, T) read on its first N columns,
 // and output = weights @ value.
 void ops_vecmat(float *out, const float *x, const float *m, int K, int N, int ld);
+// out (N) += x (K) @ m (K, N): ops_vecmat with each out[j]'s sum continued
+// from its value, term by term in the same order. A product over rows split
+// in pieces (the paged cache's blocks) is then equal bit for bit to one
+// ops_vecmat over all the rows.
+void ops_vecmat_acc(float *out, const float *x, const float *m, int K, int N, int ld);
 
 // ops_vecmat for R rows of x at once (R <= OPS_ROWS_MAX), each m element
 // read once for all of them: out row r (ldo floats apart) = x row r (ldx

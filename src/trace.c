@@ -3,9 +3,11 @@
 #include "trace.h"
 
 #include "buf.h"
+#include "fileio.h"
 #include "ops.h"
 #include "stats.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -100,7 +102,7 @@ static void emit(Trace *tr, Buf *b) {
         tr->shown = 1;
     }
     free(s);
-    fflush(tr->out);
+    if (fflush(tr->out) != 0 && tr->out == stdout) fileio_note_stdout_error(errno);
 }
 
 static void emit_json(Trace *tr, Buf *b) {
@@ -608,8 +610,15 @@ void trace_textval(Trace *tr, const char *name, const char *text) {
     emit(tr, &b);
 }
 
-// One key from the terminal, without waiting for Enter and without echo.
-static int read_key(void) {
+// A pause of --step: a prompt on the terminal, one key (no Enter needed, no
+// echo: the terminal leaves echo before the prompt appears, so that a key
+// typed at once is not echoed), and the prompt erased again so that it never
+// stays in the scrollback. q (or the end of the input) quits: nothing more is
+// shown. On a terminal the next screen starts clean, so that each one fits a
+// projector; a table row keeps the rows above it (new_screen 0).
+static void pause_for_key(Trace *tr, int new_screen) {
+    if (!tr->step_pause || tr->quit || !tr->shown || !isatty(STDIN_FILENO)) return;
+    fflush(tr->out);
     struct termios saved, raw;
     int have = tcgetattr(STDIN_FILENO, &saved) == 0;
     if (have) {
@@ -619,23 +628,11 @@ static int read_key(void) {
         raw.c_cc[VTIME] = 0;
         tcsetattr(STDIN_FILENO, TCSANOW, &raw);
     }
-    unsigned char c = 0;
-    ssize_t n = read(STDIN_FILENO, &c, 1);
-    if (have) tcsetattr(STDIN_FILENO, TCSANOW, &saved);
-    return n == 1 ? c : EOF;
-}
-
-// A pause of --step: a prompt on the terminal, one key, and the prompt
-// erased again so that it never stays in the scrollback. q (or the end of
-// the input) quits: nothing more is shown. On a terminal the next screen
-// starts clean, so that each one fits a projector; a table row keeps the
-// rows above it (new_screen 0).
-static void pause_for_key(Trace *tr, int new_screen) {
-    if (!tr->step_pause || tr->quit || !tr->shown || !isatty(STDIN_FILENO)) return;
-    fflush(tr->out);
     fputs(trace_text(tr, "-- Enter: next   q: quit --", "-- 回车：下一步   q：退出 --"), stderr);
     fflush(stderr);
-    int c = read_key();
+    unsigned char key = 0;
+    int c = read(STDIN_FILENO, &key, 1) == 1 ? key : EOF;
+    if (have) tcsetattr(STDIN_FILENO, TCSANOW, &saved);
     fputs("\r\x1b[K", stderr);
     fflush(stderr);
     tr->shown = 0;
@@ -649,5 +646,25 @@ static void pause_for_key(Trace *tr, int new_screen) {
     }
 }
 
+void trace_block(Trace *tr, const char *name, int block, int src, int ref, int src_ref) {
+    Buf b;
+    buf_init(&b);
+    if (is_json(tr)) {
+        json_head(&b, tr, "block");
+        buf_append(&b, ",\"name\":");
+        json_string(&b, name);
+        buf_printf(&b, ",\"block\":%d,\"src\":%d,\"ref\":%d", block, src, ref);
+        if (src >= 0) buf_printf(&b, ",\"src_ref\":%d", src_ref);
+        emit_json(tr, &b);
+        return;
+    }
+    if (tr->level == TRACE_NONE) return;
+    if (src >= 0)
+        buf_printf(&b, trace_text(tr, "    [%s] block %d -> block %d (refs %d and %d)\n", "    [%s] 块 %d -> 块 %d（引用计数 %d 和 %d）\n"),
+                   name, src, block, src_ref, ref);
+    else
+        buf_printf(&b, trace_text(tr, "    [%s] block %d (ref %d)\n", "    [%s] 块 %d（引用计数 %d）\n"), name, block, ref);
+    emit(tr, &b);
+}
 void trace_pause(Trace *tr) { pause_for_key(tr, 1); }
 void trace_pause_row(Trace *tr) { pause_for_key(tr, 0); }

@@ -107,6 +107,11 @@ int trace_compare(Trace *tr, const char *name, const char *a_name, const Tensor 
                   const char *b_name, const Tensor *b);
 // A short text result (a generated text, a token): {"event":"text",...}.
 void trace_textval(Trace *tr, const char *name, const char *text);
+// What happened to a block of the paged cache (lesson 6.1): name is alloc,
+// fork, cow, free or share; src is the block copied from (cow) or -1; ref
+// and src_ref the reference counts afterwards. JSON: {"event":"block",...};
+// text: one line, unless the trace level is none.
+void trace_block(Trace *tr, const char *name, int block, int src, int ref, int src_ref);
 // With --step on a terminal: a prompt, then one key: q quits (nothing more
 // is shown), any other goes on, on a fresh screen. Every tensor pauses after
 // itself; a lesson pauses at the end of each step. Nothing happens when

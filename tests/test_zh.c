@@ -37,6 +37,8 @@ static const char *const ALLOWED[] = {
     "float", "ceil", "exp", "sqrt", "ones", "logit", "offset", "stale", "append", "layout", "scale", "FILE",
     // the example prompt, and methods named after their papers
     "ROMEO", "KIVI",
+    // lesson 6.1: the article's and the vLLM paper's terms, its data sets, the workload's formula
+    "block", "table", "fork", "copy", "write", "hash", "vLLM", "VLLM", "ShareGPT", "Alpaca", "round", "log",
     // units
     "MiB", "GiB", "KiB", "MB", "GB", "KB", "GFLOP", "MFLOP", "FLOP", "FLOPs", "TFLOP",
 };
