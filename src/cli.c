@@ -5,6 +5,7 @@
 // stderr naming the problem and what would be valid, and exit status 2.
 #include "cli.h"
 
+#include "bench.h"
 #include "gptcmd.h"
 #include "lessons.h"
 #include "memory.h"
@@ -67,6 +68,8 @@ static const OptionSpec OPTIONS[] = {
     {"--top-p", ARG_DOUBLE, "P", "lesson", 0, 1, NULL, "nucleus sampling as LLaMA's sample_top_p"},
     {"--threads", ARG_INT, "N", "lesson generate bench train eval", 0, 1024, NULL, "threads for the arithmetic (default 0: every core)"},
     {"--csv", ARG_STRING, "FILE", "bench", 0, 0, NULL, "also write the table as CSV"},
+    {"--svg", ARG_STRING, "FILE", "bench", 0, 0, NULL, "also draw time per token and total time against length (a plain SVG)"},
+    {"--train", ARG_FLAG, NULL, "bench", 0, 0, NULL, "also time training steps of the model's shape"},
     {"--out", ARG_STRING, "FILE", "init train", 0, 0, NULL, "the model file to write"},
     {"--context", ARG_INT, "T", "train", 1, 65536, NULL, "context length (positions)"},
     {"--embedding", ARG_INT, "C", "train", 1, 16384, NULL, "embedding size"},
@@ -248,6 +251,8 @@ static int parse_options(int argc, char **argv, int first, const char *command, 
         else if (!strcmp(name, "--top-p")) opt->top_p = num;
         else if (!strcmp(name, "--threads")) opt->threads = (int)num;
         else if (!strcmp(name, "--csv")) opt->csv_path = value;
+        else if (!strcmp(name, "--svg")) opt->svg_path = value;
+        else if (!strcmp(name, "--train")) opt->bench_train = 1;
         else if (!strcmp(name, "--out")) opt->out_path = value;
         else if (!strcmp(name, "--context")) opt->context = (int)num;
         else if (!strcmp(name, "--embedding")) opt->embedding = (int)num;
@@ -424,7 +429,7 @@ int cli_main(int argc, char **argv) {
         tr.lesson = cmd;
         if (!strcmp(cmd, "generate")) return gptcmd_generate(&opt, &tr);
         if (!strcmp(cmd, "race")) return race_run(&opt, &tr);
-        if (!strcmp(cmd, "bench")) return gptcmd_bench(&opt, &tr);
+        if (!strcmp(cmd, "bench")) return bench_command(&opt, &tr);
         if (!strcmp(cmd, "train")) return gptcmd_train(&opt);
         if (!strcmp(cmd, "eval")) return gptcmd_eval(&opt);
         return gptcmd_init(&opt);

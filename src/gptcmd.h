@@ -36,7 +36,6 @@ char *gptcmd_generate_text(int *tokens, GptState *s, const GptModel *m, const in
 
 int gptcmd_generate(const Options *opt, Trace *tr);
 int gptcmd_init(const Options *opt);
-int gptcmd_bench(const Options *opt, Trace *tr);
 int gptcmd_train(const Options *opt);
 int gptcmd_eval(const Options *opt);
 

@@ -25,6 +25,8 @@ typedef struct Options {
     int top_k;                          // --top-k K (0: off)
     double top_p;                       // --top-p P (-1: the default)
     const char *csv_path;               // --csv FILE
+    const char *svg_path;               // --svg FILE: bench's chart
+    int bench_train;                    // --train: bench times training too
     const char *out_path;               // --out FILE
     const char *init;                   // --init random
     const char *preset;                 // --preset seed|tiny

@@ -90,11 +90,11 @@ static void test_bench_csv(void **state) {
     RunResult r = kvdemo_run(args);
     if (r.status != 0) fail_msg("kvdemo %s: %s", args, r.err);
     assert_non_null(strstr(r.out, "GFLOP/s"));
-    // One table: the machine's limits, the model's opening, both modes as
-    // fractions of those limits, with min / median / max.
-    const char *wanted[] = {"min    median       max", "FMA peak (register loop)", "memory (memcpy of 64 MB)",
-                          "opening the model", "256 tokens without the cache", "256 tokens with the cache",
-                          "% of peak", "% of memcpy"};
+    // The machine's limits, the model's opening, both modes as fractions of
+    // those limits, each with mean ± σ and min … max.
+    const char *wanted[] = {"mean ± σ          min … max", "FMA peak (register loop)", "memory (memcpy of 64 MB)",
+                          "opening the model", "256 tokens after \"ROMEO:\"", "  without the cache ",
+                          "  with the cache ", "% of the FMA peak", "% of memcpy"};
     for (size_t i = 0; i < sizeof wanted / sizeof wanted[0]; i++)
         if (!strstr(r.out, wanted[i])) fail_msg("bench: no \"%s\" in:\n%s", wanted[i], r.out);
     run_free(&r);
