@@ -398,7 +398,7 @@ static void print_text(FILE *f, Report *r, const GptVariant *variant) {
         }
     }
     if (r->noisy)
-        fprintf(f, "\n! the runs of this line disagree by more than 10%%: the machine was busy; rerun\n");
+        fprintf(f, "\n! the runs of a line marked ! disagree by more than 10%%: the machine was busy; rerun\n");
     // Past the context: the chapter's reset, and what it cost.
     fprintf(f, "\nOnce the prompt and the generated tokens together pass %d (with this %d-token prompt,\n"
                "from step %d on) the chapter's generate drops the cache and recomputes the last %d tokens\n"
