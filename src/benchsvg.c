@@ -12,7 +12,7 @@
 #include <math.h>
 #include <string.h>
 
-enum { WIDTH = 960, HEIGHT = 460, PANEL_W = 370, PANEL_H = 300, TOP = 80, LEFT = 80, GAP = 110 };
+enum { WIDTH = 1000, HEIGHT = 460, PANEL_W = 370, PANEL_H = 300, TOP = 80, LEFT = 80, GAP = 110 };
 
 static const char *const MODE_NAME[2] = {"without the cache", "with the cache"};
 static const char *const MODE_KEY[2] = {"no-cache", "cache"};
@@ -120,8 +120,8 @@ static void panel(FILE *f, const BenchSvgPoint *pt, int n, int p, double x0) {
             last_x = axis_at(&ax, pt[i].tokens), last_y = axis_at(&ay, panel_value(p, s, pt[i].tokens));
             fprintf(f, "%s%.1f,%.1f", i ? " " : "", last_x, last_y);
         }
-        fprintf(f, "\"/>\n<text x=\"%.1f\" y=\"%.1f\" font-size=\"12\" fill=\"#666\">%s</text>\n", last_x + 4,
-                last_y + 4, c ? "∝ n" : "∝ n²");
+        fprintf(f, "\"/>\n<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\" font-size=\"12\" fill=\"#666\">%s</text>\n",
+                last_x - 4, last_y + (c ? 14 : -6), c ? "total ∝ n" : "total ∝ n²");
     }
     // the runs: a line, a bar from min to max, and a marker per length
     for (int c = 0; c < 2; c++) {
@@ -176,8 +176,8 @@ int benchsvg_write(FILE *f, const BenchSvgPoint *points, int n, const char *titl
     }
     fprintf(f, "<line x1=\"%d\" y1=\"46\" x2=\"%d\" y2=\"46\" stroke=\"#888\" stroke-dasharray=\"6 4\"/>\n", lx,
             lx + 24);
-    fprintf(f, "<text x=\"%d\" y=\"51\" font-size=\"13\">grows as n, as n² (from the first point); bars: "
-               "min … max</text>\n", lx + 30);
+    fprintf(f, "<text x=\"%d\" y=\"51\" font-size=\"13\">total time growing as n, as n²; bars: "
+               "min … max of the runs</text>\n", lx + 30);
     for (int p = 0; p < 2; p++) panel(f, points, n, p, LEFT + p * (PANEL_W + GAP));
     fprintf(f, "</svg>\n");
     return ferror(f) ? -1 : 0;
