@@ -312,7 +312,7 @@ static void print_help(FILE *f) {
             "                               --num-blocks N: lesson 6.1)\n"
             "  kvdemo race [options]        the same text without and with the cache, side by side, live\n"
             "  kvdemo bench [options]       cache against no cache over growing lengths (--steps LIST,\n"
-            "                               --repeat, --csv FILE, --kv-dtype TYPE)\n"
+            "                               --repeat, --csv FILE, --svg FILE, --train, --kv-dtype TYPE)\n"
             "  kvdemo init --out FILE       write a random char GPT (--preset seed|tiny, --seed N)\n"
             "  kvdemo train --out FILE      train the char GPT (--data FILE, --preset, --iters, --batch,\n"
             "                               --lr, --eval-every, --resume CHECKPOINT; docs/training.md)\n"
