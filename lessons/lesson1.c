@@ -46,8 +46,6 @@ static int run(Trace *tr, const ToyData *d, AttnStep *s1, AttnStep *s2, int caus
 }
 
 int lesson1_run(const Options *opt, Trace *tr) {
-    if (opt->runs != RUN_BOTH)
-        fprintf(stderr, "kvdemo: lesson 1 compares the causal mask with none; --cache/--no-cache ignored\n");
     ToyData d;
     AttnStep steps[2], *s1 = &steps[0], *s2 = &steps[1];   // step 1 and step 2
     if (toy_begin(&d, steps, 2, STEP2_TOKENS, opt, tr->lesson, STEP2_TOKENS)) return 1;

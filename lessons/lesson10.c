@@ -182,9 +182,6 @@ int lesson10_run(const Options *opt, Trace *tr) {
                "这里：%.3f 秒与 %.3f 秒，%d 个词元，%d 个线程%s。\n"
                "课后练习——生成长度越长，缓存的优势越明显吗？——请运行 `kvdemo bench`。",
                rec[0].seconds, rec[1].seconds, steps, ops_threads(), ops_threads() == 1 ? "" : "s");
-    if (opt->runs != RUN_BOTH)
-        fprintf(stderr, "kvdemo: lesson 10 always runs both ways to compare them; %s ignored\n",
-                opt->runs == RUN_CACHE ? "--cache" : "--no-cache");
     goto done;
 oom:
     fprintf(stderr, "kvdemo: out of memory\n");

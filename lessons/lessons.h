@@ -19,9 +19,8 @@ typedef struct {
     const char *title_zh;
     const char *section;   // "000 §2.1"
     LessonRun run;         // NULL while the lesson is not built yet
-    const char *options;   // the lesson-specific options it understands,
-                           // space separated ("--data --repeat"); the common
-                           // ones (--cache, --trace, --format, ...) always apply
+    uint64_t options;      // the options it honours: OPTION_BIT(OPT_DATA) | ...
+                           // (the command line says so of the others)
 } Lesson;
 
 extern const Lesson LESSONS[];

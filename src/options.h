@@ -9,6 +9,19 @@
 enum { RUN_NOCACHE = 1, RUN_CACHE = 2, RUN_BOTH = 3 };
 enum { MAX_PROMPTS = 8 };
 
+// Every option, by name. A lesson says which it honours as a mask of these
+// bits (lessons.c), and cli.c's table says which commands accept each one.
+// A new option is one name here and one row in cli.c's OPTIONS.
+typedef enum {
+    OPT_CACHE, OPT_NO_CACHE, OPT_TRACE, OPT_PRECISION, OPT_FORMAT, OPT_LANG, OPT_STEP, OPT_COLOR,
+    OPT_REPEAT, OPT_DATA, OPT_MODEL, OPT_INIT, OPT_PRESET, OPT_SEED, OPT_STEPS, OPT_PROMPT,
+    OPT_TEMPERATURE, OPT_TOP_K, OPT_TOP_P, OPT_THREADS, OPT_CSV, OPT_OUT, OPT_CONTEXT,
+    OPT_EMBEDDING, OPT_HEADS, OPT_BLOCKS, OPT_ITERS, OPT_BATCH, OPT_LR, OPT_EVAL_EVERY,
+    OPT_RESUME, OPT_HELP, OPT_VERSION,
+    NUM_OPTION_IDS   // at most 64: the masks are uint64_t
+} OptionId;
+#define OPTION_BIT(id) (UINT64_C(1) << (id))
+
 typedef struct Options {
     int runs;                           // --cache / --no-cache: RUN_* bits
     int repeat;                         // --repeat N: timings are medians of N (0: the lesson's default)
@@ -32,7 +45,7 @@ typedef struct Options {
     int iters, batch, eval_every;       // training
     double lr;
     const char *resume_path;            // --resume CHECKPOINT
-    // Which options were given, by their index in cli.c's table, so that a
+    // Which options were given, as OPTION_BIT(OPT_...) bits, so that a
     // command can tell a default from a choice.
     uint64_t given;
 } Options;
