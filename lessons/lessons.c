@@ -26,7 +26,7 @@ const Lesson LESSONS[] = {
     {"2.2", "With the KV cache: only the new token's row", "使用 KV Cache 场景", "000 §2.2",
      lesson22_run, TRACE_FORM | TENSORS | O(STEP) | O(COLOR) | O(CACHE) | O(DATA) | O(REPEAT)},
     {"3", "The KV cache in LLaMA's generate", "KV Cache 在 Llama 推理流程中的应用", "000 §3.1",
-     lesson3_run, TRACE_FORM | TENSORS | O(STEP) | CACHE_RUNS | O(MODEL) | O(PROMPT) | O(SEED) | O(STEPS) |
+     lesson3_run, TRACE_FORM | TENSORS | O(STEP) | O(COLOR) | CACHE_RUNS | O(MODEL) | O(PROMPT) | O(SEED) | O(STEPS) |
                       O(TEMPERATURE) | O(TOP_P)},
     {"4", "What the cache saves: time and FLOPs per token", "KV Cache 优点", "000 §4", NULL, 0},
     {"5", "What the cache costs: bytes held", "KV Cache 缺点", "000 §5", NULL, 0},

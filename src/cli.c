@@ -774,7 +774,21 @@ int cli_main(int argc, char **argv) {
     // The command is the first argument that is neither an option nor an
     // option's value: "kvdemo --lang zh lesson 2" runs lesson 2.
     int at = 1;
-    while (at < argc && argv[at][0] == '-' && argv[at][1]) at += takes_value(argv[at]) ? 2 : 1;
+    for (; at < argc && argv[at][0] == '-' && argv[at][1]; at += takes_value(argv[at]) ? 2 : 1) {
+        // An unknown name here would make its value look like the command.
+        char name[64];
+        snprintf(name, sizeof name, "%.*s", (int)strcspn(argv[at], "="), argv[at]);
+        int known = 0;
+        for (int i = 0; i < NUM_OPTIONS && !known; i++) known = !strcmp(OPTIONS[i].name, name);
+        for (size_t s = 0; s < sizeof SHORT_NAMES / sizeof SHORT_NAMES[0] && !known; s++)
+            known = !strcmp(SHORT_NAMES[s].alias, name);
+        if (!known) {
+            Nearest n = {.typed = name};
+            for (int i = 0; i < NUM_OPTIONS; i++) nearest_offer(&n, OPTIONS[i].name);
+            if (n.best) return usage_error("unknown option '%s'; did you mean %s? (kvdemo help lists the options)", name, n.best);
+            return usage_error("unknown option '%s'; kvdemo help lists the options", name);
+        }
+    }
     const Command *k = at < argc ? find_command(argv[at]) : &COMMANDS[CMD_HELP];
     if (!k) {
         // Before the usage error, --help and --version still answer.
