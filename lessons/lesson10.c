@@ -15,7 +15,7 @@
 // The lesson shows the cache's shapes as it grows, then runs both ways on the
 // same prompt and seed and compares texts, logits (bit for bit, every step),
 // times and the cost per token.
-#include "gptcmd.h"
+#include "gptsetup.h"
 #include "lessons.h"
 #include "ops.h"
 #include "sampler.h"
@@ -100,7 +100,7 @@ static void show_cost(Trace *tr, const Record *r, int steps) {
 int lesson10_run(const Options *opt, Trace *tr) {
     GptModel m;
     int random_model = 0;
-    int rc = gptcmd_model(&m, opt, 1, &random_model);
+    int rc = gptsetup_model(&m, opt, 1, &random_model);
     if (rc) return rc;
     int steps = opt->steps > 0 ? opt->steps : DEFAULT_STEPS;
     const char *prompt_text = opt->n_prompts ? opt->prompts[0] : "ROMEO:";
@@ -109,7 +109,7 @@ int lesson10_run(const Options *opt, Trace *tr) {
     Record rec[2];
     memset(rec, 0, sizeof rec);
     char *text[2] = {NULL, NULL};
-    rc = gptcmd_prompt(&prompt, &n_prompt, &m, prompt_text, 0);
+    rc = gptsetup_prompt(&prompt, &n_prompt, &m, prompt_text, 0);
     if (rc) goto done;
     for (int c = 0; c < 2; c++) {
         rec[c].cfg = m.cfg;

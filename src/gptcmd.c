@@ -8,6 +8,7 @@
 //                     growing lengths, measured side by side in one run
 #include "gptcmd.h"
 
+#include "gptsetup.h"
 #include "ops.h"
 #include "paths.h"
 #include "sampler.h"
@@ -24,77 +25,6 @@
 enum { DEFAULT_STEPS = 256 };
 static const char *const DEFAULT_PROMPT = "ROMEO:";
 
-// ----------------------------------------------------------------------------
-// Choosing the model and the prompt
-
-int gptcmd_model(GptModel *m, const Options *opt, int fallback, int *random_note) {
-    char err[512], buf[4096];
-    if (random_note) *random_note = 0;
-    if (opt->model_path && opt->init) {
-        fprintf(stderr, "kvdemo: --model and --init exclude each other; give one\n");
-        return 2;
-    }
-    if (opt->preset && !opt->init) {
-        fprintf(stderr, "kvdemo: --preset goes with --init random (a model file has its own shape)\n");
-        return 2;
-    }
-    const char *path = opt->model_path;
-    if (!path && !opt->init) {
-        path = paths_shipped(GPT_SHIPPED_MODEL, buf, sizeof buf);
-        if (access(path, R_OK) != 0) {
-            if (!fallback) {
-                fprintf(stderr, "kvdemo: no model: %s is missing; give --model FILE or --init random\n", GPT_SHIPPED_MODEL);
-                return 1;
-            }
-            path = NULL;
-            if (random_note) *random_note = 1;
-        }
-    }
-    if (path) {
-        if (gpt_load(m, path, err, sizeof err)) {
-            fprintf(stderr, "kvdemo: %s\n", err);
-            return 1;
-        }
-        return 0;
-    }
-    GptConfig cfg;
-    const char *preset = opt->preset ? opt->preset : "seed";
-    if (gpt_preset(&cfg, preset)) {
-        fprintf(stderr, "kvdemo: unknown preset '%s'; valid: seed, tiny\n", preset);
-        return 2;
-    }
-    uint32_t vocab[256];
-    int V = 0;
-    for (const unsigned char *c = (const unsigned char *)GPT_SHAKESPEARE_VOCAB; *c; c++) vocab[V++] = *c;
-    if (gpt_init_random(m, cfg, vocab, (uint32_t)opt->seed, err, sizeof err)) {
-        fprintf(stderr, "kvdemo: %s\n", err);
-        return 1;
-    }
-    return 0;
-}
-
-int gptcmd_prompt(int **tokens, int *n, const GptModel *m, const char *prompt, int steps) {
-    char err[256];
-    int max = (int)strlen(prompt);
-    if (max == 0) {
-        fprintf(stderr, "kvdemo: the prompt is empty; give at least one character, e.g. --prompt \"ROMEO:\"\n");
-        return 2;
-    }
-    *tokens = malloc(sizeof(int) * (size_t)(max + steps));
-    if (!*tokens) {
-        fprintf(stderr, "kvdemo: out of memory\n");
-        return 1;
-    }
-    *n = gpt_encode(*tokens, m, prompt, max, err, sizeof err);
-    if (*n < 0) {
-        fprintf(stderr, "kvdemo: --prompt: %s\n", err);
-        free(*tokens);
-        *tokens = NULL;
-        return 2;
-    }
-    return 0;
-}
-
 // Threads for the arithmetic: --threads N, or every core.
 static int start_threads(const Options *opt) {
     if (ops_set_threads(opt->threads) != 0) {
@@ -109,7 +39,7 @@ static int start_threads(const Options *opt) {
 
 int gptcmd_generate(const Options *opt, Trace *tr) {
     GptModel m;
-    int rc = gptcmd_model(&m, opt, 0, NULL);
+    int rc = gptsetup_model(&m, opt, 0, NULL);
     if (rc) return rc;
     int steps = opt->steps > 0 ? opt->steps : DEFAULT_STEPS;
     int use_cache = opt->runs != RUN_NOCACHE;
@@ -118,7 +48,7 @@ int gptcmd_generate(const Options *opt, Trace *tr) {
     GptState s = {0};
     Sampler sampler = {0};
     char *text = NULL;
-    rc = gptcmd_prompt(&tokens, &n_prompt, &m, opt->n_prompts ? opt->prompts[0] : DEFAULT_PROMPT, steps);
+    rc = gptsetup_prompt(&tokens, &n_prompt, &m, opt->n_prompts ? opt->prompts[0] : DEFAULT_PROMPT, steps);
     if (!rc && (gpt_state_init(&s, m.cfg) || sampler_init(&sampler, m.cfg.V, temperature, opt->top_k, (uint32_t)opt->seed))) {
         fprintf(stderr, "kvdemo: out of memory\n");
         rc = 1;
@@ -168,7 +98,7 @@ int gptcmd_init(const Options *opt) {
     Options o = *opt;
     o.init = "random";
     GptModel m;
-    int rc = gptcmd_model(&m, &o, 0, NULL);
+    int rc = gptsetup_model(&m, &o, 0, NULL);
     if (rc) return rc;
     char err[512];
     if (gpt_save(&m, opt->out_path, err, sizeof err)) {
@@ -281,7 +211,7 @@ int gptcmd_bench(const Options *opt, Trace *tr) {
     }
     GptModel m;
     int random_model = 0;
-    int rc = gptcmd_model(&m, opt, 1, &random_model);
+    int rc = gptsetup_model(&m, opt, 1, &random_model);
     if (rc) {
         if (csv) fclose(csv), remove(csv_tmp);
         return rc;
@@ -297,7 +227,7 @@ int gptcmd_bench(const Options *opt, Trace *tr) {
     GptState s = {0};
     double *samples = malloc(sizeof(double) * (size_t)repeat);
     Measure (*table)[2] = calloc((size_t)n_lengths, sizeof *table);
-    rc = gptcmd_prompt(&tokens, &n_prompt, &m, opt->n_prompts ? opt->prompts[0] : DEFAULT_PROMPT, max_len);
+    rc = gptsetup_prompt(&tokens, &n_prompt, &m, opt->n_prompts ? opt->prompts[0] : DEFAULT_PROMPT, max_len);
     if (!rc && (!samples || !table || gpt_state_init(&s, m.cfg))) {
         fprintf(stderr, "kvdemo: out of memory\n");
         rc = 1;
@@ -453,7 +383,7 @@ int gptcmd_train(const Options *opt) {
 
 int gptcmd_eval(const Options *opt) {
     GptModel m;
-    int rc = gptcmd_model(&m, opt, 0, NULL);
+    int rc = gptsetup_model(&m, opt, 0, NULL);
     if (rc) return rc;
     char buf[4096];
     const char *data = corpus_path(opt, buf, sizeof buf);

@@ -210,6 +210,16 @@ static void test_did_you_mean(void **state) {
     expect_failure("lesson 6", 2, "lesson 6 has parts: 6.1, 6.2, 6.3");
 }
 
+// A prompt the model cannot read names what it can: tinyshakespeare's 65
+// characters, "\n !$&',-.3:;?" and the letters.
+static void test_prompt_outside_the_vocabulary(void **state) {
+    (void)state;
+    const char *want = "the model knows 65 characters: newline, space, A-Z, a-z and !$&',-.3:;?; try --prompt \"ROMEO:\"";
+    expect_failure("generate --init random --preset tiny --prompt é", 2, want);
+    expect_failure("lesson 10 --init random --preset tiny --prompt 天气", 2, want);
+    expect_failure("bench --init random --preset tiny --prompt ROMEO:~ --steps 2", 2, "'~' (U+007E)");
+}
+
 static void test_values_without_case(void **state) {
     (void)state;
     expect_output(NULL, "lesson 2 --lang ZH --trace none", "第 2 课");
@@ -346,6 +356,7 @@ int main(void) {
         cmocka_unit_test(test_command_help),
         cmocka_unit_test(test_version),
         cmocka_unit_test(test_did_you_mean),
+        cmocka_unit_test(test_prompt_outside_the_vocabulary),
         cmocka_unit_test(test_values_without_case),
         cmocka_unit_test(test_options_before_the_command),
         cmocka_unit_test(test_lessons_say_what_they_ignore),

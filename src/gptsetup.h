@@ -1,0 +1,25 @@
+// gptsetup — what the char GPT's commands and lesson 10 share: the model the
+// options ask for (a file, a random model, or the shipped one) and a prompt's
+// tokens. Commands live in gptcmd; lessons include only this.
+#ifndef KVDEMO_GPTSETUP_H
+#define KVDEMO_GPTSETUP_H
+
+#include "gpt.h"
+#include "options.h"
+
+// The shipped model, trained by `kvdemo train` (docs/training.md).
+#define GPT_SHIPPED_MODEL "data/tinyshakespeare-gpt.bin"
+
+// The model the options ask for: --model FILE, or --init random (with
+// --preset, default seed, and --seed), or else the shipped model. When the
+// shipped model is missing and fallback is 1, a random model of the seed
+// preset is made instead and *random_note is set to 1 (the caller says so).
+// Returns 0, or an exit status (2 usage, 1 failure) after one line on stderr.
+int gptsetup_model(GptModel *m, const Options *opt, int fallback, int *random_note);
+
+// The prompt's tokens (allocated, with room for steps more), or an exit
+// status after one line on stderr naming the character the model lacks and
+// the characters it knows.
+int gptsetup_prompt(int **tokens, int *n, const GptModel *m, const char *prompt, int steps);
+
+#endif
