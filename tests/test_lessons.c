@@ -238,6 +238,10 @@ static void test_lesson7(void **state) {
         steps = s;
     }
     assert_true(steps >= 7);
+    // The table of rows per step: its head, then one row event per step.
+    assert_non_null(events_find(e, n, "table", NULL, -1, "kv_rows"));
+    for (int s = 1; s <= steps; s++) assert_non_null(events_find(e, n, "row", NULL, s, "kv_rows"));
+    assert_null(events_find(e, n, "row", NULL, steps + 1, "kv_rows"));
     events_free(e, n);
     e = kvdemo_json("lesson 7 --format json --steps 4", &n);
     assert_non_null(events_find(e, n, "compare", NULL, 4, "output"));
