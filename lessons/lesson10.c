@@ -156,7 +156,7 @@ int lesson10_run(const Options *opt, Trace *tr) {
         trace_run(tr, c ? "cache" : "no-cache");
         trace_heading(tr, c ? "With the cache" : "Without the cache", c ? "有缓存" : "无缓存");
         trace_textval(tr, "text", text[c]);
-        if (tr->format == FORMAT_TEXT) fputc('\n', tr->out);
+        trace_say(tr, "", "");
         show_cost(tr, &rec[c], steps);
         trace_timing(tr, c ? "cache" : "no-cache", rec[c].seconds, 1);
         trace_say(tr, "", "");

@@ -121,7 +121,7 @@ static const OptionSpec OPTIONS[] = {
      "decimals of printed tensors (default 4, as PyTorch)", "张量打印的小数位数（默认 4，与 PyTorch 相同）"},
     {OPT_FORMAT, "--format", ARG_ENUM, "text|json", AT(tr.format), 1, LESSON | GENERATE | BENCH, 0, 0,
      "text for people (default), JSON Lines for scripts", "text 给人看，JSON Lines 给脚本（默认 text）"},
-    {OPT_LANG, "--lang", ARG_LOCALE, "en|zh", AT(tr.lang), 1, LESSON | HELP, 0, 0,
+    {OPT_LANG, "--lang", ARG_LOCALE, "en|zh", AT(tr.lang), 1, LESSON | GENERATE | BENCH | HELP, 0, 0,
      "narration language (default from LANG)", "讲解的语言（默认取自 LANG）"},
     {OPT_STEP, "--step", ARG_FLAG, NULL, AT(tr.step_pause), 1, LESSON, 1, 0,
      "wait for Enter after each step (on a terminal)", "每一步之后等待回车（在终端上）"},

@@ -66,16 +66,16 @@ int gptcmd_generate(const Options *opt, Trace *tr) {
             rc = 1;
         } else {
             gpt_decode(text, need + 1, &m, tokens, len);
-            tr->run = use_cache ? "cache" : "no-cache";
-            if (tr->format == FORMAT_JSON) {
-                trace_textval(tr, "text", text);
-                trace_timing(tr, tr->run, seconds, 1);
-                trace_value(tr, "tokens_per_s", steps / seconds, "tokens/s", NULL, NULL);
-            } else {
-                fprintf(tr->out, "%s\n\n-- %d tokens in %.3f s, %.0f tokens/s, %s, %d thread%s\n", text, steps,
-                        seconds, steps / seconds, use_cache ? "with the KV cache" : "without the KV cache",
-                        ops_threads(), ops_threads() == 1 ? "" : "s");
-            }
+            trace_run(tr, use_cache ? "cache" : "no-cache");
+            trace_textval(tr, "text", text);
+            // The figures: one line for people, events for scripts.
+            trace_sayf(tr, "\n-- %d tokens in %.3f s, %.0f tokens/s, %s, %d thread%s",
+                       "\n-- %d 个词元，%.3f 秒，每秒 %.0f 个，%s，%d 个线程%s", steps, seconds, steps / seconds,
+                       use_cache ? trace_text(tr, "with the KV cache", "使用 KV 缓存")
+                                 : trace_text(tr, "without the KV cache", "不使用 KV 缓存"),
+                       ops_threads(), ops_threads() == 1 || tr->lang == LANG_ZH ? "" : "s");
+            if (tr->format == FORMAT_JSON) trace_timing(tr, tr->run, seconds, 1);
+            trace_value(tr, "tokens_per_s", steps / seconds, "tokens/s", NULL, NULL);
         }
     }
     free(text);
@@ -183,11 +183,13 @@ static int parse_lengths(int *out, int max, const char *list) {
     return n;
 }
 
-// A bar of width proportional to value / max, in at most width cells.
-static void bar(FILE *f, char c, double value, double max, int width) {
+// A bar of c, of length proportional to value / max, at most width long.
+static void bar(char *out, size_t size, char c, double value, double max, int width) {
     int n = max > 0 ? (int)lround(value / max * width) : 0;
     if (value > 0 && n == 0) n = 1;
-    for (int i = 0; i < n; i++) fputc(c, f);
+    if (n > (int)size - 1) n = (int)size - 1;
+    memset(out, c, (size_t)n);
+    out[n] = '\0';
 }
 
 int gptcmd_bench(const Options *opt, Trace *tr) {
@@ -260,49 +262,86 @@ int gptcmd_bench(const Options *opt, Trace *tr) {
     if (isatty(STDERR_FILENO)) progress("%s", "");
 
     GptConfig g = m.cfg;
-    if (tr->format == FORMAT_TEXT) {
-        printf("kvdemo bench: T=%d C=%d H=%d L=%d V=%d (%zu parameters), %d threads, median of %d runs\n\n", g.T,
-               g.C, g.H, g.L, g.V, m.num_params, ops_threads(), repeat);
-        printf("%d tokens after \"%s\":\n", DEFAULT_STEPS, opt->n_prompts ? opt->prompts[0] : DEFAULT_PROMPT);
-        for (int c = 0; c < 2; c++) {
-            const Measure *h = &head[c];
-            printf("  %-17s %8.3f s  %8.0f tokens/s  matmuls %6.1f GFLOP/s  reads %6.2f GB/s\n",
-                   c ? "with the cache" : "without the cache", h->seconds, DEFAULT_STEPS / h->seconds,
-                   h->matmul_flops / h->seconds * 1e-9, h->bytes_read / h->seconds * 1e-9);
-        }
-        printf("  the cache is %.1fx faster (the chapter's numpy: 4.93 s and 0.53 s, 9.3x)\n\n",
-               head[0].seconds / head[1].seconds);
-        printf("training, batch %d x %d: %.0f tokens/s (about %.0f GFLOP/s counting 6 x parameters per token)\n\n",
-               TRAIN_BATCH, g.T, train_tps, 6.0 * (double)m.num_params * train_tps * 1e-9);
-        printf("%8s %12s %12s %9s   time (# without the cache, = with it)\n", "tokens", "no cache s", "cache s",
-               "speedup");
-        double tmax = 0;
-        for (int i = 0; i < n_lengths; i++) tmax = fmax(tmax, fmax(table[i][0].seconds, table[i][1].seconds));
-        for (int i = 0; i < n_lengths; i++) {
-            printf("%8d %12.4f %12.4f %8.1fx   ", lengths[i], table[i][0].seconds, table[i][1].seconds,
-                   table[i][0].seconds / table[i][1].seconds);
-            bar(stdout, '#', table[i][0].seconds, tmax, 30);
-            printf("\n%47s", "");
-            bar(stdout, '=', table[i][1].seconds, tmax, 30);
-            printf("\n");
-        }
-        printf("\nPast %d tokens the text outgrows the context: the chapter's generate then drops the\n"
-               "cache and recomputes the last %d tokens in full, so both ways cost the same per token.\n",
-               g.T, g.T);
-    } else {
-        trace_value(tr, "train_tokens_per_s", train_tps, "tokens/s", NULL, NULL);
-        for (int c = 0; c < 2; c++) {
-            tr->run = c ? "cache" : "no-cache";
-            trace_timing(tr, "tokens_256", head[c].seconds, repeat);
-            trace_value(tr, "matmul_gflops", head[c].matmul_flops / head[c].seconds * 1e-9, "GFLOP/s", NULL, NULL);
-            trace_value(tr, "read_gbps", head[c].bytes_read / head[c].seconds * 1e-9, "GB/s", NULL, NULL);
-            for (int i = 0; i < n_lengths; i++) {
-                char name[32];
-                snprintf(name, sizeof name, "tokens_%d", lengths[i]);
-                trace_timing(tr, name, table[i][c].seconds, repeat);
-            }
-        }
+    const char *prompt = opt->n_prompts ? opt->prompts[0] : DEFAULT_PROMPT;
+    trace_sayf(tr, "kvdemo bench: T=%d C=%d H=%d L=%d V=%d (%zu parameters), %d threads, median of %d runs\n",
+               "kvdemo bench：T=%d C=%d H=%d L=%d V=%d（%zu 个参数），%d 个线程，%d 次运行的中位数\n", g.T, g.C,
+               g.H, g.L, g.V, m.num_params, ops_threads(), repeat);
+    trace_sayf(tr, "%d tokens after \"%s\":", "\"%s\" 之后的 %d 个词元：", DEFAULT_STEPS, prompt);
+    // The headline: the chapter's 256 tokens, both ways.
+    static const TraceColumn HEAD_COLS[] = {
+        {"", "", 17, 0, "run"},
+        {"s", "秒", 10, 1, "seconds"},
+        {"tokens/s", "词元/秒", 10, 1, "tokens_per_s"},
+        {"matmul GFLOP/s", "矩阵乘 GFLOP/s", 15, 1, "matmul_gflops"},
+        {"reads GB/s", "读取 GB/s", 11, 1, "read_gbps"},
+    };
+    static const TraceTable HEAD = {"tokens_256", 5, HEAD_COLS};
+    trace_table_head(tr, &HEAD);
+    for (int c = 0; c < 2; c++) {
+        const Measure *h = &head[c];
+        char cells[4][32];
+        snprintf(cells[0], sizeof cells[0], "%.3f", h->seconds);
+        snprintf(cells[1], sizeof cells[1], "%.0f", DEFAULT_STEPS / h->seconds);
+        snprintf(cells[2], sizeof cells[2], "%.1f", h->matmul_flops / h->seconds * 1e-9);
+        snprintf(cells[3], sizeof cells[3], "%.2f", h->bytes_read / h->seconds * 1e-9);
+        const char *row[] = {c ? trace_text(tr, "with the cache", "有缓存") : trace_text(tr, "without the cache", "无缓存"),
+                             cells[0], cells[1], cells[2], cells[3]};
+        trace_run(tr, c ? "cache" : "no-cache");
+        trace_table_row(tr, &HEAD, row);
+        if (tr->format == FORMAT_JSON) trace_timing(tr, "tokens_256", h->seconds, repeat);
+        trace_value(tr, "matmul_gflops", h->matmul_flops / h->seconds * 1e-9, "GFLOP/s", NULL, NULL);
+        trace_value(tr, "read_gbps", h->bytes_read / h->seconds * 1e-9, "GB/s", NULL, NULL);
     }
+    trace_run(tr, NULL);
+    trace_sayf(tr, "  the cache is %.1fx faster (the chapter's numpy: 4.93 s and 0.53 s, 9.3x)\n",
+               "  有缓存快 %.1f 倍（原文 numpy：4.93 秒与 0.53 秒，9.3 倍）\n", head[0].seconds / head[1].seconds);
+    trace_sayf(tr, "training, batch %d x %d: %.0f tokens/s (about %.0f GFLOP/s counting 6 x parameters per token)\n",
+               "训练，批 %d x %d：每秒 %.0f 个词元（按每个词元 6 x 参数量计，约 %.0f GFLOP/s）\n", TRAIN_BATCH, g.T,
+               train_tps, 6.0 * (double)m.num_params * train_tps * 1e-9);
+    trace_value(tr, "train_tokens_per_s", train_tps, "tokens/s", NULL, NULL);
+    // The exercise: both ways over growing lengths, with a bar of each time.
+    static const TraceColumn LEN_COLS[] = {
+        {"tokens", "词元", 8, 1, NULL},
+        {"no cache s", "无缓存 秒", 12, 1, "nocache_seconds"},
+        {"cache s", "有缓存 秒", 12, 1, "cache_seconds"},
+        {"speedup", "加速", 9, 1, NULL},
+        {"  time (# without the cache, = with it)", "  耗时（# 无缓存，= 有缓存）", 0, 0, "chart"},
+    };
+    static const TraceTable LENGTHS = {"lengths", 5, LEN_COLS};
+    trace_table_head(tr, &LENGTHS);
+    double tmax = 0;
+    for (int i = 0; i < n_lengths; i++) tmax = fmax(tmax, fmax(table[i][0].seconds, table[i][1].seconds));
+    for (int i = 0; i < n_lengths; i++) {
+        char cells[4][32], bars[2][40];
+        snprintf(cells[0], sizeof cells[0], "%d", lengths[i]);
+        snprintf(cells[1], sizeof cells[1], "%.4f", table[i][0].seconds);
+        snprintf(cells[2], sizeof cells[2], "%.4f", table[i][1].seconds);
+        snprintf(cells[3], sizeof cells[3], "%.1fx", table[i][0].seconds / table[i][1].seconds);
+        bar(bars[0], sizeof bars[0], '#', table[i][0].seconds, tmax, 30);
+        bar(bars[1], sizeof bars[1], '=', table[i][1].seconds, tmax, 30);
+        char chart[96];
+        snprintf(chart, sizeof chart, "  %s", bars[0]);
+        const char *row[] = {cells[0], cells[1], cells[2], cells[3], chart};
+        trace_table_row(tr, &LENGTHS, row);
+        if (tr->format == FORMAT_TEXT) {
+            snprintf(chart, sizeof chart, "  %s", bars[1]);
+            const char *second[] = {"", "", "", "", chart};
+            trace_table_row(tr, &LENGTHS, second);
+        }
+        for (int c = 0; c < 2; c++) {
+            char name[32];
+            snprintf(name, sizeof name, "tokens_%d", lengths[i]);
+            trace_run(tr, c ? "cache" : "no-cache");
+            if (tr->format == FORMAT_JSON) trace_timing(tr, name, table[i][c].seconds, repeat);
+        }
+        trace_run(tr, NULL);
+    }
+    trace_sayf(tr,
+               "\nPast %d tokens the text outgrows the context: the chapter's generate then drops the\n"
+               "cache and recomputes the last %d tokens in full, so both ways cost the same per token.",
+               "\n超过 %d 个词元后，文字超出上下文：原文的 generate 会丢掉缓存，完整重算最后 %d 个词元，\n"
+               "所以两种方式每个词元的代价相同。",
+               g.T, g.T);
     if (csv) {
         fprintf(csv, "tokens,nocache_seconds,cache_seconds,speedup,nocache_tokens_per_s,cache_tokens_per_s\n");
         for (int i = 0; i < n_lengths; i++)
