@@ -30,7 +30,6 @@
 #include "utf8.h"
 
 #include <errno.h>
-#include <limits.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -392,14 +391,12 @@ static void print_options(FILE *f, const Cli *c, CommandId cmd, const Lesson *l)
     }
 }
 
-static void print_lesson_list(FILE *f, int brief) {
+// kvdemo list: id, section, both titles.
+static void print_lesson_list(FILE *f) {
     for (int i = 0; i < NUM_LESSONS; i++) {
         const Lesson *l = &LESSONS[i];
-        if (brief)
-            fprintf(f, "  %-4s %s%s\n", l->id, l->title_en, l->run ? "" : "  (not built yet)");
-        else
-            fprintf(f, "%-4s %-9s %s%s\n     %s\n", l->id, l->section, l->title_en,
-                    l->run ? "" : "  (not built yet)", l->title_zh);
+        fprintf(f, "%-4s %-9s %s%s\n     %s\n", l->id, l->section, l->title_en, l->run ? "" : "  (not built yet)",
+                l->title_zh);
     }
 }
 
@@ -647,7 +644,7 @@ static int want_color(int when) {
 
 static int cmd_list(Cli *c) {
     (void)c;
-    print_lesson_list(stdout, 0);
+    print_lesson_list(stdout);
     return 0;
 }
 
