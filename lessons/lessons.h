@@ -21,6 +21,8 @@ typedef struct {
     LessonRun run;         // NULL while the lesson is not built yet
     uint64_t options;      // the options it honours: OPTION_BIT(OPT_DATA) | ...
                            // (the command line says so of the others)
+    const char *shows_en;  // what it shows, a sentence for its help (or NULL)
+    const char *shows_zh;
 } Lesson;
 
 extern const Lesson LESSONS[];

@@ -436,6 +436,10 @@ static void print_command_help(FILE *f, const Cli *c, const Command *k) {
 
 static void print_lesson_help(FILE *f, const Cli *c, const Lesson *l) {
     fprintf(f, "kvdemo lesson %s — %s\n", l->id, tx(c, l->title_en, l->title_zh));
+    if (l->shows_en) {
+        fputs("  ", f);
+        print_wrapped(f, tx(c, l->shows_en, l->shows_zh), 2, 2);
+    }
     fprintf(f, "  %s %s%s\n", tx(c, "the article's section:", "对应原文："), l->section,
             l->run ? "" : tx(c, " (not built yet)", "（尚未实现）"));
     if (l->run) {

@@ -88,6 +88,19 @@ static void test_lesson_help(void **state) {
                 const char *title = zh ? l->title_zh : l->title_en;
                 if (!strstr(r.out, title)) fail_msg("kvdemo %s: expected the title \"%s\" in:\n%s", args, title, r.out);
                 if (!strstr(r.out, l->section)) fail_msg("kvdemo %s: expected the section %s", args, l->section);
+                // What it shows: the start of its sentence (the rest may wrap).
+                const char *shows = zh ? l->shows_zh : l->shows_en;
+                if (shows) {
+                    char start[32];
+                    size_t at = 0;
+                    for (int k = 0; k < 4 && shows[at]; k++) {
+                        uint32_t cp;
+                        int len = utf8_decode(&cp, (const unsigned char *)shows + at, strlen(shows + at));
+                        at += len ? (size_t)len : 1;
+                    }
+                    snprintf(start, sizeof start, "  %.*s", (int)at, shows);
+                    if (!strstr(r.out, start)) fail_msg("kvdemo %s: expected what it shows, \"%s...\", in:\n%s", args, start, r.out);
+                }
                 for (int o = 0; o < n_all; o++) {
                     char needle[32];
                     snprintf(needle, sizeof needle, "  %s ", all[o]);   // at the start of an option line
