@@ -418,8 +418,8 @@ static void print_help(FILE *f, const Cli *c) {
     fprintf(f, "\n%s\n", tx(c, "what every lesson understands:", "每一课都理解的选项："));
     for (int i = 0; i < NUM_OPTIONS; i++)
         if (OPTIONS[i].id <= OPT_COLOR) print_option_line(f, c, &OPTIONS[i]);
-    fprintf(f, "\n%s\n", tx(c, "kvdemo help COMMAND and kvdemo help lesson ID list the other options.",
-                            "kvdemo help COMMAND 与 kvdemo help lesson ID 列出其余选项。"));
+    fprintf(f, "\n%s\n", tx(c, "kvdemo help COMMAND, kvdemo help lesson ID: the other options. -V: the version.",
+                            "kvdemo help COMMAND 与 kvdemo help lesson ID 列出其余选项；-V 显示版本。"));
 }
 
 static void print_command_help(FILE *f, const Cli *c, const Command *k) {
