@@ -9,9 +9,10 @@
 //
 // To add an option: a name in OptionId (options.h), a field where its value
 // goes (Options, or Cli below for how the output looks), and one row in
-// OPTIONS; then add its bit to the lessons that honour it. To add a command:
-// a CMD_ name below and one row in COMMANDS; add CMD_BIT(CMD_NEW) to the rows
-// of the options it accepts.
+// OPTIONS; then add O(NEW) to the rows of LESSONS (lessons.c) that honour
+// it. To add a command: a CMD_ name below, its cmd_ function (declared above
+// COMMANDS), one row in COMMANDS, and CMD_BIT(CMD_NEW) in the rows of the
+// options it accepts. Choices are matched without case ("--format JSON").
 //
 // The parser is written by hand rather than with getopt_long because getopt
 // cannot do what the tables ask: options before and after the command with
@@ -64,7 +65,7 @@ _Static_assert(offsetof(Options, n_prompts) == offsetof(Options, prompts) + size
 _Static_assert(NUM_OPTION_IDS <= 64, "option masks are uint64_t");
 
 // ----------------------------------------------------------------------------
-// The commands' names (their rows are further down, after the functions)
+// The commands' names, in the order of their rows in COMMANDS
 
 typedef enum { CMD_LIST, CMD_LESSON, CMD_GENERATE, CMD_BENCH, CMD_INIT, CMD_TRAIN, CMD_EVAL,
                CMD_MEMORY, CMD_RACE, CMD_HELP, CMD_VERSION, NUM_COMMANDS } CommandId;
