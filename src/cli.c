@@ -688,6 +688,21 @@ static const Lesson *find_lesson(const char *id) {
     return NULL;
 }
 
+// kvdemo help lesson 6: the parts of a section, one line each. Returns how
+// many there are (0: none, nothing printed).
+static int print_parts(FILE *f, const Cli *c, const char *id) {
+    size_t n = strlen(id);
+    int parts = 0;
+    for (int i = 0; i < NUM_LESSONS; i++) {
+        const Lesson *l = &LESSONS[i];
+        if (strncmp(l->id, id, n) || l->id[n] != '.') continue;
+        if (!parts++) fprintf(f, tx(c, "Section %s has parts:\n", "第 %s 节分为：\n"), id);
+        fprintf(f, "  kvdemo lesson %-4s %s%s\n", l->id, tx(c, l->title_en, l->title_zh),
+                l->run ? "" : tx(c, " (not built yet)", "（尚未实现）"));
+    }
+    return parts;
+}
+
 static int cmd_lesson(Cli *c) {
     char ids[256];
     list_lesson_ids(ids, sizeof ids, 1);
@@ -698,6 +713,7 @@ static int cmd_lesson(Cli *c) {
         }
         return usage_error("'lesson' needs a lesson id: one of %s (kvdemo list shows them all)", ids);
     }
+    if (c->help && !lessons_find(c->args[0]) && print_parts(stdout, c, c->args[0])) return 0;
     const Lesson *l = find_lesson(c->args[0]);
     if (!l) return EXIT_USAGE;
     if (c->help) {
@@ -733,6 +749,8 @@ static int cmd_help(Cli *c) {
     }
     const Command *k = find_command(c->args[0]);
     if (!k) return unknown_command(c->args[0]);
+    if (k->id == CMD_LESSON && c->n_args > 1 && !lessons_find(c->args[1]) && print_parts(stdout, c, c->args[1]))
+        return 0;
     if (k->id == CMD_LESSON && c->n_args > 1) {
         const Lesson *l = find_lesson(c->args[1]);
         if (!l) return EXIT_USAGE;

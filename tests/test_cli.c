@@ -227,8 +227,10 @@ static void test_did_you_mean(void **state) {
         if (!strstr(r.err, "valid") && !strstr(r.err, "commands:")) fail_msg("kvdemo %s: does not say what is valid: %s", far[i], r.err);
         run_free(&r);
     }
-    // A section with parts lists them.
+    // A section with parts lists them; its help shows each.
     expect_failure("lesson 6", 2, "lesson 6 has parts: 6.1, 6.2, 6.3");
+    for (int i = 0; i < NUM_LESSONS; i++)
+        if (!strncmp(LESSONS[i].id, "6.", 2)) expect_output(NULL, "help lesson 6", LESSONS[i].title_en);
 }
 
 // A prompt the model cannot read names what it can: tinyshakespeare's 65
