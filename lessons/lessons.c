@@ -52,7 +52,8 @@ const Lesson LESSONS[] = {
      "MHA, GQA and MQA side by side: key/value heads shared by groups of query heads, cache bytes and bytes read per token",
      "MHA、GQA、MQA 并排：一组查询头共享 key/value 头；每个 token 的缓存字节数与读取字节数"},
     {"6.3", "FlashAttention: tiled attention, online softmax", "FlashAttention 优化技术", "000 §6.3",
-     NULL, 0,
+     lesson63_run, TRACE_FORM | TENSORS | O(STEP) | O(COLOR) | O(DATA) | O(MAX_N) | O(TILE) | O(REPEAT) |
+                       O(THREADS) | O(MODEL) | O(INIT) | O(PRESET) | O(SEED),
      "tiled attention with an online softmax, equal to the plain one; the HBM/SRAM traffic of both",
      "分块注意力与在线 softmax，结果与普通注意力相同；两者的 HBM/SRAM 读写量"},
     {"7", "Why GPT needs the cache: the generation loop", "GPT 单次推理生成下一个 token，为什么会产生 KV Cache",
@@ -68,7 +69,7 @@ const Lesson LESSONS[] = {
      "为什么没有 Q 缓存：旧的 query 不影响新 token 的输出，有没有因果掩码都一样"},
     {"10", "The char GPT of the numpy chapter, with and without the cache", "键值缓存：字符级 GPT 生成",
      "003", lesson10_run, TRACE_FORM | O(STEP) | O(MODEL) | O(INIT) | O(PRESET) | O(SEED) | O(STEPS) | O(PROMPT) |
-                              O(TEMPERATURE) | O(TOP_K) | O(THREADS),
+                              O(TEMPERATURE) | O(TOP_K) | O(THREADS) | O(ATTENTION) | O(TILE),
      "the numpy chapter's char GPT: the cache's shapes as it grows, 256 characters after \"ROMEO:\" both ways, the same text, both timed",
      "numpy 章节的字符级 GPT：缓存形状的增长，\"ROMEO:\" 之后生成 256 个字符，两种方式文字相同，分别计时"},
 };

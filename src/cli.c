@@ -27,6 +27,7 @@
 #include "lessons.h"
 #include "options.h"
 #include "paths.h"
+#include "race.h"
 #include "trace.h"
 #include "utf8.h"
 
@@ -67,8 +68,8 @@ _Static_assert(NUM_OPTION_IDS <= 64, "option masks are uint64_t");
 // ----------------------------------------------------------------------------
 // The commands' names, in the order of their rows in COMMANDS
 
-typedef enum { CMD_LIST, CMD_LESSON, CMD_GENERATE, CMD_BENCH, CMD_INIT, CMD_TRAIN, CMD_EVAL,
-               CMD_MEMORY, CMD_RACE, CMD_HELP, CMD_VERSION, NUM_COMMANDS } CommandId;
+typedef enum { CMD_LIST, CMD_LESSON, CMD_GENERATE, CMD_RACE, CMD_BENCH, CMD_INIT, CMD_TRAIN, CMD_EVAL,
+               CMD_MEMORY, CMD_HELP, CMD_VERSION, NUM_COMMANDS } CommandId;
 #define CMD_BIT(c) (1u << (c))
 #define ALL_COMMANDS ((1u << NUM_COMMANDS) - 1)
 
@@ -102,6 +103,7 @@ typedef struct {
 #define AT(field) offsetof(Cli, field)
 #define LESSON CMD_BIT(CMD_LESSON)
 #define GENERATE CMD_BIT(CMD_GENERATE)
+#define RACE CMD_BIT(CMD_RACE)
 #define BENCH CMD_BIT(CMD_BENCH)
 #define INIT CMD_BIT(CMD_INIT)
 #define TRAIN CMD_BIT(CMD_TRAIN)
@@ -119,9 +121,9 @@ static const OptionSpec OPTIONS[] = {
      "how many tensors to print (default full)", "打印多少中间张量（默认 full）"},
     {OPT_PRECISION, "--precision", ARG_INT, "N", AT(tr.precision), 1, LESSON, 0, 16,
      "decimals of printed tensors (default 4, as PyTorch)", "张量打印的小数位数（默认 4，与 PyTorch 相同）"},
-    {OPT_FORMAT, "--format", ARG_ENUM, "text|json", AT(tr.format), 1, LESSON | GENERATE | BENCH, 0, 0,
+    {OPT_FORMAT, "--format", ARG_ENUM, "text|json", AT(tr.format), 1, LESSON | GENERATE | RACE | BENCH, 0, 0,
      "text for people (default), JSON Lines for scripts", "text 给人看，JSON Lines 给脚本（默认 text）"},
-    {OPT_LANG, "--lang", ARG_LOCALE, "en|zh", AT(tr.lang), 1, LESSON | GENERATE | BENCH | HELP, 0, 0,
+    {OPT_LANG, "--lang", ARG_LOCALE, "en|zh", AT(tr.lang), 1, LESSON | GENERATE | RACE | BENCH | HELP, 0, 0,
      "narration language (default from LANG)", "讲解的语言（默认取自 LANG）"},
     {OPT_STEP, "--step", ARG_FLAG, NULL, AT(tr.step_pause), 1, LESSON, 1, 0,
      "wait for Enter after each step (on a terminal)", "每一步之后等待回车（在终端上）"},
@@ -135,24 +137,24 @@ static const OptionSpec OPTIONS[] = {
      "the example's numbers (default data/tianqi.txt)", "示例的数字（默认 data/tianqi.txt）"},
     {OPT_DATA, "--data", ARG_STRING, "FILE", AT(opt.data_path), 1, TRAIN | EVAL, 0, 0,
      "the training text (default data/tinyshakespeare.txt)", "训练用的文本（默认 data/tinyshakespeare.txt）"},
-    {OPT_MODEL, "--model", ARG_STRING, "FILE", AT(opt.model_path), 1, LESSON | GENERATE | BENCH | EVAL, 0, 0,
+    {OPT_MODEL, "--model", ARG_STRING, "FILE", AT(opt.model_path), 1, LESSON | GENERATE | RACE | BENCH | EVAL, 0, 0,
      "a model file (default data/tinyshakespeare-gpt.bin)", "模型文件（默认 data/tinyshakespeare-gpt.bin）"},
-    {OPT_INIT, "--init", ARG_CHOICE, "random", AT(opt.init), 1, LESSON | GENERATE | BENCH, 0, 0,
+    {OPT_INIT, "--init", ARG_CHOICE, "random", AT(opt.init), 1, LESSON | GENERATE | RACE | BENCH, 0, 0,
      "a random model instead of a file (with --preset and --seed)", "用随机模型代替模型文件（配合 --preset 和 --seed）"},
-    {OPT_PRESET, "--preset", ARG_CHOICE, "seed|tiny", AT(opt.preset), 1, LESSON | GENERATE | BENCH | INIT | TRAIN, 0, 0,
+    {OPT_PRESET, "--preset", ARG_CHOICE, "seed|tiny", AT(opt.preset), 1, LESSON | GENERATE | RACE | BENCH | INIT | TRAIN, 0, 0,
      "model shape: seed (the chapter's: 256, 384, 6 heads, 6 blocks) or tiny",
      "模型形状：seed（原文的：256、384、6 个头、6 个模块）或 tiny"},
-    {OPT_SEED, "--seed", ARG_U64, "N", AT(opt.seed), 1, LESSON | GENERATE | BENCH | INIT | TRAIN, 0, 4294967295.0,
+    {OPT_SEED, "--seed", ARG_U64, "N", AT(opt.seed), 1, LESSON | GENERATE | RACE | BENCH | INIT | TRAIN, 0, 4294967295.0,
      "random seed, as np.random.seed(N) (default 42)", "随机种子，同 np.random.seed(N)（默认 42）"},
-    {OPT_STEPS, "--steps", ARG_INT, "N", AT(opt.steps), 1, LESSON | GENERATE, 1, 100000,
+    {OPT_STEPS, "--steps", ARG_INT, "N", AT(opt.steps), 1, LESSON | GENERATE | RACE, 1, 100000,
      "how many tokens to generate", "生成多少个词元"},
     {OPT_STEPS, "--steps", ARG_STRING, "LIST", AT(opt.steps_list), 1, BENCH, 0, 0,
      "the lengths to time, e.g. 16,64,256", "要计时的长度，例如 16,64,256"},
-    {OPT_PROMPT, "--prompt", ARG_APPEND, "TEXT", AT(opt.prompts), MAX_PROMPTS, LESSON | GENERATE | BENCH, 0, 0,
+    {OPT_PROMPT, "--prompt", ARG_APPEND, "TEXT", AT(opt.prompts), MAX_PROMPTS, LESSON | GENERATE | RACE | BENCH, 0, 0,
      "the prompt (default \"ROMEO:\"; lesson 3 takes several)", "提示词（默认 \"ROMEO:\"；第 3 课可给多个）"},
-    {OPT_TEMPERATURE, "--temperature", ARG_DOUBLE, "T", AT(opt.temperature), 1, LESSON | GENERATE, 0, 100,
+    {OPT_TEMPERATURE, "--temperature", ARG_DOUBLE, "T", AT(opt.temperature), 1, LESSON | GENERATE | RACE, 0, 100,
      "sampling temperature; 0 picks the most likely token", "采样温度；0 表示取概率最大的词元"},
-    {OPT_TOP_K, "--top-k", ARG_INT, "K", AT(opt.top_k), 1, LESSON | GENERATE, 0, 1000000,
+    {OPT_TOP_K, "--top-k", ARG_INT, "K", AT(opt.top_k), 1, LESSON | GENERATE | RACE, 0, 1000000,
      "draw only from the K most likely tokens (0: all)", "只从概率最大的 K 个词元中抽取（0：全部）"},
     {OPT_TOP_P, "--top-p", ARG_DOUBLE, "P", AT(opt.top_p), 1, LESSON, 0, 1,
      "nucleus sampling as LLaMA's sample_top_p", "核采样，同 LLaMA 的 sample_top_p"},
@@ -175,6 +177,14 @@ static const OptionSpec OPTIONS[] = {
      "validation loss (and a checkpoint) every N iterations", "每 N 次迭代计算验证损失（并保存检查点）"},
     {OPT_RESUME, "--resume", ARG_STRING, "CHECKPOINT", AT(opt.resume_path), 1, TRAIN, 0, 0,
      "continue from a checkpoint", "从检查点继续训练"},
+    {OPT_ATTENTION, "--attention", ARG_CHOICE, "plain|flash", AT(opt.attention), 1, LESSON | GENERATE | BENCH, 0, 0,
+     "the char GPT's attention: plain, or flash (tiles, online softmax; default plain)",
+     "字符级 GPT 的注意力：plain，或 flash（分块、在线 softmax；默认 plain）"},
+    {OPT_TILE, "--tile", ARG_INT, "N", AT(opt.tile), 1, LESSON | GENERATE | BENCH, 1, 65536,
+     "keys per tile of flash attention (default 64)", "flash 注意力每块的键数（默认 64）"},
+    {OPT_MAX_N, "--max-n", ARG_INT, "N", AT(opt.max_n), 1, LESSON, 1024, 16384,
+     "lesson 6.3: time plain and tiled attention up to N = 4^k * 1024 (default 4096)",
+     "第 6.3 课：普通与分块注意力计时到 N = 4^k * 1024（默认 4096）"},
     // Everywhere.
     {OPT_HELP, "--help", ARG_FLAG, NULL, AT(help), 99, ALL_COMMANDS, 1, 0,
      "this help (-h)", "显示帮助（-h）"},
@@ -192,6 +202,7 @@ static const struct { const char *alias, *name; } SHORT_NAMES[] = {{"-h", "--hel
 static int cmd_list(Cli *c);
 static int cmd_lesson(Cli *c);
 static int cmd_generate(Cli *c);
+static int cmd_race(Cli *c);
 static int cmd_bench(Cli *c);
 static int cmd_init(Cli *c);
 static int cmd_train(Cli *c);
@@ -216,6 +227,8 @@ static const Command COMMANDS[] = {
      "运行一课，例如 kvdemo lesson 2 --no-cache", NULL},
     {CMD_GENERATE, "generate", cmd_generate, 0, "generate [options]", "the char GPT writes text after a prompt",
      "字符级 GPT 接着提示词写文字", "docs/lesson-10.md"},
+    {CMD_RACE, "race", cmd_race, 0, "race [options]", "with and without the cache, side by side, live",
+     "同一段文字，不用缓存与使用缓存，并排实时生成", "docs/lesson-10.md"},
     {CMD_BENCH, "bench", cmd_bench, 0, "bench [options]", "cache against no cache over growing lengths",
      "在不同长度上比较有缓存与无缓存", "docs/lesson-10.md"},
     {CMD_INIT, "init", cmd_init, 0, "init --out FILE", "write a random char GPT", "写出一个随机的字符级 GPT",
@@ -225,8 +238,6 @@ static const Command COMMANDS[] = {
     {CMD_EVAL, "eval", cmd_eval, 0, "eval --model FILE", "training and validation loss", "训练损失与验证损失",
      "docs/training.md"},
     {CMD_MEMORY, "memory", NULL, 0, "memory [options]", "KV cache size calculator", "KV 缓存大小计算器", NULL},
-    {CMD_RACE, "race", NULL, 0, "race [options]", "with and without the cache, side by side, live",
-     "有缓存与无缓存并排实时比赛", NULL},
     {CMD_HELP, "help", cmd_help, 2, "help [COMMAND]", "this help; help lesson ID, help generate, ...",
      "本帮助；help lesson ID、help generate 等", NULL},
     {CMD_VERSION, "version", cmd_version, 0, "version", "the version", "版本", NULL},
@@ -722,17 +733,33 @@ static int cmd_lesson(Cli *c) {
     }
     if (!l->run) return usage_error("lesson %s is not built yet; built lessons: %s", l->id, ids);
     c->tr.lesson = l->id;
+    if (c->tr.step_pause && (l->options & OPTION_BIT(OPT_STEP)) && (c->tr.format != FORMAT_TEXT || !isatty(STDIN_FILENO))) {
+        fprintf(stderr, "kvdemo: --step waits for keys on a terminal; %s, so it is ignored\n",
+                c->tr.format != FORMAT_TEXT ? "the output is JSON" : "standard input is not one");
+        c->tr.step_pause = 0;
+    }
     // Options this lesson has no use for are ignored, and it says so.
     for (int i = 0; i < NUM_OPTIONS; i++) {
         const OptionSpec *o = &OPTIONS[i];
         if (!(c->opt.given & OPTION_BIT(o->id)) || (l->options & OPTION_BIT(o->id)) || !(o->commands & LESSON)) continue;
-        fprintf(stderr, "kvdemo: lesson %s ignores %s (kvdemo help lesson %s lists what it honours)\n", l->id,
-                o->name, l->id);
+        if (o->id == OPT_COLOR)
+            fprintf(stderr, "kvdemo: lesson %s ignores --color: it shows no score or weight matrix, so --color changes nothing\n",
+                    l->id);
+        else
+            fprintf(stderr, "kvdemo: lesson %s ignores %s (kvdemo help lesson %s lists what it honours)\n", l->id,
+                    o->name, l->id);
     }
-    return l->run(&c->opt, &c->tr);
+    int rc = l->run(&c->opt, &c->tr);
+    // --color colours score and weight matrices; a lesson that can show them
+    // but showed none this time (--trace none) says that it changed nothing.
+    if (!rc && (c->opt.given & OPTION_BIT(OPT_COLOR)) && (l->options & OPTION_BIT(OPT_COLOR)) &&
+        c->tr.heat_maps == 0 && c->tr.format == FORMAT_TEXT)
+        fprintf(stderr, "kvdemo: lesson %s shows no score or weight matrix: --color changes nothing\n", l->id);
+    return rc;
 }
 
 static int cmd_generate(Cli *c) { return gptcmd_generate(&c->opt, &c->tr); }
+static int cmd_race(Cli *c) { return race_run(&c->opt, &c->tr); }
 static int cmd_bench(Cli *c) { return gptcmd_bench(&c->opt, &c->tr); }
 static int cmd_init(Cli *c) { return gptcmd_init(&c->opt); }
 static int cmd_train(Cli *c) { return gptcmd_train(&c->opt); }

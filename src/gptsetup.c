@@ -2,6 +2,7 @@
 // lesson 10 share: the model the options ask for, and a prompt's tokens.
 #include "gptsetup.h"
 
+#include "flash.h"
 #include "paths.h"
 #include "train.h"
 #include "utf8.h"
@@ -134,3 +135,20 @@ int gptsetup_prompt(int **tokens, int *n, const GptModel *m, const char *prompt,
     }
     return 0;
 }
+
+int gptsetup_attention(const Options *opt, const GptModel *m) {
+    int flash = opt->attention && !strcmp(opt->attention, "flash");
+    if (opt->tile && !flash) {
+        fprintf(stderr, "kvdemo: --tile goes with --attention flash (plain attention has no tiles)\n");
+        return 2;
+    }
+    if (!flash) return flash_gpt_use(FLASH_PLAIN, 0, 0, 0, 0);
+    GptConfig g = m->cfg;
+    if (flash_gpt_use(FLASH_TILED, opt->tile ? opt->tile : FLASH_DEFAULT_TILE, g.T, g.H, g.C / g.H)) {
+        fprintf(stderr, "kvdemo: out of memory\n");
+        return 1;
+    }
+    return 0;
+}
+
+void gptsetup_attention_end(void) { flash_gpt_use(FLASH_PLAIN, 0, 0, 0, 0); }

@@ -22,4 +22,10 @@ int gptsetup_model(GptModel *m, const Options *opt, int fallback, int *random_no
 // the characters it knows.
 int gptsetup_prompt(int **tokens, int *n, const GptModel *m, const char *prompt, int steps);
 
+// The attention --attention and --tile ask for (flash.h): sets the char
+// GPT's attention for model m. Returns 0, or an exit status after one line on
+// stderr. gptsetup_attention_end goes back to plain attention.
+int gptsetup_attention(const Options *opt, const GptModel *m);
+void gptsetup_attention_end(void);
+
 #endif

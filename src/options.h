@@ -17,7 +17,7 @@ typedef enum {
     OPT_REPEAT, OPT_DATA, OPT_MODEL, OPT_INIT, OPT_PRESET, OPT_SEED, OPT_STEPS, OPT_PROMPT,
     OPT_TEMPERATURE, OPT_TOP_K, OPT_TOP_P, OPT_THREADS, OPT_CSV, OPT_OUT, OPT_CONTEXT,
     OPT_EMBEDDING, OPT_HEADS, OPT_BLOCKS, OPT_ITERS, OPT_BATCH, OPT_LR, OPT_EVAL_EVERY,
-    OPT_RESUME, OPT_HELP, OPT_VERSION,
+    OPT_RESUME, OPT_ATTENTION, OPT_TILE, OPT_MAX_N, OPT_HELP, OPT_VERSION,
     NUM_OPTION_IDS   // at most 64: the masks are uint64_t
 } OptionId;
 #define OPTION_BIT(id) (UINT64_C(1) << (id))
@@ -45,6 +45,9 @@ typedef struct Options {
     int iters, batch, eval_every;       // training
     double lr;
     const char *resume_path;            // --resume CHECKPOINT
+    const char *attention;              // --attention plain|flash (NULL: plain)
+    int tile;                           // --tile N: keys per tile of flash attention (0: the default)
+    int max_n;                          // --max-n N: lesson 6.3's longest measured sequence (0: the default)
     // Which options were given, as OPTION_BIT(OPT_...) bits, so that a
     // command can tell a default from a choice.
     uint64_t given;

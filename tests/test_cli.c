@@ -250,7 +250,7 @@ static void test_values_without_case(void **state) {
     expect_output(NULL, "lesson 2 --lang zh_CN.UTF-8 --trace none", "第 2 课");
     expect_output(NULL, "lesson 2 --lang EN --trace none", "Lesson 2");
     expect_output(NULL, "lesson 2 --format JSON --trace NONE", "{\"lesson\":\"2\"");
-    expect_output(NULL, "lesson 2 --color ALWAYS --trace Full", "\x1b[30;48;5;");
+    expect_output(NULL, "lesson 2 --color ALWAYS --trace Full", "\x1b[");
     expect_output(NULL, "generate --init RANDOM --preset TINY --steps 3 --format json", "\"name\":\"text\"");
     // Still not anything at all.
     expect_failure("lesson 2 --lang fr", 2, "--lang takes one of en|zh, not 'fr'");
@@ -305,7 +305,7 @@ static void test_lessons_say_what_they_ignore(void **state) {
     int fd = mkstemp(data);
     assert_true(fd >= 0);
     FILE *f = fdopen(fd, "w");
-    fputs("X\n我 1 0 0.5\n们 0 1 0.5\n好 0.5 0.5 1\n啊 1 1 0\nW_Q\n1 0\n0 1\n1 1\nW_K\n0 1\n1 0\n1 1\nW_V\n1 0 2\n0 1 2\n1 1 0\n", f);
+    fputs("X\n我 1 0 0.5\n们 0 1 0.5\n好 0.5 0.5 1\n啊 1 1 0\nW_Q\n1 0\n0 1\n1 1\nW_K\n0 1\n1 0\n1 1\nW_V\n1 0\n0 2\n1 1\n", f);
     fclose(f);
     // Each option with a value every lesson can take. --step, --threads
     // and --format are left out: a pause needs a terminal, threads change
@@ -325,7 +325,8 @@ static void test_lessons_say_what_they_ignore(void **state) {
         const Lesson *l = &LESSONS[i];
         if (!l->run) continue;
         // The model lessons on their small models, so that the test is quick.
-        const char *base = !strcmp(l->id, "6.2") ? "--preset tiny --repeat 1"
+        const char *base = !strcmp(l->id, "6.2")   ? "--preset tiny --repeat 1"
+                           : !strcmp(l->id, "6.3") ? "--max-n 1024 --repeat 1 --init random --preset tiny"
                            : !strcmp(l->id, "10") ? "--init random --preset tiny --steps 4"
                                                   : "";
         // The lesson without the option, as text and as JSON.
