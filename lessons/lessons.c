@@ -7,6 +7,9 @@
 // with the cache) lists it and says the rest itself.
 #include "lessons.h"
 
+#include "utf8.h"
+
+#include <stdio.h>
 #include <string.h>
 
 #define O(x) OPTION_BIT(OPT_##x)
@@ -17,7 +20,7 @@
 #define CACHE_RUNS (O(CACHE) | O(NO_CACHE))
 
 const Lesson LESSONS[] = {
-    {"1", "Where a KV cache can exist: the causal mask", "KV Cache 是啥：只有因果解码器才有",
+    {"1", "Where a KV cache can exist: the causal mask", "KV Cache 是啥：只出现在自回归的 decoder 中",
      "000 §1", lesson1_run, TRACE_FORM | TENSORS | O(STEP) | O(COLOR) | O(DATA),
      "with a causal mask, adding a token leaves the earlier rows unchanged; without one (BERT-like) it changes them, so nothing can be cached",
      "有因果掩码时，新增一个 token 不改变之前各行；没有掩码（如 BERT）时会改变，因此无法缓存"},
@@ -79,4 +82,75 @@ const Lesson *lessons_find(const char *id) {
     for (int i = 0; i < NUM_LESSONS; i++)
         if (strcmp(LESSONS[i].id, id) == 0) return &LESSONS[i];
     return NULL;
+}
+
+// ----------------------------------------------------------------------------
+// Names a class reads: the documents, the headings, the list
+
+// The two documents by the name a teacher gives them; the table keeps the
+// file ids of DESIGN.md ("000 §2.1", "003").
+static const struct {
+    const char *file, *en, *zh;
+} DOCUMENTS[] = {
+    {"000", "KV Cache article", "KV Cache 篇"},
+    {"003", "numpy chapter", "numpy 章节"},
+};
+
+const char *lessons_section(const Lesson *l, Lang lang, char *buf, int size) {
+    const char *rest = l->section;
+    const char *doc = l->section;
+    for (size_t i = 0; i < sizeof DOCUMENTS / sizeof DOCUMENTS[0]; i++) {
+        size_t n = strlen(DOCUMENTS[i].file);
+        if (!strncmp(l->section, DOCUMENTS[i].file, n)) {
+            doc = lang == LANG_ZH ? DOCUMENTS[i].zh : DOCUMENTS[i].en;
+            rest = l->section + n;
+            break;
+        }
+    }
+    if (doc == l->section) rest = "";
+    snprintf(buf, (size_t)size, "%s%s", doc, rest);
+    return buf;
+}
+
+void lessons_heading(Trace *tr) {
+    const Lesson *l = lessons_find(tr->lesson);
+    if (!l) return;
+    char sec_en[64], sec_zh[64], en[256], zh[256];
+    snprintf(en, sizeof en, "Lesson %s — %s (%s)", l->id, l->title_en,
+             lessons_section(l, LANG_EN, sec_en, sizeof sec_en));
+    snprintf(zh, sizeof zh, "第 %s 课 —— %s（%s）", l->id, l->title_zh,
+             lessons_section(l, LANG_ZH, sec_zh, sizeof sec_zh));
+    trace_heading(tr, en, zh);
+}
+
+// text, then spaces up to width terminal columns (a CJK character takes two).
+static void pad(FILE *f, const char *text, int width) {
+    fputs(text, f);
+    for (int i = utf8_width(text); i < width; i++) fputc(' ', f);
+}
+
+void lessons_print_list(FILE *f, Lang lang, int brief) {
+    const char *not_built = lang == LANG_ZH ? "（尚未实现）" : "  (not built yet)";
+    int sec_width = 0;
+    char sec[64];
+    for (int i = 0; i < NUM_LESSONS; i++) {
+        int w = utf8_width(lessons_section(&LESSONS[i], lang, sec, sizeof sec));
+        if (w > sec_width) sec_width = w;
+    }
+    for (int i = 0; i < NUM_LESSONS; i++) {
+        const Lesson *l = &LESSONS[i];
+        const char *title = lang == LANG_ZH ? l->title_zh : l->title_en;
+        if (brief) {
+            fputs("  ", f);
+            pad(f, l->id, 5);
+            fprintf(f, "%s%s\n", title, l->run ? "" : not_built);
+            continue;
+        }
+        // id, section, the title in the chosen language, the other below.
+        pad(f, l->id, 5);
+        pad(f, lessons_section(l, lang, sec, sizeof sec), sec_width + 2);
+        fprintf(f, "%s%s\n", title, l->run ? "" : not_built);
+        for (int c = 0; c < 5 + sec_width + 2; c++) fputc(' ', f);
+        fprintf(f, "%s\n", lang == LANG_ZH ? l->title_en : l->title_zh);
+    }
 }

@@ -101,6 +101,7 @@ typedef struct {
 } OptionSpec;
 
 #define AT(field) offsetof(Cli, field)
+#define LIST CMD_BIT(CMD_LIST)
 #define LESSON CMD_BIT(CMD_LESSON)
 #define GENERATE CMD_BIT(CMD_GENERATE)
 #define RACE CMD_BIT(CMD_RACE)
@@ -123,7 +124,7 @@ static const OptionSpec OPTIONS[] = {
      "decimals of printed tensors (default 4, as PyTorch)", "张量打印的小数位数（默认 4，与 PyTorch 相同）"},
     {OPT_FORMAT, "--format", ARG_ENUM, "text|json", AT(tr.format), 1, LESSON | GENERATE | RACE | BENCH, 0, 0,
      "text for people (default), JSON Lines for scripts", "text 给人看，JSON Lines 给脚本（默认 text）"},
-    {OPT_LANG, "--lang", ARG_LOCALE, "en|zh", AT(tr.lang), 1, LESSON | GENERATE | RACE | BENCH | HELP, 0, 0,
+    {OPT_LANG, "--lang", ARG_LOCALE, "en|zh", AT(tr.lang), 1, LIST | LESSON | GENERATE | RACE | BENCH | HELP, 0, 0,
      "narration language (default from LANG)", "讲解的语言（默认取自 LANG）"},
     {OPT_STEP, "--step", ARG_FLAG, NULL, AT(tr.step_pause), 1, LESSON, 1, 0,
      "wait for Enter after each step (on a terminal)", "每一步之后等待回车（在终端上）"},
@@ -403,14 +404,6 @@ static void print_options(FILE *f, const Cli *c, CommandId cmd, const Lesson *l)
     }
 }
 
-// kvdemo list: id, section, both titles.
-static void print_lesson_list(FILE *f) {
-    for (int i = 0; i < NUM_LESSONS; i++) {
-        const Lesson *l = &LESSONS[i];
-        fprintf(f, "%-4s %-9s %s%s\n     %s\n", l->id, l->section, l->title_en, l->run ? "" : "  (not built yet)",
-                l->title_zh);
-    }
-}
 
 // The global help: one screen (under 30 lines of at most 80 columns).
 static void print_help(FILE *f, const Cli *c) {
@@ -660,7 +653,7 @@ static int want_color(int when) {
 
 static int cmd_list(Cli *c) {
     (void)c;
-    print_lesson_list(stdout);
+    lessons_print_list(stdout, c->tr.lang, 0);
     return 0;
 }
 

@@ -126,20 +126,22 @@ int gptcmd_generate(const Options *opt, Trace *tr) {
             // The text went out token by token above; JSON gets it whole.
             if (tr->format == FORMAT_JSON) trace_textval(tr, "text", text);
             if (g.live) fputs("\x1b[K", tr->out);
-            // The figures: one line for people, events for scripts.
+            // The figures: lines for people, events for scripts.
             trace_sayf(tr, "\n\n-- %d tokens in %.3f s, %.0f tokens/s, %s, %d thread%s",
-                       "\n\n-- %d 个词元，%.3f 秒，每秒 %.0f 个，%s，%d 个线程%s", steps, seconds, steps / seconds,
-                       use_cache ? trace_text(tr, "with the KV cache", "使用 KV 缓存")
-                                 : trace_text(tr, "without the KV cache", "不使用 KV 缓存"),
+                       "\n\n—— %d 个 token，用时 %.3f 秒，每秒 %.0f 个 token，%s，%d 个线程%s", steps, seconds,
+                       steps / seconds,
+                       use_cache ? trace_text(tr, "with the KV cache", "使用 KV Cache")
+                                 : trace_text(tr, "without the KV cache", "不使用 KV Cache"),
                        ops_threads(), ops_threads() == 1 || tr->lang == LANG_ZH ? "" : "s");
             if (flash_gpt_tiled())
                 trace_sayf(tr, "-- flash attention: tiles of %d keys, online softmax; cached steps by flash-decoding",
-                           "-- flash 注意力：每块 %d 个键，在线 softmax；缓存步用 flash-decoding", flash_gpt_tile());
+                           "—— flash attention：每块 %d 个 key，在线 softmax；使用缓存的各步用 flash-decoding",
+                           flash_gpt_tile());
             if (g.resets)
                 trace_sayf(tr,
                            "-- past the context (%d positions) the chapter's generate dropped the cache and fed "
                            "the last %d tokens again at %d steps: %.3f s of the %.3f s.",
-                           "-- 超过上下文长度（%d 个位置）后，章节里的 generate 丢掉缓存，把最后 %d 个 token "
+                           "—— 超过上下文长度（%d 个位置）后，章节里的 generate 丢掉缓存，把最后 %d 个 token "
                            "重新算了一遍，共 %d 步，用了 %.3f 秒（总共 %.3f 秒）。",
                            m.cfg.T, m.cfg.T, g.resets, g.reset_seconds, seconds);
             if (tr->format == FORMAT_JSON) trace_timing(tr, tr->run, seconds, 1);
@@ -343,7 +345,7 @@ int gptcmd_bench(const Options *opt, Trace *tr) {
     if (flash_gpt_tiled())
         trace_sayf(tr, "attention: flash, tiles of %d keys (cached steps by flash-decoding)\n",
                    "注意力：flash，每块 %d 个键（缓存步用 flash-decoding）\n", flash_gpt_tile());
-    trace_sayf(tr, "%d tokens after \"%s\":", "\"%s\" 之后的 %d 个词元：", DEFAULT_STEPS, prompt);
+    trace_sayf(tr, "%d tokens after \"%s\":", "%d 个词元，接在 \"%s\" 之后：", DEFAULT_STEPS, prompt);
     // The headline: the chapter's 256 tokens, both ways.
     static const TraceColumn HEAD_COLS[] = {
         {"", "", 17, 0, "run"},
@@ -414,11 +416,12 @@ int gptcmd_bench(const Options *opt, Trace *tr) {
         trace_run(tr, NULL);
     }
     trace_sayf(tr,
-               "\nPast %d tokens the text outgrows the context: the chapter's generate then drops the\n"
-               "cache and recomputes the last %d tokens in full, so both ways cost the same per token.",
-               "\n超过 %d 个词元后，文字超出上下文：原文的 generate 会丢掉缓存，完整重算最后 %d 个词元，\n"
-               "所以两种方式每个词元的代价相同。",
-               g.T, g.T);
+               "\nOnce the prompt and the generated tokens together pass %d (with this %d-token prompt,\n"
+               "from step %d on) the chapter's generate drops the cache and recomputes the last %d tokens\n"
+               "in full at every step, so from there both ways cost the same per token.",
+               "\n提示词与生成的词元合计超过 %d 个后（这个提示词有 %d 个词元，从第 %d 步起），原文的 generate\n"
+               "丢掉缓存，每一步完整重算最后 %d 个词元，所以从那以后两种方式每个词元的代价相同。",
+               g.T, n_prompt, g.T - n_prompt + 2, g.T);
     if (csv) {
         fprintf(csv, "tokens,nocache_seconds,cache_seconds,speedup,nocache_tokens_per_s,cache_tokens_per_s\n");
         for (int i = 0; i < n_lengths; i++)

@@ -295,6 +295,44 @@ static void shape_text(Buf *b, int ndim, const int *shape) {
 
 void trace_tensor(Trace *tr, TraceLevel level, const char *name, const char *code,
                   const Tensor *t, const char *const *rows, TraceHeat heat) {
+    trace_tensor_kind(tr, level, name, name, code, t, rows, heat, TRACE_REAL);
+}
+
+// A 1-D or 2-D tensor of whole numbers or truth values as PyTorch prints an
+// int64 or bool tensor: every element right-aligned to the widest one,
+// tensor([[ 1, 45,  0],\n        [ 1, 47, 48]]) or tensor([[ True, False]]).
+// (Rows are not wrapped at 80 columns as PyTorch would: lessons print short ones.)
+static char *format_whole(const Tensor *t, TraceKind kind) {
+    int rows = t->ndim == 2 ? t->shape[0] : 1, cols = t->shape[t->ndim - 1];
+    char cell[32];
+    int width = 1;
+    for (int i = 0; i < rows * cols; i++) {
+        int n = kind == TRACE_BOOL ? (t->data[i] != 0 ? 4 : 5) : snprintf(cell, sizeof cell, "%lld", (long long)t->data[i]);
+        if (n > width) width = n;
+    }
+    Buf b;
+    buf_init(&b);
+    buf_append(&b, t->ndim == 2 ? "tensor([[" : "tensor([");
+    for (int r = 0; r < rows; r++) {
+        if (r) buf_append(&b, "],\n        [");
+        for (int c = 0; c < cols; c++) {
+            float v = t->data[r * cols + c];
+            if (kind == TRACE_BOOL) snprintf(cell, sizeof cell, "%s", v != 0 ? "True" : "False");
+            else snprintf(cell, sizeof cell, "%lld", (long long)v);
+            buf_printf(&b, "%s%*s", c ? ", " : "", width, cell);
+        }
+    }
+    buf_append(&b, t->ndim == 2 ? "]])" : "])");
+    return buf_take(&b);
+}
+
+void trace_tensor_as(Trace *tr, TraceLevel level, const char *name, const char *shown, const char *code,
+                     const Tensor *t, const char *const *rows, TraceHeat heat) {
+    trace_tensor_kind(tr, level, name, shown, code, t, rows, heat, TRACE_REAL);
+}
+
+void trace_tensor_kind(Trace *tr, TraceLevel level, const char *name, const char *shown, const char *code,
+                       const Tensor *t, const char *const *rows, TraceHeat heat, TraceKind kind) {
     if (tr->level < level) return;
     Buf b;
     buf_init(&b);
@@ -319,12 +357,14 @@ void trace_tensor(Trace *tr, TraceLevel level, const char *name, const char *cod
         return;
     }
     if (code) buf_printf(&b, ">>> %s\n", code);
-    buf_printf(&b, "%s ", name);
+    buf_printf(&b, "%s ", shown);
     shape_text(&b, t->ndim, t->shape);
     buf_append(&b, "\n");
     int colored = heat != HEAT_NONE && tr->color;
     if (heat != HEAT_NONE) tr->heat_maps++;
-    char *s = tensor_format(t, tr->precision, !colored ? NULL : heat == HEAT_PROBS ? heat_probs : heat_scores);
+    char *s = (kind == TRACE_INT || kind == TRACE_BOOL) && (t->ndim == 1 || t->ndim == 2) && tensor_numel(t) > 0
+                  ? format_whole(t, kind)
+                  : tensor_format(t, tr->precision, !colored ? NULL : heat == HEAT_PROBS ? heat_probs : heat_scores);
     if (!s) {
         buf_append(&b, "(out of memory while formatting)\n");
         emit(tr, &b);
@@ -394,8 +434,24 @@ void trace_count(Trace *tr, const char *name, int64_t value, const char *en, con
         return;
     }
     if (!en) return;   // a count for scripts only
-    buf_printf(&b, "  %s: %lld\n", trace_text(tr, en, zh), (long long)value);
+    buf_printf(&b, "  %s%s%lld\n", trace_text(tr, en, zh), trace_text(tr, ": ", "："), (long long)value);
     emit(tr, &b);
+}
+
+// Units and the names of timed runs as the text says them; JSON keeps the
+// names scripts read ("s", "cache").
+static const struct {
+    const char *en, *zh;
+} WORDS[] = {
+    {"x", "倍"}, {"s", "秒"}, {"tokens/s", "token/秒"}, {"step", "这一步"}, {"cache", "使用缓存"},
+    {"no-cache", "不使用缓存"}, {"run", "整次运行"},
+};
+
+static const char *word_text(const Trace *tr, const char *en) {
+    if (tr->lang != LANG_ZH) return en;
+    for (size_t i = 0; i < sizeof WORDS / sizeof WORDS[0]; i++)
+        if (!strcmp(WORDS[i].en, en)) return WORDS[i].zh;
+    return en;
 }
 
 void trace_value(Trace *tr, const char *name, double value, const char *unit, const char *en,
@@ -415,8 +471,10 @@ void trace_value(Trace *tr, const char *name, double value, const char *unit, co
     }
     if (!en) return;   // a value for scripts only
     // 14960 reads better than 1.496e+04; 0.002305 than 2.305e-03.
-    if (fabs(value) >= 1000 && fabs(value) < 1e12) buf_printf(&b, "  %s: %.0f %s\n", trace_text(tr, en, zh), value, unit);
-    else buf_printf(&b, "  %s: %.4g %s\n", trace_text(tr, en, zh), value, unit);
+    const char *colon = trace_text(tr, ": ", "：");
+    unit = word_text(tr, unit);
+    if (fabs(value) >= 1000 && fabs(value) < 1e12) buf_printf(&b, "  %s%s%.0f %s\n", trace_text(tr, en, zh), colon, value, unit);
+    else buf_printf(&b, "  %s%s%.4g %s\n", trace_text(tr, en, zh), colon, value, unit);
     emit(tr, &b);
 }
 
@@ -436,8 +494,10 @@ static void timing_head(Buf *b, const Trace *tr, const char *name, double second
         buf_append(b, ",\"name\":");
         json_string(b, name);
         buf_printf(b, ",\"seconds\":%.9g,\"repeat\":%d", seconds, repeat);
+    } else if (tr->lang == LANG_ZH) {
+        buf_printf(b, "  耗时（%s）：", word_text(tr, name));
     } else {
-        buf_printf(b, "  %s (%s): ", trace_text(tr, "time", "耗时"), name);
+        buf_printf(b, "  time (%s): ", name);
     }
 }
 

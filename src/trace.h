@@ -50,6 +50,12 @@ const char *trace_text(const Trace *tr, const char *en, const char *zh);
 void trace_heading(Trace *tr, const char *en, const char *zh);
 // A paragraph of narration; text only (JSON readers do not need prose).
 void trace_say(Trace *tr, const char *en, const char *zh);
+// The compiler checks the English format against the arguments; the
+// Chinese one must have the same conversions in the same order
+// (tests/test_zh.c checks every call in the sources).
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 4)))
+#endif
 void trace_sayf(Trace *tr, const char *fmt_en, const char *fmt_zh, ...);
 
 // Start a run ("no-cache", "cache", ...) or a step inside it; step 0 ends it.
@@ -63,6 +69,18 @@ void trace_step(Trace *tr, int step);
 // when colour is on), or HEAT_NONE.
 void trace_tensor(Trace *tr, TraceLevel level, const char *name, const char *code,
                   const Tensor *t, const char *const *rows, TraceHeat heat);
+// The same, shown in the text under the document's name (`scores`, which the
+// article reuses for three tensors) and in JSON under a name of its own
+// (`masked_scores`), so that scripts can tell them apart.
+void trace_tensor_as(Trace *tr, TraceLevel level, const char *name, const char *shown, const char *code,
+                     const Tensor *t, const char *const *rows, TraceHeat heat);
+// The same, for tensors whose values are of another kind: TRACE_INT prints
+// token ids as PyTorch prints an integer tensor (tensor([[ 1, 45]])),
+// TRACE_BOOL a mask of truth values (tensor([[ True, False]])); JSON is the
+// same as for any tensor (numbers, 1 and 0 for truth values).
+typedef enum { TRACE_REAL, TRACE_INT, TRACE_BOOL } TraceKind;
+void trace_tensor_kind(Trace *tr, TraceLevel level, const char *name, const char *shown, const char *code,
+                       const Tensor *t, const char *const *rows, TraceHeat heat, TraceKind kind);
 // A shape only, for tensors too large to print: key (1, 6, 64, 7).
 void trace_shape(Trace *tr, const char *name, int ndim, const int *shape);
 // A whole number worth counting (rows computed, multiply-adds, bytes). With

@@ -2,6 +2,8 @@
 #define _XOPEN_SOURCE 600   // posix_openpt, grantpt, unlockpt, ptsname
 #include "testutil.h"
 
+#include "options.h"
+
 #include "buf.h"
 
 #include <ctype.h>
@@ -442,4 +444,21 @@ const Event *events_find(const Event *e, int n, const char *event, const char *r
         return &e[i];
     }
     return NULL;
+}
+
+// ----------------------------------------------------------------------------
+// Running every lesson quickly
+
+const char *lesson_quick_args(uint64_t options, char *buf, size_t size) {
+    static const struct { int bit; const char *arg; } QUICK[] = {
+        {OPT_STEPS, "--steps 8"}, {OPT_REPEAT, "--repeat 1"}, {OPT_MAX_N, "--max-n 1024"},
+        {OPT_INIT, "--init random"}, {OPT_PRESET, "--preset tiny"},
+    };
+    buf[0] = '\0';
+    for (size_t i = 0; i < sizeof QUICK / sizeof QUICK[0]; i++) {
+        if (!(options & OPTION_BIT(QUICK[i].bit))) continue;
+        size_t len = strlen(buf);
+        snprintf(buf + len, size - len, " %s", QUICK[i].arg);
+    }
+    return buf;
 }

@@ -98,4 +98,12 @@ void events_free(Event *e, int n);
 const Event *events_find(const Event *e, int n, const char *event, const char *run, int step,
                          const char *name);
 
+// ----------------------------------------------------------------------------
+// Running every lesson quickly
+
+// The options that make a run of lesson `id` short, for the lessons that take
+// them (`options` is its row's mask in LESSONS): few steps, one repeat, the
+// tiny model, small lengths. Writes them, each with a leading space, to buf.
+const char *lesson_quick_args(uint64_t options, char *buf, size_t size);
+
 #endif
