@@ -693,7 +693,10 @@ void trace_table_row(Trace *tr, const TraceTable *t, const char *const *cells) {
 }
 
 // One key from the terminal, without waiting for Enter and without echo.
-static int read_key(void) {
+// The prompt, then one key from the terminal, without waiting for Enter and
+// without echo. The terminal leaves echo before the prompt appears, so that a
+// key pressed as soon as the prompt shows is never echoed.
+static int read_key(const char *prompt) {
     struct termios saved, raw;
     int have = tcgetattr(STDIN_FILENO, &saved) == 0;
     if (have) {
@@ -703,6 +706,8 @@ static int read_key(void) {
         raw.c_cc[VTIME] = 0;
         tcsetattr(STDIN_FILENO, TCSANOW, &raw);
     }
+    fputs(prompt, stderr);
+    fflush(stderr);
     unsigned char c = 0;
     ssize_t n = read(STDIN_FILENO, &c, 1);
     if (have) tcsetattr(STDIN_FILENO, TCSANOW, &saved);
@@ -717,9 +722,7 @@ static int read_key(void) {
 static void pause_for_key(Trace *tr, int new_screen) {
     if (!tr->step_pause || tr->quit || !tr->shown || !isatty(STDIN_FILENO)) return;
     fflush(tr->out);
-    fputs(trace_text(tr, "-- Enter: next   q: quit --", "-- 回车：下一步   q：退出 --"), stderr);
-    fflush(stderr);
-    int c = read_key();
+    int c = read_key(trace_text(tr, "-- Enter: next   q: quit --", "-- 回车：下一步   q：退出 --"));
     fputs("\r\x1b[K", stderr);
     fflush(stderr);
     tr->shown = 0;
