@@ -111,19 +111,8 @@ static int record_step(void *ctx, const GptStep *st) {
 static int run_once(Record *r, char **text, GptState *s, const GptModel *m, const int *prompt, int n_prompt,
                     int steps, int use_cache, const Options *opt) {
     int *tokens = malloc(sizeof(int) * (size_t)(n_prompt + steps));
-    Sampler sampler;
-    float temperature = opt->temperature >= 0 ? (float)opt->temperature : 1.0f;
-    if (!tokens || sampler_init(&sampler, m->cfg.V, temperature, opt->top_k, (uint32_t)opt->seed)) {
-        free(tokens);
-        return 1;
-    }
-    memcpy(tokens, prompt, sizeof(int) * (size_t)n_prompt);
     // np.random.seed(42); trainer.generate(dataset, prompt="ROMEO:", use_cache=...)
-    int len = gpt_generate(tokens, s, m, &sampler, n_prompt, steps, use_cache, record_step, r);
-    size_t need = gpt_decode(NULL, 0, m, tokens, len);
-    *text = malloc(need + 1);
-    if (*text) gpt_decode(*text, need + 1, m, tokens, len);
-    sampler_free(&sampler);
+    *text = tokens ? gptsetup_generate_text(tokens, s, m, prompt, n_prompt, steps, use_cache, opt, record_step, r) : NULL;
     free(tokens);
     return *text ? 0 : 1;
 }

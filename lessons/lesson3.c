@@ -166,12 +166,14 @@ static void show_step(const LlamaStep *st, void *ctx) {
                  &freqs, NULL, 0);
 
     if (f->has_mask) {
-        int mshape[4] = {1, 1, f->seqlen, S};
-        Tensor mask = tensor_view((float *)f->mask, 4, mshape);
-        trace_tensor(tr, TRACE_SUMMARY, "mask",
-                     "mask = torch.triu(torch.full((1, 1, seqlen, seqlen), float(\"-inf\")), "
-                     "diagonal=start_pos + 1)",
-                     &mask, NULL, 1);
+        if (f->mask) {   // (absent only past LLAMA_MASK_FLOATS)
+            int mshape[4] = {1, 1, f->seqlen, S};
+            Tensor mask = tensor_view((float *)f->mask, 4, mshape);
+            trace_tensor(tr, TRACE_SUMMARY, "mask",
+                         "mask = torch.triu(torch.full((1, 1, seqlen, seqlen), float(\"-inf\")), "
+                         "diagonal=start_pos + 1)",
+                         &mask, NULL, 1);
+        }
     } else {
         trace_say(tr, "seqlen = 1, so mask = None: the one new row may see every cached position.",
                   "seqlen = 1，所以 mask = None：新的一行可以看到缓存中的所有位置。");

@@ -21,8 +21,9 @@ typedef struct {
     const char *title_zh;
     const char *section;   // "000 §2.1"
     LessonRun run;         // NULL while the lesson is not built yet
-    uint64_t options;      // the options it honours: OPTION_BIT(OPT_DATA) | ...
-                           // (the command line says so of the others)
+    // The options it honours: 1 at their OptionId (the command line says
+    // so of every other option given).
+    unsigned char options[NUM_OPTION_IDS];
     const char *shows_en;  // what it shows, a sentence for its help (or NULL)
     const char *shows_zh;
 } Lesson;
@@ -49,10 +50,16 @@ int lesson2_run(const Options *opt, Trace *tr);    // both runs and the comparis
 int lesson21_run(const Options *opt, Trace *tr);   // 2.1: without the cache
 int lesson22_run(const Options *opt, Trace *tr);   // 2.2: with the cache
 int lesson3_run(const Options *opt, Trace *tr);    // LLaMA generate, with and without the cache
+int lesson61_run(const Options *opt, Trace *tr);   // 6.1: a paged KV cache
+int lesson4_run(const Options *opt, Trace *tr);    // what the cache saves: FLOPs and time per token
+int lesson5_run(const Options *opt, Trace *tr);    // what the cache costs: bytes held
 int lesson62_run(const Options *opt, Trace *tr);   // 6.2: MHA, GQA and MQA side by side
+int lesson8_run(const Options *opt, Trace *tr);    // GPT-3's 164 GB, factor by factor
 int lesson63_run(const Options *opt, Trace *tr);   // 6.3: FlashAttention, tiles and an online softmax
 int lesson7_run(const Options *opt, Trace *tr);
 int lesson9_run(const Options *opt, Trace *tr);
 int lesson10_run(const Options *opt, Trace *tr);
+int lesson11_run(const Options *opt, Trace *tr);   // beyond: cache bugs injected and caught
+int lesson12_run(const Options *opt, Trace *tr);   // beyond: precision and a quantised cache
 
 #endif

@@ -5,12 +5,13 @@
 // accept it (a mask of CMD_ bits) and its help in English and Chinese.
 // COMMANDS has one row per command: its name, the function that runs it, how
 // many plain arguments it takes and its help. Lessons say which options they
-// honour in their own table (lessons.c), as a mask of OPTION_BIT bits.
+// honour in their own table (lessons.c), an array indexed by OptionId.
 //
 // To add an option: a name in OptionId (options.h), a field where its value
 // goes (Options, or Cli below for how the output looks), and one row in
 // OPTIONS; then add O(NEW) to the rows of LESSONS (lessons.c) that honour
-// it. To add a command: a CMD_ name below, its cmd_ function (declared above
+// it (and ONLY_WHERE_HONOURED to its row if a lesson that does not honour it
+// must refuse it rather than ignore it). To add a command: a CMD_ name below, its cmd_ function (declared above
 // COMMANDS), one row in COMMANDS, and CMD_BIT(CMD_NEW) in the rows of the
 // options it accepts. Choices are matched without case ("--format JSON").
 //
@@ -25,13 +26,16 @@
 
 #include "gptcmd.h"
 #include "lessons.h"
+#include "memory.h"
 #include "options.h"
 #include "paths.h"
+#include "pool.h"
 #include "race.h"
 #include "trace.h"
 #include "utf8.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -63,7 +67,6 @@ _Static_assert(sizeof(TraceFormat) == sizeof(int) && sizeof(TraceLevel) == sizeo
 // --prompt appends to prompts[] and counts in the int that follows it.
 _Static_assert(offsetof(Options, n_prompts) == offsetof(Options, prompts) + sizeof(const char *) * MAX_PROMPTS,
                "n_prompts follows prompts");
-_Static_assert(NUM_OPTION_IDS <= 64, "option masks are uint64_t");
 
 // ----------------------------------------------------------------------------
 // The commands' names, in the order of their rows in COMMANDS
@@ -71,6 +74,7 @@ _Static_assert(NUM_OPTION_IDS <= 64, "option masks are uint64_t");
 typedef enum { CMD_LIST, CMD_LESSON, CMD_GENERATE, CMD_RACE, CMD_BENCH, CMD_INIT, CMD_TRAIN, CMD_EVAL,
                CMD_MEMORY, CMD_HELP, CMD_VERSION, NUM_COMMANDS } CommandId;
 #define CMD_BIT(c) (1u << (c))
+_Static_assert(NUM_COMMANDS <= 32, "command masks are unsigned");
 #define ALL_COMMANDS ((1u << NUM_COMMANDS) - 1)
 
 // ----------------------------------------------------------------------------
@@ -79,6 +83,7 @@ typedef enum { CMD_LIST, CMD_LESSON, CMD_GENERATE, CMD_RACE, CMD_BENCH, CMD_INIT
 typedef enum {
     ARG_FLAG,     // no value: stores (int)min
     ARG_INT,      // a whole number from min to max, into an int
+    ARG_I64,      // a whole number from min to max, into an int64_t
     ARG_U64,      // a whole number from min to max, into a uint64_t
     ARG_DOUBLE,   // a number from min to max, into a double
     ARG_STRING,   // any non-empty text, into a const char *
@@ -109,6 +114,7 @@ typedef struct {
 #define INIT CMD_BIT(CMD_INIT)
 #define TRAIN CMD_BIT(CMD_TRAIN)
 #define EVAL CMD_BIT(CMD_EVAL)
+#define MEMORY CMD_BIT(CMD_MEMORY)
 #define HELP CMD_BIT(CMD_HELP)
 
 static const OptionSpec OPTIONS[] = {
@@ -122,9 +128,9 @@ static const OptionSpec OPTIONS[] = {
      "how many tensors to print (default full)", "打印多少中间张量（默认 full）"},
     {OPT_PRECISION, "--precision", ARG_INT, "N", AT(tr.precision), 1, LESSON, 0, 16,
      "decimals of printed tensors (default 4, as PyTorch)", "张量打印的小数位数（默认 4，与 PyTorch 相同）"},
-    {OPT_FORMAT, "--format", ARG_ENUM, "text|json", AT(tr.format), 1, LESSON | GENERATE | RACE | BENCH, 0, 0,
+    {OPT_FORMAT, "--format", ARG_ENUM, "text|json", AT(tr.format), 1, LESSON | GENERATE | RACE | BENCH | MEMORY, 0, 0,
      "text for people (default), JSON Lines for scripts", "text 给人看，JSON Lines 给脚本（默认 text）"},
-    {OPT_LANG, "--lang", ARG_LOCALE, "en|zh", AT(tr.lang), 1, LIST | LESSON | GENERATE | RACE | BENCH | HELP, 0, 0,
+    {OPT_LANG, "--lang", ARG_LOCALE, "en|zh", AT(tr.lang), 1, LIST | LESSON | GENERATE | RACE | BENCH | MEMORY | HELP, 0, 0,
      "narration language (default from LANG)", "讲解的语言（默认取自 LANG）"},
     {OPT_STEP, "--step", ARG_FLAG, NULL, AT(tr.step_pause), 1, LESSON, 1, 0,
      "wait for Enter after each step (on a terminal)", "每一步之后等待回车（在终端上）"},
@@ -140,6 +146,8 @@ static const OptionSpec OPTIONS[] = {
      "the training text (default data/tinyshakespeare.txt)", "训练用的文本（默认 data/tinyshakespeare.txt）"},
     {OPT_MODEL, "--model", ARG_STRING, "FILE", AT(opt.model_path), 1, LESSON | GENERATE | RACE | BENCH | EVAL, 0, 0,
      "a model file (default data/tinyshakespeare-gpt.bin)", "模型文件（默认 data/tinyshakespeare-gpt.bin）"},
+    {OPT_MODEL, "--model", ARG_STRING, "NAME|FILE", AT(opt.model_path), 1, MEMORY, 0, 0,
+     "a preset (memory --list shows them) or a model file", "预设的模型名（memory --list 列出）或模型文件"},
     {OPT_INIT, "--init", ARG_CHOICE, "random", AT(opt.init), 1, LESSON | GENERATE | RACE | BENCH, 0, 0,
      "a random model instead of a file (with --preset and --seed)", "用随机模型代替模型文件（配合 --preset 和 --seed）"},
     {OPT_PRESET, "--preset", ARG_CHOICE, "seed|tiny", AT(opt.preset), 1, LESSON | GENERATE | RACE | BENCH | INIT | TRAIN, 0, 0,
@@ -173,11 +181,41 @@ static const OptionSpec OPTIONS[] = {
     {OPT_BLOCKS, "--blocks", ARG_INT, "L", AT(opt.blocks), 1, TRAIN, 1, 256, "transformer blocks", "Transformer 模块数"},
     {OPT_ITERS, "--iters", ARG_INT, "N", AT(opt.iters), 1, TRAIN, 1, 100000000, "training iterations", "训练迭代次数"},
     {OPT_BATCH, "--batch", ARG_INT, "B", AT(opt.batch), 1, TRAIN, 1, 4096, "sequences per iteration", "每次迭代的序列数"},
+    {OPT_BATCH, "--batch", ARG_INT, "B", AT(opt.batch), 1, MEMORY, 1, 1e9, "sequences served at once (default 1)",
+     "同时服务的序列数（默认 1）"},
     {OPT_LR, "--lr", ARG_DOUBLE, "X", AT(opt.lr), 1, TRAIN, 0, 10, "peak learning rate", "最大学习率"},
     {OPT_EVAL_EVERY, "--eval-every", ARG_INT, "N", AT(opt.eval_every), 1, TRAIN, 1, 100000000,
      "validation loss (and a checkpoint) every N iterations", "每 N 次迭代计算验证损失（并保存检查点）"},
     {OPT_RESUME, "--resume", ARG_STRING, "CHECKPOINT", AT(opt.resume_path), 1, TRAIN, 0, 0,
      "continue from a checkpoint", "从检查点继续训练"},
+    // The paged cache (lesson 6.1).
+    {OPT_PAGED, "--paged", ARG_FLAG, NULL, AT(opt.paged), 1, GENERATE, 1, 0,
+     "keep the cache in blocks through a block table (lesson 6.1)", "把缓存分块存放，经由块表访问（第 6.1 课）"},
+    {OPT_BLOCK_SIZE, "--block-size", ARG_INT, "B", AT(opt.block_size), 1, LESSON | GENERATE, 1, 4096,
+     "positions per block of the paged cache (generate: 16, as vLLM; lesson 6.1: 4)",
+     "分页缓存每块的位置数（generate 默认 16，同 vLLM；第 6.1 课默认 4）"},
+    {OPT_NUM_BLOCKS, "--num-blocks", ARG_INT, "N", AT(opt.num_blocks), 1, GENERATE, 1, 1000000,
+     "blocks in the paged cache's pool (default: enough for the run)", "分页缓存池中的块数（默认：够这次运行用）"},
+    {OPT_SAMPLES, "--samples", ARG_INT, "N", AT(opt.samples), 1, LESSON | GENERATE, 1, 64,
+     "continuations of one prompt that share its blocks (generate: with --paged)",
+     "同一提示词的多个续写，共享它的块（generate：配合 --paged）"},
+    // kvdemo memory.
+    {OPT_TOKENS, "--tokens", ARG_I64, "N", AT(opt.tokens), 1, MEMORY, 1, 1e15,
+     "tokens per sequence (prompt + generated)", "每个序列的词元数（提示词加生成的）"},
+    {OPT_LAYERS, "--layers", ARG_INT, "L", AT(opt.layers), 1, MEMORY, 1, 1e9, "layers of a shape given by hand",
+     "手动给出的模型形状：层数"},
+    {OPT_KV_HEADS, "--kv-heads", ARG_INT, "G", AT(opt.kv_heads), 1, MEMORY, 1, 1e9, "key/value heads of that shape",
+     "该形状的 key/value 头数"},
+    {OPT_HEAD_DIM, "--head-dim", ARG_INT, "D", AT(opt.head_dim), 1, MEMORY, 1, 1e9, "head size of that shape",
+     "该形状每个头的维度"},
+    {OPT_DTYPE, "--dtype", ARG_CHOICE, "fp32|fp16|bf16|fp8|int8|int4", AT(opt.dtype), 1, MEMORY, 0, 0,
+     "bytes per cached value (default fp16; fp32 for kvdemo's char GPT)",
+     "每个缓存值的字节数（默认 fp16；kvdemo 的字符级 GPT 为 fp32）"},
+    {OPT_GPU_MEMORY, "--gpu-memory", ARG_STRING, "SIZE", AT(opt.gpu_memory), 1, MEMORY, 0, 0,
+     "memory of the GPU, e.g. 80GB or 24GiB: what fits beside the weights",
+     "GPU 显存，例如 80GB 或 24GiB：权重之外还能放下多少"},
+    {OPT_LIST, "--list", ARG_FLAG, NULL, AT(opt.list), 1, MEMORY, 1, 0, "the presets and their published shapes",
+     "列出预设模型及其公开的形状"},
     {OPT_ATTENTION, "--attention", ARG_CHOICE, "plain|flash", AT(opt.attention), 1, LESSON | GENERATE | BENCH, 0, 0,
      "the char GPT's attention: plain, or flash (tiles, online softmax; default plain)",
      "字符级 GPT 的注意力：plain，或 flash（分块、在线 softmax；默认 plain）"},
@@ -186,6 +224,13 @@ static const OptionSpec OPTIONS[] = {
     {OPT_MAX_N, "--max-n", ARG_INT, "N", AT(opt.max_n), 1, LESSON, 1024, 16384,
      "lesson 6.3: time plain and tiled attention up to N = 4^k * 1024 (default 4096)",
      "第 6.3 课：普通与分块注意力计时到 N = 4^k * 1024（默认 4096）"},
+    // Lessons 11 and 12.
+    {OPT_BUG, "--bug", ARG_CHOICE, "offset|no-append|stale|mask|wrong-layout|no-scale", AT(opt.bug), 1,
+     LESSON | GENERATE, 0, 0, "a classic cache mistake in the cached path (lesson 11; generate)",
+     "在使用缓存的路径中注入一个常见错误（第 11 课；generate）"},
+    {OPT_KV_DTYPE, "--kv-dtype", ARG_CHOICE, "fp32|bf16|fp16|int8|int4", AT(opt.kv_dtype), 1, GENERATE | BENCH | EVAL,
+     0, 0, "how the cache keeps keys and values (default fp32; lesson 12)",
+     "缓存以什么格式保存 key 和 value（默认 fp32；第 12 课）"},
     // Everywhere.
     {OPT_HELP, "--help", ARG_FLAG, NULL, AT(help), 99, ALL_COMMANDS, 1, 0,
      "this help (-h)", "显示帮助（-h）"},
@@ -193,6 +238,10 @@ static const OptionSpec OPTIONS[] = {
      "the version (-V)", "显示版本（-V）"},
 };
 enum { NUM_OPTIONS = (int)(sizeof OPTIONS / sizeof OPTIONS[0]) };
+
+// Options that a lesson which does not honour them refuses (exit 2) rather
+// than ignores: --bug would silently run a correct lesson.
+static const OptionId ONLY_WHERE_HONOURED[] = {OPT_BUG};
 
 // Short names: -h and -V.
 static const struct { const char *alias, *name; } SHORT_NAMES[] = {{"-h", "--help"}, {"-V", "--version"}};
@@ -208,6 +257,7 @@ static int cmd_bench(Cli *c);
 static int cmd_init(Cli *c);
 static int cmd_train(Cli *c);
 static int cmd_eval(Cli *c);
+static int cmd_memory(Cli *c);
 static int cmd_help(Cli *c);
 static int cmd_version(Cli *c);
 
@@ -238,7 +288,8 @@ static const Command COMMANDS[] = {
      "docs/training.md"},
     {CMD_EVAL, "eval", cmd_eval, 0, "eval --model FILE", "training and validation loss", "训练损失与验证损失",
      "docs/training.md"},
-    {CMD_MEMORY, "memory", NULL, 0, "memory [options]", "KV cache size calculator", "KV 缓存大小计算器", NULL},
+    {CMD_MEMORY, "memory", cmd_memory, 0, "memory [options]", "the KV cache's size: model, batch, length",
+     "KV 缓存的大小：模型、批大小、长度", "docs/memory.md"},
     {CMD_HELP, "help", cmd_help, 2, "help [COMMAND]", "this help; help lesson ID, help generate, ...",
      "本帮助；help lesson ID、help generate 等", NULL},
     {CMD_VERSION, "version", cmd_version, 0, "version", "the version", "版本", NULL},
@@ -390,7 +441,10 @@ static void print_wrapped(FILE *f, const char *text, int at, int indent) {
 static void print_option_line(FILE *f, const Cli *c, const OptionSpec *o) {
     char left[64];
     snprintf(left, sizeof left, "%s%s%s", o->name, o->metavar ? " " : "", o->metavar ? o->metavar : "");
-    fprintf(f, "  %-26s ", left);
+    // A name too long for its column ("--dtype fp32|fp16|...") has its help
+    // on the next line.
+    if (utf8_width(left) > HELP_COLUMN - 3) fprintf(f, "  %s\n%*s", left, HELP_COLUMN, "");
+    else fprintf(f, "  %-26s ", left);
     print_wrapped(f, tx(c, o->en, o->zh), HELP_COLUMN, HELP_COLUMN);
 }
 
@@ -399,7 +453,7 @@ static void print_options(FILE *f, const Cli *c, CommandId cmd, const Lesson *l)
     for (int i = 0; i < NUM_OPTIONS; i++) {
         const OptionSpec *o = &OPTIONS[i];
         if (!(o->commands & CMD_BIT(cmd)) || o->id == OPT_HELP || o->id == OPT_VERSION) continue;
-        if (l && !(l->options & OPTION_BIT(o->id))) continue;
+        if (l && !l->options[o->id]) continue;
         print_option_line(f, c, o);
     }
 }
@@ -440,7 +494,13 @@ static void print_command_help(FILE *f, const Cli *c, const Command *k) {
 }
 
 static void print_lesson_help(FILE *f, const Cli *c, const Lesson *l) {
-    fprintf(f, "kvdemo lesson %s — %s\n", l->id, tx(c, l->title_en, l->title_zh));
+    // The title beside the id, or under it when the line would pass the
+    // screen's width (lesson 12's).
+    const char *title = tx(c, l->title_en, l->title_zh);
+    char head[32];
+    snprintf(head, sizeof head, "kvdemo lesson %s — ", l->id);
+    if (utf8_width(head) + utf8_width(title) > SCREEN_COLUMNS) fprintf(f, "kvdemo lesson %s\n  %s\n", l->id, title);
+    else fprintf(f, "%s%s\n", head, title);
     if (l->shows_en) {
         fputs("  ", f);
         print_wrapped(f, tx(c, l->shows_en, l->shows_zh), 2, 2);
@@ -470,6 +530,13 @@ static const OptionSpec *find_option(const char *name, CommandId cmd) {
         any = &OPTIONS[i];
     }
     return any;
+}
+
+// The row of option id that command cmd reads.
+static const OptionSpec *find_option_id(OptionId id, CommandId cmd) {
+    for (int i = 0; i < NUM_OPTIONS; i++)
+        if (OPTIONS[i].id == id && (OPTIONS[i].commands & CMD_BIT(cmd))) return &OPTIONS[i];
+    return NULL;
 }
 
 // "--cache, --no-cache, ..." of the options a command accepts.
@@ -514,16 +581,19 @@ static int parse_value(Cli *c, const OptionSpec *o, char *value) {
         *(int *)at = (int)o->min;
         return 0;
     case ARG_INT:
+    case ARG_I64:
     case ARG_U64: {
         long long v = strtoll(value, &end, 10);
         if (end == value || *end || errno || v < o->min || v > o->max)
             return usage_error("%s takes a whole number from %.0f to %.0f, not '%s'", o->name, o->min, o->max, value);
         if (o->kind == ARG_INT) *(int *)at = (int)v;
+        else if (o->kind == ARG_I64) *(int64_t *)at = (int64_t)v;
         else *(uint64_t *)at = (uint64_t)v;
         return 0;
     }
     case ARG_DOUBLE: {
         double v = strtod(value, &end);
+        if (errno == ERANGE && fabs(v) < 1) errno = 0;   // a subnormal number (1e-40) is a number
         if (end == value || *end || errno || !(v >= o->min && v <= o->max))
             return usage_error("%s takes a number from %g to %g, not '%s'", o->name, o->min, o->max, value);
         *(double *)at = v;
@@ -567,6 +637,15 @@ static int takes_value(const char *arg) {
     for (int i = 0; i < NUM_OPTIONS; i++)
         if (!strcmp(OPTIONS[i].name, arg)) return OPTIONS[i].kind != ARG_FLAG;
     return 0;
+}
+
+// More threads than cores only take turns (12 to 20 times slower): --threads
+// is capped at the number of cores, said once.
+static void cap_threads(Options *opt) {
+    int cores = pool_cores();
+    if (opt->threads <= cores) return;
+    fprintf(stderr, "kvdemo: --threads %d is more than the %d cores; using %d\n", opt->threads, cores, cores);
+    opt->threads = cores;
 }
 
 // Parses every argument but the command's name (at argv[skip]) as options
@@ -613,12 +692,13 @@ static int parse_args(Cli *c, int argc, char **argv, int skip, const Command *k)
             return usage_error("%s can be given at most %d times", o->name, o->repeats);
         }
         (*t)++;
-        c->opt.given |= OPTION_BIT(o->id);
+        c->opt.given[o->id] = 1;
         if (parse_value(c, o, value)) return EXIT_USAGE;
     }
-    if ((c->opt.given & OPTION_BIT(OPT_CACHE)) && (c->opt.given & OPTION_BIT(OPT_NO_CACHE)))
+    if (c->opt.given[OPT_CACHE] && c->opt.given[OPT_NO_CACHE])
         return usage_error("--cache and --no-cache exclude each other; give neither to get both runs and a comparison");
-    c->opt.given_seed = (c->opt.given & OPTION_BIT(OPT_SEED)) != 0;
+    c->opt.given_seed = c->opt.given[OPT_SEED];
+    cap_threads(&c->opt);
     return 0;
 }
 
@@ -726,15 +806,33 @@ static int cmd_lesson(Cli *c) {
     }
     if (!l->run) return usage_error("lesson %s is not built yet; built lessons: %s", l->id, ids);
     c->tr.lesson = l->id;
-    if (c->tr.step_pause && (l->options & OPTION_BIT(OPT_STEP)) && (c->tr.format != FORMAT_TEXT || !isatty(STDIN_FILENO))) {
+    if (c->tr.step_pause && l->options[OPT_STEP] && (c->tr.format != FORMAT_TEXT || !isatty(STDIN_FILENO))) {
         fprintf(stderr, "kvdemo: --step waits for keys on a terminal; %s, so it is ignored\n",
                 c->tr.format != FORMAT_TEXT ? "the output is JSON" : "standard input is not one");
         c->tr.step_pause = 0;
     }
+    // An option that would silently run a correct lesson (--bug) is refused
+    // where it means nothing: the lessons and commands that take it are named.
+    for (size_t s = 0; s < sizeof ONLY_WHERE_HONOURED / sizeof ONLY_WHERE_HONOURED[0]; s++) {
+        const OptionSpec *o = find_option_id(ONLY_WHERE_HONOURED[s], CMD_LESSON);
+        if (!c->opt.given[o->id] || l->options[o->id]) continue;
+        char where[256] = "";
+        for (int j = 0; j < NUM_LESSONS; j++) {
+            if (!LESSONS[j].run || !LESSONS[j].options[o->id]) continue;
+            size_t len = strlen(where);
+            snprintf(where + len, sizeof where - len, "%slesson %s", len ? ", " : "", LESSONS[j].id);
+        }
+        for (int k = 0; k < NUM_COMMANDS; k++) {
+            if (k == CMD_LESSON || !(o->commands & CMD_BIT(k))) continue;
+            size_t len = strlen(where);
+            snprintf(where + len, sizeof where - len, " and %s", COMMANDS[k].name);
+        }
+        return usage_error("%s works with %s, not lesson %s", o->name, where, l->id);
+    }
     // Options this lesson has no use for are ignored, and it says so.
     for (int i = 0; i < NUM_OPTIONS; i++) {
         const OptionSpec *o = &OPTIONS[i];
-        if (!(c->opt.given & OPTION_BIT(o->id)) || (l->options & OPTION_BIT(o->id)) || !(o->commands & LESSON)) continue;
+        if (!c->opt.given[o->id] || l->options[o->id] || !(o->commands & LESSON)) continue;
         if (o->id == OPT_COLOR)
             fprintf(stderr, "kvdemo: lesson %s ignores --color: it shows no score or weight matrix, so --color changes nothing\n",
                     l->id);
@@ -745,7 +843,7 @@ static int cmd_lesson(Cli *c) {
     int rc = l->run(&c->opt, &c->tr);
     // --color colours score and weight matrices; a lesson that can show them
     // but showed none this time (--trace none) says that it changed nothing.
-    if (!rc && (c->opt.given & OPTION_BIT(OPT_COLOR)) && (l->options & OPTION_BIT(OPT_COLOR)) &&
+    if (!rc && c->opt.given[OPT_COLOR] && l->options[OPT_COLOR] &&
         c->tr.heat_maps == 0 && c->tr.format == FORMAT_TEXT)
         fprintf(stderr, "kvdemo: lesson %s shows no score or weight matrix: --color changes nothing\n", l->id);
     return rc;
@@ -757,6 +855,7 @@ static int cmd_bench(Cli *c) { return gptcmd_bench(&c->opt, &c->tr); }
 static int cmd_init(Cli *c) { return gptcmd_init(&c->opt); }
 static int cmd_train(Cli *c) { return gptcmd_train(&c->opt); }
 static int cmd_eval(Cli *c) { return gptcmd_eval(&c->opt); }
+static int cmd_memory(Cli *c) { return memory_cmd(&c->opt, &c->tr); }
 
 static const Command *find_command(const char *name);
 static int unknown_command(const char *name);
@@ -854,4 +953,16 @@ int cli_main(int argc, char **argv) {
     c.tr.color = c.tr.format == FORMAT_TEXT && want_color(c.color);
     c.tr.lesson = k->name;
     return k->run(&c);
+}
+
+int cli_parse_options(Options *opt, Trace *tr, int argc, char **argv, const char *command) {
+    Cli c;
+    memset(&c, 0, sizeof c);
+    c.opt = (Options){.runs = RUN_BOTH, .steps = -1, .seed = 42, .temperature = -1, .top_p = -1};
+    trace_init(&c.tr, stdout);
+    const Command *k = find_command(command);
+    int rc = k ? parse_args(&c, argc, argv, 1, k) : unknown_command(command);
+    *opt = c.opt;
+    *tr = c.tr;
+    return rc;
 }

@@ -8,9 +8,12 @@
 //                     growing lengths, measured side by side in one run
 #include "gptcmd.h"
 
+#include "fileio.h"
+#include "kvcmd.h"
 #include "flash.h"
 #include "gptsetup.h"
 #include "ops.h"
+#include "pagedcmd.h"
 #include "paths.h"
 #include "sampler.h"
 #include "timer.h"
@@ -84,8 +87,13 @@ static int columns(void) {
 }
 
 int gptcmd_generate(const Options *opt, Trace *tr) {
+    if (opt->paged || opt->block_size || opt->num_blocks || opt->samples) return pagedcmd_generate(opt, tr);
+    GptVariant variant;   // --bug, --kv-dtype (lessons 11 and 12)
+    int use_variant;
+    int rc = kvcmd_variant(&variant, &use_variant, opt);
+    if (rc) return rc;
     GptModel m;
-    int rc = gptsetup_model(&m, opt, 0, NULL);
+    rc = gptsetup_model(&m, opt, 0, NULL);
     if (rc) return rc;
     int steps = opt->steps > 0 ? opt->steps : DEFAULT_STEPS;
     int use_cache = opt->runs != RUN_NOCACHE;
@@ -102,6 +110,7 @@ int gptcmd_generate(const Options *opt, Trace *tr) {
     }
     if (!rc) rc = start_threads(opt);
     if (!rc) rc = gptsetup_attention(opt, &m);
+    if (!rc && use_variant) s.variant = &variant;
     if (!rc) {
         Stream g = {.m = &m, .out = tr->out, .use_cache = use_cache, .width = columns(),
                     .stream = tr->format == FORMAT_TEXT};
@@ -133,6 +142,11 @@ int gptcmd_generate(const Options *opt, Trace *tr) {
                        use_cache ? trace_text(tr, "with the KV cache", "使用 KV Cache")
                                  : trace_text(tr, "without the KV cache", "不使用 KV Cache"),
                        ops_threads(), ops_threads() == 1 || tr->lang == LANG_ZH ? "" : "s");
+            if (use_variant)
+                trace_sayf(tr, "-- keys and values kept as %s%s%s (kvdemo lesson %s explains)",
+                           "—— key 和 value 以 %s 保存%s%s（第 %s 课有解释）", kvquant_name(variant.kv_dtype),
+                           variant.bug ? trace_text(tr, ", with the bug ", "，带有错误 ") : "",
+                           variant.bug ? kvvariant_bug_name(variant.bug) : "", variant.bug ? "11" : "12");
             if (flash_gpt_tiled())
                 trace_sayf(tr, "-- flash attention: tiles of %d keys, online softmax; cached steps by flash-decoding",
                            "—— flash attention：每块 %d 个 key，在线 softmax；使用缓存的各步用 flash-decoding",
@@ -275,22 +289,24 @@ int gptcmd_bench(const Options *opt, Trace *tr) {
                 opt->steps_list);
         return 2;
     }
-    // The CSV is written to a temporary file renamed at the end, so a failed
-    // or interrupted run leaves no half-written table behind.
+    // The CSV is written through its temporary file (fileio.h), opened now so
+    // that a path that cannot be written is found before the measurements,
+    // and a failed or interrupted run leaves no half-written table behind.
+    AtomicFile csv_file = {0};
     FILE *csv = NULL;
-    char csv_tmp[4096];
+    char err[512];
     if (opt->csv_path) {
-        snprintf(csv_tmp, sizeof csv_tmp, "%s.tmp", opt->csv_path);
-        if (!(csv = fopen(csv_tmp, "w"))) {
-            fprintf(stderr, "kvdemo: cannot write %s\n", opt->csv_path);
+        if (fileio_open(&csv_file, opt->csv_path, err, sizeof err) != 0) {
+            fprintf(stderr, "kvdemo: --csv %s\n", err);
             return 1;
         }
+        csv = csv_file.f;
     }
     GptModel m;
     int random_model = 0;
     int rc = gptsetup_model(&m, opt, 1, &random_model);
     if (rc) {
-        if (csv) fclose(csv), remove(csv_tmp);
+        if (csv) fileio_abort(&csv_file);
         return rc;
     }
     if (random_model)
@@ -304,6 +320,12 @@ int gptcmd_bench(const Options *opt, Trace *tr) {
     GptState s = {0};
     double *samples = malloc(sizeof(double) * (size_t)repeat);
     Measure (*table)[2] = calloc((size_t)n_lengths, sizeof *table);
+    GptVariant variant;   // --kv-dtype (lesson 12)
+    int use_variant;
+    if (kvcmd_variant(&variant, &use_variant, opt)) {
+        rc = 2;
+        goto done;
+    }
     rc = gptsetup_prompt(&tokens, &n_prompt, &m, opt->n_prompts ? opt->prompts[0] : DEFAULT_PROMPT, max_len);
     if (!rc && (!samples || !table || gpt_state_init(&s, m.cfg))) {
         fprintf(stderr, "kvdemo: out of memory\n");
@@ -312,6 +334,7 @@ int gptcmd_bench(const Options *opt, Trace *tr) {
     if (!rc) rc = start_threads(opt);
     if (!rc) rc = gptsetup_attention(opt, &m);
     if (rc) goto done;
+    if (use_variant) s.variant = &variant;
 
     // The headline: the chapter's run, 256 tokens after the prompt, both ways.
     Measure head[2];
@@ -342,6 +365,9 @@ int gptcmd_bench(const Options *opt, Trace *tr) {
     trace_sayf(tr, "kvdemo bench: T=%d C=%d H=%d L=%d V=%d (%zu parameters), %d threads, median of %d runs\n",
                "kvdemo bench：T=%d C=%d H=%d L=%d V=%d（%zu 个参数），%d 个线程，%d 次运行的中位数\n", g.T, g.C,
                g.H, g.L, g.V, m.num_params, ops_threads(), repeat);
+    if (use_variant)
+        trace_sayf(tr, "keys and values kept as %s: the arithmetic of such a cache, in kvdemo's float layout\n",
+                   "key 和 value 以 %s 保存：按这种缓存的算术，用 kvdemo 的浮点布局\n", kvquant_name(variant.kv_dtype));
     if (flash_gpt_tiled())
         trace_sayf(tr, "attention: flash, tiles of %d keys (cached steps by flash-decoding)\n",
                    "注意力：flash，每块 %d 个键（缓存步用 flash-decoding）\n", flash_gpt_tile());
@@ -428,18 +454,14 @@ int gptcmd_bench(const Options *opt, Trace *tr) {
             fprintf(csv, "%d,%.6f,%.6f,%.3f,%.1f,%.1f\n", lengths[i], table[i][0].seconds, table[i][1].seconds,
                     table[i][0].seconds / table[i][1].seconds, lengths[i] / table[i][0].seconds,
                     lengths[i] / table[i][1].seconds);
-        if (fclose(csv) != 0 || rename(csv_tmp, opt->csv_path) != 0) {
-            fprintf(stderr, "kvdemo: could not write %s\n", opt->csv_path);
-            remove(csv_tmp);
+        csv = NULL;
+        if (fileio_commit(&csv_file, err, sizeof err) != 0) {
+            fprintf(stderr, "kvdemo: --csv %s\n", err);
             rc = 1;
         }
-        csv = NULL;
     }
 done:
-    if (csv) {
-        fclose(csv);
-        remove(csv_tmp);
-    }
+    if (csv) fileio_abort(&csv_file);
     free(samples);
     free(table);
     free(tokens);
@@ -502,6 +524,7 @@ int gptcmd_train(const Options *opt) {
 }
 
 int gptcmd_eval(const Options *opt) {
+    if (opt->kv_dtype) return kvcmd_eval(opt);   // through the cache (lesson 12)
     GptModel m;
     int rc = gptsetup_model(&m, opt, 0, NULL);
     if (rc) return rc;

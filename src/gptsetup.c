@@ -1,9 +1,10 @@
 // gptsetup — what the char GPT's commands (generate, bench, eval, init) and
-// lesson 10 share: the model the options ask for, and a prompt's tokens.
+// lessons 10, 11 and 12 share: the model the options ask for, and a prompt's tokens.
 #include "gptsetup.h"
 
 #include "flash.h"
 #include "paths.h"
+#include "sampler.h"
 #include "train.h"
 #include "utf8.h"
 
@@ -152,3 +153,18 @@ int gptsetup_attention(const Options *opt, const GptModel *m) {
 }
 
 void gptsetup_attention_end(void) { flash_gpt_use(FLASH_PLAIN, 0, 0, 0, 0); }
+
+char *gptsetup_generate_text(int *tokens, GptState *s, const GptModel *m, const int *prompt, int n_prompt,
+                           int steps, int use_cache, const Options *opt, GptStepFn on_step, void *ctx) {
+    Sampler sampler;
+    float temperature = opt->temperature >= 0 ? (float)opt->temperature : 1.0f;
+    if (sampler_init(&sampler, m->cfg.V, temperature, opt->top_k, (uint32_t)opt->seed)) return NULL;
+    memcpy(tokens, prompt, sizeof(int) * (size_t)n_prompt);
+    // np.random.seed(seed); trainer.generate(dataset, prompt, steps, use_cache)
+    int len = gpt_generate(tokens, s, m, &sampler, n_prompt, steps, use_cache, on_step, ctx);
+    sampler_free(&sampler);
+    size_t need = gpt_decode(NULL, 0, m, tokens, len);
+    char *text = malloc(need + 1);
+    if (text) gpt_decode(text, need + 1, m, tokens, len);
+    return text;
+}

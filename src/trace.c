@@ -3,11 +3,13 @@
 #include "trace.h"
 
 #include "buf.h"
+#include "fileio.h"
 #include "ops.h"
 #include "stats.h"
 #include "utf8.h"
 
 #include <assert.h>
+#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -102,7 +104,7 @@ static void emit(Trace *tr, Buf *b) {
         tr->shown = 1;
     }
     free(s);
-    fflush(tr->out);
+    if (fflush(tr->out) != 0 && tr->out == stdout) fileio_note_stdout_error(errno);
 }
 
 static void emit_json(Trace *tr, Buf *b) {
@@ -736,5 +738,25 @@ static void pause_for_key(Trace *tr, int new_screen) {
     }
 }
 
+void trace_block(Trace *tr, const char *name, int block, int src, int ref, int src_ref) {
+    Buf b;
+    buf_init(&b);
+    if (is_json(tr)) {
+        json_head(&b, tr, "block");
+        buf_append(&b, ",\"name\":");
+        json_string(&b, name);
+        buf_printf(&b, ",\"block\":%d,\"src\":%d,\"ref\":%d", block, src, ref);
+        if (src >= 0) buf_printf(&b, ",\"src_ref\":%d", src_ref);
+        emit_json(tr, &b);
+        return;
+    }
+    if (tr->level == TRACE_NONE) return;
+    if (src >= 0)
+        buf_printf(&b, trace_text(tr, "    [%s] block %d -> block %d (refs %d and %d)\n", "    [%s] 块 %d -> 块 %d（引用计数 %d 和 %d）\n"),
+                   name, src, block, src_ref, ref);
+    else
+        buf_printf(&b, trace_text(tr, "    [%s] block %d (ref %d)\n", "    [%s] 块 %d（引用计数 %d）\n"), name, block, ref);
+    emit(tr, &b);
+}
 void trace_pause(Trace *tr) { pause_for_key(tr, 1); }
 void trace_pause_row(Trace *tr) { pause_for_key(tr, 0); }

@@ -128,6 +128,11 @@ void trace_table_head(Trace *tr, const TraceTable *t);
 // cells: ncols texts.
 void trace_table_row(Trace *tr, const TraceTable *t, const char *const *cells);
 
+// What happened to a block of the paged cache (lesson 6.1): name is alloc,
+// fork, cow, free or share; src is the block copied from (cow) or -1; ref
+// and src_ref the reference counts afterwards. JSON: {"event":"block",...};
+// text: one line, unless the trace level is none.
+void trace_block(Trace *tr, const char *name, int block, int src, int ref, int src_ref);
 // With --step on a terminal: a prompt, then one key: q quits (nothing more
 // is shown), any other goes on, on a fresh screen. Every tensor pauses after
 // itself; a lesson pauses at the end of each step. Nothing happens when

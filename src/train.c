@@ -12,6 +12,8 @@
 // checkpoints, and train_run that ties them together.
 #include "train.h"
 
+#include "fileio.h"
+#include "timer.h"
 #include "utf8.h"
 
 #include <assert.h>
@@ -23,7 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #if defined(__AVX512F__)
@@ -1100,9 +1102,25 @@ int train_text_load(TrainText *text, const char *path, const uint32_t *vocab, in
         fprintf(stderr, "kvdemo: cannot open %s: %s\n", path, strerror(errno));
         return 1;
     }
+    // A file beyond the limit is refused before it is read (a pipe, whose
+    // size is unknown, when the limit is passed).
+    struct stat st;
+    if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size > TRAIN_MAX_TEXT_BYTES) {
+        fprintf(stderr, "kvdemo: %s is %llu bytes; a training text may hold at most %llu MiB\n", path,
+                (unsigned long long)st.st_size, TRAIN_MAX_TEXT_BYTES >> 20);
+        fclose(f);
+        return 1;
+    }
     unsigned char *bytes = NULL;
     size_t n = 0, cap = 0;
     for (;;) {
+        if (n > TRAIN_MAX_TEXT_BYTES) {
+            fprintf(stderr, "kvdemo: %s holds more than %llu MiB; a training text may hold at most that\n",
+                    path, TRAIN_MAX_TEXT_BYTES >> 20);
+            free(bytes);
+            fclose(f);
+            return 1;
+        }
         if (n == cap) {
             cap = cap ? 2 * cap : 1 << 20;
             unsigned char *nb = realloc(bytes, cap);
@@ -1245,32 +1263,18 @@ static void ck_u32(CkptWriter *w, uint32_t x) { ck_write(w, &x, 4); }
 static void ck_u64(CkptWriter *w, uint64_t x) { ck_write(w, &x, 8); }
 static void ck_f32(CkptWriter *w, float x) { ck_write(w, &x, 4); }
 
-static int host_little_endian(void) {
-    uint32_t one = 1;
-    unsigned char b;
-    memcpy(&b, &one, 1);
-    return b == 1;
-}
-
 int train_checkpoint_save(const char *path, const TrainCheckpoint *ck) {
-    if (!host_little_endian()) {
+    char err[512];
+    if (!fileio_host_is_little_endian()) {
         fprintf(stderr, "kvdemo: checkpoints are little-endian; this machine is not\n");
         return 1;
     }
-    size_t len = strlen(path);
-    char *tmp = malloc(len + 5);
-    if (!tmp) {
-        fprintf(stderr, "kvdemo: out of memory saving %s\n", path);
+    AtomicFile a;
+    if (fileio_open(&a, path, err, sizeof err) != 0) {
+        fprintf(stderr, "kvdemo: cannot write the checkpoint: %s\n", err);
         return 1;
     }
-    memcpy(tmp, path, len);
-    memcpy(tmp + len, ".tmp", 5);
-    CkptWriter w = {fopen(tmp, "wb"), FNV_START, 0, 0};
-    if (!w.f) {
-        fprintf(stderr, "kvdemo: cannot write checkpoint %s: %s\n", tmp, strerror(errno));
-        free(tmp);
-        return 1;
-    }
+    CkptWriter w = {a.f, FNV_START, 0, 0};
     const TrainConfig *c = &ck->cfg;
     ck_write(&w, CKPT_MAGIC, 4);
     ck_u32(&w, CKPT_VERSION);
@@ -1302,121 +1306,125 @@ int train_checkpoint_save(const char *path, const TrainCheckpoint *ck) {
     uint64_t sum = w.hash;
     ck_u64(&w, sum);
     if (w.failed == 2) {   // the test hook: leave the partial temp file, as a crash would
-        fclose(w.f);
+        fclose(a.f);
+        a.f = NULL;
+        free(a.tmp);
+        a.tmp = NULL;
+        fileio_abort(&a);
         fprintf(stderr, "kvdemo: checkpoint save to %s interrupted\n", path);
-        free(tmp);
         return 1;
     }
-    int bad = w.failed || fflush(w.f) != 0 || fsync(fileno(w.f)) != 0;
-    bad |= fclose(w.f) != 0;
-    if (bad || rename(tmp, path) != 0) {
-        fprintf(stderr, "kvdemo: cannot write checkpoint %s: %s\n", path, strerror(errno));
-        remove(tmp);
-        free(tmp);
+    if (fileio_commit(&a, err, sizeof err) != 0) {
+        fprintf(stderr, "kvdemo: cannot write the checkpoint: %s\n", err);
         return 1;
-    }
-    free(tmp);
-    // make the rename itself durable: fsync the directory that holds path
-    char *dir = strdup(path);
-    if (dir) {
-        char *slash = strrchr(dir, '/');
-        const char *d = slash ? (slash == dir ? "/" : (*slash = '\0', dir)) : ".";
-        int fd = open(d, O_RDONLY);
-        if (fd >= 0) {
-            fsync(fd);
-            close(fd);
-        }
-        free(dir);
     }
     return 0;
 }
 
-static uint32_t rd_u32(const unsigned char *p) {
-    uint32_t x;
-    memcpy(&x, p, 4);
-    return x;
-}
-static uint64_t rd_u64(const unsigned char *p) {
-    uint64_t x;
-    memcpy(&x, p, 8);
-    return x;
-}
-static float rd_f32(const unsigned char *p) {
-    float x;
-    memcpy(&x, p, 4);
-    return x;
+int train_config_check(const TrainConfig *c, char *why, size_t n) {
+    const char *bad = NULL;
+    if (c->batch < 1 || c->iters < 1 || c->warmup < 0 || c->warmup > c->iters)
+        bad = "batch and iterations must be at least 1, warm-up from 0 to the iterations";
+    else if (!(c->lr > 0 && isfinite(c->lr)))
+        bad = "the learning rate must be a finite number above 0";
+    else if (!(c->min_lr >= 0 && c->min_lr <= c->lr))
+        bad = "min_lr must be from 0 to the learning rate";
+    else if (!(c->beta1 >= 0 && c->beta1 < 1) || !(c->beta2 >= 0 && c->beta2 < 1))
+        bad = "beta1 and beta2 must be from 0 to below 1";
+    else if (!(c->eps > 0 && isfinite(c->eps)))
+        bad = "eps must be a finite number above 0";
+    else if (!(c->grad_clip >= 0 && isfinite(c->grad_clip)))
+        bad = "the gradient clip must be a finite number, 0 or more";
+    else if (!(c->weight_decay >= 0 && isfinite(c->weight_decay)))
+        bad = "the weight decay must be a finite number, 0 or more";
+    if (!bad) return 0;
+    snprintf(why, n, "%s (lr %g, min_lr %g, beta1 %g, beta2 %g, eps %g, clip %g, decay %g, batch %d, "
+                     "iterations %d, warm-up %d)", bad, (double)c->lr, (double)c->min_lr, (double)c->beta1,
+             (double)c->beta2, (double)c->eps, (double)c->grad_clip, (double)c->weight_decay, c->batch,
+             c->iters, c->warmup);
+    return -1;
 }
 
 int train_checkpoint_load(const char *path, TrainCheckpoint *ck) {
     memset(ck, 0, sizeof(*ck));
-    FILE *f = fopen(path, "rb");
+    char err[512], recipe[300];
+    uint64_t size = 0;
+    FILE *f = fileio_open_read(path, &size, err, sizeof err);
     if (!f) {
-        fprintf(stderr, "kvdemo: cannot open checkpoint %s: %s\n", path, strerror(errno));
+        fprintf(stderr, "kvdemo: cannot read the checkpoint: %s\n", err);
         return 1;
     }
+    // The header first: the magic, the sizes and the recipe are checked, and
+    // the file's length against them, before the rest is read.
+    unsigned char h[CKPT_HEADER];
     unsigned char *buf = NULL;
-    long size = -1;
-    if (fseek(f, 0, SEEK_END) == 0) size = ftell(f);
-    if (size < 0 || fseek(f, 0, SEEK_SET) != 0) {
-        fprintf(stderr, "kvdemo: cannot read checkpoint %s\n", path);
-        fclose(f);
-        return 1;
-    }
     const char *why = NULL;
-    if (!host_little_endian()) {
-        why = "checkpoints are little-endian; this machine is not";
-    } else if (size < CKPT_HEADER + 8) {
-        why = "too short to be a checkpoint (truncated?)";
-    } else if (!(buf = malloc((size_t)size))) {
-        why = "out of memory";
-    } else if (fread(buf, 1, (size_t)size, f) != (size_t)size) {
-        why = "read error";
-    }
-    fclose(f);
-    const unsigned char *p = buf;
     TrainConfig *c = &ck->cfg;
     uint64_t P = 0;
-    if (!why && memcmp(p, CKPT_MAGIC, 4) != 0)
+    if (!fileio_host_is_little_endian())
+        why = "checkpoints are little-endian; this machine is not";
+    else if (size < CKPT_HEADER + 8)
+        why = "too short to be a checkpoint (truncated?)";
+    else if (fread(h, 1, CKPT_HEADER, f) != CKPT_HEADER)
+        why = "read error";
+    else if (memcmp(h, CKPT_MAGIC, 4) != 0)
         why = "wrong magic (not a kvdemo training checkpoint)";
-    if (!why && rd_u32(p + 4) != CKPT_VERSION) why = "unsupported version (expected 1)";
+    else if (le_get_u32(h + 4) != CKPT_VERSION)
+        why = "unsupported version (expected 1)";
     if (!why) {
-        const unsigned char *q = p + 8;
-        c->model.V = (int)rd_u32(q);
-        c->model.T = (int)rd_u32(q + 4);
-        c->model.C = (int)rd_u32(q + 8);
-        c->model.H = (int)rd_u32(q + 12);
-        c->model.L = (int)rd_u32(q + 16);
-        c->batch = (int)rd_u32(q + 20);
-        c->iters = (int)rd_u32(q + 24);
-        c->warmup = (int)rd_u32(q + 28);
-        c->lr = rd_f32(q + 32);
-        c->min_lr = rd_f32(q + 36);
-        c->weight_decay = rd_f32(q + 40);
-        c->beta1 = rd_f32(q + 44);
-        c->beta2 = rd_f32(q + 48);
-        c->eps = rd_f32(q + 52);
-        c->grad_clip = rd_f32(q + 56);
-        c->seed = rd_u64(q + 60);
-        ck->step = (int)rd_u32(q + 68);
-        ck->rng = rd_u64(q + 72);
-        ck->text_hash = rd_u64(q + 80);
-        ck->text_tokens = (int64_t)rd_u64(q + 88);
-        P = rd_u64(q + 96);
+        const unsigned char *q = h + 8;
+        uint32_t sizes[8];
+        for (int i = 0; i < 8; i++) sizes[i] = le_get_u32(q + 4 * i);
+        c->model.V = (int)sizes[0];
+        c->model.T = (int)sizes[1];
+        c->model.C = (int)sizes[2];
+        c->model.H = (int)sizes[3];
+        c->model.L = (int)sizes[4];
+        c->batch = (int)sizes[5];
+        c->iters = (int)sizes[6];
+        c->warmup = (int)sizes[7];
+        c->lr = le_get_f32(q + 32);
+        c->min_lr = le_get_f32(q + 36);
+        c->weight_decay = le_get_f32(q + 40);
+        c->beta1 = le_get_f32(q + 44);
+        c->beta2 = le_get_f32(q + 48);
+        c->eps = le_get_f32(q + 52);
+        c->grad_clip = le_get_f32(q + 56);
+        c->seed = le_get_u64(q + 60);
+        uint32_t step = le_get_u32(q + 68);
+        ck->step = (int)step;
+        ck->rng = le_get_u64(q + 72);
+        ck->text_hash = le_get_u64(q + 80);
+        ck->text_tokens = (int64_t)le_get_u64(q + 88);
+        P = le_get_u64(q + 96);
         GptConfig g = c->model;
-        if (g.V < 1 || g.V > 0x110000 || g.T < 1 || g.T > 65536 || g.C < 1 || g.C > 65536 ||
-            g.H < 1 || g.L < 1 || g.L > 1024 || g.C % g.H != 0)
+        int too_big = 0;
+        for (int i = 0; i < 8; i++) too_big |= sizes[i] > 0x7fffffff;
+        if (too_big || step > 0x7fffffff || g.V < 1 || g.V > 0x110000 || g.T < 1 || g.T > 65536 || g.C < 1 ||
+            g.C > 65536 || g.H < 1 || g.L < 1 || g.L > 1024 || g.C % g.H != 0)
             why = "model sizes out of range or embedding not divisible by heads";
-        else if (c->batch < 1 || c->iters < 1 || c->warmup < 0 || ck->step < 0 ||
-                 ck->step > c->iters)
+        else if (c->batch < 1 || c->iters < 1 || c->warmup < 0 || ck->step < 0 || ck->step > c->iters)
             why = "training step counts out of range";
+        else if (train_config_check(c, recipe, sizeof recipe) != 0)
+            why = recipe;
         else if (P != gpt_num_params(g))
             why = "parameter count does not match the model sizes";
-        else if ((uint64_t)size != CKPT_HEADER + 4ull * g.V + 12ull * P + 8)
-            why = (uint64_t)size < CKPT_HEADER + 4ull * g.V + 12ull * P + 8
+        else if (size != CKPT_HEADER + 4ull * g.V + 12ull * P + 8)
+            why = size < CKPT_HEADER + 4ull * g.V + 12ull * P + 8
                       ? "file is shorter than its sizes say (truncated)"
                       : "file is longer than its sizes say (trailing bytes)";
     }
-    if (!why && fnv1a(FNV_START, p, (size_t)size - 8) != rd_u64(p + size - 8))
+    // Then the rest, whose length the header now vouches for.
+    if (!why && !(buf = malloc((size_t)size)))
+        why = "out of memory";
+    if (!why) {
+        memcpy(buf, h, CKPT_HEADER);
+        if (fread(buf + CKPT_HEADER, 1, (size_t)size - CKPT_HEADER, f) != (size_t)size - CKPT_HEADER)
+            why = "read error";
+    }
+    fclose(f);
+    const unsigned char *p = buf;
+    if (!why && fnv1a(FNV_START, p, (size_t)size - 8) != le_get_u64(p + size - 8))
         why = "checksum mismatch (the file is corrupted)";
     if (!why) {
         ck->num_params = (size_t)P;
@@ -1553,12 +1561,6 @@ int train_eval(const GptModel *model, const char *data_path, int threads, double
 // ---------------------------------------------------------------------------
 // Progress: one line rewritten in place on a terminal, log lines otherwise.
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static void format_duration(char *out, size_t n, double s) {
     if (!(s >= 0) || s > 1e7) {
         snprintf(out, n, "--");
@@ -1606,6 +1608,12 @@ static void draw_batch(int32_t *inputs, int32_t *targets, const int32_t *tokens,
         memcpy(inputs + (int64_t)b * T, tokens + start, sizeof(int32_t) * (size_t)T);
         memcpy(targets + (int64_t)b * T, tokens + start + 1, sizeof(int32_t) * (size_t)T);
     }
+}
+
+static int all_finite(const float *x, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(x[i])) return 0;
+    return 1;
 }
 
 static int save_checkpoint(const char *path, const TrainConfig *r, const TrainText *text,
@@ -1672,8 +1680,9 @@ int train_run(const TrainConfig *cfg, TrainProgressFn progress, void *user) {
                         "needs more than %d\n", r.data_path, g.T, (long long)text.n, g.T);
         goto done;
     }
-    if (r.batch < 1 || r.iters < 1 || r.warmup < 0 || !(r.lr > 0)) {
-        fprintf(stderr, "kvdemo: batch, iterations and learning rate must be positive\n");
+    char why[512];
+    if (train_config_check(&r, why, sizeof why) != 0) {
+        fprintf(stderr, "kvdemo: bad training recipe: %s\n", why);
         goto done;
     }
     if (!r.ckpt_path) {
@@ -1683,6 +1692,14 @@ int train_run(const TrainConfig *cfg, TrainProgressFn progress, void *user) {
         memcpy(ckpt_default, r.out_path, len);
         memcpy(ckpt_default + len, ".ckpt", 6);
         r.ckpt_path = ckpt_default;
+    }
+    // The model and the checkpoint are written after the work: a path that
+    // cannot be written (a folder, a device, a missing or read-only folder)
+    // is found now, by creating and removing its temporary file.
+    if (fileio_check_writable(r.out_path, why, sizeof why) != 0 ||
+        fileio_check_writable(r.ckpt_path, why, sizeof why) != 0) {
+        fprintf(stderr, "kvdemo: %s\n", why);
+        goto done;
     }
 
     size_t P = gpt_num_params(g);
@@ -1736,7 +1753,7 @@ int train_run(const TrainConfig *cfg, TrainProgressFn progress, void *user) {
     sigaction(SIGINT, &sa, &old_int);
     sigaction(SIGTERM, &sa, &old_term);
 
-    double t0 = now_s(), eval_time = 0.0;
+    double t0 = timer_now(), eval_time = 0.0;
     double last_print = -1.0;
     int first_step = step;
     float val = NAN, loss = NAN;
@@ -1751,23 +1768,26 @@ int train_run(const TrainConfig *cfg, TrainProgressFn progress, void *user) {
         float lr = lr_at(&r, step);
         float norm = adamw_update(params, m, v, grads, decay, partial, &r, lr, step, pool, P);
         step++;
-        if (!isfinite(loss)) {
-            fprintf(stderr, "\nkvdemo: the loss became %f at step %d; try a lower --lr\n", loss,
-                    step);
+        // A non-finite loss or gradient leaves weights that no model file may
+        // hold: stop, keeping the last good checkpoint as it is.
+        if (!isfinite(loss) || !isfinite(norm) || !all_finite(params, P)) {
+            fprintf(stderr, "\nkvdemo: the %s became %s at step %d; the last checkpoint (%s) is kept; "
+                            "try a lower --lr\n", isfinite(loss) ? "weights" : "loss",
+                    isnan(loss) || isnan(norm) ? "NaN" : "infinite", step, r.ckpt_path);
             status = TRAIN_FAILED;
             break;
         }
 
         int evaluated = 0;
         if ((r.eval_every > 0 && step % r.eval_every == 0) || step == r.iters) {
-            double e0 = now_s();
+            double e0 = timer_now();
             val = (float)loss_over_windows(s, params, text.tokens, n_train, text.n, val_max,
                                            inputs, targets);
-            eval_time += now_s() - e0;
+            eval_time += timer_now() - e0;
             evaluated = 1;
         }
         int stop = stop_requested;
-        double elapsed = now_s() - t0, train_time = elapsed - eval_time;
+        double elapsed = timer_now() - t0, train_time = elapsed - eval_time;
         TrainProgress pr = {step, r.iters, loss, val, lr, norm, 0, elapsed, NAN, evaluated};
         if (train_time > 0) {
             pr.tokens_per_s = (double)(step - first_step) * r.batch * g.T / train_time;
@@ -1811,7 +1831,7 @@ int train_run(const TrainConfig *cfg, TrainProgressFn progress, void *user) {
             goto done;
         }
         if (!r.quiet) {
-            double elapsed = now_s() - t0;
+            double elapsed = timer_now() - t0;
             char el[32];
             format_duration(el, sizeof el, elapsed);
             fprintf(stderr, "done: %d steps in %s (%.0f tokens/s), last batch loss %.4f, "
@@ -1869,13 +1889,13 @@ int train_benchmark(GptConfig cfg, int B, int steps, int threads, double *tokens
             io[i] = (int32_t)(rng_next(&rng) % (uint64_t)cfg.V);
         double t0 = 0.0;
         for (int step = 0; step <= steps; step++) {
-            if (step == 1) t0 = now_s();
+            if (step == 1) t0 = timer_now();
             train_forward(s, params, io, io + (size_t)B * cfg.T, B);
             memset(grads, 0, sizeof(float) * P);
             train_backward(s, grads, params, io, io + (size_t)B * cfg.T, B);
             adamw_update(params, m, v, grads, decay, partial, &r, r.lr, step, pool, P);
         }
-        *tokens_per_s = steps > 0 ? (double)steps * B * cfg.T / (now_s() - t0) : 0.0;
+        *tokens_per_s = steps > 0 ? (double)steps * B * cfg.T / (timer_now() - t0) : 0.0;
         status = 0;
     } else {
         fprintf(stderr, "kvdemo: out of memory for the training benchmark\n");

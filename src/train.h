@@ -96,6 +96,15 @@ enum {
     TRAIN_STOPPED = 3,      // stopped by a signal or the callback; checkpoint written
 };
 
+// Checks the recipe: batch, iterations and warm-up in range, lr > 0 finite,
+// 0 <= min_lr <= lr, 0 <= beta1, beta2 < 1, eps > 0, clip >= 0, decay >= 0,
+// all finite. Returns 0, or -1 with why = what is wrong and the values.
+int train_config_check(const TrainConfig *cfg, char *why, size_t n);
+
+// The training text may hold at most this many bytes (a char GPT needs a few
+// MB; tinyshakespeare has 1.1): a larger file is refused before it is read.
+#define TRAIN_MAX_TEXT_BYTES (256ull << 20)
+
 // Trains as cfg says. progress may be NULL: then train_run prints its own
 // progress on stderr (one line updated in place on a terminal, plain log
 // lines otherwise, a summary at the end) unless cfg->quiet. SIGINT and SIGTERM
@@ -153,7 +162,8 @@ typedef struct {
     size_t num_params;        // P
 } TrainCheckpoint;
 
-// Writes atomically: path.tmp, fsync, rename over path. Returns 0, or 1 with
+// Writes atomically through path.tmp (fileio.h); refuses a path that exists
+// and is not a regular file. Returns 0, or 1 with
 // a message on stderr; on failure the file at path is left as it was.
 int train_checkpoint_save(const char *path, const TrainCheckpoint *ck);
 // Reads and validates (magic, version, sizes against the file length, the

@@ -16,4 +16,9 @@ int utf8_encode(unsigned char *out, uint32_t c);
 // full-width characters (天, ，), 1 for the others (invalid bytes count 1).
 int utf8_width(const char *s);
 
+// Writes s to out (size bytes) fit to quote in a one-line message: its
+// first max_chars characters, invalid bytes and control characters escaped
+// as \xNN, and "..." when there was more. Returns out.
+const char *utf8_quote(char *out, size_t size, const char *s, int max_chars);
+
 #endif

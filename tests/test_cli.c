@@ -105,7 +105,7 @@ static void test_lesson_help(void **state) {
                     char needle[32];
                     snprintf(needle, sizeof needle, "  %s ", all[o]);   // at the start of an option line
                     int shown = strstr(r.out, needle) != NULL;
-                    int honours = (l->options >> bits[o] & 1) != 0;
+                    int honours = l->options[bits[o]];
                     if (shown != honours)
                         fail_msg("kvdemo %s: option %s shown %d, expected %d (the lesson %s it)", args, all[o], shown,
                                  honours, honours ? "honours" : "ignores");
@@ -219,7 +219,7 @@ static void test_did_you_mean(void **state) {
     };
     for (size_t i = 0; i < sizeof typos / sizeof typos[0]; i++) expect_failure(typos[i].args, 2, typos[i].suggestion);
     // Nothing close: no guess, only what is valid.
-    const char *far[] = {"frobnicate", "lesson 2 --bogus", "lesson 11"};
+    const char *far[] = {"frobnicate", "lesson 2 --bogus", "lesson 13"};
     for (int i = 0; i < 3; i++) {
         RunResult r = kvdemo_run(far[i]);
         assert_int_equal(r.status, 2);
@@ -307,11 +307,17 @@ static void test_lessons_say_what_they_ignore(void **state) {
     FILE *f = fdopen(fd, "w");
     fputs("X\n我 1 0 0.5\n们 0 1 0.5\n好 0.5 0.5 1\n啊 1 1 0\nW_Q\n1 0\n0 1\n1 1\nW_K\n0 1\n1 0\n1 1\nW_V\n1 0\n0 2\n1 1\n", f);
     fclose(f);
+    // Lesson 12 reads --data as a text in the char GPT's vocabulary.
+    char text[] = "/tmp/kvdemo-cli-text-XXXXXX";
+    fd = mkstemp(text);
+    assert_true(fd >= 0);
+    f = fdopen(fd, "w");
+    for (int i = 0; i < 400; i++) fputs("ROMEO: O Romeo, Romeo!\n", f);
+    fclose(f);
     // Each option with a value every lesson can take. --step, --threads
     // and --format are left out: a pause needs a terminal, threads change
     // only the speed, and every lesson writes JSON here.
     char data_opt[64];
-    snprintf(data_opt, sizeof data_opt, "--data %s", data);
     const struct { const char *args; int bit; int text; } probes[] = {
         {"--cache", OPT_CACHE, 0}, {"--no-cache", OPT_NO_CACHE, 0}, {"--trace none", OPT_TRACE, 0},
         {"--precision 9", OPT_PRECISION, 1}, {"--color always", OPT_COLOR, 1}, {"--lang zh", OPT_LANG, 1},
@@ -324,15 +330,19 @@ static void test_lessons_say_what_they_ignore(void **state) {
     for (int i = 0; i < NUM_LESSONS; i++) {
         const Lesson *l = &LESSONS[i];
         if (!l->run) continue;
-        // The model lessons on their small models, so that the test is quick.
-        const char *base = !strcmp(l->id, "6.2")   ? "--preset tiny --repeat 1"
-                           : !strcmp(l->id, "6.3") ? "--max-n 1024 --repeat 1 --init random --preset tiny"
-                           : !strcmp(l->id, "10") ? "--init random --preset tiny --steps 4"
-                                                  : "";
+        snprintf(data_opt, sizeof data_opt, "--data %s", strcmp(l->id, "12") ? data : text);
+        // The model lessons on their small models, so that the test is
+        // quick; lesson 7 at its own length, since --steps is probed on the
+        // short data file, whose 4 rows allow no more than 4 steps.
+        char base[128];
+        unsigned char quick[NUM_OPTION_IDS];
+        memcpy(quick, l->options, sizeof quick);
+        if (!quick[OPT_MODEL]) quick[OPT_STEPS] = 0;
+        lesson_quick_args(quick, base, sizeof base);
         // The lesson without the option, as text and as JSON.
         RunResult base_run[2];
         for (int json = 0; json < 2; json++) {
-            char a[256];
+            char a[512];
             snprintf(a, sizeof a, "lesson %s %s%s", l->id, base, json ? " --format json" : "");
             base_run[json] = kvdemo_run(a);
             if (base_run[json].status) fail_msg("kvdemo %s: status %d: %s", a, base_run[json].status, base_run[json].err);
@@ -340,7 +350,7 @@ static void test_lessons_say_what_they_ignore(void **state) {
         for (size_t p = 0; p < sizeof probes / sizeof probes[0]; p++) {
             // The options the base line sets are not probed again.
             if (strstr(base, names[p])) continue;
-            char b[256];
+            char b[512];
             snprintf(b, sizeof b, "lesson %s %s %s%s", l->id, base, probes[p].args, probes[p].text ? "" : " --format json");
             const RunResult ra = base_run[!probes[p].text];
             RunResult rb = kvdemo_run(b);
@@ -371,6 +381,7 @@ static void test_lessons_say_what_they_ignore(void **state) {
         run_free(&base_run[1]);
     }
     unlink(data);
+    unlink(text);
 }
 
 int main(void) {

@@ -16,32 +16,15 @@ static const char *const ARGS = "lesson 6.2 --preset tiny --format json --repeat
 static const char *const RUNS[] = {"mha", "gqa", "mqa"};
 enum { FLOAT_BYTES = 4, FP16_BYTES = 2 };
 
-typedef struct {
-    RunResult r;
-    Event *e;
-    int n;
-} Lesson;
+typedef JsonRun Lesson;
 
 static int setup(void **state) {
-    Lesson *l = calloc(1, sizeof *l);
-    if (!l) return -1;
-    l->r = kvdemo_run(ARGS);
-    if (l->r.status != 0) {
-        fprintf(stderr, "kvdemo %s exited with %d: %s\n", ARGS, l->r.status, l->r.err);
-        run_free(&l->r);
-        free(l);
-        return -1;
-    }
-    l->e = events_parse(l->r.out, &l->n);
-    *state = l;
-    return 0;
+    *state = json_run_start(ARGS);
+    return *state ? 0 : -1;
 }
 
 static int teardown(void **state) {
-    Lesson *l = *state;
-    events_free(l->e, l->n);
-    run_free(&l->r);
-    free(l);
+    json_run_free(*state);
     return 0;
 }
 

@@ -33,8 +33,12 @@ static const char *const ALLOWED[] = {
     "Attention", "SwiGLU", "Flash", "flash", "online", "GPU", "CPU", "HBM", "SRAM",
     // authors cited by name
     "Milakov", "Gimelshein",
-    // code the lessons quote
-    "float", "ceil", "exp",
+    // code the lessons quote, and the values of options (--bug offset, --data FILE)
+    "float", "ceil", "exp", "sqrt", "ones", "logit", "offset", "stale", "append", "layout", "scale", "FILE",
+    // the example prompt, and methods named after their papers
+    "ROMEO", "KIVI",
+    // lesson 6.1: the article's and the vLLM paper's terms, its data sets, the workload's formula
+    "block", "table", "fork", "copy", "write", "hash", "vLLM", "VLLM", "ShareGPT", "Alpaca", "round", "log",
     // units
     "MiB", "GiB", "KiB", "MB", "GB", "KB", "GFLOP", "MFLOP", "FLOP", "FLOPs", "TFLOP",
 };

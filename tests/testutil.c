@@ -205,6 +205,40 @@ Event *kvdemo_json(const char *args, int *n) {
     return e;
 }
 
+int tmpdir_make(char *dir, size_t size, const char *name) {
+    int n = snprintf(dir, size, "/tmp/kvdemo-%s-XXXXXX", name);
+    if (n < 0 || (size_t)n >= size) return -1;
+    return mkdtemp(dir) ? 0 : -1;
+}
+
+int tmpdir_remove(const char *dir) {
+    if (strncmp(dir, "/tmp/kvdemo-", 12) != 0 || strchr(dir, '\'')) return -1;
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+JsonRun *json_run_start(const char *args) {
+    JsonRun *j = calloc(1, sizeof *j);
+    if (!j) return NULL;
+    j->r = kvdemo_run(args);
+    if (j->r.status != 0) {
+        fprintf(stderr, "kvdemo %s exited with %d: %s\n", args, j->r.status, j->r.err);
+        run_free(&j->r);
+        free(j);
+        return NULL;
+    }
+    j->e = events_parse(j->r.out, &j->n);
+    return j;
+}
+
+void json_run_free(JsonRun *j) {
+    if (!j) return;
+    events_free(j->e, j->n);
+    run_free(&j->r);
+    free(j);
+}
+
 void expect_failure(const char *args, int status, const char *needle) {
     RunResult r = kvdemo_run(args);
     if (r.status != status) fail_msg("kvdemo %s: exit status %d, expected %d (stderr: %s)", args, r.status, status, r.err);
@@ -449,14 +483,14 @@ const Event *events_find(const Event *e, int n, const char *event, const char *r
 // ----------------------------------------------------------------------------
 // Running every lesson quickly
 
-const char *lesson_quick_args(uint64_t options, char *buf, size_t size) {
+const char *lesson_quick_args(const unsigned char *options, char *buf, size_t size) {
     static const struct { int bit; const char *arg; } QUICK[] = {
         {OPT_STEPS, "--steps 8"}, {OPT_REPEAT, "--repeat 1"}, {OPT_MAX_N, "--max-n 1024"},
         {OPT_INIT, "--init random"}, {OPT_PRESET, "--preset tiny"},
     };
     buf[0] = '\0';
     for (size_t i = 0; i < sizeof QUICK / sizeof QUICK[0]; i++) {
-        if (!(options & OPTION_BIT(QUICK[i].bit))) continue;
+        if (!options[QUICK[i].bit]) continue;
         size_t len = strlen(buf);
         snprintf(buf + len, size - len, " %s", QUICK[i].arg);
     }
