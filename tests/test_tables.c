@@ -1,0 +1,140 @@
+// test_tables — the tables that lessons and commands print through the
+// trace's table (trace_table_head / trace_table_row): in JSON one "row"
+// event per row whose numbers are the reference's, in text columns that
+// line up.
+//
+// Lesson 8: GPT-3 175B has 96 layers of d_model 12288 (the GPT-3 paper,
+// Table 2.1), so a cache of s + n tokens for b sequences in fp16 holds
+// 2 · 96 · 12288 · (s + n) · b · 2 bytes. kvdemo memory --list: a preset's
+// bytes per token at 16 bits are 2 · layers · kv_heads · head_dim · 2, or
+// layers · (latent + rope dims) · 2 with MLA (DeepSeek-V2, section 3.1.2).
+#include "testutil.h"
+
+#include "memory.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { MAX_CELLS = 16 };
+
+typedef struct {
+    char cell[MAX_CELLS][256];
+    int n;
+} Row;
+
+// The "cells" of every row event of table `name`, strings unquoted.
+static int rows_of(const char *out, const char *name, Row *rows, int max) {
+    char want[96];
+    snprintf(want, sizeof want, "\"event\":\"row\",\"name\":\"%s\"", name);
+    int n = 0;
+    for (const char *p = out; *p && n < max;) {
+        const char *nl = strchr(p, '\n');
+        size_t len = nl ? (size_t)(nl - p) : strlen(p);
+        char *line = strndup(p, len);
+        const char *c = strstr(line, want) ? strstr(line, "\"cells\":[") : NULL;
+        if (c) {
+            Row *r = &rows[n++];
+            r->n = 0;
+            c += 9;
+            while (*c && *c != ']' && r->n < MAX_CELLS) {
+                size_t o = 0;
+                char *cell = r->cell[r->n++];
+                if (*c == '"') {
+                    for (c++; *c && *c != '"' && o + 1 < sizeof r->cell[0]; c++) {
+                        if (*c == '\\' && c[1]) c++;
+                        cell[o++] = *c;
+                    }
+                    if (*c == '"') c++;
+                } else {
+                    while (*c && *c != ',' && *c != ']' && o + 1 < sizeof r->cell[0]) cell[o++] = *c++;
+                }
+                cell[o] = '\0';
+                if (*c == ',') c++;
+            }
+        }
+        free(line);
+        p += len + (nl ? 1 : 0);
+    }
+    return n;
+}
+
+static unsigned long long number(const Row *r, int i) {
+    char *end;
+    unsigned long long v = strtoull(r->cell[i], &end, 10);
+    if (end == r->cell[i] || *end) fail_msg("cell %d is not a whole number: '%s'", i, r->cell[i]);
+    return v;
+}
+
+static void test_lesson8_rows(void **state) {
+    (void)state;
+    static const unsigned long long batches[] = {1, 8, 64, 128};
+    RunResult r = kvdemo_run("lesson 8 --format json");
+    if (r.status) fail_msg("lesson 8: exit status %d: %s", r.status, r.err);
+    Row rows[8];
+    int n = rows_of(r.out, "bytes", rows, 8);
+    if (n != 4) fail_msg("lesson 8: %d rows of its table, expected 4 (one per length)", n);
+    if (!strstr(r.out, "\"event\":\"table\",\"name\":\"bytes\"")) fail_msg("lesson 8: no head of its table");
+    for (int i = 0; i < n; i++) {
+        if (rows[i].n != 5) fail_msg("lesson 8 row %d: %d cells, expected 5", i, rows[i].n);
+        unsigned long long tokens = number(&rows[i], 0);
+        for (int j = 0; j < 4; j++) {
+            unsigned long long want = 2ull * 96 * 12288 * tokens * batches[j] * 2;
+            unsigned long long got = number(&rows[i], j + 1);
+            if (got != want)
+                fail_msg("lesson 8 row %d (s + n = %llu), b = %llu: expected %llu bytes, got %llu", i, tokens,
+                         batches[j], want, got);
+        }
+    }
+    // The article's example is the first row: b = 64, s + n = 512 + 32.
+    assert_int_equal(number(&rows[0], 0), 544);
+    run_free(&r);
+
+    // In text, each column's "GB" stands at the same place in every row.
+    r = kvdemo_run("lesson 8");
+    const char *head = strstr(r.out, "\n  s + n ");
+    assert_non_null(head);
+    int at[4] = {0}, lines = 0;
+    for (const char *p = strchr(head + 1, '\n') + 1; *p && *p != '\n'; lines++) {
+        const char *nl = strchr(p, '\n');
+        int k = 0;
+        for (const char *g = strstr(p, "GB"); g && g < nl && k < 4; g = strstr(g + 2, "GB"), k++) {
+            int col = (int)(g - p);
+            if (lines == 0) at[k] = col;
+            else if (col != at[k]) fail_msg("lesson 8 row %d: column %d's GB at %d, expected %d", lines, k, col, at[k]);
+        }
+        if (k != 4) fail_msg("lesson 8 row %d: %d cells in GB, expected 4", lines, k);
+        p = nl + 1;
+    }
+    assert_int_equal(lines, 4);
+    run_free(&r);
+}
+
+static void test_memory_list_rows(void **state) {
+    (void)state;
+    RunResult r = kvdemo_run("memory --list --format json");
+    if (r.status) fail_msg("memory --list: exit status %d: %s", r.status, r.err);
+    Row rows[64];
+    int n = rows_of(r.out, "presets", rows, 64);
+    if (n != NUM_MEM_PRESETS) fail_msg("memory --list: %d rows, expected %d (one per preset)", n, NUM_MEM_PRESETS);
+    for (int i = 0; i < n; i++) {
+        const Row *w = &rows[i];
+        if (w->n != 8) fail_msg("memory --list row %d: %d cells, expected 8", i, w->n);
+        if (strcmp(w->cell[0], MEM_PRESETS[i].name))
+            fail_msg("memory --list row %d: expected %s, got %s", i, MEM_PRESETS[i].name, w->cell[0]);
+        unsigned long long layers = number(w, 1), kv_heads = number(w, 3), head_dim = number(w, 4), mla = number(w, 5);
+        unsigned long long want = mla ? layers * mla * 2 : 2 * layers * kv_heads * head_dim * 2;
+        unsigned long long got = number(w, 6);
+        if (got != want) fail_msg("memory --list row %d (%s): expected %llu bytes per token, got %llu", i, w->cell[0], want, got);
+        if (!w->cell[7][0]) fail_msg("memory --list row %d (%s): no source", i, w->cell[0]);
+    }
+    run_free(&r);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_lesson8_rows),
+        cmocka_unit_test(test_memory_list_rows),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
