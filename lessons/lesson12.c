@@ -217,9 +217,15 @@ int lesson12_run(const Options *opt, Trace *tr) {
                   "（给出 --data FILE 或运行 `make data`，即可得到验证损失）\n");
     const KvDtype kinds[5] = {KV_FP32, KV_BF16, KV_FP16, KV_INT8, KV_INT4};
     double fp32_bytes = kvquant_bytes_per_token(KV_FP32, g.L, g.C, g.H, KV_KEY_GROUP);
-    if (tr->format == FORMAT_TEXT)
-        fprintf(tr->out, "  %-6s %16s %9s %16s\n", trace_text(tr, "cache", "缓存"), trace_text(tr, "bytes/token", "字节/词元"),
-                trace_text(tr, "of fp32", "占 fp32"), have_text ? trace_text(tr, "val. loss", "验证损失") : "");
+    const TraceColumn cols[] = {
+        {"cache", "缓存", 6, 0, "cache"},
+        {"bytes/token", "字节/词元", 16, 1, "bytes_per_token"},
+        {"of fp32", "占 fp32", 9, 1, "percent_of_fp32"},
+        {have_text ? "val. loss" : "", have_text ? "验证损失" : "", 16, 1, "val_loss"},
+        {"", "", 0, 0, "text"},
+    };
+    const TraceTable table = {"kv_dtypes", 5, cols};
+    trace_table_head(tr, &table);
     for (int k = 0; k < 5; k++) {
         GptVariant v = {.kv_dtype = kinds[k], .key_group = KV_KEY_GROUP};
         char name[32];
@@ -238,15 +244,16 @@ int lesson12_run(const Options *opt, Trace *tr) {
         Divergence d = diverge(&ref, r, n_prompt, steps);
         trace_count(tr, "first_token_step", d.token_step, NULL, NULL);
         if (tr->format == FORMAT_JSON) trace_textval(tr, "text", r->text);
-        if (tr->format == FORMAT_TEXT) {
-            char lossbuf[32] = "";
-            if (have_text) snprintf(lossbuf, sizeof lossbuf, "%.4f", loss);
-            fprintf(tr->out, "  %-6s %16.0f %8.1f%% %16s   ", kvquant_name(kinds[k]), bytes, 100 * bytes / fp32_bytes,
-                    lossbuf);
-            if (k == 0) fprintf(tr->out, "%s\n", trace_text(tr, "(the reference text)", "（参照文字）"));
-            else if (!d.token_step) fprintf(tr->out, "%s\n", trace_text(tr, "same text as fp32", "文字与 fp32 相同"));
-            else fprintf(tr->out, trace_text(tr, "text leaves fp32's at step %d\n", "文字在第 %d 步与 fp32 分开\n"), d.token_step);
-        }
+        // One row: in text the percentage with its sign, in JSON the number.
+        char bytes_cell[32], pct[32], lossbuf[32] = "", note[128];
+        snprintf(bytes_cell, sizeof bytes_cell, "%.0f", bytes);
+        snprintf(pct, sizeof pct, tr->format == FORMAT_TEXT ? "%.1f%%" : "%.1f", 100 * bytes / fp32_bytes);
+        if (have_text) snprintf(lossbuf, sizeof lossbuf, "%.4f", loss);
+        if (k == 0) snprintf(note, sizeof note, "%s", trace_text(tr, "(the reference text)", "（参照文字）"));
+        else if (!d.token_step) snprintf(note, sizeof note, "%s", trace_text(tr, "same text as fp32", "文字与 fp32 相同"));
+        else snprintf(note, sizeof note, trace_text(tr, "text leaves fp32's at step %d", "文字在第 %d 步与 fp32 分开"), d.token_step);
+        const char *row[] = {kvquant_name(kinds[k]), bytes_cell, pct, lossbuf, note};
+        trace_table_row(tr, &table, row);
     }
     if (tr->format == FORMAT_TEXT) {
         fprintf(tr->out, "\n%s\n%s\n", trace_text(tr, "fp32's text:", "fp32 的文字："), ref.text);

@@ -8,8 +8,11 @@
 // 2 · 96 · 12288 · (s + n) · b · 2 bytes. kvdemo memory --list: a preset's
 // bytes per token at 16 bits are 2 · layers · kv_heads · head_dim · 2, or
 // layers · (latent + rope dims) · 2 with MLA (DeepSeek-V2, section 3.1.2).
+// Lesson 12: a cache of fp32 keeps 2 · L · C values of 4 bytes per token,
+// bf16 and fp16 of 2 bytes; "of fp32" is their ratio.
 #include "testutil.h"
 
+#include "gpt.h"
 #include "memory.h"
 
 #include <stdio.h>
@@ -131,10 +134,40 @@ static void test_memory_list_rows(void **state) {
     run_free(&r);
 }
 
+static void test_lesson12_rows(void **state) {
+    (void)state;
+    GptConfig cfg;
+    assert_int_equal(gpt_preset(&cfg, "tiny"), 0);
+    RunResult r = kvdemo_run("lesson 12 --init random --preset tiny --steps 4 --format json");
+    if (r.status) fail_msg("lesson 12: exit status %d: %s", r.status, r.err);
+    Row rows[8];
+    int n = rows_of(r.out, "kv_dtypes", rows, 8);
+    if (n != 5) fail_msg("lesson 12: %d rows, expected 5 (fp32, bf16, fp16, int8, int4)", n);
+    const char *names[] = {"fp32", "bf16", "fp16"};
+    const int bytes[] = {4, 2, 2};
+    double fp32 = 2.0 * cfg.L * cfg.C * 4;
+    for (int i = 0; i < 3; i++) {
+        if (strcmp(rows[i].cell[0], names[i])) fail_msg("lesson 12 row %d: expected %s, got %s", i, names[i], rows[i].cell[0]);
+        unsigned long long want = 2ull * (unsigned long long)cfg.L * (unsigned long long)cfg.C * (unsigned long long)bytes[i];
+        if (number(&rows[i], 1) != want)
+            fail_msg("lesson 12 row %d (%s): expected %llu bytes per token, got %s", i, names[i], want, rows[i].cell[1]);
+        double pct = strtod(rows[i].cell[2], NULL);
+        if (pct < 100.0 * (double)want / fp32 - 0.05 || pct > 100.0 * (double)want / fp32 + 0.05)
+            fail_msg("lesson 12 row %d (%s): expected %.1f%% of fp32, got %s", i, names[i], 100.0 * (double)want / fp32,
+                     rows[i].cell[2]);
+    }
+    // Smaller formats hold fewer bytes.
+    for (int i = 1; i < n; i++)
+        if (number(&rows[i], 1) > number(&rows[i - 1], 1))
+            fail_msg("lesson 12 row %d (%s): more bytes than %s", i, rows[i].cell[0], rows[i - 1].cell[0]);
+    run_free(&r);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_lesson8_rows),
         cmocka_unit_test(test_memory_list_rows),
+        cmocka_unit_test(test_lesson12_rows),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
