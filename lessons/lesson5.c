@@ -183,10 +183,14 @@ int lesson5_run(const Options *opt, Trace *tr) {
     // Real models.
     trace_heading(tr, "Real models (fp16: 2 bytes a value; `kvdemo memory --list`)",
                   "真实模型（fp16：每个数 2 字节；`kvdemo memory --list`）");
-    if (tr->format == FORMAT_TEXT)
-        fprintf(tr->out, "  %s%*s %11s %11s %16s\n", trace_text(tr, "model", "模型"),
-                15 - utf8_width(trace_text(tr, "model", "模型")), "", "B/token", trace_text(tr, "weights", "     权重"),
-                trace_text(tr, "cache = weights", "     缓存 = 权重"));
+    static const TraceColumn MODEL_COLS[] = {
+        {"model", "模型", 15, 0, "model"},
+        {"B/token", "B/token", 11, 1, "bytes_per_token"},
+        {"weights", "权重", 11, 1, "weight_bytes"},
+        {"cache = weights", "缓存 = 权重", 16, 1, "tokens_to_equal_weights"},
+    };
+    static const TraceTable MODELS = {"real_models", 4, MODEL_COLS};
+    trace_table_head(tr, &MODELS);
     for (int i = 0; i < NUM_MEM_PRESETS; i++) {
         const MemModel *r = &MEM_PRESETS[i];
         uint64_t tok = 0;
@@ -198,11 +202,19 @@ int lesson5_run(const Options *opt, Trace *tr) {
         // With a window the cache of one sequence stops growing.
         int never = r->window && cross > r->window;
         if (!never) trace_count(tr, "tokens_to_equal_weights", (int64_t)cross, NULL, NULL);
+        // Text: grouped digits and units; JSON: the numbers.
+        if (tr->format == FORMAT_TEXT) {
+            snprintf(c, sizeof c, trace_text(tr, "%s tokens", "%s 个 token"), memory_grouped(a, sizeof a, (uint64_t)cross));
+            memory_grouped(b, sizeof b, tok);
+            memory_decimal(d, sizeof d, w);
+        } else {
+            snprintf(c, sizeof c, "%.0f", cross);
+            snprintf(b, sizeof b, "%llu", (unsigned long long)tok);
+            snprintf(d, sizeof d, "%.0f", w);
+        }
+        const char *row[] = {r->name, b, d, never ? trace_text(tr, "never (window)", "不会（窗口）") : c};
+        trace_table_row(tr, &MODELS, row);
         trace_run(tr, NULL);
-        if (tr->format != FORMAT_TEXT) continue;
-        snprintf(c, sizeof c, trace_text(tr, "%s tokens", "%s 个 token"), memory_grouped(a, sizeof a, (uint64_t)cross));
-        fprintf(tr->out, "  %-15s %11s %11s %16s\n", r->name, memory_grouped(b, sizeof b, tok),
-                memory_decimal(d, sizeof d, w), never ? trace_text(tr, "never (window)", "不会（窗口）") : c);
     }
     trace_sayf(tr,
                "\nThe last column is the length at which one sequence's cache is as large as the weights (a batch\n"

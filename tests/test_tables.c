@@ -15,6 +15,7 @@
 #include "gpt.h"
 #include "memory.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -163,11 +164,41 @@ static void test_lesson12_rows(void **state) {
     run_free(&r);
 }
 
+// Lesson 5's real models: bytes per token at fp16 from each preset's shape,
+// and the length at which one sequence's cache equals the fp16 weights,
+// ceil(2 · parameters / bytes per token), or "never" past a sliding window.
+static void test_lesson5_rows(void **state) {
+    (void)state;
+    RunResult r = kvdemo_run("lesson 5 --init random --preset tiny --format json");
+    if (r.status) fail_msg("lesson 5: exit status %d: %s", r.status, r.err);
+    Row rows[64];
+    int n = rows_of(r.out, "real_models", rows, 64);
+    if (n != NUM_MEM_PRESETS) fail_msg("lesson 5: %d rows, expected %d (one per preset)", n, NUM_MEM_PRESETS);
+    for (int i = 0; i < n; i++) {
+        const MemModel *m = &MEM_PRESETS[i];
+        const Row *w = &rows[i];
+        if (strcmp(w->cell[0], m->name)) fail_msg("lesson 5 row %d: expected %s, got %s", i, m->name, w->cell[0]);
+        unsigned long long tok = m->mla_dim ? (unsigned long long)m->layers * (unsigned long long)m->mla_dim * 2
+                                            : 2ull * (unsigned long long)m->layers * (unsigned long long)m->kv_heads *
+                                                  (unsigned long long)m->head_dim * 2;
+        if (number(w, 1) != tok) fail_msg("lesson 5 row %d (%s): expected %llu B/token, got %s", i, m->name, tok, w->cell[1]);
+        double weights = m->params * 2.0;
+        unsigned long long cross = (unsigned long long)ceil(weights / (double)tok);
+        if (m->window && cross > (unsigned long long)m->window) {
+            if (!strstr(w->cell[3], "never")) fail_msg("lesson 5 row %d (%s): expected never, got %s", i, m->name, w->cell[3]);
+        } else if (number(w, 3) != cross) {
+            fail_msg("lesson 5 row %d (%s): expected %llu tokens, got %s", i, m->name, cross, w->cell[3]);
+        }
+    }
+    run_free(&r);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_lesson8_rows),
         cmocka_unit_test(test_memory_list_rows),
         cmocka_unit_test(test_lesson12_rows),
+        cmocka_unit_test(test_lesson5_rows),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
