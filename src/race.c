@@ -246,6 +246,27 @@ int race_run(const Options *opt, Trace *tr) {
     if (!rc) {
         int same = v[0].done == v[1].done && !strcmp(v[0].text, v[1].text);
         double ratio = v[1].seconds > 0 ? v[0].seconds / v[1].seconds : 0;
+        // The two runs side by side, unless the live lines showed them.
+        if (!live || tr->format == FORMAT_JSON) {
+            static const TraceColumn COLS[] = {
+                {"", "", 17, 0, "run"},
+                {"tokens", "词元", 6, 1, NULL},
+                {"s", "秒", 8, 1, "seconds"},
+                {"tokens/s", "词元/秒", 9, 1, "tokens_per_s"},
+            };
+            static const TraceTable TABLE = {"race", 4, COLS};
+            trace_table_head(tr, &TABLE);
+            for (int k = 0; k < 2; k++) {
+                char done[16], secs[32], tps[32];
+                snprintf(done, sizeof done, "%d", v[k].done);
+                snprintf(secs, sizeof secs, "%.2f", v[k].seconds);
+                snprintf(tps, sizeof tps, "%.0f", v[k].done / v[k].seconds);
+                const char *row[] = {k ? trace_text(tr, "with the cache", "使用缓存")
+                                       : trace_text(tr, "without the cache", "不使用缓存"),
+                                     done, secs, tps};
+                trace_table_row(tr, &TABLE, row);
+            }
+        }
         if (tr->format == FORMAT_JSON) {
             const char *names[2] = {"no-cache", "cache"};
             for (int k = 0; k < 2; k++) {
@@ -260,14 +281,6 @@ int race_run(const Options *opt, Trace *tr) {
             trace_count(tr, "texts_identical", same, NULL, NULL);
             trace_value(tr, "speedup", ratio, "x", NULL, NULL);
         } else {
-            if (!live) {
-                trace_sayf(tr, "without the cache: %d tokens in %.2f s (%.0f tokens/s)",
-                           "不使用缓存：%d 个 token，%.2f 秒（每秒 %.0f 个）", v[0].done, v[0].seconds,
-                           v[0].done / v[0].seconds);
-                trace_sayf(tr, "with the cache:    %d tokens in %.2f s (%.0f tokens/s)",
-                           "使用缓存：  %d 个 token，%.2f 秒（每秒 %.0f 个）", v[1].done, v[1].seconds,
-                           v[1].done / v[1].seconds);
-            }
             fputc('\n', tr->out);
             if (same)
                 trace_say(tr, "Both runs wrote the same text, character for character.",

@@ -193,12 +193,42 @@ static void test_lesson5_rows(void **state) {
     run_free(&r);
 }
 
+// kvdemo race, piped: one row per run, each with the --steps tokens asked
+// for; the text table's numbers line up under their heads.
+static void test_race_rows(void **state) {
+    (void)state;
+    RunResult r = kvdemo_run("race --init random --preset tiny --steps 12 --format json");
+    if (r.status) fail_msg("race: exit status %d: %s", r.status, r.err);
+    Row rows[4];
+    int n = rows_of(r.out, "race", rows, 4);
+    if (n != 2) fail_msg("race: %d rows, expected 2 (without and with the cache)", n);
+    for (int i = 0; i < 2; i++)
+        if (number(&rows[i], 1) != 12) fail_msg("race row %d: expected 12 tokens, got %s", i, rows[i].cell[1]);
+    run_free(&r);
+    r = kvdemo_run("race --init random --preset tiny --steps 12");
+    const char *head = strstr(r.out, "tokens/s\n");
+    if (!head) fail_msg("race: no table head in:\n%s", r.out);
+    const char *line = head + 9;
+    // The head's last column ends where each row does.
+    const char *head_start = head;
+    while (head_start > r.out && head_start[-1] != '\n') head_start--;
+    int width = (int)(head + 8 - head_start);
+    for (int i = 0; i < 2; i++) {
+        const char *nl = strchr(line, '\n');
+        if (!nl || (int)(nl - line) != width)
+            fail_msg("race row %d: %d columns wide, expected %d as its head", i, nl ? (int)(nl - line) : -1, width);
+        line = nl + 1;
+    }
+    run_free(&r);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_lesson8_rows),
         cmocka_unit_test(test_memory_list_rows),
         cmocka_unit_test(test_lesson12_rows),
         cmocka_unit_test(test_lesson5_rows),
+        cmocka_unit_test(test_race_rows),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
