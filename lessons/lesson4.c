@@ -106,10 +106,26 @@ static void count_step(Trace *tr, const char *run, int step, int t, int rows, Fl
     trace_step(tr, 0);
 }
 
+// The FLOPs of a step, in millions: one row per shown step.
+static const TraceColumn FLOP_COLS[] = {
+    {"t", "t", 5, 1, NULL},           {"rows", "行数", 6, 1, NULL},    {"proj", "投影", 9, 1, NULL},
+    {"attn", "注意力", 9, 1, NULL},    {"mlp", "前馈", 9, 1, NULL},     {"head", "输出层", 8, 1, NULL},
+    {"total", "合计", 9, 1, NULL},     {"cumulative", "累计", 11, 1, NULL},
+};
+static const TraceTable FLOP_TABLE = {"mflops", 8, FLOP_COLS};
+
 static void table_row(Trace *tr, int t, int rows, Flops f, double cum) {
-    if (tr->format != FORMAT_TEXT) return;
-    fprintf(tr->out, "  %5d %6d %9.2f %9.3f %9.2f %8.3f %9.2f %11.1f\n", t, rows, f.proj * 1e-6, f.attn * 1e-6,
-            f.mlp * 1e-6, f.head * 1e-6, flops_total(f) * 1e-6, cum * 1e-6);
+    char c[8][32];
+    snprintf(c[0], sizeof c[0], "%d", t);
+    snprintf(c[1], sizeof c[1], "%d", rows);
+    snprintf(c[2], sizeof c[2], "%.2f", f.proj * 1e-6);
+    snprintf(c[3], sizeof c[3], "%.3f", f.attn * 1e-6);
+    snprintf(c[4], sizeof c[4], "%.2f", f.mlp * 1e-6);
+    snprintf(c[5], sizeof c[5], "%.3f", f.head * 1e-6);
+    snprintf(c[6], sizeof c[6], "%.2f", flops_total(f) * 1e-6);
+    snprintf(c[7], sizeof c[7], "%.1f", cum * 1e-6);
+    const char *row[] = {c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]};
+    trace_table_row(tr, &FLOP_TABLE, row);
 }
 
 // text right-aligned in width terminal columns (Chinese characters take two).
@@ -118,23 +134,8 @@ static void right(FILE *f, const char *text, int width) {
 }
 
 static void table_head(Trace *tr, const char *en, const char *zh) {
-    if (tr->format != FORMAT_TEXT) return;
-    fprintf(tr->out, "\n  %s\n", trace_text(tr, en, zh));
-    fprintf(tr->out, "  %5s ", "t");
-    right(tr->out, trace_text(tr, "rows", "行数"), 6);
-    fputc(' ', tr->out);
-    right(tr->out, trace_text(tr, "proj", "投影"), 9);
-    fputc(' ', tr->out);
-    right(tr->out, trace_text(tr, "attn", "注意力"), 9);
-    fputc(' ', tr->out);
-    right(tr->out, trace_text(tr, "mlp", "前馈"), 9);
-    fputc(' ', tr->out);
-    right(tr->out, trace_text(tr, "head", "输出层"), 8);
-    fputc(' ', tr->out);
-    right(tr->out, trace_text(tr, "total", "合计"), 9);
-    fputc(' ', tr->out);
-    right(tr->out, trace_text(tr, "cumulative", "累计"), 11);
-    fputc('\n', tr->out);
+    if (tr->format == FORMAT_TEXT) fprintf(tr->out, "\n  %s\n", trace_text(tr, en, zh));
+    trace_table_head(tr, &FLOP_TABLE);
 }
 
 static void bar(FILE *f, const char *c, double value, double max) {

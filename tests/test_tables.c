@@ -222,6 +222,27 @@ static void test_race_rows(void **state) {
     run_free(&r);
 }
 
+// Lesson 4's FLOPs per step, without and then with the cache: the token
+// after position t feeds t + 1 rows without the cache, one with it (the
+// first step, the prompt, feeds all of its rows both ways).
+static void test_lesson4_rows(void **state) {
+    (void)state;
+    RunResult r = kvdemo_run("lesson 4 --init random --preset tiny --repeat 1 --format json");
+    if (r.status) fail_msg("lesson 4: exit status %d: %s", r.status, r.err);
+    Row rows[32];
+    int n = rows_of(r.out, "mflops", rows, 32);
+    if (n < 4 || n % 2) fail_msg("lesson 4: %d rows, expected the same number for both runs", n);
+    for (int i = 0; i < n; i++) {
+        int cached = i >= n / 2, first = i == 0 || i == n / 2;
+        unsigned long long t = number(&rows[i], 0), fed = number(&rows[i], 1);
+        unsigned long long want = cached && !first ? 1 : t + 1;
+        if (fed != want)
+            fail_msg("lesson 4 row %d (%s, t = %llu): expected %llu rows, got %llu", i, cached ? "cache" : "no cache", t,
+                     want, fed);
+    }
+    run_free(&r);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_lesson8_rows),
@@ -229,6 +250,7 @@ int main(void) {
         cmocka_unit_test(test_lesson12_rows),
         cmocka_unit_test(test_lesson5_rows),
         cmocka_unit_test(test_race_rows),
+        cmocka_unit_test(test_lesson4_rows),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
