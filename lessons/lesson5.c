@@ -52,17 +52,31 @@ static double saved_real(const MemModel *m, int t) {
     return 2.0 * m->params * rows_saved + 4.0 * m->layers * d * (seen_full - seen_one);
 }
 
+// The trade, one row per model and position: FLOPs saved, bytes held (in
+// decimal and binary units; JSON: the bytes), FLOPs per byte.
+static const TraceColumn TRADE_COLS[] = {
+    {"model", "模型", 18, 0, "model"}, {"t", "t", 7, 1, NULL},
+    {"FLOPs saved", "省下 FLOP", 12, 1, "flops_saved"}, {"held", "占用", 11, 1, "bytes_held"},
+    {"", "", 11, 1, "held_binary"}, {"FLOP/B", "FLOP/B", 10, 1, "flops_per_byte"},
+};
+static const TraceTable TRADE = {"trade", 6, TRADE_COLS};
+
 static void trade_row(Trace *tr, const char *run, const char *label, int t, double saved, uint64_t held) {
-    char name[48], a[32], b[32];
+    char name[48], a[32], b[32], tt[16], sv[32], per[32];
     trace_run(tr, run);
     snprintf(name, sizeof name, "flops_saved[t=%d]", t);
     trace_value(tr, name, saved, "FLOP", NULL, NULL);
     snprintf(name, sizeof name, "bytes_held[t=%d]", t);
     trace_count(tr, name, (int64_t)held, NULL, NULL);
+    snprintf(tt, sizeof tt, "%d", t);
+    snprintf(sv, sizeof sv, "%.3g", saved);
+    if (tr->format == FORMAT_TEXT) memory_decimal(a, sizeof a, (double)held);
+    else snprintf(a, sizeof a, "%llu", (unsigned long long)held);
+    memory_binary(b, sizeof b, (double)held);
+    snprintf(per, sizeof per, "%.1f", saved / (double)held);
+    const char *row[] = {label, tt, sv, a, b, per};
+    trace_table_row(tr, &TRADE, row);
     trace_run(tr, NULL);
-    if (tr->format != FORMAT_TEXT) return;
-    fprintf(tr->out, "  %s%*s %7d %12.3g %11s %11s %10.1f\n", label, 18 - utf8_width(label), "", t, saved,
-            memory_decimal(a, sizeof a, (double)held), memory_binary(b, sizeof b, (double)held), saved / (double)held);
 }
 
 int lesson5_run(const Options *opt, Trace *tr) {
@@ -236,10 +250,8 @@ int lesson5_run(const Options *opt, Trace *tr) {
                "字节（t + 1 个位置）。字符级 GPT 的计算量是逐项数出来的；真实模型按每个参数每行 2 次运算\n"
                "（缩放定律论文的近似，2020）加上注意力估算。%s",
                trace_text(tr, "This is §7's 空间换时间: space traded for time.", "这就是第 7 节说的“空间换时间”。"));
-    if (tr->format == FORMAT_TEXT)
-        fprintf(tr->out, "\n  %s%*s %7s %12s %11s %11s %10s\n", trace_text(tr, "model", "模型"),
-                18 - utf8_width(trace_text(tr, "model", "模型")), "", "t", trace_text(tr, "FLOPs saved", "省下 FLOP"),
-                trace_text(tr, "held", "占用"), "", "FLOP/B");
+    if (tr->format == FORMAT_TEXT) fputc('\n', tr->out);
+    trace_table_head(tr, &TRADE);
     const int char_t[] = {16, 64, 128, 255};
     for (size_t i = 0; i < sizeof char_t / sizeof char_t[0]; i++) {
         int t = char_t[i] < g.T ? char_t[i] : g.T - 1;

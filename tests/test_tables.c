@@ -190,6 +190,22 @@ static void test_lesson5_rows(void **state) {
             fail_msg("lesson 5 row %d (%s): expected %llu tokens, got %s", i, m->name, cross, w->cell[3]);
         }
     }
+    // The trade: after position t the char GPT's cache holds t + 1
+    // positions of 2 · L · C float32 values.
+    GptConfig cfg;
+    assert_int_equal(gpt_preset(&cfg, "tiny"), 0);
+    n = rows_of(r.out, "trade", rows, 64);
+    if (n < 2) fail_msg("lesson 5: %d rows of the trade, expected the char GPT's and the real models'", n);
+    int char_rows = 0;
+    for (int i = 0; i < n; i++) {
+        if (strcmp(rows[i].cell[0], "char GPT")) continue;
+        char_rows++;
+        unsigned long long t = number(&rows[i], 1);
+        unsigned long long want = 2ull * (unsigned long long)cfg.L * (unsigned long long)cfg.C * 4 * (t + 1);
+        if (number(&rows[i], 3) != want)
+            fail_msg("lesson 5 trade row %d (t = %llu): expected %llu bytes held, got %s", i, t, want, rows[i].cell[3]);
+    }
+    if (!char_rows) fail_msg("lesson 5: no char GPT row in the trade");
     run_free(&r);
 }
 
