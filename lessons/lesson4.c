@@ -128,11 +128,6 @@ static void table_row(Trace *tr, int t, int rows, Flops f, double cum) {
     trace_table_row(tr, &FLOP_TABLE, row);
 }
 
-// text right-aligned in width terminal columns (Chinese characters take two).
-static void right(FILE *f, const char *text, int width) {
-    fprintf(f, "%*s%s", width - utf8_width(text) > 0 ? width - utf8_width(text) : 0, "", text);
-}
-
 static void table_head(Trace *tr, const char *en, const char *zh) {
     if (tr->format == FORMAT_TEXT) fprintf(tr->out, "\n  %s\n", trace_text(tr, en, zh));
     trace_table_head(tr, &FLOP_TABLE);
@@ -334,15 +329,17 @@ int lesson4_run(const Options *opt, Trace *tr) {
         // The cached run's own logits at t, drawn from during the generation.
         memcpy(c_logits + (size_t)i * g.V, rec.logits + (size_t)(t - p + 1) * g.V, sizeof(float) * (size_t)g.V);
     }
-    if (tr->format == FORMAT_TEXT) {
-        fprintf(tr->out, "\n  %5s ", "t");
-        right(tr->out, trace_text(tr, "no cache", "无缓存"), 12);
-        fputc(' ', tr->out);
-        right(tr->out, trace_text(tr, "cache", "有缓存"), 12);
-        fputc(' ', tr->out);
-        right(tr->out, trace_text(tr, "ratio", "倍数"), 8);
-        fputc('\n', tr->out);
-    }
+    // Time per token at the table's positions: text in µs or ms, JSON in
+    // seconds.
+    static const TraceColumn TIME_COLS[] = {
+        {"t", "t", 5, 1, NULL},
+        {"no cache", "无缓存", 12, 1, "nocache_seconds"},
+        {"cache", "有缓存", 12, 1, "cache_seconds"},
+        {"ratio", "倍数", 8, 1, "ratio"},
+    };
+    static const TraceTable TIMES = {"per_token", 4, TIME_COLS};
+    if (tr->format == FORMAT_TEXT) fputc('\n', tr->out);
+    trace_table_head(tr, &TIMES);
     for (int i = 0; i < npos; i++) {
         char name[32], a[32], b[32];
         snprintf(name, sizeof name, "per_token[t=%d]", pos[i]);
@@ -355,14 +352,20 @@ int lesson4_run(const Options *opt, Trace *tr) {
         trace_value(tr, name, sec[0][i] / sec[1][i], "x", NULL, NULL);
         int in_table = 0;
         for (size_t k = 0; k < sizeof shown / sizeof shown[0]; k++) in_table |= pos[i] == shown[k];
-        if (tr->format == FORMAT_TEXT && (in_table || i == npos - 1)) {
-            time_text(a, sizeof a, sec[0][i]);
-            time_text(b, sizeof b, sec[1][i]);
-            fprintf(tr->out, "  %5d ", pos[i]);
-            right(tr->out, a, 12);
-            fputc(' ', tr->out);
-            right(tr->out, b, 12);
-            fprintf(tr->out, " %7.1fx\n", sec[0][i] / sec[1][i]);
+        if (in_table || i == npos - 1) {
+            char t[16], ratio[32];
+            snprintf(t, sizeof t, "%d", pos[i]);
+            if (tr->format == FORMAT_TEXT) {
+                time_text(a, sizeof a, sec[0][i]);
+                time_text(b, sizeof b, sec[1][i]);
+                snprintf(ratio, sizeof ratio, "%.1fx", sec[0][i] / sec[1][i]);
+            } else {
+                snprintf(a, sizeof a, "%.9f", sec[0][i]);
+                snprintf(b, sizeof b, "%.9f", sec[1][i]);
+                snprintf(ratio, sizeof ratio, "%.1f", sec[0][i] / sec[1][i]);
+            }
+            const char *row[] = {t, a, b, ratio};
+            trace_table_row(tr, &TIMES, row);
         }
     }
     if (tr->format == FORMAT_TEXT) {

@@ -256,6 +256,15 @@ static void test_lesson4_rows(void **state) {
             fail_msg("lesson 4 row %d (%s, t = %llu): expected %llu rows, got %llu", i, cached ? "cache" : "no cache", t,
                      want, fed);
     }
+    // Its times per token: present and sane (positive, the ratio theirs);
+    // how fast is bench's business, not a test's.
+    n = rows_of(r.out, "per_token", rows, 32);
+    if (n < 1) fail_msg("lesson 4: no rows of time per token");
+    for (int i = 0; i < n; i++) {
+        double a = strtod(rows[i].cell[1], NULL), b = strtod(rows[i].cell[2], NULL), ratio = strtod(rows[i].cell[3], NULL);
+        if (!(a > 0 && b > 0)) fail_msg("lesson 4 time row %d: times %s and %s, expected both > 0", i, rows[i].cell[1], rows[i].cell[2]);
+        if (fabs(ratio - a / b) > 0.051) fail_msg("lesson 4 time row %d: ratio %s, expected %.2f", i, rows[i].cell[3], a / b);
+    }
     run_free(&r);
 }
 
