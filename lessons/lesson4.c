@@ -144,6 +144,14 @@ static void time_text(char *buf, size_t size, double s) {
     else snprintf(buf, size, "%.2f ms", s * 1e3);
 }
 
+// Prefill against decode: one row per kind of step.
+static const TraceColumn KIND_COLS[] = {
+    {"", "", 34, 0, "kind"},           {"rows", "行", 5, 1, NULL},        {"MFLOP", "MFLOP", 9, 1, NULL},
+    {"W MB", "权重 MB", 8, 1, "weight_mb"}, {"KV MB", "KV MB", 8, 1, "kv_mb"}, {"FLOP/B", "FLOP/B", 7, 1, NULL},
+    {"time", "耗时", 10, 1, "seconds"},  {"GFLOP/s", "GFLOP/s", 8, 1, NULL}, {"GB/s", "GB/s", 7, 1, NULL},
+};
+static const TraceTable KINDS = {"prefill_decode", 9, KIND_COLS};
+
 // One kind of step, prefill or decode: FLOPs per byte of weights read (the
 // arithmetic intensity), and the GFLOP/s and GB/s achieved. The bytes moved
 // are the weights read plus the keys and values read and written.
@@ -161,14 +169,18 @@ static void show_kind(Trace *tr, const char *run, const char *en, const char *zh
     trace_value(tr, "gflop_per_s", flops / seconds * 1e-9, "GFLOP/s", NULL, NULL);
     trace_value(tr, "gb_per_s", bytes / seconds * 1e-9, "GB/s", NULL, NULL);
     if (tr->format == FORMAT_JSON) trace_timing(tr, "step", seconds, repeat);   // text: the table
-    if (tr->format == FORMAT_TEXT) {
-        char t[32];
-        const char *label = trace_text(tr, en, zh);
-        time_text(t, sizeof t, seconds);
-        fprintf(tr->out, "  %s%*s %5d %9.1f %8.2f %8.2f %7.1f %10s %8.2f %7.2f\n", label, 34 - utf8_width(label), "", n,
-                flops * 1e-6, c.weight_bytes * 1e-6, kv * 1e-6, flops / c.weight_bytes, t, flops / seconds * 1e-9,
-                bytes / seconds * 1e-9);
-    }
+    char cell[8][32];
+    snprintf(cell[0], sizeof cell[0], "%d", n);
+    snprintf(cell[1], sizeof cell[1], "%.1f", flops * 1e-6);
+    snprintf(cell[2], sizeof cell[2], "%.2f", c.weight_bytes * 1e-6);
+    snprintf(cell[3], sizeof cell[3], "%.2f", kv * 1e-6);
+    snprintf(cell[4], sizeof cell[4], "%.1f", flops / c.weight_bytes);
+    if (tr->format == FORMAT_TEXT) time_text(cell[5], sizeof cell[5], seconds);
+    else snprintf(cell[5], sizeof cell[5], "%.9f", seconds);
+    snprintf(cell[6], sizeof cell[6], "%.2f", flops / seconds * 1e-9);
+    snprintf(cell[7], sizeof cell[7], "%.2f", bytes / seconds * 1e-9);
+    const char *row[] = {trace_text(tr, en, zh), cell[0], cell[1], cell[2], cell[3], cell[4], cell[5], cell[6], cell[7]};
+    trace_table_row(tr, &KINDS, row);
     trace_run(tr, NULL);
 }
 
@@ -394,9 +406,7 @@ int lesson4_run(const Options *opt, Trace *tr) {
     // Prefill against decode.
     trace_heading(tr, "Prefill against decode: FLOPs per byte of weights read", "预填充与解码：每读取一个字节的权重做多少次运算");
     double t_prompt = time_forward(&s, &m, tokens, p, 0, repeat, samples, NULL);
-    if (tr->format == FORMAT_TEXT)
-        fprintf(tr->out, "  %-34s %5s %9s %8s %8s %7s %10s %8s %7s\n", "", trace_text(tr, "rows", "行"), "MFLOP",
-                trace_text(tr, "W MB", "权重 MB"), "KV MB", "FLOP/B", trace_text(tr, "time", "耗时"), "GFLOP/s", "GB/s");
+    trace_table_head(tr, &KINDS);
     show_kind(tr, "prefill", "prefill of the prompt", "预填充：提示词", g, p, 0, t_prompt, repeat);
     show_kind(tr, "prefill-context", "no cache at the last position", "无缓存：最后一个位置", g, pos[npos - 1] + 1, 0,
               sec[0][npos - 1], repeat);

@@ -256,6 +256,12 @@ static void test_lesson4_rows(void **state) {
             fail_msg("lesson 4 row %d (%s, t = %llu): expected %llu rows, got %llu", i, cached ? "cache" : "no cache", t,
                      want, fed);
     }
+    // Prefill against decode: the prompt's 6 rows ("ROMEO:"), then one
+    // row for the cached step.
+    n = rows_of(r.out, "prefill_decode", rows, 32);
+    if (n != 3) fail_msg("lesson 4: %d rows of prefill against decode, expected 3", n);
+    if (number(&rows[0], 1) != 6) fail_msg("lesson 4 prefill: expected 6 rows, got %s", rows[0].cell[1]);
+    if (number(&rows[2], 1) != 1) fail_msg("lesson 4 decode: expected 1 row, got %s", rows[2].cell[1]);
     // Its times per token: present and sane (positive, the ratio theirs);
     // how fast is bench's business, not a test's.
     n = rows_of(r.out, "per_token", rows, 32);
