@@ -505,8 +505,11 @@ static void print_lesson_help(FILE *f, const Cli *c, const Lesson *l) {
         fputs("  ", f);
         print_wrapped(f, tx(c, l->shows_en, l->shows_zh), 2, 2);
     }
-    fprintf(f, "  %s %s%s\n", tx(c, "the article's section:", "对应原文："), l->section,
-            l->run ? "" : tx(c, " (not built yet)", "（尚未实现）"));
+    if (!strncmp(l->section, "beyond", 6))
+        fprintf(f, "  %s\n", tx(c, "beyond the documents (section: beyond)", "文档之外（beyond）"));
+    else
+        fprintf(f, "  %s %s%s\n", tx(c, "the article's section:", "对应原文："), l->section,
+                l->run ? "" : tx(c, " (not built yet)", "（尚未实现）"));
     if (l->run) {
         fprintf(f, "\n%s\n", tx(c, "options it honours:", "这一课用到的选项："));
         print_options(f, c, CMD_LESSON, l);

@@ -271,7 +271,8 @@ static void test_options_before_the_command(void **state) {
 // Lessons say which options they ignore, and only those
 
 // The JSON trace without what changes from run to run (the seconds of a
-// timing, the number of a measured value), one line per event.
+// timing, the number of a measured value, the rows of a table, whose cells
+// hold times too and repeat what the counts say), one line per event.
 static char *steady(const char *out) {
     Buf b;
     buf_init(&b);
@@ -280,6 +281,10 @@ static char *steady(const char *out) {
         size_t len = nl ? (size_t)(nl - p) + 1 : strlen(p);
         char line[65536];
         snprintf(line, sizeof line, "%.*s", (int)len, p);
+        if (strstr(line, "\"event\":\"row\"")) {
+            p += len;
+            continue;
+        }
         char *cut = strstr(line, "\"seconds\":");
         if (!cut && strstr(line, "\"event\":\"value\"")) cut = strstr(line, "\"value\":");
         if (cut) memmove(cut, cut + strcspn(cut, ",}"), strlen(cut + strcspn(cut, ",}")) + 1);
