@@ -23,7 +23,7 @@
 #include "bigmem.h"
 #include "fileio.h"
 #include "flash.h"
-#include "gptcmd.h"
+#include "gptsetup.h"
 #include "kvcmd.h"
 #include "kvquant.h"
 #include "ops.h"
@@ -210,7 +210,7 @@ static void model_reopen(double *samples, int repeat, const Options *opt) {
     for (int i = 1; i < repeat; i++) {
         GptModel again;
         double t0 = timer_now();
-        if (gptcmd_model(&again, opt, 1, NULL) != 0) {
+        if (gptsetup_model(&again, opt, 1, NULL) != 0) {
             samples[i] = samples[0];
             continue;
         }
@@ -234,7 +234,8 @@ static int parse_lengths(int *out, int max, const char *list) {
 }
 
 // ----------------------------------------------------------------------------
-// The text report
+// The report: three tables through the trace (trace_table_head/row: lined
+// up in text, "table" and "row" events in JSON), and the sentences around them.
 
 // The unit that suits a time of s seconds: its name, and what s is multiplied by.
 static const char *time_unit(double s, double *scale) {
@@ -251,18 +252,6 @@ static const char *time_text(char *out, size_t size, double s) {
     return out;
 }
 
-// printf's width counts bytes; µ, ±, σ and … take two or three for one column.
-static int text_columns(const char *s) {
-    int n = 0;
-    for (; *s; s++) n += ((unsigned char)*s & 0xC0) != 0x80;
-    return n;
-}
-
-static void put_padded(FILE *f, const char *s, int width) {
-    fputs(s, f);
-    for (int n = text_columns(s); n < width; n++) fputc(' ', f);
-}
-
 // "45.2 ± 1.2 ms" and "43.1 … 47.9 ms" of seconds, times scale (1 / tokens
 // for per token), each in the unit of its larger end.
 static void spread_cells(char *mean_sd, size_t a, char *range, size_t b, Stats st, double scale) {
@@ -274,17 +263,20 @@ static void spread_cells(char *mean_sd, size_t a, char *range, size_t b, Stats s
     snprintf(range, b, "%.3g … %.3g %s", st.min * scale * k, st.max * scale * k, unit);
 }
 
-// The same for a rate: "512 ± 3.1" and "508 … 515" (unit printed after).
-static void rate_cells(char *mean_sd, size_t a, char *range, size_t b, Stats st, double scale) {
-    snprintf(mean_sd, a, st.sd * scale >= 10 ? "%.4g ± %.0f" : "%.4g ± %.2g", st.mean * scale, st.sd * scale);
-    snprintf(range, b, "%.4g … %.4g", st.min * scale, st.max * scale);
+// The same for a rate: "512 ± 3.1 GFLOP/s" and "508 … 515 GFLOP/s".
+static void rate_cells(char *mean_sd, size_t a, char *range, size_t b, Stats st, double scale, const char *unit) {
+    snprintf(mean_sd, a, st.sd * scale >= 10 ? "%.4g ± %.0f %s" : "%.4g ± %.2g %s", st.mean * scale, st.sd * scale,
+             unit);
+    snprintf(range, b, "%.4g … %.4g %s", st.min * scale, st.max * scale, unit);
 }
 
-// A bar of c, of length proportional to value / max.
-static void put_bar(FILE *f, char c, double value, double max, int width) {
+// A bar of c, of length proportional to value / max, at most width long.
+static void bar(char *out, size_t size, char c, double value, double max, int width) {
     int n = max > 0 ? (int)lround(value / max * width) : 0;
     if (value > 0 && n == 0) n = 1;
-    for (int i = 0; i < n; i++) fputc(c, f);
+    if (n > (int)size - 1) n = (int)size - 1;
+    memset(out, c, (size_t)n);
+    out[n] = '\0';
 }
 
 typedef struct {
@@ -299,119 +291,145 @@ typedef struct {
     int noisy;          // a timing above was marked noisy
 } Report;
 
-static void print_text(FILE *f, Report *r, const GptVariant *variant) {
+static const char *noisy_mark(Report *r, Stats st) {
+    if (!stats_noisy(st)) return "";
+    r->noisy = 1;
+    return "!";
+}
+
+static void print_report(Trace *tr, Report *r, const GptVariant *variant) {
     GptConfig g = r->m->cfg;
     const char *prompt = r->opt->n_prompts ? r->opt->prompts[0] : DEFAULT_PROMPT;
-    fprintf(f, "kvdemo bench: T=%d C=%d H=%d L=%d V=%d (%zu parameters), %d threads;\n"
-               "every time is %d runs after %d warm-up run: mean ± σ (min … max)\n\n",
-            g.T, g.C, g.H, g.L, g.V, r->m->num_params, ops_threads(), r->repeat, WARMUP_RUNS);
-    if (variant) fprintf(f, "keys and values kept as %s: the arithmetic of such a cache, in kvdemo's float layout\n\n",
-                         kvquant_name(variant->kv_dtype));
+    trace_sayf(tr, "kvdemo bench: T=%d C=%d H=%d L=%d V=%d (%zu parameters), %d threads;\n"
+                   "every time is %d runs after %d warm-up run: mean ± σ (min … max)\n",
+               "kvdemo bench：T=%d C=%d H=%d L=%d V=%d（%zu 个参数），%d 个线程；\n"
+               "每个时间都是 %d 次运行（之前先热身 %d 次）：均值 ± σ（最小 … 最大）\n",
+               g.T, g.C, g.H, g.L, g.V, r->m->num_params, ops_threads(), r->repeat, WARMUP_RUNS);
+    if (variant)
+        trace_sayf(tr, "keys and values kept as %s: the arithmetic of such a cache, in kvdemo's float layout\n",
+                   "键和值按 %s 保存：这种缓存的算术，用 kvdemo 的 float 布局\n", kvquant_name(variant->kv_dtype));
     if (flash_gpt_tiled())
-        fprintf(f, "attention: flash, tiles of %d keys (cached steps by flash-decoding)\n\n", flash_gpt_tile());
+        trace_sayf(tr, "attention: flash, tiles of %d keys (cached steps by flash-decoding)\n",
+                   "注意力：flash，每块 %d 个键（缓存步用 flash-decoding）\n", flash_gpt_tile());
     char a[64], b[64];
     // The machine.
-    fprintf(f, "%-30s ", "the machine");
-    put_padded(f, "mean ± σ", 17);
-    fprintf(f, " min … max\n");
-    rate_cells(a, sizeof a, b, sizeof b, r->peak, 1e-9);
-    fprintf(f, "  %-28s ", "FMA peak (register loop)");
-    put_padded(f, a, 17);
-    fprintf(f, " %s GFLOP/s%s\n", b, stats_noisy(r->peak) ? "  !" : "");
-    rate_cells(a, sizeof a, b, sizeof b, r->bandwidth, 1e-9);
-    fprintf(f, "  %-28s ", "memory (memcpy of 64 MB)");
-    put_padded(f, a, 17);
-    fprintf(f, " %s GB/s, read + written%s\n", b, stats_noisy(r->bandwidth) ? "  !" : "");
+    static const TraceColumn MACHINE_COLS[] = {
+        {"the machine", "机器", 28, 0, "what"},
+        {"mean ± σ", "均值 ± σ", 21, 0, "mean_sd"},
+        {"min … max", "最小 … 最大", 22, 0, "min_max"},
+        {"", "", 1, 0, "noisy"},
+    };
+    static const TraceTable MACHINE = {"machine", 4, MACHINE_COLS};
+    trace_table_head(tr, &MACHINE);
+    rate_cells(a, sizeof a, b, sizeof b, r->peak, 1e-9, "GFLOP/s");
+    trace_table_row(tr, &MACHINE, (const char *const[]){trace_text(tr, "FMA peak (register loop)", "FMA 峰值（寄存器循环）"),
+                                                         a, b, noisy_mark(r, r->peak)});
+    rate_cells(a, sizeof a, b, sizeof b, r->bandwidth, 1e-9, "GB/s");
+    trace_table_row(tr, &MACHINE, (const char *const[]){trace_text(tr, "memory (memcpy of 64 MB)", "内存（memcpy 64 MB）"),
+                                                         a, b, noisy_mark(r, r->bandwidth)});
     if (r->random_model) {
-        fprintf(f, "  %-28s (a random model: nothing to open)\n", "opening the model");
+        trace_table_row(tr, &MACHINE, (const char *const[]){trace_text(tr, "opening the model", "打开模型"),
+                                                             trace_text(tr, "(a random model)", "（随机模型）"), "", ""});
     } else {
         spread_cells(a, sizeof a, b, sizeof b, r->open, 1);
-        fprintf(f, "  %-28s ", "opening the model");
-        put_padded(f, a, 17);
-        fprintf(f, " %s%s\n", b, stats_noisy(r->open) ? "  !" : "");
+        trace_table_row(tr, &MACHINE, (const char *const[]){trace_text(tr, "opening the model", "打开模型"), a, b,
+                                                             noisy_mark(r, r->open)});
     }
-    r->noisy |= stats_noisy(r->peak) || stats_noisy(r->bandwidth) || (!r->random_model && stats_noisy(r->open));
     // The chapter's run.
-    char head[64];
-    snprintf(head, sizeof head, "%d tokens after \"%s\"", HEADLINE_STEPS, prompt);
-    fputc('\n', f);
-    put_padded(f, head, 30);
-    fputc(' ', f);
-    put_padded(f, "mean ± σ", 17);
-    fputc(' ', f);
-    put_padded(f, "min … max", 18);
-    fprintf(f, " per token\n");
+    static const TraceColumn HEAD_COLS[] = {
+        {"", "", 28, 0, "run"},
+        {"mean ± σ", "均值 ± σ", 21, 0, "mean_sd"},
+        {"min … max", "最小 … 最大", 22, 0, "min_max"},
+        {"per token", "每个词元", 9, 1, "per_token"},
+        {"", "", 1, 0, "noisy"},
+    };
+    static const TraceTable HEAD = {"tokens_256", 5, HEAD_COLS};
+    trace_sayf(tr, "\n%d tokens after \"%s\":", "\n%d 个词元，接在 \"%s\" 之后：", HEADLINE_STEPS, prompt);
+    trace_table_head(tr, &HEAD);
     for (int c = 0; c < 2; c++) {
         const Measure *h = &r->head[c];
         char per[32];
         spread_cells(a, sizeof a, b, sizeof b, h->st, 1);
-        fprintf(f, "  %-28s ", c ? "with the cache" : "without the cache");
-        put_padded(f, a, 17);
-        fputc(' ', f);
-        put_padded(f, b, 18);
-        fprintf(f, " %s%s\n", time_text(per, sizeof per, h->st.mean / HEADLINE_STEPS), stats_noisy(h->st) ? "  !" : "");
+        trace_run(tr, c ? "cache" : "no-cache");
+        trace_table_row(tr, &HEAD, (const char *const[]){
+                                       c ? trace_text(tr, "with the cache", "有缓存") : trace_text(tr, "without the cache", "无缓存"),
+                                       a, b, time_text(per, sizeof per, h->st.mean / HEADLINE_STEPS), noisy_mark(r, h->st)});
         double gflops = h->matmul_flops / h->st.mean * 1e-9, gbps = h->bytes_read / h->st.mean * 1e-9;
-        fprintf(f, "      %.0f tokens/s; matmuls %.1f GFLOP/s = %.0f%% of the FMA peak; reads %.2f GB/s = %.0f%% of memcpy\n",
-                HEADLINE_STEPS / h->st.mean, gflops, 100 * gflops / (r->peak.mean * 1e-9), gbps,
-                100 * gbps / (r->bandwidth.mean * 1e-9));
-        r->noisy |= stats_noisy(h->st);
+        trace_sayf(tr, "      %.0f tokens/s; matmuls %.1f GFLOP/s = %.0f%% of the FMA peak; reads %.2f GB/s = %.0f%% of memcpy",
+                   "      每秒 %.0f 个词元；矩阵乘 %.1f GFLOP/s = FMA 峰值的 %.0f%%；读取 %.2f GB/s = memcpy 的 %.0f%%",
+                   HEADLINE_STEPS / h->st.mean, gflops, 100 * gflops / (r->peak.mean * 1e-9), gbps,
+                   100 * gbps / (r->bandwidth.mean * 1e-9));
     }
+    trace_run(tr, NULL);
     int decimals;
     double ratio = stats_ratio(r->head[0].st, r->head[1].st, &decimals);
-    fprintf(f, "  the cache is %.*fx faster (the chapter's numpy: 4.93 s and 0.53 s, 9.3x)\n", decimals, ratio);
-    fprintf(f, "  (reads count the weights and the cache once per step; a cached step's weights, %.1f MB,\n"
-               "  can partly stay in the last-level cache, so reads may pass the memcpy rate)\n",
-            4e-6 * (double)r->m->num_params);
+    trace_sayf(tr, "  the cache is %.*fx faster (the chapter's numpy: 4.93 s and 0.53 s, 9.3x)\n"
+                   "  (reads count the weights and the cache once per step; a cached step's weights, %.1f MB,\n"
+                   "  can partly stay in the last-level cache, so reads may pass the memcpy rate)",
+               "  有缓存快 %.*f 倍（原文 numpy：4.93 秒与 0.53 秒，9.3 倍）\n"
+               "  （读取量按每步读一次权重和缓存计算；缓存步的权重 %.1f MB 可能部分留在末级缓存里，\n"
+               "  所以读取速度可能超过 memcpy）",
+               decimals, ratio, 4e-6 * (double)r->m->num_params);
     if (r->train_tps > 0)
-        fprintf(f, "\ntraining, batch %d x %d: %.0f tokens/s (about %.0f GFLOP/s counting 6 x parameters per token)\n",
-                TRAIN_BATCH, g.T, r->train_tps, 6.0 * (double)r->m->num_params * r->train_tps * 1e-9);
+        trace_sayf(tr, "\ntraining, batch %d x %d: %.0f tokens/s (about %.0f GFLOP/s counting 6 x parameters per token)",
+                   "\n训练，批 %d x %d：每秒 %.0f 个词元（按每个词元 6 x 参数量计，约 %.0f GFLOP/s）", TRAIN_BATCH, g.T,
+                   r->train_tps, 6.0 * (double)r->m->num_params * r->train_tps * 1e-9);
     // Both ways over the lengths, with a bar of the time per token (which
     // stays visible from the shortest run to the longest).
-    fprintf(f, "\n%6s  %-8s ", "tokens", "run");
-    put_padded(f, "mean ± σ", 17);
-    fputc(' ', f);
-    put_padded(f, "min … max", 18);
-    fprintf(f, " %-9s %7s  %s\n", "per token", "speedup", "per token: # no cache, = cache");
+    static const TraceColumn LEN_COLS[] = {
+        {"tokens", "词元", 6, 1, NULL},
+        {"run", "运行", 8, 0, NULL},
+        {"mean ± σ", "均值 ± σ", 17, 0, "mean_sd"},
+        {"min … max", "最小 … 最大", 18, 0, "min_max"},
+        {"per token", "每个词元", 9, 1, "per_token"},
+        {"speedup", "加速", 7, 1, NULL},
+        {" per token: # no cache, = cache", " 每个词元：# 无缓存，= 有缓存", 0, 0, "chart"},
+    };
+    static const TraceTable LENGTHS = {"lengths", 7, LEN_COLS};
+    trace_say(tr, "", "");
+    trace_table_head(tr, &LENGTHS);
     double per_max = 0;
     for (int i = 0; i < r->n_lengths; i++)
         for (int c = 0; c < 2; c++) per_max = fmax(per_max, r->table[i][c].st.mean / r->table[i][c].steps);
     for (int i = 0; i < r->n_lengths; i++) {
         for (int c = 0; c < 2; c++) {
             const Measure *x = &r->table[i][c];
-            char per[32], speed[32] = "";
+            char tokens[16], per[32], speed[32] = "", chart[64], bars[32];
             spread_cells(a, sizeof a, b, sizeof b, x->st, 1);
+            snprintf(tokens, sizeof tokens, c ? "" : "%d", x->steps);
             if (c) {
                 double q = stats_ratio(r->table[i][0].st, x->st, &decimals);
                 snprintf(speed, sizeof speed, "%.*fx", decimals, q);
             }
-            if (c) fprintf(f, "%6s  %-8s ", "", "cache");
-            else fprintf(f, "%6d  %-8s ", x->steps, "no cache");
-            put_padded(f, a, 17);
-            fputc(' ', f);
-            put_padded(f, b, 18);
-            fputc(' ', f);
-            put_padded(f, time_text(per, sizeof per, x->st.mean / x->steps), 9);
-            fprintf(f, " %7s  ", speed);
-            put_bar(f, c ? '=' : '#', x->st.mean / x->steps, per_max, BAR_WIDTH);
-            fprintf(f, "%s\n", stats_noisy(x->st) ? "  !" : "");
+            bar(bars, sizeof bars, c ? '=' : '#', x->st.mean / x->steps, per_max, BAR_WIDTH);
+            snprintf(chart, sizeof chart, " %s%s", bars, stats_noisy(x->st) ? "  !" : "");
             r->noisy |= stats_noisy(x->st);
+            trace_run(tr, c ? "cache" : "no-cache");
+            trace_table_row(tr, &LENGTHS, (const char *const[]){tokens, c ? trace_text(tr, "cache", "有缓存") : trace_text(tr, "no cache", "无缓存"),
+                                                                 a, b, time_text(per, sizeof per, x->st.mean / x->steps), speed, chart});
         }
     }
+    trace_run(tr, NULL);
     if (r->noisy)
-        fprintf(f, "\n! the runs of a line marked ! disagree by more than 10%%: the machine was busy; rerun\n");
+        trace_sayf(tr, "\n! the runs of a line marked ! disagree by more than %d%%: the machine was busy; rerun",
+                   "\n! 标 ! 的行，各次运行相差超过 %d%%：机器当时很忙，请再运行一次", 10);
     // Past the context: the chapter's reset, and what it cost.
-    fprintf(f, "\nOnce the prompt and the generated tokens together pass %d (with this %d-token prompt,\n"
+    trace_sayf(tr,
+               "\nOnce the prompt and the generated tokens together pass %d (with this %d-token prompt,\n"
                "from step %d on) the chapter's generate drops the cache and recomputes the last %d tokens\n"
-               "in full at every step, so from there both ways cost the same per token.\n",
-            g.T, r->n_prompt, g.T - r->n_prompt + 2, g.T);
+               "in full at every step, so from there both ways cost the same per token.",
+               "\n提示词与生成的词元合计超过 %d 个后（这个提示词有 %d 个词元，从第 %d 步起），原文的 generate\n"
+               "丢掉缓存，每一步完整重算最后 %d 个词元，所以从那以后两种方式每个词元的代价相同。",
+               g.T, r->n_prompt, g.T - r->n_prompt + 2, g.T);
     for (int i = 0; i < r->n_lengths; i++) {
         const Measure *x = &r->table[i][1];
         if (x->reset_steps == 0) continue;
         double total = x->samples[r->repeat - 1];
         char reset[32], all[32];
-        fprintf(f, "  %d tokens with the cache: %d steps recomputed the window, %s of %s (%.0f%%)\n", x->steps,
-                x->reset_steps, time_text(reset, sizeof reset, x->reset_seconds), time_text(all, sizeof all, total),
-                total > 0 ? 100 * x->reset_seconds / total : 0);
+        trace_sayf(tr, "  %d tokens with the cache: %d steps recomputed the window, %s of %s (%.0f%%)",
+                   "  有缓存生成 %d 个词元：%d 步重算了窗口，用时 %s，共 %s（%.0f%%）", x->steps, x->reset_steps,
+                   time_text(reset, sizeof reset, x->reset_seconds), time_text(all, sizeof all, total),
+                   total > 0 ? 100 * x->reset_seconds / total : 0);
     }
 }
 
@@ -528,7 +546,7 @@ int bench_command(const Options *opt, Trace *tr) {
     GptModel m;
     int random_model = 0;
     double t_open = timer_now();
-    int rc = gptcmd_model(&m, opt, 1, &random_model);
+    int rc = gptsetup_model(&m, opt, 1, &random_model);
     t_open = timer_now() - t_open;
     if (rc) {
         for (int k = 0; k < 2; k++)
@@ -555,7 +573,7 @@ int bench_command(const Options *opt, Trace *tr) {
         rc = 2;
         goto done;
     }
-    rc = gptcmd_prompt(&tokens, &n_prompt, &m, opt->n_prompts ? opt->prompts[0] : DEFAULT_PROMPT, max_len);
+    rc = gptsetup_prompt(&tokens, &n_prompt, &m, opt->n_prompts ? opt->prompts[0] : DEFAULT_PROMPT, max_len);
     if (!rc && (!samples || !measures || gpt_state_init(&s, m.cfg))) {
         fprintf(stderr, "kvdemo: out of memory\n");
         rc = 1;
@@ -564,7 +582,7 @@ int bench_command(const Options *opt, Trace *tr) {
         fprintf(stderr, "kvdemo: could not start %d threads\n", opt->threads);
         rc = 1;
     }
-    if (!rc) rc = gptcmd_attention(opt, &m);
+    if (!rc) rc = gptsetup_attention(opt, &m);
     if (rc) goto done;
     if (use_variant) s.variant = &variant;
     r.n_prompt = n_prompt;
@@ -618,8 +636,8 @@ int bench_command(const Options *opt, Trace *tr) {
     progress_end(&progress);
     if (rc) goto done;
 
-    if (tr->format == FORMAT_TEXT) print_text(tr->out, &r, use_variant ? &variant : NULL);
-    else print_json(tr, &r, open_s);
+    print_report(tr, &r, use_variant ? &variant : NULL);
+    if (tr->format == FORMAT_JSON) print_json(tr, &r, open_s);
     if (out_path[0]) write_csv(out_file[0].f, &r);
     if (out_path[1] && write_svg(out_file[1].f, &r) != 0) {
         fprintf(stderr, "kvdemo: --svg %s: out of memory\n", out_path[1]);
@@ -643,7 +661,7 @@ done:
     free(tokens);
     gpt_state_free(&s);
     gpt_free(&m);
-    gptcmd_attention_end();
+    gptsetup_attention_end();
     ops_set_threads(1);
     return rc;
 }

@@ -10,6 +10,7 @@
 #include "fileio.h"
 #include "kvcmd.h"
 #include "flash.h"
+#include "gptsetup.h"
 #include "ops.h"
 #include "pagedcmd.h"
 #include "paths.h"
@@ -30,94 +31,6 @@ enum { DEFAULT_STEPS = 256 };
 enum { PACK_FROM_STEPS = 128 };   // cached runs this long pack the weights
 static const char *const DEFAULT_PROMPT = "ROMEO:";
 
-// ----------------------------------------------------------------------------
-// Choosing the model and the prompt
-
-int gptcmd_model(GptModel *m, const Options *opt, int fallback, int *random_note) {
-    char err[512], buf[4096];
-    if (random_note) *random_note = 0;
-    if (opt->model_path && opt->init) {
-        fprintf(stderr, "kvdemo: --model and --init exclude each other; give one\n");
-        return 2;
-    }
-    if (opt->preset && !opt->init) {
-        fprintf(stderr, "kvdemo: --preset goes with --init random (a model file has its own shape)\n");
-        return 2;
-    }
-    const char *path = opt->model_path;
-    if (!path && !opt->init) {
-        path = paths_shipped(GPT_SHIPPED_MODEL, buf, sizeof buf);
-        if (access(path, R_OK) != 0) {
-            if (!fallback) {
-                fprintf(stderr, "kvdemo: no model: %s is missing; give --model FILE or --init random\n", GPT_SHIPPED_MODEL);
-                return 1;
-            }
-            path = NULL;
-            if (random_note) *random_note = 1;
-        }
-    }
-    if (path) {
-        if (gpt_load(m, path, err, sizeof err)) {
-            fprintf(stderr, "kvdemo: %s\n", err);
-            return 1;
-        }
-        return 0;
-    }
-    GptConfig cfg;
-    const char *preset = opt->preset ? opt->preset : "seed";
-    if (gpt_preset(&cfg, preset)) {
-        fprintf(stderr, "kvdemo: unknown preset '%s'; valid: seed, tiny\n", preset);
-        return 2;
-    }
-    uint32_t vocab[256];
-    int V = 0;
-    for (const unsigned char *c = (const unsigned char *)GPT_SHAKESPEARE_VOCAB; *c; c++) vocab[V++] = *c;
-    if (gpt_init_random(m, cfg, vocab, (uint32_t)opt->seed, err, sizeof err)) {
-        fprintf(stderr, "kvdemo: %s\n", err);
-        return 1;
-    }
-    return 0;
-}
-
-int gptcmd_prompt(int **tokens, int *n, const GptModel *m, const char *prompt, int steps) {
-    char err[256];
-    int max = (int)strlen(prompt);
-    if (max == 0) {
-        fprintf(stderr, "kvdemo: the prompt is empty; give at least one character, e.g. --prompt \"ROMEO:\"\n");
-        return 2;
-    }
-    *tokens = malloc(sizeof(int) * (size_t)(max + steps));
-    if (!*tokens) {
-        fprintf(stderr, "kvdemo: out of memory\n");
-        return 1;
-    }
-    *n = gpt_encode(*tokens, m, prompt, max, err, sizeof err);
-    if (*n < 0) {
-        fprintf(stderr, "kvdemo: --prompt: %s\n", err);
-        free(*tokens);
-        *tokens = NULL;
-        return 2;
-    }
-    return 0;
-}
-
-int gptcmd_attention(const Options *opt, const GptModel *m) {
-    int flash = opt->attention && !strcmp(opt->attention, "flash");
-    if (opt->tile && !flash) {
-        fprintf(stderr, "kvdemo: --tile goes with --attention flash (plain attention has no tiles)\n");
-        return 2;
-    }
-    if (!flash) return flash_gpt_use(FLASH_PLAIN, 0, 0, 0, 0);
-    GptConfig g = m->cfg;
-    if (flash_gpt_use(FLASH_TILED, opt->tile ? opt->tile : FLASH_DEFAULT_TILE, g.T, g.H, g.C / g.H)) {
-        fprintf(stderr, "kvdemo: out of memory\n");
-        return 1;
-    }
-    return 0;
-}
-
-void gptcmd_attention_end(void) { flash_gpt_use(FLASH_PLAIN, 0, 0, 0, 0); }
-
 // Threads for the arithmetic: --threads N, or every core.
 static int start_threads(const Options *opt) {
     if (ops_set_threads(opt->threads) != 0) {
@@ -125,21 +38,6 @@ static int start_threads(const Options *opt) {
         return 1;
     }
     return 0;
-}
-
-char *gptcmd_generate_text(int *tokens, GptState *s, const GptModel *m, const int *prompt, int n_prompt,
-                           int steps, int use_cache, const Options *opt, GptStepFn on_step, void *ctx) {
-    Sampler sampler;
-    float temperature = opt->temperature >= 0 ? (float)opt->temperature : 1.0f;
-    if (sampler_init(&sampler, m->cfg.V, temperature, opt->top_k, (uint32_t)opt->seed)) return NULL;
-    memcpy(tokens, prompt, sizeof(int) * (size_t)n_prompt);
-    // np.random.seed(seed); trainer.generate(dataset, prompt, steps, use_cache)
-    int len = gpt_generate(tokens, s, m, &sampler, n_prompt, steps, use_cache, on_step, ctx);
-    sampler_free(&sampler);
-    size_t need = gpt_decode(NULL, 0, m, tokens, len);
-    char *text = malloc(need + 1);
-    if (text) gpt_decode(text, need + 1, m, tokens, len);
-    return text;
 }
 
 // ----------------------------------------------------------------------------
@@ -197,7 +95,7 @@ int gptcmd_generate(const Options *opt, Trace *tr) {
     int rc = kvcmd_variant(&variant, &use_variant, opt);
     if (rc) return rc;
     GptModel m;
-    rc = gptcmd_model(&m, opt, 0, NULL);
+    rc = gptsetup_model(&m, opt, 0, NULL);
     if (rc) return rc;
     int steps = opt->steps > 0 ? opt->steps : DEFAULT_STEPS;
     int use_cache = opt->runs != RUN_NOCACHE;
@@ -207,13 +105,13 @@ int gptcmd_generate(const Options *opt, Trace *tr) {
     Sampler sampler = {0};
     char *text = NULL;
     const char *prompt = opt->n_prompts ? opt->prompts[0] : DEFAULT_PROMPT;
-    rc = gptcmd_prompt(&tokens, &n_prompt, &m, prompt, steps);
+    rc = gptsetup_prompt(&tokens, &n_prompt, &m, prompt, steps);
     if (!rc && (gpt_state_init(&s, m.cfg) || sampler_init(&sampler, m.cfg.V, temperature, opt->top_k, (uint32_t)opt->seed))) {
         fprintf(stderr, "kvdemo: out of memory\n");
         rc = 1;
     }
     if (!rc) rc = start_threads(opt);
-    if (!rc) rc = gptcmd_attention(opt, &m);
+    if (!rc) rc = gptsetup_attention(opt, &m);
     // The weights in panel order (the same numbers; unpacked if no memory)
     // serve passes of many rows, and stream better on cached steps. Packing
     // costs about as much as 50 ms of cached steps: a short cached run (and
@@ -241,40 +139,38 @@ int gptcmd_generate(const Options *opt, Trace *tr) {
             rc = 1;
         } else {
             gpt_decode(text, need + 1, &m, tokens, len);
-            tr->run = use_cache ? "cache" : "no-cache";
-            if (tr->format == FORMAT_JSON) {
-                trace_textval(tr, "text", text);
-                trace_timing(tr, tr->run, seconds, 1);
-                trace_value(tr, "tokens_per_s", steps / seconds, "tokens/s", NULL, NULL);
-                if (use_cache) {
-                    trace_count(tr, "reset_steps", g.resets, NULL, NULL);
-                    trace_value(tr, "reset_seconds", g.reset_seconds, "s", NULL, NULL);
-                }
-            } else {
-                if (g.live) fputs("\x1b[K", tr->out);
-                if (tr->lang == LANG_ZH)
-                    fprintf(tr->out, "\n\n—— %d 个 token，用时 %.3f 秒，每秒 %.0f 个 token，%s，%d 个线程\n", steps,
-                            seconds, steps / seconds, use_cache ? "使用 KV Cache" : "不使用 KV Cache", ops_threads());
-                else
-                    fprintf(tr->out, "\n\n-- %d tokens in %.3f s, %.0f tokens/s, %s, %d thread%s\n", steps,
-                            seconds, steps / seconds, use_cache ? "with the KV cache" : "without the KV cache",
-                            ops_threads(), ops_threads() == 1 ? "" : "s");
-                if (use_variant)
-                    trace_sayf(tr, "-- keys and values kept as %s%s%s (kvdemo lesson %s explains)",
-                               "—— key 和 value 以 %s 保存%s%s（第 %s 课有解释）", kvquant_name(variant.kv_dtype),
-                               variant.bug ? trace_text(tr, ", with the bug ", "，带有错误 ") : "",
-                               variant.bug ? kvvariant_bug_name(variant.bug) : "", variant.bug ? "11" : "12");
-                if (flash_gpt_tiled())
-                    trace_sayf(tr, "-- flash attention: tiles of %d keys, online softmax; cached steps by flash-decoding",
-                               "—— flash attention：每块 %d 个 key，在线 softmax；使用缓存的各步用 flash-decoding",
-                               flash_gpt_tile());
-                if (g.resets)
-                    trace_sayf(tr,
-                               "-- past the context (%d positions) the chapter's generate dropped the cache and fed "
-                               "the last %d tokens again at %d steps: %.3f s of the %.3f s.",
-                               "—— 超过上下文长度（%d 个位置）后，章节里的 generate 丢掉缓存，把最后 %d 个 token "
-                               "重新算了一遍，共 %d 步，用了 %.3f 秒（总共 %.3f 秒）。",
-                               m.cfg.T, m.cfg.T, g.resets, g.reset_seconds, seconds);
+            trace_run(tr, use_cache ? "cache" : "no-cache");
+            // The text went out token by token above; JSON gets it whole.
+            if (tr->format == FORMAT_JSON) trace_textval(tr, "text", text);
+            if (g.live) fputs("\x1b[K", tr->out);
+            // The figures: lines for people, events for scripts.
+            trace_sayf(tr, "\n\n-- %d tokens in %.3f s, %.0f tokens/s, %s, %d thread%s",
+                       "\n\n—— %d 个 token，用时 %.3f 秒，每秒 %.0f 个 token，%s，%d 个线程%s", steps, seconds,
+                       steps / seconds,
+                       use_cache ? trace_text(tr, "with the KV cache", "使用 KV Cache")
+                                 : trace_text(tr, "without the KV cache", "不使用 KV Cache"),
+                       ops_threads(), ops_threads() == 1 || tr->lang == LANG_ZH ? "" : "s");
+            if (use_variant)
+                trace_sayf(tr, "-- keys and values kept as %s%s%s (kvdemo lesson %s explains)",
+                           "—— key 和 value 以 %s 保存%s%s（第 %s 课有解释）", kvquant_name(variant.kv_dtype),
+                           variant.bug ? trace_text(tr, ", with the bug ", "，带有错误 ") : "",
+                           variant.bug ? kvvariant_bug_name(variant.bug) : "", variant.bug ? "11" : "12");
+            if (flash_gpt_tiled())
+                trace_sayf(tr, "-- flash attention: tiles of %d keys, online softmax; cached steps by flash-decoding",
+                           "—— flash attention：每块 %d 个 key，在线 softmax；使用缓存的各步用 flash-decoding",
+                           flash_gpt_tile());
+            if (g.resets)
+                trace_sayf(tr,
+                           "-- past the context (%d positions) the chapter's generate dropped the cache and fed "
+                           "the last %d tokens again at %d steps: %.3f s of the %.3f s.",
+                           "—— 超过上下文长度（%d 个位置）后，章节里的 generate 丢掉缓存，把最后 %d 个 token "
+                           "重新算了一遍，共 %d 步，用了 %.3f 秒（总共 %.3f 秒）。",
+                           m.cfg.T, m.cfg.T, g.resets, g.reset_seconds, seconds);
+            if (tr->format == FORMAT_JSON) trace_timing(tr, tr->run, seconds, 1);
+            trace_value(tr, "tokens_per_s", steps / seconds, "tokens/s", NULL, NULL);
+            if (use_cache) {
+                trace_count(tr, "reset_steps", g.resets, NULL, NULL);
+                trace_value(tr, "reset_seconds", g.reset_seconds, "s", NULL, NULL);
             }
         }
     }
@@ -283,7 +179,7 @@ int gptcmd_generate(const Options *opt, Trace *tr) {
     sampler_free(&sampler);
     gpt_state_free(&s);
     gpt_free(&m);
-    gptcmd_attention_end();
+    gptsetup_attention_end();
     ops_set_threads(1);
     return rc;
 }
@@ -299,7 +195,7 @@ int gptcmd_init(const Options *opt) {
     Options o = *opt;
     o.init = "random";
     GptModel m;
-    int rc = gptcmd_model(&m, &o, 0, NULL);
+    int rc = gptsetup_model(&m, &o, 0, NULL);
     if (rc) return rc;
     char err[512];
     if (gpt_save(&m, opt->out_path, err, sizeof err)) {
@@ -367,7 +263,7 @@ int gptcmd_train(const Options *opt) {
 int gptcmd_eval(const Options *opt) {
     if (opt->kv_dtype) return kvcmd_eval(opt);   // through the cache (lesson 12)
     GptModel m;
-    int rc = gptcmd_model(&m, opt, 0, NULL);
+    int rc = gptsetup_model(&m, opt, 0, NULL);
     if (rc) return rc;
     char buf[4096];
     const char *data = corpus_path(opt, buf, sizeof buf);

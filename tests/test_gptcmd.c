@@ -82,6 +82,14 @@ static void test_lesson10(void **state) {
     events_free(e, n);
 }
 
+// Terminal columns from a to b: UTF-8 characters (the cells' ±, σ, … and µ
+// take one column each, and two or three bytes).
+static int columns_between(const char *a, const char *b) {
+    int n = 0;
+    for (; a < b; a++) n += ((unsigned char)*a & 0xC0) != 0x80;
+    return n;
+}
+
 static void test_bench_csv(void **state) {
     (void)state;
     char csv[64], args[256];
@@ -92,11 +100,29 @@ static void test_bench_csv(void **state) {
     assert_non_null(strstr(r.out, "GFLOP/s"));
     // The machine's limits, the model's opening, both modes as fractions of
     // those limits, each with mean ± σ and min … max.
-    const char *wanted[] = {"mean ± σ          min … max", "FMA peak (register loop)", "memory (memcpy of 64 MB)",
+    const char *wanted[] = {"mean ± σ", "min … max", "FMA peak (register loop)", "memory (memcpy of 64 MB)",
                           "opening the model", "256 tokens after \"ROMEO:\"", "  without the cache ",
                           "  with the cache ", "% of the FMA peak", "% of memcpy"};
     for (size_t i = 0; i < sizeof wanted / sizeof wanted[0]; i++)
         if (!strstr(r.out, wanted[i])) fail_msg("bench: no \"%s\" in:\n%s", wanted[i], r.out);
+    // The lengths table, through the trace's table: each length's speedup
+    // ends where the head's "speedup" ends.
+    const char *head = strstr(r.out, "speedup");
+    assert_non_null(head);
+    const char *head_line = head;
+    while (head_line > r.out && head_line[-1] != '\n') head_line--;
+    int head_end = columns_between(head_line, head) + (int)strlen("speedup");
+    int found = 0;
+    for (const char *line = head; (line = strchr(line, '\n')) && *++line;) {
+        const char *x = strstr(line, "x ");
+        const char *nl = strchr(line, '\n');
+        if (!x || (nl && x > nl)) continue;
+        if (columns_between(line, x) + 1 != head_end)
+            fail_msg("a speedup ends at column %d, expected %d: %.*s", columns_between(line, x) + 1, head_end,
+                     (int)(nl ? nl - line : (long)strlen(line)), line);
+        found++;
+    }
+    assert_int_equal(found, 2);
     run_free(&r);
     // The same in JSON: the limits are positive rates, the opening has a
     // spread, the fractions are the rates over the limits.
