@@ -293,13 +293,38 @@ static int teardown(void **state) {
     return tmpdir_remove(dir);
 }
 
+// One run with the defaults (each bench run is long under the sanitizers):
+// the chart has one point per length and mode in each panel, the lengths
+// are a lesson's, every time has its spread, training only with --train.
 static void test_bench_svg_file(void **state) {
     (void)state;
     char svg[256], args[512];
     snprintf(svg, sizeof svg, "%s/chart.svg", dir);
-    snprintf(args, sizeof args, "bench --init random --preset tiny --steps 4,12,8 --repeat 2 --svg %s", svg);
+    snprintf(args, sizeof args, "bench --init random --preset tiny --repeat 1 --svg %s", svg);
     RunResult r = kvdemo_run(args);
     if (r.status != 0) fail_msg("kvdemo %s: %s", args, r.err);
+    static const int lengths[5] = {16, 32, 64, 128, 250};
+    for (int i = 0; i < 5; i++) {
+        char row[32];
+        snprintf(row, sizeof row, "\n  %6d no cache ", lengths[i]);
+        if (!strstr(r.out, row)) fail_msg("bench: no row for %d tokens in:\n%s", lengths[i], r.out);
+    }
+    // rows of the length table: "±" and "…" on each, and a per-token time
+    int rows = 0;
+    for (const char *p = r.out; (p = strstr(p, " no cache ")); p++) {
+        if (p[-1] < '0' || p[-1] > '9') continue;   // a row starts with its length
+        const char *eol = strchr(p, '\n');
+        char line[256];
+        snprintf(line, sizeof line, "%.*s", (int)(eol - p), p);
+        if (!strstr(line, "±") || !strstr(line, "…")) fail_msg("a row without its spread: %s", line);
+        rows++;
+    }
+    assert_int_equal(rows, 5);
+    assert_non_null(strstr(r.out, "after 1 warm-up run"));
+    assert_null(strstr(r.out, "training,"));   // only with --train
+    // stderr is not a terminal: no progress line at all
+    assert_null(strstr(r.err, "left"));
+    assert_null(strchr(r.err, '\r'));
     run_free(&r);
     char *s = read_file(svg);
     assert_non_null(s);
@@ -307,11 +332,10 @@ static void test_bench_svg_file(void **state) {
     const char *why = svg_check(s, &info);
     if (why) fail_msg("%s is not well-formed: %s", svg, why);
     static const char *const panels[2] = {"per-token", "total"}, *const modes[2] = {"no-cache", "cache"};
-    int lengths[3] = {4, 8, 12};
-    assert_int_equal(info.n_points, 12);
+    assert_int_equal(info.n_points, 20);
     for (int p = 0; p < 2; p++)
         for (int c = 0; c < 2; c++)
-            for (int i = 0; i < 3; i++) {
+            for (int i = 0; i < 5; i++) {
                 int got = count_points(&info, panels[p], modes[c], lengths[i]);
                 if (got != 1)
                     fail_msg("%s, %s, %d tokens: expected 1 point, got %d", panels[p], modes[c], lengths[i], got);
@@ -347,47 +371,11 @@ static void test_bench_svg_bad_paths(void **state) {
     expect_failure("bench --svg", 2, "--svg");
 }
 
-// The default lengths fit a lesson; every time has its spread; the
-// training figure only with --train.
-static void test_bench_defaults_and_spread(void **state) {
-    (void)state;
-    RunResult r = kvdemo_run("bench --init random --preset tiny --repeat 2");
-    if (r.status != 0) fail_msg("bench: %s", r.err);
-    static const int lengths[5] = {16, 32, 64, 128, 250};
-    for (int i = 0; i < 5; i++) {
-        char row[32];
-        snprintf(row, sizeof row, "\n  %6d no cache ", lengths[i]);
-        if (!strstr(r.out, row)) fail_msg("bench: no row for %d tokens in:\n%s", lengths[i], r.out);
-    }
-    assert_null(strstr(r.out, "\n   512  "));
-    // rows of the length table: "±" and "…" on each, and a per-token time
-    int rows = 0;
-    for (const char *p = r.out; (p = strstr(p, " no cache ")); p++) {
-        if (p[-1] < '0' || p[-1] > '9') continue;   // a row starts with its length
-        const char *eol = strchr(p, '\n');
-        char line[256];
-        snprintf(line, sizeof line, "%.*s", (int)(eol - p), p);
-        if (!strstr(line, "±") || !strstr(line, "…")) fail_msg("a row without its spread: %s", line);
-        rows++;
-    }
-    assert_int_equal(rows, 5);
-    assert_non_null(strstr(r.out, "after 1 warm-up run"));
-    assert_null(strstr(r.out, "training,"));
-    // stderr is not a terminal: no progress line at all
-    assert_null(strstr(r.err, "left"));
-    assert_null(strchr(r.err, '\r'));
-    run_free(&r);
-    r = kvdemo_run("bench --init random --preset tiny --steps 4 --repeat 1 --train");
-    if (r.status != 0) fail_msg("bench --train: %s", r.err);
-    assert_non_null(strstr(r.out, "training, batch"));
-    run_free(&r);
-}
-
 // On a terminal the progress line says about how long is left.
 static void test_bench_eta_on_terminal(void **state) {
     (void)state;
     int master;
-    const char *args[] = {"bench", "--init", "random", "--preset", "tiny", "--steps", "8,16", "--repeat", "2", NULL};
+    const char *args[] = {"bench", "--init", "random", "--preset", "tiny", "--steps", "4,8", "--repeat", "1", NULL};
     pid_t pid = kvdemo_spawn_pty(&master, args);
     char *out = read_to_end(master);
     int status;
@@ -406,7 +394,6 @@ int main(void) {
         cmocka_unit_test(test_svg_of_one_point),
         cmocka_unit_test(test_bench_svg_file),
         cmocka_unit_test(test_bench_svg_bad_paths),
-        cmocka_unit_test(test_bench_defaults_and_spread),
         cmocka_unit_test(test_bench_eta_on_terminal),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
