@@ -49,7 +49,7 @@ static const OptionSpec OPTIONS[] = {
     {"--no-cache", ARG_FLAG, NULL, "lesson generate", 0, 0, NULL, "only the run without it (lessons: default both, then a comparison)"},
     {"--trace", ARG_STRING, "LEVEL", "lesson", 0, 0, "none|summary|full", "how many intermediate tensors to print (default full)"},
     {"--precision", ARG_INT, "N", "lesson", 0, 16, NULL, "decimals of printed tensors (default 4, as PyTorch)"},
-    {"--format", ARG_STRING, "FMT", "lesson generate race bench memory", 0, 0, "text|json", "text for people, JSON Lines for scripts (default text)"},
+    {"--format", ARG_STRING, "FMT", "lesson generate race bench memory", 0, 0, "text|json|html|md", "text for people, JSON Lines for scripts, an HTML page or Markdown for slides (default text)"},
     {"--lang", ARG_STRING, "LANG", "lesson race list memory", 0, 0, "en|zh", "narration language (default from LANG)"},
     {"--step", ARG_FLAG, NULL, "lesson", 0, 0, NULL, "wait for Enter after each step (on a terminal)"},
     {"--color", ARG_STRING, "WHEN", "lesson", 0, 0, "auto|always|never", "colours: heat maps of scores and weights (default auto; NO_COLOR honoured)"},
@@ -230,7 +230,9 @@ static int parse_options(int argc, char **argv, int first, const char *command, 
         else if (!strcmp(name, "--trace"))
             tr->level = !strcmp(value, "none") ? TRACE_NONE : !strcmp(value, "summary") ? TRACE_SUMMARY : TRACE_FULL;
         else if (!strcmp(name, "--precision")) tr->precision = (int)num;
-        else if (!strcmp(name, "--format")) tr->format = !strcmp(value, "json") ? FORMAT_JSON : FORMAT_TEXT;
+        else if (!strcmp(name, "--format"))
+            tr->format = !strcmp(value, "json") ? FORMAT_JSON : !strcmp(value, "html") ? FORMAT_HTML
+                       : !strcmp(value, "md")   ? FORMAT_MD : FORMAT_TEXT;
         else if (!strcmp(name, "--lang")) tr->lang = !strcmp(value, "zh") ? LANG_ZH : LANG_EN;
         else if (!strcmp(name, "--step")) tr->step_pause = 1;
         else if (!strcmp(name, "--color")) extra->color = value;
@@ -371,7 +373,10 @@ static int cmd_lesson(int argc, char **argv) {
     tr.lesson = l->id;
     if (tr.step_pause && (tr.format != FORMAT_TEXT || !isatty(STDIN_FILENO))) {
         fprintf(stderr, "kvdemo: --step waits for keys on a terminal; %s, so it is ignored\n",
-                tr.format != FORMAT_TEXT ? "the output is JSON" : "standard input is not one");
+                tr.format == FORMAT_JSON   ? "the output is JSON"
+                : tr.format == FORMAT_HTML ? "the output is an HTML page"
+                : tr.format == FORMAT_MD   ? "the output is Markdown"
+                                           : "standard input is not one");
         tr.step_pause = 0;
     }
 
@@ -385,7 +390,8 @@ static int cmd_lesson(int argc, char **argv) {
         if (!(opt.given >> i & 1)) continue;
         if (!lesson_uses(l, OPTIONS[i].name)) fprintf(stderr, "kvdemo: lesson %s ignores %s\n", l->id, OPTIONS[i].name);
     }
-    rc = l->run(&opt, &tr);
+    if (trace_begin(&tr)) return 1;
+    rc = trace_finish(&tr, l->run(&opt, &tr));
     // --color colours score and weight matrices; a lesson that showed none
     // says that the option changed nothing.
     if (!rc && (opt.given >> option_index("--color") & 1) && tr.heat_maps == 0 && tr.format == FORMAT_TEXT)
@@ -422,7 +428,14 @@ int cli_main(int argc, char **argv) {
         if (rc) return rc;
         tr.color = tr.format == FORMAT_TEXT && want_color(extra.color);
         tr.lesson = cmd;
-        if (!strcmp(cmd, "generate")) return gptcmd_generate(&opt, &tr);
+        // bench and race write their tables and panes themselves.
+        if ((tr.format == FORMAT_HTML || tr.format == FORMAT_MD) && strcmp(cmd, "generate"))
+            return usage_error("%s has no --format %s (text|json); lessons, generate and memory have html and md",
+                               cmd, tr.format == FORMAT_HTML ? "html" : "md");
+        if (!strcmp(cmd, "generate")) {
+            if (trace_begin(&tr)) return 1;
+            return trace_finish(&tr, gptcmd_generate(&opt, &tr));
+        }
         if (!strcmp(cmd, "race")) return race_run(&opt, &tr);
         if (!strcmp(cmd, "bench")) return gptcmd_bench(&opt, &tr);
         if (!strcmp(cmd, "train")) return gptcmd_train(&opt);
@@ -437,7 +450,8 @@ int cli_main(int argc, char **argv) {
         int rc = parse_options(argc, argv, 2, cmd, &opt, &tr, &extra);
         if (rc) return rc;
         tr.lesson = cmd;
-        return memory_cmd(&opt, &tr);
+        if (trace_begin(&tr)) return 1;
+        return trace_finish(&tr, memory_cmd(&opt, &tr));
     }
     return usage_error("unknown command '%s'; commands: %s (kvdemo help explains them)", cmd, COMMANDS);
 }
