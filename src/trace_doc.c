@@ -40,6 +40,7 @@ struct TraceDoc {
     int headings;        // headings so far (the first is the title)
     int table_cols;      // columns of the open trace table, or 0
     size_t held_end;     // page.len right after the last block of held text
+    size_t lines_end;    // page.len right after the last block of lines
 };
 
 static int is_html(const Trace *tr) { return tr->doc == FORMAT_HTML; }
@@ -589,13 +590,21 @@ int trace_doc_lines_next(Trace *tr) {
     char *be = block_text(en ? en : "", en ? strlen(en) : 0), *bz = block_text(zh ? zh : "", zh ? strlen(zh) : 0);
     if (be && bz && (*be || *bz)) {
         before(tr, 0);
+        // Lines that follow lines with nothing between them join their block.
+        const char *close = is_html(tr) ? "</pre>\n" : "\n";
+        int join = d->lines_end && d->lines_end == d->page.len && d->page.len >= strlen(close);
+        if (join) {
+            d->page.len -= strlen(close);
+            d->page.s[d->page.len] = '\0';
+        }
         if (is_html(tr)) {
-            buf_append(&d->page, "<pre class=\"lines\">");
+            buf_append(&d->page, join ? "\n" : "<pre class=\"lines\">");
             html_both(&d->page, be, bz);
             buf_append(&d->page, "</pre>\n");
         } else {
             md_lines(&d->page, tr->lang == LANG_ZH ? bz : be);
         }
+        d->lines_end = d->page.len;
     }
     free(be);
     free(bz);
