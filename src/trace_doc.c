@@ -149,7 +149,7 @@ static const char *HTML_STYLE =
     "p{white-space:pre-line;margin:.4em 0}\n"
     "pre{background:#f5f5f5;padding:.4em .6em;overflow-x:auto;margin:.4em 0}\n"
     "pre.code{background:#eef3fb;border-left:3px solid #4a6fb5}\n"
-    "figure{margin:.8em 0}figcaption{font-family:ui-monospace,monospace;margin:.2em 0}\n"
+    "figure{margin:.8em 0;overflow-x:auto}figcaption{font-family:ui-monospace,monospace;margin:.2em 0}\n"
     "table{border-collapse:collapse;font-family:ui-monospace,monospace;margin:.3em 0}\n"
     "td,th{border:1px solid #bbb;padding:.15em .5em;text-align:right}\n"
     "th{background:#eee;font-weight:normal}th.tok{text-align:left}td.l,th.l{text-align:left}\n"
@@ -226,7 +226,8 @@ static void flush_held(Trace *tr, struct TraceDoc *d) {
 static struct TraceDoc *before(Trace *tr, int keep_table) {
     struct TraceDoc *d = tr->doc_state;
     flush_held(tr, d);
-    if (!keep_table) end_table(tr, d);
+    if (keep_table && d->table_cols) return d;   // the rows of a table stay together
+    end_table(tr, d);
     if (d->new_step || !d->section_open) {
         open_section(tr, d);
         d->new_step = 0;
@@ -269,7 +270,15 @@ void trace_doc_heading(Trace *tr, const char *en, const char *zh) {
     }
 }
 
+// Text lined up in columns with spaces (a row of a table that a lesson
+// says), which a paragraph in a proportional font would scramble.
+static int lined_up(const char *s) { return !strncmp(s, "  ", 2) || strstr(s, "   ") != NULL; }
+
 void trace_doc_say(Trace *tr, const char *en, const char *zh) {
+    if (lined_up(en)) {   // preformatted, with the lesson's own text around it
+        fprintf(tr->doc_state->held, "%s\n", trace_text(tr, en, zh));
+        return;
+    }
     struct TraceDoc *d = before(tr, 0);
     size_t ne, nz = 0;
     const char *se = trimmed(en, strlen(en), &ne);
