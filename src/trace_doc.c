@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 struct TraceDoc {
     Buf page;            // the document so far
@@ -53,8 +54,10 @@ int trace_doc_active(const Trace *tr) {
 // Escaping
 
 // Text inside an HTML element or a quoted attribute: <, >, &, " as entities;
-// "//" as "/&#47;" so that no text of a lesson reads as a link; terminal
-// colour sequences and other control characters dropped.
+// "//", "http:", "url(" and "@import" with one character as an entity, so
+// that no text of a lesson can read as a link or a fetch (the page shows
+// the same characters); terminal colour sequences and other control
+// characters dropped.
 static void html_text(Buf *b, const char *s, size_t n) {
     for (size_t i = 0; i < n && s[i]; i++) {
         unsigned char c = (unsigned char)s[i];
@@ -68,6 +71,10 @@ static void html_text(Buf *b, const char *s, size_t n) {
         else if (c == '&') buf_append(b, "&amp;");
         else if (c == '"') buf_append(b, "&quot;");
         else if (c == '/' && i > 0 && s[i - 1] == '/') buf_append(b, "&#47;");
+        else if (c == ':' && ((i >= 4 && !strncasecmp(s + i - 4, "http", 4)) || (i >= 5 && !strncasecmp(s + i - 5, "https", 5))))
+            buf_append(b, "&#58;");
+        else if (c == '(' && i >= 3 && !strncasecmp(s + i - 3, "url", 3)) buf_append(b, "&#40;");
+        else if (c == '@' && !strncasecmp(s + i + 1, "import", 6)) buf_append(b, "&#64;");
         else if (c < 0x20 && c != '\n' && c != '\t') continue;
         else buf_appendn(b, s + i, 1);
     }

@@ -10,6 +10,7 @@
 #include "testutil.h"
 
 #include "lessons.h"
+#include "trace.h"
 
 #include <ctype.h>
 #include <math.h>
@@ -372,6 +373,78 @@ static void test_heat_maps(void **state) {
     run_free(&r);
 }
 
+// The trace itself, without a lesson: text that HTML and Markdown must
+// escape, a 3-D tensor, -inf, and what a lesson prints around the trace.
+static char *render(TraceFormat format, int fail) {
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    assert_non_null(f);
+    Trace tr;
+    trace_init(&tr, f);
+    tr.format = format;
+    tr.lesson = "test";
+    assert_int_equal(trace_begin(&tr), 0);
+    trace_heading(&tr, "A <b> & c", "甲 <b> & 丙");
+    trace_say(&tr, "x < y && z > 0 // http://nowhere", "中文 x < y");
+    float m[6] = {1.5f, -INFINITY, 0.25f, 3, 1e-6f, 0};
+    Tensor t2 = tensor_view2(m, 2, 3);
+    const char *rows[2] = {"<a>", "|&"};
+    trace_tensor(&tr, TRACE_FULL, "scores", "s = q @ k.T", &t2, rows, HEAT_SCORES);
+    Tensor t3 = tensor_view(m, 3, (const int[]){3, 1, 2});
+    trace_tensor(&tr, TRACE_FULL, "cache_k", NULL, &t3, NULL, HEAT_NONE);
+    fprintf(tr.out, "  step  a|b  <c>\n");
+    fprintf(tr.out, "  1     2    3\n");
+    trace_count(&tr, "rows", 3, "rows", "行");
+    trace_count(&tr, "hidden", 4, NULL, NULL);
+    int rc = trace_finish(&tr, fail);
+    assert_int_equal(rc, fail);
+    fclose(f);
+    return text;
+}
+
+static void test_trace_documents(void **state) {
+    (void)state;
+    char *h = render(FORMAT_HTML, 0);
+    char err[256];
+    const char *problem = html_problem(h, err, sizeof err);
+    if (problem) fail_msg("trace as HTML: %s\n%s", problem, h);
+    if (external_url(h)) fail_msg("trace as HTML: '%s' in the page", external_url(h));
+    static const char *const WANT[] = {
+        "<h1><span class=\"en\" lang=\"en\">A &lt;b&gt; &amp; c</span>",   // both languages, escaped
+        "<span class=\"zh\" lang=\"zh-CN\">甲 &lt;b&gt; &amp; 丙</span></h1>",
+        "<th class=\"tok\">&lt;a&gt;</th>",                                  // row labels escaped
+        "title=\"-inf\"", "title=\"9.99999997e-07\"", "title=\"1.5\"",
+        "&gt;&gt;&gt; s = q @ k.T",                                         // the code line
+        "cache_k[2]",                                                       // slices of a 3-D tensor
+        "step  a|b  &lt;c&gt;\n1     2    3</pre>",                            // printed text, one block
+        "rows: 3", "行：3",
+    };
+    for (size_t i = 0; i < sizeof WANT / sizeof WANT[0]; i++)
+        if (!strstr(h, WANT[i])) fail_msg("trace as HTML: expected '%s' in\n%s", WANT[i], h);
+    assert_null(strstr(h, "hidden"));
+    free(h);
+
+    char *md = render(FORMAT_MD, 0);
+    check_md_tables(md, "trace as Markdown");
+    static const char *const WANT_MD[] = {
+        "# A \\<b\\> & c\n",
+        "```python\n>>> s = q @ k.T\n```",
+        "| token | 0 | 1 | 2 |\n|:---|---:|---:|---:|\n| \\<a\\> | 1.5000e+00 | -inf | 2.5000e-01 |\n",
+        "| \\|& | 3.0000e+00 | 1.0000e-06 | 0.0000e+00 |",
+        "```text\nstep  a|b  <c>\n1     2    3\n```",
+        "rows: 3  \n",
+    };
+    for (size_t i = 0; i < sizeof WANT_MD / sizeof WANT_MD[0]; i++)
+        if (!strstr(md, WANT_MD[i])) fail_msg("trace as Markdown: expected '%s' in\n%s", WANT_MD[i], md);
+    free(md);
+
+    // A run that failed writes nothing.
+    char *none = render(FORMAT_HTML, 1);
+    assert_string_equal(none, "");
+    free(none);
+}
+
 // What html and md do with --step, with commands, and when a lesson fails.
 static void test_options_and_commands(void **state) {
     (void)state;
@@ -404,6 +477,7 @@ static void test_options_and_commands(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_checker_catches_mistakes),
+        cmocka_unit_test(test_trace_documents),
         cmocka_unit_test(test_heat_maps),
         cmocka_unit_test(test_options_and_commands),
         cmocka_unit_test(test_every_lesson),
