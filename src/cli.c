@@ -390,6 +390,9 @@ static int cmd_lesson(int argc, char **argv) {
         if (!(opt.given >> i & 1)) continue;
         if (!lesson_uses(l, OPTIONS[i].name)) fprintf(stderr, "kvdemo: lesson %s ignores %s\n", l->id, OPTIONS[i].name);
     }
+    if ((opt.given >> option_index("--color") & 1) && (tr.format == FORMAT_HTML || tr.format == FORMAT_MD))
+        fprintf(stderr, "kvdemo: %s; --color ignored\n",
+                tr.format == FORMAT_HTML ? "an HTML page always colours its heat maps" : "Markdown has no colours");
     if (trace_begin(&tr)) return 1;
     rc = trace_finish(&tr, l->run(&opt, &tr));
     // --color colours score and weight matrices; a lesson that showed none

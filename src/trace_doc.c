@@ -162,6 +162,7 @@ static const char *HTML_STYLE =
     "th{background:#eee;font-weight:normal}th.tok{text-align:left}td.l,th.l{text-align:left}\n"
     ".legend{font-size:.9em}.sw{display:inline-block;min-width:1.1em;text-align:center}\n"
     ".toggle{text-align:right}\n"
+    "@media screen and (min-width:90em){body{font-size:1.25em}}\n"
     "@media print{.toggle{display:none}section.page{break-before:page}"
     "*{-webkit-print-color-adjust:exact;print-color-adjust:exact}pre{white-space:pre-wrap}}\n";
 
