@@ -40,6 +40,7 @@ struct TraceDoc {
     int new_step;        // a step began: the next output opens a section
     int headings;        // headings so far (the first is the title)
     int table_cols;      // columns of the open trace table, or 0
+    unsigned char table_left[64];   // 1: that column is left-aligned (text)
     size_t held_end;     // page.len right after the last block of held text
     size_t lines_end;    // page.len right after the last block of lines
 };
@@ -657,6 +658,7 @@ void trace_doc_table_head(Trace *tr, int ncols, const char *const *en, const cha
         buf_append(b, "\n");
     }
     d->table_cols = ncols > 0 ? ncols : 1;
+    for (int i = 0; i < ncols && i < 64; i++) d->table_left[i] = !right[i];
 }
 
 void trace_doc_table_row(Trace *tr, int ncols, const char *const *cells) {
@@ -664,6 +666,7 @@ void trace_doc_table_row(Trace *tr, int ncols, const char *const *cells) {
     Buf *b = &d->page;
     if (!d->table_cols) {   // a row without a head: a table of its own
         d->table_cols = ncols;
+        memset(d->table_left, 0, sizeof d->table_left);
         if (is_html(tr)) buf_append(b, "<table>\n<tbody>\n");
         else {
             buf_append(b, "|");
@@ -676,7 +679,7 @@ void trace_doc_table_row(Trace *tr, int ncols, const char *const *cells) {
     if (is_html(tr)) {
         buf_append(b, "<tr>");
         for (int i = 0; i < ncols; i++) {
-            buf_append(b, "<td>");
+            buf_append(b, i < 64 && d->table_left[i] ? "<td class=\"l\">" : "<td>");
             html(b, cells[i]);
             buf_append(b, "</td>");
         }

@@ -396,6 +396,14 @@ static char *render(TraceFormat format, int fail) {
     fprintf(tr.out, "  step  a|b  <c>\n");
     fprintf(tr.out, "  1     2    3\n");
     trace_count(&tr, "rows", 3, "rows", "行");
+    static const TraceColumn COLS[] = {{"name", "名字", 8, 0, NULL}, {"a|b", "甲", 6, 1, NULL}};
+    static const TraceTable TABLE = {"demo", 2, COLS};
+    trace_table_head(&tr, &TABLE);
+    trace_table_row(&tr, &TABLE, (const char *const[]){"<x>", "1"});
+    trace_step(&tr, 1);   // a step between rows keeps the table whole
+    trace_count(&tr, "hidden", 5, NULL, NULL);
+    trace_table_row(&tr, &TABLE, (const char *const[]){"y|z", "2"});
+    trace_step(&tr, 0);
     trace_count(&tr, "hidden", 4, NULL, NULL);
     int rc = trace_finish(&tr, fail);
     assert_int_equal(rc, fail);
@@ -419,6 +427,8 @@ static void test_trace_documents(void **state) {
         "cache_k[2]",                                                       // slices of a 3-D tensor
         "step  a|b  &lt;c&gt;\n1     2    3</pre>",                            // printed text, one block
         "rows: 3", "行：3",
+        "<th class=\"l\"><span class=\"en\" lang=\"en\">name</span><span class=\"zh\" lang=\"zh-CN\">名字</span></th><th>",
+        "<tr><td class=\"l\">&lt;x&gt;</td><td>1</td></tr>\n<tr><td class=\"l\">y|z</td><td>2</td></tr>\n</tbody></table>",
     };
     for (size_t i = 0; i < sizeof WANT / sizeof WANT[0]; i++)
         if (!strstr(h, WANT[i])) fail_msg("trace as HTML: expected '%s' in\n%s", WANT[i], h);
@@ -434,6 +444,7 @@ static void test_trace_documents(void **state) {
         "| \\|& | 3.0000e+00 | 1.0000e-06 | 0.0000e+00 |",
         "```text\nstep  a|b  <c>\n1     2    3\n```",
         "rows: 3  \n",
+        "| name | a\\|b |\n|:---|---:|\n| \\<x\\> | 1 |\n| y\\|z | 2 |\n",
     };
     for (size_t i = 0; i < sizeof WANT_MD / sizeof WANT_MD[0]; i++)
         if (!strstr(md, WANT_MD[i])) fail_msg("trace as Markdown: expected '%s' in\n%s", WANT_MD[i], md);
