@@ -12,13 +12,13 @@
 // checkpoints, and train_run that ties them together.
 #include "train.h"
 
+#include "pool.h"
 #include "utf8.h"
 
 #include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,125 +35,11 @@
 static int min_int(int a, int b) { return a < b ? a : b; }
 
 // ---------------------------------------------------------------------------
-// Threads. Training keeps its own small pool: each loop of `count` tasks is
-// cut into one contiguous slice per thread, always the same slices for the
-// same count. Contiguous slices keep a matmul's rows together (the slice of
-// b stays in cache across them), and the results never depend on which
-// thread ran what.
-
-struct TrainPool {
-    int n;                     // threads, the caller included
-    pthread_t *workers;        // (n - 1)
-    pthread_mutex_t mu;
-    pthread_cond_t start;      // workers wait here for a new loop
-    pthread_cond_t finished;   // the caller waits here for the workers
-    TrainTaskFn fn;            // the current loop, read under mu
-    void *ctx;
-    int count;
-    unsigned generation;       // bumped for every loop
-    int busy;                  // workers still running the current loop
-    int quit;
-};
-
-typedef struct {
-    TrainPool *pool;
-    int thread;   // 1 .. n-1
-} TrainWorker;
-
-static void slice(int count, int n, int t, int *begin, int *end) {
-    *begin = (int)((int64_t)count * t / n);
-    *end = (int)((int64_t)count * (t + 1) / n);
-}
-
-static void *train_worker(void *arg) {
-    TrainWorker w = *(TrainWorker *)arg;
-    free(arg);
-    TrainPool *p = w.pool;
-    unsigned seen = 0;
-    pthread_mutex_lock(&p->mu);
-    for (;;) {
-        while (p->generation == seen && !p->quit) pthread_cond_wait(&p->start, &p->mu);
-        if (p->quit) break;
-        seen = p->generation;
-        TrainTaskFn fn = p->fn;
-        void *ctx = p->ctx;
-        int begin, end;
-        slice(p->count, p->n, w.thread, &begin, &end);
-        pthread_mutex_unlock(&p->mu);
-        if (begin < end) fn(ctx, begin, end, w.thread);
-        pthread_mutex_lock(&p->mu);
-        if (--p->busy == 0) pthread_cond_signal(&p->finished);
-    }
-    pthread_mutex_unlock(&p->mu);
-    return NULL;
-}
-
-TrainPool *train_pool_new(int threads) {
-    if (threads <= 0) {
-        long cores = sysconf(_SC_NPROCESSORS_ONLN);
-        threads = cores < 1 ? 1 : (int)cores;
-    }
-    TrainPool *p = calloc(1, sizeof(TrainPool));
-    if (!p) return NULL;
-    p->workers = calloc((size_t)threads, sizeof(pthread_t));
-    if (!p->workers) {
-        free(p);
-        return NULL;
-    }
-    pthread_mutex_init(&p->mu, NULL);
-    pthread_cond_init(&p->start, NULL);
-    pthread_cond_init(&p->finished, NULL);
-    p->n = 1;
-    for (int t = 1; t < threads; t++) {
-        TrainWorker *w = malloc(sizeof(TrainWorker));
-        if (w) *w = (TrainWorker){p, t};
-        if (!w || pthread_create(&p->workers[t - 1], NULL, train_worker, w) != 0) {
-            free(w);
-            train_pool_free(p);   // joins the workers started so far
-            return NULL;
-        }
-        p->n = t + 1;
-    }
-    return p;
-}
-
-void train_pool_free(TrainPool *p) {
-    if (!p) return;
-    pthread_mutex_lock(&p->mu);
-    p->quit = 1;
-    pthread_cond_broadcast(&p->start);
-    pthread_mutex_unlock(&p->mu);
-    for (int t = 1; t < p->n; t++) pthread_join(p->workers[t - 1], NULL);
-    pthread_cond_destroy(&p->finished);
-    pthread_cond_destroy(&p->start);
-    pthread_mutex_destroy(&p->mu);
-    free(p->workers);
-    free(p);
-}
-
-int train_pool_threads(const TrainPool *p) { return p ? p->n : 1; }
-
-void train_pool_run(TrainPool *p, TrainTaskFn fn, void *ctx, int count) {
-    if (count <= 0) return;
-    if (!p || p->n == 1 || count == 1) {
-        fn(ctx, 0, count, 0);
-        return;
-    }
-    pthread_mutex_lock(&p->mu);
-    p->fn = fn;
-    p->ctx = ctx;
-    p->count = count;
-    p->busy = p->n - 1;
-    p->generation++;
-    pthread_cond_broadcast(&p->start);
-    pthread_mutex_unlock(&p->mu);
-    int begin, end;
-    slice(count, p->n, 0, &begin, &end);
-    if (begin < end) fn(ctx, begin, end, 0);
-    pthread_mutex_lock(&p->mu);
-    while (p->busy > 0) pthread_cond_wait(&p->finished, &p->mu);
-    pthread_mutex_unlock(&p->mu);
-}
+// Threads: the program's Pool, each loop cut into one contiguous slice of
+// tasks per thread (pool_run_slices). Contiguous slices keep a matmul's rows
+// together (the slice of b stays in cache across them). Every task writes
+// its own outputs and every sum over tasks runs in a fixed order, so the
+// results never depend on the number of threads.
 
 // ---------------------------------------------------------------------------
 // The matmul kernel. Training spends nearly all its time here: forward
@@ -293,20 +179,20 @@ static void matmul_task(void *ctx, int begin, int end, int thread) {
 }
 
 void train_matmul(float *out, const float *a, const float *b, const float *bias, int accumulate,
-                  TrainPool *pool, int64_t a_row, int64_t a_col, int ldb, int ldo, int M, int K,
+                  Pool *pool, int64_t a_row, int64_t a_col, int ldb, int ldo, int M, int K,
                   int N) {
     MatmulJob job = {out, a, b, bias, accumulate, a_row, a_col, ldb, ldo, M, K, N};
     int tiles = (M + MR - 1) / MR;
-    if (!pool || train_pool_threads(pool) == 1 || (int64_t)M * K * N < 65536)
+    if (!pool || pool_threads(pool) == 1 || (int64_t)M * K * N < 65536)
         matmul_task(&job, 0, tiles, 0);
     else
-        train_pool_run(pool, matmul_task, &job, tiles);
+        pool_run_slices(pool, matmul_task, &job, tiles);
 }
 
 // ---------------------------------------------------------------------------
 // Linear layer: y = x @ W + b with W stored (in, out), as in the chapter.
 
-void linear_forward(float *out, const float *inp, const float *w, const float *b, TrainPool *pool,
+void linear_forward(float *out, const float *inp, const float *w, const float *b, Pool *pool,
                     int N, int IC, int OC) {
     // out (N, OC), inp (N, IC), w (IC, OC), b (OC)
     // torch: out = inp @ w + b
@@ -340,18 +226,18 @@ static void bias_grad_task(void *ctx, int begin, int end, int thread) {
 }
 
 void linear_backward(float *dinp, float *dw, float *db, float *wt, const float *dout,
-                     const float *inp, const float *w, TrainPool *pool, int N, int IC, int OC) {
+                     const float *inp, const float *w, Pool *pool, int N, int IC, int OC) {
     // dinp (N, IC), dw (IC, OC), db (OC), wt (OC, IC) scratch, dout (N, OC), inp (N, IC)
     LinearJob j = {wt, db, w, dout, N, IC, OC};
     if (dinp) {
         // dinp += dout @ w^T    (w^T made contiguous first, so b rows are contiguous)
-        train_pool_run(pool, transpose_task, &j, IC);
+        pool_run_slices(pool, transpose_task, &j, IC);
         train_matmul(dinp, dout, wt, NULL, 1, pool, OC, 1, IC, IC, N, OC, IC);
     }
     // dw += inp^T @ dout    (a(i, n) = inp[n * IC + i]: a transposed view)
     train_matmul(dw, inp, dout, NULL, 1, pool, 1, IC, OC, OC, IC, N, OC);
     // db += dout.sum(0)
-    if (db) train_pool_run(pool, bias_grad_task, &j, (OC + 15) / 16);
+    if (db) pool_run_slices(pool, bias_grad_task, &j, (OC + 15) / 16);
 }
 
 // ---------------------------------------------------------------------------
@@ -442,19 +328,19 @@ static void layernorm_backward_task(void *ctx, int begin, int end, int thread) {
 
 // partial: ((N + LN_ROWS - 1) / LN_ROWS) * 2C floats of scratch.
 static void layernorm_forward_pool(float *out, float *mean, float *rstd, const float *inp,
-                                   const float *w, const float *b, TrainPool *pool, int N, int C) {
+                                   const float *w, const float *b, Pool *pool, int N, int C) {
     LnJob j = {.out = out, .mean = mean, .rstd = rstd, .inp = inp, .w = w, .b = b, .N = N, .C = C};
-    train_pool_run(pool, layernorm_forward_task, &j, (N + LN_ROWS - 1) / LN_ROWS);
+    pool_run_slices(pool, layernorm_forward_task, &j, (N + LN_ROWS - 1) / LN_ROWS);
 }
 
 static void layernorm_backward_pool(float *dinp, float *dw, float *db, float *partial,
                                     const float *dout, const float *inp, const float *w,
-                                    const float *mean, const float *rstd, TrainPool *pool, int N,
+                                    const float *mean, const float *rstd, Pool *pool, int N,
                                     int C) {
     int chunks = (N + LN_ROWS - 1) / LN_ROWS;
     LnJob j = {.out = dinp, .partial = partial, .dout = dout, .inp = inp, .w = w,
                .cmean = mean, .crstd = rstd, .N = N, .C = C};
-    train_pool_run(pool, layernorm_backward_task, &j, chunks);
+    pool_run_slices(pool, layernorm_backward_task, &j, chunks);
     for (int chunk = 0; chunk < chunks; chunk++) {
         const float *pdw = partial + (int64_t)chunk * 2 * C, *pdb = pdw + C;
         for (int c = 0; c < C; c++) {
@@ -624,11 +510,11 @@ static void attention_forward_task(void *ctx, int begin, int end, int thread) {
 }
 
 void attention_forward(float *out, float *att, const float *q, const float *k, const float *v,
-                       float *scratch, TrainPool *pool, int B, int T, int C, int H) {
+                       float *scratch, Pool *pool, int B, int T, int C, int H) {
     // out (B, T, C), att (B, H, T, T), q k v (B, T, C), scratch threads * (D, T)
     AttnJob job = {.out = out, .att = att, .scratch = scratch, .q = q, .k = k, .v = v,
                    .B = B, .T = T, .C = C, .H = H};
-    train_pool_run(pool, attention_forward_task, &job, B * H);
+    pool_run_slices(pool, attention_forward_task, &job, B * H);
 }
 
 static void attention_backward_task(void *ctx, int begin, int end, int thread) {
@@ -667,11 +553,11 @@ static void attention_backward_task(void *ctx, int begin, int end, int thread) {
 
 void attention_backward(float *dq, float *dk, float *dv, const float *dout, const float *att,
                         const float *q, const float *k, const float *v, float *scratch,
-                        TrainPool *pool, int B, int T, int C, int H) {
+                        Pool *pool, int B, int T, int C, int H) {
     // dq dk dv (B, T, C), dout (B, T, C), att (B, H, T, T), scratch threads * (D*T + T*T)
     AttnJob job = {.dq = dq, .dk = dk, .dv = dv, .scratch = scratch, .q = q, .k = k, .v = v,
                    .dout = dout, .catt = att, .B = B, .T = T, .C = C, .H = H};
-    train_pool_run(pool, attention_backward_task, &job, B * H);
+    pool_run_slices(pool, attention_backward_task, &job, B * H);
 }
 
 // ---------------------------------------------------------------------------
@@ -803,7 +689,7 @@ void train_init_params(float *params, GptConfig cfg, uint64_t seed) {
 struct TrainState {
     GptConfig cfg;
     int B;                    // sequences the buffers hold
-    TrainPool *pool;
+    Pool *pool;
     GptBlockParams *blocks;   // (L) views for gpt_params_carve
     GptBlockParams *gblocks;  // (L) the same for the gradients
     float *memory;            // the one allocation
@@ -836,14 +722,14 @@ struct TrainState {
     float *ln_partial;   // (N / LN_ROWS rounded up, 2C) LayerNorm's partial dw, db
 };
 
-TrainState *train_state_new(GptConfig g, int B, TrainPool *pool) {
+TrainState *train_state_new(GptConfig g, int B, Pool *pool) {
     TrainState *s = calloc(1, sizeof(TrainState));
     if (!s) return NULL;
     s->cfg = g;
     s->B = B;
     s->pool = pool;
     size_t N = (size_t)B * g.T, C = g.C, F = 4 * C, L = g.L, V = g.V, T = g.T;
-    size_t D = C / g.H, threads = pool ? (size_t)train_pool_threads(pool) : 1;
+    size_t D = C / g.H, threads = pool ? (size_t)pool_threads(pool) : 1;
     size_t wt = C * F > C * V ? C * F : C * V;
     struct { float **ptr; size_t size; } table[] = {
         {&s->res, (L + 1) * N * C}, {&s->ln1, L * N * C}, {&s->ln1_mean, L * N},
@@ -921,7 +807,7 @@ double train_forward(TrainState *s, const float *params, const int32_t *inputs,
                                w->ln2_b, s->pool, N, C);
         linear_forward(fch, ln2, w->w1, w->b1, s->pool, N, C, F);
         GeluJob gj = {fcg, fch, NULL, 4096, (int64_t)N * F};
-        train_pool_run(s->pool, gelu_forward_task, &gj, (int)((gj.n + gj.chunk - 1) / gj.chunk));
+        pool_run_slices(s->pool, gelu_forward_task, &gj, (int)((gj.n + gj.chunk - 1) / gj.chunk));
         memcpy(res_out, resmid, sizeof(float) * (size_t)N * C);
         train_matmul(res_out, fcg, w->w2, w->b2, 1, s->pool, F, 1, C, C, N, F, C);
     }
@@ -965,7 +851,7 @@ void train_backward(TrainState *s, float *grads, const float *params, const int3
         linear_backward(s->dfcg, dw->w2, dw->b2, s->wt, s->dres, fcg, w->w2, s->pool, N, F, C);
         memset(s->dfch, 0, nf);
         GeluJob gj = {s->dfch, fch, s->dfcg, 4096, (int64_t)N * F};
-        train_pool_run(s->pool, gelu_backward_task, &gj, (int)((gj.n + gj.chunk - 1) / gj.chunk));
+        pool_run_slices(s->pool, gelu_backward_task, &gj, (int)((gj.n + gj.chunk - 1) / gj.chunk));
         memset(s->dln, 0, nc);
         linear_backward(s->dln, dw->w1, dw->b1, s->wt, s->dfch, ln2, w->w1, s->pool, N, C, F);
         layernorm_backward_pool(s->dres, dw->ln2_w, dw->ln2_b, s->ln_partial, s->dln, resmid,
@@ -1048,11 +934,11 @@ static void adamw_task(void *ctx, int begin, int end, int thread) {
 // chunk of ADAM_CHUNK. Returns the norm before clipping.
 static float adamw_update(float *params, float *m, float *v, float *grads, const uint8_t *decay,
                           double *partial, const TrainConfig *r, float lr, int step,
-                          TrainPool *pool, size_t P) {
+                          Pool *pool, size_t P) {
     int chunks = (int)((P + ADAM_CHUNK - 1) / ADAM_CHUNK);
     AdamJob aj = {params, grads, m, v, decay, partial, P, lr, r->beta1, r->beta2, r->eps,
                   r->weight_decay, 1.0f, 0, 0};
-    train_pool_run(pool, grad_norm_task, &aj, chunks);
+    pool_run_slices(pool, grad_norm_task, &aj, chunks);
     double sq = 0.0;
     for (int c = 0; c < chunks; c++) sq += partial[c];   // in order: the same sum every run
     float norm = (float)sqrt(sq);
@@ -1060,7 +946,7 @@ static float adamw_update(float *params, float *m, float *v, float *grads, const
     // bias corrections of the moments: 1 - beta^t
     aj.bc1 = 1.0f - powf(r->beta1, (float)(step + 1));
     aj.bc2 = 1.0f - powf(r->beta2, (float)(step + 1));
-    train_pool_run(pool, adamw_task, &aj, chunks);
+    pool_run_slices(pool, adamw_task, &aj, chunks);
     return norm;
 }
 
@@ -1523,14 +1409,14 @@ int train_eval(const GptModel *model, const char *data_path, int threads, double
         return 1;
     }
     int B = 8;
-    TrainPool *pool = train_pool_new(threads);
+    Pool *pool = pool_new(threads);
     TrainState *s = pool ? train_state_new(g, B, pool) : NULL;
     int32_t *io = malloc(sizeof(int32_t) * 2 * (size_t)B * g.T);
     if (!s || !io) {
         fprintf(stderr, "kvdemo: out of memory for evaluation\n");
         free(io);
         train_state_free(s);
-        train_pool_free(pool);
+        pool_free(pool);
         train_text_free(&text);
         return 1;
     }
@@ -1545,7 +1431,7 @@ int train_eval(const GptModel *model, const char *data_path, int threads, double
                                         io, io + B * g.T);
     free(io);
     train_state_free(s);
-    train_pool_free(pool);
+    pool_free(pool);
     train_text_free(&text);
     return 0;
 }
@@ -1621,7 +1507,7 @@ int train_run(const TrainConfig *cfg, TrainProgressFn progress, void *user) {
     TrainCheckpoint ck = {0};
     int status = TRAIN_FAILED;
     TrainText text = {0};
-    TrainPool *pool = NULL;
+    Pool *pool = NULL;
     TrainState *s = NULL;
     float *memory = NULL;
     uint8_t *decay = NULL;
@@ -1686,7 +1572,7 @@ int train_run(const TrainConfig *cfg, TrainProgressFn progress, void *user) {
     }
 
     size_t P = gpt_num_params(g);
-    pool = train_pool_new(r.threads);
+    pool = pool_new(r.threads);
     if (!pool) goto oom;
     s = train_state_new(g, r.batch, pool);
     memory = malloc(sizeof(float) * 4 * P);   // params, grads, m, v
@@ -1724,7 +1610,7 @@ int train_run(const TrainConfig *cfg, TrainProgressFn progress, void *user) {
                         "embedding %d, heads %d, blocks %d: %zu parameters; batch %d x %d, "
                         "%d steps%s, %d threads\n", r.data_path, (long long)text.n, g.V, g.T,
                 g.C, g.H, g.L, P, r.batch, g.T, r.iters,
-                r.resume_path ? " (resumed)" : "", train_pool_threads(pool));
+                r.resume_path ? " (resumed)" : "", pool_threads(pool));
     if (r.resume_path && !r.quiet)
         fprintf(stderr, "resuming at step %d of %d from %s\n", step, r.iters, r.resume_path);
 
@@ -1834,7 +1720,7 @@ done:
     free(decay);
     free(memory);
     train_state_free(s);
-    train_pool_free(pool);
+    pool_free(pool);
     train_text_free(&text);
     free(ckpt_default);
     return status;
@@ -1850,7 +1736,7 @@ int train_benchmark(GptConfig cfg, int B, int steps, int threads, double *tokens
     train_config_default(&r, "seed");
     size_t P = gpt_num_params(cfg);
     int count = 0;
-    TrainPool *pool = train_pool_new(threads);
+    Pool *pool = pool_new(threads);
     TrainState *s = pool ? train_state_new(cfg, B, pool) : NULL;
     float *memory = malloc(sizeof(float) * 4 * P);
     uint8_t *decay = malloc(P);
@@ -1886,6 +1772,6 @@ int train_benchmark(GptConfig cfg, int B, int steps, int threads, double *tokens
     free(decay);
     free(memory);
     train_state_free(s);
-    train_pool_free(pool);
+    pool_free(pool);
     return status;
 }

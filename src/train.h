@@ -20,24 +20,7 @@
 #include <stdint.h>
 
 #include "gpt.h"
-
-// ---------------------------------------------------------------------------
-// Threads: training's own pool. A loop of `count` tasks is cut into one
-// contiguous slice per thread (the caller runs slice 0), the same slices for
-// the same count every time; fn(ctx, begin, end, thread) runs tasks
-// begin .. end-1. Results never depend on the number of threads.
-
-typedef void (*TrainTaskFn)(void *ctx, int begin, int end, int thread);
-typedef struct TrainPool TrainPool;
-
-// threads <= 0: one per online core. NULL when threads could not be had.
-TrainPool *train_pool_new(int threads);
-void train_pool_free(TrainPool *pool);
-// Threads, the caller included (1 for a NULL pool).
-int train_pool_threads(const TrainPool *pool);
-// Runs the loop and returns when every slice is done. A NULL pool runs
-// fn(ctx, 0, count, 0) on the caller. Not reentrant.
-void train_pool_run(TrainPool *pool, TrainTaskFn fn, void *ctx, int count);
+#include "pool.h"
 
 // ---------------------------------------------------------------------------
 // What to train and how. train_config_default fills in the recipe of the
@@ -171,12 +154,12 @@ void train_checkpoint_fail_after(long bytes);
 // Layers. Shapes use the legend above; "rows" is the number of token rows.
 
 // out (N, OC) = inp (N, IC) @ w (IC, OC) + b (OC).  torch: F.linear / x @ W + b
-void linear_forward(float *out, const float *inp, const float *w, const float *b, TrainPool *pool,
+void linear_forward(float *out, const float *inp, const float *w, const float *b, Pool *pool,
                     int N, int IC, int OC);
 // dinp (N, IC) += dout @ w^T; dw (IC, OC) += inp^T @ dout; db (OC) += sum of dout rows.
 // wt (OC, IC) is scratch for w transposed. dinp may be NULL.
 void linear_backward(float *dinp, float *dw, float *db, float *wt, const float *dout,
-                     const float *inp, const float *w, TrainPool *pool, int N, int IC, int OC);
+                     const float *inp, const float *w, Pool *pool, int N, int IC, int OC);
 
 // out (N, C) = (inp - mean) * rstd * w + b, mean and rstd (N) saved; eps 1e-5.
 // torch: F.layer_norm(x, (C,), w, b, eps=1e-5)
@@ -194,11 +177,11 @@ void gelu_backward(float *dinp, const float *inp, const float *dout, int n);
 //   att = softmax(q @ k^T / sqrt(D) + causal mask); out = att @ v
 // scratch: threads * (D * T) floats.
 void attention_forward(float *out, float *att, const float *q, const float *k, const float *v,
-                       float *scratch, TrainPool *pool, int B, int T, int C, int H);
+                       float *scratch, Pool *pool, int B, int T, int C, int H);
 // dq, dk, dv (B, T, C) += gradients; scratch: threads * (D*T + T*T) floats.
 void attention_backward(float *dq, float *dk, float *dv, const float *dout, const float *att,
                         const float *q, const float *k, const float *v, float *scratch,
-                        TrainPool *pool, int B, int T, int C, int H);
+                        Pool *pool, int B, int T, int C, int H);
 
 // probs (N, V) = softmax(logits); losses (N) = -log probs[target]. Returns the
 // mean loss. F.cross_entropy(logits, targets)
@@ -214,7 +197,7 @@ void crossentropy_backward(float *dlogits, const float *probs, const int32_t *ta
 // summed over k in order 0 .. K-1 whatever the split into threads, so the
 // result does not depend on the number of threads. pool may be NULL.
 void train_matmul(float *out, const float *a, const float *b, const float *bias, int accumulate,
-                  TrainPool *pool, int64_t a_row, int64_t a_col, int ldb, int ldo, int M, int K,
+                  Pool *pool, int64_t a_row, int64_t a_col, int ldb, int ldo, int M, int K,
                   int N);
 // The same with plain loops: the reference the fast kernel is tested against.
 void train_matmul_plain(float *out, const float *a, const float *b, const float *bias,
@@ -228,7 +211,7 @@ typedef struct TrainState TrainState;
 
 // Buffers for batches of up to B sequences of T tokens of a model of shape
 // cfg. NULL when memory could not be had.
-TrainState *train_state_new(GptConfig cfg, int B, TrainPool *pool);
+TrainState *train_state_new(GptConfig cfg, int B, Pool *pool);
 void train_state_free(TrainState *s);
 // Forward pass of b (<= B) sequences of T tokens inputs (b, T); with targets
 // (b, T) returns the mean loss (else 0). model params as in gpt.h.

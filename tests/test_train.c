@@ -90,7 +90,7 @@ static void expect_grad(const char *what, const float *analytic, float *x, size_
 static void test_matmul_fast_equals_plain(void **state) {
     (void)state;
     int Ms[] = {1, 5, 6, 7, 13, 70}, Ks[] = {1, 3, 64, 300}, Ns[] = {1, 16, 65, 130};
-    TrainPool *pool = train_pool_new(2);
+    Pool *pool = pool_new(2);
     assert_non_null(pool);
     for (int a = 0; a < 6; a++)
         for (int b = 0; b < 4; b++)
@@ -117,7 +117,7 @@ static void test_matmul_fast_equals_plain(void **state) {
                     assert_bits(threaded, fast, (int64_t)M * N, what);
                     free(A), free(B), free(bias), free(fast), free(plain), free(threaded);
                 }
-    train_pool_free(pool);
+    pool_free(pool);
 }
 
 // ---------------------------------------------------------------------------
