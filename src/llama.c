@@ -17,6 +17,7 @@
 #include "utf8.h"
 
 #include "ops.h"
+#include "rng.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -241,10 +242,7 @@ int64_t llama_cache_bytes_per_token(const LlamaConfig *c) {
 
 void llama_rng_seed(LlamaRng *r, uint64_t seed) {
     // splitmix64 of the seed, so that nearby seeds start far apart; never 0.
-    uint64_t z = seed + 0x9e3779b97f4a7c15ull;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    z ^= z >> 31;
+    uint64_t z = rng_next(&seed);
     r->state = z ? z : 0x2545f4914f6cdd1dull;
 }
 
@@ -361,11 +359,6 @@ static int host_is_little_endian(void) {
     return b == 1;
 }
 
-static int cmp_u32(const void *a, const void *b) {
-    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-    return (x > y) - (x < y);
-}
-
 int llama_load(LlamaModel *m, const char *path, int max_batch_size, char *err, size_t errlen) {
     memset(m, 0, sizeof *m);
     FILE *f = fopen(path, "rb");
@@ -465,7 +458,7 @@ int llama_load(LlamaModel *m, const char *path, int max_batch_size, char *err, s
         return -1;
     }
     memcpy(sorted, m->vocab, sizeof(uint32_t) * (size_t)c.vocab_size);
-    qsort(sorted, (size_t)c.vocab_size, sizeof(uint32_t), cmp_u32);
+    qsort(sorted, (size_t)c.vocab_size, sizeof(uint32_t), utf8_cmp);
     for (int i = LLAMA_EOS_ID + 2; i < c.vocab_size; i++) {
         if (sorted[i] == sorted[i - 1]) {
             set_err(err, errlen, "%s: character U+%04X appears twice in the vocabulary", path,

@@ -1,5 +1,7 @@
 // train — how the char GPT learns: forward with saved activations, backward
-// for every layer, AdamW, checkpoints, progress, evaluation.
+// for every layer, AdamW, the learning-rate schedule and the training loop.
+// The text is corpus.c's, the checkpoint checkpoint.c's, the matmul kernel
+// train_matmul.c's; the tensors are those gpt.c describes.
 //
 // Legend of dimension letters:
 //   B batch (sequences per step)   T context (positions)   C embedding size
@@ -7,23 +9,23 @@
 //   V vocabulary size              N rows = B * T (one per token)
 //   P number of parameters (floats)
 //
-// The file reads top to bottom: the matmul kernel, the layers (each forward
-// next to its backward), the whole model, AdamW, text and batches,
-// checkpoints, and train_run that ties them together.
+// The file reads top to bottom: the layers (each forward next to its
+// backward), the whole model, AdamW, the loss on held-out text, and
+// train_run that ties them together.
 #include "train.h"
 
+#include "checkpoint.h"
+
 #include "pool.h"
-#include "utf8.h"
+#include "rng.h"
+#include "timer.h"
 
 #include <assert.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #if defined(__AVX512F__)
@@ -40,154 +42,6 @@ static int min_int(int a, int b) { return a < b ? a : b; }
 // together (the slice of b stays in cache across them). Every task writes
 // its own outputs and every sum over tasks runs in a fixed order, so the
 // results never depend on the number of threads.
-
-// ---------------------------------------------------------------------------
-// The matmul kernel. Training spends nearly all its time here: forward
-// x @ W, and in the backward dX = dY @ W^T and dW += X^T @ dY. One kernel
-// serves all three because it reads `a` through two strides (a transposed
-// view costs nothing) while b and out are read along contiguous rows.
-//
-// The fast path computes out in tiles of MR rows by NR columns held in
-// registers, over blocks of KC steps of k so that the KC x NR slice of b
-// stays in cache while every row tile of the slice passes over it.
-
-enum { MR = 6, NR = 64, KC = 256 };
-
-void train_matmul_plain(float *out, const float *a, const float *b, const float *bias,
-                        int accumulate, int64_t a_row, int64_t a_col, int ldb, int ldo, int M,
-                        int K, int N) {
-    for (int i = 0; i < M; i++) {
-        for (int j = 0; j < N; j++) {
-            float *o = out + (int64_t)i * ldo + j;
-            float sum = accumulate ? *o : 0.0f;
-            if (bias) sum += bias[j];
-            for (int k = 0; k < K; k++) sum += a[i * a_row + k * a_col] * b[(int64_t)k * ldb + j];
-            *o = sum;
-        }
-    }
-}
-
-#if defined(__AVX512F__)
-// One tile: rows i .. i+mr-1, the 64 columns masked by m, steps k0 .. k0+kc-1.
-// start: 0 continue from out's partial sums, 1 start from bias (or 0),
-// 2 start from out + bias.
-static inline __attribute__((always_inline)) void tile_avx512(
-    int mr, float *out, int ldo, const float *a, int64_t a_row, int64_t a_col, const float *b,
-    int ldb, int kc, const __mmask16 *m, int start, const float *bias) {
-    __m512 acc[MR][4];
-#pragma GCC unroll 6
-    for (int r = 0; r < mr; r++) {
-#pragma GCC unroll 4
-        for (int q = 0; q < 4; q++) {
-            __m512 init = _mm512_setzero_ps();
-            if (start != 1) init = _mm512_maskz_loadu_ps(m[q], out + (int64_t)r * ldo + 16 * q);
-            if (start != 0 && bias)
-                init = _mm512_add_ps(init, _mm512_maskz_loadu_ps(m[q], bias + 16 * q));
-            acc[r][q] = init;
-        }
-    }
-    for (int k = 0; k < kc; k++) {
-        const float *bk = b + (int64_t)k * ldb;
-        __m512 b0 = _mm512_maskz_loadu_ps(m[0], bk);
-        __m512 b1 = _mm512_maskz_loadu_ps(m[1], bk + 16);
-        __m512 b2 = _mm512_maskz_loadu_ps(m[2], bk + 32);
-        __m512 b3 = _mm512_maskz_loadu_ps(m[3], bk + 48);
-        const float *ak = a + k * a_col;
-#pragma GCC unroll 6
-        for (int r = 0; r < mr; r++) {
-            __m512 ar = _mm512_set1_ps(ak[r * a_row]);
-            acc[r][0] = _mm512_fmadd_ps(ar, b0, acc[r][0]);
-            acc[r][1] = _mm512_fmadd_ps(ar, b1, acc[r][1]);
-            acc[r][2] = _mm512_fmadd_ps(ar, b2, acc[r][2]);
-            acc[r][3] = _mm512_fmadd_ps(ar, b3, acc[r][3]);
-        }
-    }
-#pragma GCC unroll 6
-    for (int r = 0; r < mr; r++) {
-#pragma GCC unroll 4
-        for (int q = 0; q < 4; q++)
-            _mm512_mask_storeu_ps(out + (int64_t)r * ldo + 16 * q, m[q], acc[r][q]);
-    }
-}
-#endif
-
-// Rows i0 .. i1-1 of out, all columns, all of K.
-static void matmul_rows(float *out, const float *a, const float *b, const float *bias,
-                        int accumulate, int64_t a_row, int64_t a_col, int ldb, int ldo, int i0,
-                        int i1, int K, int N) {
-#if defined(__AVX512F__)
-    for (int j0 = 0; j0 < N; j0 += NR) {
-        int nr = min_int(NR, N - j0);
-        __mmask16 m[4];
-        for (int q = 0; q < 4; q++) {
-            int cols = nr - 16 * q;
-            m[q] = cols >= 16 ? 0xFFFF : cols <= 0 ? 0 : (__mmask16)((1u << cols) - 1);
-        }
-        const float *bj = bias ? bias + j0 : NULL;
-        for (int k0 = 0; k0 < K || k0 == 0; k0 += KC) {
-            int kc = min_int(KC, K - k0);
-            int start = k0 > 0 ? 0 : accumulate ? 2 : 1;
-            const float *bk = b + (int64_t)k0 * ldb + j0;
-            for (int i = i0; i < i1; i += MR) {
-                float *o = out + (int64_t)i * ldo + j0;
-                const float *ai = a + i * a_row + k0 * a_col;
-                switch (min_int(MR, i1 - i)) {
-                case 6: tile_avx512(6, o, ldo, ai, a_row, a_col, bk, ldb, kc, m, start, bj); break;
-                case 5: tile_avx512(5, o, ldo, ai, a_row, a_col, bk, ldb, kc, m, start, bj); break;
-                case 4: tile_avx512(4, o, ldo, ai, a_row, a_col, bk, ldb, kc, m, start, bj); break;
-                case 3: tile_avx512(3, o, ldo, ai, a_row, a_col, bk, ldb, kc, m, start, bj); break;
-                case 2: tile_avx512(2, o, ldo, ai, a_row, a_col, bk, ldb, kc, m, start, bj); break;
-                default: tile_avx512(1, o, ldo, ai, a_row, a_col, bk, ldb, kc, m, start, bj); break;
-                }
-            }
-            if (K == 0) break;
-        }
-    }
-#else
-    // Portable path: each row of out is built k by k with a row of b, an
-    // inner loop over j that the compiler vectorizes. Same order of sums.
-    for (int i = i0; i < i1; i++) {
-        float *o = out + (int64_t)i * ldo;
-        for (int j = 0; j < N; j++) {
-            float init = accumulate ? o[j] : 0.0f;
-            o[j] = bias ? init + bias[j] : init;
-        }
-        for (int k = 0; k < K; k++) {
-            float aik = a[i * a_row + k * a_col];
-            const float *bk = b + (int64_t)k * ldb;
-            for (int j = 0; j < N; j++) o[j] += aik * bk[j];
-        }
-    }
-#endif
-}
-
-typedef struct {
-    float *out;
-    const float *a, *b, *bias;
-    int accumulate;
-    int64_t a_row, a_col;
-    int ldb, ldo, M, K, N;
-} MatmulJob;
-
-static void matmul_task(void *ctx, int begin, int end, int thread) {
-    (void)thread;
-    const MatmulJob *j = ctx;
-    int i0 = begin * MR, i1 = min_int(end * MR, j->M);
-    if (i0 < i1)
-        matmul_rows(j->out, j->a, j->b, j->bias, j->accumulate, j->a_row, j->a_col, j->ldb,
-                    j->ldo, i0, i1, j->K, j->N);
-}
-
-void train_matmul(float *out, const float *a, const float *b, const float *bias, int accumulate,
-                  Pool *pool, int64_t a_row, int64_t a_col, int ldb, int ldo, int M, int K,
-                  int N) {
-    MatmulJob job = {out, a, b, bias, accumulate, a_row, a_col, ldb, ldo, M, K, N};
-    int tiles = (M + MR - 1) / MR;
-    if (!pool || pool_threads(pool) == 1 || (int64_t)M * K * N < 65536)
-        matmul_task(&job, 0, tiles, 0);
-    else
-        pool_run_slices(pool, matmul_task, &job, tiles);
-}
 
 // ---------------------------------------------------------------------------
 // Linear layer: y = x @ W + b with W stored (in, out), as in the chapter.
@@ -438,33 +292,6 @@ static void gelu_backward_task(void *ctx, int begin, int end, int thread) {
 // h*D .. h*D+D-1 of q, k, v (B, T, C). The causal mask is applied as the
 // bound j <= i of the softmax; the weights above the diagonal are 0.
 
-// The products of attention skip what the causal mask makes zero, about half
-// of the work. For a (T, T) matrix of weights, row i only has entries at
-// columns j <= i, so tile by tile (MR rows from i0):
-//   CAUSAL_COLS   out (T, N) with columns j < i0 + MR only (scores, datt;
-//                 the caller zeroes the rest)
-//   CAUSAL_K_LE   a holds att: the sum over k stops at i0 + MR
-//   CAUSAL_K_GE   a holds att^T: the sum over k starts at i0
-// The terms skipped are exact zeros, so the result is the full product's.
-enum { CAUSAL_COLS, CAUSAL_K_LE, CAUSAL_K_GE };
-
-static void matmul_causal(float *out, const float *a, const float *b, int mode, int accumulate,
-                          int64_t a_row, int64_t a_col, int ldb, int ldo, int T, int K, int N) {
-    for (int i = 0; i < T; i += MR) {
-        int mr = min_int(MR, T - i), end = i + mr;
-        float *o = out + (int64_t)i * ldo;
-        const float *ai = a + i * a_row;
-        if (mode == CAUSAL_COLS)
-            matmul_rows(o, ai, b, NULL, accumulate, a_row, a_col, ldb, ldo, 0, mr, K,
-                        min_int(N, end));
-        else if (mode == CAUSAL_K_LE)
-            matmul_rows(o, ai, b, NULL, accumulate, a_row, a_col, ldb, ldo, 0, mr, end, N);
-        else
-            matmul_rows(o, ai + i * a_col, b + (int64_t)i * ldb, NULL, accumulate, a_row, a_col,
-                        ldb, ldo, 0, mr, K - i, N);
-    }
-}
-
 typedef struct {
     float *out, *att, *dq, *dk, *dv, *scratch;
     const float *q, *k, *v, *dout, *catt;
@@ -486,7 +313,7 @@ static void attention_forward_task(void *ctx, int begin, int end, int thread) {
         for (int t = 0; t < T; t++)
             for (int d = 0; d < D; d++) kt[(int64_t)d * T + t] = k[(int64_t)t * C + d];
         // scores = q @ k^T                 torch: q @ k.transpose(-2, -1)
-        matmul_causal(att, q, kt, CAUSAL_COLS, 0, C, 1, T, T, T, D, T);
+        train_matmul_causal(att, q, kt, TRAIN_CAUSAL_COLS, 0, C, 1, T, T, T, D, T);
         // att = softmax(scores / sqrt(D) + mask)
         for (int i = 0; i < T; i++) {
             float *row = att + (int64_t)i * T;
@@ -505,7 +332,7 @@ static void attention_forward_task(void *ctx, int begin, int end, int thread) {
             for (int t = i + 1; t < T; t++) row[t] = 0.0f;   // masked: weight 0
         }
         // out = att @ v                     torch: att @ v
-        matmul_causal(out, att, v, CAUSAL_K_LE, 0, T, 1, C, C, T, T, D);
+        train_matmul_causal(out, att, v, TRAIN_CAUSAL_K_LE, 0, T, 1, C, C, T, T, D);
     }
 }
 
@@ -532,9 +359,9 @@ static void attention_backward_task(void *ctx, int begin, int end, int thread) {
         for (int t = 0; t < T; t++)
             for (int d = 0; d < D; d++) vt[(int64_t)d * T + t] = v[(int64_t)t * C + d];
         // datt = dout @ v^T
-        matmul_causal(ds, dout, vt, CAUSAL_COLS, 0, C, 1, T, T, T, D, T);
+        train_matmul_causal(ds, dout, vt, TRAIN_CAUSAL_COLS, 0, C, 1, T, T, T, D, T);
         // dv += att^T @ dout
-        matmul_causal(dv, att, dout, CAUSAL_K_GE, 1, 1, T, C, C, T, T, D);
+        train_matmul_causal(dv, att, dout, TRAIN_CAUSAL_K_GE, 1, 1, T, C, C, T, T, D);
         // softmax backward, with the 1/sqrt(D) of the scores folded in:
         // dscores[i, t] = att[i, t] * (datt[i, t] - sum_u att[i, u] datt[i, u]) / sqrt(D)
         for (int i = 0; i < T; i++) {
@@ -546,8 +373,8 @@ static void attention_backward_task(void *ctx, int begin, int end, int thread) {
             for (int t = i + 1; t < T; t++) d[t] = 0.0f;
         }
         // dq += dscores @ k;  dk += dscores^T @ q
-        matmul_causal(dq, ds, k, CAUSAL_K_LE, 1, T, 1, C, C, T, T, D);
-        matmul_causal(dk, ds, q, CAUSAL_K_GE, 1, 1, T, C, C, T, T, D);
+        train_matmul_causal(dq, ds, k, TRAIN_CAUSAL_K_LE, 1, T, 1, C, C, T, T, D);
+        train_matmul_causal(dk, ds, q, TRAIN_CAUSAL_K_GE, 1, 1, T, C, C, T, T, D);
     }
 }
 
@@ -598,85 +425,49 @@ void crossentropy_backward(float *dlogits, const float *probs, const int32_t *ta
 }
 
 // ---------------------------------------------------------------------------
-// The parameters as a table of tensors in file order (gpt.h), with whether
-// AdamW decays them: matrices and embeddings yes, biases and LayerNorm no.
+// The parameters, described once in gpt.c's table of tensors (gpt_tensor):
+// each tensor's initial values and whether AdamW decays it.
 
-typedef struct {
-    size_t size;   // floats
-    int decay;     // 1: weight decay applies
-    float std;     // initial normal std; 0 with fill for constants
-    float fill;    // initial value when std is 0
-} ParamTensor;
-
-// Fills table (2 + 16 L + 4 entries) and returns the number of entries.
-static int param_table(ParamTensor *table, GptConfig g) {
-    size_t V = g.V, T = g.T, C = g.C, F = 4 * (size_t)g.C;
-    float std = 0.02f, proj_std = 0.02f / sqrtf(2.0f * g.L);   // GPT-2's scaled residual init
-    int n = 0;
-    table[n++] = (ParamTensor){V * C, 1, std, 0};   // token_embedding
-    table[n++] = (ParamTensor){T * C, 1, std, 0};   // position_embedding
-    for (int l = 0; l < g.L; l++) {
-        table[n++] = (ParamTensor){C, 0, 0, 1};             // ln1.weight
-        table[n++] = (ParamTensor){C, 0, 0, 0};             // ln1.bias
-        for (int i = 0; i < 3; i++) {                       // query, key, value
-            table[n++] = (ParamTensor){C * C, 1, std, 0};
-            table[n++] = (ParamTensor){C, 0, 0, 0};
-        }
-        table[n++] = (ParamTensor){C * C, 1, proj_std, 0};  // attn.output
-        table[n++] = (ParamTensor){C, 0, 0, 0};
-        table[n++] = (ParamTensor){C, 0, 0, 1};             // ln2.weight
-        table[n++] = (ParamTensor){C, 0, 0, 0};             // ln2.bias
-        table[n++] = (ParamTensor){C * F, 1, std, 0};       // mlp.fc1
-        table[n++] = (ParamTensor){F, 0, 0, 0};
-        table[n++] = (ParamTensor){F * C, 1, proj_std, 0};  // mlp.fc2
-        table[n++] = (ParamTensor){C, 0, 0, 0};
-    }
-    table[n++] = (ParamTensor){C, 0, 0, 1};       // ln_f.weight
-    table[n++] = (ParamTensor){C, 0, 0, 0};       // ln_f.bias
-    table[n++] = (ParamTensor){C * V, 1, std, 0}; // head.weight
-    table[n++] = (ParamTensor){V, 0, 0, 0};       // head.bias
-    return n;
+// m = a view of params (P) as a model of shape cfg, its block table in
+// blocks (L). No allocation.
+static void model_view(GptModel *m, GptBlockParams *blocks, float *params, GptConfig cfg) {
+    *m = (GptModel){.cfg = cfg, .params = params, .num_params = gpt_num_params(cfg)};
+    gpt_params_carve(&m->p, blocks, params, cfg);
 }
 
-static ParamTensor *param_table_new(GptConfig g, int *count) {
-    ParamTensor *t = malloc(sizeof(ParamTensor) * (size_t)(6 + 16 * g.L));
-    if (t) *count = param_table(t, g);
-    return t;
-}
-
-// A small, fast, seedable generator (splitmix64): its whole state is one
-// uint64, which the checkpoint stores.
-static uint64_t rng_next(uint64_t *state) {
-    uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
-// Uniform in (0, 1): 53 random bits, never 0.
-static double rng_uniform(uint64_t *state) {
-    return ((rng_next(state) >> 11) + 0.5) * (1.0 / 9007199254740992.0);
-}
-
-void train_init_params(float *params, GptConfig cfg, uint64_t seed) {
-    int count;
-    ParamTensor *table = param_table_new(cfg, &count);
-    assert(table);
+int train_init_params(float *params, GptConfig cfg, uint64_t seed) {
+    GptBlockParams *blocks = malloc(sizeof(GptBlockParams) * (size_t)cfg.L);
+    if (!blocks) return -1;
+    GptModel m;
+    model_view(&m, blocks, params, cfg);
     uint64_t rng = seed ^ 0x1D1D1D1D1D1D1D1Dull;
-    float *p = params;
-    for (int t = 0; t < count; t++) {
-        for (size_t i = 0; i < table[t].size; i++) {
-            if (table[t].std == 0.0f) {
-                p[i] = table[t].fill;
+    for (int i = 0; i < gpt_num_tensors(cfg); i++) {
+        GptTensor t = gpt_tensor(&m, i);
+        for (size_t j = 0; j < t.numel; j++) {
+            if (t.init_std == 0.0f) {
+                t.data[j] = t.kind == GPT_NORM_WEIGHT ? 1.0f : 0.0f;
             } else {
                 // Box-Muller: one normal draw from two uniforms
                 double u1 = rng_uniform(&rng), u2 = rng_uniform(&rng);
-                p[i] = (float)(table[t].std * sqrt(-2.0 * log(u1)) * cos(2.0 * PI * u2));
+                t.data[j] = (float)(t.init_std * sqrt(-2.0 * log(u1)) * cos(2.0 * PI * u2));
             }
         }
-        p += table[t].size;
     }
-    free(table);
+    free(blocks);
+    return 0;
+}
+
+int train_decay_mask(uint8_t *decay, float *params, GptConfig cfg) {
+    GptBlockParams *blocks = malloc(sizeof(GptBlockParams) * (size_t)cfg.L);
+    if (!blocks) return -1;
+    GptModel m;
+    model_view(&m, blocks, params, cfg);   // only the layout is read
+    for (int i = 0; i < gpt_num_tensors(cfg); i++) {
+        GptTensor t = gpt_tensor(&m, i);
+        memset(decay + (t.data - m.params), t.decay, t.numel);
+    }
+    free(blocks);
+    return 0;
 }
 
 // ---------------------------------------------------------------------------
@@ -767,6 +558,8 @@ void train_state_free(TrainState *s) {
     free(s->gblocks);
     free(s);
 }
+
+const float *train_state_logits(const TrainState *s) { return s->logits; }
 
 double train_forward(TrainState *s, const float *params, const int32_t *inputs,
                      const int32_t *targets, int b) {
@@ -929,10 +722,13 @@ static void adamw_task(void *ctx, int begin, int end, int thread) {
     }
 }
 
+size_t train_adamw_scratch(size_t P) { return (P + ADAM_CHUNK - 1) / ADAM_CHUNK; }
+
+
 // Clips grads (P) to the global norm r->grad_clip and applies one AdamW
 // step (step 0-based) to params, m, v (P). partial holds one double per
 // chunk of ADAM_CHUNK. Returns the norm before clipping.
-static float adamw_update(float *params, float *m, float *v, float *grads, const uint8_t *decay,
+float train_adamw_update(float *params, float *m, float *v, float *grads, const uint8_t *decay,
                           double *partial, const TrainConfig *r, float lr, int step,
                           Pool *pool, size_t P) {
     int chunks = (int)((P + ADAM_CHUNK - 1) / ADAM_CHUNK);
@@ -958,382 +754,6 @@ static float lr_at(const TrainConfig *c, int step) {
     double ratio = span > 1 ? (double)(step - c->warmup) / (span - 1) : 1.0;
     double coeff = 0.5 * (1.0 + cos(PI * ratio));
     return (float)(c->min_lr + coeff * (c->lr - c->min_lr));
-}
-
-// ---------------------------------------------------------------------------
-// Text as tokens: UTF-8 decoded into code points, the vocabulary their
-// sorted distinct values.
-
-static int cmp_u32(const void *a, const void *b) {
-    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-    return x < y ? -1 : x > y;
-}
-
-static int vocab_find(const uint32_t *vocab, int V, uint32_t cp) {
-    int lo = 0, hi = V - 1;
-    while (lo <= hi) {
-        int mid = (lo + hi) / 2;
-        if (vocab[mid] == cp) return mid;
-        if (vocab[mid] < cp) lo = mid + 1; else hi = mid - 1;
-    }
-    return -1;
-}
-
-int train_text_load(TrainText *text, const char *path, const uint32_t *vocab, int V) {
-    memset(text, 0, sizeof(*text));
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        fprintf(stderr, "kvdemo: cannot open %s: %s\n", path, strerror(errno));
-        return 1;
-    }
-    unsigned char *bytes = NULL;
-    size_t n = 0, cap = 0;
-    for (;;) {
-        if (n == cap) {
-            cap = cap ? 2 * cap : 1 << 20;
-            unsigned char *nb = realloc(bytes, cap);
-            if (!nb) {
-                fprintf(stderr, "kvdemo: out of memory reading %s\n", path);
-                free(bytes);
-                fclose(f);
-                return 1;
-            }
-            bytes = nb;
-        }
-        size_t got = fread(bytes + n, 1, cap - n, f);
-        n += got;
-        if (got == 0) break;
-    }
-    int err = ferror(f);
-    fclose(f);
-    if (err) {
-        fprintf(stderr, "kvdemo: error reading %s\n", path);
-        free(bytes);
-        return 1;
-    }
-    uint32_t *cps = malloc(sizeof(uint32_t) * (n + 1));
-    text->tokens = malloc(sizeof(int32_t) * (n + 1));
-    if (!cps || !text->tokens) {
-        fprintf(stderr, "kvdemo: out of memory reading %s\n", path);
-        free(bytes);
-        free(cps);
-        train_text_free(text);
-        return 1;
-    }
-    int64_t count = 0;
-    for (size_t i = 0; i < n;) {
-        int len = utf8_decode(&cps[count], bytes + i, n - i);
-        if (len == 0) {
-            fprintf(stderr, "kvdemo: %s is not valid UTF-8 (byte %zu)\n", path, i);
-            free(bytes);
-            free(cps);
-            train_text_free(text);
-            return 1;
-        }
-        i += (size_t)len;
-        count++;
-    }
-    free(bytes);
-    if (vocab) {
-        text->vocab = malloc(sizeof(uint32_t) * (size_t)V);
-        if (text->vocab) memcpy(text->vocab, vocab, sizeof(uint32_t) * (size_t)V);
-        text->V = V;
-    } else {
-        // the sorted distinct code points: sort a copy, keep the first of each run
-        text->vocab = malloc(sizeof(uint32_t) * (size_t)(count + 1));
-        if (text->vocab) {
-            memcpy(text->vocab, cps, sizeof(uint32_t) * (size_t)count);
-            qsort(text->vocab, (size_t)count, sizeof(uint32_t), cmp_u32);
-            int v = 0;
-            for (int64_t i = 0; i < count; i++)
-                if (v == 0 || text->vocab[v - 1] != text->vocab[i])
-                    text->vocab[v++] = text->vocab[i];
-            text->V = v;
-        }
-    }
-    if (!text->vocab) {
-        fprintf(stderr, "kvdemo: out of memory reading %s\n", path);
-        free(cps);
-        train_text_free(text);
-        return 1;
-    }
-    for (int64_t i = 0; i < count; i++) {
-        int id = vocab_find(text->vocab, text->V, cps[i]);
-        if (id < 0) {
-            fprintf(stderr, "kvdemo: %s: character U+%04X at position %lld is not in the model's "
-                            "vocabulary\n", path, (unsigned)cps[i], (long long)i);
-            free(cps);
-            train_text_free(text);
-            return 1;
-        }
-        text->tokens[i] = id;
-    }
-    text->n = count;
-    free(cps);
-    return 0;
-}
-
-void train_text_free(TrainText *text) {
-    free(text->vocab);
-    free(text->tokens);
-    memset(text, 0, sizeof(*text));
-}
-
-// FNV-1a, 64 bits: the checksum of checkpoints and the fingerprint of a text.
-static uint64_t fnv1a(uint64_t h, const void *data, size_t n) {
-    const unsigned char *p = data;
-    for (size_t i = 0; i < n; i++) {
-        h ^= p[i];
-        h *= 0x100000001B3ull;
-    }
-    return h;
-}
-#define FNV_START 0xCBF29CE484222325ull
-
-// ---------------------------------------------------------------------------
-// Checkpoints: little-endian, in this order (docs/training.md):
-//   "KVTC", u32 version 1, u32 V T C H L, u32 batch iters warmup,
-//   f32 lr min_lr weight_decay beta1 beta2 eps grad_clip, u64 seed,
-//   u32 step, u64 rng, u64 text_hash, i64 text_tokens, u64 P,
-//   u32 vocab[V], f32 params[P], f32 m[P], f32 v[P],
-//   u64 FNV-1a of every byte before it.
-
-#define CKPT_MAGIC "KVTC"
-#define CKPT_VERSION 1u
-enum { CKPT_HEADER = 4 + 4 + 5 * 4 + 3 * 4 + 7 * 4 + 8 + 4 + 8 + 8 + 8 + 8 };
-
-static long ckpt_fail_after = -1;
-
-void train_checkpoint_fail_after(long bytes) { ckpt_fail_after = bytes; }
-
-typedef struct {
-    FILE *f;
-    uint64_t hash;
-    long written;
-    int failed;
-} CkptWriter;
-
-static void ck_write(CkptWriter *w, const void *data, size_t n) {
-    if (w->failed) return;
-    if (ckpt_fail_after >= 0 && w->written + (long)n > ckpt_fail_after) {
-        // test hook: write the part that fits, then stop as a killed process would
-        size_t part = (size_t)(ckpt_fail_after - w->written);
-        fwrite(data, 1, part, w->f);
-        fflush(w->f);
-        w->failed = 2;
-        return;
-    }
-    w->hash = fnv1a(w->hash, data, n);
-    if (fwrite(data, 1, n, w->f) != n) w->failed = 1;
-    w->written += (long)n;
-}
-static void ck_u32(CkptWriter *w, uint32_t x) { ck_write(w, &x, 4); }
-static void ck_u64(CkptWriter *w, uint64_t x) { ck_write(w, &x, 8); }
-static void ck_f32(CkptWriter *w, float x) { ck_write(w, &x, 4); }
-
-static int host_little_endian(void) {
-    uint32_t one = 1;
-    unsigned char b;
-    memcpy(&b, &one, 1);
-    return b == 1;
-}
-
-int train_checkpoint_save(const char *path, const TrainCheckpoint *ck) {
-    if (!host_little_endian()) {
-        fprintf(stderr, "kvdemo: checkpoints are little-endian; this machine is not\n");
-        return 1;
-    }
-    size_t len = strlen(path);
-    char *tmp = malloc(len + 5);
-    if (!tmp) {
-        fprintf(stderr, "kvdemo: out of memory saving %s\n", path);
-        return 1;
-    }
-    memcpy(tmp, path, len);
-    memcpy(tmp + len, ".tmp", 5);
-    CkptWriter w = {fopen(tmp, "wb"), FNV_START, 0, 0};
-    if (!w.f) {
-        fprintf(stderr, "kvdemo: cannot write checkpoint %s: %s\n", tmp, strerror(errno));
-        free(tmp);
-        return 1;
-    }
-    const TrainConfig *c = &ck->cfg;
-    ck_write(&w, CKPT_MAGIC, 4);
-    ck_u32(&w, CKPT_VERSION);
-    ck_u32(&w, (uint32_t)c->model.V);
-    ck_u32(&w, (uint32_t)c->model.T);
-    ck_u32(&w, (uint32_t)c->model.C);
-    ck_u32(&w, (uint32_t)c->model.H);
-    ck_u32(&w, (uint32_t)c->model.L);
-    ck_u32(&w, (uint32_t)c->batch);
-    ck_u32(&w, (uint32_t)c->iters);
-    ck_u32(&w, (uint32_t)c->warmup);
-    ck_f32(&w, c->lr);
-    ck_f32(&w, c->min_lr);
-    ck_f32(&w, c->weight_decay);
-    ck_f32(&w, c->beta1);
-    ck_f32(&w, c->beta2);
-    ck_f32(&w, c->eps);
-    ck_f32(&w, c->grad_clip);
-    ck_u64(&w, c->seed);
-    ck_u32(&w, (uint32_t)ck->step);
-    ck_u64(&w, ck->rng);
-    ck_u64(&w, ck->text_hash);
-    ck_u64(&w, (uint64_t)ck->text_tokens);
-    ck_u64(&w, (uint64_t)ck->num_params);
-    ck_write(&w, ck->vocab, sizeof(uint32_t) * (size_t)c->model.V);
-    ck_write(&w, ck->params, sizeof(float) * ck->num_params);
-    ck_write(&w, ck->m, sizeof(float) * ck->num_params);
-    ck_write(&w, ck->v, sizeof(float) * ck->num_params);
-    uint64_t sum = w.hash;
-    ck_u64(&w, sum);
-    if (w.failed == 2) {   // the test hook: leave the partial temp file, as a crash would
-        fclose(w.f);
-        fprintf(stderr, "kvdemo: checkpoint save to %s interrupted\n", path);
-        free(tmp);
-        return 1;
-    }
-    int bad = w.failed || fflush(w.f) != 0 || fsync(fileno(w.f)) != 0;
-    bad |= fclose(w.f) != 0;
-    if (bad || rename(tmp, path) != 0) {
-        fprintf(stderr, "kvdemo: cannot write checkpoint %s: %s\n", path, strerror(errno));
-        remove(tmp);
-        free(tmp);
-        return 1;
-    }
-    free(tmp);
-    // make the rename itself durable: fsync the directory that holds path
-    char *dir = strdup(path);
-    if (dir) {
-        char *slash = strrchr(dir, '/');
-        const char *d = slash ? (slash == dir ? "/" : (*slash = '\0', dir)) : ".";
-        int fd = open(d, O_RDONLY);
-        if (fd >= 0) {
-            fsync(fd);
-            close(fd);
-        }
-        free(dir);
-    }
-    return 0;
-}
-
-static uint32_t rd_u32(const unsigned char *p) {
-    uint32_t x;
-    memcpy(&x, p, 4);
-    return x;
-}
-static uint64_t rd_u64(const unsigned char *p) {
-    uint64_t x;
-    memcpy(&x, p, 8);
-    return x;
-}
-static float rd_f32(const unsigned char *p) {
-    float x;
-    memcpy(&x, p, 4);
-    return x;
-}
-
-int train_checkpoint_load(const char *path, TrainCheckpoint *ck) {
-    memset(ck, 0, sizeof(*ck));
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        fprintf(stderr, "kvdemo: cannot open checkpoint %s: %s\n", path, strerror(errno));
-        return 1;
-    }
-    unsigned char *buf = NULL;
-    long size = -1;
-    if (fseek(f, 0, SEEK_END) == 0) size = ftell(f);
-    if (size < 0 || fseek(f, 0, SEEK_SET) != 0) {
-        fprintf(stderr, "kvdemo: cannot read checkpoint %s\n", path);
-        fclose(f);
-        return 1;
-    }
-    const char *why = NULL;
-    if (!host_little_endian()) {
-        why = "checkpoints are little-endian; this machine is not";
-    } else if (size < CKPT_HEADER + 8) {
-        why = "too short to be a checkpoint (truncated?)";
-    } else if (!(buf = malloc((size_t)size))) {
-        why = "out of memory";
-    } else if (fread(buf, 1, (size_t)size, f) != (size_t)size) {
-        why = "read error";
-    }
-    fclose(f);
-    const unsigned char *p = buf;
-    TrainConfig *c = &ck->cfg;
-    uint64_t P = 0;
-    if (!why && memcmp(p, CKPT_MAGIC, 4) != 0)
-        why = "wrong magic (not a kvdemo training checkpoint)";
-    if (!why && rd_u32(p + 4) != CKPT_VERSION) why = "unsupported version (expected 1)";
-    if (!why) {
-        const unsigned char *q = p + 8;
-        c->model.V = (int)rd_u32(q);
-        c->model.T = (int)rd_u32(q + 4);
-        c->model.C = (int)rd_u32(q + 8);
-        c->model.H = (int)rd_u32(q + 12);
-        c->model.L = (int)rd_u32(q + 16);
-        c->batch = (int)rd_u32(q + 20);
-        c->iters = (int)rd_u32(q + 24);
-        c->warmup = (int)rd_u32(q + 28);
-        c->lr = rd_f32(q + 32);
-        c->min_lr = rd_f32(q + 36);
-        c->weight_decay = rd_f32(q + 40);
-        c->beta1 = rd_f32(q + 44);
-        c->beta2 = rd_f32(q + 48);
-        c->eps = rd_f32(q + 52);
-        c->grad_clip = rd_f32(q + 56);
-        c->seed = rd_u64(q + 60);
-        ck->step = (int)rd_u32(q + 68);
-        ck->rng = rd_u64(q + 72);
-        ck->text_hash = rd_u64(q + 80);
-        ck->text_tokens = (int64_t)rd_u64(q + 88);
-        P = rd_u64(q + 96);
-        GptConfig g = c->model;
-        if (g.V < 1 || g.V > 0x110000 || g.T < 1 || g.T > 65536 || g.C < 1 || g.C > 65536 ||
-            g.H < 1 || g.L < 1 || g.L > 1024 || g.C % g.H != 0)
-            why = "model sizes out of range or embedding not divisible by heads";
-        else if (c->batch < 1 || c->iters < 1 || c->warmup < 0 || ck->step < 0 ||
-                 ck->step > c->iters)
-            why = "training step counts out of range";
-        else if (P != gpt_num_params(g))
-            why = "parameter count does not match the model sizes";
-        else if ((uint64_t)size != CKPT_HEADER + 4ull * g.V + 12ull * P + 8)
-            why = (uint64_t)size < CKPT_HEADER + 4ull * g.V + 12ull * P + 8
-                      ? "file is shorter than its sizes say (truncated)"
-                      : "file is longer than its sizes say (trailing bytes)";
-    }
-    if (!why && fnv1a(FNV_START, p, (size_t)size - 8) != rd_u64(p + size - 8))
-        why = "checksum mismatch (the file is corrupted)";
-    if (!why) {
-        ck->num_params = (size_t)P;
-        ck->vocab = malloc(sizeof(uint32_t) * (size_t)c->model.V);
-        ck->params = malloc(sizeof(float) * (size_t)P * 3);
-        if (!ck->vocab || !ck->params) why = "out of memory";
-    }
-    if (!why) {
-        memcpy(ck->vocab, p + CKPT_HEADER, sizeof(uint32_t) * (size_t)c->model.V);
-        memcpy(ck->params, p + CKPT_HEADER + 4 * (size_t)c->model.V, sizeof(float) * (size_t)P * 3);
-        ck->m = ck->params + P;
-        ck->v = ck->params + 2 * P;
-        for (int i = 0; i < c->model.V && !why; i++)
-            if (ck->vocab[i] > 0x10FFFF || (i > 0 && ck->vocab[i] <= ck->vocab[i - 1]))
-                why = "vocabulary is not sorted distinct code points";
-        for (uint64_t i = 0; i < 3 * P && !why; i++)
-            if (!isfinite(ck->params[i])) why = "weights or optimizer state hold NaN or infinity";
-    }
-    free(buf);
-    if (why) {
-        fprintf(stderr, "kvdemo: checkpoint %s rejected: %s\n", path, why);
-        train_checkpoint_free(ck);
-        return 1;
-    }
-    return 0;
-}
-
-void train_checkpoint_free(TrainCheckpoint *ck) {
-    free(ck->vocab);
-    free(ck->params);   // m and v live in the same allocation
-    memset(ck, 0, sizeof(*ck));
 }
 
 // ---------------------------------------------------------------------------
@@ -1371,13 +791,15 @@ int train_config_default(TrainConfig *cfg, const char *preset) {
 }
 
 // ---------------------------------------------------------------------------
+// The loss on held-out text.
+
 // Loss over windows of the text: window w feeds tokens start + w T ..
 // start + w T + T - 1 and predicts each next one. With max_windows smaller
 // than the number of windows, that many are taken evenly spaced.
 
-static double loss_over_windows(TrainState *s, const float *params, const int32_t *tokens,
-                                int64_t start, int64_t end, int64_t max_windows,
-                                int32_t *inputs, int32_t *targets) {
+double train_loss_windows(TrainState *s, const float *params, const int32_t *tokens,
+                          int64_t start, int64_t end, int64_t max_windows,
+                          int32_t *inputs, int32_t *targets) {
     int T = s->cfg.T;
     int64_t count = (end - start - 1) / T;
     if (count < 1) return NAN;
@@ -1396,54 +818,8 @@ static double loss_over_windows(TrainState *s, const float *params, const int32_
     return total / use;
 }
 
-int train_eval(const GptModel *model, const char *data_path, int threads, double *train_loss,
-               double *val_loss) {
-    TrainText text;
-    if (train_text_load(&text, data_path, model->vocab, model->cfg.V) != 0) return 1;
-    GptConfig g = model->cfg;
-    int64_t n_train = text.n * 9 / 10;
-    if (n_train < g.T + 1 || text.n - n_train < g.T + 1) {
-        fprintf(stderr, "kvdemo: %s is too short: each split needs more than %d characters\n",
-                data_path, g.T);
-        train_text_free(&text);
-        return 1;
-    }
-    int B = 8;
-    Pool *pool = pool_new(threads);
-    TrainState *s = pool ? train_state_new(g, B, pool) : NULL;
-    int32_t *io = malloc(sizeof(int32_t) * 2 * (size_t)B * g.T);
-    if (!s || !io) {
-        fprintf(stderr, "kvdemo: out of memory for evaluation\n");
-        free(io);
-        train_state_free(s);
-        pool_free(pool);
-        train_text_free(&text);
-        return 1;
-    }
-    int64_t val_windows = (text.n - n_train - 1) / g.T;
-    if (val_loss)
-        *val_loss = loss_over_windows(s, model->params, text.tokens, n_train, text.n, 0, io,
-                                      io + B * g.T);
-    // the training split is 9 times longer: as many windows as validation
-    // has, spread evenly over it, give the same precision in a tenth of the time
-    if (train_loss)
-        *train_loss = loss_over_windows(s, model->params, text.tokens, 0, n_train, val_windows,
-                                        io, io + B * g.T);
-    free(io);
-    train_state_free(s);
-    pool_free(pool);
-    train_text_free(&text);
-    return 0;
-}
-
 // ---------------------------------------------------------------------------
 // Progress: one line rewritten in place on a terminal, log lines otherwise.
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static void format_duration(char *out, size_t n, double s) {
     if (!(s >= 0) || s > 1e7) {
@@ -1499,7 +875,10 @@ static int save_checkpoint(const char *path, const TrainConfig *r, const TrainTe
                            const float *m, const float *v, size_t P) {
     TrainCheckpoint ck = {*r, text->vocab, step, rng, text_hash, text->n,
                           (float *)params, (float *)m, (float *)v, P};
-    return train_checkpoint_save(path, &ck);
+    char err[512];
+    if (train_checkpoint_save(path, &ck, err, sizeof err) == 0) return 0;
+    fprintf(stderr, "kvdemo: %s\n", err);
+    return 1;
 }
 
 int train_run(const TrainConfig *cfg, TrainProgressFn progress, void *user) {
@@ -1511,14 +890,17 @@ int train_run(const TrainConfig *cfg, TrainProgressFn progress, void *user) {
     TrainState *s = NULL;
     float *memory = NULL;
     uint8_t *decay = NULL;
-    ParamTensor *table = NULL;
     double *partial = NULL;
     int32_t *io = NULL;
     char *ckpt_default = NULL;
     GptBlockParams *blocks = NULL;
+    char err[512];
 
     if (r.resume_path) {
-        if (train_checkpoint_load(r.resume_path, &ck) != 0) return TRAIN_FAILED;
+        if (train_checkpoint_load(r.resume_path, &ck, err, sizeof err) != 0) {
+            fprintf(stderr, "kvdemo: %s\n", err);
+            return TRAIN_FAILED;
+        }
         // the recipe is the checkpoint's: only then does the run end as an
         // uninterrupted one would
         TrainConfig c = ck.cfg;
@@ -1536,18 +918,19 @@ int train_run(const TrainConfig *cfg, TrainProgressFn progress, void *user) {
         r.seed = c.seed;
     }
     if (train_text_load(&text, r.data_path, r.resume_path ? ck.vocab : NULL,
-                        r.resume_path ? ck.cfg.model.V : 0) != 0)
+                        r.resume_path ? ck.cfg.model.V : 0, err, sizeof err) != 0) {
+        fprintf(stderr, "kvdemo: %s\n", err);
         goto done;
+    }
     r.model.V = text.V;
     GptConfig g = r.model;
-    uint64_t text_hash = fnv1a(fnv1a(FNV_START, text.vocab, sizeof(uint32_t) * (size_t)text.V),
-                               text.tokens, sizeof(int32_t) * (size_t)text.n);
+    uint64_t text_hash = train_text_hash(&text);
     if (r.resume_path && (text_hash != ck.text_hash || text.n != ck.text_tokens)) {
         fprintf(stderr, "kvdemo: %s is not the text checkpoint %s was trained on\n", r.data_path,
                 r.resume_path);
         goto done;
     }
-    int64_t n_train = text.n * 9 / 10;
+    int64_t n_train = train_text_split(&text);
     if (g.T < 1 || g.C < 1 || g.H < 1 || g.L < 1 || g.C % g.H != 0) {
         fprintf(stderr, "kvdemo: bad model shape: context %d, embedding %d, heads %d, blocks %d "
                         "(the embedding must divide by the heads)\n", g.T, g.C, g.H, g.L);
@@ -1577,17 +960,13 @@ int train_run(const TrainConfig *cfg, TrainProgressFn progress, void *user) {
     s = train_state_new(g, r.batch, pool);
     memory = malloc(sizeof(float) * 4 * P);   // params, grads, m, v
     decay = malloc(P);
-    int ntables = 0;
-    table = param_table_new(g, &ntables);
-    int chunks = (int)((P + ADAM_CHUNK - 1) / ADAM_CHUNK);
-    partial = malloc(sizeof(double) * (size_t)chunks);
+    partial = malloc(sizeof(double) * train_adamw_scratch(P));
     io = malloc(sizeof(int32_t) * 2 * (size_t)r.batch * g.T);
     blocks = malloc(sizeof(GptBlockParams) * (size_t)g.L);
-    if (!s || !memory || !decay || !table || !partial || !io || !blocks) goto oom;
+    if (!s || !memory || !decay || !partial || !io || !blocks) goto oom;
     float *params = memory, *grads = memory + P, *m = memory + 2 * P, *v = memory + 3 * P;
     int32_t *inputs = io, *targets = io + (size_t)r.batch * g.T;
-    for (int t = 0, at = 0; t < ntables; at += (int)table[t].size, t++)
-        memset(decay + at, table[t].decay, table[t].size);
+    if (train_decay_mask(decay, params, g) != 0) goto oom;
 
     int step = 0;
     uint64_t rng = r.seed ^ 0xBA7C4E5BA7C4E5ull;
@@ -1599,7 +978,7 @@ int train_run(const TrainConfig *cfg, TrainProgressFn progress, void *user) {
         rng = ck.rng;
         train_checkpoint_free(&ck);
     } else {
-        train_init_params(params, g, r.seed);
+        if (train_init_params(params, g, r.seed) != 0) goto oom;
         memset(m, 0, sizeof(float) * P);
         memset(v, 0, sizeof(float) * P);
     }
@@ -1622,7 +1001,7 @@ int train_run(const TrainConfig *cfg, TrainProgressFn progress, void *user) {
     sigaction(SIGINT, &sa, &old_int);
     sigaction(SIGTERM, &sa, &old_term);
 
-    double t0 = now_s(), eval_time = 0.0;
+    double t0 = timer_now(), eval_time = 0.0;
     double last_print = -1.0;
     int first_step = step;
     float val = NAN, loss = NAN;
@@ -1635,7 +1014,7 @@ int train_run(const TrainConfig *cfg, TrainProgressFn progress, void *user) {
         memset(grads, 0, sizeof(float) * P);
         train_backward(s, grads, params, inputs, targets, r.batch);
         float lr = lr_at(&r, step);
-        float norm = adamw_update(params, m, v, grads, decay, partial, &r, lr, step, pool, P);
+        float norm = train_adamw_update(params, m, v, grads, decay, partial, &r, lr, step, pool, P);
         step++;
         if (!isfinite(loss)) {
             fprintf(stderr, "\nkvdemo: the loss became %f at step %d; try a lower --lr\n", loss,
@@ -1646,14 +1025,14 @@ int train_run(const TrainConfig *cfg, TrainProgressFn progress, void *user) {
 
         int evaluated = 0;
         if ((r.eval_every > 0 && step % r.eval_every == 0) || step == r.iters) {
-            double e0 = now_s();
-            val = (float)loss_over_windows(s, params, text.tokens, n_train, text.n, val_max,
+            double e0 = timer_now();
+            val = (float)train_loss_windows(s, params, text.tokens, n_train, text.n, val_max,
                                            inputs, targets);
-            eval_time += now_s() - e0;
+            eval_time += timer_now() - e0;
             evaluated = 1;
         }
         int stop = stop_requested;
-        double elapsed = now_s() - t0, train_time = elapsed - eval_time;
+        double elapsed = timer_now() - t0, train_time = elapsed - eval_time;
         TrainProgress pr = {step, r.iters, loss, val, lr, norm, 0, elapsed, NAN, evaluated};
         if (train_time > 0) {
             pr.tokens_per_s = (double)(step - first_step) * r.batch * g.T / train_time;
@@ -1690,14 +1069,13 @@ int train_run(const TrainConfig *cfg, TrainProgressFn progress, void *user) {
     if (status == TRAIN_OK) {
         GptModel model = {g, text.vocab, params, P, {0}};
         gpt_params_carve(&model.p, blocks, params, g);
-        char err[256];
         if (gpt_save(&model, r.out_path, err, sizeof err) != 0) {
             fprintf(stderr, "kvdemo: %s\n", err);
             status = TRAIN_FAILED;
             goto done;
         }
         if (!r.quiet) {
-            double elapsed = now_s() - t0;
+            double elapsed = timer_now() - t0;
             char el[32];
             format_duration(el, sizeof el, elapsed);
             fprintf(stderr, "done: %d steps in %s (%.0f tokens/s), last batch loss %.4f, "
@@ -1716,62 +1094,11 @@ done:
     free(blocks);
     free(io);
     free(partial);
-    free(table);
     free(decay);
     free(memory);
     train_state_free(s);
     pool_free(pool);
     train_text_free(&text);
     free(ckpt_default);
-    return status;
-}
-
-// ---------------------------------------------------------------------------
-// The speed of training, for `make bench`: whole steps (forward, backward,
-// AdamW) on random tokens, after one step that is not timed (first touch of
-// the memory).
-
-int train_benchmark(GptConfig cfg, int B, int steps, int threads, double *tokens_per_s) {
-    TrainConfig r;
-    train_config_default(&r, "seed");
-    size_t P = gpt_num_params(cfg);
-    int count = 0;
-    Pool *pool = pool_new(threads);
-    TrainState *s = pool ? train_state_new(cfg, B, pool) : NULL;
-    float *memory = malloc(sizeof(float) * 4 * P);
-    uint8_t *decay = malloc(P);
-    ParamTensor *table = param_table_new(cfg, &count);
-    double *partial = malloc(sizeof(double) * ((P + ADAM_CHUNK - 1) / ADAM_CHUNK));
-    int32_t *io = malloc(sizeof(int32_t) * 2 * (size_t)B * cfg.T);
-    int status = 1;
-    if (s && memory && decay && table && partial && io) {
-        float *params = memory, *grads = memory + P, *m = memory + 2 * P, *v = memory + 3 * P;
-        for (int t = 0, at = 0; t < count; at += (int)table[t].size, t++)
-            memset(decay + at, table[t].decay, table[t].size);
-        train_init_params(params, cfg, 1);
-        memset(m, 0, sizeof(float) * 2 * P);   // m and v
-        uint64_t rng = 1;
-        for (size_t i = 0; i < 2 * (size_t)B * cfg.T; i++)
-            io[i] = (int32_t)(rng_next(&rng) % (uint64_t)cfg.V);
-        double t0 = 0.0;
-        for (int step = 0; step <= steps; step++) {
-            if (step == 1) t0 = now_s();
-            train_forward(s, params, io, io + (size_t)B * cfg.T, B);
-            memset(grads, 0, sizeof(float) * P);
-            train_backward(s, grads, params, io, io + (size_t)B * cfg.T, B);
-            adamw_update(params, m, v, grads, decay, partial, &r, r.lr, step, pool, P);
-        }
-        *tokens_per_s = steps > 0 ? (double)steps * B * cfg.T / (now_s() - t0) : 0.0;
-        status = 0;
-    } else {
-        fprintf(stderr, "kvdemo: out of memory for the training benchmark\n");
-    }
-    free(io);
-    free(partial);
-    free(table);
-    free(decay);
-    free(memory);
-    train_state_free(s);
-    pool_free(pool);
     return status;
 }

@@ -19,6 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "corpus.h"
 #include "gpt.h"
 #include "pool.h"
 
@@ -104,53 +105,6 @@ int train_eval(const GptModel *model, const char *data_path, int threads, double
 int train_benchmark(GptConfig cfg, int B, int steps, int threads, double *tokens_per_s);
 
 // ---------------------------------------------------------------------------
-// Text as tokens.
-
-typedef struct {
-    uint32_t *vocab;   // (V) sorted distinct code points
-    int V;
-    int32_t *tokens;   // (n) token ids
-    int64_t n;
-} TrainText;
-
-// Reads a UTF-8 file; with vocab NULL the vocabulary is its sorted distinct
-// code points, otherwise text is mapped into the given vocabulary (V
-// entries) and an unknown character is an error. Returns 0, or 1 with a
-// message on stderr.
-int train_text_load(TrainText *text, const char *path, const uint32_t *vocab, int V);
-void train_text_free(TrainText *text);
-
-// ---------------------------------------------------------------------------
-// Checkpoints. A checkpoint holds the recipe, the model shape and vocabulary,
-// the step, the batch generator's state, the weights and AdamW's two moment
-// estimates, and a checksum; docs/training.md gives the layout.
-
-typedef struct {
-    TrainConfig cfg;          // recipe (paths are not stored; NULL on load)
-    uint32_t *vocab;          // (V)
-    int step;                 // steps done
-    uint64_t rng;             // batch generator state after `step` steps
-    uint64_t text_hash;       // FNV-1a of the training text (vocabulary, then tokens)
-    int64_t text_tokens;      // length of the training text in tokens
-    float *params, *m, *v;    // (P) each
-    size_t num_params;        // P
-} TrainCheckpoint;
-
-// Writes atomically: path.tmp, fsync, rename over path. Returns 0, or 1 with
-// a message on stderr; on failure the file at path is left as it was.
-int train_checkpoint_save(const char *path, const TrainCheckpoint *ck);
-// Reads and validates (magic, version, sizes against the file length, the
-// checksum, finite weights). Fills ck with fresh allocations (free with
-// train_checkpoint_free). Returns 0, or 1 with a message on stderr that names
-// what is wrong.
-int train_checkpoint_load(const char *path, TrainCheckpoint *ck);
-// Frees what train_checkpoint_load allocated (params, m and v are one block).
-void train_checkpoint_free(TrainCheckpoint *ck);
-// For tests: every save from now on stops after writing this many bytes of
-// the temporary file and fails, as a process killed mid-write would (-1: off).
-void train_checkpoint_fail_after(long bytes);
-
-// ---------------------------------------------------------------------------
 // Layers. Shapes use the legend above; "rows" is the number of token rows.
 
 // out (N, OC) = inp (N, IC) @ w (IC, OC) + b (OC).  torch: F.linear / x @ W + b
@@ -204,6 +158,19 @@ void train_matmul_plain(float *out, const float *a, const float *b, const float 
                         int accumulate, int64_t a_row, int64_t a_col, int ldb, int ldo, int M,
                         int K, int N);
 
+// The products of attention skip what the causal mask makes zero, about half
+// of the work. For a (T, T) matrix of weights, row i only has entries at
+// columns j <= i, so tile by tile (the kernel's 6 rows from i0):
+//   TRAIN_CAUSAL_COLS   out (T, N) with columns j < i0 + 6 only (scores,
+//                       datt; the caller zeroes the rest)
+//   TRAIN_CAUSAL_K_LE   a holds att: the sum over k stops at i0 + 6
+//   TRAIN_CAUSAL_K_GE   a holds att^T: the sum over k starts at i0
+// The terms skipped are exact zeros, so the result is the full product's.
+// Strides as in train_matmul; runs on the calling thread.
+enum { TRAIN_CAUSAL_COLS, TRAIN_CAUSAL_K_LE, TRAIN_CAUSAL_K_GE };
+void train_matmul_causal(float *out, const float *a, const float *b, int mode, int accumulate,
+                         int64_t a_row, int64_t a_col, int ldb, int ldo, int T, int K, int N);
+
 // ---------------------------------------------------------------------------
 // The whole model: activations saved by the forward pass for the backward.
 
@@ -213,6 +180,8 @@ typedef struct TrainState TrainState;
 // cfg. NULL when memory could not be had.
 TrainState *train_state_new(GptConfig cfg, int B, Pool *pool);
 void train_state_free(TrainState *s);
+// logits (b, T, V) of the last train_forward.
+const float *train_state_logits(const TrainState *s);
 // Forward pass of b (<= B) sequences of T tokens inputs (b, T); with targets
 // (b, T) returns the mean loss (else 0). model params as in gpt.h.
 double train_forward(TrainState *s, const float *params, const int32_t *inputs,
@@ -221,9 +190,38 @@ double train_forward(TrainState *s, const float *params, const int32_t *inputs,
 void train_backward(TrainState *s, float *grads, const float *params, const int32_t *inputs,
                     const int32_t *targets, int b);
 
-// Gives params (P) the initial values of training: normal with std 0.02 for
-// the embeddings and matrices (the projections into the residual stream
-// scaled by 1/sqrt(2L)), biases 0, LayerNorm weights 1. Deterministic in seed.
-void train_init_params(float *params, GptConfig cfg, uint64_t seed);
+// Gives params (P) the initial values of training, as gpt_tensor describes
+// each tensor: normal with its init_std (0.02 for the embeddings and
+// matrices, the projections into the residual stream scaled by 1/sqrt(2L)),
+// biases 0, LayerNorm weights 1. Deterministic in seed. Returns 0, or -1
+// when memory could not be had.
+int train_init_params(float *params, GptConfig cfg, uint64_t seed);
+// decay (P) = 1 where AdamW's weight decay applies (gpt_tensor's decay: the
+// matrices and embeddings), else 0. params (P) is any buffer of the model's
+// size; only its layout is used. Returns 0, or -1 when memory could not be had.
+int train_decay_mask(uint8_t *decay, float *params, GptConfig cfg);
+
+// ---------------------------------------------------------------------------
+// AdamW with the global gradient norm clipped.
+//   torch.nn.utils.clip_grad_norm_(params, grad_clip)
+//   torch.optim.AdamW(params, lr, betas=(beta1, beta2), eps, weight_decay)
+
+// Doubles of scratch train_adamw_update needs for P parameters.
+size_t train_adamw_scratch(size_t P);
+// Clips grads (P) to the global norm r->grad_clip and applies one AdamW
+// step (step 0-based, learning rate lr) to params, m, v (P); decay (P) as
+// train_decay_mask makes it. Returns the norm before clipping; the result
+// does not depend on the number of threads.
+float train_adamw_update(float *params, float *m, float *v, float *grads, const uint8_t *decay,
+                         double *scratch, const TrainConfig *r, float lr, int step, Pool *pool,
+                         size_t P);
+
+// Mean loss of windows of tokens start .. end-1: window w feeds T tokens and
+// predicts each next one. With max_windows (> 0) smaller than the number of
+// windows, that many are taken evenly spaced. inputs and targets (B, T) are
+// scratch. NAN when no window fits.
+double train_loss_windows(TrainState *s, const float *params, const int32_t *tokens,
+                          int64_t start, int64_t end, int64_t max_windows, int32_t *inputs,
+                          int32_t *targets);
 
 #endif

@@ -68,3 +68,8 @@ int utf8_width(const char *s) {
     }
     return width;
 }
+
+int utf8_cmp(const void *a, const void *b) {
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}

@@ -1,0 +1,103 @@
+// train_eval — measuring a char GPT with training's forward pass: its loss
+// on the text (the `eval` command and the validation estimate of training)
+// and the speed of whole training steps (`bench`).
+//
+// Legend as in train.h: B batch, T context, V vocabulary, P parameters.
+#include "train.h"
+
+#include "rng.h"
+#include "timer.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int train_eval(const GptModel *model, const char *data_path, int threads, double *train_loss,
+               double *val_loss) {
+    TrainText text;
+    char err[512];
+    if (train_text_load(&text, data_path, model->vocab, model->cfg.V, err, sizeof err) != 0) {
+        fprintf(stderr, "kvdemo: %s\n", err);
+        return 1;
+    }
+    GptConfig g = model->cfg;
+    int64_t n_train = train_text_split(&text);
+    if (n_train < g.T + 1 || text.n - n_train < g.T + 1) {
+        fprintf(stderr, "kvdemo: %s is too short: each split needs more than %d characters\n",
+                data_path, g.T);
+        train_text_free(&text);
+        return 1;
+    }
+    int B = 8;
+    Pool *pool = pool_new(threads);
+    TrainState *s = pool ? train_state_new(g, B, pool) : NULL;
+    int32_t *io = malloc(sizeof(int32_t) * 2 * (size_t)B * g.T);
+    if (!s || !io) {
+        fprintf(stderr, "kvdemo: out of memory for evaluation\n");
+        free(io);
+        train_state_free(s);
+        pool_free(pool);
+        train_text_free(&text);
+        return 1;
+    }
+    int64_t val_windows = (text.n - n_train - 1) / g.T;
+    if (val_loss)
+        *val_loss = train_loss_windows(s, model->params, text.tokens, n_train, text.n, 0, io,
+                                      io + B * g.T);
+    // the training split is 9 times longer: as many windows as validation
+    // has, spread evenly over it, give the same precision in a tenth of the time
+    if (train_loss)
+        *train_loss = train_loss_windows(s, model->params, text.tokens, 0, n_train, val_windows,
+                                        io, io + B * g.T);
+    free(io);
+    train_state_free(s);
+    pool_free(pool);
+    train_text_free(&text);
+    return 0;
+}
+
+// ---------------------------------------------------------------------------
+// The speed of training, for `make bench`: whole steps (forward, backward,
+// AdamW) on random tokens, after one step that is not timed (first touch of
+// the memory).
+
+int train_benchmark(GptConfig cfg, int B, int steps, int threads, double *tokens_per_s) {
+    TrainConfig r;
+    train_config_default(&r, "seed");
+    size_t P = gpt_num_params(cfg);
+    Pool *pool = pool_new(threads);
+    TrainState *s = pool ? train_state_new(cfg, B, pool) : NULL;
+    float *memory = malloc(sizeof(float) * 4 * P);
+    uint8_t *decay = malloc(P);
+    double *partial = malloc(sizeof(double) * train_adamw_scratch(P));
+    int32_t *io = malloc(sizeof(int32_t) * 2 * (size_t)B * cfg.T);
+    int status = 1;
+    float *params = memory, *grads = memory + P, *m = memory + 2 * P, *v = memory + 3 * P;
+    if (s && memory && decay && partial && io && train_decay_mask(decay, params, cfg) == 0 &&
+        train_init_params(params, cfg, 1) == 0) {
+        memset(m, 0, sizeof(float) * 2 * P);   // m and v
+        uint64_t rng = 1;
+        for (size_t i = 0; i < 2 * (size_t)B * cfg.T; i++)
+            io[i] = (int32_t)(rng_next(&rng) % (uint64_t)cfg.V);
+        double t0 = 0.0;
+        for (int step = 0; step <= steps; step++) {
+            if (step == 1) t0 = timer_now();
+            train_forward(s, params, io, io + (size_t)B * cfg.T, B);
+            memset(grads, 0, sizeof(float) * P);
+            train_backward(s, grads, params, io, io + (size_t)B * cfg.T, B);
+            train_adamw_update(params, m, v, grads, decay, partial, &r, r.lr, step, pool, P);
+        }
+        *tokens_per_s = steps > 0 ? (double)steps * B * cfg.T / (timer_now() - t0) : 0.0;
+        status = 0;
+    } else {
+        fprintf(stderr, "kvdemo: out of memory for the training benchmark\n");
+    }
+    free(io);
+    free(partial);
+    free(decay);
+    free(memory);
+    train_state_free(s);
+    pool_free(pool);
+    return status;
+}
