@@ -122,9 +122,22 @@ void layernorm_forward(float *out, float *mean, float *rstd, const float *inp, c
 void layernorm_backward(float *dinp, float *dw, float *db, const float *dout, const float *inp,
                         const float *w, const float *mean, const float *rstd, int N, int C);
 
+// The same over many rows on the pool. partial: layernorm_scratch(N, C)
+// floats (the backward pass's per-chunk sums of dw and db, added in chunk
+// order).
+size_t layernorm_scratch(int N, int C);
+void layernorm_forward_pool(float *out, float *mean, float *rstd, const float *inp,
+                            const float *w, const float *b, Pool *pool, int N, int C);
+void layernorm_backward_pool(float *dinp, float *dw, float *db, float *partial,
+                             const float *dout, const float *inp, const float *w,
+                             const float *mean, const float *rstd, Pool *pool, int N, int C);
+
 // out (N) = GELU(inp), the tanh approximation.  F.gelu(x, approximate="tanh")
 void gelu_forward(float *out, const float *inp, int n);
 void gelu_backward(float *dinp, const float *inp, const float *dout, int n);
+// The same over n elements on the pool.
+void gelu_forward_pool(float *out, const float *inp, Pool *pool, int64_t n);
+void gelu_backward_pool(float *dinp, const float *inp, const float *dout, Pool *pool, int64_t n);
 
 // Causal multi-head self-attention of q, k, v (B, T, C) into out (B, T, C);
 // att (B, H, T, T) keeps the softmax weights (0 above the diagonal).
