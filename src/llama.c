@@ -811,13 +811,6 @@ static void sort_desc(int *order, const float *probs, int V) {
     }
 }
 
-int llama_argmax(const float *logits, int V) {
-    int best = 0;
-    for (int i = 1; i < V; i++)
-        if (logits[i] > logits[best]) best = i;
-    return best;
-}
-
 int llama_sample_top_p(float *sorted, int *order, const float *probs, float p, float uniform,
                        int V) {
     // probs_sort, probs_idx = torch.sort(probs, dim=-1, descending=True)
@@ -974,7 +967,7 @@ int llama_generate(LlamaGeneration *g, LlamaModel *m, const char *const *prompts
                                                    llama_rng_uniform(&rng), V);
             } else {
                 // next_token = torch.argmax(logits, dim=-1)
-                g->sampled[b] = llama_argmax(lb, V);
+                g->sampled[b] = ops_argmax(lb, V);
             }
             // next_token = torch.where(input_text_mask[:, cur_pos], tokens[:, cur_pos], next_token)
             size_t at = (size_t)b * total_len + cur_pos;

@@ -53,9 +53,11 @@ void ops_softmax_rows(float *out, const float *in, int R, int C) {
     }
 }
 
-void ops_concat_rows(float *out, const float *a, int Ra, const float *b, int Rb, int C) {
-    memmove(out, a, sizeof(float) * (size_t)Ra * (size_t)C);
-    memmove(out + (int64_t)Ra * C, b, sizeof(float) * (size_t)Rb * (size_t)C);
+int ops_argmax(const float *x, int n) {
+    int best = 0;
+    for (int i = 1; i < n; i++)
+        if (x[i] > x[best]) best = i;
+    return best;
 }
 
 double ops_max_abs_diff(const float *a, const float *b, int64_t n) {
@@ -232,7 +234,26 @@ void ops_matmul(float *out, const float *a, const float *b, const float *bias, i
 }
 
 // ----------------------------------------------------------------------------
-// The char GPT's layers
+// The char GPT's layers: the plain loops first (compiled in every build, the
+// reference of the tests), then the fast kernels.
+
+void ops_vecmat_plain(float *out, const float *x, const float *m, int K, int N, int ld) {
+    for (int j = 0; j < N; j++) out[j] = 0.0f;
+    for (int k = 0; k < K; k++) {
+        const float *mk = m + (int64_t)k * ld;
+        for (int j = 0; j < N; j++) out[j] += x[k] * mk[j];
+    }
+}
+
+void ops_softmax_plain(float *x, int n) { ops_softmax_rows(x, x, 1, n); }
+
+void ops_gelu_plain(float *out, const float *x, int n) {
+    for (int i = 0; i < n; i++) {
+        float v = x[i];
+        float inner = 0.7978845608028654f * (v + 0.044715f * (v * v * v));
+        out[i] = v / (1.0f + expf(-2.0f * inner));
+    }
+}
 
 #if defined(__AVX512F__)
 // exp saturates at -104 (0 in float; -inf too) and 89 (inf in float).
@@ -302,24 +323,25 @@ void ops_gelu(float *out, const float *x, int n) {
     }
 }
 
-#else   // portable C: the same formulas with libm's expf
-
-void ops_vecmat(float *out, const float *x, const float *m, int K, int N, int ld) {
-    for (int j = 0; j < N; j++) out[j] = 0.0f;
-    for (int k = 0; k < K; k++) {
-        const float *mk = m + (int64_t)k * ld;
-        for (int j = 0; j < N; j++) out[j] += x[k] * mk[j];
+void ops_exp(float *out, const float *x, int n) {
+    for (int i = 0; i < n; i += 16) {
+        __mmask16 mask = tail_mask(n - i);
+        _mm512_mask_storeu_ps(out + i, mask, exp16(_mm512_maskz_loadu_ps(mask, x + i)));
     }
 }
 
-void ops_softmax(float *x, int n) { ops_softmax_rows(x, x, 1, n); }
+#else   // portable C: the plain loops, with libm's expf
 
-void ops_gelu(float *out, const float *x, int n) {
-    for (int i = 0; i < n; i++) {
-        float v = x[i];
-        float inner = 0.7978845608028654f * (v + 0.044715f * (v * v * v));
-        out[i] = v / (1.0f + expf(-2.0f * inner));
-    }
+void ops_vecmat(float *out, const float *x, const float *m, int K, int N, int ld) {
+    ops_vecmat_plain(out, x, m, K, N, ld);
+}
+
+void ops_softmax(float *x, int n) { ops_softmax_plain(x, n); }
+
+void ops_gelu(float *out, const float *x, int n) { ops_gelu_plain(out, x, n); }
+
+void ops_exp(float *out, const float *x, int n) {
+    for (int i = 0; i < n; i++) out[i] = expf(x[i]);
 }
 #endif
 
