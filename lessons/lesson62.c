@@ -32,6 +32,7 @@
 #include "lessons.h"
 #include "llama.h"
 #include "ops.h"
+#include "utf8.h"
 #include "timer.h"
 
 #include <stdio.h>
@@ -189,17 +190,6 @@ static double generate_timed(LlamaModel *m, float *logits, int *tok, int P, int 
 // ----------------------------------------------------------------------------
 // What the lesson shows
 
-// Columns a UTF-8 string takes on a terminal: 2 for a Chinese character
-// (three bytes), 1 for ASCII; enough to line up the head map.
-static int text_width(const char *s) {
-    int w = 0;
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p < 0x80) w += 1;
-        else if (*p >= 0xe0) w += 2;
-    }
-    return w;
-}
-
 static void show_variant(Trace *tr, const Variant *v, int64_t mha_params) {
     const LlamaConfig *c = &v->m.cfg;
     int H = c->n_heads, G = c->n_kv_heads, D = c->head_dim, C = c->dim;
@@ -260,7 +250,7 @@ static void show_head_map(Trace *tr, const Variant *vs) {
               "每个查询头读取哪个 key/value 头：kv_head = h // (n_heads // n_kv_heads)");
     char line[256];
     const char *head = trace_text(tr, "query head h", "查询头 h");
-    int o = snprintf(line, sizeof line, "  %s%*s", head, 22 - text_width(head), "");
+    int o = snprintf(line, sizeof line, "  %s%*s", head, 22 - utf8_width(head), "");
     for (int h = 0; h < H && o < (int)sizeof line - 4; h++)
         o += snprintf(line + o, sizeof line - (size_t)o, " %2d", h);
     trace_say(tr, line, line);
