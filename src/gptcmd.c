@@ -323,7 +323,9 @@ int gptcmd_bench(const Options *opt, Trace *tr) {
     double train_tps = 0;
     enum { TRAIN_BATCH = 16, TRAIN_STEPS = 3 };
     progress("bench: %d training steps of %d x %d tokens", TRAIN_STEPS, TRAIN_BATCH, m.cfg.T);
-    if (train_benchmark(m.cfg, TRAIN_BATCH, TRAIN_STEPS, opt->threads, &train_tps)) {
+    char terr[256];
+    if (train_benchmark(m.cfg, TRAIN_BATCH, TRAIN_STEPS, opt->threads, &train_tps, terr, sizeof terr)) {
+        fprintf(stderr, "kvdemo: %s\n", terr);
         rc = 1;
         goto done;
     }
@@ -458,7 +460,13 @@ int gptcmd_eval(const Options *opt) {
     char buf[4096];
     const char *data = corpus_path(opt, buf, sizeof buf);
     double train_loss, val_loss;
-    if (!data || train_eval(&m, data, opt->threads, &train_loss, &val_loss)) {
+    char err[512];
+    if (!data) {
+        gpt_free(&m);
+        return 1;
+    }
+    if (train_eval(&m, data, opt->threads, &train_loss, &val_loss, err, sizeof err)) {
+        fprintf(stderr, "kvdemo: %s\n", err);
         gpt_free(&m);
         return 1;
     }

@@ -94,15 +94,16 @@ int train_run(const TrainConfig *cfg, TrainProgressFn progress, void *user);
 // (the first 90%) and the validation split (the last 10%) of the text in
 // data_path, over consecutive windows of T + 1 characters. A character
 // outside the model's vocabulary is an error. Either output may be NULL to
-// skip that split. Returns 0, or 1 with a message on stderr.
+// skip that split. Returns 0, or -1 with err.
 int train_eval(const GptModel *model, const char *data_path, int threads, double *train_loss,
-               double *val_loss);
+               double *val_loss, char *err, size_t errlen);
 
 // Training speed for `make bench`: tokens per second of whole steps
 // (forward, backward, AdamW) of a model of shape cfg on B sequences of
 // random tokens, timed over `steps` steps after one untimed step. Returns 0,
-// or 1 (out of memory, said on stderr).
-int train_benchmark(GptConfig cfg, int B, int steps, int threads, double *tokens_per_s);
+// or -1 with err (out of memory).
+int train_benchmark(GptConfig cfg, int B, int steps, int threads, double *tokens_per_s, char *err,
+                    size_t errlen);
 
 // ---------------------------------------------------------------------------
 // Layers. Shapes use the legend above; "rows" is the number of token rows.

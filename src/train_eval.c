@@ -14,32 +14,28 @@
 #include <string.h>
 
 int train_eval(const GptModel *model, const char *data_path, int threads, double *train_loss,
-               double *val_loss) {
+               double *val_loss, char *err, size_t errlen) {
     TrainText text;
-    char err[512];
-    if (train_text_load(&text, data_path, model->vocab, model->cfg.V, err, sizeof err) != 0) {
-        fprintf(stderr, "kvdemo: %s\n", err);
-        return 1;
-    }
+    if (train_text_load(&text, data_path, model->vocab, model->cfg.V, err, errlen) != 0) return -1;
     GptConfig g = model->cfg;
     int64_t n_train = train_text_split(&text);
     if (n_train < g.T + 1 || text.n - n_train < g.T + 1) {
-        fprintf(stderr, "kvdemo: %s is too short: each split needs more than %d characters\n",
-                data_path, g.T);
+        snprintf(err, errlen, "%s is too short: each split needs more than %d characters",
+                 data_path, g.T);
         train_text_free(&text);
-        return 1;
+        return -1;
     }
     int B = 8;
     Pool *pool = pool_new(threads);
     TrainState *s = pool ? train_state_new(g, B, pool) : NULL;
     int32_t *io = malloc(sizeof(int32_t) * 2 * (size_t)B * g.T);
     if (!s || !io) {
-        fprintf(stderr, "kvdemo: out of memory for evaluation\n");
+        snprintf(err, errlen, "out of memory for evaluation");
         free(io);
         train_state_free(s);
         pool_free(pool);
         train_text_free(&text);
-        return 1;
+        return -1;
     }
     int64_t val_windows = (text.n - n_train - 1) / g.T;
     if (val_loss)
@@ -62,7 +58,8 @@ int train_eval(const GptModel *model, const char *data_path, int threads, double
 // AdamW) on random tokens, after one step that is not timed (first touch of
 // the memory).
 
-int train_benchmark(GptConfig cfg, int B, int steps, int threads, double *tokens_per_s) {
+int train_benchmark(GptConfig cfg, int B, int steps, int threads, double *tokens_per_s, char *err,
+                    size_t errlen) {
     TrainConfig r;
     train_config_default(&r, "seed");
     size_t P = gpt_num_params(cfg);
@@ -72,7 +69,7 @@ int train_benchmark(GptConfig cfg, int B, int steps, int threads, double *tokens
     uint8_t *decay = malloc(P);
     double *partial = malloc(sizeof(double) * train_adamw_scratch(P));
     int32_t *io = malloc(sizeof(int32_t) * 2 * (size_t)B * cfg.T);
-    int status = 1;
+    int status = -1;
     float *params = memory, *grads = memory + P, *m = memory + 2 * P, *v = memory + 3 * P;
     if (s && memory && decay && partial && io && train_decay_mask(decay, params, cfg) == 0 &&
         train_init_params(params, cfg, 1) == 0) {
@@ -91,7 +88,7 @@ int train_benchmark(GptConfig cfg, int B, int steps, int threads, double *tokens
         *tokens_per_s = steps > 0 ? (double)steps * B * cfg.T / (timer_now() - t0) : 0.0;
         status = 0;
     } else {
-        fprintf(stderr, "kvdemo: out of memory for the training benchmark\n");
+        snprintf(err, errlen, "out of memory for the training benchmark");
     }
     free(io);
     free(partial);
