@@ -174,6 +174,7 @@ int train_checkpoint_load(const char *path, TrainCheckpoint *ck, char *err, size
         fclose(f);
         return -1;
     }
+    char shape_err[160];
     const char *why = NULL;
     if (!host_little_endian()) {
         why = "checkpoints are little-endian; this machine is not";
@@ -215,9 +216,8 @@ int train_checkpoint_load(const char *path, TrainCheckpoint *ck, char *err, size
         ck->text_tokens = (int64_t)rd_u64(q + 88);
         P = rd_u64(q + 96);
         GptConfig g = c->model;
-        if (g.V < 1 || g.V > 0x110000 || g.T < 1 || g.T > 65536 || g.C < 1 || g.C > 65536 ||
-            g.H < 1 || g.L < 1 || g.L > 1024 || g.C % g.H != 0)
-            why = "model sizes out of range or embedding not divisible by heads";
+        if (gpt_check_config(g, shape_err, sizeof shape_err) != 0)
+            why = shape_err;   // the model file's own limits
         else if (c->batch < 1 || c->iters < 1 || c->warmup < 0 || ck->step < 0 ||
                  ck->step > c->iters)
             why = "training step counts out of range";

@@ -200,11 +200,6 @@ int gpt_check_config(GptConfig cfg, char *err, size_t errlen) {
     return 0;
 }
 
-static int compare_u32(const void *a, const void *b) {
-    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-    return (x > y) - (x < y);
-}
-
 // Checks a vocabulary: valid code points, no surrogates, no repeats. sorted
 // (V) is scratch.
 static int check_vocab(uint32_t *sorted, const uint32_t *vocab, int V, char *err, size_t errlen) {
@@ -214,7 +209,7 @@ static int check_vocab(uint32_t *sorted, const uint32_t *vocab, int V, char *err
             return fail(err, errlen, "vocabulary entry %d is 0x%X, not a Unicode character", i, c);
     }
     memcpy(sorted, vocab, sizeof(uint32_t) * (size_t)V);
-    qsort(sorted, (size_t)V, sizeof(uint32_t), compare_u32);
+    qsort(sorted, (size_t)V, sizeof(uint32_t), utf8_cmp);
     for (int i = 1; i < V; i++)
         if (sorted[i] == sorted[i - 1])
             return fail(err, errlen, "vocabulary holds U+%04X twice", sorted[i]);

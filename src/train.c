@@ -536,9 +536,8 @@ int train_run(const TrainConfig *cfg, TrainProgressFn progress, void *user) {
         goto done;
     }
     int64_t n_train = train_text_split(&text);
-    if (g.T < 1 || g.C < 1 || g.H < 1 || g.L < 1 || g.C % g.H != 0) {
-        fprintf(stderr, "kvdemo: bad model shape: context %d, embedding %d, heads %d, blocks %d "
-                        "(the embedding must divide by the heads)\n", g.T, g.C, g.H, g.L);
+    if (gpt_check_config(g, err, sizeof err) != 0) {   // the model file's own limits
+        fprintf(stderr, "kvdemo: bad model shape: %s\n", err);
         goto done;
     }
     if (n_train < g.T + 1 || text.n - n_train < g.T + 1) {
