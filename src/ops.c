@@ -347,30 +347,23 @@ void ops_exp(float *out, const float *x, int n) {
 
 void ops_layernorm(float *out, float *mean, float *rstd, const float *x, const float *w, const float *b,
                    int R, int C) {
-    // Sums in double, 8 running sums per row (the order depends on C only).
+    // In float, summed in order: the arithmetic the shipped model was trained
+    // with, which kvdemo train and the forward pass now share.
     for (int r = 0; r < R; r++) {
         const float *xr = x + (int64_t)r * C;
-        float *yr = out + (int64_t)r * C;
-        double acc[8] = {0};
-        int c = 0;
-        for (; c + 8 <= C; c += 8)
-            for (int j = 0; j < 8; j++) acc[j] += xr[c + j];
-        for (; c < C; c++) acc[0] += xr[c];
         // mean = x.mean(-1, keepdims=True)
-        float m = (float)((((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]))) / C);
-        double sq[8] = {0};
-        for (c = 0; c + 8 <= C; c += 8)
-            for (int j = 0; j < 8; j++) {
-                double d = xr[c + j] - m;
-                sq[j] += d * d;
-            }
-        for (; c < C; c++) sq[0] += (double)(xr[c] - m) * (xr[c] - m);
+        float m = 0.0f;
+        for (int c = 0; c < C; c++) m += xr[c];
+        m /= C;
         // var = ((x - mean) ** 2).mean(-1, keepdims=True)
-        float var = (float)((((sq[0] + sq[1]) + (sq[2] + sq[3])) + ((sq[4] + sq[5]) + (sq[6] + sq[7]))) / C);
+        float var = 0.0f;
+        for (int c = 0; c < C; c++) var += (xr[c] - m) * (xr[c] - m);
+        var /= C;
         // (x - mean) / np.sqrt(var + eps) * weight + bias
-        float std = sqrtf(var + 1e-5f);
-        for (c = 0; c < C; c++) yr[c] = (xr[c] - m) / std * w[c] + b[c];
+        float s = 1.0f / sqrtf(var + 1e-5f);
+        float *yr = out + (int64_t)r * C;
+        for (int c = 0; c < C; c++) yr[c] = (xr[c] - m) * s * w[c] + b[c];
         if (mean) mean[r] = m;
-        if (rstd) rstd[r] = 1.0f / std;
+        if (rstd) rstd[r] = s;
     }
 }

@@ -71,7 +71,8 @@ void ops_softmax(float *x, int n);
 void ops_softmax_plain(float *x, int n);   // expf, one sum in order
 
 // out (R, C) = LayerNorm of each row of x (R, C) with weight w (C), bias b (C),
-// eps 1e-5: (x - mean) / sqrt(var + eps) * w + b, var the biased variance.
+// eps 1e-5: (x - mean) * rstd * w + b, var the biased variance, rstd =
+// 1 / sqrt(var + eps); float sums in order. Training and inference share it.
 // F.layer_norm(x, (C,), w, b, 1e-5). mean and rstd (R), if not NULL, receive
 // each row's mean and 1 / sqrt(var + eps) (for a backward pass).
 void ops_layernorm(float *out, float *mean, float *rstd, const float *x, const float *w, const float *b,

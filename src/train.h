@@ -116,10 +116,8 @@ void linear_forward(float *out, const float *inp, const float *w, const float *b
 void linear_backward(float *dinp, float *dw, float *db, float *wt, const float *dout,
                      const float *inp, const float *w, Pool *pool, int N, int IC, int OC);
 
-// out (N, C) = (inp - mean) * rstd * w + b, mean and rstd (N) saved; eps 1e-5.
-// torch: F.layer_norm(x, (C,), w, b, eps=1e-5)
-void layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *w,
-                       const float *b, int N, int C);
+// LayerNorm's forward pass is ops_layernorm (mean and rstd (N) saved); its
+// backward: dinp (N, C) += d loss / d inp, dw, db (C) += their gradients.
 void layernorm_backward(float *dinp, float *dw, float *db, const float *dout, const float *inp,
                         const float *w, const float *mean, const float *rstd, int N, int C);
 

@@ -10,6 +10,8 @@
 // fixed order, so the results never depend on the number of threads.
 #include "train.h"
 
+#include "ops.h"
+
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -74,26 +76,6 @@ void linear_backward(float *dinp, float *dw, float *db, float *wt, const float *
 // ---------------------------------------------------------------------------
 // LayerNorm over the C features of each row, eps 1e-5.
 
-void layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *w,
-                       const float *b, int N, int C) {
-    // out (N, C), mean (N), rstd (N), inp (N, C), w (C), b (C)
-    // torch: F.layer_norm(inp, (C,), w, b, eps=1e-5)
-    for (int n = 0; n < N; n++) {
-        const float *x = inp + (int64_t)n * C;
-        float m = 0.0f;
-        for (int c = 0; c < C; c++) m += x[c];
-        m /= C;
-        float var = 0.0f;
-        for (int c = 0; c < C; c++) var += (x[c] - m) * (x[c] - m);
-        var /= C;   // biased variance, as PyTorch's layer_norm
-        float s = 1.0f / sqrtf(var + 1e-5f);
-        float *y = out + (int64_t)n * C;
-        for (int c = 0; c < C; c++) y[c] = (x[c] - m) * s * w[c] + b[c];
-        mean[n] = m;
-        rstd[n] = s;
-    }
-}
-
 void layernorm_backward(float *dinp, float *dw, float *db, const float *dout, const float *inp,
                         const float *w, const float *mean, const float *rstd, int N, int C) {
     // dinp (N, C), dw (C), db (C), dout (N, C), inp (N, C), w (C), mean, rstd (N)
@@ -140,7 +122,7 @@ static void layernorm_forward_task(void *ctx, int begin, int end, int thread) {
     int r0 = begin * LN_ROWS, r1 = min_int(end * LN_ROWS, j->N);
     int64_t off = (int64_t)r0 * j->C;
     if (r0 < r1)
-        layernorm_forward(j->out + off, j->mean + r0, j->rstd + r0, j->inp + off, j->w, j->b,
+        ops_layernorm(j->out + off, j->mean + r0, j->rstd + r0, j->inp + off, j->w, j->b,
                           r1 - r0, j->C);
 }
 

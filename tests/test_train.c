@@ -17,6 +17,7 @@
 
 #include "testutil.h"
 #include "checkpoint.h"
+#include "ops.h"
 #include "train.h"
 
 // ---------------------------------------------------------------------------
@@ -167,7 +168,7 @@ typedef struct {
 
 static double ln_loss(void *ctx) {
     LnCase *c = ctx;
-    layernorm_forward(c->out, c->mean, c->rstd, c->inp, c->w, c->b, c->N, c->C);
+    ops_layernorm(c->out, c->mean, c->rstd, c->inp, c->w, c->b, c->N, c->C);
     return dot(c->out, c->r, (size_t)c->N * c->C);
 }
 
