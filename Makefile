@@ -9,6 +9,8 @@
 #   make bench    cache against no cache, measured side by side
 #   make data     download tinyshakespeare (for training) and check its sha256
 #   make debug    an unoptimised build with symbols, for gdb
+#   make install  install kvdemo, its data, man page and bash completion
+#                 (PREFIX=/usr/local, DESTDIR for staging); make uninstall
 #   make clean    remove what the build made
 
 CC      ?= cc
@@ -29,24 +31,34 @@ LIBOBJ   = $(filter-out $(BUILD)/src/main.o,$(OBJ))
 TESTS    = $(patsubst tests/%.c,$(BUILD)/tests/%,$(wildcard tests/test_*.c))
 TESTLIB  = $(patsubst %.c,$(BUILD)/%.o,$(filter-out $(wildcard tests/test_*.c),$(wildcard tests/*.c)))
 
-.PHONY: all run test check asan debug bench data clean
+.PHONY: all run test check asan debug bench data install uninstall clean
 # The shared test objects are kept between builds.
 .SECONDARY: $(TESTLIB)
 
 all: $(BIN)
 
 $(BIN): $(OBJ)
-	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+	$(CC) $(CFLAGS) -o $@ $(OBJ) $(LDLIBS)
 
-$(BUILD)/%.o: %.c
+# The compiler and its flags are kept in $(BUILD)/flags: when they change
+# (`make ARCH=` after `make`), everything is rebuilt.
+FLAGS_NOW = $(CC) $(WARN) $(CPPFLAGS) $(CFLAGS) $(LDLIBS)
+$(BUILD)/flags: FORCE
+	@mkdir -p $(BUILD)
+	@echo '$(FLAGS_NOW)' | cmp -s - $@ || echo '$(FLAGS_NOW)' > $@
+FORCE:
+
+$(BUILD)/%.o: %.c $(BUILD)/flags
 	@mkdir -p $(dir $@)
 	$(CC) $(WARN) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c -o $@ $<
 
 -include $(OBJ:.o=.d) $(TESTLIB:.o=.d)
 
-# The README's first command: build, then lesson 2 of the article.
-run: $(BIN)
-	./kvdemo lesson 2
+# The README's first command: build (quietly: only what fails is shown),
+# then lesson 2 of the article.
+run:
+	@$(MAKE) --no-print-directory -s $(BIN) >/dev/null
+	@./$(BIN) lesson 2
 
 # The README's second command. cmocka is the one thing the tests need.
 # The suite runs twice: built for this machine (the fast kernels), then with
@@ -67,7 +79,7 @@ tests/need-cmocka:
 check: $(BIN) $(TESTS)
 	@KVDEMO_BIN=./$(BIN) sh tests/run-all.sh $(TESTS)
 
-$(BUILD)/tests/test_%: tests/test_%.c $(LIBOBJ) $(TESTLIB)
+$(BUILD)/tests/test_%: tests/test_%.c $(LIBOBJ) $(TESTLIB) $(BUILD)/flags
 	@mkdir -p $(dir $@)
 	$(CC) $(WARN) $(CPPFLAGS) -Itests $(CFLAGS) -MMD -MP -o $@ $< $(LIBOBJ) $(TESTLIB) -lcmocka $(LDLIBS)
 
@@ -85,6 +97,27 @@ bench: $(BIN)
 
 data:
 	@sh tests/get-data.sh
+
+# Installed layout: PREFIX/bin/kvdemo finds its data in PREFIX/share/kvdemo
+# (src/paths.c looks beside the binary, then in ../share/kvdemo).
+PREFIX  ?= /usr/local
+BINDIR   = $(DESTDIR)$(PREFIX)/bin
+DATADIR  = $(DESTDIR)$(PREFIX)/share/kvdemo
+MANDIR   = $(DESTDIR)$(PREFIX)/share/man/man1
+COMPDIR  = $(DESTDIR)$(PREFIX)/share/bash-completion/completions
+SHIPPED  = data/tianqi.txt data/tinyshakespeare-gpt.bin
+
+install: $(BIN)
+	install -d $(BINDIR) $(DATADIR)/data $(MANDIR) $(COMPDIR)
+	install -m 755 $(BIN) $(BINDIR)/kvdemo
+	install -m 644 $(SHIPPED) $(DATADIR)/data/
+	install -m 644 docs/kvdemo.1 $(MANDIR)/kvdemo.1
+	install -m 644 docs/kvdemo.bash-completion $(COMPDIR)/kvdemo
+
+uninstall:
+	rm -f $(BINDIR)/kvdemo $(MANDIR)/kvdemo.1 $(COMPDIR)/kvdemo
+	rm -f $(addprefix $(DATADIR)/,$(SHIPPED))
+	-rmdir $(DATADIR)/data $(DATADIR) 2>/dev/null
 
 clean:
 	rm -rf build build-asan build-debug build-portable kvdemo

@@ -26,7 +26,7 @@ static void show_step(Trace *tr, const ToyData *d, const AttnStep *s, int step, 
     Tensor mask = tensor_view2(s->mask, n, n), weights = tensor_view2(s->weights, n, n);
     Tensor out = tensor_view2(s->output, n, d->dv);
     if (causal) trace_tensor(tr, TRACE_FULL, "mask", "torch.triu(full(-inf), diagonal=1)", &mask, d->rows, 0);
-    trace_tensor(tr, TRACE_FULL, "weights", "F.softmax(Q @ K.T / 2 + mask, dim=-1)", &weights, d->rows, 1);
+    trace_tensor(tr, TRACE_FULL, "weights", "F.softmax(Q @ K.T / 2 + mask, dim=-1)", &weights, d->rows, HEAT_PROBS);
     trace_tensor(tr, TRACE_SUMMARY, "output", "output = torch.matmul(weights, V)", &out, d->rows, 0);
     trace_pause(tr);
 }

@@ -15,6 +15,7 @@
 // The lesson shows the cache's shapes as it grows, then runs both ways on the
 // same prompt and seed and compares texts, logits (bit for bit, every step),
 // times and the cost per token.
+#include "flash.h"
 #include "gptcmd.h"
 #include "lessons.h"
 #include "ops.h"
@@ -120,6 +121,7 @@ int lesson10_run(const Options *opt, Trace *tr) {
         rc = 1;
         goto done;
     }
+    if ((rc = gptcmd_attention(opt, &m))) goto done;
     GptConfig g = m.cfg;
     int D = g.C / g.H;
     trace_heading(tr, "Lesson 10 — the char GPT of the numpy chapter, with and without the KV cache (seed 003)",
@@ -139,6 +141,11 @@ int lesson10_run(const Options *opt, Trace *tr) {
                "每个模块为整个上下文预留一次缓存：key (1, %d, %d, %d)、value (1, %d, %d, %d)，\n"
                "%.2f MB（全部 %d 个模块）。键已转置，query @ key 不必再转置。\n",
                g.H, D, g.T, g.H, g.T, D, 2.0 * g.L * g.C * g.T * 4 * 1e-6, g.L);
+    if (flash_gpt_tile())
+        trace_sayf(tr, "Attention: flash, in tiles of %d keys with an online softmax (lesson 6.3); a cached step by\n"
+                   "flash-decoding. The text must still be the same both ways.\n",
+                   "注意力：flash，每块 %d 个键，在线 softmax（第 6.3 课）；缓存步用 flash-decoding。\n"
+                   "两种方式生成的文字仍须相同。\n", flash_gpt_tile());
 
     trace_heading(tr, "The cache as it grows (block 0; every block alike)", "缓存的增长（第 0 个模块；每个模块相同）");
     trace_run(tr, "cache");
@@ -197,6 +204,7 @@ done:
     free(prompt);
     gpt_state_free(&s);
     gpt_free(&m);
+    gptcmd_attention_end();
     ops_set_threads(1);
     return rc;
 }

@@ -84,10 +84,10 @@ static void show_full_step(Trace *tr, const ToyData *d, const AttnStep *s, int s
     trace_tensor(tr, TRACE_FULL, "Q", "Q = torch.matmul(X, W_Q)", &Q, rows, 0);
     trace_tensor(tr, TRACE_SUMMARY, "K", "K = torch.matmul(X, W_K)", &K, rows, 0);
     trace_tensor(tr, TRACE_SUMMARY, "V", "V = torch.matmul(X, W_V)", &V, rows, 0);
-    trace_tensor(tr, TRACE_FULL, "scores", "scores = torch.matmul(Q, K.T) / 2", &scores, rows, 1);
+    trace_tensor(tr, TRACE_FULL, "scores", "scores = torch.matmul(Q, K.T) / 2", &scores, rows, HEAT_SCORES);
     trace_tensor(tr, TRACE_FULL, "mask", "torch.tensor([[0, float('-inf')], ...])", &mask, rows, 0);
-    trace_tensor(tr, TRACE_FULL, "masked_scores", "scores += mask", &masked, rows, 1);
-    trace_tensor(tr, TRACE_FULL, "weights", "scores = F.softmax(scores, dim=-1)", &weights, rows, 1);
+    trace_tensor(tr, TRACE_FULL, "masked_scores", "scores += mask", &masked, rows, HEAT_SCORES);
+    trace_tensor(tr, TRACE_FULL, "weights", "scores = F.softmax(scores, dim=-1)", &weights, rows, HEAT_PROBS);
     trace_tensor(tr, TRACE_SUMMARY, "output", "output = torch.matmul(scores, V)", &out, rows, 0);
     trace_count(tr, "kv_rows", s->kv_rows, "rows of K and V computed", "计算的 K、V 行数");
     trace_timing(tr, "step", seconds, repeat);
@@ -125,8 +125,8 @@ static void show_cached_step(Trace *tr, const ToyData *d, const AttnStep *s, int
     trace_tensor(tr, TRACE_FULL, "V_cur", "V_cur = torch.matmul(X, W_V)", &V_cur, rows + last, 0);
     trace_tensor(tr, TRACE_SUMMARY, "V", "V = torch.cat([V_last, V_cur])", &V, rows, 0);
     trace_tensor(tr, TRACE_FULL, "scores", "scores = torch.matmul(Q, K.T) / 2   (no mask)", &scores,
-                 rows + last, 1);
-    trace_tensor(tr, TRACE_FULL, "weights", "scores = F.softmax(scores, dim=-1)", &weights, rows + last, 1);
+                 rows + last, HEAT_SCORES);
+    trace_tensor(tr, TRACE_FULL, "weights", "scores = F.softmax(scores, dim=-1)", &weights, rows + last, HEAT_PROBS);
     trace_tensor(tr, TRACE_SUMMARY, "output", "output = torch.matmul(scores, V)", &out, rows + last, 0);
     trace_count(tr, "kv_rows", s->kv_rows, "rows of K and V computed", "计算的 K、V 行数");
     trace_timing(tr, "step", seconds, repeat);

@@ -52,7 +52,7 @@ static void run(Trace *tr, const ToyData *d, AttnStep *orig, AttnStep *s, int ca
     trace_tensor(tr, TRACE_FULL, "Q", "Q = torch.matmul(X, W_Q)", &Q, d->rows, 0);
     trace_tensor(tr, TRACE_FULL, "K", "K = torch.matmul(X, W_K)", &K, d->rows, 0);
     trace_tensor(tr, TRACE_FULL, "V", "V = torch.matmul(X, W_V)", &V, d->rows, 0);
-    trace_tensor(tr, TRACE_FULL, "weights", "S = softmax(Q @ K.T / 2 + mask)", &W, d->rows, 1);
+    trace_tensor(tr, TRACE_FULL, "weights", "S = softmax(Q @ K.T / 2 + mask)", &W, d->rows, HEAT_PROBS);
     trace_tensor(tr, TRACE_SUMMARY, "output", "output = S @ V", &out, d->rows, 0);
     trace_sayf(tr,
                "The output of %s (row %d) reads row %d of Q and rows 0..%d of K and V:\n"

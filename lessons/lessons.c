@@ -21,14 +21,14 @@ const Lesson LESSONS[] = {
     {"6.2", "MHA, GQA and MQA side by side", "MHA、GQA、MQA 优化技术", "000 §6.2", lesson62_run,
      "--preset --steps --repeat --seed --prompt --threads"},
     {"6.3", "FlashAttention: tiled attention, online softmax", "FlashAttention 优化技术", "000 §6.3",
-     NULL, ""},
+     lesson63_run, "--data --max-n --tile --repeat --threads --model --init --preset --seed"},
     {"7", "Why GPT needs the cache: the generation loop", "GPT 单次推理生成下一个 token，为什么会产生 KV Cache",
      "000 §7", lesson7_run, "--data --steps"},
     {"8", "Why the cache is large: GPT-3's 164 GB", "为什么 KV Cache 会造成显存很大", "000 §8", NULL, ""},
     {"9", "Why there is a KV cache but no Q cache", "为什么有 KV Cache 而没有 Q Cache", "000 §9",
      lesson9_run, "--data"},
     {"10", "The char GPT of the numpy chapter, with and without the cache", "键值缓存：字符级 GPT 生成",
-     "003", lesson10_run, "--model --init --preset --seed --steps --prompt --temperature --top-k --threads"},
+     "003", lesson10_run, "--model --init --preset --seed --steps --prompt --temperature --top-k --threads --attention --tile"},
 };
 const int NUM_LESSONS = (int)(sizeof LESSONS / sizeof LESSONS[0]);
 

@@ -36,6 +36,7 @@ int lesson21_run(const Options *opt, Trace *tr);   // 2.1: without the cache
 int lesson22_run(const Options *opt, Trace *tr);   // 2.2: with the cache
 int lesson3_run(const Options *opt, Trace *tr);    // LLaMA generate, with and without the cache
 int lesson62_run(const Options *opt, Trace *tr);   // 6.2: MHA, GQA and MQA side by side
+int lesson63_run(const Options *opt, Trace *tr);   // 6.3: FlashAttention, tiles and an online softmax
 int lesson7_run(const Options *opt, Trace *tr);
 int lesson9_run(const Options *opt, Trace *tr);
 int lesson10_run(const Options *opt, Trace *tr);

@@ -37,16 +37,22 @@ void buf_appendn(Buf *b, const char *s, size_t n) {
 
 void buf_append(Buf *b, const char *s) { buf_appendn(b, s, strlen(s)); }
 
+void buf_vprintf(Buf *b, const char *fmt, va_list ap) {
+    va_list again;
+    va_copy(again, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    if (n >= 0 && buf_reserve(b, (size_t)n)) {
+        vsnprintf(b->s + b->len, (size_t)n + 1, fmt, again);
+        b->len += (size_t)n;
+    }
+    va_end(again);
+}
+
 void buf_printf(Buf *b, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(NULL, 0, fmt, ap);
+    buf_vprintf(b, fmt, ap);
     va_end(ap);
-    if (n < 0 || !buf_reserve(b, (size_t)n)) return;
-    va_start(ap, fmt);
-    vsnprintf(b->s + b->len, (size_t)n + 1, fmt, ap);
-    va_end(ap);
-    b->len += (size_t)n;
 }
 
 char *buf_take(Buf *b) {

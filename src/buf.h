@@ -2,6 +2,7 @@
 #ifndef KVDEMO_BUF_H
 #define KVDEMO_BUF_H
 
+#include <stdarg.h>
 #include <stddef.h>
 
 typedef struct {
@@ -17,6 +18,7 @@ void buf_append(Buf *b, const char *s);
 void buf_appendn(Buf *b, const char *s, size_t n);
 void buf_printf(Buf *b, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+void buf_vprintf(Buf *b, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
 // Hands the text over to the caller (who frees it); NULL if anything failed.
 char *buf_take(Buf *b);
 

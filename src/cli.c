@@ -8,6 +8,7 @@
 #include "gptcmd.h"
 #include "lessons.h"
 #include "options.h"
+#include "race.h"
 #include "trace.h"
 
 #include <errno.h>
@@ -22,7 +23,7 @@
 
 enum { EXIT_USAGE = 2 };
 
-#define COMMANDS "list, lesson, generate, bench, init, train, eval, help"
+#define COMMANDS "list, lesson, generate, race, bench, init, train, eval, help"
 
 // ----------------------------------------------------------------------------
 // The options
@@ -45,21 +46,21 @@ static const OptionSpec OPTIONS[] = {
     {"--no-cache", ARG_FLAG, NULL, "lesson generate", 0, 0, NULL, "only the run without it (lessons: default both, then a comparison)"},
     {"--trace", ARG_STRING, "LEVEL", "lesson", 0, 0, "none|summary|full", "how many intermediate tensors to print (default full)"},
     {"--precision", ARG_INT, "N", "lesson", 0, 16, NULL, "decimals of printed tensors (default 4, as PyTorch)"},
-    {"--format", ARG_STRING, "FMT", "lesson generate bench", 0, 0, "text|json", "text for people, JSON Lines for scripts (default text)"},
-    {"--lang", ARG_STRING, "LANG", "lesson", 0, 0, "en|zh", "narration language (default from LANG)"},
+    {"--format", ARG_STRING, "FMT", "lesson generate race bench", 0, 0, "text|json", "text for people, JSON Lines for scripts (default text)"},
+    {"--lang", ARG_STRING, "LANG", "lesson race", 0, 0, "en|zh", "narration language (default from LANG)"},
     {"--step", ARG_FLAG, NULL, "lesson", 0, 0, NULL, "wait for Enter after each step (on a terminal)"},
     {"--color", ARG_STRING, "WHEN", "lesson", 0, 0, "auto|always|never", "colours: heat maps of scores and weights (default auto; NO_COLOR honoured)"},
     // Where they apply.
     {"--repeat", ARG_INT, "N", "lesson bench", 1, 100000, NULL, "time each run N times and report the median"},
     {"--data", ARG_STRING, "FILE", "lesson train eval", 0, 0, NULL, "the example's numbers (lessons 1-9, default data/tianqi.txt); the training text"},
-    {"--model", ARG_STRING, "FILE", "lesson generate bench eval", 0, 0, NULL, "a model file (default data/tinyshakespeare-gpt.bin)"},
-    {"--init", ARG_STRING, "KIND", "lesson generate bench", 0, 0, "random", "a random model instead of a file (with --preset and --seed)"},
-    {"--preset", ARG_STRING, "NAME", "lesson generate bench init train", 0, 0, "seed|tiny", "model shape: seed (the chapter's: 256, 384, 6 heads, 6 blocks) or tiny"},
-    {"--seed", ARG_INT, "N", "lesson generate bench init train", 0, 4294967295.0, NULL, "random seed, as np.random.seed(N) (default 42)"},
-    {"--steps", ARG_INT, "N", "lesson generate bench", 1, 100000, NULL, "how many tokens to generate (bench: a list, e.g. 16,64,256)"},
-    {"--prompt", ARG_STRING, "TEXT", "lesson generate bench", 0, 0, NULL, "the prompt (default \"ROMEO:\"; lesson 3 takes several)"},
-    {"--temperature", ARG_DOUBLE, "T", "lesson generate", 0, 100, NULL, "sampling temperature; 0 picks the most likely token"},
-    {"--top-k", ARG_INT, "K", "lesson generate", 0, 1000000, NULL, "draw only from the K most likely tokens (0: all)"},
+    {"--model", ARG_STRING, "FILE", "lesson generate race bench eval", 0, 0, NULL, "a model file (default data/tinyshakespeare-gpt.bin)"},
+    {"--init", ARG_STRING, "KIND", "lesson generate race bench", 0, 0, "random", "a random model instead of a file (with --preset and --seed)"},
+    {"--preset", ARG_STRING, "NAME", "lesson generate race bench init train", 0, 0, "seed|tiny", "model shape: seed (the chapter's: 256, 384, 6 heads, 6 blocks) or tiny"},
+    {"--seed", ARG_INT, "N", "lesson generate race bench init train", 0, 4294967295.0, NULL, "random seed, as np.random.seed(N) (default 42)"},
+    {"--steps", ARG_INT, "N", "lesson generate race bench", 1, 100000, NULL, "how many tokens to generate (bench: a list, e.g. 16,64,256)"},
+    {"--prompt", ARG_STRING, "TEXT", "lesson generate race bench", 0, 0, NULL, "the prompt (default \"ROMEO:\"; lesson 3 takes several)"},
+    {"--temperature", ARG_DOUBLE, "T", "lesson generate race", 0, 100, NULL, "sampling temperature; 0 picks the most likely token"},
+    {"--top-k", ARG_INT, "K", "lesson generate race", 0, 1000000, NULL, "draw only from the K most likely tokens (0: all)"},
     {"--top-p", ARG_DOUBLE, "P", "lesson", 0, 1, NULL, "nucleus sampling as LLaMA's sample_top_p"},
     {"--threads", ARG_INT, "N", "lesson generate bench train eval", 0, 1024, NULL, "threads for the arithmetic (default 0: every core)"},
     {"--csv", ARG_STRING, "FILE", "bench", 0, 0, NULL, "also write the table as CSV"},
@@ -73,6 +74,9 @@ static const OptionSpec OPTIONS[] = {
     {"--lr", ARG_DOUBLE, "X", "train", 0, 10, NULL, "peak learning rate"},
     {"--eval-every", ARG_INT, "N", "train", 1, 100000000, NULL, "validation loss (and a checkpoint) every N iterations"},
     {"--resume", ARG_STRING, "CHECKPOINT", "train", 0, 0, NULL, "continue from a checkpoint"},
+    {"--attention", ARG_STRING, "KIND", "lesson generate bench", 0, 0, "plain|flash", "the char GPT's attention: plain, or flash (tiles, online softmax; default plain)"},
+    {"--tile", ARG_INT, "N", "lesson generate bench", 1, 65536, NULL, "keys per tile of flash attention (default 64)"},
+    {"--max-n", ARG_INT, "N", "lesson", 1024, 16384, NULL, "lesson 6.3: time plain and tiled attention up to N = 4^k * 1024 (default 4096)"},
 };
 enum { NUM_OPTIONS = (int)(sizeof OPTIONS / sizeof OPTIONS[0]) };
 
@@ -224,6 +228,9 @@ static int parse_options(int argc, char **argv, int first, const char *command, 
         else if (!strcmp(name, "--lr")) opt->lr = num;
         else if (!strcmp(name, "--eval-every")) opt->eval_every = (int)num;
         else if (!strcmp(name, "--resume")) opt->resume_path = value;
+        else if (!strcmp(name, "--attention")) opt->attention = value;
+        else if (!strcmp(name, "--tile")) opt->tile = (int)num;
+        else if (!strcmp(name, "--max-n")) opt->max_n = (int)num;
     }
     int c = option_index("--cache"), nc = option_index("--no-cache");
     if ((opt->given >> c & 1) && (opt->given >> nc & 1))
@@ -263,6 +270,7 @@ static void print_help(FILE *f) {
             "  kvdemo lesson ID [options]   run one lesson, e.g. kvdemo lesson 2 --no-cache\n"
             "  kvdemo generate [options]    the char GPT writes text after a prompt (--model, --prompt,\n"
             "                               --steps, --cache/--no-cache, --seed, --temperature, --top-k)\n"
+            "  kvdemo race [options]        the same text without and with the cache, side by side, live\n"
             "  kvdemo bench [options]       cache against no cache over growing lengths (--steps LIST,\n"
             "                               --repeat, --csv FILE)\n"
             "  kvdemo init --out FILE       write a random char GPT (--preset seed|tiny, --seed N)\n"
@@ -317,6 +325,11 @@ static int cmd_lesson(int argc, char **argv) {
     if (rc) return rc;
     tr.color = tr.format == FORMAT_TEXT && want_color(extra.color);
     tr.lesson = l->id;
+    if (tr.step_pause && (tr.format != FORMAT_TEXT || !isatty(STDIN_FILENO))) {
+        fprintf(stderr, "kvdemo: --step waits for keys on a terminal; %s, so it is ignored\n",
+                tr.format != FORMAT_TEXT ? "the output is JSON" : "standard input is not one");
+        tr.step_pause = 0;
+    }
 
     // Options this lesson has no use for are ignored, and it says so. The
     // common ones (--cache ... --color, the first rows of the table) apply
@@ -325,7 +338,12 @@ static int cmd_lesson(int argc, char **argv) {
         if (!(opt.given >> i & 1)) continue;
         if (!lesson_uses(l, OPTIONS[i].name)) fprintf(stderr, "kvdemo: lesson %s ignores %s\n", l->id, OPTIONS[i].name);
     }
-    return l->run(&opt, &tr);
+    rc = l->run(&opt, &tr);
+    // --color colours score and weight matrices; a lesson that showed none
+    // says that the option changed nothing.
+    if (!rc && (opt.given >> option_index("--color") & 1) && tr.heat_maps == 0 && tr.format == FORMAT_TEXT)
+        fprintf(stderr, "kvdemo: lesson %s shows no score or weight matrix: --color changes nothing\n", l->id);
+    return rc;
 }
 
 int cli_main(int argc, char **argv) {
@@ -347,7 +365,7 @@ int cli_main(int argc, char **argv) {
     }
     if (!strcmp(cmd, "list")) return cmd_list(argc, argv);
     if (!strcmp(cmd, "lesson")) return cmd_lesson(argc, argv);
-    if (!strcmp(cmd, "generate") || !strcmp(cmd, "bench") || !strcmp(cmd, "init") || !strcmp(cmd, "train") ||
+    if (!strcmp(cmd, "generate") || !strcmp(cmd, "race") || !strcmp(cmd, "bench") || !strcmp(cmd, "init") || !strcmp(cmd, "train") ||
         !strcmp(cmd, "eval")) {
         Options opt = {.runs = RUN_BOTH, .steps = -1, .seed = 42, .temperature = -1, .top_p = -1};
         Trace tr;
@@ -358,6 +376,7 @@ int cli_main(int argc, char **argv) {
         tr.color = tr.format == FORMAT_TEXT && want_color(extra.color);
         tr.lesson = cmd;
         if (!strcmp(cmd, "generate")) return gptcmd_generate(&opt, &tr);
+        if (!strcmp(cmd, "race")) return race_run(&opt, &tr);
         if (!strcmp(cmd, "bench")) return gptcmd_bench(&opt, &tr);
         if (!strcmp(cmd, "train")) return gptcmd_train(&opt);
         if (!strcmp(cmd, "eval")) return gptcmd_eval(&opt);

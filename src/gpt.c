@@ -12,6 +12,7 @@
 
 #include "utf8.h"
 
+#include "flash.h"
 #include "ops.h"
 
 #include <assert.h>
@@ -674,8 +675,10 @@ const float *gpt_forward(GptState *s, const GptModel *m, const int *tokens, int 
                        sizeof(float) * (size_t)D);
         }
         // att = softmax(query @ key * scale) @ value, heads side by side   (N, C)
+        // (--attention flash: the same in tiles with an online softmax, flash.c)
         AttentionJob attention = {s, l, n, offset};
-        ops_parallel_for(attention_heads, &attention, H);
+        if (flash_gpt_tiled()) flash_gpt_attention(s->att, s->q, key, value, n, offset, T, H, D);
+        else ops_parallel_for(attention_heads, &attention, H);
         // x = x + self.output(att)
         ops_matmul(s->proj, s->att, b->wo, b->bo, n, C, C);
         for (int64_t i = 0; i < (int64_t)n * C; i++) s->x[i] += s->proj[i];

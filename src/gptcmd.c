@@ -8,6 +8,7 @@
 //                     growing lengths, measured side by side in one run
 #include "gptcmd.h"
 
+#include "flash.h"
 #include "ops.h"
 #include "paths.h"
 #include "sampler.h"
@@ -95,6 +96,23 @@ int gptcmd_prompt(int **tokens, int *n, const GptModel *m, const char *prompt, i
     return 0;
 }
 
+int gptcmd_attention(const Options *opt, const GptModel *m) {
+    int flash = opt->attention && !strcmp(opt->attention, "flash");
+    if (opt->tile && !flash) {
+        fprintf(stderr, "kvdemo: --tile goes with --attention flash (plain attention has no tiles)\n");
+        return 2;
+    }
+    if (!flash) return flash_gpt_use(FLASH_PLAIN, 0, 0, 0, 0);
+    GptConfig g = m->cfg;
+    if (flash_gpt_use(FLASH_TILED, opt->tile ? opt->tile : FLASH_DEFAULT_TILE, g.T, g.H, g.C / g.H)) {
+        fprintf(stderr, "kvdemo: out of memory\n");
+        return 1;
+    }
+    return 0;
+}
+
+void gptcmd_attention_end(void) { flash_gpt_use(FLASH_PLAIN, 0, 0, 0, 0); }
+
 // Threads for the arithmetic: --threads N, or every core.
 static int start_threads(const Options *opt) {
     if (ops_set_threads(opt->threads) != 0) {
@@ -107,6 +125,51 @@ static int start_threads(const Options *opt) {
 // ----------------------------------------------------------------------------
 // kvdemo generate
 
+// What generate shows while it runs: in text, each character is written (and
+// flushed) as it is drawn; on a terminal the tokens/s so far stand just
+// behind it, in dim text that the next character erases, and piped output
+// stays the plain text. The time counted is the steps' own (forward pass and
+// draw), never the printing.
+typedef struct {
+    const GptModel *m;
+    FILE *out;
+    int stream;            // text: write each character as it comes
+    int live;              // stdout is a terminal: the counter too
+    int width, column;     // the terminal's columns, and where the text is
+    int use_cache;
+    double seconds;        // sum of the steps' times
+    int resets;            // cached run: steps past the context that fed the whole window again
+    double reset_seconds;
+} Stream;
+
+static int stream_step(void *ctx, const GptStep *st) {
+    Stream *g = ctx;
+    g->seconds += st->seconds;
+    if (g->use_cache && st->step > 0 && !st->cached) {
+        g->resets++;
+        g->reset_seconds += st->seconds;
+    }
+    if (!g->stream) return 0;
+    char piece[8];
+    gpt_decode(piece, sizeof piece, g->m, &st->token, 1);
+    if (g->live) fputs("\x1b[K", g->out);   // the counter behind the text goes
+    fputs(piece, g->out);
+    g->column = piece[0] == '\n' ? 0 : g->column + 1;
+    char counter[48];
+    int n = snprintf(counter, sizeof counter, "  %.0f tokens/s", (st->step + 1) / g->seconds);
+    // ESC 7 / ESC 8 keep the cursor where the next character goes; the counter
+    // is left out where it would wrap the line.
+    if (g->live && g->column + n < g->width) fprintf(g->out, "\x1b" "7\x1b[2m%s\x1b[0m\x1b" "8", counter);
+    fflush(g->out);
+    return 0;
+}
+
+static int columns(void) {
+    const char *c = getenv("COLUMNS");
+    int n = c ? atoi(c) : 0;
+    return n > 0 ? n : 80;
+}
+
 int gptcmd_generate(const Options *opt, Trace *tr) {
     GptModel m;
     int rc = gptcmd_model(&m, opt, 0, NULL);
@@ -118,17 +181,27 @@ int gptcmd_generate(const Options *opt, Trace *tr) {
     GptState s = {0};
     Sampler sampler = {0};
     char *text = NULL;
-    rc = gptcmd_prompt(&tokens, &n_prompt, &m, opt->n_prompts ? opt->prompts[0] : DEFAULT_PROMPT, steps);
+    const char *prompt = opt->n_prompts ? opt->prompts[0] : DEFAULT_PROMPT;
+    rc = gptcmd_prompt(&tokens, &n_prompt, &m, prompt, steps);
     if (!rc && (gpt_state_init(&s, m.cfg) || sampler_init(&sampler, m.cfg.V, temperature, opt->top_k, (uint32_t)opt->seed))) {
         fprintf(stderr, "kvdemo: out of memory\n");
         rc = 1;
     }
     if (!rc) rc = start_threads(opt);
+    if (!rc) rc = gptcmd_attention(opt, &m);
     if (!rc) {
+        Stream g = {.m = &m, .out = tr->out, .use_cache = use_cache, .width = columns(),
+                    .stream = tr->format == FORMAT_TEXT};
+        g.live = g.stream && isatty(fileno(tr->out));
+        if (g.stream) {
+            fputs(prompt, tr->out);
+            const char *nl = strrchr(prompt, '\n');
+            g.column = (int)strlen(nl ? nl + 1 : prompt);
+            fflush(tr->out);
+        }
         // np.random.seed(seed); trainer.generate(dataset, prompt, steps, use_cache)
-        double t0 = timer_now();
-        int len = gpt_generate(tokens, &s, &m, &sampler, n_prompt, steps, use_cache, NULL, NULL);
-        double seconds = timer_now() - t0;
+        int len = gpt_generate(tokens, &s, &m, &sampler, n_prompt, steps, use_cache, stream_step, &g);
+        double seconds = g.seconds;
         size_t need = gpt_decode(NULL, 0, &m, tokens, len);
         text = malloc(need + 1);
         if (!text) {
@@ -141,10 +214,25 @@ int gptcmd_generate(const Options *opt, Trace *tr) {
                 trace_textval(tr, "text", text);
                 trace_timing(tr, tr->run, seconds, 1);
                 trace_value(tr, "tokens_per_s", steps / seconds, "tokens/s", NULL, NULL);
+                if (use_cache) {
+                    trace_count(tr, "reset_steps", g.resets, NULL, NULL);
+                    trace_value(tr, "reset_seconds", g.reset_seconds, "s", NULL, NULL);
+                }
             } else {
-                fprintf(tr->out, "%s\n\n-- %d tokens in %.3f s, %.0f tokens/s, %s, %d thread%s\n", text, steps,
+                if (g.live) fputs("\x1b[K", tr->out);
+                fprintf(tr->out, "\n\n-- %d tokens in %.3f s, %.0f tokens/s, %s, %d thread%s\n", steps,
                         seconds, steps / seconds, use_cache ? "with the KV cache" : "without the KV cache",
                         ops_threads(), ops_threads() == 1 ? "" : "s");
+                if (flash_gpt_tiled())
+                    fprintf(tr->out, "-- flash attention: tiles of %d keys, online softmax; cached steps by flash-decoding\n",
+                            flash_gpt_tile());
+                if (g.resets)
+                    trace_sayf(tr,
+                               "-- past the context (%d positions) the chapter's generate dropped the cache and fed "
+                               "the last %d tokens again at %d steps: %.3f s of the %.3f s.",
+                               "-- 超过上下文长度（%d 个位置）后，章节里的 generate 丢掉缓存，把最后 %d 个 token "
+                               "重新算了一遍，共 %d 步，用了 %.3f 秒（总共 %.3f 秒）。",
+                               m.cfg.T, m.cfg.T, g.resets, g.reset_seconds, seconds);
             }
         }
     }
@@ -153,6 +241,7 @@ int gptcmd_generate(const Options *opt, Trace *tr) {
     sampler_free(&sampler);
     gpt_state_free(&s);
     gpt_free(&m);
+    gptcmd_attention_end();
     ops_set_threads(1);
     return rc;
 }
@@ -303,6 +392,7 @@ int gptcmd_bench(const Options *opt, Trace *tr) {
         rc = 1;
     }
     if (!rc) rc = start_threads(opt);
+    if (!rc) rc = gptcmd_attention(opt, &m);
     if (rc) goto done;
 
     // The headline: the chapter's run, 256 tokens after the prompt, both ways.
@@ -335,6 +425,8 @@ int gptcmd_bench(const Options *opt, Trace *tr) {
     if (tr->format == FORMAT_TEXT) {
         printf("kvdemo bench: T=%d C=%d H=%d L=%d V=%d (%zu parameters), %d threads, median of %d runs\n\n", g.T,
                g.C, g.H, g.L, g.V, m.num_params, ops_threads(), repeat);
+        if (flash_gpt_tiled())
+            printf("attention: flash, tiles of %d keys (cached steps by flash-decoding)\n\n", flash_gpt_tile());
         printf("%d tokens after \"%s\":\n", DEFAULT_STEPS, opt->n_prompts ? opt->prompts[0] : DEFAULT_PROMPT);
         for (int c = 0; c < 2; c++) {
             const Measure *h = &head[c];
@@ -398,6 +490,7 @@ done:
     free(tokens);
     gpt_state_free(&s);
     gpt_free(&m);
+    gptcmd_attention_end();
     ops_set_threads(1);
     return rc;
 }

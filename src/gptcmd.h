@@ -21,6 +21,12 @@ int gptcmd_model(GptModel *m, const Options *opt, int fallback, int *random_note
 // status after one line on stderr naming the character the model lacks.
 int gptcmd_prompt(int **tokens, int *n, const GptModel *m, const char *prompt, int steps);
 
+// The attention --attention and --tile ask for (flash.h): sets the char
+// GPT's attention for model m. Returns 0, or an exit status after one line on
+// stderr. gptcmd_attention_end goes back to plain attention.
+int gptcmd_attention(const Options *opt, const GptModel *m);
+void gptcmd_attention_end(void);
+
 int gptcmd_generate(const Options *opt, Trace *tr);
 int gptcmd_init(const Options *opt);
 int gptcmd_bench(const Options *opt, Trace *tr);

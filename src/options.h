@@ -32,6 +32,9 @@ typedef struct Options {
     int iters, batch, eval_every;       // training
     double lr;
     const char *resume_path;            // --resume CHECKPOINT
+    const char *attention;              // --attention plain|flash (NULL: plain)
+    int tile;                           // --tile N: keys per tile of flash attention (0: the default)
+    int max_n;                          // --max-n N: lesson 6.3's longest measured sequence (0: the default)
     // Which options were given, by their index in cli.c's table, so that a
     // command can tell a default from a choice.
     uint64_t given;

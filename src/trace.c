@@ -4,12 +4,14 @@
 
 #include "buf.h"
 #include "ops.h"
+#include "stats.h"
 
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <termios.h>
 #include <unistd.h>
 
 void trace_init(Trace *tr, FILE *out) {
@@ -89,12 +91,15 @@ static void json_data(Buf *b, const float *x, const int *shape, int ndim) {
     buf_append(b, "]");
 }
 
+// Everything the trace prints goes out here (after q at a --step pause,
+// nothing more is shown).
 static void emit(Trace *tr, Buf *b) {
     char *s = buf_take(b);
-    if (s) {
+    if (s && !tr->quit) {
         fputs(s, tr->out);
-        free(s);
+        tr->shown = 1;
     }
+    free(s);
     fflush(tr->out);
 }
 
@@ -126,16 +131,22 @@ void trace_heading(Trace *tr, const char *en, const char *zh) {
 
 void trace_say(Trace *tr, const char *en, const char *zh) {
     if (is_json(tr)) return;
-    fprintf(tr->out, "%s\n", trace_text(tr, en, zh));
+    Buf b;
+    buf_init(&b);
+    buf_printf(&b, "%s\n", trace_text(tr, en, zh));
+    emit(tr, &b);
 }
 
 void trace_sayf(Trace *tr, const char *fmt_en, const char *fmt_zh, ...) {
     if (is_json(tr)) return;
     va_list ap;
     va_start(ap, fmt_zh);
-    vfprintf(tr->out, trace_text(tr, fmt_en, fmt_zh), ap);
+    Buf b;
+    buf_init(&b);
+    buf_vprintf(&b, trace_text(tr, fmt_en, fmt_zh), ap);
     va_end(ap);
-    fputc('\n', tr->out);
+    buf_append(&b, "\n");
+    emit(tr, &b);
 }
 
 void trace_run(Trace *tr, const char *run) {
@@ -148,19 +159,130 @@ void trace_step(Trace *tr, int step) { tr->step = step; }
 // ----------------------------------------------------------------------------
 // Tensors
 
-// A blue-to-red ramp of the 256-colour palette, low values blue.
-static const char *heat_color(float v, float lo, float hi) {
-    static const int ramp[] = {27, 33, 39, 45, 51, 50, 49, 48, 47, 46, 82, 118, 154, 190, 226,
-                               220, 214, 208, 202, 196};
-    static char codes[sizeof ramp / sizeof ramp[0]][24];
-    const int n = (int)(sizeof ramp / sizeof ramp[0]);
-    if (!isfinite(v)) return "\x1b[2m";   // -inf (masked) shown dim
-    if (!codes[0][0])
-        for (int i = 0; i < n; i++) snprintf(codes[i], sizeof codes[i], "\x1b[30;48;5;%dm", ramp[i]);
-    int i = hi > lo ? (int)((v - lo) / (hi - lo) * (float)(n - 1) + 0.5f) : n / 2;
-    if (i < 0) i = 0;
-    if (i >= n) i = n - 1;
-    return codes[i];
+// Heat maps. Colours are the xterm 256-colour palette's, each cell's text
+// black or white, whichever contrasts more with its background (at least
+// 4.5:1 for every colour below, as WCAG asks of text; test_trace checks it).
+//   probabilities  sequential white -> dark blue on a fixed 0 .. 1 scale, so
+//                  that two weight matrices can be compared by eye
+//   scores         diverging blue -> white -> red centred on 0, scaled to the
+//                  largest |score| of the matrix (blue/red stay apart for
+//                  the common colour-vision deficiencies)
+//   -inf / nan     grey: the cells the mask removed
+static const int HEAT_SEQ[] = {231, 195, 189, 153, 147, 111, 75, 69, 33, 27, 26, 20, 19, 18};
+static const int HEAT_DIV[] = {25, 32, 74, 117, 153, 195, 231, 224, 217, 210, 203, 160, 124};
+enum { HEAT_MASKED_BG = 252, HEAT_MASKED_FG = 240 };
+#define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+// The (r, g, b) of a palette index 16 .. 255.
+void trace_palette_rgb(int index, int rgb[3]) {
+    static const int level[6] = {0, 95, 135, 175, 215, 255};
+    if (index >= 232) {
+        rgb[0] = rgb[1] = rgb[2] = 8 + 10 * (index - 232);
+        return;
+    }
+    int i = index - 16;
+    rgb[0] = level[i / 36];
+    rgb[1] = level[i / 6 % 6];
+    rgb[2] = level[i % 6];
+}
+
+// WCAG relative luminance of a palette index.
+double trace_luminance(int index) {
+    int rgb[3];
+    trace_palette_rgb(index, rgb);
+    double lin[3];
+    for (int c = 0; c < 3; c++) {
+        double v = rgb[c] / 255.0;
+        lin[c] = v <= 0.03928 ? v / 12.92 : pow((v + 0.055) / 1.055, 2.4);
+    }
+    return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2];
+}
+
+// The text colour (16 black or 231 white) that reads best on background bg.
+int trace_text_on(int bg) {
+    double l = trace_luminance(bg);
+    return (l + 0.05) / 0.05 >= 1.05 / (l + 0.05) ? 16 : 231;
+}
+
+const int *trace_heat_palette(TraceHeat kind, int *n) {
+    *n = kind == HEAT_PROBS ? COUNT(HEAT_SEQ) : COUNT(HEAT_DIV);
+    return kind == HEAT_PROBS ? HEAT_SEQ : HEAT_DIV;
+}
+
+static const char *heat_code(int bg) {
+    static char codes[256][32];
+    if (!codes[bg][0]) snprintf(codes[bg], sizeof codes[bg], "\x1b[38;5;%d;48;5;%dm", trace_text_on(bg), bg);
+    return codes[bg];
+}
+
+static const char *masked_code(void) {
+    static char code[32];
+    if (!code[0]) snprintf(code, sizeof code, "\x1b[38;5;%d;48;5;%dm", HEAT_MASKED_FG, HEAT_MASKED_BG);
+    return code;
+}
+
+int trace_heat_index(TraceHeat kind, float v, float lo, float hi) {
+    int n;
+    trace_heat_palette(kind, &n);
+    double pos;   // 0 .. 1 along the palette
+    if (kind == HEAT_PROBS) {
+        pos = v;
+    } else {
+        double m = fmax(fabs((double)lo), fabs((double)hi));
+        pos = m > 0 ? 0.5 + 0.5 * (double)v / m : 0.5;
+    }
+    int i = (int)lround(pos * (n - 1));
+    return i < 0 ? 0 : i >= n ? n - 1 : i;
+}
+
+static const char *heat_probs(float v, float lo, float hi) {
+    if (!isfinite(v)) return masked_code();
+    return heat_code(HEAT_SEQ[trace_heat_index(HEAT_PROBS, v, lo, hi)]);
+}
+
+static const char *heat_scores(float v, float lo, float hi) {
+    if (!isfinite(v)) return masked_code();
+    return heat_code(HEAT_DIV[trace_heat_index(HEAT_SCORES, v, lo, hi)]);
+}
+
+// The legend under a heat map: the palette as coloured cells between its
+// end values, and how the masked cells look.
+static void heat_legend(Buf *b, const Trace *tr, TraceHeat kind, const Tensor *t) {
+    int n;
+    const int *pal = trace_heat_palette(kind, &n);
+    float m = 0;
+    int masked = 0;
+    for (size_t i = 0; i < tensor_numel(t); i++) {
+        float v = t->data[i];
+        if (!isfinite(v)) masked = 1;
+        else if (fabsf(v) > m) m = fabsf(v);
+    }
+    buf_append(b, trace_text(tr, "colour: ", "颜色："));
+    if (kind == HEAT_PROBS) buf_append(b, "0 ");
+    else buf_printf(b, "%.*f ", tr->precision, -(double)m);
+    for (int i = 0; i < n; i++) buf_printf(b, "\x1b[48;5;%dm  ", pal[i]);
+    buf_append(b, "\x1b[0m");
+    if (kind == HEAT_PROBS)
+        buf_append(b, trace_text(tr, " 1 (fixed scale)", " 1（固定刻度）"));
+    else
+        buf_printf(b, " %.*f%s", tr->precision, (double)m, trace_text(tr, " (white: 0)", "（白色为 0）"));
+    if (masked)
+        buf_printf(b, trace_text(tr, "; %s-inf\x1b[0m: masked", "；%s-inf\x1b[0m：被掩码"), masked_code());
+    buf_append(b, "\n");
+}
+
+// Columns a line takes on the terminal: its characters, without the ANSI
+// colour sequences.
+static int visible_width(const char *s, size_t len) {
+    int w = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (s[i] == '\x1b') {
+            while (i < len && s[i] != 'm') i++;
+            continue;
+        }
+        w += ((unsigned char)s[i] & 0xC0) != 0x80;
+    }
+    return w;
 }
 
 static void shape_text(Buf *b, int ndim, const int *shape) {
@@ -170,7 +292,7 @@ static void shape_text(Buf *b, int ndim, const int *shape) {
 }
 
 void trace_tensor(Trace *tr, TraceLevel level, const char *name, const char *code,
-                  const Tensor *t, const char *const *rows, int heat) {
+                  const Tensor *t, const char *const *rows, TraceHeat heat) {
     if (tr->level < level) return;
     Buf b;
     buf_init(&b);
@@ -198,7 +320,9 @@ void trace_tensor(Trace *tr, TraceLevel level, const char *name, const char *cod
     buf_printf(&b, "%s ", name);
     shape_text(&b, t->ndim, t->shape);
     buf_append(&b, "\n");
-    char *s = tensor_format(t, tr->precision, heat && tr->color ? heat_color : NULL);
+    int colored = heat != HEAT_NONE && tr->color;
+    if (heat != HEAT_NONE) tr->heat_maps++;
+    char *s = tensor_format(t, tr->precision, !colored ? NULL : heat == HEAT_PROBS ? heat_probs : heat_scores);
     if (!s) {
         buf_append(&b, "(out of memory while formatting)\n");
         emit(tr, &b);
@@ -210,25 +334,28 @@ void trace_tensor(Trace *tr, TraceLevel level, const char *name, const char *cod
     for (char *p = s; *p; p++) lines += *p == '\n';
     if (rows && t->ndim == 2 && lines == t->shape[0]) {
         // The comments line up after the longest line (the last, with "])").
+        // Widths are counted in columns, so colour codes do not shift them.
         int width = 0;
         for (char *p = s, *q; p; p = q ? q + 1 : NULL) {
             q = strchr(p, '\n');
-            int len = q ? (int)(q - p) : (int)strlen(p);
+            int len = visible_width(p, q ? (size_t)(q - p) : strlen(p));
             if (len > width) width = len;
         }
         int r = 0;
         for (char *line = s; line; r++) {
             char *nl = strchr(line, '\n');
             if (nl) *nl = '\0';
-            buf_printf(&b, "%-*s  # %s\n", width, line, rows[r]);
+            buf_printf(&b, "%s%*s  # %s\n", line, width - visible_width(line, strlen(line)), "", rows[r]);
             line = nl ? nl + 1 : NULL;
         }
     } else {
         buf_printf(&b, "%s\n", s);
     }
+    if (colored) heat_legend(&b, tr, heat, t);
     buf_append(&b, "\n");
     free(s);
     emit(tr, &b);
+    trace_pause(tr);   // --step: one operation a screen
 }
 
 void trace_shape(Trace *tr, const char *name, int ndim, const int *shape) {
@@ -299,22 +426,78 @@ static void time_text(Buf *b, double s) {
     else buf_printf(b, "%.3f s", s);
 }
 
+// The start of a timing: {..."event":"timing","name":..,"seconds":..,"repeat":..
+// in JSON (the caller adds any more fields and ends it), "  time (name): " in text.
+static void timing_head(Buf *b, const Trace *tr, const char *name, double seconds, int repeat) {
+    if (is_json(tr)) {
+        json_head(b, tr, "timing");
+        buf_append(b, ",\"name\":");
+        json_string(b, name);
+        buf_printf(b, ",\"seconds\":%.9g,\"repeat\":%d", seconds, repeat);
+    } else {
+        buf_printf(b, "  %s (%s): ", trace_text(tr, "time", "耗时"), name);
+    }
+}
+
 void trace_timing(Trace *tr, const char *name, double seconds, int repeat) {
     Buf b;
     buf_init(&b);
+    timing_head(&b, tr, name, seconds, repeat);
     if (is_json(tr)) {
-        json_head(&b, tr, "timing");
-        buf_append(&b, ",\"name\":");
-        json_string(&b, name);
-        buf_printf(&b, ",\"seconds\":%.9g,\"repeat\":%d", seconds, repeat);
         emit_json(tr, &b);
         return;
     }
-    buf_printf(&b, "  %s (%s): ", trace_text(tr, "time", "耗时"), name);
     time_text(&b, seconds);
     if (repeat > 1) buf_printf(&b, trace_text(tr, " (median of %d runs)", "（%d 次运行的中位数）"), repeat);
     buf_append(&b, "\n");
     emit(tr, &b);
+}
+
+void trace_timing_stats(Trace *tr, const char *name, const double *samples, int n) {
+    Stats st = stats_of(samples, n);
+    Buf b;
+    buf_init(&b);
+    timing_head(&b, tr, name, st.median, n);
+    if (is_json(tr)) {
+        buf_printf(&b, ",\"mean\":%.9g,\"sd\":%.9g,\"min\":%.9g,\"max\":%.9g,\"noisy\":%s", st.mean, st.sd, st.min,
+                   st.max, stats_noisy(st) ? "true" : "false");
+        emit_json(tr, &b);
+        return;
+    }
+    time_text(&b, st.mean);
+    if (n > 1) {
+        buf_append(&b, " ± ");
+        time_text(&b, st.sd);
+        buf_append(&b, "  (");
+        time_text(&b, st.min);
+        buf_append(&b, " … ");
+        time_text(&b, st.max);
+        buf_printf(&b, trace_text(tr, ", %d runs)", "，%d 次运行）"), n);
+    }
+    buf_append(&b, "\n");
+    if (stats_noisy(st))
+        buf_append(&b, trace_text(tr, "  (the runs disagree by more than 10%: the machine was busy; rerun)\n",
+                                  "  （各次运行相差超过 10%：机器当时很忙，请再运行一次）\n"));
+    emit(tr, &b);
+}
+
+void trace_ratio(Trace *tr, const char *name, const double *a, int na, const double *b, int nb, const char *en,
+                 const char *zh) {
+    Stats sa = stats_of(a, na), sb = stats_of(b, nb);
+    int decimals;
+    double r = stats_ratio(sa, sb, &decimals);
+    Buf o;
+    buf_init(&o);
+    if (is_json(tr)) {
+        json_head(&o, tr, "value");
+        buf_append(&o, ",\"name\":");
+        json_string(&o, name);
+        buf_printf(&o, ",\"value\":%.9g,\"unit\":\"x\",\"decimals\":%d", r, decimals);
+        emit_json(tr, &o);
+        return;
+    }
+    buf_printf(&o, "  %s: %.*f x\n", trace_text(tr, en, zh), decimals, r);
+    emit(tr, &o);
 }
 
 int trace_compare(Trace *tr, const char *name, const char *a_name, const Tensor *a,
@@ -365,11 +548,46 @@ void trace_textval(Trace *tr, const char *name, const char *text) {
     emit(tr, &b);
 }
 
-void trace_pause(Trace *tr) {
-    if (!tr->step_pause || !isatty(STDIN_FILENO)) return;
-    fprintf(stderr, "%s", trace_text(tr, "-- press Enter to go on --", "-- 按回车继续 --"));
+// One key from the terminal, without waiting for Enter and without echo.
+static int read_key(void) {
+    struct termios saved, raw;
+    int have = tcgetattr(STDIN_FILENO, &saved) == 0;
+    if (have) {
+        raw = saved;
+        raw.c_lflag &= ~(tcflag_t)(ICANON | ECHO);
+        raw.c_cc[VMIN] = 1;
+        raw.c_cc[VTIME] = 0;
+        tcsetattr(STDIN_FILENO, TCSANOW, &raw);
+    }
+    unsigned char c = 0;
+    ssize_t n = read(STDIN_FILENO, &c, 1);
+    if (have) tcsetattr(STDIN_FILENO, TCSANOW, &saved);
+    return n == 1 ? c : EOF;
+}
+
+// A pause of --step: a prompt on the terminal, one key, and the prompt
+// erased again so that it never stays in the scrollback. q (or the end of
+// the input) quits: nothing more is shown. On a terminal the next screen
+// starts clean, so that each one fits a projector; a table row keeps the
+// rows above it (new_screen 0).
+static void pause_for_key(Trace *tr, int new_screen) {
+    if (!tr->step_pause || tr->quit || !tr->shown || !isatty(STDIN_FILENO)) return;
+    fflush(tr->out);
+    fputs(trace_text(tr, "-- Enter: next   q: quit --", "-- 回车：下一步   q：退出 --"), stderr);
     fflush(stderr);
-    int c;
-    while ((c = getchar()) != EOF && c != '\n') {
+    int c = read_key();
+    fputs("\r\x1b[K", stderr);
+    fflush(stderr);
+    tr->shown = 0;
+    if (c == 'q' || c == 'Q' || c == EOF) {
+        tr->quit = 1;
+        return;
+    }
+    if (new_screen && isatty(fileno(tr->out))) {
+        fputs("\x1b[H\x1b[2J", tr->out);
+        fflush(tr->out);
     }
 }
+
+void trace_pause(Trace *tr) { pause_for_key(tr, 1); }
+void trace_pause_row(Trace *tr) { pause_for_key(tr, 0); }

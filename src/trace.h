@@ -18,6 +18,9 @@ typedef enum { FORMAT_TEXT, FORMAT_JSON } TraceFormat;
 // point of a step, TRACE_FULL all of them.
 typedef enum { TRACE_NONE, TRACE_SUMMARY, TRACE_FULL } TraceLevel;
 typedef enum { LANG_EN, LANG_ZH } Lang;
+// What a matrix holds, for its heat map: HEAT_SCORES on a diverging scale
+// centred on 0, HEAT_PROBS (softmax weights) on a fixed 0 .. 1 scale.
+typedef enum { HEAT_NONE, HEAT_SCORES, HEAT_PROBS } TraceHeat;
 
 typedef struct {
     FILE *out;              // stdout
@@ -27,6 +30,9 @@ typedef struct {
     int precision;          // decimals of printed tensors (text only)
     int color;              // 1: ANSI heat maps on score and weight matrices
     int step_pause;         // 1: wait for Enter after each step (a terminal)
+    int heat_maps;          // matrices shown that have a heat map (coloured or not)
+    int shown;              // 1 once something was shown since the last --step pause
+    int quit;               // 1 after q at a --step pause: nothing more is shown
     // Where the lesson is; every JSON event carries these.
     const char *lesson;     // "2"
     const char *run;        // "no-cache", "cache", or NULL between runs
@@ -53,10 +59,10 @@ void trace_step(Trace *tr, int step);
 // A tensor under its document name. level: the least trace level that shows
 // it. code: the document's line that computes it ("Q = torch.matmul(X, W_Q)"),
 // shown above it in text, or NULL. rows: a label per row (the token each row
-// belongs to) or NULL. heat: 1 for score and weight matrices (coloured when
-// colour is on).
+// belongs to) or NULL. heat: what the matrix holds (coloured, with a legend,
+// when colour is on), or HEAT_NONE.
 void trace_tensor(Trace *tr, TraceLevel level, const char *name, const char *code,
-                  const Tensor *t, const char *const *rows, int heat);
+                  const Tensor *t, const char *const *rows, TraceHeat heat);
 // A shape only, for tensors too large to print: key (1, 6, 64, 7).
 void trace_shape(Trace *tr, const char *name, int ndim, const int *shape);
 // A whole number worth counting (rows computed, multiply-adds, bytes). With
@@ -69,13 +75,35 @@ void trace_value(Trace *tr, const char *name, double value, const char *unit, co
 // A time measured around the arithmetic only; repeat > 1 gives the median
 // of that many runs.
 void trace_timing(Trace *tr, const char *name, double seconds, int repeat);
+// The times of n repeated runs (after warm-up): mean ± σ and min … max,
+// with a warning when they disagree too much to be trusted; JSON gives the
+// median as "seconds" with mean, sd, min, max and noisy.
+void trace_timing_stats(Trace *tr, const char *name, const double *samples, int n);
+// The ratio of two sets of timings' means ("how many times faster"), printed
+// with as many digits as their spread allows.
+void trace_ratio(Trace *tr, const char *name, const double *a, int na, const double *b, int nb, const char *en,
+                 const char *zh);
 // Two tensors that should agree: identical bit for bit, and max |a - b|.
 // Returns 1 when they are identical.
 int trace_compare(Trace *tr, const char *name, const char *a_name, const Tensor *a,
                   const char *b_name, const Tensor *b);
 // A short text result (a generated text, a token): {"event":"text",...}.
 void trace_textval(Trace *tr, const char *name, const char *text);
-// With --step on a terminal: wait for Enter before going on.
+// With --step on a terminal: a prompt, then one key: q quits (nothing more
+// is shown), any other goes on, on a fresh screen. Every tensor pauses after
+// itself; a lesson pauses at the end of each step. Nothing happens when
+// nothing was shown since the last pause.
 void trace_pause(Trace *tr);
+// The same after a row of a table that grows a row a key: the rows above stay.
+void trace_pause_row(Trace *tr);
+
+// The heat maps' colours, for tests: the palette of a kind (n entries of the
+// xterm 256-colour palette), the entry a value gets, an index's (r, g, b),
+// its WCAG luminance, and the text colour (16 or 231) put on it.
+const int *trace_heat_palette(TraceHeat kind, int *n);
+int trace_heat_index(TraceHeat kind, float v, float lo, float hi);
+void trace_palette_rgb(int index, int rgb[3]);
+double trace_luminance(int index);
+int trace_text_on(int bg);
 
 #endif

@@ -185,7 +185,7 @@ static void test_lesson2_text_options(void **state) {
     assert_null(strstr(r.out, "\nQ (2, 4)"));
     run_free(&r);
     r = kvdemo_run("lesson 2 --color always");
-    assert_non_null(strstr(r.out, "\x1b[30;48;5;"));
+    assert_non_null(strstr(r.out, "\x1b[38;5;"));
     run_free(&r);
     r = kvdemo_run("lesson 2 --color auto");   // stdout is a pipe here
     assert_null(strstr(r.out, "\x1b["));

@@ -1,9 +1,12 @@
 // testutil — fixtures, comparisons and running kvdemo, for the tests.
+#define _XOPEN_SOURCE 600   // posix_openpt, grantpt, unlockpt, ptsname
 #include "testutil.h"
 
 #include "buf.h"
 
 #include <ctype.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -120,6 +123,71 @@ RunResult kvdemo_run_env(const char *env, const char *args) {
     unlink(errpath);
     free(c);
     return r;
+}
+
+static const char *bin_path(void) {
+    const char *bin = getenv("KVDEMO_BIN");
+    return bin && *bin ? bin : "./kvdemo";
+}
+
+// In the child: runs kvdemo with args; never returns.
+static void exec_kvdemo(const char *const *args) {
+    const char *argv[32] = {bin_path()};
+    int n = 1;
+    for (; args[n - 1] && n < 31; n++) argv[n] = args[n - 1];
+    argv[n] = NULL;
+    execv(argv[0], (char *const *)argv);
+    _exit(127);
+}
+
+pid_t kvdemo_spawn(int fd, const char *const *args) {
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        dup2(fd, 1);
+        dup2(fd, 2);
+        exec_kvdemo(args);
+    }
+    return pid;
+}
+
+pid_t kvdemo_spawn_pty(int *master, const char *const *args) {
+    *master = posix_openpt(O_RDWR | O_NOCTTY);
+    assert_true(*master >= 0);
+    assert_int_equal(grantpt(*master), 0);
+    assert_int_equal(unlockpt(*master), 0);
+    char name[128];
+    snprintf(name, sizeof name, "%s", ptsname(*master));
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        setsid();   // a new session, so that the terminal becomes its own
+        int s = open(name, O_RDWR);
+        if (s < 0) _exit(127);
+        dup2(s, 0);
+        dup2(s, 1);
+        dup2(s, 2);
+        close(*master);
+        exec_kvdemo(args);
+    }
+    return pid;
+}
+
+char *read_to_end(int fd) {
+    Buf b;
+    buf_init(&b);
+    char chunk[4096];
+    for (;;) {
+        struct pollfd p = {fd, POLLIN, 0};
+        if (poll(&p, 1, 60000) <= 0) break;
+        ssize_t k = read(fd, chunk, sizeof chunk);
+        if (k <= 0) break;   // EOF, or EIO once a terminal's other end is closed
+        buf_appendn(&b, chunk, (size_t)k);
+    }
+    buf_append(&b, "");
+    char *s = buf_take(&b);
+    assert_non_null(s);
+    return s;
 }
 
 void run_free(RunResult *r) {

@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <setjmp.h>
 #include <cmocka.h>
 
@@ -60,6 +61,15 @@ Event *kvdemo_json(const char *args, int *n);
 // Runs "kvdemo ARGS" and fails the test unless it exits with status, prints
 // exactly one line on stderr, and that line contains needle.
 void expect_failure(const char *args, int status, const char *needle);
+
+// Starts "kvdemo ARGS..." (args ends with NULL) with its standard output and
+// error on fd; returns its pid.
+pid_t kvdemo_spawn(int fd, const char *const *args);
+// The same on a new pseudo-terminal (standard input too, as a terminal the
+// program controls); *master is the other end, to read and to type into.
+pid_t kvdemo_spawn_pty(int *master, const char *const *args);
+// Everything fd gives until its end (or 60 s of silence), NUL-terminated.
+char *read_to_end(int fd);
 
 // ----------------------------------------------------------------------------
 // Fixture arrays of tests/*_reference.py: lines "name count v0 v1 ...".

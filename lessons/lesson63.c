@@ -1,0 +1,632 @@
+// lesson 6.3 — FlashAttention 优化技术 (seed 000, section 6.3)
+//
+// The article in four sentences, and where the lesson shows each:
+//
+//   利用 GPU 硬件非均匀的存储器层次结构 ... A100: HBM 40-80GB at 1.5-2.0 TB/s,
+//   192KB SRAM per each of 108 SMs at about 19 TB/s
+//        -> the memory-traffic table: bytes the standard algorithm and the
+//           tiled one move to and from slow memory, and A100 times from them
+//   将矩阵计算过程，softmax 函数尽可能在 SRAM 中处理并保留中间结果
+//        -> the online softmax: a row's max m and normaliser l kept while the
+//           row streams past, and the merge of two partial (m, l)
+//   如何有效分割矩阵的计算过程 ... Tiling 算法
+//        -> tiled attention (FlashAttention's Algorithm 1 in FlashAttention-2's
+//           loop order) traced tile by tile on the 4-dim example with 2 x 2
+//           tiles, with the causal mask in tiles; the result equals lesson 2's
+//   (measured) one head of d = 64 at N = 1k, 4k (16k with --max-n): plain,
+//           which writes the N x N matrix, against tiled: time and peak memory;
+//           and flash-decoding: one row's tiles on several threads
+//
+// Legend: N tokens (queries and keys), d head size, Br query rows of a
+// block, Bc keys of a tile, M fast memory (elements).
+#include "attention.h"
+#include "flash.h"
+#include "gpt.h"
+#include "gptcmd.h"
+#include "lessons.h"
+#include "ops.h"
+#include "timer.h"
+#include "toy.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+enum {
+    TOKENS = 3,          // 天气真: lesson 2's step 2
+    TILE = 2,            // Br = Bc = 2: every tile fits on a screen
+    HEAD = 64,           // d of the measured head and of the traffic table
+    DEFAULT_MAX_N = 4096,
+    DECODE_N = 65536,    // keys of the flash-decoding demonstration
+};
+
+// A100, as the article and FlashAttention's section 2.1 give it.
+static const double A100_SRAM_BYTES = 192.0 * 1024, A100_HBM_LO = 1.5e12, A100_HBM_HI = 2.0e12;
+
+// ----------------------------------------------------------------------------
+// Online softmax on one score row
+
+static void online_softmax(Trace *tr, const ToyData *d, const AttnStep *s) {
+    int n = TOKENS;
+    const float *x = s->masked + (n - 1) * n;   // the row of 真: three scores, no -inf
+    const char *row = d->rows[n - 1];
+    trace_heading(tr, "1. The online softmax (Milakov & Gimelshein 2018)", "1. 在线 softmax（online softmax）");
+    trace_say(tr,
+              "The score row of \"真\" from lesson 2, step 2. The safe softmax reads it three times:\n"
+              "pass 1 the max m, pass 2 the sum l of e^(x - m), pass 3 y = e^(x - m) / l.",
+              "取第 2 课第二步中“真”的一行分数。安全 softmax 要读三遍：\n"
+              "第一遍求最大值 m，第二遍求 l = Σ e^(x - m)，第三遍算 y = e^(x - m) / l。");
+    float xr[TOKENS], y_safe[TOKENS], y_online[TOKENS];
+    memcpy(xr, x, sizeof xr);
+    Tensor tx = tensor_view2(xr, 1, n);
+    trace_tensor(tr, TRACE_SUMMARY, "x", "x = scores[2]", &tx, &row, 1);
+    int64_t reads_safe = 0, reads_online = 0;
+    float m = -INFINITY, l = 0;
+    for (int j = 0; j < n; j++, reads_safe++) m = fmaxf(m, x[j]);
+    for (int j = 0; j < n; j++, reads_safe++) l += expf(x[j] - m);
+    for (int j = 0; j < n; j++, reads_safe++) y_safe[j] = expf(x[j] - m) / l;
+    trace_value(tr, "safe_m", m, "", "pass 1: m = max(x)", "第一遍：m = max(x)");
+    trace_value(tr, "safe_l", l, "", "pass 2: l = sum(e^(x - m))", "第二遍：l = Σ e^(x - m)");
+    Tensor ys = tensor_view2(y_safe, 1, n);
+    trace_tensor(tr, TRACE_SUMMARY, "y_safe", "pass 3: y = e^(x - m) / l", &ys, &row, 1);
+
+    trace_say(tr,
+              "\nThe online softmax keeps m and l while the row streams past, one element at a time:\n"
+              "m_j = max(m_{j-1}, x_j),  l_j = l_{j-1} e^(m_{j-1} - m_j) + e^(x_j - m_j).",
+              "\n在线 softmax 在一遍扫描中同时维护 m 和 l，每次一个元素：\n"
+              "m_j = max(m_{j-1}, x_j)，l_j = l_{j-1} e^(m_{j-1} - m_j) + e^(x_j - m_j)。");
+    FlashStat st = {-INFINITY, 0};
+    for (int j = 0; j < n; j++, reads_online++) {
+        flash_online_step(&st, x[j]);
+        char nm[16], nl[16];
+        snprintf(nm, sizeof nm, "m[%d]", j);
+        snprintf(nl, sizeof nl, "l[%d]", j);
+        trace_sayf(tr, "  j = %d  x = %8.5f   m = %8.5f   l = %8.5f", "  j = %d  x = %8.5f   m = %8.5f   l = %8.5f", j,
+                   x[j], st.m, st.l);
+        trace_value(tr, nm, st.m, "", NULL, NULL);
+        trace_value(tr, nl, st.l, "", NULL, NULL);
+    }
+    for (int j = 0; j < n; j++, reads_online++) y_online[j] = expf(x[j] - st.m) / st.l;
+    Tensor yo = tensor_view2(y_online, 1, n);
+    trace_tensor(tr, TRACE_SUMMARY, "y_online", "y = e^(x - m) / l", &yo, &row, 1);
+    trace_compare(tr, "online_vs_safe", trace_text(tr, "safe softmax (three passes)", "安全 softmax（三遍）"), &ys,
+                  trace_text(tr, "online softmax (two passes)", "在线 softmax（两遍）"), &yo);
+    trace_count(tr, "reads_safe", reads_safe, "elements read by the safe softmax", "安全 softmax 读取的元素数");
+    trace_count(tr, "reads_online", reads_online, "elements read by the online softmax", "在线 softmax 读取的元素数");
+    trace_say(tr,
+              "(Per element, counting the write of y too: the safe softmax makes 4 memory accesses, the\n"
+              "online one 3 — Milakov & Gimelshein's 1.33x.)",
+              "（每个元素连同写出 y：安全 softmax 4 次访存，在线 softmax 3 次——即 Milakov 与 Gimelshein 的 1.33 倍。）");
+
+    // The merge: the row cut in two, each part's (m, l) on its own, then merged.
+    FlashStat a = {-INFINITY, 0}, b = {-INFINITY, 0};
+    for (int j = 0; j < 2; j++) flash_online_step(&a, x[j]);
+    for (int j = 2; j < n; j++) flash_online_step(&b, x[j]);
+    FlashStat ab = flash_stat_merge(a, b);
+    trace_sayf(tr,
+               "\nThe merge: cut the row into [x0, x1] and [x2]. Each part alone: (m, l) = (%.5f, %.5f) and\n"
+               "(%.5f, %.5f). Merged: m = max(m1, m2) = %.5f, l = l1 e^(m1 - m) + l2 e^(m2 - m) = %.5f,\n"
+               "the whole row's (m, l). This merge is what lets tiles, and threads, work apart.",
+               "\n合并：把这一行切成 [x0, x1] 和 [x2]，各自求 (m, l)：(%.5f, %.5f) 与 (%.5f, %.5f)。\n"
+               "合并后 m = max(m1, m2) = %.5f，l = l1 e^(m1 - m) + l2 e^(m2 - m) = %.5f，\n"
+               "正是整行的 (m, l)。分块和多线程都靠这个合并。",
+               a.m, a.l, b.m, b.l, ab.m, ab.l);
+    trace_value(tr, "merge_m", ab.m, "", NULL, NULL);
+    trace_value(tr, "merge_l", ab.l, "", NULL, NULL);
+    trace_say(tr, "", "");
+    trace_pause(tr);
+}
+
+// ----------------------------------------------------------------------------
+// Tiled attention on the 4-dim example, traced tile by tile
+
+// Returns 1 when the tiled output equals lesson 2's to 1e-6.
+static int tiled_trace(Trace *tr, const ToyData *d, const AttnStep *s) {
+    int N = TOKENS, dv = d->dv, dk = d->dk;
+    float scale = 1.0f / d->scale;   // scores = Q K^T / 2
+    float Kt[TOY_MAX_WIDTH * TOKENS], O[TOKENS * TOY_MAX_WIDTH], Ok[TOKENS * TOY_MAX_WIDTH];
+    float S[TILE * TILE], P[TILE * TILE], Ot[TILE * TOY_MAX_WIDTH], mt[TILE], lt[TILE];
+    float m[TILE], l[TILE], On[TILE * TOY_MAX_WIDTH];
+    ops_transpose(Kt, s->K, N, dk);
+    trace_heading(tr, "2. Tiled attention, 2 x 2 tiles (FlashAttention Algorithm 1, FlashAttention-2 loop order)",
+                  "2. 分块注意力，2 x 2 的块（FlashAttention 算法 1，FlashAttention-2 的循环顺序）");
+    trace_say(tr,
+              "Q, K and V of 天气真 (lesson 2, step 2) are cut into blocks of Br = 2 query rows and tiles of\n"
+              "Bc = 2 keys. For each query block Q_i (outer loop) and each tile K_j, V_j (inner loop):\n"
+              "S_ij = Q_i K_j^T / 2, m~ = rowmax(S_ij), P~ = exp(S_ij - m~), l~ = rowsum(P~), then\n"
+              "m_new = max(m, m~), l = e^(m - m_new) l + e^(m~ - m_new) l~, O = e^(m - m_new) O + e^(m~ - m_new) P~ V_j.\n"
+              "The full 3 x 3 score matrix is never written: only one tile at a time.",
+              "把天气真（第 2 课第二步）的 Q、K、V 切成 Br = 2 行的查询块和 Bc = 2 个键的块。\n"
+              "外层循环查询块 Q_i，内层循环 K_j、V_j：S_ij = Q_i K_j^T / 2，m~ = 行最大值，P~ = exp(S_ij - m~)，\n"
+              "l~ = 行和，再更新 m_new = max(m, m~)，l = e^(m - m_new) l + e^(m~ - m_new) l~，\n"
+              "O = e^(m - m_new) O + e^(m~ - m_new) P~ V_j。完整的 3 x 3 分数矩阵从不写出，每次只有一块。");
+    Tensor tQ = tensor_view2(s->Q, N, dk), tK = tensor_view2(s->K, N, dk), tV = tensor_view2(s->V, N, dv);
+    trace_tensor(tr, TRACE_FULL, "Q", "Q = torch.matmul(X, W_Q)", &tQ, d->rows, 0);
+    trace_tensor(tr, TRACE_FULL, "K", "K = torch.matmul(X, W_K)", &tK, d->rows, 0);
+    trace_tensor(tr, TRACE_FULL, "V", "V = torch.matmul(X, W_V)", &tV, d->rows, 0);
+    int tile = 0, skipped = 0, masked = 0, computed = 0;
+    for (int i0 = 0, bi = 1; i0 < N; i0 += TILE, bi++) {
+        int br = N - i0 < TILE ? N - i0 : TILE;
+        for (int r = 0; r < br; r++) m[r] = -INFINITY, l[r] = 0;
+        memset(O + i0 * dv, 0, sizeof(float) * (size_t)(br * dv));
+        for (int j0 = 0, bj = 1; j0 < N; j0 += TILE, bj++) {
+            int bc = N - j0 < TILE ? N - j0 : TILE;
+            trace_step(tr, ++tile);
+            if (j0 > i0 + br - 1) {
+                skipped++;
+                trace_sayf(tr, "tile (%d, %d): keys %d..%d are all after queries %d..%d: above the diagonal, skipped.\n",
+                           "块 (%d, %d)：键 %d..%d 都在查询 %d..%d 之后，整块在对角线之上，跳过。\n", bi, bj, j0,
+                           j0 + bc - 1, i0, i0 + br - 1);
+                continue;
+            }
+            computed++;
+            int diag = j0 + bc - 1 > i0;
+            masked += diag;
+            trace_sayf(tr, "tile (%d, %d): queries %d..%d against keys %d..%d%s", "块 (%d, %d)：查询 %d..%d 对键 %d..%d%s",
+                       bi, bj, i0, i0 + br - 1, j0, j0 + bc - 1,
+                       trace_text(tr, diag ? " — on the diagonal: masked" : "", diag ? "——对角线上的块：加掩码" : ""));
+            for (int r = 0; r < br; r++) {
+                int row = i0 + r, valid = row - j0 + 1 < bc ? row - j0 + 1 : bc;
+                FlashStat part = flash_tile(S + r * bc, P + r * bc, Ot + r * dv, s->Q + row * dk, Kt + j0, N,
+                                            s->V + j0 * dv, dv, bc, valid < 0 ? 0 : valid, dk, scale);
+                mt[r] = part.m, lt[r] = part.l;
+                FlashStat st = {m[r], l[r]};
+                flash_merge(&st, O + row * dv, part, Ot + r * dv, dv);
+                m[r] = st.m, l[r] = st.l;
+                for (int k = 0; k < dv; k++) On[r * dv + k] = O[row * dv + k] / l[r];
+            }
+            const char *const *rows = d->rows + i0;
+            Tensor tS = tensor_view2(S, br, bc), tP = tensor_view2(P, br, bc);
+            Tensor tmt = tensor_view2(mt, br, 1), tlt = tensor_view2(lt, br, 1);
+            Tensor tm = tensor_view2(m, br, 1), tl = tensor_view2(l, br, 1);
+            Tensor tO = tensor_view2(O + i0 * dv, br, dv), tOn = tensor_view2(On, br, dv);
+            trace_tensor(tr, TRACE_FULL, "S_ij", "S_ij = Q_i @ K_j.T / 2   (+ mask on the diagonal)", &tS, rows, 1);
+            trace_tensor(tr, TRACE_FULL, "m~", "m~_ij = rowmax(S_ij)", &tmt, rows, 0);
+            trace_tensor(tr, TRACE_FULL, "P~", "P~_ij = exp(S_ij - m~_ij)", &tP, rows, 1);
+            trace_tensor(tr, TRACE_FULL, "l~", "l~_ij = rowsum(P~_ij)", &tlt, rows, 0);
+            trace_tensor(tr, TRACE_SUMMARY, "m", "m_i = max(m_i, m~_ij)", &tm, rows, 0);
+            trace_tensor(tr, TRACE_SUMMARY, "l", "l_i = e^(m_i - m_new) l_i + e^(m~_ij - m_new) l~_ij", &tl, rows, 0);
+            trace_tensor(tr, TRACE_FULL, "O~", "O_i = e^(m_i - m_new) O_i + e^(m~_ij - m_new) P~_ij @ V_j", &tO, rows, 0);
+            trace_tensor(tr, TRACE_SUMMARY, "O", "O_i / l_i   (Algorithm 1, line 12: O so far)", &tOn, rows, 0);
+            trace_say(tr, "", "");
+            trace_pause(tr);
+        }
+        for (int r = 0; r < br; r++)
+            for (int k = 0; k < dv; k++) O[(i0 + r) * dv + k] /= l[r];
+    }
+    trace_step(tr, 0);
+    Tensor tOut = tensor_view2(O, N, dv), plain = tensor_view2(s->output, N, dv);
+    trace_tensor(tr, TRACE_SUMMARY, "output", "O = diag(l)^-1 O   (once, at the end: FlashAttention-2)", &tOut, d->rows, 0);
+    trace_count(tr, "tiles_computed", computed, "tiles computed", "计算的块数");
+    trace_count(tr, "tiles_skipped", skipped, "tiles skipped (above the diagonal)", "跳过的块数（对角线之上）");
+    trace_count(tr, "tiles_masked", masked, "tiles masked (on the diagonal)", "加掩码的块数（对角线上）");
+    trace_compare(tr, "output_vs_plain", trace_text(tr, "lesson 2's output (plain attention)", "第 2 课的输出（普通注意力）"),
+                  &plain, trace_text(tr, "tiled output", "分块的输出"), &tOut);
+    double diff = ops_max_abs_diff(s->output, O, (int64_t)N * dv);
+    // The same through the kernel the char GPT and the measurements use.
+    float scratch[TILE + TOY_MAX_WIDTH + 2 * TILE];
+    FlashCounts c;
+    flash_tiled_head(Ok, scratch, &c, s->Q, Kt, s->V, N, dk, scale, 1, TILE, TILE);
+    Tensor tk = tensor_view2(Ok, N, dv);
+    trace_compare(tr, "trace_vs_kernel", trace_text(tr, "the trace above", "上面逐块的计算"), &tOut, "flash_tiled_head", &tk);
+    trace_sayf(tr, "Within 1e-6 of lesson 2: %s.", "与第 2 课的差在 1e-6 以内：%s。",
+               trace_text(tr, diff <= 1e-6 ? "yes" : "NO", diff <= 1e-6 ? "是" : "否"));
+    trace_say(tr, "", "");
+    return diff <= 1e-6;
+}
+
+// ----------------------------------------------------------------------------
+// The memory traffic: counted
+
+static void traffic_table(Trace *tr) {
+    enum { NB = 5 };
+    static const int BC[NB] = {16, 32, 48, 64, 192};
+    int Br, Bc;
+    flash_block_sizes((int64_t)(A100_SRAM_BYTES / 4), HEAD, &Br, &Bc);
+    trace_heading(tr, "3. Memory traffic: what moves between slow and fast memory",
+                  "3. 访存量：慢速显存（HBM）与快速 SRAM 之间搬运的数据");
+    trace_sayf(tr,
+               "One head, d = %d, float32, counted in elements (x 4 bytes). Standard attention (Algorithm 0)\n"
+               "writes S and P to slow memory and reads them back: 4 N^2 + 4 N d (Theorem 2: Theta(N d + N^2)).\n"
+               "Tiled (Algorithm 1) reads K, V once and, for each of the N / Bc key tiles, every Q_i, O_i, l_i,\n"
+               "m_i and writes O_i, l_i, m_i: 2 N d + (N / Bc)(3 N d + 4 N) — Theta(N^2 d^2 / M) with Bc = M / 4d.\n"
+               "A100's 192 KB of SRAM holds M = %d floats: Bc = ceil(M / 4d) = %d, Br = min(Bc, d) = %d.\n"
+               "FlashAttention-2's order (query blocks outside) reads K, V once per query block: 2 N d + N + (N / Br) 2 N d.",
+               "一个头，d = %d，float32，按元素计数（乘 4 为字节）。标准注意力（算法 0）把 S、P 写到慢速显存再读回：\n"
+               "4 N^2 + 4 N d（定理 2：Θ(N d + N^2)）。分块（算法 1）K、V 只读一次；对 N / Bc 个键块中的每一块，\n"
+               "读一遍全部 Q_i、O_i、l_i、m_i 并写回 O_i、l_i、m_i：2 N d + (N / Bc)(3 N d + 4 N)——Bc = M / 4d 时为 Θ(N^2 d^2 / M)。\n"
+               "A100 的 192 KB SRAM 可放 M = %d 个 float：Bc = ceil(M / 4d) = %d，Br = min(Bc, d) = %d。\n"
+               "FlashAttention-2 的顺序（外层循环查询块）每个查询块读一遍 K、V：2 N d + N + (N / Br) 2 N d。",
+               HEAD, (int)(A100_SRAM_BYTES / 4), Bc, Br);
+    if (tr->format == FORMAT_TEXT) {
+        fprintf(tr->out, "\n%7s %11s", "N", trace_text(tr, "standard", "标准"));
+        for (int b = 0; b < NB; b++) {
+            char h[24];
+            snprintf(h, sizeof h, "Bc=%d", BC[b]);
+            fprintf(tr->out, " %11s", h);
+        }
+        fprintf(tr->out, " %11s   (MB moved)\n", "FA2 Br=64");
+    }
+    for (int64_t N = 256; N <= 16384; N *= 2) {
+        double std = flash_traffic_standard(N, HEAD);
+        double fa1[NB];
+        for (int b = 0; b < NB; b++) fa1[b] = flash_traffic_fa1(N, HEAD, BC[b]);
+        double fa2 = flash_traffic_fa2(N, HEAD, Br);
+        if (tr->format == FORMAT_TEXT) {
+            fprintf(tr->out, "%7lld %11.2f", (long long)N, std * 4e-6);
+            for (int b = 0; b < NB; b++) fprintf(tr->out, " %10.2f%s", fa1[b] * 4e-6, fa1[b] > std ? "!" : " ");
+            fprintf(tr->out, " %10.2f\n", fa2 * 4e-6);
+        } else {
+            char name[48];
+            snprintf(name, sizeof name, "standard_N%lld", (long long)N);
+            trace_count(tr, name, (int64_t)std, NULL, NULL);
+            for (int b = 0; b < NB; b++) {
+                snprintf(name, sizeof name, "fa1_bc%d_N%lld", BC[b], (long long)N);
+                trace_count(tr, name, (int64_t)fa1[b], NULL, NULL);
+            }
+            snprintf(name, sizeof name, "fa2_br%d_N%lld", Br, (long long)N);
+            trace_count(tr, name, (int64_t)fa2, NULL, NULL);
+        }
+    }
+    trace_count(tr, "a100_Bc", Bc, NULL, NULL);
+    trace_count(tr, "a100_Br", Br, NULL, NULL);
+    trace_say(tr,
+              "(! = more bytes than the standard algorithm.) For large N the ratio standard / tiled is about\n"
+              "4 Bc / 3d: tiles smaller than 3d/4 = 48 keys move MORE bytes than not tiling at all. The saving\n"
+              "comes from tiles sized to the fast memory — Theorem 2's M.",
+              "（! 表示比标准算法搬运得更多。）N 很大时，标准 / 分块 ≈ 4 Bc / 3d：小于 3d/4 = 48 个键的块\n"
+              "反而比不分块搬运得更多。节省来自按快速内存大小切块——即定理 2 中的 M。");
+    double s16 = flash_traffic_standard(16384, HEAD) * 4, t16 = flash_traffic_fa1(16384, HEAD, Bc) * 4;
+    trace_sayf(tr,
+               "\nA100 at N = 16384, one head: standard %.2f GB -> %.2f-%.2f ms at 2.0-1.5 TB/s of HBM;\n"
+               "tiled with Bc = %d: %.2f GB -> %.2f-%.2f ms. (Bytes / bandwidth only: a lower bound that ignores\n"
+               "the arithmetic and the 19 TB/s SRAM traffic.)\n",
+               "\nA100，N = 16384，一个头：标准算法 %.2f GB，按 HBM 2.0-1.5 TB/s 需 %.2f-%.2f ms；\n"
+               "分块 Bc = %d：%.2f GB，需 %.2f-%.2f ms。（只算字节 / 带宽：忽略计算和 19 TB/s 的 SRAM 访问，是下限。）\n",
+               s16 * 1e-9, s16 / A100_HBM_HI * 1e3, s16 / A100_HBM_LO * 1e3, Bc, t16 * 1e-9, t16 / A100_HBM_HI * 1e3,
+               t16 / A100_HBM_LO * 1e3);
+    trace_value(tr, "a100_ms_standard_16k", s16 / A100_HBM_HI * 1e3, "ms", NULL, NULL);
+    trace_value(tr, "a100_ms_tiled_16k", t16 / A100_HBM_HI * 1e3, "ms", NULL, NULL);
+    trace_pause(tr);
+}
+
+// ----------------------------------------------------------------------------
+// Measured: one head, plain against tiled, each in a child process so that
+// its peak memory is its own
+
+// Q, K^T, V (N, d) of uniform numbers in [-1, 1) from a fixed seed.
+static void fill_random(float *x, int64_t n, uint64_t *state) {
+    for (int64_t i = 0; i < n; i++) {
+        *state ^= *state << 13, *state ^= *state >> 7, *state ^= *state << 17;   // xorshift64
+        x[i] = (float)((double)(*state >> 11) / 9007199254740992.0 * 2.0 - 1.0);
+    }
+}
+
+typedef struct {
+    double seconds;
+    double peak_mb;   // the child's peak resident memory above what it started with
+    double checksum;  // sum of O, to see both computed the same thing
+} Measured;
+
+static long max_rss_kb(void) {
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return ru.ru_maxrss;
+}
+
+// In the child: allocate, fill, time one run. Returns 0, or -1 (no memory).
+static int measure_here(Measured *out, int tiled, int N, int d, int Bc, int repeat) {
+    long base = max_rss_kb();
+    size_t nd = (size_t)N * d;
+    float *Q = malloc(sizeof(float) * nd), *Kt = malloc(sizeof(float) * nd), *V = malloc(sizeof(float) * nd);
+    float *O = malloc(sizeof(float) * nd);
+    float *work = tiled ? malloc(sizeof(float) * (size_t)flash_scratch_floats(HEAD, Bc, d))
+                        : malloc(sizeof(float) * (size_t)N * (size_t)N);   // P (N, N)
+    int rc = -1;
+    if (Q && Kt && V && O && work) {
+        uint64_t seed = 42;
+        fill_random(Q, (int64_t)nd, &seed);
+        fill_random(Kt, (int64_t)nd, &seed);
+        fill_random(V, (int64_t)nd, &seed);
+        float scale = 1.0f / sqrtf((float)d);
+        double *samples = malloc(sizeof(double) * (size_t)repeat);
+        for (int r = 0; samples && r < repeat; r++) {
+            double t0 = timer_now();
+            if (tiled) flash_tiled_head(O, work, NULL, Q, Kt, V, N, d, scale, 0, HEAD, Bc);
+            else flash_plain_head(O, work, Q, Kt, V, N, d, scale, 0);
+            samples[r] = timer_now() - t0;
+        }
+        if (samples) {
+            out->seconds = timer_median(samples, repeat);
+            out->peak_mb = (double)(max_rss_kb() - base) / 1024.0;
+            double sum = 0;
+            for (size_t i = 0; i < nd; i++) sum += O[i];
+            out->checksum = sum;
+            rc = 0;
+        }
+        free(samples);
+    }
+    free(Q), free(Kt), free(V), free(O), free(work);
+    return rc;
+}
+
+// Runs measure_here in a child process; returns 0, or -1.
+static int measure_apart(Measured *out, int tiled, int N, int d, int Bc, int repeat) {
+    int fd[2];
+    if (pipe(fd) != 0) return -1;
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(fd[0]), close(fd[1]);
+        return -1;
+    }
+    if (pid == 0) {
+        close(fd[0]);
+        Measured m;
+        int ok = measure_here(&m, tiled, N, d, Bc, repeat) == 0 && write(fd[1], &m, sizeof m) == (ssize_t)sizeof m;
+        _exit(ok ? 0 : 1);
+    }
+    close(fd[1]);
+    ssize_t got = read(fd[0], out, sizeof *out);
+    close(fd[0]);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    return got == (ssize_t)sizeof *out && WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
+}
+
+static int measured(Trace *tr, const Options *opt) {
+    int max_n = opt->max_n ? opt->max_n : DEFAULT_MAX_N, Bc = opt->tile ? opt->tile : FLASH_DEFAULT_TILE;
+    int repeat = opt->repeat ? opt->repeat : 1;
+    trace_heading(tr, "4. Measured on this machine: one head, d = 64, no mask",
+                  "4. 本机实测：一个头，d = 64，不加掩码");
+    trace_sayf(tr,
+               "Here the CPU's caches play SRAM and its DRAM plays HBM. Plain attention writes the N x N matrix\n"
+               "(N^2 x 4 bytes: 1 GiB at N = 16384); tiled keeps one row of %d scores per query. Each runs in its\n"
+               "own process; peak memory is that process's growth in resident memory. Q, K, V: fixed random numbers.",
+               "这里 CPU 的缓存扮演 SRAM，内存扮演 HBM。普通注意力写出 N x N 矩阵（N^2 x 4 字节：N = 16384 时 1 GiB）；\n"
+               "分块每个查询只保留 %d 个分数。各自在单独的进程中运行；峰值内存是该进程常驻内存的增长。Q、K、V 为固定的随机数。",
+               Bc);
+    if (tr->format == FORMAT_TEXT)
+        fprintf(tr->out, "\n%7s %12s %12s %14s %14s\n", "N", "plain s", "tiled s", "plain peak MB", "tiled peak MB");
+    int rc = 0;
+    for (int N = 1024; N <= max_n; N *= 4) {
+        Measured mp, mt;
+        if (measure_apart(&mp, 0, N, HEAD, Bc, repeat) || measure_apart(&mt, 1, N, HEAD, Bc, repeat)) {
+            fprintf(stderr, "kvdemo: lesson 6.3: the measurement at N = %d failed (out of memory, or no process could be started)\n", N);
+            rc = 1;
+            break;
+        }
+        char name[32];
+        if (tr->format == FORMAT_JSON) {   // the text shows them in the table
+            snprintf(name, sizeof name, "plain_N%d", N);
+            trace_timing(tr, name, mp.seconds, repeat);
+            snprintf(name, sizeof name, "tiled_N%d", N);
+            trace_timing(tr, name, mt.seconds, repeat);
+        }
+        snprintf(name, sizeof name, "plain_peak_mb_N%d", N);
+        trace_value(tr, name, mp.peak_mb, "MB", NULL, NULL);
+        snprintf(name, sizeof name, "tiled_peak_mb_N%d", N);
+        trace_value(tr, name, mt.peak_mb, "MB", NULL, NULL);
+        snprintf(name, sizeof name, "checksum_diff_N%d", N);
+        trace_value(tr, name, fabs(mp.checksum - mt.checksum), "", NULL, NULL);
+        if (tr->format == FORMAT_TEXT)
+            fprintf(tr->out, "%7d %12.4f %12.4f %14.1f %14.1f\n", N, mp.seconds, mt.seconds, mp.peak_mb, mt.peak_mb);
+    }
+    if (max_n < 16384)
+        trace_say(tr, "(N = 16384 takes --max-n 16384: 1 GiB for plain attention, and a minute or so.)",
+                  "（N = 16384 需加 --max-n 16384：普通注意力要 1 GiB 内存，约需一分钟。）");
+    trace_say(tr,
+              "\nWhat the CPU shows: the memory — plain grows as N^2, tiled as N. What only a GPU shows: the\n"
+              "speed-up. A CPU has no 19 TB/s SRAM beside slow memory, its caches already keep a row of\n"
+              "scores close, and the tiled loop here is not vectorised as a GPU kernel is: the time of the\n"
+              "two is of the same order, and tiled is often the slower.",
+              "\nCPU 上看得到的：内存——普通注意力按 N^2 增长，分块按 N。只有 GPU 上才看得到的：加速。\n"
+              "CPU 没有紧挨着慢速内存的 19 TB/s SRAM，它的缓存本来就能留住一行分数，这里的分块循环也不像 GPU 内核\n"
+              "那样充分并行：两者耗时同一量级，分块往往更慢。");
+    trace_pause(tr);
+    return rc;
+}
+
+// ----------------------------------------------------------------------------
+// Flash-decoding: one query row against a long cache, its tiles on threads
+
+static int flash_decoding(Trace *tr, const Options *opt) {
+    int Bc = opt->tile ? opt->tile : FLASH_DEFAULT_TILE, n = DECODE_N, d = HEAD;
+    int repeat = opt->repeat ? opt->repeat : 5;
+    size_t nd = (size_t)n * d;
+    float *kt = malloc(sizeof(float) * nd), *v = malloc(sizeof(float) * nd), q[HEAD], out1[HEAD], outp[HEAD];
+    float *scratch = malloc(sizeof(float) * (size_t)(flash_decode_floats(n, d, Bc) + Bc + d));
+    double *samples = malloc(sizeof(double) * (size_t)repeat);
+    if (!kt || !v || !scratch || !samples) {
+        free(kt), free(v), free(scratch), free(samples);
+        fprintf(stderr, "kvdemo: out of memory\n");
+        return 1;
+    }
+    uint64_t seed = 7;
+    fill_random(kt, (int64_t)nd, &seed);
+    fill_random(v, (int64_t)nd, &seed);
+    fill_random(q, d, &seed);
+    float scale = 1.0f / sqrtf((float)d);
+    trace_heading(tr, "5. Flash-decoding: a cached step's one row, its tiles on several threads",
+                  "5. Flash-decoding：缓存步只有一行查询，把它的块分给多个线程");
+    trace_sayf(tr,
+               "A cached step has one query row. Tiled attention parallelises over rows (and heads), so one row\n"
+               "of one head runs on one thread. Flash-decoding splits the cached keys (up to %d) into tiles of %d,\n"
+               "computes each tile's (m, l, O) on whichever thread is free, and merges them in tile order with\n"
+               "the rule of section 1: the result is the same bits on any number of threads.",
+               "缓存步只有一行查询。分块注意力按行（和头）并行，于是一个头的一行只能在一个线程上算。Flash-decoding\n"
+               "把缓存中的键（最多 %d 个）切成每块 %d 个，各块的 (m, l, O) 由空闲线程计算，再按块的顺序用第 1 节的规则合并：\n"
+               "无论多少线程，结果逐位相同。",
+               n, Bc);
+    int rc = 0;
+    static const int SIZES[] = {256, DECODE_N};   // a short cache and a long one
+    for (int z = 0; !rc && z < 2; z++) {
+        int len = SIZES[z];
+        // One thread, tile after tile (flash_row)...
+        for (int r = 0; r < repeat; r++) {
+            double t0 = timer_now();
+            flash_row(out1, scratch, q, kt, n, v, d, len, d, scale, Bc);
+            samples[r] = timer_now() - t0;
+        }
+        double t_row = timer_median(samples, repeat);
+        // ...and the tiles on every thread, merged after (flash_decode).
+        if (ops_set_threads(opt->threads)) {
+            fprintf(stderr, "kvdemo: could not start %d threads\n", opt->threads);
+            rc = 1;
+            break;
+        }
+        for (int r = 0; r < repeat; r++) {
+            double t0 = timer_now();
+            flash_decode(outp, scratch, q, kt, n, v, d, len, d, scale, Bc);
+            samples[r] = timer_now() - t0;
+        }
+        double t_dec = timer_median(samples, repeat);
+        int threads = ops_threads();
+        ops_set_threads(1);
+        char name[48];
+        Tensor ta = tensor_view2(out1, 1, d), tb = tensor_view2(outp, 1, d);
+        snprintf(name, sizeof name, "decode_vs_row_N%d", len);
+        trace_compare(tr, name, trace_text(tr, "one thread, tile after tile", "单线程逐块"), &ta, "flash-decoding", &tb);
+        snprintf(name, sizeof name, "row_1_thread_N%d", len);
+        trace_timing(tr, name, t_row, repeat);
+        snprintf(name, sizeof name, "flash_decoding_N%d", len);
+        trace_timing(tr, name, t_dec, repeat);
+        trace_sayf(tr, "  %6d keys: %.3f ms tile after tile on one thread, %.3f ms by flash-decoding on %d threads\n",
+                   "  %6d 个键：单线程逐块 %.3f ms，flash-decoding %.3f ms（%d 个线程）\n", len, t_row * 1e3,
+                   t_dec * 1e3, threads);
+    }
+    if (!rc)
+        trace_say(tr,
+                  "It helps when there are few rows and heads to share out, a long cache (a batch of one, a long\n"
+                  "context) and threads to spare. On a short cache there is little to share: the hand-over to the\n"
+                  "threads and the merge are a large part of a few microseconds. When the heads alone keep every\n"
+                  "thread busy — the char GPT's 6 heads on a few cores — it only adds a merge (part 6).\n",
+                  "行和头很少、缓存很长（批大小为 1、上下文很长）且有空闲线程时它有用。缓存很短时可分的很少：\n"
+                  "线程交接与合并在几微秒里占了很大比例。若光是各个头就已让所有线程忙碌——如字符级 GPT 的\n"
+                  "6 个头、几个核——它只多了一次合并（第 6 部分）。\n");
+    free(kt), free(v), free(scratch), free(samples);
+    return rc;
+}
+
+// ----------------------------------------------------------------------------
+// The char GPT's cached step at the context length: plain against flash
+
+// Median seconds of the cached step at position T-1 (the cache holds T-1
+// positions), its logits in logits (V).
+static double time_last_step(float *logits, GptState *s, const GptModel *m, const int *tokens, int repeat,
+                             double *samples) {
+    int T = m->cfg.T;
+    gpt_state_reset(s);
+    gpt_forward(s, m, tokens, T - 1, 0);
+    for (int r = 0; r < repeat; r++) {
+        double t0 = timer_now();
+        const float *out = gpt_forward(s, m, tokens + T - 1, 1, T - 1);
+        samples[r] = timer_now() - t0;
+        memcpy(logits, out, sizeof(float) * (size_t)m->cfg.V);
+    }
+    return timer_median(samples, repeat);
+}
+
+static int gpt_step(Trace *tr, const Options *opt) {
+    GptModel m;
+    int random_model = 0;
+    int rc = gptcmd_model(&m, opt, 1, &random_model);
+    if (rc) return rc;
+    GptConfig g = m.cfg;
+    int repeat = opt->repeat ? opt->repeat : 5, tile = opt->tile ? opt->tile : FLASH_DEFAULT_TILE;
+    int *tokens = malloc(sizeof(int) * (size_t)g.T);
+    float *lp = malloc(sizeof(float) * (size_t)g.V), *lf = malloc(sizeof(float) * (size_t)g.V);
+    double *samples = malloc(sizeof(double) * (size_t)repeat);
+    GptState s = {0};
+    if (!tokens || !lp || !lf || !samples || gpt_state_init(&s, g) || ops_set_threads(opt->threads)) {
+        fprintf(stderr, "kvdemo: out of memory\n");
+        rc = 1;
+        goto done;
+    }
+    if (random_model)
+        fprintf(stderr, "kvdemo: %s is missing; lesson 6.3 times a random model of the seed preset\n", GPT_SHIPPED_MODEL);
+    for (int i = 0; i < g.T; i++) tokens[i] = (i * 7 + 1) % g.V;
+    trace_heading(tr, "6. The char GPT (lesson 10): a cached step at the context length",
+                  "6. 字符级 GPT（第 10 课）：上下文长度处的一个缓存步");
+    double t_plain = time_last_step(lp, &s, &m, tokens, repeat, samples);
+    if (flash_gpt_use(FLASH_TILED, tile, g.T, g.H, g.C / g.H)) {
+        fprintf(stderr, "kvdemo: out of memory\n");
+        rc = 1;
+        goto done;
+    }
+    double t_flash = time_last_step(lf, &s, &m, tokens, repeat, samples);
+    flash_gpt_use(FLASH_PLAIN, 0, 0, 0, 0);
+    trace_sayf(tr,
+               "The token at position %d reads %d cached positions in each of %d heads and %d blocks, on %d thread%s.\n"
+               "Plain: each head's row on one thread. Flash (tiles of %d): the heads' tiles shared out (flash-decoding).",
+               "位置 %d 的词元要读 %d 个缓存位置（%d 个头、%d 个模块各一份），%d 个线程%.0s。\n"
+               "普通：每个头的一行在一个线程上算。Flash（每块 %d）：各头的块分给各线程（flash-decoding）。",
+               g.T - 1, g.T, g.H, g.L, ops_threads(), ops_threads() == 1 ? "" : "s", tile);
+    trace_timing(tr, "gpt_step_plain", t_plain, repeat);
+    trace_timing(tr, "gpt_step_flash", t_flash, repeat);
+    Tensor a = tensor_view2(lp, 1, g.V), b = tensor_view2(lf, 1, g.V);
+    trace_compare(tr, "gpt_step_logits", trace_text(tr, "logits, plain attention", "logits，普通注意力"), &a,
+                  trace_text(tr, "flash attention", "flash 注意力"), &b);
+    trace_say(tr,
+              "The attention is a small part of this step (most of it reads the weights), and six heads\n"
+              "already share out over a few threads: flash-decoding changes the step's time little here.\n",
+              "注意力只占这一步的一小部分（大部分时间在读权重），而且 6 个头已足以分给几个线程：\n"
+              "在这里 flash-decoding 对这一步的耗时影响不大。\n");
+done:
+    flash_gpt_use(FLASH_PLAIN, 0, 0, 0, 0);
+    ops_set_threads(1);
+    gpt_state_free(&s);
+    gpt_free(&m);
+    free(tokens), free(lp), free(lf), free(samples);
+    return rc;
+}
+
+// ----------------------------------------------------------------------------
+// The lesson
+
+int lesson63_run(const Options *opt, Trace *tr) {
+    ToyData d;
+    AttnStep s;
+    if (toy_begin(&d, &s, 1, TOKENS, opt, tr->lesson, TOKENS)) return 1;
+    if (d.dk != d.dv || d.dk > TOY_MAX_WIDTH) {
+        fprintf(stderr, "kvdemo: lesson 6.3 needs Q, K and V of one width (W_Q, W_K, W_V with as many columns)\n");
+        toy_end(&d, &s, 1);
+        return 1;
+    }
+    if (opt->runs != RUN_BOTH)
+        fprintf(stderr, "kvdemo: lesson 6.3 has no cached and uncached runs; %s ignored\n",
+                opt->runs == RUN_CACHE ? "--cache" : "--no-cache");
+    trace_heading(tr, "Lesson 6.3 — FlashAttention: tiled attention with an online softmax (seed 000, section 6.3)",
+                  "第 6.3 课 —— FlashAttention 优化技术（000 第 6.3 节）");
+    trace_say(tr,
+              "The article: an A100 has 40-80 GB of HBM at 1.5-2.0 TB/s and 192 KB of SRAM on each of its 108\n"
+              "streaming multiprocessors at about 19 TB/s. FlashAttention keeps the matrix products and the\n"
+              "softmax in SRAM, tile by tile, and writes only the result back to HBM.\n",
+              "原文：A100 GPU 有 40-80GB 的高带宽内存（HBM），带宽 1.5-2.0 TB/s；108 个流处理器每个有 192KB 的 SRAM，\n"
+              "带宽约 19TB/s。FlashAttention 把矩阵计算和 softmax 尽量放在 SRAM 中逐块完成，只把结果写回 HBM。\n");
+    // Lesson 2's step 2, plain: Q, K, V, the masked scores and the output.
+    attention_full(&s, d.X, TOKENS, d.W_Q, d.W_K, d.W_V, d.scale, 1);
+    trace_run(tr, "online-softmax");
+    online_softmax(tr, &d, &s);
+    trace_run(tr, "tiled");
+    int ok = tiled_trace(tr, &d, &s);
+    toy_end(&d, &s, 1);
+    trace_run(tr, "traffic");
+    traffic_table(tr);
+    trace_run(tr, "measured");
+    int rc = measured(tr, opt);
+    trace_run(tr, "flash-decoding");
+    if (!rc) rc = flash_decoding(tr, opt);
+    trace_run(tr, "gpt");
+    if (!rc) rc = gpt_step(tr, opt);
+    trace_run(tr, NULL);
+    if (!ok) {
+        fprintf(stderr, "kvdemo: lesson 6.3: the tiled output is not within 1e-6 of plain attention (a bug in kvdemo)\n");
+        return 1;
+    }
+    return rc;
+}

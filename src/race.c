@@ -1,0 +1,299 @@
+// race — `kvdemo race`: the same prompt and seed, without and with the KV
+// cache, side by side and live.
+//
+// Each run is the chapter's generate on its own thread with one core of
+// arithmetic (ops threads = 1, so the two never share a pool); the main
+// thread redraws both every 50 ms on a terminal. The runs only write their
+// progress under a lock; everything printed comes from the main thread.
+#include "race.h"
+
+#include "gpt.h"
+#include "gptcmd.h"
+#include "ops.h"
+#include "pool.h"
+#include "sampler.h"
+#include "timer.h"
+#include "utf8.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <termios.h>
+#include <time.h>
+#include <unistd.h>
+
+enum { DEFAULT_STEPS = 256, BAR = 20, REDRAW_MS = 50 };
+
+static volatile sig_atomic_t interrupted;
+static void on_sigint(int sig) {
+    (void)sig;
+    interrupted = 1;
+}
+
+// One run of the race. The run's thread writes done, seconds and the reset
+// counts under lock; the main thread reads them under the same lock.
+typedef struct {
+    const GptModel *m;
+    GptState s;
+    Sampler sampler;
+    int *tokens;           // the prompt, then the drawn tokens
+    int n_prompt, steps, use_cache;
+    pthread_mutex_t *lock;
+    double t0;
+    int done;              // steps finished
+    int finished;
+    double seconds;        // wall time up to the last finished step
+    int resets;            // steps past the context that fed the whole window again
+    double reset_seconds;  // their time
+} Runner;
+
+static int on_step(void *ctx, const GptStep *st) {
+    Runner *r = ctx;
+    double now = timer_now();
+    pthread_mutex_lock(r->lock);
+    r->done = st->step + 1;
+    r->seconds = now - r->t0;
+    if (r->use_cache && st->step > 0 && !st->cached) {
+        r->resets++;
+        r->reset_seconds += st->seconds;
+    }
+    pthread_mutex_unlock(r->lock);
+    return interrupted != 0;
+}
+
+static void *run_thread(void *arg) {
+    Runner *r = arg;
+    r->t0 = timer_now();
+    gpt_generate(r->tokens, &r->s, r->m, &r->sampler, r->n_prompt, r->steps, r->use_cache, on_step, r);
+    pthread_mutex_lock(r->lock);
+    r->finished = 1;
+    pthread_mutex_unlock(r->lock);
+    return NULL;
+}
+
+// A snapshot of a runner, taken under its lock.
+typedef struct {
+    int done, finished, resets;
+    double seconds, reset_seconds;
+    char *text;            // the text so far, prompt included
+} View;
+
+static void snapshot(View *v, Runner *r, char *text, size_t cap) {
+    pthread_mutex_lock(r->lock);
+    v->done = r->done;
+    v->finished = r->finished;
+    v->resets = r->resets;
+    v->seconds = r->seconds;
+    v->reset_seconds = r->reset_seconds;
+    gpt_decode(text, cap, r->m, r->tokens, r->n_prompt + r->done);
+    pthread_mutex_unlock(r->lock);
+    v->text = text;
+}
+
+static int terminal_width(void) {
+    struct winsize ws;
+    if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col >= 40) return ws.ws_col;
+    const char *c = getenv("COLUMNS");
+    int n = c ? atoi(c) : 0;
+    return n >= 40 ? n : 80;
+}
+
+// The last characters of text that fit in width columns, newlines shown as
+// "⏎" so the line stays one line.
+static void print_tail(FILE *f, const char *text, int width) {
+    size_t len = strlen(text);
+    const char *start = text + len;
+    int cols = 0;
+    while (start > text) {
+        const char *p = start - 1;
+        while (p > text && ((unsigned char)*p & 0xC0) == 0x80) p--;
+        char one[5] = {0};
+        memcpy(one, p, (size_t)(start - p) < 4 ? (size_t)(start - p) : 4);
+        int w = *p == '\n' ? 1 : utf8_width(one);
+        if (cols + w > width) break;
+        cols += w;
+        start = p;
+    }
+    for (const char *p = start; *p; p++) {
+        if (*p == '\n') fputs("\xe2\x8f\x8e", f);   // ⏎
+        else fputc(*p, f);
+    }
+}
+
+static void print_run_line(FILE *f, const Trace *tr, const char *label, const View *v, int steps) {
+    int fill = steps ? v->done * BAR / steps : 0;
+    fprintf(f, "\x1b[K%s  ", label);
+    for (int i = 0; i < BAR; i++) fputs(i < fill ? "\xe2\x96\x88" : "\xc2\xb7", f);   // █ ·
+    double tps = v->seconds > 0 ? v->done / v->seconds : 0;
+    fprintf(f, " %4d/%d  %6.0f %s  %6.2f s%s\n", v->done, steps, tps, trace_text(tr, "tokens/s", "个/秒"),
+            v->seconds, v->finished ? trace_text(tr, "  done", "  完成") : "");
+}
+
+// Draws both runs: 4 lines, redrawn in place (the cursor goes back up first).
+static void draw(FILE *f, const Trace *tr, const View *v, int steps, int width, int again) {
+    if (again) fputs("\x1b[4A", f);
+    const char *labels[2] = {trace_text(tr, "without the cache", "不使用缓存"),
+                             trace_text(tr, "with the cache   ", "使用缓存  ")};
+    for (int i = 0; i < 2; i++) {
+        print_run_line(f, tr, labels[i], &v[i], steps);
+        fputs("\x1b[K  ", f);
+        print_tail(f, v[i].text, width - 3);
+        fputc('\n', f);
+    }
+    fflush(f);
+}
+
+static void sleep_ms(int ms) {
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+int race_run(const Options *opt, Trace *tr) {
+    GptModel m;
+    int rc = gptcmd_model(&m, opt, 0, NULL);
+    if (rc) return rc;
+    int steps = opt->steps > 0 ? opt->steps : DEFAULT_STEPS;
+    float temperature = opt->temperature >= 0 ? (float)opt->temperature : 1.0f;
+    const char *prompt = opt->n_prompts ? opt->prompts[0] : "ROMEO:";
+    pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    Runner run[2];
+    memset(run, 0, sizeof run);
+    char *text[2] = {NULL, NULL};
+    size_t cap = 0;
+    for (int i = 0; i < 2 && !rc; i++) {
+        run[i].m = &m;
+        run[i].steps = steps;
+        run[i].use_cache = i == 1;
+        run[i].lock = &lock;
+        rc = gptcmd_prompt(&run[i].tokens, &run[i].n_prompt, &m, prompt, steps);
+        if (rc) break;
+        cap = gpt_decode(NULL, 0, &m, run[i].tokens, run[i].n_prompt) + 4 * (size_t)steps + 1;
+        if (gpt_state_init(&run[i].s, m.cfg) ||
+            sampler_init(&run[i].sampler, m.cfg.V, temperature, opt->top_k, (uint32_t)opt->seed) ||
+            !(text[i] = malloc(cap))) {
+            fprintf(stderr, "kvdemo: out of memory\n");
+            rc = 1;
+        }
+    }
+    // One core each: the two runs never wait for each other's threads.
+    if (!rc && ops_set_threads(1) != 0) rc = 1;
+
+    int live = !rc && tr->format == FORMAT_TEXT && isatty(STDOUT_FILENO);
+    int cores = pool_cores();
+    struct termios saved;
+    int restore_tty = 0;
+    struct sigaction old_int;
+    if (!rc) {
+        interrupted = 0;
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_sigint;
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGINT, &sa, &old_int);
+    }
+    if (live && isatty(STDIN_FILENO) && tcgetattr(STDIN_FILENO, &saved) == 0) {
+        // Keys typed during the race are neither echoed nor left for the shell.
+        struct termios quiet = saved;
+        quiet.c_lflag &= ~(tcflag_t)(ECHO | ICANON);
+        restore_tty = tcsetattr(STDIN_FILENO, TCSANOW, &quiet) == 0;
+    }
+    View v[2];
+    if (!rc) {
+        if (tr->format == FORMAT_TEXT) {
+            trace_sayf(tr, "The char GPT writes %d characters after \"%s\" twice, with the same seed: without the cache and with it, %s.",
+                       "字符级 GPT 用同一个随机种子写两遍 %d 个字符，接在“%s”之后：一遍不使用缓存，一遍使用缓存，%s。", steps, prompt,
+                       cores >= 2 ? trace_text(tr, "each on its own core, at the same time", "各占一个核，同时开始")
+                                  : trace_text(tr, "one after the other (this machine has one core)", "先后进行（这台机器只有一个核）"));
+            fputc('\n', tr->out);
+        }
+        pthread_t th[2];
+        int width = terminal_width(), again = 0;
+        // Two cores: both runs start together. One core: they take turns.
+        int together = cores >= 2;
+        for (int i = 0; i < 2; i++) {
+            if (together && i == 1) break;
+            for (int k = together ? 0 : i; k <= (together ? 1 : i); k++)
+                pthread_create(&th[k], NULL, run_thread, &run[k]);
+            for (;;) {
+                int finished = 1;
+                for (int k = 0; k < 2; k++) {
+                    snapshot(&v[k], &run[k], text[k], cap);
+                    if (together || k == i) finished &= v[k].finished;
+                }
+                if (live) {
+                    draw(tr->out, tr, v, steps, width, again);
+                    again = 1;
+                }
+                if (finished) break;
+                sleep_ms(REDRAW_MS);
+            }
+            for (int k = together ? 0 : i; k <= (together ? 1 : i); k++) pthread_join(th[k], NULL);
+        }
+        for (int k = 0; k < 2; k++) snapshot(&v[k], &run[k], text[k], cap);
+    }
+    if (restore_tty) {
+        tcflush(STDIN_FILENO, TCIFLUSH);
+        tcsetattr(STDIN_FILENO, TCSANOW, &saved);
+    }
+    if (!rc) sigaction(SIGINT, &old_int, NULL);
+    if (!rc && interrupted) {
+        fprintf(stderr, "kvdemo: race interrupted\n");
+        rc = 130;
+    }
+    if (!rc) {
+        int same = v[0].done == v[1].done && !strcmp(v[0].text, v[1].text);
+        double ratio = v[1].seconds > 0 ? v[0].seconds / v[1].seconds : 0;
+        if (tr->format == FORMAT_JSON) {
+            const char *names[2] = {"no-cache", "cache"};
+            for (int k = 0; k < 2; k++) {
+                trace_run(tr, names[k]);
+                trace_textval(tr, "text", v[k].text);
+                trace_timing(tr, names[k], v[k].seconds, 1);
+                trace_value(tr, "tokens_per_s", v[k].done / v[k].seconds, "tokens/s", NULL, NULL);
+                trace_count(tr, "reset_steps", v[k].resets, NULL, NULL);
+                trace_value(tr, "reset_seconds", v[k].reset_seconds, "s", NULL, NULL);
+            }
+            trace_run(tr, NULL);
+            trace_count(tr, "texts_identical", same, NULL, NULL);
+            trace_value(tr, "speedup", ratio, "x", NULL, NULL);
+        } else {
+            if (!live) {
+                trace_sayf(tr, "without the cache: %d tokens in %.2f s (%.0f tokens/s)",
+                           "不使用缓存：%d 个 token，%.2f 秒（每秒 %.0f 个）", v[0].done, v[0].seconds,
+                           v[0].done / v[0].seconds);
+                trace_sayf(tr, "with the cache:    %d tokens in %.2f s (%.0f tokens/s)",
+                           "使用缓存：  %d 个 token，%.2f 秒（每秒 %.0f 个）", v[1].done, v[1].seconds,
+                           v[1].done / v[1].seconds);
+            }
+            fputc('\n', tr->out);
+            if (same)
+                trace_say(tr, "Both runs wrote the same text, character for character.",
+                          "两次写出的文字一字不差。");
+            else
+                trace_say(tr, "The two texts differ: the cache changed the result.", "两次写出的文字不同：缓存改变了结果。");
+            trace_sayf(tr, "With the cache: %.1f x faster (%.2f s against %.2f s).",
+                       "使用缓存快了 %.1f 倍（%.2f 秒对 %.2f 秒）。", ratio, v[1].seconds, v[0].seconds);
+            if (v[1].resets > 0)
+                trace_sayf(tr,
+                           "Past the context (%d positions) the chapter's generate drops the cache and feeds the "
+                           "last %d tokens again: %d such steps took %.2f s of the cached run's %.2f s.",
+                           "超过上下文长度（%d 个位置）后，章节里的 generate 丢掉缓存，把最后 %d 个 token 重新算一遍："
+                           "这样的 %d 步用了 %.2f 秒（使用缓存那一遍共 %.2f 秒）。",
+                           m.cfg.T, m.cfg.T, v[1].resets, v[1].reset_seconds, v[1].seconds);
+            fputc('\n', tr->out);
+            fputs(v[1].text, tr->out);
+            fputc('\n', tr->out);
+        }
+    }
+    for (int i = 0; i < 2; i++) {
+        free(run[i].tokens);
+        free(text[i]);
+        sampler_free(&run[i].sampler);
+        gpt_state_free(&run[i].s);
+    }
+    gpt_free(&m);
+    return rc;
+}

@@ -1,0 +1,267 @@
+// test_lesson63 — `kvdemo lesson 6.3 --format json` against lesson 2's
+// fixtures (tests/fixtures/toy_tensors.txt, made by tests/toy_reference.py
+// in PyTorch) and against what the numbers must be, computed here:
+//
+//   test_online_softmax     the row of 真: m, l after each element, the merge, y = the fixture's weights
+//   test_tiles              every S_ij a block of the fixture's masked scores; tiles computed,
+//                           skipped and masked counted here; O within 1e-6 of lesson 2's output
+//   test_traffic            the table's counts = the algorithms' loops walked here
+//   test_measured           timings and peak memory present and sane; flash-decoding identical
+//   test_text_and_errors    both languages, and bad options (one line on stderr, exit 2)
+//   test_flash_in_the_gpt   lesson 10 and generate with --attention flash: cached = uncached text and logits
+#include "testutil.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const ARGS = "lesson 6.3 --format json --max-n 1024 --repeat 1 --init random --preset tiny";
+static const char *const FIXTURES = "tests/fixtures/toy_tensors.txt";
+enum { N = 3, TILE = 2 };
+
+typedef struct {
+    Event *e;
+    int n;
+    FixSet fx;
+} Lesson;
+
+static int setup(void **state) {
+    Lesson *l = calloc(1, sizeof *l);
+    if (!l) return -1;
+    l->e = kvdemo_json(ARGS, &l->n);
+    fix_load(&l->fx, FIXTURES);
+    *state = l;
+    return 0;
+}
+
+static int teardown(void **state) {
+    Lesson *l = *state;
+    events_free(l->e, l->n);
+    fix_free(&l->fx);
+    free(l);
+    return 0;
+}
+
+static const Event *need(const Lesson *l, const char *event, const char *run, int step, const char *name) {
+    const Event *x = events_find(l->e, l->n, event, run, step, name);
+    if (!x) fail_msg("no %s event \"%s\" in run %s, step %d", event, name, run ? run : "(none)", step);
+    return x;
+}
+
+static void expect_num(const Lesson *l, const char *event, const char *run, const char *name, double want,
+                         double tol) {
+    double got = need(l, event, run, -1, name)->value;
+    if (!(fabs(got - want) <= tol)) fail_msg("%s %s: expected %.9g, got %.9g", run, name, want, got);
+}
+
+// ----------------------------------------------------------------------------
+
+static void test_online_softmax(void **state) {
+    const Lesson *l = *state;
+    const FixTensor *sc = fix_get(&l->fx, "2/no-cache/2/masked_scores");   // (3, 3)
+    const FixTensor *w = fix_get(&l->fx, "2/no-cache/2/weights");
+    const float *x = sc->data + (N - 1) * N;   // the row of 真
+    // m and l after each element, by the definition (max and sum so far)
+    for (int j = 0; j < N; j++) {
+        double m = -INFINITY, s = 0;
+        for (int k = 0; k <= j; k++) m = fmax(m, x[k]);
+        for (int k = 0; k <= j; k++) s += exp(x[k] - m);
+        char name[16];
+        snprintf(name, sizeof name, "m[%d]", j);
+        expect_num(l, "value", "online-softmax", name, m, 1e-7);
+        snprintf(name, sizeof name, "l[%d]", j);
+        expect_num(l, "value", "online-softmax", name, s, 1e-6 * s);
+        if (j == N - 1) {
+            expect_num(l, "value", "online-softmax", "merge_m", m, 1e-7);
+            expect_num(l, "value", "online-softmax", "merge_l", s, 1e-6 * s);
+            expect_num(l, "value", "online-softmax", "safe_l", s, 1e-6 * s);
+        }
+    }
+    const Event *y = need(l, "tensor", "online-softmax", -1, "y_online");
+    assert_int_equal(y->ndata, N);
+    assert_close(y->data, w->data + (N - 1) * N, N, 1e-6, "y_online");
+    assert_close(need(l, "tensor", "online-softmax", -1, "y_safe")->data, w->data + (N - 1) * N, N, 1e-6, "y_safe");
+    // The safe softmax reads the row three times, the online one twice.
+    expect_num(l, "count", "online-softmax", "reads_safe", 3 * N, 0);
+    expect_num(l, "count", "online-softmax", "reads_online", 2 * N, 0);
+}
+
+static void test_tiles(void **state) {
+    const Lesson *l = *state;
+    const FixTensor *sc = fix_get(&l->fx, "2/no-cache/2/masked_scores");
+    // Tiles in the lesson's order: query blocks outside, key tiles inside,
+    // step = 1, 2, ... Each tile's S_ij must be its block of the fixture's
+    // masked scores (-inf where the mask is); count the tiles here.
+    int step = 0, computed = 0, skipped = 0, masked = 0;
+    for (int i0 = 0; i0 < N; i0 += TILE)
+        for (int j0 = 0; j0 < N; j0 += TILE) {
+            step++;
+            int br = N - i0 < TILE ? N - i0 : TILE, bc = N - j0 < TILE ? N - j0 : TILE;
+            int visible = 0, hidden = 0;
+            float want[TILE * TILE];
+            for (int r = 0; r < br; r++)
+                for (int c = 0; c < bc; c++) {
+                    want[r * bc + c] = sc->data[(i0 + r) * N + j0 + c];
+                    j0 + c <= i0 + r ? visible++ : hidden++;
+                }
+            const Event *S = events_find(l->e, l->n, "tensor", "tiled", step, "S_ij");
+            if (!visible) {
+                skipped++;
+                if (S) fail_msg("tile %d is above the diagonal: expected it skipped, got S_ij", step);
+                continue;
+            }
+            computed++, masked += hidden > 0;
+            if (!S) fail_msg("tile %d: expected S_ij, got none", step);
+            if (S->ndata != br * bc) fail_msg("tile %d: S_ij expected %d values, got %d", step, br * bc, S->ndata);
+            char what[32];
+            snprintf(what, sizeof what, "S_ij of tile %d", step);
+            assert_close(S->data, want, br * bc, 1e-6, what);
+        }
+    expect_num(l, "count", "tiled", "tiles_computed", computed, 0);
+    expect_num(l, "count", "tiled", "tiles_skipped", skipped, 0);
+    expect_num(l, "count", "tiled", "tiles_masked", masked, 0);
+    // O at the end: lesson 2's output, within 1e-6.
+    const FixTensor *out = fix_get(&l->fx, "2/no-cache/2/output");
+    const Event *O = need(l, "tensor", "tiled", -1, "output");
+    assert_int_equal(O->ndata, out->rows * out->cols);
+    assert_close(O->data, out->data, O->ndata, 1e-6, "tiled output vs lesson 2");
+    const Event *c = need(l, "compare", "tiled", -1, "output_vs_plain");
+    if (!(c->max_abs_diff <= 1e-6)) fail_msg("output_vs_plain: expected max |difference| <= 1e-6, got %g", c->max_abs_diff);
+    if (need(l, "compare", "tiled", -1, "trace_vs_kernel")->identical != 1)
+        fail_msg("trace_vs_kernel: expected identical bit for bit");
+}
+
+// Algorithm 0 and 1 and FlashAttention-2's order, walked loop by loop.
+static double walk(int kind, int64_t Nn, int64_t d, int64_t Bc, int64_t Br) {
+    double moved = 0;
+    if (kind == 0) return 2 * Nn * d + 4.0 * Nn * Nn + Nn * d + Nn * d;   // Q, K; S w r; P w r; V; O
+    if (kind == 1) {
+        for (int64_t j0 = 0; j0 < Nn; j0 += Bc) {
+            moved += 2 * (Nn - j0 < Bc ? Nn - j0 : Bc) * d;
+            for (int64_t i0 = 0; i0 < Nn; i0 += Br) {
+                int64_t br = Nn - i0 < Br ? Nn - i0 : Br;
+                moved += 2 * br * d + 2 * br + br * d + 2 * br;
+            }
+        }
+        return moved;
+    }
+    for (int64_t i0 = 0; i0 < Nn; i0 += Br) {
+        int64_t br = Nn - i0 < Br ? Nn - i0 : Br;
+        moved += br * d + 2 * Nn * d + br * d + br;
+    }
+    return moved;
+}
+
+static void test_traffic(void **state) {
+    const Lesson *l = *state;
+    static const int BC[] = {16, 32, 48, 64, 192};
+    // A100: 192 KB of SRAM = 49152 floats; Bc = ceil(49152 / 256) = 192, Br = min(192, 64) = 64.
+    expect_num(l, "count", "traffic", "a100_Bc", 192, 0);
+    expect_num(l, "count", "traffic", "a100_Br", 64, 0);
+    for (int64_t Nn = 256; Nn <= 16384; Nn *= 2) {
+        char name[48];
+        snprintf(name, sizeof name, "standard_N%lld", (long long)Nn);
+        expect_num(l, "count", "traffic", name, walk(0, Nn, 64, 0, 0), 0);
+        for (size_t b = 0; b < sizeof BC / sizeof BC[0]; b++) {
+            snprintf(name, sizeof name, "fa1_bc%d_N%lld", BC[b], (long long)Nn);
+            expect_num(l, "count", "traffic", name, walk(1, Nn, 64, BC[b], 64), 0);
+        }
+        snprintf(name, sizeof name, "fa2_br64_N%lld", (long long)Nn);
+        expect_num(l, "count", "traffic", name, walk(2, Nn, 64, 192, 64), 0);
+    }
+    // A100 at 2.0 TB/s: bytes / bandwidth, in ms.
+    expect_num(l, "value", "traffic", "a100_ms_standard_16k", walk(0, 16384, 64, 0, 0) * 4 / 2e12 * 1e3, 1e-6);
+    expect_num(l, "value", "traffic", "a100_ms_tiled_16k", walk(1, 16384, 64, 192, 64) * 4 / 2e12 * 1e3, 1e-6);
+}
+
+static void test_measured(void **state) {
+    const Lesson *l = *state;
+    const char *times[] = {"plain_N1024", "tiled_N1024"};
+    for (int i = 0; i < 2; i++) {
+        double s = need(l, "timing", "measured", -1, times[i])->seconds;
+        if (!(s > 0 && s < 60)) fail_msg("%s: expected a time between 0 and 60 s, got %g", times[i], s);
+    }
+    // Plain holds P (1024 x 1024 floats, 4 MiB); tiled one row of a tile.
+    double plain = need(l, "value", "measured", -1, "plain_peak_mb_N1024")->value;
+    double tiled = need(l, "value", "measured", -1, "tiled_peak_mb_N1024")->value;
+    if (!(plain > tiled)) fail_msg("peak memory at N = 1024: expected plain > tiled, got %g MB and %g MB", plain, tiled);
+    if (!(plain >= 4.0)) fail_msg("plain peak at N = 1024: expected at least the 4 MiB of P, got %g MB", plain);
+    double sum_diff = need(l, "value", "measured", -1, "checksum_diff_N1024")->value;
+    if (!(sum_diff < 1e-3)) fail_msg("sum of O, plain vs tiled: expected a difference below 1e-3, got %g", sum_diff);
+    if (events_find(l->e, l->n, "timing", "measured", -1, "plain_N4096"))
+        fail_msg("--max-n 1024: expected no measurement at N = 4096");
+    const char *decode[] = {"decode_vs_row_N256", "decode_vs_row_N65536"};
+    for (int i = 0; i < 2; i++)
+        if (need(l, "compare", "flash-decoding", -1, decode[i])->identical != 1)
+            fail_msg("%s: flash-decoding vs one thread: expected identical bit for bit", decode[i]);
+    const char *dt[] = {"row_1_thread_N65536", "flash_decoding_N65536", "row_1_thread_N256", "flash_decoding_N256"};
+    for (int i = 0; i < 4; i++)
+        if (!(need(l, "timing", "flash-decoding", -1, dt[i])->seconds > 0)) fail_msg("%s: expected a positive time", dt[i]);
+    // The char GPT's cached step at the context length, plain and flash.
+    for (int i = 0; i < 2; i++) {
+        const char *name = i ? "gpt_step_flash" : "gpt_step_plain";
+        if (!(need(l, "timing", "gpt", -1, name)->seconds > 0)) fail_msg("%s: expected a positive time", name);
+    }
+    const Event *g = need(l, "compare", "gpt", -1, "gpt_step_logits");
+    if (!(g->max_abs_diff < 1e-4)) fail_msg("gpt_step_logits: expected plain and flash within 1e-4, got %g", g->max_abs_diff);
+}
+
+static void test_text_and_errors(void **state) {
+    (void)state;
+    RunResult r = kvdemo_run("lesson 6.3 --max-n 1024 --repeat 1 --init random --preset tiny --lang zh");
+    if (r.status != 0) fail_msg("lesson 6.3 --lang zh exited with %d: %s", r.status, r.err);
+    const char *zh[] = {"在线 softmax", "SRAM", "跳过", "192KB", "Flash-decoding"};
+    for (size_t i = 0; i < sizeof zh / sizeof zh[0]; i++)
+        if (!strstr(r.out, zh[i])) fail_msg("lesson 6.3 --lang zh: expected \"%s\" in the text", zh[i]);
+    run_free(&r);
+    r = kvdemo_run("lesson 6.3 --max-n 1024 --repeat 1 --init random --preset tiny --lang en");
+    if (r.status != 0) fail_msg("lesson 6.3 exited with %d: %s", r.status, r.err);
+    const char *en[] = {"online softmax", "above the diagonal, skipped", "identical bit for bit", "Bc=192",
+                        "Within 1e-6 of lesson 2: yes"};
+    for (size_t i = 0; i < sizeof en / sizeof en[0]; i++)
+        if (!strstr(r.out, en[i])) fail_msg("lesson 6.3: expected \"%s\" in the text", en[i]);
+    run_free(&r);
+    expect_failure("lesson 6.3 --max-n 100", 2, "--max-n");
+    expect_failure("lesson 6.3 --tile 0", 2, "--tile");
+    expect_failure("generate --attention fast", 2, "plain|flash");
+    expect_failure("generate --init random --preset tiny --tile 8", 2, "--attention flash");
+}
+
+static void test_flash_in_the_gpt(void **state) {
+    (void)state;
+    int n;
+    // tiny: context 32, so 40 steps also cross the cache reset.
+    Event *e = kvdemo_json("lesson 10 --init random --preset tiny --steps 40 --attention flash --tile 5 --format json", &n);
+    const Event *c = events_find(e, n, "compare", NULL, -1, "logits");
+    if (!c || c->identical != 1) fail_msg("lesson 10 --attention flash: expected logits identical bit for bit");
+    const Event *t = events_find(e, n, "count", NULL, -1, "text_identical");
+    if (!t || t->value != 1) fail_msg("lesson 10 --attention flash: expected the same text both ways");
+    events_free(e, n);
+    // generate: the same text with and without the cache, and with plain attention.
+    const char *runs[] = {"generate --init random --preset tiny --steps 40 --attention flash --tile 3 --format json",
+                          "generate --init random --preset tiny --steps 40 --attention flash --tile 3 --no-cache --format json",
+                          "generate --init random --preset tiny --steps 40 --format json"};
+    char text[3][512];
+    for (int i = 0; i < 3; i++) {
+        e = kvdemo_json(runs[i], &n);
+        const Event *x = events_find(e, n, "text", NULL, -1, "text");
+        if (!x) fail_msg("%s: expected a text event", runs[i]);
+        snprintf(text[i], sizeof text[i], "%s", x->text);
+        events_free(e, n);
+    }
+    if (strcmp(text[0], text[1])) fail_msg("flash: cached text \"%s\", uncached \"%s\"", text[0], text[1]);
+    if (strcmp(text[0], text[2])) fail_msg("flash text \"%s\", plain text \"%s\"", text[0], text[2]);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_online_softmax),
+        cmocka_unit_test(test_tiles),
+        cmocka_unit_test(test_traffic),
+        cmocka_unit_test(test_measured),
+        cmocka_unit_test(test_text_and_errors),
+        cmocka_unit_test(test_flash_in_the_gpt),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}

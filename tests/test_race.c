@@ -1,0 +1,159 @@
+// test_race — generation a class can watch. `kvdemo race`: both runs write
+// the text the chapter's numpy generate writes (tests/gpt_reference.py), the
+// cached run's resets past the context are counted, and on a terminal the
+// race is drawn live without echoing the keys a student types meanwhile.
+// `kvdemo generate` streams its text a character at a time, with a tokens/s
+// counter on a terminal only.
+#include "testutil.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static const char *MODEL_A = "tests/fixtures/gpt_a.kvgp";   // context 16
+static const char *GENERATE = "tests/fixtures/gpt_generate.txt";
+
+static void test_race_texts_are_numpys(void **state) {
+    (void)state;
+    double want[1024];
+    int len = fixture_array(GENERATE, "model_a_nocache_text_utf8", want, 1024);
+    char args[256];
+    snprintf(args, sizeof args, "race --model %s --steps 40 --seed 42 --format json", MODEL_A);
+    int n;
+    Event *e = kvdemo_json(args, &n);
+    static const char *const runs[2] = {"no-cache", "cache"};
+    for (int r = 0; r < 2; r++) {
+        const Event *t = events_find(e, n, "text", runs[r], -1, "text");
+        if (!t) fail_msg("no text event for the %s run", runs[r]);
+        if ((int)strlen(t->text) != len) fail_msg("%s: text of %zu bytes, numpy's has %d", runs[r], strlen(t->text), len);
+        for (int i = 0; i < len; i++)
+            if ((unsigned char)t->text[i] != (int)want[i])
+                fail_msg("%s: text byte %d: numpy 0x%02X, kvdemo 0x%02X", runs[r], i, (int)want[i],
+                         (unsigned char)t->text[i]);
+        const Event *tm = events_find(e, n, "timing", runs[r], -1, runs[r]);
+        if (!tm || !(tm->seconds > 0)) fail_msg("%s: no positive timing", runs[r]);
+    }
+    // The chapter's reset: a cached step needs len(tokens) <= T = 16. Step s
+    // (0-based) starts with 6 + s tokens, so every s >= 1 with 6 + s > 16
+    // feeds the whole window again.
+    int resets = 0;
+    for (int s = 1; s < 40; s++) resets += 6 + s > 16;
+    const Event *rs = events_find(e, n, "count", "cache", -1, "reset_steps");
+    assert_non_null(rs);
+    if ((int)rs->value != resets) fail_msg("reset steps: expected %d, got %d", resets, (int)rs->value);
+    const Event *same = events_find(e, n, "count", NULL, -1, "texts_identical");
+    assert_non_null(same);
+    assert_int_equal((int)same->value, 1);
+    events_free(e, n);
+}
+
+static void test_race_text_mode_says_both_identical(void **state) {
+    (void)state;
+    char args[256];
+    snprintf(args, sizeof args, "race --model %s --steps 20 --seed 42", MODEL_A);
+    RunResult r = kvdemo_run(args);
+    if (r.status != 0) fail_msg("exit status %d: %s", r.status, r.err);
+    if (!strstr(r.out, "the same text")) fail_msg("no word that the texts are the same: %s", r.out);
+    if (!strstr(r.out, "x faster")) fail_msg("no ratio: %s", r.out);
+    if (strstr(r.out, "\x1b[")) fail_msg("escape sequences in piped output: %s", r.out);
+    run_free(&r);
+    r = kvdemo_run_env("LANG=zh_CN.UTF-8", args);
+    if (r.status != 0 || !strstr(r.out, "一字不差")) fail_msg("zh: status %d: %s", r.status, r.out);
+    run_free(&r);
+}
+
+static void test_race_usage_errors(void **state) {
+    (void)state;
+    expect_failure("race --no-cache", 2, "unknown option '--no-cache' for 'race'");
+    expect_failure("race --steps 0", 2, "--steps takes a whole number from 1");
+    expect_failure("race --prompt 天气", 2, "--prompt");
+}
+
+
+// generate through a pipe: the first characters arrive while the generation
+// is still running (a reader need not wait for the end), and what arrives in
+// the end is the plain text, without escape sequences.
+static void test_generate_streams_through_a_pipe(void **state) {
+    (void)state;
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    const char *args[] = {"generate", "--model", MODEL_A, "--no-cache", "--steps", "600", "--seed", "42", NULL};
+    pid_t pid = kvdemo_spawn(fds[1], args);
+    close(fds[1]);
+    char first[64];
+    struct pollfd p = {fds[0], POLLIN, 0};
+    assert_true(poll(&p, 1, 120000) == 1);
+    ssize_t k = read(fds[0], first, sizeof first - 1);
+    assert_true(k > 0);
+    int status;
+    pid_t done = waitpid(pid, &status, WNOHANG);
+    if (done != 0) fail_msg("generate had already ended when its first bytes arrived: it did not stream");
+    char *rest = read_to_end(fds[0]);
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    first[k] = '\0';
+    if (strncmp(first, "ROMEO:", 6) != 0) fail_msg("the stream does not start with the prompt: %s", first);
+    if (strchr(first, '\x1b') || strchr(rest, '\x1b')) fail_msg("escape sequences in piped output");
+    if (!strstr(rest, "tokens/s")) fail_msg("no summary line at the end: %s", rest);
+    free(rest);
+    close(fds[0]);
+}
+
+// On a terminal the tokens/s counter stands behind the text while it grows.
+static void test_generate_counter_on_a_terminal(void **state) {
+    (void)state;
+    int master;
+    const char *args[] = {"generate", "--steps", "30", "--seed", "42", NULL};
+    pid_t pid = kvdemo_spawn_pty(&master, args);
+    char *out = read_to_end(master);
+    int status;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    // ESC 7, dim "  N tokens/s", ESC 8: drawn behind the text, then erased.
+    if (!strstr(out, "\x1b" "7\x1b[2m  ")) fail_msg("no live counter on the terminal: %s", out);
+    if (!strstr(out, "\x1b[K")) fail_msg("the counter is never erased: %s", out);
+    free(out);
+    close(master);
+}
+
+static void test_race_live_on_a_terminal(void **state) {
+    (void)state;
+    int master;
+    const char *args[] = {"race", "--steps", "40", "--seed", "42", "--model", MODEL_A, NULL};
+    pid_t pid = kvdemo_spawn_pty(&master, args);
+    // Once the race has started (its first line is out), a student types.
+    char first[256];
+    struct pollfd p = {master, POLLIN, 0};
+    assert_true(poll(&p, 1, 60000) == 1);
+    ssize_t k = read(master, first, sizeof first - 1);
+    assert_true(k > 0);
+    first[k] = '\0';
+    const char keys[] = "qzqz\n";
+    assert_int_equal(write(master, keys, sizeof keys - 1), (ssize_t)(sizeof keys - 1));
+    char *out = read_to_end(master);
+    int status;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) fail_msg("race on a terminal: status %d: %s%s", status, first, out);
+    if (strstr(first, "qzqz") || strstr(out, "qzqz")) fail_msg("the typed keys were echoed: %s%s", first, out);
+    if (!strstr(out, "without the cache") || !strstr(out, "with the cache") || !strstr(out, "done"))
+        fail_msg("no live lines for both runs: %s", out);
+    if (!strstr(out, "\x1b[K")) fail_msg("the live lines are not drawn in place: %s", out);
+    free(out);
+    close(master);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_race_texts_are_numpys),
+        cmocka_unit_test(test_race_text_mode_says_both_identical),
+        cmocka_unit_test(test_race_usage_errors),
+        cmocka_unit_test(test_race_live_on_a_terminal),
+        cmocka_unit_test(test_generate_streams_through_a_pipe),
+        cmocka_unit_test(test_generate_counter_on_a_terminal),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
