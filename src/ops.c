@@ -2,7 +2,6 @@
 #include "ops.h"
 
 #include "pool.h"
-#include "simd.h"
 
 #include <assert.h>
 #include <math.h>
@@ -111,6 +110,7 @@ void ops_parallel_for(void (*fn)(void *ctx, int begin, int end, int thread), voi
 }
 
 #if defined(__AVX512F__)
+#include "simd.h"
 
 enum { OPS_MR = 8, OPS_NV = 3, OPS_NR = 16 * OPS_NV };   // 8 x 48 tile: 24 zmm of sums
 enum { OPS_ROW_NV = 12, OPS_ROW_NR = 16 * OPS_ROW_NV };     // one row: 1 x 192, 12 zmm
@@ -248,10 +248,10 @@ void ops_vecmat_plain(float *out, const float *x, const float *m, int K, int N, 
 void ops_softmax_plain(float *x, int n) { ops_softmax_rows(x, x, 1, n); }
 
 void ops_gelu_plain(float *out, const float *x, int n) {
-    // 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x**3)))
     for (int i = 0; i < n; i++) {
         float v = x[i];
-        out[i] = 0.5f * v * (1.0f + tanhf(SIMD_GELU_K * (v + 0.044715f * v * v * v)));
+        float inner = 0.7978845608028654f * (v + 0.044715f * (v * v * v));
+        out[i] = v / (1.0f + expf(-2.0f * inner));
     }
 }
 
@@ -310,16 +310,17 @@ void ops_softmax(float *x, int n) {
 }
 
 void ops_gelu(float *out, const float *x, int n) {
-    // 16 at a time: 0.5 x + 0.5 x tanh(...) in one fused multiply-add; the
-    // last n % 16 by the plain loop (the arithmetic training has always used)
-    int i = 0;
-    for (; i + 16 <= n; i += 16) {
-        __m512 v = _mm512_loadu_ps(x + i);
-        __m512 t = simd_gelu_tanh16(v);
-        __m512 half_v = _mm512_mul_ps(_mm512_set1_ps(0.5f), v);
-        _mm512_storeu_ps(out + i, _mm512_fmadd_ps(half_v, t, half_v));
+    // x * sigmoid(2 * inner) = x / (1 + exp(-2 * inner)), inner = sqrt(2/pi) (x + 0.044715 x^3)
+    const __m512 k0 = _mm512_set1_ps(0.7978845608028654f), k1 = _mm512_set1_ps(0.044715f);
+    const __m512 minus2 = _mm512_set1_ps(-2.0f), one = _mm512_set1_ps(1.0f);
+    for (int i = 0; i < n; i += 16) {
+        __mmask16 mask = tail_mask(n - i);
+        __m512 v = _mm512_maskz_loadu_ps(mask, x + i);
+        __m512 cube = _mm512_mul_ps(_mm512_mul_ps(v, v), v);
+        __m512 inner = _mm512_mul_ps(k0, _mm512_add_ps(v, _mm512_mul_ps(k1, cube)));
+        __m512 e = exp16(_mm512_mul_ps(minus2, inner));
+        _mm512_mask_storeu_ps(out + i, mask, _mm512_div_ps(v, _mm512_add_ps(one, e)));
     }
-    ops_gelu_plain(out + i, x + i, n - i);
 }
 
 void ops_exp(float *out, const float *x, int n) {

@@ -83,10 +83,10 @@ void ops_layernorm(float *out, float *mean, float *rstd, const float *x, const f
 // every build, the loop it is tested against; without AVX-512 the fast name
 // runs the plain loop.
 // 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x**3)))
-// F.gelu(x, approximate='tanh'). Training and inference share it; its
-// arithmetic is the one the shipped model was trained with.
+// F.gelu(x, approximate='tanh'), computed as x * sigmoid(2 * inner), the
+// same function without tanh's cancellation for negative x.
 void ops_gelu(float *out, const float *x, int n);
-void ops_gelu_plain(float *out, const float *x, int n);   // the same formula with tanhf
+void ops_gelu_plain(float *out, const float *x, int n);   // the same formula with expf
 // exp(x) (n) by the fast kernels' own exp (AVX-512: within 2 ulp of expf,
 // saturating at -104 and 89); out may be x. The plain twin is expf.
 void ops_exp(float *out, const float *x, int n);

@@ -28,19 +28,4 @@ static inline __m512 simd_exp16(__m512 x, float lo, float hi) {
 }
 #endif
 
-#define SIMD_GELU_K 0.7978845608028654f   // sqrt(2 / pi)
-
-#if defined(__AVX512F__)
-// tanh(sqrt(2/pi) (x + 0.044715 x^3)) for 16 floats, as 1 - 2 / (exp(2 u) + 1):
-// the tanh of the GELU's forward pass and of its derivative.
-static inline __m512 simd_gelu_tanh16(__m512 x) {
-    __m512 x3 = _mm512_mul_ps(_mm512_mul_ps(x, x), x);
-    __m512 u = _mm512_mul_ps(_mm512_set1_ps(2.0f * SIMD_GELU_K),
-                             _mm512_fmadd_ps(_mm512_set1_ps(0.044715f), x3, x));
-    __m512 e = simd_exp16(u, -88.0f, 88.0f);
-    __m512 one = _mm512_set1_ps(1.0f);
-    return _mm512_sub_ps(one, _mm512_div_ps(_mm512_set1_ps(2.0f), _mm512_add_ps(e, one)));
-}
-#endif
-
 #endif

@@ -131,8 +131,8 @@ void layernorm_backward_pool(float *dinp, float *dw, float *db, float *partial,
                              const float *dout, const float *inp, const float *w,
                              const float *mean, const float *rstd, Pool *pool, int N, int C);
 
-// GELU's forward pass is ops_gelu (the tanh approximation,
-// F.gelu(x, approximate="tanh")); its backward: dinp (n) += GELU'(inp) * dout.
+// out (N) = GELU(inp), the tanh approximation.  F.gelu(x, approximate="tanh")
+void gelu_forward(float *out, const float *inp, int n);
 void gelu_backward(float *dinp, const float *inp, const float *dout, int n);
 // The same over n elements on the pool.
 void gelu_forward_pool(float *out, const float *inp, Pool *pool, int64_t n);

@@ -16,7 +16,9 @@
 #include <stdint.h>
 #include <string.h>
 
+#if defined(__AVX512F__)
 #include "simd.h"
+#endif
 
 static int min_int(int a, int b) { return a < b ? a : b; }
 
@@ -165,10 +167,36 @@ void layernorm_backward_pool(float *dinp, float *dw, float *db, float *partial,
 // ---------------------------------------------------------------------------
 // GELU, tanh approximation: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
 
-#define GELU_K SIMD_GELU_K
+#define GELU_K 0.7978845608028654f   // sqrt(2 / pi)
 
 #if defined(__AVX512F__)
+// tanh(GELU_K (x + 0.044715 x^3)) = 1 - 2 / (exp(2 u) + 1)
+static inline __m512 gelu_tanh_avx512(__m512 x) {
+    __m512 x3 = _mm512_mul_ps(_mm512_mul_ps(x, x), x);
+    __m512 u = _mm512_mul_ps(_mm512_set1_ps(2.0f * GELU_K),
+                             _mm512_fmadd_ps(_mm512_set1_ps(0.044715f), x3, x));
+    __m512 e = simd_exp16(u, -88.0f, 88.0f);
+    __m512 one = _mm512_set1_ps(1.0f);
+    return _mm512_sub_ps(one, _mm512_div_ps(_mm512_set1_ps(2.0f), _mm512_add_ps(e, one)));
+}
 #endif
+
+void gelu_forward(float *out, const float *inp, int n) {
+    // out (n), inp (n). torch: F.gelu(inp, approximate="tanh")
+    int i = 0;
+#if defined(__AVX512F__)
+    for (; i + 16 <= n; i += 16) {
+        __m512 x = _mm512_loadu_ps(inp + i);
+        __m512 t = gelu_tanh_avx512(x);
+        __m512 half_x = _mm512_mul_ps(_mm512_set1_ps(0.5f), x);
+        _mm512_storeu_ps(out + i, _mm512_fmadd_ps(half_x, t, half_x));
+    }
+#endif
+    for (; i < n; i++) {
+        float x = inp[i];
+        out[i] = 0.5f * x * (1.0f + tanhf(GELU_K * (x + 0.044715f * x * x * x)));
+    }
+}
 
 void gelu_backward(float *dinp, const float *inp, const float *dout, int n) {
     // dinp (n) += GELU'(inp) * dout
@@ -178,7 +206,7 @@ void gelu_backward(float *dinp, const float *inp, const float *dout, int n) {
     const __m512 k = _mm512_set1_ps(GELU_K), k3 = _mm512_set1_ps(3.0f * 0.044715f);
     for (; i + 16 <= n; i += 16) {
         __m512 x = _mm512_loadu_ps(inp + i);
-        __m512 t = simd_gelu_tanh16(x);
+        __m512 t = gelu_tanh_avx512(x);
         __m512 du = _mm512_mul_ps(k, _mm512_fmadd_ps(k3, _mm512_mul_ps(x, x), one));
         // 0.5 (1 + t) + 0.5 x (1 - t^2) du
         __m512 left = _mm512_mul_ps(half, _mm512_add_ps(one, t));
@@ -209,7 +237,7 @@ static void gelu_forward_task(void *ctx, int begin, int end, int thread) {
     (void)thread;
     const GeluJob *j = ctx;
     int64_t i0 = begin * j->chunk, i1 = end * j->chunk < j->n ? end * j->chunk : j->n;
-    if (i0 < i1) ops_gelu(j->out + i0, j->inp + i0, (int)(i1 - i0));
+    if (i0 < i1) gelu_forward(j->out + i0, j->inp + i0, (int)(i1 - i0));
 }
 
 static void gelu_backward_task(void *ctx, int begin, int end, int thread) {
