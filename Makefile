@@ -8,6 +8,7 @@
 #   make asan     the same tests under AddressSanitizer + UBSan
 #   make bench    cache against no cache, measured side by side
 #   make data     download tinyshakespeare (for training) and check its sha256
+#   make fuzz     build the fuzz targets with clang and run each FUZZ_SECONDS (60)
 #   make debug    an unoptimised build with symbols, for gdb
 #   make install  install kvdemo, its data, man page and bash completion
 #                 (PREFIX=/usr/local, DESTDIR for staging); make uninstall
@@ -29,9 +30,10 @@ SRC      = $(wildcard src/*.c) $(wildcard lessons/*.c)
 OBJ      = $(SRC:%.c=$(BUILD)/%.o)
 LIBOBJ   = $(filter-out $(BUILD)/src/main.o,$(OBJ))
 TESTS    = $(patsubst tests/%.c,$(BUILD)/tests/%,$(wildcard tests/test_*.c))
-TESTLIB  = $(patsubst %.c,$(BUILD)/%.o,$(filter-out $(wildcard tests/test_*.c),$(wildcard tests/*.c)))
+TESTLIB  = $(patsubst %.c,$(BUILD)/%.o,$(filter-out $(wildcard tests/test_*.c),$(wildcard tests/*.c))) \
+           $(BUILD)/tests/fuzz/targets.o
 
-.PHONY: all run test check asan debug bench data install uninstall clean
+.PHONY: all run test check asan debug bench data install uninstall clean fuzz fuzz-build
 # The shared test objects are kept between builds.
 .SECONDARY: $(TESTLIB)
 
@@ -89,6 +91,30 @@ asan: tests/need-cmocka
 	@$(MAKE) --no-print-directory check BUILD=build-asan BIN=build-asan/kvdemo \
 	  OPT="-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all"
 
+# The parsers fed random inputs by libFuzzer (clang only; tests/fuzz/): each
+# target runs FUZZ_SECONDS from its seed corpus, with AddressSanitizer and
+# UBSan, and stops at the first crash, leaving the input in build-fuzz/. The
+# portable kernels (ARCH=) build far faster and the parsers are the same.
+# New inputs it finds stay in build-fuzz/corpus (copy the useful ones into
+# tests/fuzz/corpus, where make test replays them).
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS  = gpt_model llama_model checkpoint toydata text options
+FUZZ_SAN      = -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
+
+fuzz:
+	@$(MAKE) --no-print-directory fuzz-build CC=clang BUILD=build-fuzz ARCH= OPT="$(FUZZ_SAN) -fsanitize=fuzzer-no-link"
+	@for t in $(FUZZ_TARGETS); do \
+	  mkdir -p build-fuzz/corpus/$$t; \
+	  echo "fuzz $$t for $(FUZZ_SECONDS) s"; \
+	  build-fuzz/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -close_fd_mask=3 -timeout=20 -rss_limit_mb=4096 \
+	    -artifact_prefix=build-fuzz/$$t- build-fuzz/corpus/$$t tests/fuzz/corpus/$$t || exit 1; \
+	done
+
+fuzz-build: $(patsubst %,$(BUILD)/fuzz_%,$(FUZZ_TARGETS))
+
+$(BUILD)/fuzz_%: tests/fuzz/driver.c $(BUILD)/tests/fuzz/targets.o $(LIBOBJ)
+	$(CC) $(WARN) $(CPPFLAGS) -Itests/fuzz $(CFLAGS) -fsanitize=fuzzer -DFUZZ_TARGET=fuzz_$* -o $@ $< $(BUILD)/tests/fuzz/targets.o $(LIBOBJ) $(LDLIBS)
+
 debug:
 	@$(MAKE) --no-print-directory BUILD=build-debug BIN=build-debug/kvdemo OPT="-O0 -g"
 
@@ -120,4 +146,4 @@ uninstall:
 	-rmdir $(DATADIR)/data $(DATADIR) 2>/dev/null
 
 clean:
-	rm -rf build build-asan build-debug build-portable kvdemo
+	rm -rf build build-asan build-debug build-portable build-fuzz kvdemo

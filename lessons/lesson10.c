@@ -9,8 +9,14 @@
 //   增量计算  a cached step feeds only the newest token; its key and value are
 //             appended and it attends to all of them, with no causal mask
 //   位置编码  the new token's position embedding is offset by len(tokens) - 1
-//   缓存重置  once the text outgrows the context, the cache is dropped and the
-//             last 256 tokens are recomputed in full
+//   缓存重置  once the text outgrows the context (len(tokens) > 256, which with
+//             "ROMEO:" and 256 steps happens at step 252), the cache is dropped
+//             and the last 256 tokens are recomputed in full, at every step
+//             from there on
+//
+// Where the chapter concatenates a growing array at every step, kvdemo
+// reserves each block's cache for the whole context once and writes the new
+// column in place: the same numbers, without a copy per step.
 //
 // The lesson shows the cache's shapes as it grows, then runs both ways on the
 // same prompt and seed and compares texts, logits (bit for bit, every step),
@@ -36,7 +42,20 @@ typedef struct {
     GptCost cost;           // summed over the steps
     int shown;              // steps whose cache shapes were printed
     Trace *tr;              // for the shapes; NULL: show nothing
+    int n_prompt;           // len(tokens) before step 1
+    // The steps of a cached run that dropped the cache because the text
+    // outgrew the context, and what they cost.
+    int resets, first_reset;   // how many; the first one's step (1-based)
+    double reset_seconds;
+    GptCost reset_cost;
 } Record;
+
+static void add_cost(GptCost *sum, GptCost c) {
+    sum->matmul_flops += c.matmul_flops;
+    sum->attention_flops += c.attention_flops;
+    sum->weight_bytes += c.weight_bytes;
+    sum->cache_bytes += c.cache_bytes;
+}
 
 static int record_step(void *ctx, const GptStep *st) {
     Record *r = ctx;
@@ -44,20 +63,41 @@ static int record_step(void *ctx, const GptStep *st) {
     r->steps_done = st->step + 1;
     r->seconds += st->seconds;
     GptCost c = gpt_cost(r->cfg, st->n, st->offset);
-    r->cost.matmul_flops += c.matmul_flops;
-    r->cost.attention_flops += c.attention_flops;
-    r->cost.weight_bytes += c.weight_bytes;
-    r->cost.cache_bytes += c.cache_bytes;
-    if (r->tr && r->shown < SHOWN_STEPS) {
+    add_cost(&r->cost, c);
+    // A step of the cached run that fed everything again, after step 1: the
+    // text has outgrown the context and the cache was dropped.
+    int n_tokens = r->n_prompt + st->step;   // len(tokens) before this step
+    if (r->tr && st->step > 0 && !st->cached) {
+        Trace *tr = r->tr;
+        if (!r->resets) {
+            r->first_reset = st->step + 1;
+            trace_step(tr, st->step + 1);
+            trace_say(tr, "  ...", "  ……");
+            trace_sayf(tr,
+                       "step %d: len(tokens) = %d > %d: the cache is dropped and the last %d tokens are fed at\n"
+                       "offset 0, with the causal mask; so again at every later step.",
+                       "第 %d 步：len(tokens) = %d > %d，缓存被丢弃，最后 %d 个 token 从偏移 0 起重新输入，\n"
+                       "使用因果掩码；之后的每一步都这样。",
+                       st->step + 1, n_tokens, r->cfg.T, st->n);
+            int kshape[4] = {1, r->cfg.H, r->cfg.C / r->cfg.H, st->cache_len};
+            trace_shape(tr, "key", 4, kshape);
+            trace_step(tr, 0);
+            trace_count(tr, "first_reset_step", st->step + 1, NULL, NULL);
+        }
+        r->resets++;
+        r->reset_seconds += st->seconds;
+        add_cost(&r->reset_cost, c);
+    }
+    if (r->tr && r->shown < SHOWN_STEPS && (st->step == 0 || st->cached)) {
         Trace *tr = r->tr;
         int H = r->cfg.H, D = r->cfg.C / r->cfg.H, len = st->cache_len;
         trace_step(tr, st->step + 1);
         if (st->cached)
-            trace_sayf(tr, "step %d: fed 1 token at offset %d (the cache holds the rest):",
-                       "第 %d 步：只输入 1 个词元，位置偏移 %d（其余在缓存中）：", st->step + 1, st->offset);
+            trace_sayf(tr, "step %d: fed 1 token at offset %d (the cache holds the rest), no causal mask:",
+                       "第 %d 步：只输入 1 个 token，位置偏移 %d（其余在缓存中），不用因果掩码：", st->step + 1, st->offset);
         else
             trace_sayf(tr, "step %d: fed %d tokens at offset 0 (no cache yet), with the causal mask:",
-                       "第 %d 步：输入全部 %d 个词元，偏移 0（还没有缓存），使用因果掩码：", st->step + 1, st->n);
+                       "第 %d 步：输入全部 %d 个 token，偏移 0（还没有缓存），使用因果掩码：", st->step + 1, st->n);
         int kshape[4] = {1, H, D, len}, vshape[4] = {1, H, len, D};
         trace_shape(tr, "key", 4, kshape);
         trace_shape(tr, "value", 4, vshape);
@@ -71,31 +111,40 @@ static int record_step(void *ctx, const GptStep *st) {
 static int run_once(Record *r, char **text, GptState *s, const GptModel *m, const int *prompt, int n_prompt,
                     int steps, int use_cache, const Options *opt) {
     int *tokens = malloc(sizeof(int) * (size_t)(n_prompt + steps));
-    Sampler sampler;
-    float temperature = opt->temperature >= 0 ? (float)opt->temperature : 1.0f;
-    if (!tokens || sampler_init(&sampler, m->cfg.V, temperature, opt->top_k, (uint32_t)opt->seed)) {
-        free(tokens);
-        return 1;
-    }
-    memcpy(tokens, prompt, sizeof(int) * (size_t)n_prompt);
     // np.random.seed(42); trainer.generate(dataset, prompt="ROMEO:", use_cache=...)
-    int len = gpt_generate(tokens, s, m, &sampler, n_prompt, steps, use_cache, record_step, r);
-    size_t need = gpt_decode(NULL, 0, m, tokens, len);
-    *text = malloc(need + 1);
-    if (*text) gpt_decode(*text, need + 1, m, tokens, len);
-    sampler_free(&sampler);
+    *text = tokens ? gptcmd_generate_text(tokens, s, m, prompt, n_prompt, steps, use_cache, opt, record_step, r) : NULL;
     free(tokens);
     return *text ? 0 : 1;
+}
+
+// The cached run's cost without its reset steps, and what those cost.
+static void show_resets(Trace *tr, const Record *r, int steps) {
+    if (!r->resets) return;
+    int kept = steps - r->resets;
+    double flops = r->cost.matmul_flops + r->cost.attention_flops;
+    double reset_flops = r->reset_cost.matmul_flops + r->reset_cost.attention_flops;
+    trace_sayf(tr,
+               "  %d of the %d steps (from step %d) dropped the cache and fed the whole context:\n"
+               "  %.0f%% of this run's arithmetic and %.0f%% of its time. The other %d steps:",
+               "  有 %d 步（共 %d 步，从第 %d 步起）丢弃了缓存、把整个上下文重新输入：\n"
+               "  占这次运行计算量的 %.0f%%、耗时的 %.0f%%。其余 %d 步：",
+               r->resets, steps, r->first_reset, 100 * reset_flops / flops, 100 * r->reset_seconds / r->seconds, kept);
+    trace_count(tr, "reset_steps", r->resets, NULL, NULL);
+    if (kept <= 0) return;
+    trace_value(tr, "tokens_per_s_without_resets", kept / (r->seconds - r->reset_seconds), "tokens/s", "  speed",
+                "  速度");
+    trace_value(tr, "gflop_per_token_without_resets", (flops - reset_flops) / kept * 1e-9, "GFLOP",
+                "  computed per token", "  每个 token 的计算量");
 }
 
 static void show_cost(Trace *tr, const Record *r, int steps) {
     trace_value(tr, "tokens_per_s", steps / r->seconds, "tokens/s", "speed", "速度");
     trace_value(tr, "gflop_per_token", (r->cost.matmul_flops + r->cost.attention_flops) / steps * 1e-9, "GFLOP",
-                "computed per token", "每个词元的计算量");
+                "computed per token", "每个 token 的计算量");
     trace_value(tr, "weight_mb_per_token", r->cost.weight_bytes / steps * 1e-6, "MB", "weights read per token",
-                "每个词元读取的权重");
+                "每个 token 读取的权重");
     trace_value(tr, "kv_mb_per_token", r->cost.cache_bytes / steps * 1e-6, "MB", "keys and values read per token",
-                "每个词元读取的键和值");
+                "每个 token 读取的键和值");
 }
 
 int lesson10_run(const Options *opt, Trace *tr) {
@@ -124,8 +173,7 @@ int lesson10_run(const Options *opt, Trace *tr) {
     if ((rc = gptcmd_attention(opt, &m))) goto done;
     GptConfig g = m.cfg;
     int D = g.C / g.H;
-    trace_heading(tr, "Lesson 10 — the char GPT of the numpy chapter, with and without the KV cache (seed 003)",
-                  "第 10 课 —— 键值缓存：字符级 GPT（003）");
+    lessons_heading(tr);
     trace_sayf(tr, "The model: context %d, embedding %d, %d heads of %d, %d blocks, %d characters (%zu parameters).",
                "模型：上下文 %d，嵌入 %d，%d 个头（每头 %d），%d 个模块，词表 %d 个字符（%zu 个参数）。", g.T, g.C, g.H,
                D, g.L, g.V, m.num_params);
@@ -136,10 +184,13 @@ int lesson10_run(const Options *opt, Trace *tr) {
     }
     trace_sayf(tr,
                "Each block keeps its cache for the whole context, reserved once: key (1, %d, %d, %d) and\n"
-               "value (1, %d, %d, %d), %.2f MB for all %d blocks. The key is kept transposed so that\n"
-               "query @ key needs no transpose.\n",
-               "每个模块为整个上下文预留一次缓存：key (1, %d, %d, %d)、value (1, %d, %d, %d)，\n"
-               "%.2f MB（全部 %d 个模块）。键已转置，query @ key 不必再转置。\n",
+               "value (1, %d, %d, %d), %.2f MB for all %d blocks. (The chapter concatenates a growing\n"
+               "array at every step; kvdemo writes the new column in place: the same numbers, no copy.)\n"
+               "The key is kept transposed so that query @ key needs no transpose.\n",
+               "每个模块为整个上下文一次性预留缓存：key (1, %d, %d, %d)、value (1, %d, %d, %d)，\n"
+               "%.2f MB（%d 个模块合计）。（原文每一步把新的一列拼接到越来越长的数组上；\n"
+               "kvdemo 直接写进预留好的位置：数值一样，只是不用每步复制。）\n"
+               "key 按转置存放，query @ key 时就不用再转置。\n",
                g.H, D, g.T, g.H, g.T, D, 2.0 * g.L * g.C * g.T * 4 * 1e-6, g.L);
     if (flash_gpt_tile())
         trace_sayf(tr, "Attention: flash, in tiles of %d keys with an online softmax (lesson 6.3); a cached step by\n"
@@ -149,6 +200,7 @@ int lesson10_run(const Options *opt, Trace *tr) {
 
     trace_heading(tr, "The cache as it grows (block 0; every block alike)", "缓存的增长（第 0 个模块；每个模块相同）");
     trace_run(tr, "cache");
+    rec[0].n_prompt = rec[1].n_prompt = n_prompt;
     rec[1].tr = tr;
     if (run_once(&rec[1], &text[1], &s, &m, prompt, n_prompt, steps, 1, opt)) goto oom;
     rec[1].tr = NULL;
@@ -161,10 +213,11 @@ int lesson10_run(const Options *opt, Trace *tr) {
 
     for (int c = 0; c < 2; c++) {
         trace_run(tr, c ? "cache" : "no-cache");
-        trace_heading(tr, c ? "With the cache" : "Without the cache", c ? "有缓存" : "无缓存");
+        trace_heading(tr, c ? "With the cache" : "Without the cache", c ? "使用缓存" : "不使用缓存");
         trace_textval(tr, "text", text[c]);
         if (tr->format == FORMAT_TEXT) fputc('\n', tr->out);
         show_cost(tr, &rec[c], steps);
+        if (c) show_resets(tr, &rec[c], steps);
         trace_timing(tr, c ? "cache" : "no-cache", rec[c].seconds, 1);
         trace_say(tr, "", "");
     }
@@ -179,16 +232,17 @@ int lesson10_run(const Options *opt, Trace *tr) {
     else trace_sayf(tr, "The texts differ from byte %zu on.", "两段文字从第 %zu 个字节起不同。", first);
     int sh[2] = {rec[0].steps_done, g.V};
     Tensor l0 = tensor_view(rec[0].logits, 2, sh), l1 = tensor_view(rec[1].logits, 2, sh);
-    trace_compare(tr, "logits", "logits of every step without the cache", &l0, "with the cache", &l1);
+    trace_compare(tr, "logits", trace_text(tr, "logits of every step without the cache", "不使用缓存时每一步的 logits"), &l0,
+                  trace_text(tr, "with the cache", "使用缓存时的"), &l1);
     trace_value(tr, "speedup", rec[0].seconds / rec[1].seconds, "x", "faster with the cache", "有缓存时的加速");
     trace_sayf(tr,
                "\nThe chapter's numpy: 4.93 s without the cache, 0.53 s with it (9.3x), for 256 tokens.\n"
                "Here: %.3f s and %.3f s for %d tokens on %d thread%s.\n"
                "The chapter's exercise — is the cache's advantage larger for longer texts? — is `kvdemo bench`.",
-               "\n原文（numpy）：256 个词元，无缓存 4.93 秒，有缓存 0.53 秒（9.3 倍）。\n"
-               "这里：%.3f 秒与 %.3f 秒，%d 个词元，%d 个线程%s。\n"
+               "\n原文（numpy）：256 个 token，无缓存 4.93 秒，有缓存 0.53 秒（9.3 倍）。\n"
+               "这里：%.3f 秒与 %.3f 秒，%d 个 token，%d 个线程%s。\n"
                "课后练习——生成长度越长，缓存的优势越明显吗？——请运行 `kvdemo bench`。",
-               rec[0].seconds, rec[1].seconds, steps, ops_threads(), ops_threads() == 1 ? "" : "s");
+               rec[0].seconds, rec[1].seconds, steps, ops_threads(), ops_threads() == 1 ? "" : trace_text(tr, "s", ""));
     if (opt->runs != RUN_BOTH)
         fprintf(stderr, "kvdemo: lesson 10 always runs both ways to compare them; %s ignored\n",
                 opt->runs == RUN_CACHE ? "--cache" : "--no-cache");

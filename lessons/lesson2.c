@@ -63,16 +63,41 @@ static void add_costs(Run *r, const AttnStep *s) {
 // ----------------------------------------------------------------------------
 // What each step shows
 
-static void show_full_step(Trace *tr, const ToyData *d, const AttnStep *s, int step, double seconds, int repeat) {
+// The mask as the article writes it for n tokens:
+// torch.tensor([[0, float('-inf')], [0, 0]]).
+static const char *mask_literal(const AttnStep *s, int n, char *buf, int size) {
+    int len = snprintf(buf, (size_t)size, "mask = torch.tensor([");
+    for (int i = 0; i < n && len < size; i++) {
+        len += snprintf(buf + len, (size_t)(size - len), "%s[", i ? ", " : "");
+        for (int j = 0; j < n && len < size; j++)
+            len += snprintf(buf + len, (size_t)(size - len), "%s%s", j ? ", " : "",
+                            s->mask[i * n + j] < 0 ? "float('-inf')" : "0");
+        if (len < size) len += snprintf(buf + len, (size_t)(size - len), "]");
+    }
+    if (len < size) snprintf(buf + len, (size_t)(size - len), "])");
+    return buf;
+}
+
+// A step that feeds every token so far: each step of the run without the
+// cache, and step 1 of the run with it, where it is the prefill whose K and
+// V become the cache.
+static void show_full_step(Trace *tr, const ToyData *d, const AttnStep *s, int step, int cached_run, double seconds,
+                           int repeat) {
     int n = s->M;
-    char in[256], next[64];
+    char in[256], next[64], code[1024];
     toy_tokens(d, 0, n, in, sizeof in);
     toy_tokens(d, n, 1, next, sizeof next);
     trace_step(tr, step);
     trace_sayf(tr, "Step %d: the input is \"%s\" (%d tokens), the model predicts \"%s\".",
-               "第%d步：输入为“%s”（%d 个 token），模型预测“%s”。", step, in, n, next);
-    trace_say(tr, "Every token's row of Q, K and V is computed again.\n",
-              "每个 token 的 Q、K、V 行都要重新计算。\n");
+               "第 %d 步：输入“%s”（%d 个 token），模型预测出“%s”。", step, in, n, next);
+    if (cached_run)
+        trace_say(tr, "This is the prefill: Q, K and V of every prompt token; K and V will be kept as the cache.\n",
+                  "这一步是预填充（prefill）：算出提示词每个 token 的 Q、K、V，其中 K、V 留下来作为缓存。\n");
+    else if (step == 1)
+        trace_say(tr, "Q, K and V are computed for every token of the input.\n", "输入的每个 token 都要算出 Q、K、V。\n");
+    else
+        trace_say(tr, "Q, K and V are computed again for every token, the ones of step 1 included.\n",
+                  "每个 token 的 Q、K、V 都要重新算一遍，第 1 步算过的也不例外。\n");
     const char *const *rows = d->rows;
     Tensor X = tensor_view2(d->X, n, d->d);
     Tensor Q = tensor_view2(s->Q, n, d->dk), K = tensor_view2(s->K, n, d->dk);
@@ -84,12 +109,13 @@ static void show_full_step(Trace *tr, const ToyData *d, const AttnStep *s, int s
     trace_tensor(tr, TRACE_FULL, "Q", "Q = torch.matmul(X, W_Q)", &Q, rows, 0);
     trace_tensor(tr, TRACE_SUMMARY, "K", "K = torch.matmul(X, W_K)", &K, rows, 0);
     trace_tensor(tr, TRACE_SUMMARY, "V", "V = torch.matmul(X, W_V)", &V, rows, 0);
-    trace_tensor(tr, TRACE_FULL, "scores", "scores = torch.matmul(Q, K.T) / 2", &scores, rows, HEAT_SCORES);
-    trace_tensor(tr, TRACE_FULL, "mask", "torch.tensor([[0, float('-inf')], ...])", &mask, rows, 0);
-    trace_tensor(tr, TRACE_FULL, "masked_scores", "scores += mask", &masked, rows, HEAT_SCORES);
-    trace_tensor(tr, TRACE_FULL, "weights", "scores = F.softmax(scores, dim=-1)", &weights, rows, HEAT_PROBS);
+    trace_tensor(tr, TRACE_FULL, "scores", toy_caption(d, "scores = torch.matmul(Q, K.T) / %s", code, sizeof code),
+                 &scores, rows, HEAT_SCORES);
+    trace_tensor(tr, TRACE_FULL, "mask", mask_literal(s, n, code, sizeof code), &mask, rows, 0);
+    trace_tensor_as(tr, TRACE_FULL, "masked_scores", "scores", "scores += mask", &masked, rows, HEAT_SCORES);
+    trace_tensor_as(tr, TRACE_FULL, "weights", "scores", "scores = F.softmax(scores, dim=-1)", &weights, rows, HEAT_PROBS);
     trace_tensor(tr, TRACE_SUMMARY, "output", "output = torch.matmul(scores, V)", &out, rows, 0);
-    trace_count(tr, "kv_rows", s->kv_rows, "rows of K and V computed", "计算的 K、V 行数");
+    trace_count(tr, "kv_rows", s->kv_rows, "rows of K and V computed", "算出的 K、V 行数");
     trace_timing(tr, "step", seconds, repeat);
     trace_say(tr, "", "");
     trace_pause(tr);
@@ -97,15 +123,15 @@ static void show_full_step(Trace *tr, const ToyData *d, const AttnStep *s, int s
 
 static void show_cached_step(Trace *tr, const ToyData *d, const AttnStep *s, int step, double seconds, int repeat) {
     int N = s->N, last = N - 1;
-    char in[256], next[64];
+    char in[256], next[64], code[256];
     toy_tokens(d, last, 1, in, sizeof in);
     toy_tokens(d, N, 1, next, sizeof next);
     trace_step(tr, step);
     trace_sayf(tr,
                "Step %d with the cache: only \"%s\" is fed. Its q, k_cur and v_cur are computed;\n"
                "K and V are the cached K_last, V_last with the new row appended. The model predicts \"%s\".\n",
-               "第%d步（使用 KV Cache）：只输入“%s”，只计算它的 q、K_cur、V_cur；\n"
-               "再拼接上一步缓存的 K_last、V_last 得到完整的 K、V。模型预测“%s”。\n",
+               "第 %d 步（使用缓存）：只输入“%s”，只算它的 q、K_cur、V_cur；\n"
+               "把它们接在缓存的 K_last、V_last 后面，就是完整的 K、V。模型预测出“%s”。\n",
                step, in, next);
     const char *const *rows = d->rows;
     Tensor x = tensor_view2(d->X + last * d->d, 1, d->d);
@@ -116,19 +142,23 @@ static void show_cached_step(Trace *tr, const ToyData *d, const AttnStep *s, int
     Tensor K = tensor_view2(s->K, N, d->dk), V = tensor_view2(s->V, N, d->dv);
     Tensor scores = tensor_view2(s->scores, 1, N), weights = tensor_view2(s->weights, 1, N);
     Tensor out = tensor_view2(s->output, 1, d->dv);
-    trace_tensor(tr, TRACE_FULL, "X", "X = the new token's row only", &x, rows + last, 0);
+    trace_tensor(tr, TRACE_FULL, "X", trace_text(tr, "X = the new token's row only", "X = 只有新 token 这一行"), &x,
+                 rows + last, 0);
     trace_tensor(tr, TRACE_FULL, "Q", "Q = torch.matmul(X, W_Q)", &q, rows + last, 0);
-    trace_tensor(tr, TRACE_FULL, "K_last", "K_last = the cached K of step 1", &K_last, rows, 0);
+    trace_tensor(tr, TRACE_FULL, "K_last", trace_text(tr, "K_last = K of step 1, from the cache", "K_last = 缓存里第 1 步的 K"),
+                 &K_last, rows, 0);
     trace_tensor(tr, TRACE_FULL, "K_cur", "K_cur = torch.matmul(X, W_K)", &K_cur, rows + last, 0);
     trace_tensor(tr, TRACE_SUMMARY, "K", "K = torch.cat([K_last, K_cur])", &K, rows, 0);
-    trace_tensor(tr, TRACE_FULL, "V_last", "V_last = the cached V of step 1", &V_last, rows, 0);
+    trace_tensor(tr, TRACE_FULL, "V_last", trace_text(tr, "V_last = V of step 1, from the cache", "V_last = 缓存里第 1 步的 V"),
+                 &V_last, rows, 0);
     trace_tensor(tr, TRACE_FULL, "V_cur", "V_cur = torch.matmul(X, W_V)", &V_cur, rows + last, 0);
     trace_tensor(tr, TRACE_SUMMARY, "V", "V = torch.cat([V_last, V_cur])", &V, rows, 0);
-    trace_tensor(tr, TRACE_FULL, "scores", "scores = torch.matmul(Q, K.T) / 2   (no mask)", &scores,
-                 rows + last, HEAT_SCORES);
-    trace_tensor(tr, TRACE_FULL, "weights", "scores = F.softmax(scores, dim=-1)", &weights, rows + last, HEAT_PROBS);
+    toy_caption(d, trace_text(tr, "scores = torch.matmul(Q, K.T) / %s   # no mask", "scores = torch.matmul(Q, K.T) / %s   # 不加掩码"),
+                code, sizeof code);
+    trace_tensor(tr, TRACE_FULL, "scores", code, &scores, rows + last, HEAT_SCORES);
+    trace_tensor_as(tr, TRACE_FULL, "weights", "scores", "scores = F.softmax(scores, dim=-1)", &weights, rows + last, HEAT_PROBS);
     trace_tensor(tr, TRACE_SUMMARY, "output", "output = torch.matmul(scores, V)", &out, rows + last, 0);
-    trace_count(tr, "kv_rows", s->kv_rows, "rows of K and V computed", "计算的 K、V 行数");
+    trace_count(tr, "kv_rows", s->kv_rows, "rows of K and V computed", "算出的 K、V 行数");
     trace_timing(tr, "step", seconds, repeat);
     trace_say(tr, "", "");
     trace_pause(tr);
@@ -156,17 +186,17 @@ static int run_lesson(const Options *opt, Trace *tr, int runs) {
     int repeat = opt->repeat ? opt->repeat : DEFAULT_REPEAT;
     Run nc = {0}, c = {0};
 
-    trace_heading(tr, "Lesson 2 — why the KV cache (seed 000, section 2)",
-                  "第 2 课 —— 为什么要进行 KV Cache（000 第二节）");
+    lessons_heading(tr);
+    toy_show_scale(tr, &d);
     toy_show_weights(tr, &d);
 
     if (runs & RUN_NOCACHE) {
         trace_run(tr, "no-cache");
         trace_heading(tr, "2.1 Without the KV cache", "2.1 不使用 KV Cache 场景");
         nc.seconds[0] = time_step(nc1, &d, STEP1_TOKENS, 0, repeat);
-        show_full_step(tr, &d, nc1, 1, nc.seconds[0], repeat);
+        show_full_step(tr, &d, nc1, 1, 0, nc.seconds[0], repeat);
         nc.seconds[1] = time_step(nc2, &d, STEP2_TOKENS, 0, repeat);
-        show_full_step(tr, &d, nc2, 2, nc.seconds[1], repeat);
+        show_full_step(tr, &d, nc2, 2, 0, nc.seconds[1], repeat);
         add_costs(&nc, nc1);
         add_costs(&nc, nc2);
         trace_step(tr, 0);
@@ -176,10 +206,9 @@ static int run_lesson(const Options *opt, Trace *tr, int runs) {
         trace_run(tr, "cache");
         trace_heading(tr, "2.2 With the KV cache", "2.2 使用 KV Cache 场景");
         c.seconds[0] = time_step(cache, &d, STEP1_TOKENS, 0, repeat);
-        show_full_step(tr, &d, cache, 1, c.seconds[0], repeat);
+        show_full_step(tr, &d, cache, 1, 1, c.seconds[0], repeat);
         add_costs(&c, cache);
-        trace_say(tr, "K and V of step 1 are kept: they are the cache.\n",
-                  "保留第一步的 K、V，这就是缓存。\n");
+        trace_say(tr, "K and V of step 1 are kept: they are the cache.\n", "第 1 步的 K、V 留了下来，这就是缓存。\n");
         c.seconds[1] = time_step(cache, &d, STEP2_TOKENS, 1, repeat);
         show_cached_step(tr, &d, cache, 2, c.seconds[1], repeat);
         add_costs(&c, cache);
@@ -192,8 +221,8 @@ static int run_lesson(const Options *opt, Trace *tr, int runs) {
         // The cached step's one output row against the last row of the full step.
         Tensor full_last = tensor_view2(nc2->output + (STEP2_TOKENS - 1) * d.dv, 1, d.dv);
         Tensor cached = tensor_view2(cache->output, 1, d.dv);
-        int same = trace_compare(tr, "output", "output[2] without the cache", &full_last,
-                                 "output with the cache", &cached);
+        int same = trace_compare(tr, "output", trace_text(tr, "output[2] without the cache", "不使用缓存的 output[2]"),
+                                 &full_last, trace_text(tr, "output with the cache", "使用缓存的 output"), &cached);
         trace_sayf(tr, "K/V rows computed: %d without the cache, %d with it.",
                    "计算的 K、V 行数：不使用缓存 %d 行，使用缓存 %d 行。", nc.kv_rows, c.kv_rows);
         trace_sayf(tr, "Multiply-adds: %lld without the cache, %lld with it (%lld saved).",
@@ -202,7 +231,7 @@ static int run_lesson(const Options *opt, Trace *tr, int runs) {
                    (long long)(nc.proj_madds + nc.attn_madds - c.proj_madds - c.attn_madds));
         trace_count(tr, "madds_saved", nc.proj_madds + nc.attn_madds - c.proj_madds - c.attn_madds, NULL, NULL);
         trace_value(tr, "step2_time_ratio", c.seconds[1] > 0 ? nc.seconds[1] / c.seconds[1] : 0, "x",
-                    "step 2 without the cache / with it", "第二步：不使用缓存耗时 / 使用缓存耗时");
+                    "step 2 without the cache / with it", "第 2 步：不使用缓存的耗时 ÷ 使用缓存的耗时");
         trace_say(tr,
                   "(At this size a step takes a few hundred nanoseconds, much of it overhead: the counts\n"
                   "show the saving best. Lesson 10 shows it in seconds.)",

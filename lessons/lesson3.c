@@ -1,4 +1,4 @@
-// lesson 3 — KV Cache 在 Llama 推理流程中应用 (seed 000, section 3.1)
+// lesson 3 — KV Cache 在 Llama 推理流程中应用 (the KV Cache article, section 3.1)
 //
 // The article's LLaMA.generate on a small LLaMA-style model (src/llama.h):
 //
@@ -14,7 +14,10 @@
 //   step 5    decode each row, cut at len(prompt) + max_gen_len and at eos.
 //
 // `--no-cache` feeds tokens[:, 0:cur_pos] at position 0 every step: the same
-// logits bit for bit, more rows computed. Both runs, then a comparison, by
+// logits bit for bit, more rows computed. (LLaMA's forward still writes its
+// preallocated cache then; it just never reuses what it wrote.) The default
+// prompts differ in length, so that start_pos = min_prompt_size, the padding,
+// input_text_mask and the longer prompt read in through the cache all show. Both runs, then a comparison, by
 // default. The weights are random: the text is noise, the flow is the lesson.
 #include "lessons.h"
 #include "llama.h"
@@ -24,8 +27,10 @@
 #include <string.h>
 
 enum { DEFAULT_GEN_LEN = 4 };
+// Bytes of one row label: up to 5 ("<eos>") for each of T tokens.
+#define LABEL_BYTES(T) (6 * (size_t)(T) + 1)
 
-static const char *const DEFAULT_PROMPTS[] = {"天气", "你好"};
+static const char *const DEFAULT_PROMPTS[] = {"天气", "你好，今天"};
 
 // What the step hook needs; scratch buffers are allocated before the loop.
 typedef struct {
@@ -33,9 +38,19 @@ typedef struct {
     const LlamaModel *m;
     const LlamaGeneration *g;
     float *ids;        // (B, T) token ids as floats, for printing
-    char *labels;      // (B, 4T + 1) one row label each
+    char *labels;      // (B, LABEL_BYTES(T)) one row label each
     const char **rows; // (B) pointers into labels
+    int use_cache;     // the run being shown
 } Show;
+
+// A token as a class reads it: its character, or the name of a special
+// token (<pad>, <bos>, <eos>), which has no text.
+static const char *token_name(char *buf, size_t size, const LlamaModel *m, int id) {
+    static const char *const special[] = {"<pad>", "<bos>", "<eos>"};
+    if (id == LLAMA_PAD_ID || id == LLAMA_BOS_ID || id == LLAMA_EOS_ID) snprintf(buf, size, "%s", special[id]);
+    else llama_token_text(buf, m, id);
+    return buf;
+}
 
 // A (bsz, n) Tensor of the token ids tokens[:, from:from+n], with each row
 // labelled by its text.
@@ -43,124 +58,23 @@ static Tensor token_slice(Show *s, const int *tokens, int stride, int bsz, int f
     int T = s->m->cfg.max_seq_len;
     for (int b = 0; b < bsz; b++) {
         for (int i = 0; i < n; i++) s->ids[b * n + i] = (float)tokens[b * stride + from + i];
-        char *label = s->labels + (size_t)b * (4 * T + 1);
-        llama_decode(label, s->m, tokens + b * stride + from, n, 4 * (size_t)T + 1);
+        // The label names special tokens and shows a newline as \n, so that
+        // each row stays on its line.
+        char *label = s->labels + (size_t)b * LABEL_BYTES(T);
+        size_t len = 0;
+        label[0] = '\0';
+        for (int i = 0; i < n; i++) {
+            char tok[8];
+            token_name(tok, sizeof tok, s->m, tokens[b * stride + from + i]);
+            const char *shown = !strcmp(tok, "\n") ? "\\n" : tok;
+            size_t k = strlen(shown);
+            if (len + k + 1 > LABEL_BYTES(T)) break;
+            memcpy(label + len, shown, k + 1);
+            len += k;
+        }
         s->rows[b] = label;
     }
     return tensor_view2(s->ids, bsz, n);
-}
-
-// ----------------------------------------------------------------------------
-// One step of the loop, as the hook sees it
-
-static void show_step(const LlamaStep *st, void *ctx) {
-    Show *s = ctx;
-    Trace *tr = s->tr;
-    const LlamaForwardInfo *f = st->fwd;
-    const LlamaConfig *c = &s->m->cfg;
-    int S = f->read_to;
-    trace_step(tr, st->step);
-    trace_sayf(tr,
-               "cur_pos = %d: logits = self.model.forward(tokens[:, %d:%d], %d)   "
-               "(seqlen %d, start_pos %d)",
-               "cur_pos = %d：logits = self.model.forward(tokens[:, %d:%d], %d)   "
-               "（seqlen %d，start_pos %d）",
-               st->cur_pos, f->start_pos, f->start_pos + f->seqlen, f->start_pos, f->seqlen,
-               f->start_pos);
-    trace_count(tr, "prev_pos", st->prev_pos, NULL, NULL);
-    trace_count(tr, "cur_pos", st->cur_pos, NULL, NULL);
-    trace_count(tr, "seqlen", f->seqlen, NULL, NULL);
-
-    char name[64];
-    snprintf(name, sizeof name, "tokens[:, %d:%d]", f->start_pos, f->start_pos + f->seqlen);
-    Tensor fed = token_slice(s, st->tokens, st->total_len, st->bsz, f->start_pos, f->seqlen);
-    trace_tensor(tr, TRACE_SUMMARY, name, "tokens[:, prev_pos:cur_pos]", &fed, s->rows, 0);
-
-    int fshape[3] = {f->seqlen, c->head_dim / 2, 2};
-    Tensor freqs = tensor_view((float *)f->freqs_cis, 3, fshape);
-    snprintf(name, sizeof name, "freqs_cis[%d:%d]", f->start_pos, S);
-    trace_tensor(tr, TRACE_FULL, name, "freqs_cis = self.freqs_cis[start_pos : start_pos + seqlen]",
-                 &freqs, NULL, 0);
-
-    if (f->has_mask) {
-        Tensor mask = tensor_view2((float *)f->mask, f->seqlen, S);
-        trace_tensor(tr, TRACE_SUMMARY, "mask",
-                     "mask = torch.triu(torch.full((1, 1, seqlen, seqlen), float(\"-inf\")), "
-                     "diagonal=start_pos + 1)",
-                     &mask, NULL, 1);
-    } else {
-        trace_say(tr, "seqlen = 1, so mask = None: the one new row may see every cached position.",
-                  "seqlen = 1，所以 mask = None：新的一行可以看到缓存中的所有位置。");
-        trace_count(tr, "mask", 0, NULL, NULL);
-    }
-
-    trace_sayf(tr,
-               "self.cache_k[:%d, %d:%d] = xk   (slots written; cache_v likewise)\n"
-               "keys = self.cache_k[:%d, :%d]   (slots read)",
-               "self.cache_k[:%d, %d:%d] = xk   （写入的位置；cache_v 同理）\n"
-               "keys = self.cache_k[:%d, :%d]   （读取的位置）",
-               f->bsz, f->write_from, f->write_to, f->bsz, f->read_to);
-    trace_count(tr, "cache_write_from", f->write_from, NULL, NULL);
-    trace_count(tr, "cache_write_to", f->write_to, NULL, NULL);
-    trace_count(tr, "cache_read_to", f->read_to, NULL, NULL);
-    trace_shape(tr, "xq", 4, f->xq_shape);
-    trace_shape(tr, "keys", 4, f->keys_shape);
-    trace_shape(tr, "values", 4, f->values_shape);
-    trace_shape(tr, "scores", 4, f->scores_shape);
-
-    for (int b = 0; b < st->bsz; b++) {
-        char got[8], kept[8];
-        llama_token_text(got, s->m, st->sampled[b]);
-        llama_token_text(kept, s->m, st->next_token[b]);
-        snprintf(name, sizeof name, "next_token[%d]", b);
-        if (st->kept[b])
-            trace_sayf(tr,
-                       "row %d: input_text_mask[%d, %d] is True: the prompt's \"%s\" stays "
-                       "(the sampled \"%s\" is dropped)",
-                       "第 %d 行：input_text_mask[%d, %d] 为 True：保留提示词的“%s”"
-                       "（丢弃采样得到的“%s”）",
-                       b, b, st->cur_pos, kept, got);
-        else
-            trace_sayf(tr, "row %d: next token \"%s\" (id %d)", "第 %d 行：下一个 token “%s”（id %d）",
-                       b, kept, st->next_token[b]);
-        trace_count(tr, name, st->next_token[b], NULL, NULL);
-        snprintf(name, sizeof name, "kept[%d]", b);
-        trace_count(tr, name, st->kept[b], NULL, NULL);
-    }
-    trace_say(tr, "", "");
-    trace_pause(tr);
-}
-
-// ----------------------------------------------------------------------------
-// One run of generate
-
-static int run_generate(LlamaGeneration *g, LlamaModel *m, Show *show, const char *const *prompts,
-                        int n_prompts, const LlamaGenOptions *base, int use_cache) {
-    Trace *tr = show->tr;
-    LlamaGenOptions o = *base;
-    o.use_cache = use_cache;
-    o.hook = show_step;
-    o.hook_ctx = show;
-    show->g = g;
-    char err[512];
-    if (llama_generate(g, m, prompts, n_prompts, &o, err, sizeof err) != 0) {
-        fprintf(stderr, "kvdemo: lesson 3: %s\n", err);
-        return -1;
-    }
-    trace_step(tr, 0);
-    Tensor all = token_slice(show, g->tokens, g->total_len, g->bsz, 0, g->total_len);
-    trace_tensor(tr, TRACE_SUMMARY, "tokens", "tokens after the loop", &all, show->rows, 0);
-    trace_say(tr, "decoded, cut at len(prompt) + max_gen_len and at eos (one row a line):",
-              "decoded，在 len(prompt) + max_gen_len 和 eos 处截断（每行一条）：");
-    for (int b = 0; b < g->bsz; b++) {
-        char name[32];
-        snprintf(name, sizeof name, "decoded[%d]", b);
-        trace_textval(tr, name, g->text[b]);
-    }
-    trace_count(tr, "rows_computed", g->rows_computed, "token rows through every layer",
-                "经过每一层的 token 行数");
-    trace_timing(tr, use_cache ? "cache" : "no-cache", g->seconds, 1);
-    return 0;
 }
 
 // ----------------------------------------------------------------------------
@@ -197,54 +111,276 @@ static int show_setup(Show *s, int *scratch, const char *const *prompts, int n_p
         for (int i = 0; i < total_len; i++)
             s->ids[k * total_len + i] = i < len[k] ? (float)scratch[(size_t)k * T + i] : LLAMA_PAD_ID;
     for (int k = 0; k < n_prompts; k++) {
-        char *label = s->labels + (size_t)k * (4 * T + 1);
-        snprintf(label, 4 * (size_t)T + 1, "bos + \"%s\"", prompts[k]);
+        char *label = s->labels + (size_t)k * LABEL_BYTES(T);
+        snprintf(label, LABEL_BYTES(T), "bos + \"%s\"", prompts[k]);
         s->rows[k] = label;
     }
     Tensor tokens = tensor_view2(s->ids, n_prompts, total_len);
-    trace_tensor(tr, TRACE_SUMMARY, "tokens",
-                 "tokens = torch.full((bsz, total_len), self.tokenizer.pad_id); "
-                 "tokens[k, : len(t)] = torch.tensor(t)",
-                 &tokens, s->rows, 0);
+    trace_tensor_kind(tr, TRACE_SUMMARY, "tokens", "tokens",
+                      "tokens = torch.full((bsz, total_len), self.tokenizer.pad_id); "
+                      "tokens[k, : len(t)] = torch.tensor(t)",
+                      &tokens, s->rows, HEAT_NONE, TRACE_INT);
     // input_text_mask = tokens != self.tokenizer.pad_id
     for (int i = 0; i < n_prompts * total_len; i++) s->ids[i] = s->ids[i] != LLAMA_PAD_ID;
     Tensor itm = tensor_view2(s->ids, n_prompts, total_len);
-    trace_tensor(tr, TRACE_SUMMARY, "input_text_mask",
-                 "input_text_mask = tokens != self.tokenizer.pad_id", &itm, s->rows, 0);
+    trace_tensor_kind(tr, TRACE_SUMMARY, "input_text_mask", "input_text_mask",
+                      "input_text_mask = tokens != self.tokenizer.pad_id", &itm, s->rows, HEAT_NONE, TRACE_BOOL);
     trace_count(tr, "start_pos", min, "start_pos = min_prompt_size", "start_pos = min_prompt_size");
     trace_say(tr, "", "");
     return 0;
 }
 
 // ----------------------------------------------------------------------------
-// The lesson
+// Step 4: one step of the loop, as the hook sees it
+
+static void show_step(const LlamaStep *st, void *ctx) {
+    Show *s = ctx;
+    Trace *tr = s->tr;
+    const LlamaForwardInfo *f = st->fwd;
+    const LlamaConfig *c = &s->m->cfg;
+    int S = f->read_to;
+    trace_step(tr, st->step);
+    trace_sayf(tr,
+               "cur_pos = %d: logits = self.model.forward(tokens[:, %d:%d], %d)   "
+               "(seqlen %d, start_pos %d)",
+               "cur_pos = %d：logits = self.model.forward(tokens[:, %d:%d], %d)   "
+               "（seqlen %d，start_pos %d）",
+               st->cur_pos, f->start_pos, f->start_pos + f->seqlen, f->start_pos, f->seqlen,
+               f->start_pos);
+    trace_count(tr, "prev_pos", st->prev_pos, NULL, NULL);
+    trace_count(tr, "cur_pos", st->cur_pos, NULL, NULL);
+    trace_count(tr, "seqlen", f->seqlen, NULL, NULL);
+
+    char name[64];
+    snprintf(name, sizeof name, "tokens[:, %d:%d]", f->start_pos, f->start_pos + f->seqlen);
+    Tensor fed = token_slice(s, st->tokens, st->total_len, st->bsz, f->start_pos, f->seqlen);
+    trace_tensor_kind(tr, TRACE_SUMMARY, name, name, s->use_cache ? "tokens[:, prev_pos:cur_pos]" : "tokens[:, 0:cur_pos]",
+                      &fed, s->rows, HEAT_NONE, TRACE_INT);
+
+    int fshape[3] = {f->seqlen, c->head_dim / 2, 2};
+    Tensor freqs = tensor_view((float *)f->freqs_cis, 3, fshape);
+    snprintf(name, sizeof name, "freqs_cis[%d:%d]", f->start_pos, S);
+    trace_tensor(tr, TRACE_FULL, name,
+                 trace_text(tr, "freqs_cis = self.freqs_cis[start_pos : start_pos + seqlen]   # complex, shown as (cos, sin) pairs",
+                            "freqs_cis = self.freqs_cis[start_pos : start_pos + seqlen]   # 复数，按 (cos, sin) 实数对显示"),
+                 &freqs, NULL, 0);
+
+    if (f->has_mask) {
+        if (f->mask) {   // (absent only past LLAMA_MASK_FLOATS)
+            int mshape[4] = {1, 1, f->seqlen, S};
+            Tensor mask = tensor_view((float *)f->mask, 4, mshape);
+            trace_tensor(tr, TRACE_SUMMARY, "mask",
+                         "mask = torch.triu(torch.full((1, 1, seqlen, seqlen), float(\"-inf\")), "
+                         "diagonal=start_pos + 1)",
+                         &mask, NULL, 1);
+        }
+    } else {
+        trace_say(tr, "seqlen = 1, so mask = None: the one new row may see every cached position.",
+                  "seqlen = 1，所以 mask = None：新的一行可以看到缓存中的所有位置。");
+        trace_count(tr, "mask", 0, NULL, NULL);
+    }
+
+    trace_sayf(tr,
+               "self.cache_k[:%d, %d:%d] = xk   (slots written; cache_v likewise)\n"
+               "keys = self.cache_k[:%d, :%d]   (slots read)%s",
+               "self.cache_k[:%d, %d:%d] = xk   （写入的位置；cache_v 同理）\n"
+               "keys = self.cache_k[:%d, :%d]   （读取的位置）%s",
+               f->bsz, f->write_from, f->write_to, f->bsz, f->read_to,
+               s->use_cache ? ""
+                            : trace_text(tr, "\n(without the cache the preallocated cache is still written, then read back\n"
+                                             "at once: nothing written at an earlier step is reused)",
+                                         "\n（不使用缓存时，预先分配的缓存照样写入，写完立刻读出；\n"
+                                         "之前各步写入的内容不再使用）"));
+    trace_count(tr, "cache_write_from", f->write_from, NULL, NULL);
+    trace_count(tr, "cache_write_to", f->write_to, NULL, NULL);
+    trace_count(tr, "cache_read_to", f->read_to, NULL, NULL);
+    trace_shape(tr, "xq", 4, f->xq_shape);
+    trace_shape(tr, "keys", 4, f->keys_shape);
+    trace_shape(tr, "values", 4, f->values_shape);
+    trace_shape(tr, "scores", 4, f->scores_shape);
+
+    for (int b = 0; b < st->bsz; b++) {
+        char got[8], kept[8];
+        token_name(got, sizeof got, s->m, st->sampled[b]);
+        token_name(kept, sizeof kept, s->m, st->next_token[b]);
+        snprintf(name, sizeof name, "next_token[%d]", b);
+        if (st->kept[b])
+            trace_sayf(tr,
+                       "row %d: input_text_mask[%d, %d] is True: the prompt's \"%s\" stays "
+                       "(the sampled \"%s\" is dropped)",
+                       "第 %d 行：input_text_mask[%d, %d] 为 True：保留提示词的“%s”"
+                       "（丢弃采样得到的“%s”）",
+                       b, b, st->cur_pos, kept, got);
+        else
+            trace_sayf(tr, "row %d: next token \"%s\" (id %d)", "第 %d 行：下一个 token “%s”（id %d）",
+                       b, kept, st->next_token[b]);
+        trace_count(tr, name, st->next_token[b], NULL, NULL);
+        snprintf(name, sizeof name, "kept[%d]", b);
+        trace_count(tr, name, st->kept[b], NULL, NULL);
+    }
+    trace_say(tr, "", "");
+    trace_pause(tr);
+}
+
+// ----------------------------------------------------------------------------
+// One run of generate
+
+static int run_generate(LlamaGeneration *g, LlamaModel *m, Show *show, const char *const *prompts,
+                        int n_prompts, const LlamaGenOptions *base, int use_cache) {
+    Trace *tr = show->tr;
+    LlamaGenOptions o = *base;
+    o.use_cache = use_cache;
+    o.hook = show_step;
+    o.hook_ctx = show;
+    show->g = g;
+    show->use_cache = use_cache;
+    char err[512];
+    if (llama_generate(g, m, prompts, n_prompts, &o, err, sizeof err) != 0) {
+        fprintf(stderr, "kvdemo: lesson 3: %s\n", err);
+        return -1;
+    }
+    trace_step(tr, 0);
+    Tensor all = token_slice(show, g->tokens, g->total_len, g->bsz, 0, g->total_len);
+    trace_tensor_kind(tr, TRACE_SUMMARY, "tokens", "tokens", trace_text(tr, "tokens after the loop", "循环结束后的 tokens"), &all,
+                      show->rows, HEAT_NONE, TRACE_INT);
+    trace_say(tr, "decoded, cut at len(prompt) + max_gen_len and at eos (one row a line):",
+              "decoded，在 len(prompt) + max_gen_len 和 eos 处截断（每行一条）：");
+    for (int b = 0; b < g->bsz; b++) {
+        char name[32];
+        snprintf(name, sizeof name, "decoded[%d]", b);
+        trace_textval(tr, name, g->text[b]);
+    }
+    trace_count(tr, "rows_computed", g->rows_computed, "token rows through every layer",
+                "经过每一层的 token 行数");
+    trace_timing(tr, use_cache ? "cache" : "no-cache", g->seconds, 1);
+    return 0;
+}
+
+// ----------------------------------------------------------------------------
+// The lesson, claim by claim
+
+// The model: --model FILE, or the default shape with random weights.
+static int load_model(LlamaModel *m, const Options *opt, int n_prompts) {
+    char err[512];
+    if (opt->model_path) {
+        if (llama_load(m, opt->model_path, n_prompts > 4 ? n_prompts : 4, err, sizeof err) != 0) {
+            fprintf(stderr, "kvdemo: %s\n", err);
+            return 1;
+        }
+        return 0;
+    }
+    LlamaConfig cfg = llama_config_default();
+    if (n_prompts > cfg.max_batch_size) cfg.max_batch_size = n_prompts;
+    if (llama_new(m, &cfg, err, sizeof err) != 0) {
+        fprintf(stderr, "kvdemo: lesson 3: %s\n", err);
+        return 1;
+    }
+    llama_vocab_default(m);
+    llama_init_random(m, opt->seed);
+    return 0;
+}
+
+// The model's shape and the cache each layer preallocates (the article's
+// Attention.__init__: cache_k = torch.zeros((max_batch_size, max_seq_len,
+// n_local_heads, head_dim))).
+static void show_model(Trace *tr, const LlamaModel *m, const Options *opt, const LlamaGenOptions *base) {
+    const LlamaConfig *c = &m->cfg;
+    int B = c->max_batch_size, T = c->max_seq_len;
+    trace_sayf(tr,
+               "A small LLaMA-style model: dim %d, n_layers %d, n_local_heads %d (query heads), n_kv_heads %d,\n"
+               "head_dim %d, vocab_size %d.\n%s\n",
+               "一个小型 LLaMA 式模型：dim %d，n_layers %d，n_local_heads %d（查询头），n_kv_heads %d，\n"
+               "head_dim %d，vocab_size %d。\n%s\n",
+               c->dim, c->n_layers, c->n_heads, c->n_kv_heads, c->head_dim, c->vocab_size,
+               opt->model_path
+                   ? trace_text(tr, "Its weights come from --model.", "权重来自 --model。")
+                   : trace_text(tr,
+                                "Its weights are random: the text it writes is noise. The flow of "
+                                "tokens, positions and cache slots is the lesson.",
+                                "权重是随机的：它写出的文字没有意义。要看的是 token、位置和缓存槽位的流动。"));
+    int cache_shape[4] = {B, T, c->n_kv_heads, c->head_dim};
+    trace_say(tr, "Each layer preallocates its cache (max_batch_size, max_seq_len, n_kv_heads, head_dim):",
+              "每一层预先分配缓存（max_batch_size, max_seq_len, n_kv_heads, head_dim）：");
+    trace_shape(tr, "cache_k", 4, cache_shape);
+    trace_shape(tr, "cache_v", 4, cache_shape);
+    trace_sayf(tr, "temperature %g, top_p %g, max_gen_len %d%s\n",
+               "temperature %g，top_p %g，max_gen_len %d%s\n", base->temperature, base->top_p,
+               base->max_gen_len,
+               base->temperature > 0 ? ""
+                                    : trace_text(tr, " (temperature 0: argmax)",
+                                                 "（temperature 0：取 argmax）"));
+}
+
+// Both runs agree bit for bit, and the cache computes fewer rows.
+static void show_comparison(Trace *tr, const LlamaConfig *c, const LlamaGeneration *nc, const LlamaGeneration *wc) {
+    trace_heading(tr, "Comparison", "对比");
+    int V = c->vocab_size, rows = nc->n_steps * nc->bsz;
+    Tensor a = tensor_view2(nc->logits, rows, V), b = tensor_view2(wc->logits, rows, V);
+    int same = trace_compare(tr, "logits", trace_text(tr, "logits without the cache (every step)", "不使用缓存的 logits（每一步）"), &a,
+                             trace_text(tr, "logits with the cache", "使用缓存的 logits"), &b);
+    int texts = 1;
+    for (int k = 0; k < nc->bsz; k++) texts &= strcmp(nc->text[k], wc->text[k]) == 0;
+    trace_sayf(tr, "Same tokens, same text: %s. Rows through the model: %lld without the "
+               "cache, %lld with it.",
+               "token 与文本相同：%s。经过模型的行数：不使用缓存 %lld，使用缓存 %lld。",
+               texts ? trace_text(tr, "yes", "是") : trace_text(tr, "no", "否"),
+               (long long)nc->rows_computed, (long long)wc->rows_computed);
+    trace_value(tr, "time_ratio", wc->seconds > 0 ? nc->seconds / wc->seconds : 0, "x",
+                "time without the cache / time with it", "不使用缓存耗时 / 使用缓存耗时");
+    if (!same || !texts)
+        trace_say(tr, "The runs differ: this is a bug in kvdemo.", "两次运行结果不同：这是 kvdemo 的缺陷。");
+}
+
+// What the article's code leaves unsaid: when the mask is built, and why its
+// (seqlen, seqlen) shape is enough.
+static void show_unsaid(Trace *tr, const LlamaConfig *c, const LlamaGeneration *g) {
+    trace_heading(tr, "What the article's code does not say", "文章代码里没有明说的地方");
+    int first = g->min_prompt_size;
+    trace_sayf(tr,
+               "The mask is built only when seqlen > 1. With the cache that is step 1 alone: "
+               "tokens[:, 0:%d] at start_pos 0, a (%d, %d) mask against scores of (%d, %d, %d, %d).\n"
+               "Its (seqlen, seqlen) shape fits the scores (seqlen, start_pos + seqlen) only "
+               "because start_pos is 0 then. From step 2 on one token is fed (seqlen 1) and "
+               "mask = None: the new row may look at every cached position, all of them "
+               "earlier, so nothing needs masking.\n"
+               "Had a step fed several tokens at start_pos > 0, the article's (seqlen, seqlen) "
+               "mask would not broadcast against the scores; kvdemo builds the full width, "
+               "triu(full((seqlen, start_pos + seqlen), -inf), diagonal=start_pos + 1), which "
+               "is the article's mask whenever start_pos is 0.",
+               "只有 seqlen > 1 时才构造 mask。使用缓存时只有第 1 步如此：在 start_pos 0 输入 "
+               "tokens[:, 0:%d]，mask 为 (%d, %d)，scores 为 (%d, %d, %d, %d)。\n"
+               "(seqlen, seqlen) 形状的 mask 能与 (seqlen, start_pos + seqlen) 的 scores 相加，"
+               "只是因为此时 start_pos 为 0。从第 2 步起每次只输入一个 token（seqlen 1），"
+               "mask = None：新的一行可以看缓存中的所有位置，它们都在它之前，不需要掩码。\n"
+               "如果某一步在 start_pos > 0 时输入多个 token，文章的 (seqlen, seqlen) mask "
+               "无法与 scores 广播；kvdemo 构造完整宽度的 triu(full((seqlen, start_pos + seqlen), "
+               "-inf), diagonal=start_pos + 1)，在 start_pos 为 0 时与文章的 mask 相同。",
+               first, first, first, g->bsz, c->n_heads, first, first);
+    if (g->max_prompt_size > g->min_prompt_size)
+        trace_sayf(tr,
+                   "The prompts differ in length: the loop starts at start_pos = %d, so the "
+                   "longer prompt is read in one token a step through the cache while the "
+                   "shorter one already generates; input_text_mask keeps its tokens.",
+                   "提示词长度不同：循环从 start_pos = %d 开始，较长的提示词借助缓存每步读入一个 "
+                   "token，而较短的已经在生成；input_text_mask 保留它的 token。",
+                   g->min_prompt_size);
+}
+
+// ----------------------------------------------------------------------------
+// The lesson: steps 1-3, the loop with and without the cache, the comparison
 
 int lesson3_run(const Options *opt, Trace *tr) {
     const char *const *prompts = opt->n_prompts > 0 ? opt->prompts : DEFAULT_PROMPTS;
     int n_prompts = opt->n_prompts > 0 ? opt->n_prompts : 2;
-    char err[512];
     LlamaModel m;
-    if (opt->model_path) {
-        if (llama_load(&m, opt->model_path, n_prompts > 4 ? n_prompts : 4, err, sizeof err) != 0) {
-            fprintf(stderr, "kvdemo: %s\n", err);
-            return 1;
-        }
-    } else {
-        LlamaConfig cfg = llama_config_default();
-        if (n_prompts > cfg.max_batch_size) cfg.max_batch_size = n_prompts;
-        if (llama_new(&m, &cfg, err, sizeof err) != 0) {
-            fprintf(stderr, "kvdemo: lesson 3: %s\n", err);
-            return 1;
-        }
-        llama_vocab_default(&m);
-        llama_init_random(&m, opt->seed);
-    }
+    if (load_model(&m, opt, n_prompts)) return 1;
+    char err[512];
     const LlamaConfig *c = &m.cfg;
     LlamaGeneration nc = {0}, wc = {0};
     Show show = {.tr = tr, .m = &m};
     int B = c->max_batch_size, T = c->max_seq_len;
     show.ids = malloc(sizeof(float) * (size_t)B * T);
-    show.labels = malloc((size_t)B * (4 * (size_t)T + 1));
+    show.labels = malloc((size_t)B * LABEL_BYTES(T));
     show.rows = malloc(sizeof(char *) * (size_t)B);
     int rc = 0;
     if (!show.ids || !show.labels || !show.rows ||
@@ -262,32 +398,8 @@ int lesson3_run(const Options *opt, Trace *tr) {
         .seed = opt->seed,
     };
 
-    trace_heading(tr, "Lesson 3 — the KV cache in LLaMA's generate (seed 000, section 3.1)",
-                  "第 3 课 —— KV Cache 在 Llama 推理流程中的应用（000 第 3.1 节）");
-    trace_sayf(tr,
-               "A small LLaMA-style model: dim %d, %d layers, %d query heads, %d key/value heads "
-               "of %d, vocabulary %d.\n%s\n",
-               "一个小型 LLaMA 式模型：dim %d，%d 层，%d 个查询头，%d 个 key/value 头（每头 %d 维），"
-               "词表 %d。\n%s\n",
-               c->dim, c->n_layers, c->n_heads, c->n_kv_heads, c->head_dim, c->vocab_size,
-               opt->model_path
-                   ? trace_text(tr, "Its weights come from --model.", "权重来自 --model。")
-                   : trace_text(tr,
-                                "Its weights are random: the text it writes is noise. The flow of "
-                                "tokens, positions and cache slots is the lesson.",
-                                "权重是随机的：它写出的文字没有意义。要看的是 token、位置和缓存槽位的流动。"));
-    int cache_shape[4] = {B, T, c->n_kv_heads, c->head_dim};
-    trace_say(tr, "Each layer preallocates its cache (max_batch_size, max_seq_len, n_kv_heads, head_dim):",
-              "每一层预先分配缓存（max_batch_size, max_seq_len, n_kv_heads, head_dim）：");
-    trace_shape(tr, "cache_k", 4, cache_shape);
-    trace_shape(tr, "cache_v", 4, cache_shape);
-    trace_sayf(tr, "temperature %g, top_p %g, max_gen_len %d%s\n",
-               "temperature %g，top_p %g，max_gen_len %d%s\n", base.temperature, base.top_p,
-               base.max_gen_len,
-               base.temperature > 0 ? ""
-                                    : trace_text(tr, " (temperature 0: argmax)",
-                                                 "（temperature 0：取 argmax）"));
-
+    lessons_heading(tr);
+    show_model(tr, &m, opt, &base);
     int runs = opt->runs;
     if (show_setup(&show, nc.tokens, prompts, n_prompts, base.max_gen_len) != 0) rc = 2;
     if (rc) goto done;
@@ -304,56 +416,8 @@ int lesson3_run(const Options *opt, Trace *tr) {
         if (run_generate(&wc, &m, &show, prompts, n_prompts, &base, 1) != 0) rc = 1;
     }
     const LlamaGeneration *g = runs & RUN_CACHE ? &wc : &nc;
-    if (!rc && runs == RUN_BOTH) {
-        trace_heading(tr, "Comparison", "对比");
-        int V = c->vocab_size, rows = nc.n_steps * nc.bsz;
-        Tensor a = tensor_view2(nc.logits, rows, V), b = tensor_view2(wc.logits, rows, V);
-        int same = trace_compare(tr, "logits", "logits without the cache (every step)", &a,
-                                 "logits with the cache", &b);
-        int texts = 1;
-        for (int k = 0; k < nc.bsz; k++) texts &= strcmp(nc.text[k], wc.text[k]) == 0;
-        trace_sayf(tr, "Same tokens, same text: %s. Rows through the model: %lld without the "
-                   "cache, %lld with it.",
-                   "token 与文本相同：%s。经过模型的行数：不使用缓存 %lld，使用缓存 %lld。",
-                   texts ? trace_text(tr, "yes", "是") : trace_text(tr, "no", "否"),
-                   (long long)nc.rows_computed, (long long)wc.rows_computed);
-        trace_value(tr, "time_ratio", wc.seconds > 0 ? nc.seconds / wc.seconds : 0, "x",
-                    "time without the cache / time with it", "不使用缓存耗时 / 使用缓存耗时");
-        if (!same || !texts)
-            trace_say(tr, "The runs differ: this is a bug in kvdemo.", "两次运行结果不同：这是 kvdemo 的缺陷。");
-    }
-    if (!rc) {
-        trace_heading(tr, "What the article's code does not say", "文章代码没有说出的事");
-        int first = g->min_prompt_size;
-        trace_sayf(tr,
-                   "The mask is built only when seqlen > 1. With the cache that is step 1 alone: "
-                   "tokens[:, 0:%d] at start_pos 0, a (%d, %d) mask against scores of (%d, %d, %d, %d).\n"
-                   "Its (seqlen, seqlen) shape fits the scores (seqlen, start_pos + seqlen) only "
-                   "because start_pos is 0 then. From step 2 on one token is fed (seqlen 1) and "
-                   "mask = None: the new row may look at every cached position, all of them "
-                   "earlier, so nothing needs masking.\n"
-                   "Had a step fed several tokens at start_pos > 0, the article's (seqlen, seqlen) "
-                   "mask would not broadcast against the scores; kvdemo builds the full width, "
-                   "triu(full((seqlen, start_pos + seqlen), -inf), diagonal=start_pos + 1), which "
-                   "is the article's mask whenever start_pos is 0.",
-                   "只有 seqlen > 1 时才构造 mask。使用缓存时只有第 1 步如此：在 start_pos 0 输入 "
-                   "tokens[:, 0:%d]，mask 为 (%d, %d)，scores 为 (%d, %d, %d, %d)。\n"
-                   "(seqlen, seqlen) 形状的 mask 能与 (seqlen, start_pos + seqlen) 的 scores 相加，"
-                   "只是因为此时 start_pos 为 0。从第 2 步起每次只输入一个 token（seqlen 1），"
-                   "mask = None：新的一行可以看缓存中的所有位置，它们都在它之前，无需遮挡。\n"
-                   "如果某一步在 start_pos > 0 时输入多个 token，文章的 (seqlen, seqlen) mask "
-                   "无法与 scores 广播；kvdemo 构造完整宽度的 triu(full((seqlen, start_pos + seqlen), "
-                   "-inf), diagonal=start_pos + 1)，在 start_pos 为 0 时与文章的 mask 相同。",
-                   first, first, first, g->bsz, c->n_heads, first, first);
-        if (g->max_prompt_size > g->min_prompt_size)
-            trace_sayf(tr,
-                       "The prompts differ in length: the loop starts at start_pos = %d, so the "
-                       "longer prompt is read in one token a step through the cache while the "
-                       "shorter one already generates; input_text_mask keeps its tokens.",
-                       "提示词长度不同：循环从 start_pos = %d 开始，较长的提示词借助缓存每步读入一个 "
-                       "token，而较短的已经在生成；input_text_mask 保留它的 token。",
-                       g->min_prompt_size);
-    }
+    if (!rc && runs == RUN_BOTH) show_comparison(tr, c, &nc, &wc);
+    if (!rc) show_unsaid(tr, c, g);
 done:
     llama_generation_free(&nc);
     llama_generation_free(&wc);

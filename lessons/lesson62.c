@@ -1,4 +1,4 @@
-// lesson 6.2 — MHA、GQA、MQA 优化技术 (seed 000, section 6.2)
+// lesson 6.2 — MHA、GQA、MQA 优化技术 (the KV Cache article, section 6.2)
 //
 // The article, line by line, and where the lesson shows it:
 //
@@ -49,7 +49,7 @@ typedef struct {
 } Size;
 
 static const Size SIZES[] = {
-    {"seed", 384, 6, 8, 1024, 512, 32, 5},   // F = 256 * ceil(1024 / 256)
+    {"seed", 384, 6, 8, 1024, 512, 32, 9},   // F = 256 * ceil(1024 / 256)
     {"tiny", 64, 2, 8, 192, 48, 8, 1},       // F = 32 * ceil(170 / 32)
 };
 
@@ -88,6 +88,20 @@ static int64_t kv_bytes_per_token(int64_t layers, int64_t kv_heads, int64_t head
 
 // Bytes of weights one generated token reads: every matrix once, but of the
 // embedding table only its own row (tok_embeddings is a lookup).
+// Floating-point operations of one generated token at position pos: two per
+// multiply-add of every weight matrix (of the embedding none, it is a
+// lookup) and of the attention, q . k and weights @ v over pos + 1 rows.
+// The key/value projections are the part GQA and MQA shrink.
+static int64_t flops_per_token(const LlamaModel *m, int pos, int64_t *kv_proj) {
+    const LlamaConfig *c = &m->cfg;
+    int64_t C = c->dim, L = c->n_layers, H = c->n_heads, G = c->n_kv_heads, D = c->head_dim;
+    int64_t F = c->hidden_dim, V = c->vocab_size;
+    *kv_proj = 2 * L * 2 * C * G * D;
+    int64_t proj = 2 * (L * (C * H * D + 2 * C * G * D + H * D * C + 3 * C * F) + C * V);
+    int64_t attn = 2 * L * H * D * 2 * (int64_t)(pos + 1);
+    return proj + attn;
+}
+
 static int64_t weight_bytes_read(const LlamaModel *m) {
     const LlamaConfig *c = &m->cfg;
     return (int64_t)(m->num_params - (size_t)c->vocab_size * c->dim + (size_t)c->dim) *
@@ -289,7 +303,7 @@ static void show_cache(Trace *tr, const Variant *v) {
 }
 
 static void show_reads(Trace *tr, const Variant *v, int T, int repeat) {
-    char a[32], b[32], d[32], e[32], f[32];
+    char a[32], b[32], d[32], e[32], f[32], g[32];
     trace_run(tr, v->run);
     int64_t total = v->weights_read + v->cache_read;
     trace_sayf(tr,
@@ -302,7 +316,26 @@ static void show_reads(Trace *tr, const Variant *v, int T, int repeat) {
     trace_count(tr, "weight_bytes_read", v->weights_read, NULL, NULL);
     trace_count(tr, "cache_bytes_read", v->cache_read, NULL, NULL);
     trace_count(tr, "bytes_read_per_token", total, NULL, NULL);
+    int64_t kv_proj, flops = flops_per_token(&v->m, T - 1, &kv_proj);
+    trace_sayf(tr, "  and computes %s FLOP, %s of them in the key/value projections (wk, wv)",
+               "  计算量 %s FLOP，其中 key/value 投影（wk、wv）占 %s", grouped(a, sizeof a, flops),
+               grouped(g, sizeof g, kv_proj));
+    trace_count(tr, "flops_per_token", flops, NULL, NULL);
+    trace_count(tr, "kv_proj_flops_per_token", kv_proj, NULL, NULL);
+    // The time: its median, and its spread over the runs.
+    double lo = v->samples[0], hi = v->samples[0];
+    for (int r = 1; r < repeat; r++) {
+        if (v->samples[r] < lo) lo = v->samples[r];
+        if (v->samples[r] > hi) hi = v->samples[r];
+    }
     trace_timing(tr, "per_token", v->per_token, repeat);
+    // In the unit the median is shown in: µs below a millisecond, else ms.
+    int micro = v->per_token < 1e-3;
+    if (repeat > 1)
+        trace_sayf(tr, "  (fastest %.3g %s, slowest %.3g %s of the %d runs)", "  （最快 %.3g %s，最慢 %.3g %s，共 %d 次运行）",
+                   lo * (micro ? 1e6 : 1e3), micro ? "µs" : "ms", hi * (micro ? 1e6 : 1e3), micro ? "µs" : "ms", repeat);
+    trace_value(tr, "per_token_min", lo, "s", NULL, NULL);
+    trace_value(tr, "per_token_max", hi, "s", NULL, NULL);
 }
 
 // ----------------------------------------------------------------------------
@@ -377,6 +410,247 @@ static void free_variants(Variant *vs, LlamaModel *chk, float *chk_logits, int *
     free(tok);
     free(logits);
 }
+
+// What the lesson's claims share: the three models, the checks' model, the
+// prompt and the sizes of the timed run.
+typedef struct {
+    Variant *vs;            // (NUM_VARIANTS) MHA, GQA, MQA
+    LlamaModel *chk;        // G = H, T = n: the checks against MHA
+    float *chk_logits;      // (n, V)
+    float *logits;          // (V) scratch of the timed run
+    int *ids, *ctx, *tok;   // the prompt (n), the context (T), scratch (T)
+    int n, V, T, P, steps, repeat;
+    const Options *opt;
+    char prompt_text[96];   // "\"天气真好，你好！\"" as the narration quotes it
+} Demo;
+
+// ----------------------------------------------------------------------------
+// The article's claims, in its order
+
+// The article's definitions: who shares the Key and Value matrices, and the
+// smaller model that follows ("模型体积减小").
+static void show_sharing(Trace *tr, const Demo *d) {
+    Variant *vs = d->vs;
+    LlamaModel *mha = &d->vs[0].m;
+    trace_heading(tr, "MHA, MQA, GQA: who shares the Key and Value matrices",
+                  "MHA、MQA、GQA：谁共享 Key 和 Value 矩阵");
+    for (int i = 0; i < NUM_VARIANTS; i++) show_variant(tr, &vs[i], (int64_t)mha->num_params);
+    show_head_map(tr, vs);
+    trace_say(tr,
+              "GQA and MQA share key/value heads, so the model is smaller; GQA is the compromise "
+              "between MQA and MHA.",
+              "GQA 以及 MQA 都可以实现一定程度的 Key value 的共享，从而可以使模型体积减小，"
+              "GQA 是 MQA 和 MHA 的折中方案。");
+    trace_pause(tr);
+}
+
+// Reason (1), "减少了数据的读取": prefill, time the generated tokens, and count
+// the bytes and FLOPs each one needs.
+static void show_less_data_read(Trace *tr, const Demo *d) {
+    Variant *vs = d->vs;
+    float *logits = d->logits;
+    const int *ids = d->ids;
+    int *ctx = d->ctx;
+    int *tok = d->tok;
+    int n = d->n;
+    int T = d->T;
+    int P = d->P;
+    int steps = d->steps;
+    int repeat = d->repeat;
+    for (int t = 0; t < T; t++) ctx[t] = t == 0 || n == 1 ? ids[0] : ids[1 + (t - 1) % (n - 1)];
+    for (int i = 0; i < NUM_VARIANTS; i++) prefill(&vs[i].m, logits, ctx, P);
+    // The variants take turns, so that a busy machine slows all of them alike.
+    for (int r = 0; r < repeat; r++)
+        for (int i = 0; i < NUM_VARIANTS; i++) {
+            memcpy(tok, ctx, sizeof(int) * (size_t)T);
+            vs[i].samples[r] = generate_timed(&vs[i].m, logits, tok, P, steps);
+        }
+    for (int i = 0; i < NUM_VARIANTS; i++) vs[i].per_token = timer_median(vs[i].samples, repeat);
+
+    trace_heading(tr, "(1) Less data read: bytes and time per generated token",
+                  "（1）减少了数据的读取：每生成一个 token 读取的字节数和耗时");
+    trace_sayf(tr,
+               "Each model reads a context of %d positions into its cache (the prompt repeated, "
+               "%d positions a call, not timed), then generates %d tokens with the cache, at "
+               "positions %d to %d: each step feeds one token, forward(tokens[pos:pos+1], pos), "
+               "and reads every cached row. Time is the forward pass and the argmax only, per "
+               "token, the median of %d runs.\n"
+               "A token reads every weight matrix once (of tok_embeddings only its row) and the "
+               "cache rows 0..pos of every layer.",
+               "每个模型先把 %d 个位置的上下文读入缓存（重复的提示词，每次 %d 个位置，不计时），"
+               "再使用缓存生成 %d 个 token，位置 %d 到 %d：每一步输入一个 token，"
+               "forward(tokens[pos:pos+1], pos)，读取缓存中所有的行。计时只含前向计算和 argmax，"
+               "按 token 平均，取 %d 次运行的中位数。\n"
+               "每个 token 读取每个权重矩阵一次（tok_embeddings 只读它那一行）以及每一层缓存的第 "
+               "0..pos 行。",
+               P, PREFILL_CHUNK, steps, P, T - 1, repeat);
+    trace_count(tr, "context", P, NULL, NULL);
+    trace_count(tr, "steps", steps, NULL, NULL);
+    for (int i = 0; i < NUM_VARIANTS; i++) show_reads(tr, &vs[i], T, repeat);
+    trace_run(tr, NULL);
+    trace_say(tr, "", "");
+    // Bytes and FLOPs are exact; the time ratio is a measurement on a
+    // machine that may be doing other work: two significant digits.
+    int64_t kv0, flops0 = flops_per_token(&vs[0].m, T - 1, &kv0);
+    for (int i = 1; i < NUM_VARIANTS; i++) {
+        trace_run(tr, vs[i].run);
+        int64_t kv, flops = flops_per_token(&vs[i].m, T - 1, &kv);
+        double bytes_ratio = (double)(vs[i].weights_read + vs[i].cache_read) /
+                             (double)(vs[0].weights_read + vs[0].cache_read);
+        double flops_ratio = (double)flops / (double)flops0;
+        double time_ratio = vs[0].per_token > 0 ? vs[i].per_token / vs[0].per_token : 0;
+        trace_sayf(tr, "  %s against MHA per token: bytes read %.3f x, FLOPs %.3f x, time about %.2g x",
+                   "  %s 与 MHA 相比（每个 token）：读取字节 %.3f 倍，计算量 %.3f 倍，耗时约 %.2g 倍",
+                   vs[i].label, bytes_ratio, flops_ratio, time_ratio);
+        trace_value(tr, "bytes_read_ratio", bytes_ratio, "x", NULL, NULL);
+        trace_value(tr, "flops_ratio", flops_ratio, "x", NULL, NULL);
+        trace_value(tr, "time_ratio", time_ratio, "x", NULL, NULL);
+    }
+    trace_run(tr, NULL);
+    trace_say(tr,
+              "\nEvery query head does the same attention arithmetic in all three. What shrinks is "
+              "what has to be fetched — wk and wv, and the cache rows, which grow with the context "
+              "(and with the batch) — and, with the smaller wk and wv, the arithmetic of the "
+              "key/value projections too. Bytes and FLOPs are counted exactly; the times are "
+              "indicative only: they move from run to run, and on a busy machine GQA and MQA "
+              "can swap places.",
+              "\n三种方式里，每个查询头的注意力计算量都一样。变少的是要读取的数据：wk、wv，"
+              "以及随上下文（和批大小）增长的缓存行；wk、wv 变小了，key/value 投影的计算量也跟着变少。"
+              "字节数和计算量是精确计数；耗时只供参考：每次运行都会有出入，机器忙的时候 GQA 和 MQA "
+              "的先后甚至可能对调。");
+    trace_pause(tr);
+}
+
+// Reason (2), "减少了推理过程中的KV Cache".
+static void show_smaller_cache(Trace *tr, const Demo *d) {
+    Variant *vs = d->vs;
+    trace_heading(tr, "(2) A smaller KV cache during inference",
+                  "（2）减少了推理过程中的KV Cache");
+    for (int i = 0; i < NUM_VARIANTS; i++) show_cache(tr, &vs[i]);
+    trace_run(tr, NULL);
+    trace_sayf(tr, "MHA's cache is %lld times GQA's and %lld times MQA's: n_heads / n_kv_heads.",
+               "MHA 的缓存是 GQA 的 %lld 倍、MQA 的 %lld 倍：n_heads / n_kv_heads。",
+               (long long)(vs[0].cache_tok / vs[1].cache_tok),
+               (long long)(vs[0].cache_tok / vs[2].cache_tok));
+    trace_pause(tr);
+}
+
+// kvdemo's own checks: what must not change. Returns 0, or 1 when one fails.
+static int show_invariants(Trace *tr, const Demo *d) {
+    Variant *vs = d->vs;
+    LlamaModel *mha = &d->vs[0].m;
+    LlamaModel *chk = d->chk;
+    float *chk_logits = d->chk_logits;
+    const int *ids = d->ids;
+    int n = d->n;
+    int V = d->V;
+    const Options *opt = d->opt;
+    const char *prompt_text = d->prompt_text;
+    int rc = 0;
+    trace_heading(tr, "What must not change", "哪些结果必须保持不变");
+    trace_sayf(tr, "The logits at each of the %d positions of bos + %s, one run per check.",
+               "在 %d 个位置（bos + %s）上的 logits，每项检查各跑一次。", n, prompt_text);
+    for (int i = 0; i < NUM_VARIANTS; i++) {
+        prompt_logits(vs[i].logits, &vs[i].m, ids, n, 1);
+        if (opt->runs == RUN_BOTH) prompt_logits(vs[i].logits_nc, &vs[i].m, ids, n, 0);
+    }
+    for (int i = 0; i < NUM_VARIANTS && opt->runs == RUN_BOTH; i++) {
+        trace_run(tr, vs[i].run);
+        Tensor a = tensor_view2(vs[i].logits_nc, n, V), b = tensor_view2(vs[i].logits, n, V);
+        char an[64], bn[64];
+        snprintf(an, sizeof an, "%s %s", vs[i].label,
+                 trace_text(tr, "logits without the cache", "不使用缓存的 logits"));
+        snprintf(bn, sizeof bn, "%s", trace_text(tr, "with the cache", "使用缓存"));
+        if (!trace_compare(tr, "logits", an, &a, bn, &b)) rc = 1;
+    }
+    // GQA with n_kv_heads = n_heads: the mean of groups of one head is MHA.
+    llama_pool_kv_heads(chk, mha);
+    prompt_logits(chk_logits, chk, ids, n, 1);
+    {
+        trace_run(tr, "mha");
+        Tensor a = tensor_view2(vs[0].logits, n, V), b = tensor_view2(chk_logits, n, V);
+        if (!trace_compare(tr, "gqa_n_kv_heads_eq_n_heads",
+                           trace_text(tr, "MHA logits", "MHA 的 logits"), &a,
+                           trace_text(tr, "GQA with n_kv_heads = n_heads (groups of one head)",
+                                      "n_kv_heads = n_heads 的 GQA（每组一个头）"),
+                           &b))
+            rc = 1;
+    }
+    // GQA and MQA are MHA with each key/value head repeated for its group.
+    for (int i = 1; i < NUM_VARIANTS; i++) {
+        repeat_kv_heads(chk, &vs[i].m);
+        prompt_logits(chk_logits, chk, ids, n, 1);
+        trace_run(tr, vs[i].run);
+        Tensor a = tensor_view2(vs[i].logits, n, V), b = tensor_view2(chk_logits, n, V);
+        char an[64];
+        snprintf(an, sizeof an, trace_text(tr, "%s logits", "%s 的 logits"), vs[i].label);
+        if (!trace_compare(tr, "repeat_kv", an, &a,
+                           trace_text(tr, "MHA with each wk, wv head repeated for its group (repeat_kv)",
+                                      "每组的 wk、wv 头重复给组内每个查询头的 MHA（repeat_kv）"),
+                           &b))
+            rc = 1;
+    }
+    trace_run(tr, NULL);
+    trace_say(tr,
+              "\nGrouping changes which key/value head a query head reads, nothing else: GQA is MHA "
+              "whose heads of a group have equal wk and wv.",
+              "\n分组只改变查询头读取哪个 key/value 头：GQA 就是组内各头 wk、wv 相同的 MHA。");
+    trace_pause(tr);
+    return rc;
+}
+
+// "需要注意的是GQA和MQA需要在模型训练的时候开启": an MHA model converted moves.
+static void show_conversion(Trace *tr, const Demo *d) {
+    Variant *vs = d->vs;
+    int n = d->n;
+    int V = d->V;
+    const char *prompt_text = d->prompt_text;
+    trace_heading(tr, "GQA and MQA must be chosen at training time: converting an MHA model",
+                  "GQA 和 MQA 需要在模型训练的时候开启：转换一个 MHA 模型");
+    trace_sayf(tr,
+               "The GQA paper converts a multi-head checkpoint by mean-pooling the key and value "
+               "heads of each group: wk of GQA head g = mean of MHA's heads g*r .. g*r + r - 1 "
+               "(r = n_kv_heads of MHA / of GQA); wq, wo and the rest stay. The GQA and MQA models "
+               "above were made this way. Their logits on %s against MHA's:",
+               "GQA 论文把多头模型转换为分组模型的方法是：对每组的 key 和 value 头取平均。GQA 的第 g "
+               "个头的 wk = MHA 第 g*r .. g*r + r - 1 个头的平均（r = MHA 与 GQA 的 n_kv_heads 之比）；"
+               "wq、wo 等其余权重不变。上面的 GQA 和 MQA 模型就是这样得到的。它们在 %s 上的 logits "
+               "与 MHA 相比：",
+               prompt_text);
+    for (int i = 1; i < NUM_VARIANTS; i++) {
+        trace_run(tr, vs[i].run);
+        Tensor a = tensor_view2(vs[0].logits, n, V), b = tensor_view2(vs[i].logits, n, V);
+        char bn[96];
+        snprintf(bn, sizeof bn, trace_text(tr, "%s converted (mean-pooled, n_kv_heads %d)",
+                                           "转换得到的 %s（取平均，n_kv_heads %d）"),
+                 vs[i].label, vs[i].m.cfg.n_kv_heads);
+        trace_compare(tr, "converted_vs_mha", trace_text(tr, "MHA logits", "MHA 的 logits"), &a,
+                      bn, &b);
+        int agree = 0;
+        for (int t = 0; t < n; t++)
+            agree += ops_argmax(vs[0].logits + (size_t)t * V, V) ==
+                     ops_argmax(vs[i].logits + (size_t)t * V, V);
+        trace_sayf(tr, "  the most likely next token agrees with MHA at %d of %d positions",
+                   "  最可能的下一个 token 与 MHA 相同的位置：%d / %d", agree, n);
+        trace_count(tr, "argmax_agree", agree, NULL, NULL);
+    }
+    trace_run(tr, NULL);
+    trace_say(tr,
+              "\nThe outputs move: after averaging, the query heads of a group read keys and "
+              "values that are no longer those of their own heads. A trained MHA model has learnt "
+              "to use its own heads; its converted copy computes something else until it is trained "
+              "again. That is "
+              "why GQA and MQA are chosen when the model is trained (or the converted model is "
+              "trained further, as the GQA paper does for a small part of the original training).",
+              "\n输出变了：取平均之后，组内的查询头读到的 key 和 value 已不是它自己那个头的了。"
+              "训练好的 MHA 模型学会的是使用各自的头，转换后的副本在重新训练之前算的是另一回事。所以 GQA "
+              "和 MQA 需要在模型训练的时候开启，按照相应的模式生成模型（或者像 GQA 论文那样，"
+              "转换后再用原训练量的一小部分继续训练）。");
+    trace_pause(tr);
+}
+
+// ----------------------------------------------------------------------------
+// The lesson: three models from one, then the claims
 
 int lesson62_run(const Options *opt, Trace *tr) {
     // The size, the timed tokens and the repeats.
@@ -477,8 +751,7 @@ int lesson62_run(const Options *opt, Trace *tr) {
 
     // ------------------------------------------------------------------------
     const LlamaConfig *c = &mha->cfg;
-    trace_heading(tr, "Lesson 6.2 — MHA, GQA and MQA (seed 000, section 6.2)",
-                  "第 6.2 课 —— MHA、GQA、MQA 优化技术（000 第 6.2 节）");
+    lessons_heading(tr);
     trace_sayf(tr,
                "One LLaMA-style model three ways: dim %d, %d layers, %d query heads of head_dim "
                "%d, SwiGLU %d, vocabulary %d, contexts of up to %d positions.\n"
@@ -492,182 +765,15 @@ int lesson62_run(const Options *opt, Trace *tr) {
                c->dim, c->n_layers, c->n_heads, c->head_dim, c->hidden_dim, c->vocab_size, T,
                (unsigned long long)opt->seed);
 
-    trace_heading(tr, "MHA, MQA, GQA: who shares the Key and Value matrices",
-                  "MHA、MQA、GQA：谁共享 Key 和 Value 矩阵");
-    for (int i = 0; i < NUM_VARIANTS; i++) show_variant(tr, &vs[i], (int64_t)mha->num_params);
-    show_head_map(tr, vs);
-    trace_say(tr,
-              "GQA and MQA share key/value heads, so the model is smaller; GQA is the compromise "
-              "between MQA and MHA.",
-              "GQA 以及 MQA 都可以实现一定程度的 Key value 的共享，从而可以使模型体积减小，"
-              "GQA 是 MQA 和 MHA 的折中方案。");
-    trace_pause(tr);
+    Demo demo = {.vs = vs, .chk = &chk, .chk_logits = chk_logits, .logits = logits, .ids = ids, .ctx = ctx,
+                 .tok = tok, .n = n, .V = V, .T = T, .P = P, .steps = steps, .repeat = repeat, .opt = opt};
+    snprintf(demo.prompt_text, sizeof demo.prompt_text, "\"%s\"", prompt);
 
-    // (1) Fewer bytes read: prefill, then time the generated tokens.
-    for (int t = 0; t < T; t++) ctx[t] = t == 0 || n == 1 ? ids[0] : ids[1 + (t - 1) % (n - 1)];
-    for (int i = 0; i < NUM_VARIANTS; i++) prefill(&vs[i].m, logits, ctx, P);
-    // The variants take turns, so that a busy machine slows all of them alike.
-    for (int r = 0; r < repeat; r++)
-        for (int i = 0; i < NUM_VARIANTS; i++) {
-            memcpy(tok, ctx, sizeof(int) * (size_t)T);
-            vs[i].samples[r] = generate_timed(&vs[i].m, logits, tok, P, steps);
-        }
-    for (int i = 0; i < NUM_VARIANTS; i++) vs[i].per_token = timer_median(vs[i].samples, repeat);
-
-    trace_heading(tr, "(1) Less data read: bytes and time per generated token",
-                  "（1）减少了数据的读取：每生成一个 token 读取的字节数和耗时");
-    trace_sayf(tr,
-               "Each model reads a context of %d positions into its cache (the prompt repeated, "
-               "%d positions a call, not timed), then generates %d tokens with the cache, at "
-               "positions %d to %d: each step feeds one token, forward(tokens[pos:pos+1], pos), "
-               "and reads every cached row. Time is the forward pass and the argmax only, per "
-               "token, the median of %d runs.\n"
-               "A token reads every weight matrix once (of tok_embeddings only its row) and the "
-               "cache rows 0..pos of every layer.",
-               "每个模型先把 %d 个位置的上下文读入缓存（重复的提示词，每次 %d 个位置，不计时），"
-               "再使用缓存生成 %d 个 token，位置 %d 到 %d：每一步输入一个 token，"
-               "forward(tokens[pos:pos+1], pos)，读取缓存中所有的行。计时只含前向计算和 argmax，"
-               "按 token 平均，取 %d 次运行的中位数。\n"
-               "每个 token 读取每个权重矩阵一次（tok_embeddings 只读它那一行）以及每一层缓存的第 "
-               "0..pos 行。",
-               P, PREFILL_CHUNK, steps, P, T - 1, repeat);
-    trace_count(tr, "context", P, NULL, NULL);
-    trace_count(tr, "steps", steps, NULL, NULL);
-    for (int i = 0; i < NUM_VARIANTS; i++) show_reads(tr, &vs[i], T, repeat);
-    trace_run(tr, NULL);
-    trace_say(tr, "", "");
-    for (int i = 1; i < NUM_VARIANTS; i++) {
-        trace_run(tr, vs[i].run);
-        char en[96], zh[96];
-        snprintf(en, sizeof en, "%s against MHA: bytes read per token", vs[i].label);
-        snprintf(zh, sizeof zh, "%s 与 MHA 相比：每个 token 读取的字节数", vs[i].label);
-        trace_value(tr, "bytes_read_ratio",
-                    (double)(vs[i].weights_read + vs[i].cache_read) /
-                        (double)(vs[0].weights_read + vs[0].cache_read),
-                    "x", en, zh);
-        snprintf(en, sizeof en, "%s against MHA: time per token", vs[i].label);
-        snprintf(zh, sizeof zh, "%s 与 MHA 相比：每个 token 的耗时", vs[i].label);
-        trace_value(tr, "time_ratio", vs[0].per_token > 0 ? vs[i].per_token / vs[0].per_token : 0,
-                    "x", en, zh);
-    }
-    trace_run(tr, NULL);
-    trace_say(tr,
-              "\nEvery query head does the same attention arithmetic in all three. What shrinks is "
-              "what has to be fetched: wk and wv, and the cache rows, which grow with the context "
-              "(and with the batch). The byte counts are exact; how much of them shows in the "
-              "time depends on the machine.",
-              "\n三者中每个查询头的注意力计算量相同。变少的是要读取的数据：wk 和 wv，以及随上下文"
-              "（和批大小）增长的缓存行。字节数是精确的；它们在耗时上体现多少，取决于机器。");
-    trace_pause(tr);
-
-    // (2) A smaller KV cache.
-    trace_heading(tr, "(2) A smaller KV cache during inference",
-                  "（2）减少了推理过程中的KV Cache");
-    for (int i = 0; i < NUM_VARIANTS; i++) show_cache(tr, &vs[i]);
-    trace_run(tr, NULL);
-    trace_sayf(tr, "MHA's cache is %lld times GQA's and %lld times MQA's: n_heads / n_kv_heads.",
-               "MHA 的缓存是 GQA 的 %lld 倍、MQA 的 %lld 倍：n_heads / n_kv_heads。",
-               (long long)(vs[0].cache_tok / vs[1].cache_tok),
-               (long long)(vs[0].cache_tok / vs[2].cache_tok));
-    trace_pause(tr);
-
-    // The outputs that must not move.
-    char prompt_text[96];
-    snprintf(prompt_text, sizeof prompt_text, "\"%s\"", prompt);
-    trace_heading(tr, "What must not change", "必须不变的");
-    trace_sayf(tr, "The logits at each of the %d positions of bos + %s, one run per check.",
-               "在 %d 个位置（bos + %s）上的 logits，每项检查各跑一次。", n, prompt_text);
-    for (int i = 0; i < NUM_VARIANTS; i++) {
-        prompt_logits(vs[i].logits, &vs[i].m, ids, n, 1);
-        if (opt->runs == RUN_BOTH) prompt_logits(vs[i].logits_nc, &vs[i].m, ids, n, 0);
-    }
-    for (int i = 0; i < NUM_VARIANTS && opt->runs == RUN_BOTH; i++) {
-        trace_run(tr, vs[i].run);
-        Tensor a = tensor_view2(vs[i].logits_nc, n, V), b = tensor_view2(vs[i].logits, n, V);
-        char an[64], bn[64];
-        snprintf(an, sizeof an, "%s %s", vs[i].label,
-                 trace_text(tr, "logits without the cache", "不使用缓存的 logits"));
-        snprintf(bn, sizeof bn, "%s", trace_text(tr, "with the cache", "使用缓存"));
-        if (!trace_compare(tr, "logits", an, &a, bn, &b)) rc = 1;
-    }
-    // GQA with n_kv_heads = n_heads: the mean of groups of one head is MHA.
-    llama_pool_kv_heads(&chk, mha);
-    prompt_logits(chk_logits, &chk, ids, n, 1);
-    {
-        trace_run(tr, "mha");
-        Tensor a = tensor_view2(vs[0].logits, n, V), b = tensor_view2(chk_logits, n, V);
-        if (!trace_compare(tr, "gqa_n_kv_heads_eq_n_heads",
-                           trace_text(tr, "MHA logits", "MHA 的 logits"), &a,
-                           trace_text(tr, "GQA with n_kv_heads = n_heads (groups of one head)",
-                                      "n_kv_heads = n_heads 的 GQA（每组一个头）"),
-                           &b))
-            rc = 1;
-    }
-    // GQA and MQA are MHA with each key/value head repeated for its group.
-    for (int i = 1; i < NUM_VARIANTS; i++) {
-        repeat_kv_heads(&chk, &vs[i].m);
-        prompt_logits(chk_logits, &chk, ids, n, 1);
-        trace_run(tr, vs[i].run);
-        Tensor a = tensor_view2(vs[i].logits, n, V), b = tensor_view2(chk_logits, n, V);
-        char an[64];
-        snprintf(an, sizeof an, trace_text(tr, "%s logits", "%s 的 logits"), vs[i].label);
-        if (!trace_compare(tr, "repeat_kv", an, &a,
-                           trace_text(tr, "MHA with each wk, wv head repeated for its group (repeat_kv)",
-                                      "每组的 wk、wv 头重复给组内每个查询头的 MHA（repeat_kv）"),
-                           &b))
-            rc = 1;
-    }
-    trace_run(tr, NULL);
-    trace_say(tr,
-              "\nGrouping changes which key/value head a query head reads, nothing else: GQA is MHA "
-              "whose heads of a group have equal wk and wv.",
-              "\n分组只改变查询头读取哪个 key/value 头：GQA 就是组内各头 wk、wv 相同的 MHA。");
-    trace_pause(tr);
-
-    // Converting a multi-head checkpoint.
-    trace_heading(tr, "GQA and MQA must be chosen at training time: converting an MHA model",
-                  "GQA 和 MQA 需要在模型训练的时候开启：转换一个 MHA 模型");
-    trace_sayf(tr,
-               "The GQA paper converts a multi-head checkpoint by mean-pooling the key and value "
-               "heads of each group: wk of GQA head g = mean of MHA's heads g*r .. g*r + r - 1 "
-               "(r = n_kv_heads of MHA / of GQA); wq, wo and the rest stay. The GQA and MQA models "
-               "above were made this way. Their logits on %s against MHA's:",
-               "GQA 论文把多头模型转换为分组模型的方法是：对每组的 key 和 value 头取平均。GQA 的第 g "
-               "个头的 wk = MHA 第 g*r .. g*r + r - 1 个头的平均（r = MHA 与 GQA 的 n_kv_heads 之比）；"
-               "wq、wo 等其余权重不变。上面的 GQA 和 MQA 模型就是这样得到的。它们在 %s 上的 logits "
-               "与 MHA 相比：",
-               prompt_text);
-    for (int i = 1; i < NUM_VARIANTS; i++) {
-        trace_run(tr, vs[i].run);
-        Tensor a = tensor_view2(vs[0].logits, n, V), b = tensor_view2(vs[i].logits, n, V);
-        char bn[96];
-        snprintf(bn, sizeof bn, trace_text(tr, "%s converted (mean-pooled, n_kv_heads %d)",
-                                           "转换得到的 %s（取平均，n_kv_heads %d）"),
-                 vs[i].label, vs[i].m.cfg.n_kv_heads);
-        trace_compare(tr, "converted_vs_mha", trace_text(tr, "MHA logits", "MHA 的 logits"), &a,
-                      bn, &b);
-        int agree = 0;
-        for (int t = 0; t < n; t++)
-            agree += ops_argmax(vs[0].logits + (size_t)t * V, V) ==
-                     ops_argmax(vs[i].logits + (size_t)t * V, V);
-        trace_sayf(tr, "  the most likely next token agrees with MHA at %d of %d positions",
-                   "  最可能的下一个 token 与 MHA 相同的位置：%d / %d", agree, n);
-        trace_count(tr, "argmax_agree", agree, NULL, NULL);
-    }
-    trace_run(tr, NULL);
-    trace_say(tr,
-              "\nThe outputs move: after averaging, the query heads of a group read keys and "
-              "values that are no longer those of their own heads. A trained MHA model has learnt "
-              "to use its own heads; its converted copy computes something else until it is trained "
-              "again. That is "
-              "why GQA and MQA are chosen when the model is trained (or the converted model is "
-              "trained further, as the GQA paper does for a small part of the original training).",
-              "\n输出变了：取平均之后，组内的查询头读到的 key 和 value 已不是它自己那个头的了。"
-              "训练好的 MHA 模型学会的是使用各自的头，转换后的副本在重新训练之前算的是另一回事。所以 GQA "
-              "和 MQA 需要在模型训练的时候开启，按照相应的模式生成模型（或者像 GQA 论文那样，"
-              "转换后再用原训练量的一小部分继续训练）。");
-    trace_pause(tr);
-
+    show_sharing(tr, &demo);
+    show_less_data_read(tr, &demo);
+    show_smaller_cache(tr, &demo);
+    if (show_invariants(tr, &demo)) rc = 1;
+    show_conversion(tr, &demo);
     show_real_models(tr);
     goto done;
 

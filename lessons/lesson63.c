@@ -24,6 +24,7 @@
 #include "gpt.h"
 #include "gptcmd.h"
 #include "lessons.h"
+#include "utf8.h"
 #include "ops.h"
 #include "timer.h"
 #include "toy.h"
@@ -249,7 +250,7 @@ static void traffic_table(Trace *tr) {
             snprintf(h, sizeof h, "Bc=%d", BC[b]);
             fprintf(tr->out, " %11s", h);
         }
-        fprintf(tr->out, " %11s   (MB moved)\n", "FA2 Br=64");
+        fprintf(tr->out, " %11s   %s\n", "FA2 Br=64", trace_text(tr, "(MB moved)", "（搬运的 MB）"));
     }
     for (int64_t N = 256; N <= 16384; N *= 2) {
         double std = flash_traffic_standard(N, HEAD);
@@ -390,8 +391,15 @@ static int measured(Trace *tr, const Options *opt) {
                "这里 CPU 的缓存扮演 SRAM，内存扮演 HBM。普通注意力写出 N x N 矩阵（N^2 x 4 字节：N = 16384 时 1 GiB）；\n"
                "分块每个查询只保留 %d 个分数。各自在单独的进程中运行；峰值内存是该进程常驻内存的增长。Q、K、V 为固定的随机数。",
                Bc);
-    if (tr->format == FORMAT_TEXT)
-        fprintf(tr->out, "\n%7s %12s %12s %14s %14s\n", "N", "plain s", "tiled s", "plain peak MB", "tiled peak MB");
+    if (tr->format == FORMAT_TEXT) {
+        // Right-aligned in terminal columns (a CJK character takes two).
+        const int width[5] = {7, 12, 12, 14, 14};
+        const char *head[5] = {"N", trace_text(tr, "plain s", "普通 s"), trace_text(tr, "tiled s", "分块 s"),
+                               trace_text(tr, "plain peak MB", "普通峰值 MB"), trace_text(tr, "tiled peak MB", "分块峰值 MB")};
+        fputc('\n', tr->out);
+        for (int i = 0; i < 5; i++) fprintf(tr->out, "%s%*s%s", i ? " " : "", width[i] - utf8_width(head[i]), "", head[i]);
+        fputc('\n', tr->out);
+    }
     int rc = 0;
     for (int N = 1024; N <= max_n; N *= 4) {
         Measured mp, mt;

@@ -95,16 +95,24 @@ int lesson7_run(const Options *opt, Trace *tr) {
     double t_nc = median_time(repeat, steps, &c, outs, &d, n, 0);
     double t_c = median_time(repeat, steps, &c, outs, &d, n, 1);
 
-    trace_heading(tr, "Lesson 7 — why GPT needs the KV cache: the generation loop (seed 000, section 7)",
-                  "第 7 课 —— GPT 为什么会产生 KV Cache：生成循环（000 第七节）");
+    lessons_heading(tr);
+    if (opt->runs != RUN_BOTH)
+        fprintf(stderr, "kvdemo: lesson 7 counts both ways side by side; --cache/--no-cache ignored\n");
     trace_say(tr,
               "Each step feeds one token more than the step before. Count the rows of K and V\n"
               "each step computes, without the cache and with it.\n",
-              "每一步的输入只比上一步多一个 token。数一数每一步计算的 K、V 行数：不用缓存与用缓存。\n");
+              "每一步的输入只比上一步多一个 token。下面逐步数出要算多少行 K、V，\n"
+              "左边是不使用缓存，右边是使用缓存。\n");
+    if (!opt->data_path && n > 3)
+        trace_say(tr,
+                  "(The article's example stops at 真: the rows of X after it are kvdemo's own numbers,\n"
+                  "added to data/tianqi.txt so that the loop runs longer.)\n",
+                  "（文章的例子只到“真”为止：之后各行 X 是 kvdemo 自己补的数字，\n"
+                  "写在 data/tianqi.txt 里，好让循环多跑几步。）\n");
     if (tr->format == FORMAT_TEXT) {
         const char *head[] = {trace_text(tr, "step", "步"), trace_text(tr, "tokens", "输入"),
-                              trace_text(tr, "no cache", "无缓存"), trace_text(tr, "total", "累计"),
-                              trace_text(tr, "cache", "有缓存"), trace_text(tr, "total", "累计")};
+                              trace_text(tr, "no cache", "不使用缓存"), trace_text(tr, "total", "累计"),
+                              trace_text(tr, "cache", "使用缓存"), trace_text(tr, "total", "累计")};
         fputs("  ", tr->out);
         for (int i = 0; i < 6; i++) cell(tr->out, head[i], COLUMNS[i], i >= 2);
         fputc('\n', tr->out);
@@ -143,7 +151,8 @@ int lesson7_run(const Options *opt, Trace *tr) {
         trace_step(tr, s);
         if (tr->format == FORMAT_JSON) {
             trace_tensor(tr, TRACE_SUMMARY, "output", NULL, &cached, d.rows + s - 1, 0);
-            all_same &= trace_compare(tr, "output", "output[-1] without the cache", &full, "output with the cache", &cached);
+            all_same &= trace_compare(tr, "output", trace_text(tr, "output[-1] without the cache", "不使用缓存的 output[-1]"), &full,
+                                      trace_text(tr, "output with the cache", "使用缓存的 output"), &cached);
         } else {
             all_same &= ops_bit_identical(full.data, cached.data, d.dv);
         }
@@ -152,17 +161,34 @@ int lesson7_run(const Options *opt, Trace *tr) {
     trace_sayf(tr,
                "\nAfter %d steps: %lld rows without the cache (n(n+1)/2 = %d), %lld with it (n = %d).\n"
                "The newest token's output was %s at every step.",
-               "\n%d 步之后：不用缓存共计算 %lld 行（n(n+1)/2 = %d），用缓存 %lld 行（n = %d）。\n"
+               "\n%d 步之后：不使用缓存共算了 %lld 行（n(n+1)/2 = %d），使用缓存 %lld 行（n = %d）。\n"
                "每一步新 token 的输出%s。",
                n, tot_nc, n * (n + 1) / 2, tot_c, n,
                all_same ? trace_text(tr, "identical bit for bit", "逐位完全相同")
                         : trace_text(tr, "NOT identical (a bug in kvdemo)", "不相同（kvdemo 的缺陷）"));
+    // A prompt of p tokens: step i feeds p + i - 1 tokens. Without the cache
+    // n steps compute n*p + n(n-1)/2 rows; with it p + n - 1 (the prompt once,
+    // then one row a step). Here p = 2, the article's 天气, over the same tokens.
+    if (n >= 2) {
+        int p = 2, steps_p = n - p + 1;
+        long long nc_p = (long long)steps_p * p + (long long)steps_p * (steps_p - 1) / 2, c_p = p + steps_p - 1;
+        trace_sayf(tr,
+                   "With a prompt of p tokens, n steps compute n*p + n(n-1)/2 rows without the cache and\n"
+                   "p + n - 1 with it. For the article's prompt (p = %d) and the same %d tokens, n = %d:\n"
+                   "%lld rows against %lld.",
+                   "提示词有 p 个 token 时，n 步共要算 n*p + n(n-1)/2 行（不使用缓存），\n"
+                   "使用缓存只要 p + n - 1 行。以文章的提示词（p = %d）跑同样的 %d 个 token，n = %d：\n"
+                   "%lld 行对 %lld 行。",
+                   p, n, steps_p, nc_p, c_p);
+        trace_count(tr, "kv_rows_nocache_prompt2", nc_p, NULL, NULL);
+        trace_count(tr, "kv_rows_cache_prompt2", c_p, NULL, NULL);
+    }
     Tensor K = tensor_view2(c.K, n, d.dk), V = tensor_view2(c.V, n, d.dv);
     if (tr->format == FORMAT_TEXT) trace_say(tr, "\nThe cache at the end: one row of K and V per token.\n", "\n最后的缓存：每个 token 一行 K、V。\n");
     trace_tensor(tr, TRACE_FULL, "K", NULL, &K, d.rows, 0);
     trace_tensor(tr, TRACE_FULL, "V", NULL, &V, d.rows, 0);
-    trace_count(tr, "kv_rows_nocache", tot_nc, "K/V rows without the cache", "不用缓存的 K、V 行数");
-    trace_count(tr, "kv_rows_cache", tot_c, "K/V rows with the cache", "用缓存的 K、V 行数");
+    trace_count(tr, "kv_rows_nocache", tot_nc, "K/V rows without the cache", "不使用缓存的 K、V 行数");
+    trace_count(tr, "kv_rows_cache", tot_c, "K/V rows with the cache", "使用缓存的 K、V 行数");
     trace_timing(tr, "no-cache", t_nc, repeat);
     trace_timing(tr, "cache", t_c, repeat);
     for (int s = 0; s < n; s++) {

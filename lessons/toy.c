@@ -1,6 +1,7 @@
 // toy — what the lessons on the 4-dim example share.
 #include "toy.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -55,4 +56,29 @@ const char *toy_tokens(const ToyData *data, int first, int n, char *buf, int siz
         snprintf(buf + len, (size_t)size - len, "%s", data->tokens[i]);
     }
     return buf;
+}
+
+const char *toy_scale(const ToyData *data, char *buf, int size) {
+    float s = data->scale;
+    if (s == floorf(s) && s < 1e6f) snprintf(buf, (size_t)size, "%d", (int)s);
+    else if (s == sqrtf((float)data->dk)) snprintf(buf, (size_t)size, "math.sqrt(%d)", data->dk);
+    else snprintf(buf, (size_t)size, "%g", (double)s);
+    return buf;
+}
+
+#if defined(__GNUC__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-nonliteral"
+#endif
+const char *toy_caption(const ToyData *data, const char *fmt, char *buf, int size) {
+    char scale[32];
+    snprintf(buf, (size_t)size, fmt, toy_scale(data, scale, sizeof scale));
+    return buf;
+}
+#if defined(__GNUC__)
+#pragma GCC diagnostic pop
+#endif
+
+void toy_show_scale(Trace *tr, const ToyData *data) {
+    trace_value(tr, "scale", data->scale, "", NULL, NULL);
 }

@@ -22,6 +22,15 @@ void toy_end(ToyData *data, AttnStep *steps, int n);
 // The three weight matrices, once, before the runs.
 void toy_show_weights(Trace *tr, const ToyData *data);
 
+// The scale as the printed code writes it: "2", "math.sqrt(2)" when it is the
+// default sqrt(dk) of a data file without a "scale" line, else "%g". Captions
+// are built from it so that the code shown is the code run on these numbers.
+const char *toy_scale(const ToyData *data, char *buf, int size);
+// A caption with the scale put in: fmt holds one %s ("Q @ K.T / %s").
+const char *toy_caption(const ToyData *data, const char *fmt, char *buf, int size);
+// The scale as a JSON event ("scale"), for scripts that check the captions.
+void toy_show_scale(Trace *tr, const ToyData *data);
+
 // The first n tokens joined ("天气真"), for headings.
 const char *toy_tokens(const ToyData *data, int first, int n, char *buf, int size);
 

@@ -2,20 +2,18 @@
 //
 // A checkpoint holds the recipe, the model shape and vocabulary, the step,
 // the batch generator's state, the weights and AdamW's two moment
-// estimates, and a checksum. It is written atomically (a temporary file,
-// fsync, rename) so that a run killed while saving leaves the previous
-// checkpoint whole.
+// estimates, and a checksum. It is written through fileio's atomic write
+// (PATH.tmp, fsync, rename) so that a run killed while saving leaves the
+// previous checkpoint whole.
 #include "checkpoint.h"
 
 #include "corpus.h"
+#include "fileio.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 // Checkpoints: little-endian, in this order (docs/training.md):
 //   "KVTC", u32 version 1, u32 V T C H L, u32 batch iters warmup,
@@ -57,32 +55,14 @@ static void ck_u32(CkptWriter *w, uint32_t x) { ck_write(w, &x, 4); }
 static void ck_u64(CkptWriter *w, uint64_t x) { ck_write(w, &x, 8); }
 static void ck_f32(CkptWriter *w, float x) { ck_write(w, &x, 4); }
 
-static int host_little_endian(void) {
-    uint32_t one = 1;
-    unsigned char b;
-    memcpy(&b, &one, 1);
-    return b == 1;
-}
-
 int train_checkpoint_save(const char *path, const TrainCheckpoint *ck, char *err, size_t errlen) {
-    if (!host_little_endian()) {
-        snprintf(err, errlen, "checkpoints are little-endian; this machine is not");
-        return -1;
-    }
-    size_t len = strlen(path);
-    char *tmp = malloc(len + 5);
-    if (!tmp) {
-        snprintf(err, errlen, "out of memory saving %s", path);
-        return -1;
-    }
-    memcpy(tmp, path, len);
-    memcpy(tmp + len, ".tmp", 5);
-    CkptWriter w = {fopen(tmp, "wb"), FNV_START, 0, 0};
-    if (!w.f) {
-        snprintf(err, errlen, "cannot write checkpoint %s: %s", tmp, strerror(errno));
-        free(tmp);
-        return -1;
-    }
+    char why[512];
+    if (!fileio_host_is_little_endian())
+        return fileio_fail(err, errlen, "checkpoints are little-endian; this machine is not");
+    AtomicFile a;
+    if (fileio_open(&a, path, why, sizeof why) != 0)
+        return fileio_fail(err, errlen, "cannot write the checkpoint: %s", why);
+    CkptWriter w = {a.f, FNV_START, 0, 0};
     const TrainConfig *c = &ck->cfg;
     ck_write(&w, CKPT_MAGIC, 4);
     ck_u32(&w, CKPT_VERSION);
@@ -114,121 +94,96 @@ int train_checkpoint_save(const char *path, const TrainCheckpoint *ck, char *err
     uint64_t sum = w.hash;
     ck_u64(&w, sum);
     if (w.failed == 2) {   // the test hook: leave the partial temp file, as a crash would
-        fclose(w.f);
-        snprintf(err, errlen, "checkpoint save to %s interrupted", path);
-        free(tmp);
-        return -1;
+        fclose(a.f);
+        a.f = NULL;
+        free(a.tmp);
+        a.tmp = NULL;
+        fileio_abort(&a);
+        return fileio_fail(err, errlen, "checkpoint save to %s interrupted", path);
     }
-    int bad = w.failed || fflush(w.f) != 0 || fsync(fileno(w.f)) != 0;
-    bad |= fclose(w.f) != 0;
-    if (bad || rename(tmp, path) != 0) {
-        snprintf(err, errlen, "cannot write checkpoint %s: %s", path, strerror(errno));
-        remove(tmp);
-        free(tmp);
-        return -1;
-    }
-    free(tmp);
-    // make the rename itself durable: fsync the directory that holds path
-    char *dir = strdup(path);
-    if (dir) {
-        char *slash = strrchr(dir, '/');
-        const char *d = slash ? (slash == dir ? "/" : (*slash = '\0', dir)) : ".";
-        int fd = open(d, O_RDONLY);
-        if (fd >= 0) {
-            fsync(fd);
-            close(fd);
-        }
-        free(dir);
-    }
+    if (fileio_commit(&a, why, sizeof why) != 0)
+        return fileio_fail(err, errlen, "cannot write the checkpoint: %s", why);
     return 0;
-}
-
-static uint32_t rd_u32(const unsigned char *p) {
-    uint32_t x;
-    memcpy(&x, p, 4);
-    return x;
-}
-static uint64_t rd_u64(const unsigned char *p) {
-    uint64_t x;
-    memcpy(&x, p, 8);
-    return x;
-}
-static float rd_f32(const unsigned char *p) {
-    float x;
-    memcpy(&x, p, 4);
-    return x;
 }
 
 int train_checkpoint_load(const char *path, TrainCheckpoint *ck, char *err, size_t errlen) {
     memset(ck, 0, sizeof(*ck));
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        snprintf(err, errlen, "cannot open checkpoint %s: %s", path, strerror(errno));
-        return -1;
-    }
+    char why_open[512], shape_err[160], recipe[300];
+    uint64_t size = 0;
+    FILE *f = fileio_open_read(path, &size, why_open, sizeof why_open);
+    if (!f) return fileio_fail(err, errlen, "cannot read the checkpoint: %s", why_open);
+    // The header first: the magic, the sizes and the recipe are checked, and
+    // the file's length against them, before the rest is read.
+    unsigned char h[CKPT_HEADER];
     unsigned char *buf = NULL;
-    long size = -1;
-    if (fseek(f, 0, SEEK_END) == 0) size = ftell(f);
-    if (size < 0 || fseek(f, 0, SEEK_SET) != 0) {
-        snprintf(err, errlen, "cannot read checkpoint %s", path);
-        fclose(f);
-        return -1;
-    }
-    char shape_err[160];
     const char *why = NULL;
-    if (!host_little_endian()) {
-        why = "checkpoints are little-endian; this machine is not";
-    } else if (size < CKPT_HEADER + 8) {
-        why = "too short to be a checkpoint (truncated?)";
-    } else if (!(buf = malloc((size_t)size))) {
-        why = "out of memory";
-    } else if (fread(buf, 1, (size_t)size, f) != (size_t)size) {
-        why = "read error";
-    }
-    fclose(f);
-    const unsigned char *p = buf;
     TrainConfig *c = &ck->cfg;
     uint64_t P = 0;
-    if (!why && memcmp(p, CKPT_MAGIC, 4) != 0)
+    if (!fileio_host_is_little_endian())
+        why = "checkpoints are little-endian; this machine is not";
+    else if (size < CKPT_HEADER + 8)
+        why = "too short to be a checkpoint (truncated?)";
+    else if (fread(h, 1, CKPT_HEADER, f) != CKPT_HEADER)
+        why = "read error";
+    else if (memcmp(h, CKPT_MAGIC, 4) != 0)
         why = "wrong magic (not a kvdemo training checkpoint)";
-    if (!why && rd_u32(p + 4) != CKPT_VERSION) why = "unsupported version (expected 1)";
+    else if (le_get_u32(h + 4) != CKPT_VERSION)
+        why = "unsupported version (expected 1)";
     if (!why) {
-        const unsigned char *q = p + 8;
-        c->model.V = (int)rd_u32(q);
-        c->model.T = (int)rd_u32(q + 4);
-        c->model.C = (int)rd_u32(q + 8);
-        c->model.H = (int)rd_u32(q + 12);
-        c->model.L = (int)rd_u32(q + 16);
-        c->batch = (int)rd_u32(q + 20);
-        c->iters = (int)rd_u32(q + 24);
-        c->warmup = (int)rd_u32(q + 28);
-        c->lr = rd_f32(q + 32);
-        c->min_lr = rd_f32(q + 36);
-        c->weight_decay = rd_f32(q + 40);
-        c->beta1 = rd_f32(q + 44);
-        c->beta2 = rd_f32(q + 48);
-        c->eps = rd_f32(q + 52);
-        c->grad_clip = rd_f32(q + 56);
-        c->seed = rd_u64(q + 60);
-        ck->step = (int)rd_u32(q + 68);
-        ck->rng = rd_u64(q + 72);
-        ck->text_hash = rd_u64(q + 80);
-        ck->text_tokens = (int64_t)rd_u64(q + 88);
-        P = rd_u64(q + 96);
+        const unsigned char *q = h + 8;
+        uint32_t sizes[8];
+        for (int i = 0; i < 8; i++) sizes[i] = le_get_u32(q + 4 * i);
+        c->model.V = (int)sizes[0];
+        c->model.T = (int)sizes[1];
+        c->model.C = (int)sizes[2];
+        c->model.H = (int)sizes[3];
+        c->model.L = (int)sizes[4];
+        c->batch = (int)sizes[5];
+        c->iters = (int)sizes[6];
+        c->warmup = (int)sizes[7];
+        c->lr = le_get_f32(q + 32);
+        c->min_lr = le_get_f32(q + 36);
+        c->weight_decay = le_get_f32(q + 40);
+        c->beta1 = le_get_f32(q + 44);
+        c->beta2 = le_get_f32(q + 48);
+        c->eps = le_get_f32(q + 52);
+        c->grad_clip = le_get_f32(q + 56);
+        c->seed = le_get_u64(q + 60);
+        uint32_t step = le_get_u32(q + 68);
+        ck->step = (int)step;
+        ck->rng = le_get_u64(q + 72);
+        ck->text_hash = le_get_u64(q + 80);
+        ck->text_tokens = (int64_t)le_get_u64(q + 88);
+        P = le_get_u64(q + 96);
         GptConfig g = c->model;
-        if (gpt_check_config(g, shape_err, sizeof shape_err) != 0)
+        int too_big = step > 0x7fffffff;
+        for (int i = 0; i < 8; i++) too_big |= sizes[i] > 0x7fffffff;
+        if (too_big)
+            why = "sizes or step counts out of range";
+        else if (gpt_check_config(g, shape_err, sizeof shape_err) != 0)
             why = shape_err;   // the model file's own limits
-        else if (c->batch < 1 || c->iters < 1 || c->warmup < 0 || ck->step < 0 ||
-                 ck->step > c->iters)
+        else if (c->batch < 1 || c->iters < 1 || c->warmup < 0 || ck->step < 0 || ck->step > c->iters)
             why = "training step counts out of range";
+        else if (train_config_check(c, recipe, sizeof recipe) != 0)
+            why = recipe;
         else if (P != gpt_num_params(g))
             why = "parameter count does not match the model sizes";
-        else if ((uint64_t)size != CKPT_HEADER + 4ull * g.V + 12ull * P + 8)
-            why = (uint64_t)size < CKPT_HEADER + 4ull * g.V + 12ull * P + 8
+        else if (size != CKPT_HEADER + 4ull * g.V + 12ull * P + 8)
+            why = size < CKPT_HEADER + 4ull * g.V + 12ull * P + 8
                       ? "file is shorter than its sizes say (truncated)"
                       : "file is longer than its sizes say (trailing bytes)";
     }
-    if (!why && fnv1a(FNV_START, p, (size_t)size - 8) != rd_u64(p + size - 8))
+    // Then the rest, whose length the header now vouches for.
+    if (!why && !(buf = malloc((size_t)size)))
+        why = "out of memory";
+    if (!why) {
+        memcpy(buf, h, CKPT_HEADER);
+        if (fread(buf + CKPT_HEADER, 1, (size_t)size - CKPT_HEADER, f) != (size_t)size - CKPT_HEADER)
+            why = "read error";
+    }
+    fclose(f);
+    const unsigned char *p = buf;
+    if (!why && fnv1a(FNV_START, p, (size_t)size - 8) != le_get_u64(p + size - 8))
         why = "checksum mismatch (the file is corrupted)";
     if (!why) {
         ck->num_params = (size_t)P;
@@ -249,7 +204,7 @@ int train_checkpoint_load(const char *path, TrainCheckpoint *ck, char *err, size
     }
     free(buf);
     if (why) {
-        snprintf(err, errlen, "checkpoint %s rejected: %s", path, why);
+        fileio_fail(err, errlen, "checkpoint %s rejected: %s", path, why);
         train_checkpoint_free(ck);
         return -1;
     }

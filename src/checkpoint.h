@@ -24,7 +24,8 @@ typedef struct {
     size_t num_params;        // P
 } TrainCheckpoint;
 
-// Writes atomically: path.tmp, fsync, rename over path. Returns 0, or -1
+// Writes atomically through path.tmp (fileio.h); refuses a path that exists
+// and is not a regular file. Returns 0, or -1
 // with err; on failure the file at path is left as it was.
 int train_checkpoint_save(const char *path, const TrainCheckpoint *ck, char *err, size_t errlen);
 // Reads and validates (magic, version, sizes against the file length, the

@@ -7,12 +7,15 @@
 
 #include "gptcmd.h"
 #include "lessons.h"
+#include "memory.h"
 #include "options.h"
+#include "pool.h"
 #include "race.h"
 #include "trace.h"
 
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,7 +26,7 @@
 
 enum { EXIT_USAGE = 2 };
 
-#define COMMANDS "list, lesson, generate, race, bench, init, train, eval, help"
+#define COMMANDS "list, lesson, generate, race, bench, init, train, eval, memory, help"
 
 // ----------------------------------------------------------------------------
 // The options
@@ -46,14 +49,14 @@ static const OptionSpec OPTIONS[] = {
     {"--no-cache", ARG_FLAG, NULL, "lesson generate", 0, 0, NULL, "only the run without it (lessons: default both, then a comparison)"},
     {"--trace", ARG_STRING, "LEVEL", "lesson", 0, 0, "none|summary|full", "how many intermediate tensors to print (default full)"},
     {"--precision", ARG_INT, "N", "lesson", 0, 16, NULL, "decimals of printed tensors (default 4, as PyTorch)"},
-    {"--format", ARG_STRING, "FMT", "lesson generate race bench", 0, 0, "text|json", "text for people, JSON Lines for scripts (default text)"},
-    {"--lang", ARG_STRING, "LANG", "lesson race", 0, 0, "en|zh", "narration language (default from LANG)"},
+    {"--format", ARG_STRING, "FMT", "lesson generate race bench memory", 0, 0, "text|json", "text for people, JSON Lines for scripts (default text)"},
+    {"--lang", ARG_STRING, "LANG", "lesson race list memory", 0, 0, "en|zh", "narration language (default from LANG)"},
     {"--step", ARG_FLAG, NULL, "lesson", 0, 0, NULL, "wait for Enter after each step (on a terminal)"},
     {"--color", ARG_STRING, "WHEN", "lesson", 0, 0, "auto|always|never", "colours: heat maps of scores and weights (default auto; NO_COLOR honoured)"},
     // Where they apply.
     {"--repeat", ARG_INT, "N", "lesson bench", 1, 100000, NULL, "time each run N times and report the median"},
     {"--data", ARG_STRING, "FILE", "lesson train eval", 0, 0, NULL, "the example's numbers (lessons 1-9, default data/tianqi.txt); the training text"},
-    {"--model", ARG_STRING, "FILE", "lesson generate race bench eval", 0, 0, NULL, "a model file (default data/tinyshakespeare-gpt.bin)"},
+    {"--model", ARG_STRING, "FILE", "lesson generate race bench eval memory", 0, 0, NULL, "a model file (default data/tinyshakespeare-gpt.bin); memory: a preset name too"},
     {"--init", ARG_STRING, "KIND", "lesson generate race bench", 0, 0, "random", "a random model instead of a file (with --preset and --seed)"},
     {"--preset", ARG_STRING, "NAME", "lesson generate race bench init train", 0, 0, "seed|tiny", "model shape: seed (the chapter's: 256, 384, 6 heads, 6 blocks) or tiny"},
     {"--seed", ARG_INT, "N", "lesson generate race bench init train", 0, 4294967295.0, NULL, "random seed, as np.random.seed(N) (default 42)"},
@@ -70,13 +73,26 @@ static const OptionSpec OPTIONS[] = {
     {"--heads", ARG_INT, "H", "train", 1, 1024, NULL, "attention heads"},
     {"--blocks", ARG_INT, "L", "train", 1, 256, NULL, "transformer blocks"},
     {"--iters", ARG_INT, "N", "train", 1, 100000000, NULL, "training iterations"},
-    {"--batch", ARG_INT, "B", "train", 1, 4096, NULL, "sequences per iteration"},
+    {"--batch", ARG_INT, "B", "train memory", 1, 4096, NULL, "sequences per iteration"},
     {"--lr", ARG_DOUBLE, "X", "train", 0, 10, NULL, "peak learning rate"},
     {"--eval-every", ARG_INT, "N", "train", 1, 100000000, NULL, "validation loss (and a checkpoint) every N iterations"},
     {"--resume", ARG_STRING, "CHECKPOINT", "train", 0, 0, NULL, "continue from a checkpoint"},
+    {"--paged", ARG_FLAG, NULL, "generate", 0, 0, NULL, "keep the cache in blocks through a block table (lesson 6.1)"},
+    {"--block-size", ARG_INT, "B", "lesson generate", 1, 4096, NULL, "positions per block of the paged cache (generate: 16, as vLLM; lesson 6.1: 4)"},
+    {"--num-blocks", ARG_INT, "N", "generate", 1, 1000000, NULL, "blocks in the paged cache's pool (default: enough for the run)"},
+    {"--samples", ARG_INT, "N", "lesson generate", 1, 64, NULL, "continuations of one prompt that share its blocks (generate: with --paged)"},
+    {"--tokens", ARG_INT, "N", "memory", 1, 1e15, NULL, "tokens per sequence (prompt + generated)"},
+    {"--layers", ARG_INT, "L", "memory", 1, 1e9, NULL, "layers of a shape given by hand"},
+    {"--kv-heads", ARG_INT, "G", "memory", 1, 1e9, NULL, "key/value heads of that shape"},
+    {"--head-dim", ARG_INT, "D", "memory", 1, 1e9, NULL, "head size of that shape"},
+    {"--dtype", ARG_STRING, "TYPE", "memory", 0, 0, "fp32|fp16|bf16|fp8|int8|int4", "bytes per cached value (default fp16; fp32 for kvdemo's char GPT)"},
+    {"--gpu-memory", ARG_STRING, "SIZE", "memory", 0, 0, NULL, "memory of the GPU, e.g. 80GB or 24GiB: what fits beside the weights"},
+    {"--list", ARG_FLAG, NULL, "memory", 0, 0, NULL, "the presets and their published shapes"},
     {"--attention", ARG_STRING, "KIND", "lesson generate bench", 0, 0, "plain|flash", "the char GPT's attention: plain, or flash (tiles, online softmax; default plain)"},
     {"--tile", ARG_INT, "N", "lesson generate bench", 1, 65536, NULL, "keys per tile of flash attention (default 64)"},
     {"--max-n", ARG_INT, "N", "lesson", 1024, 16384, NULL, "lesson 6.3: time plain and tiled attention up to N = 4^k * 1024 (default 4096)"},
+    {"--bug", ARG_STRING, "NAME", "lesson generate", 0, 0, "offset|no-append|stale|mask|wrong-layout|no-scale", "a classic cache mistake in the cached path (lesson 11; generate)"},
+    {"--kv-dtype", ARG_STRING, "TYPE", "generate bench eval", 0, 0, "fp32|bf16|fp16|int8|int4", "how the cache keeps keys and values (default fp32; lesson 12)"},
 };
 enum { NUM_OPTIONS = (int)(sizeof OPTIONS / sizeof OPTIONS[0]) };
 
@@ -133,6 +149,7 @@ static int parse_number(const OptionSpec *o, const char *value, double *out) {
         *out = (double)v;
     } else {
         double v = strtod(value, &end);
+        if (errno == ERANGE && fabs(v) < 1) errno = 0;   // a subnormal number (1e-40) is a number
         if (end == value || *end || errno || !(v >= o->min && v <= o->max))
             return usage_error("%s takes a number from %g to %g, not '%s'", o->name, o->min, o->max, value);
         *out = v;
@@ -143,6 +160,8 @@ static int parse_number(const OptionSpec *o, const char *value, double *out) {
 static int check_choice(const OptionSpec *o, const char *value) {
     if (!o->choices) return 0;
     size_t n = strlen(value);
+    // An empty value matches nowhere (and strstr would find "" forever).
+    if (n == 0) return usage_error("%s takes one of %s, not an empty value", o->name, o->choices);
     for (const char *p = o->choices; (p = strstr(p, value)); p += n)
         if ((p == o->choices || p[-1] == '|') && (p[n] == '|' || p[n] == '\0')) return 0;
     return usage_error("%s takes one of %s, not '%s'", o->name, o->choices, value);
@@ -152,6 +171,15 @@ static int check_choice(const OptionSpec *o, const char *value) {
 typedef struct {
     const char *color;   // auto|always|never
 } CliExtra;
+
+// More threads than cores only take turns (12 to 20 times slower): --threads
+// is capped at the number of cores, said once.
+static void cap_threads(Options *opt) {
+    int cores = pool_cores();
+    if (opt->threads <= cores) return;
+    fprintf(stderr, "kvdemo: --threads %d is more than the %d cores; using %d\n", opt->threads, cores, cores);
+    opt->threads = cores;
+}
 
 // Parses argv[first..] as options of `command`. Returns 0 or an exit status.
 static int parse_options(int argc, char **argv, int first, const char *command, Options *opt,
@@ -179,6 +207,8 @@ static int parse_options(int argc, char **argv, int first, const char *command, 
         const OptionSpec *o = &spec;
         // bench takes a list of lengths: --steps 16,64,256.
         if (!strcmp(name, "--steps") && !strcmp(command, "bench")) spec.kind = ARG_STRING;
+        // memory counts sequences, not a training batch.
+        if (!strcmp(name, "--batch") && !strcmp(command, "memory")) spec.max = 1e9;
         if (o->kind == ARG_FLAG) {
             if (value) return usage_error("%s takes no value", o->name);
         } else if (!value) {
@@ -228,10 +258,24 @@ static int parse_options(int argc, char **argv, int first, const char *command, 
         else if (!strcmp(name, "--lr")) opt->lr = num;
         else if (!strcmp(name, "--eval-every")) opt->eval_every = (int)num;
         else if (!strcmp(name, "--resume")) opt->resume_path = value;
+        else if (!strcmp(name, "--paged")) opt->paged = 1;
+        else if (!strcmp(name, "--block-size")) opt->block_size = (int)num;
+        else if (!strcmp(name, "--num-blocks")) opt->num_blocks = (int)num;
+        else if (!strcmp(name, "--samples")) opt->samples = (int)num;
+        else if (!strcmp(name, "--tokens")) opt->tokens = (int64_t)num;
+        else if (!strcmp(name, "--layers")) opt->layers = (int)num;
+        else if (!strcmp(name, "--kv-heads")) opt->kv_heads = (int)num;
+        else if (!strcmp(name, "--head-dim")) opt->head_dim = (int)num;
+        else if (!strcmp(name, "--dtype")) opt->dtype = value;
+        else if (!strcmp(name, "--gpu-memory")) opt->gpu_memory = value;
+        else if (!strcmp(name, "--list")) opt->list = 1;
         else if (!strcmp(name, "--attention")) opt->attention = value;
         else if (!strcmp(name, "--tile")) opt->tile = (int)num;
         else if (!strcmp(name, "--max-n")) opt->max_n = (int)num;
+        else if (!strcmp(name, "--bug")) opt->bug = value;
+        else if (!strcmp(name, "--kv-dtype")) opt->kv_dtype = value;
     }
+    cap_threads(opt);
     int c = option_index("--cache"), nc = option_index("--no-cache");
     if ((opt->given >> c & 1) && (opt->given >> nc & 1))
         return usage_error("--cache and --no-cache exclude each other; give neither to get both runs and a comparison");
@@ -249,34 +293,28 @@ static int want_color(const char *when) {
 // ----------------------------------------------------------------------------
 // The commands
 
-static void print_lesson_list(FILE *f, int brief) {
-    for (int i = 0; i < NUM_LESSONS; i++) {
-        const Lesson *l = &LESSONS[i];
-        if (brief)
-            fprintf(f, "  %-4s %s%s\n", l->id, l->title_en, l->run ? "" : "  (not built yet)");
-        else
-            fprintf(f, "%-4s %-9s %s%s\n     %s\n", l->id, l->section, l->title_en,
-                    l->run ? "" : "  (not built yet)", l->title_zh);
-    }
-}
-
 static void print_help(FILE *f) {
     fprintf(f,
             "kvdemo %s — the transformer KV cache, step by step\n"
             "\n"
             "usage:\n"
             "  kvdemo                       this help and the lesson list\n"
-            "  kvdemo list                  lessons: id, section of the documents, title (en, zh)\n"
+            "  kvdemo list [--lang zh]      lessons: id, section of the documents, title (en, zh)\n"
             "  kvdemo lesson ID [options]   run one lesson, e.g. kvdemo lesson 2 --no-cache\n"
             "  kvdemo generate [options]    the char GPT writes text after a prompt (--model, --prompt,\n"
-            "                               --steps, --cache/--no-cache, --seed, --temperature, --top-k)\n"
+            "                               --steps, --cache/--no-cache, --seed, --temperature, --top-k,\n"
+            "                               --bug NAME, --kv-dtype TYPE; --paged --samples N --block-size B\n"
+            "                               --num-blocks N: lesson 6.1)\n"
             "  kvdemo race [options]        the same text without and with the cache, side by side, live\n"
             "  kvdemo bench [options]       cache against no cache over growing lengths (--steps LIST,\n"
-            "                               --repeat, --csv FILE)\n"
+            "                               --repeat, --csv FILE, --kv-dtype TYPE)\n"
             "  kvdemo init --out FILE       write a random char GPT (--preset seed|tiny, --seed N)\n"
             "  kvdemo train --out FILE      train the char GPT (--data FILE, --preset, --iters, --batch,\n"
             "                               --lr, --eval-every, --resume CHECKPOINT; docs/training.md)\n"
-            "  kvdemo eval --model FILE     training and validation loss (--data FILE)\n"
+            "  kvdemo eval --model FILE     training and validation loss (--data FILE; --kv-dtype TYPE:\n"
+            "                               the validation loss through an fp32|bf16|fp16|int8|int4 cache)\n"
+            "  kvdemo memory [options]      KV cache size: --model NAME|FILE or --layers, --kv-heads,\n"
+            "                               --head-dim; --tokens, --batch, --dtype, --gpu-memory; --list\n"
             "  kvdemo help                  this help\n"
             "  kvdemo --version             the version\n"
             "\n"
@@ -291,12 +329,18 @@ static void print_help(FILE *f) {
         fprintf(f, "  %-28s %s\n", left, o->help);
     }
     fprintf(f, "\nlessons:\n");
-    print_lesson_list(f, 1);
+    lessons_print_list(f, LANG_EN, 1);
 }
 
 static int cmd_list(int argc, char **argv) {
-    if (argc > 2) return usage_error("'list' takes no arguments, not '%s'", argv[2]);
-    print_lesson_list(stdout, 0);
+    if (argc > 2 && argv[2][0] != '-') return usage_error("'list' takes no arguments, not '%s' (only --lang en|zh)", argv[2]);
+    Options opt = {0};
+    Trace tr;
+    trace_init(&tr, stdout);
+    CliExtra extra = {.color = "never"};
+    int rc = parse_options(argc, argv, 2, "list", &opt, &tr, &extra);
+    if (rc) return rc;
+    lessons_print_list(stdout, tr.lang, 0);
     return 0;
 }
 
@@ -331,6 +375,9 @@ static int cmd_lesson(int argc, char **argv) {
         tr.step_pause = 0;
     }
 
+    // --bug would silently run a correct lesson: refused where it means nothing.
+    if (opt.bug && !lesson_uses(l, "--bug"))
+        return usage_error("--bug works with lesson 11 and generate, not lesson %s", l->id);
     // Options this lesson has no use for are ignored, and it says so. The
     // common ones (--cache ... --color, the first rows of the table) apply
     // to every lesson; the others only where the lesson's row lists them.
@@ -382,7 +429,22 @@ int cli_main(int argc, char **argv) {
         if (!strcmp(cmd, "eval")) return gptcmd_eval(&opt);
         return gptcmd_init(&opt);
     }
-    if (!strcmp(cmd, "memory"))
-        return usage_error("'%s' is not built yet; commands: %s", cmd, COMMANDS);
+    if (!strcmp(cmd, "memory")) {
+        Options opt = {.runs = RUN_BOTH, .steps = -1, .seed = 42, .temperature = -1, .top_p = -1};
+        Trace tr;
+        trace_init(&tr, stdout);
+        CliExtra extra = {.color = "auto"};
+        int rc = parse_options(argc, argv, 2, cmd, &opt, &tr, &extra);
+        if (rc) return rc;
+        tr.lesson = cmd;
+        return memory_cmd(&opt, &tr);
+    }
     return usage_error("unknown command '%s'; commands: %s (kvdemo help explains them)", cmd, COMMANDS);
+}
+
+int cli_parse_options(Options *opt, Trace *tr, int argc, char **argv, const char *command) {
+    *opt = (Options){.runs = RUN_BOTH, .steps = -1, .seed = 42, .temperature = -1, .top_p = -1};
+    trace_init(tr, stdout);
+    CliExtra extra = {.color = "auto"};
+    return parse_options(argc, argv, 2, command, opt, tr, &extra);
 }

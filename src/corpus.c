@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static int vocab_find(const uint32_t *vocab, int V, uint32_t cp) {
     int lo = 0, hi = V - 1;
@@ -28,9 +29,25 @@ int train_text_load(TrainText *text, const char *path, const uint32_t *vocab, in
         snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
         return -1;
     }
+    // A file beyond the limit is refused before it is read (a pipe, whose
+    // size is unknown, when the limit is passed).
+    struct stat st;
+    if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size > TRAIN_MAX_TEXT_BYTES) {
+        snprintf(err, errlen, "%s is %llu bytes; a training text may hold at most %llu MiB", path,
+                 (unsigned long long)st.st_size, TRAIN_MAX_TEXT_BYTES >> 20);
+        fclose(f);
+        return -1;
+    }
     unsigned char *bytes = NULL;
     size_t n = 0, cap = 0;
     for (;;) {
+        if (n > TRAIN_MAX_TEXT_BYTES) {
+            snprintf(err, errlen, "%s holds more than %llu MiB; a training text may hold at most that",
+                     path, TRAIN_MAX_TEXT_BYTES >> 20);
+            free(bytes);
+            fclose(f);
+            return -1;
+        }
         if (n == cap) {
             cap = cap ? 2 * cap : 1 << 20;
             unsigned char *nb = realloc(bytes, cap);

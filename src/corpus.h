@@ -19,6 +19,10 @@ typedef struct {
     int64_t n;
 } TrainText;
 
+// The training text may hold at most this many bytes (a char GPT needs a few
+// MB; tinyshakespeare has 1.1): a larger file is refused before it is read.
+#define TRAIN_MAX_TEXT_BYTES (256ull << 20)
+
 // Reads a UTF-8 file; with vocab NULL the vocabulary is its sorted distinct
 // code points, otherwise text is mapped into the given vocabulary (V
 // entries) and an unknown character is an error. Returns 0, or -1 with err

@@ -10,21 +10,21 @@
 // tokens, the forward pass, generation, costs.
 #include "gpt.h"
 
+#include "fileio.h"
+#include "kvvariant.h"
+#include "timer.h"
 #include "utf8.h"
 
 #include "flash.h"
+#include "kvpage.h"
 #include "ops.h"
 
 #include <assert.h>
 #include <errno.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <time.h>
-#include <unistd.h>
 
 // ----------------------------------------------------------------------------
 // Parameter layout: one block of floats in the model file's order
@@ -161,17 +161,6 @@ int gpt_preset(GptConfig *cfg, const char *name) {
     return 0;
 }
 
-static int fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t errlen, const char *fmt, ...) {
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
-
 enum {
     GPT_MAX_V = 0x110000,   // every Unicode code point
     GPT_MAX_T = 65536,
@@ -183,20 +172,20 @@ enum {
 int gpt_check_config(GptConfig cfg, char *err, size_t errlen) {
     // Each size alone first, so that the products below cannot overflow.
     if (cfg.V < 1 || cfg.V > GPT_MAX_V)
-        return fail(err, errlen, "vocabulary size V=%d is out of range 1..%d", cfg.V, GPT_MAX_V);
+        return fileio_fail(err, errlen, "vocabulary size V=%d is out of range 1..%d", cfg.V, GPT_MAX_V);
     if (cfg.T < 1 || cfg.T > GPT_MAX_T)
-        return fail(err, errlen, "context T=%d is out of range 1..%d", cfg.T, GPT_MAX_T);
+        return fileio_fail(err, errlen, "context T=%d is out of range 1..%d", cfg.T, GPT_MAX_T);
     if (cfg.C < 1 || cfg.C > GPT_MAX_C)
-        return fail(err, errlen, "embedding size C=%d is out of range 1..%d", cfg.C, GPT_MAX_C);
+        return fileio_fail(err, errlen, "embedding size C=%d is out of range 1..%d", cfg.C, GPT_MAX_C);
     if (cfg.H < 1 || cfg.H > cfg.C)
-        return fail(err, errlen, "heads H=%d is out of range 1..C=%d", cfg.H, cfg.C);
+        return fileio_fail(err, errlen, "heads H=%d is out of range 1..C=%d", cfg.H, cfg.C);
     if (cfg.C % cfg.H != 0)
-        return fail(err, errlen, "embedding size C=%d is not divisible by the heads H=%d", cfg.C, cfg.H);
+        return fileio_fail(err, errlen, "embedding size C=%d is not divisible by the heads H=%d", cfg.C, cfg.H);
     if (cfg.L < 1 || cfg.L > GPT_MAX_L)
-        return fail(err, errlen, "blocks L=%d is out of range 1..%d", cfg.L, GPT_MAX_L);
+        return fileio_fail(err, errlen, "blocks L=%d is out of range 1..%d", cfg.L, GPT_MAX_L);
     size_t n = gpt_num_params(cfg);
     if (n > GPT_MAX_PARAMS)
-        return fail(err, errlen, "V=%d T=%d C=%d L=%d make %zu parameters, more than the %zu allowed",
+        return fileio_fail(err, errlen, "V=%d T=%d C=%d L=%d make %zu parameters, more than the %zu allowed",
                     cfg.V, cfg.T, cfg.C, cfg.L, n, GPT_MAX_PARAMS);
     return 0;
 }
@@ -207,13 +196,13 @@ static int check_vocab(uint32_t *sorted, const uint32_t *vocab, int V, char *err
     for (int i = 0; i < V; i++) {
         uint32_t c = vocab[i];
         if (c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF))
-            return fail(err, errlen, "vocabulary entry %d is 0x%X, not a Unicode character", i, c);
+            return fileio_fail(err, errlen, "vocabulary entry %d is 0x%X, not a Unicode character", i, c);
     }
     memcpy(sorted, vocab, sizeof(uint32_t) * (size_t)V);
     qsort(sorted, (size_t)V, sizeof(uint32_t), utf8_cmp);
     for (int i = 1; i < V; i++)
         if (sorted[i] == sorted[i - 1])
-            return fail(err, errlen, "vocabulary holds U+%04X twice", sorted[i]);
+            return fileio_fail(err, errlen, "vocabulary holds U+%04X twice", sorted[i]);
     return 0;
 }
 
@@ -227,7 +216,7 @@ int gpt_new(GptModel *m, GptConfig cfg, const uint32_t *vocab, char *err, size_t
     m->p.blocks = calloc((size_t)cfg.L, sizeof(GptBlockParams));
     if (!m->vocab || !m->params || !m->p.blocks) {
         gpt_free(m);
-        return fail(err, errlen, "out of memory for a model of %zu parameters", gpt_num_params(cfg));
+        return fileio_fail(err, errlen, "out of memory for a model of %zu parameters", gpt_num_params(cfg));
     }
     // m->vocab serves as the scratch of the check, then receives the vocabulary.
     if (check_vocab(m->vocab, vocab, cfg.V, err, errlen) != 0) {
@@ -274,32 +263,13 @@ void gpt_free(GptModel *m) {
 
 enum { HEADER_BYTES = 4 + 6 * 4 };
 
-static uint32_t read_u32le(const unsigned char *b) {
-    return (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
-}
-
-static void write_u32le(unsigned char *b, uint32_t x) {
-    b[0] = (unsigned char)x;
-    b[1] = (unsigned char)(x >> 8);
-    b[2] = (unsigned char)(x >> 16);
-    b[3] = (unsigned char)(x >> 24);
-}
-
-static int host_is_little_endian(void) {
-    uint32_t one = 1;
-    unsigned char first;
-    memcpy(&first, &one, 1);
-    return first == 1;
-}
-
 // Floats are stored little-endian; a big-endian host swaps them in place.
 static void swap_floats_if_big_endian(float *x, size_t n) {
-    if (host_is_little_endian()) return;
+    if (fileio_host_is_little_endian()) return;
     for (size_t i = 0; i < n; i++) {
         unsigned char b[4];
         memcpy(b, &x[i], 4);
-        uint32_t u = read_u32le(b);
-        memcpy(&x[i], &u, 4);
+        x[i] = le_get_f32(b);
     }
 }
 
@@ -308,181 +278,142 @@ static uint64_t file_bytes(GptConfig cfg) {
     return HEADER_BYTES + 4 * (uint64_t)cfg.V + 4 * (uint64_t)gpt_num_params(cfg);
 }
 
-int gpt_load(GptModel *m, const char *path, char *err, size_t errlen) {
-    memset(m, 0, sizeof(*m));
-    FILE *f = fopen(path, "rb");
-    if (!f) return fail(err, errlen, "%s: cannot open: %s", path, strerror(errno));
-    struct stat st;
-    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
-        fclose(f);
-        return fail(err, errlen, "%s: not a regular file", path);
-    }
-    uint64_t size = (uint64_t)st.st_size;
-    unsigned char h[HEADER_BYTES];
-    if (size < HEADER_BYTES || fread(h, 1, HEADER_BYTES, f) != HEADER_BYTES) {
-        fclose(f);
-        return fail(err, errlen, "%s: truncated: %llu bytes, the header alone takes %d bytes", path,
-                    (unsigned long long)size, HEADER_BYTES);
-    }
-    if (memcmp(h, GPT_MAGIC, 4) != 0) {
-        fclose(f);
-        return fail(err, errlen, "%s: not a kvdemo model: magic is \"%c%c%c%c\", expected \"%s\"", path,
-                    h[0] >= 32 && h[0] < 127 ? h[0] : '?', h[1] >= 32 && h[1] < 127 ? h[1] : '?',
-                    h[2] >= 32 && h[2] < 127 ? h[2] : '?', h[3] >= 32 && h[3] < 127 ? h[3] : '?',
-                    GPT_MAGIC);
-    }
-    uint32_t version = read_u32le(h + 4);
-    if (version != GPT_VERSION) {
-        fclose(f);
-        return fail(err, errlen, "%s: model file version %u, this kvdemo reads version %d", path, version,
-                    GPT_VERSION);
-    }
+// Checks the header h of a file of `size` bytes; fills cfg. Returns 0 or -1
+// with err.
+static int check_header(GptConfig *cfg, const unsigned char *h, uint64_t size, const char *path, char *err,
+                        size_t errlen) {
+    if (memcmp(h, GPT_MAGIC, 4) != 0)
+        return fileio_fail(err, errlen, "%s: not a kvdemo model: magic is \"%c%c%c%c\", expected \"%s\"", path,
+                           h[0] >= 32 && h[0] < 127 ? h[0] : '?', h[1] >= 32 && h[1] < 127 ? h[1] : '?',
+                           h[2] >= 32 && h[2] < 127 ? h[2] : '?', h[3] >= 32 && h[3] < 127 ? h[3] : '?',
+                           GPT_MAGIC);
+    uint32_t version = le_get_u32(h + 4);
+    if (version != GPT_VERSION)
+        return fileio_fail(err, errlen, "%s: model file version %u, this kvdemo reads version %d", path,
+                           version, GPT_VERSION);
     // The five sizes; one beyond int's range is out of range whatever it is.
     static const char *const size_names[5] = {"vocabulary size V", "context T", "embedding size C", "heads H",
                                               "blocks L"};
     int sizes[5];
     for (int i = 0; i < 5; i++) {
-        uint32_t x = read_u32le(h + 8 + 4 * i);
-        if (x > 0x7fffffff) {
-            fclose(f);
-            return fail(err, errlen, "%s: %s=%u is out of range", path, size_names[i], x);
-        }
+        uint32_t x = le_get_u32(h + 8 + 4 * i);
+        if (x > 0x7fffffff) return fileio_fail(err, errlen, "%s: %s=%u is out of range", path, size_names[i], x);
         sizes[i] = (int)x;
     }
-    GptConfig cfg = {sizes[0], sizes[1], sizes[2], sizes[3], sizes[4]};
+    *cfg = (GptConfig){sizes[0], sizes[1], sizes[2], sizes[3], sizes[4]};
     char why[200];
-    if (gpt_check_config(cfg, why, sizeof(why)) != 0) {
-        fclose(f);
-        return fail(err, errlen, "%s: %s", path, why);
-    }
-    uint64_t need = file_bytes(cfg);
-    if (size < need) {
-        fclose(f);
-        return fail(err, errlen,
-                    "%s: truncated: %llu bytes, a model with V=%d T=%d C=%d H=%d L=%d takes %llu bytes", path,
-                    (unsigned long long)size, cfg.V, cfg.T, cfg.C, cfg.H, cfg.L, (unsigned long long)need);
-    }
-    if (size > need) {
-        fclose(f);
-        return fail(err, errlen,
-                    "%s: %llu trailing bytes after the last tensor (a model with V=%d T=%d C=%d H=%d "
-                    "L=%d takes %llu bytes)",
-                    path, (unsigned long long)(size - need), cfg.V, cfg.T, cfg.C, cfg.H, cfg.L,
-                    (unsigned long long)need);
-    }
-    // The vocabulary, read into a temporary array and checked by gpt_new.
-    unsigned char *raw = malloc(4 * (size_t)cfg.V);
-    uint32_t *vocab = malloc(sizeof(uint32_t) * (size_t)cfg.V);
-    if (!raw || !vocab) {
-        free(raw);
-        free(vocab);
-        fclose(f);
-        return fail(err, errlen, "%s: out of memory", path);
-    }
-    int ok = fread(raw, 4, (size_t)cfg.V, f) == (size_t)cfg.V;
-    for (int i = 0; ok && i < cfg.V; i++) vocab[i] = read_u32le(raw + 4 * i);
-    free(raw);
-    if (!ok) {
-        free(vocab);
-        fclose(f);
-        return fail(err, errlen, "%s: read error in the vocabulary", path);
-    }
-    int made = gpt_new(m, cfg, vocab, why, sizeof(why));
-    free(vocab);
-    if (made != 0) {
-        fclose(f);
-        return fail(err, errlen, "%s: %s", path, why);
-    }
-    if (fread(m->params, sizeof(float), m->num_params, f) != m->num_params) {
-        fclose(f);
-        gpt_free(m);
-        return fail(err, errlen, "%s: read error in the weights", path);
-    }
-    fclose(f);
-    swap_floats_if_big_endian(m->params, m->num_params);
-    // Every weight finite: name the first one that is not.
-    for (int i = 0; i < gpt_num_tensors(cfg); i++) {
+    if (gpt_check_config(*cfg, why, sizeof(why)) != 0) return fileio_fail(err, errlen, "%s: %s", path, why);
+    uint64_t need = file_bytes(*cfg);
+    if (size < need)
+        return fileio_fail(err, errlen,
+                           "%s: truncated: %llu bytes, a model with V=%d T=%d C=%d H=%d L=%d takes %llu bytes",
+                           path, (unsigned long long)size, cfg->V, cfg->T, cfg->C, cfg->H, cfg->L,
+                           (unsigned long long)need);
+    if (size > need)
+        return fileio_fail(err, errlen,
+                           "%s: %llu trailing bytes after the last tensor (a model with V=%d T=%d C=%d H=%d "
+                           "L=%d takes %llu bytes)",
+                           path, (unsigned long long)(size - need), cfg->V, cfg->T, cfg->C, cfg->H, cfg->L,
+                           (unsigned long long)need);
+    return 0;
+}
+
+// Every weight finite: names the first one that is not. Returns 0 or -1 with err.
+static int check_weights(const GptModel *m, const char *path, char *err, size_t errlen) {
+    for (int i = 0; i < gpt_num_tensors(m->cfg); i++) {
         GptTensor t = gpt_tensor(m, i);
         for (size_t j = 0; j < t.numel; j++) {
-            if (!isfinite(t.data[j])) {
-                double bad = t.data[j];
-                char name[40];
-                memcpy(name, t.name, sizeof(name));
-                size_t r = j / (size_t)t.cols, c = j % (size_t)t.cols;
-                gpt_free(m);
-                if (t.rows == 1)
-                    return fail(err, errlen, "%s: %s[%zu] is %g: every weight must be finite", path, name,
-                                c, bad);
-                return fail(err, errlen, "%s: %s[%zu][%zu] is %g: every weight must be finite", path, name,
-                            r, c, bad);
-            }
+            if (isfinite(t.data[j])) continue;
+            size_t r = j / (size_t)t.cols, c = j % (size_t)t.cols;
+            if (t.rows == 1)
+                return fileio_fail(err, errlen, "%s: %s[%zu] is %g: every weight must be finite", path, t.name,
+                                   c, (double)t.data[j]);
+            return fileio_fail(err, errlen, "%s: %s[%zu][%zu] is %g: every weight must be finite", path, t.name,
+                               r, c, (double)t.data[j]);
         }
     }
     return 0;
 }
 
+int gpt_load(GptModel *m, const char *path, char *err, size_t errlen) {
+    memset(m, 0, sizeof(*m));
+    uint64_t size = 0;
+    unsigned char *raw = NULL;
+    uint32_t *vocab = NULL;
+    char why[200];
+    FILE *f = fileio_open_read(path, &size, err, errlen);
+    if (!f) return -1;
+    unsigned char h[HEADER_BYTES];
+    GptConfig cfg;
+    if (size < HEADER_BYTES || fread(h, 1, HEADER_BYTES, f) != HEADER_BYTES) {
+        fileio_fail(err, errlen, "%s: truncated: %llu bytes, the header alone takes %d bytes", path,
+                    (unsigned long long)size, HEADER_BYTES);
+        goto fail;
+    }
+    if (check_header(&cfg, h, size, path, err, errlen) != 0) goto fail;
+    // The vocabulary, read into a temporary array and checked by gpt_new.
+    raw = malloc(4 * (size_t)cfg.V);
+    vocab = malloc(sizeof(uint32_t) * (size_t)cfg.V);
+    if (!raw || !vocab) {
+        fileio_fail(err, errlen, "%s: out of memory", path);
+        goto fail;
+    }
+    if (fread(raw, 4, (size_t)cfg.V, f) != (size_t)cfg.V) {
+        fileio_fail(err, errlen, "%s: read error in the vocabulary", path);
+        goto fail;
+    }
+    for (int i = 0; i < cfg.V; i++) vocab[i] = le_get_u32(raw + 4 * i);
+    if (gpt_new(m, cfg, vocab, why, sizeof(why)) != 0) {
+        fileio_fail(err, errlen, "%s: %s", path, why);
+        goto fail;
+    }
+    if (fread(m->params, sizeof(float), m->num_params, f) != m->num_params) {
+        fileio_fail(err, errlen, "%s: read error in the weights", path);
+        goto fail;
+    }
+    swap_floats_if_big_endian(m->params, m->num_params);
+    if (check_weights(m, path, err, errlen) != 0) goto fail;
+    fclose(f);
+    free(raw);
+    free(vocab);
+    return 0;
+fail:
+    fclose(f);
+    free(raw);
+    free(vocab);
+    gpt_free(m);
+    return -1;
+}
+
 int gpt_save(const GptModel *m, const char *path, char *err, size_t errlen) {
-    size_t plen = strlen(path);
-    char *tmp = malloc(plen + 16);
-    if (!tmp) return fail(err, errlen, "%s: out of memory", path);
-    snprintf(tmp, plen + 16, "%s.tmp-XXXXXX", path);
-    int fd = mkstemp(tmp);
-    if (fd < 0) {
-        int e = errno;
-        free(tmp);
-        return fail(err, errlen, "%s: cannot create a temporary file beside it: %s", path, strerror(e));
-    }
-    fchmod(fd, 0644);
-    FILE *f = fdopen(fd, "wb");
-    if (!f) {
-        int e = errno;
-        close(fd);
-        unlink(tmp);
-        free(tmp);
-        return fail(err, errlen, "%s: %s", path, strerror(e));
-    }
+    // Never write what gpt_load would refuse.
+    if (check_weights(m, path, err, errlen) != 0) return -1;
+    AtomicFile a;
+    if (fileio_open(&a, path, err, errlen) != 0) return -1;
     GptConfig cfg = m->cfg;
     unsigned char h[HEADER_BYTES];
     memcpy(h, GPT_MAGIC, 4);
     uint32_t fields[6] = {GPT_VERSION, (uint32_t)cfg.V, (uint32_t)cfg.T, (uint32_t)cfg.C, (uint32_t)cfg.H,
                           (uint32_t)cfg.L};
-    for (int i = 0; i < 6; i++) write_u32le(h + 4 + 4 * i, fields[i]);
-    int ok = fwrite(h, 1, sizeof(h), f) == sizeof(h);
-    for (int i = 0; ok && i < cfg.V; i++) {
+    for (int i = 0; i < 6; i++) le_put_u32(h + 4 + 4 * i, fields[i]);
+    fwrite(h, 1, sizeof(h), a.f);
+    for (int i = 0; i < cfg.V; i++) {
         unsigned char b[4];
-        write_u32le(b, m->vocab[i]);
-        ok = fwrite(b, 1, 4, f) == 4;
+        le_put_u32(b, m->vocab[i]);
+        fwrite(b, 1, 4, a.f);
     }
-    if (ok && host_is_little_endian()) {
-        ok = fwrite(m->params, sizeof(float), m->num_params, f) == m->num_params;
+    if (fileio_host_is_little_endian()) {
+        fwrite(m->params, sizeof(float), m->num_params, a.f);
     } else {
-        for (size_t i = 0; ok && i < m->num_params; i++) {
-            uint32_t u;
+        for (size_t i = 0; i < m->num_params; i++) {
             unsigned char b[4];
-            memcpy(&u, &m->params[i], 4);
-            write_u32le(b, u);
-            ok = fwrite(b, 1, 4, f) == 4;
+            le_put_f32(b, m->params[i]);
+            fwrite(b, 1, 4, a.f);
         }
     }
-    int e = errno;
-    ok = ok && fflush(f) == 0 && fsync(fileno(f)) == 0;
-    if (!ok) e = errno;
-    if (fclose(f) != 0 && ok) {
-        ok = 0;
-        e = errno;
-    }
-    if (ok && rename(tmp, path) != 0) {
-        ok = 0;
-        e = errno;
-    }
-    if (!ok) {
-        unlink(tmp);
-        free(tmp);
-        return fail(err, errlen, "%s: cannot write: %s", path, strerror(e));
-    }
-    free(tmp);
-    return 0;
+    return fileio_commit(&a, err, errlen);   // a write error above fails here, with its reason
 }
+
 
 // ----------------------------------------------------------------------------
 // Text <-> tokens (UTF-8 against the vocabulary's code points)
@@ -494,19 +425,19 @@ int gpt_encode(int *tokens, const GptModel *m, const char *text, int max_tokens,
     for (size_t at = 0; s[at];) {
         uint32_t c;
         int len = utf8_decode(&c, s + at, strlen(text + at));
-        if (len == 0) return fail(err, errlen, "the text is not valid UTF-8 at byte %zu (0x%02X)", at, s[at]);
+        if (len == 0) return fileio_fail(err, errlen, "the text is not valid UTF-8 at byte %zu (0x%02X)", at, s[at]);
         int id = -1;
         for (int v = 0; v < m->cfg.V && id < 0; v++)
             if (m->vocab[v] == c) id = v;
         if (id < 0) {
             if (c < 0x20 || c == 0x7F)
-                return fail(err, errlen, "character U+%04X at position %d is not in the model's vocabulary", c, n);
+                return fileio_fail(err, errlen, "character U+%04X at position %d is not in the model's vocabulary", c, n);
             unsigned char shown[5] = {0};
             utf8_encode(shown, c);
-            return fail(err, errlen, "character '%s' (U+%04X) at position %d is not in the model's vocabulary",
+            return fileio_fail(err, errlen, "character '%s' (U+%04X) at position %d is not in the model's vocabulary",
                         (const char *)shown, c, n);
         }
-        if (n == max_tokens) return fail(err, errlen, "the text is longer than %d characters", max_tokens);
+        if (n == max_tokens) return fileio_fail(err, errlen, "the text is longer than %d characters", max_tokens);
         tokens[n++] = id;
         at += (size_t)len;
     }
@@ -571,6 +502,7 @@ void gpt_state_reset(GptState *s) {
 typedef struct {
     GptState *s;
     int l, n, offset;
+    int slot;   // the cache slot of row 0: offset, unless a variant moves it
 } AttentionJob;
 
 static void attention_heads(void *ctx, int begin, int end, int thread) {
@@ -585,16 +517,21 @@ static void attention_heads(void *ctx, int begin, int end, int thread) {
         const float *value = s->value_cache + ((int64_t)job->l * H + h) * T * D; // (T, D)
         float *scores = s->scores + (int64_t)h * T;                              // (T)
         for (int i = 0; i < job->n; i++) {
-            int pos = job->offset + i;   // this row sees keys 0 .. pos: the causal mask
+            int pos = job->slot + i;   // this row sees keys 0 .. pos: the causal mask
             const float *q = s->q + (int64_t)i * C + h * D;   // (D)
             float *out = s->att + (int64_t)i * C + h * D;     // (D)
-            // scores = query @ key * scale on key's first pos+1 columns
-            ops_vecmat(scores, q, key, D, pos + 1, T);
-            for (int j = 0; j <= pos; j++) scores[j] *= scale;
+            int seen = pos + 1;
+            if (s->variant) {   // lesson 11's bugs (kvvariant.c)
+                seen = kvvariant_scores(s->variant, scores, q, key, scale, i, pos, job->offset > 0, D, T);
+            } else {
+                // scores = query @ key * scale on key's first pos+1 columns
+                ops_vecmat(scores, q, key, D, pos + 1, T);
+                for (int j = 0; j <= pos; j++) scores[j] *= scale;
+            }
             // weights = softmax(scores)
-            ops_softmax(scores, pos + 1);
+            ops_softmax(scores, seen);
             // output = weights @ value, over value's first pos+1 rows
-            ops_vecmat(out, scores, value, pos + 1, D, D);
+            ops_vecmat(out, scores, value, seen, D, D);
         }
     }
 }
@@ -643,23 +580,41 @@ const float *gpt_forward(GptState *s, const GptModel *m, const int *tokens, int 
     assert(s->cfg.T == T && s->cfg.C == C && s->cfg.H == H && s->cfg.L == cfg.L && s->cfg.V == V);
     assert(n >= 1 && offset >= 0 && offset <= s->len && offset + n <= T);
     const GptParams *p = &m->p;
+    GptVariant *var = s->variant;   // NULL: the plain cache
+    int cached = offset > 0;
+    int slot = var ? kvvariant_slot(var, offset, n) : offset;   // where the fed keys go
 
     // x = token_embedding(tokens) + position_embedding(range(offset, offset + n))
     for (int i = 0; i < n; i++) {
         assert(tokens[i] >= 0 && tokens[i] < V);
-        const float *te = p->wte + (int64_t)tokens[i] * C, *pe = p->wpe + (int64_t)(offset + i) * C;
+        int pos = var ? kvvariant_position(var, offset, i) : offset + i;
+        const float *te = p->wte + (int64_t)tokens[i] * C, *pe = p->wpe + (int64_t)pos * C;
         float *x = s->x + (int64_t)i * C;
         for (int c = 0; c < C; c++) x[c] = te[c] + pe[c];
     }
+    // With a variant, every linear layer goes through kvvariant_linear (its
+    // summing order, its rounding) and other activations are rounded too.
+#define LINEAR(out, in, w, bias, K, N) \
+    (var ? kvvariant_linear(var, out, in, w, bias, n, K, N, cached) : ops_matmul(out, in, w, bias, n, K, N))
+#define SETTLE(x, count) \
+    if (var) kvvariant_settle(var, x, count)
+    SETTLE(s->x, (int64_t)n * C);
 
     for (int l = 0; l < cfg.L; l++) {
         const GptBlockParams *b = &p->blocks[l];
         // norm = self.normalize(x)
         layernorm_parallel(s->xn, s->x, b->ln1_w, b->ln1_b, n, C);
+        SETTLE(s->xn, (int64_t)n * C);
         // query, key, value = self.query(norm), self.key(norm), self.value(norm)   (N, C)
-        ops_matmul(s->q, s->xn, b->wq, b->bq, n, C, C);
-        ops_matmul(s->k, s->xn, b->wk, b->bk, n, C, C);
-        ops_matmul(s->v, s->xn, b->wv, b->bv, n, C, C);
+        LINEAR(s->q, s->xn, b->wq, b->bq, C, C);
+        LINEAR(s->k, s->xn, b->wk, b->bk, C, C);
+        LINEAR(s->v, s->xn, b->wv, b->bv, C, C);
+        if (s->paged) {
+            // The paged cache: the same keys and values in blocks, read
+            // through the sequence's block table, in the same order.
+            kvpage_write(s->paged, l, s->k, s->v, n, offset);
+            kvpage_attention(s->paged, s->att, s->scores, s->q, l, n, offset, T);
+        } else {
         // Into the cache at positions offset..offset+n-1: key transposed to
         // (1, H, D, T), value as (1, H, T, D). The chapter's np.concatenate
         // of the cache and the new key, without copying the old part.
@@ -667,29 +622,39 @@ const float *gpt_forward(GptState *s, const GptModel *m, const int *tokens, int 
         float *value = s->value_cache + (int64_t)l * H * T * D; // (H, T, D)
         for (int h = 0; h < H; h++) {
             for (int d = 0; d < D; d++) {   // key row (h, d): positions offset.. side by side
-                float *row = key + ((int64_t)h * D + d) * T + offset;
+                float *row = key + ((int64_t)h * D + d) * T + slot;
                 for (int i = 0; i < n; i++) row[i] = s->k[(int64_t)i * C + h * D + d];
             }
             for (int i = 0; i < n; i++)
-                memcpy(value + ((int64_t)h * T + offset + i) * D, s->v + (int64_t)i * C + h * D,
+                memcpy(value + ((int64_t)h * T + slot + i) * D, s->v + (int64_t)i * C + h * D,
                        sizeof(float) * (size_t)D);
         }
+        if (var) kvvariant_store(var, s, l, slot, n);   // a bf16 / int8 / int4 cache (lesson 12)
         // att = softmax(query @ key * scale) @ value, heads side by side   (N, C)
-        // (--attention flash: the same in tiles with an online softmax, flash.c)
-        AttentionJob attention = {s, l, n, offset};
-        if (flash_gpt_tiled()) flash_gpt_attention(s->att, s->q, key, value, n, offset, T, H, D);
+        // (--attention flash: the same in tiles with an online softmax, flash.c;
+        // lesson 11's and 12's variants take the plain path)
+        AttentionJob attention = {s, l, n, offset, slot};
+        if (flash_gpt_tiled() && !var) flash_gpt_attention(s->att, s->q, key, value, n, offset, T, H, D);
         else ops_parallel_for(attention_heads, &attention, H);
+        }
+        SETTLE(s->att, (int64_t)n * C);
         // x = x + self.output(att)
-        ops_matmul(s->proj, s->att, b->wo, b->bo, n, C, C);
+        LINEAR(s->proj, s->att, b->wo, b->bo, C, C);
         for (int64_t i = 0; i < (int64_t)n * C; i++) s->x[i] += s->proj[i];
+        SETTLE(s->x, (int64_t)n * C);
         // x = x + fc2(gelu(fc1(self.normalize(x))))
         layernorm_parallel(s->xn, s->x, b->ln2_w, b->ln2_b, n, C);
-        ops_matmul(s->hidden, s->xn, b->w1, b->b1, n, C, F);
+        SETTLE(s->xn, (int64_t)n * C);
+        LINEAR(s->hidden, s->xn, b->w1, b->b1, C, F);
         GeluJob gelu = {s->hidden, (int64_t)n * F};
         ops_parallel_for(gelu_chunks, &gelu, (int)((gelu.n + GELU_CHUNK - 1) / GELU_CHUNK));
-        ops_matmul(s->proj, s->hidden, b->w2, b->b2, n, F, C);
+        SETTLE(s->hidden, (int64_t)n * F);
+        LINEAR(s->proj, s->hidden, b->w2, b->b2, F, C);
         for (int64_t i = 0; i < (int64_t)n * C; i++) s->x[i] += s->proj[i];
+        SETTLE(s->x, (int64_t)n * C);
     }
+#undef LINEAR
+#undef SETTLE
     s->len = offset + n;
 
     // logits = self.output(x)[-1]: final LayerNorm and head, last row only
@@ -702,12 +667,6 @@ const float *gpt_forward(GptState *s, const GptModel *m, const int *tokens, int 
 // ----------------------------------------------------------------------------
 // Generation
 
-static double seconds_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 int gpt_generate(int *tokens, GptState *s, const GptModel *m, Sampler *sampler, int n_prompt, int steps,
                  int use_cache, GptStepFn on_step, void *ctx) {
     int T = m->cfg.T;
@@ -715,13 +674,16 @@ int gpt_generate(int *tokens, GptState *s, const GptModel *m, Sampler *sampler, 
     int len = n_prompt;       // len(tokens)
     int have_cache = 0;       // caches is not None
     for (int step = 0; step < steps; step++) {
-        double start = seconds_now();
+        double start = timer_now();
         GptStep info = {.step = step};
-        if (use_cache && have_cache && len <= T) {
+        // (lesson 11's stale bug keeps the cache past the context, the
+        // newest token always at the last position)
+        int stale = s->variant && kvvariant_keeps_stale(s->variant);
+        if (use_cache && have_cache && (len <= T || stale)) {
             // feature = Tensor([tokens[-1:]]); offset = len(tokens) - 1
             info.cached = 1;
             info.n = 1;
-            info.offset = len - 1;
+            info.offset = len <= T ? len - 1 : T - 1;
         } else {
             // feature = Tensor([tokens[-context_size:]]); offset = 0; caches = None
             info.n = len < T ? len : T;
@@ -733,7 +695,7 @@ int gpt_generate(int *tokens, GptState *s, const GptModel *m, Sampler *sampler, 
         have_cache = use_cache;
         int token = sampler_sample(sampler, logits);
         tokens[len++] = token;
-        info.seconds = seconds_now() - start;
+        info.seconds = timer_now() - start;
         info.cache_len = s->len;
         info.token = token;
         info.logits = logits;

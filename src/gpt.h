@@ -101,8 +101,9 @@ int gpt_init_random(GptModel *m, GptConfig cfg, const uint32_t *vocab, uint32_t 
 // (valid, not surrogates, distinct), every weight finite, nothing after the
 // last tensor. Returns 0, or -1 with err = "PATH: what is wrong".
 int gpt_load(GptModel *m, const char *path, char *err, size_t errlen);
-// Writes the model to path through a temporary file in the same directory
-// renamed over path at the end, so path is never left half written.
+// Writes the model to path through PATH.tmp (fileio.h), so path is never left
+// half written; a path that exists and is not a regular file is refused, and
+// so is a weight that is not finite (gpt_load would refuse the file).
 // Returns 0, or -1 with err.
 int gpt_save(const GptModel *m, const char *path, char *err, size_t errlen);
 void gpt_free(GptModel *m);
@@ -165,6 +166,14 @@ typedef struct {
     float *key_cache;     // (L, H, D, T)
     float *value_cache;   // (L, H, T, D)
     float *mem;           // the one allocation all of the above live in
+    // NULL: the plain cache. Otherwise lesson 11's bugs or lesson 12's
+    // smaller numbers, which gpt_forward's cached path consults
+    // (kvvariant.h). gpt_state_init sets NULL; the caller owns it.
+    struct GptVariant *variant;
+    // NULL: the cache above. Else the paged cache (kvpage.h): gpt_forward
+    // writes keys and values into the sequence's blocks and attention reads
+    // them through its block table (gptpaged.h sets and clears it).
+    struct KvSeq *paged;
 } GptState;
 
 // Reserves the state of one sequence of up to cfg.T positions. Returns 0, or

@@ -8,8 +8,11 @@
 //                     growing lengths, measured side by side in one run
 #include "gptcmd.h"
 
+#include "fileio.h"
+#include "kvcmd.h"
 #include "flash.h"
 #include "ops.h"
+#include "pagedcmd.h"
 #include "paths.h"
 #include "sampler.h"
 #include "timer.h"
@@ -122,6 +125,21 @@ static int start_threads(const Options *opt) {
     return 0;
 }
 
+char *gptcmd_generate_text(int *tokens, GptState *s, const GptModel *m, const int *prompt, int n_prompt,
+                           int steps, int use_cache, const Options *opt, GptStepFn on_step, void *ctx) {
+    Sampler sampler;
+    float temperature = opt->temperature >= 0 ? (float)opt->temperature : 1.0f;
+    if (sampler_init(&sampler, m->cfg.V, temperature, opt->top_k, (uint32_t)opt->seed)) return NULL;
+    memcpy(tokens, prompt, sizeof(int) * (size_t)n_prompt);
+    // np.random.seed(seed); trainer.generate(dataset, prompt, steps, use_cache)
+    int len = gpt_generate(tokens, s, m, &sampler, n_prompt, steps, use_cache, on_step, ctx);
+    sampler_free(&sampler);
+    size_t need = gpt_decode(NULL, 0, m, tokens, len);
+    char *text = malloc(need + 1);
+    if (text) gpt_decode(text, need + 1, m, tokens, len);
+    return text;
+}
+
 // ----------------------------------------------------------------------------
 // kvdemo generate
 
@@ -171,8 +189,13 @@ static int columns(void) {
 }
 
 int gptcmd_generate(const Options *opt, Trace *tr) {
+    if (opt->paged || opt->block_size || opt->num_blocks || opt->samples) return pagedcmd_generate(opt, tr);
+    GptVariant variant;   // --bug, --kv-dtype (lessons 11 and 12)
+    int use_variant;
+    int rc = kvcmd_variant(&variant, &use_variant, opt);
+    if (rc) return rc;
     GptModel m;
-    int rc = gptcmd_model(&m, opt, 0, NULL);
+    rc = gptcmd_model(&m, opt, 0, NULL);
     if (rc) return rc;
     int steps = opt->steps > 0 ? opt->steps : DEFAULT_STEPS;
     int use_cache = opt->runs != RUN_NOCACHE;
@@ -189,6 +212,7 @@ int gptcmd_generate(const Options *opt, Trace *tr) {
     }
     if (!rc) rc = start_threads(opt);
     if (!rc) rc = gptcmd_attention(opt, &m);
+    if (!rc && use_variant) s.variant = &variant;
     if (!rc) {
         Stream g = {.m = &m, .out = tr->out, .use_cache = use_cache, .width = columns(),
                     .stream = tr->format == FORMAT_TEXT};
@@ -220,17 +244,27 @@ int gptcmd_generate(const Options *opt, Trace *tr) {
                 }
             } else {
                 if (g.live) fputs("\x1b[K", tr->out);
-                fprintf(tr->out, "\n\n-- %d tokens in %.3f s, %.0f tokens/s, %s, %d thread%s\n", steps,
-                        seconds, steps / seconds, use_cache ? "with the KV cache" : "without the KV cache",
-                        ops_threads(), ops_threads() == 1 ? "" : "s");
+                if (tr->lang == LANG_ZH)
+                    fprintf(tr->out, "\n\n—— %d 个 token，用时 %.3f 秒，每秒 %.0f 个 token，%s，%d 个线程\n", steps,
+                            seconds, steps / seconds, use_cache ? "使用 KV Cache" : "不使用 KV Cache", ops_threads());
+                else
+                    fprintf(tr->out, "\n\n-- %d tokens in %.3f s, %.0f tokens/s, %s, %d thread%s\n", steps,
+                            seconds, steps / seconds, use_cache ? "with the KV cache" : "without the KV cache",
+                            ops_threads(), ops_threads() == 1 ? "" : "s");
+                if (use_variant)
+                    trace_sayf(tr, "-- keys and values kept as %s%s%s (kvdemo lesson %s explains)",
+                               "—— key 和 value 以 %s 保存%s%s（第 %s 课有解释）", kvquant_name(variant.kv_dtype),
+                               variant.bug ? trace_text(tr, ", with the bug ", "，带有错误 ") : "",
+                               variant.bug ? kvvariant_bug_name(variant.bug) : "", variant.bug ? "11" : "12");
                 if (flash_gpt_tiled())
-                    fprintf(tr->out, "-- flash attention: tiles of %d keys, online softmax; cached steps by flash-decoding\n",
-                            flash_gpt_tile());
+                    trace_sayf(tr, "-- flash attention: tiles of %d keys, online softmax; cached steps by flash-decoding",
+                               "—— flash attention：每块 %d 个 key，在线 softmax；使用缓存的各步用 flash-decoding",
+                               flash_gpt_tile());
                 if (g.resets)
                     trace_sayf(tr,
                                "-- past the context (%d positions) the chapter's generate dropped the cache and fed "
                                "the last %d tokens again at %d steps: %.3f s of the %.3f s.",
-                               "-- 超过上下文长度（%d 个位置）后，章节里的 generate 丢掉缓存，把最后 %d 个 token "
+                               "—— 超过上下文长度（%d 个位置）后，章节里的 generate 丢掉缓存，把最后 %d 个 token "
                                "重新算了一遍，共 %d 步，用了 %.3f 秒（总共 %.3f 秒）。",
                                m.cfg.T, m.cfg.T, g.resets, g.reset_seconds, seconds);
             }
@@ -357,22 +391,24 @@ int gptcmd_bench(const Options *opt, Trace *tr) {
                 opt->steps_list);
         return 2;
     }
-    // The CSV is written to a temporary file renamed at the end, so a failed
-    // or interrupted run leaves no half-written table behind.
+    // The CSV is written through its temporary file (fileio.h), opened now so
+    // that a path that cannot be written is found before the measurements,
+    // and a failed or interrupted run leaves no half-written table behind.
+    AtomicFile csv_file = {0};
     FILE *csv = NULL;
-    char csv_tmp[4096];
+    char err[512];
     if (opt->csv_path) {
-        snprintf(csv_tmp, sizeof csv_tmp, "%s.tmp", opt->csv_path);
-        if (!(csv = fopen(csv_tmp, "w"))) {
-            fprintf(stderr, "kvdemo: cannot write %s\n", opt->csv_path);
+        if (fileio_open(&csv_file, opt->csv_path, err, sizeof err) != 0) {
+            fprintf(stderr, "kvdemo: --csv %s\n", err);
             return 1;
         }
+        csv = csv_file.f;
     }
     GptModel m;
     int random_model = 0;
     int rc = gptcmd_model(&m, opt, 1, &random_model);
     if (rc) {
-        if (csv) fclose(csv), remove(csv_tmp);
+        if (csv) fileio_abort(&csv_file);
         return rc;
     }
     if (random_model)
@@ -386,6 +422,12 @@ int gptcmd_bench(const Options *opt, Trace *tr) {
     GptState s = {0};
     double *samples = malloc(sizeof(double) * (size_t)repeat);
     Measure (*table)[2] = calloc((size_t)n_lengths, sizeof *table);
+    GptVariant variant;   // --kv-dtype (lesson 12)
+    int use_variant;
+    if (kvcmd_variant(&variant, &use_variant, opt)) {
+        rc = 2;
+        goto done;
+    }
     rc = gptcmd_prompt(&tokens, &n_prompt, &m, opt->n_prompts ? opt->prompts[0] : DEFAULT_PROMPT, max_len);
     if (!rc && (!samples || !table || gpt_state_init(&s, m.cfg))) {
         fprintf(stderr, "kvdemo: out of memory\n");
@@ -394,6 +436,7 @@ int gptcmd_bench(const Options *opt, Trace *tr) {
     if (!rc) rc = start_threads(opt);
     if (!rc) rc = gptcmd_attention(opt, &m);
     if (rc) goto done;
+    if (use_variant) s.variant = &variant;
 
     // The headline: the chapter's run, 256 tokens after the prompt, both ways.
     Measure head[2];
@@ -425,6 +468,9 @@ int gptcmd_bench(const Options *opt, Trace *tr) {
     if (tr->format == FORMAT_TEXT) {
         printf("kvdemo bench: T=%d C=%d H=%d L=%d V=%d (%zu parameters), %d threads, median of %d runs\n\n", g.T,
                g.C, g.H, g.L, g.V, m.num_params, ops_threads(), repeat);
+        if (use_variant)
+            printf("keys and values kept as %s: the arithmetic of such a cache, in kvdemo's float layout\n\n",
+                   kvquant_name(variant.kv_dtype));
         if (flash_gpt_tiled())
             printf("attention: flash, tiles of %d keys (cached steps by flash-decoding)\n\n", flash_gpt_tile());
         printf("%d tokens after \"%s\":\n", DEFAULT_STEPS, opt->n_prompts ? opt->prompts[0] : DEFAULT_PROMPT);
@@ -450,9 +496,12 @@ int gptcmd_bench(const Options *opt, Trace *tr) {
             bar(stdout, '=', table[i][1].seconds, tmax, 30);
             printf("\n");
         }
-        printf("\nPast %d tokens the text outgrows the context: the chapter's generate then drops the\n"
-               "cache and recomputes the last %d tokens in full, so both ways cost the same per token.\n",
-               g.T, g.T);
+        // len(tokens) at step k is the prompt plus k - 1: past the context
+        // from step T - n_prompt + 2 on.
+        printf("\nOnce the prompt and the generated tokens together pass %d (with this %d-token prompt,\n"
+               "from step %d on) the chapter's generate drops the cache and recomputes the last %d tokens\n"
+               "in full at every step, so from there both ways cost the same per token.\n",
+               g.T, n_prompt, g.T - n_prompt + 2, g.T);
     } else {
         trace_value(tr, "train_tokens_per_s", train_tps, "tokens/s", NULL, NULL);
         for (int c = 0; c < 2; c++) {
@@ -473,18 +522,14 @@ int gptcmd_bench(const Options *opt, Trace *tr) {
             fprintf(csv, "%d,%.6f,%.6f,%.3f,%.1f,%.1f\n", lengths[i], table[i][0].seconds, table[i][1].seconds,
                     table[i][0].seconds / table[i][1].seconds, lengths[i] / table[i][0].seconds,
                     lengths[i] / table[i][1].seconds);
-        if (fclose(csv) != 0 || rename(csv_tmp, opt->csv_path) != 0) {
-            fprintf(stderr, "kvdemo: could not write %s\n", opt->csv_path);
-            remove(csv_tmp);
+        csv = NULL;
+        if (fileio_commit(&csv_file, err, sizeof err) != 0) {
+            fprintf(stderr, "kvdemo: --csv %s\n", err);
             rc = 1;
         }
-        csv = NULL;
     }
 done:
-    if (csv) {
-        fclose(csv);
-        remove(csv_tmp);
-    }
+    if (csv) fileio_abort(&csv_file);
     free(samples);
     free(table);
     free(tokens);
@@ -547,6 +592,7 @@ int gptcmd_train(const Options *opt) {
 }
 
 int gptcmd_eval(const Options *opt) {
+    if (opt->kv_dtype) return kvcmd_eval(opt);   // through the cache (lesson 12)
     GptModel m;
     int rc = gptcmd_model(&m, opt, 0, NULL);
     if (rc) return rc;

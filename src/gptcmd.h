@@ -27,6 +27,13 @@ int gptcmd_prompt(int **tokens, int *n, const GptModel *m, const char *prompt, i
 int gptcmd_attention(const Options *opt, const GptModel *m);
 void gptcmd_attention_end(void);
 
+// One generation as the options ask (--seed, --temperature, --top-k): the
+// prompt's n_prompt tokens are copied into tokens (room for n_prompt +
+// steps), a fresh sampler draws steps more, and the text (prompt included) is
+// returned, malloc'd; NULL when memory ran out. on_step as gpt_generate's.
+char *gptcmd_generate_text(int *tokens, GptState *s, const GptModel *m, const int *prompt, int n_prompt,
+                           int steps, int use_cache, const Options *opt, GptStepFn on_step, void *ctx);
+
 int gptcmd_generate(const Options *opt, Trace *tr);
 int gptcmd_init(const Options *opt);
 int gptcmd_bench(const Options *opt, Trace *tr);

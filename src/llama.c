@@ -14,6 +14,8 @@
 // row at a time below, where a masked column adds an exact 0 to the sums.
 #include "llama.h"
 
+#include "fileio.h"
+#include "timer.h"
 #include "utf8.h"
 
 #include "ops.h"
@@ -22,23 +24,11 @@
 #include <assert.h>
 #include <errno.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 enum { LLAMA_MAX_BATCH = 64 };
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void set_err(char *err, size_t errlen, const char *fmt, ...) {
-    if (!err || errlen == 0) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 // ---------------------------------------------------------------------------
 // Configuration and weights
@@ -95,31 +85,31 @@ int llama_config_check(LlamaConfig *c, char *err, size_t errlen) {
     };
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
         if (sizes[i].value < sizes[i].lo || sizes[i].value > sizes[i].hi) {
-            set_err(err, errlen, "%s is %d; it must be between %d and %d", sizes[i].name,
+            fileio_fail(err, errlen, "%s is %d; it must be between %d and %d", sizes[i].name,
                     sizes[i].value, sizes[i].lo, sizes[i].hi);
             return -1;
         }
     }
     if (c->dim % c->n_heads != 0) {
-        set_err(err, errlen, "dim %d is not a multiple of n_heads %d", c->dim, c->n_heads);
+        fileio_fail(err, errlen, "dim %d is not a multiple of n_heads %d", c->dim, c->n_heads);
         return -1;
     }
     if (c->n_heads % c->n_kv_heads != 0) {
-        set_err(err, errlen, "n_heads %d is not a multiple of n_kv_heads %d", c->n_heads,
+        fileio_fail(err, errlen, "n_heads %d is not a multiple of n_kv_heads %d", c->n_heads,
                 c->n_kv_heads);
         return -1;
     }
     if ((c->dim / c->n_heads) % 2 != 0) {
-        set_err(err, errlen, "head_dim %d (dim / n_heads) must be even for the rotary embedding",
+        fileio_fail(err, errlen, "head_dim %d (dim / n_heads) must be even for the rotary embedding",
                 c->dim / c->n_heads);
         return -1;
     }
     if (!(isfinite(c->rope_theta) && c->rope_theta > 1.0f)) {
-        set_err(err, errlen, "rope_theta %g must be a finite number above 1", c->rope_theta);
+        fileio_fail(err, errlen, "rope_theta %g must be a finite number above 1", c->rope_theta);
         return -1;
     }
     if (!(isfinite(c->norm_eps) && c->norm_eps > 0.0f && c->norm_eps < 1.0f)) {
-        set_err(err, errlen, "norm_eps %g must be between 0 and 1", c->norm_eps);
+        fileio_fail(err, errlen, "norm_eps %g must be between 0 and 1", c->norm_eps);
         return -1;
     }
     c->head_dim = c->dim / c->n_heads;
@@ -205,11 +195,12 @@ int llama_new(LlamaModel *m, const LlamaConfig *cfg, char *err, size_t errlen) {
     m->hb = alloc_floats(BT * F, &failed);
     m->hb2 = alloc_floats(BT * F, &failed);
     m->scores = alloc_floats(T, &failed);
-    m->mask = alloc_floats(T * T, &failed);
+    m->mask_floats = T * T < LLAMA_MASK_FLOATS ? T * T : LLAMA_MASK_FLOATS;
+    m->mask = alloc_floats(m->mask_floats, &failed);
     m->last = alloc_floats(B * C, &failed);
     if (failed) {
         llama_free(m);
-        set_err(err, errlen, "out of memory for a model of %zu weights and a cache of %d x %d",
+        fileio_fail(err, errlen, "out of memory for a model of %zu weights and a cache of %d x %d",
                 llama_num_params(&c), c.max_batch_size, c.max_seq_len);
         return -1;
     }
@@ -334,199 +325,141 @@ void llama_pool_kv_heads(LlamaModel *dst, const LlamaModel *src) {
 
 enum { LLAMA_FILE_VERSION = 1, LLAMA_HEADER_BYTES = 44 };
 
-static uint32_t get_u32(const unsigned char *b) {
-    return (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
-}
-static void put_u32(unsigned char *b, uint32_t v) {
-    b[0] = (unsigned char)v, b[1] = (unsigned char)(v >> 8);
-    b[2] = (unsigned char)(v >> 16), b[3] = (unsigned char)(v >> 24);
-}
-static float get_f32(const unsigned char *b) {
-    uint32_t u = get_u32(b);
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
-static uint32_t f32_bits(float f) {
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    return u;
-}
-static int host_is_little_endian(void) {
-    const uint32_t one = 1;
-    unsigned char b;
-    memcpy(&b, &one, 1);
-    return b == 1;
+// The vocabulary: no character for pad, bos, eos; then distinct code points.
+// Returns 0 or -1 with err.
+static int check_vocab(const LlamaModel *m, const char *path, char *err, size_t errlen) {
+    int V = m->cfg.vocab_size;
+    for (int i = 0; i < V; i++) {
+        uint32_t cp = m->vocab[i];
+        int special = i <= LLAMA_EOS_ID;
+        if (special ? cp != 0 : (cp == 0 || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)))
+            return fileio_fail(err, errlen, "%s: vocab[%d] = %u is not %s", path, i, cp,
+                               special ? "0 (ids 0, 1, 2 are pad, bos, eos)" : "a Unicode character");
+    }
+    uint32_t *sorted = malloc(sizeof(uint32_t) * (size_t)V);
+    if (!sorted) return fileio_fail(err, errlen, "%s: out of memory", path);
+    memcpy(sorted, m->vocab, sizeof(uint32_t) * (size_t)V);
+    qsort(sorted, (size_t)V, sizeof(uint32_t), utf8_cmp);
+    int rc = 0;
+    for (int i = LLAMA_EOS_ID + 2; i < V && rc == 0; i++)
+        if (sorted[i] == sorted[i - 1])
+            rc = fileio_fail(err, errlen, "%s: character U+%04X appears twice in the vocabulary", path, sorted[i]);
+    free(sorted);
+    return rc;
 }
 
 int llama_load(LlamaModel *m, const char *path, int max_batch_size, char *err, size_t errlen) {
     memset(m, 0, sizeof *m);
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        set_err(err, errlen, "%s: cannot open: %s", path, strerror(errno));
-        return -1;
-    }
+    uint64_t size = 0;
+    char why[160];
+    FILE *f = fileio_open_read(path, &size, err, errlen);
+    if (!f) return -1;
     unsigned char h[LLAMA_HEADER_BYTES];
     size_t got = fread(h, 1, sizeof h, f);
     if (got < 4 || memcmp(h, "KVLM", 4) != 0) {
-        set_err(err, errlen, "%s: not a kvdemo LLaMA model file (it does not start with \"KVLM\")",
-                path);
-        fclose(f);
-        return -1;
+        fileio_fail(err, errlen, "%s: not a kvdemo LLaMA model file (it does not start with \"KVLM\")", path);
+        goto fail;
     }
     if (got < sizeof h) {
-        set_err(err, errlen, "%s: truncated header (%zu of %d bytes)", path, got,
-                LLAMA_HEADER_BYTES);
-        fclose(f);
-        return -1;
+        fileio_fail(err, errlen, "%s: truncated header (%zu of %d bytes)", path, got, LLAMA_HEADER_BYTES);
+        goto fail;
     }
-    uint32_t version = get_u32(h + 4);
+    uint32_t version = le_get_u32(h + 4);
     if (version != LLAMA_FILE_VERSION) {
-        set_err(err, errlen, "%s: version %u; this kvdemo reads version %d", path, version,
-                LLAMA_FILE_VERSION);
-        fclose(f);
-        return -1;
+        fileio_fail(err, errlen, "%s: version %u; this kvdemo reads version %d", path, version,
+                    LLAMA_FILE_VERSION);
+        goto fail;
     }
     uint32_t u[7];
     for (int i = 0; i < 7; i++) {
-        u[i] = get_u32(h + 8 + 4 * i);
+        u[i] = le_get_u32(h + 8 + 4 * i);
         if (u[i] > (1u << 30)) u[i] = 1u << 30;   // out of every range below
     }
     LlamaConfig c = {
         .vocab_size = (int)u[0], .dim = (int)u[1], .n_layers = (int)u[2], .n_heads = (int)u[3],
         .n_kv_heads = (int)u[4], .hidden_dim = (int)u[5], .max_seq_len = (int)u[6],
         .max_batch_size = max_batch_size,
-        .rope_theta = get_f32(h + 36), .norm_eps = get_f32(h + 40),
+        .rope_theta = le_get_f32(h + 36), .norm_eps = le_get_f32(h + 40),
     };
-    char why[160];
     if (llama_config_check(&c, why, sizeof why) != 0) {
-        set_err(err, errlen, "%s: bad header: %s", path, why);
-        fclose(f);
-        return -1;
+        fileio_fail(err, errlen, "%s: bad header: %s", path, why);
+        goto fail;
     }
     // The file must be exactly header + vocab + weights long.
     size_t n_params = llama_num_params(&c);
     uint64_t want = LLAMA_HEADER_BYTES + 4ull * (uint64_t)c.vocab_size + 4ull * n_params;
-    if (fseek(f, 0, SEEK_END) != 0) {
-        set_err(err, errlen, "%s: cannot seek: %s", path, strerror(errno));
-        fclose(f);
-        return -1;
+    if (size != want) {
+        fileio_fail(err, errlen,
+                    "%s: %llu bytes, but a model of this header (V %d, C %d, L %d, H %d, G %d, F %d, "
+                    "T %d) takes %llu: %s",
+                    path, (unsigned long long)size, c.vocab_size, c.dim, c.n_layers, c.n_heads, c.n_kv_heads,
+                    c.hidden_dim, c.max_seq_len, (unsigned long long)want,
+                    size < want ? "truncated" : "trailing bytes");
+        goto fail;
     }
-    long size = ftell(f);
-    if (size < 0 || (uint64_t)size != want) {
-        set_err(err, errlen,
-                "%s: %ld bytes, but a model of this header (V %d, C %d, L %d, H %d, G %d, F %d, "
-                "T %d) takes %llu: %s",
-                path, size, c.vocab_size, c.dim, c.n_layers, c.n_heads, c.n_kv_heads, c.hidden_dim,
-                c.max_seq_len, (unsigned long long)want,
-                (uint64_t)size < want ? "truncated" : "trailing bytes");
-        fclose(f);
-        return -1;
+    if (llama_new(m, &c, why, sizeof why) != 0) {
+        fileio_fail(err, errlen, "%s: %s", path, why);
+        goto fail;
     }
-    if (fseek(f, LLAMA_HEADER_BYTES, SEEK_SET) != 0 || llama_new(m, &c, why, sizeof why) != 0) {
-        set_err(err, errlen, "%s: %s", path, why);
-        fclose(f);
-        return -1;
+    if (fread(m->vocab, sizeof(uint32_t), (size_t)c.vocab_size, f) != (size_t)c.vocab_size ||
+        fread(m->params, sizeof(float), n_params, f) != n_params) {
+        fileio_fail(err, errlen, "%s: read error", path);
+        goto fail;
     }
-    size_t nv = fread(m->vocab, sizeof(uint32_t), (size_t)c.vocab_size, f);
-    size_t np = fread(m->params, sizeof(float), n_params, f);
-    fclose(f);
-    if (nv != (size_t)c.vocab_size || np != n_params) {
-        set_err(err, errlen, "%s: read error", path);
-        llama_free(m);
-        return -1;
+    if (!fileio_host_is_little_endian()) {
+        for (int i = 0; i < c.vocab_size; i++) m->vocab[i] = le_get_u32((unsigned char *)&m->vocab[i]);
+        for (size_t i = 0; i < n_params; i++) m->params[i] = le_get_f32((unsigned char *)&m->params[i]);
     }
-    if (!host_is_little_endian()) {
-        for (size_t i = 0; i < nv; i++) m->vocab[i] = get_u32((unsigned char *)&m->vocab[i]);
-        for (size_t i = 0; i < np; i++) m->params[i] = get_f32((unsigned char *)&m->params[i]);
-    }
-    // The vocabulary: no character for pad, bos, eos; then distinct code points.
-    for (int i = 0; i < c.vocab_size; i++) {
-        uint32_t cp = m->vocab[i];
-        int special = i <= LLAMA_EOS_ID;
-        if (special ? cp != 0 : (cp == 0 || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))) {
-            set_err(err, errlen, "%s: vocab[%d] = %u is not %s", path, i, cp,
-                    special ? "0 (ids 0, 1, 2 are pad, bos, eos)" : "a Unicode character");
-            llama_free(m);
-            return -1;
-        }
-    }
-    uint32_t *sorted = malloc(sizeof(uint32_t) * (size_t)c.vocab_size);
-    if (!sorted) {
-        set_err(err, errlen, "%s: out of memory", path);
-        llama_free(m);
-        return -1;
-    }
-    memcpy(sorted, m->vocab, sizeof(uint32_t) * (size_t)c.vocab_size);
-    qsort(sorted, (size_t)c.vocab_size, sizeof(uint32_t), utf8_cmp);
-    for (int i = LLAMA_EOS_ID + 2; i < c.vocab_size; i++) {
-        if (sorted[i] == sorted[i - 1]) {
-            set_err(err, errlen, "%s: character U+%04X appears twice in the vocabulary", path,
-                    sorted[i]);
-            free(sorted);
-            llama_free(m);
-            return -1;
-        }
-    }
-    free(sorted);
+    if (check_vocab(m, path, err, errlen) != 0) goto fail;
     for (size_t i = 0; i < n_params; i++) {
         if (!isfinite(m->params[i])) {
-            set_err(err, errlen, "%s: weight %zu is not a finite number", path, i);
-            llama_free(m);
-            return -1;
+            fileio_fail(err, errlen, "%s: weight %zu is not a finite number", path, i);
+            goto fail;
         }
     }
+    fclose(f);
     return 0;
+fail:
+    fclose(f);
+    llama_free(m);
+    return -1;
 }
 
 int llama_save(const LlamaModel *m, const char *path, char *err, size_t errlen) {
     const LlamaConfig *c = &m->cfg;
-    size_t tmp_len = strlen(path) + 5;
-    char *tmp = malloc(tmp_len);
-    if (!tmp) {
-        set_err(err, errlen, "%s: out of memory", path);
-        return -1;
-    }
-    snprintf(tmp, tmp_len, "%s.tmp", path);
-    FILE *f = fopen(tmp, "wb");
-    if (!f) {
-        set_err(err, errlen, "%s: cannot create: %s", tmp, strerror(errno));
-        free(tmp);
-        return -1;
-    }
+    AtomicFile a;
+    if (fileio_open(&a, path, err, errlen) != 0) return -1;
     unsigned char h[LLAMA_HEADER_BYTES];
     memcpy(h, "KVLM", 4);
     uint32_t fields[] = {LLAMA_FILE_VERSION, (uint32_t)c->vocab_size, (uint32_t)c->dim,
                          (uint32_t)c->n_layers, (uint32_t)c->n_heads, (uint32_t)c->n_kv_heads,
-                         (uint32_t)c->hidden_dim, (uint32_t)c->max_seq_len,
-                         f32_bits(c->rope_theta), f32_bits(c->norm_eps)};
-    for (int i = 0; i < 10; i++) put_u32(h + 4 + 4 * i, fields[i]);
-    int ok = fwrite(h, 1, sizeof h, f) == sizeof h;
+                         (uint32_t)c->hidden_dim, (uint32_t)c->max_seq_len};
+    for (int i = 0; i < 8; i++) le_put_u32(h + 4 + 4 * i, fields[i]);
+    le_put_f32(h + 36, c->rope_theta);
+    le_put_f32(h + 40, c->norm_eps);
+    fwrite(h, 1, sizeof h, a.f);
     unsigned char b[4];
-    for (int i = 0; ok && i < c->vocab_size; i++) {
-        put_u32(b, m->vocab[i]);
-        ok = fwrite(b, 1, 4, f) == 4;
+    for (int i = 0; i < c->vocab_size; i++) {
+        le_put_u32(b, m->vocab[i]);
+        fwrite(b, 1, 4, a.f);
     }
-    for (size_t i = 0; ok && i < m->num_params; i++) {
-        put_u32(b, f32_bits(m->params[i]));
-        ok = fwrite(b, 1, 4, f) == 4;
+    for (size_t i = 0; i < m->num_params; i++) {
+        le_put_f32(b, m->params[i]);
+        fwrite(b, 1, 4, a.f);
     }
-    if (fclose(f) != 0) ok = 0;
-    if (!ok || rename(tmp, path) != 0) {
-        set_err(err, errlen, "%s: cannot write: %s", path, strerror(errno));
-        remove(tmp);
-        free(tmp);
-        return -1;
-    }
-    free(tmp);
-    return 0;
+    return fileio_commit(&a, err, errlen);   // a write error above fails here, with its reason
 }
+
 
 // ---------------------------------------------------------------------------
 // Tokenizer: tokenizer.encode(x, bos=True, eos=False) over code points
 
 int llama_encode(int *ids, const LlamaModel *m, const char *text, int bos, int eos, int max_ids,
                  char *err, size_t errlen) {
+    // The reason first, then the prompt, shortened and with invalid bytes
+    // escaped, so that the line stays one readable line.
+    char quoted[200];
+    utf8_quote(quoted, sizeof quoted, text, 40);
     int n = 0;
     if (bos) {
         if (n >= max_ids) goto too_long;
@@ -536,8 +469,8 @@ int llama_encode(int *ids, const LlamaModel *m, const char *text, int bos, int e
         uint32_t cp;
         int len = utf8_decode(&cp, s, strlen((const char *)s));
         if (len == 0) {
-            set_err(err, errlen, "prompt \"%s\" is not valid UTF-8 at byte %d", text,
-                    (int)(s - (const unsigned char *)text));
+            fileio_fail(err, errlen, "the prompt is not valid UTF-8 at byte %d (0x%02X): \"%s\"",
+                        (int)(s - (const unsigned char *)text), *s, quoted);
             return -1;
         }
         int id = -1;
@@ -547,10 +480,13 @@ int llama_encode(int *ids, const LlamaModel *m, const char *text, int bos, int e
                 break;
             }
         if (id < 0) {
-            set_err(err, errlen,
-                    "unknown character '%.*s' (U+%04X) in prompt \"%s\": the model's vocabulary "
-                    "has %d tokens and not this one",
-                    len, (const char *)s, cp, text, m->cfg.vocab_size);
+            char one[8] = {0}, shown[24];
+            memcpy(one, s, (size_t)len);
+            fileio_fail(err, errlen,
+                        "unknown character '%s' (U+%04X) at byte %d of the prompt: the model's vocabulary "
+                        "has %d tokens and not this one: \"%s\"",
+                        utf8_quote(shown, sizeof shown, one, 1), cp, (int)(s - (const unsigned char *)text),
+                        m->cfg.vocab_size, quoted);
             return -1;
         }
         if (n >= max_ids) goto too_long;
@@ -563,7 +499,8 @@ int llama_encode(int *ids, const LlamaModel *m, const char *text, int bos, int e
     }
     return n;
 too_long:
-    set_err(err, errlen, "prompt \"%s\" is longer than %d tokens", text, max_ids);
+    fileio_fail(err, errlen, "the prompt is longer than %d tokens (%zu bytes): \"%s\"", max_ids, strlen(text),
+                quoted);
     return -1;
 }
 
@@ -637,8 +574,7 @@ void llama_apply_rotary_emb(float *x, const float *freqs_cis, int N, int nh, int
 }
 
 // Attention.forward for one layer, after xq, xk, xv are computed and rotated.
-static void llama_attention(LlamaModel *m, int l, int start_pos, int bsz, int seqlen,
-                            const float *mask) {
+static void llama_attention(LlamaModel *m, int l, int start_pos, int bsz, int seqlen, int masked) {
     const LlamaConfig *c = &m->cfg;
     int H = c->n_heads, G = c->n_kv_heads, D = c->head_dim, T = c->max_seq_len;
     int S = start_pos + seqlen, rep = H / G;
@@ -671,7 +607,7 @@ static void llama_attention(LlamaModel *m, int l, int start_pos, int bsz, int se
                     float dot = 0.0f;
                     for (int d = 0; d < D; d++) dot += q[d] * k[d];
                     att[j] = dot / scale;
-                    if (mask) att[j] += mask[(size_t)n * S + j];
+                    if (masked && j > start_pos + n) att[j] = -INFINITY;   // + mask[n][j]
                 }
                 ops_softmax_rows(att, att, 1, S);
                 float *out = m->attn + (((size_t)b * seqlen + n) * H + h) * D;
@@ -718,8 +654,13 @@ void llama_forward(float *logits, LlamaModel *m, const int *tokens, int start_po
     // which is the article's mask whenever the article's runs at all. With one
     // token (seqlen 1) there is no mask: the new row may see every cached
     // position, all of which are earlier.
+    // Attention masks by the loop bound (a column past start_pos + n gets
+    // -inf, exactly what adding the mask gives); the mask as a tensor is
+    // built for the trace only, when it fits the LLAMA_MASK_FLOATS kept for it
+    // (a model of context 65536 would otherwise need 17 GB for it).
+    int masked = seqlen > 1;
     const float *mask = NULL;
-    if (seqlen > 1) {
+    if (masked && (size_t)seqlen * S <= m->mask_floats) {
         ops_causal_mask(m->mask, seqlen, S, start_pos);
         mask = m->mask;
     }
@@ -737,7 +678,7 @@ void llama_forward(float *logits, LlamaModel *m, const int *tokens, int start_po
             llama_apply_rotary_emb(m->xq + (size_t)b * seqlen * H * D, freqs_cis, seqlen, H, D);
             llama_apply_rotary_emb(m->xk + (size_t)b * seqlen * G * D, freqs_cis, seqlen, G, D);
         }
-        llama_attention(m, l, start_pos, bsz, seqlen, mask);
+        llama_attention(m, l, start_pos, bsz, seqlen, masked);
         // return self.wo(output)
         ops_matmul(m->xb2, m->attn, w->wo, NULL, N, H * D, C);
         for (size_t i = 0; i < (size_t)N * C; i++) m->x[i] += m->xb2[i];
@@ -766,7 +707,7 @@ void llama_forward(float *logits, LlamaModel *m, const int *tokens, int start_po
     LlamaForwardInfo *info = &m->info;
     info->bsz = bsz, info->seqlen = seqlen, info->start_pos = start_pos;
     info->write_from = start_pos, info->write_to = S, info->read_to = S;
-    info->has_mask = mask != NULL;
+    info->has_mask = masked;
     info->mask = mask;
     info->freqs_cis = freqs_cis;
     set4(info->xq_shape, bsz, seqlen, H, D);
@@ -869,7 +810,7 @@ int llama_generation_new(LlamaGeneration *g, const LlamaModel *m, char *err, siz
         !g->order || !g->sampled || !g->next_token || !g->kept || !g->text || !text) {
         free(text);
         llama_generation_free(g);
-        set_err(err, errlen, "out of memory for a generation of %zu x %zu tokens", B, T);
+        fileio_fail(err, errlen, "out of memory for a generation of %zu x %zu tokens", B, T);
         return -1;
     }
     for (size_t b = 0; b < B; b++) g->text[b] = text + b * (4 * T + 1);
@@ -891,12 +832,6 @@ void llama_generation_free(LlamaGeneration *g) {
     memset(g, 0, sizeof *g);
 }
 
-static double now_seconds(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 int llama_generate(LlamaGeneration *g, LlamaModel *m, const char *const *prompts, int n_prompts,
                    const LlamaGenOptions *opt, char *err, size_t errlen) {
     const LlamaConfig *c = &m->cfg;
@@ -904,12 +839,12 @@ int llama_generate(LlamaGeneration *g, LlamaModel *m, const char *const *prompts
     // bsz = len(prompts); assert bsz <= params.max_batch_size
     int bsz = n_prompts;
     if (bsz < 1 || bsz > c->max_batch_size) {
-        set_err(err, errlen, "%d prompts; the model's batch holds 1 to %d", bsz,
+        fileio_fail(err, errlen, "%d prompts; the model's batch holds 1 to %d", bsz,
                 c->max_batch_size);
         return -1;
     }
     if (opt->max_gen_len < 0 || !(opt->temperature >= 0.0f) || !(opt->top_p >= 0.0f)) {
-        set_err(err, errlen, "max_gen_len, temperature and top_p must not be negative");
+        fileio_fail(err, errlen, "max_gen_len, temperature and top_p must not be negative");
         return -1;
     }
     g->bsz = bsz;
@@ -944,7 +879,7 @@ int llama_generate(LlamaGeneration *g, LlamaModel *m, const char *const *prompts
     g->n_steps = 0;
     int start_pos = g->min_prompt_size, prev_pos = 0;
     for (int cur_pos = start_pos; cur_pos < total_len; cur_pos++) {
-        double t0 = now_seconds();
+        double t0 = timer_now();
         float *logits = g->logits + (size_t)g->n_steps * bsz * V;
         if (opt->use_cache) {
             // logits = self.model.forward(tokens[:, prev_pos:cur_pos], prev_pos)
@@ -976,7 +911,7 @@ int llama_generate(LlamaGeneration *g, LlamaModel *m, const char *const *prompts
             // tokens[:, cur_pos] = next_token
             g->tokens[at] = g->next_token[b];
         }
-        g->seconds += now_seconds() - t0;
+        g->seconds += timer_now() - t0;
         g->n_steps++;
         if (opt->hook) {
             LlamaStep s = {

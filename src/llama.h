@@ -80,7 +80,8 @@ typedef struct {
     int read_to;                  // start_pos + seqlen
     // The mask exists only when seqlen > 1 (else mask = None).
     int has_mask;
-    const float *mask;            // (seqlen, read_to) or NULL; 0 or -inf
+    const float *mask;            // (seqlen, read_to) or NULL; 0 or -inf (NULL also
+                                  // when larger than LLAMA_MASK_FLOATS)
     const float *freqs_cis;       // (seqlen, D/2, 2) the rows start_pos.. used
     int xq_shape[4];              // (bsz, seqlen, H, D)   after xq.view
     int xk_shape[4];              // (bsz, seqlen, G, D)   after xk.view
@@ -112,10 +113,15 @@ typedef struct {
     float *hb;               // (B*T, F)    w1(x), then silu(w1(x)) * w3(x)
     float *hb2;              // (B*T, F)    w3(x)
     float *scores;           // (T)         one row of scores, then its softmax
-    float *mask;             // (T, T)      the mask of the last call
+    float *mask;             // (seqlen, S) the mask of the last call, for the trace
+    size_t mask_floats;      // its room: min(T * T, LLAMA_MASK_FLOATS)
     float *last;             // (B, C)      h[:, -1, :] after the final norm
     LlamaForwardInfo info;   // what the last llama_forward did
 } LlamaModel;
+
+// The mask is built as a tensor (for the trace) up to this many floats, 512 x
+// 512; attention itself masks by the loop bound, so any context works.
+#define LLAMA_MASK_FLOATS ((size_t)512 * 512)
 
 // Number of floats of all weights of a model of this shape.
 size_t llama_num_params(const LlamaConfig *cfg);
@@ -137,7 +143,8 @@ void llama_vocab_default(LlamaModel *m);   // needs cfg.vocab_size == that V
 // cache is sized for max_batch_size rows. Returns 0, or -1 with a one-line
 // message naming the file and the problem.
 int llama_load(LlamaModel *m, const char *path, int max_batch_size, char *err, size_t errlen);
-// Writes the model file (through a temporary file, renamed when complete).
+// Writes the model file through PATH.tmp (fileio.h): never half written; a
+// path that exists and is not a regular file is refused.
 int llama_save(const LlamaModel *m, const char *path, char *err, size_t errlen);
 
 // Copies src into dst with the key/value heads of each group mean-pooled

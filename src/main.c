@@ -1,4 +1,25 @@
-// main — kvdemo's entry point; everything else is in cli.c.
+// main — kvdemo's entry point; everything else is in cli.c. What main adds:
+// output that could not be written (a full disk, /dev/full, a closed
+// standard output) is a failure, said once at the end as coreutils says it.
 #include "cli.h"
+#include "fileio.h"
 
-int main(int argc, char **argv) { return cli_main(argc, argv); }
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+// Flushes and closes standard output. Returns rc, or 1 after one line on
+// stderr when something written to it was lost. A closed standard output
+// that nothing was written to is no error.
+static int close_stdout(int rc) {
+    int lost = ferror(stdout);
+    int e = fflush(stdout) == 0 ? 0 : errno;
+    if (fclose(stdout) != 0 && !e && errno != EBADF) e = errno;
+    if (lost && !e) e = fileio_stdout_error();
+    if (!lost && !e) return rc;
+    if (e) fprintf(stderr, "kvdemo: error writing standard output: %s\n", strerror(e));
+    else fprintf(stderr, "kvdemo: error writing standard output\n");
+    return 1;
+}
+
+int main(int argc, char **argv) { return close_stdout(cli_main(argc, argv)); }

@@ -287,6 +287,17 @@ void ops_vecmat(float *out, const float *x, const float *m, int K, int N, int ld
     }
 }
 
+void ops_vecmat_acc(float *out, const float *x, const float *m, int K, int N, int ld) {
+    // ops_vecmat, the sums starting from out instead of 0
+    for (int j0 = 0; j0 < N; j0 += 16) {
+        __mmask16 mask = tail_mask(N - j0);
+        __m512 acc = _mm512_maskz_loadu_ps(mask, out + j0);
+        for (int k = 0; k < K; k++)
+            acc = _mm512_fmadd_ps(_mm512_set1_ps(x[k]), _mm512_maskz_loadu_ps(mask, m + (int64_t)k * ld + j0), acc);
+        _mm512_mask_storeu_ps(out + j0, mask, acc);
+    }
+}
+
 void ops_softmax(float *x, int n) {
     // max, then exp(x - max) summed in 16 lanes, then / sum
     __m512 vmax = _mm512_set1_ps(-INFINITY);
@@ -331,6 +342,13 @@ void ops_exp(float *out, const float *x, int n) {
 }
 
 #else   // portable C: the plain loops, with libm's expf
+
+void ops_vecmat_acc(float *out, const float *x, const float *m, int K, int N, int ld) {
+    for (int k = 0; k < K; k++) {
+        const float *mk = m + (int64_t)k * ld;
+        for (int j = 0; j < N; j++) out[j] += x[k] * mk[j];
+    }
+}
 
 void ops_vecmat(float *out, const float *x, const float *m, int K, int N, int ld) {
     ops_vecmat_plain(out, x, m, K, N, ld);

@@ -64,6 +64,11 @@ int ops_bit_identical(const float *a, const float *b, int64_t n);
 // and output = weights @ value.
 void ops_vecmat(float *out, const float *x, const float *m, int K, int N, int ld);
 void ops_vecmat_plain(float *out, const float *x, const float *m, int K, int N, int ld);
+// out (N) += x (K) @ m (K, N): ops_vecmat with each out[j]'s sum continued
+// from its value, term by term in the same order. A product over rows split
+// in pieces (the paged cache's blocks) is then equal bit for bit to one
+// ops_vecmat over all the rows.
+void ops_vecmat_acc(float *out, const float *x, const float *m, int K, int N, int ld);
 
 // x (n) = softmax(x) in place: exp(x - max) / sum. F.softmax(x, dim=-1)
 // The fast exp is within 2 ulp of expf; the sum's order depends only on n.

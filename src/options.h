@@ -32,9 +32,19 @@ typedef struct Options {
     int iters, batch, eval_every;       // training
     double lr;
     const char *resume_path;            // --resume CHECKPOINT
+    int paged;                          // --paged: generate on the paged KV cache
+    int block_size, num_blocks, samples;   // --block-size B, --num-blocks N, --samples N (0: the default)
+    // kvdemo memory (0 or NULL: not given)
+    int64_t tokens;                     // --tokens N: tokens per sequence
+    int layers, kv_heads, head_dim;     // --layers, --kv-heads, --head-dim: a shape
+    const char *dtype;                  // --dtype fp32|fp16|bf16|fp8|int8|int4
+    const char *gpu_memory;             // --gpu-memory 80GB
+    int list;                           // --list: the presets
     const char *attention;              // --attention plain|flash (NULL: plain)
     int tile;                           // --tile N: keys per tile of flash attention (0: the default)
     int max_n;                          // --max-n N: lesson 6.3's longest measured sequence (0: the default)
+    const char *bug;                    // --bug NAME: a classic cache mistake (lesson 11), or NULL
+    const char *kv_dtype;               // --kv-dtype fp32|bf16|fp16|int8|int4 (lesson 12), or NULL
     // Which options were given, by their index in cli.c's table, so that a
     // command can tell a default from a choice.
     uint64_t given;

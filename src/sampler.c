@@ -127,6 +127,17 @@ void sampler_softmax(float *probs, float *scratch, const float *logits, float te
     assert(temperature > 0.0f && V > 0);
     // logits / temperature (exact when temperature is 1, as in the chapter)
     for (int i = 0; i < V; i++) probs[i] = logits[i] / temperature;
+    // A tiny temperature (a subnormal such as 1e-40) overflows logits /
+    // temperature to infinity, and inf - inf below is NaN. Then the logits
+    // are scaled after their max is subtracted, in double: every value is
+    // <= 0 and the largest is 0, so the most likely token gets the weight.
+    int overflow = 0;
+    for (int i = 0; i < V; i++) overflow |= !isfinite(probs[i]);
+    if (overflow) {
+        float lmax = -INFINITY;
+        for (int i = 0; i < V; i++) lmax = logits[i] > lmax ? logits[i] : lmax;
+        for (int i = 0; i < V; i++) probs[i] = (float)(((double)logits[i] - lmax) / temperature);
+    }
     float threshold = -INFINITY;
     if (top_k > 0 && top_k < V) threshold = kth_largest(scratch, probs, top_k, V);
     // exp = np.exp(last_logits - np.max(last_logits))

@@ -3,9 +3,11 @@
 #include "trace.h"
 
 #include "buf.h"
+#include "fileio.h"
 #include "ops.h"
 #include "stats.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -100,7 +102,7 @@ static void emit(Trace *tr, Buf *b) {
         tr->shown = 1;
     }
     free(s);
-    fflush(tr->out);
+    if (fflush(tr->out) != 0 && tr->out == stdout) fileio_note_stdout_error(errno);
 }
 
 static void emit_json(Trace *tr, Buf *b) {
@@ -293,6 +295,44 @@ static void shape_text(Buf *b, int ndim, const int *shape) {
 
 void trace_tensor(Trace *tr, TraceLevel level, const char *name, const char *code,
                   const Tensor *t, const char *const *rows, TraceHeat heat) {
+    trace_tensor_kind(tr, level, name, name, code, t, rows, heat, TRACE_REAL);
+}
+
+// A 1-D or 2-D tensor of whole numbers or truth values as PyTorch prints an
+// int64 or bool tensor: every element right-aligned to the widest one,
+// tensor([[ 1, 45,  0],\n        [ 1, 47, 48]]) or tensor([[ True, False]]).
+// (Rows are not wrapped at 80 columns as PyTorch would: lessons print short ones.)
+static char *format_whole(const Tensor *t, TraceKind kind) {
+    int rows = t->ndim == 2 ? t->shape[0] : 1, cols = t->shape[t->ndim - 1];
+    char cell[32];
+    int width = 1;
+    for (int i = 0; i < rows * cols; i++) {
+        int n = kind == TRACE_BOOL ? (t->data[i] != 0 ? 4 : 5) : snprintf(cell, sizeof cell, "%lld", (long long)t->data[i]);
+        if (n > width) width = n;
+    }
+    Buf b;
+    buf_init(&b);
+    buf_append(&b, t->ndim == 2 ? "tensor([[" : "tensor([");
+    for (int r = 0; r < rows; r++) {
+        if (r) buf_append(&b, "],\n        [");
+        for (int c = 0; c < cols; c++) {
+            float v = t->data[r * cols + c];
+            if (kind == TRACE_BOOL) snprintf(cell, sizeof cell, "%s", v != 0 ? "True" : "False");
+            else snprintf(cell, sizeof cell, "%lld", (long long)v);
+            buf_printf(&b, "%s%*s", c ? ", " : "", width, cell);
+        }
+    }
+    buf_append(&b, t->ndim == 2 ? "]])" : "])");
+    return buf_take(&b);
+}
+
+void trace_tensor_as(Trace *tr, TraceLevel level, const char *name, const char *shown, const char *code,
+                     const Tensor *t, const char *const *rows, TraceHeat heat) {
+    trace_tensor_kind(tr, level, name, shown, code, t, rows, heat, TRACE_REAL);
+}
+
+void trace_tensor_kind(Trace *tr, TraceLevel level, const char *name, const char *shown, const char *code,
+                       const Tensor *t, const char *const *rows, TraceHeat heat, TraceKind kind) {
     if (tr->level < level) return;
     Buf b;
     buf_init(&b);
@@ -317,12 +357,14 @@ void trace_tensor(Trace *tr, TraceLevel level, const char *name, const char *cod
         return;
     }
     if (code) buf_printf(&b, ">>> %s\n", code);
-    buf_printf(&b, "%s ", name);
+    buf_printf(&b, "%s ", shown);
     shape_text(&b, t->ndim, t->shape);
     buf_append(&b, "\n");
     int colored = heat != HEAT_NONE && tr->color;
     if (heat != HEAT_NONE) tr->heat_maps++;
-    char *s = tensor_format(t, tr->precision, !colored ? NULL : heat == HEAT_PROBS ? heat_probs : heat_scores);
+    char *s = (kind == TRACE_INT || kind == TRACE_BOOL) && (t->ndim == 1 || t->ndim == 2) && tensor_numel(t) > 0
+                  ? format_whole(t, kind)
+                  : tensor_format(t, tr->precision, !colored ? NULL : heat == HEAT_PROBS ? heat_probs : heat_scores);
     if (!s) {
         buf_append(&b, "(out of memory while formatting)\n");
         emit(tr, &b);
@@ -392,8 +434,24 @@ void trace_count(Trace *tr, const char *name, int64_t value, const char *en, con
         return;
     }
     if (!en) return;   // a count for scripts only
-    buf_printf(&b, "  %s: %lld\n", trace_text(tr, en, zh), (long long)value);
+    buf_printf(&b, "  %s%s%lld\n", trace_text(tr, en, zh), trace_text(tr, ": ", "："), (long long)value);
     emit(tr, &b);
+}
+
+// Units and the names of timed runs as the text says them; JSON keeps the
+// names scripts read ("s", "cache").
+static const struct {
+    const char *en, *zh;
+} WORDS[] = {
+    {"x", "倍"}, {"s", "秒"}, {"tokens/s", "token/秒"}, {"step", "这一步"}, {"cache", "使用缓存"},
+    {"no-cache", "不使用缓存"}, {"run", "整次运行"},
+};
+
+static const char *word_text(const Trace *tr, const char *en) {
+    if (tr->lang != LANG_ZH) return en;
+    for (size_t i = 0; i < sizeof WORDS / sizeof WORDS[0]; i++)
+        if (!strcmp(WORDS[i].en, en)) return WORDS[i].zh;
+    return en;
 }
 
 void trace_value(Trace *tr, const char *name, double value, const char *unit, const char *en,
@@ -413,8 +471,10 @@ void trace_value(Trace *tr, const char *name, double value, const char *unit, co
     }
     if (!en) return;   // a value for scripts only
     // 14960 reads better than 1.496e+04; 0.002305 than 2.305e-03.
-    if (fabs(value) >= 1000 && fabs(value) < 1e12) buf_printf(&b, "  %s: %.0f %s\n", trace_text(tr, en, zh), value, unit);
-    else buf_printf(&b, "  %s: %.4g %s\n", trace_text(tr, en, zh), value, unit);
+    const char *colon = trace_text(tr, ": ", "：");
+    unit = word_text(tr, unit);
+    if (fabs(value) >= 1000 && fabs(value) < 1e12) buf_printf(&b, "  %s%s%.0f %s\n", trace_text(tr, en, zh), colon, value, unit);
+    else buf_printf(&b, "  %s%s%.4g %s\n", trace_text(tr, en, zh), colon, value, unit);
     emit(tr, &b);
 }
 
@@ -434,8 +494,10 @@ static void timing_head(Buf *b, const Trace *tr, const char *name, double second
         buf_append(b, ",\"name\":");
         json_string(b, name);
         buf_printf(b, ",\"seconds\":%.9g,\"repeat\":%d", seconds, repeat);
+    } else if (tr->lang == LANG_ZH) {
+        buf_printf(b, "  耗时（%s）：", word_text(tr, name));
     } else {
-        buf_printf(b, "  %s (%s): ", trace_text(tr, "time", "耗时"), name);
+        buf_printf(b, "  time (%s): ", name);
     }
 }
 
@@ -548,8 +610,15 @@ void trace_textval(Trace *tr, const char *name, const char *text) {
     emit(tr, &b);
 }
 
-// One key from the terminal, without waiting for Enter and without echo.
-static int read_key(void) {
+// A pause of --step: a prompt on the terminal, one key (no Enter needed, no
+// echo: the terminal leaves echo before the prompt appears, so that a key
+// typed at once is not echoed), and the prompt erased again so that it never
+// stays in the scrollback. q (or the end of the input) quits: nothing more is
+// shown. On a terminal the next screen starts clean, so that each one fits a
+// projector; a table row keeps the rows above it (new_screen 0).
+static void pause_for_key(Trace *tr, int new_screen) {
+    if (!tr->step_pause || tr->quit || !tr->shown || !isatty(STDIN_FILENO)) return;
+    fflush(tr->out);
     struct termios saved, raw;
     int have = tcgetattr(STDIN_FILENO, &saved) == 0;
     if (have) {
@@ -559,23 +628,11 @@ static int read_key(void) {
         raw.c_cc[VTIME] = 0;
         tcsetattr(STDIN_FILENO, TCSANOW, &raw);
     }
-    unsigned char c = 0;
-    ssize_t n = read(STDIN_FILENO, &c, 1);
-    if (have) tcsetattr(STDIN_FILENO, TCSANOW, &saved);
-    return n == 1 ? c : EOF;
-}
-
-// A pause of --step: a prompt on the terminal, one key, and the prompt
-// erased again so that it never stays in the scrollback. q (or the end of
-// the input) quits: nothing more is shown. On a terminal the next screen
-// starts clean, so that each one fits a projector; a table row keeps the
-// rows above it (new_screen 0).
-static void pause_for_key(Trace *tr, int new_screen) {
-    if (!tr->step_pause || tr->quit || !tr->shown || !isatty(STDIN_FILENO)) return;
-    fflush(tr->out);
     fputs(trace_text(tr, "-- Enter: next   q: quit --", "-- 回车：下一步   q：退出 --"), stderr);
     fflush(stderr);
-    int c = read_key();
+    unsigned char key = 0;
+    int c = read(STDIN_FILENO, &key, 1) == 1 ? key : EOF;
+    if (have) tcsetattr(STDIN_FILENO, TCSANOW, &saved);
     fputs("\r\x1b[K", stderr);
     fflush(stderr);
     tr->shown = 0;
@@ -589,5 +646,25 @@ static void pause_for_key(Trace *tr, int new_screen) {
     }
 }
 
+void trace_block(Trace *tr, const char *name, int block, int src, int ref, int src_ref) {
+    Buf b;
+    buf_init(&b);
+    if (is_json(tr)) {
+        json_head(&b, tr, "block");
+        buf_append(&b, ",\"name\":");
+        json_string(&b, name);
+        buf_printf(&b, ",\"block\":%d,\"src\":%d,\"ref\":%d", block, src, ref);
+        if (src >= 0) buf_printf(&b, ",\"src_ref\":%d", src_ref);
+        emit_json(tr, &b);
+        return;
+    }
+    if (tr->level == TRACE_NONE) return;
+    if (src >= 0)
+        buf_printf(&b, trace_text(tr, "    [%s] block %d -> block %d (refs %d and %d)\n", "    [%s] 块 %d -> 块 %d（引用计数 %d 和 %d）\n"),
+                   name, src, block, src_ref, ref);
+    else
+        buf_printf(&b, trace_text(tr, "    [%s] block %d (ref %d)\n", "    [%s] 块 %d（引用计数 %d）\n"), name, block, ref);
+    emit(tr, &b);
+}
 void trace_pause(Trace *tr) { pause_for_key(tr, 1); }
 void trace_pause_row(Trace *tr) { pause_for_key(tr, 0); }

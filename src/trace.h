@@ -50,6 +50,12 @@ const char *trace_text(const Trace *tr, const char *en, const char *zh);
 void trace_heading(Trace *tr, const char *en, const char *zh);
 // A paragraph of narration; text only (JSON readers do not need prose).
 void trace_say(Trace *tr, const char *en, const char *zh);
+// The compiler checks the English format against the arguments; the
+// Chinese one must have the same conversions in the same order
+// (tests/test_zh.c checks every call in the sources).
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 4)))
+#endif
 void trace_sayf(Trace *tr, const char *fmt_en, const char *fmt_zh, ...);
 
 // Start a run ("no-cache", "cache", ...) or a step inside it; step 0 ends it.
@@ -63,6 +69,18 @@ void trace_step(Trace *tr, int step);
 // when colour is on), or HEAT_NONE.
 void trace_tensor(Trace *tr, TraceLevel level, const char *name, const char *code,
                   const Tensor *t, const char *const *rows, TraceHeat heat);
+// The same, shown in the text under the document's name (`scores`, which the
+// article reuses for three tensors) and in JSON under a name of its own
+// (`masked_scores`), so that scripts can tell them apart.
+void trace_tensor_as(Trace *tr, TraceLevel level, const char *name, const char *shown, const char *code,
+                     const Tensor *t, const char *const *rows, TraceHeat heat);
+// The same, for tensors whose values are of another kind: TRACE_INT prints
+// token ids as PyTorch prints an integer tensor (tensor([[ 1, 45]])),
+// TRACE_BOOL a mask of truth values (tensor([[ True, False]])); JSON is the
+// same as for any tensor (numbers, 1 and 0 for truth values).
+typedef enum { TRACE_REAL, TRACE_INT, TRACE_BOOL } TraceKind;
+void trace_tensor_kind(Trace *tr, TraceLevel level, const char *name, const char *shown, const char *code,
+                       const Tensor *t, const char *const *rows, TraceHeat heat, TraceKind kind);
 // A shape only, for tensors too large to print: key (1, 6, 64, 7).
 void trace_shape(Trace *tr, const char *name, int ndim, const int *shape);
 // A whole number worth counting (rows computed, multiply-adds, bytes). With
@@ -89,6 +107,11 @@ int trace_compare(Trace *tr, const char *name, const char *a_name, const Tensor 
                   const char *b_name, const Tensor *b);
 // A short text result (a generated text, a token): {"event":"text",...}.
 void trace_textval(Trace *tr, const char *name, const char *text);
+// What happened to a block of the paged cache (lesson 6.1): name is alloc,
+// fork, cow, free or share; src is the block copied from (cow) or -1; ref
+// and src_ref the reference counts afterwards. JSON: {"event":"block",...};
+// text: one line, unless the trace level is none.
+void trace_block(Trace *tr, const char *name, int block, int src, int ref, int src_ref);
 // With --step on a terminal: a prompt, then one key: q quits (nothing more
 // is shown), any other goes on, on a fresh screen. Every tensor pauses after
 // itself; a lesson pauses at the end of each step. Nothing happens when

@@ -16,6 +16,7 @@
 #include "train.h"
 
 #include "checkpoint.h"
+#include "fileio.h"
 
 #include "pool.h"
 #include "rng.h"
@@ -395,6 +396,30 @@ int train_config_default(TrainConfig *cfg, const char *preset) {
     return 0;
 }
 
+int train_config_check(const TrainConfig *c, char *why, size_t n) {
+    const char *bad = NULL;
+    if (c->batch < 1 || c->iters < 1 || c->warmup < 0 || c->warmup > c->iters)
+        bad = "batch and iterations must be at least 1, warm-up from 0 to the iterations";
+    else if (!(c->lr > 0 && isfinite(c->lr)))
+        bad = "the learning rate must be a finite number above 0";
+    else if (!(c->min_lr >= 0 && c->min_lr <= c->lr))
+        bad = "min_lr must be from 0 to the learning rate";
+    else if (!(c->beta1 >= 0 && c->beta1 < 1) || !(c->beta2 >= 0 && c->beta2 < 1))
+        bad = "beta1 and beta2 must be from 0 to below 1";
+    else if (!(c->eps > 0 && isfinite(c->eps)))
+        bad = "eps must be a finite number above 0";
+    else if (!(c->grad_clip >= 0 && isfinite(c->grad_clip)))
+        bad = "the gradient clip must be a finite number, 0 or more";
+    else if (!(c->weight_decay >= 0 && isfinite(c->weight_decay)))
+        bad = "the weight decay must be a finite number, 0 or more";
+    if (!bad) return 0;
+    snprintf(why, n, "%s (lr %g, min_lr %g, beta1 %g, beta2 %g, eps %g, clip %g, decay %g, batch %d, "
+                     "iterations %d, warm-up %d)", bad, (double)c->lr, (double)c->min_lr, (double)c->beta1,
+             (double)c->beta2, (double)c->eps, (double)c->grad_clip, (double)c->weight_decay, c->batch,
+             c->iters, c->warmup);
+    return -1;
+}
+
 // ---------------------------------------------------------------------------
 // The loss on held-out text.
 
@@ -475,6 +500,12 @@ static void draw_batch(int32_t *inputs, int32_t *targets, const int32_t *tokens,
     }
 }
 
+static int all_finite(const float *x, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(x[i])) return 0;
+    return 1;
+}
+
 static int save_checkpoint(const char *path, const TrainConfig *r, const TrainText *text,
                            uint64_t text_hash, int step, uint64_t rng, const float *params,
                            const float *m, const float *v, size_t P) {
@@ -545,8 +576,8 @@ int train_run(const TrainConfig *cfg, TrainProgressFn progress, void *user) {
                         "needs more than %d\n", r.data_path, g.T, (long long)text.n, g.T);
         goto done;
     }
-    if (r.batch < 1 || r.iters < 1 || r.warmup < 0 || !(r.lr > 0)) {
-        fprintf(stderr, "kvdemo: batch, iterations and learning rate must be positive\n");
+    if (train_config_check(&r, err, sizeof err) != 0) {
+        fprintf(stderr, "kvdemo: bad training recipe: %s\n", err);
         goto done;
     }
     if (!r.ckpt_path) {
@@ -556,6 +587,14 @@ int train_run(const TrainConfig *cfg, TrainProgressFn progress, void *user) {
         memcpy(ckpt_default, r.out_path, len);
         memcpy(ckpt_default + len, ".ckpt", 6);
         r.ckpt_path = ckpt_default;
+    }
+    // The model and the checkpoint are written after the work: a path that
+    // cannot be written (a folder, a device, a missing or read-only folder)
+    // is found now, by creating and removing its temporary file.
+    if (fileio_check_writable(r.out_path, err, sizeof err) != 0 ||
+        fileio_check_writable(r.ckpt_path, err, sizeof err) != 0) {
+        fprintf(stderr, "kvdemo: %s\n", err);
+        goto done;
     }
 
     size_t P = gpt_num_params(g);
@@ -620,9 +659,12 @@ int train_run(const TrainConfig *cfg, TrainProgressFn progress, void *user) {
         float lr = lr_at(&r, step);
         float norm = train_adamw_update(params, m, v, grads, decay, partial, &r, lr, step, pool, P);
         step++;
-        if (!isfinite(loss)) {
-            fprintf(stderr, "\nkvdemo: the loss became %f at step %d; try a lower --lr\n", loss,
-                    step);
+        // A non-finite loss or gradient leaves weights that no model file may
+        // hold: stop, keeping the last good checkpoint as it is.
+        if (!isfinite(loss) || !isfinite(norm) || !all_finite(params, P)) {
+            fprintf(stderr, "\nkvdemo: the %s became %s at step %d; the last checkpoint (%s) is kept; "
+                            "try a lower --lr\n", isfinite(loss) ? "weights" : "loss",
+                    isnan(loss) || isnan(norm) ? "NaN" : "infinite", step, r.ckpt_path);
             status = TRAIN_FAILED;
             break;
         }

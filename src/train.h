@@ -80,6 +80,11 @@ enum {
     TRAIN_STOPPED = 3,      // stopped by a signal or the callback; checkpoint written
 };
 
+// Checks the recipe: batch, iterations and warm-up in range, lr > 0 finite,
+// 0 <= min_lr <= lr, 0 <= beta1, beta2 < 1, eps > 0, clip >= 0, decay >= 0,
+// all finite. Returns 0, or -1 with why = what is wrong and the values.
+int train_config_check(const TrainConfig *cfg, char *why, size_t n);
+
 // Trains as cfg says. progress may be NULL: then train_run prints its own
 // progress on stderr (one line updated in place on a terminal, plain log
 // lines otherwise, a summary at the end) unless cfg->quiet. SIGINT and SIGTERM

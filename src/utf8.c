@@ -1,6 +1,9 @@
 // utf8 — one character at a time between UTF-8 bytes and code points.
 #include "utf8.h"
 
+#include <stdio.h>
+#include <string.h>
+
 int utf8_decode(uint32_t *cp, const unsigned char *s, size_t n) {
     if (n == 0) return 0;
     if (s[0] < 0x80) {
@@ -72,4 +75,36 @@ int utf8_width(const char *s) {
 int utf8_cmp(const void *a, const void *b) {
     uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
     return x < y ? -1 : x > y;
+}
+
+const char *utf8_quote(char *out, size_t size, const char *s, int max_chars) {
+    const unsigned char *p = (const unsigned char *)s;
+    size_t n = strlen(s), at = 0, used = 0;
+    int chars = 0;
+    if (size == 0) return out;
+    for (; at < n && chars < max_chars; chars++) {
+        uint32_t c = 0;
+        int len = utf8_decode(&c, p + at, n - at);
+        char piece[8];
+        int plen;
+        if (len == 0 || c < 0x20 || c == 0x7f) {   // an invalid byte, a control character
+            len = 1;
+            plen = snprintf(piece, sizeof piece, "\\x%02X", p[at]);
+        } else if (c == '"' || c == '\\') {
+            plen = snprintf(piece, sizeof piece, "\\%c", (char)c);
+        } else {
+            memcpy(piece, p + at, (size_t)len);
+            plen = len;
+        }
+        if (used + (size_t)plen + 4 >= size) break;
+        memcpy(out + used, piece, (size_t)plen);
+        used += (size_t)plen;
+        at += (size_t)len;
+    }
+    if (at < n && used + 4 <= size) {
+        memcpy(out + used, "...", 3);
+        used += 3;
+    }
+    out[used] = '\0';
+    return out;
 }

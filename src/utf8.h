@@ -19,4 +19,9 @@ int utf8_width(const char *s);
 // qsort's comparison of two code points (uint32_t), ascending.
 int utf8_cmp(const void *a, const void *b);
 
+// Writes s to out (size bytes) fit to quote in a one-line message: its
+// first max_chars characters, invalid bytes and control characters escaped
+// as \xNN, and "..." when there was more. Returns out.
+const char *utf8_quote(char *out, size_t size, const char *s, int max_chars);
+
 #endif

@@ -441,7 +441,7 @@ def lesson3_fixture():
             steps.append((prev_pos, cur_pos, seen))
 
         reset_cache(model)
-        generate(model, tok, ["天气", "你好"], 4, 0.0, 0.95, 0, use_cache, on_step)
+        generate(model, tok, ["天气", "你好，今天"], 4, 0.0, 0.95, 0, use_cache, on_step)
         lines.append(line(f"{run}.steps", [len(steps)]))
         for i, (prev_pos, cur_pos, seen) in enumerate(steps, 1):
             start, n = seen["start_pos"], seen["seqlen"]

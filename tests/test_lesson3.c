@@ -1,5 +1,6 @@
 // test_lesson3 — `kvdemo lesson 3 --format json` against the flow of the
-// article's generate for the default prompts ("天气", "你好"), as
+// article's generate for the default prompts ("天气", "你好，今天": of different
+// lengths, so that start_pos, padding and input_text_mask show), as
 // tests/llama_reference.py recorded it from the PyTorch code
 // (tests/fixtures/lesson3_flow.txt): per step of each run, prev_pos, cur_pos,
 // the cache slots written and read, the scores' shape and the mask (only when
@@ -52,9 +53,11 @@ static void check_run(const Event *e, int n, const FixSet *fx, const char *run) 
             continue;
         }
         if (!got) fail_msg("%s step %d: no mask where the article builds one", run, s);
-        assert_int_equal(got->ndim, 2);
-        assert_int_equal(got->shape[0], mask->rows);
-        assert_int_equal(got->shape[1], mask->cols);
+        // The article's shape: (1, 1, seqlen, start_pos + seqlen).
+        assert_int_equal(got->ndim, 4);
+        assert_int_equal(got->shape[0] * got->shape[1], 1);
+        assert_int_equal(got->shape[2], mask->rows);
+        assert_int_equal(got->shape[3], mask->cols);
         assert_int_equal(got->ndata, mask->rows * mask->cols);
         assert_close(got->data, mask->data, got->ndata, 0.0, key);
     }
@@ -98,10 +101,39 @@ static void test_lesson3_one_run_and_languages(void **state) {
     }
 }
 
+// tokens print as PyTorch prints an integer tensor, input_text_mask as a
+// bool one; the run without the cache shows the slice it feeds.
+static void test_lesson3_prints_as_pytorch(void **state) {
+    (void)state;
+    RunResult r = kvdemo_run("lesson 3");
+    assert_int_equal(r.status, 0);
+    // tokens = torch.full((2, 10), 0) with bos (1) and the prompts' ids:
+    // every id right-aligned to the widest, no decimal point.
+    assert_non_null(strstr(r.out, "tokens (2, 10)\ntensor([[  1, "));
+    assert_non_null(strstr(r.out, "input_text_mask (2, 10)\ntensor([[ True,  True,  True, False,"));
+    const char *nocache = strstr(r.out, "Without the cache");
+    assert_non_null(nocache);
+    assert_non_null(strstr(nocache, ">>> tokens[:, 0:cur_pos]"));
+    assert_non_null(strstr(nocache, "the preallocated cache is still written"));
+    run_free(&r);
+    // A special token is named (<eos>, <pad>), never shown as an empty
+    // string; a row label never breaks its line.
+    const char *args[] = {"lesson 3 --steps 8", "lesson 3 --steps 8 --lang zh", "lesson 3 --steps 8 --seed 7"};
+    for (int i = 0; i < 3; i++) {
+        r = kvdemo_run(args[i]);
+        assert_int_equal(r.status, 0);
+        if (strstr(r.out, "\"\"") || strstr(r.out, "“”")) fail_msg("kvdemo %s: an empty token in quotes", args[i]);
+        for (const char *p = r.out; (p = strstr(p, "  # ")); p++)
+            if (strchr("\n", p[4]) && p[4]) fail_msg("kvdemo %s: an empty row label", args[i]);
+        run_free(&r);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_lesson3_flow_matches_the_article),
         cmocka_unit_test(test_lesson3_one_run_and_languages),
+        cmocka_unit_test(test_lesson3_prints_as_pytorch),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -12,36 +12,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const ARGS = "lesson 6.2 --preset tiny --format json --repeat 1 --steps 4";
+static const char *const ARGS = "lesson 6.2 --preset tiny --format json --repeat 3 --steps 4";
 static const char *const RUNS[] = {"mha", "gqa", "mqa"};
 enum { FLOAT_BYTES = 4, FP16_BYTES = 2 };
 
-typedef struct {
-    RunResult r;
-    Event *e;
-    int n;
-} Lesson;
+typedef JsonRun Lesson;
 
 static int setup(void **state) {
-    Lesson *l = calloc(1, sizeof *l);
-    if (!l) return -1;
-    l->r = kvdemo_run(ARGS);
-    if (l->r.status != 0) {
-        fprintf(stderr, "kvdemo %s exited with %d: %s\n", ARGS, l->r.status, l->r.err);
-        run_free(&l->r);
-        free(l);
-        return -1;
-    }
-    l->e = events_parse(l->r.out, &l->n);
-    *state = l;
-    return 0;
+    *state = json_run_start(ARGS);
+    return *state ? 0 : -1;
 }
 
 static int teardown(void **state) {
-    Lesson *l = *state;
-    events_free(l->e, l->n);
-    run_free(&l->r);
-    free(l);
+    json_run_free(*state);
     return 0;
 }
 
@@ -116,6 +99,15 @@ static void test_shapes_map_and_cache_bytes(void **state) {
         expect_count(l, run, "bytes_read_per_token", per_token * T + (params - V * C + C) * FLOAT_BYTES);
         const Event *t = need(l, "timing", run, "per_token");
         if (!(t->seconds > 0)) fail_msg("%s per_token: expected a positive time, got %g", run, t->seconds);
+        double lo = need(l, "value", run, "per_token_min")->value, hi = need(l, "value", run, "per_token_max")->value;
+        if (!(lo > 0 && lo <= t->seconds && t->seconds <= hi))
+            fail_msg("%s: expected fastest %g <= median %g <= slowest %g", run, lo, t->seconds, hi);
+        // FLOPs of the token at position T - 1: two per multiply-add of every
+        // matrix but the embedding lookup, and of q . k and weights @ v over T rows.
+        int64_t kv_proj = 2 * L * 2 * C * G * D;
+        int64_t flops = 2 * (L * (C * H * D + 2 * C * G * D + H * D * C + 3 * C * F) + C * V) + 2 * L * H * D * 2 * T;
+        expect_count(l, run, "kv_proj_flops_per_token", kv_proj);
+        expect_count(l, run, "flops_per_token", flops);
     }
     // The timed tokens are the last positions of the context.
     expect_count(l, NULL, "steps", 4);
@@ -189,6 +181,20 @@ static void test_text_languages_and_errors(void **state) {
     if (r.status != 0) fail_msg("kvdemo lesson 6.2 exited with %d: %s", r.status, r.err);
     if (!strstr(r.out, "identical bit for bit") || !strstr(r.out, "524,288 B"))
         fail_msg("lesson 6.2: expected the comparisons and LLaMA-2-7B's bytes in the text");
+    // Time ratios are measurements: two significant digits, and said to be
+    // indicative; the FLOPs are counted beside the bytes.
+    int ratios = 0;
+    for (const char *p = r.out; (p = strstr(p, "time about ")); p++, ratios++) {
+        p += strlen("time about ");
+        int digits = 0;
+        const char *q = p;
+        while (*q == '0' || *q == '.') q++;   // leading zeros are not significant
+        for (; (*q >= '0' && *q <= '9') || *q == '.'; q++) digits += *q != '.';
+        if (digits < 1 || digits > 2) fail_msg("time ratio \"%.12s\": expected 1 or 2 significant digits, got %d", p, digits);
+    }
+    assert_int_equal(ratios, 2);
+    if (!strstr(r.out, "indicative") || !strstr(r.out, "FLOPs"))
+        fail_msg("lesson 6.2: expected the times called indicative and the FLOPs beside the bytes");
     run_free(&r);
 
     // A --steps that leaves no context is a usage error, with one line on stderr.

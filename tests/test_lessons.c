@@ -4,6 +4,8 @@
 #include "testutil.h"
 
 #include "buf.h"
+#include "lessons.h"
+#include "utf8.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -147,7 +149,9 @@ static void check_text_against_print(const char *args, int precision) {
         if (line[0] == '#' || sscanf(line, "%127s %d", key, &p) != 2) continue;
         Buf want;
         buf_init(&want);
+        // The article calls the masked scores and the weights `scores` too.
         const char *name = strrchr(key, '/') + 1;
+        if (!strcmp(name, "masked_scores") || !strcmp(name, "weights")) name = "scores";
         const FixTensor *t = fix_get(&fx, key);
         buf_printf(&want, "%s (%d, %d)\n", name, t->rows, t->cols);
         while (fgets(line, sizeof line, f) && strcmp(line, "@@\n")) buf_append(&want, line);
@@ -171,6 +175,31 @@ static void test_lesson2_text_matches_pytorch_print(void **state) {
     check_text_against_print("lesson 2", 4);
     check_text_against_print("lesson 2 --precision 6", 6);
     check_text_against_print("lesson 2 --cache --lang zh", 4);
+}
+
+// The article's own words and code: step 1 of the cached run is the prefill,
+// not a recomputation; the step-2 mask is printed as the article writes it;
+// all three score tensors are called scores.
+static void test_lesson2_says_what_the_article_says(void **state) {
+    (void)state;
+    RunResult r = kvdemo_run("lesson 2.2");
+    assert_int_equal(r.status, 0);
+    const char *step2 = strstr(r.out, "Step 2 with the cache");
+    assert_non_null(step2);
+    const char *prefill = strstr(r.out, "This is the prefill");
+    if (!prefill || prefill > step2) fail_msg("lesson 2.2: step 1 is not called the prefill");
+    if (strstr(r.out, "computed again")) fail_msg("lesson 2.2: step 1 said to be computed again");
+    run_free(&r);
+    r = kvdemo_run("lesson 2.2 --lang zh");
+    assert_non_null(strstr(r.out, "预填充"));
+    run_free(&r);
+    r = kvdemo_run("lesson 2.1");
+    // The article's step-2 mask literal.
+    assert_non_null(strstr(r.out, ">>> mask = torch.tensor([[0, float('-inf'), float('-inf')], [0, 0, float('-inf')], [0, 0, 0]])"));
+    assert_non_null(strstr(r.out, ">>> scores += mask\nscores (3, 3)"));
+    assert_non_null(strstr(r.out, ">>> scores = F.softmax(scores, dim=-1)\nscores (3, 3)"));
+    if (strstr(r.out, "masked_scores") || strstr(r.out, "\nweights (")) fail_msg("lesson 2.1: a tensor under a name the article does not use");
+    run_free(&r);
 }
 
 static void test_lesson2_text_options(void **state) {
@@ -208,20 +237,35 @@ static void test_lesson2_text_options(void **state) {
 // ----------------------------------------------------------------------------
 // Lessons 1, 7, 9
 
+// Lesson 1: the old rows stay bit-identical under the causal mask; without
+// it the old outputs change, layer 1's K does not (K = X @ W_K row by row),
+// and layer 2's K and V do.
 static void test_lesson1(void **state) {
     (void)state;
     int n;
     Event *e = kvdemo_json("lesson 1 --format json", &n);
     check_tensors(e, n, "1", 1e-6);
-    const Event *causal = must_find(e, n, "compare", "causal", -1, "old_rows");
-    const Event *free_ = must_find(e, n, "compare", "no-mask", -1, "old_rows");
-    assert_int_equal(causal->identical, 1);
-    assert_int_equal(free_->identical, 0);
+    const char *names[] = {"old_rows", "old_K", "old_K_layer2", "old_V_layer2"};
+    const int free_identical[] = {0, 1, 0, 0};
+    for (int i = 0; i < 4; i++) {
+        if (must_find(e, n, "compare", "causal", -1, names[i])->identical != 1)
+            fail_msg("causal %s: expected identical, got not", names[i]);
+        if (must_find(e, n, "compare", "no-mask", -1, names[i])->identical != free_identical[i])
+            fail_msg("no-mask %s: expected identical %d, got %d", names[i], free_identical[i],
+                     must_find(e, n, "compare", "no-mask", -1, names[i])->identical);
+    }
     // The change without the mask, from PyTorch's own outputs.
+    const Event *free_ = must_find(e, n, "compare", "no-mask", -1, "old_rows");
     const float *s1 = fix_get(&fx, "1/no-mask/1/output")->data, *s2 = fix_get(&fx, "1/no-mask/2/output")->data;
     double want = 0;
     for (int i = 0; i < 8; i++) want = fmax(want, fabs((double)s1[i] - s2[i]));
     if (fabs(free_->max_abs_diff - want) > 1e-6) fail_msg("max_abs_diff: expected %.9g, got %.9g", want, free_->max_abs_diff);
+    // ... and layer 2's K, from PyTorch's.
+    const Event *k2 = must_find(e, n, "compare", "no-mask", -1, "old_K_layer2");
+    s1 = fix_get(&fx, "1/no-mask/1/K_layer2")->data, s2 = fix_get(&fx, "1/no-mask/2/K_layer2")->data;
+    want = 0;
+    for (int i = 0; i < 8; i++) want = fmax(want, fabs((double)s1[i] - s2[i]));
+    if (fabs(k2->max_abs_diff - want) > 1e-6) fail_msg("K_layer2 max_abs_diff: expected %.9g, got %.9g", want, k2->max_abs_diff);
     events_free(e, n);
 }
 
@@ -238,7 +282,22 @@ static void test_lesson7(void **state) {
         steps = s;
     }
     assert_true(steps >= 7);
+    // The article's prompt 天气 (p = 2) over the same tokens: step i feeds
+    // 1 + i tokens without the cache, summed here row by row.
+    int want_nc = 0;
+    for (int i = 1; i <= steps - 1; i++) want_nc += 1 + i;
+    int got_nc = (int)must_find(e, n, "count", NULL, -1, "kv_rows_nocache_prompt2")->value;
+    int got_c = (int)must_find(e, n, "count", NULL, -1, "kv_rows_cache_prompt2")->value;
+    if (got_nc != want_nc) fail_msg("kv_rows_nocache_prompt2: expected %d, got %d", want_nc, got_nc);
+    if (got_c != 2 + (steps - 2)) fail_msg("kv_rows_cache_prompt2: expected %d, got %d", 2 + (steps - 2), got_c);
     events_free(e, n);
+    // It uses --repeat (and says nothing about ignoring it); it says which
+    // of its tokens are the article's.
+    RunResult r = kvdemo_run("lesson 7 --repeat 3");
+    assert_int_equal(r.status, 0);
+    if (strstr(r.err, "ignores")) fail_msg("lesson 7 --repeat 3: %s", r.err);
+    assert_non_null(strstr(r.out, "kvdemo's own numbers"));
+    run_free(&r);
     e = kvdemo_json("lesson 7 --format json --steps 4", &n);
     assert_non_null(events_find(e, n, "compare", NULL, 4, "output"));
     assert_null(events_find(e, n, "compare", NULL, 5, "output"));
@@ -256,7 +315,61 @@ static void test_lesson9(void **state) {
         assert_int_equal(must_find(e, n, "compare", runs[r], -1, "output_old_k_changed")->identical, 0);
         assert_int_equal(must_find(e, n, "compare", runs[r], -1, "output_old_v_changed")->identical, 0);
     }
+    // Q and K are symmetric in the scores (the swap transposes them), not
+    // once V enters.
+    const Event *sw = must_find(e, n, "compare", "symmetry", -1, "scores_swapped");
+    if (!(sw->max_abs_diff < 1e-7)) fail_msg("scores_swapped vs scores.T: expected 0, got %g", sw->max_abs_diff);
+    assert_int_equal(must_find(e, n, "compare", "symmetry", -1, "output_swapped")->identical, 0);
     events_free(e, n);
+}
+
+// The code shown is the code run: the scale comes from the data, and a run
+// without the mask shows no mask.
+static void test_captions_follow_the_data(void **state) {
+    (void)state;
+    RunResult r = kvdemo_run("lesson 1");
+    assert_int_equal(r.status, 0);
+    const char *nomask = strstr(r.out, "Without a mask");
+    assert_non_null(nomask);
+    assert_non_null(strstr(r.out, "F.softmax(Q @ K.T / 2 + mask, dim=-1)"));
+    if (strstr(nomask, "+ mask")) fail_msg("lesson 1 without a mask prints a line with a mask");
+    run_free(&r);
+    r = kvdemo_run("lesson 9");
+    nomask = strstr(r.out, "Without the causal mask");
+    assert_non_null(nomask);
+    if (strstr(nomask, "+ mask")) fail_msg("lesson 9 without a mask prints a line with a mask");
+    run_free(&r);
+    // A teacher's file with scale 4, and one with no scale line (sqrt(2) for dk = 2).
+    char path[] = "/tmp/kvdemo-scale-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    FILE *f = fdopen(fd, "w");
+    fputs("scale 4\nX\na 1 0\nb 0 1\nc 1 1\nW_Q\n1 0\n0 1\nW_K\n1 0\n0 1\nW_V\n1 0\n0 1\n", f);
+    fclose(f);
+    const char *lessons[] = {"1", "2", "9"};
+    for (int pass = 0; pass < 2; pass++) {
+        const char *want = pass == 0 ? "/ 4" : "/ math.sqrt(2)";
+        const char *wrong = pass == 0 ? "/ 2" : "/ 2 ";
+        for (int i = 0; i < 3; i++) {
+            char args[256];
+            snprintf(args, sizeof args, "lesson %s --data %s", lessons[i], path);
+            r = kvdemo_run(args);
+            assert_int_equal(r.status, 0);
+            if (!strstr(r.out, want)) fail_msg("kvdemo %s: expected a caption with '%s'", args, want);
+            if (strstr(r.out, wrong)) fail_msg("kvdemo %s: a caption with '%s'", args, wrong);
+            run_free(&r);
+            snprintf(args, sizeof args, "lesson %s --data %s --format json", lessons[i], path);
+            int n;
+            Event *e = kvdemo_json(args, &n);
+            double scale = must_find(e, n, "value", NULL, -1, "scale")->value, want_scale = pass == 0 ? 4 : sqrt(2.0);
+            if (fabs(scale - want_scale) > 1e-6) fail_msg("%s: scale expected %.9g, got %.9g", args, want_scale, scale);
+            events_free(e, n);
+        }
+        f = fopen(path, "w");
+        fputs("X\na 1 0\nb 0 1\nc 1 1\nW_Q\n1 0\n0 1\nW_K\n1 0\n0 1\nW_V\n1 0\n0 1\n", f);
+        fclose(f);
+    }
+    unlink(path);
 }
 
 // ----------------------------------------------------------------------------
@@ -264,10 +377,9 @@ static void test_lesson9(void **state) {
 
 static void test_usage_errors(void **state) {
     (void)state;
-    expect_failure("lesson 11", 2, "unknown lesson '11'; valid ids: 1, 2, 2.1, 2.2");
+    expect_failure("lesson 13", 2, "unknown lesson '13'; valid ids: 1, 2, 2.1, 2.2");
     expect_failure("lesson", 2, "'lesson' needs a lesson id");
     expect_failure("lesson --cache", 2, "'lesson' needs a lesson id");
-    expect_failure("lesson 6.1", 2, "lesson 6.1 is not built yet");
     expect_failure("lesson 2 --bogus", 2, "unknown option '--bogus' for 'lesson'; valid: --cache, --no-cache");
     expect_failure("lesson 2 extra", 2, "unexpected argument 'extra'");
     expect_failure("lesson 2 --precision 99", 2, "--precision takes a whole number from 0 to 16, not '99'");
@@ -359,8 +471,51 @@ static void test_help_version_list(void **state) {
             fail_msg("kvdemo list does not show lesson %s", ids[i]);
     }
     assert_non_null(strstr(r.out, "为什么要进行 KV Cache"));
-    assert_non_null(strstr(r.out, "000 §2.1"));
+    assert_non_null(strstr(r.out, "KV Cache article §2.1"));
+    assert_null(strstr(r.out, "000 §"));
     run_free(&r);
+    // In Chinese too, each line's columns lined up in terminal columns.
+    r = kvdemo_run("list --lang zh");
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "KV Cache 篇 §2.1"));
+    // Every lesson of DESIGN.md is built: none is marked as still to come.
+    assert_null(strstr(r.out, "（尚未实现）"));
+    assert_null(strstr(r.out, "not built"));
+    // The titles start at one terminal column on every line, CJK or not.
+    int column = -1, lines = 0;
+    for (char *line = r.out; line && *line;) {
+        char *nl = strchr(line, '\n');
+        if (nl) *nl = '\0';
+        char *title = strstr(line, "§");
+        if (title) {
+            // past "§2.1" and the spaces after it
+            title += strlen("§");
+            while (*title && *title != ' ') title++;
+            while (*title == ' ') title++;
+            char prefix[256];
+            snprintf(prefix, sizeof prefix, "%.*s", (int)(title - line), line);
+            int w = utf8_width(prefix);
+            if (column < 0) column = w;
+            if (w != column) fail_msg("kvdemo list --lang zh: a title at column %d, expected %d: %s", w, column, line);
+            lines++;
+        }
+        line = nl ? nl + 1 : NULL;
+    }
+    assert_true(lines >= 10);
+    run_free(&r);
+    // Every lesson is headed by its own id and the title kvdemo list gives.
+    for (int i = 0; i < NUM_LESSONS; i++) {
+        if (!LESSONS[i].run) continue;
+        char args[256], want[256];
+        // Small runs: few steps, one repeat, the tiny model where one is offered.
+        char quick[128];
+        snprintf(args, sizeof args, "lesson %s --trace none --lang zh%s", LESSONS[i].id,
+                 lesson_quick_args(LESSONS[i].options, quick, sizeof quick));
+        r = kvdemo_run(args);
+        snprintf(want, sizeof want, "第 %s 课 —— %s（", LESSONS[i].id, LESSONS[i].title_zh);
+        if (!strstr(r.out, want)) fail_msg("kvdemo %s: expected the heading '%s'", args, want);
+        run_free(&r);
+    }
 }
 
 int main(void) {
@@ -370,9 +525,11 @@ int main(void) {
         cmocka_unit_test(test_lesson2_one_run),
         cmocka_unit_test(test_lesson2_text_matches_pytorch_print),
         cmocka_unit_test(test_lesson2_text_options),
+        cmocka_unit_test(test_lesson2_says_what_the_article_says),
         cmocka_unit_test(test_lesson1),
         cmocka_unit_test(test_lesson7),
         cmocka_unit_test(test_lesson9),
+        cmocka_unit_test(test_captions_follow_the_data),
         cmocka_unit_test(test_usage_errors),
         cmocka_unit_test(test_data_errors),
         cmocka_unit_test(test_own_data),

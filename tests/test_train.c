@@ -363,15 +363,12 @@ static char tmpdir[64];
 
 static int make_tmpdir(void **state) {
     (void)state;
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/kvdemo-test-train-XXXXXX");
-    return mkdtemp(tmpdir) ? 0 : -1;
+    return tmpdir_make(tmpdir, sizeof tmpdir, "test-train");
 }
 
 static int remove_tmpdir(void **state) {
     (void)state;
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    return system(cmd) == 0 ? 0 : -1;
+    return tmpdir_remove(tmpdir);
 }
 
 static void tmp_path(char *out, size_t n, const char *name) {

@@ -203,6 +203,40 @@ Event *kvdemo_json(const char *args, int *n) {
     return e;
 }
 
+int tmpdir_make(char *dir, size_t size, const char *name) {
+    int n = snprintf(dir, size, "/tmp/kvdemo-%s-XXXXXX", name);
+    if (n < 0 || (size_t)n >= size) return -1;
+    return mkdtemp(dir) ? 0 : -1;
+}
+
+int tmpdir_remove(const char *dir) {
+    if (strncmp(dir, "/tmp/kvdemo-", 12) != 0 || strchr(dir, '\'')) return -1;
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+JsonRun *json_run_start(const char *args) {
+    JsonRun *j = calloc(1, sizeof *j);
+    if (!j) return NULL;
+    j->r = kvdemo_run(args);
+    if (j->r.status != 0) {
+        fprintf(stderr, "kvdemo %s exited with %d: %s\n", args, j->r.status, j->r.err);
+        run_free(&j->r);
+        free(j);
+        return NULL;
+    }
+    j->e = events_parse(j->r.out, &j->n);
+    return j;
+}
+
+void json_run_free(JsonRun *j) {
+    if (!j) return;
+    events_free(j->e, j->n);
+    run_free(&j->r);
+    free(j);
+}
+
 void expect_failure(const char *args, int status, const char *needle) {
     RunResult r = kvdemo_run(args);
     if (r.status != status) fail_msg("kvdemo %s: exit status %d, expected %d (stderr: %s)", args, r.status, status, r.err);
@@ -451,4 +485,26 @@ const Event *events_find(const Event *e, int n, const char *event, const char *r
 __attribute__((constructor)) static void test_filter_from_env(void) {
     const char *pattern = getenv("TEST");
     if (pattern && *pattern) cmocka_set_test_filter(pattern);
+}
+
+// Running every lesson quickly
+
+static int lesson_takes(const char *options, const char *name) {
+    size_t n = strlen(name);
+    for (const char *p = options; (p = strstr(p, name)); p += n)
+        if ((p == options || p[-1] == ' ') && (p[n] == ' ' || p[n] == '\0')) return 1;
+    return 0;
+}
+
+const char *lesson_quick_args(const char *options, char *buf, size_t size) {
+    static const char *const QUICK[][2] = {
+        {"--steps", "8"}, {"--repeat", "1"}, {"--max-n", "1024"}, {"--init", "random"}, {"--preset", "tiny"},
+    };
+    buf[0] = '\0';
+    for (size_t i = 0; i < sizeof QUICK / sizeof QUICK[0]; i++) {
+        if (!lesson_takes(options, QUICK[i][0])) continue;
+        size_t len = strlen(buf);
+        snprintf(buf + len, size - len, " %s %s", QUICK[i][0], QUICK[i][1]);
+    }
+    return buf;
 }

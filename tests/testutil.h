@@ -58,6 +58,22 @@ int count_lines(const char *s);
 // JSON events (free with events_free).
 typedef struct Event Event;
 Event *kvdemo_json(const char *args, int *n);
+// A new empty folder /tmp/kvdemo-NAME-XXXXXX written into dir (size bytes);
+// returns 0, or -1 when it could not be made. tmpdir_remove deletes it and
+// everything in it.
+int tmpdir_make(char *dir, size_t size, const char *name);
+int tmpdir_remove(const char *dir);
+
+// A run's JSON events kept for a whole group of tests (a cmocka group's
+// setup makes it, its teardown frees it): NULL, after a line on stderr, when
+// kvdemo does not exit 0.
+typedef struct {
+    RunResult r;
+    Event *e;
+    int n;
+} JsonRun;
+JsonRun *json_run_start(const char *args);
+void json_run_free(JsonRun *j);
 // Runs "kvdemo ARGS" and fails the test unless it exits with status, prints
 // exactly one line on stderr, and that line contains needle.
 void expect_failure(const char *args, int status, const char *needle);
@@ -97,5 +113,13 @@ void events_free(Event *e, int n);
 // The first event with these fields (NULL run or name: any); NULL if none.
 const Event *events_find(const Event *e, int n, const char *event, const char *run, int step,
                          const char *name);
+
+// ----------------------------------------------------------------------------
+// Running every lesson quickly
+
+// The options that make a run of lesson `id` short, for the lessons that take
+// them (`options` is its row's list in LESSONS): few steps, one repeat, the
+// tiny model, small lengths. Writes them, each with a leading space, to buf.
+const char *lesson_quick_args(const char *options, char *buf, size_t size);
 
 #endif

@@ -161,14 +161,19 @@ def attend_all(X, causal):
     return mask, weights, weights @ V
 
 
-# Lesson 1: step 1 and step 2, with and without the causal mask.
+# Lesson 1: step 1 and step 2, with and without the causal mask, through
+# two layers; the second reads the first's output as its X and, to keep the
+# example small, has the same weights.
 for causal, run in ((True, "causal"), (False, "no-mask")):
     for n in (2, 3):
         mask, weights, output = attend_all(XALL[:n], causal)
         if causal:
             dump(f"1/{run}/{n - 1}/mask", mask)
+        dump(f"1/{run}/{n - 1}/K", XALL[:n] @ W_K)
         dump(f"1/{run}/{n - 1}/weights", weights)
         dump(f"1/{run}/{n - 1}/output", output)
+        dump(f"1/{run}/{n - 1}/K_layer2", output @ W_K)
+        dump(f"1/{run}/{n - 1}/V_layer2", output @ W_V)
 
 # Lesson 7: the output row of the newest token at every step of the loop,
 # from one token to the whole data file (step s feeds s tokens).
@@ -199,9 +204,21 @@ for causal, run in ((True, "causal"), (False, "no-mask")):
         dump(f"9/{run}/0/{name}", t)
     dump(f"9/{run}/0/weights", F.softmax(Q @ K.T / 2 + mask, dim=-1))
     dump(f"9/{run}/0/output", out(Q, K, V))
+    dump(f"9/{run}/0/Q_changed", change(change(Q, 0), 1))
+    dump(f"9/{run}/0/K_changed", change(K, 0))
+    dump(f"9/{run}/0/V_changed", change(V, 0))
     dump(f"9/{run}/0/output_old_q_changed", out(change(change(Q, 0), 1), K, V))
     dump(f"9/{run}/0/output_old_k_changed", out(Q, change(K, 0), V))
     dump(f"9/{run}/0/output_old_v_changed", out(Q, K, change(V, 0)))
+
+# Lesson 9, first: "K和Q怎么看都很对称" -- with no mask, K @ Q.T is the
+# transpose of Q @ K.T; "V的引入破坏了这一对称性" -- the output moves.
+X3 = XALL[:3]
+Q, K, V = X3 @ W_Q, X3 @ W_K, X3 @ W_V
+dump("9/symmetry/0/scores", Q @ K.T / 2)
+dump("9/symmetry/0/scores_swapped", K @ Q.T / 2)
+dump("9/symmetry/0/output", F.softmax(Q @ K.T / 2, dim=-1) @ V)
+dump("9/symmetry/0/output_swapped", F.softmax(K @ Q.T / 2, dim=-1) @ V)
 
 with open(os.path.join(OUT, "lesson2_print.txt"), "w") as f:
     f.write("# made by tests/toy_reference.py (PyTorch %s): KEY PRECISION, print(t), @@\n" % torch.__version__)

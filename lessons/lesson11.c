@@ -1,0 +1,261 @@
+// lesson 11 — beyond the documents: classic cache bugs, injected and caught
+//
+// The numpy chapter's cache is easy to get almost right. The mistakes
+// learners report most, each switched on in the cached path only:
+//
+//   offset        the new token's position embedding is position 0, not
+//                 len(tokens) - 1 (the chapter's 位置编码偏移, forgotten)
+//   no-append     the new key and value are used for the step but never kept
+//   stale         past the context the cache is kept (the chapter's 缓存重置,
+//                 removed): old keys stay while positions stop at T - 1
+//   mask          a causal mask aligned to the top-left corner on the one-row
+//                 cached step: the new query sees key 0 only
+//   wrong-layout  the transposed key cache (D, len) read as (len, D)
+//   no-scale      the scores of a cached step not divided by sqrt(D)
+//
+// The run without the cache is the reference. Beside it the correct cached
+// run (identical at every step, as lesson 10 shows) and one run per bug; for
+// each: the step where the logits first differ and by how much, the first
+// character of the text that differs, and a diagnosis to apply to one's own
+// code.
+#include "gptcmd.h"
+#include "kvvariant.h"
+#include "lessons.h"
+#include "ops.h"
+#include "sampler.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { DEFAULT_STEPS = 256, SHOWN_CHARS = 100 };
+
+// What each bug does, and how to find it in one's own code.
+static const struct {
+    const char *what_en, *what_zh, *fix_en, *fix_zh;
+} BUGS[KV_NUM_BUGS] = {
+    [KV_BUG_NONE] = {"the correct cache", "正确的缓存", "", ""},
+    [KV_BUG_OFFSET] =
+        {"the new token's position embedding is position 0, not len(tokens) - 1",
+         "新词元的位置编码用了位置 0，而不是 len(tokens) - 1",
+         "a cached step feeds one token, but its position is the cache length: add the offset "
+         "(offset = len(tokens) - 1) to the position embedding. Print the position of every step.",
+         "有缓存时只输入一个词元，但它的位置是缓存长度：位置编码要加偏移量（offset = len(tokens) - 1）。"
+         "打印每一步的位置来检查。"},
+    [KV_BUG_NO_APPEND] =
+        {"the new key and value are used for the step, never kept in the cache",
+         "新的键和值只在这一步用了，没有存进缓存",
+         "the first cached step is still right; the next one misses the key it should have kept. "
+         "The cache must grow by one position every step: print key's shape (1, H, D, len).",
+         "第一步缓存推理仍然正确，下一步就缺了本该存下的键。缓存每一步都要长一个位置："
+         "打印 key 的形状 (1, H, D, len) 来检查。"},
+    [KV_BUG_STALE] =
+        {"past the context the cache is not reset: old keys stay, positions stop at the last one",
+         "超过上下文后没有重置缓存：旧的键还在，位置停在最后一个",
+         "the cache then holds the keys of the text's first characters, not of its last T. Once "
+         "len(tokens) > context, drop the cache and recompute the last T tokens (the chapter's reset).",
+         "这时缓存里是文本开头的键，而不是最后 T 个词元的键。len(tokens) 超过上下文时，"
+         "要丢掉缓存、重新计算最后 T 个词元（原文的“缓存重置”）。"},
+    [KV_BUG_MASK] =
+        {"a causal mask aligned to the top-left corner on the one-row cached step",
+         "在只有一行的缓存步骤上用了左上角对齐的因果掩码",
+         "a square mask triu(ones(N, N)) cut to one row keeps key 0 only. A cached step needs no "
+         "mask (the chapter), or one aligned to the bottom-right: triu(mask, diagonal=start_pos + 1).",
+         "方形掩码 triu(ones(N, N)) 截成一行后只保留第 0 个键。缓存步骤不需要掩码（原文），"
+         "或者要右下角对齐：triu(mask, diagonal=start_pos + 1)。"},
+    [KV_BUG_WRONG_LAYOUT] =
+        {"the transposed key cache (1, H, D, len) read as if it were (1, H, len, D)",
+         "转置存放的键缓存 (1, H, D, len) 被当作 (1, H, len, D) 读取",
+         "the scores mix positions and channels. Read the cache in the layout it was written in, "
+         "and check one score against q . k computed by hand.",
+         "注意力分数把位置和通道混在了一起。按写入时的布局读取缓存，并手算一个 q · k 来核对。"},
+    [KV_BUG_NO_SCALE] =
+        {"the cached step's scores are not divided by sqrt(head_dim)",
+         "缓存步骤的注意力分数没有除以 sqrt(head_dim)",
+         "the full pass scales, the cached step does not: its softmax is sharper. Let both paths "
+         "call one attention function rather than two copies.",
+         "完整计算做了缩放，缓存步骤没有：softmax 更尖锐。让两条路径调用同一个注意力函数，而不是两份拷贝。"},
+};
+
+// One generation's logits at every step (steps, V) and its text.
+typedef struct {
+    int V;
+    float *logits;
+    int steps_done;
+    char *text;
+} Run;
+
+static int record_step(void *ctx, const GptStep *st) {
+    Run *r = ctx;
+    memcpy(r->logits + (size_t)st->step * r->V, st->logits, sizeof(float) * (size_t)r->V);
+    r->steps_done = st->step + 1;
+    return 0;
+}
+
+// Generates from the prompt into r; v NULL is the plain cache. Returns 0, or
+// 1 when memory ran out.
+static int run_once(Run *r, GptState *s, GptVariant *v, const GptModel *m, const int *prompt, int n_prompt,
+                    int steps, int use_cache, const Options *opt) {
+    int *tokens = malloc(sizeof(int) * (size_t)(n_prompt + steps));
+    r->V = m->cfg.V;
+    s->variant = v;
+    free(r->text);
+    r->text = tokens ? gptcmd_generate_text(tokens, s, m, prompt, n_prompt, steps, use_cache, opt, record_step, r) : NULL;
+    s->variant = NULL;
+    free(tokens);
+    return r->text ? 0 : 1;
+}
+
+// Where run b first leaves the reference a: step (1-based, 0 for never) and
+// max |difference| of the logits there; the first differing byte of the
+// texts (-1 for none).
+typedef struct {
+    int step;
+    double max_diff;
+    long first_char;
+} Divergence;
+
+static Divergence diverge(const Run *a, const Run *b, int steps) {
+    Divergence d = {0, 0, -1};
+    for (int t = 0; t < steps && !d.step; t++) {
+        const float *x = a->logits + (size_t)t * a->V, *y = b->logits + (size_t)t * a->V;
+        if (memcmp(x, y, sizeof(float) * (size_t)a->V) == 0) continue;
+        d.step = t + 1;
+        for (int j = 0; j < a->V; j++) d.max_diff = fmax(d.max_diff, fabs((double)x[j] - (double)y[j]));
+    }
+    size_t n = 0;
+    while (a->text[n] && a->text[n] == b->text[n]) n++;
+    if (a->text[n] || b->text[n]) d.first_char = (long)n;
+    return d;
+}
+
+// A character of the text as the class reads it: \n for a newline.
+static const char *shown(char c, char *buf) {
+    if (c == '\n') return "\\n";
+    if (c == '\0') return "(end)";
+    buf[0] = c;
+    buf[1] = '\0';
+    return buf;
+}
+
+int lesson11_run(const Options *opt, Trace *tr) {
+    KvBug only = KV_BUG_NONE;
+    if (opt->bug && kvvariant_bug_parse(&only, opt->bug)) {
+        fprintf(stderr, "kvdemo: unknown bug '%s'; valid: %s\n", opt->bug, KV_BUG_LIST);
+        return 2;
+    }
+    GptModel m;
+    int random_model = 0;
+    int rc = gptcmd_model(&m, opt, 1, &random_model);
+    if (rc) return rc;
+    int steps = opt->steps > 0 ? opt->steps : DEFAULT_STEPS;
+    const char *prompt_text = opt->n_prompts ? opt->prompts[0] : "ROMEO:";
+    int *prompt = NULL, n_prompt = 0;
+    GptState s = {0};
+    Run ref = {0}, run = {0};
+    rc = gptcmd_prompt(&prompt, &n_prompt, &m, prompt_text, 0);
+    if (rc) goto done;
+    ref.logits = malloc(sizeof(float) * (size_t)steps * (size_t)m.cfg.V);
+    run.logits = malloc(sizeof(float) * (size_t)steps * (size_t)m.cfg.V);
+    if (!ref.logits || !run.logits || gpt_state_init(&s, m.cfg) || ops_set_threads(opt->threads)) goto oom;
+    GptConfig g = m.cfg;
+    // The step at which the text first outgrows the context: len(tokens) = T + 1.
+    int past_context = g.T - n_prompt + 2;
+
+    lessons_heading(tr);
+    trace_sayf(tr,
+               "The char GPT of lesson 10 (context %d, %d blocks) writes %d characters after \"%s\" with seed %llu.\n"
+               "The run without the cache is the reference. Each bug below changes only the cached path;\n"
+               "kvdemo compares every step's logits with the reference, bit for bit.",
+               "第 10 课的字符级 GPT（上下文 %d，%d 个模块）生成 %d 个字符，提示为 \"%s\"（种子 %llu）。\n"
+               "无缓存的一次是参照。下面每个错误只改动有缓存的路径；kvdemo 逐步、逐位比较 logits。",
+               g.T, g.L, steps, prompt_text, (unsigned long long)opt->seed);
+    if (random_model) {
+        fprintf(stderr, "kvdemo: %s is missing; lesson 11 runs a random model (its text is noise)\n", GPT_SHIPPED_MODEL);
+        trace_say(tr, "No trained model was found: the weights are random, the text is noise; the bugs show the same.",
+                  "没有找到训练好的模型：权重是随机的，文字没有意义；错误的表现完全一样。");
+    }
+    if (opt->runs != RUN_BOTH)
+        fprintf(stderr, "kvdemo: lesson 11 always compares the cached run with the run without the cache; %s ignored\n",
+                opt->runs == RUN_CACHE ? "--cache" : "--no-cache");
+
+    trace_run(tr, "no-cache");
+    if (run_once(&ref, &s, NULL, &m, prompt, n_prompt, steps, 0, opt)) goto oom;
+    trace_heading(tr, "Without the cache (the reference)", "无缓存（参照）");
+    trace_textval(tr, "text", ref.text);
+
+    for (int b = 0; b < KV_NUM_BUGS; b++) {
+        if (only && b != (int)only && b != KV_BUG_NONE) continue;
+        GptVariant v = {.bug = (KvBug)b};
+        const char *name = kvvariant_bug_name((KvBug)b);
+        trace_run(tr, name);
+        if (run_once(&run, &s, &v, &m, prompt, n_prompt, steps, 1, opt)) goto oom;
+        Divergence d = diverge(&ref, &run, steps);
+        if (b == KV_BUG_NONE)
+            trace_heading(tr, "With the cache, done right", "有缓存，正确实现");
+        else {
+            char head[160];
+            snprintf(head, sizeof head, "%s %s", trace_text(tr, "Bug", "错误"), name);
+            trace_heading(tr, head, head);
+            trace_sayf(tr, "  %s", "  %s", trace_text(tr, BUGS[b].what_en, BUGS[b].what_zh));
+        }
+        trace_count(tr, "first_step", d.step, NULL, NULL);
+        trace_value(tr, "max_abs_diff", d.max_diff, "", NULL, NULL);
+        trace_count(tr, "first_char", d.first_char, NULL, NULL);
+        if (!d.step) {
+            trace_sayf(tr, "  logits identical at all %d steps, bit for bit; the same text.",
+                       "  全部 %d 步的 logits 逐位相同；文字相同。", steps);
+            if (b == KV_BUG_STALE)
+                trace_sayf(tr, "  (this bug shows only once the text outgrows the context, at step %d: give --steps %d)",
+                           "  （这个错误要等文本超过上下文才出现，即第 %d 步：请用 --steps %d）", past_context,
+                           past_context + 4);
+        } else {
+            trace_sayf(tr, "  logits first differ at step %d%s, max |difference| %.3g there.",
+                       "  logits 在第 %d 步首次不同%s，最大 |差值| 为 %.3g。", d.step,
+                       d.step == 2   ? trace_text(tr, " (the first cached step)", "（第一个缓存步骤）")
+                       : d.step == 3 ? trace_text(tr, " (the second cached step)", "（第二个缓存步骤）")
+                       : d.step == past_context
+                           ? trace_text(tr, " (the first step past the context)", "（超过上下文后的第一步）")
+                           : "",
+                       d.max_diff);
+            char x[2], y[2];
+            if (d.first_char >= 0)
+                trace_sayf(tr, "  the text first differs at character %ld (counting from 0): '%s' without the cache, '%s' with it.",
+                           "  文字在第 %ld 个字符处（从 0 数起）首次不同：无缓存为 '%s'，有缓存为 '%s'。", d.first_char,
+                           shown(ref.text[d.first_char], x), shown(run.text[d.first_char], y));
+            else
+                trace_say(tr, "  the text is still the same: the draws did not change.",
+                          "  文字仍然相同：抽样结果没有改变。");
+            trace_sayf(tr, "  diagnosis: %s", "  诊断：%s", trace_text(tr, BUGS[b].fix_en, BUGS[b].fix_zh));
+            if (tr->format == FORMAT_JSON) trace_textval(tr, "diagnosis", BUGS[b].fix_en);
+        }
+        if (tr->format == FORMAT_JSON) trace_textval(tr, "text", run.text);
+        if (tr->format == FORMAT_TEXT) {
+            size_t n = strlen(run.text);
+            fprintf(tr->out, "  %s%.*s%s\n\n", trace_text(tr, "text: ", "文字："), SHOWN_CHARS, run.text,
+                    n > SHOWN_CHARS ? "..." : "");
+        }
+        trace_pause(tr);
+    }
+    trace_run(tr, NULL);
+    trace_say(tr,
+              "Each bug is silent: no crash, plausible text. Only a comparison with the run without the\n"
+              "cache, step by step, finds it — the test to write for any cache of one's own.",
+              "每个错误都是无声的：不会崩溃，文字看起来也像样。只有和无缓存的结果逐步对比才能发现——\n"
+              "给自己的缓存实现也写这样一个测试。");
+    goto done;
+oom:
+    fprintf(stderr, "kvdemo: out of memory\n");
+    rc = 1;
+done:
+    free(ref.logits);
+    free(run.logits);
+    free(ref.text);
+    free(run.text);
+    free(prompt);
+    gpt_state_free(&s);
+    gpt_free(&m);
+    ops_set_threads(1);
+    return rc;
+}

@@ -1,0 +1,281 @@
+// lesson 12 — beyond the documents: precision
+//
+// kvdemo's cached and uncached runs agree bit for bit because every kernel
+// sums each output in the same order whatever the number of rows. Libraries
+// on GPUs do not promise that, and users report "different output with the
+// cache". This lesson shows why, then what a smaller cache costs.
+//
+//   1. summing order   the cached one-row step sums each matmul in 32 slices
+//                      added pairwise (as a GPU matrix-vector kernel does), in
+//                      fp32: differences in the last bits of the logits
+//   2. bf16, fp16      the same with activations and cache rounded to bf16 or
+//                      fp16 (round to nearest even, in C): the same tiny
+//                      difference now crosses rounding steps 65536 times
+//                      coarser, and the text leaves the reference sooner
+//   3. a quantised cache  keys and values kept as bf16, fp16, int8 or int4
+//                      (values one scale per token and head; keys one scale
+//                      per channel for each group of 32 tokens, as KIVI):
+//                      bytes per token, the text beside fp32's, and the
+//                      validation loss when the text is at hand
+//
+// kvdemo keeps its float cache layout and stores in it each number exactly as
+// the smaller cache would give it back: the arithmetic is that of the smaller
+// cache, the bytes are counted for its packed form.
+#include "gptcmd.h"
+#include "kvvariant.h"
+#include "lessons.h"
+#include "ops.h"
+#include "paths.h"
+#include "sampler.h"
+#include "train.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+enum { DEFAULT_STEPS = 256, LESSON_WINDOWS = 8 };
+
+typedef struct {
+    int V;
+    float *logits;   // (steps, V)
+    int *tokens;     // (n_prompt + steps)
+    char *text;
+} Run;
+
+static int record_step(void *ctx, const GptStep *st) {
+    Run *r = ctx;
+    memcpy(r->logits + (size_t)st->step * r->V, st->logits, sizeof(float) * (size_t)r->V);
+    return 0;
+}
+
+// Generates from the prompt with variant v; returns 0, or 1 out of memory.
+static int run_once(Run *r, GptState *s, GptVariant *v, const GptModel *m, const int *prompt, int n_prompt,
+                    int steps, int use_cache, const Options *opt) {
+    r->V = m->cfg.V;
+    s->variant = v;
+    free(r->text);
+    r->text = gptcmd_generate_text(r->tokens, s, m, prompt, n_prompt, steps, use_cache, opt, record_step, r);
+    s->variant = NULL;
+    return r->text ? 0 : 1;
+}
+
+// How run b leaves run a: the first step whose logits differ (1-based, 0:
+// never) and max |difference| there; the largest difference over the steps
+// whose inputs were still the same (before the drawn tokens part); the first
+// step that drew another token (0: never).
+typedef struct {
+    int step;
+    double first_diff, max_diff;
+    int token_step;
+} Divergence;
+
+static Divergence diverge(const Run *a, const Run *b, int n_prompt, int steps) {
+    Divergence d = {0, 0, 0, 0};
+    for (int t = 0; t < steps; t++) {
+        const float *x = a->logits + (size_t)t * a->V, *y = b->logits + (size_t)t * a->V;
+        double m = 0;
+        for (int j = 0; j < a->V; j++) m = fmax(m, fabs((double)x[j] - (double)y[j]));
+        if (m > 0 && !d.step) d.step = t + 1, d.first_diff = m;
+        d.max_diff = fmax(d.max_diff, m);
+        if (a->tokens[n_prompt + t] != b->tokens[n_prompt + t]) {
+            d.token_step = t + 1;
+            break;   // from here on the two runs see different texts
+        }
+    }
+    return d;
+}
+
+// The corpus for the validation loss: --data FILE, else the downloaded
+// tinyshakespeare when it is there, else NULL.
+static const char *corpus(const Options *opt, char *buf, size_t size) {
+    if (opt->data_path) return opt->data_path;
+    const char *p = paths_shipped("data/tinyshakespeare.txt", buf, size);
+    return access(p, R_OK) == 0 ? p : NULL;
+}
+
+int lesson12_run(const Options *opt, Trace *tr) {
+    GptModel m;
+    int random_model = 0;
+    int rc = gptcmd_model(&m, opt, 1, &random_model);
+    if (rc) return rc;
+    int steps = opt->steps > 0 ? opt->steps : DEFAULT_STEPS;
+    const char *prompt_text = opt->n_prompts ? opt->prompts[0] : "ROMEO:";
+    int *prompt = NULL, n_prompt = 0;
+    GptState s = {0};
+    Run ref = {0}, run = {0};
+    TrainText text = {0};
+    int have_text = 0;
+    rc = gptcmd_prompt(&prompt, &n_prompt, &m, prompt_text, 0);
+    if (rc) goto done;
+    GptConfig g = m.cfg;
+    char buf[4096];
+    const char *data = corpus(opt, buf, sizeof buf);
+    if (data) {
+        char err[512];
+        if (train_text_load(&text, data, m.vocab, g.V, err, sizeof err) != 0) {
+            fprintf(stderr, "kvdemo: %s\n", err);
+            rc = 1;
+            goto done;
+        }
+        have_text = 1;
+        if ((text.n - text.n * 9 / 10 - 1) / g.T < 1) {
+            fprintf(stderr, "kvdemo: %s is too short: its last 10%% needs more than %d characters\n", data, g.T);
+            rc = 1;
+            goto done;
+        }
+    }
+    for (Run *r = &ref; r; r = r == &ref ? &run : NULL) {
+        r->logits = malloc(sizeof(float) * (size_t)steps * (size_t)g.V);
+        r->tokens = malloc(sizeof(int) * (size_t)(n_prompt + steps));
+        if (!r->logits || !r->tokens) goto oom;
+    }
+    if (gpt_state_init(&s, g) || ops_set_threads(opt->threads)) goto oom;
+
+    lessons_heading(tr);
+    trace_sayf(tr,
+               "The char GPT of lesson 10 writes %d characters after \"%s\" (seed %llu). kvdemo's own cache gives\n"
+               "the same logits as no cache, bit for bit: its kernels sum every output in one order.",
+               "第 10 课的字符级 GPT 生成 %d 个字符，提示为 \"%s\"（种子 %llu）。kvdemo 自己的缓存与无缓存的\n"
+               "logits 逐位相同：它的内核对每个输出都按同一顺序求和。",
+               steps, prompt_text, (unsigned long long)opt->seed);
+    if (random_model) {
+        fprintf(stderr, "kvdemo: %s is missing; lesson 12 runs a random model (its text is noise)\n", GPT_SHIPPED_MODEL);
+        trace_say(tr, "No trained model was found: the weights are random, the text is noise.",
+                  "没有找到训练好的模型：权重是随机的，文字没有意义。");
+    }
+    if (opt->runs != RUN_BOTH)
+        fprintf(stderr, "kvdemo: lesson 12 always compares runs; %s ignored\n",
+                opt->runs == RUN_CACHE ? "--cache" : "--no-cache");
+
+    // 1 and 2: another summing order in the cached step, in fp32, bf16, fp16.
+    trace_heading(tr, "1, 2. Another summing order in the cached step, in fp32, bf16 and fp16",
+                  "1、2. 缓存步骤换一种求和顺序：fp32、bf16 与 fp16");
+    trace_say(tr,
+              "The cached one-row step sums each matmul in 32 slices added pairwise, as a GPU matrix-vector\n"
+              "kernel does; the run without the cache sums in order. Both round their activations and cache\n"
+              "to the same type. Same seed, same draws: the text changes only when a logit moves far enough.",
+              "缓存步骤把每个矩阵乘法分成 32 段求和、再两两相加，就像 GPU 的矩阵-向量内核；无缓存的一次按顺序求和。\n"
+              "两者把激活和缓存舍入到同一种类型。种子相同、抽样相同：只有 logit 变化足够大时文字才会改变。");
+    const KvDtype acts[3] = {KV_FP32, KV_BF16, KV_FP16};
+    for (int a = 0; a < 3; a++) {
+        GptVariant plain = {.act_dtype = acts[a], .kv_dtype = acts[a]};
+        GptVariant split = {.act_dtype = acts[a], .kv_dtype = acts[a], .split_sum = 1};
+        char name[32];
+        snprintf(name, sizeof name, "order-%s", kvquant_name(acts[a]));
+        trace_run(tr, name);
+        if (run_once(&ref, &s, &plain, &m, prompt, n_prompt, steps, 0, opt)) goto oom;
+        if (run_once(&run, &s, &split, &m, prompt, n_prompt, steps, 1, opt)) goto oom;
+        Divergence d = diverge(&ref, &run, n_prompt, steps);
+        trace_count(tr, "first_step", d.step, NULL, NULL);
+        trace_value(tr, "first_abs_diff", d.first_diff, "", NULL, NULL);
+        trace_value(tr, "max_abs_diff", d.max_diff, "", NULL, NULL);
+        trace_count(tr, "first_token_step", d.token_step, NULL, NULL);
+        trace_sayf(tr, "\n  %s:", "\n  %s：", kvquant_name(acts[a]));
+        if (!d.step)
+            trace_sayf(tr, "    logits identical at all %d steps.", "    全部 %d 步的 logits 相同。", steps);
+        else
+            trace_sayf(tr,
+                       "    logits first differ at step %d, by %.3g; the largest difference while the texts\n"
+                       "    agree is %.3g.",
+                       "    logits 在第 %d 步首次不同，差 %.3g；文字相同期间的最大差值为 %.3g。", d.step, d.first_diff,
+                       d.max_diff);
+        if (d.token_step)
+            trace_sayf(tr, "    the drawn text first changes at step %d of %d.", "    抽样得到的文字在第 %d 步（共 %d 步）首次改变。",
+                       d.token_step, steps);
+        else
+            trace_sayf(tr, "    the text stays the same over all %d steps.", "    全部 %d 步文字都相同。", steps);
+        if (tr->format == FORMAT_JSON) trace_textval(tr, "text", run.text);
+        if (a == 1) {
+            // the control: bf16, but the same order in both runs
+            if (run_once(&run, &s, &plain, &m, prompt, n_prompt, steps, 1, opt)) goto oom;
+            Divergence c = diverge(&ref, &run, n_prompt, steps);
+            trace_count(tr, "same_order_first_step", c.step, NULL, NULL);
+            if (!c.step)
+                trace_say(tr, "    (with the same summing order, bf16 with and without the cache agree bit for bit:\n"
+                              "    rounding alone does not part them; it magnifies a different order)",
+                          "    （求和顺序相同时，bf16 有无缓存逐位相同：舍入本身不会造成差异，它放大的是顺序的差异）");
+        }
+    }
+    trace_pause(tr);
+
+    // 3: a smaller cache.
+    trace_run(tr, NULL);
+    trace_heading(tr, "3. A smaller cache: bf16, fp16, int8, int4", "3. 更小的缓存：bf16、fp16、int8、int4");
+    trace_sayf(tr,
+               "Keys and values kept in fewer bits. int8 and int4 are symmetric: values one scale per token and\n"
+               "head; keys one scale per channel for each group of %d tokens, the newest group kept in full\n"
+               "precision until it is complete (KIVI). Bytes per token are for all %d blocks, packed.",
+               "键和值用更少的位保存。int8 与 int4 为对称量化：值每个词元每个头一个缩放因子；键按通道、\n"
+               "每 %d 个词元一组共享一个缩放因子，最新的不完整分组保持全精度（KIVI）。每个词元的字节数按全部 %d 个模块、紧凑存放计算。",
+               KV_KEY_GROUP, g.L);
+    if (have_text)
+        trace_sayf(tr,
+                   "Validation loss: the first %d windows of %d of the last 10%% of %s, each window's keys\n"
+                   "and values through the cache (kvdemo eval --kv-dtype TYPE takes the whole split).\n",
+                   "验证损失：前 %d 个窗口（每个 %d 个字符），取自 %s 的最后 10%%，每个窗口的键和值都经过该缓存\n"
+                   "（kvdemo eval --kv-dtype TYPE 计算整个验证集）。\n",
+                   LESSON_WINDOWS, g.T, data);
+    else
+        trace_say(tr, "(give --data FILE, or run `make data`, for the validation loss)\n",
+                  "（给出 --data FILE 或运行 `make data`，即可得到验证损失）\n");
+    const KvDtype kinds[5] = {KV_FP32, KV_BF16, KV_FP16, KV_INT8, KV_INT4};
+    double fp32_bytes = kvquant_bytes_per_token(KV_FP32, g.L, g.C, g.H, KV_KEY_GROUP);
+    if (tr->format == FORMAT_TEXT)
+        fprintf(tr->out, "  %-6s %16s %9s %16s\n", trace_text(tr, "cache", "缓存"), trace_text(tr, "bytes/token", "字节/词元"),
+                trace_text(tr, "of fp32", "占 fp32"), have_text ? trace_text(tr, "val. loss", "验证损失") : "");
+    for (int k = 0; k < 5; k++) {
+        GptVariant v = {.kv_dtype = kinds[k], .key_group = KV_KEY_GROUP};
+        char name[32];
+        snprintf(name, sizeof name, "kv-%s", kvquant_name(kinds[k]));
+        trace_run(tr, name);
+        Run *r = k == 0 ? &ref : &run;   // fp32's text stays in ref
+        if (run_once(r, &s, &v, &m, prompt, n_prompt, steps, 1, opt)) goto oom;
+        double bytes = kvquant_bytes_per_token(kinds[k], g.L, g.C, g.H, KV_KEY_GROUP);
+        double loss = NAN;
+        if (have_text) {
+            int64_t n_train = text.n * 9 / 10;
+            if (kvvariant_eval(&loss, &m, &v, text.tokens, n_train, text.n, LESSON_WINDOWS)) goto oom;
+            trace_value(tr, "val_loss", loss, "nats", NULL, NULL);
+        }
+        trace_value(tr, "bytes_per_token", bytes, "B", NULL, NULL);
+        Divergence d = diverge(&ref, r, n_prompt, steps);
+        trace_count(tr, "first_token_step", d.token_step, NULL, NULL);
+        if (tr->format == FORMAT_JSON) trace_textval(tr, "text", r->text);
+        if (tr->format == FORMAT_TEXT) {
+            char lossbuf[32] = "";
+            if (have_text) snprintf(lossbuf, sizeof lossbuf, "%.4f", loss);
+            fprintf(tr->out, "  %-6s %16.0f %8.1f%% %16s   ", kvquant_name(kinds[k]), bytes, 100 * bytes / fp32_bytes,
+                    lossbuf);
+            if (k == 0) fprintf(tr->out, "%s\n", trace_text(tr, "(the reference text)", "（参照文字）"));
+            else if (!d.token_step) fprintf(tr->out, "%s\n", trace_text(tr, "same text as fp32", "文字与 fp32 相同"));
+            else fprintf(tr->out, trace_text(tr, "text leaves fp32's at step %d\n", "文字在第 %d 步与 fp32 分开\n"), d.token_step);
+        }
+    }
+    if (tr->format == FORMAT_TEXT) {
+        fprintf(tr->out, "\n%s\n%s\n", trace_text(tr, "fp32's text:", "fp32 的文字："), ref.text);
+        fprintf(tr->out, "\n%s\n%s\n", trace_text(tr, "int4's text:", "int4 的文字："), run.text);
+    }
+    trace_say(tr,
+              "\nThe cache is stored here as floats holding exactly what the smaller cache gives back: the\n"
+              "arithmetic and the loss are the smaller cache's, the memory is not saved.",
+              "\n这里的缓存仍以浮点数存放，但内容正是更小的缓存读回的值：计算和损失与更小的缓存一致，只是没有真正省下内存。");
+    goto done;
+oom:
+    fprintf(stderr, "kvdemo: out of memory\n");
+    rc = 1;
+done:
+    free(ref.logits);
+    free(run.logits);
+    free(ref.tokens);
+    free(run.tokens);
+    free(ref.text);
+    free(run.text);
+    free(prompt);
+    if (have_text) train_text_free(&text);
+    gpt_state_free(&s);
+    gpt_free(&m);
+    ops_set_threads(1);
+    return rc;
+}

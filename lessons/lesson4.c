@@ -1,0 +1,447 @@
+// lesson 4 — KV Cache 优点 (article §4)
+//
+// "避免每次采样 token 时重新计算键值向量，利用预先计算好的 k 值和 v 值，可以节省
+// 大量计算时间" — the article asserts what the cache saves; this lesson
+// measures it on the char GPT of lesson 10 (the shipped model, --model FILE,
+// or --init random --preset seed|tiny).
+//
+// Generating the token after position t:
+//   without the cache  forward(tokens[0 .. t], offset 0): t + 1 rows, the whole
+//                      prefix recomputed; its attention is causal (row i sees i + 1)
+//   with the cache     forward(tokens[t], offset t): 1 row, which reads t + 1
+//                      cached keys and values
+// FLOPs are counted, not estimated: 2 per multiply-add of every matrix
+// product gpt_forward does (projections, attention, MLP, output head),
+// from the layer shapes. LayerNorm, softmax, GELU and the biases are left
+// out: they are a few operations per number, not per weight.
+//
+// Legend (gpt.h's): V vocabulary, T context, C embedding, H heads,
+// D = C / H head size, L blocks, F = 4 C the MLP's hidden size; t a position,
+// p the prompt's tokens, n the generation's steps.
+//
+// The lesson generates with the cache up to the end of the context (T
+// positions), then times both ways at a few positions t and checks that the
+// logits agree bit for bit there; then prefill against decode: FLOPs per
+// byte read, GFLOP/s and GB/s.
+#include "gptcmd.h"
+#include "lessons.h"
+#include "ops.h"
+#include "sampler.h"
+#include "timer.h"
+#include "utf8.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { DEFAULT_REPEAT = 3, MAX_POS = 16, BAR_WIDTH = 40 };
+
+// FLOPs of one gpt_forward call, by kind of product.
+typedef struct {
+    double proj;    // attn.query, key, value, output: 4 products of (C, C) per row and block
+    double attn;    // query @ key and weights @ value: 2 · D per cached position, per head
+    double mlp;     // mlp.fc1 (C, F) and mlp.fc2 (F, C) per row and block
+    double head;    // the output head (C, V), last row only
+} Flops;
+
+static double flops_total(Flops f) { return f.proj + f.attn + f.mlp + f.head; }
+
+// What gpt_forward(tokens, n, offset) computes: row i is at position
+// offset + i and attends to offset + i + 1 positions.
+static Flops count_flops(GptConfig g, int n, int offset) {
+    double C = g.C, F = 4.0 * g.C, L = g.L;
+    Flops f = {0};
+    for (int i = 0; i < n; i++) {
+        double seen = offset + i + 1;
+        f.proj += L * 4 * 2 * C * C;          // x @ Wq, x @ Wk, x @ Wv, att @ Wo
+        f.attn += L * 2 * 2 * C * seen;       // H heads · (q @ key + w @ value) · D = C
+        f.mlp += L * (2 * C * F + 2 * F * C); // x @ W1, h @ W2
+    }
+    f.head = 2.0 * C * g.V;                   // logits of the last row
+    return f;
+}
+
+// One step of the cached generation: where it fed and what it drew from.
+typedef struct {
+    GptConfig cfg;
+    int *n, *offset;    // (steps)
+    float *logits;      // (steps, V)
+} Record;
+
+static int record_step(void *ctx, const GptStep *st) {
+    Record *r = ctx;
+    r->n[st->step] = st->n;
+    r->offset[st->step] = st->offset;
+    memcpy(r->logits + (size_t)st->step * r->cfg.V, st->logits, sizeof(float) * (size_t)r->cfg.V);
+    return 0;
+}
+
+// Median seconds of repeat calls of gpt_forward(s, m, tokens, n, offset);
+// logits (V), when not NULL, gets the last call's logits.
+static double time_forward(GptState *s, const GptModel *m, const int *tokens, int n, int offset, int repeat,
+                           double *samples, float *logits) {
+    const float *out = NULL;
+    for (int r = 0; r < repeat; r++) {
+        double t0 = timer_now();
+        out = gpt_forward(s, m, tokens, n, offset);
+        samples[r] = timer_now() - t0;
+    }
+    if (logits) memcpy(logits, out, sizeof(float) * (size_t)m->cfg.V);
+    return timer_median(samples, repeat);
+}
+
+static void count_step(Trace *tr, const char *run, int step, int t, int rows, Flops f, double cum_flops, int64_t cum_rows) {
+    trace_run(tr, run);
+    trace_step(tr, step);
+    trace_count(tr, "position", t, NULL, NULL);
+    trace_count(tr, "rows", rows, NULL, NULL);
+    trace_count(tr, "proj_flops", (int64_t)f.proj, NULL, NULL);
+    trace_count(tr, "attn_flops", (int64_t)f.attn, NULL, NULL);
+    trace_count(tr, "mlp_flops", (int64_t)f.mlp, NULL, NULL);
+    trace_count(tr, "head_flops", (int64_t)f.head, NULL, NULL);
+    trace_count(tr, "flops", (int64_t)flops_total(f), NULL, NULL);
+    trace_count(tr, "flops_total", (int64_t)cum_flops, NULL, NULL);
+    trace_count(tr, "rows_total", cum_rows, NULL, NULL);
+    trace_step(tr, 0);
+}
+
+static void table_row(Trace *tr, int t, int rows, Flops f, double cum) {
+    if (tr->format != FORMAT_TEXT) return;
+    fprintf(tr->out, "  %5d %6d %9.2f %9.3f %9.2f %8.3f %9.2f %11.1f\n", t, rows, f.proj * 1e-6, f.attn * 1e-6,
+            f.mlp * 1e-6, f.head * 1e-6, flops_total(f) * 1e-6, cum * 1e-6);
+}
+
+// text right-aligned in width terminal columns (Chinese characters take two).
+static void right(FILE *f, const char *text, int width) {
+    fprintf(f, "%*s%s", width - utf8_width(text) > 0 ? width - utf8_width(text) : 0, "", text);
+}
+
+static void table_head(Trace *tr, const char *en, const char *zh) {
+    if (tr->format != FORMAT_TEXT) return;
+    fprintf(tr->out, "\n  %s\n", trace_text(tr, en, zh));
+    fprintf(tr->out, "  %5s ", "t");
+    right(tr->out, trace_text(tr, "rows", "行数"), 6);
+    fputc(' ', tr->out);
+    right(tr->out, trace_text(tr, "proj", "投影"), 9);
+    fputc(' ', tr->out);
+    right(tr->out, trace_text(tr, "attn", "注意力"), 9);
+    fputc(' ', tr->out);
+    right(tr->out, trace_text(tr, "mlp", "前馈"), 9);
+    fputc(' ', tr->out);
+    right(tr->out, trace_text(tr, "head", "输出层"), 8);
+    fputc(' ', tr->out);
+    right(tr->out, trace_text(tr, "total", "合计"), 9);
+    fputc(' ', tr->out);
+    right(tr->out, trace_text(tr, "cumulative", "累计"), 11);
+    fputc('\n', tr->out);
+}
+
+static void bar(FILE *f, const char *c, double value, double max) {
+    int n = max > 0 ? (int)lround(value / max * BAR_WIDTH) : 0;
+    if (n < 1) n = 1;
+    for (int i = 0; i < BAR_WIDTH; i++) fputs(i < n ? c : " ", f);
+}
+
+static void time_text(char *buf, size_t size, double s) {
+    if (s < 1e-3) snprintf(buf, size, "%.1f µs", s * 1e6);
+    else snprintf(buf, size, "%.2f ms", s * 1e3);
+}
+
+// One kind of step, prefill or decode: FLOPs per byte of weights read (the
+// arithmetic intensity), and the GFLOP/s and GB/s achieved. The bytes moved
+// are the weights read plus the keys and values read and written.
+static void show_kind(Trace *tr, const char *run, const char *en, const char *zh, GptConfig g, int n, int offset,
+                      double seconds, int repeat) {
+    Flops f = count_flops(g, n, offset);
+    GptCost c = gpt_cost(g, n, offset);
+    double flops = flops_total(f), kv = c.cache_bytes + c.cache_write_bytes, bytes = c.weight_bytes + kv;
+    trace_run(tr, run);
+    trace_count(tr, "rows", n, NULL, NULL);
+    trace_count(tr, "flops", (int64_t)flops, NULL, NULL);
+    trace_count(tr, "weight_bytes", (int64_t)c.weight_bytes, NULL, NULL);
+    trace_count(tr, "kv_bytes", (int64_t)kv, NULL, NULL);
+    trace_value(tr, "flop_per_byte", flops / c.weight_bytes, "FLOP/B", NULL, NULL);
+    trace_value(tr, "gflop_per_s", flops / seconds * 1e-9, "GFLOP/s", NULL, NULL);
+    trace_value(tr, "gb_per_s", bytes / seconds * 1e-9, "GB/s", NULL, NULL);
+    if (tr->format == FORMAT_JSON) trace_timing(tr, "step", seconds, repeat);   // text: the table
+    if (tr->format == FORMAT_TEXT) {
+        char t[32];
+        const char *label = trace_text(tr, en, zh);
+        time_text(t, sizeof t, seconds);
+        fprintf(tr->out, "  %s%*s %5d %9.1f %8.2f %8.2f %7.1f %10s %8.2f %7.2f\n", label, 34 - utf8_width(label), "", n,
+                flops * 1e-6, c.weight_bytes * 1e-6, kv * 1e-6, flops / c.weight_bytes, t, flops / seconds * 1e-9,
+                bytes / seconds * 1e-9);
+    }
+    trace_run(tr, NULL);
+}
+
+int lesson4_run(const Options *opt, Trace *tr) {
+    GptModel m;
+    int random_model = 0;
+    int rc = gptcmd_model(&m, opt, 1, &random_model);
+    if (rc) return rc;
+    GptConfig g = m.cfg;
+    const char *prompt_text = opt->n_prompts ? opt->prompts[0] : "ROMEO:";
+    int repeat = opt->repeat > 0 ? opt->repeat : DEFAULT_REPEAT;
+    int *tokens = NULL, p = 0;
+    GptState s = {0};
+    Record rec = {.cfg = g};
+    double *samples = NULL;
+    float *nc_logits = NULL, *c_logits = NULL;
+    rc = gptcmd_prompt(&tokens, &p, &m, prompt_text, g.T + 1);
+    if (rc) goto done;
+    if (p >= g.T) {
+        fprintf(stderr, "kvdemo: lesson 4: the prompt has %d tokens; the context holds %d, so give at most %d\n", p,
+                g.T, g.T - 1);
+        rc = 2;
+        goto done;
+    }
+    // Generate up to the end of the context: the last step feeds position T - 1.
+    int max_steps = g.T - p + 1;
+    int steps = opt->steps > 0 && opt->steps < max_steps ? opt->steps : max_steps;
+    if (steps < 2) steps = 2;   // the prefill, then at least one cached step
+    if (opt->steps > max_steps)
+        fprintf(stderr, "kvdemo: lesson 4 stops at the context: %d steps, not %d (lesson 10 goes past it)\n", max_steps,
+                opt->steps);
+    if (opt->runs != RUN_BOTH)
+        fprintf(stderr, "kvdemo: lesson 4 always compares both ways; %s ignored\n",
+                opt->runs == RUN_CACHE ? "--cache" : "--no-cache");
+
+    rec.n = malloc(sizeof(int) * (size_t)steps);
+    rec.offset = malloc(sizeof(int) * (size_t)steps);
+    rec.logits = malloc(sizeof(float) * (size_t)steps * (size_t)g.V);
+    samples = malloc(sizeof(double) * (size_t)repeat);
+    nc_logits = malloc(sizeof(float) * MAX_POS * (size_t)g.V);
+    c_logits = malloc(sizeof(float) * MAX_POS * (size_t)g.V);
+    if (!rec.n || !rec.offset || !rec.logits || !samples || !nc_logits || !c_logits || gpt_state_init(&s, g) ||
+        ops_set_threads(opt->threads)) {
+        fprintf(stderr, "kvdemo: out of memory\n");
+        rc = 1;
+        goto done;
+    }
+    int last = p - 1 + steps - 1;   // the position the last step feeds
+
+    lessons_heading(tr);
+    trace_say(tr,
+              "The article: the cache avoids recomputing keys and values at every sampled token, and so saves\n"
+              "much computing time. Here it is counted and timed on the char GPT of lesson 10.",
+              "原文：避免每次采样 token 时重新计算键值向量，利用预先计算好的 k 值和 v 值，可以节省大量计算时间。\n"
+              "这里在第 10 课的字符级 GPT 上把它数出来、测出来。");
+    trace_sayf(tr, "The model: context %d, embedding %d, %d heads, %d blocks, %d characters (%zu parameters).",
+               "模型：上下文 %d，嵌入 %d，%d 个头，%d 个模块，词表 %d 个字符（%zu 个参数）。", g.T, g.C, g.H, g.L, g.V,
+               m.num_params);
+    if (random_model) {
+        fprintf(stderr, "kvdemo: %s is missing; lesson 4 runs a random model\n", GPT_SHIPPED_MODEL);
+        trace_say(tr, "No trained model was found: the weights are random. The costs are the same.",
+                  "没有找到训练好的模型：权重是随机的。计算量和耗时与训练好的模型相同。");
+    }
+    trace_count(tr, "n_layer", g.L, NULL, NULL);
+    trace_count(tr, "n_embd", g.C, NULL, NULL);
+    trace_count(tr, "n_head", g.H, NULL, NULL);
+    trace_count(tr, "vocab_size", g.V, NULL, NULL);
+    trace_count(tr, "context", g.T, NULL, NULL);
+    trace_count(tr, "prompt_tokens", p, NULL, NULL);
+    trace_count(tr, "steps", steps, NULL, NULL);
+
+    // ------------------------------------------------------------------------
+    // The generation, with the cache, to the end of the context.
+    Sampler sampler;
+    float temperature = opt->temperature >= 0 ? (float)opt->temperature : 1.0f;
+    if (sampler_init(&sampler, g.V, temperature, opt->top_k, (uint32_t)opt->seed)) {
+        fprintf(stderr, "kvdemo: out of memory\n");
+        rc = 1;
+        goto done;
+    }
+    gpt_generate(tokens, &s, &m, &sampler, p, steps, 1, record_step, &rec);
+    sampler_free(&sampler);
+
+    // ------------------------------------------------------------------------
+    // FLOPs per generated token, both ways.
+    trace_heading(tr, "FLOPs per token (MFLOP: 10^6; counted from the layer shapes)",
+                  "每个 token 的计算量（MFLOP：10^6；按各层形状逐项计数）");
+    trace_sayf(tr,
+               "The prompt has p = %d tokens. Step 1 feeds all of them (the prefill: the same both ways).\n"
+               "Then, for the token after position t: without the cache t + 1 rows are recomputed; with it one\n"
+               "row, whose attention reads the t + 1 cached keys and values. Only the attention grows with t.",
+               "提示词有 p = %d 个 token。第 1 步把它们全部输入（预填充：两种方式相同）。\n"
+               "之后，生成位置 t 之后的 token：无缓存时重算 t + 1 行；有缓存时只算 1 行，\n"
+               "它的注意力读取缓存里的 t + 1 个 key 和 value。只有注意力这一项随 t 增长。",
+               p);
+    const char *runs[2] = {"no-cache", "cache"};
+    double cum[2] = {0, 0};
+    int64_t cum_rows[2] = {0, 0};
+    int shown[] = {16, 64, 128, 255};
+    for (int c = 0; c < 2; c++) {
+        if (c == 0) table_head(tr, "Without the cache", "无缓存");
+        else table_head(tr, "With the cache", "有缓存");
+        cum[c] = 0;
+        for (int k = 0; k < steps; k++) {
+            int t = p - 1 + k;
+            int n = c == 0 || k == 0 ? t + 1 : 1, offset = c == 0 || k == 0 ? 0 : t;
+            if (c == 1 && (rec.n[k] != n || rec.offset[k] != offset)) {
+                fprintf(stderr, "kvdemo: lesson 4: step %d fed %d tokens at %d, not %d at %d\n", k + 1, rec.n[k],
+                        rec.offset[k], n, offset);
+                rc = 1;
+                goto done;
+            }
+            Flops f = count_flops(g, n, offset);
+            cum[c] += flops_total(f);
+            cum_rows[c] += n;
+            count_step(tr, runs[c], k + 1, t, n, f, cum[c], cum_rows[c]);
+            int show = k == 0 || k == steps - 1;
+            for (size_t i = 0; i < sizeof shown / sizeof shown[0]; i++) show |= t == shown[i];
+            if (show) table_row(tr, t, n, f, cum[c]);
+        }
+        trace_run(tr, runs[c]);
+        trace_count(tr, "rows_total", cum_rows[c], NULL, NULL);
+        trace_count(tr, "flops_total", (int64_t)cum[c], NULL, NULL);
+        trace_run(tr, NULL);
+    }
+    int64_t n64 = steps;
+    trace_sayf(tr,
+               "\nK/V rows over n = %d steps with a p = %d token prompt: without the cache\n"
+               "  n·p + n(n−1)/2 = %d·%d + %d·%d/2 = %lld;  with it  p + n − 1 = %d + %d − 1 = %lld.\n"
+               "Lesson 7's n(n+1)/2 against n is the case p = 1. All FLOPs: %.3g without the cache, %.3g with it (%.1fx).",
+               "\nn = %d 步、提示词 p = %d 个 token 时的 K/V 行数：无缓存\n"
+               "  n·p + n(n−1)/2 = %d·%d + %d·%d/2 = %lld；有缓存  p + n − 1 = %d + %d − 1 = %lld。\n"
+               "第 7 课的 n(n+1)/2 对 n 就是 p = 1 的情形。总计算量：无缓存 %.3g，有缓存 %.3g（%.1f 倍）。",
+               steps, p, steps, p, steps, steps - 1, (long long)(n64 * p + n64 * (n64 - 1) / 2), p, steps,
+               (long long)(p + n64 - 1), cum[0], cum[1], cum[0] / cum[1]);
+    trace_pause(tr);
+
+    // ------------------------------------------------------------------------
+    // Time per token at a few positions, largest first (a cached step at t
+    // leaves the cache holding 0 .. t, all a smaller t needs).
+    // 16, T/4, T/2, 3T/4 and the last position (16, 64, 128, 192, 255).
+    int pos[MAX_POS], npos = 0;
+    for (int i = 0; i <= 4 && npos < MAX_POS; i++) {
+        int t = i == 0 ? 16 : i * g.T / 4;
+        if (i == 4) t = last;
+        if (t < p || t > last || (npos && pos[npos - 1] >= t)) continue;
+        pos[npos++] = t;
+    }
+    trace_heading(tr, "Time per token", "每个 token 的耗时");
+    trace_sayf(tr,
+               "Each time is the median of %d runs of one forward pass (--repeat N), on %d thread%s: without\n"
+               "the cache forward(tokens[0:t+1]), with it forward(tokens[t], offset t).",
+               "每个时间是单次前向计算 %d 次运行的中位数（--repeat N），%d 个线程%s：无缓存\n"
+               "forward(tokens[0:t+1])，有缓存 forward(tokens[t], offset t)。",
+               repeat, ops_threads(), tr->lang == LANG_ZH || ops_threads() == 1 ? "" : "s");
+    double sec[2][MAX_POS];
+    for (int i = npos - 1; i >= 0; i--) {
+        int t = pos[i];
+        sec[1][i] = time_forward(&s, &m, tokens + t, 1, t, repeat, samples, NULL);
+        sec[0][i] = time_forward(&s, &m, tokens, t + 1, 0, repeat, samples, nc_logits + (size_t)i * g.V);
+        // The cached run's own logits at t, drawn from during the generation.
+        memcpy(c_logits + (size_t)i * g.V, rec.logits + (size_t)(t - p + 1) * g.V, sizeof(float) * (size_t)g.V);
+    }
+    if (tr->format == FORMAT_TEXT) {
+        fprintf(tr->out, "\n  %5s ", "t");
+        right(tr->out, trace_text(tr, "no cache", "无缓存"), 12);
+        fputc(' ', tr->out);
+        right(tr->out, trace_text(tr, "cache", "有缓存"), 12);
+        fputc(' ', tr->out);
+        right(tr->out, trace_text(tr, "ratio", "倍数"), 8);
+        fputc('\n', tr->out);
+    }
+    for (int i = 0; i < npos; i++) {
+        char name[32], a[32], b[32];
+        snprintf(name, sizeof name, "per_token[t=%d]", pos[i]);
+        for (int c = 0; c < 2 && tr->format == FORMAT_JSON; c++) {   // text: the table below
+            trace_run(tr, runs[c]);
+            trace_timing(tr, name, sec[c][i], repeat);
+        }
+        trace_run(tr, NULL);
+        snprintf(name, sizeof name, "speedup[t=%d]", pos[i]);
+        trace_value(tr, name, sec[0][i] / sec[1][i], "x", NULL, NULL);
+        int in_table = 0;
+        for (size_t k = 0; k < sizeof shown / sizeof shown[0]; k++) in_table |= pos[i] == shown[k];
+        if (tr->format == FORMAT_TEXT && (in_table || i == npos - 1)) {
+            time_text(a, sizeof a, sec[0][i]);
+            time_text(b, sizeof b, sec[1][i]);
+            fprintf(tr->out, "  %5d ", pos[i]);
+            right(tr->out, a, 12);
+            fputc(' ', tr->out);
+            right(tr->out, b, 12);
+            fprintf(tr->out, " %7.1fx\n", sec[0][i] / sec[1][i]);
+        }
+    }
+    if (tr->format == FORMAT_TEXT) {
+        double max = 0;
+        for (int i = 0; i < npos; i++) max = fmax(max, fmax(sec[0][i], sec[1][i]));
+        fprintf(tr->out, "\n  %s\n", trace_text(tr, "time per token against t (█ without the cache, ░ with it)",
+                                                "每个 token 的耗时随 t 的变化（█ 无缓存，░ 有缓存）"));
+        for (int i = 0; i < npos; i++) {
+            char a[32];
+            for (int c = 0; c < 2; c++) {
+                time_text(a, sizeof a, sec[c][i]);
+                if (c == 0) fprintf(tr->out, "  %5d ", pos[i]);
+                else fprintf(tr->out, "        ");
+                bar(tr->out, c == 0 ? "█" : "░", sec[c][i], max);
+                fprintf(tr->out, " %s\n", a);
+            }
+        }
+    }
+    int sh[2] = {npos, g.V};
+    Tensor l0 = tensor_view(nc_logits, 2, sh), l1 = tensor_view(c_logits, 2, sh);
+    trace_compare(tr, "logits", trace_text(tr, "logits at these positions without the cache", "这些位置无缓存时的 logits"),
+                  &l0, trace_text(tr, "with the cache", "有缓存时"), &l1);
+    trace_pause(tr);
+
+    // ------------------------------------------------------------------------
+    // Prefill against decode.
+    trace_heading(tr, "Prefill against decode: FLOPs per byte of weights read", "预填充与解码：每读取一个字节的权重做多少次运算");
+    double t_prompt = time_forward(&s, &m, tokens, p, 0, repeat, samples, NULL);
+    if (tr->format == FORMAT_TEXT)
+        fprintf(tr->out, "  %-34s %5s %9s %8s %8s %7s %10s %8s %7s\n", "", trace_text(tr, "rows", "行"), "MFLOP",
+                trace_text(tr, "W MB", "权重 MB"), "KV MB", "FLOP/B", trace_text(tr, "time", "耗时"), "GFLOP/s", "GB/s");
+    show_kind(tr, "prefill", "prefill of the prompt", "预填充：提示词", g, p, 0, t_prompt, repeat);
+    show_kind(tr, "prefill-context", "no cache at the last position", "无缓存：最后一个位置", g, pos[npos - 1] + 1, 0,
+              sec[0][npos - 1], repeat);
+    show_kind(tr, "decode", "cached step at the last position", "有缓存：最后一个位置", g, 1, pos[npos - 1],
+              sec[1][npos - 1], repeat);
+    double weights_mb = 4.0 * (double)m.num_params * 1e-6;
+    int tl = pos[npos - 1];
+    double rate_many = flops_total(count_flops(g, tl + 1, 0)) / sec[0][npos - 1];
+    double rate_one = flops_total(count_flops(g, 1, tl)) / sec[1][npos - 1];
+    trace_value(tr, "gflop_per_s_ratio", rate_many / rate_one, "x", NULL, NULL);
+    trace_sayf(tr,
+               "\nMeasured here: %d rows at once ran at %.2f GFLOP/s, one cached row at %.2f GFLOP/s, a ratio of\n"
+               "%.1fx from the same weights (times vary on a busy machine; --repeat 11 steadies them).",
+               "\n这里实测：一次 %d 行达到 %.2f GFLOP/s，有缓存的一行 %.2f GFLOP/s，同样的权重下相差\n"
+               "%.1f 倍（机器繁忙时耗时会波动；--repeat 11 更稳定）。",
+               tl + 1, rate_many * 1e-9, rate_one * 1e-9, rate_many / rate_one);
+    trace_sayf(tr,
+               "\nA cached step (decode) reads every weight, %.1f MB, to do about 2 FLOPs per weight: about\n"
+               "0.5 FLOP per byte. The processor could do far more arithmetic per byte than that, so decode is\n"
+               "limited by how fast memory delivers the weights: it is memory-bandwidth bound. A step of many\n"
+               "rows (the prefill, or a step without the cache) uses each weight once per row, so its FLOPs per\n"
+               "byte grow with the rows and it is limited by the arithmetic instead (compute bound): compare\n"
+               "the GFLOP/s. (A small model may sit partly in the processor's caches, so its GB/s can exceed\n"
+               "the memory's.)",
+               "\n有缓存的一步（解码）要读取全部权重 %.1f MB，每个权重只做约 2 次运算：约每字节 0.5 次。\n"
+               "处理器每字节能做的运算远多于此，所以解码受限于内存送来权重的速度：它是内存带宽受限的。\n"
+               "多行的一步（预填充，或无缓存的一步）每个权重每行用一次，每字节的运算数随行数增长，\n"
+               "于是受限于运算本身（计算受限）：比较 GFLOP/s 即可看出。（小模型可能部分放在处理器缓存里，\n"
+               "所以 GB/s 可能超过内存带宽。）",
+               weights_mb);
+    trace_sayf(tr,
+               "\nLesson 4 stops at the context (%d positions). Past it the chapter drops the cache and recomputes\n"
+               "the last %d tokens at every step, so both ways cost the same there: `kvdemo lesson 10 --steps 300`.",
+               "\n第 4 课在上下文长度（%d 个位置）处停止。超过之后，第 10 课的章节会清空缓存，每一步重算最后\n"
+               "%d 个 token，两种方式的代价相同：`kvdemo lesson 10 --steps 300`。",
+               g.T, g.T);
+done:
+    free(rec.n);
+    free(rec.offset);
+    free(rec.logits);
+    free(samples);
+    free(nc_logits);
+    free(c_logits);
+    free(tokens);
+    gpt_state_free(&s);
+    gpt_free(&m);
+    ops_set_threads(1);
+    return rc;
+}

@@ -1,0 +1,264 @@
+// lesson 5 — KV Cache 缺点 (article §5)
+//
+// "占用一定的存储空间" — the article says the cache costs memory and no more.
+// This lesson measures how much, on the char GPT of lessons 4 and 10:
+//
+//   bytes per token = 2 (K and V) · L blocks · C channels · 4 bytes (float32)
+//
+// the bytes the cache holds after each step of a generation (read from the
+// GptState's own length), against the weights and against what kvdemo
+// reserves up front; then the same for real models (the presets of `kvdemo
+// memory`), and the trade of §7's last sentence, 空间换时间, in one table:
+// per token, FLOPs the cache saves against bytes it holds.
+#include "gptcmd.h"
+#include "lessons.h"
+#include "memory.h"
+#include "ops.h"
+#include "sampler.h"
+#include "utf8.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { FP32_BITS = 32, FP16_BITS = 16, BAR_WIDTH = 40 };
+
+// The cache length after every step of the generation.
+typedef struct {
+    int *len;   // (steps)
+} Lengths;
+
+static int record_len(void *ctx, const GptStep *st) {
+    Lengths *l = ctx;
+    l->len[st->step] = st->cache_len;
+    return 0;
+}
+
+// FLOPs the cache saves on the token after position t, and the bytes it
+// then holds (t + 1 positions). The char GPT's FLOPs are counted by
+// gpt_cost (every multiply-add of its matrix products); a real model's are
+// estimated as 2 per parameter per row (Kaplan et al. 2020) plus the
+// attention, 4 · layers · (heads · head_dim) per cached position per row.
+static double saved_char_gpt(GptConfig g, int t) {
+    GptCost full = gpt_cost(g, t + 1, 0), one = gpt_cost(g, 1, t);
+    return (full.matmul_flops + full.attention_flops) - (one.matmul_flops + one.attention_flops);
+}
+
+static double saved_real(const MemModel *m, int t) {
+    double d = (double)m->heads * (m->mla_dim ? 128 : m->head_dim);   // query width
+    double rows_saved = t;                                            // t + 1 rows against 1
+    double seen_full = (double)(t + 1) * (t + 2) / 2, seen_one = t + 1;
+    return 2.0 * m->params * rows_saved + 4.0 * m->layers * d * (seen_full - seen_one);
+}
+
+static void trade_row(Trace *tr, const char *run, const char *label, int t, double saved, uint64_t held) {
+    char name[48], a[32], b[32];
+    trace_run(tr, run);
+    snprintf(name, sizeof name, "flops_saved[t=%d]", t);
+    trace_value(tr, name, saved, "FLOP", NULL, NULL);
+    snprintf(name, sizeof name, "bytes_held[t=%d]", t);
+    trace_count(tr, name, (int64_t)held, NULL, NULL);
+    trace_run(tr, NULL);
+    if (tr->format != FORMAT_TEXT) return;
+    fprintf(tr->out, "  %s%*s %7d %12.3g %11s %11s %10.1f\n", label, 18 - utf8_width(label), "", t, saved,
+            memory_decimal(a, sizeof a, (double)held), memory_binary(b, sizeof b, (double)held), saved / (double)held);
+}
+
+int lesson5_run(const Options *opt, Trace *tr) {
+    GptModel m;
+    int random_model = 0;
+    int rc = gptcmd_model(&m, opt, 1, &random_model);
+    if (rc) return rc;
+    GptConfig g = m.cfg;
+    const char *prompt_text = opt->n_prompts ? opt->prompts[0] : "ROMEO:";
+    int *tokens = NULL, p = 0;
+    GptState s = {0};
+    Lengths lens = {0};
+    char a[40], b[40], c[40], d[40];
+    rc = gptcmd_prompt(&tokens, &p, &m, prompt_text, g.T + 1);
+    if (rc) goto done;
+    if (p >= g.T) {
+        fprintf(stderr, "kvdemo: lesson 5: the prompt has %d tokens; the context holds %d, so give at most %d\n", p,
+                g.T, g.T - 1);
+        rc = 2;
+        goto done;
+    }
+    if (opt->runs != RUN_BOTH)
+        fprintf(stderr, "kvdemo: lesson 5 measures the cache's size; %s ignored\n",
+                opt->runs == RUN_CACHE ? "--cache" : "--no-cache");
+    int steps = g.T - p + 1;   // the last step feeds position T - 1: the cache is full
+    lens.len = malloc(sizeof(int) * (size_t)steps);
+    if (!lens.len || gpt_state_init(&s, g) || ops_set_threads(opt->threads)) {
+        fprintf(stderr, "kvdemo: out of memory\n");
+        rc = 1;
+        goto done;
+    }
+
+    lessons_heading(tr);
+    trace_say(tr, "The article: the cache takes up storage. How much, and against what?",
+              "原文：占用一定的存储空间。占用多少？和什么相比？");
+    if (random_model) {
+        fprintf(stderr, "kvdemo: %s is missing; lesson 5 runs a random model\n", GPT_SHIPPED_MODEL);
+        trace_say(tr, "No trained model was found: the weights are random. The sizes are the same.",
+                  "没有找到训练好的模型：权重是随机的。大小完全一样。");
+    }
+    MemModel gm = {"char-gpt", "char GPT", g.L, g.H, g.H, g.C / g.H, g.C, 0, 0, (double)m.num_params, FP32_BITS, ""};
+    uint64_t per_token = 0;
+    memory_bytes_per_token(&per_token, &gm, FP32_BITS);
+    double weights = 4.0 * (double)m.num_params;
+    // What gpt_state_init reserved for the cache: key_cache then value_cache,
+    // L · T · C floats each (gpt.h).
+    uint64_t reserved = 2 * (uint64_t)(s.value_cache - s.key_cache) * sizeof(float);
+    trace_count(tr, "n_layer", g.L, NULL, NULL);
+    trace_count(tr, "n_embd", g.C, NULL, NULL);
+    trace_count(tr, "context", g.T, NULL, NULL);
+    trace_count(tr, "bytes_per_token", (int64_t)per_token, NULL, NULL);
+    trace_count(tr, "weight_bytes", (int64_t)weights, NULL, NULL);
+    trace_count(tr, "bytes_reserved", (int64_t)reserved, NULL, NULL);
+    trace_sayf(tr,
+               "\nThe char GPT: %d blocks, embedding %d, float32. Per token, every block keeps a key and a value\n"
+               "of %d numbers:  2 · %d · %d · 4 bytes = %s B per token.\n"
+               "Its weights: %s parameters · 4 bytes = %s (%s).",
+               "\n字符级 GPT：%d 个模块，嵌入 %d，float32。每个 token 在每个模块各存一个 key 和一个 value，\n"
+               "各 %d 个数：2 · %d · %d · 4 字节 = 每个 token %s B。\n"
+               "权重：%s 个参数 · 4 字节 = %s（%s）。",
+               g.L, g.C, g.C, g.L, g.C, memory_grouped(a, sizeof a, per_token), memory_grouped(d, sizeof d, m.num_params),
+               memory_decimal(b, sizeof b, weights), memory_binary(c, sizeof c, weights));
+
+    // The generation, with the cache, to the end of the context.
+    Sampler sampler;
+    float temperature = opt->temperature >= 0 ? (float)opt->temperature : 1.0f;
+    if (sampler_init(&sampler, g.V, temperature, opt->top_k, (uint32_t)opt->seed)) {
+        fprintf(stderr, "kvdemo: out of memory\n");
+        rc = 1;
+        goto done;
+    }
+    gpt_generate(tokens, &s, &m, &sampler, p, steps, 1, record_len, &lens);
+    sampler_free(&sampler);
+
+    trace_heading(tr, "The cache as the text grows", "缓存随文本增长");
+    trace_sayf(tr,
+               "The model wrote %d characters after the %d-character prompt, with the cache, to the end of the\n"
+               "context; after each step the cache held one more position (its length is read from the state).",
+               "模型在 %d 个字符的提示词之后用缓存写了 %d 个字符，直到上下文的末尾；每一步之后缓存多存一个\n"
+               "位置（长度取自模型状态本身）。",
+               tr->lang == LANG_ZH ? p : steps, tr->lang == LANG_ZH ? steps : p);
+    trace_run(tr, "cache");
+    for (int k = 0; k < steps; k++) {
+        trace_step(tr, k + 1);
+        trace_count(tr, "cache_len", lens.len[k], NULL, NULL);
+        trace_count(tr, "bytes_held", (int64_t)per_token * lens.len[k], NULL, NULL);
+    }
+    trace_step(tr, 0);
+    trace_run(tr, NULL);
+    if (tr->format == FORMAT_TEXT) {
+        fprintf(tr->out, "\n  %s\n", trace_text(tr, "bytes held after the step that fills position t (█), and reserved (the whole bar)",
+                                                "填入位置 t 之后缓存占用的字节（█），以及预留的字节（整条）"));
+        for (int i = 1; i <= 8; i++) {
+            int len = i * g.T / 8;
+            if (len < p) continue;
+            int n = (int)lround((double)len / g.T * BAR_WIDTH);
+            fprintf(tr->out, "  %5d ", len - 1);
+            for (int x = 0; x < BAR_WIDTH; x++) fputs(x < n ? "█" : "·", tr->out);
+            fprintf(tr->out, " %s\n", memory_decimal(a, sizeof a, (double)per_token * len));
+        }
+    }
+    char e[40], f[40];
+    trace_sayf(tr,
+               "\nAfter the whole context (%d tokens) the cache holds %s B = %s = %s: %.1f%% of the weights (%s).\n"
+               "kvdemo reserves all of it before the first token (gpt_state_init: key_cache (L, H, D, T) and\n"
+               "value_cache (L, H, T, D), %s B), as LLaMA's code does with max_seq_len; the chapter's numpy\n"
+               "concatenates a row at a time instead, so its cache holds only what is used so far: t · %s B after\n"
+               "t tokens. Reserving wastes memory on short texts, but nothing is allocated during generation.",
+               "\n填满整个上下文（%d 个 token）后缓存占 %s B = %s = %s：为权重的 %.1f%%（权重 %s）。\n"
+               "kvdemo 在第一个 token 之前就全部预留（gpt_state_init：key_cache (L, H, D, T)、\n"
+               "value_cache (L, H, T, D)，%s B），和 LLaMA 代码按 max_seq_len 预分配一样；numpy 章节则每步拼接一行，\n"
+               "只占已用的部分：t 个 token 后 t · %s B。预留在短文本上浪费内存，但生成时不再分配内存。",
+               g.T, memory_grouped(a, sizeof a, per_token * (uint64_t)g.T),
+               memory_decimal(b, sizeof b, (double)per_token * g.T), memory_binary(c, sizeof c, (double)per_token * g.T),
+               100.0 * (double)per_token * g.T / weights, memory_decimal(d, sizeof d, weights),
+               memory_grouped(e, sizeof e, reserved), memory_grouped(f, sizeof f, per_token));
+    trace_pause(tr);
+    rc = 0;
+
+    // ------------------------------------------------------------------------
+    // Real models.
+    trace_heading(tr, "Real models (fp16: 2 bytes a value; `kvdemo memory --list`)",
+                  "真实模型（fp16：每个数 2 字节；`kvdemo memory --list`）");
+    if (tr->format == FORMAT_TEXT)
+        fprintf(tr->out, "  %s%*s %11s %11s %16s\n", trace_text(tr, "model", "模型"),
+                15 - utf8_width(trace_text(tr, "model", "模型")), "", "B/token", trace_text(tr, "weights", "     权重"),
+                trace_text(tr, "cache = weights", "     缓存 = 权重"));
+    for (int i = 0; i < NUM_MEM_PRESETS; i++) {
+        const MemModel *r = &MEM_PRESETS[i];
+        uint64_t tok = 0;
+        memory_bytes_per_token(&tok, r, FP16_BITS);
+        double w = r->params * 2.0, cross = ceil(w / (double)tok);
+        trace_run(tr, r->name);
+        trace_count(tr, "bytes_per_token", (int64_t)tok, NULL, NULL);
+        trace_value(tr, "weight_bytes", w, "B", NULL, NULL);
+        // With a window the cache of one sequence stops growing.
+        int never = r->window && cross > r->window;
+        if (!never) trace_count(tr, "tokens_to_equal_weights", (int64_t)cross, NULL, NULL);
+        trace_run(tr, NULL);
+        if (tr->format != FORMAT_TEXT) continue;
+        snprintf(c, sizeof c, trace_text(tr, "%s tokens", "%s 个 token"), memory_grouped(a, sizeof a, (uint64_t)cross));
+        fprintf(tr->out, "  %-15s %11s %11s %16s\n", r->name, memory_grouped(b, sizeof b, tok),
+                memory_decimal(d, sizeof d, w), never ? trace_text(tr, "never (window)", "不会（窗口）") : c);
+    }
+    trace_sayf(tr,
+               "\nThe last column is the length at which one sequence's cache is as large as the weights (a batch\n"
+               "of b sequences gets there b times sooner: lesson 8). Models with fewer key/value heads (GQA) or\n"
+               "one latent (MLA) go much further.",
+               "\n最后一列：单个序列的缓存长到和权重一样大时的长度（b 个序列的批次快 b 倍到达：第 8 课）。\n"
+               "KV 头更少的模型（GQA）或只存一个潜向量的模型（多头潜在注意力）能走得远得多。");
+    trace_pause(tr);
+
+    // ------------------------------------------------------------------------
+    // The trade.
+    trace_heading(tr, "The trade: FLOPs saved against bytes held, per token",
+                  "交换：每个 token 省下的计算量与占用的字节");
+    trace_sayf(tr,
+               "For the token after position t: FLOPs the cache saves (t + 1 rows recomputed against 1), and the\n"
+               "bytes it holds then (t + 1 positions). The char GPT's FLOPs are counted; the real models' are\n"
+               "estimated as 2 per parameter per row (Kaplan et al. 2020) plus the attention. %s",
+               "生成位置 t 之后的 token 时：缓存省下的计算量（重算 t + 1 行对比只算 1 行），以及此时缓存占用的\n"
+               "字节（t + 1 个位置）。字符级 GPT 的计算量是逐项数出来的；真实模型按每个参数每行 2 次运算\n"
+               "（缩放定律论文的近似，2020）加上注意力估算。%s",
+               trace_text(tr, "This is §7's 空间换时间: space traded for time.", "这就是第 7 节说的“空间换时间”。"));
+    if (tr->format == FORMAT_TEXT)
+        fprintf(tr->out, "\n  %s%*s %7s %12s %11s %11s %10s\n", trace_text(tr, "model", "模型"),
+                18 - utf8_width(trace_text(tr, "model", "模型")), "", "t", trace_text(tr, "FLOPs saved", "省下 FLOP"),
+                trace_text(tr, "held", "占用"), "", "FLOP/B");
+    const int char_t[] = {16, 64, 128, 255};
+    for (size_t i = 0; i < sizeof char_t / sizeof char_t[0]; i++) {
+        int t = char_t[i] < g.T ? char_t[i] : g.T - 1;
+        if (i > 0 && t <= char_t[i - 1] && char_t[i - 1] < g.T) continue;
+        trade_row(tr, "char-gpt", trace_text(tr, "char GPT", "字符级 GPT"), t, saved_char_gpt(g, t),
+                  per_token * (uint64_t)(t + 1));
+        if (t == g.T - 1) break;
+    }
+    const char *real[] = {"llama-2-7b", "llama-2-70b"};
+    const int real_t[] = {512, 2048, 4095};
+    for (int r = 0; r < 2; r++) {
+        const MemModel *rm = memory_preset(real[r]);
+        uint64_t tok = 0;
+        memory_bytes_per_token(&tok, rm, FP16_BITS);
+        for (int i = 0; i < 3; i++)
+            trade_row(tr, rm->name, rm->label, real_t[i], saved_real(rm, real_t[i]), tok * (uint64_t)(real_t[i] + 1));
+    }
+    trace_say(tr,
+              "\nEach byte the cache holds spares the FLOPs of the last column on this one token, and as many again\n"
+              "on every later token: the larger the model, the better the trade. The price is memory that grows\n"
+              "with the text and with the batch, and that limits how many sequences fit (lesson 8).",
+              "\n缓存占用的每个字节，在这一个 token 上就省下最后一列那么多运算，之后每个 token 还要再省：\n"
+              "模型越大，这笔交换越划算。代价是随文本长度和批大小增长的显存，它限制了能同时容纳的序列数（第 8 课）。");
+done:
+    free(lens.len);
+    free(tokens);
+    gpt_state_free(&s);
+    gpt_free(&m);
+    ops_set_threads(1);
+    return rc;
+}

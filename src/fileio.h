@@ -1,0 +1,68 @@
+// fileio — how kvdemo reads and writes its files: one way to word an error,
+// little-endian numbers, the host's byte order, and one safe way to write a
+// file (the model, the LLaMA model, the checkpoint, the CSV).
+//
+// A file is written as PATH.tmp in the same folder, flushed to the disk
+// (fsync), then renamed over PATH and the folder flushed too, so PATH is
+// always either the old file or the whole new one, even after a crash or
+// kill -9. The temporary name is always the same for a PATH: a PATH.tmp
+// left by a crash is removed by the next write of PATH. A PATH that exists
+// and is not a regular file (a folder, a device such as /dev/full, a FIFO, a
+// symbolic link) is refused rather than replaced: this keeps the program
+// simple and never turns a link or a device into a plain file by surprise.
+// (The clock is timer_now in timer.h.)
+#ifndef KVDEMO_FILEIO_H
+#define KVDEMO_FILEIO_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+// Writes "fmt ..." into err (errlen bytes, may be NULL) and returns -1: the
+// convention of every loader, "Returns 0, or -1 with err = "PATH: what is
+// wrong"".
+int fileio_fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+// Little-endian numbers in a byte buffer.
+uint32_t le_get_u32(const unsigned char *b);
+uint64_t le_get_u64(const unsigned char *b);
+float le_get_f32(const unsigned char *b);
+void le_put_u32(unsigned char *b, uint32_t x);
+void le_put_u64(unsigned char *b, uint64_t x);
+void le_put_f32(unsigned char *b, float x);
+// 1 on a little-endian machine (where floats can be read and written as they
+// are in memory), 0 otherwise.
+int fileio_host_is_little_endian(void);
+
+// A file being written: write to f, then fileio_commit or fileio_abort.
+typedef struct {
+    FILE *f;     // the temporary file PATH.tmp, open for writing
+    char *path;  // PATH
+    char *tmp;   // PATH.tmp
+} AtomicFile;
+
+// Starts writing path. Returns 0, or -1 with err = "PATH: why" (PATH exists
+// and is not a regular file, the folder is missing or not writable, ...).
+int fileio_open(AtomicFile *a, const char *path, char *err, size_t errlen);
+// Flushes, syncs and renames the temporary file over path. Any write error
+// since fileio_open (a full disk, ...) fails here with its reason, the
+// temporary file removed and path left as it was. Returns 0 or -1 with err.
+int fileio_commit(AtomicFile *a, char *err, size_t errlen);
+// Gives up: closes and removes the temporary file; path is left as it was.
+void fileio_abort(AtomicFile *a);
+// Whether path could be written now: fileio_open then fileio_abort. For
+// commands that write at the end of a long run (train), so that a bad --out
+// is found before the work. Returns 0 or -1 with err.
+int fileio_check_writable(const char *path, char *err, size_t errlen);
+
+// Standard output: the reason of the first write to it that failed, kept for
+// the message at exit (a flush that fails empties the buffer, and errno is
+// soon overwritten). fileio_note_stdout_error records errno; 0 when none.
+void fileio_note_stdout_error(int err);
+int fileio_stdout_error(void);
+
+// Reading: opens path for reading and says how many bytes it holds. A path
+// that is not a regular file is refused. Returns the file, or NULL with err.
+FILE *fileio_open_read(const char *path, uint64_t *size, char *err, size_t errlen);
+
+#endif

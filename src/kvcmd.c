@@ -1,0 +1,93 @@
+// kvcmd — --bug and --kv-dtype on the command line (lessons 11 and 12 as
+// tools): the variant they ask for, and `kvdemo eval --kv-dtype TYPE`.
+#include "kvcmd.h"
+
+#include "gptcmd.h"
+#include "ops.h"
+#include "paths.h"
+#include "train.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+int kvcmd_variant(GptVariant *v, int *set, const Options *opt) {
+    memset(v, 0, sizeof *v);
+    *set = 0;
+    if (opt->bug) {
+        if (kvvariant_bug_parse(&v->bug, opt->bug)) {
+            fprintf(stderr, "kvdemo: unknown bug '%s'; valid: %s\n", opt->bug, KV_BUG_LIST);
+            return 2;
+        }
+        if (opt->runs == RUN_NOCACHE) {
+            fprintf(stderr, "kvdemo: --bug %s breaks the cached path, so it means nothing with --no-cache; drop one of them\n",
+                    opt->bug);
+            return 2;
+        }
+        *set = 1;
+    }
+    if (opt->kv_dtype) {
+        if (kvquant_parse(&v->kv_dtype, opt->kv_dtype)) {
+            fprintf(stderr, "kvdemo: unknown --kv-dtype '%s'; valid: fp32, bf16, fp16, int8, int4\n", opt->kv_dtype);
+            return 2;
+        }
+        *set = 1;
+    }
+    v->key_group = KV_KEY_GROUP;
+    if (*set && opt->attention && !strcmp(opt->attention, "flash")) {
+        fprintf(stderr, "kvdemo: --bug and --kv-dtype change the plain attention; drop --attention flash\n");
+        return 2;
+    }
+    return 0;
+}
+
+int kvcmd_eval(const Options *opt) {
+    GptVariant v;
+    int set;
+    int rc = kvcmd_variant(&v, &set, opt);
+    if (rc) return rc;
+    GptModel m;
+    rc = gptcmd_model(&m, opt, 0, NULL);
+    if (rc) return rc;
+    char buf[4096];
+    const char *data = opt->data_path;
+    if (!data) {
+        data = paths_shipped("data/tinyshakespeare.txt", buf, sizeof buf);
+        if (access(data, R_OK) != 0) {
+            fprintf(stderr, "kvdemo: no text to evaluate on: give --data FILE, or run `make data` to download tinyshakespeare\n");
+            gpt_free(&m);
+            return 1;
+        }
+    }
+    TrainText text;
+    char err[512];
+    if (train_text_load(&text, data, m.vocab, m.cfg.V, err, sizeof err) != 0) {
+        fprintf(stderr, "kvdemo: %s\n", err);
+        gpt_free(&m);
+        return 1;
+    }
+    GptConfig g = m.cfg;
+    int64_t n_train = train_text_split(&text);   // the validation split: the last 10%, as kvdemo train takes it
+    double loss = 0;
+    if (text.n - n_train < g.T + 1) {
+        fprintf(stderr, "kvdemo: %s is too short: its last 10%% needs more than %d characters\n", data, g.T);
+        rc = 1;
+    } else if (ops_set_threads(opt->threads) != 0) {
+        fprintf(stderr, "kvdemo: could not start %d threads\n", opt->threads);
+        rc = 1;
+    } else if (kvvariant_eval(&loss, &m, &v, text.tokens, n_train, text.n, 0) != 0) {
+        fprintf(stderr, "kvdemo: out of memory for evaluation\n");
+        rc = 1;
+    } else {
+        double bytes = kvquant_bytes_per_token(v.kv_dtype, g.L, g.C, g.H, v.key_group);
+        double fp32 = kvquant_bytes_per_token(KV_FP32, g.L, g.C, g.H, v.key_group);
+        printf("validation loss %.4f (nats per character) with the cache kept as %s: %.0f bytes per token, %.1f%% of fp32's %.0f;"
+               " %lld windows of %d, the last 10%% of %s\n",
+               loss, kvquant_name(v.kv_dtype), bytes, 100.0 * bytes / fp32, fp32,
+               (long long)((text.n - n_train - 1) / g.T), g.T, data);
+    }
+    ops_set_threads(1);
+    train_text_free(&text);
+    gpt_free(&m);
+    return rc;
+}

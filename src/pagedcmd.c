@@ -1,0 +1,155 @@
+// pagedcmd — kvdemo generate --paged [--block-size B] [--num-blocks N]
+// [--samples N]: the char GPT writes N continuations of one prompt on the
+// paged KV cache (kvpage.h). The prompt is computed once and its blocks are
+// shared; each sample's text is the one `kvdemo generate --seed S+i` writes
+// with the contiguous cache (sample i draws with np.random.seed(S + i)).
+#include "pagedcmd.h"
+
+#include "gptcmd.h"
+#include "gptpaged.h"
+#include "ops.h"
+#include "timer.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { DEFAULT_STEPS = 256, DEFAULT_BLOCK_SIZE = 16, DEFAULT_SAMPLES = 1 };
+
+int pagedcmd_generate(const Options *opt, Trace *tr) {
+    if (!opt->paged) {
+        fprintf(stderr, "kvdemo: --block-size, --num-blocks and --samples go with --paged (the paged cache)\n");
+        return 2;
+    }
+    if ((opt->attention && strcmp(opt->attention, "plain") != 0) || opt->tile) {
+        fprintf(stderr, "kvdemo: --paged has its own attention through the block table; leave out --attention flash and --tile\n");
+        return 2;
+    }
+    if (opt->bug || opt->kv_dtype) {
+        fprintf(stderr, "kvdemo: --paged keeps float32 keys and values without injected bugs; leave out --bug and --kv-dtype\n");
+        return 2;
+    }
+    if (opt->runs == RUN_NOCACHE) {
+        fprintf(stderr, "kvdemo: --paged is a KV cache; it excludes --no-cache\n");
+        return 2;
+    }
+    if (opt->seed + (uint64_t)(opt->samples > 0 ? opt->samples : 1) - 1 > 4294967295ull) {
+        fprintf(stderr, "kvdemo: sample i draws with seed --seed + i, which must stay below 2**32; give a smaller --seed\n");
+        return 2;
+    }
+    GptModel m;
+    int rc = gptcmd_model(&m, opt, 0, NULL);
+    if (rc) return rc;
+    int steps = opt->steps > 0 ? opt->steps : DEFAULT_STEPS;
+    int N = opt->samples > 0 ? opt->samples : DEFAULT_SAMPLES;
+    int B = opt->block_size > 0 ? opt->block_size : DEFAULT_BLOCK_SIZE;
+    int T = m.cfg.T, H = m.cfg.H, D = m.cfg.C / m.cfg.H, L = m.cfg.L;
+    float temperature = opt->temperature >= 0 ? (float)opt->temperature : 1.0f;
+    const char *prompt = opt->n_prompts ? opt->prompts[0] : "ROMEO:";
+    int *prompt_tokens = NULL, n_prompt = 0, *tokens = NULL;
+    GptState s = {0};
+    KvPool pool = {0};
+    KvSeq *seqs = NULL;
+    Sampler *samplers = NULL;
+    char *text = NULL;
+    rc = gptcmd_prompt(&prompt_tokens, &n_prompt, &m, prompt, 0);
+    if (rc) goto done;
+    // Enough blocks for N separate sequences of the longest length the run
+    // reaches: sharing can only need fewer.
+    int longest = n_prompt + steps < T ? n_prompt + steps : T;
+    int per_seq = (longest + B - 1) / B;
+    int NB = opt->num_blocks > 0 ? opt->num_blocks : N * per_seq;
+    int stride = n_prompt + steps;
+    tokens = malloc(sizeof(int) * (size_t)N * stride);
+    seqs = calloc((size_t)N, sizeof *seqs);
+    samplers = calloc((size_t)N, sizeof *samplers);
+    if (!tokens || !seqs || !samplers || gpt_state_init(&s, m.cfg) || kvpool_init(&pool, L, H, D, B, NB)) goto oom;
+    for (int i = 0; i < N; i++) {
+        memcpy(tokens + (size_t)i * stride, prompt_tokens, sizeof(int) * (size_t)n_prompt);
+        if (kvseq_init(&seqs[i], &pool, T) ||
+            sampler_init(&samplers[i], m.cfg.V, temperature, opt->top_k, (uint32_t)(opt->seed + (uint64_t)i)))
+            goto oom;
+    }
+    if (ops_set_threads(opt->threads) != 0) {
+        fprintf(stderr, "kvdemo: could not start %d threads\n", opt->threads);
+        rc = 1;
+        goto done;
+    }
+    int fail_sample = 0, fail_step = 0, need = 0;
+    double t0 = timer_now();
+    int ok = gpt_sample_paged(tokens, stride, &s, &m, seqs, samplers, N, n_prompt, steps, &fail_sample, &fail_step,
+                              &need) == 0;
+    double seconds = timer_now() - t0;
+    if (!ok) {
+        fprintf(stderr,
+                "kvdemo: the pool of %d blocks ran out: sample %d at step %d needed %d free blocks, %d were left; "
+                "give --num-blocks %d or more (N separate caches need %d)\n",
+                NB, fail_sample, fail_step, need, pool.num_free, NB + need - pool.num_free, N * per_seq);
+        rc = 1;
+        goto done;
+    }
+    // Blocks held at the end: every sample's table, against the distinct
+    // physical blocks in use (the vLLM paper's "blocks saved", section 6.3).
+    int64_t table_blocks = 0;
+    for (int i = 0; i < N; i++) table_blocks += seqs[i].num_blocks;
+    int used = NB - pool.num_free, peak = NB - pool.min_free;
+    for (int i = 0; i < N; i++) {
+        const int *tok = tokens + (size_t)i * stride;
+        size_t want = gpt_decode(NULL, 0, &m, tok, stride);
+        char *t = realloc(text, want + 1);
+        if (!t) goto oom;
+        text = t;
+        gpt_decode(text, want + 1, &m, tok, stride);
+        char run[32];
+        snprintf(run, sizeof run, "sample-%d", i);
+        tr->run = run;
+        if (tr->format == FORMAT_JSON) {
+            trace_count(tr, "seed", (int64_t)(opt->seed + (uint64_t)i), NULL, NULL);
+            trace_textval(tr, "text", text);
+        } else {
+            fprintf(tr->out, "-- sample %d (seed %llu, as kvdemo generate --seed %llu) --\n%s\n\n", i,
+                    (unsigned long long)(opt->seed + (uint64_t)i), (unsigned long long)(opt->seed + (uint64_t)i),
+                    text);
+        }
+    }
+    tr->run = NULL;
+    if (tr->format == FORMAT_JSON) {
+        trace_count(tr, "samples", N, NULL, NULL);
+        trace_count(tr, "block_size", B, NULL, NULL);
+        trace_count(tr, "pool_blocks", NB, NULL, NULL);
+        trace_count(tr, "blocks_used", used, NULL, NULL);
+        trace_count(tr, "blocks_peak", peak, NULL, NULL);
+        trace_count(tr, "blocks_without_sharing", table_blocks, NULL, NULL);
+        trace_count(tr, "contiguous_slots", (int64_t)N * T, NULL, NULL);
+        trace_count(tr, "copies", pool.copies, NULL, NULL);
+        trace_timing(tr, "paged", seconds, 1);
+    } else {
+        fprintf(tr->out,
+                "-- %d sample%s of %d tokens in %.3f s on the paged KV cache, blocks of %d positions, %d thread%s\n"
+                "   blocks in use at the end: %d (peak %d of the pool's %d); without sharing: %lld "
+                "(blocks saved %.1f%%)\n"
+                "   %d separate contiguous caches of %d positions would hold %lld slots; the paged cache holds %lld\n"
+                "   copy-on-write copies: %lld\n",
+                N, N == 1 ? "" : "s", steps, seconds, B, ops_threads(), ops_threads() == 1 ? "" : "s", used, peak, NB,
+                (long long)table_blocks,
+                table_blocks ? 100.0 * (double)(table_blocks - used) / (double)table_blocks : 0.0, N, T,
+                (long long)N * T, (long long)used * B, (long long)pool.copies);
+    }
+    goto done;
+oom:
+    fprintf(stderr, "kvdemo: out of memory\n");
+    rc = 1;
+done:
+    for (int i = 0; seqs && i < N; i++) kvseq_free(&seqs[i]);
+    for (int i = 0; samplers && i < N; i++) sampler_free(&samplers[i]);
+    free(seqs);
+    free(samplers);
+    kvpool_free(&pool);
+    free(text);
+    free(tokens);
+    free(prompt_tokens);
+    gpt_state_free(&s);
+    gpt_free(&m);
+    ops_set_threads(1);
+    return rc;
+}

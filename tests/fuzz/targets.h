@@ -1,0 +1,33 @@
+// targets — one entry point per parser that reads what a user hands kvdemo:
+// the char GPT model, the LLaMA model, the training checkpoint, the example
+// data, the training text and the command-line options. libFuzzer drives
+// each one (tests/fuzz/driver.c, `make fuzz`); tests/test_corpus.c replays
+// the saved corpus through them in every `make test`.
+//
+// Each returns 0 when the input was accepted and 1 when it was refused;
+// either is fine for a fuzzer, which only looks for crashes, sanitizer
+// reports and hangs.
+#ifndef KVDEMO_FUZZ_TARGETS_H
+#define KVDEMO_FUZZ_TARGETS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef int (*FuzzFn)(const uint8_t *data, size_t size);
+
+int fuzz_gpt_model(const uint8_t *data, size_t size);
+int fuzz_llama_model(const uint8_t *data, size_t size);
+int fuzz_checkpoint(const uint8_t *data, size_t size);
+int fuzz_toydata(const uint8_t *data, size_t size);
+int fuzz_text(const uint8_t *data, size_t size);
+int fuzz_options(const uint8_t *data, size_t size);
+
+typedef struct {
+    const char *name;   // the folder of its corpus: tests/fuzz/corpus/NAME
+    FuzzFn run;
+} FuzzTarget;
+
+extern const FuzzTarget FUZZ_TARGETS[];
+extern const int NUM_FUZZ_TARGETS;
+
+#endif

@@ -1,0 +1,261 @@
+// test_lesson11 — the injected cache bugs: each one leaves the run without the
+// cache at the step its mechanism predicts, the correct cache never does;
+// lesson 11 reports those steps; --bug is refused where it means nothing.
+// Lesson 12 through the command line too: its events, and --kv-dtype.
+#include "testutil.h"
+
+#include "gpt.h"
+#include "kvvariant.h"
+#include "sampler.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+enum { STEPS = 40 };
+static const char PROMPT[] = "ROMEO:";   // 6 tokens
+
+// The step (1-based) each bug first changes the logits, from its mechanism,
+// for a prompt of P tokens and a context of T:
+//   offset, mask, wrong-layout, no-scale: the first cached step, 2
+//   no-append: the second cached step, 3 (the first still finds the prompt
+//              and its own key, which is all a correct cache holds then)
+//   stale: the first step with len(tokens) = T + 1, T - P + 2
+static int expected_step(KvBug bug, int T, int P) {
+    switch (bug) {
+    case KV_BUG_NONE: return 0;
+    case KV_BUG_NO_APPEND: return 3;
+    case KV_BUG_STALE: return T - P + 2;
+    default: return 2;
+    }
+}
+
+typedef struct {
+    int V;
+    float *logits;   // (STEPS, V)
+} Rec;
+
+static int rec_step(void *ctx, const GptStep *st) {
+    Rec *r = ctx;
+    memcpy(r->logits + (size_t)st->step * r->V, st->logits, sizeof(float) * (size_t)r->V);
+    return 0;
+}
+
+static void generate(Rec *r, GptState *s, GptVariant *v, const GptModel *m, const int *prompt, int n, int use_cache) {
+    int tokens[64 + STEPS];
+    memcpy(tokens, prompt, sizeof(int) * (size_t)n);
+    Sampler sm;
+    assert_int_equal(sampler_init(&sm, m->cfg.V, 1.0f, 0, 42), 0);
+    r->V = m->cfg.V;
+    s->variant = v;
+    gpt_generate(tokens, s, m, &sm, n, STEPS, use_cache, rec_step, r);
+    s->variant = NULL;
+    sampler_free(&sm);
+}
+
+// Every bug on the tiny model (T = 32): the first step whose logits differ
+// from the run without the cache is the predicted one, and the steps before
+// it are identical bit for bit.
+static void test_bugs_diverge_where_predicted(void **state) {
+    (void)state;
+    GptConfig cfg;
+    assert_int_equal(gpt_preset(&cfg, "tiny"), 0);
+    uint32_t vocab[65];
+    for (int i = 0; i < 65; i++) vocab[i] = (unsigned char)GPT_SHAKESPEARE_VOCAB[i];
+    GptModel m;
+    char err[256];
+    if (gpt_init_random(&m, cfg, vocab, 7, err, sizeof err)) fail_msg("%s", err);
+    int prompt[8];
+    int n = gpt_encode(prompt, &m, PROMPT, 8, err, sizeof err);
+    assert_int_equal(n, 6);
+    GptState s;
+    assert_int_equal(gpt_state_init(&s, cfg), 0);
+    Rec ref = {0, malloc(sizeof(float) * STEPS * 65)}, run = {0, malloc(sizeof(float) * STEPS * 65)};
+    generate(&ref, &s, NULL, &m, prompt, n, 0);
+    for (int b = 0; b < KV_NUM_BUGS; b++) {
+        GptVariant v = {.bug = (KvBug)b};
+        generate(&run, &s, &v, &m, prompt, n, 1);
+        int first = 0;
+        for (int t = 0; t < STEPS && !first; t++)
+            if (memcmp(ref.logits + t * 65, run.logits + t * 65, sizeof(float) * 65)) first = t + 1;
+        int want = expected_step((KvBug)b, cfg.T, n);
+        if (first != want)
+            fail_msg("bug %s: logits first differ at step %d, expected step %d", kvvariant_bug_name((KvBug)b), first, want);
+    }
+    free(ref.logits);
+    free(run.logits);
+    gpt_state_free(&s);
+    gpt_free(&m);
+}
+
+static char model[64], text[64];
+
+static int setup(void **state) {
+    (void)state;
+    snprintf(model, sizeof model, "/tmp/kvdemo-l11-%d.bin", (int)getpid());
+    snprintf(text, sizeof text, "/tmp/kvdemo-l11-%d.txt", (int)getpid());
+    char args[128];
+    snprintf(args, sizeof args, "init --preset tiny --seed 7 --out %s", model);
+    RunResult r = kvdemo_run(args);
+    if (r.status != 0) fail_msg("kvdemo %s: %s", args, r.err);
+    run_free(&r);
+    FILE *f = fopen(text, "w");
+    if (!f) fail_msg("cannot write %s", text);
+    for (int i = 0; i < 60; i++) fputs("To be, or not to be: that is the question.\n", f);
+    fclose(f);
+    return 0;
+}
+
+static int teardown(void **state) {
+    (void)state;
+    unlink(model);
+    unlink(text);
+    return 0;
+}
+
+// The lesson reports, per bug, the step the mechanism predicts (stale: past
+// the context, T - 6 + 2 = 28), and none for the correct cache.
+static void test_lesson11_reports(void **state) {
+    (void)state;
+    char args[256];
+    int n;
+    snprintf(args, sizeof args, "lesson 11 --model %s --steps %d --format json", model, STEPS);
+    Event *e = kvdemo_json(args, &n);
+    for (int b = 0; b < KV_NUM_BUGS; b++) {
+        const char *name = kvvariant_bug_name((KvBug)b);
+        const Event *first = events_find(e, n, "count", name, -1, "first_step");
+        if (!first) fail_msg("no first_step for %s", name);
+        int want = expected_step((KvBug)b, 32, 6);
+        if ((int)first->value != want) fail_msg("%s: first_step expected %d, got %g", name, want, first->value);
+        const Event *diff = events_find(e, n, "value", name, -1, "max_abs_diff");
+        assert_non_null(diff);
+        if (b == KV_BUG_NONE ? diff->value != 0 : !(diff->value > 0))
+            fail_msg("%s: max_abs_diff %g", name, diff->value);
+        if (b != KV_BUG_NONE) assert_non_null(events_find(e, n, "text", name, -1, "diagnosis"));
+        assert_non_null(events_find(e, n, "text", name, -1, "text"));
+    }
+    events_free(e, n);
+    // --bug picks one, beside the correct cache
+    snprintf(args, sizeof args, "lesson 11 --model %s --steps 10 --format json --bug mask", model);
+    e = kvdemo_json(args, &n);
+    assert_non_null(events_find(e, n, "count", "mask", -1, "first_step"));
+    assert_non_null(events_find(e, n, "count", "none", -1, "first_step"));
+    assert_null(events_find(e, n, "count", "offset", -1, "first_step"));
+    events_free(e, n);
+    // stale within the context: no divergence, and the lesson says how many steps it needs
+    snprintf(args, sizeof args, "lesson 11 --model %s --steps 10 --bug stale", model);
+    RunResult r = kvdemo_run(args);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "--steps 32"));
+    run_free(&r);
+    snprintf(args, sizeof args, "lesson 11 --model %s --steps 10 --bug offset --lang zh", model);
+    r = kvdemo_run(args);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "诊断"));
+    run_free(&r);
+}
+
+// --bug where it means nothing, or names no bug: one line, exit 2.
+static void test_bug_refused(void **state) {
+    (void)state;
+    char args[256];
+    snprintf(args, sizeof args, "lesson 11 --model %s --bug nope", model);
+    expect_failure(args, 2, "offset|no-append|stale|mask|wrong-layout|no-scale");
+    expect_failure("lesson 2 --bug offset", 2, "--bug works with lesson 11 and generate");
+    expect_failure("lesson 12 --bug offset", 2, "--bug works with lesson 11 and generate");
+    snprintf(args, sizeof args, "generate --model %s --bug offset --no-cache", model);
+    expect_failure(args, 2, "means nothing with --no-cache");
+    expect_failure("bench --bug offset", 2, "unknown option '--bug' for 'bench'");
+    expect_failure("eval --bug offset", 2, "unknown option '--bug' for 'eval'");
+    snprintf(args, sizeof args, "generate --model %s --kv-dtype int9", model);
+    expect_failure(args, 2, "fp32|bf16|fp16|int8|int4");
+    expect_failure("lesson 11 --kv-dtype int8", 2, "unknown option '--kv-dtype' for 'lesson'");
+    snprintf(args, sizeof args, "generate --model %s --kv-dtype int8 --attention flash", model);
+    expect_failure(args, 2, "drop --attention flash");
+}
+
+// generate --bug: the text leaves the correct one; --kv-dtype fp32: the
+// default's text exactly.
+static void test_generate_options(void **state) {
+    (void)state;
+    char args[256];
+    const char *variants[3] = {"", "--kv-dtype fp32", "--bug mask"};
+    char texts[3][256];
+    for (int i = 0; i < 3; i++) {
+        int n;
+        snprintf(args, sizeof args, "generate --model %s --steps 30 --format json %s", model, variants[i]);
+        Event *e = kvdemo_json(args, &n);
+        const Event *t = events_find(e, n, "text", NULL, -1, "text");
+        assert_non_null(t);
+        snprintf(texts[i], sizeof texts[i], "%s", t->text);
+        events_free(e, n);
+    }
+    assert_string_equal(texts[1], texts[0]);
+    assert_string_not_equal(texts[2], texts[0]);
+}
+
+// Lesson 12 on the tiny model: the other summing order changes cached
+// steps only, by rounding-sized amounts in fp32; the same order in bf16 is
+// bit-identical; bytes per token from the definition; the validation loss
+// of int8 close to fp32's.
+static void test_lesson12(void **state) {
+    (void)state;
+    char args[256];
+    int n;
+    snprintf(args, sizeof args, "lesson 12 --model %s --steps %d --format json --data %s", model, STEPS, text);
+    Event *e = kvdemo_json(args, &n);
+    const Event *first = events_find(e, n, "count", "order-fp32", -1, "first_step");
+    const Event *diff = events_find(e, n, "value", "order-fp32", -1, "first_abs_diff");
+    assert_non_null(first);
+    assert_non_null(diff);
+    // step 1 is the pass without the cache: identical by construction
+    if (first->value != 0 && (first->value < 2 || !(diff->value > 0 && diff->value < 1e-4)))
+        fail_msg("order-fp32: first difference at step %g of %g, expected a step >= 2 and a size below 1e-4", first->value,
+                 diff->value);
+    const Event *control = events_find(e, n, "count", "order-bf16", -1, "same_order_first_step");
+    assert_non_null(control);
+    assert_int_equal((int)control->value, 0);
+    // tiny: L 2, C 64, H 4, key groups of 32
+    const char *kinds[5] = {"kv-fp32", "kv-bf16", "kv-fp16", "kv-int8", "kv-int4"};
+    double want[5] = {2 * 2 * 64 * 4.0, 2 * 2 * 64 * 2.0, 2 * 2 * 64 * 2.0, 2 * (2 * 64 + 4 * 4 + 4 * 64 / 32.0),
+                      2 * (64 + 4 * 4 + 4 * 64 / 32.0)};
+    double loss[5];
+    for (int k = 0; k < 5; k++) {
+        const Event *b = events_find(e, n, "value", kinds[k], -1, "bytes_per_token");
+        assert_non_null(b);
+        if (b->value != want[k]) fail_msg("%s: bytes_per_token expected %g, got %g", kinds[k], want[k], b->value);
+        const Event *l = events_find(e, n, "value", kinds[k], -1, "val_loss");
+        assert_non_null(l);
+        loss[k] = l->value;
+        assert_non_null(events_find(e, n, "text", kinds[k], -1, "text"));
+    }
+    if (!(fabs(loss[3] - loss[0]) < 0.05)) fail_msg("int8 loss %g, fp32 %g", loss[3], loss[0]);
+    if (!(fabs(loss[1] - loss[0]) < 0.05)) fail_msg("bf16 loss %g, fp32 %g", loss[1], loss[0]);
+    events_free(e, n);
+    // eval --kv-dtype fp32 agrees with the plain eval's validation loss
+    snprintf(args, sizeof args, "eval --model %s --data %s", model, text);
+    RunResult r = kvdemo_run(args);
+    assert_int_equal(r.status, 0);
+    double tl, vl, ql;
+    assert_int_equal(sscanf(r.out, "train loss %lf, validation loss %lf", &tl, &vl), 2);
+    run_free(&r);
+    snprintf(args, sizeof args, "eval --model %s --data %s --kv-dtype fp32", model, text);
+    r = kvdemo_run(args);
+    assert_int_equal(r.status, 0);
+    assert_int_equal(sscanf(r.out, "validation loss %lf", &ql), 1);
+    if (fabs(ql - vl) > 1e-3) fail_msg("eval --kv-dtype fp32: %g, plain eval %g", ql, vl);
+    run_free(&r);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_bugs_diverge_where_predicted),
+        cmocka_unit_test(test_lesson11_reports),
+        cmocka_unit_test(test_bug_refused),
+        cmocka_unit_test(test_generate_options),
+        cmocka_unit_test(test_lesson12),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}

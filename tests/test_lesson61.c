@@ -1,0 +1,312 @@
+// test_lesson61 — `kvdemo lesson 6.1` and `kvdemo generate --paged` from the
+// outside: the JSON events against what they must be, computed here from the
+// lesson's own configuration (block size, prompt length, steps, samples) and
+// from the workload's request lengths it prints; block events; the texts of
+// --samples N against N contiguous runs; the errors.
+//
+//   test_block_table_and_slots     slot = table[p / B] * B + p % B at every step
+//   test_fork_and_copy_on_write    fork and cow events, counts, blocks saved
+//   test_prefix_and_same_logits    2 blocks reused for 10 tokens with B = 4; none
+//                                  after an early change; paged = contiguous bit
+//                                  for bit for every block size, past the context
+//   test_workload_waste            every policy's utilisation recomputed here from
+//                                  the request lengths
+//   test_block_size_timing         lookups per head, times present, outputs identical
+//   test_generate_paged_samples    --samples 3 texts = 3 runs with seeds s, s+1, s+2
+//   test_text_zh_and_errors        the narration in Chinese; bad input, one line, status
+#include "testutil.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+// --steps 40 on the tiny preset (T = 32) takes the samples past the context.
+static const char *const ARGS = "lesson 6.1 --init random --preset tiny --repeat 1 --steps 40 --format json";
+enum { STEPS = 40, PROMPT = 6 };   // "ROMEO:"
+
+typedef JsonRun Lesson;
+
+static int setup(void **state) {
+    *state = json_run_start(ARGS);
+    return *state ? 0 : -1;
+}
+
+static int teardown(void **state) {
+    json_run_free(*state);
+    return 0;
+}
+
+static const Event *need(const Lesson *l, const char *event, const char *run, int step, const char *name) {
+    const Event *x = events_find(l->e, l->n, event, run, step, name);
+    if (!x) fail_msg("no %s event \"%s\" in run %s step %d", event, name, run ? run : "(none)", step);
+    return x;
+}
+
+static int64_t count(const Lesson *l, const char *run, int step, const char *name) {
+    return (int64_t)need(l, "count", run, step, name)->value;
+}
+
+// Block events are read from the raw lines: {"event":"block","name":..., "block":N, "src":N, "ref":N}.
+typedef struct {
+    char run[32], name[16];
+    int block, src, ref, src_ref;
+} BlockEvent;
+
+static int block_events(const Lesson *l, BlockEvent *out, int max) {
+    int n = 0;
+    for (const char *p = l->r.out; (p = strstr(p, "\"event\":\"block\"")) && n < max; p++) {
+        const char *line = p;
+        while (line > l->r.out && line[-1] != '\n') line--;
+        BlockEvent *b = &out[n];
+        memset(b, 0, sizeof *b);
+        b->src_ref = -1;
+        const char *run = strstr(line, "\"run\":\"");
+        if (run && run < p) sscanf(run + 7, "%31[^\"]", b->run);
+        if (sscanf(strstr(p, "\"name\":\"") + 8, "%15[^\"]", b->name) != 1 ||
+            sscanf(strstr(p, "\"block\":") + 8, "%d", &b->block) != 1 ||
+            sscanf(strstr(p, "\"src\":") + 6, "%d", &b->src) != 1 || sscanf(strstr(p, "\"ref\":") + 6, "%d", &b->ref) != 1)
+            fail_msg("a block event without name, block, src or ref near: %.80s", p);
+        const char *sr = strstr(p, "\"src_ref\":"), *nl = strchr(p, '\n');
+        if (sr && (!nl || sr < nl)) sscanf(sr + 10, "%d", &b->src_ref);
+        n++;
+    }
+    return n;
+}
+
+// ----------------------------------------------------------------------------
+
+static void test_block_table_and_slots(void **state) {
+    const Lesson *l = *state;
+    int B = (int)count(l, NULL, -1, "block_size");
+    assert_int_equal(B, 4);
+    for (int step = 1; step <= 7; step++) {
+        int64_t p = count(l, "table", step, "position"), slot = count(l, "table", step, "slot");
+        // step 1 holds the prompt (positions 0..5), then one position a step
+        if (p != PROMPT - 1 + step - 1) fail_msg("step %d: expected position %d, got %lld", step, PROMPT + step - 2, (long long)p);
+        char name[32];
+        snprintf(name, sizeof name, "block_table[%lld]", (long long)(p / B));
+        int64_t phys = count(l, "table", step, name);
+        if (slot != phys * B + p % B)
+            fail_msg("step %d: slot of position %lld: expected %lld * %d + %lld = %lld, got %lld", step, (long long)p,
+                     (long long)phys, B, (long long)(p % B), (long long)(phys * B + p % B), (long long)slot);
+        // the table has ceil((p + 1) / B) entries at this step
+        snprintf(name, sizeof name, "block_table[%lld]", (long long)((p + 1 + B - 1) / B));
+        if (events_find(l->e, l->n, "count", "table", step, name)) fail_msg("step %d: a table entry %s too many", step, name);
+    }
+}
+
+static void test_fork_and_copy_on_write(void **state) {
+    const Lesson *l = *state;
+    int B = (int)count(l, "fork", -1, "block_size"), N = (int)count(l, "fork", -1, "samples");
+    static BlockEvent ev[4096];
+    int n = block_events(l, ev, 4096);
+    int prompt_blocks = (PROMPT + B - 1) / B, forks = 0, cows = 0;
+    for (int i = 0; i < n; i++) {
+        if (!strcmp(ev[i].run, "fork") && !strcmp(ev[i].name, "fork")) {
+            forks++;
+            // the k-th fork of a block leaves it with count k + 1
+            int k = (forks - 1) / prompt_blocks + 1;
+            if (ev[i].ref != k + 1) fail_msg("fork event %d (block %d): expected ref %d, got %d", forks, ev[i].block, k + 1, ev[i].ref);
+        }
+        if (!strcmp(ev[i].name, "cow")) {
+            if (strcmp(ev[i].run, "sample")) fail_msg("a cow event outside the sampling run: %s", ev[i].run);
+            cows++;
+            if (ev[i].src < 0 || ev[i].src == ev[i].block || ev[i].ref != 1)
+                fail_msg("cow %d: expected a fresh block with ref 1 copied from another, got %d -> %d ref %d", cows, ev[i].src,
+                         ev[i].block, ev[i].ref);
+            // the shared block had N holders: after copy k it has N - k
+            if (ev[i].src_ref != N - cows) fail_msg("cow %d: expected the source's ref %d, got %d", cows, N - cows, ev[i].src_ref);
+        }
+    }
+    if (forks != (N - 1) * prompt_blocks) fail_msg("expected %d fork events, got %d", (N - 1) * prompt_blocks, forks);
+    // the prompt's last block is partly filled: every sample but the last copies it
+    int want_cows = PROMPT % B ? N - 1 : 0;
+    if (cows != want_cows) fail_msg("expected %d cow events, got %d", want_cows, cows);
+    assert_int_equal(count(l, NULL, -1, "copies"), want_cows);
+    // Blocks at the end (all samples past the context: each rebuilt its own)
+    int64_t without = count(l, NULL, -1, "blocks_without_sharing"), used = count(l, NULL, -1, "blocks_used");
+    double saved = need(l, "value", NULL, -1, "blocks_saved")->value;
+    if (fabs(saved - (double)(without - used) / (double)without) > 1e-9)
+        fail_msg("blocks_saved: expected (%lld - %lld) / %lld, got %g", (long long)without, (long long)used, (long long)without, saved);
+    if (used > without) fail_msg("more physical blocks (%lld) than table entries (%lld)", (long long)used, (long long)without);
+}
+
+static void test_prefix_and_same_logits(void **state) {
+    const Lesson *l = *state;
+    assert_int_equal(count(l, "prefix", -1, "prefix_tokens"), 10);
+    // B = 4: 10 tokens reuse exactly the 2 full blocks before the last token
+    assert_int_equal(count(l, "prefix", -1, "reused_positions"), 8);
+    assert_int_equal(count(l, "prefix", -1, "reused_blocks"), 2);
+    assert_int_equal(count(l, "prefix", -1, "reused_positions_changed"), 0);
+    const Event *x = need(l, "compare", "prefix", -1, "prefix_logits");
+    if (x->identical != 1) fail_msg("prefix_logits: expected identical, got max |difference| %g", x->max_abs_diff);
+    const char *runs[] = {"B=1", "B=3", "B=16", "B=256", "B=4"};
+    for (int i = 0; i < 5; i++) {
+        x = events_find(l->e, l->n, "compare", runs[i], -1, "logits");
+        if (!x) fail_msg("no logits comparison for %s", runs[i]);
+        if (x->identical != 1) fail_msg("%s logits: expected identical bit for bit, got max |difference| %g", runs[i], x->max_abs_diff);
+    }
+}
+
+// The utilisation of a policy from the request lengths alone: a request holds
+// k = prompt .. prompt + output tokens, one value a step, whatever the
+// scheduling (a preempted request resumes where it stopped).
+static double utilisation(const float *req, int R, const char *policy, int M, int B) {
+    double tokens = 0, slots = 0;
+    for (int r = 0; r < R; r++) {
+        int p = (int)req[2 * r], F = p + (int)req[2 * r + 1];
+        for (int k = p; k <= F; k++) {
+            double reserved;
+            if (!strcmp(policy, "max")) reserved = M;
+            else if (!strcmp(policy, "pow2")) reserved = fmin(M, pow(2, ceil(log2(F))));
+            else if (!strcmp(policy, "oracle")) reserved = F;
+            else reserved = ceil((double)k / B) * B;
+            tokens += k;
+            slots += reserved;
+        }
+    }
+    return tokens / slots;
+}
+
+static void test_workload_waste(void **state) {
+    const Lesson *l = *state;
+    const Event *req = need(l, "tensor", NULL, -1, "requests");
+    int R = (int)count(l, NULL, -1, "requests"), M = (int)count(l, NULL, -1, "max_len");
+    int64_t S = count(l, NULL, -1, "budget_slots");
+    if (req->ndim != 2 || req->shape[0] != R || req->shape[1] != 2) fail_msg("requests: expected shape (%d, 2)", R);
+    for (int r = 0; r < R; r++) {
+        int p = (int)req->data[2 * r], o = (int)req->data[2 * r + 1];
+        if (p < 1 || o < 1 || p + o > M) fail_msg("request %d: prompt %d, output %d outside 1.. and a total of at most %d", r, p, o, M);
+    }
+    const char *runs[] = {"max", "pow2", "oracle", "paged-1", "paged-4", "paged-16", "paged-64", "paged-256"};
+    const int sizes[] = {0, 0, 0, 1, 4, 16, 64, 256};
+    double prev = 2;
+    for (int i = 0; i < 8; i++) {
+        double want = utilisation(req->data, R, i < 3 ? runs[i] : "paged", M, sizes[i] ? sizes[i] : 1);
+        double got = need(l, "value", runs[i], -1, "utilisation")->value;
+        if (fabs(got - want) > 1e-6) fail_msg("%s utilisation: expected %.9f, got %.9f", runs[i], want, got);
+        // paged: the waste is the last block's, and grows with B
+        if (i >= 3) {
+            double never = need(l, "value", runs[i], -1, "never_used")->value;
+            if (fabs(never - (1 - want)) > 1e-6) fail_msg("%s never_used: expected %.9f, got %.9f", runs[i], 1 - want, never);
+            if (!(got <= prev)) fail_msg("%s: utilisation %.4f should not exceed that of a smaller block (%.4f)", runs[i], got, prev);
+            prev = got;
+        }
+    }
+    // reserving the maximum: exactly S / M requests at once, the queue being long
+    assert_int_equal(count(l, "max", -1, "peak_running"), S / M);
+    assert_int_equal(count(l, "oracle", -1, "preempted"), 0);
+    if (!(need(l, "value", "oracle", -1, "never_used")->value == 0)) fail_msg("oracle never_used: expected 0");
+    if (!(count(l, "paged-16", -1, "peak_running") > count(l, "max", -1, "peak_running")))
+        fail_msg("paged-16 should serve more requests at once than reserving the maximum");
+}
+
+static void test_block_size_timing(void **state) {
+    const Lesson *l = *state;
+    const Event *c = need(l, "timing", "contiguous", -1, "attention");
+    if (!(c->seconds > 0)) fail_msg("contiguous attention: expected a positive time, got %g", c->seconds);
+    const int sizes[] = {1, 16, 256};
+    for (int i = 0; i < 3; i++) {
+        char run[16];
+        snprintf(run, sizeof run, "B=%d", sizes[i]);
+        assert_int_equal(count(l, run, -1, "lookups_per_head"), (2048 + sizes[i] - 1) / sizes[i]);
+        const Event *t = need(l, "timing", run, -1, "attention");
+        if (!(t->seconds > 0)) fail_msg("%s attention: expected a positive time, got %g", run, t->seconds);
+        const Event *x = need(l, "compare", run, -1, "attention");
+        if (x->identical != 1) fail_msg("%s attention output: expected identical, got max |difference| %g", run, x->max_abs_diff);
+    }
+}
+
+// The text of one JSON text event line ("text":"..."), as written.
+static char *texts(const char *out) {
+    size_t cap = strlen(out) + 1, n = 0;
+    char *all = calloc(cap, 1);
+    for (const char *p = out; (p = strstr(p, "\"name\":\"text\",\"text\":\"")); p++) {
+        const char *s = p + 22, *e = strstr(s, "\"}");
+        memcpy(all + n, s, (size_t)(e - s));
+        n += (size_t)(e - s);
+        all[n++] = '\n';
+    }
+    return all;
+}
+
+static void test_generate_paged_samples(void **state) {
+    (void)state;
+    char dir[] = "/tmp/kvdemo-test61-XXXXXX", args[512];
+    assert_non_null(mkdtemp(dir));
+    snprintf(args, sizeof args, "init --preset tiny --seed 5 --out %s/tiny.bin", dir);
+    RunResult r = kvdemo_run(args);
+    if (r.status != 0) fail_msg("kvdemo %s: %s", args, r.err);
+    run_free(&r);
+    // 45 steps after a 6-token prompt pass the tiny context of 32
+    snprintf(args, sizeof args, "generate --paged --samples 3 --block-size 3 --steps 45 --seed 7 --threads 1 --format json --model %s/tiny.bin", dir);
+    r = kvdemo_run(args);
+    if (r.status != 0) fail_msg("kvdemo %s exited with %d: %s", args, r.status, r.err);
+    char *paged = texts(r.out);
+    Event *e;
+    int n;
+    e = events_parse(r.out, &n);
+    const Event *used = events_find(e, n, "count", NULL, -1, "blocks_used");
+    const Event *without = events_find(e, n, "count", NULL, -1, "blocks_without_sharing");
+    if (!used || !without || used->value > without->value) fail_msg("blocks_used must be at most blocks_without_sharing");
+    events_free(e, n);
+    run_free(&r);
+    size_t cap = 1 << 16, len = 0;
+    char *want = calloc(cap, 1);
+    for (int i = 0; i < 3; i++) {
+        snprintf(args, sizeof args, "generate --steps 45 --seed %d --threads 1 --format json --model %s/tiny.bin", 7 + i, dir);
+        r = kvdemo_run(args);
+        if (r.status != 0) fail_msg("kvdemo %s exited with %d", args, r.status);
+        char *t = texts(r.out);
+        len += (size_t)snprintf(want + len, cap - len, "%s", t);
+        free(t);
+        run_free(&r);
+    }
+    if (strcmp(paged, want)) fail_msg("paged samples:\n%s\nexpected the contiguous runs with seeds 7, 8, 9:\n%s", paged, want);
+    free(paged);
+    free(want);
+    // a pool of one block runs out: status 1, one line that names --num-blocks
+    snprintf(args, sizeof args, "generate --paged --samples 2 --steps 5 --num-blocks 1 --model %s/tiny.bin", dir);
+    expect_failure(args, 1, "--num-blocks");
+    snprintf(args, sizeof args, "%s/tiny.bin", dir);
+    unlink(args);
+    rmdir(dir);
+}
+
+static void test_text_zh_and_errors(void **state) {
+    (void)state;
+    RunResult r = kvdemo_run("lesson 6.1 --init random --preset tiny --repeat 1 --lang zh");
+    if (r.status != 0) fail_msg("lesson 6.1 --lang zh exited with %d: %s", r.status, r.err);
+    const char *terms[] = {"block table", "copy-on-write", "60%-80%", "逐位相同", "引用计数", "链式哈希"};
+    for (size_t i = 0; i < sizeof terms / sizeof terms[0]; i++)
+        if (!strstr(r.out, terms[i])) fail_msg("lesson 6.1 --lang zh: expected \"%s\" in the text", terms[i]);
+    run_free(&r);
+    r = kvdemo_run("lesson 6.1 --init random --preset tiny --repeat 1 --trace none");
+    if (r.status != 0) fail_msg("lesson 6.1 exited with %d: %s", r.status, r.err);
+    if (!strstr(r.out, "identical bit for bit") || !strstr(r.out, "Blocks saved") || !strstr(r.out, "paged-16"))
+        fail_msg("lesson 6.1: expected the comparisons, the blocks saved and the waste table in the text");
+    if (strstr(r.out, "[alloc]")) fail_msg("--trace none: expected no block lines");
+    run_free(&r);
+    expect_failure("lesson 6.1 --block-size 0", 2, "--block-size");
+    expect_failure("lesson 6.1 --steps 5000", 2, "--steps");
+    expect_failure("generate --samples 3", 2, "--paged");
+    expect_failure("generate --paged --no-cache", 2, "--no-cache");
+    expect_failure("generate --paged --attention flash", 2, "--attention");
+    expect_failure("generate --paged --samples 100", 2, "--samples");
+    expect_failure("generate --paged --init random --preset tiny --prompt 日本", 2, "vocabulary");
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_block_table_and_slots),
+        cmocka_unit_test(test_fork_and_copy_on_write),
+        cmocka_unit_test(test_prefix_and_same_logits),
+        cmocka_unit_test(test_workload_waste),
+        cmocka_unit_test(test_block_size_timing),
+        cmocka_unit_test(test_generate_paged_samples),
+        cmocka_unit_test(test_text_zh_and_errors),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}

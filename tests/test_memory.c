@@ -1,0 +1,184 @@
+// test_memory — the KV cache calculator (src/memory.c, `kvdemo memory`)
+// against published figures: the article's GPT-3 example (164,282,499,072 B,
+// REFERENCES §3.3), LLaMA-2-7B's 524,288 B and LLaMA-2-70B's 327,680 B per
+// token, OPT-13B's 800 KB (the vLLM paper), Mistral's cache capped at its
+// 4096-token window, DeepSeek-V2's MLA latent (kv_lora_rank 512 + 64 rope
+// dims, no factor 2); the char GPT's 2 · L · C · 4 = 18,432 B; and bad input.
+#include "testutil.h"
+
+#include "memory.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void expect_u64(const char *what, uint64_t want, uint64_t got) {
+    if (want != got) fail_msg("%s: expected %llu, got %llu", what, (unsigned long long)want, (unsigned long long)got);
+}
+
+static uint64_t per_token(const char *name, int bits) {
+    const MemModel *m = memory_preset(name);
+    if (!m) fail_msg("no preset %s", name);
+    uint64_t b = 0;
+    assert_int_equal(memory_bytes_per_token(&b, m, bits), 0);
+    return b;
+}
+
+static void test_published_figures(void **state) {
+    (void)state;
+    // The article's §8: 2 · 96 · 12288 · 2 B per token, × (512 + 32) × 64.
+    uint64_t gpt3 = 0;
+    assert_int_equal(memory_cache_bytes(&gpt3, memory_preset("gpt3-175b"), 16, 512 + 32, 64), 0);
+    expect_u64("gpt3-175b, b 64, s+n 544, fp16", 164282499072ull, gpt3);
+    expect_u64("gpt3-175b per token", 4718592, per_token("gpt3-175b", 16));
+    expect_u64("llama-2-7b per token", 524288, per_token("llama-2-7b", 16));
+    expect_u64("llama-2-70b per token", 327680, per_token("llama-2-70b", 16));
+    expect_u64("opt-13b per token (800 KB)", 819200, per_token("opt-13b", 16));
+    expect_u64("llama-3-405b per token (8 KV heads)", 516096, per_token("llama-3-405b", 16));
+    expect_u64("qwen2.5-7b per token", 57344, per_token("qwen2.5-7b", 16));
+    // MLA: layers · (kv_lora_rank + rope dims) · 2 B, no factor 2.
+    expect_u64("deepseek-v2 per token", 60 * (512 + 64) * 2, per_token("deepseek-v2", 16));
+    expect_u64("deepseek-v3 per token", 61 * (512 + 64) * 2, per_token("deepseek-v3", 16));
+    // Mistral: the rolling buffer holds at most the 4096-token window.
+    const MemModel *mistral = memory_preset("mistral-7b");
+    uint64_t capped = 0, short_seq = 0;
+    assert_int_equal(memory_cache_bytes(&capped, mistral, 16, 32768, 1), 0);
+    expect_u64("mistral-7b at 32768 tokens", 2ull * 32 * 8 * 128 * 2 * 4096, capped);
+    assert_int_equal(memory_cache_bytes(&short_seq, mistral, 16, 1000, 1), 0);
+    expect_u64("mistral-7b at 1000 tokens", 2ull * 32 * 8 * 128 * 2 * 1000, short_seq);
+    // Mixtral has no window.
+    uint64_t mixtral = 0;
+    assert_int_equal(memory_cache_bytes(&mixtral, memory_preset("mixtral-8x7b"), 16, 32768, 1), 0);
+    expect_u64("mixtral-8x7b at 32768 tokens", 2ull * 32 * 8 * 128 * 2 * 32768, mixtral);
+    // Other widths: int4 is half a byte a value.
+    expect_u64("llama-2-7b int4", 524288 / 4, per_token("llama-2-7b", 4));
+    expect_u64("llama-2-7b fp32", 524288 * 2, per_token("llama-2-7b", 32));
+    assert_null(memory_preset("gpt-5"));
+}
+
+static void test_dtypes_sizes_overflow(void **state) {
+    (void)state;
+    const char *names[] = {"fp32", "fp16", "bf16", "fp8", "int8", "int4", "fp64", ""};
+    const int bits[] = {32, 16, 16, 8, 8, 4, 0, 0};
+    for (int i = 0; i < 8; i++)
+        if (memory_dtype_bits(names[i]) != bits[i])
+            fail_msg("dtype %s: expected %d bits, got %d", names[i], bits[i], memory_dtype_bits(names[i]));
+    double b;
+    assert_int_equal(memory_parse_size(&b, "80GB"), 0);
+    assert_true(b == 80e9);
+    assert_int_equal(memory_parse_size(&b, "24GiB"), 0);
+    assert_true(b == 24.0 * 1024 * 1024 * 1024);
+    assert_int_equal(memory_parse_size(&b, "512 MB"), 0);
+    assert_true(b == 512e6);
+    assert_int_equal(memory_parse_size(&b, "80"), -1);
+    assert_int_equal(memory_parse_size(&b, "-1GB"), -1);
+    assert_int_equal(memory_parse_size(&b, "GB"), -1);
+    uint64_t out = 0;
+    assert_int_equal(memory_mul(&out, UINT64_MAX / 2 + 1, 2), -1);
+    assert_int_equal(memory_mul(&out, UINT64_MAX / 3, 3), 0);
+    expect_u64("UINT64_MAX / 3 * 3", UINT64_MAX / 3 * 3, out);
+    MemModel huge = {"huge", "huge", 1000000000, 1, 1000000000, 1000000000, 1, 0, 0, 0, 16, "test"};
+    assert_int_equal(memory_bytes_per_token(&out, &huge, 16), -1);
+    char buf[64];
+    assert_string_equal(memory_grouped(buf, sizeof buf, 164282499072ull), "164,282,499,072");
+    assert_string_equal(memory_decimal(buf, sizeof buf, 164282499072.0), "164.3 GB");
+    assert_string_equal(memory_binary(buf, sizeof buf, 164282499072.0), "153.0 GiB");
+}
+
+static double value_of(const Event *e, int n, const char *event, const char *name) {
+    const Event *x = events_find(e, n, event, NULL, -1, name);
+    if (!x) fail_msg("no %s event %s", event, name);
+    return x->value;
+}
+
+static void test_cli_worked_check(void **state) {
+    (void)state;
+    RunResult r = kvdemo_run("memory --model gpt3-175b --batch 64 --tokens 544 --dtype fp16");
+    assert_int_equal(r.status, 0);
+    if (!strstr(r.out, "164,282,499,072 B")) fail_msg("expected 164,282,499,072 B in:\n%s", r.out);
+    if (!strstr(r.out, "164.3 GB") || !strstr(r.out, "153.0 GiB")) fail_msg("expected 164.3 GB and 153.0 GiB in:\n%s", r.out);
+    if (!strstr(r.out, "powers of 1000") || !strstr(r.out, "powers of 1024")) fail_msg("units not explained:\n%s", r.out);
+    run_free(&r);
+    r = kvdemo_run_env("LANG=zh_CN.UTF-8", "memory --model gpt3-175b --batch 64 --tokens 544");
+    assert_int_equal(r.status, 0);
+    if (!strstr(r.out, "164,282,499,072 B") || !strstr(r.out, "每个 token")) fail_msg("zh output:\n%s", r.out);
+    run_free(&r);
+    int n;
+    Event *e = kvdemo_json("memory --model gpt3-175b --batch 64 --tokens 544 --format json", &n);
+    expect_u64("bytes", 164282499072ull, (uint64_t)value_of(e, n, "count", "bytes"));
+    expect_u64("bytes_per_token", 4718592, (uint64_t)value_of(e, n, "count", "bytes_per_token"));
+    expect_u64("bytes_per_sequence", 4718592ull * 544, (uint64_t)value_of(e, n, "count", "bytes_per_sequence"));
+    events_free(e, n);
+    e = kvdemo_json("memory --model gpt3-175b --batch 64 --tokens 544 --format json --lang zh", &n);
+    expect_u64("zh bytes", 164282499072ull, (uint64_t)value_of(e, n, "count", "bytes"));
+    events_free(e, n);
+}
+
+static void test_cli_gpu_memory_and_shapes(void **state) {
+    (void)state;
+    int n;
+    // LLaMA-2-7B fp16 on 80 GB: weights 7e9 · 2 B, sequences of 4096 tokens
+    // of 524,288 B a token in what is left.
+    Event *e = kvdemo_json("memory --model llama-2-7b --tokens 4096 --batch 8 --gpu-memory 80GB --format json", &n);
+    double left = 80e9 - 7e9 * 2;
+    expect_u64("sequences_fit", (uint64_t)floor(left / (524288.0 * 4096)), (uint64_t)value_of(e, n, "count", "sequences_fit"));
+    assert_true(value_of(e, n, "value", "weights_bytes") == 14e9);
+    events_free(e, n);
+    // No --tokens: the longest context for the batch.
+    e = kvdemo_json("memory --model llama-2-70b --batch 2 --gpu-memory 160GB --format json", &n);
+    expect_u64("max_tokens", (uint64_t)floor((160e9 - 140e9) / (327680.0 * 2)), (uint64_t)value_of(e, n, "count", "max_tokens"));
+    events_free(e, n);
+    // A shape by hand: 2 · 32 · 8 · 128 · 2 B per token, 8192 tokens.
+    e = kvdemo_json("memory --layers 32 --kv-heads 8 --head-dim 128 --batch 1 --tokens 8192 --format json", &n);
+    expect_u64("bytes", 2ull * 32 * 8 * 128 * 2 * 8192, (uint64_t)value_of(e, n, "count", "bytes"));
+    events_free(e, n);
+    // Mistral past its window.
+    e = kvdemo_json("memory --model mistral-7b --tokens 32768 --format json", &n);
+    expect_u64("tokens_held", 4096, (uint64_t)value_of(e, n, "count", "tokens_held"));
+    events_free(e, n);
+    // The char GPT: 2 · L · C · 4 bytes, from the seed shape (L 6, C 384).
+    e = kvdemo_json("memory --model char-gpt --tokens 256 --format json", &n);
+    expect_u64("char-gpt bytes_per_token", 2 * 6 * 384 * 4, (uint64_t)value_of(e, n, "count", "bytes_per_token"));
+    events_free(e, n);
+    // --list: every preset, with its bytes per token at 16 bits.
+    e = kvdemo_json("memory --list --format json", &n);
+    for (int i = 0; i < NUM_MEM_PRESETS; i++) {
+        const MemModel *m = &MEM_PRESETS[i];
+        const Event *x = events_find(e, n, "count", m->name, -1, "bytes_per_token");
+        if (!x) fail_msg("--list has no bytes_per_token for %s", m->name);
+        uint64_t want = m->mla_dim ? (uint64_t)m->layers * m->mla_dim * 2 : 2ull * m->layers * m->kv_heads * m->head_dim * 2;
+        expect_u64(m->name, want, (uint64_t)x->value);
+    }
+    events_free(e, n);
+}
+
+static void test_cli_bad_input(void **state) {
+    (void)state;
+    expect_failure("memory --model gpt-5 --tokens 10", 2, "unknown model 'gpt-5'");
+    expect_failure("memory --model llama-2-7b --tokens 0", 2, "--tokens");
+    expect_failure("memory --model llama-2-7b --tokens -5", 2, "--tokens");
+    expect_failure("memory --model llama-2-7b --tokens 10 --batch 0", 2, "--batch");
+    expect_failure("memory --layers 32 --kv-heads 0 --head-dim 128 --tokens 10", 2, "--kv-heads");
+    expect_failure("memory --layers 32 --head-dim 128 --tokens 10", 2, "--layers, --kv-heads and --head-dim");
+    expect_failure("memory --model llama-2-7b", 2, "--tokens");
+    expect_failure("memory --tokens 10", 2, "--model");
+    expect_failure("memory --model llama-2-7b --tokens 10 --dtype fp64", 2, "fp32|fp16");
+    expect_failure("memory --model llama-2-7b --tokens 10 --gpu-memory 80", 2, "80GB");
+    expect_failure("memory --layers 1000000000 --kv-heads 1000000000 --head-dim 1000000000 --tokens 1000", 2,
+                   "64 bits");
+    expect_failure("memory --model gpt3-175b --tokens 1000000000000000 --batch 1000000000", 2, "64 bits");
+    expect_failure("memory --list --model gpt3-175b", 2, "--list");
+    expect_failure("memory --steps 3", 2, "unknown option '--steps'");
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_published_figures),
+        cmocka_unit_test(test_dtypes_sizes_overflow),
+        cmocka_unit_test(test_cli_worked_check),
+        cmocka_unit_test(test_cli_gpu_memory_and_shapes),
+        cmocka_unit_test(test_cli_bad_input),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

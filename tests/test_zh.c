@@ -1,0 +1,295 @@
+// test_zh — the Chinese narration is Chinese: every built lesson (the LESSONS
+// table, so a lesson added later is covered too) and the commands that
+// narrate run with --lang zh (or LANG=zh_CN.UTF-8), and no run of three or
+// more ASCII letters may appear outside code lines, tensors, identifiers,
+// option names and the words on the allow-list below. A second test checks
+// that every trace_sayf call in the sources gives its English and Chinese
+// formats the same conversions in the same order.
+#include "testutil.h"
+
+#include "buf.h"
+#include "lessons.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+// Words a Chinese teacher says as they are: the documents' own terms, model
+// and library names, tensor names the documents print, units.
+static const char *const ALLOWED[] = {
+    // the documents' terms
+    "KV", "Cache", "Key", "Value", "Query", "token", "tokens", "decoder", "encoder", "prefill", "softmax",
+    "logits", "BERT", "GPT", "LLaMA", "Llama", "MHA", "GQA", "MQA", "PagedAttention", "PageAttention",
+    "FlashAttention", "RoPE", "numpy", "PyTorch", "kvdemo", "batch", "top", "eos", "bos", "pad", "None",
+    "True", "False", "inf", "nan", "bit",
+    // tensor and variable names of the documents
+    "scores", "output", "mask", "weights", "key", "keys", "value", "values", "query", "seqlen", "self",
+    "forward", "generate", "triu", "diagonal", "tokens", "freqs", "cis", "xq", "xk", "xv", "bsz", "dim",
+    "len", "min", "max", "sum", "cat", "matmul", "torch", "prompt", "prompts", "temperature", "seed",
+    "head", "heads", "full", "pos", "decoded", "argmax",
+    // names of methods and hardware, as the documents write them
+    "Attention", "SwiGLU", "Flash", "flash", "online", "GPU", "CPU", "HBM", "SRAM",
+    // authors cited by name
+    "Milakov", "Gimelshein",
+    // code the lessons quote, and the values of options (--bug offset, --data FILE)
+    "float", "ceil", "exp", "sqrt", "ones", "logit", "offset", "stale", "append", "layout", "scale", "FILE",
+    // the example prompt, and methods named after their papers
+    "ROMEO", "KIVI",
+    // lesson 6.1: the article's and the vLLM paper's terms, its data sets, the workload's formula
+    "block", "table", "fork", "copy", "write", "hash", "vLLM", "VLLM", "ShareGPT", "Alpaca", "round", "log",
+    // units
+    "MiB", "GiB", "KiB", "MB", "GB", "KB", "GFLOP", "MFLOP", "FLOP", "FLOPs", "TFLOP",
+};
+
+static int allowed(const char *w, size_t n) {
+    for (size_t i = 0; i < sizeof ALLOWED / sizeof ALLOWED[0]; i++)
+        if (strlen(ALLOWED[i]) == n && !strncmp(ALLOWED[i], w, n)) return 1;
+    return 0;
+}
+
+// Lines that are code or tensors, not narration: ">>> code", the rows of a
+// printed tensor, and a tensor's "name (2, 4)" header.
+static int code_line(const char *line, size_t len) {
+    const char *p = line;
+    while (p < line + len && *p == ' ') p++;
+    if (!strncmp(p, ">>>", 3) || *p == '[' || !strncmp(p, "tensor(", 7)) return 1;
+    const char *q = p;
+    while (q < line + len && (isalnum((unsigned char)*q) || strchr("_[]:.", *q))) q++;
+    return q > p && q + 2 < line + len && q[0] == ' ' && q[1] == '(' && isdigit((unsigned char)q[2]);
+}
+
+// Appends to bad every English word of out (after removing the generated
+// texts), one "WORD  in: LINE" a line.
+static void find_english(Buf *bad, const char *what, char *out, char **texts, int ntexts) {
+    for (int i = 0; i < ntexts; i++) {
+        size_t n = strlen(texts[i]);
+        if (n < 3) continue;
+        for (char *p = out; (p = strstr(p, texts[i]));) memset(p, ' ', n);
+    }
+    for (char *line = out; line && *line;) {
+        char *nl = strchr(line, '\n');
+        size_t len = nl ? (size_t)(nl - line) : strlen(line);
+        if (!code_line(line, len)) {
+            for (size_t i = 0; i < len;) {
+                unsigned char c = (unsigned char)line[i];
+                if (c == '`') {   // `kvdemo bench`: a command, quoted as code
+                    const char *end = memchr(line + i + 1, '`', len - i - 1);
+                    i = end ? (size_t)(end - line) + 1 : len;
+                    continue;
+                }
+                if (!(isalnum(c) || c == '_' || c == '-')) {
+                    i++;
+                    continue;
+                }
+                size_t j = i;
+                int letters = 0, other = 0;
+                // self.model.forward and data/tianqi.txt are one word; "cache." ends a sentence.
+                while (j < len && (isalnum((unsigned char)line[j]) || line[j] == '_' || line[j] == '-' ||
+                                   ((line[j] == '.' || line[j] == '/') && j + 1 < len && isalpha((unsigned char)line[j + 1])))) {
+                    if (isalpha((unsigned char)line[j])) letters++;
+                    else other++;
+                    j++;
+                }
+                // Identifiers (cache_k, W_Q, fp16) and options (--steps)
+                // are code; a plain word of three letters or more is English.
+                int code = other > 0;
+                if (letters >= 3 && !code && !allowed(line + i, j - i))
+                    buf_printf(bad, "%s: '%.*s' in: %.*s\n", what, (int)(j - i), line + i, (int)len, line);
+                i = j;
+            }
+        }
+        line = nl ? nl + 1 : NULL;
+    }
+}
+
+// The texts a run generates (its "text" events), which are the model's,
+// not narration.
+static char **generated_texts(const char *env, const char *args, int *n) {
+    char json[512];
+    snprintf(json, sizeof json, "%s --format json", args);
+    RunResult r = kvdemo_run_env(env, json);
+    *n = 0;
+    char **texts = NULL;
+    if (r.status != 0) {
+        run_free(&r);
+        return NULL;
+    }
+    int ne;
+    Event *e = events_parse(r.out, &ne);
+    texts = calloc((size_t)ne + 1, sizeof *texts);
+    for (int i = 0; i < ne; i++)
+        if (!strcmp(e[i].event, "text")) texts[(*n)++] = strdup(e[i].text);
+    events_free(e, ne);
+    run_free(&r);
+    return texts;
+}
+
+static void check_run(Buf *bad, const char *env, const char *args, int json_too) {
+    int ntexts = 0;
+    char **texts = json_too ? generated_texts(env, args, &ntexts) : NULL;
+    RunResult r = kvdemo_run_env(env, args);
+    if (r.status != 0) fail_msg("kvdemo %s: exit %d: %s", args, r.status, r.err);
+    find_english(bad, args, r.out, texts, ntexts);
+    for (int i = 0; i < ntexts; i++) free(texts[i]);
+    free(texts);
+    run_free(&r);
+}
+
+static void test_lessons_speak_chinese(void **state) {
+    (void)state;
+    Buf bad;
+    buf_init(&bad);
+    buf_append(&bad, "");
+    int runs = 0;
+    for (int i = 0; i < NUM_LESSONS; i++) {
+        const Lesson *l = &LESSONS[i];
+        if (!l->run) continue;
+        // Small runs: few steps, one repeat, the tiny model where one is offered.
+        char args[256], quick[128];
+        snprintf(args, sizeof args, "lesson %s --lang zh%s", l->id, lesson_quick_args(l->options, quick, sizeof quick));
+        check_run(&bad, NULL, args, 1);
+        runs++;
+    }
+    check_run(&bad, "LANG=zh_CN.UTF-8", "generate --steps 8", 1);
+    // (bench is left out: it always measures 256 tokens and training steps,
+    // minutes on a shared machine.)
+    char *s = buf_take(&bad);
+    if (s && *s) {
+        fprintf(stderr, "%s", s);
+        fail_msg("English words in the Chinese narration (listed above)");
+    }
+    free(s);
+    assert_true(runs >= 8);
+}
+
+// ----------------------------------------------------------------------------
+// trace_sayf's two formats
+
+// The conversions of a C string literal's text ("%d", "%lld", "%s"), in order,
+// written to out as "d lld s ".
+static void conversions(const char *fmt, size_t n, char *out, size_t size) {
+    out[0] = '\0';
+    for (size_t i = 0; i < n; i++) {
+        if (fmt[i] != '%') continue;
+        if (i + 1 < n && fmt[i + 1] == '%') {
+            i++;
+            continue;
+        }
+        // Flags, width and precision may differ ("%.0s" swallows an English
+        // plural); the length and the type may not.
+        size_t j = i + 1;
+        while (j < n && strchr("-+ #0123456789.*", fmt[j])) j++;
+        size_t k = j;
+        while (k < n && strchr("hlLzjt", fmt[k])) k++;
+        size_t len = strlen(out);
+        snprintf(out + len, size - len, "%.*s ", (int)(k + 1 - j), fmt + j);
+        i = k;
+    }
+}
+
+// Reads one argument made of adjacent string literals starting at *p; its
+// text (escapes left as written, which does not matter for %) goes to buf.
+// Returns 0 when the argument is not made of literals alone.
+static int read_literals(const char **p, Buf *text) {
+    const char *s = *p;
+    int any = 0;
+    for (;;) {
+        while (isspace((unsigned char)*s)) s++;
+        if (*s != '"') break;
+        s++;
+        const char *start = s;
+        while (*s && *s != '"') s += *s == '\\' && s[1] ? 2 : 1;
+        buf_appendn(text, start, (size_t)(s - start));
+        if (*s) s++;
+        any = 1;
+    }
+    *p = s;
+    return any;
+}
+
+static char *slurp(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    Buf b;
+    buf_init(&b);
+    char chunk[4096];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) buf_appendn(&b, chunk, n);
+    fclose(f);
+    buf_append(&b, "");
+    return buf_take(&b);
+}
+
+static void test_sayf_pairs_match(void **state) {
+    (void)state;
+    const char *dirs[] = {"src", "lessons"};
+    int calls = 0;
+    for (int d = 0; d < 2; d++) {
+        DIR *dir = opendir(dirs[d]);
+        assert_non_null(dir);
+        struct dirent *ent;
+        while ((ent = readdir(dir))) {
+            size_t len = strlen(ent->d_name);
+            if (len < 3 || strcmp(ent->d_name + len - 2, ".c")) continue;
+            char path[512];
+            snprintf(path, sizeof path, "%s/%s", dirs[d], ent->d_name);
+            char *src = slurp(path);
+            assert_non_null(src);
+            for (const char *p = src; (p = strstr(p, "trace_sayf(tr,"));) {
+                p += strlen("trace_sayf(tr,");
+                Buf en, zh;
+                buf_init(&en);
+                buf_init(&zh);
+                buf_append(&en, "");
+                buf_append(&zh, "");
+                if (!read_literals(&p, &en)) {   // a call whose format is computed
+                    free(buf_take(&en));
+                    free(buf_take(&zh));
+                    continue;
+                }
+                while (isspace((unsigned char)*p)) p++;
+                if (*p == ',') p++;
+                char *e = buf_take(&en);
+                if (!read_literals(&p, &zh)) fail_msg("%s: a trace_sayf with no Chinese format after \"%.40s\"", path, e);
+                char *z = buf_take(&zh);
+                char ce[256], cz[256];
+                conversions(e, strlen(e), ce, sizeof ce);
+                conversions(z, strlen(z), cz, sizeof cz);
+                if (strcmp(ce, cz))
+                    fail_msg("%s: trace_sayf conversions differ: English \"%s\" (%s), Chinese \"%s\" (%s)", path, ce, e,
+                             cz, z);
+                calls++;
+                free(e);
+                free(z);
+            }
+            free(src);
+        }
+        closedir(dir);
+    }
+    assert_true(calls >= 10);
+}
+
+// The check itself finds what it should: a format pair out of order.
+static void test_conversions_reader(void **state) {
+    (void)state;
+    char a[64], b[64];
+    conversions("%d of %s, 100%%, %lld", strlen("%d of %s, 100%%, %lld"), a, sizeof a);
+    assert_string_equal(a, "d s lld ");
+    conversions("%s 的 %d", strlen("%s 的 %d"), b, sizeof b);
+    char c[64];
+    conversions("%5.2f %.0s", strlen("%5.2f %.0s"), c, sizeof c);
+    assert_string_equal(c, "f s ");
+    assert_string_equal(b, "s d ");
+    assert_true(strcmp(a, b) != 0);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_conversions_reader),
+        cmocka_unit_test(test_sayf_pairs_match),
+        cmocka_unit_test(test_lessons_speak_chinese),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
