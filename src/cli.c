@@ -50,7 +50,7 @@ static const OptionSpec OPTIONS[] = {
     {"--trace", ARG_STRING, "LEVEL", "lesson", 0, 0, "none|summary|full", "how many intermediate tensors to print (default full)"},
     {"--precision", ARG_INT, "N", "lesson", 0, 16, NULL, "decimals of printed tensors (default 4, as PyTorch)"},
     {"--format", ARG_STRING, "FMT", "lesson generate race bench memory", 0, 0, "text|json", "text for people, JSON Lines for scripts (default text)"},
-    {"--lang", ARG_STRING, "LANG", "lesson race list memory", 0, 0, "en|zh", "narration language (default from LANG)"},
+    {"--lang", ARG_STRING, "LANG", "lesson race list memory train eval", 0, 0, "en|zh", "narration language (default from LANG)"},
     {"--step", ARG_FLAG, NULL, "lesson", 0, 0, NULL, "wait for Enter after each step (on a terminal)"},
     {"--color", ARG_STRING, "WHEN", "lesson", 0, 0, "auto|always|never", "colours: heat maps of scores and weights (default auto; NO_COLOR honoured)"},
     // Where they apply.
@@ -77,6 +77,7 @@ static const OptionSpec OPTIONS[] = {
     {"--lr", ARG_DOUBLE, "X", "train", 0, 10, NULL, "peak learning rate"},
     {"--eval-every", ARG_INT, "N", "train", 1, 100000000, NULL, "validation loss (and a checkpoint) every N iterations"},
     {"--resume", ARG_STRING, "CHECKPOINT", "train", 0, 0, NULL, "continue from a checkpoint"},
+    {"--log", ARG_STRING, "FILE", "train", 0, 0, NULL, "also write the loss curve as CSV, a row per evaluation"},
     {"--paged", ARG_FLAG, NULL, "generate", 0, 0, NULL, "keep the cache in blocks through a block table (lesson 6.1)"},
     {"--block-size", ARG_INT, "B", "lesson generate", 1, 4096, NULL, "positions per block of the paged cache (generate: 16, as vLLM; lesson 6.1: 4)"},
     {"--num-blocks", ARG_INT, "N", "generate", 1, 1000000, NULL, "blocks in the paged cache's pool (default: enough for the run)"},
@@ -258,6 +259,7 @@ static int parse_options(int argc, char **argv, int first, const char *command, 
         else if (!strcmp(name, "--lr")) opt->lr = num;
         else if (!strcmp(name, "--eval-every")) opt->eval_every = (int)num;
         else if (!strcmp(name, "--resume")) opt->resume_path = value;
+        else if (!strcmp(name, "--log")) opt->log_path = value;
         else if (!strcmp(name, "--paged")) opt->paged = 1;
         else if (!strcmp(name, "--block-size")) opt->block_size = (int)num;
         else if (!strcmp(name, "--num-blocks")) opt->num_blocks = (int)num;
@@ -310,7 +312,8 @@ static void print_help(FILE *f) {
             "                               --repeat, --csv FILE, --kv-dtype TYPE)\n"
             "  kvdemo init --out FILE       write a random char GPT (--preset seed|tiny, --seed N)\n"
             "  kvdemo train --out FILE      train the char GPT (--data FILE, --preset, --iters, --batch,\n"
-            "                               --lr, --eval-every, --resume CHECKPOINT; docs/training.md)\n"
+            "                               --lr, --eval-every, --resume CHECKPOINT, --log FILE;\n"
+            "                               docs/training.md)\n"
             "  kvdemo eval --model FILE     training and validation loss (--data FILE; --kv-dtype TYPE:\n"
             "                               the validation loss through an fp32|bf16|fp16|int8|int4 cache)\n"
             "  kvdemo memory [options]      KV cache size: --model NAME|FILE or --layers, --kv-heads,\n"
@@ -425,8 +428,8 @@ int cli_main(int argc, char **argv) {
         if (!strcmp(cmd, "generate")) return gptcmd_generate(&opt, &tr);
         if (!strcmp(cmd, "race")) return race_run(&opt, &tr);
         if (!strcmp(cmd, "bench")) return gptcmd_bench(&opt, &tr);
-        if (!strcmp(cmd, "train")) return gptcmd_train(&opt);
-        if (!strcmp(cmd, "eval")) return gptcmd_eval(&opt);
+        if (!strcmp(cmd, "train")) return gptcmd_train(&opt, &tr);
+        if (!strcmp(cmd, "eval")) return gptcmd_eval(&opt, &tr);
         return gptcmd_init(&opt);
     }
     if (!strcmp(cmd, "memory")) {

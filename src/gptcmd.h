@@ -37,7 +37,8 @@ char *gptcmd_generate_text(int *tokens, GptState *s, const GptModel *m, const in
 int gptcmd_generate(const Options *opt, Trace *tr);
 int gptcmd_init(const Options *opt);
 int gptcmd_bench(const Options *opt, Trace *tr);
-int gptcmd_train(const Options *opt);
-int gptcmd_eval(const Options *opt);
+// train and eval live in traincmd.c.
+int gptcmd_train(const Options *opt, Trace *tr);
+int gptcmd_eval(const Options *opt, Trace *tr);
 
 #endif

@@ -32,6 +32,7 @@ typedef struct Options {
     int iters, batch, eval_every;       // training
     double lr;
     const char *resume_path;            // --resume CHECKPOINT
+    const char *log_path;               // --log FILE: train's loss curve as CSV
     int paged;                          // --paged: generate on the paged KV cache
     int block_size, num_blocks, samples;   // --block-size B, --num-blocks N, --samples N (0: the default)
     // kvdemo memory (0 or NULL: not given)

@@ -430,6 +430,14 @@ int train_config_check(const TrainConfig *c, char *why, size_t n) {
 double train_loss_windows(TrainState *s, const float *params, const int32_t *tokens,
                           int64_t start, int64_t end, int64_t max_windows,
                           int32_t *inputs, int32_t *targets) {
+    return train_loss_windows_progress(s, params, tokens, start, end, max_windows, inputs, targets,
+                                       NULL, NULL, 0, 0);
+}
+
+double train_loss_windows_progress(TrainState *s, const float *params, const int32_t *tokens,
+                                   int64_t start, int64_t end, int64_t max_windows, int32_t *inputs,
+                                   int32_t *targets, TrainEvalProgressFn progress, void *user,
+                                   int64_t done, int64_t all) {
     int T = s->cfg.T;
     int64_t count = (end - start - 1) / T;
     if (count < 1) return NAN;
@@ -444,40 +452,9 @@ double train_loss_windows(TrainState *s, const float *params, const int32_t *tok
             memcpy(targets + (int64_t)i * T, x + 1, sizeof(int32_t) * (size_t)T);
         }
         total += train_forward(s, params, inputs, targets, b) * b;
+        if (progress) progress(done + w0 + b, all > 0 ? all : use, user);
     }
     return total / use;
-}
-
-// ---------------------------------------------------------------------------
-// Progress: one line rewritten in place on a terminal, log lines otherwise.
-
-static void format_duration(char *out, size_t n, double s) {
-    if (!(s >= 0) || s > 1e7) {
-        snprintf(out, n, "--");
-        return;
-    }
-    long t = (long)(s + 0.5);
-    if (t >= 3600) snprintf(out, n, "%ldh%02ldm", t / 3600, t / 60 % 60);
-    else if (t >= 60) snprintf(out, n, "%ldm%02lds", t / 60, t % 60);
-    else snprintf(out, n, "%lds", t);
-}
-
-static void print_progress(const TrainProgress *p, int tty) {
-    char el[32], eta[32], val[32];
-    format_duration(el, sizeof el, p->elapsed_s);
-    format_duration(eta, sizeof eta, p->eta_s);
-    if (isnan(p->val_loss)) snprintf(val, sizeof val, "  -   ");
-    else snprintf(val, sizeof val, "%.4f", p->val_loss);
-    if (tty) {
-        fprintf(stderr, "\r\033[Kstep %d/%d  loss %.4f  val %s  lr %.2e  %.0f tok/s  %s  ETA %s",
-                p->step, p->iters, p->loss, val, p->lr, p->tokens_per_s, el, eta);
-        if (p->step == p->iters) fputc('\n', stderr);
-    } else if (p->evaluated || p->step % 10 == 0 || p->step == p->iters) {
-        fprintf(stderr, "step %d/%d loss %.4f val %s lr %.2e norm %.3f %.0f tok/s elapsed %s "
-                        "ETA %s\n", p->step, p->iters, p->loss, val, p->lr, p->grad_norm,
-                p->tokens_per_s, el, eta);
-    }
-    fflush(stderr);
 }
 
 // ---------------------------------------------------------------------------
@@ -508,18 +485,20 @@ static int all_finite(const float *x, size_t n) {
 
 static int save_checkpoint(const char *path, const TrainConfig *r, const TrainText *text,
                            uint64_t text_hash, int step, uint64_t rng, const float *params,
-                           const float *m, const float *v, size_t P) {
+                           const float *m, const float *v, size_t P, char *err, size_t errlen) {
     TrainCheckpoint ck = {*r, text->vocab, step, rng, text_hash, text->n,
                           (float *)params, (float *)m, (float *)v, P};
-    char err[512];
-    if (train_checkpoint_save(path, &ck, err, sizeof err) == 0) return 0;
-    fprintf(stderr, "kvdemo: %s\n", err);
-    return 1;
+    return train_checkpoint_save(path, &ck, err, errlen);
 }
 
-int train_run(const TrainConfig *cfg, TrainProgressFn progress, void *user) {
+int train_run(const TrainConfig *cfg, TrainProgressFn progress, void *user, TrainResult *result,
+              char *err, size_t errlen) {
     TrainConfig r = *cfg;
     TrainCheckpoint ck = {0};
+    TrainResult res_local;
+    TrainResult *res = result ? result : &res_local;
+    memset(res, 0, sizeof *res);
+    res->loss = res->val_loss = NAN;
     int status = TRAIN_FAILED;
     TrainText text = {0};
     Pool *pool = NULL;
@@ -528,15 +507,11 @@ int train_run(const TrainConfig *cfg, TrainProgressFn progress, void *user) {
     uint8_t *decay = NULL;
     double *partial = NULL;
     int32_t *io = NULL;
-    char *ckpt_default = NULL;
     GptBlockParams *blocks = NULL;
-    char err[512];
+    char why[512];
 
     if (r.resume_path) {
-        if (train_checkpoint_load(r.resume_path, &ck, err, sizeof err) != 0) {
-            fprintf(stderr, "kvdemo: %s\n", err);
-            return TRAIN_FAILED;
-        }
+        if (train_checkpoint_load(r.resume_path, &ck, err, errlen) != 0) return TRAIN_FAILED;
         // the recipe is the checkpoint's: only then does the run end as an
         // uninterrupted one would
         TrainConfig c = ck.cfg;
@@ -554,48 +529,43 @@ int train_run(const TrainConfig *cfg, TrainProgressFn progress, void *user) {
         r.seed = c.seed;
     }
     if (train_text_load(&text, r.data_path, r.resume_path ? ck.vocab : NULL,
-                        r.resume_path ? ck.cfg.model.V : 0, err, sizeof err) != 0) {
-        fprintf(stderr, "kvdemo: %s\n", err);
+                        r.resume_path ? ck.cfg.model.V : 0, err, errlen) != 0)
         goto done;
-    }
     r.model.V = text.V;
     GptConfig g = r.model;
     uint64_t text_hash = train_text_hash(&text);
     if (r.resume_path && (text_hash != ck.text_hash || text.n != ck.text_tokens)) {
-        fprintf(stderr, "kvdemo: %s is not the text checkpoint %s was trained on\n", r.data_path,
-                r.resume_path);
+        snprintf(err, errlen, "%s is not the text checkpoint %s was trained on", r.data_path,
+                 r.resume_path);
         goto done;
     }
     int64_t n_train = train_text_split(&text);
-    if (gpt_check_config(g, err, sizeof err) != 0) {   // the model file's own limits
-        fprintf(stderr, "kvdemo: bad model shape: %s\n", err);
+    if (gpt_check_config(g, why, sizeof why) != 0) {   // the model file's own limits
+        snprintf(err, errlen, "bad model shape: %s", why);
         goto done;
     }
     if (n_train < g.T + 1 || text.n - n_train < g.T + 1) {
-        fprintf(stderr, "kvdemo: %s is too short for context %d: %lld characters, each split "
-                        "needs more than %d\n", r.data_path, g.T, (long long)text.n, g.T);
+        snprintf(err, errlen, "%s is too short for context %d: %lld characters, each split needs more than %d",
+                 r.data_path, g.T, (long long)text.n, g.T);
         goto done;
     }
-    if (train_config_check(&r, err, sizeof err) != 0) {
-        fprintf(stderr, "kvdemo: bad training recipe: %s\n", err);
+    if (train_config_check(&r, why, sizeof why) != 0) {
+        snprintf(err, errlen, "bad training recipe: %s", why);
         goto done;
     }
-    if (!r.ckpt_path) {
-        size_t len = strlen(r.out_path);
-        ckpt_default = malloc(len + 6);
-        if (!ckpt_default) goto oom;
-        memcpy(ckpt_default, r.out_path, len);
-        memcpy(ckpt_default + len, ".ckpt", 6);
-        r.ckpt_path = ckpt_default;
+    // The checkpoint goes next to the model: PATH.ckpt for --out PATH.
+    if (r.ckpt_path) snprintf(res->ckpt_path, sizeof res->ckpt_path, "%s", r.ckpt_path);
+    else if ((size_t)snprintf(res->ckpt_path, sizeof res->ckpt_path, "%s.ckpt", r.out_path) >= sizeof res->ckpt_path) {
+        snprintf(err, errlen, "the path %.60s... is too long", r.out_path);
+        goto done;
     }
+    r.ckpt_path = res->ckpt_path;
     // The model and the checkpoint are written after the work: a path that
     // cannot be written (a folder, a device, a missing or read-only folder)
     // is found now, by creating and removing its temporary file.
-    if (fileio_check_writable(r.out_path, err, sizeof err) != 0 ||
-        fileio_check_writable(r.ckpt_path, err, sizeof err) != 0) {
-        fprintf(stderr, "kvdemo: %s\n", err);
+    if (fileio_check_writable(r.out_path, err, errlen) != 0 ||
+        fileio_check_writable(r.ckpt_path, err, errlen) != 0)
         goto done;
-    }
 
     size_t P = gpt_num_params(g);
     pool = pool_new(r.threads);
@@ -625,16 +595,12 @@ int train_run(const TrainConfig *cfg, TrainProgressFn progress, void *user) {
         memset(m, 0, sizeof(float) * P);
         memset(v, 0, sizeof(float) * P);
     }
-
-    int tty = isatty(2);
-    if (!r.quiet)
-        fprintf(stderr, "kvdemo train: %s, %lld characters, vocabulary %d; context %d, "
-                        "embedding %d, heads %d, blocks %d: %zu parameters; batch %d x %d, "
-                        "%d steps%s, %d threads\n", r.data_path, (long long)text.n, g.V, g.T,
-                g.C, g.H, g.L, P, r.batch, g.T, r.iters,
-                r.resume_path ? " (resumed)" : "", pool_threads(pool));
-    if (r.resume_path && !r.quiet)
-        fprintf(stderr, "resuming at step %d of %d from %s\n", step, r.iters, r.resume_path);
+    int first_step = step;
+    res->step = res->first_step = step;
+    TrainProgress pr = {1, text.n, g, P, r.batch, pool_threads(pool), first_step, step, r.iters,
+                        NAN, NAN, NAN, NAN, NAN, 0, 0, NAN, 0};
+    if (progress) progress(&pr, user);
+    pr.starting = 0;
 
     struct sigaction sa, old_int, old_term;
     memset(&sa, 0, sizeof sa);
@@ -645,10 +611,8 @@ int train_run(const TrainConfig *cfg, TrainProgressFn progress, void *user) {
     sigaction(SIGTERM, &sa, &old_term);
 
     double t0 = timer_now(), eval_time = 0.0;
-    double last_print = -1.0;
-    int first_step = step;
-    float val = NAN, loss = NAN;
-    int64_t val_max = (int64_t)r.eval_batches * r.batch;
+    float loss = NAN;
+    int64_t eval_max = (int64_t)r.eval_batches * r.batch;
     status = TRAIN_OK;
     while (step < r.iters) {
         // one step: batch, forward, backward, clip, AdamW
@@ -662,48 +626,53 @@ int train_run(const TrainConfig *cfg, TrainProgressFn progress, void *user) {
         // A non-finite loss or gradient leaves weights that no model file may
         // hold: stop, keeping the last good checkpoint as it is.
         if (!isfinite(loss) || !isfinite(norm) || !all_finite(params, P)) {
-            fprintf(stderr, "\nkvdemo: the %s became %s at step %d; the last checkpoint (%s) is kept; "
-                            "try a lower --lr\n", isfinite(loss) ? "weights" : "loss",
-                    isnan(loss) || isnan(norm) ? "NaN" : "infinite", step, r.ckpt_path);
+            snprintf(err, errlen, "the %s became %s at step %d; the last checkpoint (%s) is kept; try a lower --lr",
+                     isfinite(loss) ? "weights" : "loss", isnan(loss) || isnan(norm) ? "NaN" : "infinite", step,
+                     r.ckpt_path);
             status = TRAIN_FAILED;
             break;
         }
 
-        int evaluated = 0;
+        pr.evaluated = 0;
         if ((r.eval_every > 0 && step % r.eval_every == 0) || step == r.iters) {
+            // nanoGPT's estimate_loss: the same number of windows from each
+            // split (the training split's spread evenly over it). Only the
+            // activations are touched, so the trained bytes do not change.
             double e0 = timer_now();
-            val = (float)train_loss_windows(s, params, text.tokens, n_train, text.n, val_max,
-                                           inputs, targets);
+            pr.val_loss = (float)train_loss_windows(s, params, text.tokens, n_train, text.n, eval_max,
+                                                    inputs, targets);
+            pr.train_loss = (float)train_loss_windows(s, params, text.tokens, 0, n_train, eval_max,
+                                                      inputs, targets);
             eval_time += timer_now() - e0;
-            evaluated = 1;
+            pr.evaluated = 1;
         }
         int stop = stop_requested;
         double elapsed = timer_now() - t0, train_time = elapsed - eval_time;
-        TrainProgress pr = {step, r.iters, loss, val, lr, norm, 0, elapsed, NAN, evaluated};
+        pr.step = step;
+        pr.loss = loss;
+        pr.lr = lr;
+        pr.grad_norm = norm;
+        pr.elapsed_s = elapsed;
+        pr.tokens_per_s = 0;
+        pr.eta_s = NAN;
         if (train_time > 0) {
             pr.tokens_per_s = (double)(step - first_step) * r.batch * g.T / train_time;
             pr.eta_s = train_time / (step - first_step) * (r.iters - step);
         }
-        // a terminal gets at most 10 updates a second
-        int due = !tty || evaluated || step == r.iters || elapsed - last_print >= 0.1;
-        if (progress) {
-            stop |= progress(&pr, user) != 0;
-        } else if (!r.quiet && due) {
-            print_progress(&pr, tty);
-            last_print = elapsed;
-        }
+        res->step = step;
+        res->loss = loss;
+        res->val_loss = pr.val_loss;
+        res->elapsed_s = elapsed;
+        res->tokens_per_s = pr.tokens_per_s;
+        if (progress) stop |= progress(&pr, user) != 0;
         stop |= stop_requested;
 
         if (stop || (r.ckpt_every > 0 && step % r.ckpt_every == 0 && step < r.iters)) {
-            if (save_checkpoint(r.ckpt_path, &r, &text, text_hash, step, rng, params, m, v, P)) {
+            if (save_checkpoint(r.ckpt_path, &r, &text, text_hash, step, rng, params, m, v, P, err, errlen)) {
                 status = TRAIN_FAILED;
                 break;
             }
             if (stop) {
-                if (!r.quiet)
-                    fprintf(stderr, "%sstopped at step %d of %d; checkpoint %s (continue with "
-                                    "--resume %s)\n", tty ? "\n" : "", step, r.iters, r.ckpt_path,
-                            r.ckpt_path);
                 status = TRAIN_STOPPED;
                 break;
             }
@@ -715,25 +684,12 @@ int train_run(const TrainConfig *cfg, TrainProgressFn progress, void *user) {
     if (status == TRAIN_OK) {
         GptModel model = {g, text.vocab, params, P, {0}};
         gpt_params_carve(&model.p, blocks, params, g);
-        if (gpt_save(&model, r.out_path, err, sizeof err) != 0) {
-            fprintf(stderr, "kvdemo: %s\n", err);
-            status = TRAIN_FAILED;
-            goto done;
-        }
-        if (!r.quiet) {
-            double elapsed = timer_now() - t0;
-            char el[32];
-            format_duration(el, sizeof el, elapsed);
-            fprintf(stderr, "done: %d steps in %s (%.0f tokens/s), last batch loss %.4f, "
-                            "validation estimate %.4f; model written to %s\n", r.iters - first_step,
-                    el, (double)(r.iters - first_step) * r.batch * g.T /
-                            (elapsed - eval_time > 0 ? elapsed - eval_time : 1),
-                    loss, val, r.out_path);
-        }
+        if (gpt_save(&model, r.out_path, err, errlen) != 0) status = TRAIN_FAILED;
     }
+    res->elapsed_s = timer_now() - t0;
     goto done;
 oom:
-    fprintf(stderr, "kvdemo: out of memory for training\n");
+    snprintf(err, errlen, "out of memory for training");
     status = TRAIN_FAILED;
 done:
     if (ck.params || ck.vocab) train_checkpoint_free(&ck);
@@ -745,6 +701,5 @@ done:
     train_state_free(s);
     pool_free(pool);
     train_text_free(&text);
-    free(ckpt_default);
     return status;
 }

@@ -46,7 +46,6 @@ typedef struct {
     int eval_every;           // validation loss every N steps (0: only at the end)
     int eval_batches;         // sequences of the validation split per estimate, in batches
     int ckpt_every;           // a checkpoint every N steps (0: only on stop)
-    int quiet;                // 1: no progress printing (tests)
 } TrainConfig;
 
 // The model shapes are gpt_preset's: "seed" is the chapter's model (T 256,
@@ -56,44 +55,68 @@ typedef struct {
 // Returns 0, or -1 for an unknown preset name.
 int train_config_default(TrainConfig *cfg, const char *preset);
 
-// What the progress callback sees after each step.
+// What the progress callback sees: once before the first step (starting 1,
+// step = the steps already done, the losses NAN), then after each step.
 typedef struct {
+    int starting;        // 1 on the call before the first step
+    // the run
+    int64_t text_chars;  // characters of the training text
+    GptConfig model;     // the shape trained (V from the text)
+    size_t num_params;   // P
+    int batch;           // B
+    int threads;         // threads of the pool
+    int first_step;      // steps done before this run (a resumed checkpoint's)
+    // the step
     int step;            // steps done so far (1 .. iters)
     int iters;           // steps in total
     float loss;          // training loss of this step's batch
-    float val_loss;      // latest validation estimate, NAN before the first
+    float train_loss;    // latest estimate on the training split, NAN before the first
+    float val_loss;      // latest estimate on the validation split, NAN before the first
     float lr;            // learning rate used by this step
     float grad_norm;     // global gradient norm before clipping
     double tokens_per_s; // training throughput since this run (re)started
     double elapsed_s;    // seconds since this run (re)started
     double eta_s;        // seconds left at the current speed
-    int evaluated;       // 1 when val_loss was computed at this step
+    int evaluated;       // 1 when train_loss and val_loss were computed at this step
 } TrainProgress;
 
 // Returns 0 to go on, nonzero to stop after writing a checkpoint (as Ctrl-C).
+// The return of the starting call is ignored.
 typedef int (*TrainProgressFn)(const TrainProgress *p, void *user);
 
 // Results of train_run.
 enum {
     TRAIN_OK = 0,           // all iterations done, model written
-    TRAIN_FAILED = 1,       // an error, already explained on stderr
+    TRAIN_FAILED = 1,       // an error, said in err
     TRAIN_STOPPED = 3,      // stopped by a signal or the callback; checkpoint written
 };
+
+// What a run did, for the command's last line.
+typedef struct {
+    int step;                 // steps done when it ended
+    int first_step;           // steps done before it began
+    float loss, val_loss;     // the last batch's loss and validation estimate
+    double elapsed_s;         // seconds
+    double tokens_per_s;      // training throughput (evaluation time left out)
+    char ckpt_path[4096];     // where the checkpoint is (or would be)
+} TrainResult;
 
 // Checks the recipe: batch, iterations and warm-up in range, lr > 0 finite,
 // 0 <= min_lr <= lr, 0 <= beta1, beta2 < 1, eps > 0, clip >= 0, decay >= 0,
 // all finite. Returns 0, or -1 with why = what is wrong and the values.
 int train_config_check(const TrainConfig *cfg, char *why, size_t n);
 
-// Trains as cfg says. progress may be NULL: then train_run prints its own
-// progress on stderr (one line updated in place on a terminal, plain log
-// lines otherwise, a summary at the end) unless cfg->quiet. SIGINT and SIGTERM
+// Trains as cfg says. It prints nothing: progress (may be NULL) is called
+// before the first step and after each, and the command prints what it
+// likes; result (may be NULL) says how the run ended. SIGINT and SIGTERM
 // stop it cleanly after the current step: a checkpoint is written and
 // TRAIN_STOPPED returned. With cfg->resume_path the run continues from that
 // checkpoint with the checkpoint's recipe (the options that shape the result
 // are taken from it; threads, eval and checkpoint intervals from cfg), and
-// ends bit-identical to an uninterrupted run.
-int train_run(const TrainConfig *cfg, TrainProgressFn progress, void *user);
+// ends bit-identical to an uninterrupted run. Returns TRAIN_OK,
+// TRAIN_STOPPED, or TRAIN_FAILED with err = what is wrong.
+int train_run(const TrainConfig *cfg, TrainProgressFn progress, void *user, TrainResult *result,
+              char *err, size_t errlen);
 
 // Mean cross-entropy (nats per character) of model on the training split
 // (the first 90%) and the validation split (the last 10%) of the text in
@@ -102,6 +125,12 @@ int train_run(const TrainConfig *cfg, TrainProgressFn progress, void *user);
 // skip that split. Returns 0, or -1 with err.
 int train_eval(const GptModel *model, const char *data_path, int threads, double *train_loss,
                double *val_loss, char *err, size_t errlen);
+// The same, calling progress (may be NULL) after each batch of windows with
+// the windows done and the windows in all (both splits).
+typedef void (*TrainEvalProgressFn)(int64_t done, int64_t total, void *user);
+int train_eval_progress(const GptModel *model, const char *data_path, int threads, double *train_loss,
+                        double *val_loss, TrainEvalProgressFn progress, void *user, char *err,
+                        size_t errlen);
 
 // Training speed for `make bench`: tokens per second of whole steps
 // (forward, backward, AdamW) of a model of shape cfg on B sequences of
@@ -240,5 +269,11 @@ float train_adamw_update(float *params, float *m, float *v, float *grads, const 
 double train_loss_windows(TrainState *s, const float *params, const int32_t *tokens,
                           int64_t start, int64_t end, int64_t max_windows, int32_t *inputs,
                           int32_t *targets);
+// The same, calling progress (may be NULL) after each batch with done + the
+// windows done so far and total.
+double train_loss_windows_progress(TrainState *s, const float *params, const int32_t *tokens,
+                                   int64_t start, int64_t end, int64_t max_windows, int32_t *inputs,
+                                   int32_t *targets, TrainEvalProgressFn progress, void *user,
+                                   int64_t done, int64_t total);
 
 #endif

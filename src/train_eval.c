@@ -15,6 +15,12 @@
 
 int train_eval(const GptModel *model, const char *data_path, int threads, double *train_loss,
                double *val_loss, char *err, size_t errlen) {
+    return train_eval_progress(model, data_path, threads, train_loss, val_loss, NULL, NULL, err, errlen);
+}
+
+int train_eval_progress(const GptModel *model, const char *data_path, int threads, double *train_loss,
+                        double *val_loss, TrainEvalProgressFn progress, void *user, char *err,
+                        size_t errlen) {
     TrainText text;
     if (train_text_load(&text, data_path, model->vocab, model->cfg.V, err, errlen) != 0) return -1;
     GptConfig g = model->cfg;
@@ -38,14 +44,17 @@ int train_eval(const GptModel *model, const char *data_path, int threads, double
         return -1;
     }
     int64_t val_windows = (text.n - n_train - 1) / g.T;
+    int64_t train_windows = (n_train - 1) / g.T < val_windows ? (n_train - 1) / g.T : val_windows;
+    int64_t total = (val_loss ? val_windows : 0) + (train_loss ? train_windows : 0);
     if (val_loss)
-        *val_loss = train_loss_windows(s, model->params, text.tokens, n_train, text.n, 0, io,
-                                      io + B * g.T);
+        *val_loss = train_loss_windows_progress(s, model->params, text.tokens, n_train, text.n, 0, io,
+                                               io + B * g.T, progress, user, 0, total);
     // the training split is 9 times longer: as many windows as validation
     // has, spread evenly over it, give the same precision in a tenth of the time
     if (train_loss)
-        *train_loss = train_loss_windows(s, model->params, text.tokens, 0, n_train, val_windows,
-                                        io, io + B * g.T);
+        *train_loss = train_loss_windows_progress(s, model->params, text.tokens, 0, n_train, val_windows,
+                                                 io, io + B * g.T, progress, user,
+                                                 val_loss ? val_windows : 0, total);
     free(io);
     train_state_free(s);
     pool_free(pool);

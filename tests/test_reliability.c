@@ -204,8 +204,7 @@ static void test_stale_temporary_file_is_removed(void **state) {
 // 2. train checks --out before step 1.
 
 static int count_steps(const TrainProgress *p, void *user) {
-    (void)p;
-    (*(int *)user)++;
+    if (!p->starting) (*(int *)user)++;
     return 0;
 }
 
@@ -216,13 +215,13 @@ static void tiny_config(TrainConfig *cfg, const char *data, const char *out) {
     cfg->threads = 1;
     cfg->eval_every = 0;
     cfg->ckpt_every = 0;
-    cfg->quiet = 1;
     cfg->data_path = data;
     cfg->out_path = out;
 }
 
 static void test_train_checks_out_before_step_one(void **state) {
     (void)state;
+    char err[512];
     char data[128], missing[128], folder[128];
     path_in(data, sizeof data, "text.txt");
     path_in(missing, sizeof missing, "no-such-folder/model.bin");
@@ -234,7 +233,7 @@ static void test_train_checks_out_before_step_one(void **state) {
         TrainConfig cfg;
         tiny_config(&cfg, data, outs[i]);
         int steps = 0, rc;
-        QUIET(rc = train_run(&cfg, count_steps, &steps));
+        QUIET(rc = train_run(&cfg, count_steps, &steps, NULL, err, sizeof err));
         if (rc != TRAIN_FAILED) fail_msg("--out %s: expected TRAIN_FAILED, got %d", outs[i], rc);
         if (steps != 0) fail_msg("--out %s: expected the failure before step 1, got it after %d steps", outs[i], steps);
     }
@@ -317,7 +316,7 @@ static void test_non_finite_training_keeps_last_checkpoint(void **state) {
     tiny_config(&cfg, data, out);
     cfg.ckpt_path = ckpt;
     int stop = 2, rc;
-    QUIET(rc = train_run(&cfg, stop_at, &stop));
+    QUIET(rc = train_run(&cfg, stop_at, &stop, NULL, err, sizeof err));
     assert_int_equal(rc, TRAIN_STOPPED);
     // the checkpoint, with a valid checksum, and a weight past float's range
     // once multiplied: the next forward pass overflows
@@ -332,7 +331,7 @@ static void test_non_finite_training_keeps_last_checkpoint(void **state) {
     train_checkpoint_free(&ck);
     TrainConfig resume = cfg;
     resume.resume_path = ckpt;
-    QUIET(rc = train_run(&resume, NULL, NULL));
+    QUIET(rc = train_run(&resume, NULL, NULL, NULL, err, sizeof err));
     if (rc != TRAIN_FAILED) fail_msg("training on overflowing weights: expected TRAIN_FAILED, got %d", rc);
     if (exists(out)) fail_msg("%s: a model was written from non-finite weights", out);
     expect_same_file(ckpt, copy, "the last good checkpoint after a failed step");

@@ -403,7 +403,6 @@ static void tiny_config(TrainConfig *cfg, const char *data, const char *out) {
     cfg->threads = 2;
     cfg->eval_every = 0;
     cfg->ckpt_every = 0;
-    cfg->quiet = 1;
     cfg->data_path = data;
     cfg->out_path = out;
 }
@@ -422,15 +421,15 @@ static int read_file(const char *path, unsigned char **data, long *size) {
 
 static void test_tiny_model_learns(void **state) {
     (void)state;
+    char err[256];
     char data[128], out[128];
     tmp_path(data, sizeof data, "text.txt");
     tmp_path(out, sizeof out, "tiny.bin");
     write_text(data);
     TrainConfig cfg;
     tiny_config(&cfg, data, out);
-    assert_int_equal(train_run(&cfg, NULL, NULL), TRAIN_OK);
+    assert_int_equal(train_run(&cfg, NULL, NULL, NULL, err, sizeof err), TRAIN_OK);
     GptModel m;
-    char err[256];
     if (gpt_load(&m, out, err, sizeof err) != 0)
         fail_msg("the trained model does not load: %s", err);
     double train_loss, val_loss;
@@ -451,6 +450,7 @@ static int stop_at(const TrainProgress *p, void *user) { return p->step == *(int
 
 static void test_resume_is_bit_identical(void **state) {
     (void)state;
+    char err[512];
     char data[128], full[128], pieces[128], ckpt[128];
     tmp_path(data, sizeof data, "text.txt");
     tmp_path(full, sizeof full, "full.bin");
@@ -460,19 +460,19 @@ static void test_resume_is_bit_identical(void **state) {
     TrainConfig cfg;
     tiny_config(&cfg, data, full);
     cfg.iters = 40;
-    assert_int_equal(train_run(&cfg, NULL, NULL), TRAIN_OK);
+    assert_int_equal(train_run(&cfg, NULL, NULL, NULL, err, sizeof err), TRAIN_OK);
 
     // the same run stopped at step 17, then resumed (with another thread count)
     cfg.out_path = pieces;
     cfg.ckpt_path = ckpt;
     int stop = 17;
-    assert_int_equal(train_run(&cfg, stop_at, &stop), TRAIN_STOPPED);
+    assert_int_equal(train_run(&cfg, stop_at, &stop, NULL, err, sizeof err), TRAIN_STOPPED);
     assert_int_equal(access(pieces, F_OK), -1);   // no model before the end
     TrainConfig resume = cfg;
     resume.resume_path = ckpt;
     resume.threads = 1;
     resume.lr = 1.0f;   // ignored: the checkpoint's recipe wins
-    assert_int_equal(train_run(&resume, NULL, NULL), TRAIN_OK);
+    assert_int_equal(train_run(&resume, NULL, NULL, NULL, err, sizeof err), TRAIN_OK);
 
     unsigned char *a, *b;
     long na, nb;
