@@ -111,9 +111,9 @@ static void say_start(const TrainView *v, const TrainProgress *p) {
                 p->iters, p->first_step ? "（接着检查点训练）" : "", p->threads);
     else
         fprintf(stderr, "kvdemo train: %s, %lld characters, vocabulary %d; context %d, embedding %d, heads %d, "
-                        "blocks %d: %zu parameters; batch %d x %d, %d steps%s, %d threads\n",
+                        "blocks %d: %zu parameters; batch %d x %d, %d steps%s, %d thread%s\n",
                 v->data_path, (long long)p->text_chars, g->V, g->T, g->C, g->H, g->L, p->num_params, p->batch, g->T,
-                p->iters, p->first_step ? " (resumed)" : "", p->threads);
+                p->iters, p->first_step ? " (resumed)" : "", p->threads, p->threads == 1 ? "" : "s");
     if (p->first_step) {
         if (zh) fprintf(stderr, "从第 %d 步接着训练（共 %d 步）\n", p->first_step, p->iters);
         else fprintf(stderr, "resuming at step %d of %d\n", p->first_step, p->iters);
