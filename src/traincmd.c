@@ -20,6 +20,7 @@
 #include "utf8.h"
 #include "train.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,6 +39,20 @@ static const char *corpus_path(const Options *opt, const Trace *tr, char *buf, s
         return NULL;
     }
     return p;
+}
+
+// A file the command reads (the text, a checkpoint) that cannot be read is
+// said here, in the run's language, before the library would say it in
+// English. Returns 0 when path can be read.
+static int check_readable(const Trace *tr, const char *what_en, const char *what_zh, const char *path) {
+    if (access(path, R_OK) == 0) return 0;
+    int e = errno;
+    if (tr->lang == LANG_ZH)
+        fprintf(stderr, "kvdemo: 无法读取%s %s：%s\n", what_zh, path,
+                e == ENOENT ? "文件不存在" : e == EACCES ? "没有读取权限" : strerror(e));
+    else
+        fprintf(stderr, "kvdemo: cannot read %s %s: %s\n", what_en, path, strerror(e));
+    return -1;
 }
 
 // 9s, 1m05s, 2h10m; "--" when unknown.
@@ -188,7 +203,8 @@ int gptcmd_train(const Options *opt, Trace *tr) {
     }
     char buf[4096];
     cfg.data_path = corpus_path(opt, tr, buf, sizeof buf);
-    if (!cfg.data_path) return 1;
+    if (!cfg.data_path || check_readable(tr, "the training text", "训练文本", cfg.data_path)) return 1;
+    if (opt->resume_path && check_readable(tr, "the checkpoint", "检查点", opt->resume_path)) return 1;
     cfg.out_path = opt->out_path;
     cfg.resume_path = opt->resume_path;
     if (opt->context) cfg.model.T = opt->context;
@@ -293,7 +309,7 @@ int gptcmd_eval(const Options *opt, Trace *tr) {
     const char *data = corpus_path(opt, tr, buf, sizeof buf);
     double train_loss, val_loss;
     char err[512];
-    if (!data) {
+    if (!data || check_readable(tr, "the text", "文本", data)) {
         gpt_free(&m);
         return 1;
     }

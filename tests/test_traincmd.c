@@ -171,6 +171,19 @@ static void test_bad_log_refused_before_training(void **state) {
     if (access(out, F_OK) == 0) fail_msg("%s was written although the log could not be", out);
 }
 
+// A text that is not there is said in the run's language, in one line.
+static void test_missing_text_in_both_languages(void **state) {
+    (void)state;
+    char args[1024];
+    snprintf(args, sizeof args, "train %s --data %s/no-such-text.txt --out %s/never.bin", RECIPE, dir, dir);
+    expect_failure(args, 1, "cannot read the training text");
+    snprintf(args, sizeof args, "train %s --data %s/no-such-text.txt --out %s/never.bin --lang zh", RECIPE, dir, dir);
+    expect_failure(args, 1, "无法读取训练文本");
+    snprintf(args, sizeof args, "train %s --data %s --out %s/never.bin --resume %s/no.ckpt --lang zh", RECIPE, CORPUS,
+             dir, dir);
+    expect_failure(args, 1, "无法读取检查点");
+}
+
 // eval: a progress line on a terminal, erased before the result; nothing on
 // stderr through a pipe.
 static void test_eval_progress(void **state) {
@@ -211,6 +224,7 @@ int main(void) {
         cmocka_unit_test(test_log_has_a_row_per_evaluation),
         cmocka_unit_test(test_terminal_keeps_one_progress_line),
         cmocka_unit_test(test_bad_log_refused_before_training),
+        cmocka_unit_test(test_missing_text_in_both_languages),
         cmocka_unit_test(test_eval_progress),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
