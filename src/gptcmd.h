@@ -1,4 +1,4 @@
-// gptcmd — the char GPT's commands (generate, init, bench, train, eval), and the model
+// gptcmd — the char GPT's commands (generate, init, bench; train and eval in traincmd.c), and the model
 // choice they share with lesson 10.
 #ifndef KVDEMO_GPTCMD_H
 #define KVDEMO_GPTCMD_H
