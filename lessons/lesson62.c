@@ -32,7 +32,6 @@
 #include "lessons.h"
 #include "llama.h"
 #include "ops.h"
-#include "utf8.h"
 #include "timer.h"
 
 #include <stdio.h>
@@ -262,20 +261,24 @@ static void show_head_map(Trace *tr, const Variant *vs) {
     trace_say(tr,
               "Which key/value head each query head reads: kv_head = h // (n_heads // n_kv_heads)",
               "每个查询头读取哪个 key/value 头：kv_head = h // (n_heads // n_kv_heads)");
-    char line[256];
-    const char *head = trace_text(tr, "query head h", "查询头 h");
-    int o = snprintf(line, sizeof line, "  %s%*s", head, 22 - utf8_width(head), "");
-    for (int h = 0; h < H && o < (int)sizeof line - 4; h++)
-        o += snprintf(line + o, sizeof line - (size_t)o, " %2d", h);
-    trace_say(tr, line, line);
+    // One column for the variant, then one per query head (at most 32 shown).
+    enum { MAX_SHOWN = 32 };
+    int shown = H < MAX_SHOWN ? H : MAX_SHOWN;
+    TraceColumn cols[1 + MAX_SHOWN] = {{"query head h", "查询头 h", 22, 0, "variant"}};
+    char heads[MAX_SHOWN][12], cells[1 + MAX_SHOWN][64];
+    const char *row[1 + MAX_SHOWN];
+    for (int h = 0; h < shown; h++) {
+        snprintf(heads[h], sizeof heads[h], "%d", h);
+        cols[1 + h] = (TraceColumn){heads[h], heads[h], 2, 1, NULL};
+    }
+    TraceTable table = {"kv_head_map", 1 + shown, cols};
+    trace_table_head(tr, &table);
     for (int i = 0; i < NUM_VARIANTS; i++) {
         int G = vs[i].m.cfg.n_kv_heads;
-        char label[64];
-        snprintf(label, sizeof label, "%s (n_kv_heads %d)", vs[i].label, G);
-        o = snprintf(line, sizeof line, "  %-22s", label);
-        for (int h = 0; h < H && o < (int)sizeof line - 4; h++)
-            o += snprintf(line + o, sizeof line - (size_t)o, " %2d", h / (H / G));
-        trace_say(tr, line, line);
+        snprintf(cells[0], sizeof cells[0], "%s (n_kv_heads %d)", vs[i].label, G);
+        for (int h = 0; h < shown; h++) snprintf(cells[1 + h], sizeof cells[1 + h], "%d", h / (H / G));
+        for (int c = 0; c <= shown; c++) row[c] = cells[c];
+        trace_table_row(tr, &table, row);
     }
     trace_say(tr, "", "");
 }

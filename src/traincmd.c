@@ -14,11 +14,12 @@
 #include "gptcmd.h"
 
 #include "fileio.h"
+#include "gptsetup.h"
 #include "kvcmd.h"
 #include "paths.h"
 #include "timer.h"
-#include "utf8.h"
 #include "train.h"
+#include "utf8.h"
 
 #include <errno.h>
 #include <math.h>
@@ -303,7 +304,7 @@ static void on_eval_batch(int64_t done, int64_t total, void *user) {
 int gptcmd_eval(const Options *opt, Trace *tr) {
     if (opt->kv_dtype) return kvcmd_eval(opt);   // through the cache (lesson 12)
     GptModel m;
-    int rc = gptcmd_model(&m, opt, 0, NULL);
+    int rc = gptsetup_model(&m, opt, 0, NULL);
     if (rc) return rc;
     char buf[4096];
     const char *data = corpus_path(opt, tr, buf, sizeof buf);
