@@ -105,6 +105,9 @@ static void test_twins_are_chinese(void **state) {
         assert_non_null(s);
         int c = cjk_count(s);
         if (c < 150) fail_msg("%s: expected a page written in Chinese (150 or more characters), got %d", path, c);
+        // The article's word for the mask is 掩码 (issue 8: one term per concept).
+        const char *other = strstr(s, "遮挡");
+        if (other) fail_msg("%s: expected 掩码 for the mask, got 遮挡 at byte %d", path, (int)(other - s));
         free(s);
     }
 }
