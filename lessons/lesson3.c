@@ -19,6 +19,9 @@
 // prompts differ in length, so that start_pos = min_prompt_size, the padding,
 // input_text_mask and the longer prompt read in through the cache all show. Both runs, then a comparison, by
 // default. The weights are random: the text is noise, the flow is the lesson.
+// At --trace full each step also shows layer 0's attention values for head 0
+// of each batch row: scores[b, 0] after the softmax, and keys[b, :, 0] /
+// values[b, :, 0] as read from the cache.
 #include "lessons.h"
 #include "llama.h"
 
@@ -41,6 +44,14 @@ typedef struct {
     char *labels;      // (B, LABEL_BYTES(T)) one row label each
     const char **rows; // (B) pointers into labels
     int use_cache;     // the run being shown
+    // At --trace full only (else NULL): layer 0's attention values.
+    float *keep;       // (B, T, T) m->keep_scores: scores[:, 0] of the last forward
+    float *head;       // (T, D) keys[b, :, 0] or values[b, :, 0], copied out of the cache
+    char *tok;         // (T, 8) one token name per row
+    const char **tok_rows; // (T) pointers into tok
+    float *last_nc;    // (T, B, T) per step, scores[:, 0, -1] of the run without the cache
+    int steps_nc;      // steps stored in last_nc
+    float *last_c;     // (B, T) scores[:, 0, -1] of the run with the cache, this step
 } Show;
 
 // A token as a class reads it: its character, or the name of a special
@@ -133,6 +144,80 @@ static int show_setup(Show *s, int *scratch, const char *const *prompts, int n_p
 // ----------------------------------------------------------------------------
 // Step 4: one step of the loop, as the hook sees it
 
+// Row labels of the tokens at positions from .. from+n-1 of batch row b.
+static const char *const *token_rows(Show *s, const LlamaStep *st, int b, int from, int n) {
+    for (int i = 0; i < n; i++) {
+        char *label = s->tok + (size_t)i * 8;
+        token_name(label, 8, s->m, st->tokens[(size_t)b * st->total_len + from + i]);
+        if (!strcmp(label, "\n")) strcpy(label, "\\n");
+        s->tok_rows[i] = label;
+    }
+    return s->tok_rows;
+}
+
+// keys[b, :, 0] or values[b, :, 0] of layer 0 as Attention.forward read them:
+// cache_k[:bsz, :S] (bsz, S, n_kv_heads, head_dim), key/value head 0.
+static Tensor cache_head(Show *s, const float *cache, int b, int S) {
+    const LlamaConfig *c = &s->m->cfg;
+    int G = c->n_kv_heads, D = c->head_dim, T = c->max_seq_len;
+    for (int j = 0; j < S; j++)
+        memcpy(s->head + (size_t)j * D, cache + ((size_t)b * T + j) * G * D, sizeof(float) * D);
+    return tensor_view2(s->head, S, D);
+}
+
+// --trace full: the values of layer 0's attention at this step, as the
+// article's Attention.forward computes them, for head 0 of each batch row.
+// With the cache, the one new row of scores is compared with the last row
+// the run without the cache computed at the same step.
+static void show_attention(Show *s, const LlamaStep *st) {
+    Trace *tr = s->tr;
+    const LlamaForwardInfo *f = st->fwd;
+    const LlamaConfig *c = &s->m->cfg;
+    int S = f->read_to, n = f->seqlen, B = c->max_batch_size, T = c->max_seq_len;
+    trace_sayf(tr,
+               "The values of layer 0, head 0, for each batch row b:\n"
+               "  scores[b, 0] after the softmax: (seqlen, start_pos + seqlen) = (%d, %d), a row per token fed;\n"
+               "  keys[b, :, 0], values[b, :, 0] as read from the cache: (start_pos + seqlen, head_dim) = (%d, %d),\n"
+               "  a row per position.",
+               "第 0 层、第 0 个头的数值，每个批次行 b 各一组：\n"
+               "  softmax 之后的 scores[b, 0]：(seqlen, start_pos + seqlen) = (%d, %d)，每个输入的 token 一行；\n"
+               "  从缓存读出的 keys[b, :, 0]、values[b, :, 0]：(start_pos + seqlen, head_dim) = (%d, %d)，\n"
+               "  每个位置一行。",
+               n, S, S, c->head_dim);
+    char name[64];
+    for (int b = 0; b < st->bsz; b++) {
+        Tensor probs = tensor_view2(s->keep + (size_t)b * n * S, n, S);
+        snprintf(name, sizeof name, "scores[%d, 0]", b);
+        trace_tensor_as(tr, TRACE_FULL, name, name, "scores = F.softmax(scores.float(), dim=-1).type_as(xq)", &probs,
+                        token_rows(s, st, b, f->start_pos, n), HEAT_PROBS);
+        const char *const *rows = token_rows(s, st, b, 0, S);
+        Tensor keys = cache_head(s, s->m->cache_k, b, S);
+        snprintf(name, sizeof name, "keys[%d, :, 0]", b);
+        trace_tensor_as(tr, TRACE_FULL, name, name, "keys = self.cache_k[:bsz, : start_pos + seqlen]", &keys, rows,
+                        HEAT_NONE);
+        Tensor values = cache_head(s, s->m->cache_v, b, S);
+        snprintf(name, sizeof name, "values[%d, :, 0]", b);
+        trace_tensor_as(tr, TRACE_FULL, name, name, "values = self.cache_v[:bsz, : start_pos + seqlen]", &values,
+                        rows, HEAT_NONE);
+    }
+    // scores[:, 0, -1]: the last row of each batch row's scores, (bsz, S)
+    if (st->step > T) return;   // (never: a run has at most T steps)
+    float *last = s->use_cache ? s->last_c : s->last_nc + (size_t)(st->step - 1) * B * T;
+    for (int b = 0; b < st->bsz; b++)
+        memcpy(last + (size_t)b * S, s->keep + ((size_t)b * n + n - 1) * S, sizeof(float) * S);
+    if (!s->use_cache) {
+        s->steps_nc = st->step;
+        return;
+    }
+    if (st->step > s->steps_nc) return;   // no run without the cache to compare with
+    Tensor a = tensor_view2(s->last_nc + (size_t)(st->step - 1) * B * T, st->bsz, S);
+    Tensor w = tensor_view2(last, st->bsz, S);
+    trace_say(tr, "The last row of scores[:, 0] here, and at the same step without the cache:",
+              "这里 scores[:, 0] 的最后一行，与不使用缓存时同一步的最后一行：");
+    trace_compare(tr, "scores[:, 0, -1]", trace_text(tr, "scores[:, 0, -1] without the cache", "不使用缓存的 scores[:, 0, -1]"),
+                  &a, trace_text(tr, "scores[:, 0, -1] with the cache", "使用缓存的 scores[:, 0, -1]"), &w);
+}
+
 static void show_step(const LlamaStep *st, void *ctx) {
     Show *s = ctx;
     Trace *tr = s->tr;
@@ -198,6 +283,7 @@ static void show_step(const LlamaStep *st, void *ctx) {
     trace_shape(tr, "keys", 4, f->keys_shape);
     trace_shape(tr, "values", 4, f->values_shape);
     trace_shape(tr, "scores", 4, f->scores_shape);
+    if (s->keep) show_attention(s, st);
 
     for (int b = 0; b < st->bsz; b++) {
         char got[8], kept[8];
@@ -382,7 +468,22 @@ int lesson3_run(const Options *opt, Trace *tr) {
     show.ids = malloc(sizeof(float) * (size_t)B * T);
     show.labels = malloc((size_t)B * LABEL_BYTES(T));
     show.rows = malloc(sizeof(char *) * (size_t)B);
-    int rc = 0;
+    int rc = 0, full = tr->level >= TRACE_FULL;
+    if (full) {   // the attention values of layer 0, shown at --trace full only
+        show.keep = malloc(sizeof(float) * (size_t)B * T * T);
+        show.head = malloc(sizeof(float) * (size_t)T * c->head_dim);
+        show.tok = malloc((size_t)T * 8);
+        show.tok_rows = malloc(sizeof(char *) * (size_t)T);
+        show.last_nc = malloc(sizeof(float) * (size_t)T * B * T);
+        show.last_c = malloc(sizeof(float) * (size_t)B * T);
+        if (!show.keep || !show.head || !show.tok || !show.tok_rows || !show.last_nc || !show.last_c) {
+            // A model of long context: the lesson goes on with shapes only.
+            free(show.keep), free(show.head), free(show.tok), free(show.tok_rows), free(show.last_nc), free(show.last_c);
+            show.keep = show.head = show.last_nc = show.last_c = NULL, show.tok = NULL, show.tok_rows = NULL;
+            full = 0;
+        }
+        m.keep_scores = show.keep;
+    }
     if (!show.ids || !show.labels || !show.rows ||
         llama_generation_new(&nc, &m, err, sizeof err) != 0 ||
         llama_generation_new(&wc, &m, err, sizeof err) != 0) {
@@ -400,6 +501,9 @@ int lesson3_run(const Options *opt, Trace *tr) {
 
     lessons_heading(tr);
     show_model(tr, &m, opt, &base);
+    if (tr->level >= TRACE_FULL && !full)
+        trace_say(tr, "(Out of memory for layer 0's attention values: only their shapes are shown.)\n",
+                  "（内存不足，无法保存第 0 层的注意力数值：只显示形状。）\n");
     int runs = opt->runs;
     if (show_setup(&show, nc.tokens, prompts, n_prompts, base.max_gen_len) != 0) rc = 2;
     if (rc) goto done;
@@ -424,6 +528,12 @@ done:
     free(show.ids);
     free(show.labels);
     free(show.rows);
+    free(show.keep);
+    free(show.head);
+    free(show.tok);
+    free(show.tok_rows);
+    free(show.last_nc);
+    free(show.last_c);
     llama_free(&m);
     return rc;
 }

@@ -617,6 +617,8 @@ static void llama_attention(LlamaModel *m, int l, int start_pos, int bsz, int se
                     if (masked && j > start_pos + n) att[j] = -INFINITY;   // + mask[n][j]
                 }
                 ops_softmax_rows(att, att, 1, S);
+                if (m->keep_scores && l == 0 && h == 0)   // for the trace: scores[:, 0]
+                    memcpy(m->keep_scores + ((size_t)b * seqlen + n) * S, att, sizeof(float) * S);
                 float *out = m->attn + (((size_t)b * seqlen + n) * H + h) * D;
                 for (int d = 0; d < D; d++) out[d] = 0.0f;
                 for (int j = 0; j < S; j++) {

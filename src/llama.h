@@ -117,6 +117,12 @@ typedef struct {
     size_t mask_floats;      // its room: min(T * T, LLAMA_MASK_FLOATS)
     float *last;             // (B, C)      h[:, -1, :] after the final norm
     LlamaForwardInfo info;   // what the last llama_forward did
+    // For a lesson's trace, NULL unless the caller points it at room for
+    // B * T * T floats (the caller owns it; llama_free leaves it alone): each
+    // llama_forward copies into it layer 0's scores after the softmax for
+    // query head 0, scores[:, 0] of shape (bsz, seqlen, start_pos + seqlen),
+    // row-major. Keeping them changes no arithmetic.
+    float *keep_scores;
 } LlamaModel;
 
 // The mask is built as a tensor (for the trace) up to this many floats, 512 x

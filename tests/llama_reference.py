@@ -133,10 +133,14 @@ class Attention(nn.Module):
         values = values.transpose(1, 2)
         scores = torch.matmul(xq, keys.transpose(2, 3)) / math.sqrt(self.head_dim)
         self.seen = {"start_pos": start_pos, "seqlen": seqlen, "scores": tuple(scores.shape),
-                     "mask": None if mask is None else mask.reshape(seqlen, -1).clone()}
+                     "mask": None if mask is None else mask.reshape(seqlen, -1).clone(),
+                     # as read from the cache, before repeat_kv: (bsz, S, n_kv_heads, head_dim)
+                     "keys": self.cache_k[:bsz, : start_pos + seqlen].clone(),
+                     "values": self.cache_v[:bsz, : start_pos + seqlen].clone()}
         if mask is not None:
             scores = scores + mask  # (bs, n_local_heads, slen, cache_len + slen)
         scores = F.softmax(scores.float(), dim=-1).type_as(xq)
+        self.seen["probs"] = scores.clone()   # (bsz, n_local_heads, seqlen, S)
         output = torch.matmul(scores, values)  # (bs, n_local_heads, slen, head_dim)
         output = output.transpose(1, 2).contiguous().view(bsz, seqlen, -1)
         return self.wo(output)
@@ -377,11 +381,13 @@ def reset_cache(model):
         layer.attention.cache_v.zero_()
 
 
-def model_fixture(name, n_kv_heads, seed):
+def build_model(n_kv_heads, seed, max_batch_size=2):
+    """The small model of llama_{mha,gqa,mqa}.bin; the torch generator is left
+    where model_fixture goes on from."""
     torch.manual_seed(seed)
     vocab = [0, 0, 0] + [ord(c) for c in VOCAB_CHARS]
     args = Args(vocab_size=len(vocab), dim=16, n_layers=2, n_heads=4, n_kv_heads=n_kv_heads,
-                hidden_dim=40, max_batch_size=2, max_seq_len=16, rope_theta=10000.0,
+                hidden_dim=40, max_batch_size=max_batch_size, max_seq_len=16, rope_theta=10000.0,
                 norm_eps=1e-5)
     model = Transformer(args)
     with torch.no_grad():
@@ -390,6 +396,11 @@ def model_fixture(name, n_kv_heads, seed):
         for norm in [model.norm] + [l.attention_norm for l in model.layers] + \
                     [l.ffn_norm for l in model.layers]:
             norm.weight.copy_(1.0 + 0.2 * torch.randn(args.dim))
+    return model, vocab, args
+
+
+def model_fixture(name, n_kv_heads, seed):
+    model, vocab, args = build_model(n_kv_heads, seed)
     write_model(os.path.join(OUT, f"llama_{name}.bin"), model, vocab)
 
     lines = []
@@ -460,6 +471,39 @@ def lesson3_fixture():
                 "(tests/llama_reference.py)\n", lines)
 
 
+def lesson3_values_fixture():
+    """What lesson 3 prints at --trace full, for `kvdemo lesson 3 --model
+    tests/fixtures/llama_{mha,gqa}.bin` with the lesson's defaults (prompts
+    天气 and 你好，今天, max_gen_len 4, temperature 0.8, top_p 0.95, seed 42):
+    per step of each run, layer 0's scores after softmax for head 0 of each
+    batch row, scores[b, 0] (seqlen, S), and keys / values of key/value head 0
+    as read from the cache, keys[b, :, 0] (S, head_dim)."""
+    lines = []
+    for name, n_kv_heads, seed in (("mha", 4, 10), ("gqa", 2, 11)):
+        # the lesson loads a model with a cache of max(bsz, 4) rows
+        model, vocab, _ = build_model(n_kv_heads, seed, max_batch_size=4)
+        tok = Tokenizer(vocab)
+        for run, use_cache in (("cache", True), ("no-cache", False)):
+            steps = []
+
+            def on_step(prev_pos, cur_pos):
+                steps.append(model.layers[0].attention.seen)
+
+            reset_cache(model)
+            generate(model, tok, ["天气", "你好，今天"], 4, 0.8, 0.95, 42, use_cache, on_step)
+            lines.append(line(f"{name}.{run}.steps", [len(steps)]))
+            for i, seen in enumerate(steps, 1):
+                for b in range(seen["probs"].shape[0]):
+                    k = f"{name}.{run}.step{i}.b{b}"
+                    lines += [line(f"{k}.scores", seen["probs"][b, 0]),
+                              line(f"{k}.keys", seen["keys"][b, :, 0]),
+                              line(f"{k}.values", seen["values"][b, :, 0])]
+    write_lines(os.path.join(OUT, "lesson3_values.txt"),
+                "# kvdemo lesson 3 --trace full --model llama_{mha,gqa}.bin: layer 0's scores[b, 0] "
+                "after softmax, keys[b, :, 0] and values[b, :, 0] per step, from the article's "
+                "generate (tests/llama_reference.py)\n", lines)
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     torch.set_num_threads(1)
@@ -469,6 +513,7 @@ def main():
     model_fixture("gqa", 2, 11)
     model_fixture("mqa", 1, 12)
     lesson3_fixture()
+    lesson3_values_fixture()
 
 
 if __name__ == "__main__":

@@ -129,11 +129,98 @@ static void test_lesson3_prints_as_pytorch(void **state) {
     }
 }
 
+// --trace full prints layer 0's attention values at every step of both runs
+// (tests/fixtures/lesson3_values.txt, from the article's code in PyTorch with
+// the weights of llama_mha.bin and llama_gqa.bin and the lesson's defaults):
+// scores[b, 0] after the softmax, keys[b, :, 0] and values[b, :, 0] as read
+// from the cache; and with the cache, the one new row of scores[:, 0] is the
+// last row computed without it, bit for bit.
+#define TOL_VALUES 5e-5   // as test_llama.c's logits
+
+static void check_values(const Event *e, int n, const FixSet *fx, const char *model, const char *run) {
+    char key[96], name[64], what[160];
+    snprintf(key, sizeof key, "%s.%s.steps", model, run);
+    int steps = (int)fix_get(fx, key)->data[0];
+    if (steps < 2) fail_msg("%s: the fixture has %d steps", key, steps);
+    static const char *const tensors[][2] = {{"scores", "scores[%d, 0]"}, {"keys", "keys[%d, :, 0]"},
+                                             {"values", "values[%d, :, 0]"}};
+    for (int s = 1; s <= steps; s++)
+        for (int b = 0; b < 2; b++)
+            for (int t = 0; t < 3; t++) {
+                snprintf(key, sizeof key, "%s.%s.step%d.b%d.%s", model, run, s, b, tensors[t][0]);
+                const FixTensor *want = fix_get(fx, key);
+                snprintf(name, sizeof name, tensors[t][1], b);
+                const Event *got = need(e, n, "tensor", run, s, name);
+                snprintf(what, sizeof what, "%s (%s step %d, %s)", name, run, s, model);
+                if (got->ndim != 2 || got->shape[0] != want->rows || got->shape[1] != want->cols)
+                    fail_msg("%s: expected shape (%d, %d), got %d dims (%d, %d)", what, want->rows, want->cols,
+                             got->ndim, got->shape[0], got->ndim > 1 ? got->shape[1] : 0);
+                assert_int_equal(got->ndata, want->rows * want->cols);
+                assert_close(got->data, want->data, got->ndata, TOL_VALUES, what);
+            }
+    assert_null(events_find(e, n, "tensor", run, steps + 1, "scores[0, 0]"));
+}
+
+static void test_lesson3_attention_values_match_the_article(void **state) {
+    (void)state;
+    FixSet fx;
+    fix_load(&fx, "tests/fixtures/lesson3_values.txt");
+    const char *models[] = {"mha", "gqa"};
+    for (int i = 0; i < 2; i++) {
+        char args[128];
+        snprintf(args, sizeof args, "lesson 3 --model tests/fixtures/llama_%s.bin --trace full --format json",
+                 models[i]);
+        RunResult r = kvdemo_run(args);
+        if (r.status != 0) fail_msg("kvdemo %s exited with %d: %s", args, r.status, r.err);
+        int n;
+        Event *e = events_parse(r.out, &n);
+        check_values(e, n, &fx, models[i], "no-cache");
+        check_values(e, n, &fx, models[i], "cache");
+        // Every step of the run with the cache compares its new row of
+        // scores[:, 0] with the run without it: identical bit for bit.
+        char key[96];
+        snprintf(key, sizeof key, "%s.cache.steps", models[i]);
+        int steps = (int)fix_get(&fx, key)->data[0];
+        for (int s = 1; s <= steps; s++) {
+            const Event *cmp = need(e, n, "compare", "cache", s, "scores[:, 0, -1]");
+            if (cmp->identical != 1)
+                fail_msg("%s step %d: scores[:, 0, -1] differ by %g", models[i], s, cmp->max_abs_diff);
+        }
+        events_free(e, n);
+        run_free(&r);
+    }
+    fix_free(&fx);
+    // Below --trace full the values stay out (shapes as before), in both
+    // languages; the narration has its Chinese form.
+    const char *quiet[] = {"lesson 3 --trace summary --format json", "lesson 3 --trace none --format json"};
+    for (int i = 0; i < 2; i++) {
+        int n;
+        Event *e = kvdemo_json(quiet[i], &n);
+        if (events_find(e, n, "tensor", NULL, -1, "scores[0, 0]") || events_find(e, n, "compare", NULL, -1, "scores[:, 0, -1]"))
+            fail_msg("kvdemo %s: attention values below --trace full", quiet[i]);
+        assert_non_null(events_find(e, n, "shape", "cache", 1, "scores"));
+        events_free(e, n);
+    }
+    RunResult r = kvdemo_run("lesson 3 --lang zh");
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "第 0 层、第 0 个头的数值"));
+    assert_non_null(strstr(r.out, ">>> scores = F.softmax(scores.float(), dim=-1).type_as(xq)\nscores[1, 0] (1, "));
+    assert_non_null(strstr(r.out, ">>> keys = self.cache_k[:bsz, : start_pos + seqlen]\nkeys[0, :, 0] ("));
+    assert_null(strstr(r.out, "The values of layer 0"));
+    run_free(&r);
+    r = kvdemo_run("lesson 3 --trace summary");
+    assert_int_equal(r.status, 0);
+    assert_null(strstr(r.out, "scores[0, 0]"));
+    assert_null(strstr(r.out, "The values of layer 0"));
+    run_free(&r);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_lesson3_flow_matches_the_article),
         cmocka_unit_test(test_lesson3_one_run_and_languages),
         cmocka_unit_test(test_lesson3_prints_as_pytorch),
+        cmocka_unit_test(test_lesson3_attention_values_match_the_article),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
