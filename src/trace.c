@@ -6,7 +6,9 @@
 #include "fileio.h"
 #include "ops.h"
 #include "stats.h"
+#include "utf8.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -610,15 +612,93 @@ void trace_textval(Trace *tr, const char *name, const char *text) {
     emit(tr, &b);
 }
 
-// A pause of --step: a prompt on the terminal, one key (no Enter needed, no
-// echo: the terminal leaves echo before the prompt appears, so that a key
-// typed at once is not echoed), and the prompt erased again so that it never
-// stays in the scrollback. q (or the end of the input) quits: nothing more is
-// shown. On a terminal the next screen starts clean, so that each one fits a
-// projector; a table row keeps the rows above it (new_screen 0).
-static void pause_for_key(Trace *tr, int new_screen) {
-    if (!tr->step_pause || tr->quit || !tr->shown || !isatty(STDIN_FILENO)) return;
-    fflush(tr->out);
+// ----------------------------------------------------------------------------
+// Tables
+
+// "  " then each cell padded to its column's width, one space apart; no
+// spaces at the end of the line.
+static void table_line(Buf *b, const TraceTable *t, const char *const *texts) {
+    buf_append(b, "  ");
+    size_t line_start = b->len;
+    for (int i = 0; i < t->ncols; i++) {
+        int pad = t->cols[i].width - utf8_width(texts[i]);
+        if (pad < 0) pad = 0;
+        if (i) buf_append(b, " ");
+        if (t->cols[i].right) buf_printf(b, "%*s%s", pad, "", texts[i]);
+        else buf_printf(b, "%s%*s", texts[i], pad, "");
+    }
+    while (b->s && b->len > line_start && b->s[b->len - 1] == ' ') b->s[--b->len] = '\0';
+    buf_append(b, "\n");
+}
+
+// Is s a number as JSON writes one: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?
+static int is_json_number(const char *s) {
+    if (*s == '-') s++;
+    if (*s == '0') s++;
+    else if (*s >= '1' && *s <= '9') while (*s >= '0' && *s <= '9') s++;
+    else return 0;
+    if (*s == '.') {
+        if (!(*++s >= '0' && *s <= '9')) return 0;
+        while (*s >= '0' && *s <= '9') s++;
+    }
+    if (*s == 'e' || *s == 'E') {
+        s++;
+        if (*s == '+' || *s == '-') s++;
+        if (!(*s >= '0' && *s <= '9')) return 0;
+        while (*s >= '0' && *s <= '9') s++;
+    }
+    return *s == '\0';
+}
+
+void trace_table_head(Trace *tr, const TraceTable *t) {
+    Buf b;
+    buf_init(&b);
+    if (is_json(tr)) {
+        json_head(&b, tr, "table");
+        buf_append(&b, ",\"name\":");
+        json_string(&b, t->name);
+        buf_append(&b, ",\"columns\":[");
+        for (int i = 0; i < t->ncols; i++) {
+            if (i) buf_append(&b, ",");
+            json_string(&b, t->cols[i].key ? t->cols[i].key : t->cols[i].en);
+        }
+        buf_append(&b, "]");
+        emit_json(tr, &b);
+        return;
+    }
+    const char *heads[64];
+    assert(t->ncols <= 64);
+    for (int i = 0; i < t->ncols; i++) heads[i] = trace_text(tr, t->cols[i].en, t->cols[i].zh);
+    table_line(&b, t, heads);
+    emit(tr, &b);
+}
+
+void trace_table_row(Trace *tr, const TraceTable *t, const char *const *cells) {
+    Buf b;
+    buf_init(&b);
+    if (is_json(tr)) {
+        json_head(&b, tr, "row");
+        buf_append(&b, ",\"name\":");
+        json_string(&b, t->name);
+        buf_append(&b, ",\"cells\":[");
+        for (int i = 0; i < t->ncols; i++) {
+            if (i) buf_append(&b, ",");
+            if (is_json_number(cells[i])) buf_append(&b, cells[i]);
+            else json_string(&b, cells[i]);
+        }
+        buf_append(&b, "]");
+        emit_json(tr, &b);
+        return;
+    }
+    table_line(&b, t, cells);
+    emit(tr, &b);
+}
+
+// One key from the terminal, without waiting for Enter and without echo.
+// The prompt, then one key from the terminal, without waiting for Enter and
+// without echo. The terminal leaves echo before the prompt appears, so that a
+// key pressed as soon as the prompt shows is never echoed.
+static int read_key(const char *prompt) {
     struct termios saved, raw;
     int have = tcgetattr(STDIN_FILENO, &saved) == 0;
     if (have) {
@@ -628,11 +708,23 @@ static void pause_for_key(Trace *tr, int new_screen) {
         raw.c_cc[VTIME] = 0;
         tcsetattr(STDIN_FILENO, TCSANOW, &raw);
     }
-    fputs(trace_text(tr, "-- Enter: next   q: quit --", "-- 回车：下一步   q：退出 --"), stderr);
+    fputs(prompt, stderr);
     fflush(stderr);
-    unsigned char key = 0;
-    int c = read(STDIN_FILENO, &key, 1) == 1 ? key : EOF;
+    unsigned char c = 0;
+    ssize_t n = read(STDIN_FILENO, &c, 1);
     if (have) tcsetattr(STDIN_FILENO, TCSANOW, &saved);
+    return n == 1 ? c : EOF;
+}
+
+// A pause of --step: a prompt on the terminal, one key, and the prompt
+// erased again so that it never stays in the scrollback. q (or the end of
+// the input) quits: nothing more is shown. On a terminal the next screen
+// starts clean, so that each one fits a projector; a table row keeps the
+// rows above it (new_screen 0).
+static void pause_for_key(Trace *tr, int new_screen) {
+    if (!tr->step_pause || tr->quit || !tr->shown || !isatty(STDIN_FILENO)) return;
+    fflush(tr->out);
+    int c = read_key(trace_text(tr, "-- Enter: next   q: quit --", "-- 回车：下一步   q：退出 --"));
     fputs("\r\x1b[K", stderr);
     fflush(stderr);
     tr->shown = 0;
