@@ -505,10 +505,13 @@ static void print_lesson_help(FILE *f, const Cli *c, const Lesson *l) {
         fputs("  ", f);
         print_wrapped(f, tx(c, l->shows_en, l->shows_zh), 2, 2);
     }
+    // The document by the name a class knows ("KV Cache article §2"), never
+    // its file id.
+    char sec[64];
     if (!strncmp(l->section, "beyond", 6))
-        fprintf(f, "  %s\n", tx(c, "beyond the documents (section: beyond)", "文档之外（beyond）"));
+        fprintf(f, "  %s\n", tx(c, "beyond the documents", "文档之外"));
     else
-        fprintf(f, "  %s %s%s\n", tx(c, "the article's section:", "对应原文："), l->section,
+        fprintf(f, "  %s%s%s\n", tx(c, "follows: ", "对应原文："), lessons_section(l, c->tr.lang, sec, sizeof sec),
                 l->run ? "" : tx(c, " (not built yet)", "（尚未实现）"));
     if (l->run) {
         fprintf(f, "\n%s\n", tx(c, "options it honours:", "这一课用到的选项："));
