@@ -223,6 +223,9 @@ static void check_questions(const char *path, const char *id, const Lang *L, int
             if (r->status != 0)
                 fail_msg("%s, question %d: `%s` expected exit status 0, got %d: %s", path, questions, cmd, r->status,
                          r->err);
+            // A page never shows an option the lesson ignores.
+            if (strstr(r->err, " ignores ") || strstr(r->err, "忽略"))
+                fail_msg("%s, question %d: `%s` gives an option the lesson ignores: %s", path, questions, cmd, r->err);
             has_run = 1;
         } else if (!strncmp(t, L->prints, strlen(L->prints))) {
             if (!has_run) fail_msg("%s, question %d: expected the command before the text it prints", path, questions);
