@@ -352,6 +352,9 @@ static void nearest_offer(Nearest *n, const char *candidate) {
     if (d <= limit && (!n->best || d < n->distance)) n->best = candidate, n->distance = d;
 }
 
+// What separates the items of a list in a message: "1, 2, 3" or "1、2、3".
+static const char *list_sep(void) { return fileio_zh() ? "、" : ", "; }
+
 // ----------------------------------------------------------------------------
 // The lessons, as the parser and the help see them
 
@@ -360,7 +363,7 @@ static void list_lesson_ids(char *buf, size_t size, int built_only) {
     for (int i = 0; i < NUM_LESSONS; i++) {
         if (built_only && !LESSONS[i].run) continue;
         size_t len = strlen(buf);
-        snprintf(buf + len, size - len, "%s%s", len ? ", " : "", LESSONS[i].id);
+        snprintf(buf + len, size - len, "%s%s", len ? list_sep() : "", LESSONS[i].id);
     }
 }
 
@@ -556,7 +559,7 @@ static void list_options(char *buf, size_t size, CommandId cmd) {
         if (!(OPTIONS[i].commands & CMD_BIT(cmd)) || OPTIONS[i].id >= OPT_HELP) continue;
         if (strstr(buf, OPTIONS[i].name)) continue;   // --steps has two rows
         size_t len = strlen(buf);
-        snprintf(buf + len, size - len, "%s%s", len ? ", " : "", OPTIONS[i].name);
+        snprintf(buf + len, size - len, "%s%s", len ? list_sep() : "", OPTIONS[i].name);
     }
 }
 
@@ -774,7 +777,7 @@ static const Lesson *find_lesson(const char *id) {
     for (int i = 0; i < NUM_LESSONS; i++)
         if (!strncmp(LESSONS[i].id, id, n) && LESSONS[i].id[n] == '.') {
             size_t len = strlen(subs);
-            snprintf(subs + len, sizeof subs - len, "%s%s", len ? ", " : "", LESSONS[i].id);
+            snprintf(subs + len, sizeof subs - len, "%s%s", len ? list_sep() : "", LESSONS[i].id);
         }
     if (subs[0]) {
         const char *built = NULL;
@@ -923,7 +926,7 @@ static int unknown_command(const char *name) {
     for (int i = 0; i < NUM_COMMANDS; i++) {
         if (!COMMANDS[i].run) continue;
         size_t len = strlen(names);
-        snprintf(names + len, sizeof names - len, "%s%s", len ? ", " : "", COMMANDS[i].name);
+        snprintf(names + len, sizeof names - len, "%s%s", len ? list_sep() : "", COMMANDS[i].name);
         nearest_offer(&n, COMMANDS[i].name);
     }
     if (n.best)
