@@ -126,6 +126,15 @@ static const BadInput BAD[] = {
     {"generate --samples 2", 2, 0},
     {"generate --paged --no-cache", 2, 0},
     {"generate --paged --attention flash", 2, 0},
+    // lessons beyond the 4-dim example
+    {"lesson 3 --model DIR/bad.bin", 1, 0},
+    {"lesson 3 --model DIR/missing.bin", 1, 0},
+    {"lesson 3 --prompt 😀", 2, 0},
+    {"lesson 4 --prompt ROMEOROMEOROMEOROMEOROMEOROMEOROMEOROMEOROMEOROMEOROMEOROMEOROMEOROMEOROMEOROMEO"
+     "ROMEOROMEOROMEOROMEOROMEOROMEOROMEOROMEOROMEOROMEOROMEOROMEOROMEOROMEOROMEOROMEOROMEOROMEOROMEO"
+     "ROMEOROMEOROMEOROMEOROMEOROMEOROMEOROMEOROMEOROMEOROMEOROMEOROMEOROMEOROMEOROMEOROMEOROMEOROMEO", 2, 0},
+    {"lesson 6.1 --steps 100000", 2, 0},
+    {"lesson 6.2 --steps 100000", 2, 0},
     // memory
     {"memory", 2, 0},
     {"memory --tokens 10", 2, 0},
@@ -153,6 +162,11 @@ static int setup(void **state) {
     f = fopen(path, "w");
     if (!f) return -1;
     fputs("X\n天 1\nW_Q\n1\nW_K\n1\nW_V\n1\n", f);   // one token: the lessons need two
+    fclose(f);
+    snprintf(path, sizeof path, "%s/bad.bin", dir);
+    f = fopen(path, "w");
+    if (!f) return -1;
+    fputs("KVLMjunk", f);   // a LLaMA model's magic, then a truncated header
     fclose(f);
     return 0;
 }
