@@ -237,6 +237,35 @@ static void test_errors_speak_the_users_language(void **state) {
     free(s);
 }
 
+// Notices that a run goes on after (an option ignored, --color with nothing
+// to colour, --threads capped) speak Chinese too: every stderr line of a
+// run that succeeds.
+static void test_notices_speak_the_users_language(void **state) {
+    (void)state;
+    const char *runs[] = {
+        "lesson 1 --trace none --repeat 2 --lang zh",
+        "lesson 2 --trace none --color always --lang zh",
+        "lesson 8 --trace none --color always --lang zh",
+    };
+    for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
+        RunResult r = kvdemo_run(runs[i]);
+        if (r.status != 0) fail_msg("kvdemo %s: exit %d: %s", runs[i], r.status, r.err);
+        if (count_lines(r.err) < 1) fail_msg("kvdemo %s: expected a notice on stderr, got none", runs[i]);
+        for (char *line = r.err; *line;) {
+            char *nl = strchr(line, '\n');
+            if (nl) *nl = '\0';
+            char word[128];
+            if (strncmp(line, "kvdemo：", strlen("kvdemo：")))
+                fail_msg("kvdemo %s: expected \"kvdemo：\" first, got: %s", runs[i], line);
+            if (english_word(line, runs[i], word, sizeof word))
+                fail_msg("kvdemo %s: English word '%s' in: %s", runs[i], word, line);
+            if (!nl) break;
+            line = nl + 1;
+        }
+        run_free(&r);
+    }
+}
+
 // --lang en on the command line wins over LANG=zh_CN.UTF-8, even after the
 // mistake; and the checker itself finds an English word.
 static void test_lang_on_the_line_wins(void **state) {
@@ -256,6 +285,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_lang_on_the_line_wins),
         cmocka_unit_test(test_errors_speak_the_users_language),
+        cmocka_unit_test(test_notices_speak_the_users_language),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
