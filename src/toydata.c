@@ -146,7 +146,8 @@ int toydata_load(ToyData *t, const char *path, char *err, size_t errlen) {
         cols[current] = nnum;
         rows[current]++;
     }
-    if (rc == 0 && ferror(f)) rc = fileio_fail2(err, errlen, "%s: read error", "%s：读取出错", path);
+    if (rc == 0 && ferror(f)) rc = fileio_fail2(err, errlen, "%s: read error: %s", "%s：读取出错：%s", path,
+                                                   fileio_strerror(errno ? errno : EIO));
     fclose(f);
     if (rc) return rc;
 

@@ -14,6 +14,9 @@
 #include "testutil.h"
 
 #include "buf.h"
+#include "fileio.h"
+
+#include <errno.h>
 
 #include <ctype.h>
 #include <stdio.h>
@@ -115,6 +118,7 @@ static const BadInput BAD[] = {
     {"lesson 2 --data DIR/short.txt", 1, 0},
     {"lesson 2 --data DIR", 1, 0},
     {"generate --model DIR/missing.bin", 1, 0},
+    {"list >/dev/full", 1, 0},
     // the char GPT's commands
     {"generate --prompt 天", 2, 0},
     {"generate --prompt ''", 2, 0},
@@ -266,6 +270,28 @@ static void test_notices_speak_the_users_language(void **state) {
     }
 }
 
+// The library's side: fileio_fail2 picks the format of the message language,
+// and fileio_strerror says a class's usual reasons in Chinese.
+static void test_fail2_follows_the_message_language(void **state) {
+    (void)state;
+    char err[128];
+    fileio_set_zh(0);
+    assert_int_equal(fileio_fail2(err, sizeof err, "%s: row %d", "%s：第 %d 行", "a.txt", 3), -1);
+    assert_string_equal(err, "a.txt: row 3");
+    assert_string_equal(fileio_strerror(ENOENT), strerror(ENOENT));
+    fileio_set_zh(1);
+    fileio_fail2(err, sizeof err, "%s: row %d", "%s：第 %d 行", "a.txt", 3);
+    assert_string_equal(err, "a.txt：第 3 行");
+    int codes[] = {ENOENT, EACCES, EISDIR, ENOTDIR, ENOSPC, EROFS};
+    for (size_t i = 0; i < sizeof codes / sizeof codes[0]; i++) {
+        char word[64];
+        if (english_word(fileio_strerror(codes[i]), "", word, sizeof word))
+            fail_msg("errno %d: expected a Chinese reason, got: %s", codes[i], fileio_strerror(codes[i]));
+    }
+    fileio_fail2(NULL, 0, "%s", "%s", "no buffer: nothing written");
+    fileio_set_zh(0);
+}
+
 // --lang en on the command line wins over LANG=zh_CN.UTF-8, even after the
 // mistake; and the checker itself finds an English word.
 static void test_lang_on_the_line_wins(void **state) {
@@ -283,6 +309,7 @@ static void test_lang_on_the_line_wins(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_fail2_follows_the_message_language),
         cmocka_unit_test(test_lang_on_the_line_wins),
         cmocka_unit_test(test_errors_speak_the_users_language),
         cmocka_unit_test(test_notices_speak_the_users_language),
