@@ -30,7 +30,7 @@ static const char *const ALLOWED[] = {
     // commands, as `kvdemo help` lists them
     "kvdemo", "list", "lesson", "generate", "race", "bench", "init", "train", "eval", "memory", "help", "version",
     // metavars and choices of options
-    "FILE", "NAME", "SIZE", "LIST", "TEXT", "none", "summary", "full", "text", "json", "auto", "always", "never",
+    "FILE", "NAME", "SIZE", "LIST", "TEXT", "none", "summary", "full", "text", "json", "html", "auto", "always", "never",
     "random", "seed", "tiny", "plain", "flash", "offset", "stale", "mask", "layout", "wrong", "scale",
     // the documents' terms and units
     "KV", "Cache", "GPU", "token", "tokens", "key", "value", "scores", "weights", "ROMEO", "UTF", "FIFO",
