@@ -19,6 +19,7 @@
 // character of the text that differs, and a diagnosis to apply to one's own
 // code.
 #include "gptsetup.h"
+#include "fileio.h"
 #include "kvvariant.h"
 #include "lessons.h"
 #include "ops.h"
@@ -142,7 +143,7 @@ static const char *shown(char c, char *buf) {
 int lesson11_run(const Options *opt, Trace *tr) {
     KvBug only = KV_BUG_NONE;
     if (opt->bug && kvvariant_bug_parse(&only, opt->bug)) {
-        fprintf(stderr, "kvdemo: unknown bug '%s'; valid: %s\n", opt->bug, KV_BUG_LIST);
+        fileio_error("unknown bug '%s'; valid: %s", "没有“%s”这种错误；可用的：%s", opt->bug, KV_BUG_LIST);
         return 2;
     }
     GptModel m;
@@ -172,7 +173,7 @@ int lesson11_run(const Options *opt, Trace *tr) {
                "无缓存的一次是参照。下面每个错误只改动有缓存的路径；kvdemo 逐步、逐位比较 logits。",
                g.T, g.L, steps, prompt_text, (unsigned long long)opt->seed);
     if (random_model) {
-        fprintf(stderr, "kvdemo: %s is missing; lesson 11 runs a random model (its text is noise)\n", GPT_SHIPPED_MODEL);
+        fileio_error("%s is missing; lesson 11 runs a random model (its text is noise)", "找不到 %s；第 11 课改用随机模型（生成的文字没有意义）", GPT_SHIPPED_MODEL);
         trace_say(tr, "No trained model was found: the weights are random, the text is noise; the bugs show the same.",
                   "没有找到训练好的模型：权重是随机的，文字没有意义；错误的表现完全一样。");
     }
@@ -243,7 +244,7 @@ int lesson11_run(const Options *opt, Trace *tr) {
               "给自己的缓存实现也写这样一个测试。");
     goto done;
 oom:
-    fprintf(stderr, "kvdemo: out of memory\n");
+    fileio_error("out of memory", "内存不足");
     rc = 1;
 done:
     free(ref.logits);

@@ -22,6 +22,7 @@
 // the smaller cache would give it back: the arithmetic is that of the smaller
 // cache, the bytes are counted for its packed form.
 #include "gptsetup.h"
+#include "fileio.h"
 #include "kvvariant.h"
 #include "lessons.h"
 #include "ops.h"
@@ -121,7 +122,8 @@ int lesson12_run(const Options *opt, Trace *tr) {
         }
         have_text = 1;
         if ((text.n - text.n * 9 / 10 - 1) / g.T < 1) {
-            fprintf(stderr, "kvdemo: %s is too short: its last 10%% needs more than %d characters\n", data, g.T);
+            fileio_error("%s is too short: its last 10%% needs more than %d characters",
+                         "%s 太短：它最后 10%% 的文本要多于 %d 个字符", data, g.T);
             rc = 1;
             goto done;
         }
@@ -141,7 +143,7 @@ int lesson12_run(const Options *opt, Trace *tr) {
                "logits 逐位相同：它的内核对每个输出都按同一顺序求和。",
                steps, prompt_text, (unsigned long long)opt->seed);
     if (random_model) {
-        fprintf(stderr, "kvdemo: %s is missing; lesson 12 runs a random model (its text is noise)\n", GPT_SHIPPED_MODEL);
+        fileio_error("%s is missing; lesson 12 runs a random model (its text is noise)", "找不到 %s；第 12 课改用随机模型（生成的文字没有意义）", GPT_SHIPPED_MODEL);
         trace_say(tr, "No trained model was found: the weights are random, the text is noise.",
                   "没有找到训练好的模型：权重是随机的，文字没有意义。");
     }
@@ -267,7 +269,7 @@ int lesson12_run(const Options *opt, Trace *tr) {
               "\n这里的缓存仍以浮点数存放，但内容正是更小的缓存读回的值：计算和损失与更小的缓存一致，只是没有真正省下内存。");
     goto done;
 oom:
-    fprintf(stderr, "kvdemo: out of memory\n");
+    fileio_error("out of memory", "内存不足");
     rc = 1;
 done:
     free(ref.logits);

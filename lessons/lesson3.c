@@ -23,6 +23,7 @@
 // of each batch row: scores[b, 0] after the softmax, and keys[b, :, 0] /
 // values[b, :, 0] as read from the cache.
 #include "lessons.h"
+#include "fileio.h"
 #include "llama.h"
 
 #include <stdio.h>
@@ -103,7 +104,7 @@ static int show_setup(Show *s, int *scratch, const char *const *prompts, int n_p
     for (int k = 0; k < n_prompts; k++) {
         len[k] = llama_encode(scratch + (size_t)k * T, s->m, prompts[k], 1, 0, T, err, sizeof err);
         if (len[k] < 0) {
-            fprintf(stderr, "kvdemo: lesson 3: %s\n", err);
+            fileio_error("lesson 3: %s", "第 3 课：%s", err);
             return -1;
         }
         if (len[k] < min) min = len[k];
@@ -322,7 +323,7 @@ static int run_generate(LlamaGeneration *g, LlamaModel *m, Show *show, const cha
     show->use_cache = use_cache;
     char err[512];
     if (llama_generate(g, m, prompts, n_prompts, &o, err, sizeof err) != 0) {
-        fprintf(stderr, "kvdemo: lesson 3: %s\n", err);
+        fileio_error("lesson 3: %s", "第 3 课：%s", err);
         return -1;
     }
     trace_step(tr, 0);
@@ -350,7 +351,7 @@ static int load_model(LlamaModel *m, const Options *opt, int n_prompts) {
     char err[512];
     if (opt->model_path) {
         if (llama_load(m, opt->model_path, n_prompts > 4 ? n_prompts : 4, err, sizeof err) != 0) {
-            fprintf(stderr, "kvdemo: %s\n", err);
+            fileio_error("%s", "%s", err);
             return 1;
         }
         return 0;
@@ -358,7 +359,7 @@ static int load_model(LlamaModel *m, const Options *opt, int n_prompts) {
     LlamaConfig cfg = llama_config_default();
     if (n_prompts > cfg.max_batch_size) cfg.max_batch_size = n_prompts;
     if (llama_new(m, &cfg, err, sizeof err) != 0) {
-        fprintf(stderr, "kvdemo: lesson 3: %s\n", err);
+        fileio_error("lesson 3: %s", "第 3 课：%s", err);
         return 1;
     }
     llama_vocab_default(m);
@@ -487,7 +488,7 @@ int lesson3_run(const Options *opt, Trace *tr) {
     if (!show.ids || !show.labels || !show.rows ||
         llama_generation_new(&nc, &m, err, sizeof err) != 0 ||
         llama_generation_new(&wc, &m, err, sizeof err) != 0) {
-        fprintf(stderr, "kvdemo: lesson 3: out of memory\n");
+        fileio_error("lesson 3: out of memory", "第 3 课：内存不足");
         rc = 1;
         goto done;
     }

@@ -24,6 +24,7 @@
 // logits agree bit for bit there; then prefill against decode: FLOPs per
 // byte read, GFLOP/s and GB/s.
 #include "gptsetup.h"
+#include "fileio.h"
 #include "lessons.h"
 #include "ops.h"
 #include "sampler.h"
@@ -200,8 +201,8 @@ int lesson4_run(const Options *opt, Trace *tr) {
     rc = gptsetup_prompt(&tokens, &p, &m, prompt_text, g.T + 1);
     if (rc) goto done;
     if (p >= g.T) {
-        fprintf(stderr, "kvdemo: lesson 4: the prompt has %d tokens; the context holds %d, so give at most %d\n", p,
-                g.T, g.T - 1);
+        fileio_error("lesson 4: the prompt has %d tokens; the context holds %d, so give at most %d",
+                     "第 4 课：提示词有 %d 个 token；上下文只能放 %d 个，所以最多给 %d 个", p, g.T, g.T - 1);
         rc = 2;
         goto done;
     }
@@ -210,8 +211,8 @@ int lesson4_run(const Options *opt, Trace *tr) {
     int steps = opt->steps > 0 && opt->steps < max_steps ? opt->steps : max_steps;
     if (steps < 2) steps = 2;   // the prefill, then at least one cached step
     if (opt->steps > max_steps)
-        fprintf(stderr, "kvdemo: lesson 4 stops at the context: %d steps, not %d (lesson 10 goes past it)\n", max_steps,
-                opt->steps);
+        fileio_error("lesson 4 stops at the context: %d steps, not %d (lesson 10 goes past it)",
+                     "第 4 课到上下文的尽头就停：%d 步，而不是 %d 步（第 10 课会越过它）", max_steps, opt->steps);
 
     rec.n = malloc(sizeof(int) * (size_t)steps);
     rec.offset = malloc(sizeof(int) * (size_t)steps);
@@ -221,7 +222,7 @@ int lesson4_run(const Options *opt, Trace *tr) {
     c_logits = malloc(sizeof(float) * MAX_POS * (size_t)g.V);
     if (!rec.n || !rec.offset || !rec.logits || !samples || !nc_logits || !c_logits || gpt_state_init(&s, g) ||
         ops_set_threads(opt->threads)) {
-        fprintf(stderr, "kvdemo: out of memory\n");
+        fileio_error("out of memory", "内存不足");
         rc = 1;
         goto done;
     }
@@ -237,7 +238,7 @@ int lesson4_run(const Options *opt, Trace *tr) {
                "模型：上下文 %d，嵌入 %d，%d 个头，%d 个模块，词表 %d 个字符（%zu 个参数）。", g.T, g.C, g.H, g.L, g.V,
                m.num_params);
     if (random_model) {
-        fprintf(stderr, "kvdemo: %s is missing; lesson 4 runs a random model\n", GPT_SHIPPED_MODEL);
+        fileio_error("%s is missing; lesson 4 runs a random model", "找不到 %s；第 4 课改用随机模型", GPT_SHIPPED_MODEL);
         trace_say(tr, "No trained model was found: the weights are random. The costs are the same.",
                   "没有找到训练好的模型：权重是随机的。计算量和耗时与训练好的模型相同。");
     }
@@ -254,7 +255,7 @@ int lesson4_run(const Options *opt, Trace *tr) {
     Sampler sampler;
     float temperature = opt->temperature >= 0 ? (float)opt->temperature : 1.0f;
     if (sampler_init(&sampler, g.V, temperature, opt->top_k, (uint32_t)opt->seed)) {
-        fprintf(stderr, "kvdemo: out of memory\n");
+        fileio_error("out of memory", "内存不足");
         rc = 1;
         goto done;
     }
@@ -285,8 +286,9 @@ int lesson4_run(const Options *opt, Trace *tr) {
             int t = p - 1 + k;
             int n = c == 0 || k == 0 ? t + 1 : 1, offset = c == 0 || k == 0 ? 0 : t;
             if (c == 1 && (rec.n[k] != n || rec.offset[k] != offset)) {
-                fprintf(stderr, "kvdemo: lesson 4: step %d fed %d tokens at %d, not %d at %d\n", k + 1, rec.n[k],
-                        rec.offset[k], n, offset);
+                fileio_error("lesson 4: step %d fed %d tokens at %d, not %d at %d",
+                             "第 4 课：第 %d 步在位置 %d 输入了 %d 个 token，而不是在位置 %d 输入 %d 个", k + 1, rec.n[k],
+                             rec.offset[k], n, offset);
                 rc = 1;
                 goto done;
             }

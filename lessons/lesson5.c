@@ -11,6 +11,7 @@
 // memory`), and the trade of §7's last sentence, 空间换时间, in one table:
 // per token, FLOPs the cache saves against bytes it holds.
 #include "gptsetup.h"
+#include "fileio.h"
 #include "lessons.h"
 #include "memory.h"
 #include "ops.h"
@@ -93,15 +94,16 @@ int lesson5_run(const Options *opt, Trace *tr) {
     rc = gptsetup_prompt(&tokens, &p, &m, prompt_text, g.T + 1);
     if (rc) goto done;
     if (p >= g.T) {
-        fprintf(stderr, "kvdemo: lesson 5: the prompt has %d tokens; the context holds %d, so give at most %d\n", p,
-                g.T, g.T - 1);
+        fileio_error("lesson 5: the prompt has %d tokens; the context holds %d, so give at most %d",
+                     "第 5 课：提示词有 %d 个 token；上下文只能放 %d 个，所以最多给 %d 个", p,
+                     g.T, g.T - 1);
         rc = 2;
         goto done;
     }
     int steps = g.T - p + 1;   // the last step feeds position T - 1: the cache is full
     lens.len = malloc(sizeof(int) * (size_t)steps);
     if (!lens.len || gpt_state_init(&s, g) || ops_set_threads(opt->threads)) {
-        fprintf(stderr, "kvdemo: out of memory\n");
+        fileio_error("out of memory", "内存不足");
         rc = 1;
         goto done;
     }
@@ -110,7 +112,7 @@ int lesson5_run(const Options *opt, Trace *tr) {
     trace_say(tr, "The article: the cache takes up storage. How much, and against what?",
               "原文：占用一定的存储空间。占用多少？和什么相比？");
     if (random_model) {
-        fprintf(stderr, "kvdemo: %s is missing; lesson 5 runs a random model\n", GPT_SHIPPED_MODEL);
+        fileio_error("%s is missing; lesson 5 runs a random model", "找不到 %s；第 5 课改用随机模型", GPT_SHIPPED_MODEL);
         trace_say(tr, "No trained model was found: the weights are random. The sizes are the same.",
                   "没有找到训练好的模型：权重是随机的。大小完全一样。");
     }
@@ -141,7 +143,7 @@ int lesson5_run(const Options *opt, Trace *tr) {
     Sampler sampler;
     float temperature = opt->temperature >= 0 ? (float)opt->temperature : 1.0f;
     if (sampler_init(&sampler, g.V, temperature, opt->top_k, (uint32_t)opt->seed)) {
-        fprintf(stderr, "kvdemo: out of memory\n");
+        fileio_error("out of memory", "内存不足");
         rc = 1;
         goto done;
     }

@@ -21,6 +21,7 @@
 // or --init random). Legend as in gpt.h and kvpage.h: V vocabulary, T
 // context, B block size, N samples, L layers, H heads, D head size.
 #include "gptpaged.h"
+#include "fileio.h"
 #include "gptsetup.h"
 #include "kvpage.h"
 #include "kvsim.h"
@@ -197,7 +198,7 @@ static void scene_free(Scene *sc) {
 }
 
 static int oom(void) {
-    fprintf(stderr, "kvdemo: lesson 6.1: out of memory\n");
+    fileio_error("lesson 6.1: out of memory", "第 6.1 课：内存不足");
     return 1;
 }
 
@@ -689,12 +690,14 @@ int lesson61_run(const Options *opt, Trace *tr) {
     int N = opt->samples > 0 ? opt->samples : DEFAULT_SAMPLES;
     int steps = opt->steps > 0 ? opt->steps : DEFAULT_STEPS;
     if (steps > MAX_STEPS) {
-        fprintf(stderr, "kvdemo: lesson 6.1 takes --steps 1 to %d (tokens per sample); kvdemo generate --paged writes longer texts\n",
-                MAX_STEPS);
+        fileio_error("lesson 6.1 takes --steps 1 to %d (tokens per sample); kvdemo generate --paged writes longer texts",
+                     "第 6.1 课的 --steps 取 1 到 %d（每个续写的 token 数）；更长的文字请用 kvdemo generate --paged",
+                     MAX_STEPS);
         return 2;
     }
     if (opt->seed + (uint64_t)N - 1 > 4294967295ull) {
-        fprintf(stderr, "kvdemo: lesson 6.1: sample i draws with seed --seed + i, which must stay below 2**32; give a smaller --seed\n");
+        fileio_error("lesson 6.1: sample i draws with seed --seed + i, which must stay below 2**32; give a smaller --seed",
+                     "第 6.1 课：第 i 个续写用种子 --seed + i 抽样，它必须小于 2**32；请给小一些的 --seed");
         return 2;
     }
     Scene sc = {0};
@@ -702,8 +705,8 @@ int lesson61_run(const Options *opt, Trace *tr) {
     int rc = gptsetup_model(&sc.m, opt, 1, &random_model);
     if (rc) return rc;
     if (random_model)
-        fprintf(stderr, "kvdemo: lesson 6.1: %s is missing; using a random model of the seed preset (its text is noise)\n",
-                GPT_SHIPPED_MODEL);
+        fileio_error("lesson 6.1: %s is missing; using a random model of the seed preset (its text is noise)",
+                     "第 6.1 课：找不到 %s；改用 seed 形状的随机模型（生成的文字没有意义）", GPT_SHIPPED_MODEL);
     int n_prompt = 0;
     rc = gptsetup_prompt(&sc.prompt, &n_prompt, &sc.m, opt->n_prompts ? opt->prompts[0] : "ROMEO:", 0);
     if (rc) {
@@ -747,7 +750,8 @@ int lesson61_run(const Options *opt, Trace *tr) {
     if (!rc) rc = part_waste(tr, opt, paged_waste);
     if (!rc) rc = part_time(tr, opt, paged_waste, &identical5);
     if (!rc && (!identical || !identical5)) {
-        fprintf(stderr, "kvdemo: lesson 6.1: the paged cache's results differ from the contiguous cache's\n");
+        fileio_error("lesson 6.1: the paged cache's results differ from the contiguous cache's",
+                     "第 6.1 课：分页缓存的结果与连续缓存的不一致");
         rc = 1;
     }
     (void)T;

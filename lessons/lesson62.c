@@ -30,6 +30,7 @@
 // F SwiGLU size, B max_batch_size, T max_seq_len, P context before the timed
 // tokens, n prompt tokens.
 #include "lessons.h"
+#include "fileio.h"
 #include "llama.h"
 #include "ops.h"
 #include "timer.h"
@@ -663,26 +664,28 @@ int lesson62_run(const Options *opt, Trace *tr) {
         for (size_t i = 0; i < sizeof SIZES / sizeof SIZES[0]; i++)
             if (!strcmp(SIZES[i].name, opt->preset)) size = &SIZES[i];
         if (!size) {
-            fprintf(stderr, "kvdemo: lesson 6.2: --preset takes seed or tiny, not '%s'\n", opt->preset);
+            fileio_error("lesson 6.2: --preset takes seed or tiny, not '%s'", "第 6.2 课：--preset 取 seed 或 tiny，不能是“%s”",
+                         opt->preset);
             return 2;
         }
     }
     int T = size->max_seq_len;
     int steps = opt->steps > 0 ? opt->steps : size->steps;
     if (steps >= T) {
-        fprintf(stderr,
-                "kvdemo: lesson 6.2: --steps %d leaves no context before the timed tokens; "
-                "with --preset %s (context %d) it takes 1 to %d\n",
-                steps, size->name, T, T - 1);
+        fileio_error("lesson 6.2: --steps %d leaves no context before the timed tokens; "
+                     "with --preset %s (context %d) it takes 1 to %d",
+                     "第 6.2 课：--steps %d 让计时的 token 之前没有上下文；--preset %s（上下文 %d）时它取 1 到 %d",
+                     steps, size->name, T, T - 1);
         return 2;
     }
     int repeat = opt->repeat > 0 ? opt->repeat : size->repeat;
     int P = T - steps;   // positions read in before the first timed token
     const char *prompt = opt->n_prompts > 0 ? opt->prompts[0] : DEFAULT_PROMPT;
-    if (opt->n_prompts > 1) fprintf(stderr, "kvdemo: lesson 6.2 uses the first --prompt only\n");
+    if (opt->n_prompts > 1) fileio_error("lesson 6.2 uses the first --prompt only", "第 6.2 课只用第一个 --prompt");
     if (opt->runs != RUN_BOTH)
-        fprintf(stderr, "kvdemo: lesson 6.2 always times generation with the cache; --cache and "
-                        "--no-cache only leave out the comparison of the two\n");
+        fileio_error("lesson 6.2 always times generation with the cache; --cache and "
+                     "--no-cache only leave out the comparison of the two",
+                     "第 6.2 课总是给使用缓存的生成计时；--cache 和 --no-cache 只是省去两者的对比");
     if (opt->threads > 0) ops_set_threads(opt->threads);
 
     // The three models: MHA with random weights, GQA and MQA converted from it.
@@ -705,7 +708,7 @@ int lesson62_run(const Options *opt, Trace *tr) {
     for (int i = 0; i < NUM_VARIANTS; i++) {
         cfg.n_kv_heads = kv_heads[i];
         if (llama_new(&vs[i].m, &cfg, err, sizeof err) != 0) {
-            fprintf(stderr, "kvdemo: lesson 6.2: %s\n", err);
+            fileio_error("lesson 6.2: %s", "第 6.2 课：%s", err);
             free_variants(vs, &chk, chk_logits, ids, ctx, tok, logits);
             return 1;
         }
@@ -724,7 +727,7 @@ int lesson62_run(const Options *opt, Trace *tr) {
     if (!ids || !ctx || !tok || !logits) goto oom;
     int n = llama_encode(ids, mha, prompt, 1, 0, T, err, sizeof err);
     if (n < 0) {
-        fprintf(stderr, "kvdemo: lesson 6.2: --prompt: %s\n", err);
+        fileio_error("lesson 6.2: --prompt: %s", "第 6.2 课：--prompt：%s", err);
         free_variants(vs, &chk, chk_logits, ids, ctx, tok, logits);
         return 2;
     }
@@ -742,7 +745,8 @@ int lesson62_run(const Options *opt, Trace *tr) {
     // The lesson's formula is the model's own.
     for (int i = 0; i < NUM_VARIANTS; i++)
         if (vs[i].cache_tok != llama_cache_bytes_per_token(&vs[i].m.cfg)) {
-            fprintf(stderr, "kvdemo: lesson 6.2: cache bytes per token disagree with llama.c\n");
+            fileio_error("lesson 6.2: cache bytes per token disagree with llama.c",
+                         "第 6.2 课：每个 token 的缓存字节数与 llama.c 算的不一致");
             rc = 1;
             goto done;
         }
@@ -781,7 +785,7 @@ int lesson62_run(const Options *opt, Trace *tr) {
     goto done;
 
 oom:
-    fprintf(stderr, "kvdemo: lesson 6.2: out of memory\n");
+    fileio_error("lesson 6.2: out of memory", "第 6.2 课：内存不足");
     rc = 1;
 done:
     free_variants(vs, &chk, chk_logits, ids, ctx, tok, logits);

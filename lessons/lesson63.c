@@ -20,6 +20,7 @@
 // Legend: N tokens (queries and keys), d head size, Br query rows of a
 // block, Bc keys of a tile, M fast memory (elements).
 #include "attention.h"
+#include "fileio.h"
 #include "flash.h"
 #include "gpt.h"
 #include "gptsetup.h"
@@ -404,7 +405,8 @@ static int measured(Trace *tr, const Options *opt) {
     for (int N = 1024; N <= max_n; N *= 4) {
         Measured mp, mt;
         if (measure_apart(&mp, 0, N, HEAD, Bc, repeat) || measure_apart(&mt, 1, N, HEAD, Bc, repeat)) {
-            fprintf(stderr, "kvdemo: lesson 6.3: the measurement at N = %d failed (out of memory, or no process could be started)\n", N);
+            fileio_error("lesson 6.3: the measurement at N = %d failed (out of memory, or no process could be started)",
+                         "第 6.3 课：N = %d 的测量失败（内存不足，或无法启动进程）", N);
             rc = 1;
             break;
         }
@@ -451,7 +453,7 @@ static int flash_decoding(Trace *tr, const Options *opt) {
     double *samples = malloc(sizeof(double) * (size_t)repeat);
     if (!kt || !v || !scratch || !samples) {
         free(kt), free(v), free(scratch), free(samples);
-        fprintf(stderr, "kvdemo: out of memory\n");
+        fileio_error("out of memory", "内存不足");
         return 1;
     }
     uint64_t seed = 7;
@@ -483,7 +485,7 @@ static int flash_decoding(Trace *tr, const Options *opt) {
         double t_row = timer_median(samples, repeat);
         // ...and the tiles on every thread, merged after (flash_decode).
         if (ops_set_threads(opt->threads)) {
-            fprintf(stderr, "kvdemo: could not start %d threads\n", opt->threads);
+            fileio_error("could not start %d threads", "无法启动 %d 个线程", opt->threads);
             rc = 1;
             break;
         }
@@ -551,18 +553,19 @@ static int gpt_step(Trace *tr, const Options *opt) {
     double *samples = malloc(sizeof(double) * (size_t)repeat);
     GptState s = {0};
     if (!tokens || !lp || !lf || !samples || gpt_state_init(&s, g) || ops_set_threads(opt->threads)) {
-        fprintf(stderr, "kvdemo: out of memory\n");
+        fileio_error("out of memory", "内存不足");
         rc = 1;
         goto done;
     }
     if (random_model)
-        fprintf(stderr, "kvdemo: %s is missing; lesson 6.3 times a random model of the seed preset\n", GPT_SHIPPED_MODEL);
+        fileio_error("%s is missing; lesson 6.3 times a random model of the seed preset",
+                     "找不到 %s；第 6.3 课改为给 seed 形状的随机模型计时", GPT_SHIPPED_MODEL);
     for (int i = 0; i < g.T; i++) tokens[i] = (i * 7 + 1) % g.V;
     trace_heading(tr, "6. The char GPT (lesson 10): a cached step at the context length",
                   "6. 字符级 GPT（第 10 课）：上下文长度处的一个缓存步");
     double t_plain = time_last_step(lp, &s, &m, tokens, repeat, samples);
     if (flash_gpt_use(FLASH_TILED, tile, g.T, g.H, g.C / g.H)) {
-        fprintf(stderr, "kvdemo: out of memory\n");
+        fileio_error("out of memory", "内存不足");
         rc = 1;
         goto done;
     }
@@ -601,7 +604,8 @@ int lesson63_run(const Options *opt, Trace *tr) {
     AttnStep s;
     if (toy_begin(&d, &s, 1, TOKENS, opt, tr->lesson, TOKENS)) return 1;
     if (d.dk != d.dv || d.dk > TOY_MAX_WIDTH) {
-        fprintf(stderr, "kvdemo: lesson 6.3 needs Q, K and V of one width (W_Q, W_K, W_V with as many columns)\n");
+        fileio_error("lesson 6.3 needs Q, K and V of one width (W_Q, W_K, W_V with as many columns)",
+                     "第 6.3 课要求 Q、K、V 一样宽（W_Q、W_K、W_V 列数相同）");
         toy_end(&d, &s, 1);
         return 1;
     }
@@ -630,7 +634,8 @@ int lesson63_run(const Options *opt, Trace *tr) {
     if (!rc) rc = gpt_step(tr, opt);
     trace_run(tr, NULL);
     if (!ok) {
-        fprintf(stderr, "kvdemo: lesson 6.3: the tiled output is not within 1e-6 of plain attention (a bug in kvdemo)\n");
+        fileio_error("lesson 6.3: the tiled output is not within 1e-6 of plain attention (a bug in kvdemo)",
+                     "第 6.3 课：分块计算的输出与普通注意力相差超过 1e-6（这是 kvdemo 的缺陷）");
         return 1;
     }
     return rc;

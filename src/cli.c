@@ -25,6 +25,7 @@
 #include "cli.h"
 
 #include "bench.h"
+#include "fileio.h"
 #include "gptcmd.h"
 #include "lessons.h"
 #include "memory.h"
@@ -308,12 +309,15 @@ _Static_assert(sizeof COMMANDS / sizeof COMMANDS[0] == NUM_COMMANDS, "one row pe
 // ----------------------------------------------------------------------------
 // Messages
 
-static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int usage_error(const char *fmt, ...) {
+// One line on stderr in the message language (fileio_set_zh): "kvdemo: "
+// and en, or "kvdemo：" and zh, which take the same arguments in the same
+// order (tests/test_zh.c checks). Returns the exit status of a usage error.
+static int usage_error(const char *en, const char *zh, ...) __attribute__((format(printf, 1, 3)));
+static int usage_error(const char *en, const char *zh, ...) {
     va_list ap;
-    va_start(ap, fmt);
-    fputs("kvdemo: ", stderr);
-    vfprintf(stderr, fmt, ap);
+    va_start(ap, zh);
+    fputs(fileio_zh() ? "kvdemo：" : "kvdemo: ", stderr);
+    vfprintf(stderr, fileio_zh() ? zh : en, ap);
     fputc('\n', stderr);
     va_end(ap);
     return EXIT_USAGE;
@@ -357,6 +361,9 @@ static void nearest_offer(Nearest *n, const char *candidate) {
     if (d <= limit && (!n->best || d < n->distance)) n->best = candidate, n->distance = d;
 }
 
+// What separates the items of a list in a message: "1, 2, 3" or "1、2、3".
+static const char *list_sep(void) { return fileio_zh() ? "、" : ", "; }
+
 // ----------------------------------------------------------------------------
 // The lessons, as the parser and the help see them
 
@@ -365,7 +372,7 @@ static void list_lesson_ids(char *buf, size_t size, int built_only) {
     for (int i = 0; i < NUM_LESSONS; i++) {
         if (built_only && !LESSONS[i].run) continue;
         size_t len = strlen(buf);
-        snprintf(buf + len, size - len, "%s%s", len ? ", " : "", LESSONS[i].id);
+        snprintf(buf + len, size - len, "%s%s", len ? list_sep() : "", LESSONS[i].id);
     }
 }
 
@@ -561,7 +568,7 @@ static void list_options(char *buf, size_t size, CommandId cmd) {
         if (!(OPTIONS[i].commands & CMD_BIT(cmd)) || OPTIONS[i].id >= OPT_HELP) continue;
         if (strstr(buf, OPTIONS[i].name)) continue;   // --steps has two rows
         size_t len = strlen(buf);
-        snprintf(buf + len, size - len, "%s%s", len ? ", " : "", OPTIONS[i].name);
+        snprintf(buf + len, size - len, "%s%s", len ? list_sep() : "", OPTIONS[i].name);
     }
 }
 
@@ -571,8 +578,10 @@ static int unknown_option(const char *name, const char *command, CommandId cmd) 
     Nearest n = {.typed = name};
     for (int i = 0; i < NUM_OPTIONS; i++)
         if (OPTIONS[i].commands & CMD_BIT(cmd)) nearest_offer(&n, OPTIONS[i].name);
-    if (n.best) return usage_error("unknown option '%s' for '%s'; did you mean %s? valid: %s", name, command, n.best, valid);
-    return usage_error("unknown option '%s' for '%s'; valid: %s", name, command, valid);
+    if (n.best) return usage_error("unknown option '%s' for '%s'; did you mean %s? valid: %s",
+                                   "%s 不是 %s 的选项；你是不是想输入 %s？可用的选项：%s", name, command, n.best, valid);
+    return usage_error("unknown option '%s' for '%s'; valid: %s", "%s 不是 %s 的选项；可用的选项：%s", name, command,
+                       valid);
 }
 
 // The index of value among the choices "a|b|c", without case; -1 if none.
@@ -600,7 +609,8 @@ static int parse_value(Cli *c, const OptionSpec *o, char *value) {
     case ARG_U64: {
         long long v = strtoll(value, &end, 10);
         if (end == value || *end || errno || v < o->min || v > o->max)
-            return usage_error("%s takes a whole number from %.0f to %.0f, not '%s'", o->name, o->min, o->max, value);
+            return usage_error("%s takes a whole number from %.0f to %.0f, not '%s'",
+                               "%s 取 %.0f 到 %.0f 之间的整数，不能是“%s”", o->name, o->min, o->max, value);
         if (o->kind == ARG_INT) *(int *)at = (int)v;
         else if (o->kind == ARG_I64) *(int64_t *)at = (int64_t)v;
         else *(uint64_t *)at = (uint64_t)v;
@@ -610,7 +620,8 @@ static int parse_value(Cli *c, const OptionSpec *o, char *value) {
         double v = strtod(value, &end);
         if (errno == ERANGE && fabs(v) < 1) errno = 0;   // a subnormal number (1e-40) is a number
         if (end == value || *end || errno || !(v >= o->min && v <= o->max))
-            return usage_error("%s takes a number from %g to %g, not '%s'", o->name, o->min, o->max, value);
+            return usage_error("%s takes a number from %g to %g, not '%s'", "%s 取 %g 到 %g 之间的数，不能是“%s”", o->name,
+                               o->min, o->max, value);
         *(double *)at = v;
         return 0;
     }
@@ -618,7 +629,8 @@ static int parse_value(Cli *c, const OptionSpec *o, char *value) {
     case ARG_ENUM:
     case ARG_LOCALE: {
         int i = choice_index(o->metavar, value, o->kind == ARG_LOCALE);
-        if (i < 0) return usage_error("%s takes one of %s, not '%s'", o->name, o->metavar, value);
+        if (i < 0) return usage_error("%s takes one of %s, not '%s'", "%s 取 %s 之一，不能是“%s”", o->name, o->metavar,
+                                      value);
         if (o->kind == ARG_CHOICE) {
             // "TINY" is stored as "tiny": the choice's own spelling, written
             // over the argument (of the same length).
@@ -633,7 +645,7 @@ static int parse_value(Cli *c, const OptionSpec *o, char *value) {
     }
     case ARG_STRING:
     case ARG_APPEND:
-        if (!*value) return usage_error("%s needs a non-empty value", o->name);
+        if (!*value) return usage_error("%s needs a non-empty value", "%s 的值不能为空", o->name);
         if (o->kind == ARG_STRING) {
             *(const char **)at = value;
         } else {
@@ -659,7 +671,8 @@ static int takes_value(const char *arg) {
 static void cap_threads(Options *opt) {
     int cores = pool_cores();
     if (opt->threads <= cores) return;
-    fprintf(stderr, "kvdemo: --threads %d is more than the %d cores; using %d\n", opt->threads, cores, cores);
+    fileio_error("--threads %d is more than the %d cores; using %d", "--threads %d 超过了 %d 个核心；改用 %d",
+                 opt->threads, cores, cores);
     opt->threads = cores;
 }
 
@@ -677,8 +690,9 @@ static int parse_args(Cli *c, int argc, char **argv, int skip, const Command *k)
             }
             char valid[2048];
             list_options(valid, sizeof valid, k->id);
-            if (k->max_args == 0 && k->id == CMD_LIST) return usage_error("'list' takes no arguments, not '%s'", arg);
-            return usage_error("unexpected argument '%s' for '%s'; options: %s", arg, k->name, valid);
+            if (k->max_args == 0 && k->id == CMD_LIST) return usage_error("'list' takes no arguments, not '%s'", "list 不带参数，多了“%s”", arg);
+            return usage_error("unexpected argument '%s' for '%s'; options: %s", "%s 多了参数“%s”；可用的选项：%s",
+                               arg, k->name, valid);
         }
         char name[64];
         char *value = NULL;
@@ -695,23 +709,24 @@ static int parse_args(Cli *c, int argc, char **argv, int skip, const Command *k)
         const OptionSpec *o = find_option(name, k->id);
         if (!o || !(o->commands & CMD_BIT(k->id))) return unknown_option(name, k->name, k->id);
         if (o->kind == ARG_FLAG) {
-            if (value) return usage_error("%s takes no value", o->name);
+            if (value) return usage_error("%s takes no value", "%s 不带值", o->name);
         } else if (!value) {
             if (a + 1 >= argc || a + 1 == skip)
-                return usage_error("%s needs a value: %s %s", o->name, o->name, o->metavar);
+                return usage_error("%s needs a value: %s %s", "%s 需要一个值：%s %s", o->name, o->name, o->metavar);
             value = argv[++a];
         }
         int *t = &times[o - OPTIONS];
         if (*t >= o->repeats) {
-            if (o->repeats == 1) return usage_error("%s is given twice", o->name);
-            return usage_error("%s can be given at most %d times", o->name, o->repeats);
+            if (o->repeats == 1) return usage_error("%s is given twice", "%s 给了两次", o->name);
+            return usage_error("%s can be given at most %d times", "%s 最多只能给 %d 次", o->name, o->repeats);
         }
         (*t)++;
         c->opt.given[o->id] = 1;
         if (parse_value(c, o, value)) return EXIT_USAGE;
     }
     if (c->opt.given[OPT_CACHE] && c->opt.given[OPT_NO_CACHE])
-        return usage_error("--cache and --no-cache exclude each other; give neither to get both runs and a comparison");
+        return usage_error("--cache and --no-cache exclude each other; give neither to get both runs and a comparison",
+                           "--cache 和 --no-cache 不能同时给；两个都不给，就会两次都跑并对比");
     c->opt.given_seed = c->opt.given[OPT_SEED];
     cap_threads(&c->opt);
     return 0;
@@ -771,19 +786,22 @@ static const Lesson *find_lesson(const char *id) {
     for (int i = 0; i < NUM_LESSONS; i++)
         if (!strncmp(LESSONS[i].id, id, n) && LESSONS[i].id[n] == '.') {
             size_t len = strlen(subs);
-            snprintf(subs + len, sizeof subs - len, "%s%s", len ? ", " : "", LESSONS[i].id);
+            snprintf(subs + len, sizeof subs - len, "%s%s", len ? list_sep() : "", LESSONS[i].id);
         }
     if (subs[0]) {
         const char *built = NULL;
         for (int i = 0; i < NUM_LESSONS && !built; i++)
             if (!strncmp(LESSONS[i].id, id, n) && LESSONS[i].id[n] == '.' && LESSONS[i].run) built = LESSONS[i].id;
-        if (built) usage_error("lesson %s has parts: %s; give one of them, e.g. kvdemo lesson %s", id, subs, built);
-        else usage_error("lesson %s has parts: %s (none built yet); built lessons: %s", id, subs, ids);
+        if (built) usage_error("lesson %s has parts: %s; give one of them, e.g. kvdemo lesson %s",
+                               "第 %s 课分为 %s；请选其中一课，例如 kvdemo lesson %s", id, subs, built);
+        else usage_error("lesson %s has parts: %s (none built yet); built lessons: %s",
+                         "第 %s 课分为 %s（都尚未实现）；已实现的课程：%s", id, subs, ids);
         return NULL;
     }
     const char *s = lesson_suggestion(id);
-    if (s) usage_error("unknown lesson '%s'; valid ids: %s; did you mean %s?", id, ids, s);
-    else usage_error("unknown lesson '%s'; valid ids: %s", id, ids);
+    if (s) usage_error("unknown lesson '%s'; valid ids: %s; did you mean %s?",
+                        "没有第“%s”课；可用的课程编号：%s；你是不是想输入 %s？", id, ids, s);
+    else usage_error("unknown lesson '%s'; valid ids: %s", "没有第“%s”课；可用的课程编号：%s", id, ids);
     return NULL;
 }
 
@@ -810,7 +828,8 @@ static int cmd_lesson(Cli *c) {
             print_command_help(stdout, c, &COMMANDS[CMD_LESSON]);
             return 0;
         }
-        return usage_error("'lesson' needs a lesson id: one of %s (kvdemo list shows them all)", ids);
+        return usage_error("'lesson' needs a lesson id: one of %s (kvdemo list shows them all)",
+                           "lesson 需要一个课程编号：%s 之一（kvdemo list 列出全部课程）", ids);
     }
     if (c->help && !lessons_find(c->args[0]) && print_parts(stdout, c, c->args[0])) return 0;
     const Lesson *l = find_lesson(c->args[0]);
@@ -819,14 +838,16 @@ static int cmd_lesson(Cli *c) {
         print_lesson_help(stdout, c, l);
         return 0;
     }
-    if (!l->run) return usage_error("lesson %s is not built yet; built lessons: %s", l->id, ids);
+    if (!l->run) return usage_error("lesson %s is not built yet; built lessons: %s", "第 %s 课尚未实现；已实现的课程：%s",
+                                   l->id, ids);
     c->tr.lesson = l->id;
     if (c->tr.step_pause && l->options[OPT_STEP] && (c->tr.format != FORMAT_TEXT || !isatty(STDIN_FILENO))) {
-        fprintf(stderr, "kvdemo: --step waits for keys on a terminal; %s, so it is ignored\n",
-                c->tr.format == FORMAT_JSON   ? "the output is JSON"
-                : c->tr.format == FORMAT_HTML ? "the output is an HTML page"
-                : c->tr.format == FORMAT_MD   ? "the output is Markdown"
-                                              : "standard input is not one");
+        fileio_error("--step waits for keys on a terminal; %s, so it is ignored",
+                     "--step 要在终端上等待按键；%s，所以忽略它",
+                     c->tr.format == FORMAT_JSON   ? tx(c, "the output is JSON", "输出是 JSON")
+                     : c->tr.format == FORMAT_HTML ? tx(c, "the output is an HTML page", "输出是 HTML 网页")
+                     : c->tr.format == FORMAT_MD   ? tx(c, "the output is Markdown", "输出是 Markdown")
+                                                   : tx(c, "standard input is not one", "标准输入不是终端"));
         c->tr.step_pause = 0;
     }
     // An option that would silently run a correct lesson (--bug) is refused
@@ -838,43 +859,47 @@ static int cmd_lesson(Cli *c) {
         for (int j = 0; j < NUM_LESSONS; j++) {
             if (!LESSONS[j].run || !LESSONS[j].options[o->id]) continue;
             size_t len = strlen(where);
-            snprintf(where + len, sizeof where - len, "%slesson %s", len ? ", " : "", LESSONS[j].id);
+            if (fileio_zh()) snprintf(where + len, sizeof where - len, "%s第 %s 课", len ? "、" : "", LESSONS[j].id);
+            else snprintf(where + len, sizeof where - len, "%slesson %s", len ? ", " : "", LESSONS[j].id);
         }
         for (int k = 0; k < NUM_COMMANDS; k++) {
             if (k == CMD_LESSON || !(o->commands & CMD_BIT(k))) continue;
             size_t len = strlen(where);
-            snprintf(where + len, sizeof where - len, " and %s", COMMANDS[k].name);
+            snprintf(where + len, sizeof where - len, fileio_zh() ? "和 %s 命令" : " and %s", COMMANDS[k].name);
         }
-        return usage_error("%s works with %s, not lesson %s", o->name, where, l->id);
+        return usage_error("%s works with %s, not lesson %s", "%s 只用于%s，不用于第 %s 课", o->name, where, l->id);
     }
     // Options this lesson has no use for are ignored, and it says so.
     for (int i = 0; i < NUM_OPTIONS; i++) {
         const OptionSpec *o = &OPTIONS[i];
         if (!c->opt.given[o->id] || l->options[o->id] || !(o->commands & LESSON)) continue;
         if (o->id == OPT_COLOR)
-            fprintf(stderr, "kvdemo: lesson %s ignores --color: it shows no score or weight matrix, so --color changes nothing\n",
-                    l->id);
+            fileio_error("lesson %s ignores --color: it shows no score or weight matrix, so --color changes nothing",
+                         "第 %s 课忽略 --color：它不显示 scores 或 weights 矩阵，--color 不起作用", l->id);
         else
-            fprintf(stderr, "kvdemo: lesson %s ignores %s (kvdemo help lesson %s lists what it honours)\n", l->id,
-                    o->name, l->id);
+            fileio_error("lesson %s ignores %s (kvdemo help lesson %s lists what it honours)",
+                         "第 %s 课忽略 %s（kvdemo help lesson %s 列出它用到的选项）", l->id, o->name, l->id);
     }
     if (c->opt.given[OPT_COLOR] && l->options[OPT_COLOR] && (c->tr.format == FORMAT_HTML || c->tr.format == FORMAT_MD))
-        fprintf(stderr, "kvdemo: %s; --color ignored\n",
-                c->tr.format == FORMAT_HTML ? "an HTML page always colours its heat maps" : "Markdown has no colours");
+        fileio_error("%s; --color ignored", "%s；忽略 --color",
+                     c->tr.format == FORMAT_HTML ? tx(c, "an HTML page always colours its heat maps", "HTML 网页的热力图总是着色")
+                                                 : tx(c, "Markdown has no colours", "Markdown 没有颜色"));
     if (trace_begin(&c->tr)) return 1;
     int rc = trace_finish(&c->tr, l->run(&c->opt, &c->tr));
     // --color colours score and weight matrices; a lesson that can show them
     // but showed none this time (--trace none) says that it changed nothing.
     if (!rc && c->opt.given[OPT_COLOR] && l->options[OPT_COLOR] &&
         c->tr.heat_maps == 0 && c->tr.format == FORMAT_TEXT)
-        fprintf(stderr, "kvdemo: lesson %s shows no score or weight matrix: --color changes nothing\n", l->id);
+        fileio_error("lesson %s shows no score or weight matrix: --color changes nothing",
+                     "第 %s 课这次没有显示 scores 或 weights 矩阵：--color 不起作用", l->id);
     return rc;
 }
 
 // bench and race write their tables and panes themselves: no documents.
 static int no_document(const Cli *c, const char *command) {
     if (c->tr.format != FORMAT_HTML && c->tr.format != FORMAT_MD) return 0;
-    return usage_error("%s has no --format %s (text|json); lessons, generate and memory have html and md", command,
+    return usage_error("%s has no --format %s (text|json); lessons, generate and memory have html and md",
+                       "%s 没有 --format %s（只有 text|json）；课程、generate 和 memory 才有 html 和 md", command,
                        c->tr.format == FORMAT_HTML ? "html" : "md");
 }
 
@@ -911,7 +936,8 @@ static int cmd_help(Cli *c) {
         print_lesson_help(stdout, c, l);
         return 0;
     }
-    if (c->n_args > 1) return usage_error("'help %s' takes nothing more, not '%s'", k->name, c->args[1]);
+    if (c->n_args > 1) return usage_error("'help %s' takes nothing more, not '%s'", "help %s 后面不再带参数，多了“%s”",
+                                           k->name, c->args[1]);
     if (k->id == CMD_HELP) print_help(stdout, c);
     else print_command_help(stdout, c, k);
     return 0;
@@ -930,13 +956,31 @@ static int unknown_command(const char *name) {
     for (int i = 0; i < NUM_COMMANDS; i++) {
         if (!COMMANDS[i].run) continue;
         size_t len = strlen(names);
-        snprintf(names + len, sizeof names - len, "%s%s", len ? ", " : "", COMMANDS[i].name);
+        snprintf(names + len, sizeof names - len, "%s%s", len ? list_sep() : "", COMMANDS[i].name);
         nearest_offer(&n, COMMANDS[i].name);
     }
     if (n.best)
-        return usage_error("unknown command '%s'; did you mean %s? commands: %s (kvdemo help explains them)", name,
-                           n.best, names);
-    return usage_error("unknown command '%s'; commands: %s (kvdemo help explains them)", name, names);
+        return usage_error("unknown command '%s'; did you mean %s? commands: %s (kvdemo help explains them)",
+                           "没有“%s”这个命令；你是不是想输入 %s？命令有：%s（kvdemo help 有说明）", name, n.best,
+                           names);
+    return usage_error("unknown command '%s'; commands: %s (kvdemo help explains them)",
+                       "没有“%s”这个命令；命令有：%s（kvdemo help 有说明）", name, names);
+}
+
+// The language of messages, known before anything is parsed: a message about
+// the command line must speak it even when the mistake comes before --lang
+// ("kvdemo lesson 2 --cahce --lang zh"). A valid --lang anywhere wins (its
+// value is skipped over, as the parser does); else LANG, which trace_init read.
+static void early_lang(Cli *c, int argc, char **argv) {
+    for (int a = 1; a < argc; a++) {
+        const char *value = NULL;
+        if (!strncmp(argv[a], "--lang=", 7)) value = argv[a] + 7;
+        else if (!strcmp(argv[a], "--lang") && a + 1 < argc) value = argv[a + 1];
+        int lang = value ? choice_index("en|zh", value, 1) : -1;
+        if (lang >= 0) c->tr.lang = (Lang)lang;
+        if (takes_value(argv[a])) a++;
+    }
+    fileio_set_zh(c->tr.lang == LANG_ZH);
 }
 
 int cli_main(int argc, char **argv) {
@@ -944,6 +988,7 @@ int cli_main(int argc, char **argv) {
     memset(&c, 0, sizeof c);
     c.opt = (Options){.runs = RUN_BOTH, .steps = -1, .seed = 42, .temperature = -1, .top_p = -1};
     trace_init(&c.tr, stdout);
+    early_lang(&c, argc, argv);
 
     // The command is the first argument that is neither an option nor an
     // option's value: "kvdemo --lang zh lesson 2" runs lesson 2.
@@ -959,8 +1004,11 @@ int cli_main(int argc, char **argv) {
         if (!known) {
             Nearest n = {.typed = name};
             for (int i = 0; i < NUM_OPTIONS; i++) nearest_offer(&n, OPTIONS[i].name);
-            if (n.best) return usage_error("unknown option '%s'; did you mean %s? (kvdemo help lists the options)", name, n.best);
-            return usage_error("unknown option '%s'; kvdemo help lists the options", name);
+            if (n.best) return usage_error("unknown option '%s'; did you mean %s? (kvdemo help lists the options)",
+                                           "没有 %s 这个选项；你是不是想输入 %s？（kvdemo help 列出全部选项）", name,
+                                           n.best);
+            return usage_error("unknown option '%s'; kvdemo help lists the options",
+                               "没有 %s 这个选项；kvdemo help 列出全部选项", name);
         }
     }
     const Command *k = at < argc ? find_command(argv[at]) : &COMMANDS[CMD_HELP];
@@ -971,7 +1019,8 @@ int cli_main(int argc, char **argv) {
         }
         return unknown_command(argv[at]);
     }
-    if (!k->run) return usage_error("'%s' is not built yet; kvdemo help lists the commands", k->name);
+    if (!k->run) return usage_error("'%s' is not built yet; kvdemo help lists the commands",
+                                   "%s 命令尚未实现；kvdemo help 列出全部命令", k->name);
     // --help anywhere wins over mistakes in the other options: the help is
     // what the user is after ("kvdemo lesson 2 --bogus --help").
     for (int a = 1; a < argc; a++) c.help |= !strcmp(argv[a], "--help") || !strcmp(argv[a], "-h");
@@ -984,6 +1033,7 @@ int cli_main(int argc, char **argv) {
     }
     int rc = parse_args(&c, argc, argv, at < argc ? at : -1, k);
     if (rc) return rc;
+    fileio_set_zh(c.tr.lang == LANG_ZH);
     if (c.version) return cmd_version(&c);
     c.tr.color = c.tr.format == FORMAT_TEXT && want_color(c.color);
     c.tr.lesson = k->name;
@@ -995,6 +1045,7 @@ int cli_parse_options(Options *opt, Trace *tr, int argc, char **argv, const char
     memset(&c, 0, sizeof c);
     c.opt = (Options){.runs = RUN_BOTH, .steps = -1, .seed = 42, .temperature = -1, .top_p = -1};
     trace_init(&c.tr, stdout);
+    early_lang(&c, argc, argv);
     const Command *k = find_command(command);
     int rc = k ? parse_args(&c, argc, argv, 1, k) : unknown_command(command);
     *opt = c.opt;

@@ -21,6 +21,54 @@ int fileio_fail(char *err, size_t errlen, const char *fmt, ...) {
     return -1;
 }
 
+static int message_zh = 0;
+
+void fileio_set_zh(int zh) { message_zh = zh != 0; }
+
+int fileio_zh(void) { return message_zh; }
+
+int fileio_fail2(char *err, size_t errlen, const char *en, const char *zh, ...) {
+    if (err && errlen) {
+        va_list ap;
+        va_start(ap, zh);
+        vsnprintf(err, errlen, message_zh ? zh : en, ap);
+        va_end(ap);
+    }
+    return -1;
+}
+
+int fileio_error(const char *en, const char *zh, ...) {
+    va_list ap;
+    va_start(ap, zh);
+    fputs(message_zh ? "kvdemo：" : "kvdemo: ", stderr);
+    vfprintf(stderr, message_zh ? zh : en, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    return -1;
+}
+
+const char *fileio_strerror(int e) {
+    if (message_zh) {
+        switch (e) {
+        case ENOENT: return "没有这个文件或文件夹";
+        case EACCES: return "没有权限";
+        case EPERM: return "不允许这样操作";
+        case EISDIR: return "这是一个文件夹";
+        case ENOTDIR: return "路径中有一段不是文件夹";
+        case ENOSPC: return "磁盘已满";
+        case EROFS: return "文件系统是只读的";
+        case ENAMETOOLONG: return "文件名太长";
+        case ELOOP: return "符号链接太多层";
+        case EIO: return "输入输出错误";
+        case ENOMEM: return "内存不足";
+        case EEXIST: return "文件已存在";
+        case EBADF: return "文件已关闭";
+        default: break;
+        }
+    }
+    return strerror(e);
+}
+
 // ----------------------------------------------------------------------------
 // Little-endian numbers
 
@@ -67,26 +115,27 @@ int fileio_host_is_little_endian(void) {
 
 // What a path that exists is, for the message that refuses it.
 static const char *kind_of(mode_t mode) {
-    if (S_ISDIR(mode)) return "a folder";
-    if (S_ISLNK(mode)) return "a symbolic link";
-    if (S_ISCHR(mode) || S_ISBLK(mode)) return "a device";
-    if (S_ISFIFO(mode)) return "a FIFO";
-    if (S_ISSOCK(mode)) return "a socket";
-    return "not a regular file";
+    int zh = message_zh;
+    if (S_ISDIR(mode)) return zh ? "文件夹" : "a folder";
+    if (S_ISLNK(mode)) return zh ? "符号链接" : "a symbolic link";
+    if (S_ISCHR(mode) || S_ISBLK(mode)) return zh ? "设备" : "a device";
+    if (S_ISFIFO(mode)) return zh ? "命名管道（FIFO）" : "a FIFO";
+    if (S_ISSOCK(mode)) return zh ? "套接字" : "a socket";
+    return zh ? "不是普通文件" : "not a regular file";
 }
 
 int fileio_open(AtomicFile *a, const char *path, char *err, size_t errlen) {
     memset(a, 0, sizeof *a);
     struct stat st;
     if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode))
-        return fileio_fail(err, errlen, "%s: exists and is %s; kvdemo writes only a new file or over a regular file",
-                           path, kind_of(st.st_mode));
+        return fileio_fail2(err, errlen, "%s: exists and is %s; kvdemo writes only a new file or over a regular file",
+                            "%s：已存在，是%s；kvdemo 只写新文件或覆盖普通文件", path, kind_of(st.st_mode));
     size_t len = strlen(path);
     a->path = malloc(len + 1);
     a->tmp = malloc(len + 5);
     if (!a->path || !a->tmp) {
         fileio_abort(a);
-        return fileio_fail(err, errlen, "%s: out of memory", path);
+        return fileio_fail2(err, errlen, "%s: out of memory", "%s：内存不足", path);
     }
     memcpy(a->path, path, len + 1);
     memcpy(a->tmp, path, len);
@@ -95,8 +144,8 @@ int fileio_open(AtomicFile *a, const char *path, char *err, size_t errlen) {
     // that name is not ours to remove.
     if (lstat(a->tmp, &st) == 0) {
         if (!S_ISREG(st.st_mode)) {
-            int rc = fileio_fail(err, errlen, "%s: its temporary file %s exists and is %s; remove it", path,
-                                 a->tmp, kind_of(st.st_mode));
+            int rc = fileio_fail2(err, errlen, "%s: its temporary file %s exists and is %s; remove it",
+                                  "%s：它的临时文件 %s 已存在，是%s；请删除它", path, a->tmp, kind_of(st.st_mode));
             fileio_abort(a);
             return rc;
         }
@@ -109,7 +158,8 @@ int fileio_open(AtomicFile *a, const char *path, char *err, size_t errlen) {
             close(fd);
             unlink(a->tmp);
         }
-        int rc = fileio_fail(err, errlen, "%s: cannot create %s: %s", path, a->tmp, strerror(e));
+        int rc = fileio_fail2(err, errlen, "%s: cannot create %s: %s", "%s：无法创建 %s：%s", path, a->tmp,
+                              fileio_strerror(e));
         free(a->path);
         free(a->tmp);
         memset(a, 0, sizeof *a);
@@ -152,7 +202,7 @@ int fileio_commit(AtomicFile *a, char *err, size_t errlen) {
     if (ok && rename(a->tmp, a->path) != 0) ok = 0, e = errno;
     int rc = 0;
     if (ok) sync_folder(a->path);
-    else rc = fileio_fail(err, errlen, "%s: cannot write: %s", a->path, strerror(e));
+    else rc = fileio_fail2(err, errlen, "%s: cannot write: %s", "%s：无法写入：%s", a->path, fileio_strerror(e));
     fileio_abort(a);
     return rc;
 }
@@ -178,13 +228,13 @@ int fileio_check_writable(const char *path, char *err, size_t errlen) {
 FILE *fileio_open_read(const char *path, uint64_t *size, char *err, size_t errlen) {
     FILE *f = fopen(path, "rb");
     if (!f) {
-        fileio_fail(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        fileio_fail2(err, errlen, "%s: cannot open: %s", "%s：无法打开：%s", path, fileio_strerror(errno));
         return NULL;
     }
     struct stat st;
     if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
         fclose(f);
-        fileio_fail(err, errlen, "%s: not a regular file", path);
+        fileio_fail2(err, errlen, "%s: not a regular file", "%s：不是普通文件", path);
         return NULL;
     }
     *size = (uint64_t)st.st_size;

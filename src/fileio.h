@@ -23,6 +23,22 @@
 // wrong"".
 int fileio_fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+// The language of error messages, set once by the command line as soon as it
+// knows --lang (or LANG): 0 English (the default), 1 Chinese.
+void fileio_set_zh(int zh);
+int fileio_zh(void);
+// fileio_fail in that language: en or zh, which take the same arguments (the
+// compiler checks en against them; tests/test_zh.c checks that zh has the
+// same conversions in the same order).
+int fileio_fail2(char *err, size_t errlen, const char *en, const char *zh, ...)
+    __attribute__((format(printf, 3, 5)));
+// One error line on stderr in that language: "kvdemo: " and en, or "kvdemo："
+// and zh (the same rule for the two formats). Returns -1.
+int fileio_error(const char *en, const char *zh, ...) __attribute__((format(printf, 1, 3)));
+// A system error's reason (errno) in that language: strerror, or its Chinese
+// for the reasons a class meets (no such file, no permission, disk full, ...).
+const char *fileio_strerror(int e);
+
 // Little-endian numbers in a byte buffer.
 uint32_t le_get_u32(const unsigned char *b);
 uint64_t le_get_u64(const unsigned char *b);

@@ -2,6 +2,7 @@
 // lessons 10, 11 and 12 share: the model the options ask for, and a prompt's tokens.
 #include "gptsetup.h"
 
+#include "fileio.h"
 #include "flash.h"
 #include "paths.h"
 #include "sampler.h"
@@ -15,15 +16,43 @@
 
 static const char *const DEFAULT_PROMPT = "ROMEO:";
 
+// en, or zh when messages are in Chinese (fileio_set_zh).
+static const char *tx_zh(const char *en, const char *zh) { return fileio_zh() ? zh : en; }
+
+// Why the model cannot read a prompt, in Chinese: the first character it does
+// not know, counted from 1 as a class counts, or the byte that is not UTF-8.
+static void prompt_reason_zh(char *out, size_t size, const GptModel *m, const char *prompt) {
+    const unsigned char *s = (const unsigned char *)prompt;
+    size_t n = strlen(prompt);
+    int index = 0;
+    for (size_t at = 0; at < n; index++) {
+        uint32_t c;
+        int len = utf8_decode(&c, s + at, n - at);
+        if (len == 0) {
+            snprintf(out, size, "第 %zu 个字节（0x%02X）不是有效的 UTF-8 文本", at + 1, s[at]);
+            return;
+        }
+        int known = 0;
+        for (int v = 0; v < m->cfg.V && !known; v++) known = m->vocab[v] == c;
+        if (!known) {
+            if (c < 0x20 || c == 0x7F) snprintf(out, size, "第 %d 个字符 U+%04X 不在模型的词表里", index + 1, (unsigned)c);
+            else snprintf(out, size, "第 %d 个字符“%.*s”（U+%04X）不在模型的词表里", index + 1, len, prompt + at, (unsigned)c);
+            return;
+        }
+        at += (size_t)len;
+    }
+}
+
 int gptsetup_model(GptModel *m, const Options *opt, int fallback, int *random_note) {
     char err[512], buf[4096];
     if (random_note) *random_note = 0;
     if (opt->model_path && opt->init) {
-        fprintf(stderr, "kvdemo: --model and --init exclude each other; give one\n");
+        fileio_error("--model and --init exclude each other; give one", "--model 和 --init 不能同时给；只给其中一个");
         return 2;
     }
     if (opt->preset && !opt->init) {
-        fprintf(stderr, "kvdemo: --preset goes with --init random (a model file has its own shape)\n");
+        fileio_error("--preset goes with --init random (a model file has its own shape)",
+                     "--preset 要和 --init random 一起用（模型文件有自己的形状）");
         return 2;
     }
     const char *path = opt->model_path;
@@ -31,7 +60,8 @@ int gptsetup_model(GptModel *m, const Options *opt, int fallback, int *random_no
         path = paths_shipped(GPT_SHIPPED_MODEL, buf, sizeof buf);
         if (access(path, R_OK) != 0) {
             if (!fallback) {
-                fprintf(stderr, "kvdemo: no model: %s is missing; give --model FILE or --init random\n", GPT_SHIPPED_MODEL);
+                fileio_error("no model: %s is missing; give --model FILE or --init random",
+                             "没有模型：找不到 %s；请给 --model FILE 或 --init random", GPT_SHIPPED_MODEL);
                 return 1;
             }
             path = NULL;
@@ -40,7 +70,7 @@ int gptsetup_model(GptModel *m, const Options *opt, int fallback, int *random_no
     }
     if (path) {
         if (gpt_load(m, path, err, sizeof err)) {
-            fprintf(stderr, "kvdemo: %s\n", err);
+            fileio_error("%s", "%s", err);
             return 1;
         }
         return 0;
@@ -48,14 +78,14 @@ int gptsetup_model(GptModel *m, const Options *opt, int fallback, int *random_no
     GptConfig cfg;
     const char *preset = opt->preset ? opt->preset : "seed";
     if (gpt_preset(&cfg, preset)) {
-        fprintf(stderr, "kvdemo: unknown preset '%s'; valid: seed, tiny\n", preset);
+        fileio_error("unknown preset '%s'; valid: seed, tiny", "没有“%s”这个预设；可用的：seed、tiny", preset);
         return 2;
     }
     uint32_t vocab[256];
     int V = 0;
     for (const unsigned char *c = (const unsigned char *)GPT_SHAKESPEARE_VOCAB; *c; c++) vocab[V++] = *c;
     if (gpt_init_random(m, cfg, vocab, (uint32_t)opt->seed, err, sizeof err)) {
-        fprintf(stderr, "kvdemo: %s\n", err);
+        fileio_error("%s", "%s", err);
         return 1;
     }
     return 0;
@@ -88,7 +118,7 @@ static void describe_vocab(char *buf, size_t size, const GptModel *m) {
         if (j - i >= 2 && alnum) {
             utf8_encode(a, cps[i]);
             utf8_encode(b, cps[j]);
-            nl += (size_t)snprintf(named + nl, nl < sizeof named ? sizeof named - nl : 0, "%s%s-%s", nl ? ", " : "",
+            nl += (size_t)snprintf(named + nl, nl < sizeof named ? sizeof named - nl : 0, "%s%s-%s", nl ? tx_zh(", ", "、") : "",
                                    (char *)a, (char *)b);
             i = j + 1;
             continue;
@@ -97,15 +127,15 @@ static void describe_vocab(char *buf, size_t size, const GptModel *m) {
         if (c == ' ' || c == '\n' || c < 0x20 || c == 0x7F) {
             char u[16];
             snprintf(u, sizeof u, "U+%04X", (unsigned)c);
-            nl += (size_t)snprintf(named + nl, nl < sizeof named ? sizeof named - nl : 0, "%s%s", nl ? ", " : "",
-                                   c == ' ' ? "space" : c == '\n' ? "newline" : u);
+            nl += (size_t)snprintf(named + nl, nl < sizeof named ? sizeof named - nl : 0, "%s%s", nl ? tx_zh(", ", "、") : "",
+                                   c == ' ' ? tx_zh("space", "空格") : c == '\n' ? tx_zh("newline", "换行") : u);
         } else {
             utf8_encode(a, c);
             sl += (size_t)snprintf(singles + sl, sl < sizeof singles ? sizeof singles - sl : 0, "%s", (char *)a);
         }
     }
     free(cps);
-    int cut = snprintf(buf, size, "%s%s%s", named, named[0] && singles[0] ? " and " : "", singles);
+    int cut = snprintf(buf, size, "%s%s%s", named, named[0] && singles[0] ? tx_zh(" and ", " 以及 ") : "", singles);
     if (nl >= sizeof named || sl >= sizeof singles || (size_t)cut >= size) snprintf(buf + (size > 4 ? size - 4 : 0), 4, "...");
 }
 
@@ -113,12 +143,13 @@ int gptsetup_prompt(int **tokens, int *n, const GptModel *m, const char *prompt,
     char err[256];
     int max = (int)strlen(prompt);
     if (max == 0) {
-        fprintf(stderr, "kvdemo: the prompt is empty; give at least one character, e.g. --prompt \"ROMEO:\"\n");
+        fileio_error("the prompt is empty; give at least one character, e.g. --prompt \"ROMEO:\"",
+                     "提示词是空的；至少给一个字符，例如 --prompt \"ROMEO:\"");
         return 2;
     }
     *tokens = malloc(sizeof(int) * (size_t)(max + steps));
     if (!*tokens) {
-        fprintf(stderr, "kvdemo: out of memory\n");
+        fileio_error("out of memory", "内存不足");
         return 1;
     }
     *n = gpt_encode(*tokens, m, prompt, max, err, sizeof err);
@@ -128,8 +159,9 @@ int gptsetup_prompt(int **tokens, int *n, const GptModel *m, const char *prompt,
         int romeo_tokens[8];
         char ignored[64];
         int romeo = gpt_encode(romeo_tokens, m, DEFAULT_PROMPT, 8, ignored, sizeof ignored) > 0;
-        fprintf(stderr, "kvdemo: --prompt: %s; the model knows %d characters: %s%s\n", err, m->cfg.V, known,
-                romeo ? "; try --prompt \"ROMEO:\"" : "");
+        if (fileio_zh()) prompt_reason_zh(err, sizeof err, m, prompt);
+        fileio_error("--prompt: %s; the model knows %d characters: %s%s", "--prompt：%s；模型认识 %d 个字符：%s%s", err,
+                     m->cfg.V, known, romeo ? tx_zh("; try --prompt \"ROMEO:\"", "；可以试试 --prompt \"ROMEO:\"") : "");
         free(*tokens);
         *tokens = NULL;
         return 2;
@@ -140,13 +172,14 @@ int gptsetup_prompt(int **tokens, int *n, const GptModel *m, const char *prompt,
 int gptsetup_attention(const Options *opt, const GptModel *m) {
     int flash = opt->attention && !strcmp(opt->attention, "flash");
     if (opt->tile && !flash) {
-        fprintf(stderr, "kvdemo: --tile goes with --attention flash (plain attention has no tiles)\n");
+        fileio_error("--tile goes with --attention flash (plain attention has no tiles)",
+                     "--tile 要和 --attention flash 一起用（普通注意力没有分块）");
         return 2;
     }
     if (!flash) return flash_gpt_use(FLASH_PLAIN, 0, 0, 0, 0);
     GptConfig g = m->cfg;
     if (flash_gpt_use(FLASH_TILED, opt->tile ? opt->tile : FLASH_DEFAULT_TILE, g.T, g.H, g.C / g.H)) {
-        fprintf(stderr, "kvdemo: out of memory\n");
+        fileio_error("out of memory", "内存不足");
         return 1;
     }
     return 0;

@@ -2,6 +2,7 @@
 // tools): the variant they ask for, and `kvdemo eval --kv-dtype TYPE`.
 #include "kvcmd.h"
 
+#include "fileio.h"
 #include "gptsetup.h"
 #include "ops.h"
 #include "paths.h"
@@ -16,26 +17,28 @@ int kvcmd_variant(GptVariant *v, int *set, const Options *opt) {
     *set = 0;
     if (opt->bug) {
         if (kvvariant_bug_parse(&v->bug, opt->bug)) {
-            fprintf(stderr, "kvdemo: unknown bug '%s'; valid: %s\n", opt->bug, KV_BUG_LIST);
+            fileio_error("unknown bug '%s'; valid: %s", "没有“%s”这种错误；可用的：%s", opt->bug, KV_BUG_LIST);
             return 2;
         }
         if (opt->runs == RUN_NOCACHE) {
-            fprintf(stderr, "kvdemo: --bug %s breaks the cached path, so it means nothing with --no-cache; drop one of them\n",
-                    opt->bug);
+            fileio_error("--bug %s breaks the cached path, so it means nothing with --no-cache; drop one of them",
+                         "--bug %s 破坏的是使用缓存的路径，和 --no-cache 一起给没有意义；去掉其中一个", opt->bug);
             return 2;
         }
         *set = 1;
     }
     if (opt->kv_dtype) {
         if (kvquant_parse(&v->kv_dtype, opt->kv_dtype)) {
-            fprintf(stderr, "kvdemo: unknown --kv-dtype '%s'; valid: fp32, bf16, fp16, int8, int4\n", opt->kv_dtype);
+            fileio_error("unknown --kv-dtype '%s'; valid: fp32, bf16, fp16, int8, int4",
+                         "--kv-dtype 没有“%s”这种格式；可用的：fp32、bf16、fp16、int8、int4", opt->kv_dtype);
             return 2;
         }
         *set = 1;
     }
     v->key_group = KV_KEY_GROUP;
     if (*set && opt->attention && !strcmp(opt->attention, "flash")) {
-        fprintf(stderr, "kvdemo: --bug and --kv-dtype change the plain attention; drop --attention flash\n");
+        fileio_error("--bug and --kv-dtype change the plain attention; drop --attention flash",
+                     "--bug 和 --kv-dtype 改的是普通注意力；去掉 --attention flash");
         return 2;
     }
     return 0;
@@ -54,7 +57,8 @@ int kvcmd_eval(const Options *opt) {
     if (!data) {
         data = paths_shipped("data/tinyshakespeare.txt", buf, sizeof buf);
         if (access(data, R_OK) != 0) {
-            fprintf(stderr, "kvdemo: no text to evaluate on: give --data FILE, or run `make data` to download tinyshakespeare\n");
+            fileio_error("no text to evaluate on: give --data FILE, or run `make data` to download tinyshakespeare",
+                         "没有用来评估的文本：请给 --data FILE，或运行 `make data` 下载 tinyshakespeare");
             gpt_free(&m);
             return 1;
         }
@@ -70,13 +74,14 @@ int kvcmd_eval(const Options *opt) {
     int64_t n_train = train_text_split(&text);   // the validation split: the last 10%, as kvdemo train takes it
     double loss = 0;
     if (text.n - n_train < g.T + 1) {
-        fprintf(stderr, "kvdemo: %s is too short: its last 10%% needs more than %d characters\n", data, g.T);
+        fileio_error("%s is too short: its last 10%% needs more than %d characters",
+                     "%s 太短：它最后 10%% 的文本要多于 %d 个字符", data, g.T);
         rc = 1;
     } else if (ops_set_threads(opt->threads) != 0) {
-        fprintf(stderr, "kvdemo: could not start %d threads\n", opt->threads);
+        fileio_error("could not start %d threads", "无法启动 %d 个线程", opt->threads);
         rc = 1;
     } else if (kvvariant_eval(&loss, &m, &v, text.tokens, n_train, text.n, 0) != 0) {
-        fprintf(stderr, "kvdemo: out of memory for evaluation\n");
+        fileio_error("out of memory for evaluation", "评估时内存不足");
         rc = 1;
     } else {
         double bytes = kvquant_bytes_per_token(v.kv_dtype, g.L, g.C, g.H, v.key_group);

@@ -85,31 +85,33 @@ int llama_config_check(LlamaConfig *c, char *err, size_t errlen) {
     };
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
         if (sizes[i].value < sizes[i].lo || sizes[i].value > sizes[i].hi) {
-            fileio_fail(err, errlen, "%s is %d; it must be between %d and %d", sizes[i].name,
+            fileio_fail2(err, errlen, "%s is %d; it must be between %d and %d", "%s 是 %d；它必须在 %d 到 %d 之间", sizes[i].name,
                     sizes[i].value, sizes[i].lo, sizes[i].hi);
             return -1;
         }
     }
     if (c->dim % c->n_heads != 0) {
-        fileio_fail(err, errlen, "dim %d is not a multiple of n_heads %d", c->dim, c->n_heads);
+        fileio_fail2(err, errlen, "dim %d is not a multiple of n_heads %d", "dim %d 不是 n_heads %d 的倍数", c->dim, c->n_heads);
         return -1;
     }
     if (c->n_heads % c->n_kv_heads != 0) {
-        fileio_fail(err, errlen, "n_heads %d is not a multiple of n_kv_heads %d", c->n_heads,
+        fileio_fail2(err, errlen, "n_heads %d is not a multiple of n_kv_heads %d", "n_heads %d 不是 n_kv_heads %d 的倍数", c->n_heads,
                 c->n_kv_heads);
         return -1;
     }
     if ((c->dim / c->n_heads) % 2 != 0) {
-        fileio_fail(err, errlen, "head_dim %d (dim / n_heads) must be even for the rotary embedding",
+        fileio_fail2(err, errlen, "head_dim %d (dim / n_heads) must be even for the rotary embedding",
+                     "head_dim %d（dim / n_heads）必须是偶数，旋转位置编码（RoPE）才能成对旋转",
                 c->dim / c->n_heads);
         return -1;
     }
     if (!(isfinite(c->rope_theta) && c->rope_theta > 1.0f)) {
-        fileio_fail(err, errlen, "rope_theta %g must be a finite number above 1", c->rope_theta);
+        fileio_fail2(err, errlen, "rope_theta %g must be a finite number above 1", "rope_theta %g 必须是大于 1 的有限数",
+                     c->rope_theta);
         return -1;
     }
     if (!(isfinite(c->norm_eps) && c->norm_eps > 0.0f && c->norm_eps < 1.0f)) {
-        fileio_fail(err, errlen, "norm_eps %g must be between 0 and 1", c->norm_eps);
+        fileio_fail2(err, errlen, "norm_eps %g must be between 0 and 1", "norm_eps %g 必须在 0 和 1 之间", c->norm_eps);
         return -1;
     }
     c->head_dim = c->dim / c->n_heads;
@@ -200,7 +202,8 @@ int llama_new(LlamaModel *m, const LlamaConfig *cfg, char *err, size_t errlen) {
     m->last = alloc_floats(B * C, &failed);
     if (failed) {
         llama_free(m);
-        fileio_fail(err, errlen, "out of memory for a model of %zu weights and a cache of %d x %d",
+        fileio_fail2(err, errlen, "out of memory for a model of %zu weights and a cache of %d x %d",
+                     "内存不足：放不下 %zu 个权重的模型和 %d x %d 的缓存",
                 llama_num_params(&c), c.max_batch_size, c.max_seq_len);
         return -1;
     }
@@ -333,17 +336,19 @@ static int check_vocab(const LlamaModel *m, const char *path, char *err, size_t 
         uint32_t cp = m->vocab[i];
         int special = i <= LLAMA_EOS_ID;
         if (special ? cp != 0 : (cp == 0 || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)))
-            return fileio_fail(err, errlen, "%s: vocab[%d] = %u is not %s", path, i, cp,
-                               special ? "0 (ids 0, 1, 2 are pad, bos, eos)" : "a Unicode character");
+            return fileio_fail2(err, errlen, "%s: vocab[%d] = %u is not %s", "%s：vocab[%d] = %u 不是%s", path, i, cp,
+                                special ? (fileio_zh() ? " 0（编号 0、1、2 是 pad、bos、eos）" : "0 (ids 0, 1, 2 are pad, bos, eos)")
+                                        : (fileio_zh() ? " Unicode 字符" : "a Unicode character"));
     }
     uint32_t *sorted = malloc(sizeof(uint32_t) * (size_t)V);
-    if (!sorted) return fileio_fail(err, errlen, "%s: out of memory", path);
+    if (!sorted) return fileio_fail2(err, errlen, "%s: out of memory", "%s：内存不足", path);
     memcpy(sorted, m->vocab, sizeof(uint32_t) * (size_t)V);
     qsort(sorted, (size_t)V, sizeof(uint32_t), utf8_cmp);
     int rc = 0;
     for (int i = LLAMA_EOS_ID + 2; i < V && rc == 0; i++)
         if (sorted[i] == sorted[i - 1])
-            rc = fileio_fail(err, errlen, "%s: character U+%04X appears twice in the vocabulary", path, sorted[i]);
+            rc = fileio_fail2(err, errlen, "%s: character U+%04X appears twice in the vocabulary",
+                              "%s：字符 U+%04X 在词表里出现了两次", path, sorted[i]);
     free(sorted);
     return rc;
 }
@@ -357,16 +362,19 @@ int llama_load(LlamaModel *m, const char *path, int max_batch_size, char *err, s
     unsigned char h[LLAMA_HEADER_BYTES];
     size_t got = fread(h, 1, sizeof h, f);
     if (got < 4 || memcmp(h, "KVLM", 4) != 0) {
-        fileio_fail(err, errlen, "%s: not a kvdemo LLaMA model file (it does not start with \"KVLM\")", path);
+        fileio_fail2(err, errlen, "%s: not a kvdemo LLaMA model file (it does not start with \"KVLM\")",
+                     "%s：不是 kvdemo 的 LLaMA 模型文件（开头不是“KVLM”）", path);
         goto fail;
     }
     if (got < sizeof h) {
-        fileio_fail(err, errlen, "%s: truncated header (%zu of %d bytes)", path, got, LLAMA_HEADER_BYTES);
+        fileio_fail2(err, errlen, "%s: truncated header (%zu of %d bytes)", "%s：文件头不完整（只有 %zu 字节，应有 %d 字节）",
+                     path, got, LLAMA_HEADER_BYTES);
         goto fail;
     }
     uint32_t version = le_get_u32(h + 4);
     if (version != LLAMA_FILE_VERSION) {
-        fileio_fail(err, errlen, "%s: version %u; this kvdemo reads version %d", path, version,
+        fileio_fail2(err, errlen, "%s: version %u; this kvdemo reads version %d", "%s：版本 %u；这个 kvdemo 读的是版本 %d",
+                     path, version,
                     LLAMA_FILE_VERSION);
         goto fail;
     }
@@ -382,28 +390,30 @@ int llama_load(LlamaModel *m, const char *path, int max_batch_size, char *err, s
         .rope_theta = le_get_f32(h + 36), .norm_eps = le_get_f32(h + 40),
     };
     if (llama_config_check(&c, why, sizeof why) != 0) {
-        fileio_fail(err, errlen, "%s: bad header: %s", path, why);
+        fileio_fail2(err, errlen, "%s: bad header: %s", "%s：文件头有误：%s", path, why);
         goto fail;
     }
     // The file must be exactly header + vocab + weights long.
     size_t n_params = llama_num_params(&c);
     uint64_t want = LLAMA_HEADER_BYTES + 4ull * (uint64_t)c.vocab_size + 4ull * n_params;
     if (size != want) {
-        fileio_fail(err, errlen,
-                    "%s: %llu bytes, but a model of this header (V %d, C %d, L %d, H %d, G %d, F %d, "
-                    "T %d) takes %llu: %s",
-                    path, (unsigned long long)size, c.vocab_size, c.dim, c.n_layers, c.n_heads, c.n_kv_heads,
-                    c.hidden_dim, c.max_seq_len, (unsigned long long)want,
-                    size < want ? "truncated" : "trailing bytes");
+        fileio_fail2(err, errlen,
+                     "%s: %llu bytes, but a model of this header (V %d, C %d, L %d, H %d, G %d, F %d, "
+                     "T %d) takes %llu: %s",
+                     "%s：%llu 字节，而按文件头（V %d、C %d、L %d、H %d、G %d、F %d、T %d）应为 %llu 字节：%s",
+                     path, (unsigned long long)size, c.vocab_size, c.dim, c.n_layers, c.n_heads, c.n_kv_heads,
+                     c.hidden_dim, c.max_seq_len, (unsigned long long)want,
+                     size < want ? (fileio_zh() ? "文件不完整" : "truncated")
+                                 : (fileio_zh() ? "末尾多出字节" : "trailing bytes"));
         goto fail;
     }
     if (llama_new(m, &c, why, sizeof why) != 0) {
-        fileio_fail(err, errlen, "%s: %s", path, why);
+        fileio_fail2(err, errlen, "%s: %s", "%s：%s", path, why);
         goto fail;
     }
     if (fread(m->vocab, sizeof(uint32_t), (size_t)c.vocab_size, f) != (size_t)c.vocab_size ||
         fread(m->params, sizeof(float), n_params, f) != n_params) {
-        fileio_fail(err, errlen, "%s: read error", path);
+        fileio_fail2(err, errlen, "%s: read error", "%s：读取出错", path);
         goto fail;
     }
     if (!fileio_host_is_little_endian()) {
@@ -413,7 +423,7 @@ int llama_load(LlamaModel *m, const char *path, int max_batch_size, char *err, s
     if (check_vocab(m, path, err, errlen) != 0) goto fail;
     for (size_t i = 0; i < n_params; i++) {
         if (!isfinite(m->params[i])) {
-            fileio_fail(err, errlen, "%s: weight %zu is not a finite number", path, i);
+            fileio_fail2(err, errlen, "%s: weight %zu is not a finite number", "%s：第 %zu 个权重不是有限数", path, i);
             goto fail;
         }
     }
@@ -469,7 +479,8 @@ int llama_encode(int *ids, const LlamaModel *m, const char *text, int bos, int e
         uint32_t cp;
         int len = utf8_decode(&cp, s, strlen((const char *)s));
         if (len == 0) {
-            fileio_fail(err, errlen, "the prompt is not valid UTF-8 at byte %d (0x%02X): \"%s\"",
+            fileio_fail2(err, errlen, "the prompt is not valid UTF-8 at byte %d (0x%02X): \"%s\"",
+                         "提示词在字节偏移 %d 处（0x%02X）不是有效的 UTF-8 文本：“%s”",
                         (int)(s - (const unsigned char *)text), *s, quoted);
             return -1;
         }
@@ -482,9 +493,10 @@ int llama_encode(int *ids, const LlamaModel *m, const char *text, int bos, int e
         if (id < 0) {
             char one[8] = {0}, shown[24];
             memcpy(one, s, (size_t)len);
-            fileio_fail(err, errlen,
-                        "unknown character '%s' (U+%04X) at byte %d of the prompt: the model's vocabulary "
-                        "has %d tokens and not this one: \"%s\"",
+            fileio_fail2(err, errlen,
+                         "unknown character '%s' (U+%04X) at byte %d of the prompt: the model's vocabulary "
+                         "has %d tokens and not this one: \"%s\"",
+                         "未知字符“%s”（U+%04X），位于提示词的字节偏移 %d 处：模型的词表有 %d 个 token，没有这个字符：“%s”",
                         utf8_quote(shown, sizeof shown, one, 1), cp, (int)(s - (const unsigned char *)text),
                         m->cfg.vocab_size, quoted);
             return -1;
@@ -499,7 +511,8 @@ int llama_encode(int *ids, const LlamaModel *m, const char *text, int bos, int e
     }
     return n;
 too_long:
-    fileio_fail(err, errlen, "the prompt is longer than %d tokens (%zu bytes): \"%s\"", max_ids, strlen(text),
+    fileio_fail2(err, errlen, "the prompt is longer than %d tokens (%zu bytes): \"%s\"",
+                 "提示词超过了 %d 个 token（%zu 字节）：“%s”", max_ids, strlen(text),
                 quoted);
     return -1;
 }
@@ -812,7 +825,8 @@ int llama_generation_new(LlamaGeneration *g, const LlamaModel *m, char *err, siz
         !g->order || !g->sampled || !g->next_token || !g->kept || !g->text || !text) {
         free(text);
         llama_generation_free(g);
-        fileio_fail(err, errlen, "out of memory for a generation of %zu x %zu tokens", B, T);
+        fileio_fail2(err, errlen, "out of memory for a generation of %zu x %zu tokens", "内存不足：放不下 %zu x %zu 个 token 的生成",
+                     B, T);
         return -1;
     }
     for (size_t b = 0; b < B; b++) g->text[b] = text + b * (4 * T + 1);
@@ -841,12 +855,13 @@ int llama_generate(LlamaGeneration *g, LlamaModel *m, const char *const *prompts
     // bsz = len(prompts); assert bsz <= params.max_batch_size
     int bsz = n_prompts;
     if (bsz < 1 || bsz > c->max_batch_size) {
-        fileio_fail(err, errlen, "%d prompts; the model's batch holds 1 to %d", bsz,
+        fileio_fail2(err, errlen, "%d prompts; the model's batch holds 1 to %d", "%d 条提示词；模型的 batch 只能放 1 到 %d 条", bsz,
                 c->max_batch_size);
         return -1;
     }
     if (opt->max_gen_len < 0 || !(opt->temperature >= 0.0f) || !(opt->top_p >= 0.0f)) {
-        fileio_fail(err, errlen, "max_gen_len, temperature and top_p must not be negative");
+        fileio_fail2(err, errlen, "max_gen_len, temperature and top_p must not be negative",
+                     "max_gen_len、temperature 和 top_p 不能为负");
         return -1;
     }
     g->bsz = bsz;

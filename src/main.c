@@ -17,8 +17,8 @@ static int close_stdout(int rc) {
     if (fclose(stdout) != 0 && !e && errno != EBADF) e = errno;
     if (lost && !e) e = fileio_stdout_error();
     if (!lost && !e) return rc;
-    if (e) fprintf(stderr, "kvdemo: error writing standard output: %s\n", strerror(e));
-    else fprintf(stderr, "kvdemo: error writing standard output\n");
+    if (e) fileio_error("error writing standard output: %s", "写标准输出时出错：%s", fileio_strerror(e));
+    else fileio_error("error writing standard output", "写标准输出时出错");
     return 1;
 }
 

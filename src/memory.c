@@ -5,6 +5,8 @@
 // checked: a shape that overflows 64 bits is refused, never wrapped.
 #include "memory.h"
 
+#include "fileio.h"
+
 #include "gpt.h"
 #include "gptsetup.h"
 #include "utf8.h"
@@ -161,12 +163,13 @@ int memory_parse_size(double *bytes, const char *text) {
 // kvdemo memory
 
 // One line on stderr for a usage error; returns its exit status, 2.
-static int usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int usage(const char *fmt, ...) {
+// en and zh take the same arguments (tests/test_zh.c checks).
+static int usage(const char *en, const char *zh, ...) __attribute__((format(printf, 1, 3)));
+static int usage(const char *en, const char *zh, ...) {
     va_list ap;
-    va_start(ap, fmt);
-    fputs("kvdemo: memory: ", stderr);
-    vfprintf(stderr, fmt, ap);
+    va_start(ap, zh);
+    fputs(fileio_zh() ? "kvdemo：memory：" : "kvdemo: memory: ", stderr);
+    vfprintf(stderr, fileio_zh() ? zh : en, ap);
     fputc('\n', stderr);
     va_end(ap);
     return 2;
@@ -251,20 +254,23 @@ int memory_cmd(const Options *opt, Trace *tr) {
     int custom = opt->layers || opt->kv_heads || opt->head_dim;
     if (opt->list) {
         if (opt->model_path || custom || opt->tokens || opt->gpu_memory || opt->dtype || opt->batch)
-            return usage("--list takes no other option");
+            return usage("--list takes no other option", "--list 不能和其他选项一起给");
         print_list(tr);
         return 0;
     }
     if (custom && opt->model_path)
-        return usage("--model and --layers/--kv-heads/--head-dim exclude each other; give a preset or a shape");
+        return usage("--model and --layers/--kv-heads/--head-dim exclude each other; give a preset or a shape",
+                     "--model 和 --layers/--kv-heads/--head-dim 不能同时给；给一个预设，或者给一个形状");
     if (custom && !(opt->layers && opt->kv_heads && opt->head_dim))
-        return usage("a shape needs all three of --layers, --kv-heads and --head-dim");
+        return usage("a shape needs all three of --layers, --kv-heads and --head-dim",
+                     "形状要同时给出 --layers、--kv-heads 和 --head-dim 三项");
     if (!custom && !opt->model_path)
         return usage("give --model NAME (one of %s, or a model file) or --layers, --kv-heads and --head-dim",
-                     names);
+                     "请给 --model NAME（%s 之一，或一个模型文件），或给 --layers、--kv-heads 和 --head-dim", names);
     if (!opt->tokens && !opt->gpu_memory)
         return usage("give --tokens N (tokens per sequence: prompt + generated), or --gpu-memory SIZE to find the "
-                     "longest context");
+                     "longest context",
+                     "请给 --tokens N（每个序列的 token 数：提示词加生成的），或给 --gpu-memory SIZE 求能放下的最长上下文");
 
     MemModel m;
     if (custom) {
@@ -278,13 +284,14 @@ int memory_cmd(const Options *opt, Trace *tr) {
         from_gpt(&m, cfg, gpt_num_params(cfg), "kvdemo's char GPT", "the seed preset: the numpy chapter's shape");
     } else {
         FILE *f = fopen(opt->model_path, "rb");
-        if (!f) return usage("unknown model '%s'; presets: %s, or a kvdemo model file", opt->model_path, names);
+        if (!f) return usage("unknown model '%s'; presets: %s, or a kvdemo model file",
+                             "没有“%s”这个模型；预设有：%s，也可以给一个 kvdemo 模型文件", opt->model_path, names);
         fclose(f);
         // The loader checks the whole file; only its shape is kept.
         GptModel g;
         char err[512];
         if (gpt_load(&g, opt->model_path, err, sizeof err)) {
-            fprintf(stderr, "kvdemo: memory: %s\n", err);
+            fileio_error("memory: %s", "memory：%s", err);
             return 1;
         }
         from_gpt(&m, g.cfg, g.num_params, opt->model_path, "the model file's shape");
@@ -299,13 +306,14 @@ int memory_cmd(const Options *opt, Trace *tr) {
     if (memory_bytes_per_token(&per_token, &m, bits) ||
         (tokens && memory_cache_bytes(&per_seq, &m, bits, tokens, 1)) ||
         (tokens && memory_cache_bytes(&total, &m, bits, tokens, batch))) {
-        fprintf(stderr, "kvdemo: memory: the cache's size does not fit in 64 bits; give smaller sizes\n");
+        fileio_error("memory: the cache's size does not fit in 64 bits; give smaller sizes",
+                     "memory：缓存的大小超出了 64 位整数；请给小一些的数");
         return 2;
     }
     double gpu = 0;
     if (opt->gpu_memory && memory_parse_size(&gpu, opt->gpu_memory))
         return usage("--gpu-memory takes a size with its unit, such as 80GB, 24GiB or 512MB, not '%s'",
-                     opt->gpu_memory);
+                     "--gpu-memory 取带单位的大小，例如 80GB、24GiB 或 512MB，不能是“%s”", opt->gpu_memory);
 
     // What the model is.
     char a[40], b[40], bpv[16];

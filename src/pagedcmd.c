@@ -5,6 +5,7 @@
 // with the contiguous cache (sample i draws with np.random.seed(S + i)).
 #include "pagedcmd.h"
 
+#include "fileio.h"
 #include "gptpaged.h"
 #include "gptsetup.h"
 #include "ops.h"
@@ -18,23 +19,27 @@ enum { DEFAULT_STEPS = 256, DEFAULT_BLOCK_SIZE = 16, DEFAULT_SAMPLES = 1 };
 
 int pagedcmd_generate(const Options *opt, Trace *tr) {
     if (!opt->paged) {
-        fprintf(stderr, "kvdemo: --block-size, --num-blocks and --samples go with --paged (the paged cache)\n");
+        fileio_error("--block-size, --num-blocks and --samples go with --paged (the paged cache)",
+                     "--block-size、--num-blocks 和 --samples 要和 --paged（分页缓存）一起用");
         return 2;
     }
     if ((opt->attention && strcmp(opt->attention, "plain") != 0) || opt->tile) {
-        fprintf(stderr, "kvdemo: --paged has its own attention through the block table; leave out --attention flash and --tile\n");
+        fileio_error("--paged has its own attention through the block table; leave out --attention flash and --tile",
+                     "--paged 有自己经由块表的注意力；去掉 --attention flash 和 --tile");
         return 2;
     }
     if (opt->bug || opt->kv_dtype) {
-        fprintf(stderr, "kvdemo: --paged keeps float32 keys and values without injected bugs; leave out --bug and --kv-dtype\n");
+        fileio_error("--paged keeps float32 keys and values without injected bugs; leave out --bug and --kv-dtype",
+                     "--paged 用 float32 保存 key 和 value，也不注入错误；去掉 --bug 和 --kv-dtype");
         return 2;
     }
     if (opt->runs == RUN_NOCACHE) {
-        fprintf(stderr, "kvdemo: --paged is a KV cache; it excludes --no-cache\n");
+        fileio_error("--paged is a KV cache; it excludes --no-cache", "--paged 就是 KV 缓存；不能和 --no-cache 一起给");
         return 2;
     }
     if (opt->seed + (uint64_t)(opt->samples > 0 ? opt->samples : 1) - 1 > 4294967295ull) {
-        fprintf(stderr, "kvdemo: sample i draws with seed --seed + i, which must stay below 2**32; give a smaller --seed\n");
+        fileio_error("sample i draws with seed --seed + i, which must stay below 2**32; give a smaller --seed",
+                     "第 i 个续写用种子 --seed + i 抽样，它必须小于 2**32；请给小一些的 --seed");
         return 2;
     }
     GptModel m;
@@ -71,7 +76,7 @@ int pagedcmd_generate(const Options *opt, Trace *tr) {
             goto oom;
     }
     if (ops_set_threads(opt->threads) != 0) {
-        fprintf(stderr, "kvdemo: could not start %d threads\n", opt->threads);
+        fileio_error("could not start %d threads", "无法启动 %d 个线程", opt->threads);
         rc = 1;
         goto done;
     }
@@ -81,10 +86,11 @@ int pagedcmd_generate(const Options *opt, Trace *tr) {
                               &need) == 0;
     double seconds = timer_now() - t0;
     if (!ok) {
-        fprintf(stderr,
-                "kvdemo: the pool of %d blocks ran out: sample %d at step %d needed %d free blocks, %d were left; "
-                "give --num-blocks %d or more (N separate caches need %d)\n",
-                NB, fail_sample, fail_step, need, pool.num_free, NB + need - pool.num_free, N * per_seq);
+        fileio_error("the pool of %d blocks ran out: sample %d at step %d needed %d free blocks, %d were left; "
+                     "give --num-blocks %d or more (N separate caches need %d)",
+                     "%d 块的池用完了：第 %d 个续写在第 %d 步需要 %d 个空闲块，只剩 %d 个；"
+                     "请给 --num-blocks %d 或更多（N 个各自独立的缓存需要 %d 块）",
+                     NB, fail_sample, fail_step, need, pool.num_free, NB + need - pool.num_free, N * per_seq);
         rc = 1;
         goto done;
     }
@@ -137,7 +143,7 @@ int pagedcmd_generate(const Options *opt, Trace *tr) {
     }
     goto done;
 oom:
-    fprintf(stderr, "kvdemo: out of memory\n");
+    fileio_error("out of memory", "内存不足");
     rc = 1;
 done:
     for (int i = 0; seqs && i < N; i++) kvseq_free(&seqs[i]);

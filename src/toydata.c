@@ -1,6 +1,7 @@
 // toydata — the numbers of the article's 4-dim example, read from a text file.
 #include "toydata.h"
 
+#include "fileio.h"
 #include "paths.h"
 
 #include <errno.h>
@@ -16,14 +17,6 @@ static const char *const MATRIX_NAMES[M_COUNT] = {"X", "W_Q", "W_K", "W_V"};
 
 const char *toydata_default_path(char *buf, size_t size) {
     return paths_shipped("data/tianqi.txt", buf, size);
-}
-
-static int fail(char *err, size_t errlen, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return -1;
 }
 
 // Splits a line into whitespace-separated fields, in place; drops comments.
@@ -56,7 +49,8 @@ static int matrix_index(const char *name) {
 int toydata_load(ToyData *t, const char *path, char *err, size_t errlen) {
     memset(t, 0, sizeof *t);
     FILE *f = fopen(path, "r");
-    if (!f) return fail(err, errlen, "cannot open data file %s: %s", path, strerror(errno));
+    if (!f) return fileio_fail2(err, errlen, "cannot open data file %s: %s", "无法打开数据文件 %s：%s", path,
+                               fileio_strerror(errno));
 
     // Rows are read into fixed-size tables first; the sizes come from them.
     enum { MAXR = TOY_MAX_TOKENS > TOY_MAX_WIDTH ? TOY_MAX_TOKENS : TOY_MAX_WIDTH };
@@ -67,19 +61,22 @@ int toydata_load(ToyData *t, const char *path, char *err, size_t errlen) {
     while (fgets(line, sizeof line, f)) {
         lineno++;
         if (!strchr(line, '\n') && !feof(f)) {
-            rc = fail(err, errlen, "%s:%d: line too long (at most %zu bytes)", path, lineno, sizeof line - 2);
+            rc = fileio_fail2(err, errlen, "%s:%d: line too long (at most %zu bytes)", "%s:%d：这一行太长（最多 %zu 字节）",
+                              path, lineno, sizeof line - 2);
             break;
         }
         char *fields[TOY_MAX_WIDTH + 2];
         int nf = split(line, fields, TOY_MAX_WIDTH + 1);
         if (nf == 0) continue;
         if (nf > TOY_MAX_WIDTH + 1) {
-            rc = fail(err, errlen, "%s:%d: more than %d numbers on a line", path, lineno, TOY_MAX_WIDTH);
+            rc = fileio_fail2(err, errlen, "%s:%d: more than %d numbers on a line", "%s:%d：一行超过 %d 个数", path,
+                              lineno, TOY_MAX_WIDTH);
             break;
         }
         if (strcmp(fields[0], "scale") == 0) {
             if (nf != 2 || !parse_float(fields[1], &t->scale) || t->scale <= 0) {
-                rc = fail(err, errlen, "%s:%d: expected \"scale N\" with a positive number", path, lineno);
+                rc = fileio_fail2(err, errlen, "%s:%d: expected \"scale N\" with a positive number",
+                                  "%s:%d：这里应是“scale N”，N 为正数", path, lineno);
                 break;
             }
             have_scale = 1;
@@ -89,11 +86,12 @@ int toydata_load(ToyData *t, const char *path, char *err, size_t errlen) {
         int m = matrix_index(fields[0]);
         if (m >= 0) {
             if (nf != 1) {
-                rc = fail(err, errlen, "%s:%d: the name %s goes on a line of its own, its rows below it", path, lineno, fields[0]);
+                rc = fileio_fail2(err, errlen, "%s:%d: the name %s goes on a line of its own, its rows below it",
+                                  "%s:%d：矩阵名 %s 要单独占一行，它的各行写在下面", path, lineno, fields[0]);
                 break;
             }
             if (seen[m]) {
-                rc = fail(err, errlen, "%s:%d: %s appears twice", path, lineno, fields[0]);
+                rc = fileio_fail2(err, errlen, "%s:%d: %s appears twice", "%s:%d：%s 出现了两次", path, lineno, fields[0]);
                 break;
             }
             seen[m] = 1;
@@ -101,7 +99,9 @@ int toydata_load(ToyData *t, const char *path, char *err, size_t errlen) {
             continue;
         }
         if (current < 0) {
-            rc = fail(err, errlen, "%s:%d: expected a matrix name (X, W_Q, W_K or W_V) or \"scale N\", found \"%s\"", path, lineno, fields[0]);
+            rc = fileio_fail2(err, errlen, "%s:%d: expected a matrix name (X, W_Q, W_K or W_V) or \"scale N\", found \"%s\"",
+                              "%s:%d：这里应是矩阵名（X、W_Q、W_K 或 W_V）或“scale N”，却是“%s”", path, lineno,
+                              fields[0]);
             break;
         }
         // A row: in X the first field may be the token; the rest are numbers.
@@ -109,7 +109,8 @@ int toydata_load(ToyData *t, const char *path, char *err, size_t errlen) {
         float v;
         if (current == M_X && !parse_float(fields[0], &v)) {
             if (strlen(fields[0]) >= TOY_TOKEN_BYTES) {
-                rc = fail(err, errlen, "%s:%d: token \"%s\" is longer than %d bytes", path, lineno, fields[0], TOY_TOKEN_BYTES - 1);
+                rc = fileio_fail2(err, errlen, "%s:%d: token \"%s\" is longer than %d bytes", "%s:%d：token“%s”超过 %d 字节",
+                                  path, lineno, fields[0], TOY_TOKEN_BYTES - 1);
                 break;
             }
             first = 1;
@@ -117,21 +118,26 @@ int toydata_load(ToyData *t, const char *path, char *err, size_t errlen) {
         int r = rows[current];
         int limit = current == M_X ? TOY_MAX_TOKENS : TOY_MAX_WIDTH;
         if (r == limit) {
-            rc = fail(err, errlen, "%s:%d: %s has more than %d rows", path, lineno, MATRIX_NAMES[current], limit);
+            rc = fileio_fail2(err, errlen, "%s:%d: %s has more than %d rows", "%s:%d：%s 超过 %d 行", path, lineno,
+                              MATRIX_NAMES[current], limit);
             break;
         }
         int nnum = nf - first;
         if (nnum == 0) {
-            rc = fail(err, errlen, "%s:%d: row %d of %s has a token but no numbers", path, lineno, r + 1, MATRIX_NAMES[current]);
+            rc = fileio_fail2(err, errlen, "%s:%d: row %d of %s has a token but no numbers", "%s:%d：第 %d 行（%s）只有 token，没有数",
+                              path, lineno, r + 1, MATRIX_NAMES[current]);
             break;
         }
         if (r > 0 && nnum != cols[current]) {
-            rc = fail(err, errlen, "%s:%d: row %d of %s has %d numbers, expected %d like the rows above", path, lineno, r + 1, MATRIX_NAMES[current], nnum, cols[current]);
+            rc = fileio_fail2(err, errlen, "%s:%d: row %d of %s has %d numbers, expected %d like the rows above",
+                              "%s:%d：第 %d 行（%s）有 %d 个数，应与上面各行一样是 %d 个", path, lineno, r + 1,
+                              MATRIX_NAMES[current], nnum, cols[current]);
             break;
         }
         for (int c = 0; c < nnum && rc == 0; c++)
             if (!parse_float(fields[first + c], &cells[current][r][c]))
-                rc = fail(err, errlen, "%s:%d: \"%s\" is not a number (row %d of %s)", path, lineno, fields[first + c], r + 1, MATRIX_NAMES[current]);
+                rc = fileio_fail2(err, errlen, "%s:%d: \"%s\" is not a number (row %d of %s)", "%s:%d：“%s”不是数（第 %d 行，%s）",
+                                  path, lineno, fields[first + c], r + 1, MATRIX_NAMES[current]);
         if (rc) break;
         if (current == M_X) {
             if (first) snprintf(t->tokens[r], TOY_TOKEN_BYTES, "%s", fields[0]);
@@ -140,15 +146,19 @@ int toydata_load(ToyData *t, const char *path, char *err, size_t errlen) {
         cols[current] = nnum;
         rows[current]++;
     }
-    if (rc == 0 && ferror(f)) rc = fail(err, errlen, "%s: read error", path);
+    if (rc == 0 && ferror(f)) rc = fileio_fail2(err, errlen, "%s: read error: %s", "%s：读取出错：%s", path,
+                                                   fileio_strerror(errno ? errno : EIO));
     fclose(f);
     if (rc) return rc;
 
     if (lineno == 0 || (!seen[M_X] && !seen[M_WQ] && !seen[M_WK] && !seen[M_WV]))
-        return fail(err, errlen, "%s: no matrices found: expected X, W_Q, W_K and W_V, each a name line followed by its rows", path);
+        return fileio_fail2(err, errlen, "%s: no matrices found: expected X, W_Q, W_K and W_V, each a name line followed by its rows",
+                            "%s：没有找到矩阵：应有 X、W_Q、W_K 和 W_V，每个先写一行矩阵名，下面是它的各行", path);
     for (int m = 0; m < M_COUNT; m++) {
-        if (!seen[m]) return fail(err, errlen, "%s: the matrix %s is missing (expected X, W_Q, W_K and W_V)", path, MATRIX_NAMES[m]);
-        if (rows[m] == 0) return fail(err, errlen, "%s: the matrix %s has no rows", path, MATRIX_NAMES[m]);
+        if (!seen[m]) return fileio_fail2(err, errlen, "%s: the matrix %s is missing (expected X, W_Q, W_K and W_V)",
+                                             "%s：缺少矩阵 %s（应有 X、W_Q、W_K 和 W_V）", path, MATRIX_NAMES[m]);
+        if (rows[m] == 0) return fileio_fail2(err, errlen, "%s: the matrix %s has no rows", "%s：矩阵 %s 没有行", path,
+                                                  MATRIX_NAMES[m]);
     }
     t->n = rows[M_X];
     t->d = cols[M_X];
@@ -156,14 +166,18 @@ int toydata_load(ToyData *t, const char *path, char *err, size_t errlen) {
     t->dv = cols[M_WV];
     for (int m = M_WQ; m < M_COUNT; m++)
         if (rows[m] != t->d)
-            return fail(err, errlen, "%s: %s has %d rows but X has %d columns; they must match (X @ %s)", path, MATRIX_NAMES[m], rows[m], t->d, MATRIX_NAMES[m]);
+            return fileio_fail2(err, errlen, "%s: %s has %d rows but X has %d columns; they must match (X @ %s)",
+                                "%s：%s 有 %d 行，X 却有 %d 列；两者必须相等（X @ %s）", path, MATRIX_NAMES[m], rows[m],
+                                t->d, MATRIX_NAMES[m]);
     if (cols[M_WK] != t->dk)
-        return fail(err, errlen, "%s: W_K has %d columns but W_Q has %d; Q @ K.T needs them equal", path, cols[M_WK], t->dk);
-    if (t->n < 2) return fail(err, errlen, "%s: X has %d row; the lessons need at least 2 tokens", path, t->n);
+        return fileio_fail2(err, errlen, "%s: W_K has %d columns but W_Q has %d; Q @ K.T needs them equal",
+                            "%s：W_K 有 %d 列，W_Q 却有 %d 列；Q @ K.T 要求两者相等", path, cols[M_WK], t->dk);
+    if (t->n < 2) return fileio_fail2(err, errlen, "%s: X has %d row; the lessons need at least 2 tokens",
+                                    "%s：X 只有 %d 行；课程至少需要 2 个 token", path, t->n);
     if (!have_scale) t->scale = sqrtf((float)t->dk);
 
     t->X = malloc(sizeof(float) * (size_t)(t->n * t->d + t->d * (2 * t->dk + t->dv)));
-    if (!t->X) return fail(err, errlen, "%s: out of memory", path);
+    if (!t->X) return fileio_fail2(err, errlen, "%s: out of memory", "%s：内存不足", path);
     t->W_Q = t->X + t->n * t->d;
     t->W_K = t->W_Q + t->d * t->dk;
     t->W_V = t->W_K + t->d * t->dk;

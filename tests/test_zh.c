@@ -4,7 +4,8 @@
 // more ASCII letters may appear outside code lines, tensors, identifiers,
 // option names and the words on the allow-list below. A second test checks
 // that every trace_sayf call in the sources gives its English and Chinese
-// formats the same conversions in the same order.
+// formats the same conversions in the same order, and so does every error
+// helper that takes both (fileio_fail2, fileio_error, the usage errors).
 #include "testutil.h"
 
 #include "buf.h"
@@ -250,10 +251,45 @@ static char *slurp(const char *path) {
     return buf_take(&b);
 }
 
+// Skips n arguments of a call at *p (up to n top-level commas, past
+// parentheses and string literals). Returns 0 when the call ends first.
+static int skip_args(const char **p, int n) {
+    const char *s = *p;
+    int depth = 0;
+    while (n > 0 && *s) {
+        if (*s == '"' || *s == '\'') {
+            char q = *s++;
+            while (*s && *s != q) s += *s == '\\' && s[1] ? 2 : 1;
+            if (*s) s++;
+            continue;
+        }
+        if (*s == '(') depth++;
+        else if (*s == ')' && depth-- == 0) return 0;
+        else if (*s == ',' && depth == 0) n--;
+        s++;
+    }
+    *p = s;
+    return n == 0;
+}
+
+// The calls that take an English and a Chinese format: the call's opening,
+// and how many arguments come before the English format.
+static const struct {
+    const char *call;
+    int skip;
+} PAIRED[] = {
+    {"trace_sayf(tr,", 0},      // lessons' narration
+    {"fileio_fail2(", 2},       // errors returned through err buffers
+    {"fileio_error(", 0},       // error lines on stderr
+    {"usage_error(", 0},        // the command line's usage errors (cli.c)
+    {"usage(", 0},              // memory's usage errors (memory.c)
+};
+enum { NUM_PAIRED = (int)(sizeof PAIRED / sizeof PAIRED[0]) };
+
 static void test_sayf_pairs_match(void **state) {
     (void)state;
     const char *dirs[] = {"src", "lessons"};
-    int calls = 0;
+    int calls = 0, per_call[NUM_PAIRED] = {0};
     for (int d = 0; d < 2; d++) {
         DIR *dir = opendir(dirs[d]);
         assert_non_null(dir);
@@ -265,8 +301,13 @@ static void test_sayf_pairs_match(void **state) {
             snprintf(path, sizeof path, "%s/%s", dirs[d], ent->d_name);
             char *src = slurp(path);
             assert_non_null(src);
-            for (const char *p = src; (p = strstr(p, "trace_sayf(tr,"));) {
-                p += strlen("trace_sayf(tr,");
+            for (int call = 0; call < NUM_PAIRED; call++)
+            for (const char *p = src; (p = strstr(p, PAIRED[call].call));) {
+                // "usage(" inside another name (print_usage() is not one).
+                int inside = p > src && (isalnum((unsigned char)p[-1]) || p[-1] == '_');
+                p += strlen(PAIRED[call].call);
+                if (inside || !skip_args(&p, PAIRED[call].skip)) continue;
+                const char *name = PAIRED[call].call;
                 Buf en, zh;
                 buf_init(&en);
                 buf_init(&zh);
@@ -280,15 +321,16 @@ static void test_sayf_pairs_match(void **state) {
                 while (isspace((unsigned char)*p)) p++;
                 if (*p == ',') p++;
                 char *e = buf_take(&en);
-                if (!read_literals(&p, &zh)) fail_msg("%s: a trace_sayf with no Chinese format after \"%.40s\"", path, e);
+                if (!read_literals(&p, &zh)) fail_msg("%s: a %s with no Chinese format after \"%.40s\"", path, name, e);
                 char *z = buf_take(&zh);
                 char ce[256], cz[256];
                 conversions(e, strlen(e), ce, sizeof ce);
                 conversions(z, strlen(z), cz, sizeof cz);
                 if (strcmp(ce, cz))
-                    fail_msg("%s: trace_sayf conversions differ: English \"%s\" (%s), Chinese \"%s\" (%s)", path, ce, e,
+                    fail_msg("%s: %s conversions differ: English \"%s\" (%s), Chinese \"%s\" (%s)", path, name, ce, e,
                              cz, z);
                 calls++;
+                per_call[call]++;
                 free(e);
                 free(z);
             }
@@ -297,6 +339,10 @@ static void test_sayf_pairs_match(void **state) {
         closedir(dir);
     }
     assert_true(calls >= 10);
+    // Every kind of call was found and checked (a renamed helper would
+    // otherwise leave its pairs unchecked).
+    for (int call = 0; call < NUM_PAIRED; call++)
+        if (per_call[call] < 3) fail_msg("only %d calls of %s checked", per_call[call], PAIRED[call].call);
 }
 
 // The check itself finds what it should: a format pair out of order.

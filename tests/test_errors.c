@@ -1,0 +1,318 @@
+// test_errors — every error line speaks the user's language. A table of bad
+// inputs (an unknown command, lesson or option, values out of range or
+// malformed, a missing or malformed --data file, a prompt outside the
+// vocabulary, a missing --model file, memory with bad numbers, ...) runs
+// three ways: with --lang zh at the end of the line (after the mistake, so the
+// language must be found before parsing), with LANG=zh_CN.UTF-8, and in
+// English. Each run must fail with the row's exit status (2 for usage) and
+// say exactly one line on stderr. The Chinese line starts with "kvdemo：" and
+// holds no run of three or more ASCII letters outside the words of the
+// command line itself, identifiers (anything with a digit, '_', '-', '.' or
+// '/' in it) and the allow-list below. The English line starts with
+// "kvdemo: " and has no full-width punctuation: English users see what they
+// saw before (the tests that pin English texts check the words).
+#include "testutil.h"
+
+#include "buf.h"
+#include "fileio.h"
+
+#include <errno.h>
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+// Words an error may show as they are: command names, option metavars,
+// the documents' terms, units and the names of model shapes.
+static const char *const ALLOWED[] = {
+    // commands, as `kvdemo help` lists them
+    "kvdemo", "list", "lesson", "generate", "race", "bench", "init", "train", "eval", "memory", "help", "version",
+    // metavars and choices of options
+    "FILE", "NAME", "SIZE", "LIST", "TEXT", "none", "summary", "full", "text", "json", "html", "auto", "always", "never",
+    "random", "seed", "tiny", "plain", "flash", "offset", "stale", "mask", "layout", "wrong", "scale",
+    // the documents' terms and units
+    "KV", "Cache", "GPU", "token", "tokens", "key", "value", "scores", "weights", "ROMEO", "UTF", "FIFO",
+    "tinyshakespeare", "make", "data",
+};
+
+static int allowed(const char *w, size_t n, const char *args) {
+    for (size_t i = 0; i < sizeof ALLOWED / sizeof ALLOWED[0]; i++)
+        if (strlen(ALLOWED[i]) == n && !strncmp(ALLOWED[i], w, n)) return 1;
+    // A word the user typed (a value, a misspelt name) is shown back as typed.
+    for (const char *p = args; *p; p++)
+        if (!strncmp(p, w, n) && (p == args || !isalnum((unsigned char)p[-1])) && !isalnum((unsigned char)p[n]))
+            return 1;
+    return 0;
+}
+
+// The first English word of line (one line, no newline) that is neither
+// code nor allowed, written to word; 0 when there is none.
+static int english_word(const char *line, const char *args, char *word, size_t size) {
+    size_t len = strlen(line);
+    for (size_t i = 0; i < len;) {
+        unsigned char c = (unsigned char)line[i];
+        if (c == '`') {   // `make data`: a command, quoted as code
+            const char *end = memchr(line + i + 1, '`', len - i - 1);
+            i = end ? (size_t)(end - line) + 1 : len;
+            continue;
+        }
+        if (!(isalnum(c) || c == '_' || c == '-')) {
+            i++;
+            continue;
+        }
+        size_t j = i;
+        int letters = 0, other = 0;
+        while (j < len && (isalnum((unsigned char)line[j]) || strchr("_-", line[j]) ||
+                           (strchr("./", line[j]) && j + 1 < len && isalnum((unsigned char)line[j + 1])))) {
+            if (isalpha((unsigned char)line[j])) letters++;
+            else other++;
+            j++;
+        }
+        if (letters >= 3 && !other && !allowed(line + i, j - i, args)) {
+            snprintf(word, size, "%.*s", (int)(j - i), line + i);
+            return 1;
+        }
+        i = j;
+    }
+    return 0;
+}
+
+typedef struct {
+    const char *args;   // after "kvdemo"; DIR is the test's folder
+    int status;         // the exit status it must give
+    int lang_first;     // --lang zh before the command (at the end it would be the missing value)
+} BadInput;
+
+static const BadInput BAD[] = {
+    // the command line
+    {"lessn 2", 2, 0},
+    {"bogus", 2, 0},
+    {"--bogus lesson 2", 2, 0},
+    {"lesson 2 --cahce", 2, 0},
+    {"lesson 2 --frobnicate", 2, 0},
+    {"lesson 99", 2, 0},
+    {"lesson 62", 2, 0},
+    {"lesson 6", 2, 0},
+    {"lesson", 2, 0},
+    {"lesson 2 3", 2, 0},
+    {"list extra", 2, 0},
+    {"help lesson 99", 2, 0},
+    {"help generate extra", 2, 0},
+    {"lesson 2 --precision 99", 2, 0},
+    {"lesson 2 --precision abc", 2, 0},
+    {"lesson 2 --precision", 2, 1},
+    {"lesson 2 --trace loud", 2, 0},
+    {"lesson 2 --format xml", 2, 0},
+    {"lesson 2 --data ''", 2, 0},
+    {"lesson 2 --cache=yes", 2, 0},
+    {"lesson 2 --precision 3 --precision 4", 2, 0},
+    {"lesson 2 --cache --no-cache", 2, 0},
+    {"lesson 2 --bug stale", 2, 0},
+    {"generate --temperature -1", 2, 0},
+    {"generate --top-k many", 2, 0},
+    // files
+    {"lesson 2 --data DIR/missing.txt", 1, 0},
+    {"lesson 2 --data DIR/bad.txt", 1, 0},
+    {"lesson 2 --data DIR/short.txt", 1, 0},
+    {"lesson 2 --data DIR", 1, 0},
+    {"generate --model DIR/missing.bin", 1, 0},
+    {"list >/dev/full", 1, 0},
+    // the char GPT's commands
+    {"generate --prompt 天", 2, 0},
+    {"generate --prompt ''", 2, 0},
+    {"generate --init random --model DIR/missing.bin", 2, 0},
+    {"generate --preset tiny", 2, 0},
+    {"generate --tile 8", 2, 0},
+    {"generate --bug nonsense", 2, 0},
+    {"generate --bug stale --no-cache", 2, 0},
+    {"generate --samples 2", 2, 0},
+    {"generate --paged --no-cache", 2, 0},
+    {"generate --paged --attention flash", 2, 0},
+    // lessons beyond the 4-dim example
+    {"lesson 3 --model DIR/bad.bin", 1, 0},
+    {"lesson 3 --model DIR/missing.bin", 1, 0},
+    {"lesson 3 --prompt 😀", 2, 0},
+    {"lesson 4 --prompt ROMEOROMEOROMEOROMEOROMEOROMEOROMEOROMEOROMEOROMEOROMEOROMEOROMEOROMEOROMEOROMEO"
+     "ROMEOROMEOROMEOROMEOROMEOROMEOROMEOROMEOROMEOROMEOROMEOROMEOROMEOROMEOROMEOROMEOROMEOROMEOROMEO"
+     "ROMEOROMEOROMEOROMEOROMEOROMEOROMEOROMEOROMEOROMEOROMEOROMEOROMEOROMEOROMEOROMEOROMEOROMEOROMEO", 2, 0},
+    {"lesson 6.1 --steps 100000", 2, 0},
+    {"lesson 6.2 --steps 100000", 2, 0},
+    // memory
+    {"memory", 2, 0},
+    {"memory --tokens 10", 2, 0},
+    {"memory --model nosuchmodel --tokens 10", 2, 0},
+    {"memory --model llama-2-7b --gpu-memory 80XB", 2, 0},
+    {"memory --layers 2 --tokens 10", 2, 0},
+    {"memory --list --tokens 10", 2, 0},
+    {"memory --tokens -5", 2, 0},
+    {"memory --model llama-2-7b --layers 2 --kv-heads 2 --head-dim 2 --tokens 1", 2, 0},
+};
+enum { NUM_BAD = (int)(sizeof BAD / sizeof BAD[0]) };
+
+static char dir[256];
+
+static int setup(void **state) {
+    (void)state;
+    if (tmpdir_make(dir, sizeof dir, "errors")) return -1;
+    char path[512];
+    snprintf(path, sizeof path, "%s/bad.txt", dir);
+    FILE *f = fopen(path, "w");
+    if (!f) return -1;
+    fputs("X\n天 1 2\n气 1 0,5\n", f);   // a decimal comma: not a number
+    fclose(f);
+    snprintf(path, sizeof path, "%s/short.txt", dir);
+    f = fopen(path, "w");
+    if (!f) return -1;
+    fputs("X\n天 1\nW_Q\n1\nW_K\n1\nW_V\n1\n", f);   // one token: the lessons need two
+    fclose(f);
+    snprintf(path, sizeof path, "%s/bad.bin", dir);
+    f = fopen(path, "w");
+    if (!f) return -1;
+    fputs("KVLMjunk", f);   // a LLaMA model's magic, then a truncated header
+    fclose(f);
+    return 0;
+}
+
+static int teardown(void **state) {
+    (void)state;
+    return tmpdir_remove(dir);
+}
+
+// args with every "DIR" replaced by the test's folder.
+static void expand(char *out, size_t size, const char *args) {
+    Buf b;
+    buf_init(&b);
+    buf_append(&b, "");
+    for (const char *p = args; *p;) {
+        if (!strncmp(p, "DIR", 3)) {
+            buf_append(&b, dir);
+            p += 3;
+        } else {
+            buf_appendn(&b, p, 1);
+            p++;
+        }
+    }
+    char *s = buf_take(&b);
+    snprintf(out, size, "%s", s);
+    free(s);
+}
+
+// One run of one bad input; its problems are appended to bad.
+static void check(Buf *bad, const char *env, const char *args, int status, int zh) {
+    RunResult r = kvdemo_run_env(env, args);
+    const char *how = env ? env : "";
+    if (r.status != status)
+        buf_printf(bad, "%s kvdemo %s: exit status: expected %d, got %d\n", how, args, status, r.status);
+    if (count_lines(r.err) != 1 || r.err[strlen(r.err) - 1] != '\n') {
+        buf_printf(bad, "%s kvdemo %s: stderr: expected 1 line, got %d: %s\n", how, args, count_lines(r.err), r.err);
+    } else if (zh) {
+        char word[128];
+        if (strncmp(r.err, "kvdemo：", strlen("kvdemo：")))
+            buf_printf(bad, "%s kvdemo %s: expected \"kvdemo：\" first, got: %s", how, args, r.err);
+        else if (english_word(r.err, args, word, sizeof word))
+            buf_printf(bad, "%s kvdemo %s: English word '%s' in: %s", how, args, word, r.err);
+    } else {
+        if (strncmp(r.err, "kvdemo: ", 8) || strstr(r.err, "：") || strstr(r.err, "；") || strstr(r.err, "“"))
+            buf_printf(bad, "kvdemo %s: expected an English line, got: %s", args, r.err);
+    }
+    run_free(&r);
+}
+
+static void test_errors_speak_the_users_language(void **state) {
+    (void)state;
+    Buf bad;
+    buf_init(&bad);
+    buf_append(&bad, "");
+    for (int i = 0; i < NUM_BAD; i++) {
+        char args[1024], with_lang[1100];
+        expand(args, sizeof args, BAD[i].args);
+        snprintf(with_lang, sizeof with_lang, BAD[i].lang_first ? "--lang zh %s" : "%s --lang zh", args);
+        check(&bad, NULL, with_lang, BAD[i].status, 1);
+        check(&bad, "LANG=zh_CN.UTF-8", args, BAD[i].status, 1);
+        check(&bad, NULL, args, BAD[i].status, 0);
+    }
+    char *s = buf_take(&bad);
+    if (s && *s) {
+        fprintf(stderr, "%s", s);
+        fail_msg("error lines not in the user's language (listed above)");
+    }
+    free(s);
+}
+
+// Notices that a run goes on after (an option ignored, --color with nothing
+// to colour, --threads capped) speak Chinese too: every stderr line of a
+// run that succeeds.
+static void test_notices_speak_the_users_language(void **state) {
+    (void)state;
+    const char *runs[] = {
+        "lesson 1 --trace none --repeat 2 --lang zh",
+        "lesson 2 --trace none --color always --lang zh",
+        "lesson 8 --trace none --color always --lang zh",
+    };
+    for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
+        RunResult r = kvdemo_run(runs[i]);
+        if (r.status != 0) fail_msg("kvdemo %s: exit %d: %s", runs[i], r.status, r.err);
+        if (count_lines(r.err) < 1) fail_msg("kvdemo %s: expected a notice on stderr, got none", runs[i]);
+        for (char *line = r.err; *line;) {
+            char *nl = strchr(line, '\n');
+            if (nl) *nl = '\0';
+            char word[128];
+            if (strncmp(line, "kvdemo：", strlen("kvdemo：")))
+                fail_msg("kvdemo %s: expected \"kvdemo：\" first, got: %s", runs[i], line);
+            if (english_word(line, runs[i], word, sizeof word))
+                fail_msg("kvdemo %s: English word '%s' in: %s", runs[i], word, line);
+            if (!nl) break;
+            line = nl + 1;
+        }
+        run_free(&r);
+    }
+}
+
+// The library's side: fileio_fail2 picks the format of the message language,
+// and fileio_strerror says a class's usual reasons in Chinese.
+static void test_fail2_follows_the_message_language(void **state) {
+    (void)state;
+    char err[128];
+    fileio_set_zh(0);
+    assert_int_equal(fileio_fail2(err, sizeof err, "%s: row %d", "%s：第 %d 行", "a.txt", 3), -1);
+    assert_string_equal(err, "a.txt: row 3");
+    assert_string_equal(fileio_strerror(ENOENT), strerror(ENOENT));
+    fileio_set_zh(1);
+    fileio_fail2(err, sizeof err, "%s: row %d", "%s：第 %d 行", "a.txt", 3);
+    assert_string_equal(err, "a.txt：第 3 行");
+    int codes[] = {ENOENT, EACCES, EISDIR, ENOTDIR, ENOSPC, EROFS};
+    for (size_t i = 0; i < sizeof codes / sizeof codes[0]; i++) {
+        char word[64];
+        if (english_word(fileio_strerror(codes[i]), "", word, sizeof word))
+            fail_msg("errno %d: expected a Chinese reason, got: %s", codes[i], fileio_strerror(codes[i]));
+    }
+    fileio_fail2(NULL, 0, "%s", "%s", "no buffer: nothing written");
+    fileio_set_zh(0);
+}
+
+// --lang en on the command line wins over LANG=zh_CN.UTF-8, even after the
+// mistake; and the checker itself finds an English word.
+static void test_lang_on_the_line_wins(void **state) {
+    (void)state;
+    RunResult r = kvdemo_run_env("LANG=zh_CN.UTF-8", "lesson 99 --lang en");
+    assert_int_equal(r.status, 2);
+    if (strncmp(r.err, "kvdemo: unknown lesson '99'", 27)) fail_msg("expected the English error, got: %s", r.err);
+    run_free(&r);
+    char word[64];
+    assert_true(english_word("kvdemo：没有第“99”课；valid ids", "lesson 99", word, sizeof word));
+    assert_string_equal(word, "valid");
+    assert_false(english_word("kvdemo：--cahce 不是 lesson 的选项；data/tianqi.txt", "lesson 2 --cahce", word,
+                              sizeof word));
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_fail2_follows_the_message_language),
+        cmocka_unit_test(test_lang_on_the_line_wins),
+        cmocka_unit_test(test_errors_speak_the_users_language),
+        cmocka_unit_test(test_notices_speak_the_users_language),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
