@@ -88,7 +88,7 @@ $(BUILD)/tests/test_%: tests/test_%.c $(LIBOBJ) $(TESTLIB) $(BUILD)/flags
 # The tests again, built with AddressSanitizer and UndefinedBehaviorSanitizer
 # in their own build folder (and their own ./kvdemo for the CLI tests).
 asan: tests/need-cmocka
-	@$(MAKE) --no-print-directory check BUILD=build-asan BIN=build-asan/kvdemo \
+	@KVDEMO_SANITIZED=1 $(MAKE) --no-print-directory check BUILD=build-asan BIN=build-asan/kvdemo \
 	  OPT="-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all"
 
 # The parsers fed random inputs by libFuzzer (clang only; tests/fuzz/): each

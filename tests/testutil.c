@@ -504,3 +504,8 @@ const char *lesson_quick_args(const unsigned char *options, char *buf, size_t si
     }
     return buf;
 }
+
+int tests_sanitized(void) {
+    const char *v = getenv("KVDEMO_SANITIZED");
+    return v && *v && strcmp(v, "0") != 0;
+}

@@ -122,4 +122,10 @@ const Event *events_find(const Event *e, int n, const char *event, const char *r
 // tiny model, small lengths. Writes them, each with a leading space, to buf.
 const char *lesson_quick_args(const unsigned char *options, char *buf, size_t size);
 
+// 1 under `make asan` (KVDEMO_SANITIZED in the environment), where every
+// kvdemo run is many times slower: tests that run every lesson many times
+// over to check behaviour (not memory) may then keep to the lessons without
+// a model, which the plain build still checks in full.
+int tests_sanitized(void);
+
 #endif
