@@ -11,6 +11,7 @@
 #include "options.h"
 #include "pool.h"
 #include "race.h"
+#include "screen.h"
 #include "trace.h"
 
 #include <errno.h>
@@ -53,6 +54,7 @@ static const OptionSpec OPTIONS[] = {
     {"--lang", ARG_STRING, "LANG", "lesson race list memory", 0, 0, "en|zh", "narration language (default from LANG)"},
     {"--step", ARG_FLAG, NULL, "lesson", 0, 0, NULL, "wait for Enter after each step (on a terminal)"},
     {"--color", ARG_STRING, "WHEN", "lesson", 0, 0, "auto|always|never", "colours: heat maps of scores and weights (default auto; NO_COLOR honoured)"},
+    {"--width", ARG_INT, "N", "lesson", 20, 1000, NULL, "columns of a screen: lines wrapped, wide tensors elided (--step: $COLUMNS or the terminal's)"},
     // Where they apply.
     {"--repeat", ARG_INT, "N", "lesson bench", 1, 100000, NULL, "time each run N times and report the median"},
     {"--data", ARG_STRING, "FILE", "lesson train eval", 0, 0, NULL, "the example's numbers (lessons 1-9, default data/tianqi.txt); the training text"},
@@ -170,6 +172,7 @@ static int check_choice(const OptionSpec *o, const char *value) {
 // What the options of this command set, besides Options: the trace's form.
 typedef struct {
     const char *color;   // auto|always|never
+    int width;           // --width N, or 0
 } CliExtra;
 
 // More threads than cores only take turns (12 to 20 times slower): --threads
@@ -234,6 +237,7 @@ static int parse_options(int argc, char **argv, int first, const char *command, 
         else if (!strcmp(name, "--lang")) tr->lang = !strcmp(value, "zh") ? LANG_ZH : LANG_EN;
         else if (!strcmp(name, "--step")) tr->step_pause = 1;
         else if (!strcmp(name, "--color")) extra->color = value;
+        else if (!strcmp(name, "--width")) extra->width = (int)num;
         else if (!strcmp(name, "--repeat")) opt->repeat = (int)num;
         else if (!strcmp(name, "--data")) opt->data_path = value;
         else if (!strcmp(name, "--steps") && o->kind == ARG_STRING) opt->steps_list = value;
@@ -374,6 +378,10 @@ static int cmd_lesson(int argc, char **argv) {
                 tr.format != FORMAT_TEXT ? "the output is JSON" : "standard input is not one");
         tr.step_pause = 0;
     }
+    if (extra.width && tr.format != FORMAT_TEXT) {
+        fprintf(stderr, "kvdemo: --width fits text to a screen; the output is JSON, so it is ignored\n");
+        extra.width = 0;
+    }
 
     // --bug would silently run a correct lesson: refused where it means nothing.
     if (opt.bug && !lesson_uses(l, "--bug"))
@@ -385,7 +393,25 @@ static int cmd_lesson(int argc, char **argv) {
         if (!(opt.given >> i & 1)) continue;
         if (!lesson_uses(l, OPTIONS[i].name)) fprintf(stderr, "kvdemo: lesson %s ignores %s\n", l->id, OPTIONS[i].name);
     }
+    // --step on a terminal, or --width: the text is fitted to a screen
+    // (wrapped, tensors elided; with --step, pages that wait for a key).
+    Screen screen;
+    int fitted = tr.step_pause || extra.width;
+    if (fitted) {
+        if (screen_open(&screen, stdout, screen_default_width(extra.width), tr.step_pause ? screen_default_height() : 0,
+                        tr.step_pause, tr.lang == LANG_ZH)) {
+            fprintf(stderr, "kvdemo: out of memory\n");
+            return 1;
+        }
+        tr.out = screen.mem;
+        tr.screen = &screen;
+    }
     rc = l->run(&opt, &tr);
+    if (fitted) {
+        screen_close(&screen);
+        tr.out = stdout;
+        tr.screen = NULL;
+    }
     // --color colours score and weight matrices; a lesson that showed none
     // says that the option changed nothing.
     if (!rc && (opt.given >> option_index("--color") & 1) && tr.heat_maps == 0 && tr.format == FORMAT_TEXT)
