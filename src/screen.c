@@ -101,6 +101,7 @@ int screen_wrap(Buf *out, const char *text, size_t len, int width, int col) {
         int w;
         size_t n = next_char(text, i, len, c, &w);
         if (w > 0 && c + w > width && i > body) {
+            if (text[i] == ' ') space = i;   // the line is full just before a space
             size_t end = space > body ? space : i;
             size_t next = end;
             while (space > body && next < len && text[next] == ' ') next++;
