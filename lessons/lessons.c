@@ -34,7 +34,7 @@ const Lesson LESSONS[] = {
     {"9", "Why there is a KV cache but no Q cache", "为什么有 KV Cache 而没有 Q Cache", "000 §9",
      lesson9_run, "--data"},
     {"10", "The char GPT of the numpy chapter, with and without the cache", "键值缓存：字符级 GPT 生成",
-     "003", lesson10_run, "--model --init --preset --seed --steps --prompt --temperature --top-k --threads --attention --tile"},
+     "003", lesson10_run, "--model --init --preset --seed --steps --prompt --temperature --top-k --threads --attention --tile --no-race"},
     {"11", "Classic KV cache bugs, injected and caught", "常见的 KV Cache 错误：注入并定位", "beyond",
      lesson11_run, "--model --init --preset --seed --steps --prompt --temperature --top-k --threads --bug"},
     {"12", "Precision: why cached and uncached outputs differ, and a quantised cache",

@@ -95,6 +95,7 @@ static const OptionSpec OPTIONS[] = {
     {"--max-n", ARG_INT, "N", "lesson", 1024, 16384, NULL, "lesson 6.3: time plain and tiled attention up to N = 4^k * 1024 (default 4096)"},
     {"--bug", ARG_STRING, "NAME", "lesson generate", 0, 0, "offset|no-append|stale|mask|wrong-layout|no-scale", "a classic cache mistake in the cached path (lesson 11; generate)"},
     {"--kv-dtype", ARG_STRING, "TYPE", "generate bench eval", 0, 0, "fp32|bf16|fp16|int8|int4", "how the cache keeps keys and values (default fp32; lesson 12)"},
+    {"--no-race", ARG_FLAG, NULL, "lesson", 0, 0, NULL, "lesson 10 on a terminal: the runs one after the other, shapes and logits, not the live race"},
 };
 enum { NUM_OPTIONS = (int)(sizeof OPTIONS / sizeof OPTIONS[0]) };
 
@@ -278,6 +279,7 @@ static int parse_options(int argc, char **argv, int first, const char *command, 
         else if (!strcmp(name, "--max-n")) opt->max_n = (int)num;
         else if (!strcmp(name, "--bug")) opt->bug = value;
         else if (!strcmp(name, "--kv-dtype")) opt->kv_dtype = value;
+        else if (!strcmp(name, "--no-race")) opt->no_race = 1;
     }
     cap_threads(opt);
     int c = option_index("--cache"), nc = option_index("--no-cache");

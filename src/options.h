@@ -45,6 +45,7 @@ typedef struct Options {
     int max_n;                          // --max-n N: lesson 6.3's longest measured sequence (0: the default)
     const char *bug;                    // --bug NAME: a classic cache mistake (lesson 11), or NULL
     const char *kv_dtype;               // --kv-dtype fp32|bf16|fp16|int8|int4 (lesson 12), or NULL
+    int no_race;                        // --no-race: lesson 10 on a terminal as on a pipe, not the race
     // Which options were given, by their index in cli.c's table, so that a
     // command can tell a default from a choice.
     uint64_t given;

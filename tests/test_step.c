@@ -256,6 +256,47 @@ static void test_step_width_elides_and_pages(void **state) {
     free(t.out);
 }
 
+// Lesson 10 on a terminal is the race: both runs side by side, live, each
+// with its bar (█) and tokens/s. On a pipe, and with --no-race, the runs
+// come one after the other, the cache's shapes first.
+static char *pty_output(const char *const *args, int *status) {
+    int master;
+    pid_t pid = kvdemo_spawn_pty(&master, args);
+    char *out = read_to_end(master);
+    int st;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    close(master);
+    *status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    return out;
+}
+
+static const char BAR[] = "\xe2\x96\x88";   // █
+static const char SHAPES[] = "The cache as it grows";
+
+static void test_lesson10_races_on_a_terminal_only(void **state) {
+    (void)state;
+    const char *race[] = {"lesson", "10", "--init", "random", "--preset", "tiny", "--steps", "8", "--lang", "en", NULL};
+    int status;
+    char *out = pty_output(race, &status);
+    if (status != 0) fail_msg("lesson 10 on a terminal: exit status %d: %s", status, out);
+    if (!strstr(out, BAR) || !strstr(out, "without the cache  ") || !strstr(out, "tokens/s"))
+        fail_msg("lesson 10 on a terminal did not race: %s", out);
+    if (!strstr(out, "Both runs wrote the same text")) fail_msg("the race did not end with the texts compared: %s", out);
+    if (strstr(out, SHAPES)) fail_msg("lesson 10 on a terminal ran one way after the other: %s", out);
+    free(out);
+
+    const char *no_race[] = {"lesson", "10", "--init", "random", "--preset", "tiny", "--steps", "8", "--lang", "en", "--no-race", NULL};
+    out = pty_output(no_race, &status);
+    if (status != 0) fail_msg("--no-race: exit status %d: %s", status, out);
+    if (strstr(out, BAR) || !strstr(out, SHAPES)) fail_msg("--no-race on a terminal still raced: %s", out);
+    free(out);
+
+    RunResult r = kvdemo_run("lesson 10 --init random --preset tiny --steps 8 --lang en");
+    assert_int_equal(r.status, 0);
+    if (strstr(r.out, BAR) || !strstr(r.out, SHAPES)) fail_msg("lesson 10 on a pipe raced: %s", r.out);
+    run_free(&r);
+}
+
 static void test_step_without_a_terminal_says_so(void **state) {
     (void)state;
     RunResult r = kvdemo_run("lesson 2 --step --trace none");
@@ -279,6 +320,7 @@ int main(void) {
         cmocka_unit_test(test_step_to_the_end),
         cmocka_unit_test(test_step_back_shows_the_screen_before),
         cmocka_unit_test(test_step_width_elides_and_pages),
+        cmocka_unit_test(test_lesson10_races_on_a_terminal_only),
         cmocka_unit_test(test_step_without_a_terminal_says_so),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
