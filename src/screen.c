@@ -183,8 +183,34 @@ int screen_open(Screen *s, FILE *term, int width, int height, int pausing, int z
     return s->mem ? 0 : -1;
 }
 
+// The lines of the terminal that text (len bytes, whole lines) takes when
+// it starts at column col.
+static int wrapped_lines(const Screen *s, const char *text, size_t len) {
+    int lines = 0, col = s->col;
+    for (size_t i = 0; i < len;) {
+        size_t n = 0;
+        while (i + n < len && text[i + n] != '\n') n++;
+        if (i + n == len) break;   // an open line: counted when it ends
+        Buf b;
+        buf_init(&b);
+        screen_wrap(&b, text + i, n, s->width, col);
+        lines++;
+        for (size_t k = 0; k < b.len; k++) lines += b.s[k] == '\n';
+        buf_free(&b);
+        col = 0;
+        i += n + 1;
+    }
+    return lines;
+}
+
 void screen_sync(Screen *s) {
     if (fflush(s->mem) != 0) return;
+    // What the trace wrote at once (a tensor, a paragraph) stays on one
+    // page when it fits on one: a page it would overflow ends first.
+    if (s->pausing && s->height > 0 && s->lines > 0 && !s->quit) {
+        int need = wrapped_lines(s, s->mem_text, s->mem_len);
+        if (s->lines + need > s->height - 1 && need <= s->height - 1 && s->col == 0) pause_keys(s, 1, 1);
+    }
     // Taken: the stream starts again at its beginning (its length is then
     // where it stands, as POSIX has it for open_memstream).
     for (size_t i = 0; i < s->mem_len && !s->quit; i++) {
