@@ -241,18 +241,28 @@ static void test_step_width_elides_and_pages(void **state) {
     (void)state;
     // Lesson 2 in full, in Chinese (two columns a character), 40 columns
     // wide: every tensor row of 4 values with its comment is too wide. A
-    // page of 12 lines ($LINES) is too short for some steps.
+    // page of 11 lines ($LINES) is too short for some steps.
     const char *args[] = {"lesson", "2", "--step", "--width", "40", "--lang", "zh", "--color", "always", NULL};
     Term t;
-    setenv("LINES", "12", 1);
+    setenv("LINES", "11", 1);
     term_start(&t, args);
     unsetenv("LINES");
     int pauses, status = step_to_the_end(&t, ANY_PROMPT_ZH, &pauses);
     if (status != 0) fail_msg("exit status %d: %s", status, t.out);
     if (!strstr(t.out, "逐位完全相同")) fail_msg("the lesson did not reach its end: %s", t.out);
     if (!strstr(t.out, "  ...")) fail_msg("no elided tensor at 40 columns: %s", t.out);
-    expect_fits(t.out, 40, 12);
+    expect_fits(t.out, 40, 11);
     if (!strstr(t.out, "-- 未完  回车")) fail_msg("no page was full (-- more --) in %d pauses", pauses);
+    // A tensor is never cut from its name and shape by a page's end: no
+    // clear between the line before "tensor(" and it (the printed values,
+    // not the code line's "torch.tensor(").
+    for (const char *p = t.out; (p = strstr(p, "tensor(")); p++) {
+        if (p > t.out && p[-1] == '.') continue;
+        const char *line = p;
+        while (line > t.out && line[-1] != '\n') line--;
+        const char *clear = strstr(line, CLEAR);
+        if (clear && clear < p) fail_msg("a page ends between a tensor's shape and its values: %.80s", line > t.out + 80 ? line - 80 : t.out);
+    }
     free(t.out);
 }
 
