@@ -90,8 +90,6 @@ static int run(Trace *tr, const ToyData *d, const Step *s1, const Step *s2, int 
 }
 
 int lesson1_run(const Options *opt, Trace *tr) {
-    if (opt->runs != RUN_BOTH)
-        fprintf(stderr, "kvdemo: lesson 1 compares the causal mask with none; --cache/--no-cache ignored\n");
     ToyData d;
     AttnStep a[4];   // layer 1 and layer 2 of step 1, then of step 2
     if (toy_begin(&d, a, 4, STEP2_TOKENS, opt, tr->lesson, STEP2_TOKENS)) return 1;

@@ -24,7 +24,7 @@
 // two runs side by side, live, as `kvdemo race`); --no-race, a pipe or JSON
 // give the runs one after the other.
 #include "flash.h"
-#include "gptcmd.h"
+#include "gptsetup.h"
 #include "lessons.h"
 #include "ops.h"
 #include "race.h"
@@ -117,7 +117,7 @@ static int run_once(Record *r, char **text, GptState *s, const GptModel *m, cons
                     int steps, int use_cache, const Options *opt) {
     int *tokens = malloc(sizeof(int) * (size_t)(n_prompt + steps));
     // np.random.seed(42); trainer.generate(dataset, prompt="ROMEO:", use_cache=...)
-    *text = tokens ? gptcmd_generate_text(tokens, s, m, prompt, n_prompt, steps, use_cache, opt, record_step, r) : NULL;
+    *text = tokens ? gptsetup_generate_text(tokens, s, m, prompt, n_prompt, steps, use_cache, opt, record_step, r) : NULL;
     free(tokens);
     return *text ? 0 : 1;
 }
@@ -189,7 +189,7 @@ static int race_lesson(const GptModel *m, const Options *opt, Trace *tr) {
 int lesson10_run(const Options *opt, Trace *tr) {
     GptModel m;
     int random_model = 0;
-    int rc = gptcmd_model(&m, opt, 1, &random_model);
+    int rc = gptsetup_model(&m, opt, 1, &random_model);
     if (rc) return rc;
     int steps = opt->steps > 0 ? opt->steps : DEFAULT_STEPS;
     const char *prompt_text = opt->n_prompts ? opt->prompts[0] : "ROMEO:";
@@ -198,7 +198,7 @@ int lesson10_run(const Options *opt, Trace *tr) {
     Record rec[2];
     memset(rec, 0, sizeof rec);
     char *text[2] = {NULL, NULL};
-    rc = gptcmd_prompt(&prompt, &n_prompt, &m, prompt_text, 0);
+    rc = gptsetup_prompt(&prompt, &n_prompt, &m, prompt_text, 0);
     if (rc) goto done;
     for (int c = 0; c < 2; c++) {
         rec[c].cfg = m.cfg;
@@ -209,7 +209,7 @@ int lesson10_run(const Options *opt, Trace *tr) {
         rc = 1;
         goto done;
     }
-    if ((rc = gptcmd_attention(opt, &m))) goto done;
+    if ((rc = gptsetup_attention(opt, &m))) goto done;
     GptConfig g = m.cfg;
     int D = g.C / g.H;
     lessons_heading(tr);
@@ -259,7 +259,7 @@ int lesson10_run(const Options *opt, Trace *tr) {
         trace_run(tr, c ? "cache" : "no-cache");
         trace_heading(tr, c ? "With the cache" : "Without the cache", c ? "使用缓存" : "不使用缓存");
         trace_textval(tr, "text", text[c]);
-        if (tr->format == FORMAT_TEXT) fputc('\n', tr->out);
+        trace_say(tr, "", "");
         show_cost(tr, &rec[c], steps);
         if (c) show_resets(tr, &rec[c], steps);
         trace_timing(tr, c ? "cache" : "no-cache", rec[c].seconds, 1);
@@ -287,9 +287,6 @@ int lesson10_run(const Options *opt, Trace *tr) {
                "这里：%.3f 秒与 %.3f 秒，%d 个 token，%d 个线程%s。\n"
                "课后练习——生成长度越长，缓存的优势越明显吗？——请运行 `kvdemo bench`。",
                rec[0].seconds, rec[1].seconds, steps, ops_threads(), ops_threads() == 1 ? "" : trace_text(tr, "s", ""));
-    if (opt->runs != RUN_BOTH)
-        fprintf(stderr, "kvdemo: lesson 10 always runs both ways to compare them; %s ignored\n",
-                opt->runs == RUN_CACHE ? "--cache" : "--no-cache");
     goto done;
 oom:
     fprintf(stderr, "kvdemo: out of memory\n");
@@ -302,7 +299,7 @@ done:
     free(prompt);
     gpt_state_free(&s);
     gpt_free(&m);
-    gptcmd_attention_end();
+    gptsetup_attention_end();
     ops_set_threads(1);
     return rc;
 }

@@ -18,7 +18,7 @@
 // each: the step where the logits first differ and by how much, the first
 // character of the text that differs, and a diagnosis to apply to one's own
 // code.
-#include "gptcmd.h"
+#include "gptsetup.h"
 #include "kvvariant.h"
 #include "lessons.h"
 #include "ops.h"
@@ -101,7 +101,7 @@ static int run_once(Run *r, GptState *s, GptVariant *v, const GptModel *m, const
     r->V = m->cfg.V;
     s->variant = v;
     free(r->text);
-    r->text = tokens ? gptcmd_generate_text(tokens, s, m, prompt, n_prompt, steps, use_cache, opt, record_step, r) : NULL;
+    r->text = tokens ? gptsetup_generate_text(tokens, s, m, prompt, n_prompt, steps, use_cache, opt, record_step, r) : NULL;
     s->variant = NULL;
     free(tokens);
     return r->text ? 0 : 1;
@@ -147,14 +147,14 @@ int lesson11_run(const Options *opt, Trace *tr) {
     }
     GptModel m;
     int random_model = 0;
-    int rc = gptcmd_model(&m, opt, 1, &random_model);
+    int rc = gptsetup_model(&m, opt, 1, &random_model);
     if (rc) return rc;
     int steps = opt->steps > 0 ? opt->steps : DEFAULT_STEPS;
     const char *prompt_text = opt->n_prompts ? opt->prompts[0] : "ROMEO:";
     int *prompt = NULL, n_prompt = 0;
     GptState s = {0};
     Run ref = {0}, run = {0};
-    rc = gptcmd_prompt(&prompt, &n_prompt, &m, prompt_text, 0);
+    rc = gptsetup_prompt(&prompt, &n_prompt, &m, prompt_text, 0);
     if (rc) goto done;
     ref.logits = malloc(sizeof(float) * (size_t)steps * (size_t)m.cfg.V);
     run.logits = malloc(sizeof(float) * (size_t)steps * (size_t)m.cfg.V);
@@ -176,9 +176,6 @@ int lesson11_run(const Options *opt, Trace *tr) {
         trace_say(tr, "No trained model was found: the weights are random, the text is noise; the bugs show the same.",
                   "没有找到训练好的模型：权重是随机的，文字没有意义；错误的表现完全一样。");
     }
-    if (opt->runs != RUN_BOTH)
-        fprintf(stderr, "kvdemo: lesson 11 always compares the cached run with the run without the cache; %s ignored\n",
-                opt->runs == RUN_CACHE ? "--cache" : "--no-cache");
 
     trace_run(tr, "no-cache");
     if (run_once(&ref, &s, NULL, &m, prompt, n_prompt, steps, 0, opt)) goto oom;

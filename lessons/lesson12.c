@@ -21,7 +21,7 @@
 // kvdemo keeps its float cache layout and stores in it each number exactly as
 // the smaller cache would give it back: the arithmetic is that of the smaller
 // cache, the bytes are counted for its packed form.
-#include "gptcmd.h"
+#include "gptsetup.h"
 #include "kvvariant.h"
 #include "lessons.h"
 #include "ops.h"
@@ -56,7 +56,7 @@ static int run_once(Run *r, GptState *s, GptVariant *v, const GptModel *m, const
     r->V = m->cfg.V;
     s->variant = v;
     free(r->text);
-    r->text = gptcmd_generate_text(r->tokens, s, m, prompt, n_prompt, steps, use_cache, opt, record_step, r);
+    r->text = gptsetup_generate_text(r->tokens, s, m, prompt, n_prompt, steps, use_cache, opt, record_step, r);
     s->variant = NULL;
     return r->text ? 0 : 1;
 }
@@ -98,7 +98,7 @@ static const char *corpus(const Options *opt, char *buf, size_t size) {
 int lesson12_run(const Options *opt, Trace *tr) {
     GptModel m;
     int random_model = 0;
-    int rc = gptcmd_model(&m, opt, 1, &random_model);
+    int rc = gptsetup_model(&m, opt, 1, &random_model);
     if (rc) return rc;
     int steps = opt->steps > 0 ? opt->steps : DEFAULT_STEPS;
     const char *prompt_text = opt->n_prompts ? opt->prompts[0] : "ROMEO:";
@@ -107,7 +107,7 @@ int lesson12_run(const Options *opt, Trace *tr) {
     Run ref = {0}, run = {0};
     TrainText text = {0};
     int have_text = 0;
-    rc = gptcmd_prompt(&prompt, &n_prompt, &m, prompt_text, 0);
+    rc = gptsetup_prompt(&prompt, &n_prompt, &m, prompt_text, 0);
     if (rc) goto done;
     GptConfig g = m.cfg;
     char buf[4096];
@@ -143,9 +143,6 @@ int lesson12_run(const Options *opt, Trace *tr) {
         trace_say(tr, "No trained model was found: the weights are random, the text is noise.",
                   "没有找到训练好的模型：权重是随机的，文字没有意义。");
     }
-    if (opt->runs != RUN_BOTH)
-        fprintf(stderr, "kvdemo: lesson 12 always compares runs; %s ignored\n",
-                opt->runs == RUN_CACHE ? "--cache" : "--no-cache");
 
     // 1 and 2: another summing order in the cached step, in fp32, bf16, fp16.
     trace_heading(tr, "1, 2. Another summing order in the cached step, in fp32, bf16 and fp16",
@@ -220,9 +217,15 @@ int lesson12_run(const Options *opt, Trace *tr) {
                   "（给出 --data FILE 或运行 `make data`，即可得到验证损失）\n");
     const KvDtype kinds[5] = {KV_FP32, KV_BF16, KV_FP16, KV_INT8, KV_INT4};
     double fp32_bytes = kvquant_bytes_per_token(KV_FP32, g.L, g.C, g.H, KV_KEY_GROUP);
-    if (tr->format == FORMAT_TEXT)
-        fprintf(tr->out, "  %-6s %16s %9s %16s\n", trace_text(tr, "cache", "缓存"), trace_text(tr, "bytes/token", "字节/词元"),
-                trace_text(tr, "of fp32", "占 fp32"), have_text ? trace_text(tr, "val. loss", "验证损失") : "");
+    const TraceColumn cols[] = {
+        {"cache", "缓存", 6, 0, "cache"},
+        {"bytes/token", "字节/词元", 16, 1, "bytes_per_token"},
+        {"of fp32", "占 fp32", 9, 1, "percent_of_fp32"},
+        {have_text ? "val. loss" : "", have_text ? "验证损失" : "", 16, 1, "val_loss"},
+        {"", "", 0, 0, "text"},
+    };
+    const TraceTable table = {"kv_dtypes", 5, cols};
+    trace_table_head(tr, &table);
     for (int k = 0; k < 5; k++) {
         GptVariant v = {.kv_dtype = kinds[k], .key_group = KV_KEY_GROUP};
         char name[32];
@@ -241,15 +244,16 @@ int lesson12_run(const Options *opt, Trace *tr) {
         Divergence d = diverge(&ref, r, n_prompt, steps);
         trace_count(tr, "first_token_step", d.token_step, NULL, NULL);
         if (tr->format == FORMAT_JSON) trace_textval(tr, "text", r->text);
-        if (tr->format == FORMAT_TEXT) {
-            char lossbuf[32] = "";
-            if (have_text) snprintf(lossbuf, sizeof lossbuf, "%.4f", loss);
-            fprintf(tr->out, "  %-6s %16.0f %8.1f%% %16s   ", kvquant_name(kinds[k]), bytes, 100 * bytes / fp32_bytes,
-                    lossbuf);
-            if (k == 0) fprintf(tr->out, "%s\n", trace_text(tr, "(the reference text)", "（参照文字）"));
-            else if (!d.token_step) fprintf(tr->out, "%s\n", trace_text(tr, "same text as fp32", "文字与 fp32 相同"));
-            else fprintf(tr->out, trace_text(tr, "text leaves fp32's at step %d\n", "文字在第 %d 步与 fp32 分开\n"), d.token_step);
-        }
+        // One row: in text the percentage with its sign, in JSON the number.
+        char bytes_cell[32], pct[32], lossbuf[32] = "", note[128];
+        snprintf(bytes_cell, sizeof bytes_cell, "%.0f", bytes);
+        snprintf(pct, sizeof pct, tr->format == FORMAT_TEXT ? "%.1f%%" : "%.1f", 100 * bytes / fp32_bytes);
+        if (have_text) snprintf(lossbuf, sizeof lossbuf, "%.4f", loss);
+        if (k == 0) snprintf(note, sizeof note, "%s", trace_text(tr, "(the reference text)", "（参照文字）"));
+        else if (!d.token_step) snprintf(note, sizeof note, "%s", trace_text(tr, "same text as fp32", "文字与 fp32 相同"));
+        else snprintf(note, sizeof note, trace_text(tr, "text leaves fp32's at step %d", "文字在第 %d 步与 fp32 分开"), d.token_step);
+        const char *row[] = {kvquant_name(kinds[k]), bytes_cell, pct, lossbuf, note};
+        trace_table_row(tr, &table, row);
     }
     if (tr->format == FORMAT_TEXT) {
         fprintf(tr->out, "\n%s\n%s\n", trace_text(tr, "fp32's text:", "fp32 的文字："), ref.text);

@@ -245,11 +245,9 @@ static int run_lesson(const Options *opt, Trace *tr, int runs) {
 int lesson2_run(const Options *opt, Trace *tr) { return run_lesson(opt, tr, opt->runs); }
 
 int lesson21_run(const Options *opt, Trace *tr) {
-    if (opt->runs == RUN_CACHE) fprintf(stderr, "kvdemo: lesson 2.1 is the run without the cache; --cache ignored\n");
     return run_lesson(opt, tr, RUN_NOCACHE);
 }
 
 int lesson22_run(const Options *opt, Trace *tr) {
-    if (opt->runs == RUN_NOCACHE) fprintf(stderr, "kvdemo: lesson 2.2 is the run with the cache; --no-cache ignored\n");
     return run_lesson(opt, tr, RUN_CACHE);
 }

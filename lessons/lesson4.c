@@ -23,7 +23,7 @@
 // positions), then times both ways at a few positions t and checks that the
 // logits agree bit for bit there; then prefill against decode: FLOPs per
 // byte read, GFLOP/s and GB/s.
-#include "gptcmd.h"
+#include "gptsetup.h"
 #include "lessons.h"
 #include "ops.h"
 #include "sampler.h"
@@ -106,35 +106,31 @@ static void count_step(Trace *tr, const char *run, int step, int t, int rows, Fl
     trace_step(tr, 0);
 }
 
-static void table_row(Trace *tr, int t, int rows, Flops f, double cum) {
-    if (tr->format != FORMAT_TEXT) return;
-    fprintf(tr->out, "  %5d %6d %9.2f %9.3f %9.2f %8.3f %9.2f %11.1f\n", t, rows, f.proj * 1e-6, f.attn * 1e-6,
-            f.mlp * 1e-6, f.head * 1e-6, flops_total(f) * 1e-6, cum * 1e-6);
-}
+// The FLOPs of a step, in millions: one row per shown step.
+static const TraceColumn FLOP_COLS[] = {
+    {"t", "t", 5, 1, NULL},           {"rows", "行数", 6, 1, NULL},    {"proj", "投影", 9, 1, NULL},
+    {"attn", "注意力", 9, 1, NULL},    {"mlp", "前馈", 9, 1, NULL},     {"head", "输出层", 8, 1, NULL},
+    {"total", "合计", 9, 1, NULL},     {"cumulative", "累计", 11, 1, NULL},
+};
+static const TraceTable FLOP_TABLE = {"mflops", 8, FLOP_COLS};
 
-// text right-aligned in width terminal columns (Chinese characters take two).
-static void right(FILE *f, const char *text, int width) {
-    fprintf(f, "%*s%s", width - utf8_width(text) > 0 ? width - utf8_width(text) : 0, "", text);
+static void table_row(Trace *tr, int t, int rows, Flops f, double cum) {
+    char c[8][32];
+    snprintf(c[0], sizeof c[0], "%d", t);
+    snprintf(c[1], sizeof c[1], "%d", rows);
+    snprintf(c[2], sizeof c[2], "%.2f", f.proj * 1e-6);
+    snprintf(c[3], sizeof c[3], "%.3f", f.attn * 1e-6);
+    snprintf(c[4], sizeof c[4], "%.2f", f.mlp * 1e-6);
+    snprintf(c[5], sizeof c[5], "%.3f", f.head * 1e-6);
+    snprintf(c[6], sizeof c[6], "%.2f", flops_total(f) * 1e-6);
+    snprintf(c[7], sizeof c[7], "%.1f", cum * 1e-6);
+    const char *row[] = {c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]};
+    trace_table_row(tr, &FLOP_TABLE, row);
 }
 
 static void table_head(Trace *tr, const char *en, const char *zh) {
-    if (tr->format != FORMAT_TEXT) return;
-    fprintf(tr->out, "\n  %s\n", trace_text(tr, en, zh));
-    fprintf(tr->out, "  %5s ", "t");
-    right(tr->out, trace_text(tr, "rows", "行数"), 6);
-    fputc(' ', tr->out);
-    right(tr->out, trace_text(tr, "proj", "投影"), 9);
-    fputc(' ', tr->out);
-    right(tr->out, trace_text(tr, "attn", "注意力"), 9);
-    fputc(' ', tr->out);
-    right(tr->out, trace_text(tr, "mlp", "前馈"), 9);
-    fputc(' ', tr->out);
-    right(tr->out, trace_text(tr, "head", "输出层"), 8);
-    fputc(' ', tr->out);
-    right(tr->out, trace_text(tr, "total", "合计"), 9);
-    fputc(' ', tr->out);
-    right(tr->out, trace_text(tr, "cumulative", "累计"), 11);
-    fputc('\n', tr->out);
+    if (tr->format == FORMAT_TEXT) fprintf(tr->out, "\n  %s\n", trace_text(tr, en, zh));
+    trace_table_head(tr, &FLOP_TABLE);
 }
 
 static void bar(FILE *f, const char *c, double value, double max) {
@@ -147,6 +143,14 @@ static void time_text(char *buf, size_t size, double s) {
     if (s < 1e-3) snprintf(buf, size, "%.1f µs", s * 1e6);
     else snprintf(buf, size, "%.2f ms", s * 1e3);
 }
+
+// Prefill against decode: one row per kind of step.
+static const TraceColumn KIND_COLS[] = {
+    {"", "", 34, 0, "kind"},           {"rows", "行", 5, 1, NULL},        {"MFLOP", "MFLOP", 9, 1, NULL},
+    {"W MB", "权重 MB", 8, 1, "weight_mb"}, {"KV MB", "KV MB", 8, 1, "kv_mb"}, {"FLOP/B", "FLOP/B", 7, 1, NULL},
+    {"time", "耗时", 10, 1, "seconds"},  {"GFLOP/s", "GFLOP/s", 8, 1, NULL}, {"GB/s", "GB/s", 7, 1, NULL},
+};
+static const TraceTable KINDS = {"prefill_decode", 9, KIND_COLS};
 
 // One kind of step, prefill or decode: FLOPs per byte of weights read (the
 // arithmetic intensity), and the GFLOP/s and GB/s achieved. The bytes moved
@@ -165,21 +169,25 @@ static void show_kind(Trace *tr, const char *run, const char *en, const char *zh
     trace_value(tr, "gflop_per_s", flops / seconds * 1e-9, "GFLOP/s", NULL, NULL);
     trace_value(tr, "gb_per_s", bytes / seconds * 1e-9, "GB/s", NULL, NULL);
     if (tr->format == FORMAT_JSON) trace_timing(tr, "step", seconds, repeat);   // text: the table
-    if (tr->format == FORMAT_TEXT) {
-        char t[32];
-        const char *label = trace_text(tr, en, zh);
-        time_text(t, sizeof t, seconds);
-        fprintf(tr->out, "  %s%*s %5d %9.1f %8.2f %8.2f %7.1f %10s %8.2f %7.2f\n", label, 34 - utf8_width(label), "", n,
-                flops * 1e-6, c.weight_bytes * 1e-6, kv * 1e-6, flops / c.weight_bytes, t, flops / seconds * 1e-9,
-                bytes / seconds * 1e-9);
-    }
+    char cell[8][32];
+    snprintf(cell[0], sizeof cell[0], "%d", n);
+    snprintf(cell[1], sizeof cell[1], "%.1f", flops * 1e-6);
+    snprintf(cell[2], sizeof cell[2], "%.2f", c.weight_bytes * 1e-6);
+    snprintf(cell[3], sizeof cell[3], "%.2f", kv * 1e-6);
+    snprintf(cell[4], sizeof cell[4], "%.1f", flops / c.weight_bytes);
+    if (tr->format == FORMAT_TEXT) time_text(cell[5], sizeof cell[5], seconds);
+    else snprintf(cell[5], sizeof cell[5], "%.9f", seconds);
+    snprintf(cell[6], sizeof cell[6], "%.2f", flops / seconds * 1e-9);
+    snprintf(cell[7], sizeof cell[7], "%.2f", bytes / seconds * 1e-9);
+    const char *row[] = {trace_text(tr, en, zh), cell[0], cell[1], cell[2], cell[3], cell[4], cell[5], cell[6], cell[7]};
+    trace_table_row(tr, &KINDS, row);
     trace_run(tr, NULL);
 }
 
 int lesson4_run(const Options *opt, Trace *tr) {
     GptModel m;
     int random_model = 0;
-    int rc = gptcmd_model(&m, opt, 1, &random_model);
+    int rc = gptsetup_model(&m, opt, 1, &random_model);
     if (rc) return rc;
     GptConfig g = m.cfg;
     const char *prompt_text = opt->n_prompts ? opt->prompts[0] : "ROMEO:";
@@ -189,7 +197,7 @@ int lesson4_run(const Options *opt, Trace *tr) {
     Record rec = {.cfg = g};
     double *samples = NULL;
     float *nc_logits = NULL, *c_logits = NULL;
-    rc = gptcmd_prompt(&tokens, &p, &m, prompt_text, g.T + 1);
+    rc = gptsetup_prompt(&tokens, &p, &m, prompt_text, g.T + 1);
     if (rc) goto done;
     if (p >= g.T) {
         fprintf(stderr, "kvdemo: lesson 4: the prompt has %d tokens; the context holds %d, so give at most %d\n", p,
@@ -204,9 +212,6 @@ int lesson4_run(const Options *opt, Trace *tr) {
     if (opt->steps > max_steps)
         fprintf(stderr, "kvdemo: lesson 4 stops at the context: %d steps, not %d (lesson 10 goes past it)\n", max_steps,
                 opt->steps);
-    if (opt->runs != RUN_BOTH)
-        fprintf(stderr, "kvdemo: lesson 4 always compares both ways; %s ignored\n",
-                opt->runs == RUN_CACHE ? "--cache" : "--no-cache");
 
     rec.n = malloc(sizeof(int) * (size_t)steps);
     rec.offset = malloc(sizeof(int) * (size_t)steps);
@@ -336,15 +341,17 @@ int lesson4_run(const Options *opt, Trace *tr) {
         // The cached run's own logits at t, drawn from during the generation.
         memcpy(c_logits + (size_t)i * g.V, rec.logits + (size_t)(t - p + 1) * g.V, sizeof(float) * (size_t)g.V);
     }
-    if (tr->format == FORMAT_TEXT) {
-        fprintf(tr->out, "\n  %5s ", "t");
-        right(tr->out, trace_text(tr, "no cache", "无缓存"), 12);
-        fputc(' ', tr->out);
-        right(tr->out, trace_text(tr, "cache", "有缓存"), 12);
-        fputc(' ', tr->out);
-        right(tr->out, trace_text(tr, "ratio", "倍数"), 8);
-        fputc('\n', tr->out);
-    }
+    // Time per token at the table's positions: text in µs or ms, JSON in
+    // seconds.
+    static const TraceColumn TIME_COLS[] = {
+        {"t", "t", 5, 1, NULL},
+        {"no cache", "无缓存", 12, 1, "nocache_seconds"},
+        {"cache", "有缓存", 12, 1, "cache_seconds"},
+        {"ratio", "倍数", 8, 1, "ratio"},
+    };
+    static const TraceTable TIMES = {"per_token", 4, TIME_COLS};
+    if (tr->format == FORMAT_TEXT) fputc('\n', tr->out);
+    trace_table_head(tr, &TIMES);
     for (int i = 0; i < npos; i++) {
         char name[32], a[32], b[32];
         snprintf(name, sizeof name, "per_token[t=%d]", pos[i]);
@@ -357,14 +364,20 @@ int lesson4_run(const Options *opt, Trace *tr) {
         trace_value(tr, name, sec[0][i] / sec[1][i], "x", NULL, NULL);
         int in_table = 0;
         for (size_t k = 0; k < sizeof shown / sizeof shown[0]; k++) in_table |= pos[i] == shown[k];
-        if (tr->format == FORMAT_TEXT && (in_table || i == npos - 1)) {
-            time_text(a, sizeof a, sec[0][i]);
-            time_text(b, sizeof b, sec[1][i]);
-            fprintf(tr->out, "  %5d ", pos[i]);
-            right(tr->out, a, 12);
-            fputc(' ', tr->out);
-            right(tr->out, b, 12);
-            fprintf(tr->out, " %7.1fx\n", sec[0][i] / sec[1][i]);
+        if (in_table || i == npos - 1) {
+            char t[16], ratio[32];
+            snprintf(t, sizeof t, "%d", pos[i]);
+            if (tr->format == FORMAT_TEXT) {
+                time_text(a, sizeof a, sec[0][i]);
+                time_text(b, sizeof b, sec[1][i]);
+                snprintf(ratio, sizeof ratio, "%.1fx", sec[0][i] / sec[1][i]);
+            } else {
+                snprintf(a, sizeof a, "%.9f", sec[0][i]);
+                snprintf(b, sizeof b, "%.9f", sec[1][i]);
+                snprintf(ratio, sizeof ratio, "%.1f", sec[0][i] / sec[1][i]);
+            }
+            const char *row[] = {t, a, b, ratio};
+            trace_table_row(tr, &TIMES, row);
         }
     }
     if (tr->format == FORMAT_TEXT) {
@@ -393,9 +406,7 @@ int lesson4_run(const Options *opt, Trace *tr) {
     // Prefill against decode.
     trace_heading(tr, "Prefill against decode: FLOPs per byte of weights read", "预填充与解码：每读取一个字节的权重做多少次运算");
     double t_prompt = time_forward(&s, &m, tokens, p, 0, repeat, samples, NULL);
-    if (tr->format == FORMAT_TEXT)
-        fprintf(tr->out, "  %-34s %5s %9s %8s %8s %7s %10s %8s %7s\n", "", trace_text(tr, "rows", "行"), "MFLOP",
-                trace_text(tr, "W MB", "权重 MB"), "KV MB", "FLOP/B", trace_text(tr, "time", "耗时"), "GFLOP/s", "GB/s");
+    trace_table_head(tr, &KINDS);
     show_kind(tr, "prefill", "prefill of the prompt", "预填充：提示词", g, p, 0, t_prompt, repeat);
     show_kind(tr, "prefill-context", "no cache at the last position", "无缓存：最后一个位置", g, pos[npos - 1] + 1, 0,
               sec[0][npos - 1], repeat);

@@ -10,7 +10,7 @@
 // reserves up front; then the same for real models (the presets of `kvdemo
 // memory`), and the trade of §7's last sentence, 空间换时间, in one table:
 // per token, FLOPs the cache saves against bytes it holds.
-#include "gptcmd.h"
+#include "gptsetup.h"
 #include "lessons.h"
 #include "memory.h"
 #include "ops.h"
@@ -52,23 +52,37 @@ static double saved_real(const MemModel *m, int t) {
     return 2.0 * m->params * rows_saved + 4.0 * m->layers * d * (seen_full - seen_one);
 }
 
+// The trade, one row per model and position: FLOPs saved, bytes held (in
+// decimal and binary units; JSON: the bytes), FLOPs per byte.
+static const TraceColumn TRADE_COLS[] = {
+    {"model", "模型", 18, 0, "model"}, {"t", "t", 7, 1, NULL},
+    {"FLOPs saved", "省下 FLOP", 12, 1, "flops_saved"}, {"held", "占用", 11, 1, "bytes_held"},
+    {"", "", 11, 1, "held_binary"}, {"FLOP/B", "FLOP/B", 10, 1, "flops_per_byte"},
+};
+static const TraceTable TRADE = {"trade", 6, TRADE_COLS};
+
 static void trade_row(Trace *tr, const char *run, const char *label, int t, double saved, uint64_t held) {
-    char name[48], a[32], b[32];
+    char name[48], a[32], b[32], tt[16], sv[32], per[32];
     trace_run(tr, run);
     snprintf(name, sizeof name, "flops_saved[t=%d]", t);
     trace_value(tr, name, saved, "FLOP", NULL, NULL);
     snprintf(name, sizeof name, "bytes_held[t=%d]", t);
     trace_count(tr, name, (int64_t)held, NULL, NULL);
+    snprintf(tt, sizeof tt, "%d", t);
+    snprintf(sv, sizeof sv, "%.3g", saved);
+    if (tr->format == FORMAT_TEXT) memory_decimal(a, sizeof a, (double)held);
+    else snprintf(a, sizeof a, "%llu", (unsigned long long)held);
+    memory_binary(b, sizeof b, (double)held);
+    snprintf(per, sizeof per, "%.1f", saved / (double)held);
+    const char *row[] = {label, tt, sv, a, b, per};
+    trace_table_row(tr, &TRADE, row);
     trace_run(tr, NULL);
-    if (tr->format != FORMAT_TEXT) return;
-    fprintf(tr->out, "  %s%*s %7d %12.3g %11s %11s %10.1f\n", label, 18 - utf8_width(label), "", t, saved,
-            memory_decimal(a, sizeof a, (double)held), memory_binary(b, sizeof b, (double)held), saved / (double)held);
 }
 
 int lesson5_run(const Options *opt, Trace *tr) {
     GptModel m;
     int random_model = 0;
-    int rc = gptcmd_model(&m, opt, 1, &random_model);
+    int rc = gptsetup_model(&m, opt, 1, &random_model);
     if (rc) return rc;
     GptConfig g = m.cfg;
     const char *prompt_text = opt->n_prompts ? opt->prompts[0] : "ROMEO:";
@@ -76,7 +90,7 @@ int lesson5_run(const Options *opt, Trace *tr) {
     GptState s = {0};
     Lengths lens = {0};
     char a[40], b[40], c[40], d[40];
-    rc = gptcmd_prompt(&tokens, &p, &m, prompt_text, g.T + 1);
+    rc = gptsetup_prompt(&tokens, &p, &m, prompt_text, g.T + 1);
     if (rc) goto done;
     if (p >= g.T) {
         fprintf(stderr, "kvdemo: lesson 5: the prompt has %d tokens; the context holds %d, so give at most %d\n", p,
@@ -84,9 +98,6 @@ int lesson5_run(const Options *opt, Trace *tr) {
         rc = 2;
         goto done;
     }
-    if (opt->runs != RUN_BOTH)
-        fprintf(stderr, "kvdemo: lesson 5 measures the cache's size; %s ignored\n",
-                opt->runs == RUN_CACHE ? "--cache" : "--no-cache");
     int steps = g.T - p + 1;   // the last step feeds position T - 1: the cache is full
     lens.len = malloc(sizeof(int) * (size_t)steps);
     if (!lens.len || gpt_state_init(&s, g) || ops_set_threads(opt->threads)) {
@@ -186,10 +197,14 @@ int lesson5_run(const Options *opt, Trace *tr) {
     // Real models.
     trace_heading(tr, "Real models (fp16: 2 bytes a value; `kvdemo memory --list`)",
                   "真实模型（fp16：每个数 2 字节；`kvdemo memory --list`）");
-    if (tr->format == FORMAT_TEXT)
-        fprintf(tr->out, "  %s%*s %11s %11s %16s\n", trace_text(tr, "model", "模型"),
-                15 - utf8_width(trace_text(tr, "model", "模型")), "", "B/token", trace_text(tr, "weights", "     权重"),
-                trace_text(tr, "cache = weights", "     缓存 = 权重"));
+    static const TraceColumn MODEL_COLS[] = {
+        {"model", "模型", 15, 0, "model"},
+        {"B/token", "B/token", 11, 1, "bytes_per_token"},
+        {"weights", "权重", 11, 1, "weight_bytes"},
+        {"cache = weights", "缓存 = 权重", 16, 1, "tokens_to_equal_weights"},
+    };
+    static const TraceTable MODELS = {"real_models", 4, MODEL_COLS};
+    trace_table_head(tr, &MODELS);
     for (int i = 0; i < NUM_MEM_PRESETS; i++) {
         const MemModel *r = &MEM_PRESETS[i];
         uint64_t tok = 0;
@@ -201,11 +216,19 @@ int lesson5_run(const Options *opt, Trace *tr) {
         // With a window the cache of one sequence stops growing.
         int never = r->window && cross > r->window;
         if (!never) trace_count(tr, "tokens_to_equal_weights", (int64_t)cross, NULL, NULL);
+        // Text: grouped digits and units; JSON: the numbers.
+        if (tr->format == FORMAT_TEXT) {
+            snprintf(c, sizeof c, trace_text(tr, "%s tokens", "%s 个 token"), memory_grouped(a, sizeof a, (uint64_t)cross));
+            memory_grouped(b, sizeof b, tok);
+            memory_decimal(d, sizeof d, w);
+        } else {
+            snprintf(c, sizeof c, "%.0f", cross);
+            snprintf(b, sizeof b, "%llu", (unsigned long long)tok);
+            snprintf(d, sizeof d, "%.0f", w);
+        }
+        const char *row[] = {r->name, b, d, never ? trace_text(tr, "never (window)", "不会（窗口）") : c};
+        trace_table_row(tr, &MODELS, row);
         trace_run(tr, NULL);
-        if (tr->format != FORMAT_TEXT) continue;
-        snprintf(c, sizeof c, trace_text(tr, "%s tokens", "%s 个 token"), memory_grouped(a, sizeof a, (uint64_t)cross));
-        fprintf(tr->out, "  %-15s %11s %11s %16s\n", r->name, memory_grouped(b, sizeof b, tok),
-                memory_decimal(d, sizeof d, w), never ? trace_text(tr, "never (window)", "不会（窗口）") : c);
     }
     trace_sayf(tr,
                "\nThe last column is the length at which one sequence's cache is as large as the weights (a batch\n"
@@ -227,10 +250,8 @@ int lesson5_run(const Options *opt, Trace *tr) {
                "字节（t + 1 个位置）。字符级 GPT 的计算量是逐项数出来的；真实模型按每个参数每行 2 次运算\n"
                "（缩放定律论文的近似，2020）加上注意力估算。%s",
                trace_text(tr, "This is §7's 空间换时间: space traded for time.", "这就是第 7 节说的“空间换时间”。"));
-    if (tr->format == FORMAT_TEXT)
-        fprintf(tr->out, "\n  %s%*s %7s %12s %11s %11s %10s\n", trace_text(tr, "model", "模型"),
-                18 - utf8_width(trace_text(tr, "model", "模型")), "", "t", trace_text(tr, "FLOPs saved", "省下 FLOP"),
-                trace_text(tr, "held", "占用"), "", "FLOP/B");
+    if (tr->format == FORMAT_TEXT) fputc('\n', tr->out);
+    trace_table_head(tr, &TRADE);
     const int char_t[] = {16, 64, 128, 255};
     for (size_t i = 0; i < sizeof char_t / sizeof char_t[0]; i++) {
         int t = char_t[i] < g.T ? char_t[i] : g.T - 1;

@@ -20,8 +20,8 @@
 // The model is the char GPT of lesson 10 (the shipped model, or --model,
 // or --init random). Legend as in gpt.h and kvpage.h: V vocabulary, T
 // context, B block size, N samples, L layers, H heads, D head size.
-#include "gptcmd.h"
 #include "gptpaged.h"
+#include "gptsetup.h"
 #include "kvpage.h"
 #include "kvsim.h"
 #include "lessons.h"
@@ -697,18 +697,15 @@ int lesson61_run(const Options *opt, Trace *tr) {
         fprintf(stderr, "kvdemo: lesson 6.1: sample i draws with seed --seed + i, which must stay below 2**32; give a smaller --seed\n");
         return 2;
     }
-    if (opt->runs != RUN_BOTH)
-        fprintf(stderr, "kvdemo: lesson 6.1 always compares the paged cache with the contiguous one; --cache and "
-                        "--no-cache change nothing\n");
     Scene sc = {0};
     int random_model = 0;
-    int rc = gptcmd_model(&sc.m, opt, 1, &random_model);
+    int rc = gptsetup_model(&sc.m, opt, 1, &random_model);
     if (rc) return rc;
     if (random_model)
         fprintf(stderr, "kvdemo: lesson 6.1: %s is missing; using a random model of the seed preset (its text is noise)\n",
                 GPT_SHIPPED_MODEL);
     int n_prompt = 0;
-    rc = gptcmd_prompt(&sc.prompt, &n_prompt, &sc.m, opt->n_prompts ? opt->prompts[0] : "ROMEO:", 0);
+    rc = gptsetup_prompt(&sc.prompt, &n_prompt, &sc.m, opt->n_prompts ? opt->prompts[0] : "ROMEO:", 0);
     if (rc) {
         scene_free(&sc);
         return rc;

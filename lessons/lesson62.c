@@ -203,17 +203,6 @@ static double generate_timed(LlamaModel *m, float *logits, int *tok, int P, int 
 // ----------------------------------------------------------------------------
 // What the lesson shows
 
-// Columns a UTF-8 string takes on a terminal: 2 for a Chinese character
-// (three bytes), 1 for ASCII; enough to line up the head map.
-static int text_width(const char *s) {
-    int w = 0;
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p < 0x80) w += 1;
-        else if (*p >= 0xe0) w += 2;
-    }
-    return w;
-}
-
 static void show_variant(Trace *tr, const Variant *v, int64_t mha_params) {
     const LlamaConfig *c = &v->m.cfg;
     int H = c->n_heads, G = c->n_kv_heads, D = c->head_dim, C = c->dim;
@@ -272,20 +261,24 @@ static void show_head_map(Trace *tr, const Variant *vs) {
     trace_say(tr,
               "Which key/value head each query head reads: kv_head = h // (n_heads // n_kv_heads)",
               "每个查询头读取哪个 key/value 头：kv_head = h // (n_heads // n_kv_heads)");
-    char line[256];
-    const char *head = trace_text(tr, "query head h", "查询头 h");
-    int o = snprintf(line, sizeof line, "  %s%*s", head, 22 - text_width(head), "");
-    for (int h = 0; h < H && o < (int)sizeof line - 4; h++)
-        o += snprintf(line + o, sizeof line - (size_t)o, " %2d", h);
-    trace_say(tr, line, line);
+    // One column for the variant, then one per query head (at most 32 shown).
+    enum { MAX_SHOWN = 32 };
+    int shown = H < MAX_SHOWN ? H : MAX_SHOWN;
+    TraceColumn cols[1 + MAX_SHOWN] = {{"query head h", "查询头 h", 22, 0, "variant"}};
+    char heads[MAX_SHOWN][12], cells[1 + MAX_SHOWN][64];
+    const char *row[1 + MAX_SHOWN];
+    for (int h = 0; h < shown; h++) {
+        snprintf(heads[h], sizeof heads[h], "%d", h);
+        cols[1 + h] = (TraceColumn){heads[h], heads[h], 2, 1, NULL};
+    }
+    TraceTable table = {"kv_head_map", 1 + shown, cols};
+    trace_table_head(tr, &table);
     for (int i = 0; i < NUM_VARIANTS; i++) {
         int G = vs[i].m.cfg.n_kv_heads;
-        char label[64];
-        snprintf(label, sizeof label, "%s (n_kv_heads %d)", vs[i].label, G);
-        o = snprintf(line, sizeof line, "  %-22s", label);
-        for (int h = 0; h < H && o < (int)sizeof line - 4; h++)
-            o += snprintf(line + o, sizeof line - (size_t)o, " %2d", h / (H / G));
-        trace_say(tr, line, line);
+        snprintf(cells[0], sizeof cells[0], "%s (n_kv_heads %d)", vs[i].label, G);
+        for (int h = 0; h < shown; h++) snprintf(cells[1 + h], sizeof cells[1 + h], "%d", h / (H / G));
+        for (int c = 0; c <= shown; c++) row[c] = cells[c];
+        trace_table_row(tr, &table, row);
     }
     trace_say(tr, "", "");
 }

@@ -22,7 +22,7 @@
 #include "attention.h"
 #include "flash.h"
 #include "gpt.h"
-#include "gptcmd.h"
+#include "gptsetup.h"
 #include "lessons.h"
 #include "utf8.h"
 #include "ops.h"
@@ -542,7 +542,7 @@ static double time_last_step(float *logits, GptState *s, const GptModel *m, cons
 static int gpt_step(Trace *tr, const Options *opt) {
     GptModel m;
     int random_model = 0;
-    int rc = gptcmd_model(&m, opt, 1, &random_model);
+    int rc = gptsetup_model(&m, opt, 1, &random_model);
     if (rc) return rc;
     GptConfig g = m.cfg;
     int repeat = opt->repeat ? opt->repeat : 5, tile = opt->tile ? opt->tile : FLASH_DEFAULT_TILE;
@@ -605,9 +605,6 @@ int lesson63_run(const Options *opt, Trace *tr) {
         toy_end(&d, &s, 1);
         return 1;
     }
-    if (opt->runs != RUN_BOTH)
-        fprintf(stderr, "kvdemo: lesson 6.3 has no cached and uncached runs; %s ignored\n",
-                opt->runs == RUN_CACHE ? "--cache" : "--no-cache");
     trace_heading(tr, "Lesson 6.3 — FlashAttention: tiled attention with an online softmax (seed 000, section 6.3)",
                   "第 6.3 课 —— FlashAttention 优化技术（000 第 6.3 节）");
     trace_say(tr,

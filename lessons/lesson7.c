@@ -16,27 +16,22 @@
 #include "ops.h"
 #include "timer.h"
 #include "toy.h"
-#include "utf8.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 
 enum { DEFAULT_REPEAT = 101 };
 
-// The table's columns: step, tokens, then four counts.
-static const int COLUMNS[6] = {5, 24, 10, 8, 10, 8};
-
-// text padded to width terminal columns (a CJK character takes two), then a
-// space; right-aligned when right is 1.
-static void cell(FILE *f, const char *text, int width, int right) {
-    int pad = width - utf8_width(text);
-    if (right)
-        for (int i = 0; i < pad; i++) fputc(' ', f);
-    fputs(text, f);
-    if (!right)
-        for (int i = 0; i < pad; i++) fputc(' ', f);
-    fputc(' ', f);
-}
+// The table: step, tokens, then the K/V rows each way, per step and in total.
+static const TraceColumn COLUMNS[] = {
+    {"step", "步", 5, 0, NULL},
+    {"tokens", "输入", 24, 0, NULL},
+    {"no cache", "不使用缓存", 10, 1, "kv_rows_nocache"},
+    {"total", "累计", 8, 1, "kv_rows_total_nocache"},
+    {"cache", "使用缓存", 10, 1, "kv_rows_cache"},
+    {"total", "累计", 8, 1, "kv_rows_total_cache"},
+};
+static const TraceTable TABLE = {"kv_rows", 6, COLUMNS};
 
 // The whole loop without the cache: every step recomputes all of its tokens.
 static void loop_nocache(AttnStep *steps, const ToyData *d, int n) {
@@ -96,8 +91,6 @@ int lesson7_run(const Options *opt, Trace *tr) {
     double t_c = median_time(repeat, steps, &c, outs, &d, n, 1);
 
     lessons_heading(tr);
-    if (opt->runs != RUN_BOTH)
-        fprintf(stderr, "kvdemo: lesson 7 counts both ways side by side; --cache/--no-cache ignored\n");
     trace_say(tr,
               "Each step feeds one token more than the step before. Count the rows of K and V\n"
               "each step computes, without the cache and with it.\n",
@@ -109,14 +102,7 @@ int lesson7_run(const Options *opt, Trace *tr) {
                   "added to data/tianqi.txt so that the loop runs longer.)\n",
                   "（文章的例子只到“真”为止：之后各行 X 是 kvdemo 自己补的数字，\n"
                   "写在 data/tianqi.txt 里，好让循环多跑几步。）\n");
-    if (tr->format == FORMAT_TEXT) {
-        const char *head[] = {trace_text(tr, "step", "步"), trace_text(tr, "tokens", "输入"),
-                              trace_text(tr, "no cache", "不使用缓存"), trace_text(tr, "total", "累计"),
-                              trace_text(tr, "cache", "使用缓存"), trace_text(tr, "total", "累计")};
-        fputs("  ", tr->out);
-        for (int i = 0; i < 6; i++) cell(tr->out, head[i], COLUMNS[i], i >= 2);
-        fputc('\n', tr->out);
-    }
+    trace_table_head(tr, &TABLE);
     long long tot_nc = 0, tot_c = 0;
     int all_same = 1;
     for (int s = 1; s <= n; s++) {
@@ -125,18 +111,14 @@ int lesson7_run(const Options *opt, Trace *tr) {
         trace_step(tr, s);
         char in[512];
         toy_tokens(&d, 0, s, in, sizeof in);
-        if (tr->format == FORMAT_TEXT) {
-            char num[5][24];
-            snprintf(num[0], sizeof num[0], "%d", s);
-            snprintf(num[1], sizeof num[1], "%d", steps[s - 1].kv_rows);
-            snprintf(num[2], sizeof num[2], "%lld", tot_nc);
-            snprintf(num[3], sizeof num[3], "%d", outs[s - 1].kv_rows);
-            snprintf(num[4], sizeof num[4], "%lld", tot_c);
-            const char *row[] = {num[0], in, num[1], num[2], num[3], num[4]};
-            fputs("  ", tr->out);
-            for (int i = 0; i < 6; i++) cell(tr->out, row[i], COLUMNS[i], i >= 2);
-            fputc('\n', tr->out);
-        }
+        char num[5][24];
+        snprintf(num[0], sizeof num[0], "%d", s);
+        snprintf(num[1], sizeof num[1], "%d", steps[s - 1].kv_rows);
+        snprintf(num[2], sizeof num[2], "%lld", tot_nc);
+        snprintf(num[3], sizeof num[3], "%d", outs[s - 1].kv_rows);
+        snprintf(num[4], sizeof num[4], "%lld", tot_c);
+        const char *row[] = {num[0], in, num[1], num[2], num[3], num[4]};
+        trace_table_row(tr, &TABLE, row);
         Tensor full = tensor_view2(steps[s - 1].output + (s - 1) * d.dv, 1, d.dv);
         Tensor cached = tensor_view2(outs[s - 1].output, 1, d.dv);
         trace_run(tr, "no-cache");

@@ -31,9 +31,9 @@ static void step_line(Trace *tr, const char *left, const char *unit, const char 
 }
 
 int lesson8_run(const Options *opt, Trace *tr) {
+    (void)opt;   // the article's example has no option
     const MemModel *g = memory_preset("gpt3-175b");
-    char a[40], d[32], bi[32];
-    if (opt->runs != RUN_BOTH) fprintf(stderr, "kvdemo: lesson 8 has no run without the cache; --cache/--no-cache ignored\n");
+    char d[32], bi[32];
 
     lessons_heading(tr);
     trace_say(tr,
@@ -95,28 +95,36 @@ int lesson8_run(const Options *opt, Trace *tr) {
     // The same sum for other batches and lengths.
     trace_heading(tr, "Other batches and lengths (GB = 10^9 bytes; * where the cache outgrows the weights)",
                   "其他批大小与长度（GB = 10^9 字节；* 表示缓存超过了权重）");
-    if (tr->format == FORMAT_TEXT) {
-        fprintf(tr->out, "  %-12s", trace_text(tr, "s + n", "s + n"));
-        for (int j = 0; j < NB; j++) {
-            snprintf(a, sizeof a, "b = %d", BATCHES[j]);
-            fprintf(tr->out, " %12s", a);
-        }
-        fputc('\n', tr->out);
+    // One column of lengths, one per batch; a cell is GB in text (* past
+    // the weights) and bytes in JSON.
+    char heads[NB][16];
+    TraceColumn cols[NB + 1];
+    cols[0] = (TraceColumn){"s + n", "s + n", 12, 0, "tokens"};
+    for (int j = 0; j < NB; j++) {
+        snprintf(heads[j], sizeof heads[j], "b = %d", BATCHES[j]);
+        cols[j + 1] = (TraceColumn){heads[j], heads[j], 12, 1, NULL};
     }
+    const TraceTable table = {"bytes", NB + 1, cols};
+    trace_table_head(tr, &table);
     for (int i = 0; i < NL; i++) {
-        if (tr->format == FORMAT_TEXT) fprintf(tr->out, "  %-12d", LENGTHS[i]);
+        char cells[NB + 1][32];
+        const char *row[NB + 1];
+        snprintf(cells[0], sizeof cells[0], "%d", LENGTHS[i]);
+        row[0] = cells[0];
         for (int j = 0; j < NB; j++) {
             uint64_t bytes = 0;
             memory_cache_bytes(&bytes, g, FP16_BITS, (uint64_t)LENGTHS[i], (uint64_t)BATCHES[j]);
             char name[64];
             snprintf(name, sizeof name, "bytes[b=%d,tokens=%d]", BATCHES[j], LENGTHS[i]);
             trace_count(tr, name, (int64_t)bytes, NULL, NULL);
-            if (tr->format == FORMAT_TEXT) {
-                snprintf(a, sizeof a, "%.1f GB%s", (double)bytes / 1e9, (double)bytes > weights ? "*" : " ");
-                fprintf(tr->out, " %12s", a);
-            }
+            if (tr->format == FORMAT_TEXT)
+                snprintf(cells[j + 1], sizeof cells[j + 1], "%.1f GB%s", (double)bytes / 1e9,
+                         (double)bytes > weights ? "*" : " ");
+            else
+                snprintf(cells[j + 1], sizeof cells[j + 1], "%llu", (unsigned long long)bytes);
+            row[j + 1] = cells[j + 1];
         }
-        if (tr->format == FORMAT_TEXT) fputc('\n', tr->out);
+        trace_table_row(tr, &table, row);
     }
 
     // Where the cache equals the weights: b · (s + n) · bytes per token = weights.

@@ -155,8 +155,6 @@ static void run(Trace *tr, const ToyData *d, AttnStep *orig, AttnStep *s, int ca
 }
 
 int lesson9_run(const Options *opt, Trace *tr) {
-    if (opt->runs != RUN_BOTH)
-        fprintf(stderr, "kvdemo: lesson 9 compares the causal mask with none; --cache/--no-cache ignored\n");
     ToyData d;
     AttnStep steps[2], *orig = &steps[0], *s = &steps[1];   // as computed; rerun after a change
     if (toy_begin(&d, steps, 2, TOKENS, opt, tr->lesson, TOKENS)) return 1;

@@ -21,9 +21,11 @@ typedef struct {
     const char *title_zh;
     const char *section;   // "000 §2.1"
     LessonRun run;         // NULL while the lesson is not built yet
-    const char *options;   // the lesson-specific options it understands,
-                           // space separated ("--data --repeat"); the common
-                           // ones (--cache, --trace, --format, ...) always apply
+    // The options it honours: 1 at their OptionId (the command line says
+    // so of every other option given).
+    unsigned char options[NUM_OPTION_IDS];
+    const char *shows_en;  // what it shows, a sentence for its help (or NULL)
+    const char *shows_zh;
 } Lesson;
 
 extern const Lesson LESSONS[];

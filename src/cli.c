@@ -1,117 +1,313 @@
-// cli — the command line: kvdemo [list | lesson ID | help | ...] [options].
+// cli — the command line: kvdemo [global options] COMMAND [ARGS] [options].
 //
-// Every option is a row of one table that says which commands accept it; the
-// parser fills an Options and a Trace from it. Bad input gets one line on
-// stderr naming the problem and what would be valid, and exit status 2.
+// Two tables drive it. OPTIONS has one row per option: its name, what kind of
+// value it takes, where the value goes (an offset into Cli), which commands
+// accept it (a mask of CMD_ bits) and its help in English and Chinese.
+// COMMANDS has one row per command: its name, the function that runs it, how
+// many plain arguments it takes and its help. Lessons say which options they
+// honour in their own table (lessons.c), an array indexed by OptionId.
+//
+// To add an option: a name in OptionId (options.h), a field where its value
+// goes (Options, or Cli below for how the output looks), and one row in
+// OPTIONS; then add O(NEW) to the rows of LESSONS (lessons.c) that honour
+// it (and ONLY_WHERE_HONOURED to its row if a lesson that does not honour it
+// must refuse it rather than ignore it). To add a command: a CMD_ name below, its cmd_ function (declared above
+// COMMANDS), one row in COMMANDS, and CMD_BIT(CMD_NEW) in the rows of the
+// options it accepts. Choices are matched without case ("--format JSON").
+//
+// The parser is written by hand rather than with getopt_long because getopt
+// cannot do what the tables ask: options before and after the command with
+// the command deciding which are valid, the same name meaning a number for one
+// command and a list for another (--steps), a repeated option collected into
+// a list (--prompt), a "did you mean" for a misspelt name, and values checked
+// against a range or a list of choices. Bad input gets one line on stderr
+// naming the problem and what would be valid, and exit status 2.
 #include "cli.h"
 
 #include "gptcmd.h"
 #include "lessons.h"
 #include "memory.h"
 #include "options.h"
+#include "paths.h"
 #include "pool.h"
 #include "race.h"
 #include "screen.h"
 #include "trace.h"
+#include "utf8.h"
 
 #include <errno.h>
-#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #define KVDEMO_VERSION "0.1.0"
 
-enum { EXIT_USAGE = 2 };
+enum { EXIT_USAGE = 2, MAX_ARGS = 4 };
 
-#define COMMANDS "list, lesson, generate, race, bench, init, train, eval, memory, help"
+// What the command line asked for: the Options that commands and lessons
+// read, the Trace's form, and the plain arguments after the command.
+typedef struct {
+    Options opt;
+    Trace tr;
+    int color;                    // --color: 0 auto, 1 always, 2 never
+    int width;                    // --width N: columns of a screen (0: not given)
+    int help, version;            // --help / -h, --version / -V
+    const char *args[MAX_ARGS];   // "lesson 2": {"2"}
+    int n_args;
+} Cli;
+
+// An option's value is written through its offset into Cli; the enums it
+// fills (--format, --trace, --lang) must be int-sized for that.
+_Static_assert(sizeof(TraceFormat) == sizeof(int) && sizeof(TraceLevel) == sizeof(int) &&
+                   sizeof(Lang) == sizeof(int),
+               "enums filled through an int");
+// --prompt appends to prompts[] and counts in the int that follows it.
+_Static_assert(offsetof(Options, n_prompts) == offsetof(Options, prompts) + sizeof(const char *) * MAX_PROMPTS,
+               "n_prompts follows prompts");
+
+// ----------------------------------------------------------------------------
+// The commands' names, in the order of their rows in COMMANDS
+
+typedef enum { CMD_LIST, CMD_LESSON, CMD_GENERATE, CMD_RACE, CMD_BENCH, CMD_INIT, CMD_TRAIN, CMD_EVAL,
+               CMD_MEMORY, CMD_HELP, CMD_VERSION, NUM_COMMANDS } CommandId;
+#define CMD_BIT(c) (1u << (c))
+_Static_assert(NUM_COMMANDS <= 32, "command masks are unsigned");
+#define ALL_COMMANDS ((1u << NUM_COMMANDS) - 1)
 
 // ----------------------------------------------------------------------------
 // The options
 
-typedef enum { ARG_FLAG, ARG_INT, ARG_DOUBLE, ARG_STRING } ArgKind;
+typedef enum {
+    ARG_FLAG,     // no value: stores (int)min
+    ARG_INT,      // a whole number from min to max, into an int
+    ARG_I64,      // a whole number from min to max, into an int64_t
+    ARG_U64,      // a whole number from min to max, into a uint64_t
+    ARG_DOUBLE,   // a number from min to max, into a double
+    ARG_STRING,   // any non-empty text, into a const char *
+    ARG_CHOICE,   // one of metavar's choices ("seed|tiny"), stored as that choice's text
+    ARG_ENUM,     // one of metavar's choices, stored as its index (an int)
+    ARG_LOCALE,   // an ARG_ENUM that also takes a locale's name: zh_CN.UTF-8 is zh
+    ARG_APPEND,   // text added to a list of up to `repeats` (the count is the int after it)
+} ArgKind;
 
 typedef struct {
+    OptionId id;
     const char *name;       // "--precision"
     ArgKind kind;
-    const char *metavar;    // "N"
-    const char *commands;   // the commands that accept it, space separated
-    double min, max;        // range of a number
-    const char *choices;    // "text|json" for a string with fixed choices
-    const char *help;
+    const char *metavar;    // "N", or the choices "text|json"
+    size_t dest;            // where the value goes: offsetof(Cli, ...)
+    int repeats;            // how many times it may be given
+    unsigned commands;      // CMD_BIT(...) of the commands that accept it
+    double min, max;        // range of a number (ARG_FLAG: min is the value stored)
+    const char *en, *zh;    // one line of help
 } OptionSpec;
 
+#define AT(field) offsetof(Cli, field)
+#define LIST CMD_BIT(CMD_LIST)
+#define LESSON CMD_BIT(CMD_LESSON)
+#define GENERATE CMD_BIT(CMD_GENERATE)
+#define RACE CMD_BIT(CMD_RACE)
+#define BENCH CMD_BIT(CMD_BENCH)
+#define INIT CMD_BIT(CMD_INIT)
+#define TRAIN CMD_BIT(CMD_TRAIN)
+#define EVAL CMD_BIT(CMD_EVAL)
+#define MEMORY CMD_BIT(CMD_MEMORY)
+#define HELP CMD_BIT(CMD_HELP)
+
 static const OptionSpec OPTIONS[] = {
-    // What every lesson understands.
-    {"--cache", ARG_FLAG, NULL, "lesson generate", 0, 0, NULL, "only the run with the KV cache"},
-    {"--no-cache", ARG_FLAG, NULL, "lesson generate", 0, 0, NULL, "only the run without it (lessons: default both, then a comparison)"},
-    {"--trace", ARG_STRING, "LEVEL", "lesson", 0, 0, "none|summary|full", "how many intermediate tensors to print (default full)"},
-    {"--precision", ARG_INT, "N", "lesson", 0, 16, NULL, "decimals of printed tensors (default 4, as PyTorch)"},
-    {"--format", ARG_STRING, "FMT", "lesson generate race bench memory", 0, 0, "text|json", "text for people, JSON Lines for scripts (default text)"},
-    {"--lang", ARG_STRING, "LANG", "lesson race list memory", 0, 0, "en|zh", "narration language (default from LANG)"},
-    {"--step", ARG_FLAG, NULL, "lesson", 0, 0, NULL, "wait for Enter after each step (on a terminal)"},
-    {"--color", ARG_STRING, "WHEN", "lesson", 0, 0, "auto|always|never", "colours: heat maps of scores and weights (default auto; NO_COLOR honoured)"},
-    {"--width", ARG_INT, "N", "lesson", 20, 1000, NULL, "columns of a screen: lines wrapped, wide tensors elided (--step: $COLUMNS or the terminal's)"},
+    // What every lesson understands (and says so when it has no use for it).
+    {OPT_CACHE, "--cache", ARG_FLAG, NULL, AT(opt.runs), 1, LESSON | GENERATE, RUN_CACHE, 0,
+     "only the run with the KV cache", "只运行使用 KV 缓存的一次"},
+    {OPT_NO_CACHE, "--no-cache", ARG_FLAG, NULL, AT(opt.runs), 1, LESSON | GENERATE, RUN_NOCACHE, 0,
+     "only the run without it (default: both, compared)",
+     "只运行不使用缓存的一次（课程默认两次都跑，再对比）"},
+    {OPT_TRACE, "--trace", ARG_ENUM, "none|summary|full", AT(tr.level), 1, LESSON, 0, 0,
+     "how many tensors to print (default full)", "打印多少中间张量（默认 full）"},
+    {OPT_PRECISION, "--precision", ARG_INT, "N", AT(tr.precision), 1, LESSON, 0, 16,
+     "decimals of printed tensors (default 4, as PyTorch)", "张量打印的小数位数（默认 4，与 PyTorch 相同）"},
+    {OPT_FORMAT, "--format", ARG_ENUM, "text|json", AT(tr.format), 1, LESSON | GENERATE | RACE | BENCH | MEMORY, 0, 0,
+     "text for people (default), JSON Lines for scripts", "text 给人看，JSON Lines 给脚本（默认 text）"},
+    {OPT_LANG, "--lang", ARG_LOCALE, "en|zh", AT(tr.lang), 1, LIST | LESSON | GENERATE | RACE | BENCH | MEMORY | HELP, 0, 0,
+     "narration language (default from LANG)", "讲解的语言（默认取自 LANG）"},
+    {OPT_STEP, "--step", ARG_FLAG, NULL, AT(tr.step_pause), 1, LESSON, 1, 0,
+     "wait for Enter after each step (on a terminal)", "每一步之后等待回车（在终端上）"},
+    {OPT_COLOR, "--color", ARG_ENUM, "auto|always|never", AT(color), 1, LESSON, 0, 0,
+     "heat maps of scores and weights (default auto)",
+     "scores 和 weights 的热力图（默认 auto）"},
+    {OPT_WIDTH, "--width", ARG_INT, "N", AT(width), 1, LESSON, 20, 1000,
+     "columns of a screen: lines wrapped, wide tensors elided (--step: COLUMNS or the terminal's)",
+     "屏幕的列数：长行折行，过宽的张量省略中间列（--step：取 COLUMNS 或终端的宽度）"},
+    {OPT_NO_RACE, "--no-race", ARG_FLAG, NULL, AT(opt.no_race), 1, LESSON, 1, 0,
+     "lesson 10 on a terminal: the runs in turn, not the live race",
+     "第 10 课在终端上：两次运行先后进行，而不是实时赛跑"},
     // Where they apply.
-    {"--repeat", ARG_INT, "N", "lesson bench", 1, 100000, NULL, "time each run N times and report the median"},
-    {"--data", ARG_STRING, "FILE", "lesson train eval", 0, 0, NULL, "the example's numbers (lessons 1-9, default data/tianqi.txt); the training text"},
-    {"--model", ARG_STRING, "FILE", "lesson generate race bench eval memory", 0, 0, NULL, "a model file (default data/tinyshakespeare-gpt.bin); memory: a preset name too"},
-    {"--init", ARG_STRING, "KIND", "lesson generate race bench", 0, 0, "random", "a random model instead of a file (with --preset and --seed)"},
-    {"--preset", ARG_STRING, "NAME", "lesson generate race bench init train", 0, 0, "seed|tiny", "model shape: seed (the chapter's: 256, 384, 6 heads, 6 blocks) or tiny"},
-    {"--seed", ARG_INT, "N", "lesson generate race bench init train", 0, 4294967295.0, NULL, "random seed, as np.random.seed(N) (default 42)"},
-    {"--steps", ARG_INT, "N", "lesson generate race bench", 1, 100000, NULL, "how many tokens to generate (bench: a list, e.g. 16,64,256)"},
-    {"--prompt", ARG_STRING, "TEXT", "lesson generate race bench", 0, 0, NULL, "the prompt (default \"ROMEO:\"; lesson 3 takes several)"},
-    {"--temperature", ARG_DOUBLE, "T", "lesson generate race", 0, 100, NULL, "sampling temperature; 0 picks the most likely token"},
-    {"--top-k", ARG_INT, "K", "lesson generate race", 0, 1000000, NULL, "draw only from the K most likely tokens (0: all)"},
-    {"--top-p", ARG_DOUBLE, "P", "lesson", 0, 1, NULL, "nucleus sampling as LLaMA's sample_top_p"},
-    {"--threads", ARG_INT, "N", "lesson generate bench train eval", 0, 1024, NULL, "threads for the arithmetic (default 0: every core)"},
-    {"--csv", ARG_STRING, "FILE", "bench", 0, 0, NULL, "also write the table as CSV"},
-    {"--out", ARG_STRING, "FILE", "init train", 0, 0, NULL, "the model file to write"},
-    {"--context", ARG_INT, "T", "train", 1, 65536, NULL, "context length (positions)"},
-    {"--embedding", ARG_INT, "C", "train", 1, 16384, NULL, "embedding size"},
-    {"--heads", ARG_INT, "H", "train", 1, 1024, NULL, "attention heads"},
-    {"--blocks", ARG_INT, "L", "train", 1, 256, NULL, "transformer blocks"},
-    {"--iters", ARG_INT, "N", "train", 1, 100000000, NULL, "training iterations"},
-    {"--batch", ARG_INT, "B", "train memory", 1, 4096, NULL, "sequences per iteration"},
-    {"--lr", ARG_DOUBLE, "X", "train", 0, 10, NULL, "peak learning rate"},
-    {"--eval-every", ARG_INT, "N", "train", 1, 100000000, NULL, "validation loss (and a checkpoint) every N iterations"},
-    {"--resume", ARG_STRING, "CHECKPOINT", "train", 0, 0, NULL, "continue from a checkpoint"},
-    {"--paged", ARG_FLAG, NULL, "generate", 0, 0, NULL, "keep the cache in blocks through a block table (lesson 6.1)"},
-    {"--block-size", ARG_INT, "B", "lesson generate", 1, 4096, NULL, "positions per block of the paged cache (generate: 16, as vLLM; lesson 6.1: 4)"},
-    {"--num-blocks", ARG_INT, "N", "generate", 1, 1000000, NULL, "blocks in the paged cache's pool (default: enough for the run)"},
-    {"--samples", ARG_INT, "N", "lesson generate", 1, 64, NULL, "continuations of one prompt that share its blocks (generate: with --paged)"},
-    {"--tokens", ARG_INT, "N", "memory", 1, 1e15, NULL, "tokens per sequence (prompt + generated)"},
-    {"--layers", ARG_INT, "L", "memory", 1, 1e9, NULL, "layers of a shape given by hand"},
-    {"--kv-heads", ARG_INT, "G", "memory", 1, 1e9, NULL, "key/value heads of that shape"},
-    {"--head-dim", ARG_INT, "D", "memory", 1, 1e9, NULL, "head size of that shape"},
-    {"--dtype", ARG_STRING, "TYPE", "memory", 0, 0, "fp32|fp16|bf16|fp8|int8|int4", "bytes per cached value (default fp16; fp32 for kvdemo's char GPT)"},
-    {"--gpu-memory", ARG_STRING, "SIZE", "memory", 0, 0, NULL, "memory of the GPU, e.g. 80GB or 24GiB: what fits beside the weights"},
-    {"--list", ARG_FLAG, NULL, "memory", 0, 0, NULL, "the presets and their published shapes"},
-    {"--attention", ARG_STRING, "KIND", "lesson generate bench", 0, 0, "plain|flash", "the char GPT's attention: plain, or flash (tiles, online softmax; default plain)"},
-    {"--tile", ARG_INT, "N", "lesson generate bench", 1, 65536, NULL, "keys per tile of flash attention (default 64)"},
-    {"--max-n", ARG_INT, "N", "lesson", 1024, 16384, NULL, "lesson 6.3: time plain and tiled attention up to N = 4^k * 1024 (default 4096)"},
-    {"--bug", ARG_STRING, "NAME", "lesson generate", 0, 0, "offset|no-append|stale|mask|wrong-layout|no-scale", "a classic cache mistake in the cached path (lesson 11; generate)"},
-    {"--kv-dtype", ARG_STRING, "TYPE", "generate bench eval", 0, 0, "fp32|bf16|fp16|int8|int4", "how the cache keeps keys and values (default fp32; lesson 12)"},
-    {"--no-race", ARG_FLAG, NULL, "lesson", 0, 0, NULL, "lesson 10 on a terminal: the runs one after the other, shapes and logits, not the live race"},
+    {OPT_REPEAT, "--repeat", ARG_INT, "N", AT(opt.repeat), 1, LESSON | BENCH, 1, 100000,
+     "time each run N times and report the median", "每次运行计时 N 遍，报告中位数"},
+    {OPT_DATA, "--data", ARG_STRING, "FILE", AT(opt.data_path), 1, LESSON, 0, 0,
+     "the example's numbers (default data/tianqi.txt)", "示例的数字（默认 data/tianqi.txt）"},
+    {OPT_DATA, "--data", ARG_STRING, "FILE", AT(opt.data_path), 1, TRAIN | EVAL, 0, 0,
+     "the training text (default data/tinyshakespeare.txt)", "训练用的文本（默认 data/tinyshakespeare.txt）"},
+    {OPT_MODEL, "--model", ARG_STRING, "FILE", AT(opt.model_path), 1, LESSON | GENERATE | RACE | BENCH | EVAL, 0, 0,
+     "a model file (default data/tinyshakespeare-gpt.bin)", "模型文件（默认 data/tinyshakespeare-gpt.bin）"},
+    {OPT_MODEL, "--model", ARG_STRING, "NAME|FILE", AT(opt.model_path), 1, MEMORY, 0, 0,
+     "a preset (memory --list shows them) or a model file", "预设的模型名（memory --list 列出）或模型文件"},
+    {OPT_INIT, "--init", ARG_CHOICE, "random", AT(opt.init), 1, LESSON | GENERATE | RACE | BENCH, 0, 0,
+     "a random model instead of a file (with --preset and --seed)", "用随机模型代替模型文件（配合 --preset 和 --seed）"},
+    {OPT_PRESET, "--preset", ARG_CHOICE, "seed|tiny", AT(opt.preset), 1, LESSON | GENERATE | RACE | BENCH | INIT | TRAIN, 0, 0,
+     "model shape: seed (the chapter's: 256, 384, 6 heads, 6 blocks) or tiny",
+     "模型形状：seed（原文的：256、384、6 个头、6 个模块）或 tiny"},
+    {OPT_SEED, "--seed", ARG_U64, "N", AT(opt.seed), 1, LESSON | GENERATE | RACE | BENCH | INIT | TRAIN, 0, 4294967295.0,
+     "random seed, as np.random.seed(N) (default 42)", "随机种子，同 np.random.seed(N)（默认 42）"},
+    {OPT_STEPS, "--steps", ARG_INT, "N", AT(opt.steps), 1, LESSON | GENERATE | RACE, 1, 100000,
+     "how many tokens to generate", "生成多少个词元"},
+    {OPT_STEPS, "--steps", ARG_STRING, "LIST", AT(opt.steps_list), 1, BENCH, 0, 0,
+     "the lengths to time, e.g. 16,64,256", "要计时的长度，例如 16,64,256"},
+    {OPT_PROMPT, "--prompt", ARG_APPEND, "TEXT", AT(opt.prompts), MAX_PROMPTS, LESSON | GENERATE | RACE | BENCH, 0, 0,
+     "the prompt (default \"ROMEO:\"; lesson 3 takes several)", "提示词（默认 \"ROMEO:\"；第 3 课可给多个）"},
+    {OPT_TEMPERATURE, "--temperature", ARG_DOUBLE, "T", AT(opt.temperature), 1, LESSON | GENERATE | RACE, 0, 100,
+     "sampling temperature; 0 picks the most likely token", "采样温度；0 表示取概率最大的词元"},
+    {OPT_TOP_K, "--top-k", ARG_INT, "K", AT(opt.top_k), 1, LESSON | GENERATE | RACE, 0, 1000000,
+     "draw only from the K most likely tokens (0: all)", "只从概率最大的 K 个词元中抽取（0：全部）"},
+    {OPT_TOP_P, "--top-p", ARG_DOUBLE, "P", AT(opt.top_p), 1, LESSON, 0, 1,
+     "nucleus sampling as LLaMA's sample_top_p", "核采样，同 LLaMA 的 sample_top_p"},
+    {OPT_THREADS, "--threads", ARG_INT, "N", AT(opt.threads), 1, LESSON | GENERATE | BENCH | TRAIN | EVAL, 0, 1024,
+     "threads for the arithmetic (default 0: every core)", "计算用的线程数（默认 0：所有核心）"},
+    {OPT_CSV, "--csv", ARG_STRING, "FILE", AT(opt.csv_path), 1, BENCH, 0, 0,
+     "also write the table as CSV", "同时把表格写成 CSV"},
+    {OPT_OUT, "--out", ARG_STRING, "FILE", AT(opt.out_path), 1, INIT | TRAIN, 0, 0,
+     "the model file to write", "要写出的模型文件"},
+    {OPT_CONTEXT, "--context", ARG_INT, "T", AT(opt.context), 1, TRAIN, 1, 65536,
+     "context length (positions)", "上下文长度（位置数）"},
+    {OPT_EMBEDDING, "--embedding", ARG_INT, "C", AT(opt.embedding), 1, TRAIN, 1, 16384,
+     "embedding size", "嵌入维度"},
+    {OPT_HEADS, "--heads", ARG_INT, "H", AT(opt.heads), 1, TRAIN, 1, 1024, "attention heads", "注意力头数"},
+    {OPT_BLOCKS, "--blocks", ARG_INT, "L", AT(opt.blocks), 1, TRAIN, 1, 256, "transformer blocks", "Transformer 模块数"},
+    {OPT_ITERS, "--iters", ARG_INT, "N", AT(opt.iters), 1, TRAIN, 1, 100000000, "training iterations", "训练迭代次数"},
+    {OPT_BATCH, "--batch", ARG_INT, "B", AT(opt.batch), 1, TRAIN, 1, 4096, "sequences per iteration", "每次迭代的序列数"},
+    {OPT_BATCH, "--batch", ARG_INT, "B", AT(opt.batch), 1, MEMORY, 1, 1e9, "sequences served at once (default 1)",
+     "同时服务的序列数（默认 1）"},
+    {OPT_LR, "--lr", ARG_DOUBLE, "X", AT(opt.lr), 1, TRAIN, 0, 10, "peak learning rate", "最大学习率"},
+    {OPT_EVAL_EVERY, "--eval-every", ARG_INT, "N", AT(opt.eval_every), 1, TRAIN, 1, 100000000,
+     "validation loss (and a checkpoint) every N iterations", "每 N 次迭代计算验证损失（并保存检查点）"},
+    {OPT_RESUME, "--resume", ARG_STRING, "CHECKPOINT", AT(opt.resume_path), 1, TRAIN, 0, 0,
+     "continue from a checkpoint", "从检查点继续训练"},
+    // The paged cache (lesson 6.1).
+    {OPT_PAGED, "--paged", ARG_FLAG, NULL, AT(opt.paged), 1, GENERATE, 1, 0,
+     "keep the cache in blocks through a block table (lesson 6.1)", "把缓存分块存放，经由块表访问（第 6.1 课）"},
+    {OPT_BLOCK_SIZE, "--block-size", ARG_INT, "B", AT(opt.block_size), 1, LESSON | GENERATE, 1, 4096,
+     "positions per block of the paged cache (generate: 16, as vLLM; lesson 6.1: 4)",
+     "分页缓存每块的位置数（generate 默认 16，同 vLLM；第 6.1 课默认 4）"},
+    {OPT_NUM_BLOCKS, "--num-blocks", ARG_INT, "N", AT(opt.num_blocks), 1, GENERATE, 1, 1000000,
+     "blocks in the paged cache's pool (default: enough for the run)", "分页缓存池中的块数（默认：够这次运行用）"},
+    {OPT_SAMPLES, "--samples", ARG_INT, "N", AT(opt.samples), 1, LESSON | GENERATE, 1, 64,
+     "continuations of one prompt that share its blocks (generate: with --paged)",
+     "同一提示词的多个续写，共享它的块（generate：配合 --paged）"},
+    // kvdemo memory.
+    {OPT_TOKENS, "--tokens", ARG_I64, "N", AT(opt.tokens), 1, MEMORY, 1, 1e15,
+     "tokens per sequence (prompt + generated)", "每个序列的词元数（提示词加生成的）"},
+    {OPT_LAYERS, "--layers", ARG_INT, "L", AT(opt.layers), 1, MEMORY, 1, 1e9, "layers of a shape given by hand",
+     "手动给出的模型形状：层数"},
+    {OPT_KV_HEADS, "--kv-heads", ARG_INT, "G", AT(opt.kv_heads), 1, MEMORY, 1, 1e9, "key/value heads of that shape",
+     "该形状的 key/value 头数"},
+    {OPT_HEAD_DIM, "--head-dim", ARG_INT, "D", AT(opt.head_dim), 1, MEMORY, 1, 1e9, "head size of that shape",
+     "该形状每个头的维度"},
+    {OPT_DTYPE, "--dtype", ARG_CHOICE, "fp32|fp16|bf16|fp8|int8|int4", AT(opt.dtype), 1, MEMORY, 0, 0,
+     "bytes per cached value (default fp16; fp32 for kvdemo's char GPT)",
+     "每个缓存值的字节数（默认 fp16；kvdemo 的字符级 GPT 为 fp32）"},
+    {OPT_GPU_MEMORY, "--gpu-memory", ARG_STRING, "SIZE", AT(opt.gpu_memory), 1, MEMORY, 0, 0,
+     "memory of the GPU, e.g. 80GB or 24GiB: what fits beside the weights",
+     "GPU 显存，例如 80GB 或 24GiB：权重之外还能放下多少"},
+    {OPT_LIST, "--list", ARG_FLAG, NULL, AT(opt.list), 1, MEMORY, 1, 0, "the presets and their published shapes",
+     "列出预设模型及其公开的形状"},
+    {OPT_ATTENTION, "--attention", ARG_CHOICE, "plain|flash", AT(opt.attention), 1, LESSON | GENERATE | BENCH, 0, 0,
+     "the char GPT's attention: plain, or flash (tiles, online softmax; default plain)",
+     "字符级 GPT 的注意力：plain，或 flash（分块、在线 softmax；默认 plain）"},
+    {OPT_TILE, "--tile", ARG_INT, "N", AT(opt.tile), 1, LESSON | GENERATE | BENCH, 1, 65536,
+     "keys per tile of flash attention (default 64)", "flash 注意力每块的键数（默认 64）"},
+    {OPT_MAX_N, "--max-n", ARG_INT, "N", AT(opt.max_n), 1, LESSON, 1024, 16384,
+     "lesson 6.3: time plain and tiled attention up to N = 4^k * 1024 (default 4096)",
+     "第 6.3 课：普通与分块注意力计时到 N = 4^k * 1024（默认 4096）"},
+    // Lessons 11 and 12.
+    {OPT_BUG, "--bug", ARG_CHOICE, "offset|no-append|stale|mask|wrong-layout|no-scale", AT(opt.bug), 1,
+     LESSON | GENERATE, 0, 0, "a classic cache mistake in the cached path (lesson 11; generate)",
+     "在使用缓存的路径中注入一个常见错误（第 11 课；generate）"},
+    {OPT_KV_DTYPE, "--kv-dtype", ARG_CHOICE, "fp32|bf16|fp16|int8|int4", AT(opt.kv_dtype), 1, GENERATE | BENCH | EVAL,
+     0, 0, "how the cache keeps keys and values (default fp32; lesson 12)",
+     "缓存以什么格式保存 key 和 value（默认 fp32；第 12 课）"},
+    // Everywhere.
+    {OPT_HELP, "--help", ARG_FLAG, NULL, AT(help), 99, ALL_COMMANDS, 1, 0,
+     "this help (-h)", "显示帮助（-h）"},
+    {OPT_VERSION, "--version", ARG_FLAG, NULL, AT(version), 99, ALL_COMMANDS, 1, 0,
+     "the version (-V)", "显示版本（-V）"},
 };
 enum { NUM_OPTIONS = (int)(sizeof OPTIONS / sizeof OPTIONS[0]) };
 
-static int option_index(const char *name) {
-    for (int i = 0; i < NUM_OPTIONS; i++)
-        if (strcmp(OPTIONS[i].name, name) == 0) return i;
-    return -1;
-}
+// Options that a lesson which does not honour them refuses (exit 2) rather
+// than ignores: --bug would silently run a correct lesson.
+static const OptionId ONLY_WHERE_HONOURED[] = {OPT_BUG};
 
-static int accepts(const OptionSpec *o, const char *command) {
-    size_t n = strlen(command);
-    for (const char *p = o->commands; (p = strstr(p, command)); p += n)
-        if ((p == o->commands || p[-1] == ' ') && (p[n] == ' ' || p[n] == '\0')) return 1;
-    return 0;
-}
+// Short names: -h and -V.
+static const struct { const char *alias, *name; } SHORT_NAMES[] = {{"-h", "--help"}, {"-V", "--version"}};
 
+// ----------------------------------------------------------------------------
+// The commands: dispatch and help come from this one table.
+
+static int cmd_list(Cli *c);
+static int cmd_lesson(Cli *c);
+static int cmd_generate(Cli *c);
+static int cmd_race(Cli *c);
+static int cmd_bench(Cli *c);
+static int cmd_init(Cli *c);
+static int cmd_train(Cli *c);
+static int cmd_eval(Cli *c);
+static int cmd_memory(Cli *c);
+static int cmd_help(Cli *c);
+static int cmd_version(Cli *c);
+
+typedef struct {
+    CommandId id;
+    const char *name;
+    int (*run)(Cli *c);     // NULL while not built yet
+    int max_args;           // plain arguments after the name ("lesson 2": 1)
+    const char *usage;      // what follows "kvdemo "
+    const char *en, *zh;    // what it does, one line
+    const char *doc;        // its page in docs/, or NULL
+} Command;
+
+static const Command COMMANDS[] = {
+    {CMD_LIST, "list", cmd_list, 0, "list", "every lesson: id, section, title in en and zh",
+     "课程列表：编号、原文章节、标题（英文、中文）", NULL},
+    {CMD_LESSON, "lesson", cmd_lesson, 1, "lesson ID [options]", "run one lesson, e.g. kvdemo lesson 2 --no-cache",
+     "运行一课，例如 kvdemo lesson 2 --no-cache", NULL},
+    {CMD_GENERATE, "generate", cmd_generate, 0, "generate [options]", "the char GPT writes text after a prompt",
+     "字符级 GPT 接着提示词写文字", "docs/lesson-10.md"},
+    {CMD_RACE, "race", cmd_race, 0, "race [options]", "with and without the cache, side by side, live",
+     "同一段文字，不用缓存与使用缓存，并排实时生成", "docs/lesson-10.md"},
+    {CMD_BENCH, "bench", cmd_bench, 0, "bench [options]", "cache against no cache over growing lengths",
+     "在不同长度上比较有缓存与无缓存", "docs/lesson-10.md"},
+    {CMD_INIT, "init", cmd_init, 0, "init --out FILE", "write a random char GPT", "写出一个随机的字符级 GPT",
+     "docs/model-format.md"},
+    {CMD_TRAIN, "train", cmd_train, 0, "train --out FILE", "train the char GPT", "训练字符级 GPT",
+     "docs/training.md"},
+    {CMD_EVAL, "eval", cmd_eval, 0, "eval --model FILE", "training and validation loss", "训练损失与验证损失",
+     "docs/training.md"},
+    {CMD_MEMORY, "memory", cmd_memory, 0, "memory [options]", "the KV cache's size: model, batch, length",
+     "KV 缓存的大小：模型、批大小、长度", "docs/memory.md"},
+    {CMD_HELP, "help", cmd_help, 2, "help [COMMAND]", "this help; help lesson ID, help generate, ...",
+     "本帮助；help lesson ID、help generate 等", NULL},
+    {CMD_VERSION, "version", cmd_version, 0, "version", "the version", "版本", NULL},
+};
+_Static_assert(sizeof COMMANDS / sizeof COMMANDS[0] == NUM_COMMANDS, "one row per CommandId, in order");
+
+// ----------------------------------------------------------------------------
+// Messages
+
+static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static int usage_error(const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
@@ -122,15 +318,46 @@ static int usage_error(const char *fmt, ...) {
     return EXIT_USAGE;
 }
 
-// "--cache, --no-cache, ..." of the options a command accepts.
-static void list_options(char *buf, size_t size, const char *command) {
-    buf[0] = '\0';
-    for (int i = 0; i < NUM_OPTIONS; i++) {
-        if (!accepts(&OPTIONS[i], command)) continue;
-        size_t len = strlen(buf);
-        snprintf(buf + len, size - len, "%s%s", len ? ", " : "", OPTIONS[i].name);
-    }
+// The edit distance between a and b (insertions, deletions, substitutions,
+// and two neighbours swapped, as in "lesosn"), compared without case; for
+// "did you mean". Names are short, so the table is small.
+static int edit_distance(const char *a, const char *b) {
+    enum { MAX = 40 };
+    int n = (int)strlen(a), m = (int)strlen(b);
+    if (n >= MAX || m >= MAX) return MAX;
+    int d[MAX + 1][MAX + 1];
+    for (int i = 0; i <= n; i++) d[i][0] = i;
+    for (int j = 0; j <= m; j++) d[0][j] = j;
+    for (int i = 1; i <= n; i++)
+        for (int j = 1; j <= m; j++) {
+            int ca = a[i - 1] | 0x20, cb = b[j - 1] | 0x20;   // ASCII letters without case
+            int best = d[i - 1][j - 1] + (ca != cb);
+            if (d[i - 1][j] + 1 < best) best = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < best) best = d[i][j - 1] + 1;
+            if (i > 1 && j > 1 && ca == (b[j - 2] | 0x20) && (a[i - 2] | 0x20) == cb && d[i - 2][j - 2] + 1 < best)
+                best = d[i - 2][j - 2] + 1;
+            d[i][j] = best;
+        }
+    return d[n][m];
 }
+
+// Keeps the nearest of the candidates offered to it: close enough when a
+// third of the typed name's letters or fewer are wrong.
+typedef struct {
+    const char *typed;
+    const char *best;
+    int distance;
+} Nearest;
+
+static void nearest_offer(Nearest *n, const char *candidate) {
+    int d = edit_distance(n->typed, candidate);
+    int len = (int)strlen(n->typed);
+    int limit = len <= 4 ? 1 : len / 3;
+    if (d <= limit && (!n->best || d < n->distance)) n->best = candidate, n->distance = d;
+}
+
+// ----------------------------------------------------------------------------
+// The lessons, as the parser and the help see them
 
 static void list_lesson_ids(char *buf, size_t size, int built_only) {
     buf[0] = '\0';
@@ -141,40 +368,290 @@ static void list_lesson_ids(char *buf, size_t size, int built_only) {
     }
 }
 
-static int parse_number(const OptionSpec *o, const char *value, double *out) {
+// The digits of an id: "6.2" and "62" are both "62".
+static void id_digits(char *out, size_t size, const char *id) {
+    size_t o = 0;
+    for (; *id && o + 1 < size; id++)
+        if (*id >= '0' && *id <= '9') out[o++] = *id;
+    out[o] = '\0';
+}
+
+// The lesson a mistyped id most likely meant ("62" for 6.2), or NULL.
+static const char *lesson_suggestion(const char *typed) {
+    char want[32], have[32];
+    id_digits(want, sizeof want, typed);
+    for (int i = 0; i < NUM_LESSONS && want[0]; i++) {
+        id_digits(have, sizeof have, LESSONS[i].id);
+        if (!strcmp(want, have) && strcmp(typed, LESSONS[i].id)) return LESSONS[i].id;
+    }
+    return NULL;
+}
+
+// The lesson's page in docs/: docs/lesson-ID.md, or its section's page
+// (docs/lesson-2.md for 2.1); NULL when there is none.
+static const char *lesson_doc(const Lesson *l, char *buf, size_t size) {
+    char rel[64], whole[16];
+    snprintf(whole, sizeof whole, "%s", l->id);
+    const char *ids[2] = {l->id, whole};
+    char *dot = strchr(whole, '.');
+    if (dot) *dot = '\0';
+    for (int i = 0; i < 2; i++) {
+        snprintf(rel, sizeof rel, "docs/lesson-%s.md", ids[i]);
+        const char *p = paths_shipped(rel, buf, size);
+        if (access(p, R_OK) == 0) {
+            snprintf(buf, size, "%s", rel);
+            return buf;
+        }
+    }
+    return NULL;
+}
+
+// ----------------------------------------------------------------------------
+// Help
+
+static const char *tx(const Cli *c, const char *en, const char *zh) { return trace_text(&c->tr, en, zh); }
+
+enum { SCREEN_COLUMNS = 80, HELP_COLUMN = 29 };
+
+// Prints text from terminal column `at` (the cursor is there), wrapped to
+// SCREEN_COLUMNS with continuation lines starting at column indent. Lines
+// break at a space, or next to a wide (Chinese) character, which needs none.
+static void print_wrapped(FILE *f, const char *text, int at, int indent) {
+    const char *p = text;
+    while (*p) {
+        int width = at;
+        const char *q = p, *brk = NULL, *brk_next = NULL;
+        while (*q && width <= SCREEN_COLUMNS) {
+            uint32_t cp = '?';
+            int len = utf8_decode(&cp, (const unsigned char *)q, strlen(q));
+            if (len == 0) len = 1;
+            char one[5] = {0};
+            memcpy(one, q, (size_t)len);
+            int w = utf8_width(one);
+            if (width + w > SCREEN_COLUMNS) break;
+            if (*q == ' ') brk = q, brk_next = q + 1;
+            else if (w == 2 && q > p) brk = q, brk_next = q;
+            width += w;
+            q += len;
+            if (w == 2) brk = q, brk_next = q;
+        }
+        if (q == p) q += strlen(p) ? 1 : 0;   // not even one character fits: print it anyway
+        if (!*q || !brk) brk = brk_next = q;   // all of it fits, or no place to break
+        fprintf(f, "%.*s\n", (int)(brk - p), p);
+        p = brk_next;
+        while (*p == ' ') p++;
+        if (*p) fprintf(f, "%*s", indent, "");
+        at = indent;
+    }
+}
+
+// "--format text|json" padded to 26 terminal columns, then the help.
+static void print_option_line(FILE *f, const Cli *c, const OptionSpec *o) {
+    char left[64];
+    snprintf(left, sizeof left, "%s%s%s", o->name, o->metavar ? " " : "", o->metavar ? o->metavar : "");
+    // A name too long for its column ("--dtype fp32|fp16|...") has its help
+    // on the next line.
+    if (utf8_width(left) > HELP_COLUMN - 3) fprintf(f, "  %s\n%*s", left, HELP_COLUMN, "");
+    else fprintf(f, "  %-26s ", left);
+    print_wrapped(f, tx(c, o->en, o->zh), HELP_COLUMN, HELP_COLUMN);
+}
+
+// Every option of this command (and, for a lesson, that the lesson honours).
+static void print_options(FILE *f, const Cli *c, CommandId cmd, const Lesson *l) {
+    for (int i = 0; i < NUM_OPTIONS; i++) {
+        const OptionSpec *o = &OPTIONS[i];
+        if (!(o->commands & CMD_BIT(cmd)) || o->id == OPT_HELP || o->id == OPT_VERSION) continue;
+        if (l && !l->options[o->id]) continue;
+        print_option_line(f, c, o);
+    }
+}
+
+
+// The global help: one screen (under 30 lines of at most 80 columns).
+static void print_help(FILE *f, const Cli *c) {
+    fprintf(f, "kvdemo %s — %s\n\n", KVDEMO_VERSION,
+            tx(c, "the transformer KV cache, step by step", "一步一步看懂 Transformer 的 KV Cache"));
+    fprintf(f, "%s\n", tx(c, "usage:", "用法："));
+    for (int i = 0; i < NUM_COMMANDS; i++) {
+        const Command *k = &COMMANDS[i];
+        if (!k->run || k->id == CMD_VERSION) continue;
+        fprintf(f, "  kvdemo %-22s %s\n", k->usage, tx(c, k->en, k->zh));
+    }
+    char ids[256];
+    list_lesson_ids(ids, sizeof ids, 1);
+    fprintf(f, "\n%s %s\n", tx(c, "lessons:", "课程："), ids);
+    fprintf(f, "%s\n", tx(c, "  kvdemo list shows them all; kvdemo help lesson ID tells what one shows",
+                          "  kvdemo list 列出全部课程；kvdemo help lesson ID 介绍某一课"));
+    fprintf(f, "\n%s\n", tx(c, "what every lesson understands:", "每一课都理解的选项："));
+    for (int i = 0; i < NUM_OPTIONS; i++)
+        if (OPTIONS[i].id <= OPT_COLOR) print_option_line(f, c, &OPTIONS[i]);
+    fprintf(f, "\n%s\n", tx(c, "kvdemo help COMMAND, kvdemo help lesson ID: the other options. -V: the version.",
+                            "kvdemo help COMMAND 与 kvdemo help lesson ID 列出其余选项；-V 显示版本。"));
+}
+
+static void print_command_help(FILE *f, const Cli *c, const Command *k) {
+    fprintf(f, "kvdemo %s\n  %s\n", k->usage, tx(c, k->en, k->zh));
+    int any = 0;
+    for (int i = 0; i < NUM_OPTIONS && !any; i++)
+        any = (OPTIONS[i].commands & CMD_BIT(k->id)) && OPTIONS[i].id != OPT_HELP && OPTIONS[i].id != OPT_VERSION;
+    if (any) {
+        fprintf(f, "\n%s\n", tx(c, "options:", "选项："));
+        print_options(f, c, k->id, NULL);
+    }
+    if (k->doc) fprintf(f, "\n%s %s\n", tx(c, "more:", "详见："), k->doc);
+}
+
+static void print_lesson_help(FILE *f, const Cli *c, const Lesson *l) {
+    // The title beside the id, or under it when the line would pass the
+    // screen's width (lesson 12's).
+    const char *title = tx(c, l->title_en, l->title_zh);
+    char head[32];
+    snprintf(head, sizeof head, "kvdemo lesson %s — ", l->id);
+    if (utf8_width(head) + utf8_width(title) > SCREEN_COLUMNS) fprintf(f, "kvdemo lesson %s\n  %s\n", l->id, title);
+    else fprintf(f, "%s%s\n", head, title);
+    if (l->shows_en) {
+        fputs("  ", f);
+        print_wrapped(f, tx(c, l->shows_en, l->shows_zh), 2, 2);
+    }
+    // The document by the name a class knows ("KV Cache article §2"), never
+    // its file id.
+    char sec[64];
+    if (!strncmp(l->section, "beyond", 6))
+        fprintf(f, "  %s\n", tx(c, "beyond the documents", "文档之外"));
+    else
+        fprintf(f, "  %s%s%s\n", tx(c, "follows: ", "对应原文："), lessons_section(l, c->tr.lang, sec, sizeof sec),
+                l->run ? "" : tx(c, " (not built yet)", "（尚未实现）"));
+    if (l->run) {
+        fprintf(f, "\n%s\n", tx(c, "options it honours:", "这一课用到的选项："));
+        print_options(f, c, CMD_LESSON, l);
+        fprintf(f, "%s\n", tx(c, "  (it says so when it ignores another option)", "  （给了其他选项时，它会说明已忽略）"));
+    }
+    char buf[4096];
+    const char *doc = lesson_doc(l, buf, sizeof buf);
+    if (doc) fprintf(f, "\n%s %s\n", tx(c, "more:", "详见："), doc);
+    fprintf(f, "\n%s\n", tx(c, "Other lessons: kvdemo list; kvdemo lesson ID --help.",
+                            "其他课程：kvdemo list；kvdemo lesson ID --help。"));
+}
+
+// ----------------------------------------------------------------------------
+// Parsing
+
+static const OptionSpec *find_option(const char *name, CommandId cmd) {
+    const OptionSpec *any = NULL;
+    for (int i = 0; i < NUM_OPTIONS; i++) {
+        if (strcmp(OPTIONS[i].name, name)) continue;
+        if (OPTIONS[i].commands & CMD_BIT(cmd)) return &OPTIONS[i];
+        any = &OPTIONS[i];
+    }
+    return any;
+}
+
+// The row of option id that command cmd reads.
+static const OptionSpec *find_option_id(OptionId id, CommandId cmd) {
+    for (int i = 0; i < NUM_OPTIONS; i++)
+        if (OPTIONS[i].id == id && (OPTIONS[i].commands & CMD_BIT(cmd))) return &OPTIONS[i];
+    return NULL;
+}
+
+// "--cache, --no-cache, ..." of the options a command accepts.
+static void list_options(char *buf, size_t size, CommandId cmd) {
+    buf[0] = '\0';
+    for (int i = 0; i < NUM_OPTIONS; i++) {
+        if (!(OPTIONS[i].commands & CMD_BIT(cmd)) || OPTIONS[i].id >= OPT_HELP) continue;
+        if (strstr(buf, OPTIONS[i].name)) continue;   // --steps has two rows
+        size_t len = strlen(buf);
+        snprintf(buf + len, size - len, "%s%s", len ? ", " : "", OPTIONS[i].name);
+    }
+}
+
+static int unknown_option(const char *name, const char *command, CommandId cmd) {
+    char valid[2048];
+    list_options(valid, sizeof valid, cmd);
+    Nearest n = {.typed = name};
+    for (int i = 0; i < NUM_OPTIONS; i++)
+        if (OPTIONS[i].commands & CMD_BIT(cmd)) nearest_offer(&n, OPTIONS[i].name);
+    if (n.best) return usage_error("unknown option '%s' for '%s'; did you mean %s? valid: %s", name, command, n.best, valid);
+    return usage_error("unknown option '%s' for '%s'; valid: %s", name, command, valid);
+}
+
+// The index of value among the choices "a|b|c", without case; -1 if none.
+// A locale's name ("zh_CN.UTF-8") counts as its language when locale is 1.
+static int choice_index(const char *choices, const char *value, int locale) {
+    int i = 0;
+    for (const char *p = choices; *p; i++) {
+        size_t n = strcspn(p, "|");
+        if (!strncasecmp(p, value, n) && (value[n] == '\0' || (locale && strchr("_-.", value[n])))) return i;
+        p += n + (p[n] == '|');
+    }
+    return -1;
+}
+
+static int parse_value(Cli *c, const OptionSpec *o, char *value) {
+    char *at = (char *)c + o->dest;
     char *end;
     errno = 0;
-    if (o->kind == ARG_INT) {
+    switch (o->kind) {
+    case ARG_FLAG:
+        *(int *)at = (int)o->min;
+        return 0;
+    case ARG_INT:
+    case ARG_I64:
+    case ARG_U64: {
         long long v = strtoll(value, &end, 10);
         if (end == value || *end || errno || v < o->min || v > o->max)
-            return usage_error("%s takes a whole number from %.0f to %.0f, not '%s'", o->name, o->min,
-                               o->max, value);
-        *out = (double)v;
-    } else {
+            return usage_error("%s takes a whole number from %.0f to %.0f, not '%s'", o->name, o->min, o->max, value);
+        if (o->kind == ARG_INT) *(int *)at = (int)v;
+        else if (o->kind == ARG_I64) *(int64_t *)at = (int64_t)v;
+        else *(uint64_t *)at = (uint64_t)v;
+        return 0;
+    }
+    case ARG_DOUBLE: {
         double v = strtod(value, &end);
         if (errno == ERANGE && fabs(v) < 1) errno = 0;   // a subnormal number (1e-40) is a number
         if (end == value || *end || errno || !(v >= o->min && v <= o->max))
             return usage_error("%s takes a number from %g to %g, not '%s'", o->name, o->min, o->max, value);
-        *out = v;
+        *(double *)at = v;
+        return 0;
+    }
+    case ARG_CHOICE:
+    case ARG_ENUM:
+    case ARG_LOCALE: {
+        int i = choice_index(o->metavar, value, o->kind == ARG_LOCALE);
+        if (i < 0) return usage_error("%s takes one of %s, not '%s'", o->name, o->metavar, value);
+        if (o->kind == ARG_CHOICE) {
+            // "TINY" is stored as "tiny": the choice's own spelling, written
+            // over the argument (of the same length).
+            const char *p = o->metavar;
+            for (int k = 0; k < i; k++) p += strcspn(p, "|") + 1;
+            memcpy(value, p, strcspn(p, "|"));
+            *(const char **)at = value;
+        } else {
+            *(int *)at = i;
+        }
+        return 0;
+    }
+    case ARG_STRING:
+    case ARG_APPEND:
+        if (!*value) return usage_error("%s needs a non-empty value", o->name);
+        if (o->kind == ARG_STRING) {
+            *(const char **)at = value;
+        } else {
+            int *count = (int *)(at + sizeof(const char *) * (size_t)o->repeats);
+            ((const char **)at)[(*count)++] = value;
+        }
+        return 0;
     }
     return 0;
 }
 
-static int check_choice(const OptionSpec *o, const char *value) {
-    if (!o->choices) return 0;
-    size_t n = strlen(value);
-    // An empty value matches nowhere (and strstr would find "" forever).
-    if (n == 0) return usage_error("%s takes one of %s, not an empty value", o->name, o->choices);
-    for (const char *p = o->choices; (p = strstr(p, value)); p += n)
-        if ((p == o->choices || p[-1] == '|') && (p[n] == '|' || p[n] == '\0')) return 0;
-    return usage_error("%s takes one of %s, not '%s'", o->name, o->choices, value);
+// Does this argument take the next one as its value? (For finding the command
+// among options given before it: "kvdemo --lang zh lesson 2".)
+static int takes_value(const char *arg) {
+    if (strncmp(arg, "--", 2) || strchr(arg, '=')) return 0;
+    for (int i = 0; i < NUM_OPTIONS; i++)
+        if (!strcmp(OPTIONS[i].name, arg)) return OPTIONS[i].kind != ARG_FLAG;
+    return 0;
 }
-
-// What the options of this command set, besides Options: the trace's form.
-typedef struct {
-    const char *color;   // auto|always|never
-    int width;           // --width N, or 0
-} CliExtra;
 
 // More threads than cores only take turns (12 to 20 times slower): --threads
 // is capped at the number of cores, said once.
@@ -185,112 +662,81 @@ static void cap_threads(Options *opt) {
     opt->threads = cores;
 }
 
-// Parses argv[first..] as options of `command`. Returns 0 or an exit status.
-static int parse_options(int argc, char **argv, int first, const char *command, Options *opt,
-                         Trace *tr, CliExtra *extra) {
-    for (int a = first; a < argc; a++) {
-        const char *arg = argv[a];
+// Parses every argument but the command's name (at argv[skip]) as options
+// and plain arguments of cmd. Returns 0 or an exit status.
+static int parse_args(Cli *c, int argc, char **argv, int skip, const Command *k) {
+    int times[NUM_OPTIONS] = {0};
+    for (int a = 1; a < argc; a++) {
+        if (a == skip) continue;
+        char *arg = argv[a];
+        if (arg[0] != '-' || !arg[1]) {
+            if (c->n_args < k->max_args) {
+                c->args[c->n_args++] = arg;
+                continue;
+            }
+            char valid[2048];
+            list_options(valid, sizeof valid, k->id);
+            if (k->max_args == 0 && k->id == CMD_LIST) return usage_error("'list' takes no arguments, not '%s'", arg);
+            return usage_error("unexpected argument '%s' for '%s'; options: %s", arg, k->name, valid);
+        }
         char name[64];
-        const char *value = NULL;
-        const char *eq = strchr(arg, '=');
-        if (strncmp(arg, "--", 2) == 0 && eq && (size_t)(eq - arg) < sizeof name) {
+        char *value = NULL;
+        char *eq = strchr(arg, '=');
+        if (!strncmp(arg, "--", 2) && eq && (size_t)(eq - arg) < sizeof name) {
             memcpy(name, arg, (size_t)(eq - arg));
             name[eq - arg] = '\0';
             value = eq + 1;
         } else {
             snprintf(name, sizeof name, "%s", arg);
         }
-        int i = option_index(name);
-        char valid[2048];
-        list_options(valid, sizeof valid, command);
-        if (i < 0 || !accepts(&OPTIONS[i], command)) {
-            if (arg[0] != '-') return usage_error("unexpected argument '%s' for '%s'; options: %s", arg, command, valid);
-            return usage_error("unknown option '%s' for '%s'; valid: %s", name, command, valid);
-        }
-        OptionSpec spec = OPTIONS[i];
-        const OptionSpec *o = &spec;
-        // bench takes a list of lengths: --steps 16,64,256.
-        if (!strcmp(name, "--steps") && !strcmp(command, "bench")) spec.kind = ARG_STRING;
-        // memory counts sequences, not a training batch.
-        if (!strcmp(name, "--batch") && !strcmp(command, "memory")) spec.max = 1e9;
+        for (size_t s = 0; s < sizeof SHORT_NAMES / sizeof SHORT_NAMES[0]; s++)
+            if (!strcmp(name, SHORT_NAMES[s].alias)) snprintf(name, sizeof name, "%s", SHORT_NAMES[s].name);
+        const OptionSpec *o = find_option(name, k->id);
+        if (!o || !(o->commands & CMD_BIT(k->id))) return unknown_option(name, k->name, k->id);
         if (o->kind == ARG_FLAG) {
             if (value) return usage_error("%s takes no value", o->name);
         } else if (!value) {
-            if (a + 1 >= argc) return usage_error("%s needs a value: %s %s", o->name, o->name, o->choices ? o->choices : o->metavar);
+            if (a + 1 >= argc || a + 1 == skip)
+                return usage_error("%s needs a value: %s %s", o->name, o->name, o->metavar);
             value = argv[++a];
         }
-        int repeatable = !strcmp(name, "--prompt");
-        if ((opt->given & (1ull << i)) && !repeatable) return usage_error("%s is given twice", o->name);
-        if (repeatable && opt->n_prompts == MAX_PROMPTS)
-            return usage_error("%s can be given at most %d times", o->name, MAX_PROMPTS);
-        opt->given |= 1ull << i;
-        double num = 0;
-        if ((o->kind == ARG_INT || o->kind == ARG_DOUBLE) && parse_number(o, value, &num)) return EXIT_USAGE;
-        if (o->kind == ARG_STRING && check_choice(o, value)) return EXIT_USAGE;
-        if (o->kind == ARG_STRING && !*value) return usage_error("%s needs a non-empty value", o->name);
-
-        if (!strcmp(name, "--cache")) opt->runs = RUN_CACHE;
-        else if (!strcmp(name, "--no-cache")) opt->runs = RUN_NOCACHE;
-        else if (!strcmp(name, "--trace"))
-            tr->level = !strcmp(value, "none") ? TRACE_NONE : !strcmp(value, "summary") ? TRACE_SUMMARY : TRACE_FULL;
-        else if (!strcmp(name, "--precision")) tr->precision = (int)num;
-        else if (!strcmp(name, "--format")) tr->format = !strcmp(value, "json") ? FORMAT_JSON : FORMAT_TEXT;
-        else if (!strcmp(name, "--lang")) tr->lang = !strcmp(value, "zh") ? LANG_ZH : LANG_EN;
-        else if (!strcmp(name, "--step")) tr->step_pause = 1;
-        else if (!strcmp(name, "--color")) extra->color = value;
-        else if (!strcmp(name, "--width")) extra->width = (int)num;
-        else if (!strcmp(name, "--repeat")) opt->repeat = (int)num;
-        else if (!strcmp(name, "--data")) opt->data_path = value;
-        else if (!strcmp(name, "--steps") && o->kind == ARG_STRING) opt->steps_list = value;
-        else if (!strcmp(name, "--steps")) opt->steps = (int)num;
-        else if (!strcmp(name, "--model")) opt->model_path = value;
-        else if (!strcmp(name, "--init")) opt->init = value;
-        else if (!strcmp(name, "--preset")) opt->preset = value;
-        else if (!strcmp(name, "--seed")) opt->seed = (uint64_t)num, opt->given_seed = 1;
-        else if (!strcmp(name, "--prompt")) opt->prompts[opt->n_prompts++] = value;
-        else if (!strcmp(name, "--temperature")) opt->temperature = num;
-        else if (!strcmp(name, "--top-k")) opt->top_k = (int)num;
-        else if (!strcmp(name, "--top-p")) opt->top_p = num;
-        else if (!strcmp(name, "--threads")) opt->threads = (int)num;
-        else if (!strcmp(name, "--csv")) opt->csv_path = value;
-        else if (!strcmp(name, "--out")) opt->out_path = value;
-        else if (!strcmp(name, "--context")) opt->context = (int)num;
-        else if (!strcmp(name, "--embedding")) opt->embedding = (int)num;
-        else if (!strcmp(name, "--heads")) opt->heads = (int)num;
-        else if (!strcmp(name, "--blocks")) opt->blocks = (int)num;
-        else if (!strcmp(name, "--iters")) opt->iters = (int)num;
-        else if (!strcmp(name, "--batch")) opt->batch = (int)num;
-        else if (!strcmp(name, "--lr")) opt->lr = num;
-        else if (!strcmp(name, "--eval-every")) opt->eval_every = (int)num;
-        else if (!strcmp(name, "--resume")) opt->resume_path = value;
-        else if (!strcmp(name, "--paged")) opt->paged = 1;
-        else if (!strcmp(name, "--block-size")) opt->block_size = (int)num;
-        else if (!strcmp(name, "--num-blocks")) opt->num_blocks = (int)num;
-        else if (!strcmp(name, "--samples")) opt->samples = (int)num;
-        else if (!strcmp(name, "--tokens")) opt->tokens = (int64_t)num;
-        else if (!strcmp(name, "--layers")) opt->layers = (int)num;
-        else if (!strcmp(name, "--kv-heads")) opt->kv_heads = (int)num;
-        else if (!strcmp(name, "--head-dim")) opt->head_dim = (int)num;
-        else if (!strcmp(name, "--dtype")) opt->dtype = value;
-        else if (!strcmp(name, "--gpu-memory")) opt->gpu_memory = value;
-        else if (!strcmp(name, "--list")) opt->list = 1;
-        else if (!strcmp(name, "--attention")) opt->attention = value;
-        else if (!strcmp(name, "--tile")) opt->tile = (int)num;
-        else if (!strcmp(name, "--max-n")) opt->max_n = (int)num;
-        else if (!strcmp(name, "--bug")) opt->bug = value;
-        else if (!strcmp(name, "--kv-dtype")) opt->kv_dtype = value;
-        else if (!strcmp(name, "--no-race")) opt->no_race = 1;
+        int *t = &times[o - OPTIONS];
+        if (*t >= o->repeats) {
+            if (o->repeats == 1) return usage_error("%s is given twice", o->name);
+            return usage_error("%s can be given at most %d times", o->name, o->repeats);
+        }
+        (*t)++;
+        c->opt.given[o->id] = 1;
+        if (parse_value(c, o, value)) return EXIT_USAGE;
     }
-    cap_threads(opt);
-    int c = option_index("--cache"), nc = option_index("--no-cache");
-    if ((opt->given >> c & 1) && (opt->given >> nc & 1))
+    if (c->opt.given[OPT_CACHE] && c->opt.given[OPT_NO_CACHE])
         return usage_error("--cache and --no-cache exclude each other; give neither to get both runs and a comparison");
+    c->opt.given_seed = c->opt.given[OPT_SEED];
+    cap_threads(&c->opt);
     return 0;
 }
 
-static int want_color(const char *when) {
-    if (!strcmp(when, "always")) return 1;
-    if (!strcmp(when, "never")) return 0;
+// With --help: only the plain arguments (which lesson) and --lang count;
+// nothing is reported, the help is printed whatever else was given.
+static void help_scan(Cli *c, int argc, char **argv, int skip, const Command *k) {
+    for (int a = 1; a < argc; a++) {
+        if (a == skip) continue;
+        if (argv[a][0] != '-' || !argv[a][1]) {
+            if (c->n_args < k->max_args) c->args[c->n_args++] = argv[a];
+            continue;
+        }
+        const char *value = NULL;
+        if (!strncmp(argv[a], "--lang=", 7)) value = argv[a] + 7;
+        else if (!strcmp(argv[a], "--lang") && a + 1 < argc) value = argv[a + 1];
+        int lang = value ? choice_index("en|zh", value, 1) : -1;
+        if (lang >= 0) c->tr.lang = (Lang)lang;
+        if (takes_value(argv[a])) a++;
+    }
+}
+
+static int want_color(int when) {
+    if (when == 1) return 1;   // always
+    if (when == 2) return 0;   // never
     const char *no = getenv("NO_COLOR");
     const char *term = getenv("TERM");
     return isatty(STDOUT_FILENO) && !(no && *no) && !(term && !strcmp(term, "dumb"));
@@ -299,180 +745,262 @@ static int want_color(const char *when) {
 // ----------------------------------------------------------------------------
 // The commands
 
-static void print_help(FILE *f) {
-    fprintf(f,
-            "kvdemo %s — the transformer KV cache, step by step\n"
-            "\n"
-            "usage:\n"
-            "  kvdemo                       this help and the lesson list\n"
-            "  kvdemo list [--lang zh]      lessons: id, section of the documents, title (en, zh)\n"
-            "  kvdemo lesson ID [options]   run one lesson, e.g. kvdemo lesson 2 --no-cache\n"
-            "  kvdemo generate [options]    the char GPT writes text after a prompt (--model, --prompt,\n"
-            "                               --steps, --cache/--no-cache, --seed, --temperature, --top-k,\n"
-            "                               --bug NAME, --kv-dtype TYPE; --paged --samples N --block-size B\n"
-            "                               --num-blocks N: lesson 6.1)\n"
-            "  kvdemo race [options]        the same text without and with the cache, side by side, live\n"
-            "  kvdemo bench [options]       cache against no cache over growing lengths (--steps LIST,\n"
-            "                               --repeat, --csv FILE, --kv-dtype TYPE)\n"
-            "  kvdemo init --out FILE       write a random char GPT (--preset seed|tiny, --seed N)\n"
-            "  kvdemo train --out FILE      train the char GPT (--data FILE, --preset, --iters, --batch,\n"
-            "                               --lr, --eval-every, --resume CHECKPOINT; docs/training.md)\n"
-            "  kvdemo eval --model FILE     training and validation loss (--data FILE; --kv-dtype TYPE:\n"
-            "                               the validation loss through an fp32|bf16|fp16|int8|int4 cache)\n"
-            "  kvdemo memory [options]      KV cache size: --model NAME|FILE or --layers, --kv-heads,\n"
-            "                               --head-dim; --tokens, --batch, --dtype, --gpu-memory; --list\n"
-            "  kvdemo help                  this help\n"
-            "  kvdemo --version             the version\n"
-            "\n"
-            "lesson options:\n",
-            KVDEMO_VERSION);
-    for (int i = 0; i < NUM_OPTIONS; i++) {
-        const OptionSpec *o = &OPTIONS[i];
-        if (!accepts(o, "lesson")) continue;
-        char left[64];
-        snprintf(left, sizeof left, "%s%s%s", o->name, o->kind == ARG_FLAG ? "" : " ",
-                 o->kind == ARG_FLAG ? "" : o->choices ? o->choices : o->metavar);
-        fprintf(f, "  %-28s %s\n", left, o->help);
-    }
-    fprintf(f, "\nlessons:\n");
-    lessons_print_list(f, LANG_EN, 1);
-}
-
-static int cmd_list(int argc, char **argv) {
-    if (argc > 2 && argv[2][0] != '-') return usage_error("'list' takes no arguments, not '%s' (only --lang en|zh)", argv[2]);
-    Options opt = {0};
-    Trace tr;
-    trace_init(&tr, stdout);
-    CliExtra extra = {.color = "never"};
-    int rc = parse_options(argc, argv, 2, "list", &opt, &tr, &extra);
-    if (rc) return rc;
-    lessons_print_list(stdout, tr.lang, 0);
+static int cmd_list(Cli *c) {
+    (void)c;
+    lessons_print_list(stdout, c->tr.lang, 0);
     return 0;
 }
 
-// Does the lesson's list of options ("--data --repeat") hold this one?
-static int lesson_uses(const Lesson *l, const char *name) {
-    size_t n = strlen(name);
-    for (const char *p = l->options; (p = strstr(p, name)); p += n)
-        if (p[n] == ' ' || p[n] == '\0') return 1;
+static int cmd_version(Cli *c) {
+    (void)c;
+    printf("kvdemo %s\n", KVDEMO_VERSION);
     return 0;
 }
 
-static int cmd_lesson(int argc, char **argv) {
+// The lesson an id names, or NULL after one line on stderr: the ids that
+// would be valid, the sub-lessons of a section ("6": 6.1, 6.2, 6.3), or the
+// id that was most likely meant.
+static const Lesson *find_lesson(const char *id) {
     char ids[256];
     list_lesson_ids(ids, sizeof ids, 1);
-    if (argc < 3 || argv[2][0] == '-')
+    const Lesson *l = lessons_find(id);
+    if (l) return l;
+    char subs[128] = "";
+    size_t n = strlen(id);
+    for (int i = 0; i < NUM_LESSONS; i++)
+        if (!strncmp(LESSONS[i].id, id, n) && LESSONS[i].id[n] == '.') {
+            size_t len = strlen(subs);
+            snprintf(subs + len, sizeof subs - len, "%s%s", len ? ", " : "", LESSONS[i].id);
+        }
+    if (subs[0]) {
+        const char *built = NULL;
+        for (int i = 0; i < NUM_LESSONS && !built; i++)
+            if (!strncmp(LESSONS[i].id, id, n) && LESSONS[i].id[n] == '.' && LESSONS[i].run) built = LESSONS[i].id;
+        if (built) usage_error("lesson %s has parts: %s; give one of them, e.g. kvdemo lesson %s", id, subs, built);
+        else usage_error("lesson %s has parts: %s (none built yet); built lessons: %s", id, subs, ids);
+        return NULL;
+    }
+    const char *s = lesson_suggestion(id);
+    if (s) usage_error("unknown lesson '%s'; valid ids: %s; did you mean %s?", id, ids, s);
+    else usage_error("unknown lesson '%s'; valid ids: %s", id, ids);
+    return NULL;
+}
+
+// kvdemo help lesson 6: the parts of a section, one line each. Returns how
+// many there are (0: none, nothing printed).
+static int print_parts(FILE *f, const Cli *c, const char *id) {
+    size_t n = strlen(id);
+    int parts = 0;
+    for (int i = 0; i < NUM_LESSONS; i++) {
+        const Lesson *l = &LESSONS[i];
+        if (strncmp(l->id, id, n) || l->id[n] != '.') continue;
+        if (!parts++) fprintf(f, tx(c, "Section %s has parts:\n", "第 %s 节分为：\n"), id);
+        fprintf(f, "  kvdemo lesson %-4s %s%s\n", l->id, tx(c, l->title_en, l->title_zh),
+                l->run ? "" : tx(c, " (not built yet)", "（尚未实现）"));
+    }
+    return parts;
+}
+
+static int cmd_lesson(Cli *c) {
+    char ids[256];
+    list_lesson_ids(ids, sizeof ids, 1);
+    if (c->n_args < 1) {
+        if (c->help) {
+            print_command_help(stdout, c, &COMMANDS[CMD_LESSON]);
+            return 0;
+        }
         return usage_error("'lesson' needs a lesson id: one of %s (kvdemo list shows them all)", ids);
-    const Lesson *l = lessons_find(argv[2]);
-    if (!l) return usage_error("unknown lesson '%s'; valid ids: %s", argv[2], ids);
+    }
+    if (c->help && !lessons_find(c->args[0]) && print_parts(stdout, c, c->args[0])) return 0;
+    const Lesson *l = find_lesson(c->args[0]);
+    if (!l) return EXIT_USAGE;
+    if (c->help) {
+        print_lesson_help(stdout, c, l);
+        return 0;
+    }
     if (!l->run) return usage_error("lesson %s is not built yet; built lessons: %s", l->id, ids);
-
-    Options opt = {.runs = RUN_BOTH, .repeat = 0, .steps = -1, .seed = 42, .temperature = -1, .top_p = -1};
-    Trace tr;
-    trace_init(&tr, stdout);
-    CliExtra extra = {.color = "auto"};
-    int rc = parse_options(argc, argv, 3, "lesson", &opt, &tr, &extra);
-    if (rc) return rc;
-    tr.color = tr.format == FORMAT_TEXT && want_color(extra.color);
-    tr.lesson = l->id;
-    if (tr.step_pause && (tr.format != FORMAT_TEXT || !isatty(STDIN_FILENO))) {
+    c->tr.lesson = l->id;
+    if (c->tr.step_pause && l->options[OPT_STEP] && (c->tr.format != FORMAT_TEXT || !isatty(STDIN_FILENO))) {
         fprintf(stderr, "kvdemo: --step waits for keys on a terminal; %s, so it is ignored\n",
-                tr.format != FORMAT_TEXT ? "the output is JSON" : "standard input is not one");
-        tr.step_pause = 0;
+                c->tr.format != FORMAT_TEXT ? "the output is JSON" : "standard input is not one");
+        c->tr.step_pause = 0;
     }
-    if (extra.width && tr.format != FORMAT_TEXT) {
+    // An option that would silently run a correct lesson (--bug) is refused
+    // where it means nothing: the lessons and commands that take it are named.
+    for (size_t s = 0; s < sizeof ONLY_WHERE_HONOURED / sizeof ONLY_WHERE_HONOURED[0]; s++) {
+        const OptionSpec *o = find_option_id(ONLY_WHERE_HONOURED[s], CMD_LESSON);
+        if (!c->opt.given[o->id] || l->options[o->id]) continue;
+        char where[256] = "";
+        for (int j = 0; j < NUM_LESSONS; j++) {
+            if (!LESSONS[j].run || !LESSONS[j].options[o->id]) continue;
+            size_t len = strlen(where);
+            snprintf(where + len, sizeof where - len, "%slesson %s", len ? ", " : "", LESSONS[j].id);
+        }
+        for (int k = 0; k < NUM_COMMANDS; k++) {
+            if (k == CMD_LESSON || !(o->commands & CMD_BIT(k))) continue;
+            size_t len = strlen(where);
+            snprintf(where + len, sizeof where - len, " and %s", COMMANDS[k].name);
+        }
+        return usage_error("%s works with %s, not lesson %s", o->name, where, l->id);
+    }
+    // Options this lesson has no use for are ignored, and it says so.
+    for (int i = 0; i < NUM_OPTIONS; i++) {
+        const OptionSpec *o = &OPTIONS[i];
+        if (!c->opt.given[o->id] || l->options[o->id] || !(o->commands & LESSON)) continue;
+        if (o->id == OPT_COLOR)
+            fprintf(stderr, "kvdemo: lesson %s ignores --color: it shows no score or weight matrix, so --color changes nothing\n",
+                    l->id);
+        else
+            fprintf(stderr, "kvdemo: lesson %s ignores %s (kvdemo help lesson %s lists what it honours)\n", l->id,
+                    o->name, l->id);
+    }
+    if (c->width && c->tr.format != FORMAT_TEXT) {
         fprintf(stderr, "kvdemo: --width fits text to a screen; the output is JSON, so it is ignored\n");
-        extra.width = 0;
-    }
-
-    // --bug would silently run a correct lesson: refused where it means nothing.
-    if (opt.bug && !lesson_uses(l, "--bug"))
-        return usage_error("--bug works with lesson 11 and generate, not lesson %s", l->id);
-    // Options this lesson has no use for are ignored, and it says so. The
-    // common ones (--cache ... --color, the first rows of the table) apply
-    // to every lesson; the others only where the lesson's row lists them.
-    for (int i = option_index("--repeat"); i < NUM_OPTIONS; i++) {
-        if (!(opt.given >> i & 1)) continue;
-        if (!lesson_uses(l, OPTIONS[i].name)) fprintf(stderr, "kvdemo: lesson %s ignores %s\n", l->id, OPTIONS[i].name);
+        c->width = 0;
     }
     // --step on a terminal, or --width: the text is fitted to a screen
     // (wrapped, tensors elided; with --step, pages that wait for a key).
     Screen screen;
-    int fitted = tr.step_pause || extra.width;
+    int pausing = c->tr.step_pause && l->options[OPT_STEP];
+    int fitted = pausing || c->width;
+    c->tr.step_pause = pausing;
     if (fitted) {
-        if (screen_open(&screen, stdout, screen_default_width(extra.width), tr.step_pause ? screen_default_height() : 0,
-                        tr.step_pause, tr.lang == LANG_ZH)) {
+        if (screen_open(&screen, stdout, screen_default_width(c->width), pausing ? screen_default_height() : 0, pausing,
+                        c->tr.lang == LANG_ZH)) {
             fprintf(stderr, "kvdemo: out of memory\n");
             return 1;
         }
-        tr.out = screen.mem;
-        tr.screen = &screen;
+        c->tr.out = screen.mem;
+        c->tr.screen = &screen;
     }
-    rc = l->run(&opt, &tr);
+    int rc = l->run(&c->opt, &c->tr);
     if (fitted) {
         screen_close(&screen);
-        tr.out = stdout;
-        tr.screen = NULL;
+        c->tr.out = stdout;
+        c->tr.screen = NULL;
     }
-    // --color colours score and weight matrices; a lesson that showed none
-    // says that the option changed nothing.
-    if (!rc && (opt.given >> option_index("--color") & 1) && tr.heat_maps == 0 && tr.format == FORMAT_TEXT)
+    // --color colours score and weight matrices; a lesson that can show them
+    // but showed none this time (--trace none) says that it changed nothing.
+    if (!rc && c->opt.given[OPT_COLOR] && l->options[OPT_COLOR] &&
+        c->tr.heat_maps == 0 && c->tr.format == FORMAT_TEXT)
         fprintf(stderr, "kvdemo: lesson %s shows no score or weight matrix: --color changes nothing\n", l->id);
     return rc;
 }
 
+static int cmd_generate(Cli *c) { return gptcmd_generate(&c->opt, &c->tr); }
+static int cmd_race(Cli *c) { return race_run(&c->opt, &c->tr); }
+static int cmd_bench(Cli *c) { return gptcmd_bench(&c->opt, &c->tr); }
+static int cmd_init(Cli *c) { return gptcmd_init(&c->opt); }
+static int cmd_train(Cli *c) { return gptcmd_train(&c->opt); }
+static int cmd_eval(Cli *c) { return gptcmd_eval(&c->opt); }
+static int cmd_memory(Cli *c) { return memory_cmd(&c->opt, &c->tr); }
+
+static const Command *find_command(const char *name);
+static int unknown_command(const char *name);
+
+// kvdemo help [COMMAND | lesson ID]
+static int cmd_help(Cli *c) {
+    if (c->n_args == 0) {
+        print_help(stdout, c);
+        return 0;
+    }
+    const Command *k = find_command(c->args[0]);
+    if (!k) return unknown_command(c->args[0]);
+    if (k->id == CMD_LESSON && c->n_args > 1 && !lessons_find(c->args[1]) && print_parts(stdout, c, c->args[1]))
+        return 0;
+    if (k->id == CMD_LESSON && c->n_args > 1) {
+        const Lesson *l = find_lesson(c->args[1]);
+        if (!l) return EXIT_USAGE;
+        print_lesson_help(stdout, c, l);
+        return 0;
+    }
+    if (c->n_args > 1) return usage_error("'help %s' takes nothing more, not '%s'", k->name, c->args[1]);
+    if (k->id == CMD_HELP) print_help(stdout, c);
+    else print_command_help(stdout, c, k);
+    return 0;
+}
+
+
+static const Command *find_command(const char *name) {
+    for (int i = 0; i < NUM_COMMANDS; i++)
+        if (!strcmp(COMMANDS[i].name, name)) return &COMMANDS[i];
+    return NULL;
+}
+
+static int unknown_command(const char *name) {
+    char names[256] = "";
+    Nearest n = {.typed = name};
+    for (int i = 0; i < NUM_COMMANDS; i++) {
+        if (!COMMANDS[i].run) continue;
+        size_t len = strlen(names);
+        snprintf(names + len, sizeof names - len, "%s%s", len ? ", " : "", COMMANDS[i].name);
+        nearest_offer(&n, COMMANDS[i].name);
+    }
+    if (n.best)
+        return usage_error("unknown command '%s'; did you mean %s? commands: %s (kvdemo help explains them)", name,
+                           n.best, names);
+    return usage_error("unknown command '%s'; commands: %s (kvdemo help explains them)", name, names);
+}
+
 int cli_main(int argc, char **argv) {
-    if (argc < 2) {
-        print_help(stdout);
+    Cli c;
+    memset(&c, 0, sizeof c);
+    c.opt = (Options){.runs = RUN_BOTH, .steps = -1, .seed = 42, .temperature = -1, .top_p = -1};
+    trace_init(&c.tr, stdout);
+
+    // The command is the first argument that is neither an option nor an
+    // option's value: "kvdemo --lang zh lesson 2" runs lesson 2.
+    int at = 1;
+    for (; at < argc && argv[at][0] == '-' && argv[at][1]; at += takes_value(argv[at]) ? 2 : 1) {
+        // An unknown name here would make its value look like the command.
+        char name[64];
+        snprintf(name, sizeof name, "%.*s", (int)strcspn(argv[at], "="), argv[at]);
+        int known = 0;
+        for (int i = 0; i < NUM_OPTIONS && !known; i++) known = !strcmp(OPTIONS[i].name, name);
+        for (size_t s = 0; s < sizeof SHORT_NAMES / sizeof SHORT_NAMES[0] && !known; s++)
+            known = !strcmp(SHORT_NAMES[s].alias, name);
+        if (!known) {
+            Nearest n = {.typed = name};
+            for (int i = 0; i < NUM_OPTIONS; i++) nearest_offer(&n, OPTIONS[i].name);
+            if (n.best) return usage_error("unknown option '%s'; did you mean %s? (kvdemo help lists the options)", name, n.best);
+            return usage_error("unknown option '%s'; kvdemo help lists the options", name);
+        }
+    }
+    const Command *k = at < argc ? find_command(argv[at]) : &COMMANDS[CMD_HELP];
+    if (!k) {
+        // Before the usage error, --help and --version still answer.
+        for (int a = 1; a < at; a++) {
+            if (!strcmp(argv[a], "-V") || !strcmp(argv[a], "--version")) return cmd_version(&c);
+        }
+        return unknown_command(argv[at]);
+    }
+    if (!k->run) return usage_error("'%s' is not built yet; kvdemo help lists the commands", k->name);
+    // --help anywhere wins over mistakes in the other options: the help is
+    // what the user is after ("kvdemo lesson 2 --bogus --help").
+    for (int a = 1; a < argc; a++) c.help |= !strcmp(argv[a], "--help") || !strcmp(argv[a], "-h");
+    if (c.help) {
+        help_scan(&c, argc, argv, at < argc ? at : -1, k);
+        if (k->id == CMD_LESSON) return cmd_lesson(&c);
+        if (k->id == CMD_HELP || k->id == CMD_VERSION) return cmd_help(&c);
+        print_command_help(stdout, &c, k);
         return 0;
     }
-    const char *cmd = argv[1];
-    // "kvdemo help", and --help or -h anywhere ("kvdemo lesson 2 --help").
-    int help = !strcmp(cmd, "help");
-    for (int a = 1; a < argc; a++) help |= !strcmp(argv[a], "--help") || !strcmp(argv[a], "-h");
-    if (help) {
-        print_help(stdout);
-        return 0;
-    }
-    if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) {
-        printf("kvdemo %s\n", KVDEMO_VERSION);
-        return 0;
-    }
-    if (!strcmp(cmd, "list")) return cmd_list(argc, argv);
-    if (!strcmp(cmd, "lesson")) return cmd_lesson(argc, argv);
-    if (!strcmp(cmd, "generate") || !strcmp(cmd, "race") || !strcmp(cmd, "bench") || !strcmp(cmd, "init") || !strcmp(cmd, "train") ||
-        !strcmp(cmd, "eval")) {
-        Options opt = {.runs = RUN_BOTH, .steps = -1, .seed = 42, .temperature = -1, .top_p = -1};
-        Trace tr;
-        trace_init(&tr, stdout);
-        CliExtra extra = {.color = "auto"};
-        int rc = parse_options(argc, argv, 2, cmd, &opt, &tr, &extra);
-        if (rc) return rc;
-        tr.color = tr.format == FORMAT_TEXT && want_color(extra.color);
-        tr.lesson = cmd;
-        if (!strcmp(cmd, "generate")) return gptcmd_generate(&opt, &tr);
-        if (!strcmp(cmd, "race")) return race_run(&opt, &tr);
-        if (!strcmp(cmd, "bench")) return gptcmd_bench(&opt, &tr);
-        if (!strcmp(cmd, "train")) return gptcmd_train(&opt);
-        if (!strcmp(cmd, "eval")) return gptcmd_eval(&opt);
-        return gptcmd_init(&opt);
-    }
-    if (!strcmp(cmd, "memory")) {
-        Options opt = {.runs = RUN_BOTH, .steps = -1, .seed = 42, .temperature = -1, .top_p = -1};
-        Trace tr;
-        trace_init(&tr, stdout);
-        CliExtra extra = {.color = "auto"};
-        int rc = parse_options(argc, argv, 2, cmd, &opt, &tr, &extra);
-        if (rc) return rc;
-        tr.lesson = cmd;
-        return memory_cmd(&opt, &tr);
-    }
-    return usage_error("unknown command '%s'; commands: %s (kvdemo help explains them)", cmd, COMMANDS);
+    int rc = parse_args(&c, argc, argv, at < argc ? at : -1, k);
+    if (rc) return rc;
+    if (c.version) return cmd_version(&c);
+    c.tr.color = c.tr.format == FORMAT_TEXT && want_color(c.color);
+    c.tr.lesson = k->name;
+    return k->run(&c);
 }
 
 int cli_parse_options(Options *opt, Trace *tr, int argc, char **argv, const char *command) {
-    *opt = (Options){.runs = RUN_BOTH, .steps = -1, .seed = 42, .temperature = -1, .top_p = -1};
-    trace_init(tr, stdout);
-    CliExtra extra = {.color = "auto"};
-    return parse_options(argc, argv, 2, command, opt, tr, &extra);
+    Cli c;
+    memset(&c, 0, sizeof c);
+    c.opt = (Options){.runs = RUN_BOTH, .steps = -1, .seed = 42, .temperature = -1, .top_p = -1};
+    trace_init(&c.tr, stdout);
+    const Command *k = find_command(command);
+    int rc = k ? parse_args(&c, argc, argv, 1, k) : unknown_command(command);
+    *opt = c.opt;
+    *tr = c.tr;
+    return rc;
 }

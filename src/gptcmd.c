@@ -11,6 +11,7 @@
 #include "fileio.h"
 #include "kvcmd.h"
 #include "flash.h"
+#include "gptsetup.h"
 #include "ops.h"
 #include "pagedcmd.h"
 #include "paths.h"
@@ -28,94 +29,6 @@
 enum { DEFAULT_STEPS = 256 };
 static const char *const DEFAULT_PROMPT = "ROMEO:";
 
-// ----------------------------------------------------------------------------
-// Choosing the model and the prompt
-
-int gptcmd_model(GptModel *m, const Options *opt, int fallback, int *random_note) {
-    char err[512], buf[4096];
-    if (random_note) *random_note = 0;
-    if (opt->model_path && opt->init) {
-        fprintf(stderr, "kvdemo: --model and --init exclude each other; give one\n");
-        return 2;
-    }
-    if (opt->preset && !opt->init) {
-        fprintf(stderr, "kvdemo: --preset goes with --init random (a model file has its own shape)\n");
-        return 2;
-    }
-    const char *path = opt->model_path;
-    if (!path && !opt->init) {
-        path = paths_shipped(GPT_SHIPPED_MODEL, buf, sizeof buf);
-        if (access(path, R_OK) != 0) {
-            if (!fallback) {
-                fprintf(stderr, "kvdemo: no model: %s is missing; give --model FILE or --init random\n", GPT_SHIPPED_MODEL);
-                return 1;
-            }
-            path = NULL;
-            if (random_note) *random_note = 1;
-        }
-    }
-    if (path) {
-        if (gpt_load(m, path, err, sizeof err)) {
-            fprintf(stderr, "kvdemo: %s\n", err);
-            return 1;
-        }
-        return 0;
-    }
-    GptConfig cfg;
-    const char *preset = opt->preset ? opt->preset : "seed";
-    if (gpt_preset(&cfg, preset)) {
-        fprintf(stderr, "kvdemo: unknown preset '%s'; valid: seed, tiny\n", preset);
-        return 2;
-    }
-    uint32_t vocab[256];
-    int V = 0;
-    for (const unsigned char *c = (const unsigned char *)GPT_SHAKESPEARE_VOCAB; *c; c++) vocab[V++] = *c;
-    if (gpt_init_random(m, cfg, vocab, (uint32_t)opt->seed, err, sizeof err)) {
-        fprintf(stderr, "kvdemo: %s\n", err);
-        return 1;
-    }
-    return 0;
-}
-
-int gptcmd_prompt(int **tokens, int *n, const GptModel *m, const char *prompt, int steps) {
-    char err[256];
-    int max = (int)strlen(prompt);
-    if (max == 0) {
-        fprintf(stderr, "kvdemo: the prompt is empty; give at least one character, e.g. --prompt \"ROMEO:\"\n");
-        return 2;
-    }
-    *tokens = malloc(sizeof(int) * (size_t)(max + steps));
-    if (!*tokens) {
-        fprintf(stderr, "kvdemo: out of memory\n");
-        return 1;
-    }
-    *n = gpt_encode(*tokens, m, prompt, max, err, sizeof err);
-    if (*n < 0) {
-        fprintf(stderr, "kvdemo: --prompt: %s\n", err);
-        free(*tokens);
-        *tokens = NULL;
-        return 2;
-    }
-    return 0;
-}
-
-int gptcmd_attention(const Options *opt, const GptModel *m) {
-    int flash = opt->attention && !strcmp(opt->attention, "flash");
-    if (opt->tile && !flash) {
-        fprintf(stderr, "kvdemo: --tile goes with --attention flash (plain attention has no tiles)\n");
-        return 2;
-    }
-    if (!flash) return flash_gpt_use(FLASH_PLAIN, 0, 0, 0, 0);
-    GptConfig g = m->cfg;
-    if (flash_gpt_use(FLASH_TILED, opt->tile ? opt->tile : FLASH_DEFAULT_TILE, g.T, g.H, g.C / g.H)) {
-        fprintf(stderr, "kvdemo: out of memory\n");
-        return 1;
-    }
-    return 0;
-}
-
-void gptcmd_attention_end(void) { flash_gpt_use(FLASH_PLAIN, 0, 0, 0, 0); }
-
 // Threads for the arithmetic: --threads N, or every core.
 static int start_threads(const Options *opt) {
     if (ops_set_threads(opt->threads) != 0) {
@@ -123,21 +36,6 @@ static int start_threads(const Options *opt) {
         return 1;
     }
     return 0;
-}
-
-char *gptcmd_generate_text(int *tokens, GptState *s, const GptModel *m, const int *prompt, int n_prompt,
-                           int steps, int use_cache, const Options *opt, GptStepFn on_step, void *ctx) {
-    Sampler sampler;
-    float temperature = opt->temperature >= 0 ? (float)opt->temperature : 1.0f;
-    if (sampler_init(&sampler, m->cfg.V, temperature, opt->top_k, (uint32_t)opt->seed)) return NULL;
-    memcpy(tokens, prompt, sizeof(int) * (size_t)n_prompt);
-    // np.random.seed(seed); trainer.generate(dataset, prompt, steps, use_cache)
-    int len = gpt_generate(tokens, s, m, &sampler, n_prompt, steps, use_cache, on_step, ctx);
-    sampler_free(&sampler);
-    size_t need = gpt_decode(NULL, 0, m, tokens, len);
-    char *text = malloc(need + 1);
-    if (text) gpt_decode(text, need + 1, m, tokens, len);
-    return text;
 }
 
 // ----------------------------------------------------------------------------
@@ -195,7 +93,7 @@ int gptcmd_generate(const Options *opt, Trace *tr) {
     int rc = kvcmd_variant(&variant, &use_variant, opt);
     if (rc) return rc;
     GptModel m;
-    rc = gptcmd_model(&m, opt, 0, NULL);
+    rc = gptsetup_model(&m, opt, 0, NULL);
     if (rc) return rc;
     int steps = opt->steps > 0 ? opt->steps : DEFAULT_STEPS;
     int use_cache = opt->runs != RUN_NOCACHE;
@@ -205,13 +103,13 @@ int gptcmd_generate(const Options *opt, Trace *tr) {
     Sampler sampler = {0};
     char *text = NULL;
     const char *prompt = opt->n_prompts ? opt->prompts[0] : DEFAULT_PROMPT;
-    rc = gptcmd_prompt(&tokens, &n_prompt, &m, prompt, steps);
+    rc = gptsetup_prompt(&tokens, &n_prompt, &m, prompt, steps);
     if (!rc && (gpt_state_init(&s, m.cfg) || sampler_init(&sampler, m.cfg.V, temperature, opt->top_k, (uint32_t)opt->seed))) {
         fprintf(stderr, "kvdemo: out of memory\n");
         rc = 1;
     }
     if (!rc) rc = start_threads(opt);
-    if (!rc) rc = gptcmd_attention(opt, &m);
+    if (!rc) rc = gptsetup_attention(opt, &m);
     if (!rc && use_variant) s.variant = &variant;
     if (!rc) {
         Stream g = {.m = &m, .out = tr->out, .use_cache = use_cache, .width = columns(),
@@ -233,40 +131,38 @@ int gptcmd_generate(const Options *opt, Trace *tr) {
             rc = 1;
         } else {
             gpt_decode(text, need + 1, &m, tokens, len);
-            tr->run = use_cache ? "cache" : "no-cache";
-            if (tr->format == FORMAT_JSON) {
-                trace_textval(tr, "text", text);
-                trace_timing(tr, tr->run, seconds, 1);
-                trace_value(tr, "tokens_per_s", steps / seconds, "tokens/s", NULL, NULL);
-                if (use_cache) {
-                    trace_count(tr, "reset_steps", g.resets, NULL, NULL);
-                    trace_value(tr, "reset_seconds", g.reset_seconds, "s", NULL, NULL);
-                }
-            } else {
-                if (g.live) fputs("\x1b[K", tr->out);
-                if (tr->lang == LANG_ZH)
-                    fprintf(tr->out, "\n\n—— %d 个 token，用时 %.3f 秒，每秒 %.0f 个 token，%s，%d 个线程\n", steps,
-                            seconds, steps / seconds, use_cache ? "使用 KV Cache" : "不使用 KV Cache", ops_threads());
-                else
-                    fprintf(tr->out, "\n\n-- %d tokens in %.3f s, %.0f tokens/s, %s, %d thread%s\n", steps,
-                            seconds, steps / seconds, use_cache ? "with the KV cache" : "without the KV cache",
-                            ops_threads(), ops_threads() == 1 ? "" : "s");
-                if (use_variant)
-                    trace_sayf(tr, "-- keys and values kept as %s%s%s (kvdemo lesson %s explains)",
-                               "—— key 和 value 以 %s 保存%s%s（第 %s 课有解释）", kvquant_name(variant.kv_dtype),
-                               variant.bug ? trace_text(tr, ", with the bug ", "，带有错误 ") : "",
-                               variant.bug ? kvvariant_bug_name(variant.bug) : "", variant.bug ? "11" : "12");
-                if (flash_gpt_tiled())
-                    trace_sayf(tr, "-- flash attention: tiles of %d keys, online softmax; cached steps by flash-decoding",
-                               "—— flash attention：每块 %d 个 key，在线 softmax；使用缓存的各步用 flash-decoding",
-                               flash_gpt_tile());
-                if (g.resets)
-                    trace_sayf(tr,
-                               "-- past the context (%d positions) the chapter's generate dropped the cache and fed "
-                               "the last %d tokens again at %d steps: %.3f s of the %.3f s.",
-                               "—— 超过上下文长度（%d 个位置）后，章节里的 generate 丢掉缓存，把最后 %d 个 token "
-                               "重新算了一遍，共 %d 步，用了 %.3f 秒（总共 %.3f 秒）。",
-                               m.cfg.T, m.cfg.T, g.resets, g.reset_seconds, seconds);
+            trace_run(tr, use_cache ? "cache" : "no-cache");
+            // The text went out token by token above; JSON gets it whole.
+            if (tr->format == FORMAT_JSON) trace_textval(tr, "text", text);
+            if (g.live) fputs("\x1b[K", tr->out);
+            // The figures: lines for people, events for scripts.
+            trace_sayf(tr, "\n\n-- %d tokens in %.3f s, %.0f tokens/s, %s, %d thread%s",
+                       "\n\n—— %d 个 token，用时 %.3f 秒，每秒 %.0f 个 token，%s，%d 个线程%s", steps, seconds,
+                       steps / seconds,
+                       use_cache ? trace_text(tr, "with the KV cache", "使用 KV Cache")
+                                 : trace_text(tr, "without the KV cache", "不使用 KV Cache"),
+                       ops_threads(), ops_threads() == 1 || tr->lang == LANG_ZH ? "" : "s");
+            if (use_variant)
+                trace_sayf(tr, "-- keys and values kept as %s%s%s (kvdemo lesson %s explains)",
+                           "—— key 和 value 以 %s 保存%s%s（第 %s 课有解释）", kvquant_name(variant.kv_dtype),
+                           variant.bug ? trace_text(tr, ", with the bug ", "，带有错误 ") : "",
+                           variant.bug ? kvvariant_bug_name(variant.bug) : "", variant.bug ? "11" : "12");
+            if (flash_gpt_tiled())
+                trace_sayf(tr, "-- flash attention: tiles of %d keys, online softmax; cached steps by flash-decoding",
+                           "—— flash attention：每块 %d 个 key，在线 softmax；使用缓存的各步用 flash-decoding",
+                           flash_gpt_tile());
+            if (g.resets)
+                trace_sayf(tr,
+                           "-- past the context (%d positions) the chapter's generate dropped the cache and fed "
+                           "the last %d tokens again at %d steps: %.3f s of the %.3f s.",
+                           "—— 超过上下文长度（%d 个位置）后，章节里的 generate 丢掉缓存，把最后 %d 个 token "
+                           "重新算了一遍，共 %d 步，用了 %.3f 秒（总共 %.3f 秒）。",
+                           m.cfg.T, m.cfg.T, g.resets, g.reset_seconds, seconds);
+            if (tr->format == FORMAT_JSON) trace_timing(tr, tr->run, seconds, 1);
+            trace_value(tr, "tokens_per_s", steps / seconds, "tokens/s", NULL, NULL);
+            if (use_cache) {
+                trace_count(tr, "reset_steps", g.resets, NULL, NULL);
+                trace_value(tr, "reset_seconds", g.reset_seconds, "s", NULL, NULL);
             }
         }
     }
@@ -275,7 +171,7 @@ int gptcmd_generate(const Options *opt, Trace *tr) {
     sampler_free(&sampler);
     gpt_state_free(&s);
     gpt_free(&m);
-    gptcmd_attention_end();
+    gptsetup_attention_end();
     ops_set_threads(1);
     return rc;
 }
@@ -291,7 +187,7 @@ int gptcmd_init(const Options *opt) {
     Options o = *opt;
     o.init = "random";
     GptModel m;
-    int rc = gptcmd_model(&m, &o, 0, NULL);
+    int rc = gptsetup_model(&m, &o, 0, NULL);
     if (rc) return rc;
     char err[512];
     if (gpt_save(&m, opt->out_path, err, sizeof err)) {
@@ -376,11 +272,13 @@ static int parse_lengths(int *out, int max, const char *list) {
     return n;
 }
 
-// A bar of width proportional to value / max, in at most width cells.
-static void bar(FILE *f, char c, double value, double max, int width) {
+// A bar of c, of length proportional to value / max, at most width long.
+static void bar(char *out, size_t size, char c, double value, double max, int width) {
     int n = max > 0 ? (int)lround(value / max * width) : 0;
     if (value > 0 && n == 0) n = 1;
-    for (int i = 0; i < n; i++) fputc(c, f);
+    if (n > (int)size - 1) n = (int)size - 1;
+    memset(out, c, (size_t)n);
+    out[n] = '\0';
 }
 
 int gptcmd_bench(const Options *opt, Trace *tr) {
@@ -406,7 +304,7 @@ int gptcmd_bench(const Options *opt, Trace *tr) {
     }
     GptModel m;
     int random_model = 0;
-    int rc = gptcmd_model(&m, opt, 1, &random_model);
+    int rc = gptsetup_model(&m, opt, 1, &random_model);
     if (rc) {
         if (csv) fileio_abort(&csv_file);
         return rc;
@@ -428,13 +326,13 @@ int gptcmd_bench(const Options *opt, Trace *tr) {
         rc = 2;
         goto done;
     }
-    rc = gptcmd_prompt(&tokens, &n_prompt, &m, opt->n_prompts ? opt->prompts[0] : DEFAULT_PROMPT, max_len);
+    rc = gptsetup_prompt(&tokens, &n_prompt, &m, opt->n_prompts ? opt->prompts[0] : DEFAULT_PROMPT, max_len);
     if (!rc && (!samples || !table || gpt_state_init(&s, m.cfg))) {
         fprintf(stderr, "kvdemo: out of memory\n");
         rc = 1;
     }
     if (!rc) rc = start_threads(opt);
-    if (!rc) rc = gptcmd_attention(opt, &m);
+    if (!rc) rc = gptsetup_attention(opt, &m);
     if (rc) goto done;
     if (use_variant) s.variant = &variant;
 
@@ -463,57 +361,93 @@ int gptcmd_bench(const Options *opt, Trace *tr) {
     if (isatty(STDERR_FILENO)) progress("%s", "");
 
     GptConfig g = m.cfg;
-    if (tr->format == FORMAT_TEXT) {
-        printf("kvdemo bench: T=%d C=%d H=%d L=%d V=%d (%zu parameters), %d threads, median of %d runs\n\n", g.T,
-               g.C, g.H, g.L, g.V, m.num_params, ops_threads(), repeat);
-        if (use_variant)
-            printf("keys and values kept as %s: the arithmetic of such a cache, in kvdemo's float layout\n\n",
-                   kvquant_name(variant.kv_dtype));
-        if (flash_gpt_tiled())
-            printf("attention: flash, tiles of %d keys (cached steps by flash-decoding)\n\n", flash_gpt_tile());
-        printf("%d tokens after \"%s\":\n", DEFAULT_STEPS, opt->n_prompts ? opt->prompts[0] : DEFAULT_PROMPT);
-        for (int c = 0; c < 2; c++) {
-            const Measure *h = &head[c];
-            printf("  %-17s %8.3f s  %8.0f tokens/s  matmuls %6.1f GFLOP/s  reads %6.2f GB/s\n",
-                   c ? "with the cache" : "without the cache", h->seconds, DEFAULT_STEPS / h->seconds,
-                   h->matmul_flops / h->seconds * 1e-9, h->bytes_read / h->seconds * 1e-9);
-        }
-        printf("  the cache is %.1fx faster (the chapter's numpy: 4.93 s and 0.53 s, 9.3x)\n\n",
-               head[0].seconds / head[1].seconds);
-        printf("training, batch %d x %d: %.0f tokens/s (about %.0f GFLOP/s counting 6 x parameters per token)\n\n",
-               TRAIN_BATCH, g.T, train_tps, 6.0 * (double)m.num_params * train_tps * 1e-9);
-        printf("%8s %12s %12s %9s   time (# without the cache, = with it)\n", "tokens", "no cache s", "cache s",
-               "speedup");
-        double tmax = 0;
-        for (int i = 0; i < n_lengths; i++) tmax = fmax(tmax, fmax(table[i][0].seconds, table[i][1].seconds));
-        for (int i = 0; i < n_lengths; i++) {
-            printf("%8d %12.4f %12.4f %8.1fx   ", lengths[i], table[i][0].seconds, table[i][1].seconds,
-                   table[i][0].seconds / table[i][1].seconds);
-            bar(stdout, '#', table[i][0].seconds, tmax, 30);
-            printf("\n%47s", "");
-            bar(stdout, '=', table[i][1].seconds, tmax, 30);
-            printf("\n");
-        }
-        // len(tokens) at step k is the prompt plus k - 1: past the context
-        // from step T - n_prompt + 2 on.
-        printf("\nOnce the prompt and the generated tokens together pass %d (with this %d-token prompt,\n"
-               "from step %d on) the chapter's generate drops the cache and recomputes the last %d tokens\n"
-               "in full at every step, so from there both ways cost the same per token.\n",
-               g.T, n_prompt, g.T - n_prompt + 2, g.T);
-    } else {
-        trace_value(tr, "train_tokens_per_s", train_tps, "tokens/s", NULL, NULL);
-        for (int c = 0; c < 2; c++) {
-            tr->run = c ? "cache" : "no-cache";
-            trace_timing(tr, "tokens_256", head[c].seconds, repeat);
-            trace_value(tr, "matmul_gflops", head[c].matmul_flops / head[c].seconds * 1e-9, "GFLOP/s", NULL, NULL);
-            trace_value(tr, "read_gbps", head[c].bytes_read / head[c].seconds * 1e-9, "GB/s", NULL, NULL);
-            for (int i = 0; i < n_lengths; i++) {
-                char name[32];
-                snprintf(name, sizeof name, "tokens_%d", lengths[i]);
-                trace_timing(tr, name, table[i][c].seconds, repeat);
-            }
-        }
+    const char *prompt = opt->n_prompts ? opt->prompts[0] : DEFAULT_PROMPT;
+    trace_sayf(tr, "kvdemo bench: T=%d C=%d H=%d L=%d V=%d (%zu parameters), %d threads, median of %d runs\n",
+               "kvdemo bench：T=%d C=%d H=%d L=%d V=%d（%zu 个参数），%d 个线程，%d 次运行的中位数\n", g.T, g.C,
+               g.H, g.L, g.V, m.num_params, ops_threads(), repeat);
+    if (use_variant)
+        trace_sayf(tr, "keys and values kept as %s: the arithmetic of such a cache, in kvdemo's float layout\n",
+                   "key 和 value 以 %s 保存：按这种缓存的算术，用 kvdemo 的浮点布局\n", kvquant_name(variant.kv_dtype));
+    if (flash_gpt_tiled())
+        trace_sayf(tr, "attention: flash, tiles of %d keys (cached steps by flash-decoding)\n",
+                   "注意力：flash，每块 %d 个键（缓存步用 flash-decoding）\n", flash_gpt_tile());
+    trace_sayf(tr, "%d tokens after \"%s\":", "%d 个词元，接在 \"%s\" 之后：", DEFAULT_STEPS, prompt);
+    // The headline: the chapter's 256 tokens, both ways.
+    static const TraceColumn HEAD_COLS[] = {
+        {"", "", 17, 0, "run"},
+        {"s", "秒", 10, 1, "seconds"},
+        {"tokens/s", "词元/秒", 10, 1, "tokens_per_s"},
+        {"matmul GFLOP/s", "矩阵乘 GFLOP/s", 15, 1, "matmul_gflops"},
+        {"reads GB/s", "读取 GB/s", 11, 1, "read_gbps"},
+    };
+    static const TraceTable HEAD = {"tokens_256", 5, HEAD_COLS};
+    trace_table_head(tr, &HEAD);
+    for (int c = 0; c < 2; c++) {
+        const Measure *h = &head[c];
+        char cells[4][32];
+        snprintf(cells[0], sizeof cells[0], "%.3f", h->seconds);
+        snprintf(cells[1], sizeof cells[1], "%.0f", DEFAULT_STEPS / h->seconds);
+        snprintf(cells[2], sizeof cells[2], "%.1f", h->matmul_flops / h->seconds * 1e-9);
+        snprintf(cells[3], sizeof cells[3], "%.2f", h->bytes_read / h->seconds * 1e-9);
+        const char *row[] = {c ? trace_text(tr, "with the cache", "有缓存") : trace_text(tr, "without the cache", "无缓存"),
+                             cells[0], cells[1], cells[2], cells[3]};
+        trace_run(tr, c ? "cache" : "no-cache");
+        trace_table_row(tr, &HEAD, row);
+        if (tr->format == FORMAT_JSON) trace_timing(tr, "tokens_256", h->seconds, repeat);
+        trace_value(tr, "matmul_gflops", h->matmul_flops / h->seconds * 1e-9, "GFLOP/s", NULL, NULL);
+        trace_value(tr, "read_gbps", h->bytes_read / h->seconds * 1e-9, "GB/s", NULL, NULL);
     }
+    trace_run(tr, NULL);
+    trace_sayf(tr, "  the cache is %.1fx faster (the chapter's numpy: 4.93 s and 0.53 s, 9.3x)\n",
+               "  有缓存快 %.1f 倍（原文 numpy：4.93 秒与 0.53 秒，9.3 倍）\n", head[0].seconds / head[1].seconds);
+    trace_sayf(tr, "training, batch %d x %d: %.0f tokens/s (about %.0f GFLOP/s counting 6 x parameters per token)\n",
+               "训练，批 %d x %d：每秒 %.0f 个词元（按每个词元 6 x 参数量计，约 %.0f GFLOP/s）\n", TRAIN_BATCH, g.T,
+               train_tps, 6.0 * (double)m.num_params * train_tps * 1e-9);
+    trace_value(tr, "train_tokens_per_s", train_tps, "tokens/s", NULL, NULL);
+    // The exercise: both ways over growing lengths, with a bar of each time.
+    static const TraceColumn LEN_COLS[] = {
+        {"tokens", "词元", 8, 1, NULL},
+        {"no cache s", "无缓存 秒", 12, 1, "nocache_seconds"},
+        {"cache s", "有缓存 秒", 12, 1, "cache_seconds"},
+        {"speedup", "加速", 9, 1, NULL},
+        {"  time (# without the cache, = with it)", "  耗时（# 无缓存，= 有缓存）", 0, 0, "chart"},
+    };
+    static const TraceTable LENGTHS = {"lengths", 5, LEN_COLS};
+    trace_table_head(tr, &LENGTHS);
+    double tmax = 0;
+    for (int i = 0; i < n_lengths; i++) tmax = fmax(tmax, fmax(table[i][0].seconds, table[i][1].seconds));
+    for (int i = 0; i < n_lengths; i++) {
+        char cells[4][32], bars[2][40];
+        snprintf(cells[0], sizeof cells[0], "%d", lengths[i]);
+        snprintf(cells[1], sizeof cells[1], "%.4f", table[i][0].seconds);
+        snprintf(cells[2], sizeof cells[2], "%.4f", table[i][1].seconds);
+        snprintf(cells[3], sizeof cells[3], "%.1fx", table[i][0].seconds / table[i][1].seconds);
+        bar(bars[0], sizeof bars[0], '#', table[i][0].seconds, tmax, 30);
+        bar(bars[1], sizeof bars[1], '=', table[i][1].seconds, tmax, 30);
+        char chart[96];
+        snprintf(chart, sizeof chart, "  %s", bars[0]);
+        const char *row[] = {cells[0], cells[1], cells[2], cells[3], chart};
+        trace_table_row(tr, &LENGTHS, row);
+        if (tr->format == FORMAT_TEXT) {
+            snprintf(chart, sizeof chart, "  %s", bars[1]);
+            const char *second[] = {"", "", "", "", chart};
+            trace_table_row(tr, &LENGTHS, second);
+        }
+        for (int c = 0; c < 2; c++) {
+            char name[32];
+            snprintf(name, sizeof name, "tokens_%d", lengths[i]);
+            trace_run(tr, c ? "cache" : "no-cache");
+            if (tr->format == FORMAT_JSON) trace_timing(tr, name, table[i][c].seconds, repeat);
+        }
+        trace_run(tr, NULL);
+    }
+    trace_sayf(tr,
+               "\nOnce the prompt and the generated tokens together pass %d (with this %d-token prompt,\n"
+               "from step %d on) the chapter's generate drops the cache and recomputes the last %d tokens\n"
+               "in full at every step, so from there both ways cost the same per token.",
+               "\n提示词与生成的词元合计超过 %d 个后（这个提示词有 %d 个词元，从第 %d 步起），原文的 generate\n"
+               "丢掉缓存，每一步完整重算最后 %d 个词元，所以从那以后两种方式每个词元的代价相同。",
+               g.T, n_prompt, g.T - n_prompt + 2, g.T);
     if (csv) {
         fprintf(csv, "tokens,nocache_seconds,cache_seconds,speedup,nocache_tokens_per_s,cache_tokens_per_s\n");
         for (int i = 0; i < n_lengths; i++)
@@ -533,7 +467,7 @@ done:
     free(tokens);
     gpt_state_free(&s);
     gpt_free(&m);
-    gptcmd_attention_end();
+    gptsetup_attention_end();
     ops_set_threads(1);
     return rc;
 }
@@ -592,7 +526,7 @@ int gptcmd_train(const Options *opt) {
 int gptcmd_eval(const Options *opt) {
     if (opt->kv_dtype) return kvcmd_eval(opt);   // through the cache (lesson 12)
     GptModel m;
-    int rc = gptcmd_model(&m, opt, 0, NULL);
+    int rc = gptsetup_model(&m, opt, 0, NULL);
     if (rc) return rc;
     char buf[4096];
     const char *data = corpus_path(opt, buf, sizeof buf);

@@ -2,7 +2,7 @@
 // tools): the variant they ask for, and `kvdemo eval --kv-dtype TYPE`.
 #include "kvcmd.h"
 
-#include "gptcmd.h"
+#include "gptsetup.h"
 #include "ops.h"
 #include "paths.h"
 #include "train.h"
@@ -47,7 +47,7 @@ int kvcmd_eval(const Options *opt) {
     int rc = kvcmd_variant(&v, &set, opt);
     if (rc) return rc;
     GptModel m;
-    rc = gptcmd_model(&m, opt, 0, NULL);
+    rc = gptsetup_model(&m, opt, 0, NULL);
     if (rc) return rc;
     char buf[4096];
     const char *data = opt->data_path;

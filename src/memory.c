@@ -6,7 +6,7 @@
 #include "memory.h"
 
 #include "gpt.h"
-#include "gptcmd.h"
+#include "gptsetup.h"
 #include "utf8.h"
 
 #include <errno.h>
@@ -189,13 +189,18 @@ static void from_gpt(MemModel *out, GptConfig cfg, size_t num_params, const char
 }
 
 static void print_list(Trace *tr) {
-    char a[32], b[32];
-    if (tr->format == FORMAT_TEXT) {
+    char a[32], b[32], layers[16], heads[16], kv_heads[16], head_dim[16], source[256];
+    if (tr->format == FORMAT_TEXT)
         fprintf(tr->out, "%s\n\n", trace_text(tr, "KV cache presets (bytes per token at 16 bits a value; kvdemo memory --model NAME)",
                                     "KV Cache 预设（每个 token 的字节数，每个数 16 位；kvdemo memory --model 名称）"));
-        fprintf(tr->out, "  %-13s %6s %6s %8s %8s %5s %12s  %s\n", "name", "layers", "heads", "kv_heads", "head_dim", "MLA",
-               "B/token", trace_text(tr, "source", "来源"));
-    }
+    static const TraceColumn COLS[] = {
+        {"name", "name", 13, 0, NULL},        {"layers", "layers", 6, 1, NULL},
+        {"heads", "heads", 6, 1, NULL},       {"kv_heads", "kv_heads", 8, 1, NULL},
+        {"head_dim", "head_dim", 8, 1, NULL}, {"MLA", "MLA", 5, 1, "mla_dim"},
+        {"B/token", "B/token", 12, 1, "bytes_per_token"}, {"source", "来源", 0, 0, "source"},
+    };
+    static const TraceTable TABLE = {"presets", 8, COLS};
+    trace_table_head(tr, &TABLE);
     for (int i = 0; i < NUM_MEM_PRESETS; i++) {
         const MemModel *m = &MEM_PRESETS[i];
         uint64_t tok = 0;
@@ -208,12 +213,19 @@ static void print_list(Trace *tr) {
             trace_count(tr, "mla_dim", m->mla_dim, NULL, NULL);
             trace_count(tr, "window", m->window, NULL, NULL);
             trace_count(tr, "bytes_per_token", (int64_t)tok, NULL, NULL);
-            continue;
         }
+        // Text groups the digits; JSON keeps numbers.
+        snprintf(layers, sizeof layers, "%d", m->layers);
+        snprintf(heads, sizeof heads, "%d", m->heads);
+        snprintf(kv_heads, sizeof kv_heads, "%d", m->kv_heads);
+        snprintf(head_dim, sizeof head_dim, "%d", m->head_dim);
         snprintf(b, sizeof b, "%d", m->mla_dim);
-        fprintf(tr->out, "  %-13s %6d %6d %8d %8d %5s %12s  %s%s\n", m->name, m->layers, m->heads, m->kv_heads, m->head_dim,
-               m->mla_dim ? b : "-", memory_grouped(a, sizeof a, tok), m->source,
-               m->window ? trace_text(tr, " (window caps the cache)", "（窗口限制缓存长度）") : "");
+        if (tr->format == FORMAT_TEXT) memory_grouped(a, sizeof a, tok);
+        else snprintf(a, sizeof a, "%llu", (unsigned long long)tok);
+        snprintf(source, sizeof source, "%s%s", m->source,
+                 m->window ? trace_text(tr, " (window caps the cache)", "（窗口限制缓存长度）") : "");
+        const char *row[] = {m->name, layers, heads, kv_heads, head_dim, m->mla_dim || tr->format == FORMAT_JSON ? b : "-", a, source};
+        trace_table_row(tr, &TABLE, row);
     }
     if (tr->format == FORMAT_JSON) {
         trace_run(tr, NULL);

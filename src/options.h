@@ -9,6 +9,22 @@
 enum { RUN_NOCACHE = 1, RUN_CACHE = 2, RUN_BOTH = 3 };
 enum { MAX_PROMPTS = 8 };
 
+// Every option, by name. A lesson says which it honours in its row of
+// lessons.c, and cli.c's table says which commands accept each one. A new
+// option is one name here and one row in cli.c's OPTIONS. Sets of options
+// are arrays indexed by these ids, so there is no limit to their number.
+typedef enum {
+    OPT_CACHE, OPT_NO_CACHE, OPT_TRACE, OPT_PRECISION, OPT_FORMAT, OPT_LANG, OPT_STEP, OPT_COLOR,
+    OPT_REPEAT, OPT_DATA, OPT_MODEL, OPT_INIT, OPT_PRESET, OPT_SEED, OPT_STEPS, OPT_PROMPT,
+    OPT_TEMPERATURE, OPT_TOP_K, OPT_TOP_P, OPT_THREADS, OPT_CSV, OPT_OUT, OPT_CONTEXT,
+    OPT_EMBEDDING, OPT_HEADS, OPT_BLOCKS, OPT_ITERS, OPT_BATCH, OPT_LR, OPT_EVAL_EVERY,
+    OPT_RESUME, OPT_PAGED, OPT_BLOCK_SIZE, OPT_NUM_BLOCKS, OPT_SAMPLES, OPT_TOKENS, OPT_LAYERS,
+    OPT_KV_HEADS, OPT_HEAD_DIM, OPT_DTYPE, OPT_GPU_MEMORY, OPT_LIST, OPT_ATTENTION, OPT_TILE,
+    OPT_MAX_N, OPT_BUG, OPT_KV_DTYPE, OPT_HELP, OPT_VERSION,
+    OPT_WIDTH, OPT_NO_RACE,
+    NUM_OPTION_IDS
+} OptionId;
+
 typedef struct Options {
     int runs;                           // --cache / --no-cache: RUN_* bits
     int repeat;                         // --repeat N: timings are medians of N (0: the lesson's default)
@@ -29,7 +45,7 @@ typedef struct Options {
     const char *init;                   // --init random
     const char *preset;                 // --preset seed|tiny
     int context, embedding, heads, blocks;   // model shape overrides for train (0: the preset's)
-    int iters, batch, eval_every;       // training
+    int iters, batch, eval_every;       // training (batch: memory's sequences too)
     double lr;
     const char *resume_path;            // --resume CHECKPOINT
     int paged;                          // --paged: generate on the paged KV cache
@@ -46,9 +62,9 @@ typedef struct Options {
     const char *bug;                    // --bug NAME: a classic cache mistake (lesson 11), or NULL
     const char *kv_dtype;               // --kv-dtype fp32|bf16|fp16|int8|int4 (lesson 12), or NULL
     int no_race;                        // --no-race: lesson 10 on a terminal as on a pipe, not the race
-    // Which options were given, by their index in cli.c's table, so that a
-    // command can tell a default from a choice.
-    uint64_t given;
+    // Which options were given (1 at their OptionId), so that a command can
+    // tell a default from a choice.
+    unsigned char given[NUM_OPTION_IDS];
 } Options;
 
 #endif

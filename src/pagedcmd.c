@@ -5,8 +5,8 @@
 // with the contiguous cache (sample i draws with np.random.seed(S + i)).
 #include "pagedcmd.h"
 
-#include "gptcmd.h"
 #include "gptpaged.h"
+#include "gptsetup.h"
 #include "ops.h"
 #include "timer.h"
 
@@ -38,7 +38,7 @@ int pagedcmd_generate(const Options *opt, Trace *tr) {
         return 2;
     }
     GptModel m;
-    int rc = gptcmd_model(&m, opt, 0, NULL);
+    int rc = gptsetup_model(&m, opt, 0, NULL);
     if (rc) return rc;
     int steps = opt->steps > 0 ? opt->steps : DEFAULT_STEPS;
     int N = opt->samples > 0 ? opt->samples : DEFAULT_SAMPLES;
@@ -52,7 +52,7 @@ int pagedcmd_generate(const Options *opt, Trace *tr) {
     KvSeq *seqs = NULL;
     Sampler *samplers = NULL;
     char *text = NULL;
-    rc = gptcmd_prompt(&prompt_tokens, &n_prompt, &m, prompt, 0);
+    rc = gptsetup_prompt(&prompt_tokens, &n_prompt, &m, prompt, 0);
     if (rc) goto done;
     // Enough blocks for N separate sequences of the longest length the run
     // reaches: sharing can only need fewer.

@@ -8,7 +8,7 @@
 #include "race.h"
 
 #include "gpt.h"
-#include "gptcmd.h"
+#include "gptsetup.h"
 #include "ops.h"
 #include "pool.h"
 #include "sampler.h"
@@ -153,7 +153,7 @@ static void sleep_ms(int ms) {
 
 int race_run(const Options *opt, Trace *tr) {
     GptModel m;
-    int rc = gptcmd_model(&m, opt, 0, NULL);
+    int rc = gptsetup_model(&m, opt, 0, NULL);
     if (rc) return rc;
     rc = race_model(&m, opt, tr);
     gpt_free(&m);
@@ -175,7 +175,7 @@ int race_model(const GptModel *m, const Options *opt, Trace *tr) {
         run[i].steps = steps;
         run[i].use_cache = i == 1;
         run[i].lock = &lock;
-        rc = gptcmd_prompt(&run[i].tokens, &run[i].n_prompt, m, prompt, steps);
+        rc = gptsetup_prompt(&run[i].tokens, &run[i].n_prompt, m, prompt, steps);
         if (rc) break;
         cap = gpt_decode(NULL, 0, m, run[i].tokens, run[i].n_prompt) + 4 * (size_t)steps + 1;
         if (gpt_state_init(&run[i].s, m->cfg) ||
@@ -253,6 +253,27 @@ int race_model(const GptModel *m, const Options *opt, Trace *tr) {
     if (!rc) {
         int same = v[0].done == v[1].done && !strcmp(v[0].text, v[1].text);
         double ratio = v[1].seconds > 0 ? v[0].seconds / v[1].seconds : 0;
+        // The two runs side by side, unless the live lines showed them.
+        if (!live || tr->format == FORMAT_JSON) {
+            static const TraceColumn COLS[] = {
+                {"", "", 17, 0, "run"},
+                {"tokens", "词元", 6, 1, NULL},
+                {"s", "秒", 8, 1, "seconds"},
+                {"tokens/s", "词元/秒", 9, 1, "tokens_per_s"},
+            };
+            static const TraceTable TABLE = {"race", 4, COLS};
+            trace_table_head(tr, &TABLE);
+            for (int k = 0; k < 2; k++) {
+                char done[16], secs[32], tps[32];
+                snprintf(done, sizeof done, "%d", v[k].done);
+                snprintf(secs, sizeof secs, "%.2f", v[k].seconds);
+                snprintf(tps, sizeof tps, "%.0f", v[k].done / v[k].seconds);
+                const char *row[] = {k ? trace_text(tr, "with the cache", "使用缓存")
+                                       : trace_text(tr, "without the cache", "不使用缓存"),
+                                     done, secs, tps};
+                trace_table_row(tr, &TABLE, row);
+            }
+        }
         if (tr->format == FORMAT_JSON) {
             const char *names[2] = {"no-cache", "cache"};
             for (int k = 0; k < 2; k++) {
@@ -267,14 +288,6 @@ int race_model(const GptModel *m, const Options *opt, Trace *tr) {
             trace_count(tr, "texts_identical", same, NULL, NULL);
             trace_value(tr, "speedup", ratio, "x", NULL, NULL);
         } else {
-            if (!live) {
-                trace_sayf(tr, "without the cache: %d tokens in %.2f s (%.0f tokens/s)",
-                           "不使用缓存：%d 个 token，%.2f 秒（每秒 %.0f 个）", v[0].done, v[0].seconds,
-                           v[0].done / v[0].seconds);
-                trace_sayf(tr, "with the cache:    %d tokens in %.2f s (%.0f tokens/s)",
-                           "使用缓存：  %d 个 token，%.2f 秒（每秒 %.0f 个）", v[1].done, v[1].seconds,
-                           v[1].done / v[1].seconds);
-            }
             fputc('\n', tr->out);
             if (same)
                 trace_say(tr, "Both runs wrote the same text, character for character.",

@@ -9,6 +9,7 @@
 #include "stats.h"
 #include "utf8.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -639,6 +640,89 @@ void trace_textval(Trace *tr, const char *name, const char *text) {
     }
     buf_printf(&b, "%s\n", text);
     emit(tr, &b);
+}
+
+// ----------------------------------------------------------------------------
+// Tables
+
+// "  " then each cell padded to its column's width, one space apart; no
+// spaces at the end of the line.
+static void table_line(Buf *b, const TraceTable *t, const char *const *texts) {
+    buf_append(b, "  ");
+    size_t line_start = b->len;
+    for (int i = 0; i < t->ncols; i++) {
+        int pad = t->cols[i].width - utf8_width(texts[i]);
+        if (pad < 0) pad = 0;
+        if (i) buf_append(b, " ");
+        if (t->cols[i].right) buf_printf(b, "%*s%s", pad, "", texts[i]);
+        else buf_printf(b, "%s%*s", texts[i], pad, "");
+    }
+    while (b->s && b->len > line_start && b->s[b->len - 1] == ' ') b->s[--b->len] = '\0';
+    buf_append(b, "\n");
+}
+
+// Is s a number as JSON writes one: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?
+static int is_json_number(const char *s) {
+    if (*s == '-') s++;
+    if (*s == '0') s++;
+    else if (*s >= '1' && *s <= '9') while (*s >= '0' && *s <= '9') s++;
+    else return 0;
+    if (*s == '.') {
+        if (!(*++s >= '0' && *s <= '9')) return 0;
+        while (*s >= '0' && *s <= '9') s++;
+    }
+    if (*s == 'e' || *s == 'E') {
+        s++;
+        if (*s == '+' || *s == '-') s++;
+        if (!(*s >= '0' && *s <= '9')) return 0;
+        while (*s >= '0' && *s <= '9') s++;
+    }
+    return *s == '\0';
+}
+
+void trace_table_head(Trace *tr, const TraceTable *t) {
+    Buf b;
+    buf_init(&b);
+    if (is_json(tr)) {
+        json_head(&b, tr, "table");
+        buf_append(&b, ",\"name\":");
+        json_string(&b, t->name);
+        buf_append(&b, ",\"columns\":[");
+        for (int i = 0; i < t->ncols; i++) {
+            if (i) buf_append(&b, ",");
+            json_string(&b, t->cols[i].key ? t->cols[i].key : t->cols[i].en);
+        }
+        buf_append(&b, "]");
+        emit_json(tr, &b);
+        return;
+    }
+    const char *heads[64];
+    assert(t->ncols <= 64);
+    for (int i = 0; i < t->ncols; i++) heads[i] = trace_text(tr, t->cols[i].en, t->cols[i].zh);
+    table_line(&b, t, heads);
+    emit(tr, &b);
+}
+
+void trace_table_row(Trace *tr, const TraceTable *t, const char *const *cells) {
+    Buf b;
+    buf_init(&b);
+    if (is_json(tr)) {
+        json_head(&b, tr, "row");
+        buf_append(&b, ",\"name\":");
+        json_string(&b, t->name);
+        buf_append(&b, ",\"cells\":[");
+        for (int i = 0; i < t->ncols; i++) {
+            if (i) buf_append(&b, ",");
+            if (is_json_number(cells[i])) buf_append(&b, cells[i]);
+            else json_string(&b, cells[i]);
+        }
+        buf_append(&b, "]");
+        emit_json(tr, &b);
+        return;
+    }
+    table_line(&b, t, cells);
+    emit(tr, &b);
+    trace_pause_row(tr);   // --step: the table grows a row a key
 }
 
 // A pause of --step (on a terminal: cli opens the screen only there). The

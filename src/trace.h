@@ -108,6 +108,27 @@ int trace_compare(Trace *tr, const char *name, const char *a_name, const Tensor 
                   const char *b_name, const Tensor *b);
 // A short text result (a generated text, a token): {"event":"text",...}.
 void trace_textval(Trace *tr, const char *name, const char *text);
+// A table: a head, then rows of cells. Text lines up each cell in its
+// column's width, measured in terminal columns (a Chinese character takes
+// two); JSON has one "table" event with the column names, then one "row"
+// event per row whose cells are numbers when they read as numbers.
+typedef struct {
+    const char *en, *zh;   // the column's head; en is also its JSON name
+    int width;             // terminal columns the cells are padded to
+    int right;             // 1: right-aligned (numbers)
+    const char *key;       // its JSON name when en is not unique, or NULL
+} TraceColumn;
+
+typedef struct {
+    const char *name;          // the JSON events' name: "kv_rows"
+    int ncols;
+    const TraceColumn *cols;   // (ncols)
+} TraceTable;
+
+void trace_table_head(Trace *tr, const TraceTable *t);
+// cells: ncols texts.
+void trace_table_row(Trace *tr, const TraceTable *t, const char *const *cells);
+
 // What happened to a block of the paged cache (lesson 6.1): name is alloc,
 // fork, cow, free or share; src is the block copied from (cow) or -1; ref
 // and src_ref the reference counts afterwards. JSON: {"event":"block",...};

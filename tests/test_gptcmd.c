@@ -89,6 +89,24 @@ static void test_bench_csv(void **state) {
     RunResult r = kvdemo_run(args);
     if (r.status != 0) fail_msg("kvdemo %s: %s", args, r.err);
     assert_non_null(strstr(r.out, "GFLOP/s"));
+    // The lengths table, through the trace's table: each length's speedup
+    // ends where the head's "speedup" ends.
+    const char *head = strstr(r.out, "speedup");
+    assert_non_null(head);
+    const char *head_line = head;
+    while (head_line > r.out && head_line[-1] != '\n') head_line--;
+    int head_end = (int)(head - head_line) + (int)strlen("speedup");
+    int found = 0;
+    for (const char *line = head; (line = strchr(line, '\n')) && *++line;) {
+        const char *x = strstr(line, "x ");
+        const char *nl = strchr(line, '\n');
+        if (!x || (nl && x > nl)) continue;
+        if ((int)(x - line) + 1 != head_end)
+            fail_msg("a speedup ends at column %d, expected %d: %.*s", (int)(x - line) + 1, head_end,
+                     (int)(nl ? nl - line : (long)strlen(line)), line);
+        found++;
+    }
+    assert_int_equal(found, 2);
     run_free(&r);
     FILE *f = fopen(csv, "r");
     assert_non_null(f);

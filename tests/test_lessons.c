@@ -282,6 +282,10 @@ static void test_lesson7(void **state) {
         steps = s;
     }
     assert_true(steps >= 7);
+    // The table of rows per step: its head, then one row event per step.
+    assert_non_null(events_find(e, n, "table", NULL, -1, "kv_rows"));
+    for (int s = 1; s <= steps; s++) assert_non_null(events_find(e, n, "row", NULL, s, "kv_rows"));
+    assert_null(events_find(e, n, "row", NULL, steps + 1, "kv_rows"));
     // The article's prompt 天气 (p = 2) over the same tokens: step i feeds
     // 1 + i tokens without the cache, summed here row by row.
     int want_nc = 0;

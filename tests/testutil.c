@@ -2,6 +2,8 @@
 #define _XOPEN_SOURCE 600   // posix_openpt, grantpt, unlockpt, ptsname
 #include "testutil.h"
 
+#include "options.h"
+
 #include "buf.h"
 
 #include <ctype.h>
@@ -481,22 +483,16 @@ const Event *events_find(const Event *e, int n, const char *event, const char *r
 // ----------------------------------------------------------------------------
 // Running every lesson quickly
 
-static int lesson_takes(const char *options, const char *name) {
-    size_t n = strlen(name);
-    for (const char *p = options; (p = strstr(p, name)); p += n)
-        if ((p == options || p[-1] == ' ') && (p[n] == ' ' || p[n] == '\0')) return 1;
-    return 0;
-}
-
-const char *lesson_quick_args(const char *options, char *buf, size_t size) {
-    static const char *const QUICK[][2] = {
-        {"--steps", "8"}, {"--repeat", "1"}, {"--max-n", "1024"}, {"--init", "random"}, {"--preset", "tiny"},
+const char *lesson_quick_args(const unsigned char *options, char *buf, size_t size) {
+    static const struct { int bit; const char *arg; } QUICK[] = {
+        {OPT_STEPS, "--steps 8"}, {OPT_REPEAT, "--repeat 1"}, {OPT_MAX_N, "--max-n 1024"},
+        {OPT_INIT, "--init random"}, {OPT_PRESET, "--preset tiny"},
     };
     buf[0] = '\0';
     for (size_t i = 0; i < sizeof QUICK / sizeof QUICK[0]; i++) {
-        if (!lesson_takes(options, QUICK[i][0])) continue;
+        if (!options[QUICK[i].bit]) continue;
         size_t len = strlen(buf);
-        snprintf(buf + len, size - len, " %s %s", QUICK[i][0], QUICK[i][1]);
+        snprintf(buf + len, size - len, " %s", QUICK[i].arg);
     }
     return buf;
 }

@@ -118,8 +118,8 @@ const Event *events_find(const Event *e, int n, const char *event, const char *r
 // Running every lesson quickly
 
 // The options that make a run of lesson `id` short, for the lessons that take
-// them (`options` is its row's list in LESSONS): few steps, one repeat, the
+// them (`options` is its row's mask in LESSONS): few steps, one repeat, the
 // tiny model, small lengths. Writes them, each with a leading space, to buf.
-const char *lesson_quick_args(const char *options, char *buf, size_t size);
+const char *lesson_quick_args(const unsigned char *options, char *buf, size_t size);
 
 #endif

@@ -1,0 +1,38 @@
+// gptsetup — what the char GPT's commands and lesson 10 share: the model the
+// options ask for (a file, a random model, or the shipped one) and a prompt's
+// tokens. Commands live in gptcmd; lessons include only this.
+#ifndef KVDEMO_GPTSETUP_H
+#define KVDEMO_GPTSETUP_H
+
+#include "gpt.h"
+#include "options.h"
+
+// The shipped model, trained by `kvdemo train` (docs/training.md).
+#define GPT_SHIPPED_MODEL "data/tinyshakespeare-gpt.bin"
+
+// The model the options ask for: --model FILE, or --init random (with
+// --preset, default seed, and --seed), or else the shipped model. When the
+// shipped model is missing and fallback is 1, a random model of the seed
+// preset is made instead and *random_note is set to 1 (the caller says so).
+// Returns 0, or an exit status (2 usage, 1 failure) after one line on stderr.
+int gptsetup_model(GptModel *m, const Options *opt, int fallback, int *random_note);
+
+// The prompt's tokens (allocated, with room for steps more), or an exit
+// status after one line on stderr naming the character the model lacks and
+// the characters it knows.
+int gptsetup_prompt(int **tokens, int *n, const GptModel *m, const char *prompt, int steps);
+
+// The attention --attention and --tile ask for (flash.h): sets the char
+// GPT's attention for model m. Returns 0, or an exit status after one line on
+// stderr. gptsetup_attention_end goes back to plain attention.
+int gptsetup_attention(const Options *opt, const GptModel *m);
+void gptsetup_attention_end(void);
+
+// One generation as the options ask (--seed, --temperature, --top-k): the
+// prompt's n_prompt tokens are copied into tokens (room for n_prompt +
+// steps), a fresh sampler draws steps more, and the text (prompt included) is
+// returned, malloc'd; NULL when memory ran out. on_step as gpt_generate's.
+char *gptsetup_generate_text(int *tokens, GptState *s, const GptModel *m, const int *prompt, int n_prompt,
+                             int steps, int use_cache, const Options *opt, GptStepFn on_step, void *ctx);
+
+#endif
