@@ -266,6 +266,44 @@ static void test_step_width_elides_and_pages(void **state) {
     free(t.out);
 }
 
+// Rows of lesson 7's table shown so far: lines (after any erased prompt)
+// that start with two spaces and the step's number.
+static int table_rows(const char *out) {
+    int rows = 0;
+    for (const char *line = out; line && *line;) {
+        const char *end = strchr(line, '\n');
+        size_t len = end ? (size_t)(end - line) : strlen(line);
+        const char *start = line;
+        for (const char *k; (k = strstr(start, "\x1b[K")) && k < line + len;) start = k + 3;
+        if (start[0] == ' ' && start[1] == ' ' && start[2] >= '1' && start[2] <= '9') rows++;
+        line = end ? end + 1 : NULL;
+    }
+    return rows;
+}
+
+static void test_step_lesson7_grows_a_row_a_key(void **state) {
+    (void)state;
+    const char *args[] = {"lesson", "7", "--step", "--lang", "en", NULL};
+    Term t;
+    term_start(&t, args);
+    const int pauses = 6;
+    for (int k = 1; k <= pauses; k++) {
+        if (!term_wait_prompts(&t, k)) fail_msg("pause %d never came: %s", k, t.out);
+        int rows = table_rows(t.out);
+        if (rows != k) fail_msg("pause %d: expected %d rows of the table, got %d: %s", k, k, rows, t.out);
+        assert_int_equal(write(t.master, "\n", 1), 1);
+    }
+    if (!term_wait_prompts(&t, pauses + 1)) fail_msg("pause %d never came", pauses + 1);
+    assert_int_equal(write(t.master, "q", 1), 1);
+    int status = term_finish(&t);
+    if (status != 0) fail_msg("q: exit status %d, expected 0", status);
+    // The rows above stay: no clear from the first row on.
+    const char *first = strstr(t.out, "  1 ");
+    assert_non_null(first);
+    if (strstr(first, CLEAR)) fail_msg("the table's screen was cleared between two rows: %s", first);
+    free(t.out);
+}
+
 // Lesson 10 on a terminal is the race: both runs side by side, live, each
 // with its bar (█) and tokens/s. On a pipe, and with --no-race, the runs
 // come one after the other, the cache's shapes first.
@@ -330,6 +368,7 @@ int main(void) {
         cmocka_unit_test(test_step_to_the_end),
         cmocka_unit_test(test_step_back_shows_the_screen_before),
         cmocka_unit_test(test_step_width_elides_and_pages),
+        cmocka_unit_test(test_step_lesson7_grows_a_row_a_key),
         cmocka_unit_test(test_lesson10_races_on_a_terminal_only),
         cmocka_unit_test(test_step_without_a_terminal_says_so),
     };
