@@ -110,7 +110,7 @@ debug:
 	@$(MAKE) --no-print-directory BUILD=build-debug BIN=build-debug/kvdemo OPT="-O0 -g"
 
 bench: $(BIN)
-	./kvdemo bench
+	./kvdemo bench --train
 
 data:
 	@sh tests/get-data.sh

@@ -472,7 +472,7 @@ static int part_waste(Trace *tr, const Options *opt, double *paged_waste) {
     trace_count(tr, "requests", SIM_REQUESTS, NULL, NULL);
     trace_count(tr, "max_len", SIM_MAX_LEN, NULL, NULL);
     trace_count(tr, "budget_slots", S, NULL, NULL);
-    if (tr->format == FORMAT_JSON) {
+    if (tr->format == FORMAT_JSON || tr->doc != FORMAT_TEXT) {   // for scripts, and in a document
         float *lengths = malloc(sizeof(float) * 2 * SIM_REQUESTS);
         if (!lengths) {
             free(reqs);

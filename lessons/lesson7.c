@@ -140,6 +140,19 @@ int lesson7_run(const Options *opt, Trace *tr) {
         }
     }
     trace_step(tr, 0);
+    // An HTML or Markdown document shows, under the table, what JSON gives
+    // scripts: the newest token's output of each step, without the cache and
+    // with it.
+    if (tr->doc != FORMAT_TEXT) {
+        for (int s = 1; s <= n; s++) {
+            Tensor full = tensor_view2(steps[s - 1].output + (s - 1) * d.dv, 1, d.dv);
+            Tensor cached = tensor_view2(outs[s - 1].output, 1, d.dv);
+            trace_sayf(tr, "Step %d: the output of %s.", "第 %d 步：%s 的输出。", s, d.rows[s - 1]);
+            trace_tensor(tr, TRACE_SUMMARY, "output", NULL, &cached, d.rows + s - 1, 0);
+            trace_compare(tr, "output", trace_text(tr, "output[-1] without the cache", "不使用缓存的 output[-1]"), &full,
+                          trace_text(tr, "output with the cache", "使用缓存的 output"), &cached);
+        }
+    }
     trace_sayf(tr,
                "\nAfter %d steps: %lld rows without the cache (n(n+1)/2 = %d), %lld with it (n = %d).\n"
                "The newest token's output was %s at every step.",

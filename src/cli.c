@@ -24,6 +24,7 @@
 // naming the problem and what would be valid, and exit status 2.
 #include "cli.h"
 
+#include "bench.h"
 #include "gptcmd.h"
 #include "lessons.h"
 #include "memory.h"
@@ -130,8 +131,9 @@ static const OptionSpec OPTIONS[] = {
      "how many tensors to print (default full)", "打印多少中间张量（默认 full）"},
     {OPT_PRECISION, "--precision", ARG_INT, "N", AT(tr.precision), 1, LESSON, 0, 16,
      "decimals of printed tensors (default 4, as PyTorch)", "张量打印的小数位数（默认 4，与 PyTorch 相同）"},
-    {OPT_FORMAT, "--format", ARG_ENUM, "text|json", AT(tr.format), 1, LESSON | GENERATE | RACE | BENCH | MEMORY, 0, 0,
-     "text for people (default), JSON Lines for scripts", "text 给人看，JSON Lines 给脚本（默认 text）"},
+    {OPT_FORMAT, "--format", ARG_ENUM, "text|json|html|md", AT(tr.format), 1, LESSON | GENERATE | RACE | BENCH | MEMORY, 0, 0,
+     "text for people (default), JSON Lines for scripts, an HTML page or Markdown for slides",
+     "text 给人看，JSON Lines 给脚本，html 网页或 md（Markdown）用于幻灯片（默认 text）"},
     {OPT_LANG, "--lang", ARG_LOCALE, "en|zh", AT(tr.lang), 1, LIST | LESSON | GENERATE | RACE | BENCH | MEMORY | HELP, 0, 0,
      "narration language (default from LANG)", "讲解的语言（默认取自 LANG）"},
     {OPT_STEP, "--step", ARG_FLAG, NULL, AT(tr.step_pause), 1, LESSON, 1, 0,
@@ -180,6 +182,11 @@ static const OptionSpec OPTIONS[] = {
      "threads for the arithmetic (default 0: every core)", "计算用的线程数（默认 0：所有核心）"},
     {OPT_CSV, "--csv", ARG_STRING, "FILE", AT(opt.csv_path), 1, BENCH, 0, 0,
      "also write the table as CSV", "同时把表格写成 CSV"},
+    {OPT_SVG, "--svg", ARG_STRING, "FILE", AT(opt.svg_path), 1, BENCH, 0, 0,
+     "also draw time per token and total time against length (a plain SVG)",
+     "同时画出每个词元的时间和总时间随长度的变化（普通的 SVG）"},
+    {OPT_BENCH_TRAIN, "--train", ARG_FLAG, NULL, AT(opt.bench_train), 1, BENCH, 1, 0,
+     "also time training steps of the model's shape", "同时测量同一模型形状的训练速度"},
     {OPT_OUT, "--out", ARG_STRING, "FILE", AT(opt.out_path), 1, INIT | TRAIN, 0, 0,
      "the model file to write", "要写出的模型文件"},
     {OPT_CONTEXT, "--context", ARG_INT, "T", AT(opt.context), 1, TRAIN, 1, 65536,
@@ -823,7 +830,10 @@ static int cmd_lesson(Cli *c) {
     c->tr.lesson = l->id;
     if (c->tr.step_pause && l->options[OPT_STEP] && (c->tr.format != FORMAT_TEXT || !isatty(STDIN_FILENO))) {
         fprintf(stderr, "kvdemo: --step waits for keys on a terminal; %s, so it is ignored\n",
-                c->tr.format != FORMAT_TEXT ? "the output is JSON" : "standard input is not one");
+                c->tr.format == FORMAT_JSON   ? "the output is JSON"
+                : c->tr.format == FORMAT_HTML ? "the output is an HTML page"
+                : c->tr.format == FORMAT_MD   ? "the output is Markdown"
+                                              : "standard input is not one");
         c->tr.step_pause = 0;
     }
     // An option that would silently run a correct lesson (--bug) is refused
@@ -855,14 +865,17 @@ static int cmd_lesson(Cli *c) {
             fprintf(stderr, "kvdemo: lesson %s ignores %s (kvdemo help lesson %s lists what it honours)\n", l->id,
                     o->name, l->id);
     }
+    if (c->opt.given[OPT_COLOR] && l->options[OPT_COLOR] && (c->tr.format == FORMAT_HTML || c->tr.format == FORMAT_MD))
+        fprintf(stderr, "kvdemo: %s; --color ignored\n",
+                c->tr.format == FORMAT_HTML ? "an HTML page always colours its heat maps" : "Markdown has no colours");
     if (c->width && c->tr.format != FORMAT_TEXT) {
-        fprintf(stderr, "kvdemo: --width fits text to a screen; the output is JSON, so it is ignored\n");
+        fprintf(stderr, "kvdemo: --width fits text to a screen; the output is not text, so it is ignored\n");
         c->width = 0;
     }
     // --step on a terminal, or --width: the text is fitted to a screen
     // (wrapped, tensors elided; with --step, pages that wait for a key).
     Screen screen;
-    int pausing = c->tr.step_pause && l->options[OPT_STEP];
+    int pausing = c->tr.format == FORMAT_TEXT && c->tr.step_pause && l->options[OPT_STEP];
     int fitted = pausing || c->width;
     c->tr.step_pause = pausing;
     if (fitted) {
@@ -874,7 +887,7 @@ static int cmd_lesson(Cli *c) {
         c->tr.out = screen.mem;
         c->tr.screen = &screen;
     }
-    int rc = l->run(&c->opt, &c->tr);
+    int rc = trace_begin(&c->tr) ? 1 : trace_finish(&c->tr, l->run(&c->opt, &c->tr));
     if (fitted) {
         screen_close(&screen);
         c->tr.out = stdout;
@@ -888,13 +901,26 @@ static int cmd_lesson(Cli *c) {
     return rc;
 }
 
-static int cmd_generate(Cli *c) { return gptcmd_generate(&c->opt, &c->tr); }
-static int cmd_race(Cli *c) { return race_run(&c->opt, &c->tr); }
-static int cmd_bench(Cli *c) { return gptcmd_bench(&c->opt, &c->tr); }
+// bench and race write their tables and panes themselves: no documents.
+static int no_document(const Cli *c, const char *command) {
+    if (c->tr.format != FORMAT_HTML && c->tr.format != FORMAT_MD) return 0;
+    return usage_error("%s has no --format %s (text|json); lessons, generate and memory have html and md", command,
+                       c->tr.format == FORMAT_HTML ? "html" : "md");
+}
+
+static int cmd_generate(Cli *c) {
+    if (trace_begin(&c->tr)) return 1;
+    return trace_finish(&c->tr, gptcmd_generate(&c->opt, &c->tr));
+}
+static int cmd_race(Cli *c) { return no_document(c, "race") ? EXIT_USAGE : race_run(&c->opt, &c->tr); }
+static int cmd_bench(Cli *c) { return no_document(c, "bench") ? EXIT_USAGE : bench_command(&c->opt, &c->tr); }
 static int cmd_init(Cli *c) { return gptcmd_init(&c->opt); }
 static int cmd_train(Cli *c) { return gptcmd_train(&c->opt); }
 static int cmd_eval(Cli *c) { return gptcmd_eval(&c->opt); }
-static int cmd_memory(Cli *c) { return memory_cmd(&c->opt, &c->tr); }
+static int cmd_memory(Cli *c) {
+    if (trace_begin(&c->tr)) return 1;
+    return trace_finish(&c->tr, memory_cmd(&c->opt, &c->tr));
+}
 
 static const Command *find_command(const char *name);
 static int unknown_command(const char *name);

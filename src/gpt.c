@@ -10,6 +10,7 @@
 // tokens, the forward pass, generation, costs.
 #include "gpt.h"
 
+#include "bigmem.h"
 #include "fileio.h"
 #include "kvvariant.h"
 #include "timer.h"
@@ -25,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 // ----------------------------------------------------------------------------
 // Parameter layout: one block of floats in the model file's order
@@ -206,13 +208,21 @@ static int check_vocab(uint32_t *sorted, const uint32_t *vocab, int V, char *err
     return 0;
 }
 
-int gpt_new(GptModel *m, GptConfig cfg, const uint32_t *vocab, char *err, size_t errlen) {
+// gpt_new with the parameters in params (the loader's mapping of the file,
+// which m then owns, and unmaps if this fails) or, when params is NULL, in zeroed memory of its own.
+static int model_new(GptModel *m, GptConfig cfg, const uint32_t *vocab, void *map, size_t map_bytes,
+                     float *params, char *err, size_t errlen) {
     memset(m, 0, sizeof(*m));
-    if (gpt_check_config(cfg, err, errlen) != 0) return -1;
+    if (gpt_check_config(cfg, err, errlen) != 0) {
+        if (map) munmap(map, map_bytes);
+        return -1;
+    }
     m->cfg = cfg;
     m->num_params = gpt_num_params(cfg);
+    m->map = map;
+    m->map_bytes = map_bytes;
     m->vocab = malloc(sizeof(uint32_t) * (size_t)cfg.V);
-    m->params = calloc(m->num_params, sizeof(float));
+    m->params = params ? params : bigmem_alloc(m->num_params * sizeof(float));   // zeroed
     m->p.blocks = calloc((size_t)cfg.L, sizeof(GptBlockParams));
     if (!m->vocab || !m->params || !m->p.blocks) {
         gpt_free(m);
@@ -225,6 +235,40 @@ int gpt_new(GptModel *m, GptConfig cfg, const uint32_t *vocab, char *err, size_t
     }
     memcpy(m->vocab, vocab, sizeof(uint32_t) * (size_t)cfg.V);
     gpt_params_carve(&m->p, m->p.blocks, m->params, cfg);
+    return 0;
+}
+
+int gpt_new(GptModel *m, GptConfig cfg, const uint32_t *vocab, char *err, size_t errlen) {
+    return model_new(m, cfg, vocab, NULL, 0, NULL, err, errlen);
+}
+
+int gpt_pack(GptModel *m) {
+    GptConfig cfg = m->cfg;
+    int C = cfg.C, F = 4 * cfg.C;
+    bigmem_free(m->packed, m->packed_floats * sizeof(float));
+    free(m->packed_blocks);
+    m->packed_floats = (size_t)cfg.L * (size_t)(4 * ops_packed_size(C, C) + ops_packed_size(C, F) + ops_packed_size(F, C));
+    m->packed = bigmem_alloc(m->packed_floats * sizeof(float));
+    m->packed_blocks = calloc((size_t)cfg.L, sizeof(GptBlockParams));
+    if (!m->packed || !m->packed_blocks) {
+        bigmem_free(m->packed, m->packed_floats * sizeof(float));
+        free(m->packed_blocks);
+        m->packed = NULL, m->packed_blocks = NULL, m->packed_floats = 0;
+        return -1;
+    }
+    float *at = m->packed;
+    for (int l = 0; l < cfg.L; l++) {
+        const GptBlockParams *b = &m->p.blocks[l];
+        GptBlockParams *pb = &m->packed_blocks[l];
+#define PACK(field, K, N) (ops_pack(at, b->field, K, N), pb->field = at, at += ops_packed_size(K, N))
+        PACK(wq, C, C);
+        PACK(wk, C, C);
+        PACK(wv, C, C);
+        PACK(wo, C, C);
+        PACK(w1, C, F);
+        PACK(w2, F, C);
+#undef PACK
+    }
     return 0;
 }
 
@@ -250,7 +294,10 @@ int gpt_init_random(GptModel *m, GptConfig cfg, const uint32_t *vocab, uint32_t 
 
 void gpt_free(GptModel *m) {
     free(m->vocab);
-    free(m->params);
+    bigmem_free(m->packed, m->packed_floats * sizeof(float));
+    free(m->packed_blocks);
+    if (m->map) munmap(m->map, m->map_bytes);
+    else bigmem_free(m->params, m->num_params * sizeof(float));
     free(m->p.blocks);
     memset(m, 0, sizeof(*m));
 }
@@ -318,21 +365,26 @@ static int check_header(GptConfig *cfg, const unsigned char *h, uint64_t size, c
     return 0;
 }
 
-// Every weight finite: names the first one that is not. Returns 0 or -1 with err.
-static int check_weights(const GptModel *m, const char *path, char *err, size_t errlen) {
+// Names the weight at index bad of m->params (not finite). Returns -1 with err.
+static int name_nonfinite(const GptModel *m, size_t bad, const char *path, char *err, size_t errlen) {
     for (int i = 0; i < gpt_num_tensors(m->cfg); i++) {
         GptTensor t = gpt_tensor(m, i);
-        for (size_t j = 0; j < t.numel; j++) {
-            if (isfinite(t.data[j])) continue;
-            size_t r = j / (size_t)t.cols, c = j % (size_t)t.cols;
-            if (t.rows == 1)
-                return fileio_fail(err, errlen, "%s: %s[%zu] is %g: every weight must be finite", path, t.name,
-                                   c, (double)t.data[j]);
-            return fileio_fail(err, errlen, "%s: %s[%zu][%zu] is %g: every weight must be finite", path, t.name,
-                               r, c, (double)t.data[j]);
-        }
+        size_t first = (size_t)(t.data - m->params);
+        if (bad < first || bad >= first + t.numel) continue;
+        size_t j = bad - first, r = j / (size_t)t.cols, c = j % (size_t)t.cols;
+        if (t.rows == 1)
+            return fileio_fail(err, errlen, "%s: %s[%zu] is %g: every weight must be finite", path, t.name, c,
+                               (double)m->params[bad]);
+        return fileio_fail(err, errlen, "%s: %s[%zu][%zu] is %g: every weight must be finite", path, t.name, r,
+                           c, (double)m->params[bad]);
     }
-    return 0;
+    return fileio_fail(err, errlen, "%s: weight %zu is not finite", path, bad);
+}
+
+// Every weight finite: names the first one that is not. Returns 0 or -1 with err.
+static int check_weights(const GptModel *m, const char *path, char *err, size_t errlen) {
+    size_t bad = (size_t)ops_first_nonfinite(m->params, (int64_t)m->num_params);
+    return bad < m->num_params ? name_nonfinite(m, bad, path, err, errlen) : 0;
 }
 
 int gpt_load(GptModel *m, const char *path, char *err, size_t errlen) {
@@ -351,7 +403,7 @@ int gpt_load(GptModel *m, const char *path, char *err, size_t errlen) {
         goto fail;
     }
     if (check_header(&cfg, h, size, path, err, errlen) != 0) goto fail;
-    // The vocabulary, read into a temporary array and checked by gpt_new.
+    // The vocabulary, read into a temporary array and checked by model_new.
     raw = malloc(4 * (size_t)cfg.V);
     vocab = malloc(sizeof(uint32_t) * (size_t)cfg.V);
     if (!raw || !vocab) {
@@ -363,16 +415,39 @@ int gpt_load(GptModel *m, const char *path, char *err, size_t errlen) {
         goto fail;
     }
     for (int i = 0; i < cfg.V; i++) vocab[i] = le_get_u32(raw + 4 * i);
-    if (gpt_new(m, cfg, vocab, why, sizeof(why)) != 0) {
+    // The weights are used where they lie in the file: a private mapping
+    // takes the pages the system already holds for the file, with no copy
+    // and no memory to clear (a write, which kvdemo never makes to a loaded
+    // model, would copy just its page). Where the file cannot be mapped, the
+    // weights are read into memory of the model's own.
+    void *map = mmap(NULL, (size_t)size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fileno(f), 0);
+    float *weights = NULL;
+    if (map == MAP_FAILED) {
+        map = NULL;
+    } else {
+        posix_madvise(map, (size_t)size, POSIX_MADV_WILLNEED);   // read ahead, map many pages per fault
+        weights = (float *)((char *)map + HEADER_BYTES + 4 * (size_t)cfg.V);
+    }
+    if (model_new(m, cfg, vocab, map, (size_t)size, weights, why, sizeof(why)) != 0) {   // unmaps on failure
         fileio_fail(err, errlen, "%s: %s", path, why);
         goto fail;
     }
-    if (fread(m->params, sizeof(float), m->num_params, f) != m->num_params) {
-        fileio_fail(err, errlen, "%s: read error in the weights", path);
-        goto fail;
+    // Every weight finite, checked 2 MB at a time (read first, without a
+    // mapping) while the piece is still in the cache.
+    enum { PIECE = (2 << 20) / sizeof(float) };
+    for (size_t at = 0; at < m->num_params; at += PIECE) {
+        size_t n = m->num_params - at < PIECE ? m->num_params - at : PIECE;
+        if (!m->map && fread(m->params + at, sizeof(float), n, f) != n) {
+            fileio_fail(err, errlen, "%s: read error in the weights", path);
+            goto fail;
+        }
+        swap_floats_if_big_endian(m->params + at, n);
+        size_t bad = at + (size_t)ops_first_nonfinite(m->params + at, (int64_t)n);
+        if (bad < at + n) {
+            name_nonfinite(m, bad, path, err, errlen);
+            goto fail;
+        }
     }
-    swap_floats_if_big_endian(m->params, m->num_params);
-    if (check_weights(m, path, err, errlen) != 0) goto fail;
     fclose(f);
     free(raw);
     free(vocab);
@@ -468,7 +543,7 @@ int gpt_state_init(GptState *s, GptConfig cfg) {
     size_t sizes[] = {
         T * C, T * C, T * C, T * C, T * C, T * C, T * C,   // x, xn, q, k, v, att, proj
         T * F,                                             // hidden
-        H * T,                                             // scores
+        H * OPS_ROWS_MAX * T,                              // scores
         (size_t)cfg.V,                                     // logits
         L * T * C, L * T * C,                              // key_cache, value_cache
     };
@@ -477,9 +552,9 @@ int gpt_state_init(GptState *s, GptConfig cfg) {
                         &s->key_cache, &s->value_cache};
     size_t total = 0;
     for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) total += (sizes[i] + 15) & ~(size_t)15;
-    s->mem = aligned_alloc(64, total * sizeof(float));
+    s->mem_bytes = total * sizeof(float);
+    s->mem = bigmem_alloc(s->mem_bytes);   // zeroed, in huge pages where it can be
     if (!s->mem) return -1;
-    memset(s->mem, 0, total * sizeof(float));
     float *at = s->mem;
     for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
         *fields[i] = at;
@@ -489,7 +564,7 @@ int gpt_state_init(GptState *s, GptConfig cfg) {
 }
 
 void gpt_state_free(GptState *s) {
-    free(s->mem);
+    bigmem_free(s->mem, s->mem_bytes);
     memset(s, 0, sizeof(*s));
 }
 
@@ -515,23 +590,40 @@ static void attention_heads(void *ctx, int begin, int end, int thread) {
     for (int h = begin; h < end; h++) {
         const float *key = s->key_cache + ((int64_t)job->l * H + h) * D * T;     // (D, T)
         const float *value = s->value_cache + ((int64_t)job->l * H + h) * T * D; // (T, D)
-        float *scores = s->scores + (int64_t)h * T;                              // (T)
-        for (int i = 0; i < job->n; i++) {
-            int pos = job->slot + i;   // this row sees keys 0 .. pos: the causal mask
-            const float *q = s->q + (int64_t)i * C + h * D;   // (D)
-            float *out = s->att + (int64_t)i * C + h * D;     // (D)
-            int seen = pos + 1;
-            if (s->variant) {   // lesson 11's bugs (kvvariant.c)
-                seen = kvvariant_scores(s->variant, scores, q, key, scale, i, pos, job->offset > 0, D, T);
-            } else {
-                // scores = query @ key * scale on key's first pos+1 columns
-                ops_vecmat(scores, q, key, D, pos + 1, T);
-                for (int j = 0; j <= pos; j++) scores[j] *= scale;
+        float *scores = s->scores + (int64_t)h * OPS_ROWS_MAX * T;              // (R, T)
+        if (s->variant) {   // lesson 11's bugs (kvvariant.c): one row at a time
+            for (int i = 0; i < job->n; i++) {
+                int pos = job->slot + i;   // this row sees keys 0 .. pos: the causal mask
+                const float *q = s->q + (int64_t)i * C + h * D;   // (D)
+                float *out = s->att + (int64_t)i * C + h * D;     // (D)
+                int seen = kvvariant_scores(s->variant, scores, q, key, scale, i, pos, job->offset > 0, D, T);
+                // weights = softmax(scores)
+                ops_softmax(scores, seen);
+                // output = weights @ value, over value's first pos+1 rows
+                ops_vecmat(out, scores, value, seen, D, D);
             }
-            // weights = softmax(scores)
-            ops_softmax(scores, seen);
-            // output = weights @ value, over value's first pos+1 rows
-            ops_vecmat(out, scores, value, seen, D, D);
+            continue;
+        }
+        // A block of up to OPS_ROWS_MAX query rows at a time, so that each
+        // key and value is read once for the block; row i's numbers are
+        // those it gets alone (ops_vecmat_rows), a cached step's included.
+        for (int i0 = 0; i0 < job->n; i0 += OPS_ROWS_MAX) {
+            int R = job->n - i0 < OPS_ROWS_MAX ? job->n - i0 : OPS_ROWS_MAX;
+            int last = job->slot + i0 + R - 1;   // the block's last position
+            const float *q = s->q + (int64_t)i0 * C + h * D;   // (R, D), rows C apart
+            float *out = s->att + (int64_t)i0 * C + h * D;     // (R, D), rows C apart
+            // scores = query @ key * scale on key's first last+1 columns
+            // (row r uses its first pos+1 of them)
+            ops_vecmat_rows(scores, T, q, C, key, T, R, D, last + 1, 0);
+            for (int r = 0; r < R; r++) {
+                int pos = job->slot + i0 + r;   // this row sees keys 0 .. pos: the causal mask
+                float *row = scores + (int64_t)r * T;
+                for (int j = 0; j <= pos; j++) row[j] *= scale;
+                // weights = softmax(scores)
+                ops_softmax(row, pos + 1);
+            }
+            // output = weights @ value, row r over value's first pos+1 rows
+            ops_vecmat_rows(out, C, scores, T, value, D, R, last + 1, D, 1);
         }
     }
 }
@@ -594,62 +686,65 @@ const float *gpt_forward(GptState *s, const GptModel *m, const int *tokens, int 
     }
     // With a variant, every linear layer goes through kvvariant_linear (its
     // summing order, its rounding) and other activations are rounded too.
-#define LINEAR(out, in, w, bias, K, N) \
-    (var ? kvvariant_linear(var, out, in, w, bias, n, K, N, cached) : ops_matmul(out, in, w, bias, n, K, N))
+#define LINEAR(out, in, w, packed, bias, K, N) \
+    (var ? kvvariant_linear(var, out, in, w, bias, n, K, N, cached)                  \
+         : ops_matmul_packed(out, in, w, packed, bias, n, K, N))
 #define SETTLE(x, count) \
     if (var) kvvariant_settle(var, x, count)
     SETTLE(s->x, (int64_t)n * C);
 
     for (int l = 0; l < cfg.L; l++) {
         const GptBlockParams *b = &p->blocks[l];
+        // the same weights in panel order, when gpt_pack made them
+        const GptBlockParams *pk = m->packed_blocks ? &m->packed_blocks[l] : &(GptBlockParams){0};
         // norm = self.normalize(x)
         layernorm_parallel(s->xn, s->x, b->ln1_w, b->ln1_b, n, C);
         SETTLE(s->xn, (int64_t)n * C);
         // query, key, value = self.query(norm), self.key(norm), self.value(norm)   (N, C)
-        LINEAR(s->q, s->xn, b->wq, b->bq, C, C);
-        LINEAR(s->k, s->xn, b->wk, b->bk, C, C);
-        LINEAR(s->v, s->xn, b->wv, b->bv, C, C);
+        LINEAR(s->q, s->xn, b->wq, pk->wq, b->bq, C, C);
+        LINEAR(s->k, s->xn, b->wk, pk->wk, b->bk, C, C);
+        LINEAR(s->v, s->xn, b->wv, pk->wv, b->bv, C, C);
         if (s->paged) {
             // The paged cache: the same keys and values in blocks, read
             // through the sequence's block table, in the same order.
             kvpage_write(s->paged, l, s->k, s->v, n, offset);
             kvpage_attention(s->paged, s->att, s->scores, s->q, l, n, offset, T);
         } else {
-        // Into the cache at positions offset..offset+n-1: key transposed to
-        // (1, H, D, T), value as (1, H, T, D). The chapter's np.concatenate
-        // of the cache and the new key, without copying the old part.
-        float *key = s->key_cache + (int64_t)l * H * D * T;     // (H, D, T)
-        float *value = s->value_cache + (int64_t)l * H * T * D; // (H, T, D)
-        for (int h = 0; h < H; h++) {
-            for (int d = 0; d < D; d++) {   // key row (h, d): positions offset.. side by side
-                float *row = key + ((int64_t)h * D + d) * T + slot;
-                for (int i = 0; i < n; i++) row[i] = s->k[(int64_t)i * C + h * D + d];
+            // Into the cache at positions offset..offset+n-1: key transposed to
+            // (1, H, D, T), value as (1, H, T, D). The chapter's np.concatenate
+            // of the cache and the new key, without copying the old part.
+            float *key = s->key_cache + (int64_t)l * H * D * T;     // (H, D, T)
+            float *value = s->value_cache + (int64_t)l * H * T * D; // (H, T, D)
+            for (int h = 0; h < H; h++) {
+                for (int d = 0; d < D; d++) {   // key row (h, d): positions offset.. side by side
+                    float *row = key + ((int64_t)h * D + d) * T + slot;
+                    for (int i = 0; i < n; i++) row[i] = s->k[(int64_t)i * C + h * D + d];
+                }
+                for (int i = 0; i < n; i++)
+                    memcpy(value + ((int64_t)h * T + slot + i) * D, s->v + (int64_t)i * C + h * D,
+                           sizeof(float) * (size_t)D);
             }
-            for (int i = 0; i < n; i++)
-                memcpy(value + ((int64_t)h * T + slot + i) * D, s->v + (int64_t)i * C + h * D,
-                       sizeof(float) * (size_t)D);
-        }
-        if (var) kvvariant_store(var, s, l, slot, n);   // a bf16 / int8 / int4 cache (lesson 12)
-        // att = softmax(query @ key * scale) @ value, heads side by side   (N, C)
-        // (--attention flash: the same in tiles with an online softmax, flash.c;
-        // lesson 11's and 12's variants take the plain path)
-        AttentionJob attention = {s, l, n, offset, slot};
-        if (flash_gpt_tiled() && !var) flash_gpt_attention(s->att, s->q, key, value, n, offset, T, H, D);
-        else ops_parallel_for(attention_heads, &attention, H);
+            if (var) kvvariant_store(var, s, l, slot, n);   // a bf16 / int8 / int4 cache (lesson 12)
+            // att = softmax(query @ key * scale) @ value, heads side by side   (N, C)
+            // (--attention flash: the same in tiles with an online softmax, flash.c;
+            // lesson 11's and 12's variants take the plain path)
+            AttentionJob attention = {s, l, n, offset, slot};
+            if (flash_gpt_tiled() && !var) flash_gpt_attention(s->att, s->q, key, value, n, offset, T, H, D);
+            else ops_parallel_for(attention_heads, &attention, H);
         }
         SETTLE(s->att, (int64_t)n * C);
         // x = x + self.output(att)
-        LINEAR(s->proj, s->att, b->wo, b->bo, C, C);
+        LINEAR(s->proj, s->att, b->wo, pk->wo, b->bo, C, C);
         for (int64_t i = 0; i < (int64_t)n * C; i++) s->x[i] += s->proj[i];
         SETTLE(s->x, (int64_t)n * C);
         // x = x + fc2(gelu(fc1(self.normalize(x))))
         layernorm_parallel(s->xn, s->x, b->ln2_w, b->ln2_b, n, C);
         SETTLE(s->xn, (int64_t)n * C);
-        LINEAR(s->hidden, s->xn, b->w1, b->b1, C, F);
+        LINEAR(s->hidden, s->xn, b->w1, pk->w1, b->b1, C, F);
         GeluJob gelu = {s->hidden, (int64_t)n * F};
         ops_parallel_for(gelu_chunks, &gelu, (int)((gelu.n + GELU_CHUNK - 1) / GELU_CHUNK));
         SETTLE(s->hidden, (int64_t)n * F);
-        LINEAR(s->proj, s->hidden, b->w2, b->b2, F, C);
+        LINEAR(s->proj, s->hidden, b->w2, pk->w2, b->b2, F, C);
         for (int64_t i = 0; i < (int64_t)n * C; i++) s->x[i] += s->proj[i];
         SETTLE(s->x, (int64_t)n * C);
     }

@@ -55,9 +55,17 @@ typedef struct {
 typedef struct {
     GptConfig cfg;
     uint32_t *vocab;         // (V) Unicode code points, in token-id order
-    float *params;           // every parameter, file order
+    float *params;           // every parameter, file order: in the mapped model
+                             // file (gpt_load) or bigmem (gpt_new)
     size_t num_params;
     GptParams p;             // named views into params
+    void *map;               // gpt_load's private mapping of the file, or NULL
+    size_t map_bytes;
+    // The blocks' linear weights again in the matmul's panel order
+    // (gpt_pack), read by passes of many rows; NULL until packed.
+    float *packed;
+    size_t packed_floats;
+    GptBlockParams *packed_blocks;   // (L) wq, wk, wv, wo, w1, w2 point into packed; the rest NULL
 } GptModel;
 
 // Number of floats of all parameters of a model of this shape.
@@ -107,6 +115,11 @@ int gpt_load(GptModel *m, const char *path, char *err, size_t errlen);
 // Returns 0, or -1 with err.
 int gpt_save(const GptModel *m, const char *path, char *err, size_t errlen);
 void gpt_free(GptModel *m);
+// Copies the blocks' linear weights once into the matmul's panel order, so
+// that passes of many rows (without the cache) read them in order; the
+// numbers do not change, bit for bit. Call it again after changing the
+// weights. Returns 0, or -1 without memory (the model then works unpacked).
+int gpt_pack(GptModel *m);
 
 // One tensor of the model, in file order: 0 token_embedding,
 // 1 position_embedding, then 16 per block ("blocks.0.ln1.weight", ...), then
@@ -151,7 +164,7 @@ typedef struct {
     float *att;           // (T, C) attention output, heads side by side
     float *proj;          // (T, C) output of attn.output / mlp.fc2, before x +=
     float *hidden;        // (T, F) mlp.fc1 output, then GELU of it
-    float *scores;        // (H, T) one row of attention scores per head
+    float *scores;        // (H, R, T) attention scores of a block of R = OPS_ROWS_MAX query rows per head
     float *logits;        // (V) logits of the last fed token
     // The cache, exactly the chapter's layout, T positions reserved per block.
     // Block l's key: element [h][d][t] at key_cache[((l*H + h)*D + d)*T + t],
@@ -159,7 +172,8 @@ typedef struct {
     // [h][t][d] at value_cache[((l*H + h)*T + t)*D + d], value (1, H, len, D).
     float *key_cache;     // (L, H, D, T)
     float *value_cache;   // (L, H, T, D)
-    float *mem;           // the one allocation all of the above live in
+    float *mem;           // the one allocation all of the above live in (bigmem)
+    size_t mem_bytes;     // its size
     // NULL: the plain cache. Otherwise lesson 11's bugs or lesson 12's
     // smaller numbers, which gpt_forward's cached path consults
     // (kvvariant.h). gpt_state_init sets NULL; the caller owns it.

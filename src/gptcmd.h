@@ -7,7 +7,6 @@
 
 int gptcmd_generate(const Options *opt, Trace *tr);
 int gptcmd_init(const Options *opt);
-int gptcmd_bench(const Options *opt, Trace *tr);
 int gptcmd_train(const Options *opt);
 int gptcmd_eval(const Options *opt);
 

@@ -5,6 +5,8 @@
 
 #include <assert.h>
 #include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 void ops_matmul_plain(float *out, const float *a, const float *b, const float *bias, int M, int K,
@@ -73,6 +75,50 @@ int ops_bit_identical(const float *a, const float *b, int64_t n) {
     return memcmp(a, b, sizeof(float) * (size_t)n) == 0;
 }
 
+// A float is finite unless its 8 exponent bits are all ones.
+static int64_t first_nonfinite_plain(const float *x, int64_t from, int64_t n) {
+    for (int64_t i = from; i < n; i++)
+        if (!isfinite(x[i])) return i;
+    return n;
+}
+
+#if defined(__AVX512F__)
+#include "simd.h"
+
+int64_t ops_first_nonfinite(const float *x, int64_t n) {
+    const __m512i exponent = _mm512_set1_epi32(0x7f800000);
+    int64_t i = 0;
+    for (; i + 64 <= n; i += 64) {
+        __mmask16 bad = 0;
+#pragma GCC unroll 4
+        for (int v = 0; v < 4; v++) {
+            __m512i u = _mm512_and_si512(_mm512_loadu_si512((const void *)(x + i + 16 * v)), exponent);
+            bad |= _mm512_cmpeq_epi32_mask(u, exponent);
+        }
+        if (bad) return first_nonfinite_plain(x, i, n);
+    }
+    return first_nonfinite_plain(x, i, n);
+}
+#else
+int64_t ops_first_nonfinite(const float *x, int64_t n) {
+    // Blocks of 64: the largest |x| bit pattern of each, a loop compilers
+    // turn into vector code; a block at or above the infinity's pattern holds
+    // the culprit.
+    int64_t i = 0;
+    for (; i + 64 <= n; i += 64) {
+        uint32_t worst = 0;
+        for (int j = 0; j < 64; j++) {
+            uint32_t u;
+            memcpy(&u, &x[i + j], 4);
+            u &= 0x7fffffffu;
+            worst = u > worst ? u : worst;
+        }
+        if (worst >= 0x7f800000u) return first_nonfinite_plain(x, i, n);
+    }
+    return first_nonfinite_plain(x, i, n);
+}
+#endif
+
 // ----------------------------------------------------------------------------
 // The fast matmul: register tiles, several threads.
 //
@@ -108,32 +154,37 @@ void ops_parallel_for(void (*fn)(void *ctx, int begin, int end, int thread), voi
 }
 
 #if defined(__AVX512F__)
-#include "simd.h"
 
 enum { OPS_MR = 8, OPS_NV = 3, OPS_NR = 16 * OPS_NV };   // 8 x 48 tile: 24 zmm of sums
 enum { OPS_ROW_NV = 12, OPS_ROW_NR = 16 * OPS_ROW_NV };     // one row: 1 x 192, 12 zmm
 enum { OPS_PREFETCH = 8 };                                  // rows of b ahead
 
 // One tile: rows (1..OPS_MR) rows of a from a0, nv vectors of 16 columns of
-// b from j0 (lanes beyond N masked off by mask[v]). Inlined with constant
-// rows and nv so that the loops unroll into straight register code.
+// the panel bp (its first column is out's column j0; its rows ldb floats
+// apart: N in b itself, OPS_NR in a packed copy), lanes beyond N masked off
+// by mask[v]. Inlined with constant rows and nv so that the loops unroll
+// into straight register code.
 static inline __attribute__((always_inline)) void
-matmul_tile(float *out, const float *a0, const float *b, const float *bias, int K, int N, int j0,
-            const __mmask16 *mask, const int rows, const int nv) {
+matmul_tile(float *out, const float *a0, const float *bp, int64_t ldb, const float *bias, int K, int N,
+            int j0, const __mmask16 *mask, const int rows, const int nv) {
+    // A packed panel is read in order, which the hardware prefetches well on
+    // its own: no prefetch instructions (they would take issue slots).
+    const int prefetch = ldb != OPS_NR;
     // The loops over r and v are unrolled so that acc lives in registers.
     __m512 acc[OPS_MR][OPS_ROW_NV];
 #pragma GCC unroll 8
     for (int r = 0; r < rows; r++)
 #pragma GCC unroll 12
         for (int v = 0; v < nv; v++) acc[r][v] = _mm512_setzero_ps();
-    const float *bk = b + j0;
-    for (int k = 0; k < K; k++, bk += N) {
-        // b's rows are N floats apart: ask for the panel's row OPS_PREFETCH
+    const float *bk = bp;
+    for (int k = 0; k < K; k++, bk += ldb) {
+        // b's rows are ldb floats apart: ask for the panel's row OPS_PREFETCH
         // ahead now, which the hardware does not guess well on its own when
         // the weights come from memory (a prefetch past the end is harmless).
+        if (prefetch)
 #pragma GCC unroll 12
-        for (int v = 0; v < nv; v++)
-            _mm_prefetch((const char *)(bk + (int64_t)OPS_PREFETCH * N + 16 * v), _MM_HINT_T0);
+            for (int v = 0; v < nv; v++)
+                _mm_prefetch((const char *)(bk + OPS_PREFETCH * ldb + 16 * v), _MM_HINT_T0);
         __m512 bv[OPS_ROW_NV];
 #pragma GCC unroll 12
         for (int v = 0; v < nv; v++) bv[v] = _mm512_maskz_loadu_ps(mask[v], bk + 16 * v);
@@ -159,8 +210,8 @@ matmul_tile(float *out, const float *a0, const float *b, const float *bias, int 
 // cached step) takes panels four times wider, so that each row of b is read
 // 768 contiguous bytes at a time: the same operations per element, better
 // streaming of the weights from memory.
-static void matmul_panel(float *out, const float *a, const float *b, const float *bias, int M, int K,
-                         int N, int j0) {
+static void matmul_panel(float *out, const float *a, const float *bp, int64_t ldb, const float *bias, int M,
+                         int K, int N, int j0) {
     __mmask16 mask[OPS_ROW_NV];
     for (int v = 0; v < OPS_ROW_NV; v++) {
         int left = N - j0 - 16 * v;
@@ -170,17 +221,18 @@ static void matmul_panel(float *out, const float *a, const float *b, const float
         // A narrow b (the 4-dim example's 4 columns) needs fewer vectors than
         // the panel holds; each element's sum is the same either way.
         int cols = N - j0;
-        if (cols <= 16) matmul_tile(out, a, b, bias, K, N, j0, mask, 1, 1);
-        else if (cols <= OPS_NR) matmul_tile(out, a, b, bias, K, N, j0, mask, 1, OPS_NV);
-        else matmul_tile(out, a, b, bias, K, N, j0, mask, 1, OPS_ROW_NV);
+        if (ldb == OPS_NR && cols > OPS_NR) cols = OPS_NR;   // a packed panel is OPS_NR wide
+        if (cols <= 16) matmul_tile(out, a, bp, ldb, bias, K, N, j0, mask, 1, 1);
+        else if (cols <= OPS_NR) matmul_tile(out, a, bp, ldb, bias, K, N, j0, mask, 1, OPS_NV);
+        else matmul_tile(out, a, bp, ldb, bias, K, N, j0, mask, 1, OPS_ROW_NV);
         return;
     }
     int i = 0;
     for (; i + OPS_MR <= M; i += OPS_MR)
-        matmul_tile(out + (int64_t)i * N, a + (int64_t)i * K, b, bias, K, N, j0, mask, OPS_MR, OPS_NV);
+        matmul_tile(out + (int64_t)i * N, a + (int64_t)i * K, bp, ldb, bias, K, N, j0, mask, OPS_MR, OPS_NV);
     switch (M - i) {   // the last rows: the same tile, fewer rows
     case 0: break;
-#define TAIL(R) case R: matmul_tile(out + (int64_t)i * N, a + (int64_t)i * K, b, bias, K, N, j0, mask, R, OPS_NV); break;
+#define TAIL(R) case R: matmul_tile(out + (int64_t)i * N, a + (int64_t)i * K, bp, ldb, bias, K, N, j0, mask, R, OPS_NV); break;
     TAIL(1) TAIL(2) TAIL(3) TAIL(4) TAIL(5) TAIL(6) TAIL(7)
 #undef TAIL
     }
@@ -188,16 +240,16 @@ static void matmul_panel(float *out, const float *a, const float *b, const float
 
 #else   // the portable path: plain C in the same order (k ascending, then + bias)
 
-enum { OPS_NR = 16, OPS_ROW_NR = OPS_NR };
+enum { OPS_NR = 16, OPS_ROW_NR = OPS_NR, OPS_MR = 1 };   // OPS_MR: more rows than this pack the panel
 
-static void matmul_panel(float *out, const float *a, const float *b, const float *bias, int M, int K,
-                         int N, int j0) {
+static void matmul_panel(float *out, const float *a, const float *bp, int64_t ldb, const float *bias, int M,
+                         int K, int N, int j0) {
     int w = N - j0 < OPS_NR ? N - j0 : OPS_NR;
     for (int i = 0; i < M; i++) {
         const float *ai = a + (int64_t)i * K;
         float acc[OPS_NR] = {0};
         for (int k = 0; k < K; k++) {
-            const float *bk = b + (int64_t)k * N + j0;
+            const float *bk = bp + k * ldb;
             for (int j = 0; j < w; j++) acc[j] += ai[k] * bk[j];
         }
         float *oi = out + (int64_t)i * N + j0;
@@ -209,26 +261,106 @@ static void matmul_panel(float *out, const float *a, const float *b, const float
 typedef struct {
     float *out;
     const float *a, *b, *bias;
+    const float *panels;   // b in panel order (ops_pack), or NULL
     int M, K, N;
 } MatmulJob;
+
+// Packing. Read in place, a panel's rows lie N floats apart; when N * 4
+// bytes is a multiple of a large power of two (1536 or 6144 bytes for the
+// char GPT), every row of the panel falls into the same few sets of the
+// caches, which then hold a fraction of the panel and reread it from memory
+// for every tile of rows. Several tiles of rows (M > OPS_MR) first copy the
+// panel into a contiguous (K, OPS_NR) buffer of this thread's and read it
+// from there. The copy changes where the numbers are read from, not one
+// operation on them: the packed and the plain panel give the same bits.
+enum { OPS_PACK_MAX_K = 4096 };   // longer sums read the panel in place
+enum { OPS_PACK_AHEAD = 16 };     // rows of b prefetched ahead of the copy
+
+static pthread_key_t pack_key;
+static pthread_once_t pack_once = PTHREAD_ONCE_INIT;
+static int pack_key_ok;
+
+static void pack_key_make(void) { pack_key_ok = pthread_key_create(&pack_key, free) == 0; }
+
+// This thread's buffer of (OPS_PACK_MAX_K, OPS_NR) floats, made on its first
+// packed matmul and freed when the thread ends; NULL without memory.
+static float *pack_buffer(void) {
+    pthread_once(&pack_once, pack_key_make);
+    if (!pack_key_ok) return NULL;
+    float *buf = pthread_getspecific(pack_key);
+    if (!buf) {
+        buf = aligned_alloc(64, sizeof(float) * OPS_PACK_MAX_K * OPS_NR);
+        if (buf && pthread_setspecific(pack_key, buf) != 0) {
+            free(buf);
+            buf = NULL;
+        }
+    }
+    return buf;
+}
 
 static void matmul_panels(void *ctx, int begin, int end, int thread) {
     (void)thread;
     MatmulJob *job = ctx;
     int width = job->M == 1 ? OPS_ROW_NR : OPS_NR;
-    for (int p = begin; p < end; p++)
-        matmul_panel(job->out, job->a, job->b, job->bias, job->M, job->K, job->N, p * width);
+    if (job->panels) {   // packed once, ahead: read each panel in order
+        for (int p = begin; p < end; p++)
+            matmul_panel(job->out, job->a, job->panels + (int64_t)p * job->K * OPS_NR, OPS_NR, job->bias, job->M,
+                         job->K, job->N, p * OPS_NR);
+        return;
+    }
+    float *pack = job->M > OPS_MR && job->K <= OPS_PACK_MAX_K ? pack_buffer() : NULL;
+    for (int p = begin; p < end; p++) {
+        int j0 = p * width;
+        if (!pack) {
+            matmul_panel(job->out, job->a, job->b + j0, job->N, job->bias, job->M, job->K, job->N, j0);
+            continue;
+        }
+        int w = job->N - j0 < OPS_NR ? job->N - j0 : OPS_NR;
+        const float *from = job->b + j0;
+        if (w == OPS_NR) {   // a whole panel
+            for (int k = 0; k < job->K; k++, from += job->N) {
+                // The weights come from memory: ask for the rows ahead (a
+                // prefetch past the end is harmless).
+                for (int j = 0; j < OPS_NR; j += 16)
+                    __builtin_prefetch(from + (int64_t)OPS_PACK_AHEAD * job->N + j);
+                memcpy(pack + (int64_t)k * OPS_NR, from, sizeof(float) * OPS_NR);   // a constant size: vector moves
+            }
+        } else {
+            for (int k = 0; k < job->K; k++, from += job->N)
+                memcpy(pack + (int64_t)k * OPS_NR, from, sizeof(float) * (size_t)w);
+        }
+        matmul_panel(job->out, job->a, pack, OPS_NR, job->bias, job->M, job->K, job->N, j0);
+    }
+}
+
+int64_t ops_packed_size(int K, int N) {
+    return (int64_t)(N + OPS_NR - 1) / OPS_NR * OPS_NR * K;
+}
+
+void ops_pack(float *dst, const float *b, int K, int N) {
+    for (int j0 = 0; j0 < N; j0 += OPS_NR) {
+        int w = N - j0 < OPS_NR ? N - j0 : OPS_NR;
+        for (int k = 0; k < K; k++, dst += OPS_NR) {
+            memcpy(dst, b + (int64_t)k * N + j0, sizeof(float) * (size_t)w);
+            for (int j = w; j < OPS_NR; j++) dst[j] = 0.0f;
+        }
+    }
 }
 
 void ops_matmul(float *out, const float *a, const float *b, const float *bias, int M, int K, int N) {
+    ops_matmul_packed(out, a, b, NULL, bias, M, K, N);
+}
+
+void ops_matmul_packed(float *out, const float *a, const float *b, const float *panels, const float *bias, int M,
+                       int K, int N) {
     // out (M, N) = a (M, K) @ b (K, N) + bias (N)        numpy: a @ b + bias
     if (M <= 0 || N <= 0) return;
-    MatmulJob job = {out, a, b, bias, M, K, N};
-    int width = M == 1 ? OPS_ROW_NR : OPS_NR;
-    int panels = (N + width - 1) / width;
+    MatmulJob job = {out, a, b, bias, panels, M, K, N};
+    int width = M == 1 && !panels ? OPS_ROW_NR : OPS_NR;
+    int count = (N + width - 1) / width;
     // Waking the other threads costs microseconds: only for work that is worth it.
-    if ((int64_t)M * K * N < 65536) matmul_panels(&job, 0, panels, 0);
-    else pool_run(ops_pool, matmul_panels, &job, panels);
+    if ((int64_t)M * K * N < 65536) matmul_panels(&job, 0, count, 0);
+    else pool_run(ops_pool, matmul_panels, &job, count);
 }
 
 // ----------------------------------------------------------------------------
@@ -263,6 +395,66 @@ void ops_vecmat(float *out, const float *x, const float *m, int K, int N, int ld
         }
 #pragma GCC unroll 8
         for (int v = 0; v < NV; v++) _mm512_mask_storeu_ps(out + j0 + 16 * v, mask[v], acc[v]);
+    }
+}
+
+// One block of rows (1 .. OPS_ROWS_MAX, a constant once inlined) and up to
+// 64 columns: R x 4 vectors of sums in registers.
+static inline __attribute__((always_inline)) void
+vecmat_rows_tile(float *out, int ldo, const float *x, int ldx, const float *m, int ldm, const int R, int K,
+                 int causal, const __mmask16 *mask) {
+    __m512 acc[OPS_ROWS_MAX][4];
+#pragma GCC unroll 6
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
+        for (int v = 0; v < 4; v++) acc[r][v] = _mm512_setzero_ps();
+    // Every row takes k = 0 .. shared-1; then row r goes on to K - R + r.
+    int shared = causal ? K - R + 1 : K;
+    int k = 0;
+    for (; k < shared; k++) {
+        __m512 mv[4];
+#pragma GCC unroll 4
+        for (int v = 0; v < 4; v++) mv[v] = _mm512_maskz_loadu_ps(mask[v], m + (int64_t)k * ldm + 16 * v);
+#pragma GCC unroll 6
+        for (int r = 0; r < R; r++) {
+            __m512 xr = _mm512_set1_ps(x[(int64_t)r * ldx + k]);
+#pragma GCC unroll 4
+            for (int v = 0; v < 4; v++) acc[r][v] = _mm512_fmadd_ps(xr, mv[v], acc[r][v]);
+        }
+    }
+    for (; k < K; k++) {
+        int first = k - shared + 1;   // rows first .. R-1 still sum
+        __m512 mv[4];
+#pragma GCC unroll 4
+        for (int v = 0; v < 4; v++) mv[v] = _mm512_maskz_loadu_ps(mask[v], m + (int64_t)k * ldm + 16 * v);
+#pragma GCC unroll 6
+        for (int r = 0; r < R; r++) {
+            if (r < first) continue;
+            __m512 xr = _mm512_set1_ps(x[(int64_t)r * ldx + k]);
+#pragma GCC unroll 4
+            for (int v = 0; v < 4; v++) acc[r][v] = _mm512_fmadd_ps(xr, mv[v], acc[r][v]);
+        }
+    }
+#pragma GCC unroll 6
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
+        for (int v = 0; v < 4; v++) _mm512_mask_storeu_ps(out + (int64_t)r * ldo + 16 * v, mask[v], acc[r][v]);
+}
+
+void ops_vecmat_rows(float *out, int ldo, const float *x, int ldx, const float *m, int ldm, int R, int K,
+                     int N, int causal) {
+    assert(R >= 1 && R <= OPS_ROWS_MAX && (!causal || K >= R));
+    for (int j0 = 0; j0 < N; j0 += 64) {
+        __mmask16 mask[4];
+        for (int v = 0; v < 4; v++) {
+            int left = N - j0 - 16 * v;
+            mask[v] = left <= 0 ? 0 : tail_mask(left);
+        }
+        switch (R) {
+#define ROWS(n) case n: vecmat_rows_tile(out + j0, ldo, x, ldx, m + j0, ldm, n, K, causal, mask); break;
+        ROWS(1) ROWS(2) ROWS(3) ROWS(4) ROWS(5) ROWS(6)
+#undef ROWS
+        }
     }
 }
 
@@ -323,6 +515,13 @@ void ops_vecmat(float *out, const float *x, const float *m, int K, int N, int ld
     }
 }
 
+void ops_vecmat_rows(float *out, int ldo, const float *x, int ldx, const float *m, int ldm, int R, int K,
+                     int N, int causal) {
+    assert(R >= 1 && R <= OPS_ROWS_MAX && (!causal || K >= R));
+    for (int r = 0; r < R; r++)
+        ops_vecmat(out + (int64_t)r * ldo, x + (int64_t)r * ldx, m, causal ? K - R + 1 + r : K, N, ldm);
+}
+
 void ops_vecmat_acc(float *out, const float *x, const float *m, int K, int N, int ld) {
     for (int k = 0; k < K; k++) {
         const float *mk = m + (int64_t)k * ld;
@@ -369,4 +568,72 @@ void ops_layernorm(float *out, float *mean, float *rstd, const float *x, const f
         if (mean) mean[r] = m;
         if (rstd) rstd[r] = 1.0f / std;
     }
+}
+
+// ----------------------------------------------------------------------------
+// The machine's limits
+
+typedef struct {
+    int64_t iters;
+    float sink;   // the loop's result, so that the compiler keeps it
+} FmaJob;
+
+enum { FMA_CHAINS = 16 };   // independent sums: more than latency x ports
+
+static void fma_tasks(void *ctx, int begin, int end, int thread) {
+    (void)thread;
+    FmaJob *job = ctx;
+    for (int t = begin; t < end; t++) {
+#if defined(__AVX512F__)
+        // acc = acc * x + y with x, y chosen so that acc stays near 1:
+        // no overflow, no denormals, the same speed every round.
+        __m512 acc[FMA_CHAINS];
+        const __m512 x = _mm512_set1_ps(0.9999999f), y = _mm512_set1_ps(1e-7f);
+#pragma GCC unroll 16
+        for (int j = 0; j < FMA_CHAINS; j++) acc[j] = _mm512_set1_ps(1.0f + (float)j * 1e-3f);
+        for (int64_t i = 0; i < job->iters; i++)
+#pragma GCC unroll 16
+            for (int j = 0; j < FMA_CHAINS; j++) acc[j] = _mm512_fmadd_ps(acc[j], x, y);
+        __m512 sum = acc[0];
+        for (int j = 1; j < FMA_CHAINS; j++) sum = _mm512_add_ps(sum, acc[j]);
+        float r = _mm512_reduce_add_ps(sum);
+#else
+        float acc[FMA_CHAINS * 16];
+        for (int j = 0; j < FMA_CHAINS * 16; j++) acc[j] = 1.0f + (float)j * 1e-4f;
+        for (int64_t i = 0; i < job->iters; i++)
+            for (int j = 0; j < FMA_CHAINS * 16; j++) acc[j] = acc[j] * 0.9999999f + 1e-7f;
+        float r = 0;
+        for (int j = 0; j < FMA_CHAINS * 16; j++) r += acc[j];
+#endif
+        if (r == 12345.0f) job->sink = r;   // never true; the result stays used
+    }
+}
+
+double ops_fma_loop(int64_t iters, int tasks) {
+    FmaJob job = {iters, 0};
+    pool_run(ops_pool, fma_tasks, &job, tasks);
+    return 2.0 * FMA_CHAINS * 16 * (double)iters * tasks + (double)job.sink;
+}
+
+typedef struct {
+    float *dst;
+    const float *src;
+    int64_t n;
+} CopyJob;
+
+enum { COPY_PIECE = (1 << 20) / sizeof(float) };
+
+static void copy_pieces(void *ctx, int begin, int end, int thread) {
+    (void)thread;
+    CopyJob *job = ctx;
+    for (int p = begin; p < end; p++) {
+        int64_t from = (int64_t)p * COPY_PIECE, n = job->n - from < COPY_PIECE ? job->n - from : COPY_PIECE;
+        memcpy(job->dst + from, job->src + from, sizeof(float) * (size_t)n);
+    }
+}
+
+double ops_copy_loop(float *dst, const float *src, int64_t n) {
+    CopyJob job = {dst, src, n};
+    pool_run(ops_pool, copy_pieces, &job, (int)((n + COPY_PIECE - 1) / COPY_PIECE));
+    return 8.0 * (double)n;
 }

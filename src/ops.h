@@ -22,6 +22,16 @@
 // uses a fused multiply-add per k where the plain loop rounds twice, so the
 // two agree to rounding, not bit for bit. Runs on ops_set_threads() threads.
 void ops_matmul(float *out, const float *a, const float *b, const float *bias, int M, int K, int N);
+// b (K, N) in panel order, made once (a model's weights at load): panels of
+// the fast kernel's width, each (K, width) contiguous, the last padded with
+// zeros. ops_packed_size gives the floats dst must hold.
+int64_t ops_packed_size(int K, int N);
+void ops_pack(float *dst, const float *b, int K, int N);
+// ops_matmul reading b's panels from panels (ops_pack of b; NULL: none) in
+// order, instead of copying each panel first (many rows) or reading b's rows
+// in place (one row). The same numbers bit for bit.
+void ops_matmul_packed(float *out, const float *a, const float *b, const float *panels, const float *bias, int M,
+                       int K, int N);
 // The reference loop, one multiply-add at a time; fast kernels are tested
 // against it.
 void ops_matmul_plain(float *out, const float *a, const float *b, const float *bias, int M, int K,
@@ -51,6 +61,11 @@ void ops_concat_rows(float *out, const float *a, int Ra, const float *b, int Rb,
 // whether the two arrays are equal bit for bit.
 double ops_max_abs_diff(const float *a, const float *b, int64_t n);
 int ops_bit_identical(const float *a, const float *b, int64_t n);
+// Index of the first element of x (n) that is NaN or infinite, or n when
+// every one is finite. The fast path tests 64 floats at a time by their
+// exponent bits (all ones: not finite), so a model's weights are checked at
+// the speed memory delivers them.
+int64_t ops_first_nonfinite(const float *x, int64_t n);
 
 
 // ----------------------------------------------------------------------------
@@ -67,6 +82,18 @@ void ops_vecmat(float *out, const float *x, const float *m, int K, int N, int ld
 // in pieces (the paged cache's blocks) is then equal bit for bit to one
 // ops_vecmat over all the rows.
 void ops_vecmat_acc(float *out, const float *x, const float *m, int K, int N, int ld);
+
+// ops_vecmat for R rows of x at once (R <= OPS_ROWS_MAX), each m element
+// read once for all of them: out row r (ldo floats apart) = x row r (ldx
+// apart) @ m (K, N), m's rows ldm apart. With causal, row r sums only over
+// k = 0 .. K - R + r (the last row over all K; K >= R), as a block of
+// consecutive queries sees one more key per row. Every out element is the
+// sum ops_vecmat makes of the same row and length, bit for bit: attention
+// over a block of rows equals attention row by row, and a cached step's one
+// row.
+enum { OPS_ROWS_MAX = 6 };
+void ops_vecmat_rows(float *out, int ldo, const float *x, int ldx, const float *m, int ldm, int R, int K,
+                     int N, int causal);
 
 // x (n) = softmax(x) in place: exp(x - max) / sum. F.softmax(x, dim=-1)
 // The fast exp is within 2 ulp of expf; the sum's order depends only on n.
@@ -98,5 +125,19 @@ int ops_threads(void);
 // fn(ctx, begin, end, thread) over tasks 0 .. count-1 on the ops threads
 // (see pool_run); returns when all are done.
 void ops_parallel_for(void (*fn)(void *ctx, int begin, int end, int thread), void *ctx, int count);
+
+
+// ----------------------------------------------------------------------------
+// The machine's limits, for kvdemo bench to hold the kernels against.
+
+// A register-only loop of fused multiply-adds (16 independent vectors of
+// sums, nothing read from memory), iters rounds in each of tasks tasks spread
+// over the ops threads. Returns the floating-point operations done (2 per
+// multiply-add); the caller times it. The portable build runs the same loop
+// in plain C, which is that build's peak.
+double ops_fma_loop(int64_t iters, int tasks);
+// dst (n) = src (n), copied in pieces of 1 MB spread over the ops threads
+// (memcpy each). Returns the bytes moved: read plus written, 8 n.
+double ops_copy_loop(float *dst, const float *src, int64_t n);
 
 #endif

@@ -16,7 +16,7 @@ enum { MAX_PROMPTS = 8 };
 typedef enum {
     OPT_CACHE, OPT_NO_CACHE, OPT_TRACE, OPT_PRECISION, OPT_FORMAT, OPT_LANG, OPT_STEP, OPT_COLOR,
     OPT_REPEAT, OPT_DATA, OPT_MODEL, OPT_INIT, OPT_PRESET, OPT_SEED, OPT_STEPS, OPT_PROMPT,
-    OPT_TEMPERATURE, OPT_TOP_K, OPT_TOP_P, OPT_THREADS, OPT_CSV, OPT_OUT, OPT_CONTEXT,
+    OPT_TEMPERATURE, OPT_TOP_K, OPT_TOP_P, OPT_THREADS, OPT_CSV, OPT_SVG, OPT_BENCH_TRAIN, OPT_OUT, OPT_CONTEXT,
     OPT_EMBEDDING, OPT_HEADS, OPT_BLOCKS, OPT_ITERS, OPT_BATCH, OPT_LR, OPT_EVAL_EVERY,
     OPT_RESUME, OPT_PAGED, OPT_BLOCK_SIZE, OPT_NUM_BLOCKS, OPT_SAMPLES, OPT_TOKENS, OPT_LAYERS,
     OPT_KV_HEADS, OPT_HEAD_DIM, OPT_DTYPE, OPT_GPU_MEMORY, OPT_LIST, OPT_ATTENTION, OPT_TILE,
@@ -41,6 +41,8 @@ typedef struct Options {
     int top_k;                          // --top-k K (0: off)
     double top_p;                       // --top-p P (-1: the default)
     const char *csv_path;               // --csv FILE
+    const char *svg_path;               // --svg FILE: bench's chart
+    int bench_train;                    // --train: bench times training too
     const char *out_path;               // --out FILE
     const char *init;                   // --init random
     const char *preset;                 // --preset seed|tiny

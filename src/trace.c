@@ -7,6 +7,7 @@
 #include "ops.h"
 #include "screen.h"
 #include "stats.h"
+#include "trace_doc.h"
 #include "utf8.h"
 
 #include <assert.h>
@@ -34,6 +35,28 @@ void trace_init(Trace *tr, FILE *out) {
             break;
         }
     }
+}
+
+int trace_begin(Trace *tr) {
+    if (tr->format != FORMAT_HTML && tr->format != FORMAT_MD) return 0;
+    tr->doc = tr->format;
+    tr->format = FORMAT_TEXT;   // the lesson prints for people; the document shows it
+    tr->color = 0;
+    tr->step_pause = 0;
+    if (trace_doc_open(tr)) {
+        fprintf(stderr, "kvdemo: out of memory\n");
+        tr->doc = FORMAT_TEXT;
+        return 1;
+    }
+    return 0;
+}
+
+int trace_finish(Trace *tr, int rc) {
+    if (tr->doc == FORMAT_TEXT) return rc;
+    rc = trace_doc_close(tr, rc);
+    tr->format = tr->doc;
+    tr->doc = FORMAT_TEXT;
+    return rc;
 }
 
 const char *trace_text(const Trace *tr, const char *en, const char *zh) {
@@ -121,6 +144,10 @@ static void emit_json(Trace *tr, Buf *b) {
 // Narration
 
 void trace_heading(Trace *tr, const char *en, const char *zh) {
+    if (trace_doc_active(tr)) {
+        trace_doc_heading(tr, en, zh);
+        return;
+    }
     Buf b;
     buf_init(&b);
     if (is_json(tr)) {
@@ -139,6 +166,10 @@ void trace_heading(Trace *tr, const char *en, const char *zh) {
 }
 
 void trace_say(Trace *tr, const char *en, const char *zh) {
+    if (trace_doc_active(tr)) {
+        trace_doc_say(tr, en, zh);
+        return;
+    }
     if (is_json(tr)) return;
     Buf b;
     buf_init(&b);
@@ -147,6 +178,23 @@ void trace_say(Trace *tr, const char *en, const char *zh) {
 }
 
 void trace_sayf(Trace *tr, const char *fmt_en, const char *fmt_zh, ...) {
+    if (trace_doc_active(tr)) {   // a document holds both languages
+        va_list ap, aq;
+        va_start(ap, fmt_zh);
+        va_copy(aq, ap);
+        Buf e, z;
+        buf_init(&e);
+        buf_init(&z);
+        buf_vprintf(&e, fmt_en, ap);
+        buf_vprintf(&z, fmt_zh ? fmt_zh : fmt_en, aq);
+        va_end(aq);
+        va_end(ap);
+        char *se = buf_take(&e), *sz = buf_take(&z);
+        if (se) trace_doc_say(tr, se, sz);
+        free(se);
+        free(sz);
+        return;
+    }
     if (is_json(tr)) return;
     va_list ap;
     va_start(ap, fmt_zh);
@@ -163,7 +211,10 @@ void trace_run(Trace *tr, const char *run) {
     tr->step = 0;
 }
 
-void trace_step(Trace *tr, int step) { tr->step = step; }
+void trace_step(Trace *tr, int step) {
+    tr->step = step;
+    if (step > 0 && trace_doc_active(tr)) trace_doc_step(tr);
+}
 
 // ----------------------------------------------------------------------------
 // Tensors
@@ -354,6 +405,10 @@ void trace_tensor_as(Trace *tr, TraceLevel level, const char *name, const char *
 void trace_tensor_kind(Trace *tr, TraceLevel level, const char *name, const char *shown, const char *code,
                        const Tensor *t, const char *const *rows, TraceHeat heat, TraceKind kind) {
     if (tr->level < level) return;
+    if (trace_doc_active(tr)) {
+        trace_doc_tensor(tr, shown, code, t, rows, heat, kind);
+        return;
+    }
     Buf b;
     buf_init(&b);
     if (is_json(tr)) {
@@ -433,6 +488,12 @@ void trace_tensor_kind(Trace *tr, TraceLevel level, const char *name, const char
 }
 
 void trace_shape(Trace *tr, const char *name, int ndim, const int *shape) {
+    if (trace_doc_active(tr)) {   // a document: the text in both languages
+        trace_doc_lines_begin(tr);
+        do trace_shape(tr, name, ndim, shape);
+        while (trace_doc_lines_next(tr));
+        return;
+    }
     Buf b;
     buf_init(&b);
     if (is_json(tr)) {
@@ -455,6 +516,12 @@ void trace_shape(Trace *tr, const char *name, int ndim, const int *shape) {
 // Numbers
 
 void trace_count(Trace *tr, const char *name, int64_t value, const char *en, const char *zh) {
+    if (trace_doc_active(tr)) {   // a document: the text in both languages
+        trace_doc_lines_begin(tr);
+        do trace_count(tr, name, value, en, zh);
+        while (trace_doc_lines_next(tr));
+        return;
+    }
     Buf b;
     buf_init(&b);
     if (is_json(tr)) {
@@ -488,6 +555,12 @@ static const char *word_text(const Trace *tr, const char *en) {
 
 void trace_value(Trace *tr, const char *name, double value, const char *unit, const char *en,
                  const char *zh) {
+    if (trace_doc_active(tr)) {   // a document: the text in both languages
+        trace_doc_lines_begin(tr);
+        do trace_value(tr, name, value, unit, en, zh);
+        while (trace_doc_lines_next(tr));
+        return;
+    }
     Buf b;
     buf_init(&b);
     if (is_json(tr)) {
@@ -534,6 +607,12 @@ static void timing_head(Buf *b, const Trace *tr, const char *name, double second
 }
 
 void trace_timing(Trace *tr, const char *name, double seconds, int repeat) {
+    if (trace_doc_active(tr)) {   // a document: the text in both languages
+        trace_doc_lines_begin(tr);
+        do trace_timing(tr, name, seconds, repeat);
+        while (trace_doc_lines_next(tr));
+        return;
+    }
     Buf b;
     buf_init(&b);
     timing_head(&b, tr, name, seconds, repeat);
@@ -548,6 +627,12 @@ void trace_timing(Trace *tr, const char *name, double seconds, int repeat) {
 }
 
 void trace_timing_stats(Trace *tr, const char *name, const double *samples, int n) {
+    if (trace_doc_active(tr)) {   // a document: the text in both languages
+        trace_doc_lines_begin(tr);
+        do trace_timing_stats(tr, name, samples, n);
+        while (trace_doc_lines_next(tr));
+        return;
+    }
     Stats st = stats_of(samples, n);
     Buf b;
     buf_init(&b);
@@ -577,6 +662,12 @@ void trace_timing_stats(Trace *tr, const char *name, const double *samples, int 
 
 void trace_ratio(Trace *tr, const char *name, const double *a, int na, const double *b, int nb, const char *en,
                  const char *zh) {
+    if (trace_doc_active(tr)) {   // a document: the text in both languages
+        trace_doc_lines_begin(tr);
+        do trace_ratio(tr, name, a, na, b, nb, en, zh);
+        while (trace_doc_lines_next(tr));
+        return;
+    }
     Stats sa = stats_of(a, na), sb = stats_of(b, nb);
     int decimals;
     double r = stats_ratio(sa, sb, &decimals);
@@ -596,6 +687,13 @@ void trace_ratio(Trace *tr, const char *name, const double *a, int na, const dou
 
 int trace_compare(Trace *tr, const char *name, const char *a_name, const Tensor *a,
                   const char *b_name, const Tensor *b) {
+    if (trace_doc_active(tr)) {   // a document: the text in both languages
+        int same;
+        trace_doc_lines_begin(tr);
+        do same = trace_compare(tr, name, a_name, a, b_name, b);
+        while (trace_doc_lines_next(tr));
+        return same;
+    }
     size_t n = tensor_numel(a);
     int same_shape = a->ndim == b->ndim && n == tensor_numel(b);
     for (int d = 0; same_shape && d < a->ndim; d++) same_shape = a->shape[d] == b->shape[d];
@@ -627,6 +725,10 @@ int trace_compare(Trace *tr, const char *name, const char *a_name, const Tensor 
 }
 
 void trace_textval(Trace *tr, const char *name, const char *text) {
+    if (trace_doc_active(tr)) {
+        trace_doc_textval(tr, text);
+        return;
+    }
     Buf b;
     buf_init(&b);
     if (is_json(tr)) {
@@ -681,6 +783,14 @@ static int is_json_number(const char *s) {
 }
 
 void trace_table_head(Trace *tr, const TraceTable *t) {
+    if (trace_doc_active(tr)) {   // a document: an HTML or Markdown table
+        const char *en[64], *zh[64];
+        int right[64];
+        assert(t->ncols <= 64);
+        for (int i = 0; i < t->ncols; i++) en[i] = t->cols[i].en, zh[i] = t->cols[i].zh, right[i] = t->cols[i].right;
+        trace_doc_table_head(tr, t->ncols, en, zh, right);
+        return;
+    }
     Buf b;
     buf_init(&b);
     if (is_json(tr)) {
@@ -704,6 +814,10 @@ void trace_table_head(Trace *tr, const TraceTable *t) {
 }
 
 void trace_table_row(Trace *tr, const TraceTable *t, const char *const *cells) {
+    if (trace_doc_active(tr)) {
+        trace_doc_table_row(tr, t->ncols, cells);
+        return;
+    }
     Buf b;
     buf_init(&b);
     if (is_json(tr)) {
@@ -737,6 +851,12 @@ static void pause_for_key(Trace *tr, int new_screen) {
 }
 
 void trace_block(Trace *tr, const char *name, int block, int src, int ref, int src_ref) {
+    if (trace_doc_active(tr)) {   // a document: the text in both languages
+        trace_doc_lines_begin(tr);
+        do trace_block(tr, name, block, src, ref, src_ref);
+        while (trace_doc_lines_next(tr));
+        return;
+    }
     Buf b;
     buf_init(&b);
     if (is_json(tr)) {

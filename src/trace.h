@@ -12,7 +12,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
-typedef enum { FORMAT_TEXT, FORMAT_JSON } TraceFormat;
+// FORMAT_HTML and FORMAT_MD are documents for people (trace_doc.c): a lesson
+// sees format FORMAT_TEXT and doc FORMAT_HTML or FORMAT_MD (trace_begin).
+typedef enum { FORMAT_TEXT, FORMAT_JSON, FORMAT_HTML, FORMAT_MD } TraceFormat;
 // How many tensors are printed: TRACE_NONE prints none (comparisons, counts
 // and timings still appear), TRACE_SUMMARY the ones a lesson marks as the
 // point of a step, TRACE_FULL all of them.
@@ -38,11 +40,26 @@ typedef struct {
     const char *lesson;     // "2"
     const char *run;        // "no-cache", "cache", or NULL between runs
     int step;               // 1, 2, ... or 0 outside a step
+    // --format html|md: a document (trace_begin .. trace_finish). The lesson
+    // then sees format FORMAT_TEXT, so that it prints what it prints for
+    // people; out is a buffer whose text the document shows where it was
+    // printed, and the document goes to doc_out when it is finished.
+    TraceFormat doc;        // FORMAT_HTML, FORMAT_MD, or FORMAT_TEXT: no document
+    FILE *doc_out;
+    struct TraceDoc *doc_state;
 } Trace;
 
 // Sets the defaults: text, full trace, precision 4, language from LANG,
 // no colour, no pauses.
 void trace_init(Trace *tr, FILE *out);
+
+// Starts the output of a lesson or command whose format is set: for
+// FORMAT_HTML and FORMAT_MD, a document (see Trace.doc). Returns 0, or 1
+// after a line on stderr when memory ran out.
+int trace_begin(Trace *tr);
+// Ends it: a document is written whole when rc is 0, and nothing when the
+// run failed. Returns rc, or 1 when the document could not be made.
+int trace_finish(Trace *tr, int rc);
 
 // The text in the trace's language (for messages built by the caller).
 const char *trace_text(const Trace *tr, const char *en, const char *zh);

@@ -1822,7 +1822,7 @@ int train_run(const TrainConfig *cfg, TrainProgressFn progress, void *user) {
     sigaction(SIGTERM, &old_term, NULL);
 
     if (status == TRAIN_OK) {
-        GptModel model = {g, text.vocab, params, P, {0}};
+        GptModel model = {.cfg = g, .vocab = text.vocab, .params = params, .num_params = P};
         gpt_params_carve(&model.p, blocks, params, g);
         char err[256];
         if (gpt_save(&model, r.out_path, err, sizeof err) != 0) {

@@ -265,7 +265,7 @@ static void test_values_without_case(void **state) {
     // Still not anything at all.
     expect_failure("lesson 2 --lang fr", 2, "--lang takes one of en|zh, not 'fr'");
     expect_failure("lesson 2 --lang zhx", 2, "--lang takes one of en|zh, not 'zhx'");
-    expect_failure("lesson 2 --format jsonl", 2, "--format takes one of text|json, not 'jsonl'");
+    expect_failure("lesson 2 --format jsonl", 2, "--format takes one of text|json|html|md, not 'jsonl'");
 }
 
 static void test_options_before_the_command(void **state) {

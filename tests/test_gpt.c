@@ -235,10 +235,19 @@ static void test_init_random_matches_numpy(void **state) {
 // The KV cache: bit for bit
 
 // Generates steps tokens with and without the cache from the same prompt and
-// seed; every step's logits must be the same bytes.
-static void check_cache_exact(GptConfig cfg, uint32_t seed, int steps) {
-    GptModel m;
+// seed; every step's logits must be the same bytes. With packed, the run
+// without the cache uses a copy of the model whose weights gpt_pack put in
+// panel order (as kvdemo generate --no-cache does), the cached run the
+// model as it is; with packed = 2 the other way round.
+static void check_cache_exact_packed(GptConfig cfg, uint32_t seed, int steps, int packed) {
+    GptModel m, mp;
     random_model(&m, cfg, seed);
+    random_model(&mp, cfg, seed);
+    if (packed) {   // 1: the run without the cache packed; 2: the cached run
+        GptModel *which = packed == 1 ? &mp : &m;
+        assert_int_equal(gpt_pack(which), 0);
+        assert_non_null(which->packed);
+    }
     GptState s;
     assert_int_equal(gpt_state_init(&s, cfg), 0);
     int *tokens = malloc(sizeof(int) * (size_t)(steps + 3));
@@ -252,7 +261,8 @@ static void check_cache_exact(GptConfig cfg, uint32_t seed, int steps) {
         Sampler sampler;
         assert_int_equal(sampler_init(&sampler, cfg.V, 1.0f, 0, 42), 0);
         gpt_state_reset(&s);
-        int len = gpt_generate(tokens, &s, &m, &sampler, n_prompt, steps, use_cache, record_step, &runs[use_cache]);
+        int len = gpt_generate(tokens, &s, use_cache ? &m : &mp, &sampler, n_prompt, steps, use_cache, record_step,
+                               &runs[use_cache]);
         assert_int_equal(len, n_prompt + steps);
         sampler_free(&sampler);
     }
@@ -276,6 +286,13 @@ static void check_cache_exact(GptConfig cfg, uint32_t seed, int steps) {
     free(tokens);
     gpt_state_free(&s);
     gpt_free(&m);
+    gpt_free(&mp);
+}
+
+static void check_cache_exact(GptConfig cfg, uint32_t seed, int steps) {
+    check_cache_exact_packed(cfg, seed, steps, 0);
+    check_cache_exact_packed(cfg, seed, steps, 1);
+    check_cache_exact_packed(cfg, seed, steps, 2);
 }
 
 static const GptConfig SHAPES[] = {
@@ -574,6 +591,37 @@ static void test_load_rejects_nan_and_trailing_bytes(void **state) {
     free(b);
 }
 
+// A model of several MB is read and checked 2 MB at a time: a NaN in the
+// last piece, or one that straddles nothing in particular, is still found and
+// named; the same file without it loads and equals what was saved.
+static void test_load_checks_every_piece(void **state) {
+    (void)state;
+    GptConfig cfg = {.V = 65, .T = 32, .C = 256, .H = 4, .L = 2};
+    GptModel m;
+    random_model(&m, cfg, 3);
+    assert_true(m.num_params * sizeof(float) > ((size_t)3 << 21));   // more than three pieces
+    char path[128], err[256];
+    snprintf(path, sizeof(path), "%s/big.kvgp", tmpdir);
+    if (gpt_save(&m, path, err, sizeof(err)) != 0) fail_msg("gpt_save: %s", err);
+    GptModel back;
+    load(&back, path);
+    assert_non_null(back.map);   // the weights are used where they lie in the mapped file
+    assert_true((char *)back.params == (char *)back.map + 28 + 4 * 65);
+    assert_int_equal(back.num_params, m.num_params);
+    assert_bits(back.params, m.params, (int64_t)m.num_params, "a multi-piece model read back");
+    gpt_free(&back);
+    long size;
+    unsigned char *b = read_all(path, &size);
+    // block 1's fc2 weight, row 1000, column 7: past the third 2 MB piece
+    size_t at = (size_t)(m.p.blocks[1].w2 - m.params) + 1000 * 256 + 7;
+    assert_true(at * sizeof(float) > ((size_t)3 << 21));
+    put_u32(b + OFF_VOCAB + 4 * 65 + 4 * at, 0x7FC00000u);
+    expect_refused(b, size, "a NaN in a late piece", "blocks.1.mlp.fc2.weight[1000][7] is nan", NULL);
+    free(b);
+    gpt_free(&m);
+    unlink(path);
+}
+
 // ----------------------------------------------------------------------------
 // Text <-> tokens
 
@@ -649,6 +697,7 @@ int main(void) {
         cmocka_unit_test(test_load_rejects_bad_sizes),
         cmocka_unit_test(test_load_rejects_bad_vocabulary),
         cmocka_unit_test(test_load_rejects_nan_and_trailing_bytes),
+        cmocka_unit_test(test_load_checks_every_piece),
         cmocka_unit_test(test_encode_decode),
         cmocka_unit_test(test_cost),
     };

@@ -3,6 +3,7 @@
 // too), the chapter's cache shapes, the CSV of bench, and bad input.
 #include "testutil.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,6 +82,14 @@ static void test_lesson10(void **state) {
     events_free(e, n);
 }
 
+// Terminal columns from a to b: UTF-8 characters (the cells' ±, σ, … and µ
+// take one column each, and two or three bytes).
+static int columns_between(const char *a, const char *b) {
+    int n = 0;
+    for (; a < b; a++) n += ((unsigned char)*a & 0xC0) != 0x80;
+    return n;
+}
+
 static void test_bench_csv(void **state) {
     (void)state;
     char csv[64], args[256];
@@ -89,24 +98,57 @@ static void test_bench_csv(void **state) {
     RunResult r = kvdemo_run(args);
     if (r.status != 0) fail_msg("kvdemo %s: %s", args, r.err);
     assert_non_null(strstr(r.out, "GFLOP/s"));
+    // The machine's limits, the model's opening, both modes as fractions of
+    // those limits, each with mean ± σ and min … max.
+    const char *wanted[] = {"mean ± σ", "min … max", "FMA peak (register loop)", "memory (memcpy of 64 MB)",
+                          "opening the model", "256 tokens after \"ROMEO:\"", "  without the cache ",
+                          "  with the cache ", "% of the FMA peak", "% of memcpy"};
+    for (size_t i = 0; i < sizeof wanted / sizeof wanted[0]; i++)
+        if (!strstr(r.out, wanted[i])) fail_msg("bench: no \"%s\" in:\n%s", wanted[i], r.out);
     // The lengths table, through the trace's table: each length's speedup
     // ends where the head's "speedup" ends.
     const char *head = strstr(r.out, "speedup");
     assert_non_null(head);
     const char *head_line = head;
     while (head_line > r.out && head_line[-1] != '\n') head_line--;
-    int head_end = (int)(head - head_line) + (int)strlen("speedup");
+    int head_end = columns_between(head_line, head) + (int)strlen("speedup");
     int found = 0;
     for (const char *line = head; (line = strchr(line, '\n')) && *++line;) {
         const char *x = strstr(line, "x ");
         const char *nl = strchr(line, '\n');
         if (!x || (nl && x > nl)) continue;
-        if ((int)(x - line) + 1 != head_end)
-            fail_msg("a speedup ends at column %d, expected %d: %.*s", (int)(x - line) + 1, head_end,
+        if (columns_between(line, x) + 1 != head_end)
+            fail_msg("a speedup ends at column %d, expected %d: %.*s", columns_between(line, x) + 1, head_end,
                      (int)(nl ? nl - line : (long)strlen(line)), line);
         found++;
     }
     assert_int_equal(found, 2);
+    run_free(&r);
+    // The same in JSON: the limits are positive rates, the opening has a
+    // spread, the fractions are the rates over the limits.
+    snprintf(args, sizeof args, "bench --model %s --steps 8 --repeat 2 --format json", model);
+    r = kvdemo_run(args);
+    if (r.status != 0) fail_msg("kvdemo %s: %s", args, r.err);
+    int n;
+    Event *e = events_parse(r.out, &n);
+    const Event *peak = events_find(e, n, "value", NULL, -1, "fma_peak_gflops");
+    const Event *bw = events_find(e, n, "value", NULL, -1, "memcpy_gbps");
+    const Event *open = events_find(e, n, "timing", NULL, -1, "open_model");
+    assert_non_null(peak);
+    assert_non_null(bw);
+    assert_non_null(open);
+    assert_true(peak->value > 0 && bw->value > 0 && open->seconds > 0);
+    const Event *gf = events_find(e, n, "value", "no-cache", -1, "matmul_gflops");
+    const Event *frac = events_find(e, n, "value", "no-cache", -1, "matmul_fraction_of_peak");
+    assert_non_null(gf);
+    assert_non_null(frac);
+    assert_true(fabs(frac->value - gf->value / peak->value) <= 1e-6 * frac->value);
+    const Event *gb = events_find(e, n, "value", "cache", -1, "read_gbps");
+    const Event *bfrac = events_find(e, n, "value", "cache", -1, "read_fraction_of_memcpy");
+    assert_non_null(gb);
+    assert_non_null(bfrac);
+    assert_true(fabs(bfrac->value - gb->value / bw->value) <= 1e-6 * bfrac->value);
+    events_free(e, n);
     run_free(&r);
     FILE *f = fopen(csv, "r");
     assert_non_null(f);

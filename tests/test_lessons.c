@@ -390,7 +390,7 @@ static void test_usage_errors(void **state) {
     expect_failure("lesson 2 --precision x", 2, "--precision takes a whole number");
     expect_failure("lesson 2 --precision", 2, "--precision needs a value");
     expect_failure("lesson 2 --repeat 0", 2, "--repeat takes a whole number from 1");
-    expect_failure("lesson 2 --format xml", 2, "--format takes one of text|json, not 'xml'");
+    expect_failure("lesson 2 --format xml", 2, "--format takes one of text|json|html|md, not 'xml'");
     expect_failure("lesson 2 --trace most", 2, "--trace takes one of none|summary|full");
     expect_failure("lesson 2 --lang fr", 2, "--lang takes one of en|zh");
     expect_failure("lesson 2 --color sometimes", 2, "--color takes one of auto|always|never");

@@ -5,6 +5,9 @@
 //   test_matmul_matches_plain          odd shapes, tolerance per element
 //   test_matmul_rows_are_independent   row i of an M-row product == a 1-row product, bit for bit
 //   test_vecmat / softmax / gelu / layernorm   against double-precision formulas
+//   test_matmul_packed_equals_in_place   the char GPT's shapes: packed panels == 1-row products, bit for bit
+//   test_matmul_packed_on_two_threads    two threads packing at once (kvdemo race) get their own buffers
+//   test_vecmat_rows_equals_vecmat       a block of attention rows == each row alone, bit for bit
 //   test_pool_runs_every_task_once
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,6 +16,7 @@
 #include <cmocka.h>
 
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -106,6 +110,108 @@ static void test_matmul_rows_are_independent(void **state) {
     free(many);
 }
 
+// More than 8 rows copy each panel of b into a contiguous buffer first; a
+// single row reads b in place. The char GPT's shapes (rows 1536 and 6144
+// bytes apart), a narrow tail panel, and a K past the packing limit (read in
+// place whatever M): every row equals its 1-row product bit for bit.
+static void test_matmul_packed_equals_in_place(void **state) {
+    (void)state;
+    static const int shapes[][3] = {{40, 384, 1536}, {17, 1536, 384}, {9, 48, 100}, {12, 4097, 50}};
+    for (int threads = 1; threads <= 2; threads++) {
+        assert_int_equal(ops_set_threads(threads), 0);
+        for (int s = 0; s < 4; s++) {
+            int M = shapes[s][0], K = shapes[s][1], N = shapes[s][2];
+            float *a = alloc_floats((int64_t)M * K), *b = alloc_floats((int64_t)K * N), *bias = alloc_floats(N);
+            float *one = alloc_floats(N), *many = alloc_floats((int64_t)M * N);
+            fill(a, (int64_t)M * K, 11 + (uint32_t)s);
+            fill(b, (int64_t)K * N, 21 + (uint32_t)s);
+            fill(bias, N, 31 + (uint32_t)s);
+            ops_matmul(many, a, b, bias, M, K, N);
+            for (int i = 0; i < M; i++) {
+                ops_matmul(one, a + (int64_t)i * K, b, bias, 1, K, N);
+                for (int j = 0; j < N; j++)
+                    if (memcmp(&one[j], &many[(int64_t)i * N + j], sizeof(float)) != 0)
+                        fail_msg("M=%d K=%d N=%d, %d threads: out[%d][%d] = %.9g packed, %.9g in place", M, K, N,
+                                 threads, i, j, many[(int64_t)i * N + j], one[j]);
+            }
+            free(a), free(b), free(bias), free(one), free(many);
+        }
+    }
+    assert_int_equal(ops_set_threads(1), 0);
+}
+
+// b packed once into panel order (ops_pack) gives what b read in place
+// gives, bit for bit, for one row and many, whole and partial panels.
+static void test_matmul_prepacked_equals_plain_panels(void **state) {
+    (void)state;
+    static const int shapes[][3] = {{40, 384, 1536}, {17, 1536, 384}, {9, 48, 100}, {1, 64, 50},
+                                    {1, 384, 1536}, {1, 1536, 384}, {3, 5, 7}};
+    for (int s = 0; s < 7; s++) {
+        int M = shapes[s][0], K = shapes[s][1], N = shapes[s][2];
+        float *a = alloc_floats((int64_t)M * K), *b = alloc_floats((int64_t)K * N), *bias = alloc_floats(N);
+        float *panels = alloc_floats(ops_packed_size(K, N));
+        float *plain = alloc_floats((int64_t)M * N), *packed = alloc_floats((int64_t)M * N);
+        assert_true(ops_packed_size(K, N) >= (int64_t)K * N);
+        fill(a, (int64_t)M * K, 71 + (uint32_t)s);
+        fill(b, (int64_t)K * N, 81 + (uint32_t)s);
+        fill(bias, N, 91 + (uint32_t)s);
+        ops_pack(panels, b, K, N);
+        ops_matmul(plain, a, b, bias, M, K, N);
+        // With two threads, panels finish in any order: a panel that wrote
+        // past its own columns would show, sooner or later, in 20 rounds.
+        for (int threads = 1; threads <= 2; threads++) {
+            assert_int_equal(ops_set_threads(threads), 0);
+            for (int round = 0; round < 20; round++) {
+                memset(packed, 0xFF, sizeof(float) * (size_t)M * N);
+                ops_matmul_packed(packed, a, b, panels, bias, M, K, N);
+                if (memcmp(plain, packed, sizeof(float) * (size_t)M * N) != 0)
+                    fail_msg("M=%d K=%d N=%d, %d threads: the product from packed panels differs from the plain one",
+                             M, K, N, threads);
+            }
+        }
+        assert_int_equal(ops_set_threads(1), 0);
+        free(a), free(b), free(bias), free(panels), free(plain), free(packed);
+    }
+}
+
+typedef struct {
+    const float *a, *b;
+    float *out;
+    int M, K, N, rounds;
+} MatmulArgs;
+
+static void *matmul_thread(void *p) {
+    MatmulArgs *m = p;
+    for (int r = 0; r < m->rounds; r++) ops_matmul(m->out, m->a, m->b, NULL, m->M, m->K, m->N);
+    return NULL;
+}
+
+// Two threads of the caller's own (as kvdemo race runs its two
+// generations) multiply different matrices at the same time: each packs into
+// its own buffer, and each gets what it gets alone.
+static void test_matmul_packed_on_two_threads(void **state) {
+    (void)state;
+    enum { M = 24, K = 384, N = 384 };
+    float *a[2], *b[2], *alone[2], *together[2];
+    MatmulArgs args[2];
+    for (int t = 0; t < 2; t++) {
+        a[t] = alloc_floats(M * K), b[t] = alloc_floats(K * N);
+        alone[t] = alloc_floats(M * N), together[t] = alloc_floats(M * N);
+        fill(a[t], M * K, 41 + (uint32_t)t);
+        fill(b[t], K * N, 51 + (uint32_t)t);
+        ops_matmul(alone[t], a[t], b[t], NULL, M, K, N);
+        args[t] = (MatmulArgs){a[t], b[t], together[t], M, K, N, 200};
+    }
+    pthread_t th[2];
+    for (int t = 0; t < 2; t++) assert_int_equal(pthread_create(&th[t], NULL, matmul_thread, &args[t]), 0);
+    for (int t = 0; t < 2; t++) pthread_join(th[t], NULL);
+    for (int t = 0; t < 2; t++) {
+        if (memcmp(alone[t], together[t], sizeof(float) * M * N) != 0)
+            fail_msg("thread %d: its product changed when another thread multiplied at the same time", t);
+        free(a[t]), free(b[t]), free(alone[t]), free(together[t]);
+    }
+}
+
 static void test_vecmat(void **state) {
     (void)state;
     enum { K = 70, LD = 300 };
@@ -128,6 +234,35 @@ static void test_vecmat(void **state) {
     free(m);
     free(out);
     free(prefix);
+}
+
+// ops_vecmat_rows against ops_vecmat row by row, memcmp: every block size,
+// strided rows as attention reads them (q rows C apart, key rows T apart),
+// widths under, at and past 64 columns, with and without the causal lengths.
+static void test_vecmat_rows_equals_vecmat(void **state) {
+    (void)state;
+    enum { LDX = 300, LDM = 260, LDO = 270, MAXK = 200 };
+    float *x = alloc_floats(OPS_ROWS_MAX * LDX), *m = alloc_floats(MAXK * LDM);
+    float *got = alloc_floats(OPS_ROWS_MAX * LDO), *want = alloc_floats(LDO);
+    fill(x, OPS_ROWS_MAX * LDX, 61);
+    fill(m, MAXK * LDM, 62);
+    static const int sizes[][2] = {{64, 64}, {6, 200}, {13, 1}, {200, 64}, {7, 130}, {64, 257}};   // K, N
+    for (int s = 0; s < 6; s++)
+        for (int causal = 0; causal <= 1; causal++)
+            for (int R = 1; R <= OPS_ROWS_MAX; R++) {
+                int K = sizes[s][0], N = sizes[s][1] < LDM ? sizes[s][1] : LDM;
+                if (causal && K < R) continue;
+                ops_vecmat_rows(got, LDO, x, LDX, m, LDM, R, K, N, causal);
+                for (int r = 0; r < R; r++) {
+                    int len = causal ? K - R + 1 + r : K;
+                    ops_vecmat(want, x + (int64_t)r * LDX, m, len, N, LDM);
+                    for (int j = 0; j < N; j++)
+                        if (memcmp(&want[j], &got[(int64_t)r * LDO + j], sizeof(float)) != 0)
+                            fail_msg("K=%d N=%d R=%d causal %d: row %d col %d: %.9g in the block, %.9g alone", K, N,
+                                     R, causal, r, j, got[(int64_t)r * LDO + j], want[j]);
+                }
+            }
+    free(x), free(m), free(got), free(want);
 }
 
 static void test_softmax(void **state) {
@@ -270,7 +405,11 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_matmul_matches_plain),
         cmocka_unit_test(test_matmul_rows_are_independent),
+        cmocka_unit_test(test_matmul_packed_equals_in_place),
+        cmocka_unit_test(test_matmul_packed_on_two_threads),
+        cmocka_unit_test(test_matmul_prepacked_equals_plain_panels),
         cmocka_unit_test(test_vecmat),
+        cmocka_unit_test(test_vecmat_rows_equals_vecmat),
         cmocka_unit_test(test_softmax),
         cmocka_unit_test(test_gelu),
         cmocka_unit_test(test_layernorm),

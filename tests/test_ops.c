@@ -2,6 +2,7 @@
 // PyTorch (tests/fixtures/toy_tensors.txt), and the row property of matmul.
 #include "testutil.h"
 
+#include "bigmem.h"
 #include "ops.h"
 
 #include <math.h>
@@ -123,12 +124,73 @@ static void test_compare_helpers(void **state) {
     assert_true(isnan(ops_max_abs_diff(n, z, 1)));
 }
 
+// ops_first_nonfinite against a plain isfinite loop: NaN, +inf and -inf at
+// every place of a vector block and of the scalar tail, the largest finite
+// float and a denormal (which are finite), and a clean array.
+static void test_first_nonfinite(void **state) {
+    (void)state;
+    enum { N = 64 * 3 + 17 };
+    float x[N];
+    for (int i = 0; i < N; i++) x[i] = (float)(i % 7) - 3.0f;
+    x[5] = 3.4028235e38f;   // FLT_MAX
+    x[9] = -1e-40f;         // a denormal
+    assert_int_equal(ops_first_nonfinite(x, N), N);
+    const float bad[] = {NAN, INFINITY, -INFINITY};
+    for (int b = 0; b < 3; b++)
+        for (int at = 0; at < N; at++) {
+            float keep = x[at];
+            x[at] = bad[b];
+            if (ops_first_nonfinite(x, N) != at) fail_msg("%g at %d: found at %lld", bad[b], at, (long long)ops_first_nonfinite(x, N));
+            assert_int_equal(ops_first_nonfinite(x, at), at);   // not in the first at
+            x[N - 1] = NAN;                                      // a later one does not hide it
+            assert_int_equal(ops_first_nonfinite(x, N), at);
+            x[N - 1] = (float)((N - 1) % 7) - 3.0f;
+            x[at] = keep;
+        }
+}
+
+// bigmem: zeroed, aligned (to 2 MB when mapped), writable to the last byte,
+// for a small array (aligned_alloc) and a large one (a huge-page mapping).
+static void test_bigmem(void **state) {
+    (void)state;
+    size_t sizes[] = {100, (size_t)5 << 20 | 12};
+    for (int i = 0; i < 2; i++) {
+        unsigned char *p = bigmem_alloc(sizes[i]);
+        assert_non_null(p);
+        assert_int_equal((uintptr_t)p % 64, 0);
+        assert_int_equal(bigmem_is_mapped(sizes[i]), i == 1);
+        if (i == 1) assert_int_equal((uintptr_t)p % ((uintptr_t)2 << 20), 0);
+        for (size_t j = 0; j < sizes[i]; j += 4093) assert_int_equal(p[j], 0);
+        assert_int_equal(p[sizes[i] - 1], 0);
+        memset(p, 0xAB, sizes[i]);
+        bigmem_free(p, sizes[i]);
+    }
+    bigmem_free(NULL, 10);
+}
+
+// The bench's machine loops: the FMA loop counts 2 x 16 chains x 16 lanes
+// per round and task; the copy copies every float (a tail shorter than a
+// piece included) and counts 8 bytes per float.
+static void test_machine_loops(void **state) {
+    (void)state;
+    assert_true(ops_fma_loop(100, 3) == 2.0 * 16 * 16 * 100 * 3);
+    int64_t n = (1 << 18) * 2 + 1000;   // two pieces of 1 MB and a tail
+    float *src = malloc(sizeof(float) * (size_t)n), *dst = calloc((size_t)n, sizeof(float));
+    assert_non_null(src);
+    assert_non_null(dst);
+    for (int64_t i = 0; i < n; i++) src[i] = (float)i;
+    assert_true(ops_copy_loop(dst, src, n) == 8.0 * (double)n);
+    assert_bits(dst, src, n, "the copied floats");
+    free(src), free(dst);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_matmul_projections), cmocka_unit_test(test_scores),
         cmocka_unit_test(test_mask_and_add),       cmocka_unit_test(test_softmax),
         cmocka_unit_test(test_output_and_concat),  cmocka_unit_test(test_matmul_rows_independent),
-        cmocka_unit_test(test_compare_helpers),
+        cmocka_unit_test(test_compare_helpers),    cmocka_unit_test(test_first_nonfinite),
+        cmocka_unit_test(test_bigmem),             cmocka_unit_test(test_machine_loops),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1,0 +1,746 @@
+// trace_doc — the trace as a document for people: --format html writes one
+// self-contained HTML page (inline CSS, one line of JavaScript for the
+// language toggle, nothing fetched from the network) for a browser, a
+// projector or a printout; --format md writes Markdown whose tables paste
+// into slides and notes.
+//
+// HTML: narration as paragraphs in both languages (the one of --lang shown,
+// a button switches), each document code line above its tensor, each tensor
+// a table with the token of each row at its left, score and weight matrices
+// coloured with the heat-map palettes of the text trace (trace.c) and a
+// legend under them, and every cell's exact value (%.9g, as in JSON) in its
+// title, shown when the pointer rests on it. Each heading and each step
+// opens a section, and a printed page can start at each.
+// Markdown: the language of --lang only; tensors and tables as Markdown
+// tables, code lines in fenced blocks, counts and timings as lines.
+#include "trace_doc.h"
+
+#include "buf.h"
+#include "fileio.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+struct TraceDoc {
+    Buf page;            // the document so far
+    FILE *held;          // tr->out while the document is open
+    char *held_text;     // what the lesson printed itself (open_memstream)
+    size_t held_len;
+    size_t held_used;    // bytes of held_text already in the page
+    int busy;            // 1 while text is rendered for trace_doc_lines_*
+    int pass;            // trace_doc_lines_*: 0 the English text, 1 the Chinese
+    char *lines_en;
+    Lang lang;           // the language of --lang, while busy
+    int section_open;    // HTML: a <section> is open
+    int new_step;        // a step began: the next output opens a section
+    int headings;        // headings so far (the first is the title)
+    int table_cols;      // columns of the open trace table, or 0
+    unsigned char table_left[64];   // 1: that column is left-aligned (text)
+    size_t held_end;     // page.len right after the last block of held text
+    size_t lines_end;    // page.len right after the last block of lines
+};
+
+static int is_html(const Trace *tr) { return tr->doc == FORMAT_HTML; }
+
+int trace_doc_active(const Trace *tr) {
+    return tr->doc != FORMAT_TEXT && tr->doc_state && !tr->doc_state->busy;
+}
+
+// ----------------------------------------------------------------------------
+// Escaping
+
+// Text inside an HTML element or a quoted attribute: <, >, &, " as entities;
+// "//", "http:", "url(" and "@import" with one character as an entity, so
+// that no text of a lesson can read as a link or a fetch (the page shows
+// the same characters); terminal colour sequences and other control
+// characters dropped.
+static void html_text(Buf *b, const char *s, size_t n) {
+    for (size_t i = 0; i < n && s[i]; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == 0x1b) {   // ESC [ ... letter
+            while (i + 1 < n && s[i + 1] && !isalpha((unsigned char)s[i + 1])) i++;
+            if (i + 1 < n && s[i + 1]) i++;
+            continue;
+        }
+        if (c == '<') buf_append(b, "&lt;");
+        else if (c == '>') buf_append(b, "&gt;");
+        else if (c == '&') buf_append(b, "&amp;");
+        else if (c == '"') buf_append(b, "&quot;");
+        else if (c == '/' && i > 0 && s[i - 1] == '/') buf_append(b, "&#47;");
+        else if (c == ':' && ((i >= 4 && !strncasecmp(s + i - 4, "http", 4)) || (i >= 5 && !strncasecmp(s + i - 5, "https", 5))))
+            buf_append(b, "&#58;");
+        else if (c == '(' && i >= 3 && !strncasecmp(s + i - 3, "url", 3)) buf_append(b, "&#40;");
+        else if (c == '@' && !strncasecmp(s + i + 1, "import", 6)) buf_append(b, "&#64;");
+        else if (c < 0x20 && c != '\n' && c != '\t') continue;
+        else buf_appendn(b, s + i, 1);
+    }
+}
+
+static void html(Buf *b, const char *s) { html_text(b, s, strlen(s)); }
+
+// Markdown text: the characters that would start emphasis, a link, HTML, a
+// table cell or code get a backslash; a line break becomes a hard break
+// (table cells: a space).
+static void md_text(Buf *b, const char *s, size_t n, int cell) {
+    for (size_t i = 0; i < n && s[i]; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == 0x1b) {
+            while (i + 1 < n && s[i + 1] && !isalpha((unsigned char)s[i + 1])) i++;
+            if (i + 1 < n && s[i + 1]) i++;
+            continue;
+        }
+        if (c == '\n') buf_append(b, cell ? " " : "  \n");
+        else if (strchr("\\`*_[]<>|#", c) && c) {
+            buf_append(b, "\\");
+            buf_appendn(b, s + i, 1);
+        } else if (c < 0x20) buf_append(b, " ");
+        else buf_appendn(b, s + i, 1);
+    }
+}
+
+static void md(Buf *b, const char *s) { md_text(b, s, strlen(s), 0); }
+
+// s without the blank lines (and spaces) around it: *n bytes from the result.
+static const char *trimmed(const char *s, size_t len, size_t *n) {
+    while (len && (*s == '\n' || *s == ' ')) s++, len--;
+    while (len && (s[len - 1] == '\n' || s[len - 1] == ' ')) len--;
+    *n = len;
+    return s;
+}
+
+// Text printed for a terminal, made a block: without the blank lines around
+// it, its common indent and spaces at line ends; malloc'd, "" when blank.
+static char *block_text(const char *s, size_t len) {
+    int indent = -1;
+    for (size_t i = 0; i < len;) {   // the least indent of a line with text
+        size_t j = i;
+        while (j < len && s[j] == ' ') j++;
+        if (j < len && s[j] != '\n' && (indent < 0 || (int)(j - i) < indent)) indent = (int)(j - i);
+        while (j < len && s[j] != '\n') j++;
+        i = j + 1;
+    }
+    Buf b;
+    buf_init(&b);
+    buf_append(&b, "");
+    size_t blank = 0;   // blank lines held back until a line with text comes
+    for (size_t i = 0; i < len;) {
+        size_t j = i, end;
+        while (j < len && s[j] != '\n') j++;
+        end = j;
+        while (end > i && (s[end - 1] == ' ' || s[end - 1] == '\r')) end--;
+        if (end == i) {
+            if (b.len) blank++;
+        } else {
+            for (; blank; blank--) buf_append(&b, "\n");
+            if (b.len) buf_append(&b, "\n");
+            size_t from = i + (size_t)(indent > 0 ? indent : 0);
+            buf_appendn(&b, s + from, end > from ? end - from : 0);
+        }
+        i = j + 1;
+    }
+    return buf_take(&b);
+}
+
+// ----------------------------------------------------------------------------
+// The page
+
+static const char *HTML_STYLE =
+    "body{font-family:system-ui,\"Noto Sans CJK SC\",\"PingFang SC\",sans-serif;max-width:64em;margin:1em auto;"
+    "padding:0 1em;line-height:1.45;color:#111;background:#fff}\n"
+    "html[lang=en] .zh,html[lang=zh-CN] .en{display:none}\n"
+    "h1{font-size:1.5em}h2{font-size:1.25em;margin-top:1.4em}\n"
+    "p{white-space:pre-line;margin:.4em 0}\n"
+    "pre{background:#f5f5f5;padding:.4em .6em;overflow-x:auto;margin:.4em 0}\n"
+    "pre.code{background:#eef3fb;border-left:3px solid #4a6fb5}\n"
+    "figure{margin:.8em 0;overflow-x:auto}figcaption{font-family:ui-monospace,monospace;margin:.2em 0}\n"
+    "table{border-collapse:collapse;font-family:ui-monospace,monospace;margin:.3em 0}\n"
+    "td,th{border:1px solid #bbb;padding:.15em .5em;text-align:right}\n"
+    "th{background:#eee;font-weight:normal}th.tok{text-align:left}td.l,th.l{text-align:left}\n"
+    ".legend{font-size:.9em}.sw{display:inline-block;min-width:1.1em;text-align:center}\n"
+    ".toggle{text-align:right}\n"
+    "@media screen and (min-width:90em){body{font-size:1.25em}}\n"
+    "@media print{.toggle{display:none}section.page{break-before:page}"
+    "*{-webkit-print-color-adjust:exact;print-color-adjust:exact}pre{white-space:pre-wrap}}\n";
+
+static void page_start(Trace *tr, struct TraceDoc *d) {
+    const char *id = tr->lesson ? tr->lesson : "";
+    int lesson = isdigit((unsigned char)id[0]);
+    if (!is_html(tr)) return;
+    buf_printf(&d->page,
+               "<!DOCTYPE html>\n<html lang=\"%s\">\n<head>\n<meta charset=\"utf-8\">\n"
+               "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>kvdemo %s",
+               tr->lang == LANG_ZH ? "zh-CN" : "en", lesson ? "lesson " : "");
+    html(&d->page, id);
+    buf_printf(&d->page, "</title>\n<style>\n%s</style>\n</head>\n<body>\n", HTML_STYLE);
+    // The language toggle: the page holds both texts; CSS shows the one of
+    // <html lang>, and the button switches it.
+    buf_append(&d->page,
+               "<p class=\"toggle\"><button type=\"button\" onclick=\"var h=document.documentElement;"
+               "h.lang=h.lang=='en'?'zh-CN':'en'\">English / 中文</button></p>\n");
+}
+
+// Ends an open trace table.
+static void end_table(Trace *tr, struct TraceDoc *d) {
+    if (!d->table_cols) return;
+    buf_append(&d->page, is_html(tr) ? "</tbody></table>\n" : "\n");
+    d->table_cols = 0;
+}
+
+static void open_section(Trace *tr, struct TraceDoc *d) {
+    if (!is_html(tr)) return;
+    if (d->section_open) buf_append(&d->page, "</section>\n");
+    // Every section after the first can start a printed page.
+    buf_append(&d->page, d->section_open ? "<section class=\"page\">\n" : "<section>\n");
+    d->section_open = 1;
+}
+
+static const char *held_close(const Trace *tr) { return is_html(tr) ? "</pre>\n" : "\n```\n\n"; }
+
+// What the lesson printed itself since the last event, as preformatted text;
+// text printed in several pieces with nothing shown between them (a table
+// printed a row at a time) stays one block.
+static void flush_held(Trace *tr, struct TraceDoc *d) {
+    fflush(d->held);
+    if (d->held_used >= d->held_len) return;
+    char *s = block_text(d->held_text + d->held_used, d->held_len - d->held_used);
+    d->held_used = d->held_len;
+    if (!s || !*s) {
+        free(s);
+        return;
+    }
+    const char *close = held_close(tr);
+    if (d->held_end && d->held_end == d->page.len && d->page.len >= strlen(close)) {
+        d->page.len -= strlen(close);   // reopen the block above
+        d->page.s[d->page.len] = '\0';
+        buf_append(&d->page, "\n");
+    } else {
+        end_table(tr, d);
+        if (!d->section_open) open_section(tr, d);
+        buf_append(&d->page, is_html(tr) ? "<pre class=\"out\">" : "```text\n");
+    }
+    if (is_html(tr)) html(&d->page, s);
+    else buf_append(&d->page, s);
+    free(s);
+    buf_append(&d->page, close);
+    d->held_end = d->page.len;
+}
+
+// Before each event that shows something: the lesson's own text, the end of
+// a table, and a new section where a step began.
+static struct TraceDoc *before(Trace *tr, int keep_table) {
+    struct TraceDoc *d = tr->doc_state;
+    flush_held(tr, d);
+    if (keep_table && d->table_cols) return d;   // the rows of a table stay together
+    end_table(tr, d);
+    if (d->new_step || !d->section_open) {
+        open_section(tr, d);
+        d->new_step = 0;
+    }
+    return d;
+}
+
+// <span class="en">en</span><span class="zh">zh</span>, or en alone when
+// both say the same.
+static void html_both(Buf *b, const char *en, const char *zh) {
+    if (!zh || !strcmp(en, zh)) {
+        html(b, en);
+        return;
+    }
+    buf_append(b, "<span class=\"en\" lang=\"en\">");
+    html(b, en);
+    buf_append(b, "</span><span class=\"zh\" lang=\"zh-CN\">");
+    html(b, zh);
+    buf_append(b, "</span>");
+}
+
+// ----------------------------------------------------------------------------
+// Events
+
+void trace_doc_heading(Trace *tr, const char *en, const char *zh) {
+    struct TraceDoc *d = tr->doc_state;
+    flush_held(tr, d);
+    end_table(tr, d);
+    open_section(tr, d);
+    d->new_step = 0;
+    int first = d->headings++ == 0;
+    if (is_html(tr)) {
+        buf_append(&d->page, first ? "<h1>" : "<h2>");
+        html_both(&d->page, en, zh);
+        buf_append(&d->page, first ? "</h1>\n" : "</h2>\n");
+    } else {
+        buf_append(&d->page, first ? "# " : "## ");
+        md(&d->page, trace_text(tr, en, zh));
+        buf_append(&d->page, "\n\n");
+    }
+}
+
+// Text lined up in columns with spaces (a row of a table that a lesson
+// says), which a paragraph in a proportional font would scramble.
+static int lined_up(const char *s) { return !strncmp(s, "  ", 2) || strstr(s, "   ") != NULL; }
+
+void trace_doc_say(Trace *tr, const char *en, const char *zh) {
+    if (lined_up(en)) {   // preformatted, with the lesson's own text around it
+        fprintf(tr->doc_state->held, "%s\n", trace_text(tr, en, zh));
+        return;
+    }
+    struct TraceDoc *d = before(tr, 0);
+    size_t ne, nz = 0;
+    const char *se = trimmed(en, strlen(en), &ne);
+    const char *sz = zh ? trimmed(zh, strlen(zh), &nz) : NULL;
+    if (!ne && !nz) return;
+    if (!is_html(tr)) {
+        const char *s = tr->lang == LANG_ZH && sz ? sz : se;
+        md_text(&d->page, s, tr->lang == LANG_ZH && sz ? nz : ne, 0);
+        buf_append(&d->page, "\n\n");
+        return;
+    }
+    buf_append(&d->page, "<p>");
+    if (!sz || (ne == nz && !memcmp(se, sz, ne))) {
+        html_text(&d->page, se, ne);
+    } else {
+        buf_append(&d->page, "<span class=\"en\" lang=\"en\">");
+        html_text(&d->page, se, ne);
+        buf_append(&d->page, "</span><span class=\"zh\" lang=\"zh-CN\">");
+        html_text(&d->page, sz, nz);
+        buf_append(&d->page, "</span>");
+    }
+    buf_append(&d->page, "</p>\n");
+}
+
+void trace_doc_step(Trace *tr) {
+    struct TraceDoc *d = tr->doc_state;
+    flush_held(tr, d);
+    d->new_step = 1;
+}
+
+void trace_doc_textval(Trace *tr, const char *text) {
+    struct TraceDoc *d = before(tr, 0);
+    if (is_html(tr)) {
+        buf_append(&d->page, "<pre class=\"out\">");
+        html(&d->page, text);
+        buf_append(&d->page, "</pre>\n");
+    } else {
+        buf_append(&d->page, "```text\n");
+        buf_append(&d->page, text);
+        buf_append(&d->page, "\n```\n\n");
+    }
+}
+
+// ----------------------------------------------------------------------------
+// Tensors
+
+// A cell as PyTorch would print it: fixed decimals, or scientific notation
+// when the tensor's magnitudes span more than 1000x or reach 1e8 (the rule
+// of tensor.c); whole numbers and truth values as they are.
+static void cell_text(char *out, size_t size, float v, int precision, int sci, TraceKind kind) {
+    if (isnan(v)) snprintf(out, size, "nan");
+    else if (isinf(v)) snprintf(out, size, v < 0 ? "-inf" : "inf");
+    else if (kind == TRACE_BOOL) snprintf(out, size, v != 0 ? "True" : "False");
+    else if (kind == TRACE_INT) snprintf(out, size, "%lld", (long long)v);
+    else if (sci) snprintf(out, size, "%.*e", precision, (double)v);
+    else snprintf(out, size, "%.*f", precision, (double)v);
+}
+
+// The exact value, as JSON writes it.
+static void exact_text(char *out, size_t size, float v) {
+    if (isnan(v)) snprintf(out, size, "nan");
+    else if (isinf(v)) snprintf(out, size, v < 0 ? "-inf" : "inf");
+    else snprintf(out, size, "%.9g", (double)v);
+}
+
+static int sci_mode(const float *x, size_t n) {
+    double amax = 0, amin = INFINITY;
+    for (size_t i = 0; i < n; i++) {
+        double a = fabs((double)x[i]);
+        if (!isfinite(a) || a == 0) continue;
+        if (a > amax) amax = a;
+        if (a < amin) amin = a;
+    }
+    if (amax == 0) return 0;
+    return amax / amin > 1000.0 || amax > 1.0e8 || amin < 1.0e-4;
+}
+
+static void hex_colour(char *out, size_t size, int index) {
+    int rgb[3];
+    trace_palette_rgb(index, rgb);
+    snprintf(out, size, "#%02x%02x%02x", rgb[0], rgb[1], rgb[2]);
+}
+
+enum { MASKED_BG = 252, MASKED_FG = 240 };   // trace.c's grey for -inf / masked cells
+
+// style="background:..;color:.." of a heat-map cell.
+static void heat_style(Buf *b, TraceHeat heat, float v, float lo, float hi) {
+    int bg, fg;
+    if (!isfinite(v)) {
+        bg = MASKED_BG, fg = MASKED_FG;
+    } else {
+        int n;
+        const int *pal = trace_heat_palette(heat, &n);
+        bg = pal[trace_heat_index(heat, v, lo, hi)];
+        fg = trace_text_on(bg);
+    }
+    char cb[8], cf[8];
+    hex_colour(cb, sizeof cb, bg);
+    hex_colour(cf, sizeof cf, fg);
+    buf_printf(b, " style=\"background:%s;color:%s\"", cb, cf);
+}
+
+// The legend under a heat map: the palette between its end values, and the
+// grey of masked cells.
+static void html_legend(Trace *tr, Buf *b, TraceHeat heat, const float *x, size_t n) {
+    float m = 0;
+    int masked = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!isfinite(x[i])) masked = 1;
+        else if (fabsf(x[i]) > m) m = fabsf(x[i]);
+    }
+    int k;
+    const int *pal = trace_heat_palette(heat, &k);
+    buf_append(b, "<p class=\"legend\">");
+    html_both(b, "colour: ", "颜色：");
+    if (heat == HEAT_PROBS) buf_append(b, "0 ");
+    else buf_printf(b, "%.*f ", tr->precision, -(double)m);
+    for (int i = 0; i < k; i++) {
+        char c[8];
+        hex_colour(c, sizeof c, pal[i]);
+        buf_printf(b, "<span class=\"sw\" style=\"background:%s\">&#160;</span>", c);
+    }
+    if (heat == HEAT_PROBS) {
+        buf_append(b, " 1 ");
+        html_both(b, "(weights: fixed scale 0 to 1)", "（权重：固定刻度 0 到 1）");
+    } else {
+        buf_printf(b, " %.*f ", tr->precision, (double)m);
+        html_both(b, "(scores: blue below 0, white 0, red above)", "（分数：蓝色小于 0，白色为 0，红色大于 0）");
+    }
+    if (masked) {
+        char cb[8], cf[8];
+        hex_colour(cb, sizeof cb, MASKED_BG);
+        hex_colour(cf, sizeof cf, MASKED_FG);
+        buf_printf(b, "; <span class=\"sw\" style=\"background:%s;color:%s\">-inf</span> ", cb, cf);
+        html_both(b, "masked", "被掩码");
+    }
+    buf_append(b, "</p>\n");
+}
+
+// One 2-D slice (rows, cols) of a tensor as a table.
+static void slice_table(Trace *tr, Buf *b, const float *x, int rows, int cols, const char *const *labels,
+                        TraceHeat heat, TraceKind kind, int sci, float lo, float hi) {
+    char cell[64];
+    if (is_html(tr)) {
+        buf_append(b, "<table>\n<thead><tr><th class=\"tok\">");
+        html_both(b, labels ? "token" : "row", labels ? "词元" : "行");
+        buf_append(b, "</th>");
+        for (int c = 0; c < cols; c++) buf_printf(b, "<th>%d</th>", c);
+        buf_append(b, "</tr></thead>\n<tbody>\n");
+        for (int r = 0; r < rows; r++) {
+            buf_append(b, "<tr><th class=\"tok\">");
+            if (labels) html(b, labels[r]);
+            else buf_printf(b, "%d", r);
+            buf_append(b, "</th>");
+            for (int c = 0; c < cols; c++) {
+                float v = x[(size_t)r * cols + c];
+                exact_text(cell, sizeof cell, v);
+                buf_printf(b, "<td title=\"%s\"", cell);
+                if (heat != HEAT_NONE) heat_style(b, heat, v, lo, hi);
+                cell_text(cell, sizeof cell, v, tr->precision, sci, kind);
+                buf_printf(b, ">%s</td>", cell);
+            }
+            buf_append(b, "</tr>\n");
+        }
+        buf_append(b, "</tbody>\n</table>\n");
+        return;
+    }
+    buf_append(b, labels ? trace_text(tr, "| token |", "| 词元 |") : trace_text(tr, "| row |", "| 行 |"));
+    for (int c = 0; c < cols; c++) buf_printf(b, " %d |", c);
+    buf_append(b, "\n|:---|");
+    for (int c = 0; c < cols; c++) buf_append(b, "---:|");
+    buf_append(b, "\n");
+    for (int r = 0; r < rows; r++) {
+        buf_append(b, "| ");
+        if (labels) md_text(b, labels[r], strlen(labels[r]), 1);
+        else buf_printf(b, "%d", r);
+        buf_append(b, " |");
+        for (int c = 0; c < cols; c++) {
+            cell_text(cell, sizeof cell, x[(size_t)r * cols + c], tr->precision, sci, kind);
+            buf_printf(b, " %s |", cell);
+        }
+        buf_append(b, "\n");
+    }
+    buf_append(b, "\n");
+}
+
+static void shape_caption(Buf *b, const char *name, const Tensor *t, int html_out) {
+    if (html_out) html(b, name);
+    else md(b, name);
+    buf_append(b, " (");
+    for (int d = 0; d < t->ndim; d++) buf_printf(b, d ? ", %d" : "%d", t->shape[d]);
+    buf_append(b, t->ndim == 1 ? ",)" : ")");
+}
+
+void trace_doc_tensor(Trace *tr, const char *shown, const char *code, const Tensor *t, const char *const *rows,
+                      TraceHeat heat, TraceKind kind) {
+    struct TraceDoc *d = before(tr, 0);
+    Buf *b = &d->page;
+    size_t n = tensor_numel(t);
+    if (heat != HEAT_NONE) tr->heat_maps++;
+    if (kind != TRACE_REAL) heat = HEAT_NONE;
+    int sci = kind == TRACE_REAL && sci_mode(t->data, n);
+    float lo = INFINITY, hi = -INFINITY;
+    for (size_t i = 0; i < n; i++)
+        if (isfinite(t->data[i])) lo = fminf(lo, t->data[i]), hi = fmaxf(hi, t->data[i]);
+    // A 2-D view of each slice: (rows, cols) for a matrix, one row for a
+    // vector or a scalar, and (shape[-2], shape[-1]) slices of anything larger.
+    int cols = t->ndim >= 1 ? t->shape[t->ndim - 1] : 1;
+    int nrows = t->ndim >= 2 ? t->shape[t->ndim - 2] : 1;
+    size_t per = (size_t)nrows * (size_t)cols;
+    size_t slices = per ? n / per : 0;
+    const char *const *labels = rows && t->ndim == 2 ? rows : NULL;
+    if (is_html(tr)) {
+        buf_append(b, "<figure>\n");
+        if (code) {
+            buf_append(b, "<pre class=\"code\"><code>&gt;&gt;&gt; ");
+            html(b, code);
+            buf_append(b, "</code></pre>\n");
+        }
+        buf_append(b, "<figcaption>");
+        shape_caption(b, shown, t, 1);
+        buf_append(b, "</figcaption>\n");
+    } else {
+        if (code) {
+            buf_append(b, "```python\n>>> ");
+            buf_append(b, code);
+            buf_append(b, "\n```\n\n");
+        }
+        buf_append(b, "**");
+        shape_caption(b, shown, t, 0);
+        buf_append(b, "**\n\n");
+    }
+    for (size_t s = 0; s < slices; s++) {
+        if (slices > 1) {
+            // name[i, j] of the leading indices
+            int at[TENSOR_MAX_DIMS] = {0};
+            size_t rest = s;
+            for (int dim = t->ndim - 3; dim >= 0; dim--) {
+                at[dim] = (int)(rest % (size_t)t->shape[dim]);
+                rest /= (size_t)t->shape[dim];
+            }
+            char idx[64] = "";
+            for (int dim = 0; dim <= t->ndim - 3; dim++)
+                snprintf(idx + strlen(idx), sizeof idx - strlen(idx), dim ? ", %d" : "%d", at[dim]);
+            if (is_html(tr)) {
+                buf_append(b, "<p>");
+                html(b, shown);
+                buf_printf(b, "[%s]</p>\n", idx);
+            } else {
+                md(b, shown);
+                buf_printf(b, "\\[%s\\]\n\n", idx);
+            }
+        }
+        slice_table(tr, b, t->data + s * per, nrows, cols, labels, heat, kind, sci, lo, hi);
+    }
+    if (is_html(tr)) {
+        if (heat != HEAT_NONE) html_legend(tr, b, heat, t->data, n);
+        buf_append(b, "</figure>\n");
+    }
+}
+
+// ----------------------------------------------------------------------------
+// Lines of text in both languages
+
+void trace_doc_lines_begin(Trace *tr) {
+    struct TraceDoc *d = tr->doc_state;
+    flush_held(tr, d);
+    d->busy = 1;
+    d->pass = 0;
+    d->lang = tr->lang;
+    tr->lang = LANG_EN;
+}
+
+// What was printed into the buffer since the last call (malloc'd).
+static char *take_held(struct TraceDoc *d) {
+    fflush(d->held);
+    size_t n = d->held_len - d->held_used;
+    char *s = malloc(n + 1);
+    if (s) {
+        memcpy(s, d->held_text + d->held_used, n);
+        s[n] = '\0';
+    }
+    d->held_used = d->held_len;
+    return s;
+}
+
+// Each line without its indent, a hard break after it.
+static void md_lines(Buf *b, const char *s) {
+    size_t n;
+    s = trimmed(s, strlen(s), &n);
+    if (!n) return;
+    for (const char *p = s; p < s + n;) {
+        const char *nl = memchr(p, '\n', (size_t)(s + n - p));
+        const char *end = nl ? nl : s + n;
+        while (p < end && *p == ' ') p++;
+        if (p < end) {
+            md_text(b, p, (size_t)(end - p), 0);
+            buf_append(b, "  \n");
+        }
+        p = nl ? nl + 1 : end;
+    }
+    buf_append(b, "\n");
+}
+
+int trace_doc_lines_next(Trace *tr) {
+    struct TraceDoc *d = tr->doc_state;
+    if (d->pass == 0) {
+        d->lines_en = take_held(d);
+        d->pass = 1;
+        tr->lang = LANG_ZH;
+        return 1;
+    }
+    char *zh = take_held(d);
+    char *en = d->lines_en;
+    d->lines_en = NULL;
+    tr->lang = d->lang;
+    d->busy = 0;
+    char *be = block_text(en ? en : "", en ? strlen(en) : 0), *bz = block_text(zh ? zh : "", zh ? strlen(zh) : 0);
+    if (be && bz && (*be || *bz)) {
+        before(tr, 0);
+        // Lines that follow lines with nothing between them join their block.
+        const char *close = is_html(tr) ? "</pre>\n" : "\n";
+        int join = d->lines_end && d->lines_end == d->page.len && d->page.len >= strlen(close);
+        if (join) {
+            d->page.len -= strlen(close);
+            d->page.s[d->page.len] = '\0';
+        }
+        if (is_html(tr)) {
+            buf_append(&d->page, join ? "\n" : "<pre class=\"lines\">");
+            html_both(&d->page, be, bz);
+            buf_append(&d->page, "</pre>\n");
+        } else {
+            md_lines(&d->page, tr->lang == LANG_ZH ? bz : be);
+        }
+        d->lines_end = d->page.len;
+    }
+    free(be);
+    free(bz);
+    free(en);
+    free(zh);
+    return 0;
+}
+
+// ----------------------------------------------------------------------------
+// Tables
+
+void trace_doc_table_head(Trace *tr, int ncols, const char *const *en, const char *const *zh, const int *right) {
+    struct TraceDoc *d = before(tr, 0);
+    Buf *b = &d->page;
+    if (is_html(tr)) {
+        buf_append(b, "<table>\n<thead><tr>");
+        for (int i = 0; i < ncols; i++) {
+            buf_append(b, right[i] ? "<th>" : "<th class=\"l\">");
+            html_both(b, en[i], zh ? zh[i] : NULL);
+            buf_append(b, "</th>");
+        }
+        buf_append(b, "</tr></thead>\n<tbody>\n");
+    } else {
+        buf_append(b, "|");
+        for (int i = 0; i < ncols; i++) {
+            const char *h = trace_text(tr, en[i], zh ? zh[i] : NULL);
+            buf_append(b, " ");
+            md_text(b, h, strlen(h), 1);
+            buf_append(b, " |");
+        }
+        buf_append(b, "\n|");
+        for (int i = 0; i < ncols; i++) buf_append(b, right[i] ? "---:|" : ":---|");
+        buf_append(b, "\n");
+    }
+    d->table_cols = ncols > 0 ? ncols : 1;
+    for (int i = 0; i < ncols && i < 64; i++) d->table_left[i] = !right[i];
+}
+
+void trace_doc_table_row(Trace *tr, int ncols, const char *const *cells) {
+    struct TraceDoc *d = before(tr, 1);
+    Buf *b = &d->page;
+    if (!d->table_cols) {   // a row without a head: a table of its own
+        d->table_cols = ncols;
+        memset(d->table_left, 0, sizeof d->table_left);
+        if (is_html(tr)) buf_append(b, "<table>\n<tbody>\n");
+        else {
+            buf_append(b, "|");
+            for (int i = 0; i < ncols; i++) buf_append(b, "   |");
+            buf_append(b, "\n|");
+            for (int i = 0; i < ncols; i++) buf_append(b, "---|");
+            buf_append(b, "\n");
+        }
+    }
+    if (is_html(tr)) {
+        buf_append(b, "<tr>");
+        for (int i = 0; i < ncols; i++) {
+            buf_append(b, i < 64 && d->table_left[i] ? "<td class=\"l\">" : "<td>");
+            html(b, cells[i]);
+            buf_append(b, "</td>");
+        }
+        buf_append(b, "</tr>\n");
+    } else {
+        buf_append(b, "|");
+        for (int i = 0; i < ncols; i++) {
+            buf_append(b, " ");
+            md_text(b, cells[i], strlen(cells[i]), 1);
+            buf_append(b, " |");
+        }
+        buf_append(b, "\n");
+    }
+}
+
+// ----------------------------------------------------------------------------
+// Opening and closing
+
+int trace_doc_open(Trace *tr) {
+    struct TraceDoc *d = calloc(1, sizeof *d);
+    if (!d) return -1;
+    buf_init(&d->page);
+    d->held = open_memstream(&d->held_text, &d->held_len);
+    if (!d->held) {
+        free(d);
+        return -1;
+    }
+    tr->doc_state = d;
+    tr->doc_out = tr->out;
+    tr->out = d->held;
+    page_start(tr, d);
+    return 0;
+}
+
+int trace_doc_close(Trace *tr, int rc) {
+    struct TraceDoc *d = tr->doc_state;
+    if (!d) return rc;
+    flush_held(tr, d);
+    end_table(tr, d);
+    if (is_html(tr)) {
+        if (d->section_open) buf_append(&d->page, "</section>\n");
+        buf_append(&d->page, "</body>\n</html>\n");
+    }
+    tr->out = tr->doc_out;
+    tr->doc_state = NULL;
+    fclose(d->held);
+    free(d->held_text);
+    free(d->lines_en);
+    char *page = buf_take(&d->page);
+    free(d);
+    // A lesson that failed leaves nothing on standard output: its error is
+    // on stderr, and a redirected file is not left half-written.
+    if (!rc && !page) {
+        fprintf(stderr, "kvdemo: out of memory while writing the document\n");
+        rc = 1;
+    }
+    if (!rc) {
+        fputs(page, tr->out);
+        // A write that fails is said once at exit (main.c).
+        if (fflush(tr->out) != 0 && tr->out == stdout) fileio_note_stdout_error(errno);
+    }
+    free(page);
+    return rc;
+}

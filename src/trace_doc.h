@@ -1,0 +1,47 @@
+// trace_doc — the trace as a document for people (--format html|md), for
+// trace.c only: lessons and commands call trace.h, never this.
+//
+// A document is kept in memory and written whole by trace_finish, so that a
+// lesson that fails leaves no half-written page behind. While it is open,
+// tr->out is a buffer: whatever a lesson prints itself (a table lined up in
+// spaces, a bar chart) lands there, and the next trace event puts it into
+// the document as preformatted text, so that it keeps its place.
+#ifndef KVDEMO_TRACE_DOC_H
+#define KVDEMO_TRACE_DOC_H
+
+#include "trace.h"
+
+// 1 while a document is open and the trace is not rendering text for it.
+int trace_doc_active(const Trace *tr);
+
+void trace_doc_heading(Trace *tr, const char *en, const char *zh);
+// A paragraph of narration in both languages (zh NULL: en only).
+void trace_doc_say(Trace *tr, const char *en, const char *zh);
+// A step of a lesson begins: in HTML, a new section (a printed page can
+// start there).
+void trace_doc_step(Trace *tr);
+// A tensor as a table (one per 2-D slice), its code line above it; heat maps
+// and their legend in HTML.
+void trace_doc_tensor(Trace *tr, const char *shown, const char *code, const Tensor *t, const char *const *rows,
+                      TraceHeat heat, TraceKind kind);
+// A text result (a generated text): preformatted.
+void trace_doc_textval(Trace *tr, const char *text);
+
+// Lines of text (counts, values, timings, comparisons) in both languages:
+// the caller renders them as text once per language between these two,
+//   trace_doc_lines_begin(tr);
+//   do trace_count(tr, ...); while (trace_doc_lines_next(tr));
+// and the document shows them as lines.
+void trace_doc_lines_begin(Trace *tr);
+int trace_doc_lines_next(Trace *tr);
+
+// A table with ncols columns: its heads in both languages, which columns are
+// right-aligned (numbers), then rows of cells; any other event ends it.
+void trace_doc_table_head(Trace *tr, int ncols, const char *const *en, const char *const *zh, const int *right);
+void trace_doc_table_row(Trace *tr, int ncols, const char *const *cells);
+
+// Opens and closes the document (trace_begin and trace_finish in trace.c).
+int trace_doc_open(Trace *tr);
+int trace_doc_close(Trace *tr, int rc);
+
+#endif

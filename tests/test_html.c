@@ -1,0 +1,502 @@
+// test_html — --format html and --format md for every lesson of the LESSONS
+// table, in both languages. A small checker in C reads the HTML page: its
+// tags balanced (void elements apart), attributes quoted, <, > and & in text
+// escaped, no URL that would reach the network, and every value that the
+// same lesson's --format json prints present at full precision in a title
+// attribute, in order within its tensor. The Markdown's tables have as many
+// cells in each row as in their head, and every tensor value appears in
+// them as printed. Heat-map cells are checked for contrast (WCAG, >= 4.5:1)
+// with the formula written out here.
+#include "testutil.h"
+
+#include "lessons.h"
+#include "trace.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+// ----------------------------------------------------------------------------
+// The HTML checker
+
+static const char *const VOID_ELEMENTS[] = {"area", "base", "br", "col", "embed", "hr", "img",
+                                            "input", "link", "meta", "source", "track", "wbr"};
+
+static int is_void(const char *name) {
+    for (size_t i = 0; i < sizeof VOID_ELEMENTS / sizeof VOID_ELEMENTS[0]; i++)
+        if (!strcasecmp(VOID_ELEMENTS[i], name)) return 1;
+    return 0;
+}
+
+// Length of an entity at s ("&amp;", "&#47;", "&#x2F;"), or 0 when s is a bare &.
+static size_t entity_len(const char *s) {
+    const char *p = s + 1;
+    if (*p == '#') {
+        p++;
+        int hex = *p == 'x' || *p == 'X';
+        if (hex) p++;
+        const char *digits = p;
+        while (hex ? isxdigit((unsigned char)*p) : isdigit((unsigned char)*p)) p++;
+        if (p == digits) return 0;
+    } else {
+        const char *name = p;
+        while (isalnum((unsigned char)*p)) p++;
+        if (p == name) return 0;
+    }
+    return *p == ';' ? (size_t)(p + 1 - s) : 0;
+}
+
+// Checks s; returns NULL, or what is wrong ("byte N: ...") in err.
+static const char *html_problem(const char *s, char *err, size_t size) {
+    char stack[64][16];
+    int depth = 0;
+    const char *p = s;
+#define PROBLEM(...)                                                    \
+    do {                                                                \
+        int n_ = snprintf(err, size, "byte %ld: ", (long)(p - s));      \
+        snprintf(err + n_, size - (size_t)n_, __VA_ARGS__);             \
+        return err;                                                     \
+    } while (0)
+    while (*p) {
+        if (!strncmp(p, "<!--", 4)) {
+            const char *e = strstr(p, "-->");
+            if (!e) PROBLEM("a comment that never ends");
+            p = e + 3;
+            continue;
+        }
+        if (!strncasecmp(p, "<!DOCTYPE", 9)) {
+            const char *e = strchr(p, '>');
+            if (!e) PROBLEM("a DOCTYPE that never ends");
+            p = e + 1;
+            continue;
+        }
+        if (*p == '>') PROBLEM("a bare '>' in text");
+        if (*p == '&') {
+            if (!entity_len(p)) PROBLEM("a bare '&' in text");
+            p += entity_len(p);
+            continue;
+        }
+        if (*p != '<') {
+            p++;
+            continue;
+        }
+        // A tag: <name attr="v" ...> or </name>.
+        p++;
+        int closing = *p == '/';
+        if (closing) p++;
+        char name[16];
+        size_t n = 0;
+        while (isalnum((unsigned char)*p) && n < sizeof name - 1) name[n++] = (char)tolower((unsigned char)*p++);
+        name[n] = '\0';
+        if (!n) PROBLEM("a bare '<' in text");
+        for (;;) {
+            while (isspace((unsigned char)*p)) p++;
+            if (*p == '>' || (*p == '/' && p[1] == '>')) break;
+            if (closing) PROBLEM("</%s> with attributes", name);
+            const char *a = p;
+            while (isalnum((unsigned char)*p) || *p == '-' || *p == ':' || *p == '_') p++;
+            if (p == a) PROBLEM("<%s>: '%c' where an attribute should be", name, *p ? *p : '0');
+            if (*p != '=') continue;   // an attribute without a value
+            p++;
+            if (*p != '"' && *p != '\'') PROBLEM("<%s>: an attribute value not in quotes", name);
+            char q = *p++;
+            for (; *p && *p != q; p++) {
+                if (*p == '<') PROBLEM("<%s>: '<' in an attribute", name);
+                if (*p == '&' && !entity_len(p)) PROBLEM("<%s>: a bare '&' in an attribute", name);
+            }
+            if (!*p) PROBLEM("<%s>: an attribute value that never ends", name);
+            p++;
+        }
+        int self_closed = *p == '/';
+        p += self_closed ? 2 : 1;
+        if (closing) {
+            if (!depth) PROBLEM("</%s> with nothing open", name);
+            if (strcmp(stack[depth - 1], name)) PROBLEM("</%s> closes <%s>", name, stack[depth - 1]);
+            depth--;
+            continue;
+        }
+        if (is_void(name) || self_closed) continue;
+        if (depth == 64) PROBLEM("elements nested too deep");
+        snprintf(stack[depth++], sizeof stack[0], "%s", name);
+        if (!strcmp(name, "script") || !strcmp(name, "style")) {   // raw text up to its end tag
+            char end[24];
+            snprintf(end, sizeof end, "</%s", name);
+            const char *e = p;
+            while (*e && strncasecmp(e, end, strlen(end))) e++;
+            if (!*e) PROBLEM("<%s> never ends", name);
+            p = e;
+        }
+    }
+    if (depth) PROBLEM("<%s> is never closed", stack[depth - 1]);
+    return NULL;
+#undef PROBLEM
+}
+
+// Where the page would reach the network (a link, an import, a URL in CSS).
+static const char *external_url(const char *s) {
+    static const char *const MARKS[] = {"http:", "https:", "//", "@import", "url("};
+    for (size_t i = 0; i < sizeof MARKS / sizeof MARKS[0]; i++)
+        for (const char *p = s; *p; p++)
+            if (!strncasecmp(p, MARKS[i], strlen(MARKS[i]))) return MARKS[i];
+    return NULL;
+}
+
+// The checker itself: it must catch what it is meant to catch.
+static void test_checker_catches_mistakes(void **state) {
+    (void)state;
+    static const char *const BAD[] = {
+        "<p>a < b</p>", "<p>a > b</p>", "<p>fish & chips</p>", "<p><b>x</p></b>", "<p>x",
+        "<td title=0.5>x</td>", "</p>", "<p title=\"a<b\">x</p>", "<style>p{}",
+    };
+    char err[256];
+    for (size_t i = 0; i < sizeof BAD / sizeof BAD[0]; i++)
+        if (!html_problem(BAD[i], err, sizeof err)) fail_msg("the checker passed '%s'", BAD[i]);
+    static const char *const GOOD[] = {
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"></head><body>"
+        "<p>a &lt; b &amp;&#160;c<br></p><style>a>b{}</style></body></html>",
+    };
+    for (size_t i = 0; i < sizeof GOOD / sizeof GOOD[0]; i++)
+        if (html_problem(GOOD[i], err, sizeof err)) fail_msg("the checker refused '%s': %s", GOOD[i], err);
+    assert_string_equal(external_url("<a href=\"https://x\">"), "https:");
+    assert_string_equal(external_url("p{background:url(a.png)}"), "url(");
+    assert_null(external_url("<p>a / b</p>"));
+}
+
+// ----------------------------------------------------------------------------
+// Contrast of heat-map cells, WCAG 2: (L1 + 0.05) / (L2 + 0.05).
+
+static double channel(int c) {
+    double v = c / 255.0;
+    return v <= 0.03928 ? v / 12.92 : pow((v + 0.055) / 1.055, 2.4);
+}
+
+static double luminance(unsigned rgb) {
+    return 0.2126 * channel((int)(rgb >> 16 & 255)) + 0.7152 * channel((int)(rgb >> 8 & 255)) +
+           0.0722 * channel((int)(rgb & 255));
+}
+
+// Every style="background:#rrggbb;color:#rrggbb" cell reads at >= 4.5:1;
+// returns how many there were.
+static int check_contrast(const char *html, const char *what) {
+    int cells = 0;
+    const char *key = "style=\"background:#";
+    for (const char *p = html; (p = strstr(p, key)); p++) {
+        unsigned bg, fg;
+        if (sscanf(p + strlen(key), "%6x;color:#%6x", &bg, &fg) != 2) continue;
+        double a = luminance(bg), b = luminance(fg);
+        double ratio = (fmax(a, b) + 0.05) / (fmin(a, b) + 0.05);
+        if (ratio < 4.5) fail_msg("%s: text #%06x on #%06x has contrast %.2f, expected >= 4.5", what, fg, bg, ratio);
+        cells++;
+    }
+    return cells;
+}
+
+// ----------------------------------------------------------------------------
+// Tensor values
+
+// Every value of every tensor event of json: in the HTML as title="%.9g"
+// (JSON's own digits), in order within the tensor.
+static void check_titles(const Event *e, int n, const char *html, const char *what) {
+    int tensors = 0;
+    for (int i = 0; i < n; i++) {
+        if (strcmp(e[i].event, "tensor")) continue;
+        tensors++;
+        const char *at = html;
+        for (int k = 0; k < e[i].ndata; k++) {
+            float v = e[i].data[k];
+            char want[64];
+            if (isnan(v)) snprintf(want, sizeof want, "title=\"nan\"");
+            else if (isinf(v)) snprintf(want, sizeof want, "title=\"%s\"", v < 0 ? "-inf" : "inf");
+            else snprintf(want, sizeof want, "title=\"%.9g\"", (double)v);
+            const char *hit = strstr(at, want);
+            if (!hit)
+                fail_msg("%s: tensor %s (step %d, run %s)[%d]: expected %s in the page, got none after byte %ld", what,
+                         e[i].name, e[i].step, e[i].run, k, want, (long)(at - html));
+            at = hit + strlen(want);
+        }
+    }
+    (void)tensors;
+}
+
+// Every value in the Markdown as a cell "| v |" as printed (4 decimals,
+// fixed or scientific; whole numbers and truth values as they are), in
+// order within its tensor.
+static void check_md_values(const Event *e, int n, const char *md, const char *what) {
+    for (int i = 0; i < n; i++) {
+        if (strcmp(e[i].event, "tensor")) continue;
+        const char *at = md;
+        for (int k = 0; k < e[i].ndata; k++) {
+            float v = e[i].data[k];
+            char forms[5][64];
+            int nf = 0;
+            if (isnan(v)) snprintf(forms[nf++], 64, "| nan |");
+            else if (isinf(v)) snprintf(forms[nf++], 64, "| %s |", v < 0 ? "-inf" : "inf");
+            else {
+                snprintf(forms[nf++], 64, "| %.4f |", (double)v);
+                snprintf(forms[nf++], 64, "| %.4e |", (double)v);
+                if (v == floorf(v) && fabsf(v) < 1e15f) snprintf(forms[nf++], 64, "| %lld |", (long long)v);
+                if (v == 0 || v == 1) snprintf(forms[nf++], 64, "| %s |", v != 0 ? "True" : "False");
+            }
+            const char *best = NULL;
+            int which = 0;
+            for (int f = 0; f < nf; f++) {
+                const char *hit = strstr(at, forms[f]);
+                if (hit && (!best || hit < best)) best = hit, which = f;
+            }
+            if (!best)
+                fail_msg("%s: tensor %s (step %d, run %s)[%d]: expected the cell '%s', got none after byte %ld", what,
+                         e[i].name, e[i].step, e[i].run, k, forms[0], (long)(at - md));
+            at = best + strlen(forms[which]) - 1;   // the next cell starts at this one's closing |
+        }
+    }
+}
+
+// Cells of a Markdown table line: its unescaped |, less one.
+static int md_cells(const char *line, size_t len) {
+    int bars = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (line[i] == '\\') i++;
+        else if (line[i] == '|') bars++;
+    }
+    return bars - 1;
+}
+
+// Each table (a line of |, a separator |---|, rows) has as many cells in
+// every row as in its head; fenced blocks are left alone. Returns the
+// number of tables.
+static int check_md_tables(const char *md, const char *what) {
+    int tables = 0, head = -1, in_fence = 0, line_no = 0, prev_cells = -1;
+    for (const char *p = md; *p;) {
+        const char *nl = strchr(p, '\n');
+        size_t len = nl ? (size_t)(nl - p) : strlen(p);
+        line_no++;
+        if (!strncmp(p, "```", 3)) in_fence = !in_fence;
+        int table_line = !in_fence && len && p[0] == '|';
+        if (!table_line) {
+            head = -1;
+            prev_cells = -1;
+        } else if (head < 0 && prev_cells < 0) {
+            prev_cells = md_cells(p, len);   // the head, if a separator follows
+        } else if (head < 0) {
+            if (strspn(p, "|:- ") != len)
+                fail_msg("%s: line %d: a table line after a line of | that is no separator: %.*s", what, line_no,
+                         (int)len, p);
+            head = prev_cells;
+            tables++;
+            if (md_cells(p, len) != head)
+                fail_msg("%s: line %d: separator has %d cells, expected %d", what, line_no, md_cells(p, len), head);
+        } else if (md_cells(p, len) != head) {
+            fail_msg("%s: line %d: expected %d cells, got %d: %.*s", what, line_no, head, md_cells(p, len), (int)len, p);
+        }
+        p = nl ? nl + 1 : p + len;
+    }
+    if (in_fence) fail_msg("%s: a fenced block that never ends", what);
+    return tables;
+}
+
+// ----------------------------------------------------------------------------
+// Every lesson, both languages
+
+static void check_lesson(const Lesson *l) {
+    char quick[128], args[256], what[300];
+    lesson_quick_args(l->options, quick, sizeof quick);
+    snprintf(args, sizeof args, "lesson %s --format json%s", l->id, quick);
+    int n;
+    Event *e = kvdemo_json(args, &n);
+    int values = 0;
+    for (int i = 0; i < n; i++)
+        if (!strcmp(e[i].event, "tensor")) values += e[i].ndata;
+    static const char *const LANGS[] = {"en", "zh"};
+    for (int g = 0; g < 2; g++) {
+        snprintf(args, sizeof args, "lesson %s --format html --lang %s%s", l->id, LANGS[g], quick);
+        snprintf(what, sizeof what, "kvdemo %s", args);
+        RunResult r = kvdemo_run(args);
+        if (r.status != 0) fail_msg("%s: exit status %d, expected 0; stderr: %s", what, r.status, r.err);
+        char err[256];
+        const char *problem = html_problem(r.out, err, sizeof err);
+        if (problem) fail_msg("%s: not well-formed: %s", what, problem);
+        const char *url = external_url(r.out);
+        if (url) fail_msg("%s: '%s' in the page, expected nothing that reaches the network", what, url);
+        char want[300];
+        snprintf(want, sizeof want, "<html lang=\"%s\">", g ? "zh-CN" : "en");
+        if (!strstr(r.out, want)) fail_msg("%s: expected %s", what, want);
+        // Both languages are in the page: the lesson's heading in each.
+        snprintf(want, sizeof want, "<span class=\"en\" lang=\"en\">Lesson %s — ", l->id);
+        if (!strstr(r.out, want)) fail_msg("%s: expected the English heading '%s'", what, want);
+        snprintf(want, sizeof want, "第 %s 课 —— %s", l->id, l->title_zh);
+        if (!strstr(r.out, want)) fail_msg("%s: expected the Chinese heading '%s'", what, want);
+        if (!strstr(r.out, "@media print")) fail_msg("%s: expected a print style", what);
+        check_titles(e, n, r.out, what);
+        check_contrast(r.out, what);
+        run_free(&r);
+
+        snprintf(args, sizeof args, "lesson %s --format md --lang %s%s", l->id, LANGS[g], quick);
+        snprintf(what, sizeof what, "kvdemo %s", args);
+        r = kvdemo_run(args);
+        if (r.status != 0) fail_msg("%s: exit status %d, expected 0; stderr: %s", what, r.status, r.err);
+        int tables = check_md_tables(r.out, what);
+        if (values && !tables) fail_msg("%s: %d tensor values in JSON, but no table", what, values);
+        check_md_values(e, n, r.out, what);
+        snprintf(want, sizeof want, g ? "# 第 %s 课 —— " : "# Lesson %s — ", l->id);
+        if (strncmp(r.out, want, strlen(want))) fail_msg("%s: expected it to begin '%s'", what, want);
+        run_free(&r);
+    }
+    events_free(e, n);
+}
+
+static void test_every_lesson(void **state) {
+    (void)state;
+    int built = 0;
+    for (int i = 0; i < NUM_LESSONS; i++) {
+        if (!LESSONS[i].run) continue;
+        check_lesson(&LESSONS[i]);
+        built++;
+    }
+    assert_true(built >= 10);
+}
+
+// Lesson 2's page holds its heat maps: coloured cells, a legend for scores
+// and one for weights, masked cells in grey.
+static void test_heat_maps(void **state) {
+    (void)state;
+    RunResult r = kvdemo_run("lesson 2 --format html");
+    assert_int_equal(r.status, 0);
+    int cells = check_contrast(r.out, "lesson 2 --format html");
+    if (cells < 20) fail_msg("lesson 2 --format html: expected at least 20 coloured cells, got %d", cells);
+    assert_non_null(strstr(r.out, "(scores: blue below 0, white 0, red above)"));
+    assert_non_null(strstr(r.out, "(weights: fixed scale 0 to 1)"));
+    assert_non_null(strstr(r.out, "title=\"-inf\""));
+    assert_non_null(strstr(r.out, ">&gt;&gt;&gt; Q = torch.matmul(X, W_Q)<"));
+    run_free(&r);
+}
+
+// The trace itself, without a lesson: text that HTML and Markdown must
+// escape, a 3-D tensor, -inf, and what a lesson prints around the trace.
+static char *render(TraceFormat format, int fail) {
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    assert_non_null(f);
+    Trace tr;
+    trace_init(&tr, f);
+    tr.format = format;
+    tr.lesson = "test";
+    assert_int_equal(trace_begin(&tr), 0);
+    trace_heading(&tr, "A <b> & c", "甲 <b> & 丙");
+    trace_say(&tr, "x < y && z > 0 // http://nowhere", "中文 x < y");
+    float m[6] = {1.5f, -INFINITY, 0.25f, 3, 1e-6f, 0};
+    Tensor t2 = tensor_view2(m, 2, 3);
+    const char *rows[2] = {"<a>", "|&"};
+    trace_tensor(&tr, TRACE_FULL, "scores", "s = q @ k.T", &t2, rows, HEAT_SCORES);
+    Tensor t3 = tensor_view(m, 3, (const int[]){3, 1, 2});
+    trace_tensor(&tr, TRACE_FULL, "cache_k", NULL, &t3, NULL, HEAT_NONE);
+    fprintf(tr.out, "  step  a|b  <c>\n");
+    fprintf(tr.out, "  1     2    3\n");
+    trace_count(&tr, "rows", 3, "rows", "行");
+    static const TraceColumn COLS[] = {{"name", "名字", 8, 0, NULL}, {"a|b", "甲", 6, 1, NULL}};
+    static const TraceTable TABLE = {"demo", 2, COLS};
+    trace_table_head(&tr, &TABLE);
+    trace_table_row(&tr, &TABLE, (const char *const[]){"<x>", "1"});
+    trace_step(&tr, 1);   // a step between rows keeps the table whole
+    trace_count(&tr, "hidden", 5, NULL, NULL);
+    trace_table_row(&tr, &TABLE, (const char *const[]){"y|z", "2"});
+    trace_step(&tr, 0);
+    trace_count(&tr, "hidden", 4, NULL, NULL);
+    int rc = trace_finish(&tr, fail);
+    assert_int_equal(rc, fail);
+    fclose(f);
+    return text;
+}
+
+static void test_trace_documents(void **state) {
+    (void)state;
+    char *h = render(FORMAT_HTML, 0);
+    char err[256];
+    const char *problem = html_problem(h, err, sizeof err);
+    if (problem) fail_msg("trace as HTML: %s\n%s", problem, h);
+    if (external_url(h)) fail_msg("trace as HTML: '%s' in the page", external_url(h));
+    static const char *const WANT[] = {
+        "<h1><span class=\"en\" lang=\"en\">A &lt;b&gt; &amp; c</span>",   // both languages, escaped
+        "<span class=\"zh\" lang=\"zh-CN\">甲 &lt;b&gt; &amp; 丙</span></h1>",
+        "<th class=\"tok\">&lt;a&gt;</th>",                                  // row labels escaped
+        "title=\"-inf\"", "title=\"9.99999997e-07\"", "title=\"1.5\"",
+        "&gt;&gt;&gt; s = q @ k.T",                                         // the code line
+        "cache_k[2]",                                                       // slices of a 3-D tensor
+        "step  a|b  &lt;c&gt;\n1     2    3</pre>",                            // printed text, one block
+        "rows: 3", "行：3",
+        "<th class=\"l\"><span class=\"en\" lang=\"en\">name</span><span class=\"zh\" lang=\"zh-CN\">名字</span></th><th>",
+        "<tr><td class=\"l\">&lt;x&gt;</td><td>1</td></tr>\n<tr><td class=\"l\">y|z</td><td>2</td></tr>\n</tbody></table>",
+    };
+    for (size_t i = 0; i < sizeof WANT / sizeof WANT[0]; i++)
+        if (!strstr(h, WANT[i])) fail_msg("trace as HTML: expected '%s' in\n%s", WANT[i], h);
+    assert_null(strstr(h, "hidden"));
+    free(h);
+
+    char *md = render(FORMAT_MD, 0);
+    check_md_tables(md, "trace as Markdown");
+    static const char *const WANT_MD[] = {
+        "# A \\<b\\> & c\n",
+        "```python\n>>> s = q @ k.T\n```",
+        "| token | 0 | 1 | 2 |\n|:---|---:|---:|---:|\n| \\<a\\> | 1.5000e+00 | -inf | 2.5000e-01 |\n",
+        "| \\|& | 3.0000e+00 | 1.0000e-06 | 0.0000e+00 |",
+        "```text\nstep  a|b  <c>\n1     2    3\n```",
+        "rows: 3  \n",
+        "| name | a\\|b |\n|:---|---:|\n| \\<x\\> | 1 |\n| y\\|z | 2 |\n",
+    };
+    for (size_t i = 0; i < sizeof WANT_MD / sizeof WANT_MD[0]; i++)
+        if (!strstr(md, WANT_MD[i])) fail_msg("trace as Markdown: expected '%s' in\n%s", WANT_MD[i], md);
+    free(md);
+
+    // A run that failed writes nothing.
+    char *none = render(FORMAT_HTML, 1);
+    assert_string_equal(none, "");
+    free(none);
+}
+
+// What html and md do with --step, with commands, and when a lesson fails.
+static void test_options_and_commands(void **state) {
+    (void)state;
+    RunResult r = kvdemo_run("lesson 2 --format html --step");
+    assert_int_equal(r.status, 0);
+    if (count_lines(r.err) != 1 || !strstr(r.err, "--step"))
+        fail_msg("lesson 2 --format html --step: expected one line on stderr about --step, got '%s'", r.err);
+    run_free(&r);
+    expect_failure("bench --format html", 2, "bench has no --format html");
+    r = kvdemo_run("lesson 2 --format md --color always");
+    assert_int_equal(r.status, 0);
+    if (count_lines(r.err) != 1 || !strstr(r.err, "--color ignored"))
+        fail_msg("lesson 2 --format md --color always: expected one line saying --color is ignored, got '%s'", r.err);
+    run_free(&r);
+    expect_failure("race --format md", 2, "race has no --format md");
+    expect_failure("lesson 2 --format pdf", 2, "text|json|html|md");
+    // A lesson that fails writes no page at all.
+    r = kvdemo_run("lesson 2 --format html --data /nonexistent/tianqi.txt");
+    assert_int_not_equal(r.status, 0);
+    assert_string_equal(r.out, "");
+    run_free(&r);
+    // memory and generate print through the trace: they make documents too.
+    r = kvdemo_run("memory --format html --model gpt3-175b --tokens 1024");
+    if (r.status != 0) fail_msg("memory --format html: exit status %d; stderr: %s", r.status, r.err);
+    char err[256];
+    const char *problem = html_problem(r.out, err, sizeof err);
+    if (problem) fail_msg("memory --format html: %s", problem);
+    run_free(&r);
+    r = kvdemo_run("generate --format md --init random --preset tiny --steps 8");
+    if (r.status != 0) fail_msg("generate --format md: exit status %d; stderr: %s", r.status, r.err);
+    assert_non_null(strstr(r.out, "```text\nROMEO:"));
+    run_free(&r);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_checker_catches_mistakes),
+        cmocka_unit_test(test_trace_documents),
+        cmocka_unit_test(test_heat_maps),
+        cmocka_unit_test(test_options_and_commands),
+        cmocka_unit_test(test_every_lesson),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
