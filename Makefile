@@ -2,7 +2,9 @@
 #
 #   make run      build kvdemo and run lesson 2 (the first thing to try)
 #   make          build ./kvdemo
-#   make test     build and run every test (installs cmocka when it can)
+#   make test     build and run every test, with the fast kernels and then
+#                 with the portable ones (installs cmocka when it can);
+#                 TEST='*cache*' runs only the tests whose name matches
 #   make asan     the same tests under AddressSanitizer + UBSan
 #   make bench    cache against no cache, measured side by side
 #   make data     download tinyshakespeare (for training) and check its sha256
@@ -61,8 +63,15 @@ run:
 	@./$(BIN) lesson 2
 
 # The README's second command. cmocka is the one thing the tests need.
+# The suite runs twice: built for this machine (the fast kernels), then with
+# ARCH= into build-portable/ (the plain C path any compiler takes), so that
+# neither path can rot unseen.
 test: tests/need-cmocka
 	@$(MAKE) --no-print-directory check
+	@$(MAKE) --no-print-directory check BUILD=build-portable BIN=build-portable/kvdemo ARCH=
+
+# TEST='pattern' (shell wildcards) picks tests by function name in every program.
+export TEST
 
 tests/need-cmocka:
 	@sh tests/need-cmocka.sh

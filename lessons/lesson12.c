@@ -113,7 +113,9 @@ int lesson12_run(const Options *opt, Trace *tr) {
     char buf[4096];
     const char *data = corpus(opt, buf, sizeof buf);
     if (data) {
-        if (train_text_load(&text, data, m.vocab, g.V) != 0) {
+        char err[512];
+        if (train_text_load(&text, data, m.vocab, g.V, err, sizeof err) != 0) {
+            fprintf(stderr, "kvdemo: %s\n", err);
             rc = 1;
             goto done;
         }

@@ -194,7 +194,7 @@ static double generate_timed(LlamaModel *m, float *logits, int *tok, int P, int 
     double t0 = timer_now();
     for (int pos = P; pos < P + steps; pos++) {
         llama_forward(logits, m, tok + pos, pos, 1, 1, 1);
-        int next = llama_argmax(logits, V);
+        int next = ops_argmax(logits, V);
         if (pos + 1 < T) tok[pos + 1] = next;
     }
     return (timer_now() - t0) / steps;
@@ -631,8 +631,8 @@ static void show_conversion(Trace *tr, const Demo *d) {
                       bn, &b);
         int agree = 0;
         for (int t = 0; t < n; t++)
-            agree += llama_argmax(vs[0].logits + (size_t)t * V, V) ==
-                     llama_argmax(vs[i].logits + (size_t)t * V, V);
+            agree += ops_argmax(vs[0].logits + (size_t)t * V, V) ==
+                     ops_argmax(vs[i].logits + (size_t)t * V, V);
         trace_sayf(tr, "  the most likely next token agrees with MHA at %d of %d positions",
                    "  最可能的下一个 token 与 MHA 相同的位置：%d / %d", agree, n);
         trace_count(tr, "argmax_agree", agree, NULL, NULL);

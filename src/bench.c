@@ -631,7 +631,9 @@ int bench_command(const Options *opt, Trace *tr) {
     // trained.
     if (!rc && opt->bench_train) {
         progress_show(&progress, "bench: %d training steps of %d x %d tokens", TRAIN_STEPS, TRAIN_BATCH, m.cfg.T);
-        rc = train_benchmark(m.cfg, TRAIN_BATCH, TRAIN_STEPS, opt->threads, &r.train_tps);
+        char terr[256];
+        rc = train_benchmark(m.cfg, TRAIN_BATCH, TRAIN_STEPS, opt->threads, &r.train_tps, terr, sizeof terr);
+        if (rc) fprintf(stderr, "kvdemo: %s\n", terr);
     }
     progress_end(&progress);
     if (rc) goto done;

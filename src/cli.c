@@ -134,7 +134,7 @@ static const OptionSpec OPTIONS[] = {
     {OPT_FORMAT, "--format", ARG_ENUM, "text|json|html|md", AT(tr.format), 1, LESSON | GENERATE | RACE | BENCH | MEMORY, 0, 0,
      "text for people (default), JSON Lines for scripts, an HTML page or Markdown for slides",
      "text 给人看，JSON Lines 给脚本，html 网页或 md（Markdown）用于幻灯片（默认 text）"},
-    {OPT_LANG, "--lang", ARG_LOCALE, "en|zh", AT(tr.lang), 1, LIST | LESSON | GENERATE | RACE | BENCH | MEMORY | HELP, 0, 0,
+    {OPT_LANG, "--lang", ARG_LOCALE, "en|zh", AT(tr.lang), 1, LIST | LESSON | GENERATE | RACE | BENCH | TRAIN | EVAL | MEMORY | HELP, 0, 0,
      "narration language (default from LANG)", "讲解的语言（默认取自 LANG）"},
     {OPT_STEP, "--step", ARG_FLAG, NULL, AT(tr.step_pause), 1, LESSON, 1, 0,
      "one screen at a time on a terminal: Enter next, b back, q quit",
@@ -204,6 +204,8 @@ static const OptionSpec OPTIONS[] = {
      "validation loss (and a checkpoint) every N iterations", "每 N 次迭代计算验证损失（并保存检查点）"},
     {OPT_RESUME, "--resume", ARG_STRING, "CHECKPOINT", AT(opt.resume_path), 1, TRAIN, 0, 0,
      "continue from a checkpoint", "从检查点继续训练"},
+    {OPT_LOG, "--log", ARG_STRING, "FILE", AT(opt.log_path), 1, TRAIN, 0, 0,
+     "also write the loss curve as CSV, a row per evaluation", "另把损失曲线写成 CSV 文件，每次评估一行"},
     // The paged cache (lesson 6.1).
     {OPT_PAGED, "--paged", ARG_FLAG, NULL, AT(opt.paged), 1, GENERATE, 1, 0,
      "keep the cache in blocks through a block table (lesson 6.1)", "把缓存分块存放，经由块表访问（第 6.1 课）"},
@@ -915,8 +917,8 @@ static int cmd_generate(Cli *c) {
 static int cmd_race(Cli *c) { return no_document(c, "race") ? EXIT_USAGE : race_run(&c->opt, &c->tr); }
 static int cmd_bench(Cli *c) { return no_document(c, "bench") ? EXIT_USAGE : bench_command(&c->opt, &c->tr); }
 static int cmd_init(Cli *c) { return gptcmd_init(&c->opt); }
-static int cmd_train(Cli *c) { return gptcmd_train(&c->opt); }
-static int cmd_eval(Cli *c) { return gptcmd_eval(&c->opt); }
+static int cmd_train(Cli *c) { return gptcmd_train(&c->opt, &c->tr); }
+static int cmd_eval(Cli *c) { return gptcmd_eval(&c->opt, &c->tr); }
 static int cmd_memory(Cli *c) {
     if (trace_begin(&c->tr)) return 1;
     return trace_finish(&c->tr, memory_cmd(&c->opt, &c->tr));

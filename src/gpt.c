@@ -83,23 +83,24 @@ static const struct {
     size_t field;          // offsetof the pointer in GptBlockParams
     char rows, cols;
     GptTensorKind kind;
+    int residual;          // 1: a projection into the residual stream (init std / sqrt(2L))
 } BLOCK_TENSORS[16] = {
-    {"ln1.weight", offsetof(GptBlockParams, ln1_w), '1', 'c', GPT_NORM_WEIGHT},
-    {"ln1.bias", offsetof(GptBlockParams, ln1_b), '1', 'c', GPT_NORM_BIAS},
-    {"attn.query.weight", offsetof(GptBlockParams, wq), 'c', 'c', GPT_WEIGHT},
-    {"attn.query.bias", offsetof(GptBlockParams, bq), '1', 'c', GPT_BIAS},
-    {"attn.key.weight", offsetof(GptBlockParams, wk), 'c', 'c', GPT_WEIGHT},
-    {"attn.key.bias", offsetof(GptBlockParams, bk), '1', 'c', GPT_BIAS},
-    {"attn.value.weight", offsetof(GptBlockParams, wv), 'c', 'c', GPT_WEIGHT},
-    {"attn.value.bias", offsetof(GptBlockParams, bv), '1', 'c', GPT_BIAS},
-    {"attn.output.weight", offsetof(GptBlockParams, wo), 'c', 'c', GPT_WEIGHT},
-    {"attn.output.bias", offsetof(GptBlockParams, bo), '1', 'c', GPT_BIAS},
-    {"ln2.weight", offsetof(GptBlockParams, ln2_w), '1', 'c', GPT_NORM_WEIGHT},
-    {"ln2.bias", offsetof(GptBlockParams, ln2_b), '1', 'c', GPT_NORM_BIAS},
-    {"mlp.fc1.weight", offsetof(GptBlockParams, w1), 'c', 'f', GPT_WEIGHT},
-    {"mlp.fc1.bias", offsetof(GptBlockParams, b1), '1', 'f', GPT_BIAS},
-    {"mlp.fc2.weight", offsetof(GptBlockParams, w2), 'f', 'c', GPT_WEIGHT},
-    {"mlp.fc2.bias", offsetof(GptBlockParams, b2), '1', 'c', GPT_BIAS},
+    {"ln1.weight", offsetof(GptBlockParams, ln1_w), '1', 'c', GPT_NORM_WEIGHT, 0},
+    {"ln1.bias", offsetof(GptBlockParams, ln1_b), '1', 'c', GPT_NORM_BIAS, 0},
+    {"attn.query.weight", offsetof(GptBlockParams, wq), 'c', 'c', GPT_WEIGHT, 0},
+    {"attn.query.bias", offsetof(GptBlockParams, bq), '1', 'c', GPT_BIAS, 0},
+    {"attn.key.weight", offsetof(GptBlockParams, wk), 'c', 'c', GPT_WEIGHT, 0},
+    {"attn.key.bias", offsetof(GptBlockParams, bk), '1', 'c', GPT_BIAS, 0},
+    {"attn.value.weight", offsetof(GptBlockParams, wv), 'c', 'c', GPT_WEIGHT, 0},
+    {"attn.value.bias", offsetof(GptBlockParams, bv), '1', 'c', GPT_BIAS, 0},
+    {"attn.output.weight", offsetof(GptBlockParams, wo), 'c', 'c', GPT_WEIGHT, 1},
+    {"attn.output.bias", offsetof(GptBlockParams, bo), '1', 'c', GPT_BIAS, 0},
+    {"ln2.weight", offsetof(GptBlockParams, ln2_w), '1', 'c', GPT_NORM_WEIGHT, 0},
+    {"ln2.bias", offsetof(GptBlockParams, ln2_b), '1', 'c', GPT_NORM_BIAS, 0},
+    {"mlp.fc1.weight", offsetof(GptBlockParams, w1), 'c', 'f', GPT_WEIGHT, 0},
+    {"mlp.fc1.bias", offsetof(GptBlockParams, b1), '1', 'f', GPT_BIAS, 0},
+    {"mlp.fc2.weight", offsetof(GptBlockParams, w2), 'f', 'c', GPT_WEIGHT, 1},
+    {"mlp.fc2.bias", offsetof(GptBlockParams, b2), '1', 'c', GPT_BIAS, 0},
 };
 
 int gpt_num_tensors(GptConfig cfg) {
@@ -114,6 +115,8 @@ static GptTensor make_tensor(const char *name, float *data, int rows, int cols, 
     t.cols = cols;
     t.numel = (size_t)rows * (size_t)cols;
     t.kind = kind;
+    t.init_std = kind == GPT_WEIGHT ? 0.02f : 0.0f;
+    t.decay = kind == GPT_WEIGHT;
     return t;
 }
 
@@ -133,8 +136,10 @@ GptTensor gpt_tensor(const GptModel *m, int i) {
         char name[40];
         snprintf(name, sizeof(name), "blocks.%d.%s", l, BLOCK_TENSORS[j].name);
         float *data = *(float **)((char *)&p->blocks[l] + BLOCK_TENSORS[j].field);
-        return make_tensor(name, data, dim(BLOCK_TENSORS[j].rows, cfg), dim(BLOCK_TENSORS[j].cols, cfg),
-                           BLOCK_TENSORS[j].kind);
+        GptTensor t = make_tensor(name, data, dim(BLOCK_TENSORS[j].rows, cfg), dim(BLOCK_TENSORS[j].cols, cfg),
+                                  BLOCK_TENSORS[j].kind);
+        if (BLOCK_TENSORS[j].residual) t.init_std = 0.02f / sqrtf(2.0f * cfg.L);   // GPT-2's scaled init
+        return t;
     }
     switch (i - 16 * cfg.L) {
     case 0: return make_tensor("ln_f.weight", p->lnf_w, 1, cfg.C, GPT_NORM_WEIGHT);
@@ -187,11 +192,6 @@ int gpt_check_config(GptConfig cfg, char *err, size_t errlen) {
     return 0;
 }
 
-static int compare_u32(const void *a, const void *b) {
-    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-    return (x > y) - (x < y);
-}
-
 // Checks a vocabulary: valid code points, no surrogates, no repeats. sorted
 // (V) is scratch.
 static int check_vocab(uint32_t *sorted, const uint32_t *vocab, int V, char *err, size_t errlen) {
@@ -201,7 +201,7 @@ static int check_vocab(uint32_t *sorted, const uint32_t *vocab, int V, char *err
             return fileio_fail(err, errlen, "vocabulary entry %d is 0x%X, not a Unicode character", i, c);
     }
     memcpy(sorted, vocab, sizeof(uint32_t) * (size_t)V);
-    qsort(sorted, (size_t)V, sizeof(uint32_t), compare_u32);
+    qsort(sorted, (size_t)V, sizeof(uint32_t), utf8_cmp);
     for (int i = 1; i < V; i++)
         if (sorted[i] == sorted[i - 1])
             return fileio_fail(err, errlen, "vocabulary holds U+%04X twice", sorted[i]);

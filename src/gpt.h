@@ -131,6 +131,12 @@ typedef struct {
     size_t numel;
     int rows, cols;       // (rows, cols); vectors have rows = 1
     GptTensorKind kind;   // what it is initialised to (and whether it decays)
+    float init_std;       // std of kvdemo train's normal initial values (0: a constant,
+                          // 1 for NORM_WEIGHT, else 0); GPT-2's 0.02, scaled by
+                          // 1/sqrt(2L) for the two projections into the residual
+                          // stream. gpt_init_random follows the numpy chapter
+                          // instead: 0.02 for every weight.
+    int decay;            // 1: AdamW's weight decay applies (the weights)
 } GptTensor;
 
 int gpt_num_tensors(GptConfig cfg);   // 2 + 16 L + 4

@@ -1,4 +1,5 @@
-// gptcmd — the char GPT's commands: generate, init, bench, train, eval.
+// gptcmd — the char GPT's commands: generate, init, bench; train and eval (in
+// traincmd.c).
 #ifndef KVDEMO_GPTCMD_H
 #define KVDEMO_GPTCMD_H
 
@@ -7,7 +8,8 @@
 
 int gptcmd_generate(const Options *opt, Trace *tr);
 int gptcmd_init(const Options *opt);
-int gptcmd_train(const Options *opt);
-int gptcmd_eval(const Options *opt);
+// train and eval live in traincmd.c; bench in bench.c.
+int gptcmd_train(const Options *opt, Trace *tr);
+int gptcmd_eval(const Options *opt, Trace *tr);
 
 #endif

@@ -60,12 +60,14 @@ int kvcmd_eval(const Options *opt) {
         }
     }
     TrainText text;
-    if (train_text_load(&text, data, m.vocab, m.cfg.V) != 0) {
+    char err[512];
+    if (train_text_load(&text, data, m.vocab, m.cfg.V, err, sizeof err) != 0) {
+        fprintf(stderr, "kvdemo: %s\n", err);
         gpt_free(&m);
         return 1;
     }
     GptConfig g = m.cfg;
-    int64_t n_train = text.n * 9 / 10;   // the validation split: the last 10%, as kvdemo train takes it
+    int64_t n_train = train_text_split(&text);   // the validation split: the last 10%, as kvdemo train takes it
     double loss = 0;
     if (text.n - n_train < g.T + 1) {
         fprintf(stderr, "kvdemo: %s is too short: its last 10%% needs more than %d characters\n", data, g.T);

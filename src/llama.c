@@ -19,6 +19,7 @@
 #include "utf8.h"
 
 #include "ops.h"
+#include "rng.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -232,10 +233,7 @@ int64_t llama_cache_bytes_per_token(const LlamaConfig *c) {
 
 void llama_rng_seed(LlamaRng *r, uint64_t seed) {
     // splitmix64 of the seed, so that nearby seeds start far apart; never 0.
-    uint64_t z = seed + 0x9e3779b97f4a7c15ull;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    z ^= z >> 31;
+    uint64_t z = rng_next(&seed);
     r->state = z ? z : 0x2545f4914f6cdd1dull;
 }
 
@@ -327,11 +325,6 @@ void llama_pool_kv_heads(LlamaModel *dst, const LlamaModel *src) {
 
 enum { LLAMA_FILE_VERSION = 1, LLAMA_HEADER_BYTES = 44 };
 
-static int cmp_u32(const void *a, const void *b) {
-    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-    return (x > y) - (x < y);
-}
-
 // The vocabulary: no character for pad, bos, eos; then distinct code points.
 // Returns 0 or -1 with err.
 static int check_vocab(const LlamaModel *m, const char *path, char *err, size_t errlen) {
@@ -346,7 +339,7 @@ static int check_vocab(const LlamaModel *m, const char *path, char *err, size_t 
     uint32_t *sorted = malloc(sizeof(uint32_t) * (size_t)V);
     if (!sorted) return fileio_fail(err, errlen, "%s: out of memory", path);
     memcpy(sorted, m->vocab, sizeof(uint32_t) * (size_t)V);
-    qsort(sorted, (size_t)V, sizeof(uint32_t), cmp_u32);
+    qsort(sorted, (size_t)V, sizeof(uint32_t), utf8_cmp);
     int rc = 0;
     for (int i = LLAMA_EOS_ID + 2; i < V && rc == 0; i++)
         if (sorted[i] == sorted[i - 1])
@@ -761,13 +754,6 @@ static void sort_desc(int *order, const float *probs, int V) {
     }
 }
 
-int llama_argmax(const float *logits, int V) {
-    int best = 0;
-    for (int i = 1; i < V; i++)
-        if (logits[i] > logits[best]) best = i;
-    return best;
-}
-
 int llama_sample_top_p(float *sorted, int *order, const float *probs, float p, float uniform,
                        int V) {
     // probs_sort, probs_idx = torch.sort(probs, dim=-1, descending=True)
@@ -918,7 +904,7 @@ int llama_generate(LlamaGeneration *g, LlamaModel *m, const char *const *prompts
                                                    llama_rng_uniform(&rng), V);
             } else {
                 // next_token = torch.argmax(logits, dim=-1)
-                g->sampled[b] = llama_argmax(lb, V);
+                g->sampled[b] = ops_argmax(lb, V);
             }
             // next_token = torch.where(input_text_mask[:, cur_pos], tokens[:, cur_pos], next_token)
             size_t at = (size_t)b * total_len + cur_pos;

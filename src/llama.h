@@ -223,8 +223,6 @@ float llama_rng_uniform(LlamaRng *r);
 // probs_idx; ties sort by token id. Returns the token id.
 int llama_sample_top_p(float *sorted, int *order, const float *probs, float p, float uniform,
                        int V);
-// torch.argmax(logits (V)): the first largest.
-int llama_argmax(const float *logits, int V);
 
 // ---------------------------------------------------------------------------
 // LLaMA.generate

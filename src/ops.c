@@ -55,9 +55,11 @@ void ops_softmax_rows(float *out, const float *in, int R, int C) {
     }
 }
 
-void ops_concat_rows(float *out, const float *a, int Ra, const float *b, int Rb, int C) {
-    memmove(out, a, sizeof(float) * (size_t)Ra * (size_t)C);
-    memmove(out + (int64_t)Ra * C, b, sizeof(float) * (size_t)Rb * (size_t)C);
+int ops_argmax(const float *x, int n) {
+    int best = 0;
+    for (int i = 1; i < n; i++)
+        if (x[i] > x[best]) best = i;
+    return best;
 }
 
 double ops_max_abs_diff(const float *a, const float *b, int64_t n) {
@@ -364,7 +366,26 @@ void ops_matmul_packed(float *out, const float *a, const float *b, const float *
 }
 
 // ----------------------------------------------------------------------------
-// The char GPT's layers
+// The char GPT's layers: the plain loops first (compiled in every build, the
+// reference of the tests), then the fast kernels.
+
+void ops_vecmat_plain(float *out, const float *x, const float *m, int K, int N, int ld) {
+    for (int j = 0; j < N; j++) out[j] = 0.0f;
+    for (int k = 0; k < K; k++) {
+        const float *mk = m + (int64_t)k * ld;
+        for (int j = 0; j < N; j++) out[j] += x[k] * mk[j];
+    }
+}
+
+void ops_softmax_plain(float *x, int n) { ops_softmax_rows(x, x, 1, n); }
+
+void ops_gelu_plain(float *out, const float *x, int n) {
+    for (int i = 0; i < n; i++) {
+        float v = x[i];
+        float inner = 0.7978845608028654f * (v + 0.044715f * (v * v * v));
+        out[i] = v / (1.0f + expf(-2.0f * inner));
+    }
+}
 
 #if defined(__AVX512F__)
 // exp saturates at -104 (0 in float; -inf too) and 89 (inf in float).
@@ -505,15 +526,14 @@ void ops_gelu(float *out, const float *x, int n) {
     }
 }
 
-#else   // portable C: the same formulas with libm's expf
-
-void ops_vecmat(float *out, const float *x, const float *m, int K, int N, int ld) {
-    for (int j = 0; j < N; j++) out[j] = 0.0f;
-    for (int k = 0; k < K; k++) {
-        const float *mk = m + (int64_t)k * ld;
-        for (int j = 0; j < N; j++) out[j] += x[k] * mk[j];
+void ops_exp(float *out, const float *x, int n) {
+    for (int i = 0; i < n; i += 16) {
+        __mmask16 mask = tail_mask(n - i);
+        _mm512_mask_storeu_ps(out + i, mask, exp16(_mm512_maskz_loadu_ps(mask, x + i)));
     }
 }
+
+#else   // portable C: the plain loops, with libm's expf
 
 void ops_vecmat_rows(float *out, int ldo, const float *x, int ldx, const float *m, int ldm, int R, int K,
                      int N, int causal) {
@@ -529,44 +549,39 @@ void ops_vecmat_acc(float *out, const float *x, const float *m, int K, int N, in
     }
 }
 
-void ops_softmax(float *x, int n) { ops_softmax_rows(x, x, 1, n); }
+void ops_vecmat(float *out, const float *x, const float *m, int K, int N, int ld) {
+    ops_vecmat_plain(out, x, m, K, N, ld);
+}
 
-void ops_gelu(float *out, const float *x, int n) {
-    for (int i = 0; i < n; i++) {
-        float v = x[i];
-        float inner = 0.7978845608028654f * (v + 0.044715f * (v * v * v));
-        out[i] = v / (1.0f + expf(-2.0f * inner));
-    }
+void ops_softmax(float *x, int n) { ops_softmax_plain(x, n); }
+
+void ops_gelu(float *out, const float *x, int n) { ops_gelu_plain(out, x, n); }
+
+void ops_exp(float *out, const float *x, int n) {
+    for (int i = 0; i < n; i++) out[i] = expf(x[i]);
 }
 #endif
 
 void ops_layernorm(float *out, float *mean, float *rstd, const float *x, const float *w, const float *b,
                    int R, int C) {
-    // Sums in double, 8 running sums per row (the order depends on C only).
+    // In float, summed in order: the arithmetic the shipped model was trained
+    // with, which kvdemo train and the forward pass now share.
     for (int r = 0; r < R; r++) {
         const float *xr = x + (int64_t)r * C;
-        float *yr = out + (int64_t)r * C;
-        double acc[8] = {0};
-        int c = 0;
-        for (; c + 8 <= C; c += 8)
-            for (int j = 0; j < 8; j++) acc[j] += xr[c + j];
-        for (; c < C; c++) acc[0] += xr[c];
         // mean = x.mean(-1, keepdims=True)
-        float m = (float)((((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]))) / C);
-        double sq[8] = {0};
-        for (c = 0; c + 8 <= C; c += 8)
-            for (int j = 0; j < 8; j++) {
-                double d = xr[c + j] - m;
-                sq[j] += d * d;
-            }
-        for (; c < C; c++) sq[0] += (double)(xr[c] - m) * (xr[c] - m);
+        float m = 0.0f;
+        for (int c = 0; c < C; c++) m += xr[c];
+        m /= C;
         // var = ((x - mean) ** 2).mean(-1, keepdims=True)
-        float var = (float)((((sq[0] + sq[1]) + (sq[2] + sq[3])) + ((sq[4] + sq[5]) + (sq[6] + sq[7]))) / C);
+        float var = 0.0f;
+        for (int c = 0; c < C; c++) var += (xr[c] - m) * (xr[c] - m);
+        var /= C;
         // (x - mean) / np.sqrt(var + eps) * weight + bias
-        float std = sqrtf(var + 1e-5f);
-        for (c = 0; c < C; c++) yr[c] = (xr[c] - m) / std * w[c] + b[c];
+        float s = 1.0f / sqrtf(var + 1e-5f);
+        float *yr = out + (int64_t)r * C;
+        for (int c = 0; c < C; c++) yr[c] = (xr[c] - m) * s * w[c] + b[c];
         if (mean) mean[r] = m;
-        if (rstd) rstd[r] = 1.0f / std;
+        if (rstd) rstd[r] = s;
     }
 }
 

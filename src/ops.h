@@ -54,8 +54,9 @@ void ops_causal_mask(float *mask, int R, int C, int offset);
 // exp(x - max) / sum: a -inf score becomes a weight of exactly 0.
 void ops_softmax_rows(float *out, const float *in, int R, int C);   // out may be in
 
-// out (Ra + Rb, C) = a (Ra, C) stacked over b (Rb, C). torch.cat([a, b], 0)
-void ops_concat_rows(float *out, const float *a, int Ra, const float *b, int Rb, int C);
+// The index of the largest of x (n), the first one on ties.
+// np.argmax(x) / torch.argmax(x, dim=-1)
+int ops_argmax(const float *x, int n);
 
 // Largest |a[i] - b[i]| over n elements (NaN if either holds NaN), and
 // whether the two arrays are equal bit for bit.
@@ -77,6 +78,7 @@ int64_t ops_first_nonfinite(const float *x, int64_t n);
 // twice: scores = query @ key with key (D, T) read on its first N columns,
 // and output = weights @ value.
 void ops_vecmat(float *out, const float *x, const float *m, int K, int N, int ld);
+void ops_vecmat_plain(float *out, const float *x, const float *m, int K, int N, int ld);
 // out (N) += x (K) @ m (K, N): ops_vecmat with each out[j]'s sum continued
 // from its value, term by term in the same order. A product over rows split
 // in pieces (the paged cache's blocks) is then equal bit for bit to one
@@ -98,19 +100,28 @@ void ops_vecmat_rows(float *out, int ldo, const float *x, int ldx, const float *
 // x (n) = softmax(x) in place: exp(x - max) / sum. F.softmax(x, dim=-1)
 // The fast exp is within 2 ulp of expf; the sum's order depends only on n.
 void ops_softmax(float *x, int n);
+void ops_softmax_plain(float *x, int n);   // expf, one sum in order
 
 // out (R, C) = LayerNorm of each row of x (R, C) with weight w (C), bias b (C),
-// eps 1e-5: (x - mean) / sqrt(var + eps) * w + b, var the biased variance.
+// eps 1e-5: (x - mean) * rstd * w + b, var the biased variance, rstd =
+// 1 / sqrt(var + eps); float sums in order. Training and inference share it.
 // F.layer_norm(x, (C,), w, b, 1e-5). mean and rstd (R), if not NULL, receive
 // each row's mean and 1 / sqrt(var + eps) (for a backward pass).
 void ops_layernorm(float *out, float *mean, float *rstd, const float *x, const float *w, const float *b,
                    int R, int C);
 
 // out (n) = GELU of x (n), tanh approximation; out may be x.
+// Each fast kernel above and below has a plain twin (_plain) compiled in
+// every build, the loop it is tested against; without AVX-512 the fast name
+// runs the plain loop.
 // 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x**3)))
 // F.gelu(x, approximate='tanh'), computed as x * sigmoid(2 * inner), the
 // same function without tanh's cancellation for negative x.
 void ops_gelu(float *out, const float *x, int n);
+void ops_gelu_plain(float *out, const float *x, int n);   // the same formula with expf
+// exp(x) (n) by the fast kernels' own exp (AVX-512: within 2 ulp of expf,
+// saturating at -104 and 89); out may be x. The plain twin is expf.
+void ops_exp(float *out, const float *x, int n);
 
 // ----------------------------------------------------------------------------
 // Threads of the fast kernels.

@@ -20,7 +20,7 @@ typedef enum {
     OPT_EMBEDDING, OPT_HEADS, OPT_BLOCKS, OPT_ITERS, OPT_BATCH, OPT_LR, OPT_EVAL_EVERY,
     OPT_RESUME, OPT_PAGED, OPT_BLOCK_SIZE, OPT_NUM_BLOCKS, OPT_SAMPLES, OPT_TOKENS, OPT_LAYERS,
     OPT_KV_HEADS, OPT_HEAD_DIM, OPT_DTYPE, OPT_GPU_MEMORY, OPT_LIST, OPT_ATTENTION, OPT_TILE,
-    OPT_MAX_N, OPT_BUG, OPT_KV_DTYPE, OPT_HELP, OPT_VERSION,
+    OPT_MAX_N, OPT_BUG, OPT_KV_DTYPE, OPT_LOG, OPT_HELP, OPT_VERSION,
     OPT_WIDTH, OPT_NO_RACE,
     NUM_OPTION_IDS
 } OptionId;
@@ -50,6 +50,7 @@ typedef struct Options {
     int iters, batch, eval_every;       // training (batch: memory's sequences too)
     double lr;
     const char *resume_path;            // --resume CHECKPOINT
+    const char *log_path;               // --log FILE: train's loss curve as CSV
     int paged;                          // --paged: generate on the paged KV cache
     int block_size, num_blocks, samples;   // --block-size B, --num-blocks N, --samples N (0: the default)
     // kvdemo memory (0 or NULL: not given)

@@ -32,6 +32,7 @@ struct Pool {
     // The current loop, written by pool_run before it publishes claim.
     PoolFn fn;
     void *ctx;
+    int items;                      // pool_run_slices: items cut into count slices (0: pool_run)
     atomic_int count;               // tasks of the current loop
     atomic_uint_fast64_t claim;     // generation << 32 | next unclaimed task;
                                     // next = CLOSED once the loop has ended
@@ -100,7 +101,15 @@ static void run_tasks(Pool *pool, uint32_t generation, int thread) {
         if (generation_of(c) != generation || task >= (uint32_t)atomic_load(&pool->count)) return;
         if (!atomic_compare_exchange_weak(&pool->claim, &c, c + 1)) continue;
         // The loop cannot end while this task is unfinished, so fn and ctx are its own.
-        pool->fn(pool->ctx, (int)task, (int)task + 1, thread);
+        if (pool->items) {
+            // slice `task` of pool_run_slices: the same items whoever runs it
+            int n = atomic_load(&pool->count);
+            int begin = (int)((int64_t)pool->items * task / n);
+            int end = (int)((int64_t)pool->items * (task + 1) / n);
+            if (begin < end) pool->fn(pool->ctx, begin, end, thread);
+        } else {
+            pool->fn(pool->ctx, (int)task, (int)task + 1, thread);
+        }
         if (atomic_fetch_add(&pool->done, 1) + 1 == atomic_load(&pool->count) &&
             atomic_load(&pool->caller_waits)) {
             pthread_mutex_lock(&pool->mu);
@@ -186,14 +195,11 @@ int pool_threads(const Pool *pool) {
     return pool ? pool->n : 1;
 }
 
-void pool_run(Pool *pool, PoolFn fn, void *ctx, int count) {
-    if (count <= 0) return;
-    if (!pool || pool->n == 1 || count == 1) {
-        fn(ctx, 0, count, 0);
-        return;
-    }
+// Runs `count` tasks of fn; items > 0 makes each task a slice of items.
+static void run_loop(Pool *pool, PoolFn fn, void *ctx, int count, int items) {
     pool->fn = fn;
     pool->ctx = ctx;
+    pool->items = items;
     atomic_store(&pool->count, count);
     atomic_store(&pool->done, 0);
     uint32_t generation = generation_of(atomic_load(&pool->claim)) + 1;
@@ -215,4 +221,23 @@ void pool_run(Pool *pool, PoolFn fn, void *ctx, int count) {
     // looking at this generation must not take the new count for its own
     // and claim a task that does not exist.
     atomic_store(&pool->claim, (uint_fast64_t)generation << 32 | CLOSED);
+}
+
+void pool_run(Pool *pool, PoolFn fn, void *ctx, int count) {
+    if (count <= 0) return;
+    if (!pool || pool->n == 1 || count == 1) {
+        fn(ctx, 0, count, 0);
+        return;
+    }
+    run_loop(pool, fn, ctx, count, 0);
+}
+
+void pool_run_slices(Pool *pool, PoolFn fn, void *ctx, int count) {
+    if (count <= 0) return;
+    if (!pool || pool->n == 1 || count == 1) {
+        fn(ctx, 0, count, 0);
+        return;
+    }
+    // One slice per thread (fewer when there are fewer items than threads).
+    run_loop(pool, fn, ctx, count < pool->n ? count : pool->n, count);
 }

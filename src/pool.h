@@ -32,6 +32,14 @@ int pool_threads(const Pool *pool);
 // fn(ctx, 0, count, 0) on the caller.
 // Not reentrant: fn must not call pool_run on the same pool.
 void pool_run(Pool *pool, PoolFn fn, void *ctx, int count);
+// The same loop cut into one contiguous slice of tasks per thread:
+// fn(ctx, begin, end, thread) gets a whole slice, the same slices for the
+// same count every time (which thread takes a slice is still free). For
+// loops whose neighbouring tasks share data (the rows of a training matmul
+// reuse one block of weights), and whose results must not depend on the
+// number of threads beyond the slicing: training cuts its reductions into
+// fixed chunks, never into slices.
+void pool_run_slices(Pool *pool, PoolFn fn, void *ctx, int count);
 
 // Number of online cores (at least 1).
 int pool_cores(void);

@@ -1,6 +1,8 @@
 // sampler — picking the next token as the numpy chapter does, draw for draw.
 #include "sampler.h"
 
+#include "ops.h"
+
 #include <assert.h>
 #include <math.h>
 #include <stdlib.h>
@@ -167,13 +169,6 @@ int sampler_choice(Mt19937 *mt, double *cdf, const float *probs, int V) {
     return lo < V ? lo : V - 1;   // u < 1 = cdf[V-1], so lo < V; kept safe anyway
 }
 
-int sampler_argmax(const float *logits, int V) {
-    int best = 0;
-    for (int i = 1; i < V; i++)
-        if (logits[i] > logits[best]) best = i;
-    return best;
-}
-
 int sampler_init(Sampler *s, int V, float temperature, int top_k, uint32_t seed) {
     memset(s, 0, sizeof(*s));
     s->V = V;
@@ -201,7 +196,7 @@ void sampler_free(Sampler *s) {
 
 int sampler_sample(Sampler *s, const float *logits) {
     if (s->temperature <= 0.0f) {
-        int best = sampler_argmax(logits, s->V);
+        int best = ops_argmax(logits, s->V);
         for (int i = 0; i < s->V; i++) s->probs[i] = i == best ? 1.0f : 0.0f;
         return best;
     }

@@ -60,9 +60,6 @@ void sampler_softmax(float *probs, float *scratch, const float *logits, float te
 // normalised cumulative sum above it. cdf (V) is scratch.
 int sampler_choice(Mt19937 *mt, double *cdf, const float *probs, int V);
 
-// The index of the largest logit (the first one on ties). np.argmax(logits)
-int sampler_argmax(const float *logits, int V);
-
 typedef struct {
     Mt19937 rng;         // numpy's np.random state
     float temperature;   // 1: the chapter; 0: always the argmax (no draw)

@@ -1,4 +1,4 @@
-// simd — AVX-512 pieces shared by the kernels of ops.c and train.c.
+// simd — AVX-512 pieces shared by the kernels of ops.c and train_layers.c.
 #ifndef KVDEMO_SIMD_H
 #define KVDEMO_SIMD_H
 

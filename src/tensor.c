@@ -31,11 +31,6 @@ Tensor tensor_new(int ndim, const int *shape) {
     return t;
 }
 
-Tensor tensor_new2(int rows, int cols) {
-    int shape[2] = {rows, cols};
-    return tensor_new(2, shape);
-}
-
 Tensor tensor_view(float *data, int ndim, const int *shape) {
     assert(ndim >= 0 && ndim <= TENSOR_MAX_DIMS);
     Tensor t = {.ndim = ndim, .data = data, .owns = 0};
@@ -60,7 +55,6 @@ size_t tensor_numel(const Tensor *t) {
 }
 
 int tensor_rows(const Tensor *t) { return t->ndim ? t->shape[0] : 1; }
-int tensor_cols(const Tensor *t) { return t->ndim ? t->shape[t->ndim - 1] : 1; }
 
 // ----------------------------------------------------------------------------
 // PyTorch's _Formatter

@@ -19,7 +19,6 @@ typedef struct {
 } Tensor;
 
 // A zero-filled (rows, cols) tensor; data is NULL when memory ran out.
-Tensor tensor_new2(int rows, int cols);
 // A zero-filled tensor of any shape; data is NULL when memory ran out.
 Tensor tensor_new(int ndim, const int *shape);
 // A tensor that looks at memory owned by someone else.
@@ -29,7 +28,6 @@ void tensor_free(Tensor *t);
 
 size_t tensor_numel(const Tensor *t);
 int tensor_rows(const Tensor *t);   // shape[0], or 1 for a scalar
-int tensor_cols(const Tensor *t);   // last dimension, or 1 for a scalar
 
 // How print(t) looks in PyTorch with torch.set_printoptions(precision=...):
 // "tensor([[ 0.1400, -0.0100]])", the same width for every element, -inf as

@@ -19,25 +19,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "corpus.h"
 #include "gpt.h"
-
-// ---------------------------------------------------------------------------
-// Threads: training's own pool. A loop of `count` tasks is cut into one
-// contiguous slice per thread (the caller runs slice 0), the same slices for
-// the same count every time; fn(ctx, begin, end, thread) runs tasks
-// begin .. end-1. Results never depend on the number of threads.
-
-typedef void (*TrainTaskFn)(void *ctx, int begin, int end, int thread);
-typedef struct TrainPool TrainPool;
-
-// threads <= 0: one per online core. NULL when threads could not be had.
-TrainPool *train_pool_new(int threads);
-void train_pool_free(TrainPool *pool);
-// Threads, the caller included (1 for a NULL pool).
-int train_pool_threads(const TrainPool *pool);
-// Runs the loop and returns when every slice is done. A NULL pool runs
-// fn(ctx, 0, count, 0) on the caller. Not reentrant.
-void train_pool_run(TrainPool *pool, TrainTaskFn fn, void *ctx, int count);
+#include "pool.h"
 
 // ---------------------------------------------------------------------------
 // What to train and how. train_config_default fills in the recipe of the
@@ -62,7 +46,6 @@ typedef struct {
     int eval_every;           // validation loss every N steps (0: only at the end)
     int eval_batches;         // sequences of the validation split per estimate, in batches
     int ckpt_every;           // a checkpoint every N steps (0: only on stop)
-    int quiet;                // 1: no progress printing (tests)
 } TrainConfig;
 
 // The model shapes are gpt_preset's: "seed" is the chapter's model (T 256,
@@ -72,143 +55,133 @@ typedef struct {
 // Returns 0, or -1 for an unknown preset name.
 int train_config_default(TrainConfig *cfg, const char *preset);
 
-// What the progress callback sees after each step.
+// What the progress callback sees: once before the first step (starting 1,
+// step = the steps already done, the losses NAN), then after each step.
 typedef struct {
+    int starting;        // 1 on the call before the first step
+    // the run
+    int64_t text_chars;  // characters of the training text
+    GptConfig model;     // the shape trained (V from the text)
+    size_t num_params;   // P
+    int batch;           // B
+    int threads;         // threads of the pool
+    int first_step;      // steps done before this run (a resumed checkpoint's)
+    // the step
     int step;            // steps done so far (1 .. iters)
     int iters;           // steps in total
     float loss;          // training loss of this step's batch
-    float val_loss;      // latest validation estimate, NAN before the first
+    float train_loss;    // latest estimate on the training split, NAN before the first
+    float val_loss;      // latest estimate on the validation split, NAN before the first
     float lr;            // learning rate used by this step
     float grad_norm;     // global gradient norm before clipping
     double tokens_per_s; // training throughput since this run (re)started
     double elapsed_s;    // seconds since this run (re)started
     double eta_s;        // seconds left at the current speed
-    int evaluated;       // 1 when val_loss was computed at this step
+    int evaluated;       // 1 when train_loss and val_loss were computed at this step
 } TrainProgress;
 
 // Returns 0 to go on, nonzero to stop after writing a checkpoint (as Ctrl-C).
+// The return of the starting call is ignored.
 typedef int (*TrainProgressFn)(const TrainProgress *p, void *user);
 
 // Results of train_run.
 enum {
     TRAIN_OK = 0,           // all iterations done, model written
-    TRAIN_FAILED = 1,       // an error, already explained on stderr
+    TRAIN_FAILED = 1,       // an error, said in err
     TRAIN_STOPPED = 3,      // stopped by a signal or the callback; checkpoint written
 };
+
+// What a run did, for the command's last line.
+typedef struct {
+    int step;                 // steps done when it ended
+    int first_step;           // steps done before it began
+    float loss, val_loss;     // the last batch's loss and validation estimate
+    double elapsed_s;         // seconds
+    double tokens_per_s;      // training throughput (evaluation time left out)
+    char ckpt_path[4096];     // where the checkpoint is (or would be)
+} TrainResult;
 
 // Checks the recipe: batch, iterations and warm-up in range, lr > 0 finite,
 // 0 <= min_lr <= lr, 0 <= beta1, beta2 < 1, eps > 0, clip >= 0, decay >= 0,
 // all finite. Returns 0, or -1 with why = what is wrong and the values.
 int train_config_check(const TrainConfig *cfg, char *why, size_t n);
 
-// The training text may hold at most this many bytes (a char GPT needs a few
-// MB; tinyshakespeare has 1.1): a larger file is refused before it is read.
-#define TRAIN_MAX_TEXT_BYTES (256ull << 20)
-
-// Trains as cfg says. progress may be NULL: then train_run prints its own
-// progress on stderr (one line updated in place on a terminal, plain log
-// lines otherwise, a summary at the end) unless cfg->quiet. SIGINT and SIGTERM
+// Trains as cfg says. It prints nothing: progress (may be NULL) is called
+// before the first step and after each, and the command prints what it
+// likes; result (may be NULL) says how the run ended. SIGINT and SIGTERM
 // stop it cleanly after the current step: a checkpoint is written and
 // TRAIN_STOPPED returned. With cfg->resume_path the run continues from that
 // checkpoint with the checkpoint's recipe (the options that shape the result
 // are taken from it; threads, eval and checkpoint intervals from cfg), and
-// ends bit-identical to an uninterrupted run.
-int train_run(const TrainConfig *cfg, TrainProgressFn progress, void *user);
+// ends bit-identical to an uninterrupted run. Returns TRAIN_OK,
+// TRAIN_STOPPED, or TRAIN_FAILED with err = what is wrong.
+int train_run(const TrainConfig *cfg, TrainProgressFn progress, void *user, TrainResult *result,
+              char *err, size_t errlen);
 
 // Mean cross-entropy (nats per character) of model on the training split
 // (the first 90%) and the validation split (the last 10%) of the text in
 // data_path, over consecutive windows of T + 1 characters. A character
 // outside the model's vocabulary is an error. Either output may be NULL to
-// skip that split. Returns 0, or 1 with a message on stderr.
+// skip that split. Returns 0, or -1 with err.
 int train_eval(const GptModel *model, const char *data_path, int threads, double *train_loss,
-               double *val_loss);
+               double *val_loss, char *err, size_t errlen);
+// The same, calling progress (may be NULL) after each batch of windows with
+// the windows done and the windows in all (both splits).
+typedef void (*TrainEvalProgressFn)(int64_t done, int64_t total, void *user);
+int train_eval_progress(const GptModel *model, const char *data_path, int threads, double *train_loss,
+                        double *val_loss, TrainEvalProgressFn progress, void *user, char *err,
+                        size_t errlen);
 
 // Training speed for `make bench`: tokens per second of whole steps
 // (forward, backward, AdamW) of a model of shape cfg on B sequences of
 // random tokens, timed over `steps` steps after one untimed step. Returns 0,
-// or 1 (out of memory, said on stderr).
-int train_benchmark(GptConfig cfg, int B, int steps, int threads, double *tokens_per_s);
-
-// ---------------------------------------------------------------------------
-// Text as tokens.
-
-typedef struct {
-    uint32_t *vocab;   // (V) sorted distinct code points
-    int V;
-    int32_t *tokens;   // (n) token ids
-    int64_t n;
-} TrainText;
-
-// Reads a UTF-8 file; with vocab NULL the vocabulary is its sorted distinct
-// code points, otherwise text is mapped into the given vocabulary (V
-// entries) and an unknown character is an error. Returns 0, or 1 with a
-// message on stderr.
-int train_text_load(TrainText *text, const char *path, const uint32_t *vocab, int V);
-void train_text_free(TrainText *text);
-
-// ---------------------------------------------------------------------------
-// Checkpoints. A checkpoint holds the recipe, the model shape and vocabulary,
-// the step, the batch generator's state, the weights and AdamW's two moment
-// estimates, and a checksum; docs/training.md gives the layout.
-
-typedef struct {
-    TrainConfig cfg;          // recipe (paths are not stored; NULL on load)
-    uint32_t *vocab;          // (V)
-    int step;                 // steps done
-    uint64_t rng;             // batch generator state after `step` steps
-    uint64_t text_hash;       // FNV-1a of the training text (vocabulary, then tokens)
-    int64_t text_tokens;      // length of the training text in tokens
-    float *params, *m, *v;    // (P) each
-    size_t num_params;        // P
-} TrainCheckpoint;
-
-// Writes atomically through path.tmp (fileio.h); refuses a path that exists
-// and is not a regular file. Returns 0, or 1 with
-// a message on stderr; on failure the file at path is left as it was.
-int train_checkpoint_save(const char *path, const TrainCheckpoint *ck);
-// Reads and validates (magic, version, sizes against the file length, the
-// checksum, finite weights). Fills ck with fresh allocations (free with
-// train_checkpoint_free). Returns 0, or 1 with a message on stderr that names
-// what is wrong.
-int train_checkpoint_load(const char *path, TrainCheckpoint *ck);
-// Frees what train_checkpoint_load allocated (params, m and v are one block).
-void train_checkpoint_free(TrainCheckpoint *ck);
-// For tests: every save from now on stops after writing this many bytes of
-// the temporary file and fails, as a process killed mid-write would (-1: off).
-void train_checkpoint_fail_after(long bytes);
+// or -1 with err (out of memory).
+int train_benchmark(GptConfig cfg, int B, int steps, int threads, double *tokens_per_s, char *err,
+                    size_t errlen);
 
 // ---------------------------------------------------------------------------
 // Layers. Shapes use the legend above; "rows" is the number of token rows.
 
 // out (N, OC) = inp (N, IC) @ w (IC, OC) + b (OC).  torch: F.linear / x @ W + b
-void linear_forward(float *out, const float *inp, const float *w, const float *b, TrainPool *pool,
+void linear_forward(float *out, const float *inp, const float *w, const float *b, Pool *pool,
                     int N, int IC, int OC);
 // dinp (N, IC) += dout @ w^T; dw (IC, OC) += inp^T @ dout; db (OC) += sum of dout rows.
 // wt (OC, IC) is scratch for w transposed. dinp may be NULL.
 void linear_backward(float *dinp, float *dw, float *db, float *wt, const float *dout,
-                     const float *inp, const float *w, TrainPool *pool, int N, int IC, int OC);
+                     const float *inp, const float *w, Pool *pool, int N, int IC, int OC);
 
-// out (N, C) = (inp - mean) * rstd * w + b, mean and rstd (N) saved; eps 1e-5.
-// torch: F.layer_norm(x, (C,), w, b, eps=1e-5)
-void layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *w,
-                       const float *b, int N, int C);
+// LayerNorm's forward pass is ops_layernorm (mean and rstd (N) saved); its
+// backward: dinp (N, C) += d loss / d inp, dw, db (C) += their gradients.
 void layernorm_backward(float *dinp, float *dw, float *db, const float *dout, const float *inp,
                         const float *w, const float *mean, const float *rstd, int N, int C);
+
+// The same over many rows on the pool. partial: layernorm_scratch(N, C)
+// floats (the backward pass's per-chunk sums of dw and db, added in chunk
+// order).
+size_t layernorm_scratch(int N, int C);
+void layernorm_forward_pool(float *out, float *mean, float *rstd, const float *inp,
+                            const float *w, const float *b, Pool *pool, int N, int C);
+void layernorm_backward_pool(float *dinp, float *dw, float *db, float *partial,
+                             const float *dout, const float *inp, const float *w,
+                             const float *mean, const float *rstd, Pool *pool, int N, int C);
 
 // out (N) = GELU(inp), the tanh approximation.  F.gelu(x, approximate="tanh")
 void gelu_forward(float *out, const float *inp, int n);
 void gelu_backward(float *dinp, const float *inp, const float *dout, int n);
+// The same over n elements on the pool.
+void gelu_forward_pool(float *out, const float *inp, Pool *pool, int64_t n);
+void gelu_backward_pool(float *dinp, const float *inp, const float *dout, Pool *pool, int64_t n);
 
 // Causal multi-head self-attention of q, k, v (B, T, C) into out (B, T, C);
 // att (B, H, T, T) keeps the softmax weights (0 above the diagonal).
 //   att = softmax(q @ k^T / sqrt(D) + causal mask); out = att @ v
 // scratch: threads * (D * T) floats.
 void attention_forward(float *out, float *att, const float *q, const float *k, const float *v,
-                       float *scratch, TrainPool *pool, int B, int T, int C, int H);
+                       float *scratch, Pool *pool, int B, int T, int C, int H);
 // dq, dk, dv (B, T, C) += gradients; scratch: threads * (D*T + T*T) floats.
 void attention_backward(float *dq, float *dk, float *dv, const float *dout, const float *att,
                         const float *q, const float *k, const float *v, float *scratch,
-                        TrainPool *pool, int B, int T, int C, int H);
+                        Pool *pool, int B, int T, int C, int H);
 
 // probs (N, V) = softmax(logits); losses (N) = -log probs[target]. Returns the
 // mean loss. F.cross_entropy(logits, targets)
@@ -224,12 +197,25 @@ void crossentropy_backward(float *dlogits, const float *probs, const int32_t *ta
 // summed over k in order 0 .. K-1 whatever the split into threads, so the
 // result does not depend on the number of threads. pool may be NULL.
 void train_matmul(float *out, const float *a, const float *b, const float *bias, int accumulate,
-                  TrainPool *pool, int64_t a_row, int64_t a_col, int ldb, int ldo, int M, int K,
+                  Pool *pool, int64_t a_row, int64_t a_col, int ldb, int ldo, int M, int K,
                   int N);
 // The same with plain loops: the reference the fast kernel is tested against.
 void train_matmul_plain(float *out, const float *a, const float *b, const float *bias,
                         int accumulate, int64_t a_row, int64_t a_col, int ldb, int ldo, int M,
                         int K, int N);
+
+// The products of attention skip what the causal mask makes zero, about half
+// of the work. For a (T, T) matrix of weights, row i only has entries at
+// columns j <= i, so tile by tile (the kernel's 6 rows from i0):
+//   TRAIN_CAUSAL_COLS   out (T, N) with columns j < i0 + 6 only (scores,
+//                       datt; the caller zeroes the rest)
+//   TRAIN_CAUSAL_K_LE   a holds att: the sum over k stops at i0 + 6
+//   TRAIN_CAUSAL_K_GE   a holds att^T: the sum over k starts at i0
+// The terms skipped are exact zeros, so the result is the full product's.
+// Strides as in train_matmul; runs on the calling thread.
+enum { TRAIN_CAUSAL_COLS, TRAIN_CAUSAL_K_LE, TRAIN_CAUSAL_K_GE };
+void train_matmul_causal(float *out, const float *a, const float *b, int mode, int accumulate,
+                         int64_t a_row, int64_t a_col, int ldb, int ldo, int T, int K, int N);
 
 // ---------------------------------------------------------------------------
 // The whole model: activations saved by the forward pass for the backward.
@@ -238,8 +224,10 @@ typedef struct TrainState TrainState;
 
 // Buffers for batches of up to B sequences of T tokens of a model of shape
 // cfg. NULL when memory could not be had.
-TrainState *train_state_new(GptConfig cfg, int B, TrainPool *pool);
+TrainState *train_state_new(GptConfig cfg, int B, Pool *pool);
 void train_state_free(TrainState *s);
+// logits (b, T, V) of the last train_forward.
+const float *train_state_logits(const TrainState *s);
 // Forward pass of b (<= B) sequences of T tokens inputs (b, T); with targets
 // (b, T) returns the mean loss (else 0). model params as in gpt.h.
 double train_forward(TrainState *s, const float *params, const int32_t *inputs,
@@ -248,9 +236,44 @@ double train_forward(TrainState *s, const float *params, const int32_t *inputs,
 void train_backward(TrainState *s, float *grads, const float *params, const int32_t *inputs,
                     const int32_t *targets, int b);
 
-// Gives params (P) the initial values of training: normal with std 0.02 for
-// the embeddings and matrices (the projections into the residual stream
-// scaled by 1/sqrt(2L)), biases 0, LayerNorm weights 1. Deterministic in seed.
-void train_init_params(float *params, GptConfig cfg, uint64_t seed);
+// Gives params (P) the initial values of training, as gpt_tensor describes
+// each tensor: normal with its init_std (0.02 for the embeddings and
+// matrices, the projections into the residual stream scaled by 1/sqrt(2L)),
+// biases 0, LayerNorm weights 1. Deterministic in seed. Returns 0, or -1
+// when memory could not be had.
+int train_init_params(float *params, GptConfig cfg, uint64_t seed);
+// decay (P) = 1 where AdamW's weight decay applies (gpt_tensor's decay: the
+// matrices and embeddings), else 0. params (P) is any buffer of the model's
+// size; only its layout is used. Returns 0, or -1 when memory could not be had.
+int train_decay_mask(uint8_t *decay, float *params, GptConfig cfg);
+
+// ---------------------------------------------------------------------------
+// AdamW with the global gradient norm clipped.
+//   torch.nn.utils.clip_grad_norm_(params, grad_clip)
+//   torch.optim.AdamW(params, lr, betas=(beta1, beta2), eps, weight_decay)
+
+// Doubles of scratch train_adamw_update needs for P parameters.
+size_t train_adamw_scratch(size_t P);
+// Clips grads (P) to the global norm r->grad_clip and applies one AdamW
+// step (step 0-based, learning rate lr) to params, m, v (P); decay (P) as
+// train_decay_mask makes it. Returns the norm before clipping; the result
+// does not depend on the number of threads.
+float train_adamw_update(float *params, float *m, float *v, float *grads, const uint8_t *decay,
+                         double *scratch, const TrainConfig *r, float lr, int step, Pool *pool,
+                         size_t P);
+
+// Mean loss of windows of tokens start .. end-1: window w feeds T tokens and
+// predicts each next one. With max_windows (> 0) smaller than the number of
+// windows, that many are taken evenly spaced. inputs and targets (B, T) are
+// scratch. NAN when no window fits.
+double train_loss_windows(TrainState *s, const float *params, const int32_t *tokens,
+                          int64_t start, int64_t end, int64_t max_windows, int32_t *inputs,
+                          int32_t *targets);
+// The same, calling progress (may be NULL) after each batch with done + the
+// windows done so far and total.
+double train_loss_windows_progress(TrainState *s, const float *params, const int32_t *tokens,
+                                   int64_t start, int64_t end, int64_t max_windows, int32_t *inputs,
+                                   int32_t *targets, TrainEvalProgressFn progress, void *user,
+                                   int64_t done, int64_t total);
 
 #endif

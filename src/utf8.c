@@ -72,6 +72,11 @@ int utf8_width(const char *s) {
     return width;
 }
 
+int utf8_cmp(const void *a, const void *b) {
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
 const char *utf8_quote(char *out, size_t size, const char *s, int max_chars) {
     const unsigned char *p = (const unsigned char *)s;
     size_t n = strlen(s), at = 0, used = 0;

@@ -16,6 +16,9 @@ int utf8_encode(unsigned char *out, uint32_t c);
 // full-width characters (天, ，), 1 for the others (invalid bytes count 1).
 int utf8_width(const char *s);
 
+// qsort's comparison of two code points (uint32_t), ascending.
+int utf8_cmp(const void *a, const void *b);
+
 // Writes s to out (size bytes) fit to quote in a one-line message: its
 // first max_chars characters, invalid bytes and control characters escaped
 // as \xNN, and "..." when there was more. Returns out.

@@ -264,10 +264,11 @@ static void test_quantised_loss(void **state) {
     snprintf(path, sizeof path, "/tmp/kvdemo-kvq-%d.txt", (int)getpid());
     write_text(path, 4000);
     TrainText text;
-    assert_int_equal(train_text_load(&text, path, m.vocab, m.cfg.V), 0);
+    char err[512];
+    assert_int_equal(train_text_load(&text, path, m.vocab, m.cfg.V, err, sizeof err), 0);
     int64_t n_train = text.n * 9 / 10;
     double reference;
-    assert_int_equal(train_eval(&m, path, 1, NULL, &reference), 0);
+    assert_int_equal(train_eval(&m, path, 1, NULL, &reference, err, sizeof err), 0);
     double loss[5];
     KvDtype types[5] = {KV_FP32, KV_BF16, KV_FP16, KV_INT8, KV_INT4};
     for (int t = 0; t < 5; t++) {

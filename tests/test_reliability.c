@@ -19,6 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "checkpoint.h"
 #include "fileio.h"
 #include "gpt.h"
 #include "llama.h"
@@ -146,7 +147,7 @@ static void test_writers_refuse_non_regular_files(void **state) {
         llama_free(&lm);
         TrainCheckpoint ck = {0};
         int rc;
-        QUIET(rc = train_checkpoint_save(paths[i], &ck));
+        rc = train_checkpoint_save(paths[i], &ck, err, sizeof err);
         if (rc == 0) fail_msg("train_checkpoint_save over %s: expected a refusal", kinds[i]);
     }
     struct stat st;
@@ -203,8 +204,7 @@ static void test_stale_temporary_file_is_removed(void **state) {
 // 2. train checks --out before step 1.
 
 static int count_steps(const TrainProgress *p, void *user) {
-    (void)p;
-    (*(int *)user)++;
+    if (!p->starting) (*(int *)user)++;
     return 0;
 }
 
@@ -215,13 +215,13 @@ static void tiny_config(TrainConfig *cfg, const char *data, const char *out) {
     cfg->threads = 1;
     cfg->eval_every = 0;
     cfg->ckpt_every = 0;
-    cfg->quiet = 1;
     cfg->data_path = data;
     cfg->out_path = out;
 }
 
 static void test_train_checks_out_before_step_one(void **state) {
     (void)state;
+    char err[512];
     char data[128], missing[128], folder[128];
     path_in(data, sizeof data, "text.txt");
     path_in(missing, sizeof missing, "no-such-folder/model.bin");
@@ -233,7 +233,7 @@ static void test_train_checks_out_before_step_one(void **state) {
         TrainConfig cfg;
         tiny_config(&cfg, data, outs[i]);
         int steps = 0, rc;
-        QUIET(rc = train_run(&cfg, count_steps, &steps));
+        QUIET(rc = train_run(&cfg, count_steps, &steps, NULL, err, sizeof err));
         if (rc != TRAIN_FAILED) fail_msg("--out %s: expected TRAIN_FAILED, got %d", outs[i], rc);
         if (steps != 0) fail_msg("--out %s: expected the failure before step 1, got it after %d steps", outs[i], steps);
     }
@@ -258,6 +258,7 @@ static void make_checkpoint(TrainCheckpoint *ck) {
 
 static void test_checkpoint_recipe_is_checked(void **state) {
     (void)state;
+    char err[512];
     char path[128];
     path_in(path, sizeof path, "recipe.ckpt");
     struct {
@@ -273,9 +274,9 @@ static void test_checkpoint_recipe_is_checked(void **state) {
     TrainCheckpoint good, got;
     make_checkpoint(&good);
     int rc;
-    QUIET(rc = train_checkpoint_save(path, &good));
+    rc = train_checkpoint_save(path, &good, err, sizeof err);
     assert_int_equal(rc, 0);
-    QUIET(rc = train_checkpoint_load(path, &got));
+    rc = train_checkpoint_load(path, &got, err, sizeof err);
     if (rc != 0) fail_msg("the unchanged checkpoint: expected it to load, it was refused");
     train_checkpoint_free(&got);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -283,9 +284,9 @@ static void test_checkpoint_recipe_is_checked(void **state) {
         float *fields[] = {&ck.cfg.lr, &ck.cfg.min_lr, &ck.cfg.beta1, &ck.cfg.beta2, &ck.cfg.eps,
                            &ck.cfg.weight_decay, &ck.cfg.grad_clip};
         *fields[cases[i].field] = cases[i].value;
-        QUIET(rc = train_checkpoint_save(path, &ck));
+        rc = train_checkpoint_save(path, &ck, err, sizeof err);
         assert_int_equal(rc, 0);
-        QUIET(rc = train_checkpoint_load(path, &got));
+        rc = train_checkpoint_load(path, &got, err, sizeof err);
         if (rc == 0) {
             train_checkpoint_free(&got);
             fail_msg("%s (valid checksum): expected the checkpoint refused, it loaded", cases[i].name);
@@ -304,6 +305,7 @@ static int stop_at(const TrainProgress *p, void *user) { return p->step == *(int
 
 static void test_non_finite_training_keeps_last_checkpoint(void **state) {
     (void)state;
+    char err[512];
     char data[128], out[128], ckpt[128], copy[128];
     path_in(data, sizeof data, "blow.txt");
     path_in(out, sizeof out, "blow.bin");
@@ -314,22 +316,22 @@ static void test_non_finite_training_keeps_last_checkpoint(void **state) {
     tiny_config(&cfg, data, out);
     cfg.ckpt_path = ckpt;
     int stop = 2, rc;
-    QUIET(rc = train_run(&cfg, stop_at, &stop));
+    QUIET(rc = train_run(&cfg, stop_at, &stop, NULL, err, sizeof err));
     assert_int_equal(rc, TRAIN_STOPPED);
     // the checkpoint, with a valid checksum, and a weight past float's range
     // once multiplied: the next forward pass overflows
     TrainCheckpoint ck;
-    QUIET(rc = train_checkpoint_load(ckpt, &ck));
+    rc = train_checkpoint_load(ckpt, &ck, err, sizeof err);
     assert_int_equal(rc, 0);
     for (size_t i = 0; i < ck.num_params; i++) ck.params[i] = 3e38f;
-    QUIET(rc = train_checkpoint_save(ckpt, &ck));
+    rc = train_checkpoint_save(ckpt, &ck, err, sizeof err);
     assert_int_equal(rc, 0);
-    QUIET(rc = train_checkpoint_save(copy, &ck));
+    rc = train_checkpoint_save(copy, &ck, err, sizeof err);
     assert_int_equal(rc, 0);
     train_checkpoint_free(&ck);
     TrainConfig resume = cfg;
     resume.resume_path = ckpt;
-    QUIET(rc = train_run(&resume, NULL, NULL));
+    QUIET(rc = train_run(&resume, NULL, NULL, NULL, err, sizeof err));
     if (rc != TRAIN_FAILED) fail_msg("training on overflowing weights: expected TRAIN_FAILED, got %d", rc);
     if (exists(out)) fail_msg("%s: a model was written from non-finite weights", out);
     expect_same_file(ckpt, copy, "the last good checkpoint after a failed step");
@@ -543,6 +545,7 @@ static int train_killed_at(const char *train_args, int stop_write) {
 
 static void test_kill_during_training(void **state) {
     (void)state;
+    char err[512];
     char data[128], full[128], fullck[128], out[128], ck[128], args[1024], saved[160];
     path_in(data, sizeof data, "kill.txt");
     path_in(full, sizeof full, "full.bin");
@@ -568,7 +571,7 @@ static void test_kill_during_training(void **state) {
         if (point > 1) {
             TrainCheckpoint c;
             int rc;
-            QUIET(rc = train_checkpoint_load(ck, &c));
+            rc = train_checkpoint_load(ck, &c, err, sizeof err);
             if (rc != 0) fail_msg("kill point %d: the checkpoint left behind does not load", point);
             if (c.step != (point - 1) * 10) fail_msg("kill point %d: checkpoint at step %d, expected %d", point, c.step, (point - 1) * 10);
             train_checkpoint_free(&c);

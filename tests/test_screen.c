@@ -87,7 +87,8 @@ static void test_elides_as_pytorch(void **state) {
 // Without a width, or when the row fits, nothing is elided.
 static void test_no_width_no_elision(void **state) {
     (void)state;
-    Tensor t = tensor_new2(2, 12);
+    int shape[2] = {2, 12};
+    Tensor t = tensor_new(2, shape);
     assert_non_null(t.data);
     for (int i = 0; i < 24; i++) t.data[i] = 0.25f * (float)(i - 7);
     char *plain = tensor_format(&t, 4, NULL), *zero = tensor_format_width(&t, 4, NULL, 0);

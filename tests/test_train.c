@@ -16,6 +16,8 @@
 #include <unistd.h>
 
 #include "testutil.h"
+#include "checkpoint.h"
+#include "ops.h"
 #include "train.h"
 
 // ---------------------------------------------------------------------------
@@ -90,7 +92,7 @@ static void expect_grad(const char *what, const float *analytic, float *x, size_
 static void test_matmul_fast_equals_plain(void **state) {
     (void)state;
     int Ms[] = {1, 5, 6, 7, 13, 70}, Ks[] = {1, 3, 64, 300}, Ns[] = {1, 16, 65, 130};
-    TrainPool *pool = train_pool_new(2);
+    Pool *pool = pool_new(2);
     assert_non_null(pool);
     for (int a = 0; a < 6; a++)
         for (int b = 0; b < 4; b++)
@@ -117,7 +119,7 @@ static void test_matmul_fast_equals_plain(void **state) {
                     assert_bits(threaded, fast, (int64_t)M * N, what);
                     free(A), free(B), free(bias), free(fast), free(plain), free(threaded);
                 }
-    train_pool_free(pool);
+    pool_free(pool);
 }
 
 // ---------------------------------------------------------------------------
@@ -166,7 +168,7 @@ typedef struct {
 
 static double ln_loss(void *ctx) {
     LnCase *c = ctx;
-    layernorm_forward(c->out, c->mean, c->rstd, c->inp, c->w, c->b, c->N, c->C);
+    ops_layernorm(c->out, c->mean, c->rstd, c->inp, c->w, c->b, c->N, c->C);
     return dot(c->out, c->r, (size_t)c->N * c->C);
 }
 
@@ -401,7 +403,6 @@ static void tiny_config(TrainConfig *cfg, const char *data, const char *out) {
     cfg->threads = 2;
     cfg->eval_every = 0;
     cfg->ckpt_every = 0;
-    cfg->quiet = 1;
     cfg->data_path = data;
     cfg->out_path = out;
 }
@@ -420,19 +421,19 @@ static int read_file(const char *path, unsigned char **data, long *size) {
 
 static void test_tiny_model_learns(void **state) {
     (void)state;
+    char err[256];
     char data[128], out[128];
     tmp_path(data, sizeof data, "text.txt");
     tmp_path(out, sizeof out, "tiny.bin");
     write_text(data);
     TrainConfig cfg;
     tiny_config(&cfg, data, out);
-    assert_int_equal(train_run(&cfg, NULL, NULL), TRAIN_OK);
+    assert_int_equal(train_run(&cfg, NULL, NULL, NULL, err, sizeof err), TRAIN_OK);
     GptModel m;
-    char err[256];
     if (gpt_load(&m, out, err, sizeof err) != 0)
         fail_msg("the trained model does not load: %s", err);
     double train_loss, val_loss;
-    assert_int_equal(train_eval(&m, data, 2, &train_loss, &val_loss), 0);
+    assert_int_equal(train_eval(&m, data, 2, &train_loss, &val_loss, err, sizeof err), 0);
     // A uniform guess over the 22 characters costs ln 22 = 3.09 nats; the
     // grammar's words are fixed, so a model that learned them is far below.
     const double bound = 1.2;
@@ -449,6 +450,7 @@ static int stop_at(const TrainProgress *p, void *user) { return p->step == *(int
 
 static void test_resume_is_bit_identical(void **state) {
     (void)state;
+    char err[512];
     char data[128], full[128], pieces[128], ckpt[128];
     tmp_path(data, sizeof data, "text.txt");
     tmp_path(full, sizeof full, "full.bin");
@@ -458,19 +460,19 @@ static void test_resume_is_bit_identical(void **state) {
     TrainConfig cfg;
     tiny_config(&cfg, data, full);
     cfg.iters = 40;
-    assert_int_equal(train_run(&cfg, NULL, NULL), TRAIN_OK);
+    assert_int_equal(train_run(&cfg, NULL, NULL, NULL, err, sizeof err), TRAIN_OK);
 
     // the same run stopped at step 17, then resumed (with another thread count)
     cfg.out_path = pieces;
     cfg.ckpt_path = ckpt;
     int stop = 17;
-    assert_int_equal(train_run(&cfg, stop_at, &stop), TRAIN_STOPPED);
+    assert_int_equal(train_run(&cfg, stop_at, &stop, NULL, err, sizeof err), TRAIN_STOPPED);
     assert_int_equal(access(pieces, F_OK), -1);   // no model before the end
     TrainConfig resume = cfg;
     resume.resume_path = ckpt;
     resume.threads = 1;
     resume.lr = 1.0f;   // ignored: the checkpoint's recipe wins
-    assert_int_equal(train_run(&resume, NULL, NULL), TRAIN_OK);
+    assert_int_equal(train_run(&resume, NULL, NULL, NULL, err, sizeof err), TRAIN_OK);
 
     unsigned char *a, *b;
     long na, nb;
@@ -485,26 +487,61 @@ static void test_resume_is_bit_identical(void **state) {
 }
 
 // ---------------------------------------------------------------------------
+// The model training optimises is the model generate runs: train_forward on
+// tests/fixtures/gpt_a.kvgp against the numpy chapter's model
+// (tests/train_reference.py), the reference gpt_forward is tested against.
+
+static void test_train_forward_matches_numpy(void **state) {
+    (void)state;
+    const char *fix = "tests/fixtures/train_forward.txt";
+    GptModel m;
+    char err[256];
+    if (gpt_load(&m, "tests/fixtures/gpt_a.kvgp", err, sizeof err) != 0) fail_msg("%s", err);
+    int B = 2, T = m.cfg.T, V = m.cfg.V;
+    double *tok = malloc(sizeof(double) * (size_t)B * (T + 1));
+    double *want = malloc(sizeof(double) * (size_t)B * T * V);
+    int32_t *inputs = malloc(sizeof(int32_t) * (size_t)B * T);
+    int32_t *targets = malloc(sizeof(int32_t) * (size_t)B * T);
+    assert_true(tok && want && inputs && targets);
+    assert_int_equal(fixture_array(fix, "train_a_tokens", tok, B * (T + 1)), B * (T + 1));
+    assert_int_equal(fixture_array(fix, "train_a_logits", want, B * T * V), B * T * V);
+    double want_loss;
+    assert_int_equal(fixture_array(fix, "train_a_loss", &want_loss, 1), 1);
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < T; t++) {
+            inputs[b * T + t] = (int32_t)tok[b * (T + 1) + t];
+            targets[b * T + t] = (int32_t)tok[b * (T + 1) + t + 1];
+        }
+    for (int threads = 1; threads <= 2; threads++) {
+        Pool *pool = threads > 1 ? pool_new(threads) : NULL;
+        TrainState *s = train_state_new(m.cfg, B, pool);
+        assert_non_null(s);
+        double loss = train_forward(s, m.params, inputs, targets, B);
+        const float *got = train_state_logits(s);
+        for (int i = 0; i < B * T * V; i++) {
+            double scale = fmax(1.0, fabs(want[i]));
+            if (fabs(got[i] - want[i]) > 1e-4 * scale)
+                fail_msg("%d threads: logits[%d] (sequence %d, row %d, token %d): numpy %.9g, "
+                         "train_forward %.9g", threads, i, i / (T * V), i / V % T, i % V, want[i],
+                         (double)got[i]);
+        }
+        if (fabs(loss - want_loss) > 1e-5 * fabs(want_loss))
+            fail_msg("%d threads: loss: numpy %.9g, train_forward %.9g", threads, want_loss, loss);
+        train_state_free(s);
+        pool_free(pool);
+    }
+    free(tok), free(want), free(inputs), free(targets);
+    gpt_free(&m);
+}
+
+// ---------------------------------------------------------------------------
 // Checkpoints
 
-// Runs train_checkpoint_load with stderr captured; returns its result and
-// the message in msg.
+// Runs train_checkpoint_load; returns its result and the message in msg
+// (empty when it loaded).
 static int load_captured(const char *path, TrainCheckpoint *ck, char *msg, size_t n) {
-    char log[128];
-    tmp_path(log, sizeof log, "stderr.txt");
-    fflush(stderr);
-    int saved = dup(2);
-    FILE *f = freopen(log, "w", stderr);
-    assert_non_null(f);
-    int rc = train_checkpoint_load(path, ck);
-    fflush(stderr);
-    dup2(saved, 2);
-    close(saved);
-    FILE *in = fopen(log, "r");
-    size_t got = in ? fread(msg, 1, n - 1, in) : 0;
-    msg[got] = '\0';
-    if (in) fclose(in);
-    return rc;
+    msg[0] = '\0';
+    return train_checkpoint_load(path, ck, msg, n);
 }
 
 // A small checkpoint with recognisable contents.
@@ -533,7 +570,7 @@ static void test_checkpoint_round_trip_and_corruption(void **state) {
     tmp_path(bad, sizeof bad, "bad.ckpt");
     TrainCheckpoint ck, got;
     make_checkpoint(&ck, 0.5f);
-    assert_int_equal(train_checkpoint_save(path, &ck), 0);
+    assert_int_equal(train_checkpoint_save(path, &ck, msg, sizeof msg), 0);
     assert_int_equal(load_captured(path, &got, msg, sizeof msg), 0);
     assert_int_equal(got.step, 5);
     assert_int_equal(got.rng, 0x1234);
@@ -584,26 +621,20 @@ static void test_interrupted_save_keeps_previous(void **state) {
     make_checkpoint(&old, 1.0f);
     make_checkpoint(&newer, 2.0f);
     newer.step = 6;
-    assert_int_equal(train_checkpoint_save(path, &old), 0);
+    assert_int_equal(train_checkpoint_save(path, &old, msg, sizeof msg), 0);
     // the next save dies half way through the temporary file
     train_checkpoint_fail_after(300);
-    fflush(stderr);
-    int saved = dup(2);
-    FILE *devnull = freopen("/dev/null", "w", stderr);
-    assert_non_null(devnull);
-    int rc = train_checkpoint_save(path, &newer);
-    fflush(stderr);
-    dup2(saved, 2);
-    close(saved);
+    int rc = train_checkpoint_save(path, &newer, msg, sizeof msg);
     train_checkpoint_fail_after(-1);
     assert_int_not_equal(rc, 0);
+    if (!strstr(msg, "keep.ckpt")) fail_msg("expected an error naming keep.ckpt, got \"%s\"", msg);
     assert_int_equal(load_captured(path, &got, msg, sizeof msg), 0);
     assert_int_equal(got.step, 5);
     assert_bits(got.params, old.params, (int64_t)(3 * old.num_params),
                 "checkpoint after an interrupted save");
     train_checkpoint_free(&got);
     // and the next save, over the stale temporary file, succeeds
-    assert_int_equal(train_checkpoint_save(path, &newer), 0);
+    assert_int_equal(train_checkpoint_save(path, &newer, msg, sizeof msg), 0);
     assert_int_equal(load_captured(path, &got, msg, sizeof msg), 0);
     assert_int_equal(got.step, 6);
     train_checkpoint_free(&got);
@@ -613,6 +644,7 @@ static void test_interrupted_save_keeps_previous(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_matmul_fast_equals_plain),
+        cmocka_unit_test(test_train_forward_matches_numpy),
         cmocka_unit_test(test_linear_backward),
         cmocka_unit_test(test_layernorm_backward),
         cmocka_unit_test(test_gelu),

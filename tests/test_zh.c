@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 // Words a Chinese teacher says as they are: the documents' own terms, model
 // and library names, tensor names the documents print, units.
@@ -137,6 +138,32 @@ static void check_run(Buf *bad, const char *env, const char *args, int json_too)
     run_free(&r);
 }
 
+// A command that speaks on stderr (train, eval's errors): both streams checked.
+static void check_run_stderr(Buf *bad, const char *args) {
+    RunResult r = kvdemo_run(args);
+    if (r.status != 0) fail_msg("kvdemo %s: exit %d: %s", args, r.status, r.err);
+    find_english(bad, args, r.err, NULL, 0);
+    find_english(bad, args, r.out, NULL, 0);
+    run_free(&r);
+}
+
+// train (a few steps of a one-block model on a small text, evaluated twice)
+// and eval of the model it wrote.
+static void check_train_and_eval(Buf *bad) {
+    char model[128], ckpt[140], args[512];
+    snprintf(model, sizeof model, "/tmp/kvdemo-zh-%d.bin", (int)getpid());
+    snprintf(ckpt, sizeof ckpt, "%s.ckpt", model);
+    snprintf(args, sizeof args,
+             "train --lang zh --preset tiny --context 16 --embedding 16 --heads 2 --blocks 1 --batch 4 --iters 10 "
+             "--eval-every 5 --threads 1 --data tests/fixtures/corpus_small.txt --out %s",
+             model);
+    check_run_stderr(bad, args);
+    snprintf(args, sizeof args, "eval --lang zh --model %s --data tests/fixtures/corpus_small.txt --threads 1", model);
+    check_run_stderr(bad, args);
+    unlink(model);
+    unlink(ckpt);
+}
+
 static void test_lessons_speak_chinese(void **state) {
     (void)state;
     Buf bad;
@@ -153,6 +180,7 @@ static void test_lessons_speak_chinese(void **state) {
         runs++;
     }
     check_run(&bad, "LANG=zh_CN.UTF-8", "generate --steps 8", 1);
+    check_train_and_eval(&bad);
     // (bench is left out: it always measures 256 tokens and training steps,
     // minutes on a shared machine.)
     char *s = buf_take(&bad);

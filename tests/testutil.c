@@ -481,6 +481,14 @@ const Event *events_find(const Event *e, int n, const char *event, const char *r
 }
 
 // ----------------------------------------------------------------------------
+// Tests by name: TEST='*cache*' runs only the tests whose function name
+// matches the pattern (* and ? as in a shell), in every test program.
+
+__attribute__((constructor)) static void test_filter_from_env(void) {
+    const char *pattern = getenv("TEST");
+    if (pattern && *pattern) cmocka_set_test_filter(pattern);
+}
+
 // Running every lesson quickly
 
 const char *lesson_quick_args(const unsigned char *options, char *buf, size_t size) {

@@ -9,6 +9,7 @@
 #include "options.h"
 #include "toydata.h"
 #include "trace.h"
+#include "checkpoint.h"
 #include "train.h"
 
 #include <fcntl.h>
@@ -57,7 +58,8 @@ int fuzz_checkpoint(const uint8_t *data, size_t size) {
     const char *path = input_file(data, size);
     if (!path) return 1;
     TrainCheckpoint ck;
-    if (train_checkpoint_load(path, &ck) != 0) return 1;
+    char err[512];
+    if (train_checkpoint_load(path, &ck, err, sizeof err) != 0) return 1;
     train_checkpoint_free(&ck);
     return 0;
 }
@@ -77,10 +79,11 @@ int fuzz_text(const uint8_t *data, size_t size) {
     const char *path = input_file(data, size);
     if (!path) return 1;
     TrainText text;
-    int rc = train_text_load(&text, path, NULL, 0);
+    char err[512];
+    int rc = train_text_load(&text, path, NULL, 0, err, sizeof err) != 0;
     if (rc == 0) train_text_free(&text);
     static const uint32_t vocab[] = {'\n', ' ', 'a', 'b', 0x5929};
-    if (train_text_load(&text, path, vocab, 5) == 0) train_text_free(&text);
+    if (train_text_load(&text, path, vocab, 5, err, sizeof err) == 0) train_text_free(&text);
     return rc;
 }
 

@@ -1,0 +1,219 @@
+// checkpoint — a training run saved so that it can resume bit for bit.
+//
+// A checkpoint holds the recipe, the model shape and vocabulary, the step,
+// the batch generator's state, the weights and AdamW's two moment
+// estimates, and a checksum. It is written through fileio's atomic write
+// (PATH.tmp, fsync, rename) so that a run killed while saving leaves the
+// previous checkpoint whole.
+#include "checkpoint.h"
+
+#include "corpus.h"
+#include "fileio.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+// Checkpoints: little-endian, in this order (docs/training.md):
+//   "KVTC", u32 version 1, u32 V T C H L, u32 batch iters warmup,
+//   f32 lr min_lr weight_decay beta1 beta2 eps grad_clip, u64 seed,
+//   u32 step, u64 rng, u64 text_hash, i64 text_tokens, u64 P,
+//   u32 vocab[V], f32 params[P], f32 m[P], f32 v[P],
+//   u64 FNV-1a of every byte before it.
+
+#define CKPT_MAGIC "KVTC"
+#define CKPT_VERSION 1u
+enum { CKPT_HEADER = 4 + 4 + 5 * 4 + 3 * 4 + 7 * 4 + 8 + 4 + 8 + 8 + 8 + 8 };
+
+static long ckpt_fail_after = -1;
+
+void train_checkpoint_fail_after(long bytes) { ckpt_fail_after = bytes; }
+
+typedef struct {
+    FILE *f;
+    uint64_t hash;
+    long written;
+    int failed;
+} CkptWriter;
+
+static void ck_write(CkptWriter *w, const void *data, size_t n) {
+    if (w->failed) return;
+    if (ckpt_fail_after >= 0 && w->written + (long)n > ckpt_fail_after) {
+        // test hook: write the part that fits, then stop as a killed process would
+        size_t part = (size_t)(ckpt_fail_after - w->written);
+        fwrite(data, 1, part, w->f);
+        fflush(w->f);
+        w->failed = 2;
+        return;
+    }
+    w->hash = fnv1a(w->hash, data, n);
+    if (fwrite(data, 1, n, w->f) != n) w->failed = 1;
+    w->written += (long)n;
+}
+static void ck_u32(CkptWriter *w, uint32_t x) { ck_write(w, &x, 4); }
+static void ck_u64(CkptWriter *w, uint64_t x) { ck_write(w, &x, 8); }
+static void ck_f32(CkptWriter *w, float x) { ck_write(w, &x, 4); }
+
+int train_checkpoint_save(const char *path, const TrainCheckpoint *ck, char *err, size_t errlen) {
+    char why[512];
+    if (!fileio_host_is_little_endian())
+        return fileio_fail(err, errlen, "checkpoints are little-endian; this machine is not");
+    AtomicFile a;
+    if (fileio_open(&a, path, why, sizeof why) != 0)
+        return fileio_fail(err, errlen, "cannot write the checkpoint: %s", why);
+    CkptWriter w = {a.f, FNV_START, 0, 0};
+    const TrainConfig *c = &ck->cfg;
+    ck_write(&w, CKPT_MAGIC, 4);
+    ck_u32(&w, CKPT_VERSION);
+    ck_u32(&w, (uint32_t)c->model.V);
+    ck_u32(&w, (uint32_t)c->model.T);
+    ck_u32(&w, (uint32_t)c->model.C);
+    ck_u32(&w, (uint32_t)c->model.H);
+    ck_u32(&w, (uint32_t)c->model.L);
+    ck_u32(&w, (uint32_t)c->batch);
+    ck_u32(&w, (uint32_t)c->iters);
+    ck_u32(&w, (uint32_t)c->warmup);
+    ck_f32(&w, c->lr);
+    ck_f32(&w, c->min_lr);
+    ck_f32(&w, c->weight_decay);
+    ck_f32(&w, c->beta1);
+    ck_f32(&w, c->beta2);
+    ck_f32(&w, c->eps);
+    ck_f32(&w, c->grad_clip);
+    ck_u64(&w, c->seed);
+    ck_u32(&w, (uint32_t)ck->step);
+    ck_u64(&w, ck->rng);
+    ck_u64(&w, ck->text_hash);
+    ck_u64(&w, (uint64_t)ck->text_tokens);
+    ck_u64(&w, (uint64_t)ck->num_params);
+    ck_write(&w, ck->vocab, sizeof(uint32_t) * (size_t)c->model.V);
+    ck_write(&w, ck->params, sizeof(float) * ck->num_params);
+    ck_write(&w, ck->m, sizeof(float) * ck->num_params);
+    ck_write(&w, ck->v, sizeof(float) * ck->num_params);
+    uint64_t sum = w.hash;
+    ck_u64(&w, sum);
+    if (w.failed == 2) {   // the test hook: leave the partial temp file, as a crash would
+        fclose(a.f);
+        a.f = NULL;
+        free(a.tmp);
+        a.tmp = NULL;
+        fileio_abort(&a);
+        return fileio_fail(err, errlen, "checkpoint save to %s interrupted", path);
+    }
+    if (fileio_commit(&a, why, sizeof why) != 0)
+        return fileio_fail(err, errlen, "cannot write the checkpoint: %s", why);
+    return 0;
+}
+
+int train_checkpoint_load(const char *path, TrainCheckpoint *ck, char *err, size_t errlen) {
+    memset(ck, 0, sizeof(*ck));
+    char why_open[512], shape_err[160], recipe[300];
+    uint64_t size = 0;
+    FILE *f = fileio_open_read(path, &size, why_open, sizeof why_open);
+    if (!f) return fileio_fail(err, errlen, "cannot read the checkpoint: %s", why_open);
+    // The header first: the magic, the sizes and the recipe are checked, and
+    // the file's length against them, before the rest is read.
+    unsigned char h[CKPT_HEADER];
+    unsigned char *buf = NULL;
+    const char *why = NULL;
+    TrainConfig *c = &ck->cfg;
+    uint64_t P = 0;
+    if (!fileio_host_is_little_endian())
+        why = "checkpoints are little-endian; this machine is not";
+    else if (size < CKPT_HEADER + 8)
+        why = "too short to be a checkpoint (truncated?)";
+    else if (fread(h, 1, CKPT_HEADER, f) != CKPT_HEADER)
+        why = "read error";
+    else if (memcmp(h, CKPT_MAGIC, 4) != 0)
+        why = "wrong magic (not a kvdemo training checkpoint)";
+    else if (le_get_u32(h + 4) != CKPT_VERSION)
+        why = "unsupported version (expected 1)";
+    if (!why) {
+        const unsigned char *q = h + 8;
+        uint32_t sizes[8];
+        for (int i = 0; i < 8; i++) sizes[i] = le_get_u32(q + 4 * i);
+        c->model.V = (int)sizes[0];
+        c->model.T = (int)sizes[1];
+        c->model.C = (int)sizes[2];
+        c->model.H = (int)sizes[3];
+        c->model.L = (int)sizes[4];
+        c->batch = (int)sizes[5];
+        c->iters = (int)sizes[6];
+        c->warmup = (int)sizes[7];
+        c->lr = le_get_f32(q + 32);
+        c->min_lr = le_get_f32(q + 36);
+        c->weight_decay = le_get_f32(q + 40);
+        c->beta1 = le_get_f32(q + 44);
+        c->beta2 = le_get_f32(q + 48);
+        c->eps = le_get_f32(q + 52);
+        c->grad_clip = le_get_f32(q + 56);
+        c->seed = le_get_u64(q + 60);
+        uint32_t step = le_get_u32(q + 68);
+        ck->step = (int)step;
+        ck->rng = le_get_u64(q + 72);
+        ck->text_hash = le_get_u64(q + 80);
+        ck->text_tokens = (int64_t)le_get_u64(q + 88);
+        P = le_get_u64(q + 96);
+        GptConfig g = c->model;
+        int too_big = step > 0x7fffffff;
+        for (int i = 0; i < 8; i++) too_big |= sizes[i] > 0x7fffffff;
+        if (too_big)
+            why = "sizes or step counts out of range";
+        else if (gpt_check_config(g, shape_err, sizeof shape_err) != 0)
+            why = shape_err;   // the model file's own limits
+        else if (c->batch < 1 || c->iters < 1 || c->warmup < 0 || ck->step < 0 || ck->step > c->iters)
+            why = "training step counts out of range";
+        else if (train_config_check(c, recipe, sizeof recipe) != 0)
+            why = recipe;
+        else if (P != gpt_num_params(g))
+            why = "parameter count does not match the model sizes";
+        else if (size != CKPT_HEADER + 4ull * g.V + 12ull * P + 8)
+            why = size < CKPT_HEADER + 4ull * g.V + 12ull * P + 8
+                      ? "file is shorter than its sizes say (truncated)"
+                      : "file is longer than its sizes say (trailing bytes)";
+    }
+    // Then the rest, whose length the header now vouches for.
+    if (!why && !(buf = malloc((size_t)size)))
+        why = "out of memory";
+    if (!why) {
+        memcpy(buf, h, CKPT_HEADER);
+        if (fread(buf + CKPT_HEADER, 1, (size_t)size - CKPT_HEADER, f) != (size_t)size - CKPT_HEADER)
+            why = "read error";
+    }
+    fclose(f);
+    const unsigned char *p = buf;
+    if (!why && fnv1a(FNV_START, p, (size_t)size - 8) != le_get_u64(p + size - 8))
+        why = "checksum mismatch (the file is corrupted)";
+    if (!why) {
+        ck->num_params = (size_t)P;
+        ck->vocab = malloc(sizeof(uint32_t) * (size_t)c->model.V);
+        ck->params = malloc(sizeof(float) * (size_t)P * 3);
+        if (!ck->vocab || !ck->params) why = "out of memory";
+    }
+    if (!why) {
+        memcpy(ck->vocab, p + CKPT_HEADER, sizeof(uint32_t) * (size_t)c->model.V);
+        memcpy(ck->params, p + CKPT_HEADER + 4 * (size_t)c->model.V, sizeof(float) * (size_t)P * 3);
+        ck->m = ck->params + P;
+        ck->v = ck->params + 2 * P;
+        for (int i = 0; i < c->model.V && !why; i++)
+            if (ck->vocab[i] > 0x10FFFF || (i > 0 && ck->vocab[i] <= ck->vocab[i - 1]))
+                why = "vocabulary is not sorted distinct code points";
+        for (uint64_t i = 0; i < 3 * P && !why; i++)
+            if (!isfinite(ck->params[i])) why = "weights or optimizer state hold NaN or infinity";
+    }
+    free(buf);
+    if (why) {
+        fileio_fail(err, errlen, "checkpoint %s rejected: %s", path, why);
+        train_checkpoint_free(ck);
+        return -1;
+    }
+    return 0;
+}
+
+void train_checkpoint_free(TrainCheckpoint *ck) {
+    free(ck->vocab);
+    free(ck->params);   // m and v live in the same allocation
+    memset(ck, 0, sizeof(*ck));
+}
+

@@ -1,0 +1,156 @@
+// corpus — the training text as tokens: UTF-8 decoded into code points, the
+// vocabulary their sorted distinct values, the split into training and
+// validation, and the text's fingerprint that a checkpoint keeps.
+#include "corpus.h"
+
+#include "utf8.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static int vocab_find(const uint32_t *vocab, int V, uint32_t cp) {
+    int lo = 0, hi = V - 1;
+    while (lo <= hi) {
+        int mid = (lo + hi) / 2;
+        if (vocab[mid] == cp) return mid;
+        if (vocab[mid] < cp) lo = mid + 1; else hi = mid - 1;
+    }
+    return -1;
+}
+
+int train_text_load(TrainText *text, const char *path, const uint32_t *vocab, int V, char *err,
+                    size_t errlen) {
+    memset(text, 0, sizeof(*text));
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
+        return -1;
+    }
+    // A file beyond the limit is refused before it is read (a pipe, whose
+    // size is unknown, when the limit is passed).
+    struct stat st;
+    if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size > TRAIN_MAX_TEXT_BYTES) {
+        snprintf(err, errlen, "%s is %llu bytes; a training text may hold at most %llu MiB", path,
+                 (unsigned long long)st.st_size, TRAIN_MAX_TEXT_BYTES >> 20);
+        fclose(f);
+        return -1;
+    }
+    unsigned char *bytes = NULL;
+    size_t n = 0, cap = 0;
+    for (;;) {
+        if (n > TRAIN_MAX_TEXT_BYTES) {
+            snprintf(err, errlen, "%s holds more than %llu MiB; a training text may hold at most that",
+                     path, TRAIN_MAX_TEXT_BYTES >> 20);
+            free(bytes);
+            fclose(f);
+            return -1;
+        }
+        if (n == cap) {
+            cap = cap ? 2 * cap : 1 << 20;
+            unsigned char *nb = realloc(bytes, cap);
+            if (!nb) {
+                snprintf(err, errlen, "out of memory reading %s", path);
+                free(bytes);
+                fclose(f);
+                return -1;
+            }
+            bytes = nb;
+        }
+        size_t got = fread(bytes + n, 1, cap - n, f);
+        n += got;
+        if (got == 0) break;
+    }
+    int bad = ferror(f);
+    fclose(f);
+    if (bad) {
+        snprintf(err, errlen, "error reading %s", path);
+        free(bytes);
+        return -1;
+    }
+    uint32_t *cps = malloc(sizeof(uint32_t) * (n + 1));
+    text->tokens = malloc(sizeof(int32_t) * (n + 1));
+    if (!cps || !text->tokens) {
+        snprintf(err, errlen, "out of memory reading %s", path);
+        free(bytes);
+        free(cps);
+        train_text_free(text);
+        return -1;
+    }
+    int64_t count = 0;
+    for (size_t i = 0; i < n;) {
+        int len = utf8_decode(&cps[count], bytes + i, n - i);
+        if (len == 0) {
+            snprintf(err, errlen, "%s is not valid UTF-8 (byte %zu)", path, i);
+            free(bytes);
+            free(cps);
+            train_text_free(text);
+            return -1;
+        }
+        i += (size_t)len;
+        count++;
+    }
+    free(bytes);
+    if (vocab) {
+        text->vocab = malloc(sizeof(uint32_t) * (size_t)V);
+        if (text->vocab) memcpy(text->vocab, vocab, sizeof(uint32_t) * (size_t)V);
+        text->V = V;
+    } else {
+        // the sorted distinct code points: sort a copy, keep the first of each run
+        text->vocab = malloc(sizeof(uint32_t) * (size_t)(count + 1));
+        if (text->vocab) {
+            memcpy(text->vocab, cps, sizeof(uint32_t) * (size_t)count);
+            qsort(text->vocab, (size_t)count, sizeof(uint32_t), utf8_cmp);
+            int v = 0;
+            for (int64_t i = 0; i < count; i++)
+                if (v == 0 || text->vocab[v - 1] != text->vocab[i])
+                    text->vocab[v++] = text->vocab[i];
+            text->V = v;
+        }
+    }
+    if (!text->vocab) {
+        snprintf(err, errlen, "out of memory reading %s", path);
+        free(cps);
+        train_text_free(text);
+        return -1;
+    }
+    for (int64_t i = 0; i < count; i++) {
+        int id = vocab_find(text->vocab, text->V, cps[i]);
+        if (id < 0) {
+            snprintf(err, errlen, "%s: character U+%04X at position %lld is not in the model's "
+                            "vocabulary", path, (unsigned)cps[i], (long long)i);
+            free(cps);
+            train_text_free(text);
+            return -1;
+        }
+        text->tokens[i] = id;
+    }
+    text->n = count;
+    free(cps);
+    return 0;
+}
+
+void train_text_free(TrainText *text) {
+    free(text->vocab);
+    free(text->tokens);
+    memset(text, 0, sizeof(*text));
+}
+
+
+int64_t train_text_split(const TrainText *text) { return text->n * 9 / 10; }
+
+uint64_t fnv1a(uint64_t h, const void *data, size_t n) {
+    const unsigned char *p = data;
+    for (size_t i = 0; i < n; i++) {
+        h ^= p[i];
+        h *= 0x100000001B3ull;
+    }
+    return h;
+}
+
+uint64_t train_text_hash(const TrainText *text) {
+    uint64_t h = fnv1a(FNV_START, text->vocab, sizeof(uint32_t) * (size_t)text->V);
+    return fnv1a(h, text->tokens, sizeof(int32_t) * (size_t)text->n);
+}

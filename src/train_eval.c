@@ -1,0 +1,109 @@
+// train_eval — measuring a char GPT with training's forward pass: its loss
+// on the text (the `eval` command and the validation estimate of training)
+// and the speed of whole training steps (`bench`).
+//
+// Legend as in train.h: B batch, T context, V vocabulary, P parameters.
+#include "train.h"
+
+#include "rng.h"
+#include "timer.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int train_eval(const GptModel *model, const char *data_path, int threads, double *train_loss,
+               double *val_loss, char *err, size_t errlen) {
+    return train_eval_progress(model, data_path, threads, train_loss, val_loss, NULL, NULL, err, errlen);
+}
+
+int train_eval_progress(const GptModel *model, const char *data_path, int threads, double *train_loss,
+                        double *val_loss, TrainEvalProgressFn progress, void *user, char *err,
+                        size_t errlen) {
+    TrainText text;
+    if (train_text_load(&text, data_path, model->vocab, model->cfg.V, err, errlen) != 0) return -1;
+    GptConfig g = model->cfg;
+    int64_t n_train = train_text_split(&text);
+    if (n_train < g.T + 1 || text.n - n_train < g.T + 1) {
+        snprintf(err, errlen, "%s is too short: each split needs more than %d characters",
+                 data_path, g.T);
+        train_text_free(&text);
+        return -1;
+    }
+    int B = 8;
+    Pool *pool = pool_new(threads);
+    TrainState *s = pool ? train_state_new(g, B, pool) : NULL;
+    int32_t *io = malloc(sizeof(int32_t) * 2 * (size_t)B * g.T);
+    if (!s || !io) {
+        snprintf(err, errlen, "out of memory for evaluation");
+        free(io);
+        train_state_free(s);
+        pool_free(pool);
+        train_text_free(&text);
+        return -1;
+    }
+    int64_t val_windows = (text.n - n_train - 1) / g.T;
+    int64_t train_windows = (n_train - 1) / g.T < val_windows ? (n_train - 1) / g.T : val_windows;
+    int64_t total = (val_loss ? val_windows : 0) + (train_loss ? train_windows : 0);
+    if (val_loss)
+        *val_loss = train_loss_windows_progress(s, model->params, text.tokens, n_train, text.n, 0, io,
+                                               io + B * g.T, progress, user, 0, total);
+    // the training split is 9 times longer: as many windows as validation
+    // has, spread evenly over it, give the same precision in a tenth of the time
+    if (train_loss)
+        *train_loss = train_loss_windows_progress(s, model->params, text.tokens, 0, n_train, val_windows,
+                                                 io, io + B * g.T, progress, user,
+                                                 val_loss ? val_windows : 0, total);
+    free(io);
+    train_state_free(s);
+    pool_free(pool);
+    train_text_free(&text);
+    return 0;
+}
+
+// ---------------------------------------------------------------------------
+// The speed of training, for `make bench`: whole steps (forward, backward,
+// AdamW) on random tokens, after one step that is not timed (first touch of
+// the memory).
+
+int train_benchmark(GptConfig cfg, int B, int steps, int threads, double *tokens_per_s, char *err,
+                    size_t errlen) {
+    TrainConfig r;
+    train_config_default(&r, "seed");
+    size_t P = gpt_num_params(cfg);
+    Pool *pool = pool_new(threads);
+    TrainState *s = pool ? train_state_new(cfg, B, pool) : NULL;
+    float *memory = malloc(sizeof(float) * 4 * P);
+    uint8_t *decay = malloc(P);
+    double *partial = malloc(sizeof(double) * train_adamw_scratch(P));
+    int32_t *io = malloc(sizeof(int32_t) * 2 * (size_t)B * cfg.T);
+    int status = -1;
+    float *params = memory, *grads = memory + P, *m = memory + 2 * P, *v = memory + 3 * P;
+    if (s && memory && decay && partial && io && train_decay_mask(decay, params, cfg) == 0 &&
+        train_init_params(params, cfg, 1) == 0) {
+        memset(m, 0, sizeof(float) * 2 * P);   // m and v
+        uint64_t rng = 1;
+        for (size_t i = 0; i < 2 * (size_t)B * cfg.T; i++)
+            io[i] = (int32_t)(rng_next(&rng) % (uint64_t)cfg.V);
+        double t0 = 0.0;
+        for (int step = 0; step <= steps; step++) {
+            if (step == 1) t0 = timer_now();
+            train_forward(s, params, io, io + (size_t)B * cfg.T, B);
+            memset(grads, 0, sizeof(float) * P);
+            train_backward(s, grads, params, io, io + (size_t)B * cfg.T, B);
+            train_adamw_update(params, m, v, grads, decay, partial, &r, r.lr, step, pool, P);
+        }
+        *tokens_per_s = steps > 0 ? (double)steps * B * cfg.T / (timer_now() - t0) : 0.0;
+        status = 0;
+    } else {
+        snprintf(err, errlen, "out of memory for the training benchmark");
+    }
+    free(io);
+    free(partial);
+    free(decay);
+    free(memory);
+    train_state_free(s);
+    pool_free(pool);
+    return status;
+}

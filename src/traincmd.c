@@ -1,0 +1,335 @@
+// traincmd — the commands `kvdemo train` and `kvdemo eval`: the options made
+// into a recipe, and everything they print. train_run and train_eval print
+// nothing; they call back after each step (each batch of windows), and the
+// commands here decide what a person sees, in English or Chinese:
+//
+//   on a terminal   one progress line rewritten in place, and a line that
+//                   stays for each evaluation, as nanoGPT's log has:
+//                     step 100: train loss 2.4816, val loss 2.5027
+//   on a pipe       a log line every 10 steps and the same evaluation lines
+//   --log FILE      the curve as CSV, one row per evaluation, written whole
+//                   or not at all (fileio), for a spreadsheet or a plot
+//
+// Everything goes to stderr but eval's result, which goes to stdout.
+#include "gptcmd.h"
+
+#include "fileio.h"
+#include "gptsetup.h"
+#include "kvcmd.h"
+#include "paths.h"
+#include "timer.h"
+#include "train.h"
+#include "utf8.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+// The corpus: --data FILE, else data/tinyshakespeare.txt (from `make data`).
+static const char *corpus_path(const Options *opt, const Trace *tr, char *buf, size_t size) {
+    if (opt->data_path) return opt->data_path;
+    const char *p = paths_shipped("data/tinyshakespeare.txt", buf, size);
+    if (access(p, R_OK) != 0) {
+        fprintf(stderr, "kvdemo: %s\n",
+                trace_text(tr, "no training text: give --data FILE, or run `make data` to download tinyshakespeare",
+                           "没有训练文本：请用 --data FILE 指定，或运行 `make data` 下载 tinyshakespeare"));
+        return NULL;
+    }
+    return p;
+}
+
+// A file the command reads (the text, a checkpoint) that cannot be read is
+// said here, in the run's language, before the library would say it in
+// English. Returns 0 when path can be read.
+static int check_readable(const Trace *tr, const char *what_en, const char *what_zh, const char *path) {
+    if (access(path, R_OK) == 0) return 0;
+    int e = errno;
+    if (tr->lang == LANG_ZH)
+        fprintf(stderr, "kvdemo: 无法读取%s %s：%s\n", what_zh, path,
+                e == ENOENT ? "文件不存在" : e == EACCES ? "没有读取权限" : strerror(e));
+    else
+        fprintf(stderr, "kvdemo: cannot read %s %s: %s\n", what_en, path, strerror(e));
+    return -1;
+}
+
+// 9s, 1m05s, 2h10m; "--" when unknown.
+static void format_duration(char *out, size_t n, double s) {
+    if (!(s >= 0) || s > 1e7) {
+        snprintf(out, n, "--");
+        return;
+    }
+    long t = (long)(s + 0.5);
+    if (t >= 3600) snprintf(out, n, "%ldh%02ldm", t / 3600, t / 60 % 60);
+    else if (t >= 60) snprintf(out, n, "%ldm%02lds", t / 60, t % 60);
+    else snprintf(out, n, "%lds", t);
+}
+
+// Columns of the terminal on stderr (COLUMNS, else 80).
+static int stderr_width(void) {
+    struct winsize ws;
+    if (ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col >= 20) return ws.ws_col;
+    const char *c = getenv("COLUMNS");
+    int n = c ? atoi(c) : 0;
+    return n >= 20 ? n : 80;
+}
+
+// Draws line over the progress line, cut to fit width - 1 columns (a
+// Chinese character takes two): a line that wrapped would leave its first
+// rows behind at each redraw.
+static void draw_progress(const char *line, int width) {
+    const unsigned char *p = (const unsigned char *)line;
+    size_t left = strlen(line), keep = 0;
+    int cols = 0;
+    while (keep < left) {
+        uint32_t cp;
+        int len = utf8_decode(&cp, p + keep, left - keep);
+        if (len <= 0) len = 1;
+        char one[8] = {0};
+        memcpy(one, p + keep, (size_t)len);
+        int w = utf8_width(one);
+        if (cols + w > width - 1) break;
+        cols += w;
+        keep += (size_t)len;
+    }
+    fprintf(stderr, "\r\033[K%.*s", (int)keep, line);
+}
+
+// ----------------------------------------------------------------------------
+// kvdemo train
+
+typedef struct {
+    const Trace *tr;
+    const char *data_path;
+    int tty;              // stderr is a terminal
+    int width;            // its columns
+    int line_open;        // a progress line is on the terminal, not ended by a newline
+    double last_draw;     // when it was drawn (elapsed seconds)
+    AtomicFile *log;      // --log FILE, or NULL
+    int started;          // the starting call came
+} TrainView;
+
+static void end_line(TrainView *v) {
+    if (v->line_open) fputc('\n', stderr);
+    v->line_open = 0;
+}
+
+static void say_start(const TrainView *v, const TrainProgress *p) {
+    const GptConfig *g = &p->model;
+    int zh = v->tr->lang == LANG_ZH;
+    if (zh)
+        fprintf(stderr, "kvdemo 训练：%s，%lld 个字符，词表 %d 个字符；上下文 %d，嵌入 %d，%d 个头，%d 个块，共 %zu 个参数；"
+                        "每步 %d × %d 个 token，共 %d 步%s；%d 个线程\n",
+                v->data_path, (long long)p->text_chars, g->V, g->T, g->C, g->H, g->L, p->num_params, p->batch, g->T,
+                p->iters, p->first_step ? "（接着检查点训练）" : "", p->threads);
+    else
+        fprintf(stderr, "kvdemo train: %s, %lld characters, vocabulary %d; context %d, embedding %d, heads %d, "
+                        "blocks %d: %zu parameters; batch %d x %d, %d steps%s, %d thread%s\n",
+                v->data_path, (long long)p->text_chars, g->V, g->T, g->C, g->H, g->L, p->num_params, p->batch, g->T,
+                p->iters, p->first_step ? " (resumed)" : "", p->threads, p->threads == 1 ? "" : "s");
+    if (p->first_step) {
+        if (zh) fprintf(stderr, "从第 %d 步接着训练（共 %d 步）\n", p->first_step, p->iters);
+        else fprintf(stderr, "resuming at step %d of %d\n", p->first_step, p->iters);
+    }
+}
+
+static int on_train_step(const TrainProgress *p, void *user) {
+    TrainView *v = user;
+    int zh = v->tr->lang == LANG_ZH;
+    if (p->starting) {
+        v->started = 1;
+        say_start(v, p);
+        fflush(stderr);
+        return 0;
+    }
+    char el[32], eta[32], val[32];
+    format_duration(el, sizeof el, p->elapsed_s);
+    format_duration(eta, sizeof eta, p->eta_s);
+    if (isnan(p->val_loss)) snprintf(val, sizeof val, "-");
+    else snprintf(val, sizeof val, "%.4f", p->val_loss);
+    if (p->evaluated) {
+        // The line that stays: step, train loss, val loss (nanoGPT's).
+        if (v->tty) fputs("\r\033[K", stderr);
+        v->line_open = 0;
+        if (zh)
+            fprintf(stderr, "第 %d 步：训练集损失 %.4f，验证集损失 %.4f\n", p->step, p->train_loss, p->val_loss);
+        else
+            fprintf(stderr, "step %d: train loss %.4f, val loss %.4f\n", p->step, p->train_loss, p->val_loss);
+        if (v->log)
+            fprintf(v->log->f, "%d,%.6f,%.6f,%.6f,%.6g,%.3f\n", p->step, p->train_loss, p->val_loss, p->loss,
+                    p->lr, p->elapsed_s);
+    }
+    if (v->tty) {
+        // at most 10 redraws a second
+        if (p->evaluated || p->step == p->iters || p->elapsed_s - v->last_draw >= 0.1) {
+            char line[512];
+            if (zh)
+                snprintf(line, sizeof line, "第 %d/%d 步 损失 %.4f 验证 %s 学习率 %.1e %.0f token/秒 剩余 %s", p->step,
+                         p->iters, p->loss, val, p->lr, p->tokens_per_s, eta);
+            else
+                snprintf(line, sizeof line, "step %d/%d loss %.4f val %s lr %.1e %.0f tok/s ETA %s", p->step,
+                         p->iters, p->loss, val, p->lr, p->tokens_per_s, eta);
+            draw_progress(line, v->width);
+            v->line_open = 1;
+            v->last_draw = p->elapsed_s;
+        }
+    } else if (p->step % 10 == 0 || p->step == p->iters) {
+        if (zh)
+            fprintf(stderr, "第 %d/%d 步 损失 %.4f 验证 %s 学习率 %.2e 梯度范数 %.3f 每秒 %.0f 个 token 已用 %s 剩余 %s\n",
+                    p->step, p->iters, p->loss, val, p->lr, p->grad_norm, p->tokens_per_s, el, eta);
+        else
+            fprintf(stderr, "step %d/%d loss %.4f val %s lr %.2e norm %.3f %.0f tok/s elapsed %s ETA %s\n", p->step,
+                    p->iters, p->loss, val, p->lr, p->grad_norm, p->tokens_per_s, el, eta);
+    }
+    fflush(stderr);
+    return 0;
+}
+
+int gptcmd_train(const Options *opt, Trace *tr) {
+    if (!opt->out_path) {
+        fprintf(stderr, "kvdemo: %s\n",
+                trace_text(tr, "train needs --out FILE, the model to write (e.g. --out data/my-gpt.bin)",
+                           "`kvdemo train` 需要 --out FILE，即训练好的模型写到哪里（例如 --out data/my-gpt.bin）"));
+        return 2;
+    }
+    TrainConfig cfg;
+    const char *preset = opt->preset ? opt->preset : "seed";
+    if (train_config_default(&cfg, preset)) {
+        if (tr->lang == LANG_ZH) fprintf(stderr, "kvdemo: 没有预设 '%s'；可选 seed、tiny\n", preset);
+        else fprintf(stderr, "kvdemo: unknown preset '%s'; valid: seed, tiny\n", preset);
+        return 2;
+    }
+    char buf[4096];
+    cfg.data_path = corpus_path(opt, tr, buf, sizeof buf);
+    if (!cfg.data_path || check_readable(tr, "the training text", "训练文本", cfg.data_path)) return 1;
+    if (opt->resume_path && check_readable(tr, "the checkpoint", "检查点", opt->resume_path)) return 1;
+    cfg.out_path = opt->out_path;
+    cfg.resume_path = opt->resume_path;
+    if (opt->context) cfg.model.T = opt->context;
+    if (opt->embedding) cfg.model.C = opt->embedding;
+    if (opt->heads) cfg.model.H = opt->heads;
+    if (opt->blocks) cfg.model.L = opt->blocks;
+    if (cfg.model.C % cfg.model.H != 0) {
+        if (tr->lang == LANG_ZH)
+            fprintf(stderr, "kvdemo: --embedding %d 不能被 --heads %d 整除；请选能整除的大小（例如 384 和 6）\n",
+                    cfg.model.C, cfg.model.H);
+        else
+            fprintf(stderr, "kvdemo: --embedding %d is not divisible by --heads %d; pick sizes where it is (e.g. 384 and 6)\n",
+                    cfg.model.C, cfg.model.H);
+        return 2;
+    }
+    if (opt->iters) cfg.iters = opt->iters;
+    if (opt->batch) cfg.batch = opt->batch;
+    if (opt->lr > 0) cfg.lr = (float)opt->lr;
+    if (cfg.min_lr > cfg.lr) cfg.min_lr = cfg.lr;
+    if (opt->eval_every) cfg.eval_every = cfg.ckpt_every = opt->eval_every;
+    if (opt->given_seed) cfg.seed = opt->seed;
+    if (cfg.warmup > cfg.iters) cfg.warmup = cfg.iters / 10;
+    cfg.threads = opt->threads;
+
+    int tty = isatty(STDERR_FILENO);
+    TrainView view = {tr, cfg.data_path, tty, tty ? stderr_width() : 80, 0, -1.0, NULL, 0};
+    AtomicFile log;
+    char err[1024];
+    if (opt->log_path) {
+        // opened before the work, so that a log that cannot be written is
+        // said at once; committed when the run ends, however it ends
+        if (fileio_open(&log, opt->log_path, err, sizeof err) != 0) {
+            fprintf(stderr, "kvdemo: %s: %s\n", trace_text(tr, "cannot write the log", "无法写入日志"), err);
+            return 1;
+        }
+        fprintf(log.f, "step,train_loss,val_loss,batch_loss,lr,elapsed_s\n");
+        view.log = &log;
+    }
+    TrainResult res;
+    int status = train_run(&cfg, on_train_step, &view, &res, err, sizeof err);
+    end_line(&view);
+    int zh = tr->lang == LANG_ZH;
+    if (status == TRAIN_FAILED) fprintf(stderr, "kvdemo: %s\n", err);
+    if (view.log) {
+        char why[1024];
+        if (!view.started) fileio_abort(&log);
+        else if (fileio_commit(&log, why, sizeof why) != 0) {
+            fprintf(stderr, "kvdemo: %s: %s\n", trace_text(tr, "cannot write the log", "无法写入日志"), why);
+            if (status == TRAIN_OK) status = TRAIN_FAILED;
+        }
+    }
+    if (status == TRAIN_STOPPED) {
+        if (zh)
+            fprintf(stderr, "在第 %d 步停下（共 %d 步）；检查点 %s（用 --resume %s 接着训练）\n", res.step, cfg.iters,
+                    res.ckpt_path, res.ckpt_path);
+        else
+            fprintf(stderr, "stopped at step %d of %d; checkpoint %s (continue with --resume %s)\n", res.step,
+                    cfg.iters, res.ckpt_path, res.ckpt_path);
+    } else if (status == TRAIN_OK) {
+        char el[32];
+        format_duration(el, sizeof el, res.elapsed_s);
+        if (zh)
+            fprintf(stderr, "完成：%d 步，用时 %s（每秒 %.0f 个 token），最后一批的损失 %.4f，验证集损失 %.4f；模型已写入 %s\n",
+                    res.step - res.first_step, el, res.tokens_per_s, res.loss, res.val_loss, opt->out_path);
+        else
+            fprintf(stderr, "done: %d steps in %s (%.0f tokens/s), last batch loss %.4f, validation estimate %.4f; "
+                            "model written to %s\n",
+                    res.step - res.first_step, el, res.tokens_per_s, res.loss, res.val_loss, opt->out_path);
+    }
+    return status == TRAIN_OK ? 0 : 1;
+}
+
+// ----------------------------------------------------------------------------
+// kvdemo eval
+
+typedef struct {
+    const Trace *tr;
+    double last_draw;
+    int drawn;
+} EvalView;
+
+static void on_eval_batch(int64_t done, int64_t total, void *user) {
+    EvalView *v = user;
+    double now = timer_now();
+    if (done < total && now - v->last_draw < 0.1) return;
+    v->last_draw = now;
+    v->drawn = 1;
+    double pct = total > 0 ? 100.0 * (double)done / (double)total : 100.0;
+    if (v->tr->lang == LANG_ZH)
+        fprintf(stderr, "\r\033[K评估：第 %lld / %lld 个窗口（%.0f%%）", (long long)done, (long long)total, pct);
+    else
+        fprintf(stderr, "\r\033[Keval: %lld of %lld windows (%.0f%%)", (long long)done, (long long)total, pct);
+    fflush(stderr);
+}
+
+int gptcmd_eval(const Options *opt, Trace *tr) {
+    if (opt->kv_dtype) return kvcmd_eval(opt);   // through the cache (lesson 12)
+    GptModel m;
+    int rc = gptsetup_model(&m, opt, 0, NULL);
+    if (rc) return rc;
+    char buf[4096];
+    const char *data = corpus_path(opt, tr, buf, sizeof buf);
+    double train_loss, val_loss;
+    char err[512];
+    if (!data || check_readable(tr, "the text", "文本", data)) {
+        gpt_free(&m);
+        return 1;
+    }
+    // A progress line on a terminal only: a pipe gets the result alone.
+    EvalView view = {tr, -1.0, 0};
+    int tty = isatty(STDERR_FILENO);
+    rc = train_eval_progress(&m, data, opt->threads, &train_loss, &val_loss, tty ? on_eval_batch : NULL, &view,
+                             err, sizeof err);
+    if (view.drawn) fputs("\r\033[K", stderr);
+    gpt_free(&m);
+    if (rc) {
+        fprintf(stderr, "kvdemo: %s\n", err);
+        return 1;
+    }
+    if (tr->lang == LANG_ZH)
+        printf("训练集损失 %.4f，验证集损失 %.4f（每个字符的交叉熵，单位奈特；训练集是 %s 的前 90%%，验证集是后 10%%）\n",
+               train_loss, val_loss, data);
+    else
+        printf("train loss %.4f, validation loss %.4f (nats per character; the first 90%% and the last 10%% of %s)\n",
+               train_loss, val_loss, data);
+    return 0;
+}
