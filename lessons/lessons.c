@@ -14,8 +14,9 @@
 #include <string.h>
 
 #define O(x) [OPT_##x] = 1
-// Every lesson speaks through the trace: text or JSON, English or Chinese.
-#define TRACE_FORM O(FORMAT), O(LANG)
+// Every lesson speaks through the trace: text or JSON, English or Chinese,
+// fitted to a screen's width (--width).
+#define TRACE_FORM O(FORMAT), O(LANG), O(WIDTH)
 // Printed tensors: how many, with how many decimals.
 #define TENSORS O(TRACE), O(PRECISION)
 #define CACHE_RUNS O(CACHE), O(NO_CACHE)
@@ -68,7 +69,7 @@ const Lesson LESSONS[] = {
      "tiled attention with an online softmax, equal to the plain one; the HBM/SRAM traffic of both",
      "分块注意力与在线 softmax，结果与普通注意力相同；两者的 HBM/SRAM 读写量"},
     {"7", "Why GPT needs the cache: the generation loop", "GPT 单次推理生成下一个 token，为什么会产生 KV Cache",
-     "000 §7", lesson7_run, {TRACE_FORM, TENSORS, O(DATA), O(STEPS), O(REPEAT)},
+     "000 §7", lesson7_run, {TRACE_FORM, TENSORS, O(STEP), O(DATA), O(STEPS), O(REPEAT)},
      "the generation loop: how many K/V rows each step computes with and without the cache, n(n+1)/2 against n",
      "生成循环：每一步有缓存与无缓存各计算多少行 K、V，n(n+1)/2 对 n"},
     {"8", "Why the cache is large: GPT-3's 164 GB", "为什么 KV Cache 会造成显存很大", "000 §8", lesson8_run,
@@ -80,9 +81,9 @@ const Lesson LESSONS[] = {
      "why no Q cache: old queries never reach the new token's output, with and without the causal mask",
      "为什么没有 Q 缓存：旧的 query 不影响新 token 的输出，有没有因果掩码都一样"},
     {"10", "The char GPT of the numpy chapter, with and without the cache", "键值缓存：字符级 GPT 生成",
-     "003", lesson10_run, {TRACE_FORM, O(STEP), O(MODEL), O(INIT), O(PRESET), O(SEED), O(STEPS), O(PROMPT), O(TEMPERATURE), O(TOP_K), O(THREADS), O(ATTENTION), O(TILE)},
-     "the numpy chapter's char GPT: the cache's shapes as it grows, 256 characters after \"ROMEO:\" both ways, the same text, both timed",
-     "numpy 章节的字符级 GPT：缓存形状的增长，\"ROMEO:\" 之后生成 256 个字符，两种方式文字相同，分别计时"},
+     "003", lesson10_run, {TRACE_FORM, O(STEP), O(MODEL), O(INIT), O(PRESET), O(SEED), O(STEPS), O(PROMPT), O(TEMPERATURE), O(TOP_K), O(THREADS), O(ATTENTION), O(TILE), O(NO_RACE)},
+     "the numpy chapter's char GPT: 256 characters after \"ROMEO:\" both ways, the same text, both timed; on a terminal the two race side by side, live (--no-race: the cache's shapes as it grows, one run after the other)",
+     "numpy 章节的字符级 GPT：\"ROMEO:\" 之后生成 256 个字符，两种方式文字相同，分别计时；在终端上两次运行实时并排赛跑（--no-race：先后运行，并显示缓存形状的增长）"},
     {"11", "Classic KV cache bugs, injected and caught", "常见的 KV Cache 错误：注入并定位", "beyond",
      lesson11_run, {TRACE_FORM, O(STEP), GPT_MODEL, GPT_DRAWS, O(STEPS), O(BUG)},
      "six classic cache bugs injected into the cached path, each caught at the first step where the text parts from the run without the cache",

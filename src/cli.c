@@ -33,6 +33,7 @@
 #include "paths.h"
 #include "pool.h"
 #include "race.h"
+#include "screen.h"
 #include "trace.h"
 #include "utf8.h"
 
@@ -56,6 +57,7 @@ typedef struct {
     Options opt;
     Trace tr;
     int color;                    // --color: 0 auto, 1 always, 2 never
+    int width;                    // --width N: columns of a screen (0: not given)
     int help, version;            // --help / -h, --version / -V
     const char *args[MAX_ARGS];   // "lesson 2": {"2"}
     int n_args;
@@ -136,10 +138,17 @@ static const OptionSpec OPTIONS[] = {
     {OPT_LANG, "--lang", ARG_LOCALE, "en|zh", AT(tr.lang), 1, LIST | LESSON | GENERATE | RACE | BENCH | TRAIN | EVAL | MEMORY | HELP, 0, 0,
      "narration language (default from LANG)", "讲解的语言（默认取自 LANG）"},
     {OPT_STEP, "--step", ARG_FLAG, NULL, AT(tr.step_pause), 1, LESSON, 1, 0,
-     "wait for Enter after each step (on a terminal)", "每一步之后等待回车（在终端上）"},
+     "one screen at a time on a terminal: Enter next, b back, q quit",
+     "在终端上一屏一屏地显示：回车下一屏，b 上一屏，q 退出"},
     {OPT_COLOR, "--color", ARG_ENUM, "auto|always|never", AT(color), 1, LESSON, 0, 0,
      "heat maps of scores and weights (default auto)",
      "scores 和 weights 的热力图（默认 auto）"},
+    {OPT_WIDTH, "--width", ARG_INT, "N", AT(width), 1, LESSON, 20, 1000,
+     "columns of a screen: lines wrapped, wide tensors elided (--step: COLUMNS or the terminal's)",
+     "屏幕的列数：长行折行，过宽的张量省略中间列（--step：取 COLUMNS 或终端的宽度）"},
+    {OPT_NO_RACE, "--no-race", ARG_FLAG, NULL, AT(opt.no_race), 1, LESSON, 1, 0,
+     "lesson 10 on a terminal: the runs in turn, not the live race",
+     "第 10 课在终端上：两次运行先后进行，而不是实时赛跑"},
     // Where they apply.
     {OPT_REPEAT, "--repeat", ARG_INT, "N", AT(opt.repeat), 1, LESSON | BENCH, 1, 100000,
      "time each run N times and report the median", "每次运行计时 N 遍，报告中位数"},
@@ -884,8 +893,32 @@ static int cmd_lesson(Cli *c) {
         fileio_error("%s; --color ignored", "%s；忽略 --color",
                      c->tr.format == FORMAT_HTML ? tx(c, "an HTML page always colours its heat maps", "HTML 网页的热力图总是着色")
                                                  : tx(c, "Markdown has no colours", "Markdown 没有颜色"));
-    if (trace_begin(&c->tr)) return 1;
-    int rc = trace_finish(&c->tr, l->run(&c->opt, &c->tr));
+    if (c->width && c->tr.format != FORMAT_TEXT) {
+        fileio_error("--width fits text to a screen; the output is not text, so it is ignored",
+                     "--width 让文字适应屏幕；输出不是文字，因此忽略它");
+        c->width = 0;
+    }
+    // --step on a terminal, or --width: the text is fitted to a screen
+    // (wrapped, tensors elided; with --step, pages that wait for a key).
+    Screen screen;
+    int pausing = c->tr.format == FORMAT_TEXT && c->tr.step_pause && l->options[OPT_STEP];
+    int fitted = pausing || c->width;
+    c->tr.step_pause = pausing;
+    if (fitted) {
+        if (screen_open(&screen, stdout, screen_default_width(c->width), pausing ? screen_default_height() : 0, pausing,
+                        c->tr.lang == LANG_ZH)) {
+            fileio_error("out of memory", "内存不足");
+            return 1;
+        }
+        c->tr.out = screen.mem;
+        c->tr.screen = &screen;
+    }
+    int rc = trace_begin(&c->tr) ? 1 : trace_finish(&c->tr, l->run(&c->opt, &c->tr));
+    if (fitted) {
+        screen_close(&screen);
+        c->tr.out = stdout;
+        c->tr.screen = NULL;
+    }
     // --color colours score and weight matrices; a lesson that can show them
     // but showed none this time (--trace none) says that it changed nothing.
     if (!rc && c->opt.given[OPT_COLOR] && l->options[OPT_COLOR] &&

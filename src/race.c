@@ -155,6 +155,13 @@ int race_run(const Options *opt, Trace *tr) {
     GptModel m;
     int rc = gptsetup_model(&m, opt, 0, NULL);
     if (rc) return rc;
+    rc = race_model(&m, opt, tr);
+    gpt_free(&m);
+    return rc;
+}
+
+int race_model(const GptModel *m, const Options *opt, Trace *tr) {
+    int rc = 0;
     int steps = opt->steps > 0 ? opt->steps : DEFAULT_STEPS;
     float temperature = opt->temperature >= 0 ? (float)opt->temperature : 1.0f;
     const char *prompt = opt->n_prompts ? opt->prompts[0] : "ROMEO:";
@@ -164,15 +171,15 @@ int race_run(const Options *opt, Trace *tr) {
     char *text[2] = {NULL, NULL};
     size_t cap = 0;
     for (int i = 0; i < 2 && !rc; i++) {
-        run[i].m = &m;
+        run[i].m = m;
         run[i].steps = steps;
         run[i].use_cache = i == 1;
         run[i].lock = &lock;
-        rc = gptsetup_prompt(&run[i].tokens, &run[i].n_prompt, &m, prompt, steps);
+        rc = gptsetup_prompt(&run[i].tokens, &run[i].n_prompt, m, prompt, steps);
         if (rc) break;
-        cap = gpt_decode(NULL, 0, &m, run[i].tokens, run[i].n_prompt) + 4 * (size_t)steps + 1;
-        if (gpt_state_init(&run[i].s, m.cfg) ||
-            sampler_init(&run[i].sampler, m.cfg.V, temperature, opt->top_k, (uint32_t)opt->seed) ||
+        cap = gpt_decode(NULL, 0, m, run[i].tokens, run[i].n_prompt) + 4 * (size_t)steps + 1;
+        if (gpt_state_init(&run[i].s, m->cfg) ||
+            sampler_init(&run[i].sampler, m->cfg.V, temperature, opt->top_k, (uint32_t)opt->seed) ||
             !(text[i] = malloc(cap))) {
             fprintf(stderr, "kvdemo: out of memory\n");
             rc = 1;
@@ -295,7 +302,7 @@ int race_run(const Options *opt, Trace *tr) {
                            "last %d tokens again: %d such steps took %.2f s of the cached run's %.2f s.",
                            "超过上下文长度（%d 个位置）后，章节里的 generate 丢掉缓存，把最后 %d 个 token 重新算一遍："
                            "这样的 %d 步用了 %.2f 秒（使用缓存那一遍共 %.2f 秒）。",
-                           m.cfg.T, m.cfg.T, v[1].resets, v[1].reset_seconds, v[1].seconds);
+                           m->cfg.T, m->cfg.T, v[1].resets, v[1].reset_seconds, v[1].seconds);
             fputc('\n', tr->out);
             fputs(v[1].text, tr->out);
             fputc('\n', tr->out);
@@ -307,6 +314,5 @@ int race_run(const Options *opt, Trace *tr) {
         sampler_free(&run[i].sampler);
         gpt_state_free(&run[i].s);
     }
-    gpt_free(&m);
     return rc;
 }

@@ -4,6 +4,7 @@
 #ifndef KVDEMO_RACE_H
 #define KVDEMO_RACE_H
 
+#include "gpt.h"
 #include "options.h"
 #include "trace.h"
 
@@ -12,5 +13,7 @@
 // elsewhere only the result is printed. Returns 0, or an exit status after
 // one line on stderr.
 int race_run(const Options *opt, Trace *tr);
+// The same race on a model already loaded (lesson 10 on a terminal).
+int race_model(const GptModel *m, const Options *opt, Trace *tr);
 
 #endif

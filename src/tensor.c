@@ -67,6 +67,9 @@ typedef struct {
     int summarize;    // more than PRINT_THRESHOLD elements: show the edges
     float lo, hi;     // finite range, for the heat map
     TensorHeat heat;
+    int max_width;    // 0: PyTorch's 80-column wrap; else each row on one
+                      // line of at most this many columns, columns elided
+    int reserve;      // columns kept free after a row for its closing brackets
 } Formatter;
 
 // Is this flat index one that a summarised print shows? (PyTorch's
@@ -156,23 +159,42 @@ static void newline_indent(Buf *b, int newlines, int indent) {
     for (int i = 0; i < indent; i++) buf_append(b, " ");
 }
 
+// How many elements are shown at each end of a row of n that must fit in
+// max_width columns: "[a, b,  ..., y, z]" takes 1 + 2k (width + 2) + 4
+// columns. Returns n / 2 or more when the whole row fits (nothing elided).
+static int edge_items(const Formatter *f, int n, int indent) {
+    int avail = f->max_width - indent - f->reserve;
+    if (1 + n * (f->width + 2) - 2 <= avail) return n;
+    int k = (avail - 5) / (2 * (f->width + 2));
+    return k < 1 ? 1 : k;
+}
+
 // _vector_str: elements joined by ", ", as many per line as fit in 80 columns.
+// With a max_width (a screen of --step or --width) the row stays on one line
+// and the middle columns give way to "...", as PyTorch summarises a long row.
 static void format_vector(Buf *b, const Formatter *f, const float *x, int n, int indent) {
     int per_line = (PRINT_LINEWIDTH - indent) / (f->width + 2);
     if (per_line < 1) per_line = 1;
+    int edge = PRINT_EDGEITEMS;
     int summarized = f->summarize && n > 2 * PRINT_EDGEITEMS;
-    int count = summarized ? 2 * PRINT_EDGEITEMS + 1 : n;
+    if (f->max_width > 0) {
+        int fit = edge_items(f, n, indent);
+        if (!summarized || fit < edge) edge = fit;
+        summarized = n > 2 * edge;
+        per_line = n + 1;
+    }
+    int count = summarized ? 2 * edge + 1 : n;
     buf_append(b, "[");
     for (int k = 0; k < count; k++) {
         if (k > 0) {
             if (k % per_line == 0) newline_indent(b, 1, indent + 1);
             else buf_append(b, ", ");
         }
-        if (summarized && k == PRINT_EDGEITEMS) {
+        if (summarized && k == edge) {
             buf_append(b, " ...");
             continue;
         }
-        int i = summarized && k > PRINT_EDGEITEMS ? n - (count - k) : k;
+        int i = summarized && k > edge ? n - (count - k) : k;
         format_value(b, f, x[i]);
     }
     buf_append(b, "]");
@@ -205,6 +227,10 @@ static void format_nested(Buf *b, const Formatter *f, const float *x, const int 
 }
 
 char *tensor_format(const Tensor *t, int precision, TensorHeat heat) {
+    return tensor_format_width(t, precision, heat, 0);
+}
+
+char *tensor_format_width(const Tensor *t, int precision, TensorHeat heat, int max_width) {
     Buf b;
     buf_init(&b);
     const char *prefix = "tensor(";
@@ -219,6 +245,8 @@ char *tensor_format(const Tensor *t, int precision, TensorHeat heat) {
     } else {
         Formatter f;
         formatter_init(&f, t, precision, heat);
+        f.max_width = max_width;
+        f.reserve = t->ndim + 1;   // "]]])" after the last row
         if (t->ndim == 0) format_value(&b, &f, t->data[0]);
         else format_nested(&b, &f, t->data, t->shape, t->ndim, (int)strlen(prefix));
     }

@@ -38,5 +38,9 @@ int tensor_rows(const Tensor *t);   // shape[0], or 1 for a scalar
 // it. Returns a malloc'd string, or NULL when memory ran out.
 typedef const char *(*TensorHeat)(float value, float lo, float hi);
 char *tensor_format(const Tensor *t, int precision, TensorHeat heat);
+// The same for a screen max_width columns wide (--step, --width): every row
+// on one line that fits, its middle columns elided as "  ..." when it would
+// not ("tensor([[ 0.1400, -0.0100,  ...,  0.0300]])"). 0: tensor_format.
+char *tensor_format_width(const Tensor *t, int precision, TensorHeat heat, int max_width);
 
 #endif

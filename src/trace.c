@@ -5,6 +5,7 @@
 #include "buf.h"
 #include "fileio.h"
 #include "ops.h"
+#include "screen.h"
 #include "stats.h"
 #include "trace_doc.h"
 #include "utf8.h"
@@ -16,7 +17,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <termios.h>
 #include <unistd.h>
 
 void trace_init(Trace *tr, FILE *out) {
@@ -127,6 +127,11 @@ static void emit(Trace *tr, Buf *b) {
         tr->shown = 1;
     }
     free(s);
+    if (tr->screen) {   // --step, --width: fitted to the screen (it may pause: -- more --)
+        screen_sync(tr->screen);
+        if (tr->screen->quit) tr->quit = 1;
+        return;
+    }
     if (fflush(tr->out) != 0 && tr->out == stdout) fileio_note_stdout_error(errno);
 }
 
@@ -355,7 +360,9 @@ void trace_tensor(Trace *tr, TraceLevel level, const char *name, const char *cod
 // int64 or bool tensor: every element right-aligned to the widest one,
 // tensor([[ 1, 45,  0],\n        [ 1, 47, 48]]) or tensor([[ True, False]]).
 // (Rows are not wrapped at 80 columns as PyTorch would: lessons print short ones.)
-static char *format_whole(const Tensor *t, TraceKind kind) {
+// With max_width (a screen's), the middle of a row too wide for it is elided
+// as "  ...", as PyTorch summarises a long row.
+static char *format_whole(const Tensor *t, TraceKind kind, int max_width) {
     int rows = t->ndim == 2 ? t->shape[0] : 1, cols = t->shape[t->ndim - 1];
     char cell[32];
     int width = 1;
@@ -363,12 +370,23 @@ static char *format_whole(const Tensor *t, TraceKind kind) {
         int n = kind == TRACE_BOOL ? (t->data[i] != 0 ? 4 : 5) : snprintf(cell, sizeof cell, "%lld", (long long)t->data[i]);
         if (n > width) width = n;
     }
+    int edge = cols;   // elements shown at each end of a row
+    int open = t->ndim == 2 ? 9 : 8, close = t->ndim == 2 ? 3 : 2;
+    if (max_width > 0 && open + cols * (width + 2) - 2 + close > max_width) {
+        edge = (max_width - open - close - 5) / (2 * (width + 2));
+        if (edge < 1) edge = 1;
+    }
     Buf b;
     buf_init(&b);
     buf_append(&b, t->ndim == 2 ? "tensor([[" : "tensor([");
     for (int r = 0; r < rows; r++) {
         if (r) buf_append(&b, "],\n        [");
         for (int c = 0; c < cols; c++) {
+            if (cols > 2 * edge && c == edge) {
+                buf_append(&b, ",  ...");
+                c = cols - edge - 1;
+                continue;
+            }
             float v = t->data[r * cols + c];
             if (kind == TRACE_BOOL) snprintf(cell, sizeof cell, "%s", v != 0 ? "True" : "False");
             else snprintf(cell, sizeof cell, "%lld", (long long)v);
@@ -419,9 +437,21 @@ void trace_tensor_kind(Trace *tr, TraceLevel level, const char *name, const char
     buf_append(&b, "\n");
     int colored = heat != HEAT_NONE && tr->color;
     if (heat != HEAT_NONE) tr->heat_maps++;
+    // On a screen (--step, --width) each row fits in its width, with room
+    // for the row's comment when there is enough.
+    int max_width = tr->screen ? tr->screen->width : 0;
+    if (max_width && rows && t->ndim == 2) {
+        int comment = 0;
+        for (int r = 0; r < t->shape[0]; r++) {
+            int w = utf8_width(rows[r]);
+            if (w > comment) comment = w;
+        }
+        if (max_width - comment - 4 >= 24) max_width -= comment + 4;
+    }
     char *s = (kind == TRACE_INT || kind == TRACE_BOOL) && (t->ndim == 1 || t->ndim == 2) && tensor_numel(t) > 0
-                  ? format_whole(t, kind)
-                  : tensor_format(t, tr->precision, !colored ? NULL : heat == HEAT_PROBS ? heat_probs : heat_scores);
+                  ? format_whole(t, kind, max_width)
+                  : tensor_format_width(t, tr->precision, !colored ? NULL : heat == HEAT_PROBS ? heat_probs : heat_scores,
+                                        max_width);
     if (!s) {
         buf_append(&b, "(out of memory while formatting)\n");
         emit(tr, &b);
@@ -806,50 +836,18 @@ void trace_table_row(Trace *tr, const TraceTable *t, const char *const *cells) {
     }
     table_line(&b, t, cells);
     emit(tr, &b);
+    trace_pause_row(tr);   // --step: the table grows a row a key
 }
 
-// One key from the terminal, without waiting for Enter and without echo.
-// The prompt, then one key from the terminal, without waiting for Enter and
-// without echo. The terminal leaves echo before the prompt appears, so that a
-// key pressed as soon as the prompt shows is never echoed.
-static int read_key(const char *prompt) {
-    struct termios saved, raw;
-    int have = tcgetattr(STDIN_FILENO, &saved) == 0;
-    if (have) {
-        raw = saved;
-        raw.c_lflag &= ~(tcflag_t)(ICANON | ECHO);
-        raw.c_cc[VMIN] = 1;
-        raw.c_cc[VTIME] = 0;
-        tcsetattr(STDIN_FILENO, TCSANOW, &raw);
-    }
-    fputs(prompt, stderr);
-    fflush(stderr);
-    unsigned char c = 0;
-    ssize_t n = read(STDIN_FILENO, &c, 1);
-    if (have) tcsetattr(STDIN_FILENO, TCSANOW, &saved);
-    return n == 1 ? c : EOF;
-}
-
-// A pause of --step: a prompt on the terminal, one key, and the prompt
-// erased again so that it never stays in the scrollback. q (or the end of
-// the input) quits: nothing more is shown. On a terminal the next screen
-// starts clean, so that each one fits a projector; a table row keeps the
-// rows above it (new_screen 0).
+// A pause of --step (on a terminal: cli opens the screen only there). The
+// screen shows the prompt, reads the keys and starts the next page; a table
+// row keeps the rows above it (new_screen 0).
 static void pause_for_key(Trace *tr, int new_screen) {
-    if (!tr->step_pause || tr->quit || !tr->shown || !isatty(STDIN_FILENO)) return;
-    fflush(tr->out);
-    int c = read_key(trace_text(tr, "-- Enter: next   q: quit --", "-- 回车：下一步   q：退出 --"));
-    fputs("\r\x1b[K", stderr);
-    fflush(stderr);
+    if (!tr->step_pause || tr->quit || !tr->screen) return;
+    screen_sync(tr->screen);
+    if (!tr->shown && !tr->screen->fresh) return;
     tr->shown = 0;
-    if (c == 'q' || c == 'Q' || c == EOF) {
-        tr->quit = 1;
-        return;
-    }
-    if (new_screen && isatty(fileno(tr->out))) {
-        fputs("\x1b[H\x1b[2J", tr->out);
-        fflush(tr->out);
-    }
+    if (screen_pause(tr->screen, new_screen)) tr->quit = 1;
 }
 
 void trace_block(Trace *tr, const char *name, int block, int src, int ref, int src_ref) {

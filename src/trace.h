@@ -35,6 +35,7 @@ typedef struct {
     int heat_maps;          // matrices shown that have a heat map (coloured or not)
     int shown;              // 1 once something was shown since the last --step pause
     int quit;               // 1 after q at a --step pause: nothing more is shown
+    struct Screen *screen;  // --step / --width: the page out is fitted to (screen.h), or NULL
     // Where the lesson is; every JSON event carries these.
     const char *lesson;     // "2"
     const char *run;        // "no-cache", "cache", or NULL between runs
@@ -151,9 +152,10 @@ void trace_table_row(Trace *tr, const TraceTable *t, const char *const *cells);
 // text: one line, unless the trace level is none.
 void trace_block(Trace *tr, const char *name, int block, int src, int ref, int src_ref);
 // With --step on a terminal: a prompt, then one key: q quits (nothing more
-// is shown), any other goes on, on a fresh screen. Every tensor pauses after
-// itself; a lesson pauses at the end of each step. Nothing happens when
-// nothing was shown since the last pause.
+// is shown), b shows the screen before again (Enter then goes forward), any
+// other goes on, on a fresh screen. Every tensor pauses after itself; a
+// lesson pauses at the end of each step. Nothing happens when nothing was
+// shown since the last pause. (The screen, screen.h, does the work.)
 void trace_pause(Trace *tr);
 // The same after a row of a table that grows a row a key: the rows above stay.
 void trace_pause_row(Trace *tr);

@@ -79,6 +79,7 @@ static int commands_of_help(char names[][16], int max) {
 static const char *value_for(const char *name, const char *metavar) {
     if (!metavar[0]) return NULL;
     if (!strcmp(name, "--max-n")) return "1024";
+    if (!strcmp(name, "--width")) return "40";   // columns: from 20
     if (metavar[0] >= 'a' && metavar[0] <= 'z') {
         static char choice[64];
         snprintf(choice, sizeof choice, "%.*s", (int)strcspn(metavar, "|"), metavar);
