@@ -352,10 +352,11 @@ static void test_every_lesson(void **state) {
     int built = 0;
     for (int i = 0; i < NUM_LESSONS; i++) {
         if (!LESSONS[i].run) continue;
+        if (tests_sanitized() && LESSONS[i].options[OPT_MODEL]) continue;   // see tests_sanitized
         check_lesson(&LESSONS[i]);
         built++;
     }
-    assert_true(built >= 10);
+    assert_true(built >= (tests_sanitized() ? 5 : 10));
 }
 
 // Lesson 2's page holds its heat maps: coloured cells, a legend for scores
