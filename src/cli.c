@@ -741,8 +741,9 @@ static int parse_args(Cli *c, int argc, char **argv, int skip, const Command *k)
     return 0;
 }
 
-// With --help: only the plain arguments (which lesson) and --lang count;
-// nothing is reported, the help is printed whatever else was given.
+// With --help: only the plain arguments (which lesson) count, and --lang,
+// which early_lang has read already; nothing is reported, the help is
+// printed whatever else was given.
 static void help_scan(Cli *c, int argc, char **argv, int skip, const Command *k) {
     for (int a = 1; a < argc; a++) {
         if (a == skip) continue;
@@ -750,11 +751,6 @@ static void help_scan(Cli *c, int argc, char **argv, int skip, const Command *k)
             if (c->n_args < k->max_args) c->args[c->n_args++] = argv[a];
             continue;
         }
-        const char *value = NULL;
-        if (!strncmp(argv[a], "--lang=", 7)) value = argv[a] + 7;
-        else if (!strcmp(argv[a], "--lang") && a + 1 < argc) value = argv[a + 1];
-        int lang = value ? choice_index("en|zh", value, 1) : -1;
-        if (lang >= 0) c->tr.lang = (Lang)lang;
         if (takes_value(argv[a])) a++;
     }
 }
