@@ -137,7 +137,7 @@ static void contig_heads(void *ctx, int begin, int end, int thread) {
         float *scores = j->scores + (size_t)h * j->Tc;
         ops_vecmat(scores, j->q + h * j->D, j->key + (size_t)h * j->D * j->Tc, j->D, j->len, j->Tc);
         for (int t = 0; t < j->len; t++) scores[t] *= scale;
-        ops_softmax(scores, j->len);
+        ops_softmax_row(scores, NULL, scores, j->len, OPS_RECIPROCAL);
         ops_vecmat(j->att + h * j->D, scores, j->value + (size_t)h * j->Tc * j->D, j->len, j->D, j->D);
     }
 }

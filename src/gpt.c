@@ -598,7 +598,7 @@ static void attention_heads(void *ctx, int begin, int end, int thread) {
                 float *out = s->att + (int64_t)i * C + h * D;     // (D)
                 int seen = kvvariant_scores(s->variant, scores, q, key, scale, i, pos, job->offset > 0, D, T);
                 // weights = softmax(scores)
-                ops_softmax(scores, seen);
+                ops_softmax_row(scores, NULL, scores, seen, OPS_RECIPROCAL);
                 // output = weights @ value, over value's first pos+1 rows
                 ops_vecmat(out, scores, value, seen, D, D);
             }
@@ -620,7 +620,7 @@ static void attention_heads(void *ctx, int begin, int end, int thread) {
                 float *row = scores + (int64_t)r * T;
                 for (int j = 0; j <= pos; j++) row[j] *= scale;
                 // weights = softmax(scores)
-                ops_softmax(row, pos + 1);
+                ops_softmax_row(row, NULL, row, pos + 1, OPS_RECIPROCAL);
             }
             // output = weights @ value, row r over value's first pos+1 rows
             ops_vecmat_rows(out, C, scores, T, value, D, R, last + 1, D, 1);

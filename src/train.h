@@ -165,10 +165,8 @@ void layernorm_backward_pool(float *dinp, float *dw, float *db, float *partial,
                              const float *dout, const float *inp, const float *w,
                              const float *mean, const float *rstd, Pool *pool, int N, int C);
 
-// out (N) = GELU(inp), the tanh approximation.  F.gelu(x, approximate="tanh")
-void gelu_forward(float *out, const float *inp, int n);
-void gelu_backward(float *dinp, const float *inp, const float *dout, int n);
-// The same over n elements on the pool.
+// out (n) = GELU(inp) and dinp (n) += GELU'(inp) * dout: ops_gelu and
+// ops_gelu_backward over n elements on the pool.  F.gelu(x, approximate="tanh")
 void gelu_forward_pool(float *out, const float *inp, Pool *pool, int64_t n);
 void gelu_backward_pool(float *dinp, const float *inp, const float *dout, Pool *pool, int64_t n);
 
