@@ -16,6 +16,7 @@
 #include "paths.h"
 #include "bigmem.h"
 #include "sampler.h"
+#include "screen.h"
 #include "stats.h"
 #include "timer.h"
 #include "train.h"
@@ -82,12 +83,6 @@ static int stream_step(void *ctx, const GptStep *st) {
     return 0;
 }
 
-static int columns(void) {
-    const char *c = getenv("COLUMNS");
-    int n = c ? atoi(c) : 0;
-    return n > 0 ? n : 80;
-}
-
 int gptcmd_generate(const Options *opt, Trace *tr) {
     if (opt->paged || opt->block_size || opt->num_blocks || opt->samples) return pagedcmd_generate(opt, tr);
     GptVariant variant;   // --bug, --kv-dtype (lessons 11 and 12)
@@ -120,7 +115,7 @@ int gptcmd_generate(const Options *opt, Trace *tr) {
     if (!rc && (!use_cache || steps >= PACK_FROM_STEPS)) gpt_pack(&m);
     if (!rc && use_variant) s.variant = &variant;
     if (!rc) {
-        Stream g = {.m = &m, .out = tr->out, .use_cache = use_cache, .width = columns(),
+        Stream g = {.m = &m, .out = tr->out, .use_cache = use_cache, .width = screen_default_width(0),
                     .stream = tr->format == FORMAT_TEXT};
         g.live = g.stream && isatty(fileno(tr->out));
         if (g.stream) {

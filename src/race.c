@@ -12,6 +12,7 @@
 #include "ops.h"
 #include "pool.h"
 #include "sampler.h"
+#include "screen.h"
 #include "timer.h"
 #include "utf8.h"
 
@@ -20,7 +21,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <termios.h>
 #include <time.h>
 #include <unistd.h>
@@ -91,14 +91,6 @@ static void snapshot(View *v, Runner *r, char *text, size_t cap) {
     gpt_decode(text, cap, r->m, r->tokens, r->n_prompt + r->done);
     pthread_mutex_unlock(r->lock);
     v->text = text;
-}
-
-static int terminal_width(void) {
-    struct winsize ws;
-    if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col >= 40) return ws.ws_col;
-    const char *c = getenv("COLUMNS");
-    int n = c ? atoi(c) : 0;
-    return n >= 40 ? n : 80;
 }
 
 // The last characters of text that fit in width columns, newlines shown as
@@ -217,7 +209,8 @@ int race_model(const GptModel *m, const Options *opt, Trace *tr) {
             fputc('\n', tr->out);
         }
         pthread_t th[2];
-        int width = terminal_width(), again = 0;
+        int width = screen_default_width(0), again = 0;
+        if (width < 40) width = 40;   // two panes of at least 20 columns
         // Two cores: both runs start together. One core: they take turns.
         int together = cores >= 2;
         for (int i = 0; i < 2; i++) {

@@ -17,6 +17,7 @@
 #include "gptsetup.h"
 #include "kvcmd.h"
 #include "paths.h"
+#include "screen.h"
 #include "timer.h"
 #include "train.h"
 #include "utf8.h"
@@ -26,7 +27,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <unistd.h>
 
 // The corpus: --data FILE, else data/tinyshakespeare.txt (from `make data`).
@@ -66,15 +66,6 @@ static void format_duration(char *out, size_t n, double s) {
     if (t >= 3600) snprintf(out, n, "%ldh%02ldm", t / 3600, t / 60 % 60);
     else if (t >= 60) snprintf(out, n, "%ldm%02lds", t / 60, t % 60);
     else snprintf(out, n, "%lds", t);
-}
-
-// Columns of the terminal on stderr (COLUMNS, else 80).
-static int stderr_width(void) {
-    struct winsize ws;
-    if (ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col >= 20) return ws.ws_col;
-    const char *c = getenv("COLUMNS");
-    int n = c ? atoi(c) : 0;
-    return n >= 20 ? n : 80;
 }
 
 // Draws line over the progress line, cut to fit width - 1 columns (a
@@ -231,7 +222,7 @@ int gptcmd_train(const Options *opt, Trace *tr) {
     cfg.threads = opt->threads;
 
     int tty = isatty(STDERR_FILENO);
-    TrainView view = {tr, cfg.data_path, tty, tty ? stderr_width() : 80, 0, -1.0, NULL, 0};
+    TrainView view = {tr, cfg.data_path, tty, tty ? screen_terminal_width(STDERR_FILENO) : 80, 0, -1.0, NULL, 0};
     AtomicFile log;
     char err[1024];
     if (opt->log_path) {
