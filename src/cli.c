@@ -325,9 +325,7 @@ static int usage_error(const char *en, const char *zh, ...) __attribute__((forma
 static int usage_error(const char *en, const char *zh, ...) {
     va_list ap;
     va_start(ap, zh);
-    fputs(fileio_zh() ? "kvdemo：" : "kvdemo: ", stderr);
-    vfprintf(stderr, fileio_zh() ? zh : en, ap);
-    fputc('\n', stderr);
+    fileio_verror(NULL, en, zh, ap);
     va_end(ap);
     return EXIT_USAGE;
 }

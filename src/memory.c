@@ -168,9 +168,7 @@ static int usage(const char *en, const char *zh, ...) __attribute__((format(prin
 static int usage(const char *en, const char *zh, ...) {
     va_list ap;
     va_start(ap, zh);
-    fputs(fileio_zh() ? "kvdemo：memory：" : "kvdemo: memory: ", stderr);
-    vfprintf(stderr, fileio_zh() ? zh : en, ap);
-    fputc('\n', stderr);
+    fileio_verror("memory", en, zh, ap);
     va_end(ap);
     return 2;
 }
