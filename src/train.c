@@ -168,6 +168,35 @@ void train_state_free(TrainState *s) {
 
 const float *train_state_logits(const TrainState *s) { return s->logits; }
 
+int train_buffers_new(TrainBuffers *b, GptConfig g, int B, int threads) {
+    *b = (TrainBuffers){0};
+    size_t P = gpt_num_params(g), BT = (size_t)B * g.T;
+    b->pool = pool_new(threads);
+    b->s = b->pool ? train_state_new(g, B, b->pool) : NULL;
+    b->memory = malloc(sizeof(float) * 4 * P);
+    b->decay = malloc(P);
+    b->partial = malloc(sizeof(double) * train_adamw_scratch(P));
+    b->inputs = malloc(sizeof(int32_t) * 2 * BT);
+    if (!b->s || !b->memory || !b->decay || !b->partial || !b->inputs) goto fail;
+    b->params = b->memory, b->grads = b->memory + P, b->m = b->memory + 2 * P, b->v = b->memory + 3 * P;
+    b->targets = b->inputs + BT;
+    if (train_decay_mask(b->decay, b->params, g) != 0) goto fail;
+    return 0;
+fail:
+    train_buffers_free(b);
+    return -1;
+}
+
+void train_buffers_free(TrainBuffers *b) {
+    free(b->inputs);
+    free(b->partial);
+    free(b->decay);
+    free(b->memory);
+    train_state_free(b->s);
+    pool_free(b->pool);
+    *b = (TrainBuffers){0};
+}
+
 double train_forward(TrainState *s, const float *params, const int32_t *inputs,
                      const int32_t *targets, int b) {
     assert(b >= 1 && b <= s->B);
@@ -500,12 +529,7 @@ int train_run(const TrainConfig *cfg, TrainProgressFn progress, void *user, Trai
     res->loss = res->val_loss = NAN;
     int status = TRAIN_FAILED;
     TrainText text = {0};
-    Pool *pool = NULL;
-    TrainState *s = NULL;
-    float *memory = NULL;
-    uint8_t *decay = NULL;
-    double *partial = NULL;
-    int32_t *io = NULL;
+    TrainBuffers tb = {0};
     GptBlockParams *blocks = NULL;
     char why[512];
 
@@ -567,18 +591,12 @@ int train_run(const TrainConfig *cfg, TrainProgressFn progress, void *user, Trai
         goto done;
 
     size_t P = gpt_num_params(g);
-    pool = pool_new(r.threads);
-    if (!pool) goto oom;
-    s = train_state_new(g, r.batch, pool);
-    memory = malloc(sizeof(float) * 4 * P);   // params, grads, m, v
-    decay = malloc(P);
-    partial = malloc(sizeof(double) * train_adamw_scratch(P));
-    io = malloc(sizeof(int32_t) * 2 * (size_t)r.batch * g.T);
     blocks = malloc(sizeof(GptBlockParams) * (size_t)g.L);
-    if (!s || !memory || !decay || !partial || !io || !blocks) goto oom;
-    float *params = memory, *grads = memory + P, *m = memory + 2 * P, *v = memory + 3 * P;
-    int32_t *inputs = io, *targets = io + (size_t)r.batch * g.T;
-    if (train_decay_mask(decay, params, g) != 0) goto oom;
+    if (!blocks || train_buffers_new(&tb, g, r.batch, r.threads) != 0) goto oom;
+    Pool *pool = tb.pool;
+    TrainState *s = tb.s;
+    float *params = tb.params, *grads = tb.grads, *m = tb.m, *v = tb.v;
+    int32_t *inputs = tb.inputs, *targets = tb.targets;
 
     int step = 0;
     uint64_t rng = r.seed ^ 0xBA7C4E5BA7C4E5ull;
@@ -620,7 +638,7 @@ int train_run(const TrainConfig *cfg, TrainProgressFn progress, void *user, Trai
         memset(grads, 0, sizeof(float) * P);
         train_backward(s, grads, params, inputs, targets, r.batch);
         float lr = lr_at(&r, step);
-        float norm = train_adamw_update(params, m, v, grads, decay, partial, &r, lr, step, pool, P);
+        float norm = train_adamw_update(params, m, v, grads, tb.decay, tb.partial, &r, lr, step, pool, P);
         step++;
         // A non-finite loss or gradient leaves weights that no model file may
         // hold: stop, keeping the last good checkpoint as it is.
@@ -693,12 +711,7 @@ oom:
 done:
     if (ck.params || ck.vocab) train_checkpoint_free(&ck);
     free(blocks);
-    free(io);
-    free(partial);
-    free(decay);
-    free(memory);
-    train_state_free(s);
-    pool_free(pool);
+    train_buffers_free(&tb);
     train_text_free(&text);
     return status;
 }

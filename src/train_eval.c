@@ -71,39 +71,26 @@ int train_benchmark(GptConfig cfg, int B, int steps, int threads, double *tokens
                     size_t errlen) {
     TrainConfig r;
     train_config_default(&r, "seed");
-    size_t P = gpt_num_params(cfg);
-    Pool *pool = pool_new(threads);
-    TrainState *s = pool ? train_state_new(cfg, B, pool) : NULL;
-    float *memory = malloc(sizeof(float) * 4 * P);
-    uint8_t *decay = malloc(P);
-    double *partial = malloc(sizeof(double) * train_adamw_scratch(P));
-    int32_t *io = malloc(sizeof(int32_t) * 2 * (size_t)B * cfg.T);
-    int status = -1;
-    float *params = memory, *grads = memory + P, *m = memory + 2 * P, *v = memory + 3 * P;
-    if (s && memory && decay && partial && io && train_decay_mask(decay, params, cfg) == 0 &&
-        train_init_params(params, cfg, 1) == 0) {
-        memset(m, 0, sizeof(float) * 2 * P);   // m and v
-        uint64_t rng = 1;
-        for (size_t i = 0; i < 2 * (size_t)B * cfg.T; i++)
-            io[i] = (int32_t)(rng_next(&rng) % (uint64_t)cfg.V);
-        double t0 = 0.0;
-        for (int step = 0; step <= steps; step++) {
-            if (step == 1) t0 = timer_now();
-            train_forward(s, params, io, io + (size_t)B * cfg.T, B);
-            memset(grads, 0, sizeof(float) * P);
-            train_backward(s, grads, params, io, io + (size_t)B * cfg.T, B);
-            train_adamw_update(params, m, v, grads, decay, partial, &r, r.lr, step, pool, P);
-        }
-        *tokens_per_s = steps > 0 ? (double)steps * B * cfg.T / (timer_now() - t0) : 0.0;
-        status = 0;
-    } else {
+    TrainBuffers b;
+    if (train_buffers_new(&b, cfg, B, threads) != 0 || train_init_params(b.params, cfg, 1) != 0) {
+        train_buffers_free(&b);
         snprintf(err, errlen, "out of memory for the training benchmark");
+        return -1;
     }
-    free(io);
-    free(partial);
-    free(decay);
-    free(memory);
-    train_state_free(s);
-    pool_free(pool);
-    return status;
+    size_t P = gpt_num_params(cfg);
+    memset(b.m, 0, sizeof(float) * 2 * P);   // m and v
+    uint64_t rng = 1;
+    for (size_t i = 0; i < 2 * (size_t)B * cfg.T; i++)   // inputs and targets
+        b.inputs[i] = (int32_t)(rng_next(&rng) % (uint64_t)cfg.V);
+    double t0 = 0.0;
+    for (int step = 0; step <= steps; step++) {
+        if (step == 1) t0 = timer_now();
+        train_forward(b.s, b.params, b.inputs, b.targets, B);
+        memset(b.grads, 0, sizeof(float) * P);
+        train_backward(b.s, b.grads, b.params, b.inputs, b.targets, B);
+        train_adamw_update(b.params, b.m, b.v, b.grads, b.decay, b.partial, &r, r.lr, step, b.pool, P);
+    }
+    *tokens_per_s = steps > 0 ? (double)steps * B * cfg.T / (timer_now() - t0) : 0.0;
+    train_buffers_free(&b);
+    return 0;
 }
