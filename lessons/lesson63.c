@@ -27,6 +27,7 @@
 #include "lessons.h"
 #include "utf8.h"
 #include "ops.h"
+#include "rng.h"
 #include "timer.h"
 #include "toy.h"
 
@@ -300,12 +301,9 @@ static void traffic_table(Trace *tr) {
 // Measured: one head, plain against tiled, each in a child process so that
 // its peak memory is its own
 
-// Q, K^T, V (N, d) of uniform numbers in [-1, 1) from a fixed seed.
+// Q, K^T, V (N, d) of uniform numbers in (-1, 1) from a fixed seed.
 static void fill_random(float *x, int64_t n, uint64_t *state) {
-    for (int64_t i = 0; i < n; i++) {
-        *state ^= *state << 13, *state ^= *state >> 7, *state ^= *state << 17;   // xorshift64
-        x[i] = (float)((double)(*state >> 11) / 9007199254740992.0 * 2.0 - 1.0);
-    }
+    for (int64_t i = 0; i < n; i++) x[i] = (float)(rng_uniform(state) * 2.0 - 1.0);
 }
 
 typedef struct {
