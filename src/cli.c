@@ -32,7 +32,6 @@
 #include "options.h"
 #include "paths.h"
 #include "pool.h"
-#include "race.h"
 #include "screen.h"
 #include "trace.h"
 #include "utf8.h"
@@ -934,7 +933,7 @@ static int cmd_generate(Cli *c) {
     if (trace_begin(&c->tr)) return 1;
     return trace_finish(&c->tr, gptcmd_generate(&c->opt, &c->tr));
 }
-static int cmd_race(Cli *c) { return no_document(c, "race") ? EXIT_USAGE : race_run(&c->opt, &c->tr); }
+static int cmd_race(Cli *c) { return no_document(c, "race") ? EXIT_USAGE : gptcmd_race(&c->opt, &c->tr); }
 static int cmd_bench(Cli *c) { return no_document(c, "bench") ? EXIT_USAGE : bench_command(&c->opt, &c->tr); }
 static int cmd_init(Cli *c) { return gptcmd_init(&c->opt); }
 static int cmd_train(Cli *c) { return gptcmd_train(&c->opt, &c->tr); }

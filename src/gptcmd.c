@@ -13,6 +13,7 @@
 #include "gptsetup.h"
 #include "ops.h"
 #include "pagedcmd.h"
+#include "race.h"
 #include "paths.h"
 #include "bigmem.h"
 #include "sampler.h"
@@ -200,6 +201,15 @@ int gptcmd_init(const Options *opt) {
         printf("wrote %s: a random model, preset %s, seed %llu, %zu parameters\n", opt->out_path,
                opt->preset ? opt->preset : "seed", (unsigned long long)opt->seed, m.num_params);
     }
+    gpt_free(&m);
+    return rc;
+}
+
+int gptcmd_race(const Options *opt, Trace *tr) {
+    GptModel m;
+    int rc = gptsetup_model(&m, opt, 0, NULL);
+    if (rc) return rc;
+    rc = race_model(&m, opt, tr);
     gpt_free(&m);
     return rc;
 }

@@ -1,5 +1,5 @@
-// race — `kvdemo race`: the same prompt and seed, without and with the KV
-// cache, side by side and live.
+// race — the same prompt and seed, without and with the KV cache, side by
+// side and live: `kvdemo race` (gptcmd.c) and lesson 10 on a terminal.
 //
 // Each run is the chapter's generate on its own thread with one core of
 // arithmetic (ops threads = 1, so the two never share a pool); the main
@@ -143,14 +143,6 @@ static void sleep_ms(int ms) {
     nanosleep(&ts, NULL);
 }
 
-int race_run(const Options *opt, Trace *tr) {
-    GptModel m;
-    int rc = gptsetup_model(&m, opt, 0, NULL);
-    if (rc) return rc;
-    rc = race_model(&m, opt, tr);
-    gpt_free(&m);
-    return rc;
-}
 
 int race_model(const GptModel *m, const Options *opt, Trace *tr) {
     int rc = 0;
