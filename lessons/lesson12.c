@@ -259,9 +259,13 @@ int lesson12_run(const Options *opt, Trace *tr) {
         const char *row[] = {kvquant_name(kinds[k]), bytes_cell, pct, lossbuf, note};
         trace_table_row(tr, &table, row);
     }
-    if (tr->format == FORMAT_TEXT) {
-        fprintf(tr->out, "\n%s\n%s\n", trace_text(tr, "fp32's text:", "fp32 的文字："), ref.text);
-        fprintf(tr->out, "\n%s\n%s\n", trace_text(tr, "int4's text:", "int4 的文字："), run.text);
+    if (tr->format != FORMAT_JSON) {   // JSON has each run's text already
+        trace_say(tr, "", "");
+        trace_say(tr, "fp32's text:", "fp32 的文字：");
+        trace_textval(tr, "text", ref.text);
+        trace_say(tr, "", "");
+        trace_say(tr, "int4's text:", "int4 的文字：");
+        trace_textval(tr, "text", run.text);
     }
     trace_say(tr,
               "\nThe cache is stored here as floats holding exactly what the smaller cache gives back: the\n"

@@ -129,15 +129,23 @@ static void table_row(Trace *tr, int t, int rows, Flops f, double cum) {
     trace_table_row(tr, &FLOP_TABLE, row);
 }
 
+// A blank line, the table's caption (indented by two: "  Without the
+// cache"), then its head.
 static void table_head(Trace *tr, const char *en, const char *zh) {
-    if (tr->format == FORMAT_TEXT) fprintf(tr->out, "\n  %s\n", trace_text(tr, en, zh));
+    trace_say(tr, "", "");
+    trace_say(tr, en, zh);
     trace_table_head(tr, &FLOP_TABLE);
 }
 
-static void bar(FILE *f, const char *c, double value, double max) {
+// out = c repeated in proportion to value / max, at least once, at most
+// BAR_WIDTH times (c is one character of UTF-8, up to 4 bytes).
+static const char *bar(char *out, size_t size, const char *c, double value, double max) {
     int n = max > 0 ? (int)lround(value / max * BAR_WIDTH) : 0;
     if (n < 1) n = 1;
-    for (int i = 0; i < BAR_WIDTH; i++) fputs(i < n ? c : " ", f);
+    size_t len = strlen(c), at = 0;
+    for (int i = 0; i < n && at + len < size; i++, at += len) memcpy(out + at, c, len);
+    out[at] = '\0';
+    return out;
 }
 
 static void time_text(char *buf, size_t size, double s) {
@@ -279,8 +287,8 @@ int lesson4_run(const Options *opt, Trace *tr) {
     int64_t cum_rows[2] = {0, 0};
     int shown[] = {16, 64, 128, 255};
     for (int c = 0; c < 2; c++) {
-        if (c == 0) table_head(tr, "Without the cache", "无缓存");
-        else table_head(tr, "With the cache", "有缓存");
+        if (c == 0) table_head(tr, "  Without the cache", "  无缓存");
+        else table_head(tr, "  With the cache", "  有缓存");
         cum[c] = 0;
         for (int k = 0; k < steps; k++) {
             int t = p - 1 + k;
@@ -352,7 +360,7 @@ int lesson4_run(const Options *opt, Trace *tr) {
         {"ratio", "倍数", 8, 1, "ratio"},
     };
     static const TraceTable TIMES = {"per_token", 4, TIME_COLS};
-    if (tr->format == FORMAT_TEXT) fputc('\n', tr->out);
+    trace_say(tr, "", "");
     trace_table_head(tr, &TIMES);
     for (int i = 0; i < npos; i++) {
         char name[32], a[32], b[32];
@@ -382,22 +390,29 @@ int lesson4_run(const Options *opt, Trace *tr) {
             trace_table_row(tr, &TIMES, row);
         }
     }
-    if (tr->format == FORMAT_TEXT) {
-        double max = 0;
-        for (int i = 0; i < npos; i++) max = fmax(max, fmax(sec[0][i], sec[1][i]));
-        fprintf(tr->out, "\n  %s\n", trace_text(tr, "time per token against t (█ without the cache, ░ with it)",
-                                                "每个 token 的耗时随 t 的变化（█ 无缓存，░ 有缓存）"));
-        for (int i = 0; i < npos; i++) {
-            char a[32];
-            for (int c = 0; c < 2; c++) {
-                time_text(a, sizeof a, sec[c][i]);
-                if (c == 0) fprintf(tr->out, "  %5d ", pos[i]);
-                else fprintf(tr->out, "        ");
-                bar(tr->out, c == 0 ? "█" : "░", sec[c][i], max);
-                fprintf(tr->out, " %s\n", a);
-            }
+    // The same times as bars, two a position, scaled to the longest.
+    static const TraceColumn CHART_COLS[] = {
+        {"t", "t", 5, 1, NULL},
+        {"time per token against t (█ without the cache, ░ with it)",
+         "每个 token 的耗时随 t 的变化（█ 无缓存，░ 有缓存）", BAR_WIDTH, 0, "chart"},
+        {"", "", 0, 0, "seconds"},
+    };
+    static const TraceTable CHART = {"per_token_chart", 3, CHART_COLS};
+    double max = 0;
+    for (int i = 0; i < npos; i++) max = fmax(max, fmax(sec[0][i], sec[1][i]));
+    trace_say(tr, "", "");
+    trace_table_head(tr, &CHART);
+    for (int i = 0; i < npos; i++) {
+        for (int c = 0; c < 2; c++) {
+            char t[16] = "", bars[4 * BAR_WIDTH + 1], a[32];
+            if (c == 0) snprintf(t, sizeof t, "%d", pos[i]);
+            if (tr->format == FORMAT_TEXT) time_text(a, sizeof a, sec[c][i]);
+            else snprintf(a, sizeof a, "%.9f", sec[c][i]);
+            trace_run(tr, runs[c]);
+            trace_table_row(tr, &CHART, (const char *const[]){t, bar(bars, sizeof bars, c == 0 ? "█" : "░", sec[c][i], max), a});
         }
     }
+    trace_run(tr, NULL);
     int sh[2] = {npos, g.V};
     Tensor l0 = tensor_view(nc_logits, 2, sh), l1 = tensor_view(c_logits, 2, sh);
     trace_compare(tr, "logits", trace_text(tr, "logits at these positions without the cache", "这些位置无缓存时的 logits"),
