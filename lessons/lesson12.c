@@ -151,12 +151,13 @@ int lesson12_run(const Options *opt, Trace *tr) {
     // 1 and 2: another summing order in the cached step, in fp32, bf16, fp16.
     trace_heading(tr, "1, 2. Another summing order in the cached step, in fp32, bf16 and fp16",
                   "1、2. 缓存步骤换一种求和顺序：fp32、bf16 与 fp16");
-    trace_say(tr,
-              "The cached one-row step sums each matmul in 32 slices added pairwise, as a GPU matrix-vector\n"
-              "kernel does; the run without the cache sums in order. Both round their activations and cache\n"
-              "to the same type. Same seed, same draws: the text changes only when a logit moves far enough.",
-              "缓存步骤把每个矩阵乘法分成 32 段求和、再两两相加，就像 GPU 的矩阵-向量内核；无缓存的一次按顺序求和。\n"
-              "两者把激活和缓存舍入到同一种类型。种子相同、抽样相同：只有 logit 变化足够大时文字才会改变。");
+    trace_sayf(tr,
+               "The cached one-row step sums each matmul in %d slices added pairwise, as a GPU matrix-vector\n"
+               "kernel does; the run without the cache sums in order. Both round their activations and cache\n"
+               "to the same type. Same seed, same draws: the text changes only when a logit moves far enough.",
+               "缓存步骤把每个矩阵乘法分成 %d 段求和、再两两相加，就像 GPU 的矩阵-向量内核；无缓存的一次按顺序求和。\n"
+               "两者把激活和缓存舍入到同一种类型。种子相同、抽样相同：只有 logit 变化足够大时文字才会改变。",
+               KV_SPLIT_SLICES);
     const KvDtype acts[3] = {KV_FP32, KV_BF16, KV_FP16};
     for (int a = 0; a < 3; a++) {
         GptVariant plain = {.act_dtype = acts[a], .kv_dtype = acts[a]};

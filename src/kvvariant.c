@@ -108,10 +108,10 @@ void kvvariant_settle(const GptVariant *v, float *x, int64_t n) {
     if (v->act_dtype != KV_FP32) kvquant_round(x, n, v->act_dtype);
 }
 
-enum { SLICES = 32, COLS = 16 };
+enum { SLICES = KV_SPLIT_SLICES, COLS = 16 };
 
 // out (N) = in (K) @ w (K, N) + b, as a GPU matrix-vector kernel sums it:
-// K split into 32 slices, each summed on its own, the 32 partial sums then
+// K split into SLICES slices, each summed on its own, the partial sums then
 // added pairwise (16 + 16, 8 + 8, ...). The same terms as ops_matmul, in
 // another order: the result differs in the last bits.
 static void matvec_split(float *out, const float *in, const float *w, const float *b, int K, int N) {
