@@ -369,6 +369,19 @@ static void test_captions_follow_the_data(void **state) {
             if (fabs(scale - want_scale) > 1e-6) fail_msg("%s: scale expected %.9g, got %.9g", args, want_scale, scale);
             events_free(e, n);
         }
+        // Lesson 6.3's tiles, from the same file: S_ij's code and its narration.
+        char args[256];
+        snprintf(args, sizeof args, "lesson 6.3 --data %s --init random --preset tiny --max-n 1024 --repeat 1", path);
+        r = kvdemo_run(args);
+        assert_int_equal(r.status, 0);
+        const char *scale_text = pass == 0 ? "4" : "math.sqrt(2)";
+        char code[64], said[64];
+        snprintf(code, sizeof code, "S_ij = Q_i @ K_j.T / %s ", scale_text);
+        snprintf(said, sizeof said, "S_ij = Q_i K_j^T / %s,", scale_text);
+        if (!strstr(r.out, code)) fail_msg("kvdemo %s: expected the caption '%s'", args, code);
+        if (!strstr(r.out, said)) fail_msg("kvdemo %s: expected the narration '%s'", args, said);
+        if (strstr(r.out, "K_j.T / 2 ")) fail_msg("kvdemo %s: a caption with '/ 2'", args);
+        run_free(&r);
         f = fopen(path, "w");
         fputs("X\na 1 0\nb 0 1\nc 1 1\nW_Q\n1 0\n0 1\nW_K\n1 0\n0 1\nW_V\n1 0\n0 1\n", f);
         fclose(f);
