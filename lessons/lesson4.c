@@ -199,7 +199,7 @@ int lesson4_run(const Options *opt, Trace *tr) {
     int rc = gptsetup_model(&m, opt, 1, &random_model);
     if (rc) return rc;
     GptConfig g = m.cfg;
-    const char *prompt_text = opt->n_prompts ? opt->prompts[0] : "ROMEO:";
+    const char *prompt_text = gptsetup_prompt_text(opt);
     int repeat = opt->repeat > 0 ? opt->repeat : DEFAULT_REPEAT;
     int *tokens = NULL, p = 0;
     GptState s = {0};

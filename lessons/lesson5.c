@@ -86,7 +86,7 @@ int lesson5_run(const Options *opt, Trace *tr) {
     int rc = gptsetup_model(&m, opt, 1, &random_model);
     if (rc) return rc;
     GptConfig g = m.cfg;
-    const char *prompt_text = opt->n_prompts ? opt->prompts[0] : "ROMEO:";
+    const char *prompt_text = gptsetup_prompt_text(opt);
     int *tokens = NULL, p = 0;
     GptState s = {0};
     Lengths lens = {0};

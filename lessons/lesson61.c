@@ -708,7 +708,7 @@ int lesson61_run(const Options *opt, Trace *tr) {
         fileio_error("lesson 6.1: %s is missing; using a random model of the seed preset (its text is noise)",
                      "第 6.1 课：找不到 %s；改用 seed 形状的随机模型（生成的文字没有意义）", GPT_SHIPPED_MODEL);
     int n_prompt = 0;
-    rc = gptsetup_prompt(&sc.prompt, &n_prompt, &sc.m, opt->n_prompts ? opt->prompts[0] : "ROMEO:", 0);
+    rc = gptsetup_prompt(&sc.prompt, &n_prompt, &sc.m, gptsetup_prompt_text(opt), 0);
     if (rc) {
         scene_free(&sc);
         return rc;

@@ -31,7 +31,6 @@
 
 enum { DEFAULT_STEPS = 256 };
 enum { PACK_FROM_STEPS = 128 };   // cached runs this long pack the weights
-static const char *const DEFAULT_PROMPT = "ROMEO:";
 
 // Threads for the arithmetic: --threads N, or every core.
 static int start_threads(const Options *opt) {
@@ -100,7 +99,7 @@ int gptcmd_generate(const Options *opt, Trace *tr) {
     GptState s = {0};
     Sampler sampler = {0};
     char *text = NULL;
-    const char *prompt = opt->n_prompts ? opt->prompts[0] : DEFAULT_PROMPT;
+    const char *prompt = gptsetup_prompt_text(opt);
     rc = gptsetup_prompt(&tokens, &n_prompt, &m, prompt, steps);
     if (!rc && (gpt_state_init(&s, m.cfg) || sampler_init(&sampler, m.cfg.V, temperature, opt->top_k, (uint32_t)opt->seed))) {
         fprintf(stderr, "kvdemo: out of memory\n");

@@ -17,6 +17,9 @@
 // Returns 0, or an exit status (2 usage, 1 failure) after one line on stderr.
 int gptsetup_model(GptModel *m, const Options *opt, int fallback, int *random_note);
 
+// The prompt the options give (--prompt), else the chapter's "ROMEO:".
+const char *gptsetup_prompt_text(const Options *opt);
+
 // The prompt's tokens (allocated, with room for steps more), or an exit
 // status after one line on stderr naming the character the model lacks and
 // the characters it knows.

@@ -50,7 +50,7 @@ int pagedcmd_generate(const Options *opt, Trace *tr) {
     int B = opt->block_size > 0 ? opt->block_size : DEFAULT_BLOCK_SIZE;
     int T = m.cfg.T, H = m.cfg.H, D = m.cfg.C / m.cfg.H, L = m.cfg.L;
     float temperature = opt->temperature >= 0 ? (float)opt->temperature : 1.0f;
-    const char *prompt = opt->n_prompts ? opt->prompts[0] : "ROMEO:";
+    const char *prompt = gptsetup_prompt_text(opt);
     int *prompt_tokens = NULL, n_prompt = 0, *tokens = NULL;
     GptState s = {0};
     KvPool pool = {0};

@@ -148,7 +148,7 @@ int race_model(const GptModel *m, const Options *opt, Trace *tr) {
     int rc = 0;
     int steps = opt->steps > 0 ? opt->steps : DEFAULT_STEPS;
     float temperature = opt->temperature >= 0 ? (float)opt->temperature : 1.0f;
-    const char *prompt = opt->n_prompts ? opt->prompts[0] : "ROMEO:";
+    const char *prompt = gptsetup_prompt_text(opt);
     pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
     Runner run[2];
     memset(run, 0, sizeof run);
