@@ -1,6 +1,7 @@
-// gptsetup — what the char GPT's commands and lesson 10 share: the model the
-// options ask for (a file, a random model, or the shipped one) and a prompt's
-// tokens. Commands live in gptcmd; lessons include only this.
+// gptsetup — what the char GPT's commands and the lessons on it share: the
+// model the options ask for (a file, a random model, or the shipped one), the
+// prompt and its tokens. Commands live in gptcmd; lessons include only this
+// (and race.h, the race itself, in lesson 10).
 #ifndef KVDEMO_GPTSETUP_H
 #define KVDEMO_GPTSETUP_H
 
