@@ -252,28 +252,14 @@ int64_t llama_cache_bytes_per_token(const LlamaConfig *c) {
 // ---------------------------------------------------------------------------
 // Random weights and the generator of the draws
 
-void llama_rng_seed(LlamaRng *r, uint64_t seed) {
-    // splitmix64 of the seed, so that nearby seeds start far apart; never 0.
-    uint64_t z = rng_next(&seed);
-    r->state = z ? z : 0x2545f4914f6cdd1dull;
+// A uniform float in [0, 1) from the top 24 bits of rng.h's next number: the
+// weights below and generate's draws. The state starts at the seed.
+static float uniform_f32(uint64_t *rng) {
+    return (float)(rng_next(rng) >> 40) / 16777216.0f;   // 24 bits / 2^24
 }
 
-uint64_t llama_rng_next(LlamaRng *r) {
-    // xorshift64* (Vigna 2016): three shifts, then a multiply.
-    uint64_t x = r->state;
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
-    r->state = x;
-    return x * 0x2545f4914f6cdd1dull;
-}
-
-float llama_rng_uniform(LlamaRng *r) {
-    return (float)(llama_rng_next(r) >> 40) / 16777216.0f;   // 24 bits / 2^24
-}
-
-static void fill_uniform(float *w, size_t n, float bound, LlamaRng *r) {
-    for (size_t i = 0; i < n; i++) w[i] = (2.0f * llama_rng_uniform(r) - 1.0f) * bound;
+static void fill_uniform(float *w, size_t n, float bound, uint64_t *rng) {
+    for (size_t i = 0; i < n; i++) w[i] = (2.0f * uniform_f32(rng) - 1.0f) * bound;
 }
 
 static void fill_ones(float *w, size_t n) {
@@ -283,8 +269,7 @@ static void fill_ones(float *w, size_t n) {
 void llama_init_random(LlamaModel *m, uint64_t seed) {
     const LlamaConfig *c = &m->cfg;
     LlamaSizes s = llama_sizes(c);
-    LlamaRng r;
-    llama_rng_seed(&r, seed);
+    uint64_t r = seed;
     float in_c = 1.0f / sqrtf((float)c->dim), in_f = 1.0f / sqrtf((float)c->hidden_dim);
     fill_uniform(m->p.tok_embeddings, s.tok_embeddings, sqrtf(3.0f), &r);   // variance 1
     for (int l = 0; l < c->n_layers; l++) {
@@ -939,8 +924,7 @@ int llama_generate(LlamaGeneration *g, LlamaState *s, const LlamaModel *m,
     // input_text_mask = tokens != self.tokenizer.pad_id
     for (int i = 0; i < bsz * total_len; i++) g->input_text_mask[i] = g->tokens[i] != LLAMA_PAD_ID;
 
-    LlamaRng rng;
-    llama_rng_seed(&rng, opt->seed);
+    uint64_t rng = opt->seed;   // the draws of sample_top_p
     g->seconds = 0.0;
     g->rows_computed = 0;
     g->n_steps = 0;
@@ -966,7 +950,7 @@ int llama_generate(LlamaGeneration *g, LlamaState *s, const LlamaModel *m,
                 for (int i = 0; i < V; i++) pb[i] = lb[i] / opt->temperature;
                 ops_softmax_rows(pb, pb, 1, V);
                 g->sampled[b] = llama_sample_top_p(g->sorted, g->order, pb, opt->top_p,
-                                                   llama_rng_uniform(&rng), V);
+                                                   uniform_f32(&rng), V);
             } else {
                 // next_token = torch.argmax(logits, dim=-1)
                 g->sampled[b] = ops_argmax(lb, V);

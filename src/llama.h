@@ -157,7 +157,8 @@ void llama_state_free(LlamaState *s);
 // memory still reserved (keep_scores is left as it is).
 void llama_state_reset(LlamaState *s);
 
-// Seeded random weights (uniform in +-1/sqrt(fan_in), norms 1). The text a
+// Seeded random weights (uniform in +-1/sqrt(fan_in), norms 1), drawn from
+// rng.h's generator started at seed, 24 bits a weight. The text a
 // model with these weights writes is noise.
 void llama_init_random(LlamaModel *m, uint64_t seed);
 // kvdemo's vocabulary: pad, bos, eos, '\n', printable ASCII, the characters
@@ -225,15 +226,6 @@ void llama_forward(float *logits, LlamaState *s, const LlamaModel *m, const int 
 // ---------------------------------------------------------------------------
 // Sampling
 
-// A small seeded generator: xorshift64* (Vigna), state never 0.
-typedef struct {
-    uint64_t state;
-} LlamaRng;
-void llama_rng_seed(LlamaRng *r, uint64_t seed);
-uint64_t llama_rng_next(LlamaRng *r);
-// A uniform float in [0, 1) from the top 24 bits of the next number.
-float llama_rng_uniform(LlamaRng *r);
-
 // sample_top_p(probs (V), p) of the LLaMA code, with the draw made explicit:
 //   probs_sort, probs_idx = torch.sort(probs, dim=-1, descending=True)
 //   probs_sum = torch.cumsum(probs_sort, dim=-1)
@@ -273,7 +265,8 @@ typedef struct {
     float temperature;   // 0: argmax
     float top_p;
     int use_cache;       // 0: every step recomputes tokens[:, 0:cur_pos] from 0
-    uint64_t seed;       // of the draws
+    uint64_t seed;       // of the draws: rng.h's generator started at seed, one
+                         // uniform float (24 bits) per row and step
     LlamaStepHook hook;  // NULL, or called after each step
     void *hook_ctx;
 } LlamaGenOptions;

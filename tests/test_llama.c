@@ -114,18 +114,18 @@ static void test_sample_top_p_matches_pytorch(void **state) {
     fix_free(&fx);
 }
 
-static void test_rng_is_seeded(void **state) {
+// The same seed gives the same weights; another seed, others.
+static void test_init_random_is_seeded(void **state) {
     (void)state;
-    LlamaRng a, b;
-    llama_rng_seed(&a, 42);
-    llama_rng_seed(&b, 42);
-    for (int i = 0; i < 1000; i++) {
-        float u = llama_rng_uniform(&a);
-        assert_true(u >= 0.0f && u < 1.0f);
-        assert_true(u == llama_rng_uniform(&b));
-    }
-    llama_rng_seed(&b, 43);
-    assert_true(llama_rng_next(&a) != llama_rng_next(&b));
+    LlamaModel a, b, c;
+    model_random(&a, 4, 2, 42);
+    model_random(&b, 4, 2, 42);
+    model_random(&c, 4, 2, 43);
+    assert_bits(b.params, a.params, (int64_t)a.num_params, "weights of two models of seed 42");
+    assert_true(memcmp(a.params, c.params, sizeof(float) * a.num_params) != 0);
+    llama_free(&a);
+    llama_free(&b);
+    llama_free(&c);
 }
 
 // ---------------------------------------------------------------------------
@@ -547,7 +547,7 @@ int main(void) {
         cmocka_unit_test(test_freqs_cis_matches_pytorch),
         cmocka_unit_test(test_rope_matches_pytorch),
         cmocka_unit_test(test_sample_top_p_matches_pytorch),
-        cmocka_unit_test(test_rng_is_seeded),
+        cmocka_unit_test(test_init_random_is_seeded),
         cmocka_unit_test(test_mha_matches_pytorch),
         cmocka_unit_test(test_gqa_matches_pytorch),
         cmocka_unit_test(test_mqa_matches_pytorch),
