@@ -18,8 +18,9 @@
 // preallocated cache then; it just never reuses what it wrote.) Each run has
 // its own state (cache and activations) on the one model. The default
 // prompts differ in length, so that start_pos = min_prompt_size, the padding,
-// input_text_mask and the longer prompt read in through the cache all show. Both runs, then a comparison, by
-// default. The weights are random: the text is noise, the flow is the lesson.
+// input_text_mask and the longer prompt read in through the cache all show.
+// Both runs, then a comparison, by default. The weights are random: the text
+// is noise, the flow is the lesson.
 // At --trace full each step also shows layer 0's attention values for head 0
 // of each batch row: scores[b, 0] after the softmax, and keys[b, :, 0] /
 // values[b, :, 0] as read from the cache.

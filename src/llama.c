@@ -198,11 +198,6 @@ void llama_free(LlamaModel *m) {
     memset(m, 0, sizeof *m);
 }
 
-// The state's buffers, for llama_state_init's allocation and llama_state_free.
-#define STATE_BUFFERS(s)                                                                           \
-    {&(s)->cache_k, &(s)->cache_v, &(s)->x,    &(s)->xb,     &(s)->xq,   &(s)->xk, &(s)->xv,       \
-     &(s)->attn,    &(s)->xb2,     &(s)->hb,   &(s)->hb2,    &(s)->scores, &(s)->mask, &(s)->last}
-
 int llama_state_init(LlamaState *s, const LlamaModel *m, int max_batch_size, char *err,
                      size_t errlen) {
     memset(s, 0, sizeof *s);
@@ -218,11 +213,18 @@ int llama_state_init(LlamaState *s, const LlamaModel *m, int max_batch_size, cha
     s->max_batch_size = max_batch_size;
     s->cache_floats = L * B * T * G * D;
     s->mask_floats = T * T < LLAMA_MASK_FLOATS ? T * T : LLAMA_MASK_FLOATS;
-    size_t floats[] = {s->cache_floats, s->cache_floats, BT * C, BT * C, BT * H * D, BT * G * D,
-                       BT * G * D, BT * H * D, BT * C, BT * F, BT * F, T, s->mask_floats, B * C};
-    float **bufs[] = STATE_BUFFERS(s);
+    struct {
+        float **buf;
+        size_t floats;
+    } bufs[] = {
+        {&s->cache_k, s->cache_floats}, {&s->cache_v, s->cache_floats},
+        {&s->x, BT * C},  {&s->xb, BT * C},      {&s->xq, BT * H * D},   {&s->xk, BT * G * D},
+        {&s->xv, BT * G * D}, {&s->attn, BT * H * D}, {&s->xb2, BT * C}, {&s->hb, BT * F},
+        {&s->hb2, BT * F}, {&s->scores, T},     {&s->mask, s->mask_floats}, {&s->last, B * C},
+    };
     int failed = 0;
-    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) *bufs[i] = alloc_floats(floats[i], &failed);
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+        *bufs[i].buf = alloc_floats(bufs[i].floats, &failed);
     if (failed) {
         llama_state_free(s);
         fileio_fail2(err, errlen, "out of memory for a cache of %d x %d", "内存不足：放不下 %d x %d 的缓存",
@@ -233,8 +235,9 @@ int llama_state_init(LlamaState *s, const LlamaModel *m, int max_batch_size, cha
 }
 
 void llama_state_free(LlamaState *s) {
-    float **bufs[] = STATE_BUFFERS(s);
-    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(*bufs[i]);
+    float *bufs[] = {s->cache_k, s->cache_v, s->x,   s->xb,  s->xq,     s->xk,   s->xv,
+                     s->attn,    s->xb2,     s->hb,  s->hb2, s->scores, s->mask, s->last};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
     memset(s, 0, sizeof *s);
 }
 
