@@ -320,7 +320,7 @@ static void test_bench_svg_file(void **state) {
         rows++;
     }
     assert_int_equal(rows, 5);
-    assert_non_null(strstr(r.out, "after 1 warm-up run"));
+    assert_non_null(strstr(r.out, "after a warm-up of 16 tokens each way"));
     assert_null(strstr(r.out, "training,"));   // only with --train
     // stderr is not a terminal: no progress line at all
     assert_null(strstr(r.err, "left"));
