@@ -11,6 +11,7 @@
 
 #include "benchsvg.h"
 
+#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -387,6 +388,78 @@ static void test_bench_eta_on_terminal(void **state) {
     free(out);
 }
 
+// ----------------------------------------------------------------------------
+// bench for a Chinese class: under --lang zh every line is Chinese, the
+// progress line on a terminal and the footnotes included, with the
+// article's terms. A word of three or more ASCII letters is left only if it
+// is a unit, a program, a function of the documents or an option name.
+
+static const char *const ASCII_ALLOWED[] = {"kvdemo", "bench", "FMA", "GFLOP", "memcpy", "ROMEO", "numpy",
+                                            "generate", "steps"};
+
+// Fails at the first word of 3+ ASCII letters of text not in ASCII_ALLOWED,
+// naming the word and its line.
+static void expect_no_english(const char *text, const char *what) {
+    for (const char *p = text; *p;) {
+        if (*p == '\x1b' && p[1] == '[') {   // a terminal's escape ("\x1b[K"): not words
+            for (p += 2; *p && !isalpha((unsigned char)*p); p++) continue;
+            if (*p) p++;
+            continue;
+        }
+        if (!isalpha((unsigned char)*p)) {
+            p++;
+            continue;
+        }
+        const char *w = p;
+        while (isalpha((unsigned char)*p)) p++;
+        size_t n = (size_t)(p - w);
+        if (n < 3) continue;
+        int allowed = 0;
+        for (size_t i = 0; i < sizeof ASCII_ALLOWED / sizeof ASCII_ALLOWED[0] && !allowed; i++)
+            allowed = strlen(ASCII_ALLOWED[i]) == n && !strncmp(ASCII_ALLOWED[i], w, n);
+        if (allowed) continue;
+        const char *line = w, *end = strpbrk(w, "\r\n");
+        while (line > text && line[-1] != '\n' && line[-1] != '\r') line--;
+        fail_msg("%s: the English word \"%.*s\" under --lang zh, in: %.*s", what, (int)n, w,
+                 (int)(end ? end - line : (long)strlen(line)), line);
+    }
+}
+
+static void test_bench_speaks_chinese(void **state) {
+    (void)state;
+    // Lengths past the tiny model's context of 32 (the reset footnote),
+    // and training.
+    const char *args = "bench --lang zh --init random --preset tiny --steps 8,40 --repeat 2 --train";
+    RunResult r = kvdemo_run(args);
+    if (r.status != 0) fail_msg("kvdemo %s: %s", args, r.err);
+    expect_no_english(r.out, "stdout");
+    expect_no_english(r.err, "stderr");
+    static const char *const terms[] = {"词元", "不使用缓存", "使用缓存", "均值 ± σ", "重算了窗口", "训练"};
+    for (size_t i = 0; i < sizeof terms / sizeof terms[0]; i++)
+        if (!strstr(r.out, terms[i])) fail_msg("no \"%s\" in bench's Chinese output:\n%s", terms[i], r.out);
+    run_free(&r);
+    // Lengths inside the context: the other footnote.
+    args = "bench --lang zh --init random --preset tiny --steps 4 --repeat 1";
+    r = kvdemo_run(args);
+    if (r.status != 0) fail_msg("kvdemo %s: %s", args, r.err);
+    expect_no_english(r.out, "stdout");
+    if (!strstr(r.out, "重置一次也没有发生")) fail_msg("no footnote on the reset:\n%s", r.out);
+    run_free(&r);
+    // On a terminal: the progress line, with the time left.
+    int master;
+    const char *argv[] = {"bench", "--lang", "zh", "--init", "random", "--preset", "tiny", "--steps", "4,8",
+                          "--repeat", "1", NULL};
+    pid_t pid = kvdemo_spawn_pty(&master, argv);
+    char *out = read_to_end(master);
+    int status;
+    waitpid(pid, &status, 0);
+    close(master);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    expect_no_english(out, "the terminal");
+    if (!strstr(out, "热身") || (!strstr(out, "还剩") && !strstr(out, "不到一秒"))) fail_msg("no Chinese progress line with the time left:\n%s", out);
+    free(out);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_checker_refuses_bad_svg),
@@ -395,6 +468,7 @@ int main(void) {
         cmocka_unit_test(test_bench_svg_file),
         cmocka_unit_test(test_bench_svg_bad_paths),
         cmocka_unit_test(test_bench_eta_on_terminal),
+        cmocka_unit_test(test_bench_speaks_chinese),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
