@@ -132,9 +132,13 @@ static const OptionSpec OPTIONS[] = {
      "how many tensors to print (default full)", "打印多少中间张量（默认 full）"},
     {OPT_PRECISION, "--precision", ARG_INT, "N", AT(tr.precision), 1, LESSON, 0, 16,
      "decimals of printed tensors (default 4, as PyTorch)", "张量打印的小数位数（默认 4，与 PyTorch 相同）"},
-    {OPT_FORMAT, "--format", ARG_ENUM, "text|json|html|md", AT(tr.format), 1, LESSON | GENERATE | RACE | BENCH | MEMORY, 0, 0,
+    {OPT_FORMAT, "--format", ARG_ENUM, "text|json|html|md", AT(tr.format), 1, LESSON | GENERATE | MEMORY, 0, 0,
      "text for people (default), JSON Lines for scripts, an HTML page or Markdown for slides",
      "text 给人看，JSON Lines 给脚本，html 网页或 md（Markdown）用于幻灯片（默认 text）"},
+    // race and bench write their panes and tables themselves: no documents
+    // (the choices' order is TraceFormat's, so text and json keep their index).
+    {OPT_FORMAT, "--format", ARG_ENUM, "text|json", AT(tr.format), 1, RACE | BENCH, 0, 0,
+     "text for people (default), JSON Lines for scripts", "text 给人看（默认），JSON Lines 给脚本"},
     {OPT_LANG, "--lang", ARG_LOCALE, "en|zh", AT(tr.lang), 1, LIST | LESSON | GENERATE | RACE | BENCH | TRAIN | EVAL | MEMORY | HELP, 0, 0,
      "narration language (default from LANG)", "讲解的语言（默认取自 LANG）"},
     {OPT_STEP, "--step", ARG_FLAG, NULL, AT(tr.step_pause), 1, LESSON, 1, 0,
@@ -501,7 +505,7 @@ static void print_help(FILE *f, const Cli *c) {
                           "  kvdemo list 列出全部课程；kvdemo help lesson ID 介绍某一课"));
     fprintf(f, "\n%s\n", tx(c, "what every lesson understands:", "每一课都理解的选项："));
     for (int i = 0; i < NUM_OPTIONS; i++)
-        if (OPTIONS[i].id <= OPT_COLOR) print_option_line(f, c, &OPTIONS[i]);
+        if (OPTIONS[i].id <= OPT_COLOR && (OPTIONS[i].commands & LESSON)) print_option_line(f, c, &OPTIONS[i]);
     fprintf(f, "\n%s\n", tx(c, "kvdemo help COMMAND, kvdemo help lesson ID: the other options. -V: the version.",
                             "kvdemo help COMMAND 与 kvdemo help lesson ID 列出其余选项；-V 显示版本。"));
 }
@@ -924,20 +928,12 @@ static int cmd_lesson(Cli *c) {
     return rc;
 }
 
-// bench and race write their tables and panes themselves: no documents.
-static int no_document(const Cli *c, const char *command) {
-    if (c->tr.format != FORMAT_HTML && c->tr.format != FORMAT_MD) return 0;
-    return usage_error("%s has no --format %s (text|json); lessons, generate and memory have html and md",
-                       "%s 没有 --format %s（只有 text|json）；课程、generate 和 memory 才有 html 和 md", command,
-                       c->tr.format == FORMAT_HTML ? "html" : "md");
-}
-
 static int cmd_generate(Cli *c) {
     if (trace_begin(&c->tr)) return 1;
     return trace_finish(&c->tr, gptcmd_generate(&c->opt, &c->tr));
 }
-static int cmd_race(Cli *c) { return no_document(c, "race") ? EXIT_USAGE : race_run(&c->opt, &c->tr); }
-static int cmd_bench(Cli *c) { return no_document(c, "bench") ? EXIT_USAGE : bench_command(&c->opt, &c->tr); }
+static int cmd_race(Cli *c) { return race_run(&c->opt, &c->tr); }
+static int cmd_bench(Cli *c) { return bench_command(&c->opt, &c->tr); }
 static int cmd_init(Cli *c) { return gptcmd_init(&c->opt); }
 static int cmd_train(Cli *c) { return gptcmd_train(&c->opt, &c->tr); }
 static int cmd_eval(Cli *c) { return gptcmd_eval(&c->opt, &c->tr); }
