@@ -408,21 +408,36 @@ static const char *lesson_suggestion(const char *typed) {
     return NULL;
 }
 
+// Where the page rel ("docs/lesson-2.md") is for the user to open: rel
+// itself in the project's folder, else the installed copy
+// (PREFIX/share/kvdemo/docs/..., paths.h) by its plain absolute name; NULL
+// when there is none.
+static const char *doc_path(const char *rel, char *buf, size_t size) {
+    char found[4096];
+    const char *p = paths_shipped(rel, found, sizeof found);
+    if (access(p, R_OK) != 0) return NULL;
+    snprintf(buf, size, "%s", p);
+    // ".../bin/../share/kvdemo/docs/x.md" read as ".../share/kvdemo/docs/x.md"
+    for (char *up; (up = strstr(buf, "/../"));) {
+        char *dir = up;
+        while (dir > buf && dir[-1] != '/') dir--;
+        if (dir == buf) break;
+        memmove(dir, up + 4, strlen(up + 4) + 1);
+    }
+    return buf;
+}
+
 // The lesson's page in docs/: docs/lesson-ID.md, or its section's page
-// (docs/lesson-2.md for 2.1); NULL when there is none.
-static const char *lesson_doc(const Lesson *l, char *buf, size_t size) {
-    char rel[64], whole[16];
+// (docs/lesson-2.md for 2.1), as rel; NULL when there is none.
+static const char *lesson_doc(const Lesson *l, char *rel, size_t size) {
+    char whole[16], buf[4096];
     snprintf(whole, sizeof whole, "%s", l->id);
     const char *ids[2] = {l->id, whole};
     char *dot = strchr(whole, '.');
     if (dot) *dot = '\0';
     for (int i = 0; i < 2; i++) {
-        snprintf(rel, sizeof rel, "docs/lesson-%s.md", ids[i]);
-        const char *p = paths_shipped(rel, buf, size);
-        if (access(p, R_OK) == 0) {
-            snprintf(buf, size, "%s", rel);
-            return buf;
-        }
+        snprintf(rel, size, "docs/lesson-%s.md", ids[i]);
+        if (doc_path(rel, buf, sizeof buf)) return rel;
     }
     return NULL;
 }
@@ -488,6 +503,18 @@ static void print_options(FILE *f, const Cli *c, CommandId cmd, const Lesson *l)
 }
 
 
+// "more: PAGE", the page where this copy of kvdemo finds it; in Chinese
+// its twin in docs/zh/ first, when there is one.
+static void print_doc(FILE *f, const Cli *c, const char *rel) {
+    char en[4096], zh[4096], zh_rel[128];
+    if (!doc_path(rel, en, sizeof en)) return;
+    snprintf(zh_rel, sizeof zh_rel, "docs/zh/%s", rel + strlen("docs/"));
+    if (c->tr.lang == LANG_ZH && doc_path(zh_rel, zh, sizeof zh))
+        fprintf(f, "\n详见：%s（英文版：%s）\n", zh, en);
+    else
+        fprintf(f, "\n%s%s\n", tx(c, "more: ", "详见："), en);
+}
+
 // The global help: one screen (under 30 lines of at most 80 columns).
 static void print_help(FILE *f, const Cli *c) {
     fprintf(f, "kvdemo %s — %s\n\n", KVDEMO_VERSION,
@@ -519,7 +546,7 @@ static void print_command_help(FILE *f, const Cli *c, const Command *k) {
         fprintf(f, "\n%s\n", tx(c, "options:", "选项："));
         print_options(f, c, k->id, NULL);
     }
-    if (k->doc) fprintf(f, "\n%s %s\n", tx(c, "more:", "详见："), k->doc);
+    if (k->doc) print_doc(f, c, k->doc);
 }
 
 static void print_lesson_help(FILE *f, const Cli *c, const Lesson *l) {
@@ -547,9 +574,8 @@ static void print_lesson_help(FILE *f, const Cli *c, const Lesson *l) {
         print_options(f, c, CMD_LESSON, l);
         fprintf(f, "%s\n", tx(c, "  (it says so when it ignores another option)", "  （给了其他选项时，它会说明已忽略）"));
     }
-    char buf[4096];
-    const char *doc = lesson_doc(l, buf, sizeof buf);
-    if (doc) fprintf(f, "\n%s %s\n", tx(c, "more:", "详见："), doc);
+    char rel[64];
+    if (lesson_doc(l, rel, sizeof rel)) print_doc(f, c, rel);
     fprintf(f, "\n%s\n", tx(c, "Other lessons: kvdemo list; kvdemo lesson ID --help.",
                             "其他课程：kvdemo list；kvdemo lesson ID --help。"));
 }
