@@ -28,7 +28,7 @@ enum { MAX_POINTS = 256, MAX_DEPTH = 64 };
 typedef struct {
     char panel[16], mode[16];
     int tokens;
-    double cy;   // the marker's centre (circle cy, or rect y + 4)
+    double cx, cy;   // the marker's centre (circle cx, cy, or rect x + 4, y + 4)
 } SvgPoint;
 
 typedef struct {
@@ -139,6 +139,8 @@ static const char *svg_check(const char *svg, SvgInfo *info) {
                 if (attr(p, q, "cy", v, sizeof v)) pt->cy = atof(v);
                 else if (attr(p, q, "y", v, sizeof v)) pt->cy = atof(v) + 4;
                 else return "a point without a position";
+                if (attr(p, q, "cx", v, sizeof v)) pt->cx = atof(v);
+                else if (attr(p, q, "x", v, sizeof v)) pt->cx = atof(v) + 4;
             }
             if (!empty) {
                 if (depth == MAX_DEPTH) return "nested too deep";
@@ -169,6 +171,30 @@ static const SvgPoint *find_point(const SvgInfo *info, const char *panel, const 
         if (!strcmp(p->panel, panel) && !strcmp(p->mode, mode) && p->tokens == tokens) return p;
     }
     return NULL;
+}
+
+// The vertices of panel's reference line for mode (n² without the cache,
+// n with it) into x, y; returns how many, or -1 if there is no such line.
+static int reference_line(const char *svg, const char *panel, const char *mode, double *x, double *y, int max) {
+    char open[64], tag[64];
+    snprintf(open, sizeof open, "<g class=\"panel\" id=\"%s\">", panel);
+    const char *g = strstr(svg, open);
+    if (!g) return -1;
+    const char *end = strstr(g, "</g>");
+    snprintf(tag, sizeof tag, "<polyline class=\"reference\" data-mode=\"%s\"", mode);
+    const char *line = strstr(g, tag);
+    if (!line || line > end) return -1;
+    const char *pts = strstr(line, "points=\"");
+    if (!pts) return -1;
+    pts += strlen("points=\"");
+    int n = 0;
+    double a, b;
+    int used;
+    while (n < max && sscanf(pts, "%lf,%lf%n", &a, &b, &used) == 2) {
+        x[n] = a, y[n] = b, n++;
+        pts += used;
+    }
+    return n;
 }
 
 static char *read_file(const char *path) {
@@ -259,6 +285,56 @@ static void test_svg_of_known_points(void **state) {
     double d1 = u0->cy - u1->cy, d2 = u1->cy - u2->cy;
     if (!(d1 > 0) || fabs(d1 - d2) > 0.2) fail_msg("per token without the cache: steps %g and %g, expected equal", d1, d2);
     free(buf);
+}
+
+// The reference lines as documented (benchsvg.c): in each panel, the n² line
+// starts at the first point without the cache and the n line at the first
+// point with it, on every measured length; with times that grow exactly as
+// n² and n, each line goes through every point of its run.
+static void test_svg_reference_lines_through_the_points(void **state) {
+    (void)state;
+    static const int lengths[4] = {16, 32, 64, 250};
+    for (int exact = 1; exact >= 0; exact--) {
+        BenchSvgPoint pts[4];
+        for (int i = 0; i < 4; i++) {
+            double n = lengths[i];
+            // exact: 1e-5 n² and 1e-3 n; else a fixed part besides (as a
+            // real run has), so that only the first points lie on the lines
+            double u = 1e-5 * n * n + (exact ? 0 : 0.01), c = 1e-3 * n + (exact ? 0 : 0.01);
+            pts[i] = (BenchSvgPoint){lengths[i], {u, c}, {u, c}, {u, c}};
+        }
+        char *buf = NULL;
+        size_t size = 0;
+        FILE *f = open_memstream(&buf, &size);
+        assert_non_null(f);
+        assert_int_equal(benchsvg_write(f, pts, 4, "reference lines"), 0);
+        fclose(f);
+        SvgInfo info;
+        const char *why = svg_check(buf, &info);
+        if (why) fail_msg("not well-formed: %s", why);
+        static const char *const panels[2] = {"per-token", "total"}, *const modes[2] = {"no-cache", "cache"};
+        for (int p = 0; p < 2; p++)
+            for (int c = 0; c < 2; c++) {
+                double x[8], y[8];
+                int n = reference_line(buf, panels[p], modes[c], x, y, 8);
+                if (n != 4) fail_msg("%s, %s: a reference line of %d vertices, expected 4", panels[p], modes[c], n);
+                for (int i = 0; i < (exact ? 4 : 1); i++) {
+                    const SvgPoint *pt = find_point(&info, panels[p], modes[c], lengths[i]);
+                    assert_non_null(pt);
+                    if (fabs(x[i] - pt->cx) > 0.11 || fabs(y[i] - pt->cy) > 0.11)
+                        fail_msg("%s, %s, %d tokens (%s times): the reference line at (%g, %g), expected the point's "
+                                 "(%g, %g)", panels[p], modes[c], lengths[i], exact ? "exact" : "offset", x[i], y[i],
+                                 pt->cx, pt->cy);
+                }
+                if (!exact) {   // the fixed part lifts the later points off the line
+                    const SvgPoint *last = find_point(&info, panels[p], modes[c], 250);
+                    if (fabs(y[3] - last->cy) < 1)
+                        fail_msg("%s, %s: the line ends on the 250-token point (y %g), which is off n and n²",
+                                 panels[p], modes[c], last->cy);
+                }
+            }
+        free(buf);
+    }
 }
 
 // One length only: the axes still have a range, the points are there.
@@ -465,6 +541,7 @@ int main(void) {
         cmocka_unit_test(test_checker_refuses_bad_svg),
         cmocka_unit_test(test_svg_of_known_points),
         cmocka_unit_test(test_svg_of_one_point),
+        cmocka_unit_test(test_svg_reference_lines_through_the_points),
         cmocka_unit_test(test_bench_svg_file),
         cmocka_unit_test(test_bench_svg_bad_paths),
         cmocka_unit_test(test_bench_eta_on_terminal),
