@@ -6,7 +6,7 @@
 #                 with the portable ones (installs cmocka when it can);
 #                 TEST='*cache*' runs only the tests whose name matches
 #   make asan     the same tests under AddressSanitizer + UBSan
-#   make bench    cache against no cache, measured side by side
+#   make bench    cache against no cache up to 1024 tokens, and training (kvdemo bench: a lesson's minute)
 #   make data     download tinyshakespeare (for training) and check its sha256
 #   make fuzz     build the fuzz targets with clang and run each FUZZ_SECONDS (60)
 #   make debug    an unoptimised build with symbols, for gdb
@@ -118,8 +118,10 @@ $(BUILD)/fuzz_%: tests/fuzz/driver.c $(BUILD)/tests/fuzz/targets.o $(LIBOBJ)
 debug:
 	@$(MAKE) --no-print-directory BUILD=build-debug BIN=build-debug/kvdemo OPT="-O0 -g"
 
+# The fuller picture (two minutes or so): lengths past the context of 256,
+# where the chapter's reset recomputes the window, and the training speed.
 bench: $(BIN)
-	./kvdemo bench --train
+	./$(BIN) bench --train --steps 16,32,64,128,250,512,1024
 
 data:
 	@sh tests/get-data.sh
