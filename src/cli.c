@@ -528,8 +528,14 @@ static void print_help(FILE *f, const Cli *c) {
     char ids[256];
     list_lesson_ids(ids, sizeof ids, 1);
     fprintf(f, "\n%s %s\n", tx(c, "lessons:", "课程："), ids);
-    fprintf(f, "%s\n", tx(c, "  kvdemo list shows them all; kvdemo help lesson ID tells what one shows",
-                          "  kvdemo list 列出全部课程；kvdemo help lesson ID 介绍某一课"));
+    // and the glossary, where this copy finds it (help lesson ID is in the usage above)
+    char glossary[4096];
+    if (doc_path("docs/glossary.md", glossary, sizeof glossary))
+        fprintf(f, "%s%s\n", tx(c, "  kvdemo list shows them all; their words in en and zh: ", "  kvdemo list 列出全部课程；中英术语表："),
+                glossary);
+    else
+        fprintf(f, "%s\n", tx(c, "  kvdemo list shows them all; kvdemo help lesson ID tells what one shows",
+                              "  kvdemo list 列出全部课程；kvdemo help lesson ID 介绍某一课"));
     fprintf(f, "\n%s\n", tx(c, "what every lesson understands:", "每一课都理解的选项："));
     for (int i = 0; i < NUM_OPTIONS; i++)
         if (OPTIONS[i].id <= OPT_COLOR && (OPTIONS[i].commands & LESSON)) print_option_line(f, c, &OPTIONS[i]);

@@ -87,6 +87,7 @@ static void test_installed_help_names_installed_pages(void **state) {
         {"help lesson 7 --lang zh", "/usr/share/kvdemo/docs/zh/lesson-7.md"},
         {"help bench", "/usr/share/kvdemo/docs/lesson-10.md"},
         {"help train --lang zh", "/usr/share/kvdemo/docs/training.md"},
+        {"help", "/usr/share/kvdemo/docs/glossary.md"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         int st = sh(out, sizeof out, "cd / && env -u LANG -u LC_ALL %s/usr/bin/kvdemo %s 2>&1", stage, cases[i].args);
