@@ -235,6 +235,20 @@ static void test_checker_refuses_bad_svg(void **state) {
 }
 
 // ----------------------------------------------------------------------------
+// benchsvg_write's chart of n points in memory, checked well-formed (info:
+// what the checker found); the caller frees it.
+static char *svg_of(const BenchSvgPoint *pts, int n, const char *title, SvgInfo *info) {
+    char *buf = NULL;
+    size_t size = 0;
+    FILE *f = open_memstream(&buf, &size);
+    assert_non_null(f);
+    assert_int_equal(benchsvg_write(f, pts, n, title), 0);
+    fclose(f);
+    const char *why = svg_check(buf, info);
+    if (why) fail_msg("not well-formed: %s\n%s", why, buf);
+    return buf;
+}
+
 // benchsvg_write on numbers chosen here: every point there once, placed by
 // its value (log axis: larger times higher up), the title escaped.
 
@@ -248,15 +262,8 @@ static void test_svg_of_known_points(void **state) {
         pts[i] = (BenchSvgPoint){lengths[i], {1e-5 * n * n, 1e-3 * n}, {0.9e-5 * n * n, 0.9e-3 * n},
                                  {1.1e-5 * n * n, 1.2e-3 * n}};
     }
-    char *buf = NULL;
-    size_t size = 0;
-    FILE *f = open_memstream(&buf, &size);
-    assert_non_null(f);
-    assert_int_equal(benchsvg_write(f, pts, 3, "a <title> & \"quotes\""), 0);
-    fclose(f);
     SvgInfo info;
-    const char *why = svg_check(buf, &info);
-    if (why) fail_msg("not well-formed: %s\n%s", why, buf);
+    char *buf = svg_of(pts, 3, "a <title> & \"quotes\"", &info);
     assert_non_null(strstr(buf, "a &lt;title&gt; &amp; &quot;quotes&quot;"));
     static const char *const panels[2] = {"per-token", "total"}, *const modes[2] = {"no-cache", "cache"};
     assert_int_equal(info.n_points, 2 * 2 * 3);
@@ -303,15 +310,8 @@ static void test_svg_reference_lines_through_the_points(void **state) {
             double u = 1e-5 * n * n + (exact ? 0 : 0.01), c = 1e-3 * n + (exact ? 0 : 0.01);
             pts[i] = (BenchSvgPoint){lengths[i], {u, c}, {u, c}, {u, c}};
         }
-        char *buf = NULL;
-        size_t size = 0;
-        FILE *f = open_memstream(&buf, &size);
-        assert_non_null(f);
-        assert_int_equal(benchsvg_write(f, pts, 4, "reference lines"), 0);
-        fclose(f);
         SvgInfo info;
-        const char *why = svg_check(buf, &info);
-        if (why) fail_msg("not well-formed: %s", why);
+        char *buf = svg_of(pts, 4, "reference lines", &info);
         static const char *const panels[2] = {"per-token", "total"}, *const modes[2] = {"no-cache", "cache"};
         for (int p = 0; p < 2; p++)
             for (int c = 0; c < 2; c++) {
@@ -341,14 +341,8 @@ static void test_svg_reference_lines_through_the_points(void **state) {
 static void test_svg_of_one_point(void **state) {
     (void)state;
     BenchSvgPoint pt = {8, {0.5, 0.5}, {0.5, 0.5}, {0.5, 0.5}};
-    char *buf = NULL;
-    size_t size = 0;
-    FILE *f = open_memstream(&buf, &size);
-    assert_int_equal(benchsvg_write(f, &pt, 1, "one"), 0);
-    fclose(f);
     SvgInfo info;
-    const char *why = svg_check(buf, &info);
-    if (why) fail_msg("not well-formed: %s", why);
+    char *buf = svg_of(&pt, 1, "one", &info);
     assert_int_equal(info.n_points, 4);
     assert_null(strstr(buf, "nan"));
     assert_null(strstr(buf, "inf"));
@@ -448,17 +442,23 @@ static void test_bench_svg_bad_paths(void **state) {
     expect_failure("bench --svg", 2, "--svg");
 }
 
-// On a terminal the progress line says about how long is left.
-static void test_bench_eta_on_terminal(void **state) {
-    (void)state;
+// What kvdemo args writes on a terminal (it must succeed); the caller frees it.
+static char *on_terminal(const char *const *args) {
     int master;
-    const char *args[] = {"bench", "--init", "random", "--preset", "tiny", "--steps", "4,8", "--repeat", "1", NULL};
     pid_t pid = kvdemo_spawn_pty(&master, args);
     char *out = read_to_end(master);
     int status;
     waitpid(pid, &status, 0);
     close(master);
-    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) fail_msg("kvdemo %s ... on a terminal failed:\n%s", args[0], out);
+    return out;
+}
+
+// On a terminal the progress line says about how long is left.
+static void test_bench_eta_on_terminal(void **state) {
+    (void)state;
+    const char *args[] = {"bench", "--init", "random", "--preset", "tiny", "--steps", "4,8", "--repeat", "1", NULL};
+    char *out = on_terminal(args);
     if (!strstr(out, " left)")) fail_msg("no time left in the progress line:\n%s", out);
     assert_non_null(strstr(out, "warm-up"));
     free(out);
@@ -522,15 +522,9 @@ static void test_bench_speaks_chinese(void **state) {
     if (!strstr(r.out, "重置一次也没有发生")) fail_msg("no footnote on the reset:\n%s", r.out);
     run_free(&r);
     // On a terminal: the progress line, with the time left.
-    int master;
     const char *argv[] = {"bench", "--lang", "zh", "--init", "random", "--preset", "tiny", "--steps", "4,8",
                           "--repeat", "1", NULL};
-    pid_t pid = kvdemo_spawn_pty(&master, argv);
-    char *out = read_to_end(master);
-    int status;
-    waitpid(pid, &status, 0);
-    close(master);
-    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    char *out = on_terminal(argv);
     expect_no_english(out, "the terminal");
     if (!strstr(out, "热身") || (!strstr(out, "还剩") && !strstr(out, "不到一秒"))) fail_msg("no Chinese progress line with the time left:\n%s", out);
     free(out);
