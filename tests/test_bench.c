@@ -393,6 +393,8 @@ static void test_bench_svg_file(void **state) {
     assert_int_equal(rows, 5);
     assert_non_null(strstr(r.out, "after a warm-up of 16 tokens each way"));
     assert_null(strstr(r.out, "training,"));   // only with --train
+    // 250 tokens pass the tiny model's context of 32: the reset and its time
+    if (!strstr(r.out, "250 tokens with the cache: ")) fail_msg("bench: no line on the reset in:\n%s", r.out);
     // stderr is not a terminal: no progress line at all
     assert_null(strstr(r.err, "left"));
     assert_null(strchr(r.err, '\r'));
@@ -460,6 +462,8 @@ static void test_bench_eta_on_terminal(void **state) {
     const char *args[] = {"bench", "--init", "random", "--preset", "tiny", "--steps", "4,8", "--repeat", "1", NULL};
     char *out = on_terminal(args);
     if (!strstr(out, " left)")) fail_msg("no time left in the progress line:\n%s", out);
+    // 8 tokens after the 6-token prompt stay inside the context of 32
+    if (!strstr(out, "the chapter's reset never runs")) fail_msg("no footnote on the reset:\n%s", out);
     assert_non_null(strstr(out, "warm-up"));
     free(out);
 }

@@ -123,6 +123,25 @@ static void test_bench_csv(void **state) {
         found++;
     }
     assert_int_equal(found, 2);
+    // The headline is the longest row, not a run of its own: the same
+    // mean ± σ and min … max cells, both ways.
+    static const char *const head_rows[2] = {"\n  without the cache ", "\n  with the cache "};
+    static const char *const row_heads[2] = {"\n      40 no cache ", "\n         cache "};
+    const char *row40 = strstr(r.out, row_heads[0]);
+    for (int c = 0; c < 2; c++) {
+        const char *h = strstr(r.out, head_rows[c]), *t = row40 && c ? strstr(row40 + 1, row_heads[1]) : row40;
+        if (!h || !t) fail_msg("bench: no headline or no 40-token row (%s) in:\n%s", head_rows[c] + 3, r.out);
+        char hm[32], hs[32], hmin[32], tm[32], ts[32], tmin[32];
+        h += strlen(head_rows[c]), t += strlen(row_heads[c]);
+        if (sscanf(h, "%31s ± %31s %*s %31s", hm, hs, hmin) != 3 || sscanf(t, "%31s ± %31s %*s %31s", tm, ts, tmin) != 3)
+            fail_msg("bench: cells not as expected in:\n%s", r.out);
+        if (strcmp(hm, tm) || strcmp(hs, ts) || strcmp(hmin, tmin))
+            fail_msg("the headline %s: %s ± %s, min %s; expected the 40-token row's %s ± %s, min %s", head_rows[c] + 3,
+                     hm, hs, hmin, tm, ts, tmin);
+    }
+    // 40 tokens pass the tiny model's context of 32: the reset and its time.
+    if (!strstr(r.out, "40 tokens with the cache: ") || !strstr(r.out, "steps recomputed the window"))
+        fail_msg("bench: no line on the reset at 40 tokens in:\n%s", r.out);
     run_free(&r);
     // The same in JSON: the limits are positive rates, the opening has a
     // spread, the fractions are the rates over the limits.
