@@ -45,6 +45,21 @@ static void test_generate_same_text(void **state) {
     assert_string_equal(ta->text, tb->text);
     assert_memory_equal(ta->text, "ROMEO:", 6);
     assert_int_equal((int)strlen(ta->text), 6 + 80);   // one byte per character here
+    // Past the context generate says what the chapter's reset did: a cached
+    // step s (1 ..) needs len(tokens) = 6 + s <= T = 32, else it feeds the
+    // last 32 tokens again.
+    int resets = 0;
+    for (int step = 1; step < 80; step++) resets += 6 + step > 32;
+    const Event *rs = events_find(a, n1, "count", "cache", -1, "reset_steps");
+    assert_non_null(rs);
+    if ((int)rs->value != resets) fail_msg("reset steps: expected %d, got %d", resets, (int)rs->value);
+    assert_non_null(events_find(a, n1, "value", "cache", -1, "reset_seconds"));
+    snprintf(args, sizeof args, "generate --model %s --steps 80 --seed 3", model);
+    RunResult r = kvdemo_run(args);
+    char said[128];
+    snprintf(said, sizeof said, "dropped the cache and fed the last 32 tokens again at %d steps", resets);
+    if (r.status != 0 || !strstr(r.out, said)) fail_msg("generate past the context: no \"%s\" in:\n%s", said, r.out);
+    run_free(&r);
     events_free(a, n1);
     events_free(b, n2);
 }
