@@ -100,7 +100,8 @@ void ops_vecmat_rows(float *out, int ldo, const float *x, int ldx, const float *
 
 // y (n) = softmax of x (n): exp(x - max), then each divided by the sum
 // (OPS_DIVIDE: F.softmax, numpy's exp / np.sum(exp)) or multiplied by 1 / sum
-// (OPS_RECIPROCAL: the chapter's attention as kvdemo trains and runs it).
+// (OPS_RECIPROCAL: attention, as kvdemo trains and runs the char GPT, and as
+// PyTorch's CPU softmax normalises).
 // y may be x; a -inf score becomes a weight of exactly 0. lse, if not NULL,
 // receives log(sum) + max, the log of the sum of exp(x), for a loss.
 // The fast exp is within 2 ulp of expf and the sum runs in 16 lanes; the plain
