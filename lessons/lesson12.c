@@ -116,7 +116,7 @@ int lesson12_run(const Options *opt, Trace *tr) {
     if (data) {
         char err[512];
         if (train_text_load(&text, data, m.vocab, g.V, err, sizeof err) != 0) {
-            fprintf(stderr, "kvdemo: %s\n", err);
+            fileio_error("%s", "%s", err);
             rc = 1;
             goto done;
         }

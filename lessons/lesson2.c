@@ -1,4 +1,4 @@
-// lesson 2 — 为什么要进行 KV Cache？ (seed 000, section 2)
+// lesson 2 — 为什么要进行 KV Cache？ (the KV Cache article, section 2)
 //
 // The article's 4-dim example. Given 天气, the model predicts 真 (step 1);
 // then 真 is appended and, given 天气真, it predicts 好 (step 2).

@@ -27,6 +27,8 @@ void fileio_set_zh(int zh) { message_zh = zh != 0; }
 
 int fileio_zh(void) { return message_zh; }
 
+const char *fileio_text(const char *en, const char *zh) { return message_zh ? zh : en; }
+
 int fileio_fail2(char *err, size_t errlen, const char *en, const char *zh, ...) {
     if (err && errlen) {
         va_list ap;

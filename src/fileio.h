@@ -38,6 +38,9 @@ int fileio_error(const char *en, const char *zh, ...) __attribute__((format(prin
 // A system error's reason (errno) in that language: strerror, or its Chinese
 // for the reasons a class meets (no such file, no permission, disk full, ...).
 const char *fileio_strerror(int e);
+// en or zh, whichever is the message language: a reason or a word an error
+// message puts in its %s.
+const char *fileio_text(const char *en, const char *zh);
 
 // Little-endian numbers in a byte buffer.
 uint32_t le_get_u32(const unsigned char *b);
