@@ -196,6 +196,7 @@ int lesson7_run(const Options *opt, Trace *tr) {
     free(steps);
     free(outs);
     attn_step_free(&c);
+    toy_precision_note(tr, 0);
     toydata_free(&d);
     return 0;
 }
