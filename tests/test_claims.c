@@ -34,23 +34,8 @@ static void check_says(const Says *rows, size_t n) {
     }
 }
 
-// A file of the project, whole; fails the test when it cannot be read.
-static char *read_file(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) fail_msg("%s: cannot open", path);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = malloc((size_t)n + 1);
-    assert_non_null(s);
-    assert_int_equal(fread(s, 1, (size_t)n, f), (size_t)n);
-    s[n] = '\0';
-    fclose(f);
-    return s;
-}
-
 static void file_says(const char *path, const char *must, const char *must_not) {
-    char *s = read_file(path);
+    char *s = file_slurp(path);
     if (must && !strstr(s, must)) fail_msg("%s: expected \"%s\"", path, must);
     if (must_not && strstr(s, must_not)) fail_msg("%s: expected no \"%s\"", path, must_not);
     free(s);

@@ -99,6 +99,16 @@ static char *slurp(FILE *f) {
     return buf_take(&b);
 }
 
+char *file_slurp(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) fail_msg("%s: cannot open (tests run from the repository's top folder)", path);
+    char *s = slurp(f);
+    fclose(f);
+    if (!s) s = calloc(1, 1);
+    assert_non_null(s);
+    return s;
+}
+
 RunResult kvdemo_run(const char *args) { return kvdemo_run_env(NULL, args); }
 
 RunResult kvdemo_run_env(const char *env, const char *args) {

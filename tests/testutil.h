@@ -52,6 +52,9 @@ typedef struct {
 RunResult kvdemo_run_env(const char *env, const char *args);
 RunResult kvdemo_run(const char *args);
 void run_free(RunResult *r);
+// The whole of a file of the project (free it); fails the test when it
+// cannot be read.
+char *file_slurp(const char *path);
 // Number of lines in s.
 int count_lines(const char *s);
 // Runs "kvdemo ARGS", fails the test unless it exits 0, and returns its
