@@ -207,8 +207,12 @@ int gptcmd_init(const Options *opt) {
         fileio_error("%s", "%s", err);
         rc = 1;
     } else {
-        printf("wrote %s: a random model, preset %s, seed %llu, %zu parameters\n", opt->out_path,
-               opt->preset ? opt->preset : "seed", (unsigned long long)opt->seed, m.num_params);
+        if (fileio_zh())
+            printf("已写入 %s：随机模型，预设 %s，种子 %llu，%zu 个参数\n", opt->out_path,
+                   opt->preset ? opt->preset : "seed", (unsigned long long)opt->seed, m.num_params);
+        else
+            printf("wrote %s: a random model, preset %s, seed %llu, %zu parameters\n", opt->out_path,
+                   opt->preset ? opt->preset : "seed", (unsigned long long)opt->seed, m.num_params);
     }
     gpt_free(&m);
     return rc;

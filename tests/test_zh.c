@@ -38,6 +38,7 @@ static const char *const ALLOWED[] = {
     "Milakov", "Gimelshein",
     // code the lessons quote, and the values of options (--bug offset, --data FILE)
     "float", "ceil", "exp", "sqrt", "ones", "logit", "offset", "stale", "append", "layout", "scale", "FILE",
+    "tiny",
     // the example prompt, and methods named after their papers
     "ROMEO", "KIVI",
     // lesson 6.1: the article's and the vLLM paper's terms, its data sets, the workload's formula
@@ -169,6 +170,11 @@ static void test_lessons_speak_chinese(void **state) {
         runs++;
     }
     check_run(&bad, "LANG=zh_CN.UTF-8", "generate --steps 8", 1);
+    check_run(&bad, NULL, "generate --paged --samples 2 --steps 8 --lang zh", 1);
+    char init[128];
+    snprintf(init, sizeof init, "init --preset tiny --out /tmp/kvdemo-zh-init-%d.bin", (int)getpid());
+    check_run(&bad, "LANG=zh_CN.UTF-8", init, 0);
+    unlink(init + strlen("init --preset tiny --out "));
     check_train_and_eval(&bad);
     // (bench is left out: it always measures 256 tokens and training steps,
     // minutes on a shared machine.)
