@@ -150,6 +150,8 @@ static void check_train_and_eval(Buf *bad) {
     check_run_stderr(bad, args);
     snprintf(args, sizeof args, "eval --lang zh --model %s --data tests/fixtures/corpus_small.txt --threads 1", model);
     check_run_stderr(bad, args);
+    snprintf(args, sizeof args, "eval --lang zh --kv-dtype int8 --model %s --data tests/fixtures/corpus_small.txt", model);
+    check_run_stderr(bad, args);
     unlink(model);
     unlink(ckpt);
 }
