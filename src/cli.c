@@ -135,7 +135,7 @@ static const OptionSpec OPTIONS[] = {
     {OPT_FORMAT, "--format", ARG_ENUM, "text|json|html|md", AT(tr.format), 1, LESSON | GENERATE | RACE | BENCH | MEMORY, 0, 0,
      "text for people (default), JSON Lines for scripts, an HTML page or Markdown for slides",
      "text 给人看，JSON Lines 给脚本，html 网页或 md（Markdown）用于幻灯片（默认 text）"},
-    {OPT_LANG, "--lang", ARG_LOCALE, "en|zh", AT(tr.lang), 1, LIST | LESSON | GENERATE | RACE | BENCH | TRAIN | EVAL | MEMORY | HELP, 0, 0,
+    {OPT_LANG, "--lang", ARG_LOCALE, "en|zh", AT(tr.lang), 1, LIST | LESSON | GENERATE | RACE | BENCH | INIT | TRAIN | EVAL | MEMORY | HELP, 0, 0,
      "narration language (default from LANG)", "讲解的语言（默认取自 LANG）"},
     {OPT_STEP, "--step", ARG_FLAG, NULL, AT(tr.step_pause), 1, LESSON, 1, 0,
      "one screen at a time on a terminal: Enter next, b back, q quit",

@@ -118,7 +118,7 @@ static const BadInput BAD[] = {
     {"train --out DIR/m.bin --data DIR/notutf8.txt", 1, 0},
     {"train --out DIR/m.bin --data DIR/missing.txt", 1, 0},
     {"train --out DIR/m.bin --data tests/fixtures/corpus_small.txt --resume DIR/bad.txt", 1, 0},
-    {"init", 2, 1},
+    {"init", 2, 0},
     // lessons beyond the 4-dim example
     {"lesson 3 --model DIR/bad.bin", 1, 0},
     {"lesson 3 --model DIR/missing.bin", 1, 0},
