@@ -280,7 +280,7 @@ int lesson10_run(const Options *opt, Trace *tr) {
     Tensor l0 = tensor_view(rec[0].logits, 2, sh), l1 = tensor_view(rec[1].logits, 2, sh);
     trace_compare(tr, "logits", trace_text(tr, "logits of every step without the cache", "不使用缓存时每一步的 logits"), &l0,
                   trace_text(tr, "with the cache", "使用缓存时的"), &l1);
-    trace_value(tr, "speedup", rec[0].seconds / rec[1].seconds, "x", "faster with the cache", "有缓存时的加速");
+    trace_value(tr, "speedup", rec[0].seconds / rec[1].seconds, "x", "faster with the cache", "使用缓存时的加速");
     trace_sayf(tr,
                "\nThe chapter's numpy: 4.93 s without the cache, 0.53 s with it (9.3x), for 256 tokens.\n"
                "Here: %.3f s and %.3f s for %d tokens on %d thread%s.\n"

@@ -89,7 +89,7 @@ const Lesson LESSONS[] = {
      "six classic cache bugs injected into the cached path, each caught at the first step where the text parts from the run without the cache",
      "把六种常见的缓存错误注入使用缓存的路径，找出每一种与不用缓存的结果第一次不同的那一步"},
     {"12", "Precision: why cached and uncached outputs differ, and a quantised cache",
-     "精度：有无缓存的输出为何不同，以及量化的 KV Cache", "beyond", lesson12_run,
+     "精度：使用与不使用缓存时输出为何不同，以及量化的 KV Cache", "beyond", lesson12_run,
      {TRACE_FORM, O(STEP), GPT_MODEL, GPT_DRAWS, O(STEPS), O(DATA)},
      "why cached and uncached outputs can differ (the summing order, bf16 and fp16), and a cache kept as bf16, fp16, int8 or int4: bytes saved against loss",
      "有缓存与无缓存的输出为何会不同（求和顺序、bf16 与 fp16），以及以 bf16、fp16、int8、int4 保存的缓存：省下的字节与损失"},

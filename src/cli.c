@@ -300,7 +300,7 @@ static const Command COMMANDS[] = {
     {CMD_RACE, "race", cmd_race, 0, "race [options]", "with and without the cache, side by side, live",
      "同一段文字，不用缓存与使用缓存，并排实时生成", "docs/lesson-10.md"},
     {CMD_BENCH, "bench", cmd_bench, 0, "bench [options]", "cache against no cache over growing lengths",
-     "在不同长度上比较有缓存与无缓存", "docs/lesson-10.md"},
+     "在不同长度上比较使用与不使用缓存", "docs/lesson-10.md"},
     {CMD_INIT, "init", cmd_init, 0, "init --out FILE", "write a random char GPT", "写出一个随机的字符级 GPT",
      "docs/model-format.md"},
     {CMD_TRAIN, "train", cmd_train, 0, "train --out FILE", "train the char GPT", "训练字符级 GPT",

@@ -146,7 +146,7 @@ static void test_command_help(void **state) {
     // options and, where there is one, its page.
     const struct { const char *cmd, *en, *zh, *option, *page; } cases[] = {
         {"generate", "writes text after a prompt", "接着提示词写文字", "--temperature", "docs/lesson-10.md"},
-        {"bench", "over growing lengths", "有缓存与无缓存", "--csv", "docs/lesson-10.md"},
+        {"bench", "over growing lengths", "使用与不使用缓存", "--csv", "docs/lesson-10.md"},
         {"init", "random char GPT", "随机的字符级 GPT", "--out", "docs/model-format.md"},
         {"train", "train the char GPT", "训练字符级 GPT", "--eval-every", "docs/training.md"},
         {"eval", "validation loss", "验证损失", "--model", "docs/training.md"},

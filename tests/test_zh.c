@@ -115,13 +115,37 @@ static void find_step_numerals(Buf *bad, const char *what, const char *out) {
         }
 }
 
+// One word for each concept, the article's: 使用缓存 / 不使用缓存 (not
+// 有缓存 / 无缓存, which only the numpy chapter's own words keep, on a line
+// that says 原文), 掩码 (not 遮挡).
+static void find_other_terms(Buf *bad, const char *what, const char *out) {
+    static const char *const OTHER[] = {"有缓存", "无缓存", "遮挡"};
+    for (const char *line = out; line && *line;) {
+        const char *nl = strchr(line, '\n');
+        int len = nl ? (int)(nl - line) : (int)strlen(line);
+        char text[2048];
+        snprintf(text, sizeof text, "%.*s", len, line);
+        for (size_t i = 0; i < sizeof OTHER / sizeof OTHER[0] && !strstr(text, "原文"); i++)
+            for (const char *at = text; (at = strstr(at, OTHER[i])); at += strlen(OTHER[i])) {
+                if (at - text >= 3 && !strncmp(at - 3, "没", 3)) continue;   // 还没有缓存: "no cache yet"
+                buf_printf(bad, "%s: '%s' (the article's terms are 使用缓存, 不使用缓存, 掩码) in: %s\n", what, OTHER[i],
+                           text);
+            }
+        line = nl ? nl + 1 : NULL;
+    }
+}
+
 static void check_run(Buf *bad, const char *env, const char *args, int json_too) {
     int ntexts = 0;
     char **texts = json_too ? generated_texts(env, args, &ntexts) : NULL;
     RunResult r = kvdemo_run_env(env, args);
     if (r.status != 0) fail_msg("kvdemo %s: exit %d: %s", args, r.status, r.err);
-    // (Lesson 11 still says 第一步; it leaves this list when it says 第 1 步.)
-    if (strncmp(args, "lesson 11 ", 10)) find_step_numerals(bad, args, r.out);
+    // (Lesson 11 still says 第一步 and 有缓存; it leaves these lists when it
+    // says 第 1 步 and 使用缓存.)
+    if (strncmp(args, "lesson 11 ", 10)) {
+        find_step_numerals(bad, args, r.out);
+        find_other_terms(bad, args, r.out);
+    }
     find_english(bad, args, r.out, texts, ntexts);
     for (int i = 0; i < ntexts; i++) free(texts[i]);
     free(texts);
