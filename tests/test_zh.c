@@ -135,6 +135,16 @@ static void find_other_terms(Buf *bad, const char *what, const char *out) {
     }
 }
 
+// Chinese sentences take full-width punctuation: a Chinese character (U+4E00
+// to U+9FFF, three bytes led by 0xE4..0xE9) followed by an ASCII ':' or ';'
+// is listed in bad.
+static void find_halfwidth_punctuation(Buf *bad, const char *what, const char *out) {
+    const unsigned char *u = (const unsigned char *)out;
+    for (size_t i = 0; u[i]; i++)
+        if (u[i] >= 0xE4 && u[i] <= 0xE9 && u[i + 1] && u[i + 2] && (u[i + 3] == ':' || u[i + 3] == ';'))
+            buf_printf(bad, "%s: '%.4s' (Chinese takes ： and ；)\n", what, out + i);
+}
+
 static void check_run(Buf *bad, const char *env, const char *args, int json_too) {
     int ntexts = 0;
     char **texts = json_too ? generated_texts(env, args, &ntexts) : NULL;
@@ -146,6 +156,7 @@ static void check_run(Buf *bad, const char *env, const char *args, int json_too)
         find_step_numerals(bad, args, r.out);
         find_other_terms(bad, args, r.out);
     }
+    find_halfwidth_punctuation(bad, args, r.out);
     find_english(bad, args, r.out, texts, ntexts);
     for (int i = 0; i < ntexts; i++) free(texts[i]);
     free(texts);
@@ -197,6 +208,7 @@ static void test_lessons_speak_chinese(void **state) {
     }
     check_run(&bad, "LANG=zh_CN.UTF-8", "generate --steps 8", 1);
     check_run(&bad, NULL, "generate --paged --samples 2 --steps 8 --lang zh", 1);
+    check_run(&bad, NULL, "memory --model llama-2-7b --tokens 10 --lang zh", 0);
     char init[128];
     snprintf(init, sizeof init, "init --preset tiny --out /tmp/kvdemo-zh-init-%d.bin", (int)getpid());
     check_run(&bad, "LANG=zh_CN.UTF-8", init, 0);
