@@ -30,11 +30,10 @@
 #include <unistd.h>
 
 // The corpus: --data FILE, else data/tinyshakespeare.txt (from `make data`).
-static const char *corpus_path(const Options *opt, const Trace *tr, char *buf, size_t size) {
+static const char *corpus_path(const Options *opt, char *buf, size_t size) {
     if (opt->data_path) return opt->data_path;
     const char *p = paths_shipped("data/tinyshakespeare.txt", buf, size);
     if (access(p, R_OK) != 0) {
-        (void)tr;
         fileio_error("no training text: give --data FILE, or run `make data` to download tinyshakespeare",
                      "没有训练文本：请用 --data FILE 指定，或运行 `make data` 下载 tinyshakespeare");
         return NULL;
@@ -43,12 +42,11 @@ static const char *corpus_path(const Options *opt, const Trace *tr, char *buf, s
 }
 
 // A file the command reads (the text, a checkpoint) that cannot be read is
-// said here, in the run's language, before the library would say it in
-// English. Returns 0 when path can be read.
-static int check_readable(const Trace *tr, const char *what_en, const char *what_zh, const char *path) {
+// said here, before the work starts, in the user's language. Returns 0 when
+// path can be read.
+static int check_readable(const char *what_en, const char *what_zh, const char *path) {
     if (access(path, R_OK) == 0) return 0;
     int e = errno;
-    (void)tr;
     fileio_error("cannot read %s %s: %s", "无法读取%s %s：%s", fileio_text(what_en, what_zh), path, fileio_strerror(e));
     return -1;
 }
@@ -198,9 +196,9 @@ int gptcmd_train(const Options *opt, Trace *tr) {
         return 2;
     }
     char buf[4096];
-    cfg.data_path = corpus_path(opt, tr, buf, sizeof buf);
-    if (!cfg.data_path || check_readable(tr, "the training text", "训练文本", cfg.data_path)) return 1;
-    if (opt->resume_path && check_readable(tr, "the checkpoint", "检查点", opt->resume_path)) return 1;
+    cfg.data_path = corpus_path(opt, buf, sizeof buf);
+    if (!cfg.data_path || check_readable("the training text", "训练文本", cfg.data_path)) return 1;
+    if (opt->resume_path && check_readable("the checkpoint", "检查点", opt->resume_path)) return 1;
     cfg.out_path = opt->out_path;
     cfg.resume_path = opt->resume_path;
     if (opt->context) cfg.model.T = opt->context;
@@ -299,10 +297,10 @@ int gptcmd_eval(const Options *opt, Trace *tr) {
     int rc = gptsetup_model(&m, opt, 0, NULL);
     if (rc) return rc;
     char buf[4096];
-    const char *data = corpus_path(opt, tr, buf, sizeof buf);
+    const char *data = corpus_path(opt, buf, sizeof buf);
     double train_loss, val_loss;
     char err[512];
-    if (!data || check_readable(tr, "the text", "文本", data)) {
+    if (!data || check_readable("the text", "文本", data)) {
         gpt_free(&m);
         return 1;
     }
