@@ -68,6 +68,27 @@ static void test_claim2_reset_threshold_in_the_docs(void **state) {
     check_says(rows, sizeof rows / sizeof rows[0]);
 }
 
+// 2, in generate: the reset is counted by the chapter's rule (step k sees
+// len(tokens) = prompt + k - 1 and resets past the context), from the first
+// step that passes it, not only past --steps equal to the context.
+static void test_claim2_generate_counts_the_resets(void **state) {
+    (void)state;
+    enum { CONTEXT = 32, PROMPT = 6 };   // the tiny preset; len("ROMEO:")
+    for (int steps = CONTEXT - PROMPT; steps <= CONTEXT - PROMPT + 3; steps++) {
+        int resets = 0;
+        for (int k = 1; k <= steps; k++) resets += PROMPT + k - 1 > CONTEXT;
+        char args[128], want[160];
+        snprintf(args, sizeof args, "generate --init random --preset tiny --steps %d", steps);
+        snprintf(want, sizeof want, "fed the last %d tokens again at %d steps", CONTEXT, resets);
+        RunResult r = kvdemo_run(args);
+        assert_int_equal(r.status, 0);
+        if (resets && !strstr(r.out, want)) fail_msg("kvdemo %s: expected \"%s\", got:\n%s", args, want, r.out);
+        if (!resets && strstr(r.out, "past the context"))
+            fail_msg("kvdemo %s: expected no reset (len(tokens) never passes %d), got:\n%s", args, CONTEXT, r.out);
+        run_free(&r);
+    }
+}
+
 // 3. A run without the mask prints the code it runs: no "+ mask".
 // (test_captions_follow_the_data checks the English.)
 static void test_claim3_no_mask_code_in_chinese(void **state) {
@@ -160,6 +181,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_claim1_lesson1_second_layer),
         cmocka_unit_test(test_claim2_reset_threshold_in_the_docs),
+        cmocka_unit_test(test_claim2_generate_counts_the_resets),
         cmocka_unit_test(test_claim3_no_mask_code_in_chinese),
         cmocka_unit_test(test_claim5_prefill),
         cmocka_unit_test(test_claim8_lesson7),
