@@ -203,7 +203,8 @@ int train_checkpoint_load(const char *path, TrainCheckpoint *ck, char *err, size
             if (ck->vocab[i] > 0x10FFFF || (i > 0 && ck->vocab[i] <= ck->vocab[i - 1]))
                 why = fileio_text("vocabulary is not sorted distinct code points", "词表不是排好序、互不相同的码点");
         for (uint64_t i = 0; i < 3 * P && !why; i++)
-            if (!isfinite(ck->params[i])) why = fileio_text("weights or optimizer state hold NaN or infinity", "权重或优化器状态里有 NaN 或无穷大");
+            if (!isfinite(ck->params[i])) why = fileio_text("weights or optimizer state hold NaN or infinity",
+                                                            "权重或优化器状态里有 NaN 或无穷大");
     }
     free(buf);
     if (why) {

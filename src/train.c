@@ -398,7 +398,8 @@ int train_config_default(TrainConfig *cfg, const char *preset) {
 int train_config_check(const TrainConfig *c, char *why, size_t n) {
     const char *bad = NULL;
     if (c->batch < 1 || c->iters < 1 || c->warmup < 0 || c->warmup > c->iters)
-        bad = fileio_text("batch and iterations must be at least 1, warm-up from 0 to the iterations", "批大小和迭代次数至少为 1，预热步数在 0 到迭代次数之间");
+        bad = fileio_text("batch and iterations must be at least 1, warm-up from 0 to the iterations",
+                          "批大小和迭代次数至少为 1，预热步数在 0 到迭代次数之间");
     else if (!(c->lr > 0 && isfinite(c->lr)))
         bad = fileio_text("the learning rate must be a finite number above 0", "学习率必须是大于 0 的有限数");
     else if (!(c->min_lr >= 0 && c->min_lr <= c->lr))
