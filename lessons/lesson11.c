@@ -49,7 +49,7 @@ static const struct {
          "新的键和值只在这一步用了，没有存进缓存",
          "the first cached step is still right; the next one misses the key it should have kept. "
          "The cache must grow by one position every step: print key's shape (1, H, D, len).",
-         "第一步缓存推理仍然正确，下一步就缺了本该存下的键。缓存每一步都要长一个位置："
+         "第 1 步缓存推理仍然正确，下一步就缺了本该存下的键。缓存每一步都要长一个位置："
          "打印 key 的形状 (1, H, D, len) 来检查。"},
     [KV_BUG_STALE] =
         {"past the context the cache is not reset: old keys stay, positions stop at the last one",
@@ -214,7 +214,7 @@ int lesson11_run(const Options *opt, Trace *tr) {
                        d.step == 2   ? trace_text(tr, " (the first cached step)", "（第一个缓存步骤）")
                        : d.step == 3 ? trace_text(tr, " (the second cached step)", "（第二个缓存步骤）")
                        : d.step == past_context
-                           ? trace_text(tr, " (the first step past the context)", "（超过上下文后的第一步）")
+                           ? trace_text(tr, " (the first step past the context)", "（超过上下文后的第 1 步）")
                            : "",
                        d.max_diff);
             char x[2], y[2];

@@ -15,10 +15,12 @@
 //
 // `--no-cache` feeds tokens[:, 0:cur_pos] at position 0 every step: the same
 // logits bit for bit, more rows computed. (LLaMA's forward still writes its
-// preallocated cache then; it just never reuses what it wrote.) The default
+// preallocated cache then; it just never reuses what it wrote.) Each run has
+// its own state (cache and activations) on the one model. The default
 // prompts differ in length, so that start_pos = min_prompt_size, the padding,
-// input_text_mask and the longer prompt read in through the cache all show. Both runs, then a comparison, by
-// default. The weights are random: the text is noise, the flow is the lesson.
+// input_text_mask and the longer prompt read in through the cache all show.
+// Both runs, then a comparison, by default. The weights are random: the text
+// is noise, the flow is the lesson.
 // At --trace full each step also shows layer 0's attention values for head 0
 // of each batch row: scores[b, 0] after the softmax, and keys[b, :, 0] /
 // values[b, :, 0] as read from the cache.
@@ -40,13 +42,15 @@ static const char *const DEFAULT_PROMPTS[] = {"天气", "你好，今天"};
 typedef struct {
     Trace *tr;
     const LlamaModel *m;
+    const LlamaState *st;   // the state of the run being shown
     const LlamaGeneration *g;
+    int B;             // max_batch_size of both runs' states
     float *ids;        // (B, T) token ids as floats, for printing
     char *labels;      // (B, LABEL_BYTES(T)) one row label each
     const char **rows; // (B) pointers into labels
     int use_cache;     // the run being shown
     // At --trace full only (else NULL): layer 0's attention values.
-    float *keep;       // (B, T, T) m->keep_scores: scores[:, 0] of the last forward
+    float *keep;       // (B, T, T) keep_scores of both states: scores[:, 0] of the last forward
     float *head;       // (T, D) keys[b, :, 0] or values[b, :, 0], copied out of the cache
     char *tok;         // (T, 8) one token name per row
     const char **tok_rows; // (T) pointers into tok
@@ -87,6 +91,60 @@ static Tensor token_slice(Show *s, const int *tokens, int stride, int bsz, int f
         s->rows[b] = label;
     }
     return tensor_view2(s->ids, bsz, n);
+}
+
+// ----------------------------------------------------------------------------
+// The model and the cache it preallocates
+
+// The model: --model FILE, or the default shape with random weights.
+static int load_model(LlamaModel *m, const Options *opt) {
+    char err[512];
+    if (opt->model_path) {
+        if (llama_load(m, opt->model_path, err, sizeof err) != 0) {
+            fileio_error("%s", "%s", err);
+            return 1;
+        }
+        return 0;
+    }
+    LlamaConfig cfg = llama_config_default();
+    if (llama_new(m, &cfg, err, sizeof err) != 0) {
+        fileio_error("lesson 3: %s", "第 3 课：%s", err);
+        return 1;
+    }
+    llama_vocab_default(m);
+    llama_init_random(m, opt->seed);
+    return 0;
+}
+
+// The model's shape and the cache each layer preallocates (the article's
+// Attention.__init__: cache_k = torch.zeros((max_batch_size, max_seq_len,
+// n_local_heads, head_dim))).
+static void show_model(Trace *tr, const LlamaModel *m, int B, const Options *opt, const LlamaGenOptions *base) {
+    const LlamaConfig *c = &m->cfg;
+    int T = c->max_seq_len;
+    trace_sayf(tr,
+               "A small LLaMA-style model: dim %d, n_layers %d, n_local_heads %d (query heads), n_kv_heads %d,\n"
+               "head_dim %d, vocab_size %d.\n%s\n",
+               "一个小型 LLaMA 式模型：dim %d，n_layers %d，n_local_heads %d（查询头），n_kv_heads %d，\n"
+               "head_dim %d，vocab_size %d。\n%s\n",
+               c->dim, c->n_layers, c->n_heads, c->n_kv_heads, c->head_dim, c->vocab_size,
+               opt->model_path
+                   ? trace_text(tr, "Its weights come from --model.", "权重来自 --model。")
+                   : trace_text(tr,
+                                "Its weights are random: the text it writes is noise. The flow of "
+                                "tokens, positions and cache slots is the lesson.",
+                                "权重是随机的：它写出的文字没有意义。要看的是 token、位置和缓存槽位的流动。"));
+    int cache_shape[4] = {B, T, c->n_kv_heads, c->head_dim};
+    trace_say(tr, "Each layer preallocates its cache (max_batch_size, max_seq_len, n_kv_heads, head_dim):",
+              "每一层预先分配缓存（max_batch_size, max_seq_len, n_kv_heads, head_dim）：");
+    trace_shape(tr, "cache_k", 4, cache_shape);
+    trace_shape(tr, "cache_v", 4, cache_shape);
+    trace_sayf(tr, "temperature %g, top_p %g, max_gen_len %d%s\n",
+               "temperature %g，top_p %g，max_gen_len %d%s\n", base->temperature, base->top_p,
+               base->max_gen_len,
+               base->temperature > 0 ? ""
+                                    : trace_text(tr, " (temperature 0: argmax)",
+                                                 "（temperature 0：取 argmax）"));
 }
 
 // ----------------------------------------------------------------------------
@@ -174,7 +232,7 @@ static void show_attention(Show *s, const LlamaStep *st) {
     Trace *tr = s->tr;
     const LlamaForwardInfo *f = st->fwd;
     const LlamaConfig *c = &s->m->cfg;
-    int S = f->read_to, n = f->seqlen, B = c->max_batch_size, T = c->max_seq_len;
+    int S = f->read_to, n = f->seqlen, B = s->B, T = c->max_seq_len;
     trace_sayf(tr,
                "The values of layer 0, head 0, for each batch row b:\n"
                "  scores[b, 0] after the softmax: (seqlen, start_pos + seqlen) = (%d, %d), a row per token fed;\n"
@@ -192,11 +250,11 @@ static void show_attention(Show *s, const LlamaStep *st) {
         trace_tensor_as(tr, TRACE_FULL, name, name, "scores = F.softmax(scores.float(), dim=-1).type_as(xq)", &probs,
                         token_rows(s, st, b, f->start_pos, n), HEAT_PROBS);
         const char *const *rows = token_rows(s, st, b, 0, S);
-        Tensor keys = cache_head(s, s->m->cache_k, b, S);
+        Tensor keys = cache_head(s, s->st->cache_k, b, S);
         snprintf(name, sizeof name, "keys[%d, :, 0]", b);
         trace_tensor_as(tr, TRACE_FULL, name, name, "keys = self.cache_k[:bsz, : start_pos + seqlen]", &keys, rows,
                         HEAT_NONE);
-        Tensor values = cache_head(s, s->m->cache_v, b, S);
+        Tensor values = cache_head(s, s->st->cache_v, b, S);
         snprintf(name, sizeof name, "values[%d, :, 0]", b);
         trace_tensor_as(tr, TRACE_FULL, name, name, "values = self.cache_v[:bsz, : start_pos + seqlen]", &values,
                         rows, HEAT_NONE);
@@ -310,19 +368,21 @@ static void show_step(const LlamaStep *st, void *ctx) {
 }
 
 // ----------------------------------------------------------------------------
-// One run of generate
+// Step 5 and one whole run: the loop, then decode
 
-static int run_generate(LlamaGeneration *g, LlamaModel *m, Show *show, const char *const *prompts,
-                        int n_prompts, const LlamaGenOptions *base, int use_cache) {
+static int run_generate(LlamaGeneration *g, LlamaState *st, const LlamaModel *m, Show *show,
+                        const char *const *prompts, int n_prompts, const LlamaGenOptions *base,
+                        int use_cache) {
     Trace *tr = show->tr;
     LlamaGenOptions o = *base;
     o.use_cache = use_cache;
     o.hook = show_step;
     o.hook_ctx = show;
     show->g = g;
+    show->st = st;
     show->use_cache = use_cache;
     char err[512];
-    if (llama_generate(g, m, prompts, n_prompts, &o, err, sizeof err) != 0) {
+    if (llama_generate(g, st, m, prompts, n_prompts, &o, err, sizeof err) != 0) {
         fileio_error("lesson 3: %s", "第 3 课：%s", err);
         return -1;
     }
@@ -344,59 +404,7 @@ static int run_generate(LlamaGeneration *g, LlamaModel *m, Show *show, const cha
 }
 
 // ----------------------------------------------------------------------------
-// The lesson, claim by claim
-
-// The model: --model FILE, or the default shape with random weights.
-static int load_model(LlamaModel *m, const Options *opt, int n_prompts) {
-    char err[512];
-    if (opt->model_path) {
-        if (llama_load(m, opt->model_path, n_prompts > 4 ? n_prompts : 4, err, sizeof err) != 0) {
-            fileio_error("%s", "%s", err);
-            return 1;
-        }
-        return 0;
-    }
-    LlamaConfig cfg = llama_config_default();
-    if (n_prompts > cfg.max_batch_size) cfg.max_batch_size = n_prompts;
-    if (llama_new(m, &cfg, err, sizeof err) != 0) {
-        fileio_error("lesson 3: %s", "第 3 课：%s", err);
-        return 1;
-    }
-    llama_vocab_default(m);
-    llama_init_random(m, opt->seed);
-    return 0;
-}
-
-// The model's shape and the cache each layer preallocates (the article's
-// Attention.__init__: cache_k = torch.zeros((max_batch_size, max_seq_len,
-// n_local_heads, head_dim))).
-static void show_model(Trace *tr, const LlamaModel *m, const Options *opt, const LlamaGenOptions *base) {
-    const LlamaConfig *c = &m->cfg;
-    int B = c->max_batch_size, T = c->max_seq_len;
-    trace_sayf(tr,
-               "A small LLaMA-style model: dim %d, n_layers %d, n_local_heads %d (query heads), n_kv_heads %d,\n"
-               "head_dim %d, vocab_size %d.\n%s\n",
-               "一个小型 LLaMA 式模型：dim %d，n_layers %d，n_local_heads %d（查询头），n_kv_heads %d，\n"
-               "head_dim %d，vocab_size %d。\n%s\n",
-               c->dim, c->n_layers, c->n_heads, c->n_kv_heads, c->head_dim, c->vocab_size,
-               opt->model_path
-                   ? trace_text(tr, "Its weights come from --model.", "权重来自 --model。")
-                   : trace_text(tr,
-                                "Its weights are random: the text it writes is noise. The flow of "
-                                "tokens, positions and cache slots is the lesson.",
-                                "权重是随机的：它写出的文字没有意义。要看的是 token、位置和缓存槽位的流动。"));
-    int cache_shape[4] = {B, T, c->n_kv_heads, c->head_dim};
-    trace_say(tr, "Each layer preallocates its cache (max_batch_size, max_seq_len, n_kv_heads, head_dim):",
-              "每一层预先分配缓存（max_batch_size, max_seq_len, n_kv_heads, head_dim）：");
-    trace_shape(tr, "cache_k", 4, cache_shape);
-    trace_shape(tr, "cache_v", 4, cache_shape);
-    trace_sayf(tr, "temperature %g, top_p %g, max_gen_len %d%s\n",
-               "temperature %g，top_p %g，max_gen_len %d%s\n", base->temperature, base->top_p,
-               base->max_gen_len,
-               base->temperature > 0 ? ""
-                                    : trace_text(tr, " (temperature 0: argmax)",
-                                                 "（temperature 0：取 argmax）"));
-}
+// After the loop: the two runs side by side, and what the code leaves unsaid
 
 // Both runs agree bit for bit, and the cache computes fewer rows.
 static void show_comparison(Trace *tr, const LlamaConfig *c, const LlamaGeneration *nc, const LlamaGeneration *wc) {
@@ -454,44 +462,75 @@ static void show_unsaid(Trace *tr, const LlamaConfig *c, const LlamaGeneration *
 }
 
 // ----------------------------------------------------------------------------
-// The lesson: steps 1-3, the loop with and without the cache, the comparison
+// The lesson: the model, steps 1-3, the loop with and without the cache, the
+// comparison
+
+// The hook's scratch for batches of B rows and a context of T (head_dim D).
+// At --trace full also room for layer 0's attention values; when that does
+// not fit (a model of long context), the lesson goes on with shapes only and
+// show->keep stays NULL. Returns 0, or -1 when even the scratch does not fit.
+static int show_alloc(Show *show, int B, int T, int D, int full) {
+    show->B = B;
+    show->ids = malloc(sizeof(float) * (size_t)B * T);
+    show->labels = malloc((size_t)B * LABEL_BYTES(T));
+    show->rows = malloc(sizeof(char *) * (size_t)B);
+    if (full) {
+        show->keep = malloc(sizeof(float) * (size_t)B * T * T);
+        show->head = malloc(sizeof(float) * (size_t)T * D);
+        show->tok = malloc((size_t)T * 8);
+        show->tok_rows = malloc(sizeof(char *) * (size_t)T);
+        show->last_nc = malloc(sizeof(float) * (size_t)T * B * T);
+        show->last_c = malloc(sizeof(float) * (size_t)B * T);
+        if (!show->keep || !show->head || !show->tok || !show->tok_rows || !show->last_nc || !show->last_c) {
+            free(show->keep), free(show->head), free(show->tok), free(show->tok_rows);
+            free(show->last_nc), free(show->last_c);
+            show->keep = show->head = show->last_nc = show->last_c = NULL;
+            show->tok = NULL, show->tok_rows = NULL;
+        }
+    }
+    return show->ids && show->labels && show->rows ? 0 : -1;
+}
+
+static void show_free(Show *show) {
+    free(show->ids);
+    free(show->labels);
+    free(show->rows);
+    free(show->keep);
+    free(show->head);
+    free(show->tok);
+    free(show->tok_rows);
+    free(show->last_nc);
+    free(show->last_c);
+}
 
 int lesson3_run(const Options *opt, Trace *tr) {
     const char *const *prompts = opt->n_prompts > 0 ? opt->prompts : DEFAULT_PROMPTS;
     int n_prompts = opt->n_prompts > 0 ? opt->n_prompts : 2;
     LlamaModel m;
-    if (load_model(&m, opt, n_prompts)) return 1;
-    char err[512];
+    if (load_model(&m, opt)) return 1;
     const LlamaConfig *c = &m.cfg;
+    // Each run its own state: its cache and activations, for a batch of at
+    // least 4 rows (the cache the lesson shows).
+    int B = n_prompts > 4 ? n_prompts : 4;
+    LlamaState nc_state = {0}, wc_state = {0};
     LlamaGeneration nc = {0}, wc = {0};
     Show show = {.tr = tr, .m = &m};
-    int B = c->max_batch_size, T = c->max_seq_len;
-    show.ids = malloc(sizeof(float) * (size_t)B * T);
-    show.labels = malloc((size_t)B * LABEL_BYTES(T));
-    show.rows = malloc(sizeof(char *) * (size_t)B);
-    int rc = 0, full = tr->level >= TRACE_FULL;
-    if (full) {   // the attention values of layer 0, shown at --trace full only
-        show.keep = malloc(sizeof(float) * (size_t)B * T * T);
-        show.head = malloc(sizeof(float) * (size_t)T * c->head_dim);
-        show.tok = malloc((size_t)T * 8);
-        show.tok_rows = malloc(sizeof(char *) * (size_t)T);
-        show.last_nc = malloc(sizeof(float) * (size_t)T * B * T);
-        show.last_c = malloc(sizeof(float) * (size_t)B * T);
-        if (!show.keep || !show.head || !show.tok || !show.tok_rows || !show.last_nc || !show.last_c) {
-            // A model of long context: the lesson goes on with shapes only.
-            free(show.keep), free(show.head), free(show.tok), free(show.tok_rows), free(show.last_nc), free(show.last_c);
-            show.keep = show.head = show.last_nc = show.last_c = NULL, show.tok = NULL, show.tok_rows = NULL;
-            full = 0;
-        }
-        m.keep_scores = show.keep;
+    char err[512];
+    int rc = 0;
+    if (llama_state_init(&nc_state, &m, B, err, sizeof err) != 0 ||
+        llama_state_init(&wc_state, &m, B, err, sizeof err) != 0) {
+        fileio_error("lesson 3: %s", "第 3 课：%s", err);
+        rc = 1;
+        goto done;
     }
-    if (!show.ids || !show.labels || !show.rows ||
-        llama_generation_new(&nc, &m, err, sizeof err) != 0 ||
-        llama_generation_new(&wc, &m, err, sizeof err) != 0) {
+    if (show_alloc(&show, B, c->max_seq_len, c->head_dim, tr->level >= TRACE_FULL) != 0 ||
+        llama_generation_new(&nc, &nc_state, &m, err, sizeof err) != 0 ||
+        llama_generation_new(&wc, &wc_state, &m, err, sizeof err) != 0) {
         fileio_error("lesson 3: out of memory", "第 3 课：内存不足");
         rc = 1;
         goto done;
     }
+    nc_state.keep_scores = wc_state.keep_scores = show.keep;
     LlamaGenOptions base = {
         .max_gen_len = opt->steps > 0 ? opt->steps : DEFAULT_GEN_LEN,
         // generate(..., temperature: float = 0.8, top_p: float = 0.95)
@@ -501,8 +540,8 @@ int lesson3_run(const Options *opt, Trace *tr) {
     };
 
     lessons_heading(tr);
-    show_model(tr, &m, opt, &base);
-    if (tr->level >= TRACE_FULL && !full)
+    show_model(tr, &m, B, opt, &base);
+    if (tr->level >= TRACE_FULL && !show.keep)
         trace_say(tr, "(Out of memory for layer 0's attention values: only their shapes are shown.)\n",
                   "（内存不足，无法保存第 0 层的注意力数值：只显示形状。）\n");
     int runs = opt->runs;
@@ -512,13 +551,13 @@ int lesson3_run(const Options *opt, Trace *tr) {
         trace_heading(tr, "Without the cache: tokens[:, 0:cur_pos] from position 0 every step",
                       "不使用缓存：每一步都从位置 0 重新输入 tokens[:, 0:cur_pos]");
         trace_run(tr, "no-cache");
-        if (run_generate(&nc, &m, &show, prompts, n_prompts, &base, 0) != 0) rc = 1;
+        if (run_generate(&nc, &nc_state, &m, &show, prompts, n_prompts, &base, 0) != 0) rc = 1;
     }
     if (!rc && (runs & RUN_CACHE)) {
         trace_heading(tr, "With the cache: forward(tokens[:, prev_pos:cur_pos], prev_pos)",
                       "使用缓存：forward(tokens[:, prev_pos:cur_pos], prev_pos)");
         trace_run(tr, "cache");
-        if (run_generate(&wc, &m, &show, prompts, n_prompts, &base, 1) != 0) rc = 1;
+        if (run_generate(&wc, &wc_state, &m, &show, prompts, n_prompts, &base, 1) != 0) rc = 1;
     }
     const LlamaGeneration *g = runs & RUN_CACHE ? &wc : &nc;
     if (!rc && runs == RUN_BOTH) show_comparison(tr, c, &nc, &wc);
@@ -526,15 +565,9 @@ int lesson3_run(const Options *opt, Trace *tr) {
 done:
     llama_generation_free(&nc);
     llama_generation_free(&wc);
-    free(show.ids);
-    free(show.labels);
-    free(show.rows);
-    free(show.keep);
-    free(show.head);
-    free(show.tok);
-    free(show.tok_rows);
-    free(show.last_nc);
-    free(show.last_c);
+    show_free(&show);
+    llama_state_free(&nc_state);
+    llama_state_free(&wc_state);
     llama_free(&m);
     return rc;
 }

@@ -66,7 +66,8 @@ static const char *const DEFAULT_PROMPT = "天气真好，你好！";
 typedef struct {
     const char *run;     // "mha", "gqa", "mqa": the JSON run
     const char *label;   // "MHA", "GQA", "MQA"
-    LlamaModel m;        // (B = 1, T)
+    LlamaModel m;        // context T
+    LlamaState st;       // a batch of one row (B = 1)
     float *logits;       // (n, V) over the prompt, with the cache
     float *logits_nc;    // (n, V) over the prompt, without it
     double *samples;     // (repeat) seconds per generated token
@@ -137,52 +138,21 @@ static const char *binary(char *buf, size_t size, int64_t v) {
 
 // logits (n, V) at every position of ids (n). With the cache: one token a
 // call, forward(ids[t:t+1], t). Without: forward(ids[0:t+1], 0) each time.
-static void prompt_logits(float *logits, LlamaModel *m, const int *ids, int n, int use_cache) {
+static void prompt_logits(float *logits, LlamaState *s, const LlamaModel *m, const int *ids, int n,
+                          int use_cache) {
     int V = m->cfg.vocab_size;
     for (int t = 0; t < n; t++) {
-        if (use_cache) llama_forward(logits + (size_t)t * V, m, ids + t, t, 1, 1, n);
-        else llama_forward(logits + (size_t)t * V, m, ids, 0, 1, t + 1, n);
+        if (use_cache) llama_forward(logits + (size_t)t * V, s, m, ids + t, t, 1, 1, n);
+        else llama_forward(logits + (size_t)t * V, s, m, ids, 0, 1, t + 1, n);
     }
-}
-
-// dst (G = H) = src (G < H) with key/value head g of src copied to every query
-// head of its group: LLaMA-2's repeat_kv, done once on the weights. The other
-// weights are copied as they are.
-static void repeat_kv_heads(LlamaModel *dst, const LlamaModel *src) {
-    const LlamaConfig *a = &src->cfg, *b = &dst->cfg;
-    int C = a->dim, D = a->head_dim, H = a->n_heads, G = a->n_kv_heads, rep = H / G;
-    size_t CC = (size_t)C * C, CF = (size_t)C * b->hidden_dim, CV = (size_t)C * a->vocab_size;
-    memcpy(dst->vocab, src->vocab, sizeof(uint32_t) * (size_t)a->vocab_size);
-    memcpy(dst->p.tok_embeddings, src->p.tok_embeddings, sizeof(float) * CV);
-    for (int l = 0; l < a->n_layers; l++) {
-        const LlamaLayerParams *ws = &src->p.layers[l];
-        LlamaLayerParams *wd = &dst->p.layers[l];
-        memcpy(wd->attention_norm, ws->attention_norm, sizeof(float) * (size_t)C);
-        memcpy(wd->wq, ws->wq, sizeof(float) * CC);
-        memcpy(wd->wo, ws->wo, sizeof(float) * CC);
-        memcpy(wd->ffn_norm, ws->ffn_norm, sizeof(float) * (size_t)C);
-        memcpy(wd->w1, ws->w1, sizeof(float) * CF);
-        memcpy(wd->w2, ws->w2, sizeof(float) * CF);
-        memcpy(wd->w3, ws->w3, sizeof(float) * CF);
-        // wk, wv (C, H*D) of dst: columns of head h = columns of src head h / rep
-        for (int c = 0; c < C; c++)
-            for (int h = 0; h < H; h++) {
-                size_t to = (size_t)c * H * D + (size_t)h * D;
-                size_t from = (size_t)c * G * D + (size_t)(h / rep) * D;
-                memcpy(wd->wk + to, ws->wk + from, sizeof(float) * (size_t)D);
-                memcpy(wd->wv + to, ws->wv + from, sizeof(float) * (size_t)D);
-            }
-    }
-    memcpy(dst->p.norm, src->p.norm, sizeof(float) * (size_t)C);
-    memcpy(dst->p.output, src->p.output, sizeof(float) * CV);
 }
 
 // Reads the context ctx[0:P] into the cache, PREFILL_CHUNK positions a call
 // (not timed: it only sets the scene).
-static void prefill(LlamaModel *m, float *logits, const int *ctx, int P) {
-    for (int s = 0; s < P; s += PREFILL_CHUNK) {
-        int n = P - s < PREFILL_CHUNK ? P - s : PREFILL_CHUNK;
-        llama_forward(logits, m, ctx + s, s, 1, n, n);
+static void prefill(float *logits, LlamaState *s, const LlamaModel *m, const int *ctx, int P) {
+    for (int at = 0; at < P; at += PREFILL_CHUNK) {
+        int n = P - at < PREFILL_CHUNK ? P - at : PREFILL_CHUNK;
+        llama_forward(logits, s, m, ctx + at, at, 1, n, n);
     }
 }
 
@@ -190,11 +160,12 @@ static void prefill(LlamaModel *m, float *logits, const int *ctx, int P) {
 // the one new token, forward(tokens[pos:pos+1], pos), reading cache rows
 // 0..pos, and takes the argmax. Returns the seconds per token (forward and
 // argmax only). tok (T) holds the context; tok[P] is the first token fed.
-static double generate_timed(LlamaModel *m, float *logits, int *tok, int P, int steps) {
+static double generate_timed(float *logits, LlamaState *s, const LlamaModel *m, int *tok, int P,
+                             int steps) {
     int V = m->cfg.vocab_size, T = m->cfg.max_seq_len;
     double t0 = timer_now();
     for (int pos = P; pos < P + steps; pos++) {
-        llama_forward(logits, m, tok + pos, pos, 1, 1, 1);
+        llama_forward(logits, s, m, tok + pos, pos, 1, 1, 1);
         int next = ops_argmax(logits, V);
         if (pos + 1 < T) tok[pos + 1] = next;
     }
@@ -288,8 +259,9 @@ static void show_cache(Trace *tr, const Variant *v) {
     const LlamaConfig *c = &v->m.cfg;
     char a[32], b[32], d[32];
     trace_run(tr, v->run);
-    int shape[4] = {c->max_batch_size, c->max_seq_len, c->n_kv_heads, c->head_dim};
-    trace_count(tr, "max_batch_size", c->max_batch_size, NULL, NULL);
+    int B = v->st.max_batch_size;
+    int shape[4] = {B, c->max_seq_len, c->n_kv_heads, c->head_dim};
+    trace_count(tr, "max_batch_size", B, NULL, NULL);
     trace_count(tr, "max_seq_len", c->max_seq_len, NULL, NULL);
     trace_sayf(tr, "%s: cache_k and cache_v of each of the %d layers:",
                "%s：%d 层中每一层的 cache_k 和 cache_v：", v->label, c->n_layers);
@@ -299,9 +271,9 @@ static void show_cache(Trace *tr, const Variant *v) {
                "  每个 token 的字节数 = 2 * n_layers * n_kv_heads * head_dim * 4 = 2 * %d * %d * %d * 4 = %s B",
                c->n_layers, c->n_kv_heads, c->head_dim, grouped(a, sizeof a, v->cache_tok));
     trace_count(tr, "cache_bytes_per_token", v->cache_tok, NULL, NULL);
-    int64_t all = v->cache_tok * c->max_batch_size * c->max_seq_len;
+    int64_t all = v->cache_tok * B * c->max_seq_len;
     trace_sayf(tr, "  the whole cache, %d x %d tokens: %s B (%s)", "  整个缓存，%d x %d 个 token：%s B（%s）",
-               c->max_batch_size, c->max_seq_len, grouped(b, sizeof b, all), binary(d, sizeof d, all));
+               B, c->max_seq_len, grouped(b, sizeof b, all), binary(d, sizeof d, all));
     trace_count(tr, "cache_bytes", all, NULL, NULL);
     trace_say(tr, "", "");
 }
@@ -397,29 +369,14 @@ static void show_real_models(Trace *tr) {
 }
 
 // ----------------------------------------------------------------------------
-// The lesson
+// What the lesson's claims share
 
-static void free_variants(Variant *vs, LlamaModel *chk, float *chk_logits, int *ids, int *ctx,
-                          int *tok, float *logits) {
-    for (int i = 0; i < NUM_VARIANTS; i++) {
-        llama_free(&vs[i].m);
-        free(vs[i].logits);
-        free(vs[i].logits_nc);
-        free(vs[i].samples);
-    }
-    llama_free(chk);
-    free(chk_logits);
-    free(ids);
-    free(ctx);
-    free(tok);
-    free(logits);
-}
-
-// What the lesson's claims share: the three models, the checks' model, the
-// prompt and the sizes of the timed run.
+// The three models, the checks' model, the prompt and the sizes of the timed
+// run.
 typedef struct {
-    Variant *vs;            // (NUM_VARIANTS) MHA, GQA, MQA
-    LlamaModel *chk;        // G = H, T = n: the checks against MHA
+    Variant vs[NUM_VARIANTS];   // MHA, GQA, MQA
+    LlamaModel chk;         // G = H, T = n: the checks against MHA
+    LlamaState chk_st;      // its state (B = 1)
     float *chk_logits;      // (n, V)
     float *logits;          // (V) scratch of the timed run
     int *ids, *ctx, *tok;   // the prompt (n), the context (T), scratch (T)
@@ -434,8 +391,8 @@ typedef struct {
 // The article's definitions: who shares the Key and Value matrices, and the
 // smaller model that follows ("模型体积减小").
 static void show_sharing(Trace *tr, const Demo *d) {
-    Variant *vs = d->vs;
-    LlamaModel *mha = &d->vs[0].m;
+    const Variant *vs = d->vs;
+    const LlamaModel *mha = &d->vs[0].m;
     trace_heading(tr, "MHA, MQA, GQA: who shares the Key and Value matrices",
                   "MHA、MQA、GQA：谁共享 Key 和 Value 矩阵");
     for (int i = 0; i < NUM_VARIANTS; i++) show_variant(tr, &vs[i], (int64_t)mha->num_params);
@@ -450,7 +407,7 @@ static void show_sharing(Trace *tr, const Demo *d) {
 
 // Reason (1), "减少了数据的读取": prefill, time the generated tokens, and count
 // the bytes and FLOPs each one needs.
-static void show_less_data_read(Trace *tr, const Demo *d) {
+static void show_less_data_read(Trace *tr, Demo *d) {
     Variant *vs = d->vs;
     float *logits = d->logits;
     const int *ids = d->ids;
@@ -462,12 +419,12 @@ static void show_less_data_read(Trace *tr, const Demo *d) {
     int steps = d->steps;
     int repeat = d->repeat;
     for (int t = 0; t < T; t++) ctx[t] = t == 0 || n == 1 ? ids[0] : ids[1 + (t - 1) % (n - 1)];
-    for (int i = 0; i < NUM_VARIANTS; i++) prefill(&vs[i].m, logits, ctx, P);
+    for (int i = 0; i < NUM_VARIANTS; i++) prefill(logits, &vs[i].st, &vs[i].m, ctx, P);
     // The variants take turns, so that a busy machine slows all of them alike.
     for (int r = 0; r < repeat; r++)
         for (int i = 0; i < NUM_VARIANTS; i++) {
             memcpy(tok, ctx, sizeof(int) * (size_t)T);
-            vs[i].samples[r] = generate_timed(&vs[i].m, logits, tok, P, steps);
+            vs[i].samples[r] = generate_timed(logits, &vs[i].st, &vs[i].m, tok, P, steps);
         }
     for (int i = 0; i < NUM_VARIANTS; i++) vs[i].per_token = timer_median(vs[i].samples, repeat);
 
@@ -527,7 +484,7 @@ static void show_less_data_read(Trace *tr, const Demo *d) {
 
 // Reason (2), "减少了推理过程中的KV Cache".
 static void show_smaller_cache(Trace *tr, const Demo *d) {
-    Variant *vs = d->vs;
+    const Variant *vs = d->vs;
     trace_heading(tr, "(2) A smaller KV cache during inference",
                   "（2）减少了推理过程中的KV Cache");
     for (int i = 0; i < NUM_VARIANTS; i++) show_cache(tr, &vs[i]);
@@ -540,10 +497,10 @@ static void show_smaller_cache(Trace *tr, const Demo *d) {
 }
 
 // kvdemo's own checks: what must not change. Returns 0, or 1 when one fails.
-static int show_invariants(Trace *tr, const Demo *d) {
+static int show_invariants(Trace *tr, Demo *d) {
     Variant *vs = d->vs;
     LlamaModel *mha = &d->vs[0].m;
-    LlamaModel *chk = d->chk;
+    LlamaModel *chk = &d->chk;
     float *chk_logits = d->chk_logits;
     const int *ids = d->ids;
     int n = d->n;
@@ -555,8 +512,8 @@ static int show_invariants(Trace *tr, const Demo *d) {
     trace_sayf(tr, "The logits at each of the %d positions of bos + %s, one run per check.",
                "在 %d 个位置（bos + %s）上的 logits，每项检查各跑一次。", n, prompt_text);
     for (int i = 0; i < NUM_VARIANTS; i++) {
-        prompt_logits(vs[i].logits, &vs[i].m, ids, n, 1);
-        if (opt->runs == RUN_BOTH) prompt_logits(vs[i].logits_nc, &vs[i].m, ids, n, 0);
+        prompt_logits(vs[i].logits, &vs[i].st, &vs[i].m, ids, n, 1);
+        if (opt->runs == RUN_BOTH) prompt_logits(vs[i].logits_nc, &vs[i].st, &vs[i].m, ids, n, 0);
     }
     for (int i = 0; i < NUM_VARIANTS && opt->runs == RUN_BOTH; i++) {
         trace_run(tr, vs[i].run);
@@ -569,7 +526,7 @@ static int show_invariants(Trace *tr, const Demo *d) {
     }
     // GQA with n_kv_heads = n_heads: the mean of groups of one head is MHA.
     llama_pool_kv_heads(chk, mha);
-    prompt_logits(chk_logits, chk, ids, n, 1);
+    prompt_logits(chk_logits, &d->chk_st, chk, ids, n, 1);
     {
         trace_run(tr, "mha");
         Tensor a = tensor_view2(vs[0].logits, n, V), b = tensor_view2(chk_logits, n, V);
@@ -582,8 +539,8 @@ static int show_invariants(Trace *tr, const Demo *d) {
     }
     // GQA and MQA are MHA with each key/value head repeated for its group.
     for (int i = 1; i < NUM_VARIANTS; i++) {
-        repeat_kv_heads(chk, &vs[i].m);
-        prompt_logits(chk_logits, chk, ids, n, 1);
+        llama_repeat_kv_heads(chk, &vs[i].m);
+        prompt_logits(chk_logits, &d->chk_st, chk, ids, n, 1);
         trace_run(tr, vs[i].run);
         Tensor a = tensor_view2(vs[i].logits, n, V), b = tensor_view2(chk_logits, n, V);
         char an[64];
@@ -605,7 +562,7 @@ static int show_invariants(Trace *tr, const Demo *d) {
 
 // "需要注意的是GQA和MQA需要在模型训练的时候开启": an MHA model converted moves.
 static void show_conversion(Trace *tr, const Demo *d) {
-    Variant *vs = d->vs;
+    const Variant *vs = d->vs;
     int n = d->n;
     int V = d->V;
     const char *prompt_text = d->prompt_text;
@@ -656,109 +613,130 @@ static void show_conversion(Trace *tr, const Demo *d) {
 // ----------------------------------------------------------------------------
 // The lesson: three models from one, then the claims
 
-int lesson62_run(const Options *opt, Trace *tr) {
-    // The size, the timed tokens and the repeats.
-    const Size *size = &SIZES[0];
+// The size (--preset), the tokens timed (--steps) and the repeats (--repeat)
+// into d; a word on the options the lesson only partly follows. Returns 0, or
+// 2 with a message.
+static int demo_options(Demo *d, const Size **size, const Options *opt) {
+    *size = &SIZES[0];
     if (opt->preset) {
-        size = NULL;
+        *size = NULL;
         for (size_t i = 0; i < sizeof SIZES / sizeof SIZES[0]; i++)
-            if (!strcmp(SIZES[i].name, opt->preset)) size = &SIZES[i];
-        if (!size) {
+            if (!strcmp(SIZES[i].name, opt->preset)) *size = &SIZES[i];
+        if (!*size) {
             fileio_error("lesson 6.2: --preset takes seed or tiny, not '%s'", "第 6.2 课：--preset 取 seed 或 tiny，不能是“%s”",
                          opt->preset);
             return 2;
         }
     }
-    int T = size->max_seq_len;
-    int steps = opt->steps > 0 ? opt->steps : size->steps;
-    if (steps >= T) {
+    d->opt = opt;
+    d->T = (*size)->max_seq_len;
+    d->steps = opt->steps > 0 ? opt->steps : (*size)->steps;
+    if (d->steps >= d->T) {
         fileio_error("lesson 6.2: --steps %d leaves no context before the timed tokens; "
                      "with --preset %s (context %d) it takes 1 to %d",
                      "第 6.2 课：--steps %d 让计时的 token 之前没有上下文；--preset %s（上下文 %d）时它取 1 到 %d",
-                     steps, size->name, T, T - 1);
+                     d->steps, (*size)->name, d->T, d->T - 1);
         return 2;
     }
-    int repeat = opt->repeat > 0 ? opt->repeat : size->repeat;
-    int P = T - steps;   // positions read in before the first timed token
-    const char *prompt = opt->n_prompts > 0 ? opt->prompts[0] : DEFAULT_PROMPT;
+    d->repeat = opt->repeat > 0 ? opt->repeat : (*size)->repeat;
+    d->P = d->T - d->steps;   // positions read in before the first timed token
     if (opt->n_prompts > 1) fileio_error("lesson 6.2 uses the first --prompt only", "第 6.2 课只用第一个 --prompt");
     if (opt->runs != RUN_BOTH)
         fileio_error("lesson 6.2 always times generation with the cache; --cache and "
                      "--no-cache only leave out the comparison of the two",
                      "第 6.2 课总是给使用缓存的生成计时；--cache 和 --no-cache 只是省去两者的对比");
-    if (opt->threads > 0) ops_set_threads(opt->threads);
+    return 0;
+}
 
-    // The three models: MHA with random weights, GQA and MQA converted from it.
-    Variant vs[NUM_VARIANTS] = {{.run = "mha", .label = "MHA"},
-                                {.run = "gqa", .label = "GQA"},
-                                {.run = "mqa", .label = "MQA"}};
-    LlamaModel chk = {0};   // G = H, T = n: the checks against MHA
-    float *chk_logits = NULL, *logits = NULL;
-    int *ids = NULL, *ctx = NULL, *tok = NULL;
+// The three models (MHA with random weights, GQA and MQA converted from it),
+// each with a state of one row; the prompt; the checks' model; the buffers of
+// the claims. Returns 0, or 1 (no memory) or 2 (a bad --prompt) with a message.
+static int demo_new(Demo *d, const Size *size, const char *prompt) {
     char err[512];
-    int rc = 0;
     LlamaConfig cfg = llama_config_default();
     cfg.dim = size->dim;
     cfg.n_layers = size->n_layers;
     cfg.n_heads = size->n_heads;
     cfg.hidden_dim = size->hidden_dim;
-    cfg.max_batch_size = 1;
-    cfg.max_seq_len = T;
+    cfg.max_seq_len = d->T;
     int kv_heads[NUM_VARIANTS] = {size->n_heads, GQA_KV_HEADS, 1};
     for (int i = 0; i < NUM_VARIANTS; i++) {
         cfg.n_kv_heads = kv_heads[i];
-        if (llama_new(&vs[i].m, &cfg, err, sizeof err) != 0) {
+        if (llama_new(&d->vs[i].m, &cfg, err, sizeof err) != 0 ||
+            llama_state_init(&d->vs[i].st, &d->vs[i].m, 1, err, sizeof err) != 0) {
             fileio_error("lesson 6.2: %s", "第 6.2 课：%s", err);
-            free_variants(vs, &chk, chk_logits, ids, ctx, tok, logits);
             return 1;
         }
     }
-    LlamaModel *mha = &vs[0].m;
+    LlamaModel *mha = &d->vs[0].m;
     llama_vocab_default(mha);
-    llama_init_random(mha, opt->seed);
-    for (int i = 1; i < NUM_VARIANTS; i++) llama_pool_kv_heads(&vs[i].m, mha);
+    llama_init_random(mha, d->opt->seed);
+    for (int i = 1; i < NUM_VARIANTS; i++) llama_pool_kv_heads(&d->vs[i].m, mha);
 
     // The prompt: bos + its characters (n tokens).
-    int V = cfg.vocab_size;
-    ids = malloc(sizeof(int) * (size_t)T);
-    ctx = malloc(sizeof(int) * (size_t)T);
-    tok = malloc(sizeof(int) * (size_t)T);
-    logits = malloc(sizeof(float) * (size_t)V);
-    if (!ids || !ctx || !tok || !logits) goto oom;
-    int n = llama_encode(ids, mha, prompt, 1, 0, T, err, sizeof err);
+    int T = d->T, V = d->V = cfg.vocab_size;
+    d->ids = malloc(sizeof(int) * (size_t)T);
+    d->ctx = malloc(sizeof(int) * (size_t)T);
+    d->tok = malloc(sizeof(int) * (size_t)T);
+    d->logits = malloc(sizeof(float) * (size_t)V);
+    if (!d->ids || !d->ctx || !d->tok || !d->logits) goto oom;
+    int n = d->n = llama_encode(d->ids, mha, prompt, 1, 0, T, err, sizeof err);
     if (n < 0) {
         fileio_error("lesson 6.2: --prompt: %s", "第 6.2 课：--prompt：%s", err);
-        free_variants(vs, &chk, chk_logits, ids, ctx, tok, logits);
         return 2;
     }
+    snprintf(d->prompt_text, sizeof d->prompt_text, "\"%s\"", prompt);
     for (int i = 0; i < NUM_VARIANTS; i++) {
-        const LlamaConfig *c = &vs[i].m.cfg;
-        vs[i].logits = malloc(sizeof(float) * (size_t)n * V);
-        vs[i].logits_nc = malloc(sizeof(float) * (size_t)n * V);
-        vs[i].samples = malloc(sizeof(double) * (size_t)repeat);
-        if (!vs[i].logits || !vs[i].logits_nc || !vs[i].samples) goto oom;
-        vs[i].kv_params = 2 * (int64_t)c->dim * c->n_kv_heads * c->head_dim;
-        vs[i].cache_tok = kv_bytes_per_token(c->n_layers, c->n_kv_heads, c->head_dim, sizeof(float));
-        vs[i].weights_read = weight_bytes_read(&vs[i].m);
-        vs[i].cache_read = vs[i].cache_tok * T;   // the last token reads rows 0 .. T-1
-    }
-    // The lesson's formula is the model's own.
-    for (int i = 0; i < NUM_VARIANTS; i++)
-        if (vs[i].cache_tok != llama_cache_bytes_per_token(&vs[i].m.cfg)) {
+        Variant *v = &d->vs[i];
+        const LlamaConfig *c = &v->m.cfg;
+        v->logits = malloc(sizeof(float) * (size_t)n * V);
+        v->logits_nc = malloc(sizeof(float) * (size_t)n * V);
+        v->samples = malloc(sizeof(double) * (size_t)d->repeat);
+        if (!v->logits || !v->logits_nc || !v->samples) goto oom;
+        v->kv_params = 2 * (int64_t)c->dim * c->n_kv_heads * c->head_dim;
+        v->cache_tok = kv_bytes_per_token(c->n_layers, c->n_kv_heads, c->head_dim, sizeof(float));
+        v->weights_read = weight_bytes_read(&v->m);
+        v->cache_read = v->cache_tok * T;   // the last token reads rows 0 .. T-1
+        // The lesson's formula is the model's own.
+        if (v->cache_tok != llama_cache_bytes_per_token(c)) {
             fileio_error("lesson 6.2: cache bytes per token disagree with llama.c",
                          "第 6.2 课：每个 token 的缓存字节数与 llama.c 算的不一致");
-            rc = 1;
-            goto done;
+            return 1;
         }
+    }
     LlamaConfig chk_cfg = cfg;
     chk_cfg.n_kv_heads = cfg.n_heads;
     chk_cfg.max_seq_len = n;
-    chk_logits = malloc(sizeof(float) * (size_t)n * V);
-    if (!chk_logits || llama_new(&chk, &chk_cfg, err, sizeof err) != 0) goto oom;
+    d->chk_logits = malloc(sizeof(float) * (size_t)n * V);
+    if (!d->chk_logits || llama_new(&d->chk, &chk_cfg, err, sizeof err) != 0 ||
+        llama_state_init(&d->chk_st, &d->chk, 1, err, sizeof err) != 0)
+        goto oom;
+    return 0;
+oom:
+    fileio_error("lesson 6.2: out of memory", "第 6.2 课：内存不足");
+    return 1;
+}
 
-    // ------------------------------------------------------------------------
-    const LlamaConfig *c = &mha->cfg;
-    lessons_heading(tr);
+static void demo_free(Demo *d) {
+    for (int i = 0; i < NUM_VARIANTS; i++) {
+        llama_state_free(&d->vs[i].st);
+        llama_free(&d->vs[i].m);
+        free(d->vs[i].logits);
+        free(d->vs[i].logits_nc);
+        free(d->vs[i].samples);
+    }
+    llama_state_free(&d->chk_st);
+    llama_free(&d->chk);
+    free(d->chk_logits);
+    free(d->ids);
+    free(d->ctx);
+    free(d->tok);
+    free(d->logits);
+}
+
+// The opening: one model, three ways.
+static void show_models(Trace *tr, const Demo *d) {
+    const LlamaConfig *c = &d->vs[0].m.cfg;
     trace_sayf(tr,
                "One LLaMA-style model three ways: dim %d, %d layers, %d query heads of head_dim "
                "%d, SwiGLU %d, vocabulary %d, contexts of up to %d positions.\n"
@@ -769,25 +747,28 @@ int lesson62_run(const Options *opt, Trace *tr) {
                "SwiGLU %d，词表 %d，上下文最长 %d 个位置。\n"
                "MHA 模型的权重是随机的（seed %llu），写出的文字没有意义；GQA 和 MQA 模型由 MHA "
                "模型转换而来（见下文）。要看的是形状、字节数和耗时。\n",
-               c->dim, c->n_layers, c->n_heads, c->head_dim, c->hidden_dim, c->vocab_size, T,
-               (unsigned long long)opt->seed);
+               c->dim, c->n_layers, c->n_heads, c->head_dim, c->hidden_dim, c->vocab_size, d->T,
+               (unsigned long long)d->opt->seed);
+}
 
-    Demo demo = {.vs = vs, .chk = &chk, .chk_logits = chk_logits, .logits = logits, .ids = ids, .ctx = ctx,
-                 .tok = tok, .n = n, .V = V, .T = T, .P = P, .steps = steps, .repeat = repeat, .opt = opt};
-    snprintf(demo.prompt_text, sizeof demo.prompt_text, "\"%s\"", prompt);
-
-    show_sharing(tr, &demo);
-    show_less_data_read(tr, &demo);
-    show_smaller_cache(tr, &demo);
-    if (show_invariants(tr, &demo)) rc = 1;
-    show_conversion(tr, &demo);
-    show_real_models(tr);
-    goto done;
-
-oom:
-    fileio_error("lesson 6.2: out of memory", "第 6.2 课：内存不足");
-    rc = 1;
-done:
-    free_variants(vs, &chk, chk_logits, ids, ctx, tok, logits);
+int lesson62_run(const Options *opt, Trace *tr) {
+    Demo d = {.vs = {{.run = "mha", .label = "MHA"}, {.run = "gqa", .label = "GQA"}, {.run = "mqa", .label = "MQA"}}};
+    const Size *size;
+    int rc = demo_options(&d, &size, opt);
+    if (rc) return rc;
+    if (opt->threads > 0) ops_set_threads(opt->threads);
+    const char *prompt = opt->n_prompts > 0 ? opt->prompts[0] : DEFAULT_PROMPT;
+    rc = demo_new(&d, size, prompt);
+    if (!rc) {
+        lessons_heading(tr);
+        show_models(tr, &d);
+        show_sharing(tr, &d);
+        show_less_data_read(tr, &d);
+        show_smaller_cache(tr, &d);
+        if (show_invariants(tr, &d)) rc = 1;
+        show_conversion(tr, &d);
+        show_real_models(tr);
+    }
+    demo_free(&d);
     return rc;
 }

@@ -5,18 +5,22 @@
 //   1. the machine: its FMA peak (a loop of fused multiply-adds in
 //      registers) and its memory bandwidth (memcpy of 64 MB), and how long
 //      the model takes to open;
-//   2. the chapter's run, 256 tokens after "ROMEO:", without and with the
-//      cache, with the matmuls' GFLOP/s and the bytes read per second as
-//      fractions of those two limits;
-//   3. both ways over growing lengths (--steps LIST, by default a lesson's
-//      worth: 16, 32, 64, 128, 250), each time per token beside the total;
-//   4. with --train, training steps of the same shape.
-// Every timing is --repeat runs (default 3) after one warm-up run that is
-// not counted (it brings the model's pages and the caches in), reported as
-// hyperfine does: mean ± σ and min … max, with a warning when the runs
-// disagree too much to be trusted, and ratios with only the digits the
-// spread allows (stats.h). While it runs, a progress line on a terminal's
-// stderr says what is being timed and about how long is left.
+//   2. the chapter's exercise: both ways over growing lengths (--steps
+//      LIST, by default a lesson's worth: 16, 32, 64, 128, 250), each time
+//      per token beside the total; the longest length is the headline, with
+//      the matmuls' GFLOP/s and the bytes read per second as fractions of
+//      those two limits (it is not timed again on its own);
+//   3. with --train, training steps of the same shape.
+// Every length is timed --repeat times (default 3), one run of each length
+// per round, so that a busy moment spreads over all the lengths instead of
+// spoiling one; before the first round, one short warm-up generation each
+// way (WARMUP_TOKENS, not counted) brings the model's pages and the caches
+// in. Times are reported as hyperfine does: mean ± σ and min … max (the
+// CSV adds the medians), with a warning when the runs disagree too much to
+// be trusted, and ratios with only the digits the spread allows (stats.h).
+// While it runs, a progress line on a terminal's stderr says what is being
+// timed and about how long is left. This keeps the default bench inside a
+// lesson's minute even on a machine that others are using.
 #include "bench.h"
 
 #include "benchsvg.h"
@@ -39,7 +43,7 @@
 #include <string.h>
 #include <unistd.h>
 
-enum { HEADLINE_STEPS = 256, WARMUP_RUNS = 1, MAX_LENGTHS = 64, BAR_WIDTH = 12 };
+enum { WARMUP_TOKENS = 16, MAX_LENGTHS = 64, BAR_WIDTH = 12 };
 enum { TRAIN_BATCH = 16, TRAIN_STEPS = 3 };
 static const char *const DEFAULT_PROMPT = "ROMEO:";
 
@@ -49,7 +53,7 @@ static const char *const DEFAULT_PROMPT = "ROMEO:";
 // so that logs and scripts stay clean.
 
 typedef struct {
-    int tty;
+    int tty, zh;   // zh: the line in Chinese (--lang zh)
     double start;
     // Seconds per unit of estimated work, per mode, once a run of it has
     // been timed: without the cache a unit is a token fed through the model
@@ -71,8 +75,8 @@ static void progress_show(const Progress *p, const char *fmt, ...) {
     if (p->seconds_done[0] > 0 && p->seconds_done[1] > 0) {
         double left = 0;
         for (int c = 0; c < 2; c++) left += p->work_left[c] * p->seconds_done[c] / p->work_done[c];
-        if (left >= 1) fprintf(stderr, "  (about %.0f s left)", ceil(left));
-        else fprintf(stderr, "  (less than a second left)");
+        if (left >= 1) fprintf(stderr, p->zh ? "（大约还剩 %.0f 秒）" : "  (about %.0f s left)", ceil(left));
+        else fputs(p->zh ? "（不到一秒就完成）" : "  (less than a second left)", stderr);
     }
     fflush(stderr);
 }
@@ -134,34 +138,31 @@ typedef struct {
     Progress *progress;
 } Bench;
 
-// Times b's generation of m->steps tokens: WARMUP_RUNS untimed, then repeat.
-static int measure(Bench *b, Measure *m, const char *what) {
+// One timed generation of m->steps tokens by b: run `run` of m (or, with
+// run < 0, a warm-up whose time is not kept).
+static int measure_run(Bench *b, Measure *m, int run, const char *what) {
     float temperature = b->opt->temperature >= 0 ? (float)b->opt->temperature : 1.0f;
     CostCtx c = {.cfg = b->m->cfg, .use_cache = m->use_cache};
     double work = generation_work(b->m->cfg.T, b->n_prompt, m->steps, m->use_cache);
-    for (int i = -WARMUP_RUNS; i < b->repeat; i++) {
-        if (i < 0) progress_show(b->progress, "bench: %s, warm-up", what);
-        else progress_show(b->progress, "bench: %s, run %d of %d", what, i + 1, b->repeat);
-        Sampler sampler;
-        if (sampler_init(&sampler, b->m->cfg.V, temperature, b->opt->top_k, (uint32_t)b->opt->seed)) {
-            fprintf(stderr, "kvdemo: out of memory\n");
-            return 1;
-        }
-        // The costs are counted as the steps go (a few additions a step);
-        // every run does the same steps, so the last count stands.
-        c.flops = c.bytes = c.reset_seconds = 0;
-        c.reset_steps = 0;
-        double t0 = timer_now();
-        gpt_generate(b->tokens, b->s, b->m, &sampler, b->n_prompt, m->steps, m->use_cache, add_cost, &c);
-        double t = timer_now() - t0;
-        if (i >= 0) m->samples[i] = t;
-        sampler_free(&sampler);
-        Progress *p = b->progress;
-        p->work_done[m->use_cache] += work;
-        p->seconds_done[m->use_cache] += t;
-        p->work_left[m->use_cache] -= work;
+    Progress *p = b->progress;
+    if (run < 0) progress_show(p, p->zh ? "bench：热身，%s" : "bench: warm-up, %s", what);
+    else progress_show(p, p->zh ? "bench：第 %d 轮，共 %d 轮，%s" : "bench: round %d of %d, %s", run + 1, b->repeat, what);
+    Sampler sampler;
+    if (sampler_init(&sampler, b->m->cfg.V, temperature, b->opt->top_k, (uint32_t)b->opt->seed)) {
+        fileio_error("out of memory", "内存不足");
+        return 1;
     }
-    m->st = stats_of(m->samples, b->repeat);
+    // The costs are counted as the steps go (a few additions a step);
+    // every run does the same steps, so the last count stands.
+    double t0 = timer_now();
+    gpt_generate(b->tokens, b->s, b->m, &sampler, b->n_prompt, m->steps, m->use_cache, add_cost, &c);
+    double t = timer_now() - t0;
+    sampler_free(&sampler);
+    p->work_done[m->use_cache] += work;
+    p->seconds_done[m->use_cache] += t;
+    p->work_left[m->use_cache] -= work;
+    if (run < 0) return 0;
+    m->samples[run] = t;
     m->matmul_flops = c.flops;
     m->bytes_read = c.bytes;
     m->reset_seconds = c.reset_seconds;
@@ -284,7 +285,7 @@ typedef struct {
     const Options *opt;
     int repeat, n_prompt, random_model;
     Stats peak, bandwidth, open;
-    Measure head[2];
+    const Measure *head[2];   // the longest length's pair in table: the headline
     int n_lengths;
     Measure (*table)[2];
     double train_tps;   // 0 unless --train
@@ -301,10 +302,10 @@ static void print_report(Trace *tr, Report *r, const GptVariant *variant) {
     GptConfig g = r->m->cfg;
     const char *prompt = r->opt->n_prompts ? r->opt->prompts[0] : DEFAULT_PROMPT;
     trace_sayf(tr, "kvdemo bench: T=%d C=%d H=%d L=%d V=%d (%zu parameters), %d threads;\n"
-                   "every time is %d runs after %d warm-up run: mean ± σ (min … max)\n",
+                   "every time is %d runs, after a warm-up of %d tokens each way: mean ± σ (min … max)\n",
                "kvdemo bench：T=%d C=%d H=%d L=%d V=%d（%zu 个参数），%d 个线程；\n"
-               "每个时间都是 %d 次运行（之前先热身 %d 次）：均值 ± σ（最小 … 最大）\n",
-               g.T, g.C, g.H, g.L, g.V, r->m->num_params, ops_threads(), r->repeat, WARMUP_RUNS);
+               "每个时间都是 %d 次运行（之前两种方式各热身 %d 个词元）：均值 ± σ（最小 … 最大）\n",
+               g.T, g.C, g.H, g.L, g.V, r->m->num_params, ops_threads(), r->repeat, WARMUP_TOKENS);
     if (variant)
         trace_sayf(tr, "keys and values kept as %s: the arithmetic of such a cache, in kvdemo's float layout\n",
                    "键和值按 %s 保存：这种缓存的算术，用 kvdemo 的 float 布局\n", kvquant_name(variant->kv_dtype));
@@ -343,30 +344,32 @@ static void print_report(Trace *tr, Report *r, const GptVariant *variant) {
         {"per token", "每个词元", 9, 1, "per_token"},
         {"", "", 1, 0, "noisy"},
     };
-    static const TraceTable HEAD = {"tokens_256", 5, HEAD_COLS};
-    trace_sayf(tr, "\n%d tokens after \"%s\":", "\n%d 个词元，接在 \"%s\" 之后：", HEADLINE_STEPS, prompt);
+    static const TraceTable HEAD = {"headline", 5, HEAD_COLS};
+    int head_steps = r->head[0]->steps;
+    trace_sayf(tr, "\n%d tokens after \"%s\" (the longest length below):", "\n%d 个词元，接在 \"%s\" 之后（即下表最长的一行）：",
+               head_steps, prompt);
     trace_table_head(tr, &HEAD);
     for (int c = 0; c < 2; c++) {
-        const Measure *h = &r->head[c];
+        const Measure *h = r->head[c];
         char per[32];
         spread_cells(a, sizeof a, b, sizeof b, h->st, 1);
         trace_run(tr, c ? "cache" : "no-cache");
         trace_table_row(tr, &HEAD, (const char *const[]){
-                                       c ? trace_text(tr, "with the cache", "有缓存") : trace_text(tr, "without the cache", "无缓存"),
-                                       a, b, time_text(per, sizeof per, h->st.mean / HEADLINE_STEPS), noisy_mark(r, h->st)});
+                                       c ? trace_text(tr, "with the cache", "使用缓存") : trace_text(tr, "without the cache", "不使用缓存"),
+                                       a, b, time_text(per, sizeof per, h->st.mean / head_steps), noisy_mark(r, h->st)});
         double gflops = h->matmul_flops / h->st.mean * 1e-9, gbps = h->bytes_read / h->st.mean * 1e-9;
         trace_sayf(tr, "      %.0f tokens/s; matmuls %.1f GFLOP/s = %.0f%% of the FMA peak; reads %.2f GB/s = %.0f%% of memcpy",
                    "      每秒 %.0f 个词元；矩阵乘 %.1f GFLOP/s = FMA 峰值的 %.0f%%；读取 %.2f GB/s = memcpy 的 %.0f%%",
-                   HEADLINE_STEPS / h->st.mean, gflops, 100 * gflops / (r->peak.mean * 1e-9), gbps,
+                   head_steps / h->st.mean, gflops, 100 * gflops / (r->peak.mean * 1e-9), gbps,
                    100 * gbps / (r->bandwidth.mean * 1e-9));
     }
     trace_run(tr, NULL);
     int decimals;
-    double ratio = stats_ratio(r->head[0].st, r->head[1].st, &decimals);
-    trace_sayf(tr, "  the cache is %.*fx faster (the chapter's numpy: 4.93 s and 0.53 s, 9.3x)\n"
+    double ratio = stats_ratio(r->head[0]->st, r->head[1]->st, &decimals);
+    trace_sayf(tr, "  the cache is %.*fx faster (the chapter's numpy, 256 tokens: 4.93 s and 0.53 s, 9.3x)\n"
                    "  (reads count the weights and the cache once per step; a cached step's weights, %.1f MB,\n"
                    "  can partly stay in the last-level cache, so reads may pass the memcpy rate)",
-               "  有缓存快 %.*f 倍（原文 numpy：4.93 秒与 0.53 秒，9.3 倍）\n"
+               "  使用缓存快 %.*f 倍（原文 numpy 生成 256 个词元：4.93 秒与 0.53 秒，9.3 倍）\n"
                "  （读取量按每步读一次权重和缓存计算；缓存步的权重 %.1f MB 可能部分留在末级缓存里，\n"
                "  所以读取速度可能超过 memcpy）",
                decimals, ratio, 4e-6 * (double)r->m->num_params);
@@ -378,12 +381,12 @@ static void print_report(Trace *tr, Report *r, const GptVariant *variant) {
     // stays visible from the shortest run to the longest).
     static const TraceColumn LEN_COLS[] = {
         {"tokens", "词元", 6, 1, NULL},
-        {"run", "运行", 8, 0, NULL},
+        {"run", "运行", 10, 0, NULL},
         {"mean ± σ", "均值 ± σ", 17, 0, "mean_sd"},
         {"min … max", "最小 … 最大", 18, 0, "min_max"},
         {"per token", "每个词元", 9, 1, "per_token"},
         {"speedup", "加速", 7, 1, NULL},
-        {" per token: # no cache, = cache", " 每个词元：# 无缓存，= 有缓存", 0, 0, "chart"},
+        {" per token: # no cache, = cache", " 每个词元：# 不使用缓存，= 使用缓存", 0, 0, "chart"},
     };
     static const TraceTable LENGTHS = {"lengths", 7, LEN_COLS};
     trace_say(tr, "", "");
@@ -405,7 +408,7 @@ static void print_report(Trace *tr, Report *r, const GptVariant *variant) {
             snprintf(chart, sizeof chart, " %s%s", bars, stats_noisy(x->st) ? "  !" : "");
             r->noisy |= stats_noisy(x->st);
             trace_run(tr, c ? "cache" : "no-cache");
-            trace_table_row(tr, &LENGTHS, (const char *const[]){tokens, c ? trace_text(tr, "cache", "有缓存") : trace_text(tr, "no cache", "无缓存"),
+            trace_table_row(tr, &LENGTHS, (const char *const[]){tokens, c ? trace_text(tr, "cache", "使用缓存") : trace_text(tr, "no cache", "不使用缓存"),
                                                                  a, b, time_text(per, sizeof per, x->st.mean / x->steps), speed, chart});
         }
     }
@@ -413,7 +416,19 @@ static void print_report(Trace *tr, Report *r, const GptVariant *variant) {
     if (r->noisy)
         trace_sayf(tr, "\n! the runs of a line marked ! disagree by more than %d%%: the machine was busy; rerun",
                    "\n! 标 ! 的行，各次运行相差超过 %d%%：机器当时很忙，请再运行一次", 10);
-    // Past the context: the chapter's reset, and what it cost.
+    // Past the context: the chapter's reset, and what it cost; or that no
+    // length here reaches it.
+    int resets = 0;
+    for (int i = 0; i < r->n_lengths; i++) resets += r->table[i][1].reset_steps > 0;
+    if (!resets) {
+        trace_sayf(tr,
+                   "\nEvery length here stays inside the context of %d (this %d-token prompt and at most %d\n"
+                   "tokens), so the chapter's reset never runs; --steps longer than that shows it.",
+                   "\n这里每个长度都在 %d 的上下文之内（这个提示词有 %d 个词元，最多再生成 %d 个），\n"
+                   "所以原文的重置一次也没有发生；--steps 给出更长的长度就能看到它。",
+                   g.T, r->n_prompt, g.T - r->n_prompt + 1);
+        return;
+    }
     trace_sayf(tr,
                "\nOnce the prompt and the generated tokens together pass %d (with this %d-token prompt,\n"
                "from step %d on) the chapter's generate drops the cache and recomputes the last %d tokens\n"
@@ -427,7 +442,7 @@ static void print_report(Trace *tr, Report *r, const GptVariant *variant) {
         double total = x->samples[r->repeat - 1];
         char reset[32], all[32];
         trace_sayf(tr, "  %d tokens with the cache: %d steps recomputed the window, %s of %s (%.0f%%)",
-                   "  有缓存生成 %d 个词元：%d 步重算了窗口，用时 %s，共 %s（%.0f%%）", x->steps, x->reset_steps,
+                   "  使用缓存生成 %d 个词元：%d 步重算了窗口，用时 %s，共 %s（%.0f%%）", x->steps, x->reset_steps,
                    time_text(reset, sizeof reset, x->reset_seconds), time_text(all, sizeof all, total),
                    total > 0 ? 100 * x->reset_seconds / total : 0);
     }
@@ -447,9 +462,9 @@ static void print_json(Trace *tr, const Report *r, const double *open_s) {
     if (!r->random_model) trace_timing_stats(tr, "open_model", open_s, r->repeat);
     if (r->train_tps > 0) trace_value(tr, "train_tokens_per_s", r->train_tps, "tokens/s", NULL, NULL);
     for (int c = 0; c < 2; c++) {
-        const Measure *h = &r->head[c];
+        const Measure *h = r->head[c];
         trace_run(tr, c ? "cache" : "no-cache");
-        trace_timing_stats(tr, "tokens_256", h->samples, r->repeat);
+        // the headline's rates (its timing is its length's tokens_N below)
         double gflops = h->matmul_flops / h->st.mean * 1e-9, gbps = h->bytes_read / h->st.mean * 1e-9;
         trace_value(tr, "matmul_gflops", gflops, "GFLOP/s", NULL, NULL);
         trace_value(tr, "matmul_fraction_of_peak", gflops / (r->peak.mean * 1e-9), "fraction", NULL, NULL);
@@ -469,7 +484,6 @@ static void print_json(Trace *tr, const Report *r, const double *open_s) {
         }
     }
     trace_run(tr, NULL);
-    trace_ratio(tr, "speedup_256", r->head[0].samples, r->repeat, r->head[1].samples, r->repeat, "", "");
     for (int i = 0; i < r->n_lengths; i++) {
         char name[32];
         snprintf(name, sizeof name, "speedup_%d", r->table[i][0].steps);
@@ -480,14 +494,14 @@ static void print_json(Trace *tr, const Report *r, const double *open_s) {
 static void write_csv(FILE *f, const Report *r) {
     fprintf(f, "tokens,nocache_seconds,cache_seconds,speedup,nocache_tokens_per_s,cache_tokens_per_s,"
                "nocache_sd,nocache_min,nocache_max,cache_sd,cache_min,cache_max,"
-               "nocache_per_token_s,cache_per_token_s\n");
+               "nocache_per_token_s,cache_per_token_s,nocache_median,cache_median\n");
     for (int i = 0; i < r->n_lengths; i++) {
         const Measure *x = r->table[i];
         int n = x[0].steps;
-        fprintf(f, "%d,%.6f,%.6f,%.3f,%.1f,%.1f,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.9f,%.9f\n", n, x[0].st.mean,
+        fprintf(f, "%d,%.6f,%.6f,%.3f,%.1f,%.1f,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.9f,%.9f,%.6f,%.6f\n", n, x[0].st.mean,
                 x[1].st.mean, x[0].st.mean / x[1].st.mean, n / x[0].st.mean, n / x[1].st.mean, x[0].st.sd,
                 x[0].st.min, x[0].st.max, x[1].st.sd, x[1].st.min, x[1].st.max, x[0].st.mean / n,
-                x[1].st.mean / n);
+                x[1].st.mean / n, x[0].st.median, x[1].st.median);
     }
 }
 
@@ -523,8 +537,8 @@ int bench_command(const Options *opt, Trace *tr) {
     const char *list = opt->steps_list ? opt->steps_list : BENCH_DEFAULT_LENGTHS;
     int n_lengths = parse_lengths(lengths, MAX_LENGTHS, list);
     if (n_lengths <= 0) {
-        fprintf(stderr, "kvdemo: --steps takes a comma-separated list of lengths from 1 to 100000, e.g. 16,64,256, not '%s'\n",
-                list);
+        fileio_error("--steps takes a comma-separated list of lengths from 1 to 100000, e.g. 16,64,256, not '%s'",
+                     "--steps 要给一串用逗号分隔的长度，每个 1 到 100000，例如 16,64,256，而不是“%s”", list);
         return 2;
     }
     // The CSV and the SVG are written through temporary files (fileio.h),
@@ -554,20 +568,20 @@ int bench_command(const Options *opt, Trace *tr) {
         return rc;
     }
     if (random_model)
-        fprintf(stderr, "kvdemo: %s is missing; timing a random model of the seed preset (the speed is the same)\n",
-                GPT_SHIPPED_MODEL);
-    int max_len = HEADLINE_STEPS;
+        fileio_error("%s is missing; timing a random model of the seed preset (the speed is the same)",
+                     "找不到 %s；改为计时一个 seed 预设形状的随机模型（速度相同）", GPT_SHIPPED_MODEL);
+    int max_len = WARMUP_TOKENS;
     for (int i = 0; i < n_lengths; i++)
         if (lengths[i] > max_len) max_len = lengths[i];
     int repeat = opt->repeat ? opt->repeat : 3;
     int *tokens = NULL, n_prompt = 0;
     GptState s = {0};
-    int n_measures = 2 + 2 * n_lengths;
+    int n_measures = 2 * n_lengths;
     double *samples = malloc(sizeof(double) * (size_t)repeat * (size_t)(n_measures + 3));
     Measure *measures = calloc((size_t)n_measures, sizeof *measures);
     GptVariant variant;   // --kv-dtype (lesson 12)
     int use_variant;
-    Progress progress = {.tty = isatty(STDERR_FILENO), .start = timer_now()};
+    Progress progress = {.tty = isatty(STDERR_FILENO), .zh = tr->lang == LANG_ZH, .start = timer_now()};
     Report r = {.m = &m, .opt = opt, .repeat = repeat, .random_model = random_model, .n_lengths = n_lengths};
     if (kvcmd_variant(&variant, &use_variant, opt)) {
         rc = 2;
@@ -575,62 +589,69 @@ int bench_command(const Options *opt, Trace *tr) {
     }
     rc = gptsetup_prompt(&tokens, &n_prompt, &m, opt->n_prompts ? opt->prompts[0] : DEFAULT_PROMPT, max_len);
     if (!rc && (!samples || !measures || gpt_state_init(&s, m.cfg))) {
-        fprintf(stderr, "kvdemo: out of memory\n");
+        fileio_error("out of memory", "内存不足");
         rc = 1;
     }
     if (!rc && ops_set_threads(opt->threads) != 0) {
-        fprintf(stderr, "kvdemo: could not start %d threads\n", opt->threads);
+        fileio_error("could not start %d threads", "无法启动 %d 个线程", opt->threads);
         rc = 1;
     }
     if (!rc) rc = gptsetup_attention(opt, &m);
     if (rc) goto done;
     if (use_variant) s.variant = &variant;
     r.n_prompt = n_prompt;
-    r.table = (Measure(*)[2])(measures + 2);
+    r.table = (Measure(*)[2])measures;
+    int longest = 0;   // the headline: the first of the longest lengths
     for (int i = 0; i < n_measures; i++) {
-        Measure *x = i < 2 ? &r.head[i] : &measures[i];
-        x->steps = i < 2 ? HEADLINE_STEPS : lengths[(i - 2) / 2];
+        Measure *x = &measures[i];
+        x->steps = lengths[i / 2];
         x->use_cache = i % 2;
         x->samples = samples + (size_t)repeat * (size_t)i;
-        progress.work_left[x->use_cache] +=
-            (WARMUP_RUNS + repeat) * generation_work(m.cfg.T, n_prompt, x->steps, x->use_cache);
+        progress.work_left[x->use_cache] += repeat * generation_work(m.cfg.T, n_prompt, x->steps, x->use_cache);
+        if (x->steps > lengths[longest]) longest = i / 2;
     }
+    r.head[0] = &r.table[longest][0], r.head[1] = &r.table[longest][1];
+    Measure warm[2] = {{.steps = WARMUP_TOKENS, .use_cache = 0}, {.steps = WARMUP_TOKENS, .use_cache = 1}};
+    for (int c = 0; c < 2; c++) progress.work_left[c] += generation_work(m.cfg.T, n_prompt, WARMUP_TOKENS, c);
 
     // The machine first: its FMA peak and memory bandwidth, and how long the
     // model takes to open.
     double *open_s = samples + (size_t)repeat * (size_t)n_measures, *peak = open_s + repeat,
            *bandwidth = peak + repeat;
-    progress_show(&progress, "bench: the machine's FMA peak and memory bandwidth");
+    progress_show(&progress, progress.zh ? "bench：机器的 FMA 峰值与内存带宽" : "bench: the machine's FMA peak and memory bandwidth");
     machine_peak(peak, repeat);
     if (machine_bandwidth(bandwidth, repeat)) {
-        fprintf(stderr, "kvdemo: out of memory\n");
+        fileio_error("out of memory", "内存不足");
         rc = 1;
         goto done;
     }
     open_s[0] = t_open;
     if (!random_model) {
-        progress_show(&progress, "bench: opening the model");
+        progress_show(&progress, progress.zh ? "bench：打开模型" : "bench: opening the model");
         model_reopen(open_s, repeat, opt);
     }
     gpt_pack(&m);   // for the passes of many rows (the same numbers; unpacked if no memory)
     r.peak = stats_of(peak, repeat), r.bandwidth = stats_of(bandwidth, repeat);
     r.open = stats_of(open_s, random_model ? 1 : repeat);
 
-    // The chapter's run, then the exercise: both ways over the lengths.
+    // The exercise: a short warm-up each way, then round after round, both
+    // ways over every length.
     Bench b = {&s, &m, tokens, n_prompt, opt, repeat, &progress};
-    for (int i = 0; i < n_measures && !rc; i++) {
-        Measure *x = i < 2 ? &r.head[i] : &measures[i];
+    static const char *const WHAT[2][2] = {{"%d tokens without the cache", "%d tokens with the cache"},
+                                           {"%d 个词元，不使用缓存", "%d 个词元，使用缓存"}};
+    for (int i = -2; i < repeat * n_measures && !rc; i++) {
+        Measure *x = i < 0 ? &warm[i + 2] : &measures[i % n_measures];
         char what[64];
-        if (i < 2) snprintf(what, sizeof what, "%d tokens %s", x->steps, x->use_cache ? "with the cache" : "without the cache");
-        else snprintf(what, sizeof what, "%d of %d, %d tokens %s", i - 1, n_measures - 2, x->steps,
-                      x->use_cache ? "with the cache" : "without the cache");
-        rc = measure(&b, x, what);
+        snprintf(what, sizeof what, WHAT[progress.zh][x->use_cache], x->steps);
+        rc = measure_run(&b, x, i < 0 ? -1 : i / n_measures, what);
     }
+    for (int i = 0; i < n_measures; i++) measures[i].st = stats_of(measures[i].samples, repeat);
     // Training speed of the same shape (--train): whole steps (forward,
     // backward, AdamW) on 16 sequences of T tokens, as the shipped model was
     // trained.
     if (!rc && opt->bench_train) {
-        progress_show(&progress, "bench: %d training steps of %d x %d tokens", TRAIN_STEPS, TRAIN_BATCH, m.cfg.T);
+        progress_show(&progress, progress.zh ? "bench：%d 个训练步，每步 %d x %d 个词元" : "bench: %d training steps of %d x %d tokens",
+                      TRAIN_STEPS, TRAIN_BATCH, m.cfg.T);
         char terr[256];
         rc = train_benchmark(m.cfg, TRAIN_BATCH, TRAIN_STEPS, opt->threads, &r.train_tps, terr, sizeof terr);
         if (rc) fprintf(stderr, "kvdemo: %s\n", terr);
@@ -642,7 +663,7 @@ int bench_command(const Options *opt, Trace *tr) {
     if (tr->format == FORMAT_JSON) print_json(tr, &r, open_s);
     if (out_path[0]) write_csv(out_file[0].f, &r);
     if (out_path[1] && write_svg(out_file[1].f, &r) != 0) {
-        fprintf(stderr, "kvdemo: --svg %s: out of memory\n", out_path[1]);
+        fileio_error("--svg %s: out of memory", "--svg %s：内存不足", out_path[1]);
         rc = 1;
         goto done;
     }

@@ -112,8 +112,8 @@ static void panel(FILE *f, const BenchSvgPoint *pt, int n, int p, double x0) {
                "(log scale)</text>\n", x0 + PANEL_W / 2.0, TOP + PANEL_H + 36);
     // reference lines: ∝ n from the first cached point, ∝ n² from the first uncached one
     for (int c = 0; c < 2; c++) {
-        fprintf(f, "<polyline class=\"reference\" fill=\"none\" stroke=\"#888\" stroke-dasharray=\"6 4\" "
-                   "points=\"");
+        fprintf(f, "<polyline class=\"reference\" data-mode=\"%s\" data-growth=\"%s\" fill=\"none\" stroke=\"#888\" "
+                   "stroke-dasharray=\"6 4\" points=\"", MODE_KEY[c], c ? "n" : "n2");
         double last_x = 0, last_y = 0;
         for (int i = 0; i < n; i++) {
             double r = pt[i].tokens / n0, s = c ? pt[0].mean[1] * r : pt[0].mean[0] * r * r;

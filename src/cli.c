@@ -132,9 +132,13 @@ static const OptionSpec OPTIONS[] = {
      "how many tensors to print (default full)", "打印多少中间张量（默认 full）"},
     {OPT_PRECISION, "--precision", ARG_INT, "N", AT(tr.precision), 1, LESSON, 0, 16,
      "decimals of printed tensors (default 4, as PyTorch)", "张量打印的小数位数（默认 4，与 PyTorch 相同）"},
-    {OPT_FORMAT, "--format", ARG_ENUM, "text|json|html|md", AT(tr.format), 1, LESSON | GENERATE | RACE | BENCH | MEMORY, 0, 0,
+    {OPT_FORMAT, "--format", ARG_ENUM, "text|json|html|md", AT(tr.format), 1, LESSON | GENERATE | MEMORY, 0, 0,
      "text for people (default), JSON Lines for scripts, an HTML page or Markdown for slides",
      "text 给人看，JSON Lines 给脚本，html 网页或 md（Markdown）用于幻灯片（默认 text）"},
+    // race and bench write their panes and tables themselves: no documents
+    // (the choices' order is TraceFormat's, so text and json keep their index).
+    {OPT_FORMAT, "--format", ARG_ENUM, "text|json", AT(tr.format), 1, RACE | BENCH, 0, 0,
+     "text for people (default), JSON Lines for scripts", "text 给人看（默认），JSON Lines 给脚本"},
     {OPT_LANG, "--lang", ARG_LOCALE, "en|zh", AT(tr.lang), 1, LIST | LESSON | GENERATE | RACE | BENCH | INIT | TRAIN | EVAL | MEMORY | HELP, 0, 0,
      "narration language (default from LANG)", "讲解的语言（默认取自 LANG）"},
     {OPT_STEP, "--step", ARG_FLAG, NULL, AT(tr.step_pause), 1, LESSON, 1, 0,
@@ -150,8 +154,11 @@ static const OptionSpec OPTIONS[] = {
      "lesson 10 on a terminal: the runs in turn, not the live race",
      "第 10 课在终端上：两次运行先后进行，而不是实时赛跑"},
     // Where they apply.
-    {OPT_REPEAT, "--repeat", ARG_INT, "N", AT(opt.repeat), 1, LESSON | BENCH, 1, 100000,
+    {OPT_REPEAT, "--repeat", ARG_INT, "N", AT(opt.repeat), 1, LESSON, 1, 100000,
      "time each run N times and report the median", "每次运行计时 N 遍，报告中位数"},
+    {OPT_REPEAT, "--repeat", ARG_INT, "N", AT(opt.repeat), 1, BENCH, 1, 100000,
+     "time each length N times (default 3): mean ± σ, min … max; medians in --csv",
+     "每个长度计时 N 遍（默认 3）：均值 ± σ、最小 … 最大；--csv 另给中位数"},
     {OPT_DATA, "--data", ARG_STRING, "FILE", AT(opt.data_path), 1, LESSON, 0, 0,
      "the example's numbers (default data/tianqi.txt)", "示例的数字（默认 data/tianqi.txt）"},
     {OPT_DATA, "--data", ARG_STRING, "FILE", AT(opt.data_path), 1, TRAIN | EVAL, 0, 0,
@@ -170,7 +177,8 @@ static const OptionSpec OPTIONS[] = {
     {OPT_STEPS, "--steps", ARG_INT, "N", AT(opt.steps), 1, LESSON | GENERATE | RACE, 1, 100000,
      "how many tokens to generate", "生成多少个词元"},
     {OPT_STEPS, "--steps", ARG_STRING, "LIST", AT(opt.steps_list), 1, BENCH, 0, 0,
-     "the lengths to time, e.g. 16,64,256", "要计时的长度，例如 16,64,256"},
+     "the lengths to time (default " BENCH_DEFAULT_LENGTHS "; the longest heads the report), e.g. 16,64,256,1024",
+     "要计时的长度（默认 " BENCH_DEFAULT_LENGTHS "；最长的一个放在报告开头），例如 16,64,256,1024"},
     {OPT_PROMPT, "--prompt", ARG_APPEND, "TEXT", AT(opt.prompts), MAX_PROMPTS, LESSON | GENERATE | RACE | BENCH, 0, 0,
      "the prompt (default \"ROMEO:\"; lesson 3 takes several)", "提示词（默认 \"ROMEO:\"；第 3 课可给多个）"},
     {OPT_TEMPERATURE, "--temperature", ARG_DOUBLE, "T", AT(opt.temperature), 1, LESSON | GENERATE | RACE, 0, 100,
@@ -404,21 +412,36 @@ static const char *lesson_suggestion(const char *typed) {
     return NULL;
 }
 
+// Where the page rel ("docs/lesson-2.md") is for the user to open: rel
+// itself in the project's folder, else the installed copy
+// (PREFIX/share/kvdemo/docs/..., paths.h) by its plain absolute name; NULL
+// when there is none.
+static const char *doc_path(const char *rel, char *buf, size_t size) {
+    char found[4096];
+    const char *p = paths_shipped(rel, found, sizeof found);
+    if (access(p, R_OK) != 0) return NULL;
+    snprintf(buf, size, "%s", p);
+    // ".../bin/../share/kvdemo/docs/x.md" read as ".../share/kvdemo/docs/x.md"
+    for (char *up; (up = strstr(buf, "/../"));) {
+        char *dir = up;
+        while (dir > buf && dir[-1] != '/') dir--;
+        if (dir == buf) break;
+        memmove(dir, up + 4, strlen(up + 4) + 1);
+    }
+    return buf;
+}
+
 // The lesson's page in docs/: docs/lesson-ID.md, or its section's page
-// (docs/lesson-2.md for 2.1); NULL when there is none.
-static const char *lesson_doc(const Lesson *l, char *buf, size_t size) {
-    char rel[64], whole[16];
+// (docs/lesson-2.md for 2.1), as rel; NULL when there is none.
+static const char *lesson_doc(const Lesson *l, char *rel, size_t size) {
+    char whole[16], buf[4096];
     snprintf(whole, sizeof whole, "%s", l->id);
     const char *ids[2] = {l->id, whole};
     char *dot = strchr(whole, '.');
     if (dot) *dot = '\0';
     for (int i = 0; i < 2; i++) {
-        snprintf(rel, sizeof rel, "docs/lesson-%s.md", ids[i]);
-        const char *p = paths_shipped(rel, buf, size);
-        if (access(p, R_OK) == 0) {
-            snprintf(buf, size, "%s", rel);
-            return buf;
-        }
+        snprintf(rel, size, "docs/lesson-%s.md", ids[i]);
+        if (doc_path(rel, buf, sizeof buf)) return rel;
     }
     return NULL;
 }
@@ -484,6 +507,18 @@ static void print_options(FILE *f, const Cli *c, CommandId cmd, const Lesson *l)
 }
 
 
+// "more: PAGE", the page where this copy of kvdemo finds it; in Chinese
+// its twin in docs/zh/ first, when there is one.
+static void print_doc(FILE *f, const Cli *c, const char *rel) {
+    char en[4096], zh[4096], zh_rel[128];
+    if (!doc_path(rel, en, sizeof en)) return;
+    snprintf(zh_rel, sizeof zh_rel, "docs/zh/%s", rel + strlen("docs/"));
+    if (c->tr.lang == LANG_ZH && doc_path(zh_rel, zh, sizeof zh))
+        fprintf(f, "\n详见：%s（英文版：%s）\n", zh, en);
+    else
+        fprintf(f, "\n%s%s\n", tx(c, "more: ", "详见："), en);
+}
+
 // The global help: one screen (under 30 lines of at most 80 columns).
 static void print_help(FILE *f, const Cli *c) {
     fprintf(f, "kvdemo %s — %s\n\n", KVDEMO_VERSION,
@@ -497,11 +532,17 @@ static void print_help(FILE *f, const Cli *c) {
     char ids[256];
     list_lesson_ids(ids, sizeof ids, 1);
     fprintf(f, "\n%s %s\n", tx(c, "lessons:", "课程："), ids);
-    fprintf(f, "%s\n", tx(c, "  kvdemo list shows them all; kvdemo help lesson ID tells what one shows",
-                          "  kvdemo list 列出全部课程；kvdemo help lesson ID 介绍某一课"));
+    // and the glossary, where this copy finds it (help lesson ID is in the usage above)
+    char glossary[4096];
+    if (doc_path("docs/glossary.md", glossary, sizeof glossary))
+        fprintf(f, "%s%s\n", tx(c, "  kvdemo list shows them all; their words in en and zh: ", "  kvdemo list 列出全部课程；中英术语表："),
+                glossary);
+    else
+        fprintf(f, "%s\n", tx(c, "  kvdemo list shows them all; kvdemo help lesson ID tells what one shows",
+                              "  kvdemo list 列出全部课程；kvdemo help lesson ID 介绍某一课"));
     fprintf(f, "\n%s\n", tx(c, "what every lesson understands:", "每一课都理解的选项："));
     for (int i = 0; i < NUM_OPTIONS; i++)
-        if (OPTIONS[i].id <= OPT_COLOR) print_option_line(f, c, &OPTIONS[i]);
+        if (OPTIONS[i].id <= OPT_COLOR && (OPTIONS[i].commands & LESSON)) print_option_line(f, c, &OPTIONS[i]);
     fprintf(f, "\n%s\n", tx(c, "kvdemo help COMMAND, kvdemo help lesson ID: the other options. -V: the version.",
                             "kvdemo help COMMAND 与 kvdemo help lesson ID 列出其余选项；-V 显示版本。"));
 }
@@ -515,7 +556,7 @@ static void print_command_help(FILE *f, const Cli *c, const Command *k) {
         fprintf(f, "\n%s\n", tx(c, "options:", "选项："));
         print_options(f, c, k->id, NULL);
     }
-    if (k->doc) fprintf(f, "\n%s %s\n", tx(c, "more:", "详见："), k->doc);
+    if (k->doc) print_doc(f, c, k->doc);
 }
 
 static void print_lesson_help(FILE *f, const Cli *c, const Lesson *l) {
@@ -543,9 +584,8 @@ static void print_lesson_help(FILE *f, const Cli *c, const Lesson *l) {
         print_options(f, c, CMD_LESSON, l);
         fprintf(f, "%s\n", tx(c, "  (it says so when it ignores another option)", "  （给了其他选项时，它会说明已忽略）"));
     }
-    char buf[4096];
-    const char *doc = lesson_doc(l, buf, sizeof buf);
-    if (doc) fprintf(f, "\n%s %s\n", tx(c, "more:", "详见："), doc);
+    char rel[64];
+    if (lesson_doc(l, rel, sizeof rel)) print_doc(f, c, rel);
     fprintf(f, "\n%s\n", tx(c, "Other lessons: kvdemo list; kvdemo lesson ID --help.",
                             "其他课程：kvdemo list；kvdemo lesson ID --help。"));
 }
@@ -924,20 +964,12 @@ static int cmd_lesson(Cli *c) {
     return rc;
 }
 
-// bench and race write their tables and panes themselves: no documents.
-static int no_document(const Cli *c, const char *command) {
-    if (c->tr.format != FORMAT_HTML && c->tr.format != FORMAT_MD) return 0;
-    return usage_error("%s has no --format %s (text|json); lessons, generate and memory have html and md",
-                       "%s 没有 --format %s（只有 text|json）；课程、generate 和 memory 才有 html 和 md", command,
-                       c->tr.format == FORMAT_HTML ? "html" : "md");
-}
-
 static int cmd_generate(Cli *c) {
     if (trace_begin(&c->tr)) return 1;
     return trace_finish(&c->tr, gptcmd_generate(&c->opt, &c->tr));
 }
-static int cmd_race(Cli *c) { return no_document(c, "race") ? EXIT_USAGE : race_run(&c->opt, &c->tr); }
-static int cmd_bench(Cli *c) { return no_document(c, "bench") ? EXIT_USAGE : bench_command(&c->opt, &c->tr); }
+static int cmd_race(Cli *c) { return race_run(&c->opt, &c->tr); }
+static int cmd_bench(Cli *c) { return bench_command(&c->opt, &c->tr); }
 static int cmd_init(Cli *c) { return gptcmd_init(&c->opt); }
 static int cmd_train(Cli *c) { return gptcmd_train(&c->opt, &c->tr); }
 static int cmd_eval(Cli *c) { return gptcmd_eval(&c->opt, &c->tr); }

@@ -62,10 +62,17 @@ int kvvariant_scores(const GptVariant *v, float *scores, const float *q, const f
     if (bug == KV_BUG_MASK) seen = i + 1;   // torch.triu(mask, diagonal=1) on a (1, len) score row: row 0 keeps column 0
     if (bug == KV_BUG_NO_SCALE) scale = 1;
     if (bug == KV_BUG_WRONG_LAYOUT) {
-        // key[t][d] read at t*D + d, as if the cache were (T, D); it is (D, T)
+        // The chapter's key (1, H, D, len) read as if it were (1, H, len, D),
+        // numpy's key.reshape(1, H, len, D): element [t][d] is number k = t*D + d
+        // of the (D, len) array written so far, its row k / len and column
+        // k % len. Only the len = seen columns written are read (the cache
+        // holds T; what lies past len is another run's, or nothing).
         for (int t = 0; t < seen; t++) {
             float sum = 0;
-            for (int d = 0; d < D; d++) sum += q[d] * key[(int64_t)t * D + d];
+            for (int d = 0; d < D; d++) {
+                int k = t * D + d;
+                sum += q[d] * key[(int64_t)(k / seen) * T + k % seen];
+            }
             scores[t] = sum;
         }
     } else {

@@ -28,8 +28,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { LLAMA_MAX_BATCH = 64 };
-
 // ---------------------------------------------------------------------------
 // Configuration and weights
 
@@ -63,7 +61,6 @@ LlamaConfig llama_config_default(void) {
         .n_heads = 4,
         .n_kv_heads = 4,
         .hidden_dim = 64,
-        .max_batch_size = 4,
         .max_seq_len = 32,
         .rope_theta = 10000.0f,
         .norm_eps = 1e-5f,
@@ -80,7 +77,6 @@ int llama_config_check(LlamaConfig *c, char *err, size_t errlen) {
         {"vocab_size", c->vocab_size, 4, 1 << 20},  {"dim", c->dim, 2, 1 << 14},
         {"n_layers", c->n_layers, 1, 256},          {"n_heads", c->n_heads, 1, 1024},
         {"n_kv_heads", c->n_kv_heads, 1, 1024},     {"hidden_dim", c->hidden_dim, 1, 1 << 17},
-        {"max_batch_size", c->max_batch_size, 1, LLAMA_MAX_BATCH},
         {"max_seq_len", c->max_seq_len, 1, 1 << 16},
     };
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
@@ -174,10 +170,8 @@ int llama_new(LlamaModel *m, const LlamaConfig *cfg, char *err, size_t errlen) {
     LlamaConfig c = *cfg;
     if (llama_config_check(&c, err, errlen) != 0) return -1;
     m->cfg = c;
-    size_t V = (size_t)c.vocab_size, C = (size_t)c.dim, L = (size_t)c.n_layers;
-    size_t H = (size_t)c.n_heads, G = (size_t)c.n_kv_heads, D = (size_t)c.head_dim;
-    size_t F = (size_t)c.hidden_dim, B = (size_t)c.max_batch_size, T = (size_t)c.max_seq_len;
-    size_t BT = B * T;
+    size_t V = (size_t)c.vocab_size, L = (size_t)c.n_layers;
+    size_t D = (size_t)c.head_dim, T = (size_t)c.max_seq_len;
     int failed = 0;
     m->num_params = llama_num_params(&c);
     m->params = alloc_floats(m->num_params, &failed);
@@ -185,26 +179,10 @@ int llama_new(LlamaModel *m, const LlamaConfig *cfg, char *err, size_t errlen) {
     m->p.layers = calloc(L, sizeof(LlamaLayerParams));
     if (!m->vocab || !m->p.layers) failed = 1;
     m->freqs_cis = alloc_floats(T * D, &failed);
-    m->cache_k = alloc_floats(L * B * T * G * D, &failed);
-    m->cache_v = alloc_floats(L * B * T * G * D, &failed);
-    m->x = alloc_floats(BT * C, &failed);
-    m->xb = alloc_floats(BT * C, &failed);
-    m->xq = alloc_floats(BT * H * D, &failed);
-    m->xk = alloc_floats(BT * G * D, &failed);
-    m->xv = alloc_floats(BT * G * D, &failed);
-    m->attn = alloc_floats(BT * H * D, &failed);
-    m->xb2 = alloc_floats(BT * C, &failed);
-    m->hb = alloc_floats(BT * F, &failed);
-    m->hb2 = alloc_floats(BT * F, &failed);
-    m->scores = alloc_floats(T, &failed);
-    m->mask_floats = T * T < LLAMA_MASK_FLOATS ? T * T : LLAMA_MASK_FLOATS;
-    m->mask = alloc_floats(m->mask_floats, &failed);
-    m->last = alloc_floats(B * C, &failed);
     if (failed) {
         llama_free(m);
-        fileio_fail2(err, errlen, "out of memory for a model of %zu weights and a cache of %d x %d",
-                     "内存不足：放不下 %zu 个权重的模型和 %d x %d 的缓存",
-                llama_num_params(&c), c.max_batch_size, c.max_seq_len);
+        fileio_fail2(err, errlen, "out of memory for a model of %zu weights", "内存不足：放不下 %zu 个权重的模型",
+                     llama_num_params(&c));
         return -1;
     }
     llama_params_carve(m);
@@ -213,17 +191,60 @@ int llama_new(LlamaModel *m, const LlamaConfig *cfg, char *err, size_t errlen) {
 }
 
 void llama_free(LlamaModel *m) {
-    float **bufs[] = {&m->params, &m->freqs_cis, &m->cache_k, &m->cache_v, &m->x,    &m->xb,
-                      &m->xq,     &m->xk,        &m->xv,      &m->attn,    &m->xb2,  &m->hb,
-                      &m->hb2,    &m->scores,    &m->mask,    &m->last};
-    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) {
-        free(*bufs[i]);
-        *bufs[i] = NULL;
-    }
+    free(m->params);
+    free(m->freqs_cis);
     free(m->vocab);
     free(m->p.layers);
-    m->vocab = NULL;
-    m->p.layers = NULL;
+    memset(m, 0, sizeof *m);
+}
+
+int llama_state_init(LlamaState *s, const LlamaModel *m, int max_batch_size, char *err,
+                     size_t errlen) {
+    memset(s, 0, sizeof *s);
+    if (max_batch_size < 1 || max_batch_size > LLAMA_MAX_BATCH) {
+        fileio_fail2(err, errlen, "max_batch_size is %d; it must be between 1 and %d",
+                     "max_batch_size 是 %d；它必须在 1 到 %d 之间", max_batch_size, LLAMA_MAX_BATCH);
+        return -1;
+    }
+    const LlamaConfig *c = &m->cfg;
+    size_t C = (size_t)c->dim, L = (size_t)c->n_layers, H = (size_t)c->n_heads;
+    size_t G = (size_t)c->n_kv_heads, D = (size_t)c->head_dim, F = (size_t)c->hidden_dim;
+    size_t B = (size_t)max_batch_size, T = (size_t)c->max_seq_len, BT = B * T;
+    s->max_batch_size = max_batch_size;
+    s->cache_floats = L * B * T * G * D;
+    s->mask_floats = T * T < LLAMA_MASK_FLOATS ? T * T : LLAMA_MASK_FLOATS;
+    struct {
+        float **buf;
+        size_t floats;
+    } bufs[] = {
+        {&s->cache_k, s->cache_floats}, {&s->cache_v, s->cache_floats},
+        {&s->x, BT * C},  {&s->xb, BT * C},      {&s->xq, BT * H * D},   {&s->xk, BT * G * D},
+        {&s->xv, BT * G * D}, {&s->attn, BT * H * D}, {&s->xb2, BT * C}, {&s->hb, BT * F},
+        {&s->hb2, BT * F}, {&s->scores, T},     {&s->mask, s->mask_floats}, {&s->last, B * C},
+    };
+    int failed = 0;
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+        *bufs[i].buf = alloc_floats(bufs[i].floats, &failed);
+    if (failed) {
+        llama_state_free(s);
+        fileio_fail2(err, errlen, "out of memory for a cache of %d x %d", "内存不足：放不下 %d x %d 的缓存",
+                     max_batch_size, c->max_seq_len);
+        return -1;
+    }
+    return 0;
+}
+
+void llama_state_free(LlamaState *s) {
+    float *bufs[] = {s->cache_k, s->cache_v, s->x,   s->xb,  s->xq,     s->xk,   s->xv,
+                     s->attn,    s->xb2,     s->hb,  s->hb2, s->scores, s->mask, s->last};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
+    memset(s, 0, sizeof *s);
+}
+
+void llama_state_reset(LlamaState *s) {
+    memset(s->cache_k, 0, sizeof(float) * s->cache_floats);
+    memset(s->cache_v, 0, sizeof(float) * s->cache_floats);
+    memset(&s->info, 0, sizeof s->info);
 }
 
 int64_t llama_cache_bytes_per_token(const LlamaConfig *c) {
@@ -234,28 +255,14 @@ int64_t llama_cache_bytes_per_token(const LlamaConfig *c) {
 // ---------------------------------------------------------------------------
 // Random weights and the generator of the draws
 
-void llama_rng_seed(LlamaRng *r, uint64_t seed) {
-    // splitmix64 of the seed, so that nearby seeds start far apart; never 0.
-    uint64_t z = rng_next(&seed);
-    r->state = z ? z : 0x2545f4914f6cdd1dull;
+// A uniform float in [0, 1) from the top 24 bits of rng.h's next number: the
+// weights below and generate's draws. The state starts at the seed.
+static float uniform_f32(uint64_t *rng) {
+    return (float)(rng_next(rng) >> 40) / 16777216.0f;   // 24 bits / 2^24
 }
 
-uint64_t llama_rng_next(LlamaRng *r) {
-    // xorshift64* (Vigna 2016): three shifts, then a multiply.
-    uint64_t x = r->state;
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
-    r->state = x;
-    return x * 0x2545f4914f6cdd1dull;
-}
-
-float llama_rng_uniform(LlamaRng *r) {
-    return (float)(llama_rng_next(r) >> 40) / 16777216.0f;   // 24 bits / 2^24
-}
-
-static void fill_uniform(float *w, size_t n, float bound, LlamaRng *r) {
-    for (size_t i = 0; i < n; i++) w[i] = (2.0f * llama_rng_uniform(r) - 1.0f) * bound;
+static void fill_uniform(float *w, size_t n, float bound, uint64_t *rng) {
+    for (size_t i = 0; i < n; i++) w[i] = (2.0f * uniform_f32(rng) - 1.0f) * bound;
 }
 
 static void fill_ones(float *w, size_t n) {
@@ -265,8 +272,7 @@ static void fill_ones(float *w, size_t n) {
 void llama_init_random(LlamaModel *m, uint64_t seed) {
     const LlamaConfig *c = &m->cfg;
     LlamaSizes s = llama_sizes(c);
-    LlamaRng r;
-    llama_rng_seed(&r, seed);
+    uint64_t r = seed;
     float in_c = 1.0f / sqrtf((float)c->dim), in_f = 1.0f / sqrtf((float)c->hidden_dim);
     fill_uniform(m->p.tok_embeddings, s.tok_embeddings, sqrtf(3.0f), &r);   // variance 1
     for (int l = 0; l < c->n_layers; l++) {
@@ -285,13 +291,13 @@ void llama_init_random(LlamaModel *m, uint64_t seed) {
     fill_uniform(m->p.output, s.output, in_c, &r);
 }
 
-void llama_pool_kv_heads(LlamaModel *dst, const LlamaModel *src) {
+// dst = src except wk and wv, which the caller converts: dst must have src's
+// shape except n_kv_heads.
+static void copy_but_kv_heads(LlamaModel *dst, const LlamaModel *src) {
     const LlamaConfig *a = &src->cfg, *b = &dst->cfg;
     assert(a->vocab_size == b->vocab_size && a->dim == b->dim && a->n_layers == b->n_layers &&
            a->n_heads == b->n_heads && a->hidden_dim == b->hidden_dim);
-    assert(a->n_kv_heads % b->n_kv_heads == 0);
     LlamaSizes sa = llama_sizes(a);
-    int C = a->dim, D = a->head_dim, r = a->n_kv_heads / b->n_kv_heads;
     memcpy(dst->vocab, src->vocab, sizeof(uint32_t) * (size_t)a->vocab_size);
     memcpy(dst->p.tok_embeddings, src->p.tok_embeddings, sizeof(float) * sa.tok_embeddings);
     for (int l = 0; l < a->n_layers; l++) {
@@ -304,9 +310,20 @@ void llama_pool_kv_heads(LlamaModel *dst, const LlamaModel *src) {
         memcpy(wd->w1, ws->w1, sizeof(float) * sa.w1);
         memcpy(wd->w2, ws->w2, sizeof(float) * sa.w2);
         memcpy(wd->w3, ws->w3, sizeof(float) * sa.w3);
+    }
+    memcpy(dst->p.norm, src->p.norm, sizeof(float) * sa.norm);
+    memcpy(dst->p.output, src->p.output, sizeof(float) * sa.output);
+}
+
+void llama_pool_kv_heads(LlamaModel *dst, const LlamaModel *src) {
+    const LlamaConfig *a = &src->cfg, *b = &dst->cfg;
+    assert(a->n_kv_heads % b->n_kv_heads == 0);
+    copy_but_kv_heads(dst, src);
+    int C = a->dim, D = a->head_dim, r = a->n_kv_heads / b->n_kv_heads;
+    for (int l = 0; l < a->n_layers; l++) {
         // wk, wv (C, G*D): new head g = mean of old heads g*r .. g*r + r - 1
-        const float *from[2] = {ws->wk, ws->wv};
-        float *to[2] = {wd->wk, wd->wv};
+        const float *from[2] = {src->p.layers[l].wk, src->p.layers[l].wv};
+        float *to[2] = {dst->p.layers[l].wk, dst->p.layers[l].wv};
         for (int t = 0; t < 2; t++)
             for (int c = 0; c < C; c++)
                 for (int g = 0; g < b->n_kv_heads; g++)
@@ -317,8 +334,25 @@ void llama_pool_kv_heads(LlamaModel *dst, const LlamaModel *src) {
                         to[t][(size_t)c * b->n_kv_heads * D + (size_t)g * D + d] = sum / (float)r;
                     }
     }
-    memcpy(dst->p.norm, src->p.norm, sizeof(float) * sa.norm);
-    memcpy(dst->p.output, src->p.output, sizeof(float) * sa.output);
+}
+
+void llama_repeat_kv_heads(LlamaModel *dst, const LlamaModel *src) {
+    const LlamaConfig *a = &src->cfg;
+    assert(dst->cfg.n_kv_heads == dst->cfg.n_heads);
+    copy_but_kv_heads(dst, src);
+    int C = a->dim, D = a->head_dim, H = a->n_heads, G = a->n_kv_heads, rep = H / G;
+    for (int l = 0; l < a->n_layers; l++) {
+        // wk, wv (C, H*D) of dst: the columns of head h are those of src head h / rep
+        const LlamaLayerParams *ws = &src->p.layers[l];
+        LlamaLayerParams *wd = &dst->p.layers[l];
+        for (int c = 0; c < C; c++)
+            for (int h = 0; h < H; h++) {
+                size_t to = (size_t)c * H * D + (size_t)h * D;
+                size_t from = (size_t)c * G * D + (size_t)(h / rep) * D;
+                memcpy(wd->wk + to, ws->wk + from, sizeof(float) * (size_t)D);
+                memcpy(wd->wv + to, ws->wv + from, sizeof(float) * (size_t)D);
+            }
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -353,7 +387,7 @@ static int check_vocab(const LlamaModel *m, const char *path, char *err, size_t 
     return rc;
 }
 
-int llama_load(LlamaModel *m, const char *path, int max_batch_size, char *err, size_t errlen) {
+int llama_load(LlamaModel *m, const char *path, char *err, size_t errlen) {
     memset(m, 0, sizeof *m);
     uint64_t size = 0;
     char why[160];
@@ -386,7 +420,6 @@ int llama_load(LlamaModel *m, const char *path, int max_batch_size, char *err, s
     LlamaConfig c = {
         .vocab_size = (int)u[0], .dim = (int)u[1], .n_layers = (int)u[2], .n_heads = (int)u[3],
         .n_kv_heads = (int)u[4], .hidden_dim = (int)u[5], .max_seq_len = (int)u[6],
-        .max_batch_size = max_batch_size,
         .rope_theta = le_get_f32(h + 36), .norm_eps = le_get_f32(h + 40),
     };
     if (llama_config_check(&c, why, sizeof why) != 0) {
@@ -587,20 +620,21 @@ void llama_apply_rotary_emb(float *x, const float *freqs_cis, int N, int nh, int
 }
 
 // Attention.forward for one layer, after xq, xk, xv are computed and rotated.
-static void llama_attention(LlamaModel *m, int l, int start_pos, int bsz, int seqlen, int masked) {
+static void llama_attention(LlamaState *s, const LlamaModel *m, int l, int start_pos, int bsz,
+                            int seqlen, int masked) {
     const LlamaConfig *c = &m->cfg;
     int H = c->n_heads, G = c->n_kv_heads, D = c->head_dim, T = c->max_seq_len;
     int S = start_pos + seqlen, rep = H / G;
-    size_t layer = (size_t)l * c->max_batch_size * T * G * D;
-    float *cache_k = m->cache_k + layer;   // (B, T, G, D) of layer l
-    float *cache_v = m->cache_v + layer;
+    size_t layer = (size_t)l * s->max_batch_size * T * G * D;
+    float *cache_k = s->cache_k + layer;   // (B, T, G, D) of layer l
+    float *cache_v = s->cache_v + layer;
     // self.cache_k[:bsz, start_pos : start_pos + seqlen] = xk   (and cache_v = xv)
     for (int b = 0; b < bsz; b++)
         for (int n = 0; n < seqlen; n++) {
             size_t slot = ((size_t)b * T + start_pos + n) * G * D;
             size_t row = ((size_t)b * seqlen + n) * G * D;
-            memcpy(cache_k + slot, m->xk + row, sizeof(float) * G * D);
-            memcpy(cache_v + slot, m->xv + row, sizeof(float) * G * D);
+            memcpy(cache_k + slot, s->xk + row, sizeof(float) * G * D);
+            memcpy(cache_v + slot, s->xv + row, sizeof(float) * G * D);
         }
     // keys = self.cache_k[:bsz, : start_pos + seqlen]   (B, S, G, D)
     // scores = torch.matmul(xq, keys.transpose(2, 3)) / math.sqrt(self.head_dim)
@@ -613,8 +647,8 @@ static void llama_attention(LlamaModel *m, int l, int start_pos, int bsz, int se
         for (int n = 0; n < seqlen; n++)
             for (int h = 0; h < H; h++) {
                 int g = h / rep;
-                const float *q = m->xq + (((size_t)b * seqlen + n) * H + h) * D;
-                float *att = m->scores;   // (S) one row of scores
+                const float *q = s->xq + (((size_t)b * seqlen + n) * H + h) * D;
+                float *att = s->scores;   // (S) one row of scores
                 for (int j = 0; j < S; j++) {
                     const float *k = cache_k + (((size_t)b * T + j) * G + g) * D;
                     float dot = 0.0f;
@@ -623,9 +657,9 @@ static void llama_attention(LlamaModel *m, int l, int start_pos, int bsz, int se
                     if (masked && j > start_pos + n) att[j] = -INFINITY;   // + mask[n][j]
                 }
                 ops_softmax_rows(att, att, 1, S);
-                if (m->keep_scores && l == 0 && h == 0)   // for the trace: scores[:, 0]
-                    memcpy(m->keep_scores + ((size_t)b * seqlen + n) * S, att, sizeof(float) * S);
-                float *out = m->attn + (((size_t)b * seqlen + n) * H + h) * D;
+                if (s->keep_scores && l == 0 && h == 0)   // for the trace: scores[:, 0]
+                    memcpy(s->keep_scores + ((size_t)b * seqlen + n) * S, att, sizeof(float) * S);
+                float *out = s->attn + (((size_t)b * seqlen + n) * H + h) * D;
                 for (int d = 0; d < D; d++) out[d] = 0.0f;
                 for (int j = 0; j < S; j++) {
                     const float *v = cache_v + (((size_t)b * T + j) * G + g) * D;
@@ -636,12 +670,14 @@ static void llama_attention(LlamaModel *m, int l, int start_pos, int bsz, int se
 
 static void set4(int *s, int a, int b, int c, int d) { s[0] = a, s[1] = b, s[2] = c, s[3] = d; }
 
-void llama_forward(float *logits, LlamaModel *m, const int *tokens, int start_pos, int bsz,
-                   int seqlen, int stride) {
+void llama_forward(float *logits, LlamaState *s, const LlamaModel *m, const int *tokens,
+                   int start_pos, int bsz, int seqlen, int stride) {
     const LlamaConfig *c = &m->cfg;
     int C = c->dim, H = c->n_heads, G = c->n_kv_heads, D = c->head_dim, F = c->hidden_dim;
     int V = c->vocab_size;
-    assert(bsz >= 1 && bsz <= c->max_batch_size && seqlen >= 1 && start_pos >= 0);
+    assert(bsz >= 1 && bsz <= s->max_batch_size && seqlen >= 1 && start_pos >= 0);
+    // the state was made for a model of this shape (llama_state_init)
+    assert(s->cache_floats == (size_t)c->n_layers * s->max_batch_size * c->max_seq_len * G * D);
     assert(start_pos + seqlen <= c->max_seq_len && stride >= seqlen);
     int N = bsz * seqlen, S = start_pos + seqlen;
 
@@ -650,7 +686,7 @@ void llama_forward(float *logits, LlamaModel *m, const int *tokens, int start_po
         for (int n = 0; n < seqlen; n++) {
             int id = tokens[(size_t)b * stride + n];
             assert(id >= 0 && id < V);
-            memcpy(m->x + ((size_t)b * seqlen + n) * C, m->p.tok_embeddings + (size_t)id * C,
+            memcpy(s->x + ((size_t)b * seqlen + n) * C, m->p.tok_embeddings + (size_t)id * C,
                    sizeof(float) * C);
         }
     // freqs_cis = self.freqs_cis[start_pos : start_pos + seqlen]
@@ -675,51 +711,51 @@ void llama_forward(float *logits, LlamaModel *m, const int *tokens, int start_po
     // (a model of context 65536 would otherwise need 17 GB for it).
     int masked = seqlen > 1;
     const float *mask = NULL;
-    if (masked && (size_t)seqlen * S <= m->mask_floats) {
-        ops_causal_mask(m->mask, seqlen, S, start_pos);
-        mask = m->mask;
+    if (masked && (size_t)seqlen * S <= s->mask_floats) {
+        ops_causal_mask(s->mask, seqlen, S, start_pos);
+        mask = s->mask;
     }
 
     for (int l = 0; l < c->n_layers; l++) {
         const LlamaLayerParams *w = &m->p.layers[l];
         // h = x + self.attention.forward(self.attention_norm(x), start_pos, freqs_cis, mask)
-        llama_rmsnorm(m->xb, m->x, w->attention_norm, c->norm_eps, N, C);
+        llama_rmsnorm(s->xb, s->x, w->attention_norm, c->norm_eps, N, C);
         // xq, xk, xv = self.wq(x), self.wk(x), self.wv(x)
-        ops_matmul(m->xq, m->xb, w->wq, NULL, N, C, H * D);
-        ops_matmul(m->xk, m->xb, w->wk, NULL, N, C, G * D);
-        ops_matmul(m->xv, m->xb, w->wv, NULL, N, C, G * D);
+        ops_matmul(s->xq, s->xb, w->wq, NULL, N, C, H * D);
+        ops_matmul(s->xk, s->xb, w->wk, NULL, N, C, G * D);
+        ops_matmul(s->xv, s->xb, w->wv, NULL, N, C, G * D);
         // xq, xk = apply_rotary_emb(xq, xk, freqs_cis=freqs_cis)
         for (int b = 0; b < bsz; b++) {
-            llama_apply_rotary_emb(m->xq + (size_t)b * seqlen * H * D, freqs_cis, seqlen, H, D);
-            llama_apply_rotary_emb(m->xk + (size_t)b * seqlen * G * D, freqs_cis, seqlen, G, D);
+            llama_apply_rotary_emb(s->xq + (size_t)b * seqlen * H * D, freqs_cis, seqlen, H, D);
+            llama_apply_rotary_emb(s->xk + (size_t)b * seqlen * G * D, freqs_cis, seqlen, G, D);
         }
-        llama_attention(m, l, start_pos, bsz, seqlen, masked);
+        llama_attention(s, m, l, start_pos, bsz, seqlen, masked);
         // return self.wo(output)
-        ops_matmul(m->xb2, m->attn, w->wo, NULL, N, H * D, C);
-        for (size_t i = 0; i < (size_t)N * C; i++) m->x[i] += m->xb2[i];
+        ops_matmul(s->xb2, s->attn, w->wo, NULL, N, H * D, C);
+        for (size_t i = 0; i < (size_t)N * C; i++) s->x[i] += s->xb2[i];
 
         // out = h + self.feed_forward.forward(self.ffn_norm(h))
         // feed_forward: self.w2(F.silu(self.w1(x)) * self.w3(x))
-        llama_rmsnorm(m->xb, m->x, w->ffn_norm, c->norm_eps, N, C);
-        ops_matmul(m->hb, m->xb, w->w1, NULL, N, C, F);
-        ops_matmul(m->hb2, m->xb, w->w3, NULL, N, C, F);
+        llama_rmsnorm(s->xb, s->x, w->ffn_norm, c->norm_eps, N, C);
+        ops_matmul(s->hb, s->xb, w->w1, NULL, N, C, F);
+        ops_matmul(s->hb2, s->xb, w->w3, NULL, N, C, F);
         for (size_t i = 0; i < (size_t)N * F; i++) {
-            float a = m->hb[i];
-            m->hb[i] = a / (1.0f + expf(-a)) * m->hb2[i];   // silu(a) = a * sigmoid(a)
+            float a = s->hb[i];
+            s->hb[i] = a / (1.0f + expf(-a)) * s->hb2[i];   // silu(a) = a * sigmoid(a)
         }
-        ops_matmul(m->xb2, m->hb, w->w2, NULL, N, F, C);
-        for (size_t i = 0; i < (size_t)N * C; i++) m->x[i] += m->xb2[i];
+        ops_matmul(s->xb2, s->hb, w->w2, NULL, N, F, C);
+        for (size_t i = 0; i < (size_t)N * C; i++) s->x[i] += s->xb2[i];
     }
 
     // h = self.norm(h)
-    llama_rmsnorm(m->xb, m->x, m->p.norm, c->norm_eps, N, C);
+    llama_rmsnorm(s->xb, s->x, m->p.norm, c->norm_eps, N, C);
     // output = self.output(h[:, -1, :])  # only compute last logits
     for (int b = 0; b < bsz; b++)
-        memcpy(m->last + (size_t)b * C, m->xb + ((size_t)b * seqlen + seqlen - 1) * C,
+        memcpy(s->last + (size_t)b * C, s->xb + ((size_t)b * seqlen + seqlen - 1) * C,
                sizeof(float) * C);
-    ops_matmul(logits, m->last, m->p.output, NULL, bsz, C, V);
+    ops_matmul(logits, s->last, m->p.output, NULL, bsz, C, V);
 
-    LlamaForwardInfo *info = &m->info;
+    LlamaForwardInfo *info = &s->info;
     info->bsz = bsz, info->seqlen = seqlen, info->start_pos = start_pos;
     info->write_from = start_pos, info->write_to = S, info->read_to = S;
     info->has_mask = masked;
@@ -806,9 +842,10 @@ int llama_sample_top_p(float *sorted, int *order, const float *probs, float p, f
 // ---------------------------------------------------------------------------
 // LLaMA.generate
 
-int llama_generation_new(LlamaGeneration *g, const LlamaModel *m, char *err, size_t errlen) {
+int llama_generation_new(LlamaGeneration *g, const LlamaState *s, const LlamaModel *m, char *err,
+                         size_t errlen) {
     memset(g, 0, sizeof *g);
-    size_t B = (size_t)m->cfg.max_batch_size, T = (size_t)m->cfg.max_seq_len;
+    size_t B = (size_t)s->max_batch_size, T = (size_t)m->cfg.max_seq_len;
     size_t V = (size_t)m->cfg.vocab_size;
     g->tokens = calloc(B * T, sizeof(int));
     g->input_text_mask = calloc(B * T, 1);
@@ -848,15 +885,16 @@ void llama_generation_free(LlamaGeneration *g) {
     memset(g, 0, sizeof *g);
 }
 
-int llama_generate(LlamaGeneration *g, LlamaModel *m, const char *const *prompts, int n_prompts,
-                   const LlamaGenOptions *opt, char *err, size_t errlen) {
+int llama_generate(LlamaGeneration *g, LlamaState *s, const LlamaModel *m,
+                   const char *const *prompts, int n_prompts, const LlamaGenOptions *opt,
+                   char *err, size_t errlen) {
     const LlamaConfig *c = &m->cfg;
     int T = c->max_seq_len, V = c->vocab_size;
     // bsz = len(prompts); assert bsz <= params.max_batch_size
     int bsz = n_prompts;
-    if (bsz < 1 || bsz > c->max_batch_size) {
+    if (bsz < 1 || bsz > s->max_batch_size) {
         fileio_fail2(err, errlen, "%d prompts; the model's batch holds 1 to %d", "%d 条提示词；模型的 batch 只能放 1 到 %d 条", bsz,
-                c->max_batch_size);
+                s->max_batch_size);
         return -1;
     }
     if (opt->max_gen_len < 0 || !(opt->temperature >= 0.0f) || !(opt->top_p >= 0.0f)) {
@@ -889,8 +927,7 @@ int llama_generate(LlamaGeneration *g, LlamaModel *m, const char *const *prompts
     // input_text_mask = tokens != self.tokenizer.pad_id
     for (int i = 0; i < bsz * total_len; i++) g->input_text_mask[i] = g->tokens[i] != LLAMA_PAD_ID;
 
-    LlamaRng rng;
-    llama_rng_seed(&rng, opt->seed);
+    uint64_t rng = opt->seed;   // the draws of sample_top_p
     g->seconds = 0.0;
     g->rows_computed = 0;
     g->n_steps = 0;
@@ -900,13 +937,13 @@ int llama_generate(LlamaGeneration *g, LlamaModel *m, const char *const *prompts
         float *logits = g->logits + (size_t)g->n_steps * bsz * V;
         if (opt->use_cache) {
             // logits = self.model.forward(tokens[:, prev_pos:cur_pos], prev_pos)
-            llama_forward(logits, m, g->tokens + prev_pos, prev_pos, bsz, cur_pos - prev_pos,
+            llama_forward(logits, s, m, g->tokens + prev_pos, prev_pos, bsz, cur_pos - prev_pos,
                           total_len);
         } else {
             // --no-cache: forward(tokens[:, 0:cur_pos], 0), everything again
-            llama_forward(logits, m, g->tokens, 0, bsz, cur_pos, total_len);
+            llama_forward(logits, s, m, g->tokens, 0, bsz, cur_pos, total_len);
         }
-        g->rows_computed += m->info.rows_computed;
+        g->rows_computed += s->info.rows_computed;
         for (int b = 0; b < bsz; b++) {
             const float *lb = logits + (size_t)b * V;
             if (opt->temperature > 0.0f) {
@@ -916,7 +953,7 @@ int llama_generate(LlamaGeneration *g, LlamaModel *m, const char *const *prompts
                 for (int i = 0; i < V; i++) pb[i] = lb[i] / opt->temperature;
                 ops_softmax_rows(pb, pb, 1, V);
                 g->sampled[b] = llama_sample_top_p(g->sorted, g->order, pb, opt->top_p,
-                                                   llama_rng_uniform(&rng), V);
+                                                   uniform_f32(&rng), V);
             } else {
                 // next_token = torch.argmax(logits, dim=-1)
                 g->sampled[b] = ops_argmax(lb, V);
@@ -931,14 +968,14 @@ int llama_generate(LlamaGeneration *g, LlamaModel *m, const char *const *prompts
         g->seconds += timer_now() - t0;
         g->n_steps++;
         if (opt->hook) {
-            LlamaStep s = {
+            LlamaStep st = {
                 .step = g->n_steps, .prev_pos = opt->use_cache ? prev_pos : 0, .cur_pos = cur_pos,
                 .bsz = bsz, .total_len = total_len, .tokens = g->tokens,
-                .input_text_mask = g->input_text_mask, .fwd = &m->info, .logits = logits,
+                .input_text_mask = g->input_text_mask, .fwd = &s->info, .logits = logits,
                 .probs = opt->temperature > 0.0f ? g->probs : NULL, .sampled = g->sampled,
                 .next_token = g->next_token, .kept = g->kept,
             };
-            opt->hook(&s, opt->hook_ctx);
+            opt->hook(&st, opt->hook_ctx);
         }
         prev_pos = cur_pos;
     }

@@ -35,14 +35,13 @@ typedef struct {
     int n_kv_heads;       // G
     int head_dim;         // D = C / H (derived; llama_config_check sets it)
     int hidden_dim;       // F
-    int max_batch_size;   // B: rows of cache_k / cache_v (a run-time choice)
     int max_seq_len;      // T
     float rope_theta;     // 10000, the theta of precompute_freqs_cis
     float norm_eps;       // RMSNorm's eps
 } LlamaConfig;
 
 // The small model of lesson 3: V = the default vocabulary, C 32, L 2, H 4,
-// G 4, F 64, B 4, T 32.
+// G 4, F 64, T 32. (The batch, B, is the run state's: llama_state_init.)
 LlamaConfig llama_config_default(void);
 // Checks that a configuration can be built (positive sizes, H % G == 0,
 // C % H == 0, even D, sizes in range) and sets head_dim. Returns 0, or -1
@@ -69,7 +68,7 @@ typedef struct {
     float *output;           // (C, V)
 } LlamaParams;
 
-// What one call of llama_forward did, kept in the model for a lesson to show
+// What one call of llama_forward did, kept in the state for a lesson to show
 // (the model itself prints nothing). Shapes are those of the article's names
 // at the line that names them.
 typedef struct {
@@ -91,6 +90,8 @@ typedef struct {
     int64_t rows_computed;        // bsz * seqlen rows through every layer
 } LlamaForwardInfo;
 
+// The weights: read-only once made, so any number of run states (below)
+// can share one model, as LLaMA's weights are shared by every request.
 typedef struct {
     LlamaConfig cfg;
     uint32_t *vocab;         // (V) Unicode code points by token id; 0 for pad, bos, eos
@@ -98,11 +99,18 @@ typedef struct {
     size_t num_params;
     LlamaParams p;           // named views into params
     float *freqs_cis;        // (T, D/2, 2) cos, sin of position t times freq i
+} LlamaModel;
+
+// What one run needs besides the weights: the preallocated cache of
+// Attention.__init__ and the activations of one forward call. Made for a
+// model by llama_state_init, for up to B = max_batch_size rows.
+typedef struct {
+    int max_batch_size;      // B: rows of cache_k / cache_v
     // The preallocated cache of every layer, one allocation each:
     float *cache_k;          // (L, B, T, G, D)
     float *cache_v;          // (L, B, T, G, D)
     // Activations of one forward call, sized for B * T rows (the largest call:
-    // the whole batch recomputed from position 0). Allocated once in llama_new.
+    // the whole batch recomputed from position 0). Allocated once.
     float *x;                // (B*T, C)    h, the residual stream
     float *xb;               // (B*T, C)    a normalised copy of h
     float *xq;               // (B*T, H*D)
@@ -116,14 +124,15 @@ typedef struct {
     float *mask;             // (seqlen, S) the mask of the last call, for the trace
     size_t mask_floats;      // its room: min(T * T, LLAMA_MASK_FLOATS)
     float *last;             // (B, C)      h[:, -1, :] after the final norm
+    size_t cache_floats;     // of cache_k (and of cache_v): L * B * T * G * D
     LlamaForwardInfo info;   // what the last llama_forward did
     // For a lesson's trace, NULL unless the caller points it at room for
-    // B * T * T floats (the caller owns it; llama_free leaves it alone): each
-    // llama_forward copies into it layer 0's scores after the softmax for
-    // query head 0, scores[:, 0] of shape (bsz, seqlen, start_pos + seqlen),
-    // row-major. Keeping them changes no arithmetic.
+    // B * T * T floats (the caller owns it; llama_state_free leaves it
+    // alone): each llama_forward copies into it layer 0's scores after the
+    // softmax for query head 0, scores[:, 0] of shape (bsz, seqlen,
+    // start_pos + seqlen), row-major. Keeping them changes no arithmetic.
     float *keep_scores;
-} LlamaModel;
+} LlamaState;
 
 // The mask is built as a tensor (for the trace) up to this many floats, 512 x
 // 512; attention itself masks by the loop bound, so any context works.
@@ -131,12 +140,25 @@ typedef struct {
 
 // Number of floats of all weights of a model of this shape.
 size_t llama_num_params(const LlamaConfig *cfg);
-// Allocates a model of this shape: zero weights, empty vocabulary, the
-// cache, freqs_cis and the activations. Returns 0, or -1 with a message.
+// Allocates a model of this shape: zero weights, empty vocabulary and
+// freqs_cis. Returns 0, or -1 with a message.
 int llama_new(LlamaModel *m, const LlamaConfig *cfg, char *err, size_t errlen);
 void llama_free(LlamaModel *m);
 
-// Seeded random weights (uniform in +-1/sqrt(fan_in), norms 1). The text a
+// The most rows a state's batch may hold (llama_state_init's range is 1 to it).
+enum { LLAMA_MAX_BATCH = 64 };
+// Allocates the cache and activations of a run of up to max_batch_size rows
+// of model m's context. Returns 0, or -1 with a one-line message (a batch
+// outside 1..LLAMA_MAX_BATCH, or no memory).
+int llama_state_init(LlamaState *s, const LlamaModel *m, int max_batch_size, char *err,
+                     size_t errlen);
+void llama_state_free(LlamaState *s);
+// Empties the cache and forgets the last call: the state is as new, its
+// memory still reserved (keep_scores is left as it is).
+void llama_state_reset(LlamaState *s);
+
+// Seeded random weights (uniform in +-1/sqrt(fan_in), norms 1), drawn from
+// rng.h's generator started at seed, 24 bits a weight. The text a
 // model with these weights writes is noise.
 void llama_init_random(LlamaModel *m, uint64_t seed);
 // kvdemo's vocabulary: pad, bos, eos, '\n', printable ASCII, the characters
@@ -145,10 +167,9 @@ void llama_init_random(LlamaModel *m, uint64_t seed);
 int llama_default_vocab_size(void);
 void llama_vocab_default(LlamaModel *m);   // needs cfg.vocab_size == that V
 
-// The model file (docs/llama-format.md): reads and checks everything; the
-// cache is sized for max_batch_size rows. Returns 0, or -1 with a one-line
-// message naming the file and the problem.
-int llama_load(LlamaModel *m, const char *path, int max_batch_size, char *err, size_t errlen);
+// The model file (docs/llama-format.md): reads and checks everything.
+// Returns 0, or -1 with a one-line message naming the file and the problem.
+int llama_load(LlamaModel *m, const char *path, char *err, size_t errlen);
 // Writes the model file through PATH.tmp (fileio.h): never half written; a
 // path that exists and is not a regular file is refused.
 int llama_save(const LlamaModel *m, const char *path, char *err, size_t errlen);
@@ -157,6 +178,11 @@ int llama_save(const LlamaModel *m, const char *path, char *err, size_t errlen);
 // (the GQA paper's conversion of a multi-head checkpoint): dst must have
 // src's shape except n_kv_heads, which must divide src's.
 void llama_pool_kv_heads(LlamaModel *dst, const LlamaModel *src);
+// The other way: dst (G = H) is src (G < H) with key/value head g of src
+// copied to every query head of its group, LLaMA-2's repeat_kv done once on
+// the weights; the other weights are copied as they are. dst must have src's
+// shape except n_kv_heads, which must be n_heads.
+void llama_repeat_kv_heads(LlamaModel *dst, const LlamaModel *src);
 
 // Bytes of cache_k + cache_v one token occupies: 2 * L * G * D * 4.
 int64_t llama_cache_bytes_per_token(const LlamaConfig *cfg);
@@ -192,22 +218,13 @@ void llama_apply_rotary_emb(float *x, const float *freqs_cis, int N, int nh, int
 // logits (bsz, V) = Transformer.forward(tokens[:, 0:seqlen], start_pos)
 // for tokens (bsz, seqlen) whose rows are `stride` ints apart (so tokens +
 // prev_pos of a (bsz, total_len) array is tokens[:, prev_pos:cur_pos]).
-// Writes cache rows [start_pos, start_pos + seqlen) and reads [0, that end);
-// needs bsz <= B and start_pos + seqlen <= T. Fills m->info.
-void llama_forward(float *logits, LlamaModel *m, const int *tokens, int start_pos, int bsz,
-                   int seqlen, int stride);
+// Writes the state's cache rows [start_pos, start_pos + seqlen) and reads
+// [0, that end); needs bsz <= B and start_pos + seqlen <= T. Fills s->info.
+void llama_forward(float *logits, LlamaState *s, const LlamaModel *m, const int *tokens,
+                   int start_pos, int bsz, int seqlen, int stride);
 
 // ---------------------------------------------------------------------------
 // Sampling
-
-// A small seeded generator: xorshift64* (Vigna), state never 0.
-typedef struct {
-    uint64_t state;
-} LlamaRng;
-void llama_rng_seed(LlamaRng *r, uint64_t seed);
-uint64_t llama_rng_next(LlamaRng *r);
-// A uniform float in [0, 1) from the top 24 bits of the next number.
-float llama_rng_uniform(LlamaRng *r);
 
 // sample_top_p(probs (V), p) of the LLaMA code, with the draw made explicit:
 //   probs_sort, probs_idx = torch.sort(probs, dim=-1, descending=True)
@@ -248,15 +265,16 @@ typedef struct {
     float temperature;   // 0: argmax
     float top_p;
     int use_cache;       // 0: every step recomputes tokens[:, 0:cur_pos] from 0
-    uint64_t seed;       // of the draws
+    uint64_t seed;       // of the draws: rng.h's generator started at seed, one
+                         // uniform float (24 bits) per row and step
     LlamaStepHook hook;  // NULL, or called after each step
     void *hook_ctx;
 } LlamaGenOptions;
 
-// Everything a generation produced; allocated once for the model's B and T.
+// Everything a generation produced; allocated once for the state's B and T.
 typedef struct {
     int bsz, total_len, min_prompt_size, max_prompt_size, n_steps;
-    int prompt_len[64];            // (bsz) len(prompt_tokens[k]), bos included
+    int prompt_len[LLAMA_MAX_BATCH]; // (bsz) len(prompt_tokens[k]), bos included
     int *tokens;                   // (B, T) as the loop left it (row stride total_len)
     unsigned char *input_text_mask;// (B, T) likewise
     float *logits;                 // (T, B, V) step s's logits at s * bsz * V
@@ -270,13 +288,16 @@ typedef struct {
     int64_t rows_computed;         // sum over steps of bsz * seqlen
 } LlamaGeneration;
 
-int llama_generation_new(LlamaGeneration *g, const LlamaModel *m, char *err, size_t errlen);
+int llama_generation_new(LlamaGeneration *g, const LlamaState *s, const LlamaModel *m, char *err,
+                         size_t errlen);
 void llama_generation_free(LlamaGeneration *g);
 
 // LLaMA.generate(prompts, max_gen_len, temperature, top_p) as in the article,
 // with the prompts encoded with bos. Returns 0, or -1 with a message (a
 // character not in the vocabulary, more prompts than B, prompts too long).
-int llama_generate(LlamaGeneration *g, LlamaModel *m, const char *const *prompts, int n_prompts,
-                   const LlamaGenOptions *opt, char *err, size_t errlen);
+// g must have been made for s (llama_generation_new).
+int llama_generate(LlamaGeneration *g, LlamaState *s, const LlamaModel *m,
+                   const char *const *prompts, int n_prompts, const LlamaGenOptions *opt,
+                   char *err, size_t errlen);
 
 #endif

@@ -229,23 +229,20 @@ class Tokenizer:
 
 
 class Rng:
-    """xorshift64* seeded through splitmix64, as llama_rng_* in src/llama.c."""
+    """The draws of kvdemo's generate: splitmix64 (src/rng.c) started at the
+    seed, each draw the top 24 bits of the next number over 2**24."""
     M = (1 << 64) - 1
 
     def __init__(self, seed):
-        z = (seed + 0x9e3779b97f4a7c15) & self.M
+        self.state = seed & self.M
+
+    def uniform(self):
+        self.state = (self.state + 0x9e3779b97f4a7c15) & self.M
+        z = self.state
         z = ((z ^ (z >> 30)) * 0xbf58476d1ce4e5b9) & self.M
         z = ((z ^ (z >> 27)) * 0x94d049bb133111eb) & self.M
         z ^= z >> 31
-        self.state = z or 0x2545f4914f6cdd1d
-
-    def uniform(self):
-        x = self.state
-        x ^= x >> 12
-        x ^= (x << 25) & self.M
-        x ^= x >> 27
-        self.state = x
-        return np.float32(((x * 0x2545f4914f6cdd1d) & self.M) >> 40) / np.float32(16777216.0)
+        return np.float32(z >> 40) / np.float32(16777216.0)
 
 
 def generate(model, tokenizer, prompts, max_gen_len, temperature, top_p, seed, use_cache=True,

@@ -11,6 +11,7 @@
 
 #include "benchsvg.h"
 
+#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,7 +28,7 @@ enum { MAX_POINTS = 256, MAX_DEPTH = 64 };
 typedef struct {
     char panel[16], mode[16];
     int tokens;
-    double cy;   // the marker's centre (circle cy, or rect y + 4)
+    double cx, cy;   // the marker's centre (circle cx, cy, or rect x + 4, y + 4)
 } SvgPoint;
 
 typedef struct {
@@ -138,6 +139,8 @@ static const char *svg_check(const char *svg, SvgInfo *info) {
                 if (attr(p, q, "cy", v, sizeof v)) pt->cy = atof(v);
                 else if (attr(p, q, "y", v, sizeof v)) pt->cy = atof(v) + 4;
                 else return "a point without a position";
+                if (attr(p, q, "cx", v, sizeof v)) pt->cx = atof(v);
+                else if (attr(p, q, "x", v, sizeof v)) pt->cx = atof(v) + 4;
             }
             if (!empty) {
                 if (depth == MAX_DEPTH) return "nested too deep";
@@ -168,6 +171,30 @@ static const SvgPoint *find_point(const SvgInfo *info, const char *panel, const 
         if (!strcmp(p->panel, panel) && !strcmp(p->mode, mode) && p->tokens == tokens) return p;
     }
     return NULL;
+}
+
+// The vertices of panel's reference line for mode (n² without the cache,
+// n with it) into x, y; returns how many, or -1 if there is no such line.
+static int reference_line(const char *svg, const char *panel, const char *mode, double *x, double *y, int max) {
+    char open[64], tag[64];
+    snprintf(open, sizeof open, "<g class=\"panel\" id=\"%s\">", panel);
+    const char *g = strstr(svg, open);
+    if (!g) return -1;
+    const char *end = strstr(g, "</g>");
+    snprintf(tag, sizeof tag, "<polyline class=\"reference\" data-mode=\"%s\"", mode);
+    const char *line = strstr(g, tag);
+    if (!line || line > end) return -1;
+    const char *pts = strstr(line, "points=\"");
+    if (!pts) return -1;
+    pts += strlen("points=\"");
+    int n = 0;
+    double a, b;
+    int used;
+    while (n < max && sscanf(pts, "%lf,%lf%n", &a, &b, &used) == 2) {
+        x[n] = a, y[n] = b, n++;
+        pts += used;
+    }
+    return n;
 }
 
 static char *read_file(const char *path) {
@@ -208,6 +235,20 @@ static void test_checker_refuses_bad_svg(void **state) {
 }
 
 // ----------------------------------------------------------------------------
+// benchsvg_write's chart of n points in memory, checked well-formed (info:
+// what the checker found); the caller frees it.
+static char *svg_of(const BenchSvgPoint *pts, int n, const char *title, SvgInfo *info) {
+    char *buf = NULL;
+    size_t size = 0;
+    FILE *f = open_memstream(&buf, &size);
+    assert_non_null(f);
+    assert_int_equal(benchsvg_write(f, pts, n, title), 0);
+    fclose(f);
+    const char *why = svg_check(buf, info);
+    if (why) fail_msg("not well-formed: %s\n%s", why, buf);
+    return buf;
+}
+
 // benchsvg_write on numbers chosen here: every point there once, placed by
 // its value (log axis: larger times higher up), the title escaped.
 
@@ -221,15 +262,8 @@ static void test_svg_of_known_points(void **state) {
         pts[i] = (BenchSvgPoint){lengths[i], {1e-5 * n * n, 1e-3 * n}, {0.9e-5 * n * n, 0.9e-3 * n},
                                  {1.1e-5 * n * n, 1.2e-3 * n}};
     }
-    char *buf = NULL;
-    size_t size = 0;
-    FILE *f = open_memstream(&buf, &size);
-    assert_non_null(f);
-    assert_int_equal(benchsvg_write(f, pts, 3, "a <title> & \"quotes\""), 0);
-    fclose(f);
     SvgInfo info;
-    const char *why = svg_check(buf, &info);
-    if (why) fail_msg("not well-formed: %s\n%s", why, buf);
+    char *buf = svg_of(pts, 3, "a <title> & \"quotes\"", &info);
     assert_non_null(strstr(buf, "a &lt;title&gt; &amp; &quot;quotes&quot;"));
     static const char *const panels[2] = {"per-token", "total"}, *const modes[2] = {"no-cache", "cache"};
     assert_int_equal(info.n_points, 2 * 2 * 3);
@@ -260,18 +294,55 @@ static void test_svg_of_known_points(void **state) {
     free(buf);
 }
 
+// The reference lines as documented (benchsvg.c): in each panel, the n² line
+// starts at the first point without the cache and the n line at the first
+// point with it, on every measured length; with times that grow exactly as
+// n² and n, each line goes through every point of its run.
+static void test_svg_reference_lines_through_the_points(void **state) {
+    (void)state;
+    static const int lengths[4] = {16, 32, 64, 250};
+    for (int exact = 1; exact >= 0; exact--) {
+        BenchSvgPoint pts[4];
+        for (int i = 0; i < 4; i++) {
+            double n = lengths[i];
+            // exact: 1e-5 n² and 1e-3 n; else a fixed part besides (as a
+            // real run has), so that only the first points lie on the lines
+            double u = 1e-5 * n * n + (exact ? 0 : 0.01), c = 1e-3 * n + (exact ? 0 : 0.01);
+            pts[i] = (BenchSvgPoint){lengths[i], {u, c}, {u, c}, {u, c}};
+        }
+        SvgInfo info;
+        char *buf = svg_of(pts, 4, "reference lines", &info);
+        static const char *const panels[2] = {"per-token", "total"}, *const modes[2] = {"no-cache", "cache"};
+        for (int p = 0; p < 2; p++)
+            for (int c = 0; c < 2; c++) {
+                double x[8], y[8];
+                int n = reference_line(buf, panels[p], modes[c], x, y, 8);
+                if (n != 4) fail_msg("%s, %s: a reference line of %d vertices, expected 4", panels[p], modes[c], n);
+                for (int i = 0; i < (exact ? 4 : 1); i++) {
+                    const SvgPoint *pt = find_point(&info, panels[p], modes[c], lengths[i]);
+                    assert_non_null(pt);
+                    if (fabs(x[i] - pt->cx) > 0.11 || fabs(y[i] - pt->cy) > 0.11)
+                        fail_msg("%s, %s, %d tokens (%s times): the reference line at (%g, %g), expected the point's "
+                                 "(%g, %g)", panels[p], modes[c], lengths[i], exact ? "exact" : "offset", x[i], y[i],
+                                 pt->cx, pt->cy);
+                }
+                if (!exact) {   // the fixed part lifts the later points off the line
+                    const SvgPoint *last = find_point(&info, panels[p], modes[c], 250);
+                    if (fabs(y[3] - last->cy) < 1)
+                        fail_msg("%s, %s: the line ends on the 250-token point (y %g), which is off n and n²",
+                                 panels[p], modes[c], last->cy);
+                }
+            }
+        free(buf);
+    }
+}
+
 // One length only: the axes still have a range, the points are there.
 static void test_svg_of_one_point(void **state) {
     (void)state;
     BenchSvgPoint pt = {8, {0.5, 0.5}, {0.5, 0.5}, {0.5, 0.5}};
-    char *buf = NULL;
-    size_t size = 0;
-    FILE *f = open_memstream(&buf, &size);
-    assert_int_equal(benchsvg_write(f, &pt, 1, "one"), 0);
-    fclose(f);
     SvgInfo info;
-    const char *why = svg_check(buf, &info);
-    if (why) fail_msg("not well-formed: %s", why);
+    char *buf = svg_of(&pt, 1, "one", &info);
     assert_int_equal(info.n_points, 4);
     assert_null(strstr(buf, "nan"));
     assert_null(strstr(buf, "inf"));
@@ -320,8 +391,10 @@ static void test_bench_svg_file(void **state) {
         rows++;
     }
     assert_int_equal(rows, 5);
-    assert_non_null(strstr(r.out, "after 1 warm-up run"));
+    assert_non_null(strstr(r.out, "after a warm-up of 16 tokens each way"));
     assert_null(strstr(r.out, "training,"));   // only with --train
+    // 250 tokens pass the tiny model's context of 32: the reset and its time
+    if (!strstr(r.out, "250 tokens with the cache: ")) fail_msg("bench: no line on the reset in:\n%s", r.out);
     // stderr is not a terminal: no progress line at all
     assert_null(strstr(r.err, "left"));
     assert_null(strchr(r.err, '\r'));
@@ -371,19 +444,93 @@ static void test_bench_svg_bad_paths(void **state) {
     expect_failure("bench --svg", 2, "--svg");
 }
 
-// On a terminal the progress line says about how long is left.
-static void test_bench_eta_on_terminal(void **state) {
-    (void)state;
+// What kvdemo args writes on a terminal (it must succeed); the caller frees it.
+static char *on_terminal(const char *const *args) {
     int master;
-    const char *args[] = {"bench", "--init", "random", "--preset", "tiny", "--steps", "4,8", "--repeat", "1", NULL};
     pid_t pid = kvdemo_spawn_pty(&master, args);
     char *out = read_to_end(master);
     int status;
     waitpid(pid, &status, 0);
     close(master);
-    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) fail_msg("kvdemo %s ... on a terminal failed:\n%s", args[0], out);
+    return out;
+}
+
+// On a terminal the progress line says about how long is left.
+static void test_bench_eta_on_terminal(void **state) {
+    (void)state;
+    const char *args[] = {"bench", "--init", "random", "--preset", "tiny", "--steps", "4,8", "--repeat", "1", NULL};
+    char *out = on_terminal(args);
     if (!strstr(out, " left)")) fail_msg("no time left in the progress line:\n%s", out);
+    // 8 tokens after the 6-token prompt stay inside the context of 32
+    if (!strstr(out, "the chapter's reset never runs")) fail_msg("no footnote on the reset:\n%s", out);
     assert_non_null(strstr(out, "warm-up"));
+    free(out);
+}
+
+// ----------------------------------------------------------------------------
+// bench for a Chinese class: under --lang zh every line is Chinese, the
+// progress line on a terminal and the footnotes included, with the
+// article's terms. A word of three or more ASCII letters is left only if it
+// is a unit, a program, a function of the documents or an option name.
+
+static const char *const ASCII_ALLOWED[] = {"kvdemo", "bench", "FMA", "GFLOP", "memcpy", "ROMEO", "numpy",
+                                            "generate", "steps"};
+
+// Fails at the first word of 3+ ASCII letters of text not in ASCII_ALLOWED,
+// naming the word and its line.
+static void expect_no_english(const char *text, const char *what) {
+    for (const char *p = text; *p;) {
+        if (*p == '\x1b' && p[1] == '[') {   // a terminal's escape ("\x1b[K"): not words
+            for (p += 2; *p && !isalpha((unsigned char)*p); p++) continue;
+            if (*p) p++;
+            continue;
+        }
+        if (!isalpha((unsigned char)*p)) {
+            p++;
+            continue;
+        }
+        const char *w = p;
+        while (isalpha((unsigned char)*p)) p++;
+        size_t n = (size_t)(p - w);
+        if (n < 3) continue;
+        int allowed = 0;
+        for (size_t i = 0; i < sizeof ASCII_ALLOWED / sizeof ASCII_ALLOWED[0] && !allowed; i++)
+            allowed = strlen(ASCII_ALLOWED[i]) == n && !strncmp(ASCII_ALLOWED[i], w, n);
+        if (allowed) continue;
+        const char *line = w, *end = strpbrk(w, "\r\n");
+        while (line > text && line[-1] != '\n' && line[-1] != '\r') line--;
+        fail_msg("%s: the English word \"%.*s\" under --lang zh, in: %.*s", what, (int)n, w,
+                 (int)(end ? end - line : (long)strlen(line)), line);
+    }
+}
+
+static void test_bench_speaks_chinese(void **state) {
+    (void)state;
+    // Lengths past the tiny model's context of 32 (the reset footnote),
+    // and training.
+    const char *args = "bench --lang zh --init random --preset tiny --steps 8,40 --repeat 2 --train";
+    RunResult r = kvdemo_run(args);
+    if (r.status != 0) fail_msg("kvdemo %s: %s", args, r.err);
+    expect_no_english(r.out, "stdout");
+    expect_no_english(r.err, "stderr");
+    static const char *const terms[] = {"词元", "不使用缓存", "使用缓存", "均值 ± σ", "重算了窗口", "训练"};
+    for (size_t i = 0; i < sizeof terms / sizeof terms[0]; i++)
+        if (!strstr(r.out, terms[i])) fail_msg("no \"%s\" in bench's Chinese output:\n%s", terms[i], r.out);
+    run_free(&r);
+    // Lengths inside the context: the other footnote.
+    args = "bench --lang zh --init random --preset tiny --steps 4 --repeat 1";
+    r = kvdemo_run(args);
+    if (r.status != 0) fail_msg("kvdemo %s: %s", args, r.err);
+    expect_no_english(r.out, "stdout");
+    if (!strstr(r.out, "重置一次也没有发生")) fail_msg("no footnote on the reset:\n%s", r.out);
+    run_free(&r);
+    // On a terminal: the progress line, with the time left.
+    const char *argv[] = {"bench", "--lang", "zh", "--init", "random", "--preset", "tiny", "--steps", "4,8",
+                          "--repeat", "1", NULL};
+    char *out = on_terminal(argv);
+    expect_no_english(out, "the terminal");
+    if (!strstr(out, "热身") || (!strstr(out, "还剩") && !strstr(out, "不到一秒"))) fail_msg("no Chinese progress line with the time left:\n%s", out);
     free(out);
 }
 
@@ -392,9 +539,11 @@ int main(void) {
         cmocka_unit_test(test_checker_refuses_bad_svg),
         cmocka_unit_test(test_svg_of_known_points),
         cmocka_unit_test(test_svg_of_one_point),
+        cmocka_unit_test(test_svg_reference_lines_through_the_points),
         cmocka_unit_test(test_bench_svg_file),
         cmocka_unit_test(test_bench_svg_bad_paths),
         cmocka_unit_test(test_bench_eta_on_terminal),
+        cmocka_unit_test(test_bench_speaks_chinese),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

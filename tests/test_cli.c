@@ -50,6 +50,8 @@ static void test_global_help_fits_one_screen(void **state) {
             char what[64];
             snprintf(what, sizeof what, "kvdemo %s (%s)", args[a], envs[e] ? envs[e] : "LANG unset");
             assert_fits(what, r.out, 30);
+            // The glossary, one command away.
+            if (!strstr(r.out, "docs/glossary.md")) fail_msg("%s: no glossary named in:\n%s", what, r.out);
             // Every command that runs is named in it.
             const char *commands[] = {"list", "lesson", "generate", "bench", "init", "train", "eval"};
             for (int c = 0; c < 7; c++) {

@@ -45,6 +45,21 @@ static void test_generate_same_text(void **state) {
     assert_string_equal(ta->text, tb->text);
     assert_memory_equal(ta->text, "ROMEO:", 6);
     assert_int_equal((int)strlen(ta->text), 6 + 80);   // one byte per character here
+    // Past the context generate says what the chapter's reset did: a cached
+    // step s (1 ..) needs len(tokens) = 6 + s <= T = 32, else it feeds the
+    // last 32 tokens again.
+    int resets = 0;
+    for (int step = 1; step < 80; step++) resets += 6 + step > 32;
+    const Event *rs = events_find(a, n1, "count", "cache", -1, "reset_steps");
+    assert_non_null(rs);
+    if ((int)rs->value != resets) fail_msg("reset steps: expected %d, got %d", resets, (int)rs->value);
+    assert_non_null(events_find(a, n1, "value", "cache", -1, "reset_seconds"));
+    snprintf(args, sizeof args, "generate --model %s --steps 80 --seed 3", model);
+    RunResult r = kvdemo_run(args);
+    char said[128];
+    snprintf(said, sizeof said, "dropped the cache and fed the last 32 tokens again at %d steps", resets);
+    if (r.status != 0 || !strstr(r.out, said)) fail_msg("generate past the context: no \"%s\" in:\n%s", said, r.out);
+    run_free(&r);
     events_free(a, n1);
     events_free(b, n2);
 }
@@ -101,7 +116,7 @@ static void test_bench_csv(void **state) {
     // The machine's limits, the model's opening, both modes as fractions of
     // those limits, each with mean ± σ and min … max.
     const char *wanted[] = {"mean ± σ", "min … max", "FMA peak (register loop)", "memory (memcpy of 64 MB)",
-                          "opening the model", "256 tokens after \"ROMEO:\"", "  without the cache ",
+                          "opening the model", "40 tokens after \"ROMEO:\" (the longest length below)", "  without the cache ",
                           "  with the cache ", "% of the FMA peak", "% of memcpy"};
     for (size_t i = 0; i < sizeof wanted / sizeof wanted[0]; i++)
         if (!strstr(r.out, wanted[i])) fail_msg("bench: no \"%s\" in:\n%s", wanted[i], r.out);
@@ -123,6 +138,25 @@ static void test_bench_csv(void **state) {
         found++;
     }
     assert_int_equal(found, 2);
+    // The headline is the longest row, not a run of its own: the same
+    // mean ± σ and min … max cells, both ways.
+    static const char *const head_rows[2] = {"\n  without the cache ", "\n  with the cache "};
+    static const char *const row_heads[2] = {"\n      40 no cache ", "\n         cache "};
+    const char *row40 = strstr(r.out, row_heads[0]);
+    for (int c = 0; c < 2; c++) {
+        const char *h = strstr(r.out, head_rows[c]), *t = row40 && c ? strstr(row40 + 1, row_heads[1]) : row40;
+        if (!h || !t) fail_msg("bench: no headline or no 40-token row (%s) in:\n%s", head_rows[c] + 3, r.out);
+        char hm[32], hs[32], hmin[32], tm[32], ts[32], tmin[32];
+        h += strlen(head_rows[c]), t += strlen(row_heads[c]);
+        if (sscanf(h, "%31s ± %31s %*s %31s", hm, hs, hmin) != 3 || sscanf(t, "%31s ± %31s %*s %31s", tm, ts, tmin) != 3)
+            fail_msg("bench: cells not as expected in:\n%s", r.out);
+        if (strcmp(hm, tm) || strcmp(hs, ts) || strcmp(hmin, tmin))
+            fail_msg("the headline %s: %s ± %s, min %s; expected the 40-token row's %s ± %s, min %s", head_rows[c] + 3,
+                     hm, hs, hmin, tm, ts, tmin);
+    }
+    // 40 tokens pass the tiny model's context of 32: the reset and its time.
+    if (!strstr(r.out, "40 tokens with the cache: ") || !strstr(r.out, "steps recomputed the window"))
+        fail_msg("bench: no line on the reset at 40 tokens in:\n%s", r.out);
     run_free(&r);
     // The same in JSON: the limits are positive rates, the opening has a
     // spread, the fractions are the rates over the limits.

@@ -1,6 +1,8 @@
 // test_install — `make install` into a staging folder (DESTDIR), then the
 // installed kvdemo run from another folder: it must find its data in
-// PREFIX/share/kvdemo, and say which file is missing when it is not there.
+// PREFIX/share/kvdemo, and say which file is missing when it is not there;
+// the pages its help names are installed too, in both languages, and the
+// help names them where they were installed.
 #include "testutil.h"
 
 #include <stdio.h>
@@ -68,6 +70,33 @@ static void test_installs_every_file(void **state) {
     expect_file("/usr/share/kvdemo/data/tinyshakespeare-gpt.bin");
     expect_file("/usr/share/man/man1/kvdemo.1");
     expect_file("/usr/share/bash-completion/completions/kvdemo");
+    expect_file("/usr/share/kvdemo/docs/lesson-2.md");
+    expect_file("/usr/share/kvdemo/docs/lesson-10.md");
+    expect_file("/usr/share/kvdemo/docs/glossary.md");
+    expect_file("/usr/share/kvdemo/docs/zh/lesson-2.md");
+    expect_file("/usr/share/kvdemo/docs/zh/README.md");
+}
+
+// From /, the installed help names the installed page (in Chinese, the
+// Chinese twin first), and the page is there.
+static void test_installed_help_names_installed_pages(void **state) {
+    (void)state;
+    static char out[1 << 14];
+    static const struct { const char *args, *page; } cases[] = {
+        {"help lesson 2", "/usr/share/kvdemo/docs/lesson-2.md"},
+        {"help lesson 7 --lang zh", "/usr/share/kvdemo/docs/zh/lesson-7.md"},
+        {"help bench", "/usr/share/kvdemo/docs/lesson-10.md"},
+        {"help train --lang zh", "/usr/share/kvdemo/docs/training.md"},
+        {"help", "/usr/share/kvdemo/docs/glossary.md"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int st = sh(out, sizeof out, "cd / && env -u LANG -u LC_ALL %s/usr/bin/kvdemo %s 2>&1", stage, cases[i].args);
+        if (st != 0) fail_msg("installed kvdemo %s: status %d: %.300s", cases[i].args, st, out);
+        char want[256];
+        snprintf(want, sizeof want, "%s%s", stage, cases[i].page);
+        if (!strstr(out, want)) fail_msg("installed kvdemo %s: expected the page %s in:\n%s", cases[i].args, want, out);
+        if (access(want, R_OK) != 0) fail_msg("the page it names is not there: %s", want);
+    }
 }
 
 static void test_installed_binary_finds_its_data(void **state) {
@@ -115,6 +144,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_installs_every_file),
         cmocka_unit_test(test_installed_binary_finds_its_data),
+        cmocka_unit_test(test_installed_help_names_installed_pages),
         cmocka_unit_test(test_missing_installed_data_is_named),
         cmocka_unit_test(test_uninstall_removes_what_install_put),
     };

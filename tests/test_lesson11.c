@@ -157,6 +157,33 @@ static void test_lesson11_reports(void **state) {
     run_free(&r);
 }
 
+// wrong-layout reads the key cache as (len, D) over the len columns its run
+// has written, never past them: the difference at step 2 is the same however
+// many steps follow. (Reading past them took in what the reference run
+// without the cache had left there, which grows with --steps.)
+static void test_wrong_layout_independent_of_steps(void **state) {
+    (void)state;
+    int steps[] = {3, 8, 20};
+    double at_3 = 0;
+    for (int i = 0; i < 3; i++) {
+        char args[256];
+        int n;
+        snprintf(args, sizeof args, "lesson 11 --model %s --steps %d --format json --bug wrong-layout", model, steps[i]);
+        Event *e = kvdemo_json(args, &n);
+        const Event *first = events_find(e, n, "count", "wrong-layout", -1, "first_step");
+        const Event *diff = events_find(e, n, "value", "wrong-layout", -1, "max_abs_diff");
+        assert_non_null(first);
+        assert_non_null(diff);
+        if ((int)first->value != 2) fail_msg("--steps %d: first_step expected 2, got %g", steps[i], first->value);
+        if (i == 0) at_3 = diff->value;
+        else if (diff->value != at_3)
+            fail_msg("--steps %d: max_abs_diff at step 2 expected %.9g (as with --steps 3), got %.9g", steps[i], at_3,
+                     diff->value);
+        events_free(e, n);
+    }
+    assert_true(at_3 > 0);
+}
+
 // --bug where it means nothing, or names no bug: one line, exit 2.
 static void test_bug_refused(void **state) {
     (void)state;
@@ -253,6 +280,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bugs_diverge_where_predicted),
         cmocka_unit_test(test_lesson11_reports),
+        cmocka_unit_test(test_wrong_layout_independent_of_steps),
         cmocka_unit_test(test_bug_refused),
         cmocka_unit_test(test_generate_options),
         cmocka_unit_test(test_lesson12),

@@ -18,9 +18,15 @@
 #define TOL_LOGITS 5e-5
 #define TOL_ROPE 2e-6
 
-static void model_from_file(LlamaModel *m, const char *path, int max_batch) {
+static void model_from_file(LlamaModel *m, const char *path) {
     char err[256];
-    if (llama_load(m, path, max_batch, err, sizeof err) != 0) fail_msg("%s", err);
+    if (llama_load(m, path, err, sizeof err) != 0) fail_msg("%s", err);
+}
+
+// A state of max_batch rows for model m.
+static void state_for(LlamaState *s, const LlamaModel *m, int max_batch) {
+    char err[256];
+    if (llama_state_init(s, m, max_batch, err, sizeof err) != 0) fail_msg("%s", err);
 }
 
 static void model_random(LlamaModel *m, int H, int G, uint64_t seed) {
@@ -108,18 +114,18 @@ static void test_sample_top_p_matches_pytorch(void **state) {
     fix_free(&fx);
 }
 
-static void test_rng_is_seeded(void **state) {
+// The same seed gives the same weights; another seed, others.
+static void test_init_random_is_seeded(void **state) {
     (void)state;
-    LlamaRng a, b;
-    llama_rng_seed(&a, 42);
-    llama_rng_seed(&b, 42);
-    for (int i = 0; i < 1000; i++) {
-        float u = llama_rng_uniform(&a);
-        assert_true(u >= 0.0f && u < 1.0f);
-        assert_true(u == llama_rng_uniform(&b));
-    }
-    llama_rng_seed(&b, 43);
-    assert_true(llama_rng_next(&a) != llama_rng_next(&b));
+    LlamaModel a, b, c;
+    model_random(&a, 4, 2, 42);
+    model_random(&b, 4, 2, 42);
+    model_random(&c, 4, 2, 43);
+    assert_bits(b.params, a.params, (int64_t)a.num_params, "weights of two models of seed 42");
+    assert_true(memcmp(a.params, c.params, sizeof(float) * a.num_params) != 0);
+    llama_free(&a);
+    llama_free(&b);
+    llama_free(&c);
 }
 
 // ---------------------------------------------------------------------------
@@ -130,7 +136,9 @@ static void check_model_fixture(const char *name) {
     snprintf(bin, sizeof bin, "tests/fixtures/llama_%s.bin", name);
     snprintf(txt, sizeof txt, "tests/fixtures/llama_%s.txt", name);
     LlamaModel m;
-    model_from_file(&m, bin, 2);
+    LlamaState st;
+    model_from_file(&m, bin);
+    state_for(&st, &m, 2);
     FixSet fx;
     fix_load(&fx, txt);
     int V = m.cfg.vocab_size;
@@ -146,7 +154,7 @@ static void check_model_fixture(const char *name) {
     float logits[2 * 64];
     assert_true(V <= 64);
     for (int i = 0; i < 3; i++) {
-        llama_forward(logits, &m, tokens + calls[i].from, calls[i].from, 2,
+        llama_forward(logits, &st, &m, tokens + calls[i].from, calls[i].from, 2,
                       calls[i].to - calls[i].from, 7);
         snprintf(what, sizeof what, "%s %s", name, calls[i].key);
         assert_close(logits, fix_get(&fx, calls[i].key)->data, 2 * V, TOL_LOGITS, what);
@@ -157,7 +165,7 @@ static void check_model_fixture(const char *name) {
     const char *runs[] = {"argmax", "top_p"};
     LlamaGeneration g;
     char err[256];
-    if (llama_generation_new(&g, &m, err, sizeof err) != 0) fail_msg("%s", err);
+    if (llama_generation_new(&g, &st, &m, err, sizeof err) != 0) fail_msg("%s", err);
     for (int r = 0; r < 2; r++) {
         char key[64];
         snprintf(key, sizeof key, "%s.temperature", runs[r]);
@@ -167,7 +175,7 @@ static void check_model_fixture(const char *name) {
         o.top_p = fix_get(&fx, key)->data[0];
         snprintf(key, sizeof key, "%s.seed", runs[r]);
         o.seed = (uint64_t)fix_get(&fx, key)->data[0];
-        if (llama_generate(&g, &m, prompts, 2, &o, err, sizeof err) != 0) fail_msg("%s", err);
+        if (llama_generate(&g, &st, &m, prompts, 2, &o, err, sizeof err) != 0) fail_msg("%s", err);
         snprintf(key, sizeof key, "%s.tokens", runs[r]);
         const FixTensor *want = fix_get(&fx, key);
         assert_int_equal(g.bsz * g.total_len, want->rows * want->cols);
@@ -183,6 +191,7 @@ static void check_model_fixture(const char *name) {
     }
     llama_generation_free(&g);
     fix_free(&fx);
+    llama_state_free(&st);
     llama_free(&m);
 }
 
@@ -202,34 +211,6 @@ static void test_mqa_matches_pytorch(void **state) {
 // ---------------------------------------------------------------------------
 // GQA = MHA whose key/value heads repeat within each group
 
-// dst: the MHA model (G = H) with every weight of src and each KV head of src
-// copied to the rep query heads of its group (what LLaMA's repeat_kv does to
-// the keys, done to the weights).
-static void repeat_kv_weights(LlamaModel *dst, const LlamaModel *src) {
-    const LlamaConfig *c = &src->cfg;
-    int C = c->dim, D = c->head_dim, G = c->n_kv_heads, H = c->n_heads, rep = H / G;
-    memcpy(dst->vocab, src->vocab, sizeof(uint32_t) * (size_t)c->vocab_size);
-    memcpy(dst->p.tok_embeddings, src->p.tok_embeddings, sizeof(float) * (size_t)c->vocab_size * C);
-    for (int l = 0; l < c->n_layers; l++) {
-        const LlamaLayerParams *s = &src->p.layers[l];
-        LlamaLayerParams *d = &dst->p.layers[l];
-        memcpy(d->attention_norm, s->attention_norm, sizeof(float) * C);
-        memcpy(d->wq, s->wq, sizeof(float) * C * H * D);
-        memcpy(d->wo, s->wo, sizeof(float) * H * D * C);
-        memcpy(d->ffn_norm, s->ffn_norm, sizeof(float) * C);
-        memcpy(d->w1, s->w1, sizeof(float) * C * c->hidden_dim);
-        memcpy(d->w2, s->w2, sizeof(float) * C * c->hidden_dim);
-        memcpy(d->w3, s->w3, sizeof(float) * C * c->hidden_dim);
-        for (int row = 0; row < C; row++)
-            for (int h = 0; h < H; h++) {
-                memcpy(d->wk + (row * H + h) * D, s->wk + (row * G + h / rep) * D, sizeof(float) * D);
-                memcpy(d->wv + (row * H + h) * D, s->wv + (row * G + h / rep) * D, sizeof(float) * D);
-            }
-    }
-    memcpy(dst->p.norm, src->p.norm, sizeof(float) * C);
-    memcpy(dst->p.output, src->p.output, sizeof(float) * C * c->vocab_size);
-}
-
 static void test_gqa_equals_mha_bit_for_bit(void **state) {
     (void)state;
     int kv[] = {8, 4, 2, 1};   // MHA (repeated once: itself), GQA, GQA, MQA
@@ -237,17 +218,20 @@ static void test_gqa_equals_mha_bit_for_bit(void **state) {
     for (int i = 0; i < 27; i++) tokens[i] = 3 + (i * 37) % 100;
     for (int k = 0; k < 4; k++) {
         LlamaModel gqa, mha;
+        LlamaState gqa_st, mha_st;
         model_random(&gqa, 8, kv[k], 100 + k);
         model_random(&mha, 8, 8, 999);
-        repeat_kv_weights(&mha, &gqa);
+        llama_repeat_kv_heads(&mha, &gqa);
+        state_for(&gqa_st, &gqa, 4);
+        state_for(&mha_st, &mha, 4);
         int V = gqa.cfg.vocab_size;
         float a[3 * 128], b[3 * 128];
         // a prompt of 6 at 0, then three single tokens with the cache
         int steps[][2] = {{0, 6}, {6, 7}, {7, 8}, {8, 9}};
         for (int s = 0; s < 4; s++) {
             int from = steps[s][0], n = steps[s][1] - from;
-            llama_forward(a, &gqa, tokens + from, from, 3, n, 9);
-            llama_forward(b, &mha, tokens + from, from, 3, n, 9);
+            llama_forward(a, &gqa_st, &gqa, tokens + from, from, 3, n, 9);
+            llama_forward(b, &mha_st, &mha, tokens + from, from, 3, n, 9);
             char what[64];
             snprintf(what, sizeof what, "n_kv_heads %d, step %d: logits", kv[k], s);
             assert_bits(a, b, 3 * V, what);
@@ -260,6 +244,8 @@ static void test_gqa_equals_mha_bit_for_bit(void **state) {
         assert_close(pooled.params, gqa.params, (int64_t)gqa.num_params, 1e-7,
                      "pooled weights");
         llama_free(&pooled);
+        llama_state_free(&gqa_st);
+        llama_state_free(&mha_st);
         llama_free(&gqa);
         llama_free(&mha);
     }
@@ -300,17 +286,20 @@ static void test_cache_equals_no_cache(void **state) {
     const char *prompts[] = {"天气", "你好，今天不错"};
     for (int k = 0; k < 3; k++) {
         LlamaModel m;
+        LlamaState with_st, without_st;
         model_random(&m, 4, kv[k], 7);
+        state_for(&with_st, &m, 4);
+        state_for(&without_st, &m, 4);
         char err[256];
         LlamaGeneration with, without;
-        if (llama_generation_new(&with, &m, err, sizeof err) != 0 ||
-            llama_generation_new(&without, &m, err, sizeof err) != 0)
+        if (llama_generation_new(&with, &with_st, &m, err, sizeof err) != 0 ||
+            llama_generation_new(&without, &without_st, &m, err, sizeof err) != 0)
             fail_msg("%s", err);
         LlamaGenOptions o = {.max_gen_len = 12, .temperature = 0.8f, .top_p = 0.95f,
                              .use_cache = 1, .seed = 3};
-        if (llama_generate(&with, &m, prompts, 2, &o, err, sizeof err) != 0) fail_msg("%s", err);
+        if (llama_generate(&with, &with_st, &m, prompts, 2, &o, err, sizeof err) != 0) fail_msg("%s", err);
         o.use_cache = 0;
-        if (llama_generate(&without, &m, prompts, 2, &o, err, sizeof err) != 0)
+        if (llama_generate(&without, &without_st, &m, prompts, 2, &o, err, sizeof err) != 0)
             fail_msg("%s", err);
         char what[64];
         snprintf(what, sizeof what, "n_kv_heads %d: logits of every step", kv[k]);
@@ -324,6 +313,8 @@ static void test_cache_equals_no_cache(void **state) {
         assert_true(with.rows_computed < without.rows_computed);
         llama_generation_free(&with);
         llama_generation_free(&without);
+        llama_state_free(&with_st);
+        llama_state_free(&without_st);
         llama_free(&m);
     }
 }
@@ -334,18 +325,21 @@ static void test_cache_equals_no_cache(void **state) {
 static void test_prompt_in_pieces(void **state) {
     (void)state;
     LlamaModel m;
+    LlamaState st;
     model_random(&m, 4, 2, 8);
+    state_for(&st, &m, 4);
     int tokens[2 * 6] = {1, 10, 20, 30, 40, 50, 1, 60, 70, 80, 90, 99};
     int V = m.cfg.vocab_size;
     float whole[2 * 128], pieces[2 * 128];
-    llama_forward(whole, &m, tokens, 0, 2, 6, 6);
-    llama_forward(pieces, &m, tokens, 0, 2, 2, 6);
-    llama_forward(pieces, &m, tokens + 2, 2, 2, 4, 6);
-    assert_true(m.info.has_mask);
-    assert_int_equal(m.info.scores_shape[3], 6);
+    llama_forward(whole, &st, &m, tokens, 0, 2, 6, 6);
+    llama_forward(pieces, &st, &m, tokens, 0, 2, 2, 6);
+    llama_forward(pieces, &st, &m, tokens + 2, 2, 2, 4, 6);
+    assert_true(st.info.has_mask);
+    assert_int_equal(st.info.scores_shape[3], 6);
     // row 0 of the (4, 6) mask sees positions 0..2
-    assert_true(m.info.mask[2] == 0.0f && isinf(m.info.mask[3]) && m.info.mask[3] < 0);
+    assert_true(st.info.mask[2] == 0.0f && isinf(st.info.mask[3]) && st.info.mask[3] < 0);
     assert_bits(pieces, whole, 2 * V, "logits after the prompt in two pieces");
+    llama_state_free(&st);
     llama_free(&m);
 }
 
@@ -354,15 +348,17 @@ static void test_prompt_in_pieces(void **state) {
 static void test_generate_record(void **state) {
     (void)state;
     LlamaModel m;
+    LlamaState st;
     model_random(&m, 4, 4, 9);
+    state_for(&st, &m, 4);
     LlamaGeneration g;
     char err[256];
-    if (llama_generation_new(&g, &m, err, sizeof err) != 0) fail_msg("%s", err);
+    if (llama_generation_new(&g, &st, &m, err, sizeof err) != 0) fail_msg("%s", err);
     Record r = {0};
     const char *prompts[] = {"天气", "你好好"};   // 3 and 4 tokens with bos
     LlamaGenOptions o = {.max_gen_len = 4, .temperature = 0.0f, .top_p = 0.95f, .use_cache = 1,
                          .hook = record_step, .hook_ctx = &r};
-    if (llama_generate(&g, &m, prompts, 2, &o, err, sizeof err) != 0) fail_msg("%s", err);
+    if (llama_generate(&g, &st, &m, prompts, 2, &o, err, sizeof err) != 0) fail_msg("%s", err);
     assert_int_equal(g.min_prompt_size, 3);
     assert_int_equal(g.max_prompt_size, 4);
     assert_int_equal(g.total_len, 8);          // min(32, 4 + 4)
@@ -392,6 +388,7 @@ static void test_generate_record(void **state) {
     assert_int_equal(strncmp(g.text[1], "你好好", strlen("你好好")), 0);
     assert_true(strlen(g.text[0]) >= strlen("天气"));
     llama_generation_free(&g);
+    llama_state_free(&st);
     llama_free(&m);
 }
 
@@ -489,7 +486,7 @@ static void test_corrupt_files_refused(void **state) {
         write_all(path, b, cases[i].size);
         LlamaModel m;
         char err[512] = "";
-        if (llama_load(&m, path, 2, err, sizeof err) == 0) {
+        if (llama_load(&m, path, err, sizeof err) == 0) {
             llama_free(&m);
             fail_msg("%s: the file was accepted", cases[i].what);
         }
@@ -500,7 +497,7 @@ static void test_corrupt_files_refused(void **state) {
     unlink(path);
     LlamaModel m;
     char err[512];
-    assert_int_equal(llama_load(&m, "/nonexistent/model.bin", 2, err, sizeof err), -1);
+    assert_int_equal(llama_load(&m, "/nonexistent/model.bin", err, sizeof err), -1);
     assert_non_null(strstr(err, "cannot open"));
     free(b);
     free(good);
@@ -519,7 +516,7 @@ static void test_save_load_round_trip(void **state) {
     char tmp[64];
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     assert_int_equal(access(tmp, F_OK), -1);   // nothing left behind
-    if (llama_load(&b, path, a.cfg.max_batch_size, err, sizeof err) != 0) fail_msg("%s", err);
+    if (llama_load(&b, path, err, sizeof err) != 0) fail_msg("%s", err);
     unlink(path);
     assert_memory_equal(&a.cfg, &b.cfg, sizeof a.cfg);
     assert_memory_equal(a.vocab, b.vocab, sizeof(uint32_t) * (size_t)a.cfg.vocab_size);
@@ -550,7 +547,7 @@ int main(void) {
         cmocka_unit_test(test_freqs_cis_matches_pytorch),
         cmocka_unit_test(test_rope_matches_pytorch),
         cmocka_unit_test(test_sample_top_p_matches_pytorch),
-        cmocka_unit_test(test_rng_is_seeded),
+        cmocka_unit_test(test_init_random_is_seeded),
         cmocka_unit_test(test_mha_matches_pytorch),
         cmocka_unit_test(test_gqa_matches_pytorch),
         cmocka_unit_test(test_mqa_matches_pytorch),

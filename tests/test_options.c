@@ -147,6 +147,21 @@ static void test_commands_accept_what_their_help_lists(void **state) {
                 fail_msg("kvdemo %s %s: exit status %d, expected 2 (its help does not list %s)", commands[k], name, rc,
                          name);
         }
+    // Every choice a help lists is accepted ("--format text|json|html|md"
+    // listed for a command that refuses html would fail here).
+    for (int k = 0; k < n_commands; k++)
+        for (int j = 0; j < each[k].n; j++) {
+            const char *m = each[k].metavar[j];
+            if (!strchr(m, '|')) continue;
+            for (const char *c = m; *c; c += strcspn(c, "|"), c += *c == '|') {
+                char choice[64];
+                snprintf(choice, sizeof choice, "%.*s", (int)strcspn(c, "|"), c);
+                int rc = parse_one(commands[k], each[k].name[j], choice);
+                if (rc != 0)
+                    fail_msg("kvdemo %s %s %s: exit status %d, expected 0 (its help lists %s %s)", commands[k],
+                             each[k].name[j], choice, rc, each[k].name[j], m);
+            }
+        }
 }
 
 // Values with which a lesson runs quickly and well.

@@ -92,6 +92,10 @@ static void test_log_has_a_row_per_evaluation(void **state) {
     if (!csv) fail_msg("--log %s: no file written", log);
     snprintf(tmp, sizeof tmp, "%s.tmp", log);
     if (access(tmp, F_OK) == 0) fail_msg("%s left behind", tmp);
+    // The checkpoint goes next to --out, where the README says to look.
+    char ckpt[310];
+    snprintf(ckpt, sizeof ckpt, "%s.ckpt", out);
+    if (access(ckpt, R_OK) != 0) fail_msg("no checkpoint next to --out: %s", ckpt);
     const char *header = "step,train_loss,val_loss,batch_loss,lr,elapsed_s\n";
     if (strncmp(csv, header, strlen(header))) fail_msg("CSV header: expected %s got %.80s", header, csv);
     EvalLine lines[16];

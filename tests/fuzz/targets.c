@@ -49,7 +49,7 @@ int fuzz_llama_model(const uint8_t *data, size_t size) {
     if (!path) return 1;
     LlamaModel m;
     char err[512];
-    if (llama_load(&m, path, 2, err, sizeof err) != 0) return 1;
+    if (llama_load(&m, path, err, sizeof err) != 0) return 1;
     llama_free(&m);
     return 0;
 }
