@@ -150,12 +150,8 @@ static void check_run(Buf *bad, const char *env, const char *args, int json_too)
     char **texts = json_too ? generated_texts(env, args, &ntexts) : NULL;
     RunResult r = kvdemo_run_env(env, args);
     if (r.status != 0) fail_msg("kvdemo %s: exit %d: %s", args, r.status, r.err);
-    // (Lesson 11 still says 第一步 and 有缓存; it leaves these lists when it
-    // says 第 1 步 and 使用缓存.)
-    if (strncmp(args, "lesson 11 ", 10)) {
-        find_step_numerals(bad, args, r.out);
-        find_other_terms(bad, args, r.out);
-    }
+    find_step_numerals(bad, args, r.out);
+    find_other_terms(bad, args, r.out);
     find_halfwidth_punctuation(bad, args, r.out);
     find_english(bad, args, r.out, texts, ntexts);
     for (int i = 0; i < ntexts; i++) free(texts[i]);
