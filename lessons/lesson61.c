@@ -1,4 +1,4 @@
-// lesson 6.1 — PageAttention 显存优化 (seed 000, section 6.1)
+// lesson 6.1 — PageAttention 显存优化 (the KV Cache article, section 6.1)
 //
 // The article, line by line, and where the lesson shows it:
 //

@@ -1,4 +1,4 @@
-// lesson 6.3 — FlashAttention 优化技术 (seed 000, section 6.3)
+// lesson 6.3 — FlashAttention 优化技术 (the KV Cache article, section 6.3)
 //
 // The article in four sentences, and where the lesson shows each:
 //
@@ -61,7 +61,7 @@ static void online_softmax(Trace *tr, const ToyData *d, const AttnStep *s) {
     trace_say(tr,
               "The score row of \"真\" from lesson 2, step 2. The safe softmax reads it three times:\n"
               "pass 1 the max m, pass 2 the sum l of e^(x - m), pass 3 y = e^(x - m) / l.",
-              "取第 2 课第二步中“真”的一行分数。安全 softmax 要读三遍：\n"
+              "取第 2 课第 2 步中“真”的一行分数。安全 softmax 要读三遍：\n"
               "第一遍求最大值 m，第二遍求 l = Σ e^(x - m)，第三遍算 y = e^(x - m) / l。");
     float xr[TOKENS], y_safe[TOKENS], y_online[TOKENS];
     memcpy(xr, x, sizeof xr);
@@ -148,7 +148,7 @@ static int tiled_trace(Trace *tr, const ToyData *d, const AttnStep *s) {
                "S_ij = Q_i K_j^T / %s, m~ = rowmax(S_ij), P~ = exp(S_ij - m~), l~ = rowsum(P~), then\n"
                "m_new = max(m, m~), l = e^(m - m_new) l + e^(m~ - m_new) l~, O = e^(m - m_new) O + e^(m~ - m_new) P~ V_j.\n"
                "The full %d x %d score matrix is never written: only one tile at a time.",
-               "把%s（第 2 课第二步）的 Q、K、V 切成 Br = %d 行的查询块和 Bc = %d 个键的块。\n"
+               "把%s（第 2 课第 2 步）的 Q、K、V 切成 Br = %d 行的查询块和 Bc = %d 个键的块。\n"
                "外层循环查询块 Q_i，内层循环 K_j、V_j：S_ij = Q_i K_j^T / %s，m~ = 行最大值，P~ = exp(S_ij - m~)，\n"
                "l~ = 行和，再更新 m_new = max(m, m~)，l = e^(m - m_new) l + e^(m~ - m_new) l~，\n"
                "O = e^(m - m_new) O + e^(m~ - m_new) P~ V_j。完整的 %d x %d 分数矩阵从不写出，每次只有一块。",
@@ -613,8 +613,7 @@ int lesson63_run(const Options *opt, Trace *tr) {
         toy_end(&d, &s, 1);
         return 1;
     }
-    trace_heading(tr, "Lesson 6.3 — FlashAttention: tiled attention with an online softmax (seed 000, section 6.3)",
-                  "第 6.3 课 —— FlashAttention 优化技术（000 第 6.3 节）");
+    lessons_heading(tr);
     trace_say(tr,
               "The article: an A100 has 40-80 GB of HBM at 1.5-2.0 TB/s and 192 KB of SRAM on each of its 108\n"
               "streaming multiprocessors at about 19 TB/s. FlashAttention keeps the matrix products and the\n"

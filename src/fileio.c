@@ -17,6 +17,8 @@ void fileio_set_zh(int zh) { message_zh = zh != 0; }
 
 int fileio_zh(void) { return message_zh; }
 
+const char *fileio_text(const char *en, const char *zh) { return message_zh ? zh : en; }
+
 static int fail_v(char *err, size_t errlen, const char *fmt, va_list ap) __attribute__((format(printf, 3, 0)));
 static int fail_v(char *err, size_t errlen, const char *fmt, va_list ap) {
     if (err && errlen) vsnprintf(err, errlen, fmt, ap);

@@ -43,6 +43,9 @@ void fileio_verror(const char *command, const char *en, const char *zh, va_list 
 // A system error's reason (errno) in that language: strerror, or its Chinese
 // for the reasons a class meets (no such file, no permission, disk full, ...).
 const char *fileio_strerror(int e);
+// en or zh, whichever is the message language: a reason or a word an error
+// message puts in its %s.
+const char *fileio_text(const char *en, const char *zh);
 
 // Little-endian numbers in a byte buffer.
 uint32_t le_get_u32(const unsigned char *b);

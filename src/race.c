@@ -7,6 +7,7 @@
 // progress under a lock; everything printed comes from the main thread.
 #include "race.h"
 
+#include "fileio.h"
 #include "gpt.h"
 #include "gptsetup.h"
 #include "ops.h"
@@ -120,7 +121,7 @@ static void print_run_line(FILE *f, const Trace *tr, const char *label, const Vi
     fprintf(f, "\x1b[K%s  ", label);
     for (int i = 0; i < BAR; i++) fputs(i < fill ? "\xe2\x96\x88" : "\xc2\xb7", f);   // █ ·
     double tps = v->seconds > 0 ? v->done / v->seconds : 0;
-    fprintf(f, " %4d/%d  %6.0f %s  %6.2f s%s\n", v->done, steps, tps, trace_text(tr, "tokens/s", "个/秒"),
+    fprintf(f, " %4d/%d  %6.0f %s  %6.2f s%s\n", v->done, steps, tps, trace_text(tr, "tokens/s", "词元/秒"),
             v->seconds, v->finished ? trace_text(tr, "  done", "  完成") : "");
 }
 
@@ -165,7 +166,7 @@ int race_model(const GptModel *m, const Options *opt, Trace *tr) {
         if (gpt_state_init(&run[i].s, m->cfg) ||
             sampler_init(&run[i].sampler, m->cfg.V, temperature, opt->top_k, (uint32_t)opt->seed) ||
             !(text[i] = malloc(cap))) {
-            fprintf(stderr, "kvdemo: out of memory\n");
+            fileio_error("out of memory", "内存不足");
             rc = 1;
         }
     }
@@ -232,7 +233,7 @@ int race_model(const GptModel *m, const Options *opt, Trace *tr) {
     }
     if (!rc) sigaction(SIGINT, &old_int, NULL);
     if (!rc && interrupted) {
-        fprintf(stderr, "kvdemo: race interrupted\n");
+        fileio_error("race interrupted", "赛跑被中断");
         rc = 130;
     }
     if (!rc) {
@@ -285,7 +286,7 @@ int race_model(const GptModel *m, const Options *opt, Trace *tr) {
                 trace_sayf(tr,
                            "Past the context (%d positions) the chapter's generate drops the cache and feeds the "
                            "last %d tokens again: %d such steps took %.2f s of the cached run's %.2f s.",
-                           "超过上下文长度（%d 个位置）后，章节里的 generate 丢掉缓存，把最后 %d 个 token 重新算一遍："
+                           "超过上下文长度（%d 个位置）后，章节里的 generate 丢掉缓存，把最后 %d 个词元重新算一遍："
                            "这样的 %d 步用了 %.2f 秒（使用缓存那一遍共 %.2f 秒）。",
                            m->cfg.T, m->cfg.T, v[1].resets, v[1].reset_seconds, v[1].seconds);
             fputc('\n', tr->out);

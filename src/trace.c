@@ -44,7 +44,7 @@ int trace_begin(Trace *tr) {
     tr->color = 0;
     tr->step_pause = 0;
     if (trace_doc_open(tr)) {
-        fprintf(stderr, "kvdemo: out of memory\n");
+        fileio_error("out of memory", "内存不足");
         tr->doc = FORMAT_TEXT;
         return 1;
     }
@@ -528,7 +528,7 @@ void trace_count(Trace *tr, const char *name, int64_t value, const char *en, con
 static const struct {
     const char *en, *zh;
 } WORDS[] = {
-    {"x", "倍"}, {"s", "秒"}, {"tokens/s", "token/秒"}, {"step", "这一步"}, {"cache", "使用缓存"},
+    {"x", "倍"}, {"s", "秒"}, {"tokens/s", "词元/秒"}, {"step", "这一步"}, {"cache", "使用缓存"},
     {"no-cache", "不使用缓存"}, {"run", "整次运行"},
 };
 

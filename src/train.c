@@ -427,22 +427,26 @@ int train_config_default(TrainConfig *cfg, const char *preset) {
 int train_config_check(const TrainConfig *c, char *why, size_t n) {
     const char *bad = NULL;
     if (c->batch < 1 || c->iters < 1 || c->warmup < 0 || c->warmup > c->iters)
-        bad = "batch and iterations must be at least 1, warm-up from 0 to the iterations";
+        bad = fileio_text("batch and iterations must be at least 1, warm-up from 0 to the iterations",
+                          "批大小和迭代次数至少为 1，预热步数在 0 到迭代次数之间");
     else if (!(c->lr > 0 && isfinite(c->lr)))
-        bad = "the learning rate must be a finite number above 0";
+        bad = fileio_text("the learning rate must be a finite number above 0", "学习率必须是大于 0 的有限数");
     else if (!(c->min_lr >= 0 && c->min_lr <= c->lr))
-        bad = "min_lr must be from 0 to the learning rate";
+        bad = fileio_text("min_lr must be from 0 to the learning rate", "min_lr 必须在 0 到学习率之间");
     else if (!(c->beta1 >= 0 && c->beta1 < 1) || !(c->beta2 >= 0 && c->beta2 < 1))
-        bad = "beta1 and beta2 must be from 0 to below 1";
+        bad = fileio_text("beta1 and beta2 must be from 0 to below 1", "beta1 和 beta2 必须不小于 0 且小于 1");
     else if (!(c->eps > 0 && isfinite(c->eps)))
-        bad = "eps must be a finite number above 0";
+        bad = fileio_text("eps must be a finite number above 0", "eps 必须是大于 0 的有限数");
     else if (!(c->grad_clip >= 0 && isfinite(c->grad_clip)))
-        bad = "the gradient clip must be a finite number, 0 or more";
+        bad = fileio_text("the gradient clip must be a finite number, 0 or more", "梯度裁剪必须是不小于 0 的有限数");
     else if (!(c->weight_decay >= 0 && isfinite(c->weight_decay)))
-        bad = "the weight decay must be a finite number, 0 or more";
+        bad = fileio_text("the weight decay must be a finite number, 0 or more", "权重衰减必须是不小于 0 的有限数");
     if (!bad) return 0;
-    snprintf(why, n, "%s (lr %g, min_lr %g, beta1 %g, beta2 %g, eps %g, clip %g, decay %g, batch %d, "
-                     "iterations %d, warm-up %d)", bad, (double)c->lr, (double)c->min_lr, (double)c->beta1,
+    fileio_fail2(why, n,
+                 "%s (lr %g, min_lr %g, beta1 %g, beta2 %g, eps %g, clip %g, decay %g, batch %d, "
+                 "iterations %d, warm-up %d)",
+                 "%s（lr %g，min_lr %g，beta1 %g，beta2 %g，eps %g，裁剪 %g，衰减 %g，批大小 %d，"
+                 "迭代 %d 次，预热 %d 步）", bad, (double)c->lr, (double)c->min_lr, (double)c->beta1,
              (double)c->beta2, (double)c->eps, (double)c->grad_clip, (double)c->weight_decay, c->batch,
              c->iters, c->warmup);
     return -1;
@@ -558,28 +562,30 @@ int train_run(const TrainConfig *cfg, TrainProgressFn progress, void *user, Trai
     GptConfig g = r.model;
     uint64_t text_hash = train_text_hash(&text);
     if (r.resume_path && (text_hash != ck.text_hash || text.n != ck.text_tokens)) {
-        snprintf(err, errlen, "%s is not the text checkpoint %s was trained on", r.data_path,
+        fileio_fail2(err, errlen, "%s is not the text checkpoint %s was trained on",
+                     "%s 不是检查点 %s 训练时用的文本", r.data_path,
                  r.resume_path);
         goto done;
     }
     int64_t n_train = train_text_split(&text);
     if (gpt_check_config(g, why, sizeof why) != 0) {   // the model file's own limits
-        snprintf(err, errlen, "bad model shape: %s", why);
+        fileio_fail2(err, errlen, "bad model shape: %s", "模型形状不对：%s", why);
         goto done;
     }
     if (n_train < g.T + 1 || text.n - n_train < g.T + 1) {
-        snprintf(err, errlen, "%s is too short for context %d: %lld characters, each split needs more than %d",
+        fileio_fail2(err, errlen, "%s is too short for context %d: %lld characters, each split needs more than %d",
+                     "%s 对上下文 %d 来说太短：只有 %lld 个字符，训练集和验证集各要多于 %d 个",
                  r.data_path, g.T, (long long)text.n, g.T);
         goto done;
     }
     if (train_config_check(&r, why, sizeof why) != 0) {
-        snprintf(err, errlen, "bad training recipe: %s", why);
+        fileio_fail2(err, errlen, "bad training recipe: %s", "训练参数不对：%s", why);
         goto done;
     }
     // The checkpoint goes next to the model: PATH.ckpt for --out PATH.
     if (r.ckpt_path) snprintf(res->ckpt_path, sizeof res->ckpt_path, "%s", r.ckpt_path);
     else if ((size_t)snprintf(res->ckpt_path, sizeof res->ckpt_path, "%s.ckpt", r.out_path) >= sizeof res->ckpt_path) {
-        snprintf(err, errlen, "the path %.60s... is too long", r.out_path);
+        fileio_fail2(err, errlen, "the path %.60s... is too long", "路径 %.60s... 太长", r.out_path);
         goto done;
     }
     r.ckpt_path = res->ckpt_path;
@@ -643,8 +649,10 @@ int train_run(const TrainConfig *cfg, TrainProgressFn progress, void *user, Trai
         // A non-finite loss or gradient leaves weights that no model file may
         // hold: stop, keeping the last good checkpoint as it is.
         if (!isfinite(loss) || !isfinite(norm) || !all_finite(params, P)) {
-            snprintf(err, errlen, "the %s became %s at step %d; the last checkpoint (%s) is kept; try a lower --lr",
-                     isfinite(loss) ? "weights" : "loss", isnan(loss) || isnan(norm) ? "NaN" : "infinite", step,
+            fileio_fail2(err, errlen, "the %s became %s at step %d; the last checkpoint (%s) is kept; try a lower --lr",
+                         "%s变成了%s（第 %d 步）；上一个检查点（%s）保留不动；请试试更小的 --lr",
+                         isfinite(loss) ? fileio_text("weights", "权重") : fileio_text("loss", "损失"),
+                         isnan(loss) || isnan(norm) ? "NaN" : fileio_text("infinite", "无穷大"), step,
                      r.ckpt_path);
             status = TRAIN_FAILED;
             break;
@@ -706,7 +714,7 @@ int train_run(const TrainConfig *cfg, TrainProgressFn progress, void *user, Trai
     res->elapsed_s = timer_now() - t0;
     goto done;
 oom:
-    snprintf(err, errlen, "out of memory for training");
+    fileio_fail2(err, errlen, "out of memory for training", "训练时内存不足");
     status = TRAIN_FAILED;
 done:
     if (ck.params || ck.vocab) train_checkpoint_free(&ck);

@@ -5,6 +5,7 @@
 // Legend as in train.h: B batch, T context, V vocabulary, P parameters.
 #include "train.h"
 
+#include "fileio.h"
 #include "rng.h"
 #include "timer.h"
 
@@ -26,7 +27,8 @@ int train_eval_progress(const GptModel *model, const char *data_path, int thread
     GptConfig g = model->cfg;
     int64_t n_train = train_text_split(&text);
     if (n_train < g.T + 1 || text.n - n_train < g.T + 1) {
-        snprintf(err, errlen, "%s is too short: each split needs more than %d characters",
+        fileio_fail2(err, errlen, "%s is too short: each split needs more than %d characters",
+                     "%s 太短：训练集和验证集各要多于 %d 个字符",
                  data_path, g.T);
         train_text_free(&text);
         return -1;
@@ -36,7 +38,7 @@ int train_eval_progress(const GptModel *model, const char *data_path, int thread
     TrainState *s = pool ? train_state_new(g, B, pool) : NULL;
     int32_t *io = malloc(sizeof(int32_t) * 2 * (size_t)B * g.T);
     if (!s || !io) {
-        snprintf(err, errlen, "out of memory for evaluation");
+        fileio_fail2(err, errlen, "out of memory for evaluation", "评估时内存不足");
         free(io);
         train_state_free(s);
         pool_free(pool);
@@ -74,7 +76,7 @@ int train_benchmark(GptConfig cfg, int B, int steps, int threads, double *tokens
     TrainBuffers b;
     if (train_buffers_new(&b, cfg, B, threads) != 0 || train_init_params(b.params, cfg, 1) != 0) {
         train_buffers_free(&b);
-        snprintf(err, errlen, "out of memory for the training benchmark");
+        fileio_fail2(err, errlen, "out of memory for the training benchmark", "训练测速时内存不足");
         return -1;
     }
     size_t P = gpt_num_params(cfg);
