@@ -4,54 +4,8 @@
 #include "ops.h"
 
 #include <assert.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-// F.softmax(scores, dim=-1) as PyTorch computes it on the CPU, so that the
-// toy lessons print PyTorch's digits to the last one at any --precision
-// (ATen's vectorised softmax over the last dimension, 8 floats a vector):
-//   max = the row's largest score
-//   e_c = exp(x_c - max)
-//   sum = a row shorter than 8: the e_c added left to right; else the e_c
-//         added in 8 lanes (the tail into the first lanes), and the lanes
-//         folded in halves: ((l0+l4) + (l2+l6)) + ((l1+l5) + (l3+l7))
-//   y_c = e_c * (1 / sum)          multiplied, not divided
-// Mathematically it is ops_softmax_rows; only the last bit of a weight may
-// differ. exp itself is the C library's, which can still differ from
-// PyTorch's in the last bit (docs/lesson-2.md says where).
-enum { LANES = 8 };
-
-static float pytorch_row_sum(const float *e, int n) {
-    if (n < LANES) {
-        float sum = e[0];
-        for (int c = 1; c < n; c++) sum += e[c];
-        return sum;
-    }
-    float l[LANES];
-    memcpy(l, e, sizeof l);
-    int c = LANES;
-    for (; c + LANES <= n; c += LANES)
-        for (int k = 0; k < LANES; k++) l[k] += e[c + k];
-    for (int k = 0; c + k < n; k++) l[k] += e[c + k];   // the tail, into the first lanes
-    for (int k = 0; k < 4; k++) l[k] += l[k + 4];        // halves of 128 bits
-    l[0] += l[2];                                         // then of 64
-    l[1] += l[3];
-    return l[0] + l[1];                                   // then of 32
-}
-
-static void softmax_rows_pytorch(float *out, const float *in, int R, int C) {
-    for (int r = 0; r < R; r++) {
-        const float *x = in + (int64_t)r * C;
-        float *y = out + (int64_t)r * C;
-        float max = -INFINITY;
-        for (int c = 0; c < C; c++)
-            if (x[c] > max) max = x[c];
-        for (int c = 0; c < C; c++) y[c] = expf(x[c] - max);   // exp(-inf) = 0: a masked score weighs nothing
-        float inv = 1.0f / pytorch_row_sum(y, C);
-        for (int c = 0; c < C; c++) y[c] *= inv;
-    }
-}
 
 int attn_step_init(AttnStep *s, int cap, int d, int dk, int dv) {
     memset(s, 0, sizeof *s);
@@ -95,7 +49,9 @@ void attention_attend(AttnStep *s, int M, int N, float scale, int causal) {
     else memset(s->mask, 0, sizeof(float) * (size_t)(M * N));
     ops_add(s->masked, s->scores, s->mask, M * N);
     // scores = F.softmax(scores, dim=-1)
-    softmax_rows_pytorch(s->weights, s->masked, M, N);
+    // (as PyTorch computes it on the CPU, to the last bit: ops.h, OPS_PYTORCH)
+    for (int r = 0; r < M; r++)
+        ops_softmax_row(s->weights + (int64_t)r * N, NULL, s->masked + (int64_t)r * N, N, OPS_PYTORCH);
     // output = torch.matmul(scores, V)
     ops_matmul(s->output, s->weights, s->V, NULL, M, N, s->dv);
     s->attn_madds = (int64_t)M * N * (s->dk + s->dv);

@@ -366,6 +366,27 @@ void ops_vecmat_plain(float *out, const float *x, const float *m, int K, int N, 
     }
 }
 
+// The sum of e (n) in PyTorch's order (ops.h, OPS_PYTORCH): 8 lanes, then
+// folded in halves.
+enum { PYTORCH_LANES = 8 };
+static float pytorch_row_sum(const float *e, int n) {
+    if (n < PYTORCH_LANES) {
+        float sum = e[0];
+        for (int c = 1; c < n; c++) sum += e[c];
+        return sum;
+    }
+    float l[PYTORCH_LANES];
+    memcpy(l, e, sizeof l);
+    int c = PYTORCH_LANES;
+    for (; c + PYTORCH_LANES <= n; c += PYTORCH_LANES)
+        for (int k = 0; k < PYTORCH_LANES; k++) l[k] += e[c + k];
+    for (int k = 0; c + k < n; k++) l[k] += e[c + k];   // the tail, into the first lanes
+    for (int k = 0; k < 4; k++) l[k] += l[k + 4];        // halves of 128 bits
+    l[0] += l[2];                                         // then of 64
+    l[1] += l[3];
+    return l[0] + l[1];                                   // then of 32
+}
+
 void ops_softmax_row_plain(float *y, float *lse, const float *x, int n, OpsNorm how) {
     // exp = np.exp(x - np.max(x)); exp / np.sum(exp)
     float max = -INFINITY;
@@ -376,7 +397,8 @@ void ops_softmax_row_plain(float *y, float *lse, const float *x, int n, OpsNorm 
         y[i] = expf(x[i] - max);   // exp(-inf) = 0: a masked score weighs nothing
         sum += y[i];
     }
-    if (how == OPS_RECIPROCAL) {
+    if (how == OPS_PYTORCH) sum = pytorch_row_sum(y, n);
+    if (how != OPS_DIVIDE) {
         float inv = 1.0f / sum;
         for (int i = 0; i < n; i++) y[i] *= inv;
     } else {
@@ -508,6 +530,10 @@ void ops_vecmat_acc(float *out, const float *x, const float *m, int K, int N, in
 }
 
 void ops_softmax_row(float *y, float *lse, const float *x, int n, OpsNorm how) {
+    if (how == OPS_PYTORCH) {
+        ops_softmax_row_plain(y, lse, x, n, how);
+        return;
+    }
     // max, then exp(x - max) summed in 16 lanes, then / sum or * (1 / sum)
     __m512 vmax = _mm512_set1_ps(-INFINITY);
     for (int i = 0; i < n; i += 16)

@@ -104,11 +104,21 @@ void ops_vecmat_rows(float *out, int ldo, const float *x, int ldx, const float *
 // PyTorch's CPU softmax normalises).
 // y may be x; a -inf score becomes a weight of exactly 0. lse, if not NULL,
 // receives log(sum) + max, the log of the sum of exp(x), for a loss.
+// OPS_PYTORCH is F.softmax(x, dim=-1) as PyTorch computes it on the CPU
+// (ATen's vectorised softmax over the last dimension, 8 floats a vector), so
+// that the toy lessons print PyTorch's digits to the last one:
+//   sum = a row shorter than 8: the e_c added left to right; else the e_c
+//         added in 8 lanes (the tail into the first lanes), and the lanes
+//         folded in halves: ((l0+l4) + (l2+l6)) + ((l1+l5) + (l3+l7))
+//   y_c = e_c * (1 / sum)
+// (exp itself is the C library's, which can still differ from PyTorch's in
+// the last bit: docs/lesson-2.md says where).
 // The fast exp is within 2 ulp of expf and the sum runs in 16 lanes; the plain
-// twin sums expf in order, the arithmetic the shipped model was trained with.
+// twin sums expf in order, the arithmetic the shipped model was trained with
+// (OPS_PYTORCH always takes the plain path, expf and 8 lanes).
 // Either way the order depends on n only, so a row's weights are the same
 // bits in a full pass and in a cached step.
-typedef enum { OPS_DIVIDE, OPS_RECIPROCAL } OpsNorm;
+typedef enum { OPS_DIVIDE, OPS_RECIPROCAL, OPS_PYTORCH } OpsNorm;
 void ops_softmax_row(float *y, float *lse, const float *x, int n, OpsNorm how);
 void ops_softmax_row_plain(float *y, float *lse, const float *x, int n, OpsNorm how);
 
