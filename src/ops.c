@@ -223,7 +223,9 @@ static void matmul_panel(float *out, const float *a, const float *bp, int64_t ld
         // the panel holds; each element's sum is the same either way.
         int cols = N - j0;
         if (ldb == OPS_NR && cols > OPS_NR) cols = OPS_NR;   // a packed panel is OPS_NR wide
-        if (ldb == OPS_NR) matmul_tile(out, a, bp, ldb, bias, K, N, j0, mask, 1, cols <= 16 ? 1 : OPS_NV, 0);
+        // One row reads a packed panel once, from memory: prefetched well
+        // ahead, as the first tile of many rows does (below).
+        if (ldb == OPS_NR) matmul_tile(out, a, bp, ldb, bias, K, N, j0, mask, 1, cols <= 16 ? 1 : OPS_NV, OPS_PANEL_AHEAD);
         else if (cols <= 16) matmul_tile(out, a, bp, ldb, bias, K, N, j0, mask, 1, 1, OPS_PREFETCH);
         else if (cols <= OPS_NR) matmul_tile(out, a, bp, ldb, bias, K, N, j0, mask, 1, OPS_NV, OPS_PREFETCH);
         else matmul_tile(out, a, bp, ldb, bias, K, N, j0, mask, 1, OPS_ROW_NV, OPS_PREFETCH);
