@@ -10,6 +10,7 @@
 #include "rng.h"
 #include "timer.h"
 
+#include <assert.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -47,17 +48,8 @@ static void pass_run(const Pass *p, const GptConfig *cfg, int T) {
     ops_matmul(p->logits, p->xn + (int64_t)(T - 1) * C, p->head_w, p->bias, 1, C, V);
 }
 
-static int compare_doubles(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median_of(double *x, int n) {
-    qsort(x, (size_t)n, sizeof(double), compare_doubles);
-    return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
-}
-
 int benchmm_run(const GptConfig *cfg, int threads, int repeat, BenchMM *out) {
+    assert(repeat >= 1 && cfg->T >= 1);
     int T = cfg->T, C = cfg->C, F = 4 * cfg->C, V = cfg->V;
     int64_t sizes[] = {
         (int64_t)cfg->L * (4 * ops_packed_size(C, C) + ops_packed_size(C, F) + ops_packed_size(F, C)),
@@ -80,8 +72,9 @@ int benchmm_run(const GptConfig *cfg, int threads, int repeat, BenchMM *out) {
     float *at = mem;
     for (int i = 0; i < PARTS; i++) *parts[i] = at, at += (sizes[i] + 15) / 16 * 16;
     // Weights in [-0.05, 0.05), activations in [-1, 1): no overflow, no
-    // subnormals (which would slow the arithmetic). A packed panel's zero
-    // padding stays as it would be (ops_pack writes it; here it is random).
+    // subnormals (which would slow the arithmetic). Where ops_pack pads a
+    // partial panel with zeros there are random numbers here; the kernel
+    // masks those columns off, so the time is the same.
     uint64_t seed = 15;
     for (int64_t i = 0; i < sizes[0]; i++) p.w[i] = (float)(0.1 * rng_uniform(&seed) - 0.05);
     for (int64_t i = 0; i < sizes[2]; i++) p.head_w[i] = (float)(0.1 * rng_uniform(&seed) - 0.05);
@@ -89,6 +82,7 @@ int benchmm_run(const GptConfig *cfg, int threads, int repeat, BenchMM *out) {
 
     int before = ops_threads();
     if (ops_set_threads(threads) != 0) {
+        ops_set_threads(before);
         bigmem_free(mem, bytes);
         free(rate);
         return -1;
@@ -111,9 +105,10 @@ int benchmm_run(const GptConfig *cfg, int threads, int repeat, BenchMM *out) {
     }
     out->tokens = T;
     out->flops = flops;
-    out->median_fraction = median_of(frac, repeat);
-    out->median_gflops = median_of(mm, repeat), out->best_gflops = mm[repeat - 1];      // sorted: the last is the best
-    out->fma_median_gflops = median_of(fma, repeat), out->fma_best_gflops = fma[repeat - 1];
+    // timer_median sorts its samples: the last is then the best
+    out->median_fraction = timer_median(frac, repeat);
+    out->median_gflops = timer_median(mm, repeat), out->best_gflops = mm[repeat - 1];
+    out->fma_median_gflops = timer_median(fma, repeat), out->fma_best_gflops = fma[repeat - 1];
     ops_set_threads(before);
     bigmem_free(mem, bytes);
     free(rate);
