@@ -148,19 +148,18 @@ void ops_parallel_for(void (*fn)(void *ctx, int begin, int end, int thread), voi
 
 enum { OPS_MR = 8, OPS_NV = 3, OPS_NR = 16 * OPS_NV };   // 8 x 48 tile: 24 zmm of sums
 enum { OPS_ROW_NV = 12, OPS_ROW_NR = 16 * OPS_ROW_NV };     // one row: 1 x 192, 12 zmm
-enum { OPS_PREFETCH = 8 };                                  // rows of b ahead
+enum { OPS_PREFETCH = 8 };                                  // rows of b ahead, read in place
+enum { OPS_PANEL_AHEAD = 32 };                              // rows of a packed panel ahead, first tile
 
 // One tile: rows (1..OPS_MR) rows of a from a0, nv vectors of 16 columns of
 // the panel bp (its first column is out's column j0; its rows ldb floats
 // apart: N in b itself, OPS_NR in a packed copy), lanes beyond N masked off
 // by mask[v]. Inlined with constant rows and nv so that the loops unroll
-// into straight register code.
+// into straight register code. ahead: how many rows of b ahead to prefetch
+// (0: none), a constant too.
 static inline __attribute__((always_inline)) void
 matmul_tile(float *out, const float *a0, const float *bp, int64_t ldb, const float *bias, int K, int N,
-            int j0, const __mmask16 *mask, const int rows, const int nv) {
-    // A packed panel is read in order, which the hardware prefetches well on
-    // its own: no prefetch instructions (they would take issue slots).
-    const int prefetch = ldb != OPS_NR;
+            int j0, const __mmask16 *mask, const int rows, const int nv, const int ahead) {
     // The loops over r and v are unrolled so that acc lives in registers.
     __m512 acc[OPS_MR][OPS_ROW_NV];
 #pragma GCC unroll 8
@@ -169,13 +168,13 @@ matmul_tile(float *out, const float *a0, const float *bp, int64_t ldb, const flo
         for (int v = 0; v < nv; v++) acc[r][v] = _mm512_setzero_ps();
     const float *bk = bp;
     for (int k = 0; k < K; k++, bk += ldb) {
-        // b's rows are ldb floats apart: ask for the panel's row OPS_PREFETCH
-        // ahead now, which the hardware does not guess well on its own when
-        // the weights come from memory (a prefetch past the end is harmless).
-        if (prefetch)
+        // Ask for the panel's row `ahead` rows on now, which the hardware
+        // does not guess well on its own when the weights come from memory
+        // (a prefetch past the end is harmless).
+        if (ahead)
 #pragma GCC unroll 12
             for (int v = 0; v < nv; v++)
-                _mm_prefetch((const char *)(bk + OPS_PREFETCH * ldb + 16 * v), _MM_HINT_T0);
+                _mm_prefetch((const char *)(bk + ahead * ldb + 16 * v), _MM_HINT_T0);
         __m512 bv[OPS_ROW_NV];
 #pragma GCC unroll 12
         for (int v = 0; v < nv; v++) bv[v] = _mm512_maskz_loadu_ps(mask[v], bk + 16 * v);
@@ -213,17 +212,36 @@ static void matmul_panel(float *out, const float *a, const float *bp, int64_t ld
         // the panel holds; each element's sum is the same either way.
         int cols = N - j0;
         if (ldb == OPS_NR && cols > OPS_NR) cols = OPS_NR;   // a packed panel is OPS_NR wide
-        if (cols <= 16) matmul_tile(out, a, bp, ldb, bias, K, N, j0, mask, 1, 1);
-        else if (cols <= OPS_NR) matmul_tile(out, a, bp, ldb, bias, K, N, j0, mask, 1, OPS_NV);
-        else matmul_tile(out, a, bp, ldb, bias, K, N, j0, mask, 1, OPS_ROW_NV);
+        // One row reads a packed panel once, from memory: prefetched well
+        // ahead, as the first tile of many rows does (below).
+        if (ldb == OPS_NR) matmul_tile(out, a, bp, ldb, bias, K, N, j0, mask, 1, cols <= 16 ? 1 : OPS_NV, OPS_PANEL_AHEAD);
+        else if (cols <= 16) matmul_tile(out, a, bp, ldb, bias, K, N, j0, mask, 1, 1, OPS_PREFETCH);
+        else if (cols <= OPS_NR) matmul_tile(out, a, bp, ldb, bias, K, N, j0, mask, 1, OPS_NV, OPS_PREFETCH);
+        else matmul_tile(out, a, bp, ldb, bias, K, N, j0, mask, 1, OPS_ROW_NV, OPS_PREFETCH);
         return;
     }
     int i = 0;
-    for (; i + OPS_MR <= M; i += OPS_MR)
-        matmul_tile(out + (int64_t)i * N, a + (int64_t)i * K, bp, ldb, bias, K, N, j0, mask, OPS_MR, OPS_NV);
+    if (ldb == OPS_NR) {
+        // A packed panel is read in order, which the hardware prefetches well
+        // once it is in the caches: the first tile, which brings it from
+        // memory, asks for it well ahead; the others need no prefetch
+        // instructions (they would take issue slots).
+        if (M >= OPS_MR) {
+            matmul_tile(out, a, bp, ldb, bias, K, N, j0, mask, OPS_MR, OPS_NV, OPS_PANEL_AHEAD);
+            i = OPS_MR;
+        }
+        for (; i + OPS_MR <= M; i += OPS_MR)
+            matmul_tile(out + (int64_t)i * N, a + (int64_t)i * K, bp, ldb, bias, K, N, j0, mask, OPS_MR, OPS_NV, 0);
+    } else {
+        for (; i + OPS_MR <= M; i += OPS_MR)
+            matmul_tile(out + (int64_t)i * N, a + (int64_t)i * K, bp, ldb, bias, K, N, j0, mask, OPS_MR, OPS_NV,
+                        OPS_PREFETCH);
+    }
     switch (M - i) {   // the last rows: the same tile, fewer rows
     case 0: break;
-#define TAIL(R) case R: matmul_tile(out + (int64_t)i * N, a + (int64_t)i * K, bp, ldb, bias, K, N, j0, mask, R, OPS_NV); break;
+    // (a few rows alone bring their packed panel from memory too)
+#define TAIL(R) case R: matmul_tile(out + (int64_t)i * N, a + (int64_t)i * K, bp, ldb, bias, K, N, j0, mask, R, OPS_NV, \
+                                    ldb != OPS_NR ? OPS_PREFETCH : i == 0 ? OPS_PANEL_AHEAD : 0); break;
     TAIL(1) TAIL(2) TAIL(3) TAIL(4) TAIL(5) TAIL(6) TAIL(7)
 #undef TAIL
     }

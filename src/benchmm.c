@@ -1,0 +1,116 @@
+// benchmm — the matmuls of one full pass of the char GPT, timed alone
+// (see benchmm.h).
+//
+// Legend: T tokens of the pass, C embedding size, F = 4 C, V vocabulary,
+// L blocks.
+#include "benchmm.h"
+
+#include "bigmem.h"
+#include "ops.h"
+#include "rng.h"
+#include "timer.h"
+
+#include <assert.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+double benchmm_flops(const GptConfig *cfg, int n) {
+    double C = cfg->C, F = 4.0 * cfg->C;
+    return 2.0 * n * cfg->L * (4 * C * C + 2 * C * F) + 2.0 * C * cfg->V;
+}
+
+// Everything one pass reads and writes, one allocation carved in this order.
+typedef struct {
+    float *w;        // (L, 4 packed (C, C) + packed (C, F) + packed (F, C)) the blocks' weights in panel order
+    float *bias;     // (F) shared by every layer (the values do not change the time)
+    float *head_w;   // (C, V) read in place, as gpt_forward's head
+    float *xn;       // (T, C) input of query, key, value, fc1
+    float *att;      // (T, C) input of output
+    float *q, *k, *v, *proj;   // (T, C) each
+    float *hidden;   // (T, F)
+    float *logits;   // (V)
+} Pass;
+
+// One uncached pass's matmuls, in gpt_forward's order and shapes.
+static void pass_run(const Pass *p, const GptConfig *cfg, int T) {
+    int C = cfg->C, F = 4 * cfg->C, V = cfg->V;
+    int64_t cc = ops_packed_size(C, C), cf = ops_packed_size(C, F), fc = ops_packed_size(F, C);
+    const float *w = p->w;
+    for (int l = 0; l < cfg->L; l++) {
+        // With the panels given, b in place is not read (NULL here).
+        ops_matmul_packed(p->q, p->xn, NULL, w, p->bias, T, C, C), w += cc;
+        ops_matmul_packed(p->k, p->xn, NULL, w, p->bias, T, C, C), w += cc;
+        ops_matmul_packed(p->v, p->xn, NULL, w, p->bias, T, C, C), w += cc;
+        ops_matmul_packed(p->proj, p->att, NULL, w, p->bias, T, C, C), w += cc;
+        ops_matmul_packed(p->hidden, p->xn, NULL, w, p->bias, T, C, F), w += cf;
+        ops_matmul_packed(p->proj, p->hidden, NULL, w, p->bias, T, F, C), w += fc;
+    }
+    ops_matmul(p->logits, p->xn + (int64_t)(T - 1) * C, p->head_w, p->bias, 1, C, V);
+}
+
+int benchmm_run(const GptConfig *cfg, int threads, int repeat, BenchMM *out) {
+    assert(repeat >= 1 && cfg->T >= 1);
+    int T = cfg->T, C = cfg->C, F = 4 * cfg->C, V = cfg->V;
+    int64_t sizes[] = {
+        (int64_t)cfg->L * (4 * ops_packed_size(C, C) + ops_packed_size(C, F) + ops_packed_size(F, C)),
+        F > V ? F : V, (int64_t)C * V, (int64_t)T * C, (int64_t)T * C,
+        (int64_t)T * C, (int64_t)T * C, (int64_t)T * C, (int64_t)T * C, (int64_t)T * F, V,
+    };
+    enum { PARTS = sizeof(sizes) / sizeof(sizes[0]) };
+    int64_t total = 0;
+    for (int i = 0; i < PARTS; i++) total += (sizes[i] + 15) / 16 * 16;   // each part on 64 bytes
+    size_t bytes = sizeof(float) * (size_t)total;
+    float *mem = bigmem_alloc(bytes);
+    double *rate = malloc(sizeof(double) * 3 * (size_t)repeat);
+    if (!mem || !rate) {
+        bigmem_free(mem, bytes);
+        free(rate);
+        return -1;
+    }
+    Pass p;
+    float **parts[PARTS] = {&p.w, &p.bias, &p.head_w, &p.xn, &p.att, &p.q, &p.k, &p.v, &p.proj, &p.hidden, &p.logits};
+    float *at = mem;
+    for (int i = 0; i < PARTS; i++) *parts[i] = at, at += (sizes[i] + 15) / 16 * 16;
+    // Weights in [-0.05, 0.05), activations in [-1, 1): no overflow, no
+    // subnormals (which would slow the arithmetic). Where ops_pack pads a
+    // partial panel with zeros there are random numbers here; the kernel
+    // masks those columns off, so the time is the same.
+    uint64_t seed = 15;
+    for (int64_t i = 0; i < sizes[0]; i++) p.w[i] = (float)(0.1 * rng_uniform(&seed) - 0.05);
+    for (int64_t i = 0; i < sizes[2]; i++) p.head_w[i] = (float)(0.1 * rng_uniform(&seed) - 0.05);
+    for (int64_t i = 0; i < sizes[3]; i++) p.xn[i] = p.att[i] = (float)(2 * rng_uniform(&seed) - 1);
+
+    int before = ops_threads();
+    if (ops_set_threads(threads) != 0) {
+        ops_set_threads(before);
+        bigmem_free(mem, bytes);
+        free(rate);
+        return -1;
+    }
+    double flops = benchmm_flops(cfg, T);
+    int tasks = 8 * ops_threads();
+    int64_t iters = (int64_t)(flops / (2.0 * 16 * 16 * tasks)) + 1;   // the FMA loop: 512 FLOPs an iteration
+    double *mm = rate, *fma = rate + repeat, *frac = rate + 2 * repeat;
+    pass_run(&p, cfg, T);   // warm-up: pages touched, threads awake
+    ops_fma_loop(iters, tasks);
+    for (int i = 0; i < repeat; i++) {
+        double t0 = timer_now();
+        pass_run(&p, cfg, T);
+        double t1 = timer_now();
+        double done = ops_fma_loop(iters, tasks);
+        double t2 = timer_now();
+        mm[i] = flops / (t1 - t0) * 1e-9;
+        fma[i] = done / (t2 - t1) * 1e-9;
+        frac[i] = mm[i] / fma[i];
+    }
+    out->tokens = T;
+    out->flops = flops;
+    // timer_median sorts its samples: the last is then the best
+    out->median_fraction = timer_median(frac, repeat);
+    out->median_gflops = timer_median(mm, repeat), out->best_gflops = mm[repeat - 1];
+    out->fma_median_gflops = timer_median(fma, repeat), out->fma_best_gflops = fma[repeat - 1];
+    ops_set_threads(before);
+    bigmem_free(mem, bytes);
+    free(rate);
+    return 0;
+}
