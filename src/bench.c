@@ -23,6 +23,7 @@
 // lesson's minute even on a machine that others are using.
 #include "bench.h"
 
+#include "benchmm.h"
 #include "benchsvg.h"
 #include "bigmem.h"
 #include "fileio.h"
@@ -289,6 +290,7 @@ typedef struct {
     int n_lengths;
     Measure (*table)[2];
     double train_tps;   // 0 unless --train
+    BenchMM mm;         // the matmuls of a full pass, timed alone (mm.tokens 0 if not run)
     int noisy;          // a timing above was marked noisy
 } Report;
 
@@ -362,6 +364,10 @@ static void print_report(Trace *tr, Report *r, const GptVariant *variant) {
                    "      每秒 %.0f 个词元；矩阵乘 %.1f GFLOP/s = FMA 峰值的 %.0f%%；读取 %.2f GB/s = memcpy 的 %.0f%%",
                    head_steps / h->st.mean, gflops, 100 * gflops / (r->peak.mean * 1e-9), gbps,
                    100 * gbps / (r->bandwidth.mean * 1e-9));
+        if (c == 0 && r->mm.tokens > 0)
+            trace_sayf(tr, "      matmuls alone (a %d-token pass): %.1f GFLOP/s median, %.1f best = %.0f%% of the FMA loop run beside them",
+                       "      单独计时矩阵乘（%d 个词元的一次完整计算）：中位数 %.1f GFLOP/s，最好 %.1f = 同时运行的 FMA 循环的 %.0f%%",
+                       r->mm.tokens, r->mm.median_gflops, r->mm.best_gflops, 100 * r->mm.median_fraction);
     }
     trace_run(tr, NULL);
     int decimals;
@@ -461,6 +467,12 @@ static void print_json(Trace *tr, const Report *r, const double *open_s) {
     }
     if (!r->random_model) trace_timing_stats(tr, "open_model", open_s, r->repeat);
     if (r->train_tps > 0) trace_value(tr, "train_tokens_per_s", r->train_tps, "tokens/s", NULL, NULL);
+    if (r->mm.tokens > 0) {
+        trace_value(tr, "matmul_pass_tokens", r->mm.tokens, "tokens", NULL, NULL);
+        trace_value(tr, "matmul_pass_gflops_median", r->mm.median_gflops, "GFLOP/s", NULL, NULL);
+        trace_value(tr, "matmul_pass_gflops_best", r->mm.best_gflops, "GFLOP/s", NULL, NULL);
+        trace_value(tr, "matmul_pass_fraction_of_fma", r->mm.median_fraction, "fraction", NULL, NULL);
+    }
     for (int c = 0; c < 2; c++) {
         const Measure *h = r->head[c];
         trace_run(tr, c ? "cache" : "no-cache");
@@ -646,6 +658,13 @@ int bench_command(const Options *opt, Trace *tr) {
         rc = measure_run(&b, x, i < 0 ? -1 : i / n_measures, what);
     }
     for (int i = 0; i < n_measures; i++) measures[i].st = stats_of(measures[i].samples, repeat);
+    // The matmuls of a full pass of the context, timed alone beside the FMA
+    // loop (benchmm.h): how near the kernel comes to the peak when attention
+    // and the rest are left out.
+    if (!rc) {
+        progress_show(&progress, progress.zh ? "bench：单独计时矩阵乘" : "bench: the matmuls alone");
+        if (benchmm_run(&m.cfg, opt->threads, repeat, &r.mm)) r.mm.tokens = 0;
+    }
     // Training speed of the same shape (--train): whole steps (forward,
     // backward, AdamW) on 16 sequences of T tokens, as the shipped model was
     // trained.
@@ -654,7 +673,7 @@ int bench_command(const Options *opt, Trace *tr) {
                       TRAIN_STEPS, TRAIN_BATCH, m.cfg.T);
         char terr[256];
         rc = train_benchmark(m.cfg, TRAIN_BATCH, TRAIN_STEPS, opt->threads, &r.train_tps, terr, sizeof terr);
-        if (rc) fprintf(stderr, "kvdemo: %s\n", terr);
+        if (rc) fileio_error("%s", "%s", terr);
     }
     progress_end(&progress);
     if (rc) goto done;

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 // A random tiny model file for the tests (T = 32, C = 64, H = 4, L = 2).
+enum { MODEL_T = 32 };   // the tiny preset's context
 static char model[64];
 
 static int setup(void **state) {
@@ -182,6 +183,18 @@ static void test_bench_csv(void **state) {
     assert_non_null(gb);
     assert_non_null(bfrac);
     assert_true(fabs(bfrac->value - gb->value / bw->value) <= 1e-6 * bfrac->value);
+    // The matmuls of a full pass, timed alone: a pass of the model's context,
+    // the best no slower than the median, read against the FMA loop.
+    const Event *mm_tokens = events_find(e, n, "value", NULL, -1, "matmul_pass_tokens");
+    const Event *mm_median = events_find(e, n, "value", NULL, -1, "matmul_pass_gflops_median");
+    const Event *mm_best = events_find(e, n, "value", NULL, -1, "matmul_pass_gflops_best");
+    const Event *mm_frac = events_find(e, n, "value", NULL, -1, "matmul_pass_fraction_of_fma");
+    if (!mm_tokens || !mm_median || !mm_best || !mm_frac) fail_msg("bench --format json: no matmul_pass_* values");
+    if (mm_tokens->value != MODEL_T) fail_msg("matmul_pass_tokens: expected %d, got %g", MODEL_T, mm_tokens->value);
+    if (!(mm_median->value > 0 && mm_best->value >= mm_median->value))
+        fail_msg("matmul pass: expected 0 < median %g <= best %g", mm_median->value, mm_best->value);
+    if (!(mm_frac->value > 0 && mm_frac->value < 2))
+        fail_msg("matmul_pass_fraction_of_fma: expected in (0, 2), got %g", mm_frac->value);
     events_free(e, n);
     run_free(&r);
     FILE *f = fopen(csv, "r");
