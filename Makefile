@@ -128,7 +128,8 @@ data:
 
 # Installed layout: PREFIX/bin/kvdemo finds its data in PREFIX/share/kvdemo
 # (src/paths.c looks beside the binary, then in ../share/kvdemo), and the
-# pages its help names in PREFIX/share/kvdemo/docs (English) and docs/zh.
+# pages its help names in PREFIX/share/kvdemo/docs (English) and docs/zh,
+# with README.md beside them, where the pages' links to it lead.
 PREFIX  ?= /usr/local
 BINDIR   = $(DESTDIR)$(PREFIX)/bin
 DATADIR  = $(DESTDIR)$(PREFIX)/share/kvdemo
@@ -141,6 +142,7 @@ install: $(BIN)
 	install -d $(BINDIR) $(DATADIR)/data $(DATADIR)/docs/zh $(MANDIR) $(COMPDIR)
 	install -m 755 $(BIN) $(BINDIR)/kvdemo
 	install -m 644 $(SHIPPED) $(DATADIR)/data/
+	install -m 644 README.md $(DATADIR)/README.md
 	install -m 644 $(filter-out docs/zh/%,$(DOCS)) $(DATADIR)/docs/
 	install -m 644 $(filter docs/zh/%,$(DOCS)) $(DATADIR)/docs/zh/
 	install -m 644 docs/kvdemo.1 $(MANDIR)/kvdemo.1
@@ -148,7 +150,7 @@ install: $(BIN)
 
 uninstall:
 	rm -f $(BINDIR)/kvdemo $(MANDIR)/kvdemo.1 $(COMPDIR)/kvdemo
-	rm -f $(addprefix $(DATADIR)/,$(SHIPPED) $(DOCS))
+	rm -f $(addprefix $(DATADIR)/,$(SHIPPED) $(DOCS) README.md)
 	-rmdir $(DATADIR)/data $(DATADIR)/docs/zh $(DATADIR)/docs $(DATADIR) 2>/dev/null
 
 clean:

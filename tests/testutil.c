@@ -7,6 +7,7 @@
 #include "buf.h"
 
 #include <ctype.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <math.h>
@@ -508,4 +509,57 @@ const char *lesson_quick_args(const unsigned char *options, char *buf, size_t si
 int tests_sanitized(void) {
     const char *v = getenv("KVDEMO_SANITIZED");
     return v && *v && strcmp(v, "0") != 0;
+}
+
+// ----------------------------------------------------------------------------
+// Markdown pages
+
+void expect_links_resolve(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) fail_msg("%s: expected a file, got none", path);
+    char *s = slurp(f);
+    fclose(f);
+    char dir[256];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash) slash[1] = '\0';
+    else dir[0] = '\0';
+    int fenced = 0, lineno = 1;
+    for (const char *p = s; *p; p++) {
+        if (*p == '\n') {
+            lineno++;
+            if (!strncmp(p + 1, "```", 3)) fenced = !fenced;
+            continue;
+        }
+        if (fenced || p[0] != ']' || p[1] != '(') continue;
+        const char *a = p + 2, *b = a;
+        while (*b && *b != ')' && *b != ' ' && *b != '\n') b++;
+        if (*b != ')' && *b != ' ') continue;
+        char target[256];
+        snprintf(target, sizeof target, "%.*s", (int)(b - a), a);
+        if (!strncmp(target, "http://", 7) || !strncmp(target, "https://", 8) || !strncmp(target, "mailto:", 7) ||
+            target[0] == '#' || target[0] == '\0')
+            continue;
+        char *hash = strchr(target, '#');
+        if (hash) *hash = '\0';
+        char full[600];
+        snprintf(full, sizeof full, "%s%s", dir, target);
+        if (access(full, F_OK) != 0)
+            fail_msg("%s:%d: expected the link target %s to exist, got none", path, lineno, full);
+    }
+    free(s);
+}
+
+void expect_links_resolve_in(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d) fail_msg("cannot open folder %s", dir);
+    struct dirent *e;
+    char path[512];
+    while ((e = readdir(d))) {
+        size_t len = strlen(e->d_name);
+        if (len < 4 || strcmp(e->d_name + len - 3, ".md")) continue;
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        expect_links_resolve(path);
+    }
+    closedir(d);
 }

@@ -88,6 +88,15 @@ pid_t kvdemo_spawn_pty(int *master, const char *const *args);
 char *read_to_end(int fd);
 
 // ----------------------------------------------------------------------------
+// Markdown pages
+
+// Fails at the first relative link [text](target) of the page at path whose
+// target does not exist, resolved from the page's folder ("#anchor" parts
+// dropped, fenced code blocks skipped); _in: every *.md page of dir.
+void expect_links_resolve(const char *path);
+void expect_links_resolve_in(const char *dir);
+
+// ----------------------------------------------------------------------------
 // Fixture arrays of tests/*_reference.py: lines "name count v0 v1 ...".
 
 // Reads the array called name; returns its count (filling at most max
