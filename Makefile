@@ -78,8 +78,11 @@ tests/need-cmocka:
 .PHONY: tests/need-cmocka
 
 # Build and run every tests/test_*.c; each is its own cmocka program.
+# KVDEMO_MAKE: the variables this build was made with, for the tests that
+# run make themselves (test_make) without rebuilding it all.
 check: $(BIN) $(TESTS)
-	@KVDEMO_BIN=./$(BIN) sh tests/run-all.sh $(TESTS)
+	@KVDEMO_BIN=./$(BIN) KVDEMO_MAKE="BUILD=$(BUILD) BIN=$(BIN) CC='$(CC)' CFLAGS='$(CFLAGS)'" \
+	  sh tests/run-all.sh $(TESTS)
 
 $(BUILD)/tests/test_%: tests/test_%.c $(LIBOBJ) $(TESTLIB) $(BUILD)/flags
 	@mkdir -p $(dir $@)

@@ -102,19 +102,16 @@ static char *slurp(FILE *f) {
 
 RunResult kvdemo_run(const char *args) { return kvdemo_run_env(NULL, args); }
 
-RunResult kvdemo_run_env(const char *env, const char *args) {
+RunResult shell_run(const char *cmd) {
     RunResult r = {0};
-    const char *bin = getenv("KVDEMO_BIN");
-    if (!bin || !*bin) bin = "./kvdemo";
     char errpath[] = "/tmp/kvdemo-test-XXXXXX";
     int fd = mkstemp(errpath);
     assert_true(fd >= 0);
     close(fd);
-    Buf cmd;
-    buf_init(&cmd);
-    buf_printf(&cmd, "env -u LC_ALL -u LC_MESSAGES -u LANG -u NO_COLOR %s %s %s </dev/null 2>%s",
-               env ? env : "", bin, args, errpath);
-    char *c = buf_take(&cmd);
+    Buf full;
+    buf_init(&full);
+    buf_printf(&full, "%s 2>%s", cmd, errpath);
+    char *c = buf_take(&full);
     FILE *p = popen(c, "r");
     assert_non_null(p);
     r.out = slurp(p);
@@ -124,6 +121,18 @@ RunResult kvdemo_run_env(const char *env, const char *args) {
     r.err = e ? slurp(e) : strdup("");
     if (e) fclose(e);
     unlink(errpath);
+    free(c);
+    return r;
+}
+
+RunResult kvdemo_run_env(const char *env, const char *args) {
+    const char *bin = getenv("KVDEMO_BIN");
+    if (!bin || !*bin) bin = "./kvdemo";
+    Buf cmd;
+    buf_init(&cmd);
+    buf_printf(&cmd, "env -u LC_ALL -u LC_MESSAGES -u LANG -u NO_COLOR %s %s %s </dev/null", env ? env : "", bin, args);
+    char *c = buf_take(&cmd);
+    RunResult r = shell_run(c);
     free(c);
     return r;
 }

@@ -52,6 +52,8 @@ typedef struct {
 RunResult kvdemo_run_env(const char *env, const char *args);
 RunResult kvdemo_run(const char *args);
 void run_free(RunResult *r);
+// Runs the shell command cmd (its standard error kept apart, as above).
+RunResult shell_run(const char *cmd);
 // Number of lines in s.
 int count_lines(const char *s);
 // Runs "kvdemo ARGS", fails the test unless it exits 0, and returns its
