@@ -19,17 +19,23 @@
 #include <unistd.h>
 
 #define CORPUS "tests/fixtures/corpus_small.txt"
-// make without what a calling make passes down (its variables, its jobs).
-#define MAKE "env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL -u LANG -u LC_ALL make --no-print-directory"
+// make without what a calling make passes down: its jobs, and its variables,
+// in MAKEFLAGS and in the environment (make check ARCH= exports ARCH).
+#define MAKE                                                                                                   \
+    "env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL -u ARCH -u OPT -u CFLAGS -u CC -u BUILD -u BIN -u LANG -u LC_ALL " \
+    "make --no-print-directory"
 
+// The whole text of path (a README or .gitignore: well under 256 kB).
 static char *read_text(const char *path) {
+    enum { MAX = 1 << 18 };
     FILE *f = fopen(path, "rb");
     if (!f) fail_msg("%s: expected a file, got none", path);
-    char *s = calloc(1, 1 << 16);
+    char *s = malloc(MAX);
     assert_non_null(s);
-    size_t n = fread(s, 1, (1 << 16) - 1, f);
-    s[n] = '\0';
+    size_t n = fread(s, 1, MAX, f);
     fclose(f);
+    if (n == MAX) fail_msg("%s: expected under %d bytes, got more", path, MAX);
+    s[n] = '\0';
     return s;
 }
 
@@ -103,9 +109,9 @@ static int remove_rundir(void **state) {
     return system(cmd) == 0 ? 0 : -1;
 }
 
-// `make run` (as the README gives it, without -s) in a copy of the tested build's objects with one of them gone:
-// make compiles it and links kvdemo, quietly, and the first thing shown is
-// lesson 2's heading.
+// `make run` (as the README gives it, without -s) in a copy of the tested
+// build's objects with one of them gone: make compiles it and links kvdemo,
+// quietly, and the first thing shown is lesson 2's heading.
 static void test_make_run_shows_the_lesson(void **state) {
     (void)state;
     const char *vars = getenv("KVDEMO_MAKE");
