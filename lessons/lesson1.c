@@ -135,6 +135,7 @@ int lesson1_run(const Options *opt, Trace *tr) {
                             : "第 1 层的 K 行没有变（K = X @ W_K 逐行计算，X 的旧行没变），但旧的输出变了：\n"
                               "前面的 token 现在也看得到“真”。这些输出是第 2 层的输入，所以从第 2 层起，\n"
                               "旧 token 的 K、V 行都变了，第 1 步算出的东西不能再用。所以 BERT 没有 KV Cache。\n");
+    toy_precision_note(tr, 0);
     toy_end(&d, a, 4);
     return 0;
 }

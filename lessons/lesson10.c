@@ -23,6 +23,7 @@
 // times and the cost per token. On a terminal it shows the race instead (the
 // two runs side by side, live, as `kvdemo race`); --no-race, a pipe or JSON
 // give the runs one after the other.
+#include "fileio.h"
 #include "flash.h"
 #include "gptsetup.h"
 #include "lessons.h"
@@ -81,7 +82,7 @@ static int record_step(void *ctx, const GptStep *st) {
             trace_sayf(tr,
                        "step %d: len(tokens) = %d > %d: the cache is dropped and the last %d tokens are fed at\n"
                        "offset 0, with the causal mask; so again at every later step.",
-                       "第 %d 步：len(tokens) = %d > %d，缓存被丢弃，最后 %d 个 token 从偏移 0 起重新输入，\n"
+                       "第 %d 步：len(tokens) = %d > %d，缓存被丢弃，最后 %d 个词元从偏移 0 起重新输入，\n"
                        "使用因果掩码；之后的每一步都这样。",
                        st->step + 1, n_tokens, r->cfg.T, st->n);
             int kshape[4] = {1, r->cfg.H, r->cfg.C / r->cfg.H, st->cache_len};
@@ -99,10 +100,10 @@ static int record_step(void *ctx, const GptStep *st) {
         trace_step(tr, st->step + 1);
         if (st->cached)
             trace_sayf(tr, "step %d: fed 1 token at offset %d (the cache holds the rest), no causal mask:",
-                       "第 %d 步：只输入 1 个 token，位置偏移 %d（其余在缓存中），不用因果掩码：", st->step + 1, st->offset);
+                       "第 %d 步：只输入 1 个词元，位置偏移 %d（其余在缓存中），不用因果掩码：", st->step + 1, st->offset);
         else
             trace_sayf(tr, "step %d: fed %d tokens at offset 0 (no cache yet), with the causal mask:",
-                       "第 %d 步：输入全部 %d 个 token，偏移 0（还没有缓存），使用因果掩码：", st->step + 1, st->n);
+                       "第 %d 步：输入全部 %d 个词元，偏移 0（还没有缓存），使用因果掩码：", st->step + 1, st->n);
         int kshape[4] = {1, H, D, len}, vshape[4] = {1, H, len, D};
         trace_shape(tr, "key", 4, kshape);
         trace_shape(tr, "value", 4, vshape);
@@ -139,17 +140,17 @@ static void show_resets(Trace *tr, const Record *r, int steps) {
     trace_value(tr, "tokens_per_s_without_resets", kept / (r->seconds - r->reset_seconds), "tokens/s", "  speed",
                 "  速度");
     trace_value(tr, "gflop_per_token_without_resets", (flops - reset_flops) / kept * 1e-9, "GFLOP",
-                "  computed per token", "  每个 token 的计算量");
+                "  computed per token", "  每个词元的计算量");
 }
 
 static void show_cost(Trace *tr, const Record *r, int steps) {
     trace_value(tr, "tokens_per_s", steps / r->seconds, "tokens/s", "speed", "速度");
     trace_value(tr, "gflop_per_token", (r->cost.matmul_flops + r->cost.attention_flops) / steps * 1e-9, "GFLOP",
-                "computed per token", "每个 token 的计算量");
+                "computed per token", "每个词元的计算量");
     trace_value(tr, "weight_mb_per_token", r->cost.weight_bytes / steps * 1e-6, "MB", "weights read per token",
-                "每个 token 读取的权重");
+                "每个词元读取的权重");
     trace_value(tr, "kv_mb_per_token", r->cost.cache_bytes / steps * 1e-6, "MB", "keys and values read per token",
-                "每个 token 读取的键和值");
+                "每个词元读取的键和值");
 }
 
 // On a terminal: the two runs race side by side, live, and end with the same
@@ -177,12 +178,12 @@ static int race_lesson(const GptModel *m, const Options *opt, Trace *tr) {
               "\nThe chapter's numpy: 4.93 s without the cache, 0.53 s with it (9.3x), for 256 tokens.\n"
               "kvdemo lesson 10 --no-race runs them one after the other: the cache's shapes as it grows\n"
               "and the logits of every step compared bit for bit. The chapter's exercise is `kvdemo bench`.",
-              "\n原文（numpy）：256 个 token，无缓存 4.93 秒，有缓存 0.53 秒（9.3 倍）。\n"
+              "\n原文（numpy）：256 个词元，无缓存 4.93 秒，有缓存 0.53 秒（9.3 倍）。\n"
               "kvdemo lesson 10 --no-race 让两次运行先后进行：逐步显示缓存的形状，\n"
               "并逐位比较每一步的 logits。课后练习请运行 `kvdemo bench`。");
     if (opt->runs != RUN_BOTH)
-        fprintf(stderr, "kvdemo: lesson 10 always runs both ways to compare them; %s ignored\n",
-                opt->runs == RUN_CACHE ? "--cache" : "--no-cache");
+        fileio_error("lesson 10 always runs both ways to compare them; %s ignored",
+                     "第 10 课总是两种方式都跑一遍来比较；忽略 %s", opt->runs == RUN_CACHE ? "--cache" : "--no-cache");
     return 0;
 }
 
@@ -192,7 +193,7 @@ int lesson10_run(const Options *opt, Trace *tr) {
     int rc = gptsetup_model(&m, opt, 1, &random_model);
     if (rc) return rc;
     int steps = opt->steps > 0 ? opt->steps : DEFAULT_STEPS;
-    const char *prompt_text = opt->n_prompts ? opt->prompts[0] : "ROMEO:";
+    const char *prompt_text = gptsetup_prompt_text(opt);
     int *prompt = NULL, n_prompt = 0;
     GptState s = {0};
     Record rec[2];
@@ -205,7 +206,7 @@ int lesson10_run(const Options *opt, Trace *tr) {
         rec[c].logits = malloc(sizeof(float) * (size_t)steps * (size_t)m.cfg.V);
     }
     if (!rec[0].logits || !rec[1].logits || gpt_state_init(&s, m.cfg) || ops_set_threads(opt->threads)) {
-        fprintf(stderr, "kvdemo: out of memory\n");
+        fileio_error("out of memory", "内存不足");
         rc = 1;
         goto done;
     }
@@ -217,7 +218,8 @@ int lesson10_run(const Options *opt, Trace *tr) {
                "模型：上下文 %d，嵌入 %d，%d 个头（每头 %d），%d 个模块，词表 %d 个字符（%zu 个参数）。", g.T, g.C, g.H,
                D, g.L, g.V, m.num_params);
     if (random_model) {
-        fprintf(stderr, "kvdemo: %s is missing; lesson 10 runs a random model (its text is noise)\n", GPT_SHIPPED_MODEL);
+        fileio_error("%s is missing; lesson 10 runs a random model (its text is noise)",
+                     "找不到 %s；第 10 课改用随机模型（写出的文字没有意义）", GPT_SHIPPED_MODEL);
         trace_say(tr, "No trained model was found: the weights are random and the text is noise. The cache works the same.",
                   "没有找到训练好的模型：权重是随机的，生成的文字没有意义；缓存的原理完全一样。");
     }
@@ -278,18 +280,18 @@ int lesson10_run(const Options *opt, Trace *tr) {
     Tensor l0 = tensor_view(rec[0].logits, 2, sh), l1 = tensor_view(rec[1].logits, 2, sh);
     trace_compare(tr, "logits", trace_text(tr, "logits of every step without the cache", "不使用缓存时每一步的 logits"), &l0,
                   trace_text(tr, "with the cache", "使用缓存时的"), &l1);
-    trace_value(tr, "speedup", rec[0].seconds / rec[1].seconds, "x", "faster with the cache", "有缓存时的加速");
+    trace_value(tr, "speedup", rec[0].seconds / rec[1].seconds, "x", "faster with the cache", "使用缓存时的加速");
     trace_sayf(tr,
                "\nThe chapter's numpy: 4.93 s without the cache, 0.53 s with it (9.3x), for 256 tokens.\n"
                "Here: %.3f s and %.3f s for %d tokens on %d thread%s.\n"
                "The chapter's exercise — is the cache's advantage larger for longer texts? — is `kvdemo bench`.",
-               "\n原文（numpy）：256 个 token，无缓存 4.93 秒，有缓存 0.53 秒（9.3 倍）。\n"
-               "这里：%.3f 秒与 %.3f 秒，%d 个 token，%d 个线程%s。\n"
+               "\n原文（numpy）：256 个词元，无缓存 4.93 秒，有缓存 0.53 秒（9.3 倍）。\n"
+               "这里：%.3f 秒与 %.3f 秒，%d 个词元，%d 个线程%s。\n"
                "课后练习——生成长度越长，缓存的优势越明显吗？——请运行 `kvdemo bench`。",
                rec[0].seconds, rec[1].seconds, steps, ops_threads(), ops_threads() == 1 ? "" : trace_text(tr, "s", ""));
     goto done;
 oom:
-    fprintf(stderr, "kvdemo: out of memory\n");
+    fileio_error("out of memory", "内存不足");
     rc = 1;
 done:
     free(text[0]);

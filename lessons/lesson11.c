@@ -42,7 +42,7 @@ static const struct {
          "新词元的位置编码用了位置 0，而不是 len(tokens) - 1",
          "a cached step feeds one token, but its position is the cache length: add the offset "
          "(offset = len(tokens) - 1) to the position embedding. Print the position of every step.",
-         "有缓存时只输入一个词元，但它的位置是缓存长度：位置编码要加偏移量（offset = len(tokens) - 1）。"
+         "使用缓存时只输入一个词元，但它的位置是缓存长度：位置编码要加偏移量（offset = len(tokens) - 1）。"
          "打印每一步的位置来检查。"},
     [KV_BUG_NO_APPEND] =
         {"the new key and value are used for the step, never kept in the cache",
@@ -170,7 +170,7 @@ int lesson11_run(const Options *opt, Trace *tr) {
                "The run without the cache is the reference. Each bug below changes only the cached path;\n"
                "kvdemo compares every step's logits with the reference, bit for bit.",
                "第 10 课的字符级 GPT（上下文 %d，%d 个模块）生成 %d 个字符，提示为 \"%s\"（种子 %llu）。\n"
-               "无缓存的一次是参照。下面每个错误只改动有缓存的路径；kvdemo 逐步、逐位比较 logits。",
+               "不使用缓存的一次是参照。下面每个错误只改动使用缓存的路径；kvdemo 逐步、逐位比较 logits。",
                g.T, g.L, steps, prompt_text, (unsigned long long)opt->seed);
     if (random_model) {
         fileio_error("%s is missing; lesson 11 runs a random model (its text is noise)", "找不到 %s；第 11 课改用随机模型（生成的文字没有意义）", GPT_SHIPPED_MODEL);
@@ -180,7 +180,7 @@ int lesson11_run(const Options *opt, Trace *tr) {
 
     trace_run(tr, "no-cache");
     if (run_once(&ref, &s, NULL, &m, prompt, n_prompt, steps, 0, opt)) goto oom;
-    trace_heading(tr, "Without the cache (the reference)", "无缓存（参照）");
+    trace_heading(tr, "Without the cache (the reference)", "不使用缓存（参照）");
     trace_textval(tr, "text", ref.text);
 
     for (int b = 0; b < KV_NUM_BUGS; b++) {
@@ -191,7 +191,7 @@ int lesson11_run(const Options *opt, Trace *tr) {
         if (run_once(&run, &s, &v, &m, prompt, n_prompt, steps, 1, opt)) goto oom;
         Divergence d = diverge(&ref, &run, steps);
         if (b == KV_BUG_NONE)
-            trace_heading(tr, "With the cache, done right", "有缓存，正确实现");
+            trace_heading(tr, "With the cache, done right", "使用缓存，正确实现");
         else {
             char head[160];
             snprintf(head, sizeof head, "%s %s", trace_text(tr, "Bug", "错误"), name);
@@ -220,7 +220,7 @@ int lesson11_run(const Options *opt, Trace *tr) {
             char x[2], y[2];
             if (d.first_char >= 0)
                 trace_sayf(tr, "  the text first differs at character %ld (counting from 0): '%s' without the cache, '%s' with it.",
-                           "  文字在第 %ld 个字符处（从 0 数起）首次不同：无缓存为 '%s'，有缓存为 '%s'。", d.first_char,
+                           "  文字在第 %ld 个字符处（从 0 数起）首次不同：不使用缓存为 '%s'，使用缓存为 '%s'。", d.first_char,
                            shown(ref.text[d.first_char], x), shown(run.text[d.first_char], y));
             else
                 trace_say(tr, "  the text is still the same: the draws did not change.",
@@ -240,7 +240,7 @@ int lesson11_run(const Options *opt, Trace *tr) {
     trace_say(tr,
               "Each bug is silent: no crash, plausible text. Only a comparison with the run without the\n"
               "cache, step by step, finds it — the test to write for any cache of one's own.",
-              "每个错误都是无声的：不会崩溃，文字看起来也像样。只有和无缓存的结果逐步对比才能发现——\n"
+              "每个错误都是无声的：不会崩溃，文字看起来也像样。只有和不使用缓存的结果逐步对比才能发现——\n"
               "给自己的缓存实现也写这样一个测试。");
     goto done;
 oom:

@@ -102,7 +102,7 @@ int lesson12_run(const Options *opt, Trace *tr) {
     int rc = gptsetup_model(&m, opt, 1, &random_model);
     if (rc) return rc;
     int steps = opt->steps > 0 ? opt->steps : DEFAULT_STEPS;
-    const char *prompt_text = opt->n_prompts ? opt->prompts[0] : "ROMEO:";
+    const char *prompt_text = gptsetup_prompt_text(opt);
     int *prompt = NULL, n_prompt = 0;
     GptState s = {0};
     Run ref = {0}, run = {0};
@@ -116,7 +116,7 @@ int lesson12_run(const Options *opt, Trace *tr) {
     if (data) {
         char err[512];
         if (train_text_load(&text, data, m.vocab, g.V, err, sizeof err) != 0) {
-            fprintf(stderr, "kvdemo: %s\n", err);
+            fileio_error("%s", "%s", err);
             rc = 1;
             goto done;
         }
@@ -139,7 +139,7 @@ int lesson12_run(const Options *opt, Trace *tr) {
     trace_sayf(tr,
                "The char GPT of lesson 10 writes %d characters after \"%s\" (seed %llu). kvdemo's own cache gives\n"
                "the same logits as no cache, bit for bit: its kernels sum every output in one order.",
-               "第 10 课的字符级 GPT 生成 %d 个字符，提示为 \"%s\"（种子 %llu）。kvdemo 自己的缓存与无缓存的\n"
+               "第 10 课的字符级 GPT 生成 %d 个字符，提示为 \"%s\"（种子 %llu）。kvdemo 自己的缓存与不使用缓存的\n"
                "logits 逐位相同：它的内核对每个输出都按同一顺序求和。",
                steps, prompt_text, (unsigned long long)opt->seed);
     if (random_model) {
@@ -151,12 +151,13 @@ int lesson12_run(const Options *opt, Trace *tr) {
     // 1 and 2: another summing order in the cached step, in fp32, bf16, fp16.
     trace_heading(tr, "1, 2. Another summing order in the cached step, in fp32, bf16 and fp16",
                   "1、2. 缓存步骤换一种求和顺序：fp32、bf16 与 fp16");
-    trace_say(tr,
-              "The cached one-row step sums each matmul in 32 slices added pairwise, as a GPU matrix-vector\n"
-              "kernel does; the run without the cache sums in order. Both round their activations and cache\n"
-              "to the same type. Same seed, same draws: the text changes only when a logit moves far enough.",
-              "缓存步骤把每个矩阵乘法分成 32 段求和、再两两相加，就像 GPU 的矩阵-向量内核；无缓存的一次按顺序求和。\n"
-              "两者把激活和缓存舍入到同一种类型。种子相同、抽样相同：只有 logit 变化足够大时文字才会改变。");
+    trace_sayf(tr,
+               "The cached one-row step sums each matmul in %d slices added pairwise, as a GPU matrix-vector\n"
+               "kernel does; the run without the cache sums in order. Both round their activations and cache\n"
+               "to the same type. Same seed, same draws: the text changes only when a logit moves far enough.",
+               "缓存步骤把每个矩阵乘法分成 %d 段求和、再两两相加，就像 GPU 的矩阵-向量内核；不使用缓存的一次按顺序求和。\n"
+               "两者把激活和缓存舍入到同一种类型。种子相同、抽样相同：只有 logit 变化足够大时文字才会改变。",
+               KV_SPLIT_SLICES);
     const KvDtype acts[3] = {KV_FP32, KV_BF16, KV_FP16};
     for (int a = 0; a < 3; a++) {
         GptVariant plain = {.act_dtype = acts[a], .kv_dtype = acts[a]};
@@ -194,7 +195,7 @@ int lesson12_run(const Options *opt, Trace *tr) {
             if (!c.step)
                 trace_say(tr, "    (with the same summing order, bf16 with and without the cache agree bit for bit:\n"
                               "    rounding alone does not part them; it magnifies a different order)",
-                          "    （求和顺序相同时，bf16 有无缓存逐位相同：舍入本身不会造成差异，它放大的是顺序的差异）");
+                          "    （求和顺序相同时，bf16 使用与不使用缓存时逐位相同：舍入本身不会造成差异，它放大的是顺序的差异）");
         }
     }
     trace_pause(tr);
@@ -259,9 +260,13 @@ int lesson12_run(const Options *opt, Trace *tr) {
         const char *row[] = {kvquant_name(kinds[k]), bytes_cell, pct, lossbuf, note};
         trace_table_row(tr, &table, row);
     }
-    if (tr->format == FORMAT_TEXT) {
-        fprintf(tr->out, "\n%s\n%s\n", trace_text(tr, "fp32's text:", "fp32 的文字："), ref.text);
-        fprintf(tr->out, "\n%s\n%s\n", trace_text(tr, "int4's text:", "int4 的文字："), run.text);
+    if (tr->format != FORMAT_JSON) {   // JSON has each run's text already
+        trace_say(tr, "", "");
+        trace_say(tr, "fp32's text:", "fp32 的文字：");
+        trace_textval(tr, "text", ref.text);
+        trace_say(tr, "", "");
+        trace_say(tr, "int4's text:", "int4 的文字：");
+        trace_textval(tr, "text", run.text);
     }
     trace_say(tr,
               "\nThe cache is stored here as floats holding exactly what the smaller cache gives back: the\n"

@@ -1,4 +1,4 @@
-// lesson 2 — 为什么要进行 KV Cache？ (seed 000, section 2)
+// lesson 2 — 为什么要进行 KV Cache？ (the KV Cache article, section 2)
 //
 // The article's 4-dim example. Given 天气, the model predicts 真 (step 1);
 // then 真 is appended and, given 天气真, it predicts 好 (step 2).
@@ -238,6 +238,7 @@ static int run_lesson(const Options *opt, Trace *tr, int runs) {
                   "（这么小的规模，一步只要几百纳秒，大部分是固定开销；乘加次数最能说明节省。\n第 10 课用秒来展示。）");
         if (!same) trace_say(tr, "The outputs differ: this is a bug in kvdemo.", "输出不同：这是 kvdemo 的缺陷。");
     }
+    toy_precision_note(tr, 0);
     toy_end(&d, steps, 3);
     return 0;
 }

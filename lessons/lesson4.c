@@ -129,15 +129,23 @@ static void table_row(Trace *tr, int t, int rows, Flops f, double cum) {
     trace_table_row(tr, &FLOP_TABLE, row);
 }
 
+// A blank line, the table's caption (indented by two: "  Without the
+// cache"), then its head.
 static void table_head(Trace *tr, const char *en, const char *zh) {
-    if (tr->format == FORMAT_TEXT) fprintf(tr->out, "\n  %s\n", trace_text(tr, en, zh));
+    trace_say(tr, "", "");
+    trace_say(tr, en, zh);
     trace_table_head(tr, &FLOP_TABLE);
 }
 
-static void bar(FILE *f, const char *c, double value, double max) {
+// out = c repeated in proportion to value / max, at least once, at most
+// BAR_WIDTH times (c is one character of UTF-8, up to 4 bytes).
+static const char *bar(char *out, size_t size, const char *c, double value, double max) {
     int n = max > 0 ? (int)lround(value / max * BAR_WIDTH) : 0;
     if (n < 1) n = 1;
-    for (int i = 0; i < BAR_WIDTH; i++) fputs(i < n ? c : " ", f);
+    size_t len = strlen(c), at = 0;
+    for (int i = 0; i < n && at + len < size; i++, at += len) memcpy(out + at, c, len);
+    out[at] = '\0';
+    return out;
 }
 
 static void time_text(char *buf, size_t size, double s) {
@@ -191,7 +199,7 @@ int lesson4_run(const Options *opt, Trace *tr) {
     int rc = gptsetup_model(&m, opt, 1, &random_model);
     if (rc) return rc;
     GptConfig g = m.cfg;
-    const char *prompt_text = opt->n_prompts ? opt->prompts[0] : "ROMEO:";
+    const char *prompt_text = gptsetup_prompt_text(opt);
     int repeat = opt->repeat > 0 ? opt->repeat : DEFAULT_REPEAT;
     int *tokens = NULL, p = 0;
     GptState s = {0};
@@ -271,7 +279,7 @@ int lesson4_run(const Options *opt, Trace *tr) {
                "Then, for the token after position t: without the cache t + 1 rows are recomputed; with it one\n"
                "row, whose attention reads the t + 1 cached keys and values. Only the attention grows with t.",
                "提示词有 p = %d 个 token。第 1 步把它们全部输入（预填充：两种方式相同）。\n"
-               "之后，生成位置 t 之后的 token：无缓存时重算 t + 1 行；有缓存时只算 1 行，\n"
+               "之后，生成位置 t 之后的 token：不使用缓存时重算 t + 1 行；使用缓存时只算 1 行，\n"
                "它的注意力读取缓存里的 t + 1 个 key 和 value。只有注意力这一项随 t 增长。",
                p);
     const char *runs[2] = {"no-cache", "cache"};
@@ -279,8 +287,8 @@ int lesson4_run(const Options *opt, Trace *tr) {
     int64_t cum_rows[2] = {0, 0};
     int shown[] = {16, 64, 128, 255};
     for (int c = 0; c < 2; c++) {
-        if (c == 0) table_head(tr, "Without the cache", "无缓存");
-        else table_head(tr, "With the cache", "有缓存");
+        if (c == 0) table_head(tr, "  Without the cache", "  不使用缓存");
+        else table_head(tr, "  With the cache", "  使用缓存");
         cum[c] = 0;
         for (int k = 0; k < steps; k++) {
             int t = p - 1 + k;
@@ -310,9 +318,9 @@ int lesson4_run(const Options *opt, Trace *tr) {
                "\nK/V rows over n = %d steps with a p = %d token prompt: without the cache\n"
                "  n·p + n(n−1)/2 = %d·%d + %d·%d/2 = %lld;  with it  p + n − 1 = %d + %d − 1 = %lld.\n"
                "Lesson 7's n(n+1)/2 against n is the case p = 1. All FLOPs: %.3g without the cache, %.3g with it (%.1fx).",
-               "\nn = %d 步、提示词 p = %d 个 token 时的 K/V 行数：无缓存\n"
-               "  n·p + n(n−1)/2 = %d·%d + %d·%d/2 = %lld；有缓存  p + n − 1 = %d + %d − 1 = %lld。\n"
-               "第 7 课的 n(n+1)/2 对 n 就是 p = 1 的情形。总计算量：无缓存 %.3g，有缓存 %.3g（%.1f 倍）。",
+               "\nn = %d 步、提示词 p = %d 个 token 时的 K/V 行数：不使用缓存\n"
+               "  n·p + n(n−1)/2 = %d·%d + %d·%d/2 = %lld；使用缓存  p + n − 1 = %d + %d − 1 = %lld。\n"
+               "第 7 课的 n(n+1)/2 对 n 就是 p = 1 的情形。总计算量：不使用缓存 %.3g，使用缓存 %.3g（%.1f 倍）。",
                steps, p, steps, p, steps, steps - 1, (long long)(n64 * p + n64 * (n64 - 1) / 2), p, steps,
                (long long)(p + n64 - 1), cum[0], cum[1], cum[0] / cum[1]);
     trace_pause(tr);
@@ -332,8 +340,8 @@ int lesson4_run(const Options *opt, Trace *tr) {
     trace_sayf(tr,
                "Each time is the median of %d runs of one forward pass (--repeat N), on %d thread%s: without\n"
                "the cache forward(tokens[0:t+1]), with it forward(tokens[t], offset t).",
-               "每个时间是单次前向计算 %d 次运行的中位数（--repeat N），%d 个线程%s：无缓存\n"
-               "forward(tokens[0:t+1])，有缓存 forward(tokens[t], offset t)。",
+               "每个时间是单次前向计算 %d 次运行的中位数（--repeat N），%d 个线程%s：不使用缓存\n"
+               "forward(tokens[0:t+1])，使用缓存 forward(tokens[t], offset t)。",
                repeat, ops_threads(), tr->lang == LANG_ZH || ops_threads() == 1 ? "" : "s");
     double sec[2][MAX_POS];
     for (int i = npos - 1; i >= 0; i--) {
@@ -347,12 +355,12 @@ int lesson4_run(const Options *opt, Trace *tr) {
     // seconds.
     static const TraceColumn TIME_COLS[] = {
         {"t", "t", 5, 1, NULL},
-        {"no cache", "无缓存", 12, 1, "nocache_seconds"},
-        {"cache", "有缓存", 12, 1, "cache_seconds"},
+        {"no cache", "不使用缓存", 12, 1, "nocache_seconds"},
+        {"cache", "使用缓存", 12, 1, "cache_seconds"},
         {"ratio", "倍数", 8, 1, "ratio"},
     };
     static const TraceTable TIMES = {"per_token", 4, TIME_COLS};
-    if (tr->format == FORMAT_TEXT) fputc('\n', tr->out);
+    trace_say(tr, "", "");
     trace_table_head(tr, &TIMES);
     for (int i = 0; i < npos; i++) {
         char name[32], a[32], b[32];
@@ -382,26 +390,33 @@ int lesson4_run(const Options *opt, Trace *tr) {
             trace_table_row(tr, &TIMES, row);
         }
     }
-    if (tr->format == FORMAT_TEXT) {
-        double max = 0;
-        for (int i = 0; i < npos; i++) max = fmax(max, fmax(sec[0][i], sec[1][i]));
-        fprintf(tr->out, "\n  %s\n", trace_text(tr, "time per token against t (█ without the cache, ░ with it)",
-                                                "每个 token 的耗时随 t 的变化（█ 无缓存，░ 有缓存）"));
-        for (int i = 0; i < npos; i++) {
-            char a[32];
-            for (int c = 0; c < 2; c++) {
-                time_text(a, sizeof a, sec[c][i]);
-                if (c == 0) fprintf(tr->out, "  %5d ", pos[i]);
-                else fprintf(tr->out, "        ");
-                bar(tr->out, c == 0 ? "█" : "░", sec[c][i], max);
-                fprintf(tr->out, " %s\n", a);
-            }
+    // The same times as bars, two a position, scaled to the longest.
+    static const TraceColumn CHART_COLS[] = {
+        {"t", "t", 5, 1, NULL},
+        {"time per token against t (█ without the cache, ░ with it)",
+         "每个 token 的耗时随 t 的变化（█ 不使用缓存，░ 使用缓存）", BAR_WIDTH, 0, "chart"},
+        {"", "", 0, 0, "seconds"},
+    };
+    static const TraceTable CHART = {"per_token_chart", 3, CHART_COLS};
+    double max = 0;
+    for (int i = 0; i < npos; i++) max = fmax(max, fmax(sec[0][i], sec[1][i]));
+    trace_say(tr, "", "");
+    trace_table_head(tr, &CHART);
+    for (int i = 0; i < npos; i++) {
+        for (int c = 0; c < 2; c++) {
+            char t[16] = "", bars[4 * BAR_WIDTH + 1], a[32];
+            if (c == 0) snprintf(t, sizeof t, "%d", pos[i]);
+            if (tr->format == FORMAT_TEXT) time_text(a, sizeof a, sec[c][i]);
+            else snprintf(a, sizeof a, "%.9f", sec[c][i]);
+            trace_run(tr, runs[c]);
+            trace_table_row(tr, &CHART, (const char *const[]){t, bar(bars, sizeof bars, c == 0 ? "█" : "░", sec[c][i], max), a});
         }
     }
+    trace_run(tr, NULL);
     int sh[2] = {npos, g.V};
     Tensor l0 = tensor_view(nc_logits, 2, sh), l1 = tensor_view(c_logits, 2, sh);
-    trace_compare(tr, "logits", trace_text(tr, "logits at these positions without the cache", "这些位置无缓存时的 logits"),
-                  &l0, trace_text(tr, "with the cache", "有缓存时"), &l1);
+    trace_compare(tr, "logits", trace_text(tr, "logits at these positions without the cache", "这些位置不使用缓存时的 logits"),
+                  &l0, trace_text(tr, "with the cache", "使用缓存时"), &l1);
     trace_pause(tr);
 
     // ------------------------------------------------------------------------
@@ -410,9 +425,9 @@ int lesson4_run(const Options *opt, Trace *tr) {
     double t_prompt = time_forward(&s, &m, tokens, p, 0, repeat, samples, NULL);
     trace_table_head(tr, &KINDS);
     show_kind(tr, "prefill", "prefill of the prompt", "预填充：提示词", g, p, 0, t_prompt, repeat);
-    show_kind(tr, "prefill-context", "no cache at the last position", "无缓存：最后一个位置", g, pos[npos - 1] + 1, 0,
+    show_kind(tr, "prefill-context", "no cache at the last position", "不使用缓存：最后一个位置", g, pos[npos - 1] + 1, 0,
               sec[0][npos - 1], repeat);
-    show_kind(tr, "decode", "cached step at the last position", "有缓存：最后一个位置", g, 1, pos[npos - 1],
+    show_kind(tr, "decode", "cached step at the last position", "使用缓存：最后一个位置", g, 1, pos[npos - 1],
               sec[1][npos - 1], repeat);
     double weights_mb = 4.0 * (double)m.num_params * 1e-6;
     int tl = pos[npos - 1];
@@ -422,7 +437,7 @@ int lesson4_run(const Options *opt, Trace *tr) {
     trace_sayf(tr,
                "\nMeasured here: %d rows at once ran at %.2f GFLOP/s, one cached row at %.2f GFLOP/s, a ratio of\n"
                "%.1fx from the same weights (times vary on a busy machine; --repeat 11 steadies them).",
-               "\n这里实测：一次 %d 行达到 %.2f GFLOP/s，有缓存的一行 %.2f GFLOP/s，同样的权重下相差\n"
+               "\n这里实测：一次 %d 行达到 %.2f GFLOP/s，使用缓存的一行 %.2f GFLOP/s，同样的权重下相差\n"
                "%.1f 倍（机器繁忙时耗时会波动；--repeat 11 更稳定）。",
                tl + 1, rate_many * 1e-9, rate_one * 1e-9, rate_many / rate_one);
     trace_sayf(tr,
@@ -433,9 +448,9 @@ int lesson4_run(const Options *opt, Trace *tr) {
                "byte grow with the rows and it is limited by the arithmetic instead (compute bound): compare\n"
                "the GFLOP/s. (A small model may sit partly in the processor's caches, so its GB/s can exceed\n"
                "the memory's.)",
-               "\n有缓存的一步（解码）要读取全部权重 %.1f MB，每个权重只做约 2 次运算：约每字节 0.5 次。\n"
+               "\n使用缓存的一步（解码）要读取全部权重 %.1f MB，每个权重只做约 2 次运算：约每字节 0.5 次。\n"
                "处理器每字节能做的运算远多于此，所以解码受限于内存送来权重的速度：它是内存带宽受限的。\n"
-               "多行的一步（预填充，或无缓存的一步）每个权重每行用一次，每字节的运算数随行数增长，\n"
+               "多行的一步（预填充，或不使用缓存的一步）每个权重每行用一次，每字节的运算数随行数增长，\n"
                "于是受限于运算本身（计算受限）：比较 GFLOP/s 即可看出。（小模型可能部分放在处理器缓存里，\n"
                "所以 GB/s 可能超过内存带宽。）",
                weights_mb);

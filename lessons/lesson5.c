@@ -86,7 +86,7 @@ int lesson5_run(const Options *opt, Trace *tr) {
     int rc = gptsetup_model(&m, opt, 1, &random_model);
     if (rc) return rc;
     GptConfig g = m.cfg;
-    const char *prompt_text = opt->n_prompts ? opt->prompts[0] : "ROMEO:";
+    const char *prompt_text = gptsetup_prompt_text(opt);
     int *tokens = NULL, p = 0;
     GptState s = {0};
     Lengths lens = {0};
@@ -165,17 +165,26 @@ int lesson5_run(const Options *opt, Trace *tr) {
     }
     trace_step(tr, 0);
     trace_run(tr, NULL);
-    if (tr->format == FORMAT_TEXT) {
-        fprintf(tr->out, "\n  %s\n", trace_text(tr, "bytes held after the step that fills position t (█), and reserved (the whole bar)",
-                                                "填入位置 t 之后缓存占用的字节（█），以及预留的字节（整条）"));
-        for (int i = 1; i <= 8; i++) {
-            int len = i * g.T / 8;
-            if (len < p) continue;
-            int n = (int)lround((double)len / g.T * BAR_WIDTH);
-            fprintf(tr->out, "  %5d ", len - 1);
-            for (int x = 0; x < BAR_WIDTH; x++) fputs(x < n ? "█" : "·", tr->out);
-            fprintf(tr->out, " %s\n", memory_decimal(a, sizeof a, (double)per_token * len));
-        }
+    // Eight lengths as bars: the part held (█) of what is reserved (the bar).
+    static const TraceColumn CHART_COLS[] = {
+        {"t", "t", 5, 1, NULL},
+        {"bytes held after the step that fills position t (█), and reserved (the whole bar)",
+         "填入位置 t 之后缓存占用的字节（█），以及预留的字节（整条）", BAR_WIDTH, 0, "chart"},
+        {"", "", 0, 0, "bytes_held"},
+    };
+    static const TraceTable CHART = {"held_chart", 3, CHART_COLS};
+    trace_say(tr, "", "");
+    trace_table_head(tr, &CHART);
+    for (int i = 1; i <= 8; i++) {
+        int len = i * g.T / 8;
+        if (len < p) continue;
+        int n = (int)lround((double)len / g.T * BAR_WIDTH);
+        char t[16], bars[3 * BAR_WIDTH + 1] = "";
+        snprintf(t, sizeof t, "%d", len - 1);
+        for (int x = 0; x < BAR_WIDTH; x++) strcat(bars, x < n ? "█" : "·");
+        if (tr->format == FORMAT_TEXT) memory_decimal(a, sizeof a, (double)per_token * len);
+        else snprintf(a, sizeof a, "%llu", (unsigned long long)per_token * (unsigned long long)len);
+        trace_table_row(tr, &CHART, (const char *const[]){t, bars, a});
     }
     char e[40], f[40];
     trace_sayf(tr,
@@ -252,7 +261,7 @@ int lesson5_run(const Options *opt, Trace *tr) {
                "字节（t + 1 个位置）。字符级 GPT 的计算量是逐项数出来的；真实模型按每个参数每行 2 次运算\n"
                "（缩放定律论文的近似，2020）加上注意力估算。%s",
                trace_text(tr, "This is §7's 空间换时间: space traded for time.", "这就是第 7 节说的“空间换时间”。"));
-    if (tr->format == FORMAT_TEXT) fputc('\n', tr->out);
+    trace_say(tr, "", "");
     trace_table_head(tr, &TRADE);
     const int char_t[] = {16, 64, 128, 255};
     for (size_t i = 0; i < sizeof char_t / sizeof char_t[0]; i++) {

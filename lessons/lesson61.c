@@ -1,4 +1,4 @@
-// lesson 6.1 — PageAttention 显存优化 (seed 000, section 6.1)
+// lesson 6.1 — PageAttention 显存优化 (the KV Cache article, section 6.1)
 //
 // The article, line by line, and where the lesson shows it:
 //
@@ -137,7 +137,7 @@ static void contig_heads(void *ctx, int begin, int end, int thread) {
         float *scores = j->scores + (size_t)h * j->Tc;
         ops_vecmat(scores, j->q + h * j->D, j->key + (size_t)h * j->D * j->Tc, j->D, j->len, j->Tc);
         for (int t = 0; t < j->len; t++) scores[t] *= scale;
-        ops_softmax(scores, j->len);
+        ops_softmax_row(scores, NULL, scores, j->len, OPS_RECIPROCAL);
         ops_vecmat(j->att + h * j->D, scores, j->value + (size_t)h * j->Tc * j->D, j->len, j->D, j->D);
     }
 }
@@ -708,7 +708,7 @@ int lesson61_run(const Options *opt, Trace *tr) {
         fileio_error("lesson 6.1: %s is missing; using a random model of the seed preset (its text is noise)",
                      "第 6.1 课：找不到 %s；改用 seed 形状的随机模型（生成的文字没有意义）", GPT_SHIPPED_MODEL);
     int n_prompt = 0;
-    rc = gptsetup_prompt(&sc.prompt, &n_prompt, &sc.m, opt->n_prompts ? opt->prompts[0] : "ROMEO:", 0);
+    rc = gptsetup_prompt(&sc.prompt, &n_prompt, &sc.m, gptsetup_prompt_text(opt), 0);
     if (rc) {
         scene_free(&sc);
         return rc;

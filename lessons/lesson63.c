@@ -1,4 +1,4 @@
-// lesson 6.3 — FlashAttention 优化技术 (seed 000, section 6.3)
+// lesson 6.3 — FlashAttention 优化技术 (the KV Cache article, section 6.3)
 //
 // The article in four sentences, and where the lesson shows each:
 //
@@ -27,6 +27,7 @@
 #include "lessons.h"
 #include "utf8.h"
 #include "ops.h"
+#include "rng.h"
 #include "timer.h"
 #include "toy.h"
 
@@ -60,7 +61,7 @@ static void online_softmax(Trace *tr, const ToyData *d, const AttnStep *s) {
     trace_say(tr,
               "The score row of \"真\" from lesson 2, step 2. The safe softmax reads it three times:\n"
               "pass 1 the max m, pass 2 the sum l of e^(x - m), pass 3 y = e^(x - m) / l.",
-              "取第 2 课第二步中“真”的一行分数。安全 softmax 要读三遍：\n"
+              "取第 2 课第 2 步中“真”的一行分数。安全 softmax 要读三遍：\n"
               "第一遍求最大值 m，第二遍求 l = Σ e^(x - m)，第三遍算 y = e^(x - m) / l。");
     float xr[TOKENS], y_safe[TOKENS], y_online[TOKENS];
     memcpy(xr, x, sizeof xr);
@@ -129,23 +130,29 @@ static void online_softmax(Trace *tr, const ToyData *d, const AttnStep *s) {
 // Returns 1 when the tiled output equals lesson 2's to 1e-6.
 static int tiled_trace(Trace *tr, const ToyData *d, const AttnStep *s) {
     int N = TOKENS, dv = d->dv, dk = d->dk;
-    float scale = 1.0f / d->scale;   // scores = Q K^T / 2
+    float scale = 1.0f / d->scale;   // scores = Q K^T / d->scale
     float Kt[TOY_MAX_WIDTH * TOKENS], O[TOKENS * TOY_MAX_WIDTH], Ok[TOKENS * TOY_MAX_WIDTH];
     float S[TILE * TILE], P[TILE * TILE], Ot[TILE * TOY_MAX_WIDTH], mt[TILE], lt[TILE];
     float m[TILE], l[TILE], On[TILE * TOY_MAX_WIDTH];
     ops_transpose(Kt, s->K, N, dk);
     trace_heading(tr, "2. Tiled attention, 2 x 2 tiles (FlashAttention Algorithm 1, FlashAttention-2 loop order)",
                   "2. 分块注意力，2 x 2 的块（FlashAttention 算法 1，FlashAttention-2 的循环顺序）");
-    trace_say(tr,
-              "Q, K and V of 天气真 (lesson 2, step 2) are cut into blocks of Br = 2 query rows and tiles of\n"
-              "Bc = 2 keys. For each query block Q_i (outer loop) and each tile K_j, V_j (inner loop):\n"
-              "S_ij = Q_i K_j^T / 2, m~ = rowmax(S_ij), P~ = exp(S_ij - m~), l~ = rowsum(P~), then\n"
-              "m_new = max(m, m~), l = e^(m - m_new) l + e^(m~ - m_new) l~, O = e^(m - m_new) O + e^(m~ - m_new) P~ V_j.\n"
-              "The full 3 x 3 score matrix is never written: only one tile at a time.",
-              "把天气真（第 2 课第二步）的 Q、K、V 切成 Br = 2 行的查询块和 Bc = 2 个键的块。\n"
-              "外层循环查询块 Q_i，内层循环 K_j、V_j：S_ij = Q_i K_j^T / 2，m~ = 行最大值，P~ = exp(S_ij - m~)，\n"
-              "l~ = 行和，再更新 m_new = max(m, m~)，l = e^(m - m_new) l + e^(m~ - m_new) l~，\n"
-              "O = e^(m - m_new) O + e^(m~ - m_new) P~ V_j。完整的 3 x 3 分数矩阵从不写出，每次只有一块。");
+    // The words, the scale and the size from the data (a teacher's --data too).
+    char words[64], scale_text[32], s_code[96];
+    toy_tokens(d, 0, N, words, sizeof words);
+    toy_scale(d, scale_text, sizeof scale_text);
+    toy_caption(d, "S_ij = Q_i @ K_j.T / %s   (+ mask on the diagonal)", s_code, sizeof s_code);
+    trace_sayf(tr,
+               "Q, K and V of %s (lesson 2, step 2) are cut into blocks of Br = %d query rows and tiles of\n"
+               "Bc = %d keys. For each query block Q_i (outer loop) and each tile K_j, V_j (inner loop):\n"
+               "S_ij = Q_i K_j^T / %s, m~ = rowmax(S_ij), P~ = exp(S_ij - m~), l~ = rowsum(P~), then\n"
+               "m_new = max(m, m~), l = e^(m - m_new) l + e^(m~ - m_new) l~, O = e^(m - m_new) O + e^(m~ - m_new) P~ V_j.\n"
+               "The full %d x %d score matrix is never written: only one tile at a time.",
+               "把%s（第 2 课第 2 步）的 Q、K、V 切成 Br = %d 行的查询块和 Bc = %d 个键的块。\n"
+               "外层循环查询块 Q_i，内层循环 K_j、V_j：S_ij = Q_i K_j^T / %s，m~ = 行最大值，P~ = exp(S_ij - m~)，\n"
+               "l~ = 行和，再更新 m_new = max(m, m~)，l = e^(m - m_new) l + e^(m~ - m_new) l~，\n"
+               "O = e^(m - m_new) O + e^(m~ - m_new) P~ V_j。完整的 %d x %d 分数矩阵从不写出，每次只有一块。",
+               words, TILE, TILE, scale_text, N, N);
     Tensor tQ = tensor_view2(s->Q, N, dk), tK = tensor_view2(s->K, N, dk), tV = tensor_view2(s->V, N, dv);
     trace_tensor(tr, TRACE_FULL, "Q", "Q = torch.matmul(X, W_Q)", &tQ, d->rows, 0);
     trace_tensor(tr, TRACE_FULL, "K", "K = torch.matmul(X, W_K)", &tK, d->rows, 0);
@@ -186,7 +193,7 @@ static int tiled_trace(Trace *tr, const ToyData *d, const AttnStep *s) {
             Tensor tmt = tensor_view2(mt, br, 1), tlt = tensor_view2(lt, br, 1);
             Tensor tm = tensor_view2(m, br, 1), tl = tensor_view2(l, br, 1);
             Tensor tO = tensor_view2(O + i0 * dv, br, dv), tOn = tensor_view2(On, br, dv);
-            trace_tensor(tr, TRACE_FULL, "S_ij", "S_ij = Q_i @ K_j.T / 2   (+ mask on the diagonal)", &tS, rows, 1);
+            trace_tensor(tr, TRACE_FULL, "S_ij", s_code, &tS, rows, 1);
             trace_tensor(tr, TRACE_FULL, "m~", "m~_ij = rowmax(S_ij)", &tmt, rows, 0);
             trace_tensor(tr, TRACE_FULL, "P~", "P~_ij = exp(S_ij - m~_ij)", &tP, rows, 1);
             trace_tensor(tr, TRACE_FULL, "l~", "l~_ij = rowsum(P~_ij)", &tlt, rows, 0);
@@ -300,12 +307,9 @@ static void traffic_table(Trace *tr) {
 // Measured: one head, plain against tiled, each in a child process so that
 // its peak memory is its own
 
-// Q, K^T, V (N, d) of uniform numbers in [-1, 1) from a fixed seed.
+// Q, K^T, V (N, d) of uniform numbers in (-1, 1) from a fixed seed.
 static void fill_random(float *x, int64_t n, uint64_t *state) {
-    for (int64_t i = 0; i < n; i++) {
-        *state ^= *state << 13, *state ^= *state >> 7, *state ^= *state << 17;   // xorshift64
-        x[i] = (float)((double)(*state >> 11) / 9007199254740992.0 * 2.0 - 1.0);
-    }
+    for (int64_t i = 0; i < n; i++) x[i] = (float)(rng_uniform(state) * 2.0 - 1.0);
 }
 
 typedef struct {
@@ -609,8 +613,7 @@ int lesson63_run(const Options *opt, Trace *tr) {
         toy_end(&d, &s, 1);
         return 1;
     }
-    trace_heading(tr, "Lesson 6.3 — FlashAttention: tiled attention with an online softmax (seed 000, section 6.3)",
-                  "第 6.3 课 —— FlashAttention 优化技术（000 第 6.3 节）");
+    lessons_heading(tr);
     trace_say(tr,
               "The article: an A100 has 40-80 GB of HBM at 1.5-2.0 TB/s and 192 KB of SRAM on each of its 108\n"
               "streaming multiprocessors at about 19 TB/s. FlashAttention keeps the matrix products and the\n"

@@ -1,5 +1,5 @@
 // lesson 7 — GPT 模型单次 inference 输入生成下一个 token，为什么会产生 kv-cache？
-// (seed 000, section 7)
+// (the KV Cache article, section 7)
 //
 // GPT writes one token per inference, so a sentence takes one inference per
 // token, and inference i+1 feeds only one token more than inference i. Without
@@ -12,6 +12,7 @@
 // predicted (there is no output layer in this example), which is all the loop
 // needs to show what each step computes.
 #include "attention.h"
+#include "fileio.h"
 #include "lessons.h"
 #include "ops.h"
 #include "timer.h"
@@ -71,8 +72,10 @@ int lesson7_run(const Options *opt, Trace *tr) {
     if (toy_load(&d, opt, tr->lesson, 2)) return 1;
     int n = opt->steps > 0 ? opt->steps : d.n;
     if (n > d.n) {
-        fprintf(stderr, "kvdemo: lesson 7: --steps %d is more than the %d tokens of the data file; give at most %d, or a --data file with more rows\n",
-                n, d.n, d.n);
+        fileio_error("lesson 7: --steps %d is more than the %d tokens of the data file; give at most %d, or a --data "
+                     "file with more rows",
+                     "第 7 课：--steps %d 超过了数据文件的 %d 个 token；最多给 %d，或者用行数更多的 --data 文件", n, d.n,
+                     d.n);
         toydata_free(&d);
         return 2;
     }
@@ -84,7 +87,7 @@ int lesson7_run(const Options *opt, Trace *tr) {
     for (int s = 0; ok && s < n; s++)
         ok = attn_step_init(&steps[s], s + 1, d.d, d.dk, d.dv) == 0 && attn_step_init(&outs[s], 1, d.d, d.dk, d.dv) == 0;
     if (!ok) {
-        fprintf(stderr, "kvdemo: out of memory\n");
+        fileio_error("out of memory", "内存不足");
         return 1;
     }
     double t_nc = median_time(repeat, steps, &c, outs, &d, n, 0);
@@ -193,6 +196,7 @@ int lesson7_run(const Options *opt, Trace *tr) {
     free(steps);
     free(outs);
     attn_step_free(&c);
+    toy_precision_note(tr, 0);
     toydata_free(&d);
     return 0;
 }

@@ -183,6 +183,7 @@ int lesson9_run(const Options *opt, Trace *tr) {
               "future k and v, which autoregressive decoding does not have yet.\n",
               "没有因果掩码时，新 token 的输出依然与旧的 q 无关；但除了最后一行，每一行的权重都落到了\n"
               "后面的 token 上（见上面的 S）：算位置 t 要用到后面的 k、v，而自回归推理时还没有它们。\n");
+    toy_precision_note(tr, 1);
     toy_end(&d, steps, 2);
     return 0;
 }

@@ -71,7 +71,7 @@ const Lesson LESSONS[] = {
     {"7", "Why GPT needs the cache: the generation loop", "GPT 单次推理生成下一个 token，为什么会产生 KV Cache",
      "000 §7", lesson7_run, {TRACE_FORM, TENSORS, O(STEP), O(DATA), O(STEPS), O(REPEAT)},
      "the generation loop: how many K/V rows each step computes with and without the cache, n(n+1)/2 against n",
-     "生成循环：每一步有缓存与无缓存各计算多少行 K、V，n(n+1)/2 对 n"},
+     "生成循环：每一步使用与不使用缓存各计算多少行 K、V，n(n+1)/2 对 n"},
     {"8", "Why the cache is large: GPT-3's 164 GB", "为什么 KV Cache 会造成显存很大", "000 §8", lesson8_run,
      {TRACE_FORM, O(STEP)},
      "cache size = 2 * layers * d_model * (s+n) * b * bytes: GPT-3's 164 GB against 350 GB of weights, factor by factor; where the cache outgrows the weights",
@@ -89,10 +89,10 @@ const Lesson LESSONS[] = {
      "six classic cache bugs injected into the cached path, each caught at the first step where the text parts from the run without the cache",
      "把六种常见的缓存错误注入使用缓存的路径，找出每一种与不用缓存的结果第一次不同的那一步"},
     {"12", "Precision: why cached and uncached outputs differ, and a quantised cache",
-     "精度：有无缓存的输出为何不同，以及量化的 KV Cache", "beyond", lesson12_run,
+     "精度：使用与不使用缓存时输出为何不同，以及量化的 KV Cache", "beyond", lesson12_run,
      {TRACE_FORM, O(STEP), GPT_MODEL, GPT_DRAWS, O(STEPS), O(DATA)},
      "why cached and uncached outputs can differ (the summing order, bf16 and fp16), and a cache kept as bf16, fp16, int8 or int4: bytes saved against loss",
-     "有缓存与无缓存的输出为何会不同（求和顺序、bf16 与 fp16），以及以 bf16、fp16、int8、int4 保存的缓存：省下的字节与损失"},
+     "使用与不使用缓存时输出为何会不同（求和顺序、bf16 与 fp16），以及以 bf16、fp16、int8、int4 保存的缓存：省下的字节与损失"},
 };
 const int NUM_LESSONS = (int)(sizeof LESSONS / sizeof LESSONS[0]);
 

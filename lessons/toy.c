@@ -81,6 +81,25 @@ const char *toy_caption(const ToyData *data, const char *fmt, char *buf, int siz
 #pragma GCC diagnostic pop
 #endif
 
+void toy_precision_note(Trace *tr, int exp_differs) {
+#if defined(__FMA__)
+    int fma = 1;
+#else
+    int fma = 0;
+#endif
+    if (tr->format != FORMAT_TEXT || tr->precision < 7 || (fma && !exp_differs)) return;
+    trace_say(tr, "At this precision the last digit of a value may differ by one from what PyTorch prints:",
+              "在这个精度下，个别数值的最后一位可能与 PyTorch 打印的差 1：");
+    if (!fma)
+        trace_say(tr, "  this build of kvdemo has no FMA, so its matrix products round twice where PyTorch's round once;",
+                  "  这个 kvdemo 的构建没有 FMA，矩阵乘法每步舍入两次，PyTorch 只舍入一次；");
+    if (exp_differs)
+        trace_say(tr, "  PyTorch's exp and the C library's differ in the last bit for one weight of the run without the mask;",
+                  "  对于不加掩码那次运行中的一个权重，PyTorch 的 exp 与 C 库的 exp 最后一位不同；");
+    trace_say(tr, "  the values are the same mathematically, and cached and uncached runs stay bit-identical (docs/lesson-2.md).",
+              "  数学上完全相同，使用缓存与不使用缓存的结果仍然逐位相同（见 docs/zh/lesson-2.md）。");
+}
+
 void toy_show_scale(Trace *tr, const ToyData *data) {
     trace_value(tr, "scale", data->scale, "", NULL, NULL);
 }

@@ -31,6 +31,12 @@ const char *toy_caption(const ToyData *data, const char *fmt, char *buf, int siz
 // The scale as a JSON event ("scale"), for scripts that check the captions.
 void toy_show_scale(Trace *tr, const ToyData *data);
 
+// From --precision 7 on (text only), where the digits can stop matching
+// PyTorch's print: in a build without FMA (its matrix products round twice
+// where PyTorch's round once), and, when exp_differs, where PyTorch's exp and
+// the C library's differ in the last bit for one of the lesson's weights.
+void toy_precision_note(Trace *tr, int exp_differs);
+
 // The first n tokens joined ("天气真"), for headings.
 const char *toy_tokens(const ToyData *data, int first, int n, char *buf, int size);
 

@@ -58,10 +58,11 @@ static void ck_f32(CkptWriter *w, float x) { ck_write(w, &x, 4); }
 int train_checkpoint_save(const char *path, const TrainCheckpoint *ck, char *err, size_t errlen) {
     char why[512];
     if (!fileio_host_is_little_endian())
-        return fileio_fail(err, errlen, "checkpoints are little-endian; this machine is not");
+        return fileio_fail2(err, errlen, "checkpoints are little-endian; this machine is not",
+                            "检查点是小端字节序的，这台机器不是");
     AtomicFile a;
     if (fileio_open(&a, path, why, sizeof why) != 0)
-        return fileio_fail(err, errlen, "cannot write the checkpoint: %s", why);
+        return fileio_fail2(err, errlen, "cannot write the checkpoint: %s", "无法写入检查点：%s", why);
     CkptWriter w = {a.f, FNV_START, 0, 0};
     const TrainConfig *c = &ck->cfg;
     ck_write(&w, CKPT_MAGIC, 4);
@@ -99,10 +100,10 @@ int train_checkpoint_save(const char *path, const TrainCheckpoint *ck, char *err
         free(a.tmp);
         a.tmp = NULL;
         fileio_abort(&a);
-        return fileio_fail(err, errlen, "checkpoint save to %s interrupted", path);
+        return fileio_fail2(err, errlen, "checkpoint save to %s interrupted", "保存检查点 %s 时被打断", path);
     }
     if (fileio_commit(&a, why, sizeof why) != 0)
-        return fileio_fail(err, errlen, "cannot write the checkpoint: %s", why);
+        return fileio_fail2(err, errlen, "cannot write the checkpoint: %s", "无法写入检查点：%s", why);
     return 0;
 }
 
@@ -111,7 +112,7 @@ int train_checkpoint_load(const char *path, TrainCheckpoint *ck, char *err, size
     char why_open[512], shape_err[160], recipe[300];
     uint64_t size = 0;
     FILE *f = fileio_open_read(path, &size, why_open, sizeof why_open);
-    if (!f) return fileio_fail(err, errlen, "cannot read the checkpoint: %s", why_open);
+    if (!f) return fileio_fail2(err, errlen, "cannot read the checkpoint: %s", "无法读取检查点：%s", why_open);
     // The header first: the magic, the sizes and the recipe are checked, and
     // the file's length against them, before the rest is read.
     unsigned char h[CKPT_HEADER];
@@ -120,15 +121,15 @@ int train_checkpoint_load(const char *path, TrainCheckpoint *ck, char *err, size
     TrainConfig *c = &ck->cfg;
     uint64_t P = 0;
     if (!fileio_host_is_little_endian())
-        why = "checkpoints are little-endian; this machine is not";
+        why = fileio_text("checkpoints are little-endian; this machine is not", "检查点是小端字节序的，这台机器不是");
     else if (size < CKPT_HEADER + 8)
-        why = "too short to be a checkpoint (truncated?)";
+        why = fileio_text("too short to be a checkpoint (truncated?)", "太短，不是检查点（文件不完整？）");
     else if (fread(h, 1, CKPT_HEADER, f) != CKPT_HEADER)
-        why = "read error";
+        why = fileio_text("read error", "读取出错");
     else if (memcmp(h, CKPT_MAGIC, 4) != 0)
-        why = "wrong magic (not a kvdemo training checkpoint)";
+        why = fileio_text("wrong magic (not a kvdemo training checkpoint)", "文件头不对（不是 kvdemo 的训练检查点）");
     else if (le_get_u32(h + 4) != CKPT_VERSION)
-        why = "unsupported version (expected 1)";
+        why = fileio_text("unsupported version (expected 1)", "不支持的版本（应为 1）");
     if (!why) {
         const unsigned char *q = h + 8;
         uint32_t sizes[8];
@@ -159,37 +160,39 @@ int train_checkpoint_load(const char *path, TrainCheckpoint *ck, char *err, size
         int too_big = step > 0x7fffffff;
         for (int i = 0; i < 8; i++) too_big |= sizes[i] > 0x7fffffff;
         if (too_big)
-            why = "sizes or step counts out of range";
+            why = fileio_text("sizes or step counts out of range", "大小或步数超出范围");
         else if (gpt_check_config(g, shape_err, sizeof shape_err) != 0)
             why = shape_err;   // the model file's own limits
         else if (c->batch < 1 || c->iters < 1 || c->warmup < 0 || ck->step < 0 || ck->step > c->iters)
-            why = "training step counts out of range";
+            why = fileio_text("training step counts out of range", "训练步数超出范围");
         else if (train_config_check(c, recipe, sizeof recipe) != 0)
             why = recipe;
         else if (P != gpt_num_params(g))
-            why = "parameter count does not match the model sizes";
+            why = fileio_text("parameter count does not match the model sizes", "参数个数与模型大小不符");
         else if (size != CKPT_HEADER + 4ull * g.V + 12ull * P + 8)
             why = size < CKPT_HEADER + 4ull * g.V + 12ull * P + 8
-                      ? "file is shorter than its sizes say (truncated)"
-                      : "file is longer than its sizes say (trailing bytes)";
+                      ? fileio_text("file is shorter than its sizes say (truncated)",
+                                    "文件比它的大小字段说的短（不完整）")
+                      : fileio_text("file is longer than its sizes say (trailing bytes)",
+                                    "文件比它的大小字段说的长（末尾多出字节）");
     }
     // Then the rest, whose length the header now vouches for.
     if (!why && !(buf = malloc((size_t)size)))
-        why = "out of memory";
+        why = fileio_text("out of memory", "内存不足");
     if (!why) {
         memcpy(buf, h, CKPT_HEADER);
         if (fread(buf + CKPT_HEADER, 1, (size_t)size - CKPT_HEADER, f) != (size_t)size - CKPT_HEADER)
-            why = "read error";
+            why = fileio_text("read error", "读取出错");
     }
     fclose(f);
     const unsigned char *p = buf;
     if (!why && fnv1a(FNV_START, p, (size_t)size - 8) != le_get_u64(p + size - 8))
-        why = "checksum mismatch (the file is corrupted)";
+        why = fileio_text("checksum mismatch (the file is corrupted)", "校验和不符（文件已损坏）");
     if (!why) {
         ck->num_params = (size_t)P;
         ck->vocab = malloc(sizeof(uint32_t) * (size_t)c->model.V);
         ck->params = malloc(sizeof(float) * (size_t)P * 3);
-        if (!ck->vocab || !ck->params) why = "out of memory";
+        if (!ck->vocab || !ck->params) why = fileio_text("out of memory", "内存不足");
     }
     if (!why) {
         memcpy(ck->vocab, p + CKPT_HEADER, sizeof(uint32_t) * (size_t)c->model.V);
@@ -198,13 +201,14 @@ int train_checkpoint_load(const char *path, TrainCheckpoint *ck, char *err, size
         ck->v = ck->params + 2 * P;
         for (int i = 0; i < c->model.V && !why; i++)
             if (ck->vocab[i] > 0x10FFFF || (i > 0 && ck->vocab[i] <= ck->vocab[i - 1]))
-                why = "vocabulary is not sorted distinct code points";
+                why = fileio_text("vocabulary is not sorted distinct code points", "词表不是排好序、互不相同的码点");
         for (uint64_t i = 0; i < 3 * P && !why; i++)
-            if (!isfinite(ck->params[i])) why = "weights or optimizer state hold NaN or infinity";
+            if (!isfinite(ck->params[i])) why = fileio_text("weights or optimizer state hold NaN or infinity",
+                                                            "权重或优化器状态里有 NaN 或无穷大");
     }
     free(buf);
     if (why) {
-        fileio_fail(err, errlen, "checkpoint %s rejected: %s", path, why);
+        fileio_fail2(err, errlen, "checkpoint %s rejected: %s", "检查点 %s 不能用：%s", path, why);
         train_checkpoint_free(ck);
         return -1;
     }

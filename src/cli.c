@@ -32,7 +32,6 @@
 #include "options.h"
 #include "paths.h"
 #include "pool.h"
-#include "race.h"
 #include "screen.h"
 #include "trace.h"
 #include "utf8.h"
@@ -139,7 +138,7 @@ static const OptionSpec OPTIONS[] = {
     // (the choices' order is TraceFormat's, so text and json keep their index).
     {OPT_FORMAT, "--format", ARG_ENUM, "text|json", AT(tr.format), 1, RACE | BENCH, 0, 0,
      "text for people (default), JSON Lines for scripts", "text 给人看（默认），JSON Lines 给脚本"},
-    {OPT_LANG, "--lang", ARG_LOCALE, "en|zh", AT(tr.lang), 1, LIST | LESSON | GENERATE | RACE | BENCH | TRAIN | EVAL | MEMORY | HELP, 0, 0,
+    {OPT_LANG, "--lang", ARG_LOCALE, "en|zh", AT(tr.lang), 1, LIST | LESSON | GENERATE | RACE | BENCH | INIT | TRAIN | EVAL | MEMORY | HELP, 0, 0,
      "narration language (default from LANG)", "讲解的语言（默认取自 LANG）"},
     {OPT_STEP, "--step", ARG_FLAG, NULL, AT(tr.step_pause), 1, LESSON, 1, 0,
      "one screen at a time on a terminal: Enter next, b back, q quit",
@@ -308,7 +307,7 @@ static const Command COMMANDS[] = {
     {CMD_RACE, "race", cmd_race, 0, "race [options]", "with and without the cache, side by side, live",
      "同一段文字，不用缓存与使用缓存，并排实时生成", "docs/lesson-10.md"},
     {CMD_BENCH, "bench", cmd_bench, 0, "bench [options]", "cache against no cache over growing lengths",
-     "在不同长度上比较有缓存与无缓存", "docs/lesson-10.md"},
+     "在不同长度上比较使用与不使用缓存", "docs/lesson-10.md"},
     {CMD_INIT, "init", cmd_init, 0, "init --out FILE", "write a random char GPT", "写出一个随机的字符级 GPT",
      "docs/model-format.md"},
     {CMD_TRAIN, "train", cmd_train, 0, "train --out FILE", "train the char GPT", "训练字符级 GPT",
@@ -333,9 +332,7 @@ static int usage_error(const char *en, const char *zh, ...) __attribute__((forma
 static int usage_error(const char *en, const char *zh, ...) {
     va_list ap;
     va_start(ap, zh);
-    fputs(fileio_zh() ? "kvdemo：" : "kvdemo: ", stderr);
-    vfprintf(stderr, fileio_zh() ? zh : en, ap);
-    fputc('\n', stderr);
+    fileio_verror(NULL, en, zh, ap);
     va_end(ap);
     return EXIT_USAGE;
 }
@@ -968,7 +965,7 @@ static int cmd_generate(Cli *c) {
     if (trace_begin(&c->tr)) return 1;
     return trace_finish(&c->tr, gptcmd_generate(&c->opt, &c->tr));
 }
-static int cmd_race(Cli *c) { return race_run(&c->opt, &c->tr); }
+static int cmd_race(Cli *c) { return gptcmd_race(&c->opt, &c->tr); }
 static int cmd_bench(Cli *c) { return bench_command(&c->opt, &c->tr); }
 static int cmd_init(Cli *c) { return gptcmd_init(&c->opt); }
 static int cmd_train(Cli *c) { return gptcmd_train(&c->opt, &c->tr); }

@@ -4,6 +4,7 @@
 #include "corpus.h"
 
 #include "utf8.h"
+#include "fileio.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -26,14 +27,15 @@ int train_text_load(TrainText *text, const char *path, const uint32_t *vocab, in
     memset(text, 0, sizeof(*text));
     FILE *f = fopen(path, "rb");
     if (!f) {
-        snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
+        fileio_fail2(err, errlen, "cannot open %s: %s", "无法打开 %s：%s", path, fileio_strerror(errno));
         return -1;
     }
     // A file beyond the limit is refused before it is read (a pipe, whose
     // size is unknown, when the limit is passed).
     struct stat st;
     if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size > TRAIN_MAX_TEXT_BYTES) {
-        snprintf(err, errlen, "%s is %llu bytes; a training text may hold at most %llu MiB", path,
+        fileio_fail2(err, errlen, "%s is %llu bytes; a training text may hold at most %llu MiB",
+                     "%s 有 %llu 字节；训练文本最多 %llu MiB", path,
                  (unsigned long long)st.st_size, TRAIN_MAX_TEXT_BYTES >> 20);
         fclose(f);
         return -1;
@@ -42,7 +44,8 @@ int train_text_load(TrainText *text, const char *path, const uint32_t *vocab, in
     size_t n = 0, cap = 0;
     for (;;) {
         if (n > TRAIN_MAX_TEXT_BYTES) {
-            snprintf(err, errlen, "%s holds more than %llu MiB; a training text may hold at most that",
+            fileio_fail2(err, errlen, "%s holds more than %llu MiB; a training text may hold at most that",
+                         "%s 超过 %llu MiB，而训练文本最多只能这么大",
                      path, TRAIN_MAX_TEXT_BYTES >> 20);
             free(bytes);
             fclose(f);
@@ -52,7 +55,7 @@ int train_text_load(TrainText *text, const char *path, const uint32_t *vocab, in
             cap = cap ? 2 * cap : 1 << 20;
             unsigned char *nb = realloc(bytes, cap);
             if (!nb) {
-                snprintf(err, errlen, "out of memory reading %s", path);
+                fileio_fail2(err, errlen, "out of memory reading %s", "读取 %s 时内存不足", path);
                 free(bytes);
                 fclose(f);
                 return -1;
@@ -66,14 +69,14 @@ int train_text_load(TrainText *text, const char *path, const uint32_t *vocab, in
     int bad = ferror(f);
     fclose(f);
     if (bad) {
-        snprintf(err, errlen, "error reading %s", path);
+        fileio_fail2(err, errlen, "error reading %s", "读取 %s 时出错", path);
         free(bytes);
         return -1;
     }
     uint32_t *cps = malloc(sizeof(uint32_t) * (n + 1));
     text->tokens = malloc(sizeof(int32_t) * (n + 1));
     if (!cps || !text->tokens) {
-        snprintf(err, errlen, "out of memory reading %s", path);
+        fileio_fail2(err, errlen, "out of memory reading %s", "读取 %s 时内存不足", path);
         free(bytes);
         free(cps);
         train_text_free(text);
@@ -83,7 +86,7 @@ int train_text_load(TrainText *text, const char *path, const uint32_t *vocab, in
     for (size_t i = 0; i < n;) {
         int len = utf8_decode(&cps[count], bytes + i, n - i);
         if (len == 0) {
-            snprintf(err, errlen, "%s is not valid UTF-8 (byte %zu)", path, i);
+            fileio_fail2(err, errlen, "%s is not valid UTF-8 (byte %zu)", "%s 不是合法的 UTF-8（第 %zu 个字节）", path, i);
             free(bytes);
             free(cps);
             train_text_free(text);
@@ -111,7 +114,7 @@ int train_text_load(TrainText *text, const char *path, const uint32_t *vocab, in
         }
     }
     if (!text->vocab) {
-        snprintf(err, errlen, "out of memory reading %s", path);
+        fileio_fail2(err, errlen, "out of memory reading %s", "读取 %s 时内存不足", path);
         free(cps);
         train_text_free(text);
         return -1;
@@ -119,8 +122,8 @@ int train_text_load(TrainText *text, const char *path, const uint32_t *vocab, in
     for (int64_t i = 0; i < count; i++) {
         int id = vocab_find(text->vocab, text->V, cps[i]);
         if (id < 0) {
-            snprintf(err, errlen, "%s: character U+%04X at position %lld is not in the model's "
-                            "vocabulary", path, (unsigned)cps[i], (long long)i);
+            fileio_fail2(err, errlen, "%s: character U+%04X at position %lld is not in the model's vocabulary",
+                         "%s：字符 U+%04X（第 %lld 个）不在模型的词表里", path, (unsigned)cps[i], (long long)i);
             free(cps);
             train_text_free(text);
             return -1;

@@ -11,38 +11,47 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-int fileio_fail(char *err, size_t errlen, const char *fmt, ...) {
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
-
 static int message_zh = 0;
 
 void fileio_set_zh(int zh) { message_zh = zh != 0; }
 
 int fileio_zh(void) { return message_zh; }
 
-int fileio_fail2(char *err, size_t errlen, const char *en, const char *zh, ...) {
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, zh);
-        vsnprintf(err, errlen, message_zh ? zh : en, ap);
-        va_end(ap);
-    }
+const char *fileio_text(const char *en, const char *zh) { return message_zh ? zh : en; }
+
+static int fail_v(char *err, size_t errlen, const char *fmt, va_list ap) __attribute__((format(printf, 3, 0)));
+static int fail_v(char *err, size_t errlen, const char *fmt, va_list ap) {
+    if (err && errlen) vsnprintf(err, errlen, fmt, ap);
     return -1;
+}
+
+int fileio_fail(char *err, size_t errlen, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fail_v(err, errlen, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+int fileio_fail2(char *err, size_t errlen, const char *en, const char *zh, ...) {
+    va_list ap;
+    va_start(ap, zh);
+    fail_v(err, errlen, message_zh ? zh : en, ap);
+    va_end(ap);
+    return -1;
+}
+
+void fileio_verror(const char *command, const char *en, const char *zh, va_list ap) {
+    fputs(message_zh ? "kvdemo：" : "kvdemo: ", stderr);
+    if (command) fprintf(stderr, message_zh ? "%s：" : "%s: ", command);
+    vfprintf(stderr, message_zh ? zh : en, ap);
+    fputc('\n', stderr);
 }
 
 int fileio_error(const char *en, const char *zh, ...) {
     va_list ap;
     va_start(ap, zh);
-    fputs(message_zh ? "kvdemo：" : "kvdemo: ", stderr);
-    vfprintf(stderr, message_zh ? zh : en, ap);
-    fputc('\n', stderr);
+    fileio_verror(NULL, en, zh, ap);
     va_end(ap);
     return -1;
 }

@@ -14,6 +14,7 @@
 #ifndef KVDEMO_FILEIO_H
 #define KVDEMO_FILEIO_H
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -35,9 +36,16 @@ int fileio_fail2(char *err, size_t errlen, const char *en, const char *zh, ...)
 // One error line on stderr in that language: "kvdemo: " and en, or "kvdemo："
 // and zh (the same rule for the two formats). Returns -1.
 int fileio_error(const char *en, const char *zh, ...) __attribute__((format(printf, 1, 3)));
+// The same line from a va_list, for a command's own error function; command
+// (e.g. "memory"), if not NULL, follows "kvdemo: " as "memory: ".
+void fileio_verror(const char *command, const char *en, const char *zh, va_list ap)
+    __attribute__((format(printf, 2, 0)));
 // A system error's reason (errno) in that language: strerror, or its Chinese
 // for the reasons a class meets (no such file, no permission, disk full, ...).
 const char *fileio_strerror(int e);
+// en or zh, whichever is the message language: a reason or a word an error
+// message puts in its %s.
+const char *fileio_text(const char *en, const char *zh);
 
 // Little-endian numbers in a byte buffer.
 uint32_t le_get_u32(const unsigned char *b);

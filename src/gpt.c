@@ -174,21 +174,28 @@ enum {
 int gpt_check_config(GptConfig cfg, char *err, size_t errlen) {
     // Each size alone first, so that the products below cannot overflow.
     if (cfg.V < 1 || cfg.V > GPT_MAX_V)
-        return fileio_fail(err, errlen, "vocabulary size V=%d is out of range 1..%d", cfg.V, GPT_MAX_V);
+        return fileio_fail2(err, errlen, "vocabulary size V=%d is out of range 1..%d",
+                            "词表大小 V=%d 超出范围 1..%d", cfg.V, GPT_MAX_V);
     if (cfg.T < 1 || cfg.T > GPT_MAX_T)
-        return fileio_fail(err, errlen, "context T=%d is out of range 1..%d", cfg.T, GPT_MAX_T);
+        return fileio_fail2(err, errlen, "context T=%d is out of range 1..%d",
+                            "上下文 T=%d 超出范围 1..%d", cfg.T, GPT_MAX_T);
     if (cfg.C < 1 || cfg.C > GPT_MAX_C)
-        return fileio_fail(err, errlen, "embedding size C=%d is out of range 1..%d", cfg.C, GPT_MAX_C);
+        return fileio_fail2(err, errlen, "embedding size C=%d is out of range 1..%d",
+                            "嵌入维度 C=%d 超出范围 1..%d", cfg.C, GPT_MAX_C);
     if (cfg.H < 1 || cfg.H > cfg.C)
-        return fileio_fail(err, errlen, "heads H=%d is out of range 1..C=%d", cfg.H, cfg.C);
+        return fileio_fail2(err, errlen, "heads H=%d is out of range 1..C=%d",
+                            "头数 H=%d 超出范围 1..C=%d", cfg.H, cfg.C);
     if (cfg.C % cfg.H != 0)
-        return fileio_fail(err, errlen, "embedding size C=%d is not divisible by the heads H=%d", cfg.C, cfg.H);
+        return fileio_fail2(err, errlen, "embedding size C=%d is not divisible by the heads H=%d",
+                            "嵌入维度 C=%d 不能被头数 H=%d 整除", cfg.C, cfg.H);
     if (cfg.L < 1 || cfg.L > GPT_MAX_L)
-        return fileio_fail(err, errlen, "blocks L=%d is out of range 1..%d", cfg.L, GPT_MAX_L);
+        return fileio_fail2(err, errlen, "blocks L=%d is out of range 1..%d",
+                            "块数 L=%d 超出范围 1..%d", cfg.L, GPT_MAX_L);
     size_t n = gpt_num_params(cfg);
     if (n > GPT_MAX_PARAMS)
-        return fileio_fail(err, errlen, "V=%d T=%d C=%d L=%d make %zu parameters, more than the %zu allowed",
-                    cfg.V, cfg.T, cfg.C, cfg.L, n, GPT_MAX_PARAMS);
+        return fileio_fail2(err, errlen, "V=%d T=%d C=%d L=%d make %zu parameters, more than the %zu allowed",
+                            "V=%d T=%d C=%d L=%d 共 %zu 个参数，超过上限 %zu",
+                            cfg.V, cfg.T, cfg.C, cfg.L, n, GPT_MAX_PARAMS);
     return 0;
 }
 
@@ -198,13 +205,15 @@ static int check_vocab(uint32_t *sorted, const uint32_t *vocab, int V, char *err
     for (int i = 0; i < V; i++) {
         uint32_t c = vocab[i];
         if (c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF))
-            return fileio_fail(err, errlen, "vocabulary entry %d is 0x%X, not a Unicode character", i, c);
+            return fileio_fail2(err, errlen, "vocabulary entry %d is 0x%X, not a Unicode character",
+                                "词表第 %d 项是 0x%X，不是 Unicode 字符", i, c);
     }
     memcpy(sorted, vocab, sizeof(uint32_t) * (size_t)V);
     qsort(sorted, (size_t)V, sizeof(uint32_t), utf8_cmp);
     for (int i = 1; i < V; i++)
         if (sorted[i] == sorted[i - 1])
-            return fileio_fail(err, errlen, "vocabulary holds U+%04X twice", sorted[i]);
+            return fileio_fail2(err, errlen, "vocabulary holds U+%04X twice",
+                                "词表中 U+%04X 出现了两次", sorted[i]);
     return 0;
 }
 
@@ -226,7 +235,8 @@ static int model_new(GptModel *m, GptConfig cfg, const uint32_t *vocab, void *ma
     m->p.blocks = calloc((size_t)cfg.L, sizeof(GptBlockParams));
     if (!m->vocab || !m->params || !m->p.blocks) {
         gpt_free(m);
-        return fileio_fail(err, errlen, "out of memory for a model of %zu parameters", gpt_num_params(cfg));
+        return fileio_fail2(err, errlen, "out of memory for a model of %zu parameters",
+                            "内存不足，放不下 %zu 个参数的模型", gpt_num_params(cfg));
     }
     // m->vocab serves as the scratch of the check, then receives the vocabulary.
     if (check_vocab(m->vocab, vocab, cfg.V, err, errlen) != 0) {
@@ -330,36 +340,46 @@ static uint64_t file_bytes(GptConfig cfg) {
 static int check_header(GptConfig *cfg, const unsigned char *h, uint64_t size, const char *path, char *err,
                         size_t errlen) {
     if (memcmp(h, GPT_MAGIC, 4) != 0)
-        return fileio_fail(err, errlen, "%s: not a kvdemo model: magic is \"%c%c%c%c\", expected \"%s\"", path,
-                           h[0] >= 32 && h[0] < 127 ? h[0] : '?', h[1] >= 32 && h[1] < 127 ? h[1] : '?',
-                           h[2] >= 32 && h[2] < 127 ? h[2] : '?', h[3] >= 32 && h[3] < 127 ? h[3] : '?',
-                           GPT_MAGIC);
+        return fileio_fail2(err, errlen, "%s: not a kvdemo model: magic is \"%c%c%c%c\", expected \"%s\"",
+                            "%s：不是 kvdemo 模型：文件头是“%c%c%c%c”，应为“%s”", path,
+                            h[0] >= 32 && h[0] < 127 ? h[0] : '?', h[1] >= 32 && h[1] < 127 ? h[1] : '?',
+                            h[2] >= 32 && h[2] < 127 ? h[2] : '?', h[3] >= 32 && h[3] < 127 ? h[3] : '?',
+                            GPT_MAGIC);
     uint32_t version = le_get_u32(h + 4);
     if (version != GPT_VERSION)
-        return fileio_fail(err, errlen, "%s: model file version %u, this kvdemo reads version %d", path,
-                           version, GPT_VERSION);
+        return fileio_fail2(err, errlen, "%s: model file version %u, this kvdemo reads version %d",
+                            "%s：模型文件版本为 %u，这个 kvdemo 读取版本 %d", path,
+                            version, GPT_VERSION);
     // The five sizes; one beyond int's range is out of range whatever it is.
-    static const char *const size_names[5] = {"vocabulary size V", "context T", "embedding size C", "heads H",
-                                              "blocks L"};
+    static const char *const size_names[2][5] = {
+        {"vocabulary size V", "context T", "embedding size C", "heads H", "blocks L"},
+        {"词表大小 V", "上下文 T", "嵌入维度 C", "头数 H", "块数 L"},
+    };
     int sizes[5];
     for (int i = 0; i < 5; i++) {
         uint32_t x = le_get_u32(h + 8 + 4 * i);
-        if (x > 0x7fffffff) return fileio_fail(err, errlen, "%s: %s=%u is out of range", path, size_names[i], x);
+        if (x > 0x7fffffff) return fileio_fail2(err, errlen, "%s: %s=%u is out of range",
+                                                "%s：%s=%u 超出范围", path,
+                                                size_names[fileio_zh()][i], x);
         sizes[i] = (int)x;
     }
     *cfg = (GptConfig){sizes[0], sizes[1], sizes[2], sizes[3], sizes[4]};
     char why[200];
-    if (gpt_check_config(*cfg, why, sizeof(why)) != 0) return fileio_fail(err, errlen, "%s: %s", path, why);
+    if (gpt_check_config(*cfg, why, sizeof(why)) != 0) return fileio_fail2(err, errlen, "%s: %s",
+                                                                           "%s：%s", path, why);
     uint64_t need = file_bytes(*cfg);
     if (size < need)
-        return fileio_fail(err, errlen,
+        return fileio_fail2(err, errlen,
                            "%s: truncated: %llu bytes, a model with V=%d T=%d C=%d H=%d L=%d takes %llu bytes",
+                           "%s：文件不完整：只有 %llu 字节，V=%d T=%d C=%d H=%d L=%d 的模型需要 %llu 字节",
                            path, (unsigned long long)size, cfg->V, cfg->T, cfg->C, cfg->H, cfg->L,
                            (unsigned long long)need);
     if (size > need)
-        return fileio_fail(err, errlen,
+        return fileio_fail2(err, errlen,
                            "%s: %llu trailing bytes after the last tensor (a model with V=%d T=%d C=%d H=%d "
                            "L=%d takes %llu bytes)",
+                           "%s：最后一个张量之后多出 %llu 字节（V=%d T=%d C=%d H=%d "
+                           "L=%d 的模型需要 %llu 字节）",
                            path, (unsigned long long)(size - need), cfg->V, cfg->T, cfg->C, cfg->H, cfg->L,
                            (unsigned long long)need);
     return 0;
@@ -373,12 +393,15 @@ static int name_nonfinite(const GptModel *m, size_t bad, const char *path, char 
         if (bad < first || bad >= first + t.numel) continue;
         size_t j = bad - first, r = j / (size_t)t.cols, c = j % (size_t)t.cols;
         if (t.rows == 1)
-            return fileio_fail(err, errlen, "%s: %s[%zu] is %g: every weight must be finite", path, t.name, c,
-                               (double)m->params[bad]);
-        return fileio_fail(err, errlen, "%s: %s[%zu][%zu] is %g: every weight must be finite", path, t.name, r,
-                           c, (double)m->params[bad]);
+            return fileio_fail2(err, errlen, "%s: %s[%zu] is %g: every weight must be finite",
+                                "%s：%s[%zu] 是 %g：每个权重都必须是有限数", path, t.name, c,
+                                (double)m->params[bad]);
+        return fileio_fail2(err, errlen, "%s: %s[%zu][%zu] is %g: every weight must be finite",
+                            "%s：%s[%zu][%zu] 是 %g：每个权重都必须是有限数", path, t.name, r,
+                            c, (double)m->params[bad]);
     }
-    return fileio_fail(err, errlen, "%s: weight %zu is not finite", path, bad);
+    return fileio_fail2(err, errlen, "%s: weight %zu is not finite",
+                        "%s：第 %zu 个权重不是有限数", path, bad);
 }
 
 // Every weight finite: names the first one that is not. Returns 0 or -1 with err.
@@ -398,8 +421,9 @@ int gpt_load(GptModel *m, const char *path, char *err, size_t errlen) {
     unsigned char h[HEADER_BYTES];
     GptConfig cfg;
     if (size < HEADER_BYTES || fread(h, 1, HEADER_BYTES, f) != HEADER_BYTES) {
-        fileio_fail(err, errlen, "%s: truncated: %llu bytes, the header alone takes %d bytes", path,
-                    (unsigned long long)size, HEADER_BYTES);
+        fileio_fail2(err, errlen, "%s: truncated: %llu bytes, the header alone takes %d bytes",
+                     "%s：文件不完整：只有 %llu 字节，光文件头就要 %d 字节", path,
+                     (unsigned long long)size, HEADER_BYTES);
         goto fail;
     }
     if (check_header(&cfg, h, size, path, err, errlen) != 0) goto fail;
@@ -407,11 +431,13 @@ int gpt_load(GptModel *m, const char *path, char *err, size_t errlen) {
     raw = malloc(4 * (size_t)cfg.V);
     vocab = malloc(sizeof(uint32_t) * (size_t)cfg.V);
     if (!raw || !vocab) {
-        fileio_fail(err, errlen, "%s: out of memory", path);
+        fileio_fail2(err, errlen, "%s: out of memory",
+                     "%s：内存不足", path);
         goto fail;
     }
     if (fread(raw, 4, (size_t)cfg.V, f) != (size_t)cfg.V) {
-        fileio_fail(err, errlen, "%s: read error in the vocabulary", path);
+        fileio_fail2(err, errlen, "%s: read error in the vocabulary",
+                     "%s：读取词表时出错", path);
         goto fail;
     }
     for (int i = 0; i < cfg.V; i++) vocab[i] = le_get_u32(raw + 4 * i);
@@ -429,7 +455,8 @@ int gpt_load(GptModel *m, const char *path, char *err, size_t errlen) {
         weights = (float *)((char *)map + HEADER_BYTES + 4 * (size_t)cfg.V);
     }
     if (model_new(m, cfg, vocab, map, (size_t)size, weights, why, sizeof(why)) != 0) {   // unmaps on failure
-        fileio_fail(err, errlen, "%s: %s", path, why);
+        fileio_fail2(err, errlen, "%s: %s",
+                     "%s：%s", path, why);
         goto fail;
     }
     // Every weight finite, checked 2 MB at a time (read first, without a
@@ -438,7 +465,8 @@ int gpt_load(GptModel *m, const char *path, char *err, size_t errlen) {
     for (size_t at = 0; at < m->num_params; at += PIECE) {
         size_t n = m->num_params - at < PIECE ? m->num_params - at : PIECE;
         if (!m->map && fread(m->params + at, sizeof(float), n, f) != n) {
-            fileio_fail(err, errlen, "%s: read error in the weights", path);
+            fileio_fail2(err, errlen, "%s: read error in the weights",
+                         "%s：读取权重时出错", path);
             goto fail;
         }
         swap_floats_if_big_endian(m->params + at, n);
@@ -500,19 +528,23 @@ int gpt_encode(int *tokens, const GptModel *m, const char *text, int max_tokens,
     for (size_t at = 0; s[at];) {
         uint32_t c;
         int len = utf8_decode(&c, s + at, strlen(text + at));
-        if (len == 0) return fileio_fail(err, errlen, "the text is not valid UTF-8 at byte %zu (0x%02X)", at, s[at]);
+        if (len == 0) return fileio_fail2(err, errlen, "the text is not valid UTF-8 at byte %zu (0x%02X)",
+                                          "文字在第 %zu 个字节处不是合法的 UTF-8（0x%02X）", at, s[at]);
         int id = -1;
         for (int v = 0; v < m->cfg.V && id < 0; v++)
             if (m->vocab[v] == c) id = v;
         if (id < 0) {
             if (c < 0x20 || c == 0x7F)
-                return fileio_fail(err, errlen, "character U+%04X at position %d is not in the model's vocabulary", c, n);
+                return fileio_fail2(err, errlen, "character U+%04X at position %d is not in the model's vocabulary",
+                                    "字符 U+%04X（第 %d 个）不在模型的词表里", c, n);
             unsigned char shown[5] = {0};
             utf8_encode(shown, c);
-            return fileio_fail(err, errlen, "character '%s' (U+%04X) at position %d is not in the model's vocabulary",
-                        (const char *)shown, c, n);
+            return fileio_fail2(err, errlen, "character '%s' (U+%04X) at position %d is not in the model's vocabulary",
+                                "字符“%s”（U+%04X，第 %d 个）不在模型的词表里",
+                                (const char *)shown, c, n);
         }
-        if (n == max_tokens) return fileio_fail(err, errlen, "the text is longer than %d characters", max_tokens);
+        if (n == max_tokens) return fileio_fail2(err, errlen, "the text is longer than %d characters",
+                                                 "文字超过 %d 个字符", max_tokens);
         tokens[n++] = id;
         at += (size_t)len;
     }
@@ -598,7 +630,7 @@ static void attention_heads(void *ctx, int begin, int end, int thread) {
                 float *out = s->att + (int64_t)i * C + h * D;     // (D)
                 int seen = kvvariant_scores(s->variant, scores, q, key, scale, i, pos, job->offset > 0, D, T);
                 // weights = softmax(scores)
-                ops_softmax(scores, seen);
+                ops_softmax_row(scores, NULL, scores, seen, OPS_RECIPROCAL);
                 // output = weights @ value, over value's first pos+1 rows
                 ops_vecmat(out, scores, value, seen, D, D);
             }
@@ -620,7 +652,7 @@ static void attention_heads(void *ctx, int begin, int end, int thread) {
                 float *row = scores + (int64_t)r * T;
                 for (int j = 0; j <= pos; j++) row[j] *= scale;
                 // weights = softmax(scores)
-                ops_softmax(row, pos + 1);
+                ops_softmax_row(row, NULL, row, pos + 1, OPS_RECIPROCAL);
             }
             // output = weights @ value, row r over value's first pos+1 rows
             ops_vecmat_rows(out, C, scores, T, value, D, R, last + 1, D, 1);

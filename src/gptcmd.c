@@ -13,12 +13,15 @@
 #include "gptsetup.h"
 #include "ops.h"
 #include "pagedcmd.h"
+#include "race.h"
 #include "paths.h"
 #include "bigmem.h"
 #include "sampler.h"
+#include "screen.h"
 #include "stats.h"
 #include "timer.h"
 #include "train.h"
+#include "utf8.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -29,12 +32,11 @@
 
 enum { DEFAULT_STEPS = 256 };
 enum { PACK_FROM_STEPS = 128 };   // cached runs this long pack the weights
-static const char *const DEFAULT_PROMPT = "ROMEO:";
 
 // Threads for the arithmetic: --threads N, or every core.
 static int start_threads(const Options *opt) {
     if (ops_set_threads(opt->threads) != 0) {
-        fprintf(stderr, "kvdemo: could not start %d threads\n", opt->threads);
+        fileio_error("could not start %d threads", "无法启动 %d 个线程", opt->threads);
         return 1;
     }
     return 0;
@@ -74,18 +76,15 @@ static int stream_step(void *ctx, const GptStep *st) {
     fputs(piece, g->out);
     g->column = piece[0] == '\n' ? 0 : g->column + 1;
     char counter[48];
-    int n = snprintf(counter, sizeof counter, "  %.0f tokens/s", (st->step + 1) / g->seconds);
+    double rate = (st->step + 1) / g->seconds;
+    if (fileio_zh()) snprintf(counter, sizeof counter, "  每秒 %.0f 个词元", rate);
+    else snprintf(counter, sizeof counter, "  %.0f tokens/s", rate);
+    int n = utf8_width(counter);   // columns on the screen
     // ESC 7 / ESC 8 keep the cursor where the next character goes; the counter
     // is left out where it would wrap the line.
     if (g->live && g->column + n < g->width) fprintf(g->out, "\x1b" "7\x1b[2m%s\x1b[0m\x1b" "8", counter);
     fflush(g->out);
     return 0;
-}
-
-static int columns(void) {
-    const char *c = getenv("COLUMNS");
-    int n = c ? atoi(c) : 0;
-    return n > 0 ? n : 80;
 }
 
 int gptcmd_generate(const Options *opt, Trace *tr) {
@@ -104,10 +103,10 @@ int gptcmd_generate(const Options *opt, Trace *tr) {
     GptState s = {0};
     Sampler sampler = {0};
     char *text = NULL;
-    const char *prompt = opt->n_prompts ? opt->prompts[0] : DEFAULT_PROMPT;
+    const char *prompt = gptsetup_prompt_text(opt);
     rc = gptsetup_prompt(&tokens, &n_prompt, &m, prompt, steps);
     if (!rc && (gpt_state_init(&s, m.cfg) || sampler_init(&sampler, m.cfg.V, temperature, opt->top_k, (uint32_t)opt->seed))) {
-        fprintf(stderr, "kvdemo: out of memory\n");
+        fileio_error("out of memory", "内存不足");
         rc = 1;
     }
     if (!rc) rc = start_threads(opt);
@@ -120,7 +119,7 @@ int gptcmd_generate(const Options *opt, Trace *tr) {
     if (!rc && (!use_cache || steps >= PACK_FROM_STEPS)) gpt_pack(&m);
     if (!rc && use_variant) s.variant = &variant;
     if (!rc) {
-        Stream g = {.m = &m, .out = tr->out, .use_cache = use_cache, .width = columns(),
+        Stream g = {.m = &m, .out = tr->out, .use_cache = use_cache, .width = screen_default_width(0),
                     .stream = tr->format == FORMAT_TEXT};
         g.live = g.stream && isatty(fileno(tr->out));
         if (g.stream) {
@@ -135,7 +134,7 @@ int gptcmd_generate(const Options *opt, Trace *tr) {
         size_t need = gpt_decode(NULL, 0, &m, tokens, len);
         text = malloc(need + 1);
         if (!text) {
-            fprintf(stderr, "kvdemo: out of memory\n");
+            fileio_error("out of memory", "内存不足");
             rc = 1;
         } else {
             gpt_decode(text, need + 1, &m, tokens, len);
@@ -145,10 +144,10 @@ int gptcmd_generate(const Options *opt, Trace *tr) {
             if (g.live) fputs("\x1b[K", tr->out);
             // The figures: lines for people, events for scripts.
             trace_sayf(tr, "\n\n-- %d tokens in %.3f s, %.0f tokens/s, %s, %d thread%s",
-                       "\n\n—— %d 个 token，用时 %.3f 秒，每秒 %.0f 个 token，%s，%d 个线程%s", steps, seconds,
+                       "\n\n—— %d 个词元，用时 %.3f 秒，每秒 %.0f 个词元，%s，%d 个线程%s", steps, seconds,
                        steps / seconds,
-                       use_cache ? trace_text(tr, "with the KV cache", "使用 KV Cache")
-                                 : trace_text(tr, "without the KV cache", "不使用 KV Cache"),
+                       use_cache ? trace_text(tr, "with the KV cache", "使用缓存")
+                                 : trace_text(tr, "without the KV cache", "不使用缓存"),
                        ops_threads(), ops_threads() == 1 || tr->lang == LANG_ZH ? "" : "s");
             if (use_variant)
                 trace_sayf(tr, "-- keys and values kept as %s%s%s (kvdemo lesson %s explains)",
@@ -163,7 +162,7 @@ int gptcmd_generate(const Options *opt, Trace *tr) {
                 trace_sayf(tr,
                            "-- past the context (%d positions) the chapter's generate dropped the cache and fed "
                            "the last %d tokens again at %d steps: %.3f s of the %.3f s.",
-                           "—— 超过上下文长度（%d 个位置）后，章节里的 generate 丢掉缓存，把最后 %d 个 token "
+                           "—— 超过上下文长度（%d 个位置）后，章节里的 generate 丢掉缓存，把最后 %d 个词元"
                            "重新算了一遍，共 %d 步，用了 %.3f 秒（总共 %.3f 秒）。",
                            m.cfg.T, m.cfg.T, g.resets, g.reset_seconds, seconds);
             if (tr->format == FORMAT_JSON) trace_timing(tr, tr->run, seconds, 1);
@@ -189,7 +188,8 @@ int gptcmd_generate(const Options *opt, Trace *tr) {
 
 int gptcmd_init(const Options *opt) {
     if (!opt->out_path) {
-        fprintf(stderr, "kvdemo: init needs --out FILE (and --preset seed|tiny, --seed N)\n");
+        fileio_error("init needs --out FILE (and --preset seed|tiny, --seed N)",
+                     "`kvdemo init` 需要 --out FILE（以及 --preset seed|tiny、--seed N）");
         return 2;
     }
     Options o = *opt;
@@ -199,12 +199,25 @@ int gptcmd_init(const Options *opt) {
     if (rc) return rc;
     char err[512];
     if (gpt_save(&m, opt->out_path, err, sizeof err)) {
-        fprintf(stderr, "kvdemo: %s\n", err);
+        fileio_error("%s", "%s", err);
         rc = 1;
     } else {
-        printf("wrote %s: a random model, preset %s, seed %llu, %zu parameters\n", opt->out_path,
-               opt->preset ? opt->preset : "seed", (unsigned long long)opt->seed, m.num_params);
+        if (fileio_zh())
+            printf("已写入 %s：随机模型，预设 %s，种子 %llu，%zu 个参数\n", opt->out_path,
+                   opt->preset ? opt->preset : "seed", (unsigned long long)opt->seed, m.num_params);
+        else
+            printf("wrote %s: a random model, preset %s, seed %llu, %zu parameters\n", opt->out_path,
+                   opt->preset ? opt->preset : "seed", (unsigned long long)opt->seed, m.num_params);
     }
+    gpt_free(&m);
+    return rc;
+}
+
+int gptcmd_race(const Options *opt, Trace *tr) {
+    GptModel m;
+    int rc = gptsetup_model(&m, opt, 0, NULL);
+    if (rc) return rc;
+    rc = race_model(&m, opt, tr);
     gpt_free(&m);
     return rc;
 }

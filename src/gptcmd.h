@@ -1,5 +1,5 @@
-// gptcmd — the char GPT's commands: generate, init, bench; train and eval (in
-// traincmd.c).
+// gptcmd — the char GPT's commands: generate, race, init, bench; train and
+// eval (in traincmd.c).
 #ifndef KVDEMO_GPTCMD_H
 #define KVDEMO_GPTCMD_H
 
@@ -8,6 +8,8 @@
 
 int gptcmd_generate(const Options *opt, Trace *tr);
 int gptcmd_init(const Options *opt);
+// kvdemo race: the model the options ask for (--model / --init), then race_model.
+int gptcmd_race(const Options *opt, Trace *tr);
 // train and eval live in traincmd.c; bench in bench.c.
 int gptcmd_train(const Options *opt, Trace *tr);
 int gptcmd_eval(const Options *opt, Trace *tr);

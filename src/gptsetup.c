@@ -1,5 +1,6 @@
-// gptsetup — what the char GPT's commands (generate, bench, eval, init) and
-// lessons 10, 11 and 12 share: the model the options ask for, and a prompt's tokens.
+// gptsetup — what the char GPT's commands (generate, race, bench, eval, init)
+// and the lessons on it share: the model the options ask for, the prompt and
+// its tokens.
 #include "gptsetup.h"
 
 #include "fileio.h"
@@ -15,6 +16,10 @@
 #include <unistd.h>
 
 static const char *const DEFAULT_PROMPT = "ROMEO:";
+
+const char *gptsetup_prompt_text(const Options *opt) {
+    return opt->n_prompts ? opt->prompts[0] : DEFAULT_PROMPT;
+}
 
 // en, or zh when messages are in Chinese (fileio_set_zh).
 static const char *tx_zh(const char *en, const char *zh) { return fileio_zh() ? zh : en; }

@@ -1,6 +1,7 @@
-// gptsetup — what the char GPT's commands and lesson 10 share: the model the
-// options ask for (a file, a random model, or the shipped one) and a prompt's
-// tokens. Commands live in gptcmd; lessons include only this.
+// gptsetup — what the char GPT's commands and the lessons on it share: the
+// model the options ask for (a file, a random model, or the shipped one), the
+// prompt and its tokens. Commands live in gptcmd; lessons include only this
+// (and race.h, the race itself, in lesson 10).
 #ifndef KVDEMO_GPTSETUP_H
 #define KVDEMO_GPTSETUP_H
 
@@ -16,6 +17,9 @@
 // preset is made instead and *random_note is set to 1 (the caller says so).
 // Returns 0, or an exit status (2 usage, 1 failure) after one line on stderr.
 int gptsetup_model(GptModel *m, const Options *opt, int fallback, int *random_note);
+
+// The prompt the options give (--prompt), else the chapter's "ROMEO:".
+const char *gptsetup_prompt_text(const Options *opt);
 
 // The prompt's tokens (allocated, with room for steps more), or an exit
 // status after one line on stderr naming the character the model lacks and

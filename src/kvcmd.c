@@ -66,7 +66,7 @@ int kvcmd_eval(const Options *opt) {
     TrainText text;
     char err[512];
     if (train_text_load(&text, data, m.vocab, m.cfg.V, err, sizeof err) != 0) {
-        fprintf(stderr, "kvdemo: %s\n", err);
+        fileio_error("%s", "%s", err);
         gpt_free(&m);
         return 1;
     }
@@ -86,10 +86,16 @@ int kvcmd_eval(const Options *opt) {
     } else {
         double bytes = kvquant_bytes_per_token(v.kv_dtype, g.L, g.C, g.H, v.key_group);
         double fp32 = kvquant_bytes_per_token(KV_FP32, g.L, g.C, g.H, v.key_group);
-        printf("validation loss %.4f (nats per character) with the cache kept as %s: %.0f bytes per token, %.1f%% of fp32's %.0f;"
-               " %lld windows of %d, the last 10%% of %s\n",
-               loss, kvquant_name(v.kv_dtype), bytes, 100.0 * bytes / fp32, fp32,
-               (long long)((text.n - n_train - 1) / g.T), g.T, data);
+        if (fileio_zh())
+            printf("验证集损失 %.4f（每个字符的交叉熵，单位奈特），缓存存为 %s：每个词元 %.0f 字节，是 fp32 的 %.1f%%"
+                   "（fp32 为 %.0f 字节）；%lld 个长 %d 的窗口，取自 %s 的最后 10%%\n",
+                   loss, kvquant_name(v.kv_dtype), bytes, 100.0 * bytes / fp32, fp32,
+                   (long long)((text.n - n_train - 1) / g.T), g.T, data);
+        else
+            printf("validation loss %.4f (nats per character) with the cache kept as %s: %.0f bytes per token, %.1f%% of fp32's %.0f;"
+                   " %lld windows of %d, the last 10%% of %s\n",
+                   loss, kvquant_name(v.kv_dtype), bytes, 100.0 * bytes / fp32, fp32,
+                   (long long)((text.n - n_train - 1) / g.T), g.T, data);
     }
     ops_set_threads(1);
     train_text_free(&text);

@@ -290,7 +290,7 @@ static void paged_heads(void *ctx, int begin, int end, int thread) {
             }
             for (int j = 0; j <= pos; j++) scores[j] *= scale;
             // weights = softmax(scores)
-            ops_softmax(scores, pos + 1);
+            ops_softmax_row(scores, NULL, scores, pos + 1, OPS_RECIPROCAL);
             // output = weights @ value: the sums run on from block to block in
             // position order, as over one contiguous value
             for (int b = 0; b * B <= pos; b++) {

@@ -115,10 +115,10 @@ void kvvariant_settle(const GptVariant *v, float *x, int64_t n) {
     if (v->act_dtype != KV_FP32) kvquant_round(x, n, v->act_dtype);
 }
 
-enum { SLICES = 32, COLS = 16 };
+enum { SLICES = KV_SPLIT_SLICES, COLS = 16 };
 
 // out (N) = in (K) @ w (K, N) + b, as a GPU matrix-vector kernel sums it:
-// K split into 32 slices, each summed on its own, the 32 partial sums then
+// K split into SLICES slices, each summed on its own, the partial sums then
 // added pairwise (16 + 16, 8 + 8, ...). The same terms as ops_matmul, in
 // another order: the result differs in the last bits.
 static void matvec_split(float *out, const float *in, const float *w, const float *b, int K, int N) {
@@ -174,12 +174,11 @@ int kvvariant_eval(double *loss, const GptModel *m, GptVariant *v, const int32_t
         ops_layernorm(s.xn, NULL, NULL, s.x, m->p.lnf_w, m->p.lnf_b, T, C);
         ops_matmul(logits, s.xn, m->p.head_w, m->p.head_b, T, C, V);
         for (int t = 0; t < T; t++) {
-            // cross-entropy = logsumexp(logits) - logits[target]
-            const float *row = logits + (int64_t)t * V;
-            double max = row[0], sum = 0;
-            for (int j = 1; j < V; j++) max = fmax(max, row[j]);
-            for (int j = 0; j < V; j++) sum += exp(row[j] - max);
-            total += max + log(sum) - row[x[t + 1]];
+            // cross-entropy = logsumexp(logits) - logits[target], as training
+            // computes it (crossentropy_forward); the row becomes the probabilities
+            float *row = logits + (int64_t)t * V, target = row[x[t + 1]], lse;
+            ops_softmax_row_plain(row, &lse, row, V, OPS_DIVIDE);
+            total += lse - target;
         }
     }
     *loss = total / ((double)use * T);

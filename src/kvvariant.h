@@ -33,13 +33,15 @@ struct GptVariant {
     KvBug bug;
     KvDtype kv_dtype;     // how the cache keeps keys and values (default fp32)
     KvDtype act_dtype;    // activations rounded to fp32 (nothing), bf16 or fp16
-    int split_sum;        // 1: a cached one-row step sums each matmul in 32 slices, then adds the slices
+    int split_sum;        // 1: a cached one-row step sums each matmul in KV_SPLIT_SLICES slices, then adds the slices
     int key_group;        // G: tokens that share a key's per-channel scale (int8/int4), 32 unless set
     int prefill_len;      // (kept by the hooks) len after the last pass from offset 0
 };
 typedef struct GptVariant GptVariant;
 
 enum { KV_KEY_GROUP = 32 };
+// The slices a split_sum step cuts each matmul's sum into (a power of 2).
+enum { KV_SPLIT_SLICES = 32 };
 
 // "offset", "no-append", "stale", "mask", "wrong-layout", "no-scale" ("none" for KV_BUG_NONE).
 const char *kvvariant_bug_name(KvBug bug);

@@ -168,9 +168,7 @@ static int usage(const char *en, const char *zh, ...) __attribute__((format(prin
 static int usage(const char *en, const char *zh, ...) {
     va_list ap;
     va_start(ap, zh);
-    fputs(fileio_zh() ? "kvdemo：memory：" : "kvdemo: memory: ", stderr);
-    vfprintf(stderr, fileio_zh() ? zh : en, ap);
-    fputc('\n', stderr);
+    fileio_verror("memory", en, zh, ap);
     va_end(ap);
     return 2;
 }
@@ -329,7 +327,7 @@ int memory_cmd(const Options *opt, Trace *tr) {
     if (tokens) trace_count(tr, "tokens", (int64_t)tokens, NULL, NULL);
     if (tokens) trace_count(tr, "tokens_held", (int64_t)memory_tokens_held(&m, tokens), NULL, NULL);
     if (tr->format == FORMAT_TEXT) {
-        fprintf(tr->out, "%s — %s: %s\n", m.label, trace_text(tr, "source", "来源"), m.source);
+        fprintf(tr->out, "%s — %s%s\n", m.label, trace_text(tr, "source: ", "来源："), m.source);
         if (m.mla_dim)
             fprintf(tr->out, trace_text(tr, "  MLA: %d layers · %d (latent + rope dims) · %s bytes (%s); no factor 2: K and V share the latent\n",
                               "  MLA：%d 层 · %d（潜向量 + rope 维）· %s 字节（%s）；没有因子 2：K 和 V 共用潜向量\n"),

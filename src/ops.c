@@ -40,19 +40,8 @@ void ops_causal_mask(float *mask, int R, int C, int offset) {
 }
 
 void ops_softmax_rows(float *out, const float *in, int R, int C) {
-    for (int r = 0; r < R; r++) {
-        const float *x = in + (int64_t)r * C;
-        float *y = out + (int64_t)r * C;
-        float max = -INFINITY;
-        for (int c = 0; c < C; c++)
-            if (x[c] > max) max = x[c];
-        float sum = 0.0f;
-        for (int c = 0; c < C; c++) {
-            y[c] = expf(x[c] - max);   // exp(-inf) = 0: a masked score weighs nothing
-            sum += y[c];
-        }
-        for (int c = 0; c < C; c++) y[c] /= sum;
-    }
+    for (int r = 0; r < R; r++)
+        ops_softmax_row_plain(out + (int64_t)r * C, NULL, in + (int64_t)r * C, C, OPS_DIVIDE);
 }
 
 int ops_argmax(const float *x, int n) {
@@ -377,13 +366,63 @@ void ops_vecmat_plain(float *out, const float *x, const float *m, int K, int N, 
     }
 }
 
-void ops_softmax_plain(float *x, int n) { ops_softmax_rows(x, x, 1, n); }
+// The sum of e (n) in PyTorch's order (ops.h, OPS_PYTORCH): 8 lanes, then
+// folded in halves.
+enum { PYTORCH_LANES = 8 };
+static float pytorch_row_sum(const float *e, int n) {
+    if (n < PYTORCH_LANES) {
+        float sum = e[0];
+        for (int c = 1; c < n; c++) sum += e[c];
+        return sum;
+    }
+    float l[PYTORCH_LANES];
+    memcpy(l, e, sizeof l);
+    int c = PYTORCH_LANES;
+    for (; c + PYTORCH_LANES <= n; c += PYTORCH_LANES)
+        for (int k = 0; k < PYTORCH_LANES; k++) l[k] += e[c + k];
+    for (int k = 0; c + k < n; k++) l[k] += e[c + k];   // the tail, into the first lanes
+    for (int k = 0; k < 4; k++) l[k] += l[k + 4];        // halves of 128 bits
+    l[0] += l[2];                                         // then of 64
+    l[1] += l[3];
+    return l[0] + l[1];                                   // then of 32
+}
+
+void ops_softmax_row_plain(float *y, float *lse, const float *x, int n, OpsNorm how) {
+    // exp = np.exp(x - np.max(x)); exp / np.sum(exp)
+    float max = -INFINITY;
+    for (int i = 0; i < n; i++)
+        if (x[i] > max) max = x[i];
+    float sum = 0.0f;
+    for (int i = 0; i < n; i++) {
+        y[i] = expf(x[i] - max);   // exp(-inf) = 0: a masked score weighs nothing
+        sum += y[i];
+    }
+    if (how == OPS_PYTORCH) sum = pytorch_row_sum(y, n);
+    if (how != OPS_DIVIDE) {
+        float inv = 1.0f / sum;
+        for (int i = 0; i < n; i++) y[i] *= inv;
+    } else {
+        for (int i = 0; i < n; i++) y[i] /= sum;
+    }
+    if (lse) *lse = logf(sum) + max;
+}
+
+#define GELU_K 0.7978845608028654f   // sqrt(2 / pi)
 
 void ops_gelu_plain(float *out, const float *x, int n) {
     for (int i = 0; i < n; i++) {
         float v = x[i];
-        float inner = 0.7978845608028654f * (v + 0.044715f * (v * v * v));
-        out[i] = v / (1.0f + expf(-2.0f * inner));
+        out[i] = 0.5f * v * (1.0f + tanhf(GELU_K * (v + 0.044715f * v * v * v)));
+    }
+}
+
+void ops_gelu_backward_plain(float *dx, const float *x, const float *dout, int n) {
+    for (int i = 0; i < n; i++) {
+        float v = x[i];
+        float t = tanhf(GELU_K * (v + 0.044715f * v * v * v));
+        float du = GELU_K * (1.0f + 3.0f * 0.044715f * v * v);
+        float grad = 0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t) * du;
+        dx[i] += grad * dout[i];
     }
 }
 
@@ -490,39 +529,69 @@ void ops_vecmat_acc(float *out, const float *x, const float *m, int K, int N, in
     }
 }
 
-void ops_softmax(float *x, int n) {
-    // max, then exp(x - max) summed in 16 lanes, then / sum
+void ops_softmax_row(float *y, float *lse, const float *x, int n, OpsNorm how) {
+    if (how == OPS_PYTORCH) {
+        ops_softmax_row_plain(y, lse, x, n, how);
+        return;
+    }
+    // max, then exp(x - max) summed in 16 lanes, then / sum or * (1 / sum)
     __m512 vmax = _mm512_set1_ps(-INFINITY);
     for (int i = 0; i < n; i += 16)
         vmax = _mm512_max_ps(vmax, _mm512_mask_loadu_ps(vmax, tail_mask(n - i), x + i));
-    __m512 max = _mm512_set1_ps(_mm512_reduce_max_ps(vmax));
+    float max = _mm512_reduce_max_ps(vmax);
     __m512 vsum = _mm512_setzero_ps();
     for (int i = 0; i < n; i += 16) {
         __mmask16 mask = tail_mask(n - i);
-        __m512 e = exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(mask, x + i), max));
+        __m512 e = exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(mask, x + i), _mm512_set1_ps(max)));
         e = _mm512_maskz_mov_ps(mask, e);
         vsum = _mm512_add_ps(vsum, e);
-        _mm512_mask_storeu_ps(x + i, mask, e);
+        _mm512_mask_storeu_ps(y + i, mask, e);
     }
     // The 16 lanes added in a fixed tree: the order depends on n only.
-    __m512 sum = _mm512_set1_ps(_mm512_reduce_add_ps(vsum));
+    float sum = _mm512_reduce_add_ps(vsum);
+    __m512 s = _mm512_set1_ps(how == OPS_RECIPROCAL ? 1.0f / sum : sum);
     for (int i = 0; i < n; i += 16) {
         __mmask16 mask = tail_mask(n - i);
-        _mm512_mask_storeu_ps(x + i, mask, _mm512_div_ps(_mm512_maskz_loadu_ps(mask, x + i), sum));
+        __m512 e = _mm512_maskz_loadu_ps(mask, y + i);
+        _mm512_mask_storeu_ps(y + i, mask, how == OPS_RECIPROCAL ? _mm512_mul_ps(e, s) : _mm512_div_ps(e, s));
     }
+    if (lse) *lse = logf(sum) + max;
+}
+
+// tanh(GELU_K (x + 0.044715 x^3)) = 1 - 2 / (exp(2 u) + 1), u the argument
+static inline __m512 gelu_tanh16(__m512 x) {
+    __m512 x3 = _mm512_mul_ps(_mm512_mul_ps(x, x), x);
+    __m512 u = _mm512_mul_ps(_mm512_set1_ps(2.0f * GELU_K), _mm512_fmadd_ps(_mm512_set1_ps(0.044715f), x3, x));
+    __m512 e = simd_exp16(u, -88.0f, 88.0f);
+    __m512 one = _mm512_set1_ps(1.0f);
+    return _mm512_sub_ps(one, _mm512_div_ps(_mm512_set1_ps(2.0f), _mm512_add_ps(e, one)));
 }
 
 void ops_gelu(float *out, const float *x, int n) {
-    // x * sigmoid(2 * inner) = x / (1 + exp(-2 * inner)), inner = sqrt(2/pi) (x + 0.044715 x^3)
-    const __m512 k0 = _mm512_set1_ps(0.7978845608028654f), k1 = _mm512_set1_ps(0.044715f);
-    const __m512 minus2 = _mm512_set1_ps(-2.0f), one = _mm512_set1_ps(1.0f);
+    // 0.5 x (1 + t) as 0.5 x * t + 0.5 x
+    const __m512 half = _mm512_set1_ps(0.5f);
     for (int i = 0; i < n; i += 16) {
         __mmask16 mask = tail_mask(n - i);
         __m512 v = _mm512_maskz_loadu_ps(mask, x + i);
-        __m512 cube = _mm512_mul_ps(_mm512_mul_ps(v, v), v);
-        __m512 inner = _mm512_mul_ps(k0, _mm512_add_ps(v, _mm512_mul_ps(k1, cube)));
-        __m512 e = exp16(_mm512_mul_ps(minus2, inner));
-        _mm512_mask_storeu_ps(out + i, mask, _mm512_div_ps(v, _mm512_add_ps(one, e)));
+        __m512 half_v = _mm512_mul_ps(half, v);
+        _mm512_mask_storeu_ps(out + i, mask, _mm512_fmadd_ps(half_v, gelu_tanh16(v), half_v));
+    }
+}
+
+void ops_gelu_backward(float *dx, const float *x, const float *dout, int n) {
+    const __m512 one = _mm512_set1_ps(1.0f), half = _mm512_set1_ps(0.5f);
+    const __m512 k = _mm512_set1_ps(GELU_K), k3 = _mm512_set1_ps(3.0f * 0.044715f);
+    for (int i = 0; i < n; i += 16) {
+        __mmask16 mask = tail_mask(n - i);
+        __m512 v = _mm512_maskz_loadu_ps(mask, x + i);
+        __m512 t = gelu_tanh16(v);
+        __m512 du = _mm512_mul_ps(k, _mm512_fmadd_ps(k3, _mm512_mul_ps(v, v), one));
+        // 0.5 (1 + t) + 0.5 x (1 - t^2) du
+        __m512 left = _mm512_mul_ps(half, _mm512_add_ps(one, t));
+        __m512 right = _mm512_mul_ps(_mm512_mul_ps(half, v), _mm512_mul_ps(_mm512_fnmadd_ps(t, t, one), du));
+        __m512 grad = _mm512_add_ps(left, right);
+        __m512 acc = _mm512_fmadd_ps(grad, _mm512_maskz_loadu_ps(mask, dout + i), _mm512_maskz_loadu_ps(mask, dx + i));
+        _mm512_mask_storeu_ps(dx + i, mask, acc);
     }
 }
 
@@ -553,9 +622,15 @@ void ops_vecmat(float *out, const float *x, const float *m, int K, int N, int ld
     ops_vecmat_plain(out, x, m, K, N, ld);
 }
 
-void ops_softmax(float *x, int n) { ops_softmax_plain(x, n); }
+void ops_softmax_row(float *y, float *lse, const float *x, int n, OpsNorm how) {
+    ops_softmax_row_plain(y, lse, x, n, how);
+}
 
 void ops_gelu(float *out, const float *x, int n) { ops_gelu_plain(out, x, n); }
+
+void ops_gelu_backward(float *dx, const float *x, const float *dout, int n) {
+    ops_gelu_backward_plain(dx, x, dout, n);
+}
 
 void ops_exp(float *out, const float *x, int n) {
     for (int i = 0; i < n; i++) out[i] = expf(x[i]);

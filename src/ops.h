@@ -51,6 +51,7 @@ void ops_add(float *out, const float *a, const float *b, int n);
 void ops_causal_mask(float *mask, int R, int C, int offset);
 
 // out (R, C) = softmax of each row of in (R, C). F.softmax(in, dim=-1)
+// ops_softmax_row_plain, OPS_DIVIDE, row by row.
 // exp(x - max) / sum: a -inf score becomes a weight of exactly 0.
 void ops_softmax_rows(float *out, const float *in, int R, int C);   // out may be in
 
@@ -97,10 +98,29 @@ enum { OPS_ROWS_MAX = 6 };
 void ops_vecmat_rows(float *out, int ldo, const float *x, int ldx, const float *m, int ldm, int R, int K,
                      int N, int causal);
 
-// x (n) = softmax(x) in place: exp(x - max) / sum. F.softmax(x, dim=-1)
-// The fast exp is within 2 ulp of expf; the sum's order depends only on n.
-void ops_softmax(float *x, int n);
-void ops_softmax_plain(float *x, int n);   // expf, one sum in order
+// y (n) = softmax of x (n): exp(x - max), then each divided by the sum
+// (OPS_DIVIDE: F.softmax, numpy's exp / np.sum(exp)) or multiplied by 1 / sum
+// (OPS_RECIPROCAL: attention, as kvdemo trains and runs the char GPT, and as
+// PyTorch's CPU softmax normalises).
+// y may be x; a -inf score becomes a weight of exactly 0. lse, if not NULL,
+// receives log(sum) + max, the log of the sum of exp(x), for a loss.
+// OPS_PYTORCH is F.softmax(x, dim=-1) as PyTorch computes it on the CPU
+// (ATen's vectorised softmax over the last dimension, 8 floats a vector), so
+// that the toy lessons print PyTorch's digits to the last one:
+//   sum = a row shorter than 8: the e_c added left to right; else the e_c
+//         added in 8 lanes (the tail into the first lanes), and the lanes
+//         folded in halves: ((l0+l4) + (l2+l6)) + ((l1+l5) + (l3+l7))
+//   y_c = e_c * (1 / sum)
+// (exp itself is the C library's, which can still differ from PyTorch's in
+// the last bit: docs/lesson-2.md says where).
+// The fast exp is within 2 ulp of expf and the sum runs in 16 lanes; the plain
+// twin sums expf in order, the arithmetic the shipped model was trained with
+// (OPS_PYTORCH always takes the plain path, expf and 8 lanes).
+// Either way the order depends on n only, so a row's weights are the same
+// bits in a full pass and in a cached step.
+typedef enum { OPS_DIVIDE, OPS_RECIPROCAL, OPS_PYTORCH } OpsNorm;
+void ops_softmax_row(float *y, float *lse, const float *x, int n, OpsNorm how);
+void ops_softmax_row_plain(float *y, float *lse, const float *x, int n, OpsNorm how);
 
 // out (R, C) = LayerNorm of each row of x (R, C) with weight w (C), bias b (C),
 // eps 1e-5: (x - mean) * rstd * w + b, var the biased variance, rstd =
@@ -110,15 +130,18 @@ void ops_softmax_plain(float *x, int n);   // expf, one sum in order
 void ops_layernorm(float *out, float *mean, float *rstd, const float *x, const float *w, const float *b,
                    int R, int C);
 
-// out (n) = GELU of x (n), tanh approximation; out may be x.
+// out (n) = GELU of x (n), tanh approximation; out may be x. Training and
+// inference share it. F.gelu(x, approximate='tanh'), numpy:
+// 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x**3)))
 // Each fast kernel above and below has a plain twin (_plain) compiled in
 // every build, the loop it is tested against; without AVX-512 the fast name
-// runs the plain loop.
-// 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x**3)))
-// F.gelu(x, approximate='tanh'), computed as x * sigmoid(2 * inner), the
-// same function without tanh's cancellation for negative x.
+// runs the plain loop. The fast GELU takes tanh(u) as 1 - 2 / (exp(2 u) + 1).
 void ops_gelu(float *out, const float *x, int n);
-void ops_gelu_plain(float *out, const float *x, int n);   // the same formula with expf
+void ops_gelu_plain(float *out, const float *x, int n);   // the same formula with tanhf
+// dx (n) += GELU'(x) * dout (n), the derivative of the formula above:
+// 0.5 (1 + t) + 0.5 x (1 - t^2) sqrt(2/pi) (1 + 3 * 0.044715 x^2)
+void ops_gelu_backward(float *dx, const float *x, const float *dout, int n);
+void ops_gelu_backward_plain(float *dx, const float *x, const float *dout, int n);
 // exp(x) (n) by the fast kernels' own exp (AVX-512: within 2 ulp of expf,
 // saturating at -104 and 89); out may be x. The plain twin is expf.
 void ops_exp(float *out, const float *x, int n);

@@ -50,7 +50,7 @@ int pagedcmd_generate(const Options *opt, Trace *tr) {
     int B = opt->block_size > 0 ? opt->block_size : DEFAULT_BLOCK_SIZE;
     int T = m.cfg.T, H = m.cfg.H, D = m.cfg.C / m.cfg.H, L = m.cfg.L;
     float temperature = opt->temperature >= 0 ? (float)opt->temperature : 1.0f;
-    const char *prompt = opt->n_prompts ? opt->prompts[0] : "ROMEO:";
+    const char *prompt = gptsetup_prompt_text(opt);
     int *prompt_tokens = NULL, n_prompt = 0, *tokens = NULL;
     GptState s = {0};
     KvPool pool = {0};
@@ -113,9 +113,10 @@ int pagedcmd_generate(const Options *opt, Trace *tr) {
             trace_count(tr, "seed", (int64_t)(opt->seed + (uint64_t)i), NULL, NULL);
             trace_textval(tr, "text", text);
         } else {
-            fprintf(tr->out, "-- sample %d (seed %llu, as kvdemo generate --seed %llu) --\n%s\n\n", i,
-                    (unsigned long long)(opt->seed + (uint64_t)i), (unsigned long long)(opt->seed + (uint64_t)i),
-                    text);
+            unsigned long long seed = (unsigned long long)(opt->seed + (uint64_t)i);
+            trace_sayf(tr, "-- sample %d (seed %llu, as kvdemo generate --seed %llu) --",
+                       "—— 第 %d 个样本（种子 %llu，与 kvdemo generate --seed %llu 相同）——", i, seed, seed);
+            fprintf(tr->out, "%s\n\n", text);
         }
     }
     tr->run = NULL;
@@ -130,13 +131,18 @@ int pagedcmd_generate(const Options *opt, Trace *tr) {
         trace_count(tr, "copies", pool.copies, NULL, NULL);
         trace_timing(tr, "paged", seconds, 1);
     } else {
-        fprintf(tr->out,
-                "-- %d sample%s of %d tokens in %.3f s on the paged KV cache, blocks of %d positions, %d thread%s\n"
-                "   blocks in use at the end: %d (peak %d of the pool's %d); without sharing: %lld "
-                "(blocks saved %.1f%%)\n"
-                "   %d separate contiguous caches of %d positions would hold %lld slots; the paged cache holds %lld\n"
-                "   copy-on-write copies: %lld\n",
-                N, N == 1 ? "" : "s", steps, seconds, B, ops_threads(), ops_threads() == 1 ? "" : "s", used, peak, NB,
+        trace_sayf(tr,
+                   "-- %d sample%s of %d tokens in %.3f s on the paged KV cache, blocks of %d positions, %d thread%s\n"
+                   "   blocks in use at the end: %d (peak %d of the pool's %d); without sharing: %lld "
+                   "(blocks saved %.1f%%)\n"
+                   "   %d separate contiguous caches of %d positions would hold %lld slots; the paged cache holds %lld\n"
+                   "   copy-on-write copies: %lld",
+                   "—— %d 个样本%.0s，每个 %d 个词元，用时 %.3f 秒，分页缓存，每块 %d 个位置，%d 个线程%.0s\n"
+                   "   结束时在用的块：%d 个（峰值 %d，池里共 %d 个）；不共享时要 %lld 个"
+                   "（省下 %.1f%% 的块）\n"
+                   "   %d 份各 %d 个位置的连续缓存共要 %lld 个槽位；分页缓存占 %lld 个\n"
+                   "   写时复制的次数：%lld",
+                   N, N == 1 ? "" : "s", steps, seconds, B, ops_threads(), ops_threads() == 1 ? "" : "s", used, peak, NB,
                 (long long)table_blocks,
                 table_blocks ? 100.0 * (double)(table_blocks - used) / (double)table_blocks : 0.0, N, T,
                 (long long)N * T, (long long)used * B, (long long)pool.copies);

@@ -1,5 +1,5 @@
-// race — `kvdemo race`: the same prompt and seed, without and with the KV
-// cache, side by side and live.
+// race — the same prompt and seed, without and with the KV cache, side by
+// side and live: `kvdemo race` (gptcmd.c) and lesson 10 on a terminal.
 //
 // Each run is the chapter's generate on its own thread with one core of
 // arithmetic (ops threads = 1, so the two never share a pool); the main
@@ -7,11 +7,13 @@
 // progress under a lock; everything printed comes from the main thread.
 #include "race.h"
 
+#include "fileio.h"
 #include "gpt.h"
 #include "gptsetup.h"
 #include "ops.h"
 #include "pool.h"
 #include "sampler.h"
+#include "screen.h"
 #include "timer.h"
 #include "utf8.h"
 
@@ -20,7 +22,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <termios.h>
 #include <time.h>
 #include <unistd.h>
@@ -93,14 +94,6 @@ static void snapshot(View *v, Runner *r, char *text, size_t cap) {
     v->text = text;
 }
 
-static int terminal_width(void) {
-    struct winsize ws;
-    if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col >= 40) return ws.ws_col;
-    const char *c = getenv("COLUMNS");
-    int n = c ? atoi(c) : 0;
-    return n >= 40 ? n : 80;
-}
-
 // The last characters of text that fit in width columns, newlines shown as
 // "⏎" so the line stays one line.
 static void print_tail(FILE *f, const char *text, int width) {
@@ -128,7 +121,7 @@ static void print_run_line(FILE *f, const Trace *tr, const char *label, const Vi
     fprintf(f, "\x1b[K%s  ", label);
     for (int i = 0; i < BAR; i++) fputs(i < fill ? "\xe2\x96\x88" : "\xc2\xb7", f);   // █ ·
     double tps = v->seconds > 0 ? v->done / v->seconds : 0;
-    fprintf(f, " %4d/%d  %6.0f %s  %6.2f s%s\n", v->done, steps, tps, trace_text(tr, "tokens/s", "个/秒"),
+    fprintf(f, " %4d/%d  %6.0f %s  %6.2f s%s\n", v->done, steps, tps, trace_text(tr, "tokens/s", "词元/秒"),
             v->seconds, v->finished ? trace_text(tr, "  done", "  完成") : "");
 }
 
@@ -151,20 +144,12 @@ static void sleep_ms(int ms) {
     nanosleep(&ts, NULL);
 }
 
-int race_run(const Options *opt, Trace *tr) {
-    GptModel m;
-    int rc = gptsetup_model(&m, opt, 0, NULL);
-    if (rc) return rc;
-    rc = race_model(&m, opt, tr);
-    gpt_free(&m);
-    return rc;
-}
 
 int race_model(const GptModel *m, const Options *opt, Trace *tr) {
     int rc = 0;
     int steps = opt->steps > 0 ? opt->steps : DEFAULT_STEPS;
     float temperature = opt->temperature >= 0 ? (float)opt->temperature : 1.0f;
-    const char *prompt = opt->n_prompts ? opt->prompts[0] : "ROMEO:";
+    const char *prompt = gptsetup_prompt_text(opt);
     pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
     Runner run[2];
     memset(run, 0, sizeof run);
@@ -181,7 +166,7 @@ int race_model(const GptModel *m, const Options *opt, Trace *tr) {
         if (gpt_state_init(&run[i].s, m->cfg) ||
             sampler_init(&run[i].sampler, m->cfg.V, temperature, opt->top_k, (uint32_t)opt->seed) ||
             !(text[i] = malloc(cap))) {
-            fprintf(stderr, "kvdemo: out of memory\n");
+            fileio_error("out of memory", "内存不足");
             rc = 1;
         }
     }
@@ -217,7 +202,8 @@ int race_model(const GptModel *m, const Options *opt, Trace *tr) {
             fputc('\n', tr->out);
         }
         pthread_t th[2];
-        int width = terminal_width(), again = 0;
+        int width = screen_default_width(0), again = 0;
+        if (width < 40) width = 40;   // two panes of at least 20 columns
         // Two cores: both runs start together. One core: they take turns.
         int together = cores >= 2;
         for (int i = 0; i < 2; i++) {
@@ -247,7 +233,7 @@ int race_model(const GptModel *m, const Options *opt, Trace *tr) {
     }
     if (!rc) sigaction(SIGINT, &old_int, NULL);
     if (!rc && interrupted) {
-        fprintf(stderr, "kvdemo: race interrupted\n");
+        fileio_error("race interrupted", "赛跑被中断");
         rc = 130;
     }
     if (!rc) {
@@ -300,7 +286,7 @@ int race_model(const GptModel *m, const Options *opt, Trace *tr) {
                 trace_sayf(tr,
                            "Past the context (%d positions) the chapter's generate drops the cache and feeds the "
                            "last %d tokens again: %d such steps took %.2f s of the cached run's %.2f s.",
-                           "超过上下文长度（%d 个位置）后，章节里的 generate 丢掉缓存，把最后 %d 个 token 重新算一遍："
+                           "超过上下文长度（%d 个位置）后，章节里的 generate 丢掉缓存，把最后 %d 个词元重新算一遍："
                            "这样的 %d 步用了 %.2f 秒（使用缓存那一遍共 %.2f 秒）。",
                            m->cfg.T, m->cfg.T, v[1].resets, v[1].reset_seconds, v[1].seconds);
             fputc('\n', tr->out);

@@ -31,14 +31,15 @@ static int env_number(const char *name, int min) {
     return n >= min ? n : 0;
 }
 
-int screen_default_width(int given) {
-    if (given > 0) return given;
+int screen_terminal_width(int fd) {
     int n = env_number("COLUMNS", 20);
     if (n) return n;
     struct winsize ws;
-    if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col >= 20) return ws.ws_col;
+    if (ioctl(fd, TIOCGWINSZ, &ws) == 0 && ws.ws_col >= 20) return ws.ws_col;
     return 80;
 }
+
+int screen_default_width(int given) { return given > 0 ? given : screen_terminal_width(STDOUT_FILENO); }
 
 int screen_default_height(void) {
     int n = env_number("LINES", 5);

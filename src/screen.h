@@ -40,6 +40,9 @@ typedef struct Screen {
 // The width and height a screen gets: --width (0: not given), else $COLUMNS,
 // else the terminal's size, else 80; $LINES, the terminal's, else 30.
 int screen_default_width(int given);
+// The columns of a line on the terminal behind fd (STDERR_FILENO for a
+// progress line): $COLUMNS (20 or more), else the terminal's, else 80.
+int screen_terminal_width(int fd);
 int screen_default_height(void);
 
 // Opens a screen writing to term; returns 0, or -1 when memory ran out. The

@@ -44,7 +44,7 @@ int trace_begin(Trace *tr) {
     tr->color = 0;
     tr->step_pause = 0;
     if (trace_doc_open(tr)) {
-        fprintf(stderr, "kvdemo: out of memory\n");
+        fileio_error("out of memory", "内存不足");
         tr->doc = FORMAT_TEXT;
         return 1;
     }
@@ -331,20 +331,6 @@ static void heat_legend(Buf *b, const Trace *tr, TraceHeat kind, const Tensor *t
     buf_append(b, "\n");
 }
 
-// Columns a line takes on the terminal: its characters, without the ANSI
-// colour sequences.
-static int visible_width(const char *s, size_t len) {
-    int w = 0;
-    for (size_t i = 0; i < len; i++) {
-        if (s[i] == '\x1b') {
-            while (i < len && s[i] != 'm') i++;
-            continue;
-        }
-        w += ((unsigned char)s[i] & 0xC0) != 0x80;
-    }
-    return w;
-}
-
 static void shape_text(Buf *b, int ndim, const int *shape) {
     buf_append(b, "(");
     for (int d = 0; d < ndim; d++) buf_printf(b, d ? ", %d" : "%d", shape[d]);
@@ -467,14 +453,14 @@ void trace_tensor_kind(Trace *tr, TraceLevel level, const char *name, const char
         int width = 0;
         for (char *p = s, *q; p; p = q ? q + 1 : NULL) {
             q = strchr(p, '\n');
-            int len = visible_width(p, q ? (size_t)(q - p) : strlen(p));
+            int len = screen_columns(p, q ? (size_t)(q - p) : strlen(p));
             if (len > width) width = len;
         }
         int r = 0;
         for (char *line = s; line; r++) {
             char *nl = strchr(line, '\n');
             if (nl) *nl = '\0';
-            buf_printf(&b, "%s%*s  # %s\n", line, width - visible_width(line, strlen(line)), "", rows[r]);
+            buf_printf(&b, "%s%*s  # %s\n", line, width - screen_columns(line, strlen(line)), "", rows[r]);
             line = nl ? nl + 1 : NULL;
         }
     } else {
@@ -542,7 +528,7 @@ void trace_count(Trace *tr, const char *name, int64_t value, const char *en, con
 static const struct {
     const char *en, *zh;
 } WORDS[] = {
-    {"x", "倍"}, {"s", "秒"}, {"tokens/s", "token/秒"}, {"step", "这一步"}, {"cache", "使用缓存"},
+    {"x", "倍"}, {"s", "秒"}, {"tokens/s", "词元/秒"}, {"step", "这一步"}, {"cache", "使用缓存"},
     {"no-cache", "不使用缓存"}, {"run", "整次运行"},
 };
 

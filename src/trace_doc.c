@@ -733,7 +733,7 @@ int trace_doc_close(Trace *tr, int rc) {
     // A lesson that failed leaves nothing on standard output: its error is
     // on stderr, and a redirected file is not left half-written.
     if (!rc && !page) {
-        fprintf(stderr, "kvdemo: out of memory while writing the document\n");
+        fileio_error("out of memory while writing the document", "写文档时内存不足");
         rc = 1;
     }
     if (!rc) {

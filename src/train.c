@@ -168,6 +168,35 @@ void train_state_free(TrainState *s) {
 
 const float *train_state_logits(const TrainState *s) { return s->logits; }
 
+int train_buffers_new(TrainBuffers *b, GptConfig g, int B, int threads) {
+    *b = (TrainBuffers){0};
+    size_t P = gpt_num_params(g), BT = (size_t)B * g.T;
+    b->pool = pool_new(threads);
+    b->s = b->pool ? train_state_new(g, B, b->pool) : NULL;
+    b->memory = malloc(sizeof(float) * 4 * P);
+    b->decay = malloc(P);
+    b->partial = malloc(sizeof(double) * train_adamw_scratch(P));
+    b->inputs = malloc(sizeof(int32_t) * 2 * BT);
+    if (!b->s || !b->memory || !b->decay || !b->partial || !b->inputs) goto fail;
+    b->params = b->memory, b->grads = b->memory + P, b->m = b->memory + 2 * P, b->v = b->memory + 3 * P;
+    b->targets = b->inputs + BT;
+    if (train_decay_mask(b->decay, b->params, g) != 0) goto fail;
+    return 0;
+fail:
+    train_buffers_free(b);
+    return -1;
+}
+
+void train_buffers_free(TrainBuffers *b) {
+    free(b->inputs);
+    free(b->partial);
+    free(b->decay);
+    free(b->memory);
+    train_state_free(b->s);
+    pool_free(b->pool);
+    *b = (TrainBuffers){0};
+}
+
 double train_forward(TrainState *s, const float *params, const int32_t *inputs,
                      const int32_t *targets, int b) {
     assert(b >= 1 && b <= s->B);
@@ -398,22 +427,26 @@ int train_config_default(TrainConfig *cfg, const char *preset) {
 int train_config_check(const TrainConfig *c, char *why, size_t n) {
     const char *bad = NULL;
     if (c->batch < 1 || c->iters < 1 || c->warmup < 0 || c->warmup > c->iters)
-        bad = "batch and iterations must be at least 1, warm-up from 0 to the iterations";
+        bad = fileio_text("batch and iterations must be at least 1, warm-up from 0 to the iterations",
+                          "批大小和迭代次数至少为 1，预热步数在 0 到迭代次数之间");
     else if (!(c->lr > 0 && isfinite(c->lr)))
-        bad = "the learning rate must be a finite number above 0";
+        bad = fileio_text("the learning rate must be a finite number above 0", "学习率必须是大于 0 的有限数");
     else if (!(c->min_lr >= 0 && c->min_lr <= c->lr))
-        bad = "min_lr must be from 0 to the learning rate";
+        bad = fileio_text("min_lr must be from 0 to the learning rate", "min_lr 必须在 0 到学习率之间");
     else if (!(c->beta1 >= 0 && c->beta1 < 1) || !(c->beta2 >= 0 && c->beta2 < 1))
-        bad = "beta1 and beta2 must be from 0 to below 1";
+        bad = fileio_text("beta1 and beta2 must be from 0 to below 1", "beta1 和 beta2 必须不小于 0 且小于 1");
     else if (!(c->eps > 0 && isfinite(c->eps)))
-        bad = "eps must be a finite number above 0";
+        bad = fileio_text("eps must be a finite number above 0", "eps 必须是大于 0 的有限数");
     else if (!(c->grad_clip >= 0 && isfinite(c->grad_clip)))
-        bad = "the gradient clip must be a finite number, 0 or more";
+        bad = fileio_text("the gradient clip must be a finite number, 0 or more", "梯度裁剪必须是不小于 0 的有限数");
     else if (!(c->weight_decay >= 0 && isfinite(c->weight_decay)))
-        bad = "the weight decay must be a finite number, 0 or more";
+        bad = fileio_text("the weight decay must be a finite number, 0 or more", "权重衰减必须是不小于 0 的有限数");
     if (!bad) return 0;
-    snprintf(why, n, "%s (lr %g, min_lr %g, beta1 %g, beta2 %g, eps %g, clip %g, decay %g, batch %d, "
-                     "iterations %d, warm-up %d)", bad, (double)c->lr, (double)c->min_lr, (double)c->beta1,
+    fileio_fail2(why, n,
+                 "%s (lr %g, min_lr %g, beta1 %g, beta2 %g, eps %g, clip %g, decay %g, batch %d, "
+                 "iterations %d, warm-up %d)",
+                 "%s（lr %g，min_lr %g，beta1 %g，beta2 %g，eps %g，裁剪 %g，衰减 %g，批大小 %d，"
+                 "迭代 %d 次，预热 %d 步）", bad, (double)c->lr, (double)c->min_lr, (double)c->beta1,
              (double)c->beta2, (double)c->eps, (double)c->grad_clip, (double)c->weight_decay, c->batch,
              c->iters, c->warmup);
     return -1;
@@ -500,12 +533,7 @@ int train_run(const TrainConfig *cfg, TrainProgressFn progress, void *user, Trai
     res->loss = res->val_loss = NAN;
     int status = TRAIN_FAILED;
     TrainText text = {0};
-    Pool *pool = NULL;
-    TrainState *s = NULL;
-    float *memory = NULL;
-    uint8_t *decay = NULL;
-    double *partial = NULL;
-    int32_t *io = NULL;
+    TrainBuffers tb = {0};
     GptBlockParams *blocks = NULL;
     char why[512];
 
@@ -534,28 +562,30 @@ int train_run(const TrainConfig *cfg, TrainProgressFn progress, void *user, Trai
     GptConfig g = r.model;
     uint64_t text_hash = train_text_hash(&text);
     if (r.resume_path && (text_hash != ck.text_hash || text.n != ck.text_tokens)) {
-        snprintf(err, errlen, "%s is not the text checkpoint %s was trained on", r.data_path,
+        fileio_fail2(err, errlen, "%s is not the text checkpoint %s was trained on",
+                     "%s 不是检查点 %s 训练时用的文本", r.data_path,
                  r.resume_path);
         goto done;
     }
     int64_t n_train = train_text_split(&text);
     if (gpt_check_config(g, why, sizeof why) != 0) {   // the model file's own limits
-        snprintf(err, errlen, "bad model shape: %s", why);
+        fileio_fail2(err, errlen, "bad model shape: %s", "模型形状不对：%s", why);
         goto done;
     }
     if (n_train < g.T + 1 || text.n - n_train < g.T + 1) {
-        snprintf(err, errlen, "%s is too short for context %d: %lld characters, each split needs more than %d",
+        fileio_fail2(err, errlen, "%s is too short for context %d: %lld characters, each split needs more than %d",
+                     "%s 对上下文 %d 来说太短：只有 %lld 个字符，训练集和验证集各要多于 %d 个",
                  r.data_path, g.T, (long long)text.n, g.T);
         goto done;
     }
     if (train_config_check(&r, why, sizeof why) != 0) {
-        snprintf(err, errlen, "bad training recipe: %s", why);
+        fileio_fail2(err, errlen, "bad training recipe: %s", "训练参数不对：%s", why);
         goto done;
     }
     // The checkpoint goes next to the model: PATH.ckpt for --out PATH.
     if (r.ckpt_path) snprintf(res->ckpt_path, sizeof res->ckpt_path, "%s", r.ckpt_path);
     else if ((size_t)snprintf(res->ckpt_path, sizeof res->ckpt_path, "%s.ckpt", r.out_path) >= sizeof res->ckpt_path) {
-        snprintf(err, errlen, "the path %.60s... is too long", r.out_path);
+        fileio_fail2(err, errlen, "the path %.60s... is too long", "路径 %.60s... 太长", r.out_path);
         goto done;
     }
     r.ckpt_path = res->ckpt_path;
@@ -567,18 +597,12 @@ int train_run(const TrainConfig *cfg, TrainProgressFn progress, void *user, Trai
         goto done;
 
     size_t P = gpt_num_params(g);
-    pool = pool_new(r.threads);
-    if (!pool) goto oom;
-    s = train_state_new(g, r.batch, pool);
-    memory = malloc(sizeof(float) * 4 * P);   // params, grads, m, v
-    decay = malloc(P);
-    partial = malloc(sizeof(double) * train_adamw_scratch(P));
-    io = malloc(sizeof(int32_t) * 2 * (size_t)r.batch * g.T);
     blocks = malloc(sizeof(GptBlockParams) * (size_t)g.L);
-    if (!s || !memory || !decay || !partial || !io || !blocks) goto oom;
-    float *params = memory, *grads = memory + P, *m = memory + 2 * P, *v = memory + 3 * P;
-    int32_t *inputs = io, *targets = io + (size_t)r.batch * g.T;
-    if (train_decay_mask(decay, params, g) != 0) goto oom;
+    if (!blocks || train_buffers_new(&tb, g, r.batch, r.threads) != 0) goto oom;
+    Pool *pool = tb.pool;
+    TrainState *s = tb.s;
+    float *params = tb.params, *grads = tb.grads, *m = tb.m, *v = tb.v;
+    int32_t *inputs = tb.inputs, *targets = tb.targets;
 
     int step = 0;
     uint64_t rng = r.seed ^ 0xBA7C4E5BA7C4E5ull;
@@ -620,13 +644,15 @@ int train_run(const TrainConfig *cfg, TrainProgressFn progress, void *user, Trai
         memset(grads, 0, sizeof(float) * P);
         train_backward(s, grads, params, inputs, targets, r.batch);
         float lr = lr_at(&r, step);
-        float norm = train_adamw_update(params, m, v, grads, decay, partial, &r, lr, step, pool, P);
+        float norm = train_adamw_update(params, m, v, grads, tb.decay, tb.partial, &r, lr, step, pool, P);
         step++;
         // A non-finite loss or gradient leaves weights that no model file may
         // hold: stop, keeping the last good checkpoint as it is.
         if (!isfinite(loss) || !isfinite(norm) || !all_finite(params, P)) {
-            snprintf(err, errlen, "the %s became %s at step %d; the last checkpoint (%s) is kept; try a lower --lr",
-                     isfinite(loss) ? "weights" : "loss", isnan(loss) || isnan(norm) ? "NaN" : "infinite", step,
+            fileio_fail2(err, errlen, "the %s became %s at step %d; the last checkpoint (%s) is kept; try a lower --lr",
+                         "%s变成了%s（第 %d 步）；上一个检查点（%s）保留不动；请试试更小的 --lr",
+                         isfinite(loss) ? fileio_text("weights", "权重") : fileio_text("loss", "损失"),
+                         isnan(loss) || isnan(norm) ? "NaN" : fileio_text("infinite", "无穷大"), step,
                      r.ckpt_path);
             status = TRAIN_FAILED;
             break;
@@ -688,17 +714,12 @@ int train_run(const TrainConfig *cfg, TrainProgressFn progress, void *user, Trai
     res->elapsed_s = timer_now() - t0;
     goto done;
 oom:
-    snprintf(err, errlen, "out of memory for training");
+    fileio_fail2(err, errlen, "out of memory for training", "训练时内存不足");
     status = TRAIN_FAILED;
 done:
     if (ck.params || ck.vocab) train_checkpoint_free(&ck);
     free(blocks);
-    free(io);
-    free(partial);
-    free(decay);
-    free(memory);
-    train_state_free(s);
-    pool_free(pool);
+    train_buffers_free(&tb);
     train_text_free(&text);
     return status;
 }

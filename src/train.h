@@ -165,10 +165,8 @@ void layernorm_backward_pool(float *dinp, float *dw, float *db, float *partial,
                              const float *dout, const float *inp, const float *w,
                              const float *mean, const float *rstd, Pool *pool, int N, int C);
 
-// out (N) = GELU(inp), the tanh approximation.  F.gelu(x, approximate="tanh")
-void gelu_forward(float *out, const float *inp, int n);
-void gelu_backward(float *dinp, const float *inp, const float *dout, int n);
-// The same over n elements on the pool.
+// out (n) = GELU(inp) and dinp (n) += GELU'(inp) * dout: ops_gelu and
+// ops_gelu_backward over n elements on the pool.  F.gelu(x, approximate="tanh")
 void gelu_forward_pool(float *out, const float *inp, Pool *pool, int64_t n);
 void gelu_backward_pool(float *dinp, const float *inp, const float *dout, Pool *pool, int64_t n);
 
@@ -261,6 +259,31 @@ size_t train_adamw_scratch(size_t P);
 float train_adamw_update(float *params, float *m, float *v, float *grads, const uint8_t *decay,
                          double *scratch, const TrainConfig *r, float lr, int step, Pool *pool,
                          size_t P);
+
+// ---------------------------------------------------------------------------
+// Everything a run of training steps holds, allocated at once (train_run and
+// train_benchmark): the threads, the activations, the parameters with their
+// gradients and AdamW moments, the decay mask and a batch.
+
+typedef struct {
+    Pool *pool;          // r.threads threads
+    TrainState *s;       // activations of batches of B sequences
+    float *memory;       // (4, P) the four below, one allocation
+    float *params;       // (P) the model, laid out as gpt.h says
+    float *grads;        // (P) d loss / d params
+    float *m, *v;        // (P) AdamW's first and second moments
+    uint8_t *decay;      // (P) train_decay_mask
+    double *partial;     // (train_adamw_scratch(P)) AdamW's scratch
+    int32_t *inputs;     // (B, T) a batch's tokens
+    int32_t *targets;    // (B, T) each one's next token
+} TrainBuffers;
+
+// Allocates b for a model of shape cfg, batches of B and threads threads
+// and fills b->decay; the numbers in params, grads, m, v are left to the
+// caller. Returns 0, or -1 when memory (or a thread) could not be had, b then
+// holding nothing to free. train_buffers_free(b) releases it all.
+int train_buffers_new(TrainBuffers *b, GptConfig cfg, int B, int threads);
+void train_buffers_free(TrainBuffers *b);
 
 // Mean loss of windows of tokens start .. end-1: window w feeds T tokens and
 // predicts each next one. With max_windows (> 0) smaller than the number of

@@ -5,6 +5,7 @@
 // Legend as in train.h: B batch, T context, V vocabulary, P parameters.
 #include "train.h"
 
+#include "fileio.h"
 #include "rng.h"
 #include "timer.h"
 
@@ -26,7 +27,8 @@ int train_eval_progress(const GptModel *model, const char *data_path, int thread
     GptConfig g = model->cfg;
     int64_t n_train = train_text_split(&text);
     if (n_train < g.T + 1 || text.n - n_train < g.T + 1) {
-        snprintf(err, errlen, "%s is too short: each split needs more than %d characters",
+        fileio_fail2(err, errlen, "%s is too short: each split needs more than %d characters",
+                     "%s 太短：训练集和验证集各要多于 %d 个字符",
                  data_path, g.T);
         train_text_free(&text);
         return -1;
@@ -36,7 +38,7 @@ int train_eval_progress(const GptModel *model, const char *data_path, int thread
     TrainState *s = pool ? train_state_new(g, B, pool) : NULL;
     int32_t *io = malloc(sizeof(int32_t) * 2 * (size_t)B * g.T);
     if (!s || !io) {
-        snprintf(err, errlen, "out of memory for evaluation");
+        fileio_fail2(err, errlen, "out of memory for evaluation", "评估时内存不足");
         free(io);
         train_state_free(s);
         pool_free(pool);
@@ -71,39 +73,26 @@ int train_benchmark(GptConfig cfg, int B, int steps, int threads, double *tokens
                     size_t errlen) {
     TrainConfig r;
     train_config_default(&r, "seed");
-    size_t P = gpt_num_params(cfg);
-    Pool *pool = pool_new(threads);
-    TrainState *s = pool ? train_state_new(cfg, B, pool) : NULL;
-    float *memory = malloc(sizeof(float) * 4 * P);
-    uint8_t *decay = malloc(P);
-    double *partial = malloc(sizeof(double) * train_adamw_scratch(P));
-    int32_t *io = malloc(sizeof(int32_t) * 2 * (size_t)B * cfg.T);
-    int status = -1;
-    float *params = memory, *grads = memory + P, *m = memory + 2 * P, *v = memory + 3 * P;
-    if (s && memory && decay && partial && io && train_decay_mask(decay, params, cfg) == 0 &&
-        train_init_params(params, cfg, 1) == 0) {
-        memset(m, 0, sizeof(float) * 2 * P);   // m and v
-        uint64_t rng = 1;
-        for (size_t i = 0; i < 2 * (size_t)B * cfg.T; i++)
-            io[i] = (int32_t)(rng_next(&rng) % (uint64_t)cfg.V);
-        double t0 = 0.0;
-        for (int step = 0; step <= steps; step++) {
-            if (step == 1) t0 = timer_now();
-            train_forward(s, params, io, io + (size_t)B * cfg.T, B);
-            memset(grads, 0, sizeof(float) * P);
-            train_backward(s, grads, params, io, io + (size_t)B * cfg.T, B);
-            train_adamw_update(params, m, v, grads, decay, partial, &r, r.lr, step, pool, P);
-        }
-        *tokens_per_s = steps > 0 ? (double)steps * B * cfg.T / (timer_now() - t0) : 0.0;
-        status = 0;
-    } else {
-        snprintf(err, errlen, "out of memory for the training benchmark");
+    TrainBuffers b;
+    if (train_buffers_new(&b, cfg, B, threads) != 0 || train_init_params(b.params, cfg, 1) != 0) {
+        train_buffers_free(&b);
+        fileio_fail2(err, errlen, "out of memory for the training benchmark", "训练测速时内存不足");
+        return -1;
     }
-    free(io);
-    free(partial);
-    free(decay);
-    free(memory);
-    train_state_free(s);
-    pool_free(pool);
-    return status;
+    size_t P = gpt_num_params(cfg);
+    memset(b.m, 0, sizeof(float) * 2 * P);   // m and v
+    uint64_t rng = 1;
+    for (size_t i = 0; i < 2 * (size_t)B * cfg.T; i++)   // inputs and targets
+        b.inputs[i] = (int32_t)(rng_next(&rng) % (uint64_t)cfg.V);
+    double t0 = 0.0;
+    for (int step = 0; step <= steps; step++) {
+        if (step == 1) t0 = timer_now();
+        train_forward(b.s, b.params, b.inputs, b.targets, B);
+        memset(b.grads, 0, sizeof(float) * P);
+        train_backward(b.s, b.grads, b.params, b.inputs, b.targets, B);
+        train_adamw_update(b.params, b.m, b.v, b.grads, b.decay, b.partial, &r, r.lr, step, b.pool, P);
+    }
+    *tokens_per_s = steps > 0 ? (double)steps * B * cfg.T / (timer_now() - t0) : 0.0;
+    train_buffers_free(&b);
+    return 0;
 }

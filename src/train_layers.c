@@ -16,9 +16,6 @@
 #include <stdint.h>
 #include <string.h>
 
-#if defined(__AVX512F__)
-#include "simd.h"
-#endif
 
 static int min_int(int a, int b) { return a < b ? a : b; }
 
@@ -165,66 +162,7 @@ void layernorm_backward_pool(float *dinp, float *dw, float *db, float *partial,
 }
 
 // ---------------------------------------------------------------------------
-// GELU, tanh approximation: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
-
-#define GELU_K 0.7978845608028654f   // sqrt(2 / pi)
-
-#if defined(__AVX512F__)
-// tanh(GELU_K (x + 0.044715 x^3)) = 1 - 2 / (exp(2 u) + 1)
-static inline __m512 gelu_tanh_avx512(__m512 x) {
-    __m512 x3 = _mm512_mul_ps(_mm512_mul_ps(x, x), x);
-    __m512 u = _mm512_mul_ps(_mm512_set1_ps(2.0f * GELU_K),
-                             _mm512_fmadd_ps(_mm512_set1_ps(0.044715f), x3, x));
-    __m512 e = simd_exp16(u, -88.0f, 88.0f);
-    __m512 one = _mm512_set1_ps(1.0f);
-    return _mm512_sub_ps(one, _mm512_div_ps(_mm512_set1_ps(2.0f), _mm512_add_ps(e, one)));
-}
-#endif
-
-void gelu_forward(float *out, const float *inp, int n) {
-    // out (n), inp (n). torch: F.gelu(inp, approximate="tanh")
-    int i = 0;
-#if defined(__AVX512F__)
-    for (; i + 16 <= n; i += 16) {
-        __m512 x = _mm512_loadu_ps(inp + i);
-        __m512 t = gelu_tanh_avx512(x);
-        __m512 half_x = _mm512_mul_ps(_mm512_set1_ps(0.5f), x);
-        _mm512_storeu_ps(out + i, _mm512_fmadd_ps(half_x, t, half_x));
-    }
-#endif
-    for (; i < n; i++) {
-        float x = inp[i];
-        out[i] = 0.5f * x * (1.0f + tanhf(GELU_K * (x + 0.044715f * x * x * x)));
-    }
-}
-
-void gelu_backward(float *dinp, const float *inp, const float *dout, int n) {
-    // dinp (n) += GELU'(inp) * dout
-    int i = 0;
-#if defined(__AVX512F__)
-    const __m512 one = _mm512_set1_ps(1.0f), half = _mm512_set1_ps(0.5f);
-    const __m512 k = _mm512_set1_ps(GELU_K), k3 = _mm512_set1_ps(3.0f * 0.044715f);
-    for (; i + 16 <= n; i += 16) {
-        __m512 x = _mm512_loadu_ps(inp + i);
-        __m512 t = gelu_tanh_avx512(x);
-        __m512 du = _mm512_mul_ps(k, _mm512_fmadd_ps(k3, _mm512_mul_ps(x, x), one));
-        // 0.5 (1 + t) + 0.5 x (1 - t^2) du
-        __m512 left = _mm512_mul_ps(half, _mm512_add_ps(one, t));
-        __m512 right = _mm512_mul_ps(_mm512_mul_ps(half, x),
-                                     _mm512_mul_ps(_mm512_fnmadd_ps(t, t, one), du));
-        __m512 grad = _mm512_add_ps(left, right);
-        __m512 acc = _mm512_fmadd_ps(grad, _mm512_loadu_ps(dout + i), _mm512_loadu_ps(dinp + i));
-        _mm512_storeu_ps(dinp + i, acc);
-    }
-#endif
-    for (; i < n; i++) {
-        float x = inp[i];
-        float t = tanhf(GELU_K * (x + 0.044715f * x * x * x));
-        float du = GELU_K * (1.0f + 3.0f * 0.044715f * x * x);
-        float grad = 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * du;
-        dinp[i] += grad * dout[i];
-    }
-}
+// GELU, tanh approximation (ops_gelu, which inference runs too).
 
 // GELU over many rows, split among the threads.
 typedef struct {
@@ -237,14 +175,14 @@ static void gelu_forward_task(void *ctx, int begin, int end, int thread) {
     (void)thread;
     const GeluJob *j = ctx;
     int64_t i0 = begin * j->chunk, i1 = end * j->chunk < j->n ? end * j->chunk : j->n;
-    if (i0 < i1) gelu_forward(j->out + i0, j->inp + i0, (int)(i1 - i0));
+    if (i0 < i1) ops_gelu(j->out + i0, j->inp + i0, (int)(i1 - i0));
 }
 
 static void gelu_backward_task(void *ctx, int begin, int end, int thread) {
     (void)thread;
     const GeluJob *j = ctx;
     int64_t i0 = begin * j->chunk, i1 = end * j->chunk < j->n ? end * j->chunk : j->n;
-    if (i0 < i1) gelu_backward(j->out + i0, j->inp + i0, j->dout + i0, (int)(i1 - i0));
+    if (i0 < i1) ops_gelu_backward(j->out + i0, j->inp + i0, j->dout + i0, (int)(i1 - i0));
 }
 
 void gelu_forward_pool(float *out, const float *inp, Pool *pool, int64_t n) {
@@ -284,21 +222,13 @@ static void attention_forward_task(void *ctx, int begin, int end, int thread) {
             for (int d = 0; d < D; d++) kt[(int64_t)d * T + t] = k[(int64_t)t * C + d];
         // scores = q @ k^T                 torch: q @ k.transpose(-2, -1)
         train_matmul_causal(att, q, kt, TRAIN_CAUSAL_COLS, 0, C, 1, T, T, T, D, T);
-        // att = softmax(scores / sqrt(D) + mask)
+        // att = softmax(scores / sqrt(D) + mask), the mask as the bound t <= i.
+        // The plain kernel (expf, summed in order): the arithmetic the shipped
+        // model was trained with, so that docs/training.md's recipe gives it.
         for (int i = 0; i < T; i++) {
             float *row = att + (int64_t)i * T;
-            float max = -INFINITY;
-            for (int t = 0; t <= i; t++) {
-                row[t] *= scale;
-                if (row[t] > max) max = row[t];
-            }
-            float sum = 0.0f;
-            for (int t = 0; t <= i; t++) {
-                row[t] = expf(row[t] - max);
-                sum += row[t];
-            }
-            float inv = 1.0f / sum;
-            for (int t = 0; t <= i; t++) row[t] *= inv;
+            for (int t = 0; t <= i; t++) row[t] *= scale;
+            ops_softmax_row_plain(row, NULL, row, i + 1, OPS_RECIPROCAL);
             for (int t = i + 1; t < T; t++) row[t] = 0.0f;   // masked: weight 0
         }
         // out = att @ v                     torch: att @ v
@@ -368,17 +298,10 @@ double crossentropy_forward(float *probs, float *losses, const float *logits,
     for (int n = 0; n < N; n++) {
         const float *x = logits + (int64_t)n * V;
         float *p = probs + (int64_t)n * V;
-        float max = -INFINITY;
-        for (int i = 0; i < V; i++)
-            if (x[i] > max) max = x[i];
-        float sum = 0.0f;
-        for (int i = 0; i < V; i++) {
-            p[i] = expf(x[i] - max);
-            sum += p[i];
-        }
-        for (int i = 0; i < V; i++) p[i] /= sum;
+        float lse;   // log(sum(exp(x)))
+        ops_softmax_row_plain(p, &lse, x, V, OPS_DIVIDE);
         // -log p[target] from the logits, exact even when p underflows
-        losses[n] = logf(sum) + max - x[targets[n]];
+        losses[n] = lse - x[targets[n]];
         total += losses[n];
     }
     return total / N;

@@ -17,6 +17,7 @@
 #include "gptsetup.h"
 #include "kvcmd.h"
 #include "paths.h"
+#include "screen.h"
 #include "timer.h"
 #include "train.h"
 #include "utf8.h"
@@ -26,33 +27,27 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <unistd.h>
 
 // The corpus: --data FILE, else data/tinyshakespeare.txt (from `make data`).
-static const char *corpus_path(const Options *opt, const Trace *tr, char *buf, size_t size) {
+static const char *corpus_path(const Options *opt, char *buf, size_t size) {
     if (opt->data_path) return opt->data_path;
     const char *p = paths_shipped("data/tinyshakespeare.txt", buf, size);
     if (access(p, R_OK) != 0) {
-        fprintf(stderr, "kvdemo: %s\n",
-                trace_text(tr, "no training text: give --data FILE, or run `make data` to download tinyshakespeare",
-                           "没有训练文本：请用 --data FILE 指定，或运行 `make data` 下载 tinyshakespeare"));
+        fileio_error("no training text: give --data FILE, or run `make data` to download tinyshakespeare",
+                     "没有训练文本：请用 --data FILE 指定，或运行 `make data` 下载 tinyshakespeare");
         return NULL;
     }
     return p;
 }
 
 // A file the command reads (the text, a checkpoint) that cannot be read is
-// said here, in the run's language, before the library would say it in
-// English. Returns 0 when path can be read.
-static int check_readable(const Trace *tr, const char *what_en, const char *what_zh, const char *path) {
+// said here, before the work starts, in the user's language. Returns 0 when
+// path can be read.
+static int check_readable(const char *what_en, const char *what_zh, const char *path) {
     if (access(path, R_OK) == 0) return 0;
     int e = errno;
-    if (tr->lang == LANG_ZH)
-        fprintf(stderr, "kvdemo: 无法读取%s %s：%s\n", what_zh, path,
-                e == ENOENT ? "文件不存在" : e == EACCES ? "没有读取权限" : strerror(e));
-    else
-        fprintf(stderr, "kvdemo: cannot read %s %s: %s\n", what_en, path, strerror(e));
+    fileio_error("cannot read %s %s: %s", "无法读取%s %s：%s", fileio_text(what_en, what_zh), path, fileio_strerror(e));
     return -1;
 }
 
@@ -66,15 +61,6 @@ static void format_duration(char *out, size_t n, double s) {
     if (t >= 3600) snprintf(out, n, "%ldh%02ldm", t / 3600, t / 60 % 60);
     else if (t >= 60) snprintf(out, n, "%ldm%02lds", t / 60, t % 60);
     else snprintf(out, n, "%lds", t);
-}
-
-// Columns of the terminal on stderr (COLUMNS, else 80).
-static int stderr_width(void) {
-    struct winsize ws;
-    if (ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col >= 20) return ws.ws_col;
-    const char *c = getenv("COLUMNS");
-    int n = c ? atoi(c) : 0;
-    return n >= 20 ? n : 80;
 }
 
 // Draws line over the progress line, cut to fit width - 1 columns (a
@@ -190,22 +176,20 @@ static int on_train_step(const TrainProgress *p, void *user) {
 
 int gptcmd_train(const Options *opt, Trace *tr) {
     if (!opt->out_path) {
-        fprintf(stderr, "kvdemo: %s\n",
-                trace_text(tr, "train needs --out FILE, the model to write (e.g. --out data/my-gpt.bin)",
-                           "`kvdemo train` 需要 --out FILE，即训练好的模型写到哪里（例如 --out data/my-gpt.bin）"));
+        fileio_error("train needs --out FILE, the model to write (e.g. --out data/my-gpt.bin)",
+                     "`kvdemo train` 需要 --out FILE，即训练好的模型写到哪里（例如 --out data/my-gpt.bin）");
         return 2;
     }
     TrainConfig cfg;
     const char *preset = opt->preset ? opt->preset : "seed";
     if (train_config_default(&cfg, preset)) {
-        if (tr->lang == LANG_ZH) fprintf(stderr, "kvdemo: 没有预设 '%s'；可选 seed、tiny\n", preset);
-        else fprintf(stderr, "kvdemo: unknown preset '%s'; valid: seed, tiny\n", preset);
+        fileio_error("unknown preset '%s'; valid: seed, tiny", "没有预设“%s”；可选 seed、tiny", preset);
         return 2;
     }
     char buf[4096];
-    cfg.data_path = corpus_path(opt, tr, buf, sizeof buf);
-    if (!cfg.data_path || check_readable(tr, "the training text", "训练文本", cfg.data_path)) return 1;
-    if (opt->resume_path && check_readable(tr, "the checkpoint", "检查点", opt->resume_path)) return 1;
+    cfg.data_path = corpus_path(opt, buf, sizeof buf);
+    if (!cfg.data_path || check_readable("the training text", "训练文本", cfg.data_path)) return 1;
+    if (opt->resume_path && check_readable("the checkpoint", "检查点", opt->resume_path)) return 1;
     cfg.out_path = opt->out_path;
     cfg.resume_path = opt->resume_path;
     if (opt->context) cfg.model.T = opt->context;
@@ -213,12 +197,9 @@ int gptcmd_train(const Options *opt, Trace *tr) {
     if (opt->heads) cfg.model.H = opt->heads;
     if (opt->blocks) cfg.model.L = opt->blocks;
     if (cfg.model.C % cfg.model.H != 0) {
-        if (tr->lang == LANG_ZH)
-            fprintf(stderr, "kvdemo: --embedding %d 不能被 --heads %d 整除；请选能整除的大小（例如 384 和 6）\n",
-                    cfg.model.C, cfg.model.H);
-        else
-            fprintf(stderr, "kvdemo: --embedding %d is not divisible by --heads %d; pick sizes where it is (e.g. 384 and 6)\n",
-                    cfg.model.C, cfg.model.H);
+        fileio_error("--embedding %d is not divisible by --heads %d; pick sizes where it is (e.g. 384 and 6)",
+                     "--embedding %d 不能被 --heads %d 整除；请选能整除的大小（例如 384 和 6）", cfg.model.C,
+                     cfg.model.H);
         return 2;
     }
     if (opt->iters) cfg.iters = opt->iters;
@@ -231,14 +212,14 @@ int gptcmd_train(const Options *opt, Trace *tr) {
     cfg.threads = opt->threads;
 
     int tty = isatty(STDERR_FILENO);
-    TrainView view = {tr, cfg.data_path, tty, tty ? stderr_width() : 80, 0, -1.0, NULL, 0};
+    TrainView view = {tr, cfg.data_path, tty, tty ? screen_terminal_width(STDERR_FILENO) : 80, 0, -1.0, NULL, 0};
     AtomicFile log;
     char err[1024];
     if (opt->log_path) {
         // opened before the work, so that a log that cannot be written is
         // said at once; committed when the run ends, however it ends
         if (fileio_open(&log, opt->log_path, err, sizeof err) != 0) {
-            fprintf(stderr, "kvdemo: %s: %s\n", trace_text(tr, "cannot write the log", "无法写入日志"), err);
+            fileio_error("cannot write the log: %s", "无法写入日志：%s", err);
             return 1;
         }
         fprintf(log.f, "step,train_loss,val_loss,batch_loss,lr,elapsed_s\n");
@@ -248,12 +229,12 @@ int gptcmd_train(const Options *opt, Trace *tr) {
     int status = train_run(&cfg, on_train_step, &view, &res, err, sizeof err);
     end_line(&view);
     int zh = tr->lang == LANG_ZH;
-    if (status == TRAIN_FAILED) fprintf(stderr, "kvdemo: %s\n", err);
+    if (status == TRAIN_FAILED) fileio_error("%s", "%s", err);
     if (view.log) {
         char why[1024];
         if (!view.started) fileio_abort(&log);
         else if (fileio_commit(&log, why, sizeof why) != 0) {
-            fprintf(stderr, "kvdemo: %s: %s\n", trace_text(tr, "cannot write the log", "无法写入日志"), why);
+            fileio_error("cannot write the log: %s", "无法写入日志：%s", why);
             if (status == TRAIN_OK) status = TRAIN_FAILED;
         }
     }
@@ -307,10 +288,10 @@ int gptcmd_eval(const Options *opt, Trace *tr) {
     int rc = gptsetup_model(&m, opt, 0, NULL);
     if (rc) return rc;
     char buf[4096];
-    const char *data = corpus_path(opt, tr, buf, sizeof buf);
+    const char *data = corpus_path(opt, buf, sizeof buf);
     double train_loss, val_loss;
     char err[512];
-    if (!data || check_readable(tr, "the text", "文本", data)) {
+    if (!data || check_readable("the text", "文本", data)) {
         gpt_free(&m);
         return 1;
     }
@@ -322,7 +303,7 @@ int gptcmd_eval(const Options *opt, Trace *tr) {
     if (view.drawn) fputs("\r\033[K", stderr);
     gpt_free(&m);
     if (rc) {
-        fprintf(stderr, "kvdemo: %s\n", err);
+        fileio_error("%s", "%s", err);
         return 1;
     }
     if (tr->lang == LANG_ZH)

@@ -148,7 +148,7 @@ static void test_command_help(void **state) {
     // options and, where there is one, its page.
     const struct { const char *cmd, *en, *zh, *option, *page; } cases[] = {
         {"generate", "writes text after a prompt", "接着提示词写文字", "--temperature", "docs/lesson-10.md"},
-        {"bench", "over growing lengths", "有缓存与无缓存", "--csv", "docs/lesson-10.md"},
+        {"bench", "over growing lengths", "使用与不使用缓存", "--csv", "docs/lesson-10.md"},
         {"init", "random char GPT", "随机的字符级 GPT", "--out", "docs/model-format.md"},
         {"train", "train the char GPT", "训练字符级 GPT", "--eval-every", "docs/training.md"},
         {"eval", "validation loss", "验证损失", "--model", "docs/training.md"},
@@ -181,7 +181,7 @@ static void test_command_help(void **state) {
 // tables are checked in test_gptcmd, where bench runs anyway.)
 static void test_generate_prints_through_the_trace(void **state) {
     (void)state;
-    expect_output(NULL, "generate --init random --preset tiny --steps 4 --lang zh", "个 token，用时");
+    expect_output(NULL, "generate --init random --preset tiny --steps 4 --lang zh", "个词元，用时");
     expect_output(NULL, "generate --init random --preset tiny --steps 4", "tokens in");
 }
 

@@ -13,7 +13,11 @@
 // Each command is run once (through testutil's kvdemo_run) and each stated
 // text must appear in its standard output. Every relative link of README.md,
 // docs/*.md and docs/zh/*.md must lead to a file that exists, and the two
-// READMEs must link to each other at their top.
+// READMEs must link to each other at their top. Every page quotes the
+// documents' sentences its claims rest on: tests/fixtures/article_quotes.txt
+// (made by tests/article_quotes.py, which checks each quote verbatim in the
+// documents) lists them, and each page must still hold each of its quotes
+// and have at least one.
 #include "testutil.h"
 
 #include <dirent.h>
@@ -295,12 +299,72 @@ static void test_readmes_link_each_other(void **state) {
     expect_link_at_top("docs/zh/README.md", "../../README.md");
 }
 
+// s without its white space (a page wraps a quote over lines), in a new string.
+static char *squeeze(const char *s) {
+    char *out = malloc(strlen(s) + 1), *o = out;
+    assert_non_null(out);
+    for (; *s; s++)
+        if (!strchr(" \t\r\n", *s)) *o++ = *s;
+    *o = '\0';
+    return out;
+}
+
+static void test_pages_quote_the_documents(void **state) {
+    (void)state;
+    char *list = read_file("tests/fixtures/article_quotes.txt");
+    if (!list) fail_msg("tests/fixtures/article_quotes.txt: cannot open (made by tests/article_quotes.py)");
+    const char *dirs[] = {"docs", "docs/zh"};
+    int pages = 0;
+    for (int d = 0; d < 2; d++) {
+        char names[MAX_PAGES][64];
+        int n = lesson_pages(dirs[d], names);
+        for (int i = 0; i < n; i++) {
+            char path[160];
+            snprintf(path, sizeof path, "%.16s/%.63s", dirs[d], names[i]);
+            char *text = read_file(path);
+            assert_non_null(text);
+            char *page = squeeze(text);
+            int quotes = 0;
+            for (char *line = list; line && *line;) {
+                char *nl = strchr(line, '\n');
+                if (nl) *nl = '\0';
+                char *tab = strchr(line, '\t');
+                if (line[0] != '#' && tab && (size_t)(tab - line) == strlen(path) && !strncmp(line, path, strlen(path))) {
+                    char *quote = squeeze(tab + 1);
+                    // A quote leaves words out with "……": each piece is on the page.
+                    for (char *piece = quote, *next; piece; piece = next) {
+                        next = strstr(piece, "……");
+                        if (next) {
+                            *next = '\0';
+                            next += strlen("……");
+                        }
+                        if (*piece && !strstr(page, piece))
+                            fail_msg("%s: expected the documents' words \"%s\" (tests/fixtures/article_quotes.txt), "
+                                     "got a page without them", path, piece);
+                    }
+                    free(quote);
+                    quotes++;
+                }
+                if (nl) *nl = '\n';
+                line = nl ? nl + 1 : NULL;
+            }
+            if (quotes == 0) fail_msg("%s: expected at least one quote of the documents, got none", path);
+            free(page);
+            free(text);
+            pages++;
+        }
+    }
+    assert_true(pages >= 28);
+    free(list);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_page_has_a_twin),
         cmocka_unit_test(test_twins_are_chinese),
         cmocka_unit_test(test_questions),
         cmocka_unit_test(test_links),
+        cmocka_unit_test(test_pages_quote_the_documents),
         cmocka_unit_test(test_readmes_link_each_other),
     };
     return cmocka_run_group_tests(tests, NULL, teardown_runs);

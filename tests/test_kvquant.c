@@ -291,12 +291,27 @@ static void test_quantised_loss(void **state) {
     gpt_free(&m);
 }
 
+// Lesson 12's two texts (fp32's and int4's) go through the trace: a
+// document shows each label as a paragraph and each text as a text block,
+// where both were once folded into the preformatted table above them.
+static void test_texts_in_the_trace(void **state) {
+    (void)state;
+    RunResult r = kvdemo_run("lesson 12 --init random --preset tiny --steps 8 --format md");
+    if (r.status != 0) fail_msg("lesson 12 --format md exited with %d: %s", r.status, r.err);
+    const char *labels[] = {"fp32's text:\n\n```text\nROMEO:", "int4's text:\n\n```text\nROMEO:"};
+    for (int i = 0; i < 2; i++)
+        if (!strstr(r.out, labels[i])) fail_msg("lesson 12 --format md: expected \"%s\" in:\n%s", labels[i], r.out);
+    if (strncmp(r.out, "# ", 2) != 0) fail_msg("lesson 12 --format md: expected the document first, got:\n%.200s", r.out);
+    run_free(&r);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bf16_against_torch),  cmocka_unit_test(test_fp16_against_numpy),
         cmocka_unit_test(test_back_to_float),       cmocka_unit_test(test_quant_against_numpy),
         cmocka_unit_test(test_kivi_groups),         cmocka_unit_test(test_bytes_per_token),
         cmocka_unit_test(test_fp32_variant_identical), cmocka_unit_test(test_quantised_loss),
+        cmocka_unit_test(test_texts_in_the_trace),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

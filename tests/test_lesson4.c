@@ -222,6 +222,32 @@ static void test_bad_input(void **state) {
     run_free(&r);
 }
 
+// The chart of times is a table of the trace, so a document has it as a
+// table: its head, then two rows per position of the timing table (█ without
+// the cache with t, ░ with it without), none outside the table.
+static void test_chart_in_the_trace(void **state) {
+    (void)state;
+    RunResult r = kvdemo_run("lesson 4 --init random --preset tiny --repeat 1 --format md");
+    if (r.status != 0) fail_msg("lesson 4 --format md exited with %d: %s", r.status, r.err);
+    const char *head = "| t | time per token against t (█ without the cache, ░ with it) |  |";
+    const char *at = strstr(r.out, head);
+    if (!at) fail_msg("lesson 4 --format md: expected the chart's head \"%s\" in:\n%s", head, r.out);
+    // 16, T/4, T/2, 3T/4 and T - 1, each above the one before: T = 32 gives
+    // 16, 24 and 31
+    const int pos[] = {16, 24, 31};
+    for (int i = 0; i < 3; i++) {
+        char row[32];
+        snprintf(row, sizeof row, "\n| %d | █", pos[i]);
+        const char *found = strstr(at, row);
+        if (!found) fail_msg("lesson 4 --format md: expected a chart row \"%s\" after the head", row + 1);
+        const char *next = strchr(found + 1, '\n');
+        if (!next || strncmp(next, "\n|  | ░", strlen("\n|  | ░")) != 0)
+            fail_msg("lesson 4 --format md: expected the cached row \"|  | ░\" after t = %d", pos[i]);
+    }
+    if (strstr(r.out, "█") < at) fail_msg("lesson 4 --format md: a bar before the chart's head");
+    run_free(&r);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_flops_counted_each_step),
@@ -230,6 +256,7 @@ int main(void) {
         cmocka_unit_test(test_prefill_and_decode),
         cmocka_unit_test(test_text_both_languages),
         cmocka_unit_test(test_bad_input),
+        cmocka_unit_test(test_chart_in_the_trace),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

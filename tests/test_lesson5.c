@@ -136,11 +136,33 @@ static void test_text_both_languages(void **state) {
     expect_failure("lesson 5 --init random --preset tiny --prompt ROMEOROMEOROMEOROMEOROMEOROMEOxx", 2, "context holds 32");
 }
 
+// The chart of bytes held is a table of the trace, so a document has it as
+// a table (it was printed around the trace, into the document's preformatted
+// text): one row per eighth of the context from the prompt on, the last one
+// the whole context, 2 · L · C · 4 · T bytes.
+static void test_chart_in_the_trace(void **state) {
+    (void)state;
+    GptConfig cfg;
+    gpt_preset(&cfg, "tiny");
+    RunResult r = kvdemo_run("lesson 5 --init random --preset tiny --format md");
+    if (r.status != 0) fail_msg("lesson 5 --format md exited with %d: %s", r.status, r.err);
+    const char *head = "| t | bytes held after the step that fills position t (█), and reserved (the whole bar) |";
+    if (!strstr(r.out, head)) fail_msg("lesson 5 --format md: expected the chart's head \"%s\" in:\n%s", head, r.out);
+    char last[512] = "", bytes[32];
+    snprintf(last, sizeof last, "| %d | ", cfg.T - 1);
+    for (int i = 0; i < 40; i++) strcat(last, "█");
+    snprintf(bytes, sizeof bytes, " | %.1f kB |", 2.0 * cfg.L * cfg.C * 4 * cfg.T / 1000);
+    strcat(last, bytes);
+    if (!strstr(r.out, last)) fail_msg("lesson 5 --format md: expected the chart's last row \"%s\" in:\n%s", last, r.out);
+    run_free(&r);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bytes_against_gpt_state),
         cmocka_unit_test(test_real_models_and_trade),
         cmocka_unit_test(test_text_both_languages),
+        cmocka_unit_test(test_chart_in_the_trace),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

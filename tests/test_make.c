@@ -25,20 +25,6 @@
     "env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL -u ARCH -u OPT -u CFLAGS -u CC -u BUILD -u BIN -u LANG -u LC_ALL " \
     "make --no-print-directory"
 
-// The whole text of path (a README or .gitignore: well under 256 kB).
-static char *read_text(const char *path) {
-    enum { MAX = 1 << 18 };
-    FILE *f = fopen(path, "rb");
-    if (!f) fail_msg("%s: expected a file, got none", path);
-    char *s = malloc(MAX);
-    assert_non_null(s);
-    size_t n = fread(s, 1, MAX, f);
-    fclose(f);
-    if (n == MAX) fail_msg("%s: expected under %d bytes, got more", path, MAX);
-    s[n] = '\0';
-    return s;
-}
-
 // The modification time of path in nanoseconds; -1 when it is not there.
 static long long mtime_ns(const char *path) {
     struct stat st;
@@ -158,7 +144,7 @@ static void test_make_run_shows_the_lesson(void **state) {
 // sanitizers a few steps and no timing.
 static void test_readme_train_line(void **state) {
     (void)state;
-    char *readme = read_text("README.md");
+    char *readme = file_slurp("README.md");
     const char *at = strstr(readme, "./kvdemo train ");
     if (!at) fail_msg("README.md: expected a line with ./kvdemo train, got none");
     char words[1024];
@@ -253,7 +239,7 @@ static int ignored(const char *ignore, const char *path) {
 
 static void test_gitignore_keeps_outputs_out(void **state) {
     (void)state;
-    char *ignore = read_text(".gitignore");
+    char *ignore = file_slurp(".gitignore");
     // What make builds, what training and the README's examples write.
     static const char *const outputs[] = {
         "kvdemo", "build/src/utf8.o", "build/tests/test_make", "build-portable/kvdemo", "build-asan/kvdemo",

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 // Reads the next case of elide.txt: precision, shape, values, edge items
 // and the text PyTorch printed.
@@ -133,11 +134,41 @@ static void test_wrap(void **state) {
     expect_wrap("xx yy", 8, 6, "xx\nyy", 2);
 }
 
+// One width for every command: --width, else $COLUMNS when it is 20 or more,
+// else the terminal's, else 80. A pipe has no terminal size.
+static void test_terminal_width(void **state) {
+    (void)state;
+    int fd[2];
+    assert_int_equal(pipe(fd), 0);
+    const char *old = getenv("COLUMNS");
+    char *saved = old ? strdup(old) : NULL;
+    const struct {
+        const char *columns;   // NULL: unset
+        int want;
+    } cases[] = {{"57", 57}, {"20", 20}, {"19", 80}, {"wide", 80}, {NULL, 80}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        if (cases[i].columns) setenv("COLUMNS", cases[i].columns, 1);
+        else unsetenv("COLUMNS");
+        int got = screen_terminal_width(fd[1]);
+        if (got != cases[i].want)
+            fail_msg("COLUMNS=%s on a pipe: expected %d columns, got %d", cases[i].columns ? cases[i].columns : "(unset)",
+                     cases[i].want, got);
+    }
+    setenv("COLUMNS", "57", 1);
+    if (screen_default_width(33) != 33) fail_msg("--width 33: expected 33 columns, got %d", screen_default_width(33));
+    if (saved) setenv("COLUMNS", saved, 1);
+    else unsetenv("COLUMNS");
+    free(saved);
+    close(fd[0]);
+    close(fd[1]);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_elides_as_pytorch),
         cmocka_unit_test(test_no_width_no_elision),
         cmocka_unit_test(test_wrap),
+        cmocka_unit_test(test_terminal_width),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

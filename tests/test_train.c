@@ -210,7 +210,7 @@ typedef struct {
 
 static double gelu_loss(void *ctx) {
     GeluCase *c = ctx;
-    gelu_forward(c->out, c->inp, c->n);
+    ops_gelu(c->out, c->inp, c->n);
     return dot(c->out, c->r, (size_t)c->n);
 }
 
@@ -219,7 +219,7 @@ static void test_gelu(void **state) {
     GeluCase c = {.n = 100};   // 6 vectors of 16 and a tail of 4
     c.out = zeros(c.n), c.inp = rand_array(c.n, 5), c.r = rand_array(c.n, 1);
     c.inp[0] = 0, c.inp[1] = 20, c.inp[2] = -20, c.inp[3] = 1e-4f;
-    gelu_forward(c.out, c.inp, c.n);
+    ops_gelu(c.out, c.inp, c.n);
     // against the formula in double: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
     for (int i = 0; i < c.n; i++) {
         double x = c.inp[i];
@@ -230,7 +230,7 @@ static void test_gelu(void **state) {
         assert_close(&c.out[i], &want, 1, 1e-6 + 1e-6 * fabs(want), what);
     }
     float *dinp = zeros(c.n);
-    gelu_backward(dinp, c.inp, c.r, c.n);
+    ops_gelu_backward(dinp, c.inp, c.r, c.n);
     double *g = numeric_grad(c.inp, c.n, 1e-3f, gelu_loss, &c);
     check_grad("gelu dinp", dinp, g, c.n, 2e-3, 2e-3);
     free(g), free(c.out), free(c.inp), free(c.r), free(dinp);

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 // Words a Chinese teacher says as they are: the documents' own terms, model
@@ -37,6 +38,7 @@ static const char *const ALLOWED[] = {
     "Milakov", "Gimelshein",
     // code the lessons quote, and the values of options (--bug offset, --data FILE)
     "float", "ceil", "exp", "sqrt", "ones", "logit", "offset", "stale", "append", "layout", "scale", "FILE",
+    "tiny",
     // the example prompt, and methods named after their papers
     "ROMEO", "KIVI",
     // lesson 6.1: the article's and the vLLM paper's terms, its data sets, the workload's formula
@@ -44,12 +46,6 @@ static const char *const ALLOWED[] = {
     // units
     "MiB", "GiB", "KiB", "MB", "GB", "KB", "GFLOP", "MFLOP", "FLOP", "FLOPs", "TFLOP",
 };
-
-static int allowed(const char *w, size_t n) {
-    for (size_t i = 0; i < sizeof ALLOWED / sizeof ALLOWED[0]; i++)
-        if (strlen(ALLOWED[i]) == n && !strncmp(ALLOWED[i], w, n)) return 1;
-    return 0;
-}
 
 // Lines that are code or tensors, not narration: ">>> code", the rows of a
 // printed tensor, and a tensor's "name (2, 4)" header.
@@ -73,35 +69,10 @@ static void find_english(Buf *bad, const char *what, char *out, char **texts, in
     for (char *line = out; line && *line;) {
         char *nl = strchr(line, '\n');
         size_t len = nl ? (size_t)(nl - line) : strlen(line);
-        if (!code_line(line, len)) {
-            for (size_t i = 0; i < len;) {
-                unsigned char c = (unsigned char)line[i];
-                if (c == '`') {   // `kvdemo bench`: a command, quoted as code
-                    const char *end = memchr(line + i + 1, '`', len - i - 1);
-                    i = end ? (size_t)(end - line) + 1 : len;
-                    continue;
-                }
-                if (!(isalnum(c) || c == '_' || c == '-')) {
-                    i++;
-                    continue;
-                }
-                size_t j = i;
-                int letters = 0, other = 0;
-                // self.model.forward and data/tianqi.txt are one word; "cache." ends a sentence.
-                while (j < len && (isalnum((unsigned char)line[j]) || line[j] == '_' || line[j] == '-' ||
-                                   ((line[j] == '.' || line[j] == '/') && j + 1 < len && isalpha((unsigned char)line[j + 1])))) {
-                    if (isalpha((unsigned char)line[j])) letters++;
-                    else other++;
-                    j++;
-                }
-                // Identifiers (cache_k, W_Q, fp16) and options (--steps)
-                // are code; a plain word of three letters or more is English.
-                int code = other > 0;
-                if (letters >= 3 && !code && !allowed(line + i, j - i))
-                    buf_printf(bad, "%s: '%.*s' in: %.*s\n", what, (int)(j - i), line + i, (int)len, line);
-                i = j;
-            }
-        }
+        size_t at = 0, w, n;
+        while (!code_line(line, len) && english_word_next(line, len, &at, &w, &n))
+            if (!word_in_list(line + w, n, ALLOWED, sizeof ALLOWED / sizeof ALLOWED[0]))
+                buf_printf(bad, "%s: '%.*s' in: %.*s\n", what, (int)n, line + w, (int)len, line);
         line = nl ? nl + 1 : NULL;
     }
 }
@@ -128,11 +99,60 @@ static char **generated_texts(const char *env, const char *args, int *n) {
     return texts;
 }
 
+// The article writes a step "第 1 步" (not 第一步): a numeral in Chinese
+// before 步 is listed in bad.
+static void find_step_numerals(Buf *bad, const char *what, const char *out) {
+    static const char *const NUMERALS[] = {"一", "二", "三", "四", "五", "六", "七", "八", "九", "十"};
+    for (const char *p = out; (p = strstr(p, "第")); p += strlen("第"))
+        for (size_t i = 0; i < sizeof NUMERALS / sizeof NUMERALS[0]; i++) {
+            const char *q = p + strlen("第");
+            size_t n = strlen(NUMERALS[i]);
+            if (strncmp(q, NUMERALS[i], n)) continue;
+            q += n;
+            while (!strncmp(q, "十", strlen("十")) || !strncmp(q, "一", strlen("一"))) q += strlen("十");
+            if (!strncmp(q, "步", strlen("步")))
+                buf_printf(bad, "%s: '%.*s' (the article writes 第 N 步)\n", what, (int)(q + strlen("步") - p), p);
+        }
+}
+
+// One word for each concept, the article's: 使用缓存 / 不使用缓存 (not
+// 有缓存 / 无缓存, which only the numpy chapter's own words keep, on a line
+// that says 原文), 掩码 (not 遮挡).
+static void find_other_terms(Buf *bad, const char *what, const char *out) {
+    static const char *const OTHER[] = {"有缓存", "无缓存", "遮挡"};
+    for (const char *line = out; line && *line;) {
+        const char *nl = strchr(line, '\n');
+        int len = nl ? (int)(nl - line) : (int)strlen(line);
+        char text[2048];
+        snprintf(text, sizeof text, "%.*s", len, line);
+        for (size_t i = 0; i < sizeof OTHER / sizeof OTHER[0] && !strstr(text, "原文"); i++)
+            for (const char *at = text; (at = strstr(at, OTHER[i])); at += strlen(OTHER[i])) {
+                if (at - text >= 3 && !strncmp(at - 3, "没", 3)) continue;   // 还没有缓存: "no cache yet"
+                buf_printf(bad, "%s: '%s' (the article's terms are 使用缓存, 不使用缓存, 掩码) in: %s\n", what, OTHER[i],
+                           text);
+            }
+        line = nl ? nl + 1 : NULL;
+    }
+}
+
+// Chinese sentences take full-width punctuation: a Chinese character (U+4E00
+// to U+9FFF, three bytes led by 0xE4..0xE9) followed by an ASCII ':' or ';'
+// is listed in bad.
+static void find_halfwidth_punctuation(Buf *bad, const char *what, const char *out) {
+    const unsigned char *u = (const unsigned char *)out;
+    for (size_t i = 0; u[i]; i++)
+        if (u[i] >= 0xE4 && u[i] <= 0xE9 && u[i + 1] && u[i + 2] && (u[i + 3] == ':' || u[i + 3] == ';'))
+            buf_printf(bad, "%s: '%.4s' (Chinese takes ： and ；)\n", what, out + i);
+}
+
 static void check_run(Buf *bad, const char *env, const char *args, int json_too) {
     int ntexts = 0;
     char **texts = json_too ? generated_texts(env, args, &ntexts) : NULL;
     RunResult r = kvdemo_run_env(env, args);
     if (r.status != 0) fail_msg("kvdemo %s: exit %d: %s", args, r.status, r.err);
+    find_step_numerals(bad, args, r.out);
+    find_other_terms(bad, args, r.out);
+    find_halfwidth_punctuation(bad, args, r.out);
     find_english(bad, args, r.out, texts, ntexts);
     for (int i = 0; i < ntexts; i++) free(texts[i]);
     free(texts);
@@ -161,6 +181,8 @@ static void check_train_and_eval(Buf *bad) {
     check_run_stderr(bad, args);
     snprintf(args, sizeof args, "eval --lang zh --model %s --data tests/fixtures/corpus_small.txt --threads 1", model);
     check_run_stderr(bad, args);
+    snprintf(args, sizeof args, "eval --lang zh --kv-dtype int8 --model %s --data tests/fixtures/corpus_small.txt", model);
+    check_run_stderr(bad, args);
     unlink(model);
     unlink(ckpt);
 }
@@ -181,6 +203,12 @@ static void test_lessons_speak_chinese(void **state) {
         runs++;
     }
     check_run(&bad, "LANG=zh_CN.UTF-8", "generate --steps 8", 1);
+    check_run(&bad, NULL, "generate --paged --samples 2 --steps 8 --lang zh", 1);
+    check_run(&bad, NULL, "memory --model llama-2-7b --tokens 10 --lang zh", 0);
+    char init[128];
+    snprintf(init, sizeof init, "init --preset tiny --out /tmp/kvdemo-zh-init-%d.bin", (int)getpid());
+    check_run(&bad, "LANG=zh_CN.UTF-8", init, 0);
+    unlink(init + strlen("init --preset tiny --out "));
     check_train_and_eval(&bad);
     // (bench is left out: it always measures 256 tokens and training steps,
     // minutes on a shared machine.)
@@ -359,8 +387,70 @@ static void test_conversions_reader(void **state) {
     assert_true(strcmp(a, b) != 0);
 }
 
+// A lesson's heading names its document as a class knows it ("KV Cache 篇
+// §2", "the numpy chapter"), never by the file's id ("000", "seed 000").
+static void test_headings_name_the_documents(void **state) {
+    (void)state;
+    static const char *const NAMES[2][3] = {{"KV Cache article §", "numpy chapter", "beyond the documents"},
+                                            {"KV Cache 篇 §", "numpy 章节", "文档之外"}};
+    for (int i = 0; i < NUM_LESSONS; i++) {
+        const Lesson *l = &LESSONS[i];
+        if (!l->run) continue;
+        for (int zh = 0; zh < 2; zh++) {
+            char args[256], quick[128];
+            snprintf(args, sizeof args, "lesson %s --lang %s%s", l->id, zh ? "zh" : "en",
+                     lesson_quick_args(l->options, quick, sizeof quick));
+            RunResult r = kvdemo_run(args);
+            if (r.status != 0) fail_msg("kvdemo %s: exit %d: %s", args, r.status, r.err);
+            const char *h = strstr(r.out, "== ");
+            const char *end = h ? strchr(h, '\n') : NULL;
+            if (!end) fail_msg("kvdemo %s: no heading", args);
+            char line[512];
+            snprintf(line, sizeof line, "%.*s", (int)(end - h), h);
+            int named = 0;
+            for (int k = 0; k < 3; k++) named |= strstr(line, NAMES[zh][k]) != NULL;
+            if (!named || strstr(line, "000") || strstr(line, "003") || strstr(line, "seed"))
+                fail_msg("kvdemo %s: expected a heading naming the document (%s, %s or %s), got: %s", args,
+                         NAMES[zh][0], NAMES[zh][1], NAMES[zh][2], line);
+            run_free(&r);
+        }
+    }
+}
+
+// generate under --lang zh on a terminal: the live counter and the summary
+// speak Chinese and say 词元, the numpy chapter's word, as race does.
+static void test_generate_says_ciyuan(void **state) {
+    (void)state;
+    const char *args[] = {"generate", "--steps", "8", "--lang", "zh", NULL};
+    int master;
+    pid_t pid = kvdemo_spawn_pty(&master, args);
+    char *out = read_to_end(master);
+    close(master);
+    int status;
+    waitpid(pid, &status, 0);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    if (!strstr(out, "个词元\x1b[0m")) fail_msg("expected the live counter (每秒 … 个词元), got: %s", out);
+    // The generated text follows "ROMEO:"; the lines from "——" on are narration.
+    char *summary = strstr(out, "——");
+    if (!summary) fail_msg("expected the summary line (—— … 个词元), got: %s", out);
+    for (char *p = out; (p = strstr(p, "token")); p++)
+        fail_msg("expected 词元, not token, under --lang zh; got: %.60s", p);
+    for (char *p = out; (p = strstr(p, "tokens/s")); p++)
+        fail_msg("expected the counter in Chinese, got: %.60s", p);
+    Buf bad;
+    buf_init(&bad);
+    buf_append(&bad, "");
+    find_english(&bad, "generate --lang zh (terminal)", summary, NULL, 0);
+    char *s = buf_take(&bad);
+    if (s && *s) fail_msg("%s", s);
+    free(s);
+    free(out);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_headings_name_the_documents),
+        cmocka_unit_test(test_generate_says_ciyuan),
         cmocka_unit_test(test_conversions_reader),
         cmocka_unit_test(test_sayf_pairs_match),
         cmocka_unit_test(test_lessons_speak_chinese),

@@ -100,6 +100,16 @@ static char *slurp(FILE *f) {
     return buf_take(&b);
 }
 
+char *file_slurp(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) fail_msg("%s: cannot open (tests run from the repository's top folder)", path);
+    char *s = slurp(f);
+    fclose(f);
+    if (!s) s = calloc(1, 1);
+    assert_non_null(s);
+    return s;
+}
+
 RunResult kvdemo_run(const char *args) { return kvdemo_run_env(NULL, args); }
 
 RunResult shell_run(const char *cmd) {
@@ -515,6 +525,48 @@ const char *lesson_quick_args(const unsigned char *options, char *buf, size_t si
     return buf;
 }
 
+// ----------------------------------------------------------------------------
+// English words in Chinese text
+
+int english_word_next(const char *line, size_t len, size_t *at, size_t *start, size_t *n) {
+    for (size_t i = *at; i < len;) {
+        unsigned char c = (unsigned char)line[i];
+        if (c == '`') {   // `make data`: a command, quoted as code
+            const char *end = memchr(line + i + 1, '`', len - i - 1);
+            i = end ? (size_t)(end - line) + 1 : len;
+            continue;
+        }
+        if (!(isalnum(c) || c == '_' || c == '-')) {
+            i++;
+            continue;
+        }
+        size_t j = i;
+        int letters = 0, other = 0;
+        // "cache." ends a sentence; data/tianqi.txt is one word.
+        while (j < len && (isalnum((unsigned char)line[j]) || line[j] == '_' || line[j] == '-' ||
+                           ((line[j] == '.' || line[j] == '/') && j + 1 < len && isalnum((unsigned char)line[j + 1])))) {
+            if (isalpha((unsigned char)line[j])) letters++;
+            else other++;
+            j++;
+        }
+        if (letters >= 3 && !other) {
+            *start = i;
+            *n = j - i;
+            *at = j;
+            return 1;
+        }
+        i = j;
+    }
+    *at = len;
+    return 0;
+}
+
+int word_in_list(const char *w, size_t n, const char *const *list, size_t count) {
+    for (size_t i = 0; i < count; i++)
+        if (strlen(list[i]) == n && !strncmp(list[i], w, n)) return 1;
+    return 0;
+}
+
 int tests_sanitized(void) {
     const char *v = getenv("KVDEMO_SANITIZED");
     return v && *v && strcmp(v, "0") != 0;
@@ -524,10 +576,7 @@ int tests_sanitized(void) {
 // Markdown pages
 
 void expect_links_resolve(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) fail_msg("%s: expected a file, got none", path);
-    char *s = slurp(f);
-    fclose(f);
+    char *s = file_slurp(path);
     char dir[256];
     snprintf(dir, sizeof dir, "%s", path);
     char *slash = strrchr(dir, '/');

@@ -54,6 +54,9 @@ RunResult kvdemo_run(const char *args);
 void run_free(RunResult *r);
 // Runs the shell command cmd (its standard error kept apart, as above).
 RunResult shell_run(const char *cmd);
+// The whole of a file of the project (free it); fails the test when it
+// cannot be read.
+char *file_slurp(const char *path);
 // Number of lines in s.
 int count_lines(const char *s);
 // Runs "kvdemo ARGS", fails the test unless it exits 0, and returns its
@@ -132,6 +135,19 @@ const Event *events_find(const Event *e, int n, const char *event, const char *r
 // them (`options` is its row's mask in LESSONS): few steps, one repeat, the
 // tiny model, small lengths. Writes them, each with a leading space, to buf.
 const char *lesson_quick_args(const unsigned char *options, char *buf, size_t size);
+
+// ----------------------------------------------------------------------------
+// English words in Chinese text (test_zh's narration, test_errors' error lines)
+
+// The next English word of line[0..len) from *at on, moving *at past it:
+// *start and *n are set to a run of three or more ASCII letters and nothing
+// else. Words are runs of letters, digits, '_' and '-', with a '.' or '/'
+// inside (data/tianqi.txt, self.model.forward); a word with anything but
+// letters in it is code (cache_k, W_Q, fp16, --steps), and so is `text`
+// between backquotes. Returns 0 at the end of the line.
+int english_word_next(const char *line, size_t len, size_t *at, size_t *start, size_t *n);
+// 1 when the n bytes at w are one of the count words of list.
+int word_in_list(const char *w, size_t n, const char *const *list, size_t count);
 
 // 1 under `make asan` (KVDEMO_SANITIZED in the environment), where every
 // kvdemo run is many times slower: tests that run every lesson many times

@@ -8,6 +8,8 @@ PyTorch's own printing of tensors. Writes:
 
   tests/fixtures/toy_tensors.txt  one tensor a line: KEY ROWS COLS values...
   tests/fixtures/print.txt        tensors and the text print(t) shows for them
+  tests/fixtures/toy_bits.txt     the float32 bits (hex) of every tensor that
+                                  lessons 1, 2, 7 and 9 print: KEY ROWS COLS bits...
 
 Run with Debian's python3 (python3-torch): /usr/bin/python3 tests/toy_reference.py
 kvdemo's tests read the fixtures; they never run Python.
@@ -23,6 +25,7 @@ OUT = os.path.join(HERE, "fixtures")
 DATA = os.path.join(HERE, "..", "data", "tianqi.txt")
 
 rows = []
+bits = []
 printed = []
 
 
@@ -40,6 +43,9 @@ def dump(key, t):
     vals = " ".join("%.9g" % v if math.isfinite(v) else ("-inf" if v < 0 else "inf")
                     for v in t.reshape(-1).tolist())
     rows.append("%s %d %d %s" % (key, t.shape[0], t.shape[1], vals))
+    if key.split("/")[0] in ("1", "2", "7", "9"):
+        words = t.contiguous().reshape(-1).view(torch.int32).tolist()
+        bits.append("%s %d %d %s" % (key, t.shape[0], t.shape[1], " ".join("%08x" % (w & 0xFFFFFFFF) for w in words)))
 
 
 # ---------------------------------------------------------------------------
@@ -227,6 +233,12 @@ with open(os.path.join(OUT, "lesson2_print.txt"), "w") as f:
 with open(os.path.join(OUT, "toy_tensors.txt"), "w") as f:
     f.write("# made by tests/toy_reference.py (PyTorch %s): KEY ROWS COLS values\n" % torch.__version__)
     f.write("\n".join(rows) + "\n")
+
+with open(os.path.join(OUT, "toy_bits.txt"), "w") as f:
+    f.write("# made by tests/toy_reference.py (PyTorch %s, CPU capability %s): KEY ROWS COLS float32 bits\n"
+            % (torch.__version__, "".join(line.split(":", 1)[1].strip() for line in torch.__config__.show().splitlines()
+                                         if "CPU capability" in line) or "unknown"))
+    f.write("\n".join(bits) + "\n")
 
 # ---------------------------------------------------------------------------
 # PyTorch's printing: each case is a header line, the values, then the text
