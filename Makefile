@@ -78,8 +78,11 @@ tests/need-cmocka:
 .PHONY: tests/need-cmocka
 
 # Build and run every tests/test_*.c; each is its own cmocka program.
+# KVDEMO_MAKE: the variables this build was made with, for the tests that
+# run make themselves (test_make) without rebuilding it all.
 check: $(BIN) $(TESTS)
-	@KVDEMO_BIN=./$(BIN) sh tests/run-all.sh $(TESTS)
+	@KVDEMO_BIN=./$(BIN) KVDEMO_MAKE="BUILD=$(BUILD) BIN=$(BIN) CC='$(CC)' CFLAGS='$(CFLAGS)'" \
+	  sh tests/run-all.sh $(TESTS)
 
 $(BUILD)/tests/test_%: tests/test_%.c $(LIBOBJ) $(TESTLIB) $(BUILD)/flags
 	@mkdir -p $(dir $@)
@@ -128,7 +131,8 @@ data:
 
 # Installed layout: PREFIX/bin/kvdemo finds its data in PREFIX/share/kvdemo
 # (src/paths.c looks beside the binary, then in ../share/kvdemo), and the
-# pages its help names in PREFIX/share/kvdemo/docs (English) and docs/zh.
+# pages its help names in PREFIX/share/kvdemo/docs (English) and docs/zh,
+# with README.md beside them, where the pages' links to it lead.
 PREFIX  ?= /usr/local
 BINDIR   = $(DESTDIR)$(PREFIX)/bin
 DATADIR  = $(DESTDIR)$(PREFIX)/share/kvdemo
@@ -141,6 +145,7 @@ install: $(BIN)
 	install -d $(BINDIR) $(DATADIR)/data $(DATADIR)/docs/zh $(MANDIR) $(COMPDIR)
 	install -m 755 $(BIN) $(BINDIR)/kvdemo
 	install -m 644 $(SHIPPED) $(DATADIR)/data/
+	install -m 644 README.md $(DATADIR)/README.md
 	install -m 644 $(filter-out docs/zh/%,$(DOCS)) $(DATADIR)/docs/
 	install -m 644 $(filter docs/zh/%,$(DOCS)) $(DATADIR)/docs/zh/
 	install -m 644 docs/kvdemo.1 $(MANDIR)/kvdemo.1
@@ -148,7 +153,7 @@ install: $(BIN)
 
 uninstall:
 	rm -f $(BINDIR)/kvdemo $(MANDIR)/kvdemo.1 $(COMPDIR)/kvdemo
-	rm -f $(addprefix $(DATADIR)/,$(SHIPPED) $(DOCS))
+	rm -f $(addprefix $(DATADIR)/,$(SHIPPED) $(DOCS) README.md)
 	-rmdir $(DATADIR)/data $(DATADIR)/docs/zh $(DATADIR)/docs $(DATADIR) 2>/dev/null
 
 clean:

@@ -271,61 +271,11 @@ static void test_questions(void **state) {
 // ----------------------------------------------------------------------------
 // Links
 
-// Fails at the first relative link [text](target) of path whose target does
-// not exist (resolved from path's folder; "#anchor" parts are dropped).
-// Fenced code blocks are skipped.
-static void check_links(const char *path) {
-    char *s = read_file(path);
-    if (!s) fail_msg("%s: expected a file, got none", path);
-    char dir[256];
-    snprintf(dir, sizeof dir, "%s", path);
-    char *slash = strrchr(dir, '/');
-    if (slash) slash[1] = '\0';
-    else dir[0] = '\0';
-    int fenced = 0, lineno = 1;
-    for (const char *p = s; *p; p++) {
-        if (*p == '\n') {
-            lineno++;
-            if (!strncmp(p + 1, "```", 3)) fenced = !fenced;
-            continue;
-        }
-        if (fenced || p[0] != ']' || p[1] != '(') continue;
-        const char *a = p + 2, *b = a;
-        while (*b && *b != ')' && *b != ' ' && *b != '\n') b++;
-        if (*b != ')' && *b != ' ') continue;
-        char target[256];
-        snprintf(target, sizeof target, "%.*s", (int)(b - a), a);
-        if (!strncmp(target, "http://", 7) || !strncmp(target, "https://", 8) || !strncmp(target, "mailto:", 7) ||
-            target[0] == '#' || target[0] == '\0')
-            continue;
-        char *hash = strchr(target, '#');
-        if (hash) *hash = '\0';
-        char full[600];
-        snprintf(full, sizeof full, "%s%s", dir, target);
-        if (!file_exists(full)) fail_msg("%s:%d: expected the link target %s to exist, got none", path, lineno, full);
-    }
-    free(s);
-}
-
-static void check_links_in(const char *dir) {
-    DIR *d = opendir(dir);
-    if (!d) fail_msg("cannot open folder %s", dir);
-    struct dirent *e;
-    char path[512];
-    while ((e = readdir(d))) {
-        size_t len = strlen(e->d_name);
-        if (len < 4 || strcmp(e->d_name + len - 3, ".md")) continue;
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        check_links(path);
-    }
-    closedir(d);
-}
-
 static void test_links(void **state) {
     (void)state;
-    check_links("README.md");
-    check_links_in("docs");
-    check_links_in("docs/zh");
+    expect_links_resolve("README.md");
+    expect_links_resolve_in("docs");
+    expect_links_resolve_in("docs/zh");
 }
 
 // The first lines of path link to target.

@@ -1,8 +1,9 @@
 // test_install — `make install` into a staging folder (DESTDIR), then the
 // installed kvdemo run from another folder: it must find its data in
 // PREFIX/share/kvdemo, and say which file is missing when it is not there;
-// the pages its help names are installed too, in both languages, and the
-// help names them where they were installed.
+// the pages its help names are installed too, in both languages, with the
+// README their links lead to, and the help names them where they were
+// installed.
 #include "testutil.h"
 
 #include <stdio.h>
@@ -75,6 +76,20 @@ static void test_installs_every_file(void **state) {
     expect_file("/usr/share/kvdemo/docs/glossary.md");
     expect_file("/usr/share/kvdemo/docs/zh/lesson-2.md");
     expect_file("/usr/share/kvdemo/docs/zh/README.md");
+    expect_file("/usr/share/kvdemo/README.md");
+}
+
+// Every relative link of the installed pages leads to an installed file (the
+// Chinese README's link to the English one among them).
+static void test_installed_links_resolve(void **state) {
+    (void)state;
+    char path[256];
+    snprintf(path, sizeof path, "%s/usr/share/kvdemo/README.md", stage);
+    expect_links_resolve(path);
+    snprintf(path, sizeof path, "%s/usr/share/kvdemo/docs", stage);
+    expect_links_resolve_in(path);
+    snprintf(path, sizeof path, "%s/usr/share/kvdemo/docs/zh", stage);
+    expect_links_resolve_in(path);
 }
 
 // From /, the installed help names the installed page (in Chinese, the
@@ -143,6 +158,7 @@ static void test_uninstall_removes_what_install_put(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_installs_every_file),
+        cmocka_unit_test(test_installed_links_resolve),
         cmocka_unit_test(test_installed_binary_finds_its_data),
         cmocka_unit_test(test_installed_help_names_installed_pages),
         cmocka_unit_test(test_missing_installed_data_is_named),

@@ -7,6 +7,7 @@
 #include "buf.h"
 
 #include <ctype.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <math.h>
@@ -111,19 +112,16 @@ char *file_slurp(const char *path) {
 
 RunResult kvdemo_run(const char *args) { return kvdemo_run_env(NULL, args); }
 
-RunResult kvdemo_run_env(const char *env, const char *args) {
+RunResult shell_run(const char *cmd) {
     RunResult r = {0};
-    const char *bin = getenv("KVDEMO_BIN");
-    if (!bin || !*bin) bin = "./kvdemo";
     char errpath[] = "/tmp/kvdemo-test-XXXXXX";
     int fd = mkstemp(errpath);
     assert_true(fd >= 0);
     close(fd);
-    Buf cmd;
-    buf_init(&cmd);
-    buf_printf(&cmd, "env -u LC_ALL -u LC_MESSAGES -u LANG -u NO_COLOR %s %s %s </dev/null 2>%s",
-               env ? env : "", bin, args, errpath);
-    char *c = buf_take(&cmd);
+    Buf full;
+    buf_init(&full);
+    buf_printf(&full, "%s 2>%s", cmd, errpath);
+    char *c = buf_take(&full);
     FILE *p = popen(c, "r");
     assert_non_null(p);
     r.out = slurp(p);
@@ -133,6 +131,18 @@ RunResult kvdemo_run_env(const char *env, const char *args) {
     r.err = e ? slurp(e) : strdup("");
     if (e) fclose(e);
     unlink(errpath);
+    free(c);
+    return r;
+}
+
+RunResult kvdemo_run_env(const char *env, const char *args) {
+    const char *bin = getenv("KVDEMO_BIN");
+    if (!bin || !*bin) bin = "./kvdemo";
+    Buf cmd;
+    buf_init(&cmd);
+    buf_printf(&cmd, "env -u LC_ALL -u LC_MESSAGES -u LANG -u NO_COLOR %s %s %s </dev/null", env ? env : "", bin, args);
+    char *c = buf_take(&cmd);
+    RunResult r = shell_run(c);
     free(c);
     return r;
 }
@@ -560,4 +570,54 @@ int word_in_list(const char *w, size_t n, const char *const *list, size_t count)
 int tests_sanitized(void) {
     const char *v = getenv("KVDEMO_SANITIZED");
     return v && *v && strcmp(v, "0") != 0;
+}
+
+// ----------------------------------------------------------------------------
+// Markdown pages
+
+void expect_links_resolve(const char *path) {
+    char *s = file_slurp(path);
+    char dir[256];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash) slash[1] = '\0';
+    else dir[0] = '\0';
+    int fenced = 0, lineno = 1;
+    for (const char *p = s; *p; p++) {
+        if (*p == '\n') {
+            lineno++;
+            if (!strncmp(p + 1, "```", 3)) fenced = !fenced;
+            continue;
+        }
+        if (fenced || p[0] != ']' || p[1] != '(') continue;
+        const char *a = p + 2, *b = a;
+        while (*b && *b != ')' && *b != ' ' && *b != '\n') b++;
+        if (*b != ')' && *b != ' ') continue;
+        char target[256];
+        snprintf(target, sizeof target, "%.*s", (int)(b - a), a);
+        if (!strncmp(target, "http://", 7) || !strncmp(target, "https://", 8) || !strncmp(target, "mailto:", 7) ||
+            target[0] == '#' || target[0] == '\0')
+            continue;
+        char *hash = strchr(target, '#');
+        if (hash) *hash = '\0';
+        char full[600];
+        snprintf(full, sizeof full, "%s%s", dir, target);
+        if (access(full, F_OK) != 0)
+            fail_msg("%s:%d: expected the link target %s to exist, got none", path, lineno, full);
+    }
+    free(s);
+}
+
+void expect_links_resolve_in(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d) fail_msg("cannot open folder %s", dir);
+    struct dirent *e;
+    char path[512];
+    while ((e = readdir(d))) {
+        size_t len = strlen(e->d_name);
+        if (len < 4 || strcmp(e->d_name + len - 3, ".md")) continue;
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        expect_links_resolve(path);
+    }
+    closedir(d);
 }

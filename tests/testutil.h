@@ -52,6 +52,8 @@ typedef struct {
 RunResult kvdemo_run_env(const char *env, const char *args);
 RunResult kvdemo_run(const char *args);
 void run_free(RunResult *r);
+// Runs the shell command cmd (its standard error kept apart, as above).
+RunResult shell_run(const char *cmd);
 // The whole of a file of the project (free it); fails the test when it
 // cannot be read.
 char *file_slurp(const char *path);
@@ -89,6 +91,15 @@ pid_t kvdemo_spawn(int fd, const char *const *args);
 pid_t kvdemo_spawn_pty(int *master, const char *const *args);
 // Everything fd gives until its end (or 60 s of silence), NUL-terminated.
 char *read_to_end(int fd);
+
+// ----------------------------------------------------------------------------
+// Markdown pages
+
+// Fails at the first relative link [text](target) of the page at path whose
+// target does not exist, resolved from the page's folder ("#anchor" parts
+// dropped, fenced code blocks skipped); _in: every *.md page of dir.
+void expect_links_resolve(const char *path);
+void expect_links_resolve_in(const char *dir);
 
 // ----------------------------------------------------------------------------
 // Fixture arrays of tests/*_reference.py: lines "name count v0 v1 ...".
