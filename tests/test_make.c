@@ -138,10 +138,10 @@ static void test_make_run_shows_the_lesson(void **state) {
 
 // The README's train line, with its options as they are; only the text, the
 // model and the log go to the small fixture and a folder of the test's. Its
-// preset is the tiny one, whose shape the README gives, and the whole
-// training of that preset takes well under a minute: a tenth of its steps on
-// the small text (a step costs the same on any text), times ten, under the
-// sanitizers a few steps and no timing.
+// preset is the tiny one, whose shape the README gives (how long the whole
+// preset takes is a figure for docs/training.md, not for a test on a shared
+// machine): a tenth of its steps on the small text, a few under the
+// sanitizers.
 static void test_readme_train_line(void **state) {
     (void)state;
     char *readme = file_slurp("README.md");
@@ -168,26 +168,18 @@ static void test_readme_train_line(void **state) {
     if (!preset || strcmp(preset, "tiny") != 0)
         fail_msg("README's train line: expected --preset tiny (the preset that trains in minutes), got %s",
                  preset ? preset : "none");
-    // docs/training.md: the tiny preset trains 300 steps.
-    enum { PRESET_STEPS = 300, STEPS = 30 };
+    // docs/training.md: the tiny preset trains 300 steps; a tenth of them.
+    enum { STEPS = 30 };
     char iters[32];
     snprintf(iters, sizeof iters, " --iters %d", tests_sanitized() ? 3 : STEPS);
     strncat(args, iters, sizeof args - strlen(args) - 1);
 
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
     RunResult r = kvdemo_run(args);
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    double seconds = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
     if (r.status != 0) fail_msg("kvdemo%s: expected status 0, got %d: %s", args, r.status, r.err);
     // README: "the small preset (context 32, embedding 64, 4 heads, 2 blocks)"
     if (!strstr(r.err, "context 32, embedding 64, heads 4, blocks 2"))
         fail_msg("kvdemo%s: expected the shape context 32, embedding 64, heads 4, blocks 2 on stderr, got:\n%.400s",
                  args, r.err);
-    double whole = seconds * PRESET_STEPS / STEPS;
-    if (!tests_sanitized() && whole > 60)
-        fail_msg("kvdemo%s: expected the whole training well under a minute, as README says, got %.1f s (%.2f s for "
-                 "%d of its %d steps)", args, whole, seconds, STEPS, PRESET_STEPS);
     static const char *const written[] = {"my-gpt.bin", "my-gpt.csv"};
     for (size_t i = 0; i < 2; i++) {
         char path[300];
