@@ -229,11 +229,8 @@ int lesson11_run(const Options *opt, Trace *tr) {
             if (tr->format == FORMAT_JSON) trace_textval(tr, "diagnosis", BUGS[b].fix_en);
         }
         if (tr->format == FORMAT_JSON) trace_textval(tr, "text", run.text);
-        if (tr->format == FORMAT_TEXT) {
-            size_t n = strlen(run.text);
-            fprintf(tr->out, "  %s%.*s%s\n\n", trace_text(tr, "text: ", "文字："), SHOWN_CHARS, run.text,
-                    n > SHOWN_CHARS ? "..." : "");
-        }
+        const char *more = strlen(run.text) > SHOWN_CHARS ? "..." : "";
+        trace_sayf(tr, "  text: %.*s%s\n", "  文字：%.*s%s\n", SHOWN_CHARS, run.text, more);
         trace_pause(tr);
     }
     trace_run(tr, NULL);
