@@ -189,18 +189,14 @@ static int race_lesson(const GptModel *m, const Options *opt, Trace *tr) {
 
 int lesson10_run(const Options *opt, Trace *tr) {
     GptModel m;
-    int random_model = 0;
-    int rc = gptsetup_model(&m, opt, 1, &random_model);
+    int random_model, *prompt, n_prompt;
+    int rc = gptsetup_lesson(&m, &random_model, &prompt, &n_prompt, opt, NULL);
     if (rc) return rc;
     int steps = opt->steps > 0 ? opt->steps : DEFAULT_STEPS;
-    const char *prompt_text = gptsetup_prompt_text(opt);
-    int *prompt = NULL, n_prompt = 0;
     GptState s = {0};
     Record rec[2];
     memset(rec, 0, sizeof rec);
     char *text[2] = {NULL, NULL};
-    rc = gptsetup_prompt(&prompt, &n_prompt, &m, prompt_text, 0);
-    if (rc) goto done;
     for (int c = 0; c < 2; c++) {
         rec[c].cfg = m.cfg;
         rec[c].logits = malloc(sizeof(float) * (size_t)steps * (size_t)m.cfg.V);

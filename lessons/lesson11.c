@@ -147,16 +147,13 @@ int lesson11_run(const Options *opt, Trace *tr) {
         return 2;
     }
     GptModel m;
-    int random_model = 0;
-    int rc = gptsetup_model(&m, opt, 1, &random_model);
+    int random_model, *prompt, n_prompt;
+    int rc = gptsetup_lesson(&m, &random_model, &prompt, &n_prompt, opt, NULL);
     if (rc) return rc;
     int steps = opt->steps > 0 ? opt->steps : DEFAULT_STEPS;
-    const char *prompt_text = opt->n_prompts ? opt->prompts[0] : "ROMEO:";
-    int *prompt = NULL, n_prompt = 0;
+    const char *prompt_text = gptsetup_prompt_text(opt);
     GptState s = {0};
     Run ref = {0}, run = {0};
-    rc = gptsetup_prompt(&prompt, &n_prompt, &m, prompt_text, 0);
-    if (rc) goto done;
     ref.logits = malloc(sizeof(float) * (size_t)steps * (size_t)m.cfg.V);
     run.logits = malloc(sizeof(float) * (size_t)steps * (size_t)m.cfg.V);
     if (!ref.logits || !run.logits || gpt_state_init(&s, m.cfg) || ops_set_threads(opt->threads)) goto oom;

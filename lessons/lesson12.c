@@ -98,18 +98,14 @@ static const char *corpus(const Options *opt, char *buf, size_t size) {
 
 int lesson12_run(const Options *opt, Trace *tr) {
     GptModel m;
-    int random_model = 0;
-    int rc = gptsetup_model(&m, opt, 1, &random_model);
+    int random_model, *prompt, n_prompt;
+    int rc = gptsetup_lesson(&m, &random_model, &prompt, &n_prompt, opt, NULL);
     if (rc) return rc;
     int steps = opt->steps > 0 ? opt->steps : DEFAULT_STEPS;
-    const char *prompt_text = gptsetup_prompt_text(opt);
-    int *prompt = NULL, n_prompt = 0;
     GptState s = {0};
     Run ref = {0}, run = {0};
     TrainText text = {0};
     int have_text = 0;
-    rc = gptsetup_prompt(&prompt, &n_prompt, &m, prompt_text, 0);
-    if (rc) goto done;
     GptConfig g = m.cfg;
     char buf[4096];
     const char *data = corpus(opt, buf, sizeof buf);
@@ -141,7 +137,7 @@ int lesson12_run(const Options *opt, Trace *tr) {
                "the same logits as no cache, bit for bit: its kernels sum every output in one order.",
                "第 10 课的字符级 GPT 生成 %d 个字符，提示为 \"%s\"（种子 %llu）。kvdemo 自己的缓存与不使用缓存的\n"
                "logits 逐位相同：它的内核对每个输出都按同一顺序求和。",
-               steps, prompt_text, (unsigned long long)opt->seed);
+               steps, gptsetup_prompt_text(opt), (unsigned long long)opt->seed);
     if (random_model) {
         fileio_error("%s is missing; lesson 12 runs a random model (its text is noise)", "找不到 %s；第 12 课改用随机模型（生成的文字没有意义）", GPT_SHIPPED_MODEL);
         trace_say(tr, "No trained model was found: the weights are random, the text is noise.",

@@ -195,25 +195,15 @@ static void show_kind(Trace *tr, const char *run, const char *en, const char *zh
 
 int lesson4_run(const Options *opt, Trace *tr) {
     GptModel m;
-    int random_model = 0;
-    int rc = gptsetup_model(&m, opt, 1, &random_model);
+    int random_model, *tokens, p;
+    int rc = gptsetup_lesson(&m, &random_model, &tokens, &p, opt, "4");
     if (rc) return rc;
     GptConfig g = m.cfg;
-    const char *prompt_text = gptsetup_prompt_text(opt);
     int repeat = opt->repeat > 0 ? opt->repeat : DEFAULT_REPEAT;
-    int *tokens = NULL, p = 0;
     GptState s = {0};
     Record rec = {.cfg = g};
     double *samples = NULL;
     float *nc_logits = NULL, *c_logits = NULL;
-    rc = gptsetup_prompt(&tokens, &p, &m, prompt_text, g.T + 1);
-    if (rc) goto done;
-    if (p >= g.T) {
-        fileio_error("lesson 4: the prompt has %d tokens; the context holds %d, so give at most %d",
-                     "第 4 课：提示词有 %d 个 token；上下文只能放 %d 个，所以最多给 %d 个", p, g.T, g.T - 1);
-        rc = 2;
-        goto done;
-    }
     // Generate up to the end of the context: the last step feeds position T - 1.
     int max_steps = g.T - p + 1;
     int steps = opt->steps > 0 && opt->steps < max_steps ? opt->steps : max_steps;

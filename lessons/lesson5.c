@@ -82,24 +82,13 @@ static void trade_row(Trace *tr, const char *run, const char *label, int t, doub
 
 int lesson5_run(const Options *opt, Trace *tr) {
     GptModel m;
-    int random_model = 0;
-    int rc = gptsetup_model(&m, opt, 1, &random_model);
+    int random_model, *tokens, p;
+    int rc = gptsetup_lesson(&m, &random_model, &tokens, &p, opt, "5");
     if (rc) return rc;
     GptConfig g = m.cfg;
-    const char *prompt_text = gptsetup_prompt_text(opt);
-    int *tokens = NULL, p = 0;
     GptState s = {0};
     Lengths lens = {0};
     char a[40], b[40], c[40], d[40];
-    rc = gptsetup_prompt(&tokens, &p, &m, prompt_text, g.T + 1);
-    if (rc) goto done;
-    if (p >= g.T) {
-        fileio_error("lesson 5: the prompt has %d tokens; the context holds %d, so give at most %d",
-                     "第 5 课：提示词有 %d 个 token；上下文只能放 %d 个，所以最多给 %d 个", p,
-                     g.T, g.T - 1);
-        rc = 2;
-        goto done;
-    }
     int steps = g.T - p + 1;   // the last step feeds position T - 1: the cache is full
     lens.len = malloc(sizeof(int) * (size_t)steps);
     if (!lens.len || gpt_state_init(&s, g) || ops_set_threads(opt->threads)) {
