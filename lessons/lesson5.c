@@ -80,6 +80,119 @@ static void trade_row(Trace *tr, const char *run, const char *label, int t, doub
     trace_run(tr, NULL);
 }
 
+// Eight lengths as bars: the part held (█) of what is reserved (the bar).
+static void held_chart(Trace *tr, GptConfig g, int p, uint64_t per_token) {
+    char a[40];
+    static const TraceColumn CHART_COLS[] = {
+        {"t", "t", 5, 1, NULL},
+        {"bytes held after the step that fills position t (█), and reserved (the whole bar)",
+         "填入位置 t 之后缓存占用的字节（█），以及预留的字节（整条）", BAR_WIDTH, 0, "chart"},
+        {"", "", 0, 0, "bytes_held"},
+    };
+    static const TraceTable CHART = {"held_chart", 3, CHART_COLS};
+    trace_say(tr, "", "");
+    trace_table_head(tr, &CHART);
+    for (int i = 1; i <= 8; i++) {
+        int len = i * g.T / 8;
+        if (len < p) continue;
+        int n = (int)lround((double)len / g.T * BAR_WIDTH);
+        char t[16], bars[3 * BAR_WIDTH + 1] = "";
+        snprintf(t, sizeof t, "%d", len - 1);
+        for (int x = 0; x < BAR_WIDTH; x++) strcat(bars, x < n ? "█" : "·");
+        if (tr->format == FORMAT_TEXT) memory_decimal(a, sizeof a, (double)per_token * len);
+        else snprintf(a, sizeof a, "%llu", (unsigned long long)per_token * (unsigned long long)len);
+        trace_table_row(tr, &CHART, (const char *const[]){t, bars, a});
+    }
+}
+
+// Real models: bytes per token in fp16 and the length at which the cache
+// weighs as much as the weights.
+static void real_models(Trace *tr) {
+    char a[40], b[40], c[40], d[40];
+    trace_heading(tr, "Real models (fp16: 2 bytes a value; `kvdemo memory --list`)",
+                  "真实模型（fp16：每个数 2 字节；`kvdemo memory --list`）");
+    static const TraceColumn MODEL_COLS[] = {
+        {"model", "模型", 15, 0, "model"},
+        {"B/token", "B/token", 11, 1, "bytes_per_token"},
+        {"weights", "权重", 11, 1, "weight_bytes"},
+        {"cache = weights", "缓存 = 权重", 16, 1, "tokens_to_equal_weights"},
+    };
+    static const TraceTable MODELS = {"real_models", 4, MODEL_COLS};
+    trace_table_head(tr, &MODELS);
+    for (int i = 0; i < NUM_MEM_PRESETS; i++) {
+        const MemModel *r = &MEM_PRESETS[i];
+        uint64_t tok = 0;
+        memory_bytes_per_token(&tok, r, FP16_BITS);
+        double w = r->params * 2.0, cross = ceil(w / (double)tok);
+        trace_run(tr, r->name);
+        trace_count(tr, "bytes_per_token", (int64_t)tok, NULL, NULL);
+        trace_value(tr, "weight_bytes", w, "B", NULL, NULL);
+        // With a window the cache of one sequence stops growing.
+        int never = r->window && cross > r->window;
+        if (!never) trace_count(tr, "tokens_to_equal_weights", (int64_t)cross, NULL, NULL);
+        // Text: grouped digits and units; JSON: the numbers.
+        if (tr->format == FORMAT_TEXT) {
+            snprintf(c, sizeof c, trace_text(tr, "%s tokens", "%s 个 token"), memory_grouped(a, sizeof a, (uint64_t)cross));
+            memory_grouped(b, sizeof b, tok);
+            memory_decimal(d, sizeof d, w);
+        } else {
+            snprintf(c, sizeof c, "%.0f", cross);
+            snprintf(b, sizeof b, "%llu", (unsigned long long)tok);
+            snprintf(d, sizeof d, "%.0f", w);
+        }
+        const char *row[] = {r->name, b, d, never ? trace_text(tr, "never (window)", "不会（窗口）") : c};
+        trace_table_row(tr, &MODELS, row);
+        trace_run(tr, NULL);
+    }
+    trace_sayf(tr,
+               "\nThe last column is the length at which one sequence's cache is as large as the weights (a batch\n"
+               "of b sequences gets there b times sooner: lesson 8). Models with fewer key/value heads (GQA) or\n"
+               "one latent (MLA) go much further.",
+               "\n最后一列：单个序列的缓存长到和权重一样大时的长度（b 个序列的批次快 b 倍到达：第 8 课）。\n"
+               "KV 头更少的模型（GQA）或只存一个潜向量的模型（多头潜在注意力）能走得远得多。");
+    trace_pause(tr);
+}
+
+// The trade: FLOPs saved against bytes held, per token, for the char GPT and
+// two LLaMA 2 models.
+static void the_trade(Trace *tr, GptConfig g, uint64_t per_token) {
+    trace_heading(tr, "The trade: FLOPs saved against bytes held, per token",
+                  "交换：每个 token 省下的计算量与占用的字节");
+    trace_sayf(tr,
+               "For the token after position t: FLOPs the cache saves (t + 1 rows recomputed against 1), and the\n"
+               "bytes it holds then (t + 1 positions). The char GPT's FLOPs are counted; the real models' are\n"
+               "estimated as 2 per parameter per row (Kaplan et al. 2020) plus the attention. %s",
+               "生成位置 t 之后的 token 时：缓存省下的计算量（重算 t + 1 行对比只算 1 行），以及此时缓存占用的\n"
+               "字节（t + 1 个位置）。字符级 GPT 的计算量是逐项数出来的；真实模型按每个参数每行 2 次运算\n"
+               "（缩放定律论文的近似，2020）加上注意力估算。%s",
+               trace_text(tr, "This is §7's 空间换时间: space traded for time.", "这就是第 7 节说的“空间换时间”。"));
+    trace_say(tr, "", "");
+    trace_table_head(tr, &TRADE);
+    const int char_t[] = {16, 64, 128, 255};
+    for (size_t i = 0; i < sizeof char_t / sizeof char_t[0]; i++) {
+        int t = char_t[i] < g.T ? char_t[i] : g.T - 1;
+        if (i > 0 && t <= char_t[i - 1] && char_t[i - 1] < g.T) continue;
+        trade_row(tr, "char-gpt", trace_text(tr, "char GPT", "字符级 GPT"), t, saved_char_gpt(g, t),
+                  per_token * (uint64_t)(t + 1));
+        if (t == g.T - 1) break;
+    }
+    const char *real[] = {"llama-2-7b", "llama-2-70b"};
+    const int real_t[] = {512, 2048, 4095};
+    for (int r = 0; r < 2; r++) {
+        const MemModel *rm = memory_preset(real[r]);
+        uint64_t tok = 0;
+        memory_bytes_per_token(&tok, rm, FP16_BITS);
+        for (int i = 0; i < 3; i++)
+            trade_row(tr, rm->name, rm->label, real_t[i], saved_real(rm, real_t[i]), tok * (uint64_t)(real_t[i] + 1));
+    }
+    trace_say(tr,
+              "\nEach byte the cache holds spares the FLOPs of the last column on this one token, and as many again\n"
+              "on every later token: the larger the model, the better the trade. The price is memory that grows\n"
+              "with the text and with the batch, and that limits how many sequences fit (lesson 8).",
+              "\n缓存占用的每个字节，在这一个 token 上就省下最后一列那么多运算，之后每个 token 还要再省：\n"
+              "模型越大，这笔交换越划算。代价是随文本长度和批大小增长的显存，它限制了能同时容纳的序列数（第 8 课）。");
+}
+
 int lesson5_run(const Options *opt, Trace *tr) {
     GptModel m;
     int random_model, *tokens, p;
@@ -154,27 +267,7 @@ int lesson5_run(const Options *opt, Trace *tr) {
     }
     trace_step(tr, 0);
     trace_run(tr, NULL);
-    // Eight lengths as bars: the part held (█) of what is reserved (the bar).
-    static const TraceColumn CHART_COLS[] = {
-        {"t", "t", 5, 1, NULL},
-        {"bytes held after the step that fills position t (█), and reserved (the whole bar)",
-         "填入位置 t 之后缓存占用的字节（█），以及预留的字节（整条）", BAR_WIDTH, 0, "chart"},
-        {"", "", 0, 0, "bytes_held"},
-    };
-    static const TraceTable CHART = {"held_chart", 3, CHART_COLS};
-    trace_say(tr, "", "");
-    trace_table_head(tr, &CHART);
-    for (int i = 1; i <= 8; i++) {
-        int len = i * g.T / 8;
-        if (len < p) continue;
-        int n = (int)lround((double)len / g.T * BAR_WIDTH);
-        char t[16], bars[3 * BAR_WIDTH + 1] = "";
-        snprintf(t, sizeof t, "%d", len - 1);
-        for (int x = 0; x < BAR_WIDTH; x++) strcat(bars, x < n ? "█" : "·");
-        if (tr->format == FORMAT_TEXT) memory_decimal(a, sizeof a, (double)per_token * len);
-        else snprintf(a, sizeof a, "%llu", (unsigned long long)per_token * (unsigned long long)len);
-        trace_table_row(tr, &CHART, (const char *const[]){t, bars, a});
-    }
+    held_chart(tr, g, p, per_token);
     char e[40], f[40];
     trace_sayf(tr,
                "\nAfter the whole context (%d tokens) the cache holds %s B = %s = %s: %.1f%% of the weights (%s).\n"
@@ -193,88 +286,9 @@ int lesson5_run(const Options *opt, Trace *tr) {
     trace_pause(tr);
     rc = 0;
 
-    // ------------------------------------------------------------------------
-    // Real models.
-    trace_heading(tr, "Real models (fp16: 2 bytes a value; `kvdemo memory --list`)",
-                  "真实模型（fp16：每个数 2 字节；`kvdemo memory --list`）");
-    static const TraceColumn MODEL_COLS[] = {
-        {"model", "模型", 15, 0, "model"},
-        {"B/token", "B/token", 11, 1, "bytes_per_token"},
-        {"weights", "权重", 11, 1, "weight_bytes"},
-        {"cache = weights", "缓存 = 权重", 16, 1, "tokens_to_equal_weights"},
-    };
-    static const TraceTable MODELS = {"real_models", 4, MODEL_COLS};
-    trace_table_head(tr, &MODELS);
-    for (int i = 0; i < NUM_MEM_PRESETS; i++) {
-        const MemModel *r = &MEM_PRESETS[i];
-        uint64_t tok = 0;
-        memory_bytes_per_token(&tok, r, FP16_BITS);
-        double w = r->params * 2.0, cross = ceil(w / (double)tok);
-        trace_run(tr, r->name);
-        trace_count(tr, "bytes_per_token", (int64_t)tok, NULL, NULL);
-        trace_value(tr, "weight_bytes", w, "B", NULL, NULL);
-        // With a window the cache of one sequence stops growing.
-        int never = r->window && cross > r->window;
-        if (!never) trace_count(tr, "tokens_to_equal_weights", (int64_t)cross, NULL, NULL);
-        // Text: grouped digits and units; JSON: the numbers.
-        if (tr->format == FORMAT_TEXT) {
-            snprintf(c, sizeof c, trace_text(tr, "%s tokens", "%s 个 token"), memory_grouped(a, sizeof a, (uint64_t)cross));
-            memory_grouped(b, sizeof b, tok);
-            memory_decimal(d, sizeof d, w);
-        } else {
-            snprintf(c, sizeof c, "%.0f", cross);
-            snprintf(b, sizeof b, "%llu", (unsigned long long)tok);
-            snprintf(d, sizeof d, "%.0f", w);
-        }
-        const char *row[] = {r->name, b, d, never ? trace_text(tr, "never (window)", "不会（窗口）") : c};
-        trace_table_row(tr, &MODELS, row);
-        trace_run(tr, NULL);
-    }
-    trace_sayf(tr,
-               "\nThe last column is the length at which one sequence's cache is as large as the weights (a batch\n"
-               "of b sequences gets there b times sooner: lesson 8). Models with fewer key/value heads (GQA) or\n"
-               "one latent (MLA) go much further.",
-               "\n最后一列：单个序列的缓存长到和权重一样大时的长度（b 个序列的批次快 b 倍到达：第 8 课）。\n"
-               "KV 头更少的模型（GQA）或只存一个潜向量的模型（多头潜在注意力）能走得远得多。");
-    trace_pause(tr);
+    real_models(tr);
 
-    // ------------------------------------------------------------------------
-    // The trade.
-    trace_heading(tr, "The trade: FLOPs saved against bytes held, per token",
-                  "交换：每个 token 省下的计算量与占用的字节");
-    trace_sayf(tr,
-               "For the token after position t: FLOPs the cache saves (t + 1 rows recomputed against 1), and the\n"
-               "bytes it holds then (t + 1 positions). The char GPT's FLOPs are counted; the real models' are\n"
-               "estimated as 2 per parameter per row (Kaplan et al. 2020) plus the attention. %s",
-               "生成位置 t 之后的 token 时：缓存省下的计算量（重算 t + 1 行对比只算 1 行），以及此时缓存占用的\n"
-               "字节（t + 1 个位置）。字符级 GPT 的计算量是逐项数出来的；真实模型按每个参数每行 2 次运算\n"
-               "（缩放定律论文的近似，2020）加上注意力估算。%s",
-               trace_text(tr, "This is §7's 空间换时间: space traded for time.", "这就是第 7 节说的“空间换时间”。"));
-    trace_say(tr, "", "");
-    trace_table_head(tr, &TRADE);
-    const int char_t[] = {16, 64, 128, 255};
-    for (size_t i = 0; i < sizeof char_t / sizeof char_t[0]; i++) {
-        int t = char_t[i] < g.T ? char_t[i] : g.T - 1;
-        if (i > 0 && t <= char_t[i - 1] && char_t[i - 1] < g.T) continue;
-        trade_row(tr, "char-gpt", trace_text(tr, "char GPT", "字符级 GPT"), t, saved_char_gpt(g, t),
-                  per_token * (uint64_t)(t + 1));
-        if (t == g.T - 1) break;
-    }
-    const char *real[] = {"llama-2-7b", "llama-2-70b"};
-    const int real_t[] = {512, 2048, 4095};
-    for (int r = 0; r < 2; r++) {
-        const MemModel *rm = memory_preset(real[r]);
-        uint64_t tok = 0;
-        memory_bytes_per_token(&tok, rm, FP16_BITS);
-        for (int i = 0; i < 3; i++)
-            trade_row(tr, rm->name, rm->label, real_t[i], saved_real(rm, real_t[i]), tok * (uint64_t)(real_t[i] + 1));
-    }
-    trace_say(tr,
-              "\nEach byte the cache holds spares the FLOPs of the last column on this one token, and as many again\n"
-              "on every later token: the larger the model, the better the trade. The price is memory that grows\n"
-              "with the text and with the batch, and that limits how many sequences fit (lesson 8).",
-              "\n缓存占用的每个字节，在这一个 token 上就省下最后一列那么多运算，之后每个 token 还要再省：\n"
-              "模型越大，这笔交换越划算。代价是随文本长度和批大小增长的显存，它限制了能同时容纳的序列数（第 8 课）。");
+    the_trade(tr, g, per_token);
 done:
     free(lens.len);
     free(tokens);
