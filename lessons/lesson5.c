@@ -80,6 +80,38 @@ static void trade_row(Trace *tr, const char *run, const char *label, int t, doub
     trace_run(tr, NULL);
 }
 
+// The generation, with the cache, to the end of the context: the cache's
+// length after each step (lens). Returns 0, or 1 when memory ran out.
+static int cache_grows(Trace *tr, const Options *opt, const GptModel *m, GptState *s, int *tokens, int p, int steps,
+                       uint64_t per_token, Lengths *lens) {
+    GptConfig g = m->cfg;
+    Sampler sampler;
+    float temperature = opt->temperature >= 0 ? (float)opt->temperature : 1.0f;
+    if (sampler_init(&sampler, g.V, temperature, opt->top_k, (uint32_t)opt->seed)) {
+        fileio_error("out of memory", "内存不足");
+        return 1;
+    }
+    gpt_generate(tokens, s, m, &sampler, p, steps, 1, record_len, lens);
+    sampler_free(&sampler);
+
+    trace_heading(tr, "The cache as the text grows", "缓存随文本增长");
+    trace_sayf(tr,
+               "The model wrote %d characters after the %d-character prompt, with the cache, to the end of the\n"
+               "context; after each step the cache held one more position (its length is read from the state).",
+               "模型在 %d 个字符的提示词之后用缓存写了 %d 个字符，直到上下文的末尾；每一步之后缓存多存一个\n"
+               "位置（长度取自模型状态本身）。",
+               tr->lang == LANG_ZH ? p : steps, tr->lang == LANG_ZH ? steps : p);
+    trace_run(tr, "cache");
+    for (int k = 0; k < steps; k++) {
+        trace_step(tr, k + 1);
+        trace_count(tr, "cache_len", lens->len[k], NULL, NULL);
+        trace_count(tr, "bytes_held", (int64_t)per_token * lens->len[k], NULL, NULL);
+    }
+    trace_step(tr, 0);
+    trace_run(tr, NULL);
+    return 0;
+}
+
 // Eight lengths as bars: the part held (█) of what is reserved (the bar).
 static void held_chart(Trace *tr, GptConfig g, int p, uint64_t per_token) {
     char a[40];
@@ -241,32 +273,7 @@ int lesson5_run(const Options *opt, Trace *tr) {
                g.L, g.C, g.C, g.L, g.C, memory_grouped(a, sizeof a, per_token), memory_grouped(d, sizeof d, m.num_params),
                memory_decimal(b, sizeof b, weights), memory_binary(c, sizeof c, weights));
 
-    // The generation, with the cache, to the end of the context.
-    Sampler sampler;
-    float temperature = opt->temperature >= 0 ? (float)opt->temperature : 1.0f;
-    if (sampler_init(&sampler, g.V, temperature, opt->top_k, (uint32_t)opt->seed)) {
-        fileio_error("out of memory", "内存不足");
-        rc = 1;
-        goto done;
-    }
-    gpt_generate(tokens, &s, &m, &sampler, p, steps, 1, record_len, &lens);
-    sampler_free(&sampler);
-
-    trace_heading(tr, "The cache as the text grows", "缓存随文本增长");
-    trace_sayf(tr,
-               "The model wrote %d characters after the %d-character prompt, with the cache, to the end of the\n"
-               "context; after each step the cache held one more position (its length is read from the state).",
-               "模型在 %d 个字符的提示词之后用缓存写了 %d 个字符，直到上下文的末尾；每一步之后缓存多存一个\n"
-               "位置（长度取自模型状态本身）。",
-               tr->lang == LANG_ZH ? p : steps, tr->lang == LANG_ZH ? steps : p);
-    trace_run(tr, "cache");
-    for (int k = 0; k < steps; k++) {
-        trace_step(tr, k + 1);
-        trace_count(tr, "cache_len", lens.len[k], NULL, NULL);
-        trace_count(tr, "bytes_held", (int64_t)per_token * lens.len[k], NULL, NULL);
-    }
-    trace_step(tr, 0);
-    trace_run(tr, NULL);
+    if ((rc = cache_grows(tr, opt, &m, &s, tokens, p, steps, per_token, &lens))) goto done;
     held_chart(tr, g, p, per_token);
     char e[40], f[40];
     trace_sayf(tr,
