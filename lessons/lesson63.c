@@ -126,11 +126,39 @@ static void online_softmax(Trace *tr, const ToyData *d, const AttnStep *s) {
 // ----------------------------------------------------------------------------
 // Tiled attention on the 4-dim example, traced tile by tile
 
+// The tiled output O (N, dv) against lesson 2's and against the kernel the
+// char GPT and the measurements use (flash_tiled_head on Kt, K transposed),
+// with the tiles counted. Returns 1 when O equals lesson 2's output to 1e-6.
+static int tiled_result(Trace *tr, const ToyData *d, const AttnStep *s, float *O, const float *Kt, int computed,
+                        int skipped, int masked) {
+    int N = TOKENS, dv = d->dv, dk = d->dk;
+    float scale = 1.0f / d->scale;
+    float Ok[TOKENS * TOY_MAX_WIDTH];
+    Tensor tOut = tensor_view2(O, N, dv), plain = tensor_view2(s->output, N, dv);
+    trace_tensor(tr, TRACE_SUMMARY, "output", "O = diag(l)^-1 O   (once, at the end: FlashAttention-2)", &tOut, d->rows, 0);
+    trace_count(tr, "tiles_computed", computed, "tiles computed", "计算的块数");
+    trace_count(tr, "tiles_skipped", skipped, "tiles skipped (above the diagonal)", "跳过的块数（对角线之上）");
+    trace_count(tr, "tiles_masked", masked, "tiles masked (on the diagonal)", "加掩码的块数（对角线上）");
+    trace_compare(tr, "output_vs_plain", trace_text(tr, "lesson 2's output (plain attention)", "第 2 课的输出（普通注意力）"),
+                  &plain, trace_text(tr, "tiled output", "分块的输出"), &tOut);
+    double diff = ops_max_abs_diff(s->output, O, (int64_t)N * dv);
+    // The same through the kernel the char GPT and the measurements use.
+    float scratch[TILE + TOY_MAX_WIDTH + 2 * TILE];
+    FlashCounts c;
+    flash_tiled_head(Ok, scratch, &c, s->Q, Kt, s->V, N, dk, scale, 1, TILE, TILE);
+    Tensor tk = tensor_view2(Ok, N, dv);
+    trace_compare(tr, "trace_vs_kernel", trace_text(tr, "the trace above", "上面逐块的计算"), &tOut, "flash_tiled_head", &tk);
+    trace_sayf(tr, "Within 1e-6 of lesson 2: %s.", "与第 2 课的差在 1e-6 以内：%s。",
+               trace_text(tr, diff <= 1e-6 ? "yes" : "NO", diff <= 1e-6 ? "是" : "否"));
+    trace_say(tr, "", "");
+    return diff <= 1e-6;
+}
+
 // Returns 1 when the tiled output equals lesson 2's to 1e-6.
 static int tiled_trace(Trace *tr, const ToyData *d, const AttnStep *s) {
     int N = TOKENS, dv = d->dv, dk = d->dk;
     float scale = 1.0f / d->scale;   // scores = Q K^T / d->scale
-    float Kt[TOY_MAX_WIDTH * TOKENS], O[TOKENS * TOY_MAX_WIDTH], Ok[TOKENS * TOY_MAX_WIDTH];
+    float Kt[TOY_MAX_WIDTH * TOKENS], O[TOKENS * TOY_MAX_WIDTH];
     float S[TILE * TILE], P[TILE * TILE], Ot[TILE * TOY_MAX_WIDTH], mt[TILE], lt[TILE];
     float m[TILE], l[TILE], On[TILE * TOY_MAX_WIDTH];
     ops_transpose(Kt, s->K, N, dk);
@@ -207,24 +235,7 @@ static int tiled_trace(Trace *tr, const ToyData *d, const AttnStep *s) {
             for (int k = 0; k < dv; k++) O[(i0 + r) * dv + k] /= l[r];
     }
     trace_step(tr, 0);
-    Tensor tOut = tensor_view2(O, N, dv), plain = tensor_view2(s->output, N, dv);
-    trace_tensor(tr, TRACE_SUMMARY, "output", "O = diag(l)^-1 O   (once, at the end: FlashAttention-2)", &tOut, d->rows, 0);
-    trace_count(tr, "tiles_computed", computed, "tiles computed", "计算的块数");
-    trace_count(tr, "tiles_skipped", skipped, "tiles skipped (above the diagonal)", "跳过的块数（对角线之上）");
-    trace_count(tr, "tiles_masked", masked, "tiles masked (on the diagonal)", "加掩码的块数（对角线上）");
-    trace_compare(tr, "output_vs_plain", trace_text(tr, "lesson 2's output (plain attention)", "第 2 课的输出（普通注意力）"),
-                  &plain, trace_text(tr, "tiled output", "分块的输出"), &tOut);
-    double diff = ops_max_abs_diff(s->output, O, (int64_t)N * dv);
-    // The same through the kernel the char GPT and the measurements use.
-    float scratch[TILE + TOY_MAX_WIDTH + 2 * TILE];
-    FlashCounts c;
-    flash_tiled_head(Ok, scratch, &c, s->Q, Kt, s->V, N, dk, scale, 1, TILE, TILE);
-    Tensor tk = tensor_view2(Ok, N, dv);
-    trace_compare(tr, "trace_vs_kernel", trace_text(tr, "the trace above", "上面逐块的计算"), &tOut, "flash_tiled_head", &tk);
-    trace_sayf(tr, "Within 1e-6 of lesson 2: %s.", "与第 2 课的差在 1e-6 以内：%s。",
-               trace_text(tr, diff <= 1e-6 ? "yes" : "NO", diff <= 1e-6 ? "是" : "否"));
-    trace_say(tr, "", "");
-    return diff <= 1e-6;
+    return tiled_result(tr, d, s, O, Kt, computed, skipped, masked);
 }
 
 // ----------------------------------------------------------------------------
