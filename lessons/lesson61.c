@@ -261,6 +261,67 @@ static int part_table(Scene *sc, Trace *tr, const Options *opt, int n_prompt) {
     return 0;
 }
 
+// Prefix sharing: request A computes the first tokens of sample 0's
+// text; request B, with the same text, finds A's full blocks by hash.
+static int prefix_sharing(Scene *sc, Trace *tr, int B, int N, int stride) {
+    const GptModel *m = &sc->m;
+    int T = m->cfg.T;
+    trace_heading(tr, "Prefix sharing: full blocks found by a chained hash",
+                  "前缀共享：用链式哈希找到完整的块");
+    int n = 10 < stride ? 10 : stride;
+    if (n > T) n = T;
+    const int *text = sc->tokens;
+    KvSeq *a = &sc->seqs[N], *b = &sc->seqs[N + 1], *c = &sc->seqs[N + 2];
+    trace_sayf(tr,
+               "Each full block gets hash(parent block's hash, its %d token ids). Request A computes the "
+               "first %d tokens of sample 0. Request B has the same %d tokens: it looks its full blocks up, "
+               "block by block, and reuses those found (reference + 1); its last token is always computed "
+               "(its logits are needed).",
+               "每个写满的块有一个哈希：hash(父块的哈希, 它的 %d 个 token id)。请求 A 计算样本 0 的前 %d 个 "
+               "token。请求 B 有同样的 %d 个 token：它逐块查找自己的完整块，找到的就复用（引用计数 + 1）；"
+               "最后一个 token 总要计算（需要它的 logits）。",
+               B, n, n);
+    trace_run(tr, "prefix");
+    int V = m->cfg.V;
+    const float *lg = gpt_forward_paged(&sc->s, m, a, text, n, 0, NULL);
+    if (!lg) return oom();
+    memcpy(sc->logits_b, lg, sizeof(float) * (size_t)V);
+    int reused = kvseq_share_prefix(b, text, n);
+    trace_sayf(tr, "  request B: reused %d positions (%d blocks); computed %d", "  请求 B：复用 %d 个位置（%d 块）；计算 %d 个",
+               reused, reused / B, n - reused);
+    trace_count(tr, "prefix_tokens", n, NULL, NULL);
+    trace_count(tr, "reused_positions", reused, NULL, NULL);
+    trace_count(tr, "reused_blocks", reused / B, NULL, NULL);
+    lg = gpt_forward_paged(&sc->s, m, b, text + reused, n - reused, reused, NULL);
+    if (!lg) return oom();
+    memcpy(sc->logits_a, lg, sizeof(float) * (size_t)V);
+    {
+        Tensor x = tensor_view2(sc->logits_a, 1, V), y = tensor_view2(sc->logits_b, 1, V);
+        trace_compare(tr, "prefix_logits", trace_text(tr, "request B's logits, prefix reused", "请求 B 复用前缀后的 logits"),
+                      &x, trace_text(tr, "request A's, computed in full", "请求 A 完整计算的 logits"), &y);
+    }
+    // One early token changed: every later block's hash changes.
+    int changed[64];
+    memcpy(changed, text, sizeof(int) * (size_t)n);
+    changed[1] = (changed[1] + 1) % V;
+    int reused2 = kvseq_share_prefix(c, changed, n);
+    trace_say(tr, "  The chained hashes of both, block by block:", "  两者的链式哈希，逐块：");
+    uint64_t ha = 0, hb = 0;
+    for (int i = 0; (i + 1) * B <= n; i++) {
+        ha = kvpage_hash(ha, text + i * B, B);
+        hb = kvpage_hash(hb, changed + i * B, B);
+        trace_sayf(tr, "  block %d: %016llx  vs  %016llx  %s", "  块 %d：%016llx  vs  %016llx  %s", i,
+                   (unsigned long long)ha, (unsigned long long)hb,
+                   ha == hb ? trace_text(tr, "same", "相同") : trace_text(tr, "different", "不同"));
+    }
+    trace_sayf(tr, "  token 1 changed: reused %d positions; one early token changes every later block's hash.",
+               "  改动第 1 个 token：复用 %d 个位置；一个靠前的 token 改变其后每一块的哈希。", reused2);
+    trace_count(tr, "reused_positions_changed", reused2, NULL, NULL);
+    trace_run(tr, NULL);
+    trace_pause(tr);
+    return 0;
+}
+
 // (2) Parallel sampling with copy-on-write, then prefix sharing by hashes.
 static int part_sharing(Scene *sc, Trace *tr, const Options *opt, int n_prompt, int B, int N, int steps) {
     const GptModel *m = &sc->m;
@@ -346,62 +407,7 @@ static int part_sharing(Scene *sc, Trace *tr, const Options *opt, int n_prompt, 
     trace_count(tr, "copies", sc->pool.copies, NULL, NULL);
     trace_pause(tr);
 
-    // Prefix sharing: request A computes the first tokens of sample 0's
-    // text; request B, with the same text, finds A's full blocks by hash.
-    trace_heading(tr, "Prefix sharing: full blocks found by a chained hash",
-                  "前缀共享：用链式哈希找到完整的块");
-    int n = 10 < stride ? 10 : stride;
-    if (n > T) n = T;
-    const int *text = sc->tokens;
-    KvSeq *a = &sc->seqs[N], *b = &sc->seqs[N + 1], *c = &sc->seqs[N + 2];
-    trace_sayf(tr,
-               "Each full block gets hash(parent block's hash, its %d token ids). Request A computes the "
-               "first %d tokens of sample 0. Request B has the same %d tokens: it looks its full blocks up, "
-               "block by block, and reuses those found (reference + 1); its last token is always computed "
-               "(its logits are needed).",
-               "每个写满的块有一个哈希：hash(父块的哈希, 它的 %d 个 token id)。请求 A 计算样本 0 的前 %d 个 "
-               "token。请求 B 有同样的 %d 个 token：它逐块查找自己的完整块，找到的就复用（引用计数 + 1）；"
-               "最后一个 token 总要计算（需要它的 logits）。",
-               B, n, n);
-    trace_run(tr, "prefix");
-    int V = m->cfg.V;
-    const float *lg = gpt_forward_paged(&sc->s, m, a, text, n, 0, NULL);
-    if (!lg) return oom();
-    memcpy(sc->logits_b, lg, sizeof(float) * (size_t)V);
-    int reused = kvseq_share_prefix(b, text, n);
-    trace_sayf(tr, "  request B: reused %d positions (%d blocks); computed %d", "  请求 B：复用 %d 个位置（%d 块）；计算 %d 个",
-               reused, reused / B, n - reused);
-    trace_count(tr, "prefix_tokens", n, NULL, NULL);
-    trace_count(tr, "reused_positions", reused, NULL, NULL);
-    trace_count(tr, "reused_blocks", reused / B, NULL, NULL);
-    lg = gpt_forward_paged(&sc->s, m, b, text + reused, n - reused, reused, NULL);
-    if (!lg) return oom();
-    memcpy(sc->logits_a, lg, sizeof(float) * (size_t)V);
-    {
-        Tensor x = tensor_view2(sc->logits_a, 1, V), y = tensor_view2(sc->logits_b, 1, V);
-        trace_compare(tr, "prefix_logits", trace_text(tr, "request B's logits, prefix reused", "请求 B 复用前缀后的 logits"),
-                      &x, trace_text(tr, "request A's, computed in full", "请求 A 完整计算的 logits"), &y);
-    }
-    // One early token changed: every later block's hash changes.
-    int changed[64];
-    memcpy(changed, text, sizeof(int) * (size_t)n);
-    changed[1] = (changed[1] + 1) % V;
-    int reused2 = kvseq_share_prefix(c, changed, n);
-    trace_say(tr, "  The chained hashes of both, block by block:", "  两者的链式哈希，逐块：");
-    uint64_t ha = 0, hb = 0;
-    for (int i = 0; (i + 1) * B <= n; i++) {
-        ha = kvpage_hash(ha, text + i * B, B);
-        hb = kvpage_hash(hb, changed + i * B, B);
-        trace_sayf(tr, "  block %d: %016llx  vs  %016llx  %s", "  块 %d：%016llx  vs  %016llx  %s", i,
-                   (unsigned long long)ha, (unsigned long long)hb,
-                   ha == hb ? trace_text(tr, "same", "相同") : trace_text(tr, "different", "不同"));
-    }
-    trace_sayf(tr, "  token 1 changed: reused %d positions; one early token changes every later block's hash.",
-               "  改动第 1 个 token：复用 %d 个位置；一个靠前的 token 改变其后每一块的哈希。", reused2);
-    trace_count(tr, "reused_positions_changed", reused2, NULL, NULL);
-    trace_run(tr, NULL);
-    trace_pause(tr);
-    return 0;
+    return prefix_sharing(sc, tr, B, N, stride);
 }
 
 // (3) The same logits, paged and contiguous, for several block sizes.
