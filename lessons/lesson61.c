@@ -448,6 +448,57 @@ static int part_same(Scene *sc, Trace *tr, int n_prompt, int B, int steps, int *
     return 0;
 }
 
+// The workload served under each policy: one line a policy (JSON: its
+// values); paged_waste gets the never-used share of the block sizes of (5).
+// Returns 0, or 1 when memory ran out.
+static int policies_table(Trace *tr, const KvRequest *reqs, int64_t S, double *paged_waste) {
+    char head[256], c1[64], c2[32], c3[32], c4[32], c5[32], c6[32];
+    snprintf(head, sizeof head, "  %s %s %s %s %s %s", cell(c1, sizeof c1, trace_text(tr, "policy", "策略"), 24, 0),
+             cell(c2, sizeof c2, trace_text(tr, "tokens %", "token %"), 9, 1),
+             cell(c3, sizeof c3, trace_text(tr, "never used", "从未使用"), 11, 1),
+             cell(c4, sizeof c4, trace_text(tr, "at once (peak)", "并发（峰值）"), 14, 1),
+             cell(c5, sizeof c5, trace_text(tr, "steps", "步数"), 7, 1),
+             cell(c6, sizeof c6, trace_text(tr, "preempted", "被抢占"), 9, 1));
+    trace_say(tr, head, head);
+    struct {
+        const char *run, *en, *zh;
+        KvPolicy policy;
+        int B;
+    } rows[3 + COUNT(SIM_B)] = {
+        {"max", "reserve max length", "按最大长度预留", KVSIM_MAX, 0},
+        {"pow2", "reserve power of two", "按 2 的幂预留", KVSIM_POW2, 0},
+        {"oracle", "reserve exact (oracle)", "按实际长度预留（先知）", KVSIM_ORACLE, 0},
+    };
+    char names[COUNT(SIM_B)][32];
+    for (int i = 0; i < COUNT(SIM_B); i++) {
+        snprintf(names[i], sizeof names[i], "paged-%d", SIM_B[i]);
+        rows[3 + i].run = names[i];
+        rows[3 + i].en = rows[3 + i].zh = names[i];
+        rows[3 + i].policy = KVSIM_PAGED;
+        rows[3 + i].B = SIM_B[i];
+    }
+    for (int i = 0; i < 3 + COUNT(SIM_B); i++) {
+        KvSimResult res;
+        if (kvsim_run(&res, reqs, SIM_REQUESTS, rows[i].policy, SIM_MAX_LEN, rows[i].B ? rows[i].B : 1, S)) return 1;
+        char line[256];
+        snprintf(line, sizeof line, "  %s %8.1f%% %10.1f%% %8.1f (%3d) %7lld %9lld",
+                 cell(c1, sizeof c1, trace_text(tr, rows[i].en, rows[i].zh), 24, 0),
+                 100 * res.utilisation, 100 * res.never_used, res.mean_running, res.peak_running, (long long)res.steps,
+                 (long long)res.preempted);
+        trace_run(tr, rows[i].run);
+        if (tr->format == FORMAT_TEXT) trace_say(tr, line, line);
+        trace_value(tr, "utilisation", res.utilisation, "fraction", NULL, NULL);
+        trace_value(tr, "never_used", res.never_used, "fraction", NULL, NULL);
+        trace_value(tr, "mean_running", res.mean_running, "requests", NULL, NULL);
+        trace_count(tr, "peak_running", res.peak_running, NULL, NULL);
+        trace_count(tr, "steps", res.steps, NULL, NULL);
+        trace_count(tr, "preempted", res.preempted, NULL, NULL);
+        for (int j = 0; j < COUNT(BENCH_B); j++)
+            if (rows[i].policy == KVSIM_PAGED && rows[i].B == BENCH_B[j]) paged_waste[j] = res.never_used;
+    }
+    return 0;
+}
+
 // (4) Waste on a workload.
 static int part_waste(Trace *tr, const Options *opt, double *paged_waste) {
     KvRequest *reqs = malloc(sizeof *reqs * SIM_REQUESTS);
@@ -490,52 +541,9 @@ static int part_waste(Trace *tr, const Options *opt, double *paged_waste) {
         trace_tensor(tr, TRACE_NONE, "requests", NULL, &t, NULL, 0);
         free(lengths);
     }
-    char head[256], c1[64], c2[32], c3[32], c4[32], c5[32], c6[32];
-    snprintf(head, sizeof head, "  %s %s %s %s %s %s", cell(c1, sizeof c1, trace_text(tr, "policy", "策略"), 24, 0),
-             cell(c2, sizeof c2, trace_text(tr, "tokens %", "token %"), 9, 1),
-             cell(c3, sizeof c3, trace_text(tr, "never used", "从未使用"), 11, 1),
-             cell(c4, sizeof c4, trace_text(tr, "at once (peak)", "并发（峰值）"), 14, 1),
-             cell(c5, sizeof c5, trace_text(tr, "steps", "步数"), 7, 1),
-             cell(c6, sizeof c6, trace_text(tr, "preempted", "被抢占"), 9, 1));
-    trace_say(tr, head, head);
-    struct {
-        const char *run, *en, *zh;
-        KvPolicy policy;
-        int B;
-    } rows[3 + COUNT(SIM_B)] = {
-        {"max", "reserve max length", "按最大长度预留", KVSIM_MAX, 0},
-        {"pow2", "reserve power of two", "按 2 的幂预留", KVSIM_POW2, 0},
-        {"oracle", "reserve exact (oracle)", "按实际长度预留（先知）", KVSIM_ORACLE, 0},
-    };
-    char names[COUNT(SIM_B)][32];
-    for (int i = 0; i < COUNT(SIM_B); i++) {
-        snprintf(names[i], sizeof names[i], "paged-%d", SIM_B[i]);
-        rows[3 + i].run = names[i];
-        rows[3 + i].en = rows[3 + i].zh = names[i];
-        rows[3 + i].policy = KVSIM_PAGED;
-        rows[3 + i].B = SIM_B[i];
-    }
-    for (int i = 0; i < 3 + COUNT(SIM_B); i++) {
-        KvSimResult res;
-        if (kvsim_run(&res, reqs, SIM_REQUESTS, rows[i].policy, SIM_MAX_LEN, rows[i].B ? rows[i].B : 1, S)) {
-            free(reqs);
-            return oom();
-        }
-        char line[256];
-        snprintf(line, sizeof line, "  %s %8.1f%% %10.1f%% %8.1f (%3d) %7lld %9lld",
-                 cell(c1, sizeof c1, trace_text(tr, rows[i].en, rows[i].zh), 24, 0),
-                 100 * res.utilisation, 100 * res.never_used, res.mean_running, res.peak_running, (long long)res.steps,
-                 (long long)res.preempted);
-        trace_run(tr, rows[i].run);
-        if (tr->format == FORMAT_TEXT) trace_say(tr, line, line);
-        trace_value(tr, "utilisation", res.utilisation, "fraction", NULL, NULL);
-        trace_value(tr, "never_used", res.never_used, "fraction", NULL, NULL);
-        trace_value(tr, "mean_running", res.mean_running, "requests", NULL, NULL);
-        trace_count(tr, "peak_running", res.peak_running, NULL, NULL);
-        trace_count(tr, "steps", res.steps, NULL, NULL);
-        trace_count(tr, "preempted", res.preempted, NULL, NULL);
-        for (int j = 0; j < COUNT(BENCH_B); j++)
-            if (rows[i].policy == KVSIM_PAGED && rows[i].B == BENCH_B[j]) paged_waste[j] = res.never_used;
+    if (policies_table(tr, reqs, S, paged_waste)) {
+        free(reqs);
+        return oom();
     }
     trace_run(tr, NULL);
     trace_say(tr,
