@@ -567,6 +567,29 @@ static int part_waste(Trace *tr, const Options *opt, double *paged_waste) {
     return 0;
 }
 
+// The keys and values k, v (len, C) of (5) in a pool of blocks of B, shuffled
+// (seed) so that a sequence's blocks are not in order. Returns 0, or -1 when
+// memory ran out (nothing left to free).
+static int paged_cache(KvPool *pool, KvSeq *seq, int B, const float *k, const float *v, uint32_t seed) {
+    int H = BENCH_H, D = BENCH_D, len = BENCH_LEN;
+    if (kvpool_init(pool, 1, H, D, B, (len + B - 1) / B)) return -1;
+    if (kvseq_init(seq, pool, len)) {
+        kvpool_free(pool);
+        return -1;
+    }
+    kvpool_shuffle(pool, seed);
+    int *zeros = calloc((size_t)len, sizeof(int));
+    if (!zeros || kvseq_append(seq, zeros, len, NULL)) {
+        free(zeros);
+        kvseq_free(seq);
+        kvpool_free(pool);
+        return -1;
+    }
+    free(zeros);
+    kvpage_write(seq, 0, k, v, len, 0);
+    return 0;
+}
+
 // (5) Block size: table lookups and time of the attention.
 static int part_time(Trace *tr, const Options *opt, const double *paged_waste, int *identical) {
     int H = BENCH_H, D = BENCH_D, len = BENCH_LEN, C = H * D;
@@ -632,26 +655,10 @@ static int part_time(Trace *tr, const Options *opt, const double *paged_waste, i
         int B = BENCH_B[i];
         KvPool pool;
         KvSeq seq;
-        if (kvpool_init(&pool, 1, H, D, B, (len + B - 1) / B)) {
+        if (paged_cache(&pool, &seq, B, k, v, (uint32_t)opt->seed)) {
             rc = oom();
             goto out;
         }
-        if (kvseq_init(&seq, &pool, len)) {
-            kvpool_free(&pool);
-            rc = oom();
-            goto out;
-        }
-        kvpool_shuffle(&pool, (uint32_t)opt->seed);
-        int *zeros = calloc((size_t)len, sizeof(int));
-        if (!zeros || kvseq_append(&seq, zeros, len, NULL)) {
-            free(zeros);
-            kvseq_free(&seq);
-            kvpool_free(&pool);
-            rc = oom();
-            goto out;
-        }
-        free(zeros);
-        kvpage_write(&seq, 0, k, v, len, 0);
         for (int r = 0; r < repeat; r++) {
             double t0 = timer_now();
             for (int c = 0; c < BENCH_CALLS; c++) kvpage_attention(&seq, att_p, scores, q, 0, 1, len - 1, len);
