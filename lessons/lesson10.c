@@ -187,36 +187,13 @@ static int race_lesson(const GptModel *m, const Options *opt, Trace *tr) {
     return 0;
 }
 
-int lesson10_run(const Options *opt, Trace *tr) {
-    GptModel m;
-    int random_model = 0;
-    int rc = gptsetup_model(&m, opt, 1, &random_model);
-    if (rc) return rc;
-    int steps = opt->steps > 0 ? opt->steps : DEFAULT_STEPS;
-    const char *prompt_text = gptsetup_prompt_text(opt);
-    int *prompt = NULL, n_prompt = 0;
-    GptState s = {0};
-    Record rec[2];
-    memset(rec, 0, sizeof rec);
-    char *text[2] = {NULL, NULL};
-    rc = gptsetup_prompt(&prompt, &n_prompt, &m, prompt_text, 0);
-    if (rc) goto done;
-    for (int c = 0; c < 2; c++) {
-        rec[c].cfg = m.cfg;
-        rec[c].logits = malloc(sizeof(float) * (size_t)steps * (size_t)m.cfg.V);
-    }
-    if (!rec[0].logits || !rec[1].logits || gpt_state_init(&s, m.cfg) || ops_set_threads(opt->threads)) {
-        fileio_error("out of memory", "内存不足");
-        rc = 1;
-        goto done;
-    }
-    if ((rc = gptsetup_attention(opt, &m))) goto done;
-    GptConfig g = m.cfg;
+// The model and its cache, as the chapter describes them.
+static void describe_model(Trace *tr, const GptModel *m, int random_model) {
+    GptConfig g = m->cfg;
     int D = g.C / g.H;
-    lessons_heading(tr);
     trace_sayf(tr, "The model: context %d, embedding %d, %d heads of %d, %d blocks, %d characters (%zu parameters).",
                "模型：上下文 %d，嵌入 %d，%d 个头（每头 %d），%d 个模块，词表 %d 个字符（%zu 个参数）。", g.T, g.C, g.H,
-               D, g.L, g.V, m.num_params);
+               D, g.L, g.V, m->num_params);
     if (random_model) {
         fileio_error("%s is missing; lesson 10 runs a random model (its text is noise)",
                      "找不到 %s；第 10 课改用随机模型（写出的文字没有意义）", GPT_SHIPPED_MODEL);
@@ -238,6 +215,55 @@ int lesson10_run(const Options *opt, Trace *tr) {
                    "flash-decoding. The text must still be the same both ways.\n",
                    "注意力：flash，每块 %d 个键，在线 softmax（第 6.3 课）；缓存步用 flash-decoding。\n"
                    "两种方式生成的文字仍须相同。\n", flash_gpt_tile());
+}
+
+// The two runs compared: their texts, their logits bit for bit, their times.
+static void compare_runs(Trace *tr, const Record rec[2], char *const text[2], int steps) {
+    trace_run(tr, NULL);
+    trace_heading(tr, "Comparison", "对比");
+    size_t len0 = strlen(text[0]), len1 = strlen(text[1]), first = 0;
+    while (first < len0 && first < len1 && text[0][first] == text[1][first]) first++;
+    int same_text = len0 == len1 && first == len0;
+    trace_count(tr, "text_identical", same_text, NULL, NULL);
+    if (same_text) trace_say(tr, "The two texts are identical.", "两段文字完全相同。");
+    else trace_sayf(tr, "The texts differ from byte %zu on.", "两段文字从第 %zu 个字节起不同。", first);
+    int sh[2] = {rec[0].steps_done, rec[0].cfg.V};
+    Tensor l0 = tensor_view(rec[0].logits, 2, sh), l1 = tensor_view(rec[1].logits, 2, sh);
+    trace_compare(tr, "logits", trace_text(tr, "logits of every step without the cache", "不使用缓存时每一步的 logits"), &l0,
+                  trace_text(tr, "with the cache", "使用缓存时的"), &l1);
+    trace_value(tr, "speedup", rec[0].seconds / rec[1].seconds, "x", "faster with the cache", "使用缓存时的加速");
+    trace_sayf(tr,
+               "\nThe chapter's numpy: 4.93 s without the cache, 0.53 s with it (9.3x), for 256 tokens.\n"
+               "Here: %.3f s and %.3f s for %d tokens on %d thread%s.\n"
+               "The chapter's exercise — is the cache's advantage larger for longer texts? — is `kvdemo bench`.",
+               "\n原文（numpy）：256 个词元，无缓存 4.93 秒，有缓存 0.53 秒（9.3 倍）。\n"
+               "这里：%.3f 秒与 %.3f 秒，%d 个词元，%d 个线程%s。\n"
+               "课后练习——生成长度越长，缓存的优势越明显吗？——请运行 `kvdemo bench`。",
+               rec[0].seconds, rec[1].seconds, steps, ops_threads(), ops_threads() == 1 ? "" : trace_text(tr, "s", ""));
+}
+
+int lesson10_run(const Options *opt, Trace *tr) {
+    GptModel m;
+    int random_model, *prompt, n_prompt;
+    int rc = gptsetup_lesson(&m, &random_model, &prompt, &n_prompt, opt, NULL);
+    if (rc) return rc;
+    int steps = opt->steps > 0 ? opt->steps : DEFAULT_STEPS;
+    GptState s = {0};
+    Record rec[2];
+    memset(rec, 0, sizeof rec);
+    char *text[2] = {NULL, NULL};
+    for (int c = 0; c < 2; c++) {
+        rec[c].cfg = m.cfg;
+        rec[c].logits = malloc(sizeof(float) * (size_t)steps * (size_t)m.cfg.V);
+    }
+    if (!rec[0].logits || !rec[1].logits || gpt_state_init(&s, m.cfg) || ops_set_threads(opt->threads)) {
+        fileio_error("out of memory", "内存不足");
+        rc = 1;
+        goto done;
+    }
+    if ((rc = gptsetup_attention(opt, &m))) goto done;
+    lessons_heading(tr);
+    describe_model(tr, &m, random_model);
 
     if (tr->format == FORMAT_TEXT && !opt->no_race && isatty(STDOUT_FILENO)) {
         rc = race_lesson(&m, opt, tr);
@@ -268,27 +294,7 @@ int lesson10_run(const Options *opt, Trace *tr) {
         trace_say(tr, "", "");
     }
 
-    trace_run(tr, NULL);
-    trace_heading(tr, "Comparison", "对比");
-    size_t len0 = strlen(text[0]), len1 = strlen(text[1]), first = 0;
-    while (first < len0 && first < len1 && text[0][first] == text[1][first]) first++;
-    int same_text = len0 == len1 && first == len0;
-    trace_count(tr, "text_identical", same_text, NULL, NULL);
-    if (same_text) trace_say(tr, "The two texts are identical.", "两段文字完全相同。");
-    else trace_sayf(tr, "The texts differ from byte %zu on.", "两段文字从第 %zu 个字节起不同。", first);
-    int sh[2] = {rec[0].steps_done, g.V};
-    Tensor l0 = tensor_view(rec[0].logits, 2, sh), l1 = tensor_view(rec[1].logits, 2, sh);
-    trace_compare(tr, "logits", trace_text(tr, "logits of every step without the cache", "不使用缓存时每一步的 logits"), &l0,
-                  trace_text(tr, "with the cache", "使用缓存时的"), &l1);
-    trace_value(tr, "speedup", rec[0].seconds / rec[1].seconds, "x", "faster with the cache", "使用缓存时的加速");
-    trace_sayf(tr,
-               "\nThe chapter's numpy: 4.93 s without the cache, 0.53 s with it (9.3x), for 256 tokens.\n"
-               "Here: %.3f s and %.3f s for %d tokens on %d thread%s.\n"
-               "The chapter's exercise — is the cache's advantage larger for longer texts? — is `kvdemo bench`.",
-               "\n原文（numpy）：256 个词元，无缓存 4.93 秒，有缓存 0.53 秒（9.3 倍）。\n"
-               "这里：%.3f 秒与 %.3f 秒，%d 个词元，%d 个线程%s。\n"
-               "课后练习——生成长度越长，缓存的优势越明显吗？——请运行 `kvdemo bench`。",
-               rec[0].seconds, rec[1].seconds, steps, ops_threads(), ops_threads() == 1 ? "" : trace_text(tr, "s", ""));
+    compare_runs(tr, rec, text, steps);
     goto done;
 oom:
     fileio_error("out of memory", "内存不足");

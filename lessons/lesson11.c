@@ -140,6 +140,54 @@ static const char *shown(char c, char *buf) {
     return buf;
 }
 
+// What bug b did to the cached run against the reference: where the logits
+// and the text first part, the diagnosis, and the start of the text.
+static void report(Trace *tr, int b, const Run *ref, const Run *run, int steps, int past_context) {
+    const char *name = kvvariant_bug_name((KvBug)b);
+    Divergence d = diverge(ref, run, steps);
+    if (b == KV_BUG_NONE)
+        trace_heading(tr, "With the cache, done right", "使用缓存，正确实现");
+    else {
+        char head[160];
+        snprintf(head, sizeof head, "%s %s", trace_text(tr, "Bug", "错误"), name);
+        trace_heading(tr, head, head);
+        trace_sayf(tr, "  %s", "  %s", trace_text(tr, BUGS[b].what_en, BUGS[b].what_zh));
+    }
+    trace_count(tr, "first_step", d.step, NULL, NULL);
+    trace_value(tr, "max_abs_diff", d.max_diff, "", NULL, NULL);
+    trace_count(tr, "first_char", d.first_char, NULL, NULL);
+    if (!d.step) {
+        trace_sayf(tr, "  logits identical at all %d steps, bit for bit; the same text.",
+                   "  全部 %d 步的 logits 逐位相同；文字相同。", steps);
+        if (b == KV_BUG_STALE)
+            trace_sayf(tr, "  (this bug shows only once the text outgrows the context, at step %d: give --steps %d)",
+                       "  （这个错误要等文本超过上下文才出现，即第 %d 步：请用 --steps %d）", past_context,
+                       past_context + 4);
+    } else {
+        trace_sayf(tr, "  logits first differ at step %d%s, max |difference| %.3g there.",
+                   "  logits 在第 %d 步首次不同%s，最大 |差值| 为 %.3g。", d.step,
+                   d.step == 2   ? trace_text(tr, " (the first cached step)", "（第一个缓存步骤）")
+                   : d.step == 3 ? trace_text(tr, " (the second cached step)", "（第二个缓存步骤）")
+                   : d.step == past_context
+                       ? trace_text(tr, " (the first step past the context)", "（超过上下文后的第 1 步）")
+                       : "",
+                   d.max_diff);
+        char x[2], y[2];
+        if (d.first_char >= 0)
+            trace_sayf(tr, "  the text first differs at character %ld (counting from 0): '%s' without the cache, '%s' with it.",
+                       "  文字在第 %ld 个字符处（从 0 数起）首次不同：不使用缓存为 '%s'，使用缓存为 '%s'。", d.first_char,
+                       shown(ref->text[d.first_char], x), shown(run->text[d.first_char], y));
+        else
+            trace_say(tr, "  the text is still the same: the draws did not change.",
+                      "  文字仍然相同：抽样结果没有改变。");
+        trace_sayf(tr, "  diagnosis: %s", "  诊断：%s", trace_text(tr, BUGS[b].fix_en, BUGS[b].fix_zh));
+        if (tr->format == FORMAT_JSON) trace_textval(tr, "diagnosis", BUGS[b].fix_en);
+    }
+    if (tr->format == FORMAT_JSON) trace_textval(tr, "text", run->text);
+    const char *more = strlen(run->text) > SHOWN_CHARS ? "..." : "";
+    trace_sayf(tr, "  text: %.*s%s\n", "  文字：%.*s%s\n", SHOWN_CHARS, run->text, more);
+}
+
 int lesson11_run(const Options *opt, Trace *tr) {
     KvBug only = KV_BUG_NONE;
     if (opt->bug && kvvariant_bug_parse(&only, opt->bug)) {
@@ -147,16 +195,13 @@ int lesson11_run(const Options *opt, Trace *tr) {
         return 2;
     }
     GptModel m;
-    int random_model = 0;
-    int rc = gptsetup_model(&m, opt, 1, &random_model);
+    int random_model, *prompt, n_prompt;
+    int rc = gptsetup_lesson(&m, &random_model, &prompt, &n_prompt, opt, NULL);
     if (rc) return rc;
     int steps = opt->steps > 0 ? opt->steps : DEFAULT_STEPS;
-    const char *prompt_text = opt->n_prompts ? opt->prompts[0] : "ROMEO:";
-    int *prompt = NULL, n_prompt = 0;
+    const char *prompt_text = gptsetup_prompt_text(opt);
     GptState s = {0};
     Run ref = {0}, run = {0};
-    rc = gptsetup_prompt(&prompt, &n_prompt, &m, prompt_text, 0);
-    if (rc) goto done;
     ref.logits = malloc(sizeof(float) * (size_t)steps * (size_t)m.cfg.V);
     run.logits = malloc(sizeof(float) * (size_t)steps * (size_t)m.cfg.V);
     if (!ref.logits || !run.logits || gpt_state_init(&s, m.cfg) || ops_set_threads(opt->threads)) goto oom;
@@ -189,51 +234,7 @@ int lesson11_run(const Options *opt, Trace *tr) {
         const char *name = kvvariant_bug_name((KvBug)b);
         trace_run(tr, name);
         if (run_once(&run, &s, &v, &m, prompt, n_prompt, steps, 1, opt)) goto oom;
-        Divergence d = diverge(&ref, &run, steps);
-        if (b == KV_BUG_NONE)
-            trace_heading(tr, "With the cache, done right", "使用缓存，正确实现");
-        else {
-            char head[160];
-            snprintf(head, sizeof head, "%s %s", trace_text(tr, "Bug", "错误"), name);
-            trace_heading(tr, head, head);
-            trace_sayf(tr, "  %s", "  %s", trace_text(tr, BUGS[b].what_en, BUGS[b].what_zh));
-        }
-        trace_count(tr, "first_step", d.step, NULL, NULL);
-        trace_value(tr, "max_abs_diff", d.max_diff, "", NULL, NULL);
-        trace_count(tr, "first_char", d.first_char, NULL, NULL);
-        if (!d.step) {
-            trace_sayf(tr, "  logits identical at all %d steps, bit for bit; the same text.",
-                       "  全部 %d 步的 logits 逐位相同；文字相同。", steps);
-            if (b == KV_BUG_STALE)
-                trace_sayf(tr, "  (this bug shows only once the text outgrows the context, at step %d: give --steps %d)",
-                           "  （这个错误要等文本超过上下文才出现，即第 %d 步：请用 --steps %d）", past_context,
-                           past_context + 4);
-        } else {
-            trace_sayf(tr, "  logits first differ at step %d%s, max |difference| %.3g there.",
-                       "  logits 在第 %d 步首次不同%s，最大 |差值| 为 %.3g。", d.step,
-                       d.step == 2   ? trace_text(tr, " (the first cached step)", "（第一个缓存步骤）")
-                       : d.step == 3 ? trace_text(tr, " (the second cached step)", "（第二个缓存步骤）")
-                       : d.step == past_context
-                           ? trace_text(tr, " (the first step past the context)", "（超过上下文后的第 1 步）")
-                           : "",
-                       d.max_diff);
-            char x[2], y[2];
-            if (d.first_char >= 0)
-                trace_sayf(tr, "  the text first differs at character %ld (counting from 0): '%s' without the cache, '%s' with it.",
-                           "  文字在第 %ld 个字符处（从 0 数起）首次不同：不使用缓存为 '%s'，使用缓存为 '%s'。", d.first_char,
-                           shown(ref.text[d.first_char], x), shown(run.text[d.first_char], y));
-            else
-                trace_say(tr, "  the text is still the same: the draws did not change.",
-                          "  文字仍然相同：抽样结果没有改变。");
-            trace_sayf(tr, "  diagnosis: %s", "  诊断：%s", trace_text(tr, BUGS[b].fix_en, BUGS[b].fix_zh));
-            if (tr->format == FORMAT_JSON) trace_textval(tr, "diagnosis", BUGS[b].fix_en);
-        }
-        if (tr->format == FORMAT_JSON) trace_textval(tr, "text", run.text);
-        if (tr->format == FORMAT_TEXT) {
-            size_t n = strlen(run.text);
-            fprintf(tr->out, "  %s%.*s%s\n\n", trace_text(tr, "text: ", "文字："), SHOWN_CHARS, run.text,
-                    n > SHOWN_CHARS ? "..." : "");
-        }
+        report(tr, b, &ref, &run, steps, past_context);
         trace_pause(tr);
     }
     trace_run(tr, NULL);

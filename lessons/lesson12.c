@@ -96,59 +96,26 @@ static const char *corpus(const Options *opt, char *buf, size_t size) {
     return access(p, R_OK) == 0 ? p : NULL;
 }
 
-int lesson12_run(const Options *opt, Trace *tr) {
+// What the lesson's parts share: the model, its state, the prompt, the two
+// runs compared (ref: without the cache or in fp32) and the validation text.
+typedef struct {
     GptModel m;
-    int random_model = 0;
-    int rc = gptsetup_model(&m, opt, 1, &random_model);
-    if (rc) return rc;
-    int steps = opt->steps > 0 ? opt->steps : DEFAULT_STEPS;
-    const char *prompt_text = gptsetup_prompt_text(opt);
-    int *prompt = NULL, n_prompt = 0;
-    GptState s = {0};
-    Run ref = {0}, run = {0};
-    TrainText text = {0};
-    int have_text = 0;
-    rc = gptsetup_prompt(&prompt, &n_prompt, &m, prompt_text, 0);
-    if (rc) goto done;
-    GptConfig g = m.cfg;
-    char buf[4096];
-    const char *data = corpus(opt, buf, sizeof buf);
-    if (data) {
-        char err[512];
-        if (train_text_load(&text, data, m.vocab, g.V, err, sizeof err) != 0) {
-            fileio_error("%s", "%s", err);
-            rc = 1;
-            goto done;
-        }
-        have_text = 1;
-        if ((text.n - text.n * 9 / 10 - 1) / g.T < 1) {
-            fileio_error("%s is too short: its last 10%% needs more than %d characters",
-                         "%s 太短：它最后 10%% 的文本要多于 %d 个字符", data, g.T);
-            rc = 1;
-            goto done;
-        }
-    }
-    for (Run *r = &ref; r; r = r == &ref ? &run : NULL) {
-        r->logits = malloc(sizeof(float) * (size_t)steps * (size_t)g.V);
-        r->tokens = malloc(sizeof(int) * (size_t)(n_prompt + steps));
-        if (!r->logits || !r->tokens) goto oom;
-    }
-    if (gpt_state_init(&s, g) || ops_set_threads(opt->threads)) goto oom;
+    GptState s;
+    int *prompt, n_prompt, steps;
+    Run ref, run;
+    TrainText text;
+    int have_text;
+    const char *data;   // the validation text's file, or NULL
+} Shared;
 
-    lessons_heading(tr);
-    trace_sayf(tr,
-               "The char GPT of lesson 10 writes %d characters after \"%s\" (seed %llu). kvdemo's own cache gives\n"
-               "the same logits as no cache, bit for bit: its kernels sum every output in one order.",
-               "第 10 课的字符级 GPT 生成 %d 个字符，提示为 \"%s\"（种子 %llu）。kvdemo 自己的缓存与不使用缓存的\n"
-               "logits 逐位相同：它的内核对每个输出都按同一顺序求和。",
-               steps, prompt_text, (unsigned long long)opt->seed);
-    if (random_model) {
-        fileio_error("%s is missing; lesson 12 runs a random model (its text is noise)", "找不到 %s；第 12 课改用随机模型（生成的文字没有意义）", GPT_SHIPPED_MODEL);
-        trace_say(tr, "No trained model was found: the weights are random, the text is noise.",
-                  "没有找到训练好的模型：权重是随机的，文字没有意义。");
-    }
-
-    // 1 and 2: another summing order in the cached step, in fp32, bf16, fp16.
+// 1 and 2: another summing order in the cached step, in fp32, bf16, fp16.
+// Returns 0, or 1 when memory ran out.
+static int summing_order(Shared *x, Trace *tr, const Options *opt) {
+    const GptModel *m = &x->m;
+    GptState *s = &x->s;
+    Run *ref = &x->ref, *run = &x->run;
+    const int *prompt = x->prompt;
+    int n_prompt = x->n_prompt, steps = x->steps;
     trace_heading(tr, "1, 2. Another summing order in the cached step, in fp32, bf16 and fp16",
                   "1、2. 缓存步骤换一种求和顺序：fp32、bf16 与 fp16");
     trace_sayf(tr,
@@ -165,9 +132,9 @@ int lesson12_run(const Options *opt, Trace *tr) {
         char name[32];
         snprintf(name, sizeof name, "order-%s", kvquant_name(acts[a]));
         trace_run(tr, name);
-        if (run_once(&ref, &s, &plain, &m, prompt, n_prompt, steps, 0, opt)) goto oom;
-        if (run_once(&run, &s, &split, &m, prompt, n_prompt, steps, 1, opt)) goto oom;
-        Divergence d = diverge(&ref, &run, n_prompt, steps);
+        if (run_once(ref, s, &plain, m, prompt, n_prompt, steps, 0, opt)) return 1;
+        if (run_once(run, s, &split, m, prompt, n_prompt, steps, 1, opt)) return 1;
+        Divergence d = diverge(ref, run, n_prompt, steps);
         trace_count(tr, "first_step", d.step, NULL, NULL);
         trace_value(tr, "first_abs_diff", d.first_diff, "", NULL, NULL);
         trace_value(tr, "max_abs_diff", d.max_diff, "", NULL, NULL);
@@ -186,11 +153,11 @@ int lesson12_run(const Options *opt, Trace *tr) {
                        d.token_step, steps);
         else
             trace_sayf(tr, "    the text stays the same over all %d steps.", "    全部 %d 步文字都相同。", steps);
-        if (tr->format == FORMAT_JSON) trace_textval(tr, "text", run.text);
+        if (tr->format == FORMAT_JSON) trace_textval(tr, "text", run->text);
         if (a == 1) {
             // the control: bf16, but the same order in both runs
-            if (run_once(&run, &s, &plain, &m, prompt, n_prompt, steps, 1, opt)) goto oom;
-            Divergence c = diverge(&ref, &run, n_prompt, steps);
+            if (run_once(run, s, &plain, m, prompt, n_prompt, steps, 1, opt)) return 1;
+            Divergence c = diverge(ref, run, n_prompt, steps);
             trace_count(tr, "same_order_first_step", c.step, NULL, NULL);
             if (!c.step)
                 trace_say(tr, "    (with the same summing order, bf16 with and without the cache agree bit for bit:\n"
@@ -199,8 +166,17 @@ int lesson12_run(const Options *opt, Trace *tr) {
         }
     }
     trace_pause(tr);
+    return 0;
+}
 
-    // 3: a smaller cache.
+// 3: a smaller cache. Returns 0, or 1 when memory ran out.
+static int smaller_cache(Shared *x, Trace *tr, const Options *opt) {
+    const GptModel *m = &x->m;
+    GptState *s = &x->s;
+    Run *ref = &x->ref, *run = &x->run;
+    const int *prompt = x->prompt;
+    int n_prompt = x->n_prompt, steps = x->steps;
+    GptConfig g = m->cfg;
     trace_run(tr, NULL);
     trace_heading(tr, "3. A smaller cache: bf16, fp16, int8, int4", "3. 更小的缓存：bf16、fp16、int8、int4");
     trace_sayf(tr,
@@ -210,13 +186,13 @@ int lesson12_run(const Options *opt, Trace *tr) {
                "键和值用更少的位保存。int8 与 int4 为对称量化：值每个词元每个头一个缩放因子；键按通道、\n"
                "每 %d 个词元一组共享一个缩放因子，最新的不完整分组保持全精度（KIVI）。每个词元的字节数按全部 %d 个模块、紧凑存放计算。",
                KV_KEY_GROUP, g.L);
-    if (have_text)
+    if (x->have_text)
         trace_sayf(tr,
                    "Validation loss: the first %d windows of %d of the last 10%% of %s, each window's keys\n"
                    "and values through the cache (kvdemo eval --kv-dtype TYPE takes the whole split).\n",
                    "验证损失：前 %d 个窗口（每个 %d 个字符），取自 %s 的最后 10%%，每个窗口的键和值都经过该缓存\n"
                    "（kvdemo eval --kv-dtype TYPE 计算整个验证集）。\n",
-                   LESSON_WINDOWS, g.T, data);
+                   LESSON_WINDOWS, g.T, x->data);
     else
         trace_say(tr, "(give --data FILE, or run `make data`, for the validation loss)\n",
                   "（给出 --data FILE 或运行 `make data`，即可得到验证损失）\n");
@@ -226,7 +202,7 @@ int lesson12_run(const Options *opt, Trace *tr) {
         {"cache", "缓存", 6, 0, "cache"},
         {"bytes/token", "字节/词元", 16, 1, "bytes_per_token"},
         {"of fp32", "占 fp32", 9, 1, "percent_of_fp32"},
-        {have_text ? "val. loss" : "", have_text ? "验证损失" : "", 16, 1, "val_loss"},
+        {x->have_text ? "val. loss" : "", x->have_text ? "验证损失" : "", 16, 1, "val_loss"},
         {"", "", 0, 0, "text"},
     };
     const TraceTable table = {"kv_dtypes", 5, cols};
@@ -236,24 +212,24 @@ int lesson12_run(const Options *opt, Trace *tr) {
         char name[32];
         snprintf(name, sizeof name, "kv-%s", kvquant_name(kinds[k]));
         trace_run(tr, name);
-        Run *r = k == 0 ? &ref : &run;   // fp32's text stays in ref
-        if (run_once(r, &s, &v, &m, prompt, n_prompt, steps, 1, opt)) goto oom;
+        Run *r = k == 0 ? ref : run;   // fp32's text stays in ref
+        if (run_once(r, s, &v, m, prompt, n_prompt, steps, 1, opt)) return 1;
         double bytes = kvquant_bytes_per_token(kinds[k], g.L, g.C, g.H, KV_KEY_GROUP);
         double loss = NAN;
-        if (have_text) {
-            int64_t n_train = text.n * 9 / 10;
-            if (kvvariant_eval(&loss, &m, &v, text.tokens, n_train, text.n, LESSON_WINDOWS)) goto oom;
+        if (x->have_text) {
+            int64_t n_train = x->text.n * 9 / 10;
+            if (kvvariant_eval(&loss, m, &v, x->text.tokens, n_train, x->text.n, LESSON_WINDOWS)) return 1;
             trace_value(tr, "val_loss", loss, "nats", NULL, NULL);
         }
         trace_value(tr, "bytes_per_token", bytes, "B", NULL, NULL);
-        Divergence d = diverge(&ref, r, n_prompt, steps);
+        Divergence d = diverge(ref, r, n_prompt, steps);
         trace_count(tr, "first_token_step", d.token_step, NULL, NULL);
         if (tr->format == FORMAT_JSON) trace_textval(tr, "text", r->text);
         // One row: in text the percentage with its sign, in JSON the number.
         char bytes_cell[32], pct[32], lossbuf[32] = "", note[128];
         snprintf(bytes_cell, sizeof bytes_cell, "%.0f", bytes);
         snprintf(pct, sizeof pct, tr->format == FORMAT_TEXT ? "%.1f%%" : "%.1f", 100 * bytes / fp32_bytes);
-        if (have_text) snprintf(lossbuf, sizeof lossbuf, "%.4f", loss);
+        if (x->have_text) snprintf(lossbuf, sizeof lossbuf, "%.4f", loss);
         if (k == 0) snprintf(note, sizeof note, "%s", trace_text(tr, "(the reference text)", "（参照文字）"));
         else if (!d.token_step) snprintf(note, sizeof note, "%s", trace_text(tr, "same text as fp32", "文字与 fp32 相同"));
         else snprintf(note, sizeof note, trace_text(tr, "text leaves fp32's at step %d", "文字在第 %d 步与 fp32 分开"), d.token_step);
@@ -263,30 +239,76 @@ int lesson12_run(const Options *opt, Trace *tr) {
     if (tr->format != FORMAT_JSON) {   // JSON has each run's text already
         trace_say(tr, "", "");
         trace_say(tr, "fp32's text:", "fp32 的文字：");
-        trace_textval(tr, "text", ref.text);
+        trace_textval(tr, "text", ref->text);
         trace_say(tr, "", "");
         trace_say(tr, "int4's text:", "int4 的文字：");
-        trace_textval(tr, "text", run.text);
+        trace_textval(tr, "text", run->text);
     }
     trace_say(tr,
               "\nThe cache is stored here as floats holding exactly what the smaller cache gives back: the\n"
               "arithmetic and the loss are the smaller cache's, the memory is not saved.",
               "\n这里的缓存仍以浮点数存放，但内容正是更小的缓存读回的值：计算和损失与更小的缓存一致，只是没有真正省下内存。");
+    return 0;
+}
+
+int lesson12_run(const Options *opt, Trace *tr) {
+    Shared x = {.steps = opt->steps > 0 ? opt->steps : DEFAULT_STEPS};
+    int random_model;
+    int rc = gptsetup_lesson(&x.m, &random_model, &x.prompt, &x.n_prompt, opt, NULL);
+    if (rc) return rc;
+    GptConfig g = x.m.cfg;
+    char buf[4096];
+    x.data = corpus(opt, buf, sizeof buf);
+    if (x.data) {
+        char err[512];
+        if (train_text_load(&x.text, x.data, x.m.vocab, g.V, err, sizeof err) != 0) {
+            fileio_error("%s", "%s", err);
+            rc = 1;
+            goto done;
+        }
+        x.have_text = 1;
+        if ((x.text.n - x.text.n * 9 / 10 - 1) / g.T < 1) {
+            fileio_error("%s is too short: its last 10%% needs more than %d characters",
+                         "%s 太短：它最后 10%% 的文本要多于 %d 个字符", x.data, g.T);
+            rc = 1;
+            goto done;
+        }
+    }
+    for (Run *r = &x.ref; r; r = r == &x.ref ? &x.run : NULL) {
+        r->logits = malloc(sizeof(float) * (size_t)x.steps * (size_t)g.V);
+        r->tokens = malloc(sizeof(int) * (size_t)(x.n_prompt + x.steps));
+        if (!r->logits || !r->tokens) goto oom;
+    }
+    if (gpt_state_init(&x.s, g) || ops_set_threads(opt->threads)) goto oom;
+
+    lessons_heading(tr);
+    trace_sayf(tr,
+               "The char GPT of lesson 10 writes %d characters after \"%s\" (seed %llu). kvdemo's own cache gives\n"
+               "the same logits as no cache, bit for bit: its kernels sum every output in one order.",
+               "第 10 课的字符级 GPT 生成 %d 个字符，提示为 \"%s\"（种子 %llu）。kvdemo 自己的缓存与不使用缓存的\n"
+               "logits 逐位相同：它的内核对每个输出都按同一顺序求和。",
+               x.steps, gptsetup_prompt_text(opt), (unsigned long long)opt->seed);
+    if (random_model) {
+        fileio_error("%s is missing; lesson 12 runs a random model (its text is noise)", "找不到 %s；第 12 课改用随机模型（生成的文字没有意义）", GPT_SHIPPED_MODEL);
+        trace_say(tr, "No trained model was found: the weights are random, the text is noise.",
+                  "没有找到训练好的模型：权重是随机的，文字没有意义。");
+    }
+    if (summing_order(&x, tr, opt) || smaller_cache(&x, tr, opt)) goto oom;
     goto done;
 oom:
     fileio_error("out of memory", "内存不足");
     rc = 1;
 done:
-    free(ref.logits);
-    free(run.logits);
-    free(ref.tokens);
-    free(run.tokens);
-    free(ref.text);
-    free(run.text);
-    free(prompt);
-    if (have_text) train_text_free(&text);
-    gpt_state_free(&s);
-    gpt_free(&m);
+    free(x.ref.logits);
+    free(x.run.logits);
+    free(x.ref.tokens);
+    free(x.run.tokens);
+    free(x.ref.text);
+    free(x.run.text);
+    free(x.prompt);
+    if (x.have_text) train_text_free(&x.text);
+    gpt_state_free(&x.s);
+    gpt_free(&x.m);
     ops_set_threads(1);
     return rc;
 }

@@ -193,85 +193,30 @@ static void show_kind(Trace *tr, const char *run, const char *en, const char *zh
     trace_run(tr, NULL);
 }
 
-int lesson4_run(const Options *opt, Trace *tr) {
+// What the lesson's parts share: the model and its state, the prompt and
+// the generated text (tokens: p + steps), what the generation recorded, and
+// the positions timed with their times (sec[0] without the cache, sec[1] with it).
+typedef struct {
     GptModel m;
-    int random_model = 0;
-    int rc = gptsetup_model(&m, opt, 1, &random_model);
-    if (rc) return rc;
-    GptConfig g = m.cfg;
-    const char *prompt_text = gptsetup_prompt_text(opt);
-    int repeat = opt->repeat > 0 ? opt->repeat : DEFAULT_REPEAT;
-    int *tokens = NULL, p = 0;
-    GptState s = {0};
-    Record rec = {.cfg = g};
-    double *samples = NULL;
-    float *nc_logits = NULL, *c_logits = NULL;
-    rc = gptsetup_prompt(&tokens, &p, &m, prompt_text, g.T + 1);
-    if (rc) goto done;
-    if (p >= g.T) {
-        fileio_error("lesson 4: the prompt has %d tokens; the context holds %d, so give at most %d",
-                     "第 4 课：提示词有 %d 个 token；上下文只能放 %d 个，所以最多给 %d 个", p, g.T, g.T - 1);
-        rc = 2;
-        goto done;
-    }
-    // Generate up to the end of the context: the last step feeds position T - 1.
-    int max_steps = g.T - p + 1;
-    int steps = opt->steps > 0 && opt->steps < max_steps ? opt->steps : max_steps;
-    if (steps < 2) steps = 2;   // the prefill, then at least one cached step
-    if (opt->steps > max_steps)
-        fileio_error("lesson 4 stops at the context: %d steps, not %d (lesson 10 goes past it)",
-                     "第 4 课到上下文的尽头就停：%d 步，而不是 %d 步（第 10 课会越过它）", max_steps, opt->steps);
+    GptConfig g;
+    GptState s;
+    int *tokens, p, steps, last, repeat;   // last: the position the last step feeds
+    Record rec;
+    double *samples;                       // (repeat)
+    float *nc_logits, *c_logits;           // (MAX_POS, V): the logits at the timed positions
+    int pos[MAX_POS], npos;
+    double sec[2][MAX_POS];
+} Shared;
 
-    rec.n = malloc(sizeof(int) * (size_t)steps);
-    rec.offset = malloc(sizeof(int) * (size_t)steps);
-    rec.logits = malloc(sizeof(float) * (size_t)steps * (size_t)g.V);
-    samples = malloc(sizeof(double) * (size_t)repeat);
-    nc_logits = malloc(sizeof(float) * MAX_POS * (size_t)g.V);
-    c_logits = malloc(sizeof(float) * MAX_POS * (size_t)g.V);
-    if (!rec.n || !rec.offset || !rec.logits || !samples || !nc_logits || !c_logits || gpt_state_init(&s, g) ||
-        ops_set_threads(opt->threads)) {
-        fileio_error("out of memory", "内存不足");
-        rc = 1;
-        goto done;
-    }
-    int last = p - 1 + steps - 1;   // the position the last step feeds
+static const char *const RUNS[2] = {"no-cache", "cache"};
+// The positions the FLOPs and times tables show (and the first and last).
+static const int SHOWN_T[] = {16, 64, 128, 255};
 
-    lessons_heading(tr);
-    trace_say(tr,
-              "The article: the cache avoids recomputing keys and values at every sampled token, and so saves\n"
-              "much computing time. Here it is counted and timed on the char GPT of lesson 10.",
-              "原文：避免每次采样 token 时重新计算键值向量，利用预先计算好的 k 值和 v 值，可以节省大量计算时间。\n"
-              "这里在第 10 课的字符级 GPT 上把它数出来、测出来。");
-    trace_sayf(tr, "The model: context %d, embedding %d, %d heads, %d blocks, %d characters (%zu parameters).",
-               "模型：上下文 %d，嵌入 %d，%d 个头，%d 个模块，词表 %d 个字符（%zu 个参数）。", g.T, g.C, g.H, g.L, g.V,
-               m.num_params);
-    if (random_model) {
-        fileio_error("%s is missing; lesson 4 runs a random model", "找不到 %s；第 4 课改用随机模型", GPT_SHIPPED_MODEL);
-        trace_say(tr, "No trained model was found: the weights are random. The costs are the same.",
-                  "没有找到训练好的模型：权重是随机的。计算量和耗时与训练好的模型相同。");
-    }
-    trace_count(tr, "n_layer", g.L, NULL, NULL);
-    trace_count(tr, "n_embd", g.C, NULL, NULL);
-    trace_count(tr, "n_head", g.H, NULL, NULL);
-    trace_count(tr, "vocab_size", g.V, NULL, NULL);
-    trace_count(tr, "context", g.T, NULL, NULL);
-    trace_count(tr, "prompt_tokens", p, NULL, NULL);
-    trace_count(tr, "steps", steps, NULL, NULL);
-
-    // ------------------------------------------------------------------------
-    // The generation, with the cache, to the end of the context.
-    Sampler sampler;
-    float temperature = opt->temperature >= 0 ? (float)opt->temperature : 1.0f;
-    if (sampler_init(&sampler, g.V, temperature, opt->top_k, (uint32_t)opt->seed)) {
-        fileio_error("out of memory", "内存不足");
-        rc = 1;
-        goto done;
-    }
-    gpt_generate(tokens, &s, &m, &sampler, p, steps, 1, record_step, &rec);
-    sampler_free(&sampler);
-
-    // ------------------------------------------------------------------------
-    // FLOPs per generated token, both ways.
+// FLOPs per generated token, both ways. Returns 0, or 1 when the cached run
+// did not feed what it should have.
+static int flops_per_token(Shared *x, Trace *tr) {
+    GptConfig g = x->g;
+    int p = x->p, steps = x->steps;
     trace_heading(tr, "FLOPs per token (MFLOP: 10^6; counted from the layer shapes)",
                   "每个 token 的计算量（MFLOP：10^6；按各层形状逐项计数）");
     trace_sayf(tr,
@@ -282,10 +227,8 @@ int lesson4_run(const Options *opt, Trace *tr) {
                "之后，生成位置 t 之后的 token：不使用缓存时重算 t + 1 行；使用缓存时只算 1 行，\n"
                "它的注意力读取缓存里的 t + 1 个 key 和 value。只有注意力这一项随 t 增长。",
                p);
-    const char *runs[2] = {"no-cache", "cache"};
     double cum[2] = {0, 0};
     int64_t cum_rows[2] = {0, 0};
-    int shown[] = {16, 64, 128, 255};
     for (int c = 0; c < 2; c++) {
         if (c == 0) table_head(tr, "  Without the cache", "  不使用缓存");
         else table_head(tr, "  With the cache", "  使用缓存");
@@ -293,22 +236,21 @@ int lesson4_run(const Options *opt, Trace *tr) {
         for (int k = 0; k < steps; k++) {
             int t = p - 1 + k;
             int n = c == 0 || k == 0 ? t + 1 : 1, offset = c == 0 || k == 0 ? 0 : t;
-            if (c == 1 && (rec.n[k] != n || rec.offset[k] != offset)) {
+            if (c == 1 && (x->rec.n[k] != n || x->rec.offset[k] != offset)) {
                 fileio_error("lesson 4: step %d fed %d tokens at %d, not %d at %d",
-                             "第 4 课：第 %d 步在位置 %d 输入了 %d 个 token，而不是在位置 %d 输入 %d 个", k + 1, rec.n[k],
-                             rec.offset[k], n, offset);
-                rc = 1;
-                goto done;
+                             "第 4 课：第 %d 步在位置 %d 输入了 %d 个 token，而不是在位置 %d 输入 %d 个", k + 1, x->rec.n[k],
+                             x->rec.offset[k], n, offset);
+                return 1;
             }
             Flops f = count_flops(g, n, offset);
             cum[c] += flops_total(f);
             cum_rows[c] += n;
-            count_step(tr, runs[c], k + 1, t, n, f, cum[c], cum_rows[c]);
+            count_step(tr, RUNS[c], k + 1, t, n, f, cum[c], cum_rows[c]);
             int show = k == 0 || k == steps - 1;
-            for (size_t i = 0; i < sizeof shown / sizeof shown[0]; i++) show |= t == shown[i];
+            for (size_t i = 0; i < sizeof SHOWN_T / sizeof SHOWN_T[0]; i++) show |= t == SHOWN_T[i];
             if (show) table_row(tr, t, n, f, cum[c]);
         }
-        trace_run(tr, runs[c]);
+        trace_run(tr, RUNS[c]);
         trace_count(tr, "rows_total", cum_rows[c], NULL, NULL);
         trace_count(tr, "flops_total", (int64_t)cum[c], NULL, NULL);
         trace_run(tr, NULL);
@@ -324,73 +266,11 @@ int lesson4_run(const Options *opt, Trace *tr) {
                steps, p, steps, p, steps, steps - 1, (long long)(n64 * p + n64 * (n64 - 1) / 2), p, steps,
                (long long)(p + n64 - 1), cum[0], cum[1], cum[0] / cum[1]);
     trace_pause(tr);
+    return 0;
+}
 
-    // ------------------------------------------------------------------------
-    // Time per token at a few positions, largest first (a cached step at t
-    // leaves the cache holding 0 .. t, all a smaller t needs).
-    // 16, T/4, T/2, 3T/4 and the last position (16, 64, 128, 192, 255).
-    int pos[MAX_POS], npos = 0;
-    for (int i = 0; i <= 4 && npos < MAX_POS; i++) {
-        int t = i == 0 ? 16 : i * g.T / 4;
-        if (i == 4) t = last;
-        if (t < p || t > last || (npos && pos[npos - 1] >= t)) continue;
-        pos[npos++] = t;
-    }
-    trace_heading(tr, "Time per token", "每个 token 的耗时");
-    trace_sayf(tr,
-               "Each time is the median of %d runs of one forward pass (--repeat N), on %d thread%s: without\n"
-               "the cache forward(tokens[0:t+1]), with it forward(tokens[t], offset t).",
-               "每个时间是单次前向计算 %d 次运行的中位数（--repeat N），%d 个线程%s：不使用缓存\n"
-               "forward(tokens[0:t+1])，使用缓存 forward(tokens[t], offset t)。",
-               repeat, ops_threads(), tr->lang == LANG_ZH || ops_threads() == 1 ? "" : "s");
-    double sec[2][MAX_POS];
-    for (int i = npos - 1; i >= 0; i--) {
-        int t = pos[i];
-        sec[1][i] = time_forward(&s, &m, tokens + t, 1, t, repeat, samples, NULL);
-        sec[0][i] = time_forward(&s, &m, tokens, t + 1, 0, repeat, samples, nc_logits + (size_t)i * g.V);
-        // The cached run's own logits at t, drawn from during the generation.
-        memcpy(c_logits + (size_t)i * g.V, rec.logits + (size_t)(t - p + 1) * g.V, sizeof(float) * (size_t)g.V);
-    }
-    // Time per token at the table's positions: text in µs or ms, JSON in
-    // seconds.
-    static const TraceColumn TIME_COLS[] = {
-        {"t", "t", 5, 1, NULL},
-        {"no cache", "不使用缓存", 12, 1, "nocache_seconds"},
-        {"cache", "使用缓存", 12, 1, "cache_seconds"},
-        {"ratio", "倍数", 8, 1, "ratio"},
-    };
-    static const TraceTable TIMES = {"per_token", 4, TIME_COLS};
-    trace_say(tr, "", "");
-    trace_table_head(tr, &TIMES);
-    for (int i = 0; i < npos; i++) {
-        char name[32], a[32], b[32];
-        snprintf(name, sizeof name, "per_token[t=%d]", pos[i]);
-        for (int c = 0; c < 2 && tr->format == FORMAT_JSON; c++) {   // text: the table below
-            trace_run(tr, runs[c]);
-            trace_timing(tr, name, sec[c][i], repeat);
-        }
-        trace_run(tr, NULL);
-        snprintf(name, sizeof name, "speedup[t=%d]", pos[i]);
-        trace_value(tr, name, sec[0][i] / sec[1][i], "x", NULL, NULL);
-        int in_table = 0;
-        for (size_t k = 0; k < sizeof shown / sizeof shown[0]; k++) in_table |= pos[i] == shown[k];
-        if (in_table || i == npos - 1) {
-            char t[16], ratio[32];
-            snprintf(t, sizeof t, "%d", pos[i]);
-            if (tr->format == FORMAT_TEXT) {
-                time_text(a, sizeof a, sec[0][i]);
-                time_text(b, sizeof b, sec[1][i]);
-                snprintf(ratio, sizeof ratio, "%.1fx", sec[0][i] / sec[1][i]);
-            } else {
-                snprintf(a, sizeof a, "%.9f", sec[0][i]);
-                snprintf(b, sizeof b, "%.9f", sec[1][i]);
-                snprintf(ratio, sizeof ratio, "%.1f", sec[0][i] / sec[1][i]);
-            }
-            const char *row[] = {t, a, b, ratio};
-            trace_table_row(tr, &TIMES, row);
-        }
-    }
-    // The same times as bars, two a position, scaled to the longest.
+// The times per token as bars, two a position, scaled to the longest.
+static void time_chart(Trace *tr, const int *pos, int npos, double (*sec)[MAX_POS]) {
     static const TraceColumn CHART_COLS[] = {
         {"t", "t", 5, 1, NULL},
         {"time per token against t (█ without the cache, ░ with it)",
@@ -408,28 +288,115 @@ int lesson4_run(const Options *opt, Trace *tr) {
             if (c == 0) snprintf(t, sizeof t, "%d", pos[i]);
             if (tr->format == FORMAT_TEXT) time_text(a, sizeof a, sec[c][i]);
             else snprintf(a, sizeof a, "%.9f", sec[c][i]);
-            trace_run(tr, runs[c]);
+            trace_run(tr, RUNS[c]);
             trace_table_row(tr, &CHART, (const char *const[]){t, bar(bars, sizeof bars, c == 0 ? "█" : "░", sec[c][i], max), a});
         }
     }
     trace_run(tr, NULL);
+}
+
+// Time per token at a few positions, largest first (a cached step at t
+// leaves the cache holding 0 .. t, all a smaller t needs): 16, T/4, T/2,
+// 3T/4 and the last position (16, 64, 128, 192, 255).
+static void time_per_token(Shared *x, Trace *tr) {
+    GptConfig g = x->g;
+    GptState *s = &x->s;
+    const GptModel *m = &x->m;
+    const int *tokens = x->tokens;
+    double *samples = x->samples;
+    float *nc_logits = x->nc_logits, *c_logits = x->c_logits;
+    int p = x->p, repeat = x->repeat, last = x->last;
+    int *pos = x->pos;
+    double (*sec)[MAX_POS] = x->sec;
+    int npos = 0;
+    for (int i = 0; i <= 4 && npos < MAX_POS; i++) {
+        int t = i == 0 ? 16 : i * g.T / 4;
+        if (i == 4) t = last;
+        if (t < p || t > last || (npos && pos[npos - 1] >= t)) continue;
+        pos[npos++] = t;
+    }
+    trace_heading(tr, "Time per token", "每个 token 的耗时");
+    trace_sayf(tr,
+               "Each time is the median of %d runs of one forward pass (--repeat N), on %d thread%s: without\n"
+               "the cache forward(tokens[0:t+1]), with it forward(tokens[t], offset t).",
+               "每个时间是单次前向计算 %d 次运行的中位数（--repeat N），%d 个线程%s：不使用缓存\n"
+               "forward(tokens[0:t+1])，使用缓存 forward(tokens[t], offset t)。",
+               repeat, ops_threads(), tr->lang == LANG_ZH || ops_threads() == 1 ? "" : "s");
+    for (int i = npos - 1; i >= 0; i--) {
+        int t = pos[i];
+        sec[1][i] = time_forward(s, m, tokens + t, 1, t, repeat, samples, NULL);
+        sec[0][i] = time_forward(s, m, tokens, t + 1, 0, repeat, samples, nc_logits + (size_t)i * g.V);
+        // The cached run's own logits at t, drawn from during the generation.
+        memcpy(c_logits + (size_t)i * g.V, x->rec.logits + (size_t)(t - p + 1) * g.V, sizeof(float) * (size_t)g.V);
+    }
+    // Time per token at the table's positions: text in µs or ms, JSON in
+    // seconds.
+    static const TraceColumn TIME_COLS[] = {
+        {"t", "t", 5, 1, NULL},
+        {"no cache", "不使用缓存", 12, 1, "nocache_seconds"},
+        {"cache", "使用缓存", 12, 1, "cache_seconds"},
+        {"ratio", "倍数", 8, 1, "ratio"},
+    };
+    static const TraceTable TIMES = {"per_token", 4, TIME_COLS};
+    trace_say(tr, "", "");
+    trace_table_head(tr, &TIMES);
+    for (int i = 0; i < npos; i++) {
+        char name[32], a[32], b[32];
+        snprintf(name, sizeof name, "per_token[t=%d]", pos[i]);
+        for (int c = 0; c < 2 && tr->format == FORMAT_JSON; c++) {   // text: the table below
+            trace_run(tr, RUNS[c]);
+            trace_timing(tr, name, sec[c][i], repeat);
+        }
+        trace_run(tr, NULL);
+        snprintf(name, sizeof name, "speedup[t=%d]", pos[i]);
+        trace_value(tr, name, sec[0][i] / sec[1][i], "x", NULL, NULL);
+        int in_table = 0;
+        for (size_t k = 0; k < sizeof SHOWN_T / sizeof SHOWN_T[0]; k++) in_table |= pos[i] == SHOWN_T[k];
+        if (in_table || i == npos - 1) {
+            char t[16], ratio[32];
+            snprintf(t, sizeof t, "%d", pos[i]);
+            if (tr->format == FORMAT_TEXT) {
+                time_text(a, sizeof a, sec[0][i]);
+                time_text(b, sizeof b, sec[1][i]);
+                snprintf(ratio, sizeof ratio, "%.1fx", sec[0][i] / sec[1][i]);
+            } else {
+                snprintf(a, sizeof a, "%.9f", sec[0][i]);
+                snprintf(b, sizeof b, "%.9f", sec[1][i]);
+                snprintf(ratio, sizeof ratio, "%.1f", sec[0][i] / sec[1][i]);
+            }
+            const char *row[] = {t, a, b, ratio};
+            trace_table_row(tr, &TIMES, row);
+        }
+    }
+    time_chart(tr, pos, npos, sec);
     int sh[2] = {npos, g.V};
     Tensor l0 = tensor_view(nc_logits, 2, sh), l1 = tensor_view(c_logits, 2, sh);
     trace_compare(tr, "logits", trace_text(tr, "logits at these positions without the cache", "这些位置不使用缓存时的 logits"),
                   &l0, trace_text(tr, "with the cache", "使用缓存时"), &l1);
     trace_pause(tr);
+    x->npos = npos;
+}
 
-    // ------------------------------------------------------------------------
-    // Prefill against decode.
+// Prefill against decode: FLOPs per byte of weights read.
+static void prefill_against_decode(Shared *x, Trace *tr) {
+    GptConfig g = x->g;
+    GptState *s = &x->s;
+    const GptModel *m = &x->m;
+    const int *tokens = x->tokens;
+    double *samples = x->samples;
+    int npos = x->npos;
+    int p = x->p, repeat = x->repeat;
+    int *pos = x->pos;
+    double (*sec)[MAX_POS] = x->sec;
     trace_heading(tr, "Prefill against decode: FLOPs per byte of weights read", "预填充与解码：每读取一个字节的权重做多少次运算");
-    double t_prompt = time_forward(&s, &m, tokens, p, 0, repeat, samples, NULL);
+    double t_prompt = time_forward(s, m, tokens, p, 0, repeat, samples, NULL);
     trace_table_head(tr, &KINDS);
     show_kind(tr, "prefill", "prefill of the prompt", "预填充：提示词", g, p, 0, t_prompt, repeat);
     show_kind(tr, "prefill-context", "no cache at the last position", "不使用缓存：最后一个位置", g, pos[npos - 1] + 1, 0,
               sec[0][npos - 1], repeat);
     show_kind(tr, "decode", "cached step at the last position", "使用缓存：最后一个位置", g, 1, pos[npos - 1],
               sec[1][npos - 1], repeat);
-    double weights_mb = 4.0 * (double)m.num_params * 1e-6;
+    double weights_mb = 4.0 * (double)m->num_params * 1e-6;
     int tl = pos[npos - 1];
     double rate_many = flops_total(count_flops(g, tl + 1, 0)) / sec[0][npos - 1];
     double rate_one = flops_total(count_flops(g, 1, tl)) / sec[1][npos - 1];
@@ -460,16 +427,84 @@ int lesson4_run(const Options *opt, Trace *tr) {
                "\n第 4 课在上下文长度（%d 个位置）处停止。超过之后，第 10 课的章节会清空缓存，每一步重算最后\n"
                "%d 个 token，两种方式的代价相同：`kvdemo lesson 10 --steps 300`。",
                g.T, g.T);
+}
+
+int lesson4_run(const Options *opt, Trace *tr) {
+    Shared x = {.repeat = opt->repeat > 0 ? opt->repeat : DEFAULT_REPEAT};
+    int random_model;
+    int rc = gptsetup_lesson(&x.m, &random_model, &x.tokens, &x.p, opt, "4");
+    if (rc) return rc;
+    GptConfig g = x.g = x.rec.cfg = x.m.cfg;
+    int p = x.p;
+    // Generate up to the end of the context: the last step feeds position T - 1.
+    int max_steps = g.T - p + 1;
+    int steps = opt->steps > 0 && opt->steps < max_steps ? opt->steps : max_steps;
+    if (steps < 2) steps = 2;   // the prefill, then at least one cached step
+    if (opt->steps > max_steps)
+        fileio_error("lesson 4 stops at the context: %d steps, not %d (lesson 10 goes past it)",
+                     "第 4 课到上下文的尽头就停：%d 步，而不是 %d 步（第 10 课会越过它）", max_steps, opt->steps);
+    x.steps = steps;
+
+    x.rec.n = malloc(sizeof(int) * (size_t)steps);
+    x.rec.offset = malloc(sizeof(int) * (size_t)steps);
+    x.rec.logits = malloc(sizeof(float) * (size_t)steps * (size_t)g.V);
+    x.samples = malloc(sizeof(double) * (size_t)x.repeat);
+    x.nc_logits = malloc(sizeof(float) * MAX_POS * (size_t)g.V);
+    x.c_logits = malloc(sizeof(float) * MAX_POS * (size_t)g.V);
+    if (!x.rec.n || !x.rec.offset || !x.rec.logits || !x.samples || !x.nc_logits || !x.c_logits ||
+        gpt_state_init(&x.s, g) || ops_set_threads(opt->threads)) {
+        fileio_error("out of memory", "内存不足");
+        rc = 1;
+        goto done;
+    }
+    x.last = p - 1 + steps - 1;
+
+    lessons_heading(tr);
+    trace_say(tr,
+              "The article: the cache avoids recomputing keys and values at every sampled token, and so saves\n"
+              "much computing time. Here it is counted and timed on the char GPT of lesson 10.",
+              "原文：避免每次采样 token 时重新计算键值向量，利用预先计算好的 k 值和 v 值，可以节省大量计算时间。\n"
+              "这里在第 10 课的字符级 GPT 上把它数出来、测出来。");
+    trace_sayf(tr, "The model: context %d, embedding %d, %d heads, %d blocks, %d characters (%zu parameters).",
+               "模型：上下文 %d，嵌入 %d，%d 个头，%d 个模块，词表 %d 个字符（%zu 个参数）。", g.T, g.C, g.H, g.L, g.V,
+               x.m.num_params);
+    if (random_model) {
+        fileio_error("%s is missing; lesson 4 runs a random model", "找不到 %s；第 4 课改用随机模型", GPT_SHIPPED_MODEL);
+        trace_say(tr, "No trained model was found: the weights are random. The costs are the same.",
+                  "没有找到训练好的模型：权重是随机的。计算量和耗时与训练好的模型相同。");
+    }
+    trace_count(tr, "n_layer", g.L, NULL, NULL);
+    trace_count(tr, "n_embd", g.C, NULL, NULL);
+    trace_count(tr, "n_head", g.H, NULL, NULL);
+    trace_count(tr, "vocab_size", g.V, NULL, NULL);
+    trace_count(tr, "context", g.T, NULL, NULL);
+    trace_count(tr, "prompt_tokens", p, NULL, NULL);
+    trace_count(tr, "steps", steps, NULL, NULL);
+
+    // ------------------------------------------------------------------------
+    // The generation, with the cache, to the end of the context.
+    Sampler sampler;
+    float temperature = opt->temperature >= 0 ? (float)opt->temperature : 1.0f;
+    if (sampler_init(&sampler, g.V, temperature, opt->top_k, (uint32_t)opt->seed)) {
+        fileio_error("out of memory", "内存不足");
+        rc = 1;
+        goto done;
+    }
+    gpt_generate(x.tokens, &x.s, &x.m, &sampler, p, steps, 1, record_step, &x.rec);
+    sampler_free(&sampler);
+    if ((rc = flops_per_token(&x, tr))) goto done;
+    time_per_token(&x, tr);
+    prefill_against_decode(&x, tr);
 done:
-    free(rec.n);
-    free(rec.offset);
-    free(rec.logits);
-    free(samples);
-    free(nc_logits);
-    free(c_logits);
-    free(tokens);
-    gpt_state_free(&s);
-    gpt_free(&m);
+    free(x.rec.n);
+    free(x.rec.offset);
+    free(x.rec.logits);
+    free(x.samples);
+    free(x.nc_logits);
+    free(x.c_logits);
+    free(x.tokens);
+    gpt_state_free(&x.s);
+    gpt_free(&x.m);
     ops_set_threads(1);
     return rc;
 }

@@ -80,74 +80,18 @@ static void trade_row(Trace *tr, const char *run, const char *label, int t, doub
     trace_run(tr, NULL);
 }
 
-int lesson5_run(const Options *opt, Trace *tr) {
-    GptModel m;
-    int random_model = 0;
-    int rc = gptsetup_model(&m, opt, 1, &random_model);
-    if (rc) return rc;
-    GptConfig g = m.cfg;
-    const char *prompt_text = gptsetup_prompt_text(opt);
-    int *tokens = NULL, p = 0;
-    GptState s = {0};
-    Lengths lens = {0};
-    char a[40], b[40], c[40], d[40];
-    rc = gptsetup_prompt(&tokens, &p, &m, prompt_text, g.T + 1);
-    if (rc) goto done;
-    if (p >= g.T) {
-        fileio_error("lesson 5: the prompt has %d tokens; the context holds %d, so give at most %d",
-                     "第 5 课：提示词有 %d 个 token；上下文只能放 %d 个，所以最多给 %d 个", p,
-                     g.T, g.T - 1);
-        rc = 2;
-        goto done;
-    }
-    int steps = g.T - p + 1;   // the last step feeds position T - 1: the cache is full
-    lens.len = malloc(sizeof(int) * (size_t)steps);
-    if (!lens.len || gpt_state_init(&s, g) || ops_set_threads(opt->threads)) {
-        fileio_error("out of memory", "内存不足");
-        rc = 1;
-        goto done;
-    }
-
-    lessons_heading(tr);
-    trace_say(tr, "The article: the cache takes up storage. How much, and against what?",
-              "原文：占用一定的存储空间。占用多少？和什么相比？");
-    if (random_model) {
-        fileio_error("%s is missing; lesson 5 runs a random model", "找不到 %s；第 5 课改用随机模型", GPT_SHIPPED_MODEL);
-        trace_say(tr, "No trained model was found: the weights are random. The sizes are the same.",
-                  "没有找到训练好的模型：权重是随机的。大小完全一样。");
-    }
-    MemModel gm = {"char-gpt", "char GPT", g.L, g.H, g.H, g.C / g.H, g.C, 0, 0, (double)m.num_params, FP32_BITS, ""};
-    uint64_t per_token = 0;
-    memory_bytes_per_token(&per_token, &gm, FP32_BITS);
-    double weights = 4.0 * (double)m.num_params;
-    // What gpt_state_init reserved for the cache: key_cache then value_cache,
-    // L · T · C floats each (gpt.h).
-    uint64_t reserved = 2 * (uint64_t)(s.value_cache - s.key_cache) * sizeof(float);
-    trace_count(tr, "n_layer", g.L, NULL, NULL);
-    trace_count(tr, "n_embd", g.C, NULL, NULL);
-    trace_count(tr, "context", g.T, NULL, NULL);
-    trace_count(tr, "bytes_per_token", (int64_t)per_token, NULL, NULL);
-    trace_count(tr, "weight_bytes", (int64_t)weights, NULL, NULL);
-    trace_count(tr, "bytes_reserved", (int64_t)reserved, NULL, NULL);
-    trace_sayf(tr,
-               "\nThe char GPT: %d blocks, embedding %d, float32. Per token, every block keeps a key and a value\n"
-               "of %d numbers:  2 · %d · %d · 4 bytes = %s B per token.\n"
-               "Its weights: %s parameters · 4 bytes = %s (%s).",
-               "\n字符级 GPT：%d 个模块，嵌入 %d，float32。每个 token 在每个模块各存一个 key 和一个 value，\n"
-               "各 %d 个数：2 · %d · %d · 4 字节 = 每个 token %s B。\n"
-               "权重：%s 个参数 · 4 字节 = %s（%s）。",
-               g.L, g.C, g.C, g.L, g.C, memory_grouped(a, sizeof a, per_token), memory_grouped(d, sizeof d, m.num_params),
-               memory_decimal(b, sizeof b, weights), memory_binary(c, sizeof c, weights));
-
-    // The generation, with the cache, to the end of the context.
+// The generation, with the cache, to the end of the context: the cache's
+// length after each step (lens). Returns 0, or 1 when memory ran out.
+static int cache_grows(Trace *tr, const Options *opt, const GptModel *m, GptState *s, int *tokens, int p, int steps,
+                       uint64_t per_token, Lengths *lens) {
+    GptConfig g = m->cfg;
     Sampler sampler;
     float temperature = opt->temperature >= 0 ? (float)opt->temperature : 1.0f;
     if (sampler_init(&sampler, g.V, temperature, opt->top_k, (uint32_t)opt->seed)) {
         fileio_error("out of memory", "内存不足");
-        rc = 1;
-        goto done;
+        return 1;
     }
-    gpt_generate(tokens, &s, &m, &sampler, p, steps, 1, record_len, &lens);
+    gpt_generate(tokens, s, m, &sampler, p, steps, 1, record_len, lens);
     sampler_free(&sampler);
 
     trace_heading(tr, "The cache as the text grows", "缓存随文本增长");
@@ -160,12 +104,17 @@ int lesson5_run(const Options *opt, Trace *tr) {
     trace_run(tr, "cache");
     for (int k = 0; k < steps; k++) {
         trace_step(tr, k + 1);
-        trace_count(tr, "cache_len", lens.len[k], NULL, NULL);
-        trace_count(tr, "bytes_held", (int64_t)per_token * lens.len[k], NULL, NULL);
+        trace_count(tr, "cache_len", lens->len[k], NULL, NULL);
+        trace_count(tr, "bytes_held", (int64_t)per_token * lens->len[k], NULL, NULL);
     }
     trace_step(tr, 0);
     trace_run(tr, NULL);
-    // Eight lengths as bars: the part held (█) of what is reserved (the bar).
+    return 0;
+}
+
+// Eight lengths as bars: the part held (█) of what is reserved (the bar).
+static void held_chart(Trace *tr, GptConfig g, int p, uint64_t per_token) {
+    char a[40];
     static const TraceColumn CHART_COLS[] = {
         {"t", "t", 5, 1, NULL},
         {"bytes held after the step that fills position t (█), and reserved (the whole bar)",
@@ -186,26 +135,12 @@ int lesson5_run(const Options *opt, Trace *tr) {
         else snprintf(a, sizeof a, "%llu", (unsigned long long)per_token * (unsigned long long)len);
         trace_table_row(tr, &CHART, (const char *const[]){t, bars, a});
     }
-    char e[40], f[40];
-    trace_sayf(tr,
-               "\nAfter the whole context (%d tokens) the cache holds %s B = %s = %s: %.1f%% of the weights (%s).\n"
-               "kvdemo reserves all of it before the first token (gpt_state_init: key_cache (L, H, D, T) and\n"
-               "value_cache (L, H, T, D), %s B), as LLaMA's code does with max_seq_len; the chapter's numpy\n"
-               "concatenates a row at a time instead, so its cache holds only what is used so far: t · %s B after\n"
-               "t tokens. Reserving wastes memory on short texts, but nothing is allocated during generation.",
-               "\n填满整个上下文（%d 个 token）后缓存占 %s B = %s = %s：为权重的 %.1f%%（权重 %s）。\n"
-               "kvdemo 在第一个 token 之前就全部预留（gpt_state_init：key_cache (L, H, D, T)、\n"
-               "value_cache (L, H, T, D)，%s B），和 LLaMA 代码按 max_seq_len 预分配一样；numpy 章节则每步拼接一行，\n"
-               "只占已用的部分：t 个 token 后 t · %s B。预留在短文本上浪费内存，但生成时不再分配内存。",
-               g.T, memory_grouped(a, sizeof a, per_token * (uint64_t)g.T),
-               memory_decimal(b, sizeof b, (double)per_token * g.T), memory_binary(c, sizeof c, (double)per_token * g.T),
-               100.0 * (double)per_token * g.T / weights, memory_decimal(d, sizeof d, weights),
-               memory_grouped(e, sizeof e, reserved), memory_grouped(f, sizeof f, per_token));
-    trace_pause(tr);
-    rc = 0;
+}
 
-    // ------------------------------------------------------------------------
-    // Real models.
+// Real models: bytes per token in fp16 and the length at which the cache
+// weighs as much as the weights.
+static void real_models(Trace *tr) {
+    char a[40], b[40], c[40], d[40];
     trace_heading(tr, "Real models (fp16: 2 bytes a value; `kvdemo memory --list`)",
                   "真实模型（fp16：每个数 2 字节；`kvdemo memory --list`）");
     static const TraceColumn MODEL_COLS[] = {
@@ -248,9 +183,11 @@ int lesson5_run(const Options *opt, Trace *tr) {
                "\n最后一列：单个序列的缓存长到和权重一样大时的长度（b 个序列的批次快 b 倍到达：第 8 课）。\n"
                "KV 头更少的模型（GQA）或只存一个潜向量的模型（多头潜在注意力）能走得远得多。");
     trace_pause(tr);
+}
 
-    // ------------------------------------------------------------------------
-    // The trade.
+// The trade: FLOPs saved against bytes held, per token, for the char GPT and
+// two LLaMA 2 models.
+static void the_trade(Trace *tr, GptConfig g, uint64_t per_token) {
     trace_heading(tr, "The trade: FLOPs saved against bytes held, per token",
                   "交换：每个 token 省下的计算量与占用的字节");
     trace_sayf(tr,
@@ -286,6 +223,79 @@ int lesson5_run(const Options *opt, Trace *tr) {
               "with the text and with the batch, and that limits how many sequences fit (lesson 8).",
               "\n缓存占用的每个字节，在这一个 token 上就省下最后一列那么多运算，之后每个 token 还要再省：\n"
               "模型越大，这笔交换越划算。代价是随文本长度和批大小增长的显存，它限制了能同时容纳的序列数（第 8 课）。");
+}
+
+int lesson5_run(const Options *opt, Trace *tr) {
+    GptModel m;
+    int random_model, *tokens, p;
+    int rc = gptsetup_lesson(&m, &random_model, &tokens, &p, opt, "5");
+    if (rc) return rc;
+    GptConfig g = m.cfg;
+    GptState s = {0};
+    Lengths lens = {0};
+    char a[40], b[40], c[40], d[40];
+    int steps = g.T - p + 1;   // the last step feeds position T - 1: the cache is full
+    lens.len = malloc(sizeof(int) * (size_t)steps);
+    if (!lens.len || gpt_state_init(&s, g) || ops_set_threads(opt->threads)) {
+        fileio_error("out of memory", "内存不足");
+        rc = 1;
+        goto done;
+    }
+
+    lessons_heading(tr);
+    trace_say(tr, "The article: the cache takes up storage. How much, and against what?",
+              "原文：占用一定的存储空间。占用多少？和什么相比？");
+    if (random_model) {
+        fileio_error("%s is missing; lesson 5 runs a random model", "找不到 %s；第 5 课改用随机模型", GPT_SHIPPED_MODEL);
+        trace_say(tr, "No trained model was found: the weights are random. The sizes are the same.",
+                  "没有找到训练好的模型：权重是随机的。大小完全一样。");
+    }
+    MemModel gm = {"char-gpt", "char GPT", g.L, g.H, g.H, g.C / g.H, g.C, 0, 0, (double)m.num_params, FP32_BITS, ""};
+    uint64_t per_token = 0;
+    memory_bytes_per_token(&per_token, &gm, FP32_BITS);
+    double weights = 4.0 * (double)m.num_params;
+    // What gpt_state_init reserved for the cache: key_cache then value_cache,
+    // L · T · C floats each (gpt.h).
+    uint64_t reserved = 2 * (uint64_t)(s.value_cache - s.key_cache) * sizeof(float);
+    trace_count(tr, "n_layer", g.L, NULL, NULL);
+    trace_count(tr, "n_embd", g.C, NULL, NULL);
+    trace_count(tr, "context", g.T, NULL, NULL);
+    trace_count(tr, "bytes_per_token", (int64_t)per_token, NULL, NULL);
+    trace_count(tr, "weight_bytes", (int64_t)weights, NULL, NULL);
+    trace_count(tr, "bytes_reserved", (int64_t)reserved, NULL, NULL);
+    trace_sayf(tr,
+               "\nThe char GPT: %d blocks, embedding %d, float32. Per token, every block keeps a key and a value\n"
+               "of %d numbers:  2 · %d · %d · 4 bytes = %s B per token.\n"
+               "Its weights: %s parameters · 4 bytes = %s (%s).",
+               "\n字符级 GPT：%d 个模块，嵌入 %d，float32。每个 token 在每个模块各存一个 key 和一个 value，\n"
+               "各 %d 个数：2 · %d · %d · 4 字节 = 每个 token %s B。\n"
+               "权重：%s 个参数 · 4 字节 = %s（%s）。",
+               g.L, g.C, g.C, g.L, g.C, memory_grouped(a, sizeof a, per_token), memory_grouped(d, sizeof d, m.num_params),
+               memory_decimal(b, sizeof b, weights), memory_binary(c, sizeof c, weights));
+
+    if ((rc = cache_grows(tr, opt, &m, &s, tokens, p, steps, per_token, &lens))) goto done;
+    held_chart(tr, g, p, per_token);
+    char e[40], f[40];
+    trace_sayf(tr,
+               "\nAfter the whole context (%d tokens) the cache holds %s B = %s = %s: %.1f%% of the weights (%s).\n"
+               "kvdemo reserves all of it before the first token (gpt_state_init: key_cache (L, H, D, T) and\n"
+               "value_cache (L, H, T, D), %s B), as LLaMA's code does with max_seq_len; the chapter's numpy\n"
+               "concatenates a row at a time instead, so its cache holds only what is used so far: t · %s B after\n"
+               "t tokens. Reserving wastes memory on short texts, but nothing is allocated during generation.",
+               "\n填满整个上下文（%d 个 token）后缓存占 %s B = %s = %s：为权重的 %.1f%%（权重 %s）。\n"
+               "kvdemo 在第一个 token 之前就全部预留（gpt_state_init：key_cache (L, H, D, T)、\n"
+               "value_cache (L, H, T, D)，%s B），和 LLaMA 代码按 max_seq_len 预分配一样；numpy 章节则每步拼接一行，\n"
+               "只占已用的部分：t 个 token 后 t · %s B。预留在短文本上浪费内存，但生成时不再分配内存。",
+               g.T, memory_grouped(a, sizeof a, per_token * (uint64_t)g.T),
+               memory_decimal(b, sizeof b, (double)per_token * g.T), memory_binary(c, sizeof c, (double)per_token * g.T),
+               100.0 * (double)per_token * g.T / weights, memory_decimal(d, sizeof d, weights),
+               memory_grouped(e, sizeof e, reserved), memory_grouped(f, sizeof f, per_token));
+    trace_pause(tr);
+    rc = 0;
+
+    real_models(tr);
+
+    the_trade(tr, g, per_token);
 done:
     free(lens.len);
     free(tokens);

@@ -261,6 +261,67 @@ static int part_table(Scene *sc, Trace *tr, const Options *opt, int n_prompt) {
     return 0;
 }
 
+// Prefix sharing: request A computes the first tokens of sample 0's
+// text; request B, with the same text, finds A's full blocks by hash.
+static int prefix_sharing(Scene *sc, Trace *tr, int B, int N, int stride) {
+    const GptModel *m = &sc->m;
+    int T = m->cfg.T;
+    trace_heading(tr, "Prefix sharing: full blocks found by a chained hash",
+                  "前缀共享：用链式哈希找到完整的块");
+    int n = 10 < stride ? 10 : stride;
+    if (n > T) n = T;
+    const int *text = sc->tokens;
+    KvSeq *a = &sc->seqs[N], *b = &sc->seqs[N + 1], *c = &sc->seqs[N + 2];
+    trace_sayf(tr,
+               "Each full block gets hash(parent block's hash, its %d token ids). Request A computes the "
+               "first %d tokens of sample 0. Request B has the same %d tokens: it looks its full blocks up, "
+               "block by block, and reuses those found (reference + 1); its last token is always computed "
+               "(its logits are needed).",
+               "每个写满的块有一个哈希：hash(父块的哈希, 它的 %d 个 token id)。请求 A 计算样本 0 的前 %d 个 "
+               "token。请求 B 有同样的 %d 个 token：它逐块查找自己的完整块，找到的就复用（引用计数 + 1）；"
+               "最后一个 token 总要计算（需要它的 logits）。",
+               B, n, n);
+    trace_run(tr, "prefix");
+    int V = m->cfg.V;
+    const float *lg = gpt_forward_paged(&sc->s, m, a, text, n, 0, NULL);
+    if (!lg) return oom();
+    memcpy(sc->logits_b, lg, sizeof(float) * (size_t)V);
+    int reused = kvseq_share_prefix(b, text, n);
+    trace_sayf(tr, "  request B: reused %d positions (%d blocks); computed %d", "  请求 B：复用 %d 个位置（%d 块）；计算 %d 个",
+               reused, reused / B, n - reused);
+    trace_count(tr, "prefix_tokens", n, NULL, NULL);
+    trace_count(tr, "reused_positions", reused, NULL, NULL);
+    trace_count(tr, "reused_blocks", reused / B, NULL, NULL);
+    lg = gpt_forward_paged(&sc->s, m, b, text + reused, n - reused, reused, NULL);
+    if (!lg) return oom();
+    memcpy(sc->logits_a, lg, sizeof(float) * (size_t)V);
+    {
+        Tensor x = tensor_view2(sc->logits_a, 1, V), y = tensor_view2(sc->logits_b, 1, V);
+        trace_compare(tr, "prefix_logits", trace_text(tr, "request B's logits, prefix reused", "请求 B 复用前缀后的 logits"),
+                      &x, trace_text(tr, "request A's, computed in full", "请求 A 完整计算的 logits"), &y);
+    }
+    // One early token changed: every later block's hash changes.
+    int changed[64];
+    memcpy(changed, text, sizeof(int) * (size_t)n);
+    changed[1] = (changed[1] + 1) % V;
+    int reused2 = kvseq_share_prefix(c, changed, n);
+    trace_say(tr, "  The chained hashes of both, block by block:", "  两者的链式哈希，逐块：");
+    uint64_t ha = 0, hb = 0;
+    for (int i = 0; (i + 1) * B <= n; i++) {
+        ha = kvpage_hash(ha, text + i * B, B);
+        hb = kvpage_hash(hb, changed + i * B, B);
+        trace_sayf(tr, "  block %d: %016llx  vs  %016llx  %s", "  块 %d：%016llx  vs  %016llx  %s", i,
+                   (unsigned long long)ha, (unsigned long long)hb,
+                   ha == hb ? trace_text(tr, "same", "相同") : trace_text(tr, "different", "不同"));
+    }
+    trace_sayf(tr, "  token 1 changed: reused %d positions; one early token changes every later block's hash.",
+               "  改动第 1 个 token：复用 %d 个位置；一个靠前的 token 改变其后每一块的哈希。", reused2);
+    trace_count(tr, "reused_positions_changed", reused2, NULL, NULL);
+    trace_run(tr, NULL);
+    trace_pause(tr);
+    return 0;
+}
+
 // (2) Parallel sampling with copy-on-write, then prefix sharing by hashes.
 static int part_sharing(Scene *sc, Trace *tr, const Options *opt, int n_prompt, int B, int N, int steps) {
     const GptModel *m = &sc->m;
@@ -346,62 +407,7 @@ static int part_sharing(Scene *sc, Trace *tr, const Options *opt, int n_prompt, 
     trace_count(tr, "copies", sc->pool.copies, NULL, NULL);
     trace_pause(tr);
 
-    // Prefix sharing: request A computes the first tokens of sample 0's
-    // text; request B, with the same text, finds A's full blocks by hash.
-    trace_heading(tr, "Prefix sharing: full blocks found by a chained hash",
-                  "前缀共享：用链式哈希找到完整的块");
-    int n = 10 < stride ? 10 : stride;
-    if (n > T) n = T;
-    const int *text = sc->tokens;
-    KvSeq *a = &sc->seqs[N], *b = &sc->seqs[N + 1], *c = &sc->seqs[N + 2];
-    trace_sayf(tr,
-               "Each full block gets hash(parent block's hash, its %d token ids). Request A computes the "
-               "first %d tokens of sample 0. Request B has the same %d tokens: it looks its full blocks up, "
-               "block by block, and reuses those found (reference + 1); its last token is always computed "
-               "(its logits are needed).",
-               "每个写满的块有一个哈希：hash(父块的哈希, 它的 %d 个 token id)。请求 A 计算样本 0 的前 %d 个 "
-               "token。请求 B 有同样的 %d 个 token：它逐块查找自己的完整块，找到的就复用（引用计数 + 1）；"
-               "最后一个 token 总要计算（需要它的 logits）。",
-               B, n, n);
-    trace_run(tr, "prefix");
-    int V = m->cfg.V;
-    const float *lg = gpt_forward_paged(&sc->s, m, a, text, n, 0, NULL);
-    if (!lg) return oom();
-    memcpy(sc->logits_b, lg, sizeof(float) * (size_t)V);
-    int reused = kvseq_share_prefix(b, text, n);
-    trace_sayf(tr, "  request B: reused %d positions (%d blocks); computed %d", "  请求 B：复用 %d 个位置（%d 块）；计算 %d 个",
-               reused, reused / B, n - reused);
-    trace_count(tr, "prefix_tokens", n, NULL, NULL);
-    trace_count(tr, "reused_positions", reused, NULL, NULL);
-    trace_count(tr, "reused_blocks", reused / B, NULL, NULL);
-    lg = gpt_forward_paged(&sc->s, m, b, text + reused, n - reused, reused, NULL);
-    if (!lg) return oom();
-    memcpy(sc->logits_a, lg, sizeof(float) * (size_t)V);
-    {
-        Tensor x = tensor_view2(sc->logits_a, 1, V), y = tensor_view2(sc->logits_b, 1, V);
-        trace_compare(tr, "prefix_logits", trace_text(tr, "request B's logits, prefix reused", "请求 B 复用前缀后的 logits"),
-                      &x, trace_text(tr, "request A's, computed in full", "请求 A 完整计算的 logits"), &y);
-    }
-    // One early token changed: every later block's hash changes.
-    int changed[64];
-    memcpy(changed, text, sizeof(int) * (size_t)n);
-    changed[1] = (changed[1] + 1) % V;
-    int reused2 = kvseq_share_prefix(c, changed, n);
-    trace_say(tr, "  The chained hashes of both, block by block:", "  两者的链式哈希，逐块：");
-    uint64_t ha = 0, hb = 0;
-    for (int i = 0; (i + 1) * B <= n; i++) {
-        ha = kvpage_hash(ha, text + i * B, B);
-        hb = kvpage_hash(hb, changed + i * B, B);
-        trace_sayf(tr, "  block %d: %016llx  vs  %016llx  %s", "  块 %d：%016llx  vs  %016llx  %s", i,
-                   (unsigned long long)ha, (unsigned long long)hb,
-                   ha == hb ? trace_text(tr, "same", "相同") : trace_text(tr, "different", "不同"));
-    }
-    trace_sayf(tr, "  token 1 changed: reused %d positions; one early token changes every later block's hash.",
-               "  改动第 1 个 token：复用 %d 个位置；一个靠前的 token 改变其后每一块的哈希。", reused2);
-    trace_count(tr, "reused_positions_changed", reused2, NULL, NULL);
-    trace_run(tr, NULL);
-    trace_pause(tr);
-    return 0;
+    return prefix_sharing(sc, tr, B, N, stride);
 }
 
 // (3) The same logits, paged and contiguous, for several block sizes.
@@ -439,6 +445,57 @@ static int part_same(Scene *sc, Trace *tr, int n_prompt, int B, int steps, int *
     }
     trace_run(tr, NULL);
     trace_pause(tr);
+    return 0;
+}
+
+// The workload served under each policy: one line a policy (JSON: its
+// values); paged_waste gets the never-used share of the block sizes of (5).
+// Returns 0, or 1 when memory ran out.
+static int policies_table(Trace *tr, const KvRequest *reqs, int64_t S, double *paged_waste) {
+    char head[256], c1[64], c2[32], c3[32], c4[32], c5[32], c6[32];
+    snprintf(head, sizeof head, "  %s %s %s %s %s %s", cell(c1, sizeof c1, trace_text(tr, "policy", "策略"), 24, 0),
+             cell(c2, sizeof c2, trace_text(tr, "tokens %", "token %"), 9, 1),
+             cell(c3, sizeof c3, trace_text(tr, "never used", "从未使用"), 11, 1),
+             cell(c4, sizeof c4, trace_text(tr, "at once (peak)", "并发（峰值）"), 14, 1),
+             cell(c5, sizeof c5, trace_text(tr, "steps", "步数"), 7, 1),
+             cell(c6, sizeof c6, trace_text(tr, "preempted", "被抢占"), 9, 1));
+    trace_say(tr, head, head);
+    struct {
+        const char *run, *en, *zh;
+        KvPolicy policy;
+        int B;
+    } rows[3 + COUNT(SIM_B)] = {
+        {"max", "reserve max length", "按最大长度预留", KVSIM_MAX, 0},
+        {"pow2", "reserve power of two", "按 2 的幂预留", KVSIM_POW2, 0},
+        {"oracle", "reserve exact (oracle)", "按实际长度预留（先知）", KVSIM_ORACLE, 0},
+    };
+    char names[COUNT(SIM_B)][32];
+    for (int i = 0; i < COUNT(SIM_B); i++) {
+        snprintf(names[i], sizeof names[i], "paged-%d", SIM_B[i]);
+        rows[3 + i].run = names[i];
+        rows[3 + i].en = rows[3 + i].zh = names[i];
+        rows[3 + i].policy = KVSIM_PAGED;
+        rows[3 + i].B = SIM_B[i];
+    }
+    for (int i = 0; i < 3 + COUNT(SIM_B); i++) {
+        KvSimResult res;
+        if (kvsim_run(&res, reqs, SIM_REQUESTS, rows[i].policy, SIM_MAX_LEN, rows[i].B ? rows[i].B : 1, S)) return 1;
+        char line[256];
+        snprintf(line, sizeof line, "  %s %8.1f%% %10.1f%% %8.1f (%3d) %7lld %9lld",
+                 cell(c1, sizeof c1, trace_text(tr, rows[i].en, rows[i].zh), 24, 0),
+                 100 * res.utilisation, 100 * res.never_used, res.mean_running, res.peak_running, (long long)res.steps,
+                 (long long)res.preempted);
+        trace_run(tr, rows[i].run);
+        if (tr->format == FORMAT_TEXT) trace_say(tr, line, line);
+        trace_value(tr, "utilisation", res.utilisation, "fraction", NULL, NULL);
+        trace_value(tr, "never_used", res.never_used, "fraction", NULL, NULL);
+        trace_value(tr, "mean_running", res.mean_running, "requests", NULL, NULL);
+        trace_count(tr, "peak_running", res.peak_running, NULL, NULL);
+        trace_count(tr, "steps", res.steps, NULL, NULL);
+        trace_count(tr, "preempted", res.preempted, NULL, NULL);
+        for (int j = 0; j < COUNT(BENCH_B); j++)
+            if (rows[i].policy == KVSIM_PAGED && rows[i].B == BENCH_B[j]) paged_waste[j] = res.never_used;
+    }
     return 0;
 }
 
@@ -484,52 +541,9 @@ static int part_waste(Trace *tr, const Options *opt, double *paged_waste) {
         trace_tensor(tr, TRACE_NONE, "requests", NULL, &t, NULL, 0);
         free(lengths);
     }
-    char head[256], c1[64], c2[32], c3[32], c4[32], c5[32], c6[32];
-    snprintf(head, sizeof head, "  %s %s %s %s %s %s", cell(c1, sizeof c1, trace_text(tr, "policy", "策略"), 24, 0),
-             cell(c2, sizeof c2, trace_text(tr, "tokens %", "token %"), 9, 1),
-             cell(c3, sizeof c3, trace_text(tr, "never used", "从未使用"), 11, 1),
-             cell(c4, sizeof c4, trace_text(tr, "at once (peak)", "并发（峰值）"), 14, 1),
-             cell(c5, sizeof c5, trace_text(tr, "steps", "步数"), 7, 1),
-             cell(c6, sizeof c6, trace_text(tr, "preempted", "被抢占"), 9, 1));
-    trace_say(tr, head, head);
-    struct {
-        const char *run, *en, *zh;
-        KvPolicy policy;
-        int B;
-    } rows[3 + COUNT(SIM_B)] = {
-        {"max", "reserve max length", "按最大长度预留", KVSIM_MAX, 0},
-        {"pow2", "reserve power of two", "按 2 的幂预留", KVSIM_POW2, 0},
-        {"oracle", "reserve exact (oracle)", "按实际长度预留（先知）", KVSIM_ORACLE, 0},
-    };
-    char names[COUNT(SIM_B)][32];
-    for (int i = 0; i < COUNT(SIM_B); i++) {
-        snprintf(names[i], sizeof names[i], "paged-%d", SIM_B[i]);
-        rows[3 + i].run = names[i];
-        rows[3 + i].en = rows[3 + i].zh = names[i];
-        rows[3 + i].policy = KVSIM_PAGED;
-        rows[3 + i].B = SIM_B[i];
-    }
-    for (int i = 0; i < 3 + COUNT(SIM_B); i++) {
-        KvSimResult res;
-        if (kvsim_run(&res, reqs, SIM_REQUESTS, rows[i].policy, SIM_MAX_LEN, rows[i].B ? rows[i].B : 1, S)) {
-            free(reqs);
-            return oom();
-        }
-        char line[256];
-        snprintf(line, sizeof line, "  %s %8.1f%% %10.1f%% %8.1f (%3d) %7lld %9lld",
-                 cell(c1, sizeof c1, trace_text(tr, rows[i].en, rows[i].zh), 24, 0),
-                 100 * res.utilisation, 100 * res.never_used, res.mean_running, res.peak_running, (long long)res.steps,
-                 (long long)res.preempted);
-        trace_run(tr, rows[i].run);
-        if (tr->format == FORMAT_TEXT) trace_say(tr, line, line);
-        trace_value(tr, "utilisation", res.utilisation, "fraction", NULL, NULL);
-        trace_value(tr, "never_used", res.never_used, "fraction", NULL, NULL);
-        trace_value(tr, "mean_running", res.mean_running, "requests", NULL, NULL);
-        trace_count(tr, "peak_running", res.peak_running, NULL, NULL);
-        trace_count(tr, "steps", res.steps, NULL, NULL);
-        trace_count(tr, "preempted", res.preempted, NULL, NULL);
-        for (int j = 0; j < COUNT(BENCH_B); j++)
-            if (rows[i].policy == KVSIM_PAGED && rows[i].B == BENCH_B[j]) paged_waste[j] = res.never_used;
+    if (policies_table(tr, reqs, S, paged_waste)) {
+        free(reqs);
+        return oom();
     }
     trace_run(tr, NULL);
     trace_say(tr,
@@ -550,6 +564,29 @@ static int part_waste(Trace *tr, const Options *opt, double *paged_waste) {
               "最后一块。上面是 kvdemo 自己的工作负载的数字：可以推广的是各策略的排序及其原因。");
     free(reqs);
     trace_pause(tr);
+    return 0;
+}
+
+// The keys and values k, v (len, C) of (5) in a pool of blocks of B, shuffled
+// (seed) so that a sequence's blocks are not in order. Returns 0, or -1 when
+// memory ran out (nothing left to free).
+static int paged_cache(KvPool *pool, KvSeq *seq, int B, const float *k, const float *v, uint32_t seed) {
+    int H = BENCH_H, D = BENCH_D, len = BENCH_LEN;
+    if (kvpool_init(pool, 1, H, D, B, (len + B - 1) / B)) return -1;
+    if (kvseq_init(seq, pool, len)) {
+        kvpool_free(pool);
+        return -1;
+    }
+    kvpool_shuffle(pool, seed);
+    int *zeros = calloc((size_t)len, sizeof(int));
+    if (!zeros || kvseq_append(seq, zeros, len, NULL)) {
+        free(zeros);
+        kvseq_free(seq);
+        kvpool_free(pool);
+        return -1;
+    }
+    free(zeros);
+    kvpage_write(seq, 0, k, v, len, 0);
     return 0;
 }
 
@@ -618,26 +655,10 @@ static int part_time(Trace *tr, const Options *opt, const double *paged_waste, i
         int B = BENCH_B[i];
         KvPool pool;
         KvSeq seq;
-        if (kvpool_init(&pool, 1, H, D, B, (len + B - 1) / B)) {
+        if (paged_cache(&pool, &seq, B, k, v, (uint32_t)opt->seed)) {
             rc = oom();
             goto out;
         }
-        if (kvseq_init(&seq, &pool, len)) {
-            kvpool_free(&pool);
-            rc = oom();
-            goto out;
-        }
-        kvpool_shuffle(&pool, (uint32_t)opt->seed);
-        int *zeros = calloc((size_t)len, sizeof(int));
-        if (!zeros || kvseq_append(&seq, zeros, len, NULL)) {
-            free(zeros);
-            kvseq_free(&seq);
-            kvpool_free(&pool);
-            rc = oom();
-            goto out;
-        }
-        free(zeros);
-        kvpage_write(&seq, 0, k, v, len, 0);
         for (int r = 0; r < repeat; r++) {
             double t0 = timer_now();
             for (int c = 0; c < BENCH_CALLS; c++) kvpage_attention(&seq, att_p, scores, q, 0, 1, len - 1, len);

@@ -25,7 +25,6 @@
 #include "gpt.h"
 #include "gptsetup.h"
 #include "lessons.h"
-#include "utf8.h"
 #include "ops.h"
 #include "rng.h"
 #include "timer.h"
@@ -127,11 +126,39 @@ static void online_softmax(Trace *tr, const ToyData *d, const AttnStep *s) {
 // ----------------------------------------------------------------------------
 // Tiled attention on the 4-dim example, traced tile by tile
 
+// The tiled output O (N, dv) against lesson 2's and against the kernel the
+// char GPT and the measurements use (flash_tiled_head on Kt, K transposed),
+// with the tiles counted. Returns 1 when O equals lesson 2's output to 1e-6.
+static int tiled_result(Trace *tr, const ToyData *d, const AttnStep *s, float *O, const float *Kt, int computed,
+                        int skipped, int masked) {
+    int N = TOKENS, dv = d->dv, dk = d->dk;
+    float scale = 1.0f / d->scale;
+    float Ok[TOKENS * TOY_MAX_WIDTH];
+    Tensor tOut = tensor_view2(O, N, dv), plain = tensor_view2(s->output, N, dv);
+    trace_tensor(tr, TRACE_SUMMARY, "output", "O = diag(l)^-1 O   (once, at the end: FlashAttention-2)", &tOut, d->rows, 0);
+    trace_count(tr, "tiles_computed", computed, "tiles computed", "计算的块数");
+    trace_count(tr, "tiles_skipped", skipped, "tiles skipped (above the diagonal)", "跳过的块数（对角线之上）");
+    trace_count(tr, "tiles_masked", masked, "tiles masked (on the diagonal)", "加掩码的块数（对角线上）");
+    trace_compare(tr, "output_vs_plain", trace_text(tr, "lesson 2's output (plain attention)", "第 2 课的输出（普通注意力）"),
+                  &plain, trace_text(tr, "tiled output", "分块的输出"), &tOut);
+    double diff = ops_max_abs_diff(s->output, O, (int64_t)N * dv);
+    // The same through the kernel the char GPT and the measurements use.
+    float scratch[TILE + TOY_MAX_WIDTH + 2 * TILE];
+    FlashCounts c;
+    flash_tiled_head(Ok, scratch, &c, s->Q, Kt, s->V, N, dk, scale, 1, TILE, TILE);
+    Tensor tk = tensor_view2(Ok, N, dv);
+    trace_compare(tr, "trace_vs_kernel", trace_text(tr, "the trace above", "上面逐块的计算"), &tOut, "flash_tiled_head", &tk);
+    trace_sayf(tr, "Within 1e-6 of lesson 2: %s.", "与第 2 课的差在 1e-6 以内：%s。",
+               trace_text(tr, diff <= 1e-6 ? "yes" : "NO", diff <= 1e-6 ? "是" : "否"));
+    trace_say(tr, "", "");
+    return diff <= 1e-6;
+}
+
 // Returns 1 when the tiled output equals lesson 2's to 1e-6.
 static int tiled_trace(Trace *tr, const ToyData *d, const AttnStep *s) {
     int N = TOKENS, dv = d->dv, dk = d->dk;
     float scale = 1.0f / d->scale;   // scores = Q K^T / d->scale
-    float Kt[TOY_MAX_WIDTH * TOKENS], O[TOKENS * TOY_MAX_WIDTH], Ok[TOKENS * TOY_MAX_WIDTH];
+    float Kt[TOY_MAX_WIDTH * TOKENS], O[TOKENS * TOY_MAX_WIDTH];
     float S[TILE * TILE], P[TILE * TILE], Ot[TILE * TOY_MAX_WIDTH], mt[TILE], lt[TILE];
     float m[TILE], l[TILE], On[TILE * TOY_MAX_WIDTH];
     ops_transpose(Kt, s->K, N, dk);
@@ -208,32 +235,30 @@ static int tiled_trace(Trace *tr, const ToyData *d, const AttnStep *s) {
             for (int k = 0; k < dv; k++) O[(i0 + r) * dv + k] /= l[r];
     }
     trace_step(tr, 0);
-    Tensor tOut = tensor_view2(O, N, dv), plain = tensor_view2(s->output, N, dv);
-    trace_tensor(tr, TRACE_SUMMARY, "output", "O = diag(l)^-1 O   (once, at the end: FlashAttention-2)", &tOut, d->rows, 0);
-    trace_count(tr, "tiles_computed", computed, "tiles computed", "计算的块数");
-    trace_count(tr, "tiles_skipped", skipped, "tiles skipped (above the diagonal)", "跳过的块数（对角线之上）");
-    trace_count(tr, "tiles_masked", masked, "tiles masked (on the diagonal)", "加掩码的块数（对角线上）");
-    trace_compare(tr, "output_vs_plain", trace_text(tr, "lesson 2's output (plain attention)", "第 2 课的输出（普通注意力）"),
-                  &plain, trace_text(tr, "tiled output", "分块的输出"), &tOut);
-    double diff = ops_max_abs_diff(s->output, O, (int64_t)N * dv);
-    // The same through the kernel the char GPT and the measurements use.
-    float scratch[TILE + TOY_MAX_WIDTH + 2 * TILE];
-    FlashCounts c;
-    flash_tiled_head(Ok, scratch, &c, s->Q, Kt, s->V, N, dk, scale, 1, TILE, TILE);
-    Tensor tk = tensor_view2(Ok, N, dv);
-    trace_compare(tr, "trace_vs_kernel", trace_text(tr, "the trace above", "上面逐块的计算"), &tOut, "flash_tiled_head", &tk);
-    trace_sayf(tr, "Within 1e-6 of lesson 2: %s.", "与第 2 课的差在 1e-6 以内：%s。",
-               trace_text(tr, diff <= 1e-6 ? "yes" : "NO", diff <= 1e-6 ? "是" : "否"));
-    trace_say(tr, "", "");
-    return diff <= 1e-6;
+    return tiled_result(tr, d, s, O, Kt, computed, skipped, masked);
 }
 
 // ----------------------------------------------------------------------------
 // The memory traffic: counted
 
+// The key tiles Bc of the table, and its columns: the elements moved by each
+// algorithm, in MB.
+enum { NB = 5 };
+static const int BC[NB] = {16, 32, 48, 64, 192};
+static const TraceColumn TRAFFIC_COLS[] = {
+    {"N", "N", 5, 1, NULL},
+    {"standard", "标准", 11, 1, NULL},
+    {"Bc=16", "Bc=16", 11, 1, NULL},
+    {"Bc=32", "Bc=32", 11, 1, NULL},
+    {"Bc=48", "Bc=48", 11, 1, NULL},
+    {"Bc=64", "Bc=64", 11, 1, NULL},
+    {"Bc=192", "Bc=192", 11, 1, NULL},
+    {"FA2 Br=64", "FA2 Br=64", 11, 1, NULL},
+    {"  (MB moved)", "  （搬运的 MB）", 0, 0, "unit"},   // a head only: the cells are empty
+};
+static const TraceTable TRAFFIC = {"traffic_mb", sizeof TRAFFIC_COLS / sizeof TRAFFIC_COLS[0], TRAFFIC_COLS};
+
 static void traffic_table(Trace *tr) {
-    enum { NB = 5 };
-    static const int BC[NB] = {16, 32, 48, 64, 192};
     int Br, Bc;
     flash_block_sizes((int64_t)(A100_SRAM_BYTES / 4), HEAD, &Br, &Bc);
     trace_heading(tr, "3. Memory traffic: what moves between slow and fast memory",
@@ -244,42 +269,39 @@ static void traffic_table(Trace *tr) {
                "Tiled (Algorithm 1) reads K, V once and, for each of the N / Bc key tiles, every Q_i, O_i, l_i,\n"
                "m_i and writes O_i, l_i, m_i: 2 N d + (N / Bc)(3 N d + 4 N) — Theta(N^2 d^2 / M) with Bc = M / 4d.\n"
                "A100's 192 KB of SRAM holds M = %d floats: Bc = ceil(M / 4d) = %d, Br = min(Bc, d) = %d.\n"
-               "FlashAttention-2's order (query blocks outside) reads K, V once per query block: 2 N d + N + (N / Br) 2 N d.",
+               "FlashAttention-2's order (query blocks outside) reads K, V once per query block: 2 N d + N + (N / Br) 2 N d.\n",
                "一个头，d = %d，float32，按元素计数（乘 4 为字节）。标准注意力（算法 0）把 S、P 写到慢速显存再读回：\n"
                "4 N^2 + 4 N d（定理 2：Θ(N d + N^2)）。分块（算法 1）K、V 只读一次；对 N / Bc 个键块中的每一块，\n"
                "读一遍全部 Q_i、O_i、l_i、m_i 并写回 O_i、l_i、m_i：2 N d + (N / Bc)(3 N d + 4 N)——Bc = M / 4d 时为 Θ(N^2 d^2 / M)。\n"
                "A100 的 192 KB SRAM 可放 M = %d 个 float：Bc = ceil(M / 4d) = %d，Br = min(Bc, d) = %d。\n"
-               "FlashAttention-2 的顺序（外层循环查询块）每个查询块读一遍 K、V：2 N d + N + (N / Br) 2 N d。",
+               "FlashAttention-2 的顺序（外层循环查询块）每个查询块读一遍 K、V：2 N d + N + (N / Br) 2 N d。\n",
                HEAD, (int)(A100_SRAM_BYTES / 4), Bc, Br);
-    if (tr->format == FORMAT_TEXT) {
-        fprintf(tr->out, "\n%7s %11s", "N", trace_text(tr, "standard", "标准"));
-        for (int b = 0; b < NB; b++) {
-            char h[24];
-            snprintf(h, sizeof h, "Bc=%d", BC[b]);
-            fprintf(tr->out, " %11s", h);
-        }
-        fprintf(tr->out, " %11s   %s\n", "FA2 Br=64", trace_text(tr, "(MB moved)", "（搬运的 MB）"));
-    }
+    trace_table_head(tr, &TRAFFIC);
     for (int64_t N = 256; N <= 16384; N *= 2) {
         double std = flash_traffic_standard(N, HEAD);
         double fa1[NB];
         for (int b = 0; b < NB; b++) fa1[b] = flash_traffic_fa1(N, HEAD, BC[b]);
         double fa2 = flash_traffic_fa2(N, HEAD, Br);
-        if (tr->format == FORMAT_TEXT) {
-            fprintf(tr->out, "%7lld %11.2f", (long long)N, std * 4e-6);
-            for (int b = 0; b < NB; b++) fprintf(tr->out, " %10.2f%s", fa1[b] * 4e-6, fa1[b] > std ? "!" : " ");
-            fprintf(tr->out, " %10.2f\n", fa2 * 4e-6);
-        } else {
-            char name[48];
-            snprintf(name, sizeof name, "standard_N%lld", (long long)N);
-            trace_count(tr, name, (int64_t)std, NULL, NULL);
-            for (int b = 0; b < NB; b++) {
-                snprintf(name, sizeof name, "fa1_bc%d_N%lld", BC[b], (long long)N);
-                trace_count(tr, name, (int64_t)fa1[b], NULL, NULL);
-            }
-            snprintf(name, sizeof name, "fa2_br%d_N%lld", Br, (long long)N);
-            trace_count(tr, name, (int64_t)fa2, NULL, NULL);
+        // The cells in MB; in text a tiled cell ends in "!" (more than the
+        // standard algorithm) or a space, so that the numbers line up.
+        int text = tr->format != FORMAT_JSON;
+        char cell[2 + NB + 1][24];
+        snprintf(cell[0], sizeof cell[0], "%lld", (long long)N);
+        snprintf(cell[1], sizeof cell[1], "%.2f", std * 4e-6);
+        for (int b = 0; b < NB; b++)
+            snprintf(cell[2 + b], sizeof cell[2 + b], "%.2f%s", fa1[b] * 4e-6, !text ? "" : fa1[b] > std ? "!" : " ");
+        snprintf(cell[2 + NB], sizeof cell[2 + NB], "%.2f%s", fa2 * 4e-6, text ? " " : "");
+        const char *row[] = {cell[0], cell[1], cell[2], cell[3], cell[4], cell[5], cell[6], cell[7], ""};
+        trace_table_row(tr, &TRAFFIC, row);
+        char name[48];
+        snprintf(name, sizeof name, "standard_N%lld", (long long)N);
+        trace_count(tr, name, (int64_t)std, NULL, NULL);
+        for (int b = 0; b < NB; b++) {
+            snprintf(name, sizeof name, "fa1_bc%d_N%lld", BC[b], (long long)N);
+            trace_count(tr, name, (int64_t)fa1[b], NULL, NULL);
         }
+        snprintf(name, sizeof name, "fa2_br%d_N%lld", Br, (long long)N);
+        trace_count(tr, name, (int64_t)fa2, NULL, NULL);
     }
     trace_count(tr, "a100_Bc", Bc, NULL, NULL);
     trace_count(tr, "a100_Br", Br, NULL, NULL);
@@ -384,6 +406,15 @@ static int measure_apart(Measured *out, int tiled, int N, int d, int Bc, int rep
     return got == (ssize_t)sizeof *out && WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
 }
 
+static const TraceColumn MEASURED_COLS[] = {
+    {"N", "N", 5, 1, NULL},
+    {"plain s", "普通 s", 12, 1, NULL},
+    {"tiled s", "分块 s", 12, 1, NULL},
+    {"plain peak MB", "普通峰值 MB", 14, 1, NULL},
+    {"tiled peak MB", "分块峰值 MB", 14, 1, NULL},
+};
+static const TraceTable MEASURED = {"measured", sizeof MEASURED_COLS / sizeof MEASURED_COLS[0], MEASURED_COLS};
+
 static int measured(Trace *tr, const Options *opt) {
     int max_n = opt->max_n ? opt->max_n : DEFAULT_MAX_N, Bc = opt->tile ? opt->tile : FLASH_DEFAULT_TILE;
     int repeat = opt->repeat ? opt->repeat : 1;
@@ -392,19 +423,11 @@ static int measured(Trace *tr, const Options *opt) {
     trace_sayf(tr,
                "Here the CPU's caches play SRAM and its DRAM plays HBM. Plain attention writes the N x N matrix\n"
                "(N^2 x 4 bytes: 1 GiB at N = 16384); tiled keeps one row of %d scores per query. Each runs in its\n"
-               "own process; peak memory is that process's growth in resident memory. Q, K, V: fixed random numbers.",
+               "own process; peak memory is that process's growth in resident memory. Q, K, V: fixed random numbers.\n",
                "这里 CPU 的缓存扮演 SRAM，内存扮演 HBM。普通注意力写出 N x N 矩阵（N^2 x 4 字节：N = 16384 时 1 GiB）；\n"
-               "分块每个查询只保留 %d 个分数。各自在单独的进程中运行；峰值内存是该进程常驻内存的增长。Q、K、V 为固定的随机数。",
+               "分块每个查询只保留 %d 个分数。各自在单独的进程中运行；峰值内存是该进程常驻内存的增长。Q、K、V 为固定的随机数。\n",
                Bc);
-    if (tr->format == FORMAT_TEXT) {
-        // Right-aligned in terminal columns (a CJK character takes two).
-        const int width[5] = {7, 12, 12, 14, 14};
-        const char *head[5] = {"N", trace_text(tr, "plain s", "普通 s"), trace_text(tr, "tiled s", "分块 s"),
-                               trace_text(tr, "plain peak MB", "普通峰值 MB"), trace_text(tr, "tiled peak MB", "分块峰值 MB")};
-        fputc('\n', tr->out);
-        for (int i = 0; i < 5; i++) fprintf(tr->out, "%s%*s%s", i ? " " : "", width[i] - utf8_width(head[i]), "", head[i]);
-        fputc('\n', tr->out);
-    }
+    trace_table_head(tr, &MEASURED);
     int rc = 0;
     for (int N = 1024; N <= max_n; N *= 4) {
         Measured mp, mt;
@@ -427,8 +450,13 @@ static int measured(Trace *tr, const Options *opt) {
         trace_value(tr, name, mt.peak_mb, "MB", NULL, NULL);
         snprintf(name, sizeof name, "checksum_diff_N%d", N);
         trace_value(tr, name, fabs(mp.checksum - mt.checksum), "", NULL, NULL);
-        if (tr->format == FORMAT_TEXT)
-            fprintf(tr->out, "%7d %12.4f %12.4f %14.1f %14.1f\n", N, mp.seconds, mt.seconds, mp.peak_mb, mt.peak_mb);
+        char cell[5][24];
+        snprintf(cell[0], sizeof cell[0], "%d", N);
+        snprintf(cell[1], sizeof cell[1], "%.4f", mp.seconds);
+        snprintf(cell[2], sizeof cell[2], "%.4f", mt.seconds);
+        snprintf(cell[3], sizeof cell[3], "%.1f", mp.peak_mb);
+        snprintf(cell[4], sizeof cell[4], "%.1f", mt.peak_mb);
+        trace_table_row(tr, &MEASURED, (const char *const[]){cell[0], cell[1], cell[2], cell[3], cell[4]});
     }
     if (max_n < 16384)
         trace_say(tr, "(N = 16384 takes --max-n 16384: 1 GiB for plain attention, and a minute or so.)",

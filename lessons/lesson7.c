@@ -67,6 +67,87 @@ static double median_time(int repeat, AttnStep *steps, AttnStep *c, AttnStep *ou
     return m;
 }
 
+// The table of rows per step, both ways (JSON: counts, and each step's
+// newest output compared). Adds the rows to *tot_nc and *tot_c; returns 1
+// when the newest token's output was the same bit for bit at every step.
+static int rows_table(Trace *tr, const ToyData *d, const AttnStep *steps, const AttnStep *outs, int n,
+                      long long *tot_nc_out, long long *tot_c_out) {
+    long long tot_nc = 0, tot_c = 0;
+    int all_same = 1;
+    for (int s = 1; s <= n; s++) {
+        tot_nc += steps[s - 1].kv_rows;
+        tot_c += outs[s - 1].kv_rows;
+        trace_step(tr, s);
+        char in[512];
+        toy_tokens(d, 0, s, in, sizeof in);
+        char num[5][24];
+        snprintf(num[0], sizeof num[0], "%d", s);
+        snprintf(num[1], sizeof num[1], "%d", steps[s - 1].kv_rows);
+        snprintf(num[2], sizeof num[2], "%lld", tot_nc);
+        snprintf(num[3], sizeof num[3], "%d", outs[s - 1].kv_rows);
+        snprintf(num[4], sizeof num[4], "%lld", tot_c);
+        const char *row[] = {num[0], in, num[1], num[2], num[3], num[4]};
+        trace_table_row(tr, &TABLE, row);
+        Tensor full = tensor_view2(steps[s - 1].output + (s - 1) * d->dv, 1, d->dv);
+        Tensor cached = tensor_view2(outs[s - 1].output, 1, d->dv);
+        trace_run(tr, "no-cache");
+        trace_step(tr, s);
+        trace_count(tr, "kv_rows", steps[s - 1].kv_rows, NULL, NULL);
+        trace_count(tr, "kv_rows_total", tot_nc, NULL, NULL);
+        trace_run(tr, "cache");
+        trace_step(tr, s);
+        trace_count(tr, "kv_rows", outs[s - 1].kv_rows, NULL, NULL);
+        trace_count(tr, "kv_rows_total", tot_c, NULL, NULL);
+        trace_run(tr, NULL);
+        trace_step(tr, s);
+        if (tr->format == FORMAT_JSON) {
+            trace_tensor(tr, TRACE_SUMMARY, "output", NULL, &cached, d->rows + s - 1, 0);
+            all_same &= trace_compare(tr, "output", trace_text(tr, "output[-1] without the cache", "不使用缓存的 output[-1]"), &full,
+                                      trace_text(tr, "output with the cache", "使用缓存的 output"), &cached);
+        } else {
+            all_same &= ops_bit_identical(full.data, cached.data, d->dv);
+        }
+    }
+    *tot_nc_out = tot_nc, *tot_c_out = tot_c;
+    return all_same;
+}
+
+// An HTML or Markdown document shows, under the table, what JSON gives
+// scripts: the newest token's output of each step, without the cache and
+// with it.
+static void doc_outputs(Trace *tr, const ToyData *d, const AttnStep *steps, const AttnStep *outs, int n) {
+    if (tr->doc != FORMAT_TEXT) {
+        for (int s = 1; s <= n; s++) {
+            Tensor full = tensor_view2(steps[s - 1].output + (s - 1) * d->dv, 1, d->dv);
+            Tensor cached = tensor_view2(outs[s - 1].output, 1, d->dv);
+            trace_sayf(tr, "Step %d: the output of %s.", "第 %d 步：%s 的输出。", s, d->rows[s - 1]);
+            trace_tensor(tr, TRACE_SUMMARY, "output", NULL, &cached, d->rows + s - 1, 0);
+            trace_compare(tr, "output", trace_text(tr, "output[-1] without the cache", "不使用缓存的 output[-1]"), &full,
+                          trace_text(tr, "output with the cache", "使用缓存的 output"), &cached);
+        }
+    }
+}
+
+// A prompt of p tokens: step i feeds p + i - 1 tokens. Without the cache
+// n steps compute n*p + n(n-1)/2 rows; with it p + n - 1 (the prompt once,
+// then one row a step). Here p = 2, the article's 天气, over the same tokens.
+static void with_a_prompt(Trace *tr, int n) {
+    if (n >= 2) {
+        int p = 2, steps_p = n - p + 1;
+        long long nc_p = (long long)steps_p * p + (long long)steps_p * (steps_p - 1) / 2, c_p = p + steps_p - 1;
+        trace_sayf(tr,
+                   "With a prompt of p tokens, n steps compute n*p + n(n-1)/2 rows without the cache and\n"
+                   "p + n - 1 with it. For the article's prompt (p = %d) and the same %d tokens, n = %d:\n"
+                   "%lld rows against %lld.",
+                   "提示词有 p 个 token 时，n 步共要算 n*p + n(n-1)/2 行（不使用缓存），\n"
+                   "使用缓存只要 p + n - 1 行。以文章的提示词（p = %d）跑同样的 %d 个 token，n = %d：\n"
+                   "%lld 行对 %lld 行。",
+                   p, n, steps_p, nc_p, c_p);
+        trace_count(tr, "kv_rows_nocache_prompt2", nc_p, NULL, NULL);
+        trace_count(tr, "kv_rows_cache_prompt2", c_p, NULL, NULL);
+    }
+}
+
 int lesson7_run(const Options *opt, Trace *tr) {
     ToyData d;
     if (toy_load(&d, opt, tr->lesson, 2)) return 1;
@@ -107,55 +188,9 @@ int lesson7_run(const Options *opt, Trace *tr) {
                   "写在 data/tianqi.txt 里，好让循环多跑几步。）\n");
     trace_table_head(tr, &TABLE);
     long long tot_nc = 0, tot_c = 0;
-    int all_same = 1;
-    for (int s = 1; s <= n; s++) {
-        tot_nc += steps[s - 1].kv_rows;
-        tot_c += outs[s - 1].kv_rows;
-        trace_step(tr, s);
-        char in[512];
-        toy_tokens(&d, 0, s, in, sizeof in);
-        char num[5][24];
-        snprintf(num[0], sizeof num[0], "%d", s);
-        snprintf(num[1], sizeof num[1], "%d", steps[s - 1].kv_rows);
-        snprintf(num[2], sizeof num[2], "%lld", tot_nc);
-        snprintf(num[3], sizeof num[3], "%d", outs[s - 1].kv_rows);
-        snprintf(num[4], sizeof num[4], "%lld", tot_c);
-        const char *row[] = {num[0], in, num[1], num[2], num[3], num[4]};
-        trace_table_row(tr, &TABLE, row);
-        Tensor full = tensor_view2(steps[s - 1].output + (s - 1) * d.dv, 1, d.dv);
-        Tensor cached = tensor_view2(outs[s - 1].output, 1, d.dv);
-        trace_run(tr, "no-cache");
-        trace_step(tr, s);
-        trace_count(tr, "kv_rows", steps[s - 1].kv_rows, NULL, NULL);
-        trace_count(tr, "kv_rows_total", tot_nc, NULL, NULL);
-        trace_run(tr, "cache");
-        trace_step(tr, s);
-        trace_count(tr, "kv_rows", outs[s - 1].kv_rows, NULL, NULL);
-        trace_count(tr, "kv_rows_total", tot_c, NULL, NULL);
-        trace_run(tr, NULL);
-        trace_step(tr, s);
-        if (tr->format == FORMAT_JSON) {
-            trace_tensor(tr, TRACE_SUMMARY, "output", NULL, &cached, d.rows + s - 1, 0);
-            all_same &= trace_compare(tr, "output", trace_text(tr, "output[-1] without the cache", "不使用缓存的 output[-1]"), &full,
-                                      trace_text(tr, "output with the cache", "使用缓存的 output"), &cached);
-        } else {
-            all_same &= ops_bit_identical(full.data, cached.data, d.dv);
-        }
-    }
+    int all_same = rows_table(tr, &d, steps, outs, n, &tot_nc, &tot_c);
     trace_step(tr, 0);
-    // An HTML or Markdown document shows, under the table, what JSON gives
-    // scripts: the newest token's output of each step, without the cache and
-    // with it.
-    if (tr->doc != FORMAT_TEXT) {
-        for (int s = 1; s <= n; s++) {
-            Tensor full = tensor_view2(steps[s - 1].output + (s - 1) * d.dv, 1, d.dv);
-            Tensor cached = tensor_view2(outs[s - 1].output, 1, d.dv);
-            trace_sayf(tr, "Step %d: the output of %s.", "第 %d 步：%s 的输出。", s, d.rows[s - 1]);
-            trace_tensor(tr, TRACE_SUMMARY, "output", NULL, &cached, d.rows + s - 1, 0);
-            trace_compare(tr, "output", trace_text(tr, "output[-1] without the cache", "不使用缓存的 output[-1]"), &full,
-                          trace_text(tr, "output with the cache", "使用缓存的 output"), &cached);
-        }
-    }
+    doc_outputs(tr, &d, steps, outs, n);
     trace_sayf(tr,
                "\nAfter %d steps: %lld rows without the cache (n(n+1)/2 = %d), %lld with it (n = %d).\n"
                "The newest token's output was %s at every step.",
@@ -164,23 +199,7 @@ int lesson7_run(const Options *opt, Trace *tr) {
                n, tot_nc, n * (n + 1) / 2, tot_c, n,
                all_same ? trace_text(tr, "identical bit for bit", "逐位完全相同")
                         : trace_text(tr, "NOT identical (a bug in kvdemo)", "不相同（kvdemo 的缺陷）"));
-    // A prompt of p tokens: step i feeds p + i - 1 tokens. Without the cache
-    // n steps compute n*p + n(n-1)/2 rows; with it p + n - 1 (the prompt once,
-    // then one row a step). Here p = 2, the article's 天气, over the same tokens.
-    if (n >= 2) {
-        int p = 2, steps_p = n - p + 1;
-        long long nc_p = (long long)steps_p * p + (long long)steps_p * (steps_p - 1) / 2, c_p = p + steps_p - 1;
-        trace_sayf(tr,
-                   "With a prompt of p tokens, n steps compute n*p + n(n-1)/2 rows without the cache and\n"
-                   "p + n - 1 with it. For the article's prompt (p = %d) and the same %d tokens, n = %d:\n"
-                   "%lld rows against %lld.",
-                   "提示词有 p 个 token 时，n 步共要算 n*p + n(n-1)/2 行（不使用缓存），\n"
-                   "使用缓存只要 p + n - 1 行。以文章的提示词（p = %d）跑同样的 %d 个 token，n = %d：\n"
-                   "%lld 行对 %lld 行。",
-                   p, n, steps_p, nc_p, c_p);
-        trace_count(tr, "kv_rows_nocache_prompt2", nc_p, NULL, NULL);
-        trace_count(tr, "kv_rows_cache_prompt2", c_p, NULL, NULL);
-    }
+    with_a_prompt(tr, n);
     Tensor K = tensor_view2(c.K, n, d.dk), V = tensor_view2(c.V, n, d.dv);
     if (tr->format == FORMAT_TEXT) trace_say(tr, "\nThe cache at the end: one row of K and V per token.\n", "\n最后的缓存：每个 token 一行 K、V。\n");
     trace_tensor(tr, TRACE_FULL, "K", NULL, &K, d.rows, 0);

@@ -30,24 +30,9 @@ static void step_line(Trace *tr, const char *left, const char *unit, const char 
     trace_say(tr, line, line);
 }
 
-int lesson8_run(const Options *opt, Trace *tr) {
-    (void)opt;   // the article's example has no option
-    const MemModel *g = memory_preset("gpt3-175b");
+// The article's sum, one factor a line, against the weights.
+static void step_by_step(Trace *tr, const MemModel *g) {
     char d[32], bi[32];
-
-    lessons_heading(tr);
-    trace_say(tr,
-              "The article: GPT-3 175B, 350 GB of weights; batch b = 64, input s = 512 tokens, output n = 32:\n"
-              "the KV cache takes 164 GB, about half of the weights. The formula, every factor named:\n\n"
-              "  bytes = 2 (K and V) · layers · d_model · (s + n) · b · bytes per value\n\n"
-              "d_model = heads · head_dim, since GPT-3 gives every query head its own key and value heads\n"
-              "(MHA); with GQA it is kv_heads · head_dim (lesson 6.2).",
-              "原文：GPT-3 175B，权重 350 GB；批大小 b = 64，输入 s = 512 个 token，输出 n = 32 个：\n"
-              "KV Cache 占 164 GB，约为权重的一半。公式，每个因子都写出来：\n\n"
-              "  字节数 = 2（K 和 V）· 层数 · d_model · (s + n) · b · 每个数的字节数\n\n"
-              "d_model = 头数 · head_dim，因为 GPT-3 每个查询头都有自己的 key、value 头（MHA）；\n"
-              "GQA 时换成 kv_heads · head_dim（第 6.2 课）。");
-
     trace_heading(tr, "Step by step", "逐步计算");
     uint64_t values = 0, per_token = 0, per_seq = 0, total = 0, tokens = S_ARTICLE + N_ARTICLE;
     memory_values_per_token(&values, g);
@@ -91,8 +76,15 @@ int lesson8_run(const Options *opt, Trace *tr) {
                memory_decimal(s3, sizeof s3, (double)total), memory_decimal(s4, sizeof s4, weights),
                (double)total / weights);
     trace_pause(tr);
+}
 
-    // The same sum for other batches and lengths.
+// The same sum for other batches and lengths, and where the cache equals
+// the weights.
+static void other_batches(Trace *tr, const MemModel *g) {
+    uint64_t per_token = 0;
+    memory_bytes_per_token(&per_token, g, FP16_BITS);
+    double weights = g->params * 2.0;
+    char s1[40], s2[40], s3[40], s4[40];
     trace_heading(tr, "Other batches and lengths (GB = 10^9 bytes; * where the cache outgrows the weights)",
                   "其他批大小与长度（GB = 10^9 字节；* 表示缓存超过了权重）");
     // One column of lengths, one per batch; a cell is GB in text (* past
@@ -142,5 +134,26 @@ int lesson8_run(const Options *opt, Trace *tr) {
                memory_grouped(s1, sizeof s1, per_token), memory_decimal(s2, sizeof s2, weights),
                memory_grouped(s3, sizeof s3, crossover), (unsigned long long)((crossover + B_ARTICLE - 1) / B_ARTICLE),
                memory_grouped(s4, sizeof s4, crossover));
+}
+
+int lesson8_run(const Options *opt, Trace *tr) {
+    (void)opt;   // the article's example has no option
+    const MemModel *g = memory_preset("gpt3-175b");
+
+    lessons_heading(tr);
+    trace_say(tr,
+              "The article: GPT-3 175B, 350 GB of weights; batch b = 64, input s = 512 tokens, output n = 32:\n"
+              "the KV cache takes 164 GB, about half of the weights. The formula, every factor named:\n\n"
+              "  bytes = 2 (K and V) · layers · d_model · (s + n) · b · bytes per value\n\n"
+              "d_model = heads · head_dim, since GPT-3 gives every query head its own key and value heads\n"
+              "(MHA); with GQA it is kv_heads · head_dim (lesson 6.2).",
+              "原文：GPT-3 175B，权重 350 GB；批大小 b = 64，输入 s = 512 个 token，输出 n = 32 个：\n"
+              "KV Cache 占 164 GB，约为权重的一半。公式，每个因子都写出来：\n\n"
+              "  字节数 = 2（K 和 V）· 层数 · d_model · (s + n) · b · 每个数的字节数\n\n"
+              "d_model = 头数 · head_dim，因为 GPT-3 每个查询头都有自己的 key、value 头（MHA）；\n"
+              "GQA 时换成 kv_heads · head_dim（第 6.2 课）。");
+
+    step_by_step(tr, g);
+    other_batches(tr, g);
     return 0;
 }

@@ -967,7 +967,7 @@ static int cmd_generate(Cli *c) {
 }
 static int cmd_race(Cli *c) { return gptcmd_race(&c->opt, &c->tr); }
 static int cmd_bench(Cli *c) { return bench_command(&c->opt, &c->tr); }
-static int cmd_init(Cli *c) { return gptcmd_init(&c->opt); }
+static int cmd_init(Cli *c) { return gptcmd_init(&c->opt, &c->tr); }
 static int cmd_train(Cli *c) { return gptcmd_train(&c->opt, &c->tr); }
 static int cmd_eval(Cli *c) { return gptcmd_eval(&c->opt, &c->tr); }
 static int cmd_memory(Cli *c) {

@@ -43,40 +43,6 @@ size_t gpt_num_params(GptConfig cfg) {
     return V * C + T * C + (size_t)cfg.L * block_params(cfg) + 2 * C + C * V + V;
 }
 
-void gpt_params_carve(GptParams *p, GptBlockParams *blocks, float *params, GptConfig cfg) {
-    size_t V = (size_t)cfg.V, T = (size_t)cfg.T, C = (size_t)cfg.C, F = 4 * C;
-    float *at = params;
-#define TAKE(field, n) (field = at, at += (n))
-    TAKE(p->wte, V * C);
-    TAKE(p->wpe, T * C);
-    for (int l = 0; l < cfg.L; l++) {
-        GptBlockParams *b = &blocks[l];
-        TAKE(b->ln1_w, C);
-        TAKE(b->ln1_b, C);
-        TAKE(b->wq, C * C);
-        TAKE(b->bq, C);
-        TAKE(b->wk, C * C);
-        TAKE(b->bk, C);
-        TAKE(b->wv, C * C);
-        TAKE(b->bv, C);
-        TAKE(b->wo, C * C);
-        TAKE(b->bo, C);
-        TAKE(b->ln2_w, C);
-        TAKE(b->ln2_b, C);
-        TAKE(b->w1, C * F);
-        TAKE(b->b1, F);
-        TAKE(b->w2, F * C);
-        TAKE(b->b2, C);
-    }
-    TAKE(p->lnf_w, C);
-    TAKE(p->lnf_b, C);
-    TAKE(p->head_w, C * V);
-    TAKE(p->head_b, V);
-#undef TAKE
-    p->blocks = blocks;
-    assert((size_t)(at - params) == gpt_num_params(cfg));
-}
-
 // The 16 tensors of a block, in file order. Sizes: 'c' C, 'f' F, '1' one.
 static const struct {
     const char *name;
@@ -103,6 +69,29 @@ static const struct {
     {"mlp.fc2.bias", offsetof(GptBlockParams, b2), '1', 'c', GPT_BIAS, 0},
 };
 
+static int dim(char letter, GptConfig cfg) {
+    return letter == 'c' ? cfg.C : letter == 'f' ? 4 * cfg.C : 1;
+}
+
+void gpt_params_carve(GptParams *p, GptBlockParams *blocks, float *params, GptConfig cfg) {
+    size_t V = (size_t)cfg.V, T = (size_t)cfg.T, C = (size_t)cfg.C;
+    float *at = params;
+#define TAKE(field, n) (field = at, at += (n))
+    TAKE(p->wte, V * C);
+    TAKE(p->wpe, T * C);
+    for (int l = 0; l < cfg.L; l++)   // a block's tensors in the table's order, which is the file's
+        for (int j = 0; j < 16; j++)
+            TAKE(*(float **)((char *)&blocks[l] + BLOCK_TENSORS[j].field),
+                 (size_t)dim(BLOCK_TENSORS[j].rows, cfg) * (size_t)dim(BLOCK_TENSORS[j].cols, cfg));
+    TAKE(p->lnf_w, C);
+    TAKE(p->lnf_b, C);
+    TAKE(p->head_w, C * V);
+    TAKE(p->head_b, V);
+#undef TAKE
+    p->blocks = blocks;
+    assert((size_t)(at - params) == gpt_num_params(cfg));
+}
+
 int gpt_num_tensors(GptConfig cfg) {
     return 2 + 16 * cfg.L + 4;
 }
@@ -118,10 +107,6 @@ static GptTensor make_tensor(const char *name, float *data, int rows, int cols, 
     t.init_std = kind == GPT_WEIGHT ? 0.02f : 0.0f;
     t.decay = kind == GPT_WEIGHT;
     return t;
-}
-
-static int dim(char letter, GptConfig cfg) {
-    return letter == 'c' ? cfg.C : letter == 'f' ? 4 * cfg.C : 1;
 }
 
 GptTensor gpt_tensor(const GptModel *m, int i) {

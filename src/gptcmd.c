@@ -49,7 +49,9 @@ static int start_threads(const Options *opt) {
 // flushed) as it is drawn; on a terminal the tokens/s so far stand just
 // behind it, in dim text that the next character erases, and piped output
 // stays the plain text. The time counted is the steps' own (forward pass and
-// draw), never the printing.
+// draw), never the printing. This is live terminal output, written straight
+// to the stream rather than through the trace: the trace gives the whole
+// text as one "text" event (JSON) when the run is over.
 typedef struct {
     const GptModel *m;
     FILE *out;
@@ -186,7 +188,7 @@ int gptcmd_generate(const Options *opt, Trace *tr) {
 // ----------------------------------------------------------------------------
 // kvdemo init
 
-int gptcmd_init(const Options *opt) {
+int gptcmd_init(const Options *opt, Trace *tr) {
     if (!opt->out_path) {
         fileio_error("init needs --out FILE (and --preset seed|tiny, --seed N)",
                      "`kvdemo init` 需要 --out FILE（以及 --preset seed|tiny、--seed N）");
@@ -202,11 +204,8 @@ int gptcmd_init(const Options *opt) {
         fileio_error("%s", "%s", err);
         rc = 1;
     } else {
-        if (fileio_zh())
-            printf("已写入 %s：随机模型，预设 %s，种子 %llu，%zu 个参数\n", opt->out_path,
-                   opt->preset ? opt->preset : "seed", (unsigned long long)opt->seed, m.num_params);
-        else
-            printf("wrote %s: a random model, preset %s, seed %llu, %zu parameters\n", opt->out_path,
+        trace_sayf(tr, "wrote %s: a random model, preset %s, seed %llu, %zu parameters",
+                   "已写入 %s：随机模型，预设 %s，种子 %llu，%zu 个参数", opt->out_path,
                    opt->preset ? opt->preset : "seed", (unsigned long long)opt->seed, m.num_params);
     }
     gpt_free(&m);

@@ -7,7 +7,8 @@
 #include "trace.h"
 
 int gptcmd_generate(const Options *opt, Trace *tr);
-int gptcmd_init(const Options *opt);
+// kvdemo init: a random model written to --out; one line through the trace.
+int gptcmd_init(const Options *opt, Trace *tr);
 // kvdemo race: the model the options ask for (--model / --init), then race_model.
 int gptcmd_race(const Options *opt, Trace *tr);
 // train and eval live in traincmd.c; bench in bench.c.

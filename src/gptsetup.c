@@ -174,6 +174,23 @@ int gptsetup_prompt(int **tokens, int *n, const GptModel *m, const char *prompt,
     return 0;
 }
 
+int gptsetup_lesson(GptModel *m, int *random_note, int **tokens, int *n, const Options *opt, const char *fit) {
+    *random_note = 0;
+    int rc = gptsetup_model(m, opt, 1, random_note);
+    if (rc) return rc;
+    int T = m->cfg.T;
+    rc = gptsetup_prompt(tokens, n, m, gptsetup_prompt_text(opt), fit ? T + 1 : 0);
+    if (!rc && fit && *n >= T) {
+        fileio_error("lesson %s: the prompt has %d tokens; the context holds %d, so give at most %d",
+                     "第 %s 课：提示词有 %d 个 token；上下文只能放 %d 个，所以最多给 %d 个", fit, *n, T, T - 1);
+        free(*tokens);
+        *tokens = NULL;
+        rc = 2;
+    }
+    if (rc) gpt_free(m);
+    return rc;
+}
+
 int gptsetup_attention(const Options *opt, const GptModel *m) {
     int flash = opt->attention && !strcmp(opt->attention, "flash");
     if (opt->tile && !flash) {

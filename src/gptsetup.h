@@ -26,6 +26,14 @@ const char *gptsetup_prompt_text(const Options *opt);
 // the characters it knows.
 int gptsetup_prompt(int **tokens, int *n, const GptModel *m, const char *prompt, int steps);
 
+// How the lessons on the char GPT start: the model the options ask for, the
+// shipped one falling back to a random one (*random_note, as gptsetup_model),
+// and the prompt's tokens (--prompt, else "ROMEO:"). With fit, a lesson id
+// ("4"), the tokens have room for the whole context and the prompt must be
+// shorter than it. Returns 0, or an exit status after one line on stderr
+// with nothing left to free.
+int gptsetup_lesson(GptModel *m, int *random_note, int **tokens, int *n, const Options *opt, const char *fit);
+
 // The attention --attention and --tile ask for (flash.h): sets the char
 // GPT's attention for model m. Returns 0, or an exit status after one line on
 // stderr. gptsetup_attention_end goes back to plain attention.

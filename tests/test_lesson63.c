@@ -6,6 +6,7 @@
 //   test_tiles              every S_ij a block of the fixture's masked scores; tiles computed,
 //                           skipped and masked counted here; O within 1e-6 of lesson 2's output
 //   test_traffic            the table's counts = the algorithms' loops walked here
+//   test_traffic_table      the two tables' JSON rows: MB of those loops, the measured times and peaks
 //   test_measured           timings and peak memory present and sane; flash-decoding identical
 //   test_text_and_errors    both languages, and bad options (one line on stderr, exit 2)
 //   test_flash_in_the_gpt   lesson 10 and generate with --attention flash: cached = uncached text and logits
@@ -21,6 +22,7 @@ static const char *const FIXTURES = "tests/fixtures/toy_tensors.txt";
 enum { N = 3, TILE = 2 };
 
 typedef struct {
+    JsonRun *j;   // the output and its events
     Event *e;
     int n;
     FixSet fx;
@@ -29,7 +31,12 @@ typedef struct {
 static int setup(void **state) {
     Lesson *l = calloc(1, sizeof *l);
     if (!l) return -1;
-    l->e = kvdemo_json(ARGS, &l->n);
+    l->j = json_run_start(ARGS);
+    if (!l->j) {
+        free(l);
+        return -1;
+    }
+    l->e = l->j->e, l->n = l->j->n;
     fix_load(&l->fx, FIXTURES);
     *state = l;
     return 0;
@@ -37,7 +44,7 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
     Lesson *l = *state;
-    events_free(l->e, l->n);
+    json_run_free(l->j);
     fix_free(&l->fx);
     free(l);
     return 0;
@@ -175,6 +182,69 @@ static void test_traffic(void **state) {
     expect_num(l, "value", "traffic", "a100_ms_tiled_16k", walk(1, 16384, 64, 192, 64) * 4 / 2e12 * 1e3, 1e-6);
 }
 
+// The cells (numbers) of the JSON row events of table `name`, up to max per
+// row and rows rows; returns the number of rows. A cell that is not a
+// number (the traffic table's empty unit) is NAN.
+static int table_rows(const char *out, const char *name, double (*cells)[16], int rows, int *ncells) {
+    char want[96];
+    snprintf(want, sizeof want, "\"event\":\"row\",\"name\":\"%s\",\"cells\":[", name);
+    int n = 0;
+    for (const char *p = strstr(out, want); p && n < rows; p = strstr(p, want), n++) {
+        p += strlen(want);
+        int k = 0;
+        while (*p && *p != ']' && k < 16) {
+            char *end;
+            double v = strtod(p, &end);
+            if (end == p) {   // a string: skip it
+                v = NAN;
+                for (end = (char *)p + 1; *end && *end != '"'; end++)
+                    if (*end == '\\' && end[1]) end++;
+                if (*end) end++;
+            }
+            cells[n][k++] = v;
+            p = end;
+            if (*p == ',') p++;
+        }
+        ncells[n] = k;
+    }
+    return n;
+}
+
+// The text shows the traffic as a table: in JSON one row per N whose cells
+// are the MB (elements x 4 bytes) of the loops walked here.
+static void test_traffic_table(void **state) {
+    const Lesson *l = *state;
+    static const int BC[] = {16, 32, 48, 64, 192};
+    double cells[8][16];
+    int ncells[8];
+    if (!strstr(l->j->r.out, "\"event\":\"table\",\"name\":\"traffic_mb\""))
+        fail_msg("lesson 6.3: expected the head of table traffic_mb, got none");
+    int n = table_rows(l->j->r.out, "traffic_mb", cells, 8, ncells);
+    if (n != 7) fail_msg("table traffic_mb: expected 7 rows (N = 256 .. 16384), got %d", n);
+    int64_t Nn = 256;
+    for (int i = 0; i < n; i++, Nn *= 2) {
+        if (ncells[i] != 9) fail_msg("traffic_mb row %d: expected 9 cells, got %d", i, ncells[i]);
+        double want[8] = {(double)Nn, walk(0, Nn, 64, 0, 0) * 4e-6};
+        for (int b = 0; b < 5; b++) want[2 + b] = walk(1, Nn, 64, BC[b], 64) * 4e-6;
+        want[7] = walk(2, Nn, 64, 192, 64) * 4e-6;
+        for (int c = 0; c < 8; c++)
+            if (!(fabs(cells[i][c] - want[c]) <= 0.005 + 1e-9 * want[c]))
+                fail_msg("traffic_mb row %d (N = %lld) cell %d: expected %.2f, got %.2f", i, (long long)Nn, c, want[c],
+                         cells[i][c]);
+    }
+    // The measured table: one row at N = 1024, its peaks those of the value events.
+    n = table_rows(l->j->r.out, "measured", cells, 8, ncells);
+    if (n != 1 || ncells[0] != 5) fail_msg("table measured: expected 1 row of 5 cells, got %d rows", n);
+    double want[] = {1024, need(l, "timing", "measured", -1, "plain_N1024")->seconds,
+                     need(l, "timing", "measured", -1, "tiled_N1024")->seconds,
+                     need(l, "value", "measured", -1, "plain_peak_mb_N1024")->value,
+                     need(l, "value", "measured", -1, "tiled_peak_mb_N1024")->value};
+    const double tol[] = {0, 5e-5, 5e-5, 0.05, 0.05};
+    for (int c = 0; c < 5; c++)
+        if (!(fabs(cells[0][c] - want[c]) <= tol[c] + 1e-9))
+            fail_msg("measured row 0 cell %d: expected %g, got %g", c, want[c], cells[0][c]);
+}
+
 static void test_measured(void **state) {
     const Lesson *l = *state;
     const char *times[] = {"plain_N1024", "tiled_N1024"};
@@ -259,6 +329,7 @@ int main(void) {
         cmocka_unit_test(test_online_softmax),
         cmocka_unit_test(test_tiles),
         cmocka_unit_test(test_traffic),
+        cmocka_unit_test(test_traffic_table),
         cmocka_unit_test(test_measured),
         cmocka_unit_test(test_text_and_errors),
         cmocka_unit_test(test_flash_in_the_gpt),
