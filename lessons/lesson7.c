@@ -52,6 +52,18 @@ static void loop_cache(AttnStep *c, AttnStep *outs, const ToyData *d, int n) {
     }
 }
 
+// Frees the n full steps, the n cached output rows (calloc'd: a step not
+// yet set up is all zeros, which attn_step_free takes) and the cache.
+static void free_steps(AttnStep *steps, AttnStep *outs, int n, AttnStep *c) {
+    for (int s = 0; s < n; s++) {
+        attn_step_free(&steps[s]);
+        attn_step_free(&outs[s]);
+    }
+    free(steps);
+    free(outs);
+    attn_step_free(c);
+}
+
 static double median_time(int repeat, AttnStep *steps, AttnStep *c, AttnStep *outs, const ToyData *d,
                           int n, int cached) {
     double *t = malloc(sizeof(double) * (size_t)repeat);
@@ -163,12 +175,14 @@ int lesson7_run(const Options *opt, Trace *tr) {
     int repeat = opt->repeat ? opt->repeat : DEFAULT_REPEAT;
     // steps[s-1]: the full recomputation of step s; outs[s-1]: the cached
     // step's output row; c: the growing cache.
-    AttnStep *steps = calloc((size_t)n, sizeof *steps), *outs = calloc((size_t)n, sizeof *outs), c;
+    AttnStep *steps = calloc((size_t)n, sizeof *steps), *outs = calloc((size_t)n, sizeof *outs), c = {0};
     int ok = steps && outs && attn_step_init(&c, n, d.d, d.dk, d.dv) == 0;
     for (int s = 0; ok && s < n; s++)
         ok = attn_step_init(&steps[s], s + 1, d.d, d.dk, d.dv) == 0 && attn_step_init(&outs[s], 1, d.d, d.dk, d.dv) == 0;
     if (!ok) {
         fileio_error("out of memory", "内存不足");
+        free_steps(steps, outs, steps && outs ? n : 0, &c);
+        toydata_free(&d);
         return 1;
     }
     double t_nc = median_time(repeat, steps, &c, outs, &d, n, 0);
@@ -208,13 +222,7 @@ int lesson7_run(const Options *opt, Trace *tr) {
     trace_count(tr, "kv_rows_cache", tot_c, "K/V rows with the cache", "使用缓存的 K、V 行数");
     trace_timing(tr, "no-cache", t_nc, repeat);
     trace_timing(tr, "cache", t_c, repeat);
-    for (int s = 0; s < n; s++) {
-        attn_step_free(&steps[s]);
-        attn_step_free(&outs[s]);
-    }
-    free(steps);
-    free(outs);
-    attn_step_free(&c);
+    free_steps(steps, outs, n, &c);
     toy_precision_note(tr, 0);
     toydata_free(&d);
     return 0;
