@@ -12,6 +12,8 @@
 //   test_workload_waste            every policy's utilisation recomputed here from
 //                                  the request lengths
 //   test_block_size_timing         lookups per head, times present, outputs identical
+//   test_tables_in_json            (4) and (5) as table rows: the shares recomputed
+//                                  here, ceil(2048 / B) lookups, (4)'s waste in (5)
 //   test_generate_paged_samples    --samples 3 texts = 3 runs with seeds s, s+1, s+2
 //   test_text_zh_and_errors        the narration in Chinese; bad input, one line, status
 #include "testutil.h"
@@ -152,9 +154,11 @@ static void test_prefix_and_same_logits(void **state) {
 
 // The utilisation of a policy from the request lengths alone: a request holds
 // k = prompt .. prompt + output tokens, one value a step, whatever the
-// scheduling (a preempted request resumes where it stopped).
-static double utilisation(const float *req, int R, const char *policy, int M, int B) {
-    double tokens = 0, slots = 0;
+// scheduling (a preempted request resumes where it stopped). never (when not
+// NULL) gets the share of the slots never written: those beyond the final
+// length, or, paged, the empty ones of the last block.
+static double utilisation(const float *req, int R, const char *policy, int M, int B, double *never) {
+    double tokens = 0, slots = 0, unused = 0;
     for (int r = 0; r < R; r++) {
         int p = (int)req[2 * r], F = p + (int)req[2 * r + 1];
         for (int k = p; k <= F; k++) {
@@ -165,8 +169,10 @@ static double utilisation(const float *req, int R, const char *policy, int M, in
             else reserved = ceil((double)k / B) * B;
             tokens += k;
             slots += reserved;
+            unused += reserved - (strcmp(policy, "max") && strcmp(policy, "pow2") && strcmp(policy, "oracle") ? k : F);
         }
     }
+    if (never) *never = unused / slots;
     return tokens / slots;
 }
 
@@ -184,7 +190,7 @@ static void test_workload_waste(void **state) {
     const int sizes[] = {0, 0, 0, 1, 4, 16, 64, 256};
     double prev = 2;
     for (int i = 0; i < 8; i++) {
-        double want = utilisation(req->data, R, i < 3 ? runs[i] : "paged", M, sizes[i] ? sizes[i] : 1);
+        double want = utilisation(req->data, R, i < 3 ? runs[i] : "paged", M, sizes[i] ? sizes[i] : 1, NULL);
         double got = need(l, "value", runs[i], -1, "utilisation")->value;
         if (fabs(got - want) > 1e-6) fail_msg("%s utilisation: expected %.9f, got %.9f", runs[i], want, got);
         // paged: the waste is the last block's, and grows with B
@@ -216,6 +222,107 @@ static void test_block_size_timing(void **state) {
         if (!(t->seconds > 0)) fail_msg("%s attention: expected a positive time, got %g", run, t->seconds);
         const Event *x = need(l, "compare", run, -1, "attention");
         if (x->identical != 1) fail_msg("%s attention output: expected identical, got max |difference| %g", run, x->max_abs_diff);
+    }
+}
+
+// One row event of a table: its run and its cells as written (a string
+// without its quotes).
+typedef struct {
+    char run[32], cell[8][64];
+    int n;
+} Row;
+
+// The row events of table `name`, in order; returns how many (at most max).
+static int table_rows(const char *out, const char *name, Row *rows, int max) {
+    char want[96];
+    snprintf(want, sizeof want, "\"event\":\"row\",\"name\":\"%s\",\"cells\":[", name);
+    int n = 0;
+    for (const char *p = strstr(out, want); p && n < max; p = strstr(p, want)) {
+        Row *r = &rows[n++];
+        memset(r, 0, sizeof *r);
+        const char *line = p, *run;
+        while (line > out && line[-1] != '\n') line--;
+        if ((run = strstr(line, "\"run\":\"")) && run < p) sscanf(run + 7, "%31[^\"]", r->run);
+        for (p += strlen(want); *p && *p != ']' && r->n < 8;) {
+            char *c = r->cell[r->n++];
+            size_t o = 0;
+            int quoted = *p == '"';
+            for (p += quoted; *p && (quoted ? *p != '"' : *p != ',' && *p != ']'); p++) {
+                if (*p == '\\' && p[1]) p++;
+                if (o + 1 < sizeof r->cell[0]) c[o++] = *p;
+            }
+            c[o] = '\0';
+            p += quoted && *p;
+            if (*p == ',') p++;
+        }
+    }
+    return n;
+}
+
+static double num(const Row *r, int c) {
+    char *end;
+    double v = strtod(r->cell[c], &end);
+    if (end == r->cell[c] || *end) fail_msg("row %s cell %d: expected a number, got \"%s\"", r->run, c, r->cell[c]);
+    return v;
+}
+
+static void expect_cell(const Row *r, int c, double want, double tol) {
+    double got = num(r, c);
+    if (!(fabs(got - want) <= tol)) fail_msg("row %s cell %d: expected %.6g, got %.6g", r->run, c, want, got);
+}
+
+// (4) and (5) as tables: one row a policy whose shares are the test's own
+// from the request lengths, and one row a block size whose lookups are
+// ceil(2048 / B) and whose waste is (4)'s paged waste of that B.
+static void test_tables_in_json(void **state) {
+    const Lesson *l = *state;
+    const char *out = l->r.out;
+    const char *heads[] = {
+        "\"event\":\"table\",\"name\":\"policies\",\"columns\":[\"policy\",\"tokens_percent\",\"never_used_percent\","
+        "\"at_once_mean\",\"steps\",\"preempted\"]",
+        "\"event\":\"table\",\"name\":\"block_sizes\",\"columns\":[\"B\",\"lookups_per_head\",\"seconds\",\"time_ratio\","
+        "\"waste_percent\"]",
+    };
+    for (int i = 0; i < 2; i++)
+        if (!strstr(out, heads[i])) fail_msg("expected the table head %s, got none", heads[i]);
+    const Event *req = need(l, "tensor", NULL, -1, "requests");
+    int R = (int)count(l, NULL, -1, "requests"), M = (int)count(l, NULL, -1, "max_len");
+    static Row rows[16];
+    int n = table_rows(out, "policies", rows, 16);
+    const char *runs[] = {"max", "pow2", "oracle", "paged-1", "paged-4", "paged-16", "paged-64", "paged-256"};
+    const char *names[] = {"reserve max length", "reserve power of two", "reserve exact (oracle)", "paged-1",
+                           "paged-4", "paged-16", "paged-64", "paged-256"};
+    const int sizes[] = {0, 0, 0, 1, 4, 16, 64, 256};
+    if (n != 8) fail_msg("table policies: expected 8 rows, got %d", n);
+    for (int i = 0; i < 8; i++) {
+        const Row *r = &rows[i];
+        if (strcmp(r->run, runs[i]) || strcmp(r->cell[0], names[i]) || r->n != 6)
+            fail_msg("policies row %d: expected run %s, \"%s\" and 6 cells, got run %s, \"%s\" and %d cells", i, runs[i],
+                     names[i], r->run, r->cell[0], r->n);
+        double never, util = utilisation(req->data, R, i < 3 ? runs[i] : "paged", M, sizes[i] ? sizes[i] : 1, &never);
+        expect_cell(r, 1, 100 * util, 0.05 + 1e-9);
+        expect_cell(r, 2, 100 * never, 0.05 + 1e-9);
+        expect_cell(r, 4, (double)count(l, runs[i], -1, "steps"), 0);
+        expect_cell(r, 5, (double)count(l, runs[i], -1, "preempted"), 0);
+    }
+    n = table_rows(out, "block_sizes", rows, 16);
+    if (n != 4) fail_msg("table block_sizes: expected 4 rows (contiguous, B = 1, 16, 256), got %d", n);
+    if (strcmp(rows[0].cell[0], "contiguous") || strcmp(rows[0].cell[1], "-") || strcmp(rows[0].cell[4], ""))
+        fail_msg("block_sizes row 0: expected contiguous, - and no waste, got %s, %s and \"%s\"", rows[0].cell[0],
+                 rows[0].cell[1], rows[0].cell[4]);
+    double contig = num(&rows[0], 2);
+    expect_cell(&rows[0], 2, need(l, "timing", "contiguous", -1, "attention")->seconds, 5e-10);
+    expect_cell(&rows[0], 3, 1, 0);
+    const int B[] = {1, 16, 256};
+    for (int i = 0; i < 3; i++) {
+        const Row *r = &rows[1 + i];
+        double never;
+        utilisation(req->data, R, "paged", M, B[i], &never);
+        expect_cell(r, 0, B[i], 0);
+        expect_cell(r, 1, (2048 + B[i] - 1) / B[i], 0);
+        expect_cell(r, 2, need(l, "timing", r->run, -1, "attention")->seconds, 5e-10);
+        expect_cell(r, 3, num(r, 2) / contig, 0.005 + 1e-9);
+        expect_cell(r, 4, 100 * never, 0.05 + 1e-9);
     }
 }
 
@@ -305,6 +412,7 @@ int main(void) {
         cmocka_unit_test(test_prefix_and_same_logits),
         cmocka_unit_test(test_workload_waste),
         cmocka_unit_test(test_block_size_timing),
+        cmocka_unit_test(test_tables_in_json),
         cmocka_unit_test(test_generate_paged_samples),
         cmocka_unit_test(test_text_zh_and_errors),
     };
