@@ -191,6 +191,42 @@ static int oom(void) {
     return 1;
 }
 
+// The model (or a random one, said), the prompt's tokens, the samplers of
+// the N samples and the buffers for steps tokens a sample. Returns 0, or
+// the lesson's status (sc freed).
+static int scene_init(Scene *sc, int *n_prompt, const Options *opt, int N, int steps) {
+    int random_model = 0;
+    int rc = gptsetup_model(&sc->m, opt, 1, &random_model);
+    if (rc) return rc;
+    if (random_model)
+        fileio_error("lesson 6.1: %s is missing; using a random model of the seed preset (its text is noise)",
+                     "第 6.1 课：找不到 %s；改用 seed 形状的随机模型（生成的文字没有意义）", GPT_SHIPPED_MODEL);
+    rc = gptsetup_prompt(&sc->prompt, n_prompt, &sc->m, gptsetup_prompt_text(opt), 0);
+    if (rc) {
+        scene_free(sc);
+        return rc;
+    }
+    int V = sc->m.cfg.V, stride = *n_prompt + steps;
+    int rows = stride > *n_prompt + TABLE_STEPS ? stride : *n_prompt + TABLE_STEPS;
+    sc->tokens = malloc(sizeof(int) * (size_t)N * rows);
+    sc->samplers = calloc((size_t)N, sizeof *sc->samplers);
+    sc->logits_a = malloc(sizeof(float) * (size_t)stride * V);
+    sc->logits_b = malloc(sizeof(float) * (size_t)stride * V);
+    if (!sc->tokens || !sc->samplers || !sc->logits_a || !sc->logits_b || gpt_state_init(&sc->s, sc->m.cfg)) {
+        scene_free(sc);
+        return oom();
+    }
+    float temperature = opt->temperature >= 0 ? (float)opt->temperature : 1.0f;
+    for (int i = 0; i < N; i++) {
+        if (sampler_init(&sc->samplers[i], V, temperature, opt->top_k, (uint32_t)(opt->seed + (uint64_t)i))) {
+            scene_free(sc);
+            return oom();
+        }
+        sc->nsamplers++;
+    }
+    return 0;
+}
+
 // (1) The block table growing, one step at a time.
 static int part_table(Scene *sc, Trace *tr, const Options *opt, int n_prompt) {
     const GptModel *m = &sc->m;
@@ -246,6 +282,88 @@ static int part_table(Scene *sc, Trace *tr, const Options *opt, int n_prompt) {
               "A new block is taken only when the last one is full: a sequence wastes at most B - 1 slots, "
               "in its last block.",
               "只有最后一块写满时才取新块：一个序列最多浪费 B - 1 个槽位，都在它的最后一块里。");
+    trace_pause(tr);
+    return 0;
+}
+
+// (2) The prompt computed once, into sample 0's blocks; then fork gives
+// samples 1..N-1 the same blocks (the first step of gpt_sample_paged,
+// shown). Returns 0, or -1 when the pool ran out.
+static int sharing_fork(Scene *sc, Trace *tr, int n_prompt, int N) {
+    const GptModel *m = &sc->m;
+    int T = m->cfg.T, len = n_prompt < T ? n_prompt : T;
+    trace_run(tr, "fork");
+    trace_say(tr, "The prompt into sample 0's blocks:", "提示词写入样本 0 的块：");
+    if (!gpt_forward_paged(&sc->s, m, &sc->seqs[0], sc->prompt + n_prompt - len, len, 0, NULL)) return -1;
+    trace_say(tr, "fork:", "fork：");
+    for (int i = 1; i < N; i++) kvseq_fork(&sc->seqs[i], &sc->seqs[0]);
+    trace_say(tr, "Reference counts after the fork:", "fork 之后的引用计数：");
+    show_table(tr, &sc->seqs[0], m);
+    trace_pause(tr);
+    return 0;
+}
+
+// (2) Then as gpt_sample_paged: every sample draws its first token from the
+// prompt's logits, and each step feeds every sample its newest token; a
+// sample writing into a shared block copies it first. Returns 0, or -1
+// when the pool ran out.
+static int sharing_generate(Scene *sc, Trace *tr, int n_prompt, int N, int steps) {
+    const GptModel *m = &sc->m;
+    int T = m->cfg.T, stride = n_prompt + steps;
+    trace_run(tr, "sample");
+    trace_say(tr, "Generation, sample after sample at each step:", "生成：每一步依次处理各个样本：");
+    for (int i = 0; i < N; i++) sc->tokens[(size_t)i * stride + n_prompt] = sampler_sample(&sc->samplers[i], sc->s.logits);
+    for (int step = 1; step < steps; step++) {
+        int now = n_prompt + step;   // len(tokens) of every sample
+        trace_step(tr, step + 1);
+        trace_sayf(tr, "  step %d, position %d:", "  第 %d 步，位置 %d：", step + 1, now - 1);
+        for (int i = 0; i < N; i++) {
+            int *tok = sc->tokens + (size_t)i * stride;
+            int n = now <= T ? 1 : T, offset = now <= T ? now - 1 : 0;
+            const float *logits = gpt_forward_paged(&sc->s, m, &sc->seqs[i], tok + now - n, n, offset, NULL);
+            if (!logits) return -1;
+            tok[now] = sampler_sample(&sc->samplers[i], logits);
+        }
+    }
+    trace_step(tr, 0);
+    trace_run(tr, NULL);
+    return 0;
+}
+
+// (2) Each sample's text and block table, and the blocks saved against a
+// pool of NB blocks: the vLLM paper's measure. Returns 0, or -1 when memory
+// ran out.
+static int sharing_saved(Scene *sc, Trace *tr, int N, int stride, int NB) {
+    const GptModel *m = &sc->m;
+    int64_t table_blocks = 0;
+    for (int i = 0; i < N; i++) {
+        char run[32], *text = NULL;
+        snprintf(run, sizeof run, "sample-%d", i);
+        trace_run(tr, run);
+        size_t want = gpt_decode(NULL, 0, m, sc->tokens + (size_t)i * stride, stride);
+        if (!(text = malloc(want + 1))) return -1;
+        gpt_decode(text, want + 1, m, sc->tokens + (size_t)i * stride, stride);
+        trace_sayf(tr, "sample %d:", "样本 %d：", i);
+        trace_textval(tr, "text", text);
+        free(text);
+        show_table(tr, &sc->seqs[i], m);
+        table_blocks += sc->seqs[i].num_blocks;
+    }
+    trace_run(tr, NULL);
+    int used = NB - kvpool_num_free(&sc->pool);
+    trace_sayf(tr,
+               "\nBlocks: %lld in the %d tables, %d physical blocks in use. Blocks saved (vLLM paper, "
+               "section 6.3) = (blocks without sharing - physical blocks used) / blocks without sharing "
+               "= (%lld - %d) / %lld = %.1f%%. Copies made: %lld.",
+               "\n块：共 %lld 块（%d 个块表），实际使用 %d 个物理块。节省的块（vLLM 论文第 6.3 节）= "
+               "（不共享时的块数 - 实际使用的物理块数）/ 不共享时的块数 = (%lld - %d) / %lld = %.1f%%。"
+               "复制次数：%lld。",
+               (long long)table_blocks, N, used, (long long)table_blocks, used, (long long)table_blocks,
+               100.0 * (double)(table_blocks - used) / (double)table_blocks, (long long)sc->pool.copies);
+    trace_count(tr, "blocks_without_sharing", table_blocks, NULL, NULL);
+    trace_count(tr, "blocks_used", used, NULL, NULL);
+    trace_value(tr, "blocks_saved", (double)(table_blocks - used) / (double)table_blocks, "fraction", NULL, NULL);
+    trace_count(tr, "copies", sc->pool.copies, NULL, NULL);
     trace_pause(tr);
     return 0;
 }
@@ -313,8 +431,7 @@ static int prefix_sharing(Scene *sc, Trace *tr, int B, int N, int stride) {
 
 // (2) Parallel sampling with copy-on-write, then prefix sharing by hashes.
 static int part_sharing(Scene *sc, Trace *tr, const Options *opt, int n_prompt, int B, int N, int steps) {
-    const GptModel *m = &sc->m;
-    int T = m->cfg.T, stride = n_prompt + steps;
+    int T = sc->m.cfg.T, stride = n_prompt + steps;
     int longest = stride < T ? stride : T, NB = N * ((longest + B - 1) / B) + 2 * ((10 + B - 1) / B) + 2;
     if (scene_pool(sc, tr, B, NB, N + 3, 1)) return oom();
     trace_heading(tr, "(2) One prompt, several outputs: shared blocks and copy-on-write",
@@ -336,66 +453,9 @@ static int part_sharing(Scene *sc, Trace *tr, const Options *opt, int n_prompt, 
         memcpy(sc->tokens + (size_t)i * stride, sc->prompt, sizeof(int) * (size_t)n_prompt);
         mt19937_seed(&sc->samplers[i].rng, (uint32_t)(opt->seed + (uint64_t)i));
     }
-    // The prompt, then the fork (the first step of gpt_sample_paged, shown).
-    trace_run(tr, "fork");
-    int len = n_prompt < T ? n_prompt : T;
-    trace_say(tr, "The prompt into sample 0's blocks:", "提示词写入样本 0 的块：");
-    if (!gpt_forward_paged(&sc->s, m, &sc->seqs[0], sc->prompt + n_prompt - len, len, 0, NULL)) return oom();
-    trace_say(tr, "fork:", "fork：");
-    for (int i = 1; i < N; i++) kvseq_fork(&sc->seqs[i], &sc->seqs[0]);
-    trace_say(tr, "Reference counts after the fork:", "fork 之后的引用计数：");
-    show_table(tr, &sc->seqs[0], m);
-    trace_pause(tr);
-    // Then as gpt_sample_paged: every sample draws its first token from the
-    // prompt's logits, and each step feeds every sample its newest token.
-    trace_run(tr, "sample");
-    trace_say(tr, "Generation, sample after sample at each step:", "生成：每一步依次处理各个样本：");
-    for (int i = 0; i < N; i++) sc->tokens[(size_t)i * stride + n_prompt] = sampler_sample(&sc->samplers[i], sc->s.logits);
-    for (int step = 1; step < steps; step++) {
-        int now = n_prompt + step;   // len(tokens) of every sample
-        trace_step(tr, step + 1);
-        trace_sayf(tr, "  step %d, position %d:", "  第 %d 步，位置 %d：", step + 1, now - 1);
-        for (int i = 0; i < N; i++) {
-            int *tok = sc->tokens + (size_t)i * stride;
-            int n = now <= T ? 1 : T, offset = now <= T ? now - 1 : 0;
-            const float *logits = gpt_forward_paged(&sc->s, m, &sc->seqs[i], tok + now - n, n, offset, NULL);
-            if (!logits) return oom();
-            tok[now] = sampler_sample(&sc->samplers[i], logits);
-        }
-    }
-    trace_step(tr, 0);
-    trace_run(tr, NULL);
-    int64_t table_blocks = 0;
-    for (int i = 0; i < N; i++) {
-        char run[32], *text = NULL;
-        snprintf(run, sizeof run, "sample-%d", i);
-        trace_run(tr, run);
-        size_t want = gpt_decode(NULL, 0, m, sc->tokens + (size_t)i * stride, stride);
-        if (!(text = malloc(want + 1))) return oom();
-        gpt_decode(text, want + 1, m, sc->tokens + (size_t)i * stride, stride);
-        trace_sayf(tr, "sample %d:", "样本 %d：", i);
-        trace_textval(tr, "text", text);
-        free(text);
-        show_table(tr, &sc->seqs[i], m);
-        table_blocks += sc->seqs[i].num_blocks;
-    }
-    trace_run(tr, NULL);
-    int used = NB - kvpool_num_free(&sc->pool);
-    trace_sayf(tr,
-               "\nBlocks: %lld in the %d tables, %d physical blocks in use. Blocks saved (vLLM paper, "
-               "section 6.3) = (blocks without sharing - physical blocks used) / blocks without sharing "
-               "= (%lld - %d) / %lld = %.1f%%. Copies made: %lld.",
-               "\n块：共 %lld 块（%d 个块表），实际使用 %d 个物理块。节省的块（vLLM 论文第 6.3 节）= "
-               "（不共享时的块数 - 实际使用的物理块数）/ 不共享时的块数 = (%lld - %d) / %lld = %.1f%%。"
-               "复制次数：%lld。",
-               (long long)table_blocks, N, used, (long long)table_blocks, used, (long long)table_blocks,
-               100.0 * (double)(table_blocks - used) / (double)table_blocks, (long long)sc->pool.copies);
-    trace_count(tr, "blocks_without_sharing", table_blocks, NULL, NULL);
-    trace_count(tr, "blocks_used", used, NULL, NULL);
-    trace_value(tr, "blocks_saved", (double)(table_blocks - used) / (double)table_blocks, "fraction", NULL, NULL);
-    trace_count(tr, "copies", sc->pool.copies, NULL, NULL);
-    trace_pause(tr);
-
+    if (sharing_fork(sc, tr, n_prompt, N) || sharing_generate(sc, tr, n_prompt, N, steps) ||
+        sharing_saved(sc, tr, N, stride, NB))
+        return oom();
     return prefix_sharing(sc, tr, B, N, stride);
 }
 
@@ -760,36 +820,9 @@ int lesson61_run(const Options *opt, Trace *tr) {
         return 2;
     }
     Scene sc = {0};
-    int random_model = 0;
-    int rc = gptsetup_model(&sc.m, opt, 1, &random_model);
-    if (rc) return rc;
-    if (random_model)
-        fileio_error("lesson 6.1: %s is missing; using a random model of the seed preset (its text is noise)",
-                     "第 6.1 课：找不到 %s；改用 seed 形状的随机模型（生成的文字没有意义）", GPT_SHIPPED_MODEL);
     int n_prompt = 0;
-    rc = gptsetup_prompt(&sc.prompt, &n_prompt, &sc.m, gptsetup_prompt_text(opt), 0);
-    if (rc) {
-        scene_free(&sc);
-        return rc;
-    }
-    int T = sc.m.cfg.T, V = sc.m.cfg.V, stride = n_prompt + steps;
-    int rows = stride > n_prompt + TABLE_STEPS ? stride : n_prompt + TABLE_STEPS;
-    sc.tokens = malloc(sizeof(int) * (size_t)N * rows);
-    sc.samplers = calloc((size_t)N, sizeof *sc.samplers);
-    sc.logits_a = malloc(sizeof(float) * (size_t)stride * V);
-    sc.logits_b = malloc(sizeof(float) * (size_t)stride * V);
-    if (!sc.tokens || !sc.samplers || !sc.logits_a || !sc.logits_b || gpt_state_init(&sc.s, sc.m.cfg)) {
-        scene_free(&sc);
-        return oom();
-    }
-    float temperature = opt->temperature >= 0 ? (float)opt->temperature : 1.0f;
-    for (int i = 0; i < N; i++) {
-        if (sampler_init(&sc.samplers[i], V, temperature, opt->top_k, (uint32_t)(opt->seed + (uint64_t)i))) {
-            scene_free(&sc);
-            return oom();
-        }
-        sc.nsamplers++;
-    }
+    int rc = scene_init(&sc, &n_prompt, opt, N, steps);
+    if (rc) return rc;
     if (opt->threads > 0) ops_set_threads(opt->threads);
 
     GptConfig c = sc.m.cfg;
@@ -813,7 +846,6 @@ int lesson61_run(const Options *opt, Trace *tr) {
                      "第 6.1 课：分页缓存的结果与连续缓存的不一致");
         rc = 1;
     }
-    (void)T;
     scene_free(&sc);
     ops_set_threads(1);
     return rc;
