@@ -126,6 +126,82 @@ static void online_softmax(Trace *tr, const ToyData *d, const AttnStep *s) {
 // ----------------------------------------------------------------------------
 // Tiled attention on the 4-dim example, traced tile by tile
 
+// The setting: Q, K, V of lesson 2's step 2 cut into tiles, and the update
+// of Algorithm 1 in words. s_code gets the tile's score line for the trace.
+static void tiled_intro(Trace *tr, const ToyData *d, const AttnStep *s, char *s_code, size_t size) {
+    int N = TOKENS, dv = d->dv, dk = d->dk;
+    trace_heading(tr, "2. Tiled attention, 2 x 2 tiles (FlashAttention Algorithm 1, FlashAttention-2 loop order)",
+                  "2. 分块注意力，2 x 2 的块（FlashAttention 算法 1，FlashAttention-2 的循环顺序）");
+    // The words, the scale and the size from the data (a teacher's --data too).
+    char words[64], scale_text[32];
+    toy_tokens(d, 0, N, words, sizeof words);
+    toy_scale(d, scale_text, sizeof scale_text);
+    toy_caption(d, "S_ij = Q_i @ K_j.T / %s   (+ mask on the diagonal)", s_code, size);
+    trace_sayf(tr,
+               "Q, K and V of %s (lesson 2, step 2) are cut into blocks of Br = %d query rows and tiles of\n"
+               "Bc = %d keys. For each query block Q_i (outer loop) and each tile K_j, V_j (inner loop):\n"
+               "S_ij = Q_i K_j^T / %s, m~ = rowmax(S_ij), P~ = exp(S_ij - m~), l~ = rowsum(P~), then\n"
+               "m_new = max(m, m~), l = e^(m - m_new) l + e^(m~ - m_new) l~, O = e^(m - m_new) O + e^(m~ - m_new) P~ V_j.\n"
+               "The full %d x %d score matrix is never written: only one tile at a time.",
+               "把%s（第 2 课第 2 步）的 Q、K、V 切成 Br = %d 行的查询块和 Bc = %d 个键的块。\n"
+               "外层循环查询块 Q_i，内层循环 K_j、V_j：S_ij = Q_i K_j^T / %s，m~ = 行最大值，P~ = exp(S_ij - m~)，\n"
+               "l~ = 行和，再更新 m_new = max(m, m~)，l = e^(m - m_new) l + e^(m~ - m_new) l~，\n"
+               "O = e^(m - m_new) O + e^(m~ - m_new) P~ V_j。完整的 %d x %d 分数矩阵从不写出，每次只有一块。",
+               words, TILE, TILE, scale_text, N, N);
+    Tensor tQ = tensor_view2(s->Q, N, dk), tK = tensor_view2(s->K, N, dk), tV = tensor_view2(s->V, N, dv);
+    trace_tensor(tr, TRACE_FULL, "Q", "Q = torch.matmul(X, W_Q)", &tQ, d->rows, 0);
+    trace_tensor(tr, TRACE_FULL, "K", "K = torch.matmul(X, W_K)", &tK, d->rows, 0);
+    trace_tensor(tr, TRACE_FULL, "V", "V = torch.matmul(X, W_V)", &tV, d->rows, 0);
+}
+
+// One query block's running state and one tile's pieces, in Algorithm 1's
+// names; br query rows, bc keys, dv values wide.
+typedef struct {
+    float S[TILE * TILE], P[TILE * TILE];   // (br, bc) the tile's scores S_ij and P~_ij
+    float Ot[TILE * TOY_MAX_WIDTH];         // (br, dv) P~_ij @ V_j
+    float mt[TILE], lt[TILE];               // (br) m~_ij, l~_ij: the tile's rowmax and rowsum
+    float m[TILE], l[TILE];                 // (br) m_i, l_i: the block's so far
+    float On[TILE * TOY_MAX_WIDTH];         // (br, dv) O_i / l_i: the output so far
+} Tiles;
+
+// Tile (i0, j0): each query row of the block against keys j0..j0+bc-1
+// (masked past the row), merged into m, l and O (N, dv); Kt is K^T (dk, N).
+static void tile_update(Tiles *t, float *O, const ToyData *d, const AttnStep *s, const float *Kt, int i0, int br,
+                        int j0, int bc) {
+    int N = TOKENS, dv = d->dv, dk = d->dk;
+    float scale = 1.0f / d->scale;   // scores = Q K^T / d->scale
+    for (int r = 0; r < br; r++) {
+        int row = i0 + r, valid = row - j0 + 1 < bc ? row - j0 + 1 : bc;
+        FlashStat part = flash_tile(t->S + r * bc, t->P + r * bc, t->Ot + r * dv, s->Q + row * dk, Kt + j0, N,
+                                    s->V + j0 * dv, dv, bc, valid < 0 ? 0 : valid, dk, scale);
+        t->mt[r] = part.m, t->lt[r] = part.l;
+        FlashStat st = {t->m[r], t->l[r]};
+        flash_merge(&st, O + row * dv, part, t->Ot + r * dv, dv);
+        t->m[r] = st.m, t->l[r] = st.l;
+        for (int k = 0; k < dv; k++) t->On[r * dv + k] = O[row * dv + k] / t->l[r];
+    }
+}
+
+// What tile (i0, j0) computed, each with its line of Algorithm 1.
+static void tile_show(Trace *tr, Tiles *t, float *O, const ToyData *d, const char *s_code, int i0, int br, int bc) {
+    int dv = d->dv;
+    const char *const *rows = d->rows + i0;
+    Tensor tS = tensor_view2(t->S, br, bc), tP = tensor_view2(t->P, br, bc);
+    Tensor tmt = tensor_view2(t->mt, br, 1), tlt = tensor_view2(t->lt, br, 1);
+    Tensor tm = tensor_view2(t->m, br, 1), tl = tensor_view2(t->l, br, 1);
+    Tensor tO = tensor_view2(O + i0 * dv, br, dv), tOn = tensor_view2(t->On, br, dv);
+    trace_tensor(tr, TRACE_FULL, "S_ij", s_code, &tS, rows, 1);
+    trace_tensor(tr, TRACE_FULL, "m~", "m~_ij = rowmax(S_ij)", &tmt, rows, 0);
+    trace_tensor(tr, TRACE_FULL, "P~", "P~_ij = exp(S_ij - m~_ij)", &tP, rows, 1);
+    trace_tensor(tr, TRACE_FULL, "l~", "l~_ij = rowsum(P~_ij)", &tlt, rows, 0);
+    trace_tensor(tr, TRACE_SUMMARY, "m", "m_i = max(m_i, m~_ij)", &tm, rows, 0);
+    trace_tensor(tr, TRACE_SUMMARY, "l", "l_i = e^(m_i - m_new) l_i + e^(m~_ij - m_new) l~_ij", &tl, rows, 0);
+    trace_tensor(tr, TRACE_FULL, "O~", "O_i = e^(m_i - m_new) O_i + e^(m~_ij - m_new) P~_ij @ V_j", &tO, rows, 0);
+    trace_tensor(tr, TRACE_SUMMARY, "O", "O_i / l_i   (Algorithm 1, line 12: O so far)", &tOn, rows, 0);
+    trace_say(tr, "", "");
+    trace_pause(tr);
+}
+
 // The tiled output O (N, dv) against lesson 2's and against the kernel the
 // char GPT and the measurements use (flash_tiled_head on Kt, K transposed),
 // with the tiles counted. Returns 1 when O equals lesson 2's output to 1e-6.
@@ -154,40 +230,20 @@ static int tiled_result(Trace *tr, const ToyData *d, const AttnStep *s, float *O
     return diff <= 1e-6;
 }
 
-// Returns 1 when the tiled output equals lesson 2's to 1e-6.
+// The tiles in FlashAttention-2's order: query blocks outside, key tiles
+// inside, those above the diagonal skipped. Returns 1 when the tiled output
+// equals lesson 2's to 1e-6.
 static int tiled_trace(Trace *tr, const ToyData *d, const AttnStep *s) {
-    int N = TOKENS, dv = d->dv, dk = d->dk;
-    float scale = 1.0f / d->scale;   // scores = Q K^T / d->scale
-    float Kt[TOY_MAX_WIDTH * TOKENS], O[TOKENS * TOY_MAX_WIDTH];
-    float S[TILE * TILE], P[TILE * TILE], Ot[TILE * TOY_MAX_WIDTH], mt[TILE], lt[TILE];
-    float m[TILE], l[TILE], On[TILE * TOY_MAX_WIDTH];
-    ops_transpose(Kt, s->K, N, dk);
-    trace_heading(tr, "2. Tiled attention, 2 x 2 tiles (FlashAttention Algorithm 1, FlashAttention-2 loop order)",
-                  "2. 分块注意力，2 x 2 的块（FlashAttention 算法 1，FlashAttention-2 的循环顺序）");
-    // The words, the scale and the size from the data (a teacher's --data too).
-    char words[64], scale_text[32], s_code[96];
-    toy_tokens(d, 0, N, words, sizeof words);
-    toy_scale(d, scale_text, sizeof scale_text);
-    toy_caption(d, "S_ij = Q_i @ K_j.T / %s   (+ mask on the diagonal)", s_code, sizeof s_code);
-    trace_sayf(tr,
-               "Q, K and V of %s (lesson 2, step 2) are cut into blocks of Br = %d query rows and tiles of\n"
-               "Bc = %d keys. For each query block Q_i (outer loop) and each tile K_j, V_j (inner loop):\n"
-               "S_ij = Q_i K_j^T / %s, m~ = rowmax(S_ij), P~ = exp(S_ij - m~), l~ = rowsum(P~), then\n"
-               "m_new = max(m, m~), l = e^(m - m_new) l + e^(m~ - m_new) l~, O = e^(m - m_new) O + e^(m~ - m_new) P~ V_j.\n"
-               "The full %d x %d score matrix is never written: only one tile at a time.",
-               "把%s（第 2 课第 2 步）的 Q、K、V 切成 Br = %d 行的查询块和 Bc = %d 个键的块。\n"
-               "外层循环查询块 Q_i，内层循环 K_j、V_j：S_ij = Q_i K_j^T / %s，m~ = 行最大值，P~ = exp(S_ij - m~)，\n"
-               "l~ = 行和，再更新 m_new = max(m, m~)，l = e^(m - m_new) l + e^(m~ - m_new) l~，\n"
-               "O = e^(m - m_new) O + e^(m~ - m_new) P~ V_j。完整的 %d x %d 分数矩阵从不写出，每次只有一块。",
-               words, TILE, TILE, scale_text, N, N);
-    Tensor tQ = tensor_view2(s->Q, N, dk), tK = tensor_view2(s->K, N, dk), tV = tensor_view2(s->V, N, dv);
-    trace_tensor(tr, TRACE_FULL, "Q", "Q = torch.matmul(X, W_Q)", &tQ, d->rows, 0);
-    trace_tensor(tr, TRACE_FULL, "K", "K = torch.matmul(X, W_K)", &tK, d->rows, 0);
-    trace_tensor(tr, TRACE_FULL, "V", "V = torch.matmul(X, W_V)", &tV, d->rows, 0);
+    int N = TOKENS, dv = d->dv;
+    float Kt[TOY_MAX_WIDTH * TOKENS], O[TOKENS * TOY_MAX_WIDTH];   // K^T (dk, N), O (N, dv)
+    char s_code[96];
+    Tiles t;
+    ops_transpose(Kt, s->K, N, d->dk);
+    tiled_intro(tr, d, s, s_code, sizeof s_code);
     int tile = 0, skipped = 0, masked = 0, computed = 0;
     for (int i0 = 0, bi = 1; i0 < N; i0 += TILE, bi++) {
         int br = N - i0 < TILE ? N - i0 : TILE;
-        for (int r = 0; r < br; r++) m[r] = -INFINITY, l[r] = 0;
+        for (int r = 0; r < br; r++) t.m[r] = -INFINITY, t.l[r] = 0;
         memset(O + i0 * dv, 0, sizeof(float) * (size_t)(br * dv));
         for (int j0 = 0, bj = 1; j0 < N; j0 += TILE, bj++) {
             int bc = N - j0 < TILE ? N - j0 : TILE;
@@ -205,34 +261,11 @@ static int tiled_trace(Trace *tr, const ToyData *d, const AttnStep *s) {
             trace_sayf(tr, "tile (%d, %d): queries %d..%d against keys %d..%d%s", "块 (%d, %d)：查询 %d..%d 对键 %d..%d%s",
                        bi, bj, i0, i0 + br - 1, j0, j0 + bc - 1,
                        trace_text(tr, diag ? " — on the diagonal: masked" : "", diag ? "——对角线上的块：加掩码" : ""));
-            for (int r = 0; r < br; r++) {
-                int row = i0 + r, valid = row - j0 + 1 < bc ? row - j0 + 1 : bc;
-                FlashStat part = flash_tile(S + r * bc, P + r * bc, Ot + r * dv, s->Q + row * dk, Kt + j0, N,
-                                            s->V + j0 * dv, dv, bc, valid < 0 ? 0 : valid, dk, scale);
-                mt[r] = part.m, lt[r] = part.l;
-                FlashStat st = {m[r], l[r]};
-                flash_merge(&st, O + row * dv, part, Ot + r * dv, dv);
-                m[r] = st.m, l[r] = st.l;
-                for (int k = 0; k < dv; k++) On[r * dv + k] = O[row * dv + k] / l[r];
-            }
-            const char *const *rows = d->rows + i0;
-            Tensor tS = tensor_view2(S, br, bc), tP = tensor_view2(P, br, bc);
-            Tensor tmt = tensor_view2(mt, br, 1), tlt = tensor_view2(lt, br, 1);
-            Tensor tm = tensor_view2(m, br, 1), tl = tensor_view2(l, br, 1);
-            Tensor tO = tensor_view2(O + i0 * dv, br, dv), tOn = tensor_view2(On, br, dv);
-            trace_tensor(tr, TRACE_FULL, "S_ij", s_code, &tS, rows, 1);
-            trace_tensor(tr, TRACE_FULL, "m~", "m~_ij = rowmax(S_ij)", &tmt, rows, 0);
-            trace_tensor(tr, TRACE_FULL, "P~", "P~_ij = exp(S_ij - m~_ij)", &tP, rows, 1);
-            trace_tensor(tr, TRACE_FULL, "l~", "l~_ij = rowsum(P~_ij)", &tlt, rows, 0);
-            trace_tensor(tr, TRACE_SUMMARY, "m", "m_i = max(m_i, m~_ij)", &tm, rows, 0);
-            trace_tensor(tr, TRACE_SUMMARY, "l", "l_i = e^(m_i - m_new) l_i + e^(m~_ij - m_new) l~_ij", &tl, rows, 0);
-            trace_tensor(tr, TRACE_FULL, "O~", "O_i = e^(m_i - m_new) O_i + e^(m~_ij - m_new) P~_ij @ V_j", &tO, rows, 0);
-            trace_tensor(tr, TRACE_SUMMARY, "O", "O_i / l_i   (Algorithm 1, line 12: O so far)", &tOn, rows, 0);
-            trace_say(tr, "", "");
-            trace_pause(tr);
+            tile_update(&t, O, d, s, Kt, i0, br, j0, bc);
+            tile_show(tr, &t, O, d, s_code, i0, br, bc);
         }
         for (int r = 0; r < br; r++)
-            for (int k = 0; k < dv; k++) O[(i0 + r) * dv + k] /= l[r];
+            for (int k = 0; k < dv; k++) O[(i0 + r) * dv + k] /= t.l[r];
     }
     trace_step(tr, 0);
     return tiled_result(tr, d, s, O, Kt, computed, skipped, masked);
