@@ -509,23 +509,58 @@ static int measured(Trace *tr, const Options *opt) {
 // ----------------------------------------------------------------------------
 // Flash-decoding: one query row against a long cache, its tiles on threads
 
+// One query row q (d) against n keys and values, kt = K^T (d, n) and v (n, d),
+// timed over the first len of them: out1 and outp (d) the outputs of the two
+// ways, scratch flash_decode's, samples (repeat) the times of the runs.
+typedef struct {
+    float *kt, *v, *scratch;
+    double *samples;
+    float q[HEAD], out1[HEAD], outp[HEAD];
+    int n, Bc, repeat;
+} Decode;
+
+// The first len keys both ways, median seconds of each: one thread, tile
+// after tile (flash_row, t_row), and the tiles on threads threads, merged
+// after (flash_decode, t_dec). Returns 0, or 1 when the threads could not
+// start (said).
+static int decode_times(double *t_row, double *t_dec, Decode *x, int len, int threads) {
+    int d = HEAD;
+    float scale = 1.0f / sqrtf((float)d);
+    for (int r = 0; r < x->repeat; r++) {
+        double t0 = timer_now();
+        flash_row(x->out1, x->scratch, x->q, x->kt, x->n, x->v, d, len, d, scale, x->Bc);
+        x->samples[r] = timer_now() - t0;
+    }
+    *t_row = timer_median(x->samples, x->repeat);
+    if (ops_set_threads(threads)) {
+        fileio_error("could not start %d threads", "无法启动 %d 个线程", threads);
+        return 1;
+    }
+    for (int r = 0; r < x->repeat; r++) {
+        double t0 = timer_now();
+        flash_decode(x->outp, x->scratch, x->q, x->kt, x->n, x->v, d, len, d, scale, x->Bc);
+        x->samples[r] = timer_now() - t0;
+    }
+    *t_dec = timer_median(x->samples, x->repeat);
+    return 0;
+}
+
 static int flash_decoding(Trace *tr, const Options *opt) {
-    int Bc = opt->tile ? opt->tile : FLASH_DEFAULT_TILE, n = DECODE_N, d = HEAD;
-    int repeat = opt->repeat ? opt->repeat : 5;
-    size_t nd = (size_t)n * d;
-    float *kt = malloc(sizeof(float) * nd), *v = malloc(sizeof(float) * nd), q[HEAD], out1[HEAD], outp[HEAD];
-    float *scratch = malloc(sizeof(float) * (size_t)(flash_decode_floats(n, d, Bc) + Bc + d));
-    double *samples = malloc(sizeof(double) * (size_t)repeat);
-    if (!kt || !v || !scratch || !samples) {
-        free(kt), free(v), free(scratch), free(samples);
+    Decode x = {.n = DECODE_N, .Bc = opt->tile ? opt->tile : FLASH_DEFAULT_TILE, .repeat = opt->repeat ? opt->repeat : 5};
+    int d = HEAD;
+    size_t nd = (size_t)x.n * d;
+    x.kt = malloc(sizeof(float) * nd), x.v = malloc(sizeof(float) * nd);
+    x.scratch = malloc(sizeof(float) * (size_t)(flash_decode_floats(x.n, d, x.Bc) + x.Bc + d));
+    x.samples = malloc(sizeof(double) * (size_t)x.repeat);
+    if (!x.kt || !x.v || !x.scratch || !x.samples) {
+        free(x.kt), free(x.v), free(x.scratch), free(x.samples);
         fileio_error("out of memory", "内存不足");
         return 1;
     }
     uint64_t seed = 7;
-    fill_random(kt, (int64_t)nd, &seed);
-    fill_random(v, (int64_t)nd, &seed);
-    fill_random(q, d, &seed);
-    float scale = 1.0f / sqrtf((float)d);
+    fill_random(x.kt, (int64_t)nd, &seed);
+    fill_random(x.v, (int64_t)nd, &seed);
+    fill_random(x.q, d, &seed);
     trace_heading(tr, "5. Flash-decoding: a cached step's one row, its tiles on several threads",
                   "5. Flash-decoding：缓存步只有一行查询，把它的块分给多个线程");
     trace_sayf(tr,
@@ -536,40 +571,24 @@ static int flash_decoding(Trace *tr, const Options *opt) {
                "缓存步只有一行查询。分块注意力按行（和头）并行，于是一个头的一行只能在一个线程上算。Flash-decoding\n"
                "把缓存中的键（最多 %d 个）切成每块 %d 个，各块的 (m, l, O) 由空闲线程计算，再按块的顺序用第 1 节的规则合并：\n"
                "无论多少线程，结果逐位相同。",
-               n, Bc);
+               x.n, x.Bc);
     int rc = 0;
     static const int SIZES[] = {256, DECODE_N};   // a short cache and a long one
     for (int z = 0; !rc && z < 2; z++) {
         int len = SIZES[z];
-        // One thread, tile after tile (flash_row)...
-        for (int r = 0; r < repeat; r++) {
-            double t0 = timer_now();
-            flash_row(out1, scratch, q, kt, n, v, d, len, d, scale, Bc);
-            samples[r] = timer_now() - t0;
-        }
-        double t_row = timer_median(samples, repeat);
-        // ...and the tiles on every thread, merged after (flash_decode).
-        if (ops_set_threads(opt->threads)) {
-            fileio_error("could not start %d threads", "无法启动 %d 个线程", opt->threads);
-            rc = 1;
-            break;
-        }
-        for (int r = 0; r < repeat; r++) {
-            double t0 = timer_now();
-            flash_decode(outp, scratch, q, kt, n, v, d, len, d, scale, Bc);
-            samples[r] = timer_now() - t0;
-        }
-        double t_dec = timer_median(samples, repeat);
+        double t_row, t_dec;
+        rc = decode_times(&t_row, &t_dec, &x, len, opt->threads);
+        if (rc) break;
         int threads = ops_threads();
         ops_set_threads(1);
         char name[48];
-        Tensor ta = tensor_view2(out1, 1, d), tb = tensor_view2(outp, 1, d);
+        Tensor ta = tensor_view2(x.out1, 1, d), tb = tensor_view2(x.outp, 1, d);
         snprintf(name, sizeof name, "decode_vs_row_N%d", len);
         trace_compare(tr, name, trace_text(tr, "one thread, tile after tile", "单线程逐块"), &ta, "flash-decoding", &tb);
         snprintf(name, sizeof name, "row_1_thread_N%d", len);
-        trace_timing(tr, name, t_row, repeat);
+        trace_timing(tr, name, t_row, x.repeat);
         snprintf(name, sizeof name, "flash_decoding_N%d", len);
-        trace_timing(tr, name, t_dec, repeat);
+        trace_timing(tr, name, t_dec, x.repeat);
         trace_sayf(tr, "  %6d keys: %.3f ms tile after tile on one thread, %.3f ms by flash-decoding on %d threads\n",
                    "  %6d 个键：单线程逐块 %.3f ms，flash-decoding %.3f ms（%d 个线程）\n", len, t_row * 1e3,
                    t_dec * 1e3, threads);
@@ -583,7 +602,7 @@ static int flash_decoding(Trace *tr, const Options *opt) {
                   "行和头很少、缓存很长（批大小为 1、上下文很长）且有空闲线程时它有用。缓存很短时可分的很少：\n"
                   "线程交接与合并在几微秒里占了很大比例。若光是各个头就已让所有线程忙碌——如字符级 GPT 的\n"
                   "6 个头、几个核——它只多了一次合并（第 6 部分）。\n");
-    free(kt), free(v), free(scratch), free(samples);
+    free(x.kt), free(x.v), free(x.scratch), free(x.samples);
     return rc;
 }
 
