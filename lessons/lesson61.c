@@ -497,11 +497,9 @@ static int part_same(Scene *sc, Trace *tr, int n_prompt, int B, int steps, int *
     return 0;
 }
 
-// The workload served under each policy: one row a policy, in text its
-// shares with their sign and the requests at once with their peak, in JSON
-// the numbers alone (the peak is the run's peak_running). paged_waste gets
-// the never-used share of the block sizes of (5). Returns 0, or 1 when
-// memory ran out.
+// (4)'s table, one row a policy: in text the shares with their sign and the
+// requests at once with their peak, in JSON the numbers alone (the peak is
+// the run's peak_running).
 static const TraceColumn POLICY_COLS[] = {
     {"policy", "策略", 24, 0, "policy"},
     {"tokens %", "token %", 9, 1, "tokens_percent"},
@@ -512,6 +510,9 @@ static const TraceColumn POLICY_COLS[] = {
 };
 static const TraceTable POLICIES = {"policies", COUNT(POLICY_COLS), POLICY_COLS};
 
+// The workload served under each policy, a row each; paged_waste gets the
+// never-used share of the block sizes of (5). Returns 0, or 1 when memory
+// ran out.
 static int policies_table(Trace *tr, const KvRequest *reqs, int64_t S, double *paged_waste) {
     trace_table_head(tr, &POLICIES);
     struct {
@@ -731,8 +732,9 @@ static const TraceColumn BLOCK_COLS[] = {
 };
 static const TraceTable BLOCK_SIZES = {"block_sizes", COUNT(BLOCK_COLS), BLOCK_COLS};
 
-// One row: B, lookups ("-" for the contiguous cache, whose B is NULL),
-// seconds, and the waste (a negative waste: none shown).
+// One row: B (or the contiguous cache's name), the lookups per head (0:
+// "-"), the time, its ratio to the contiguous cache's and the waste
+// (negative: none shown).
 static void block_row(Trace *tr, const char *B, int lookups, double seconds, double ratio, double waste) {
     int text = tr->format != FORMAT_JSON;
     char cell[4][32] = {"-", "", "", ""};
