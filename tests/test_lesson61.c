@@ -225,48 +225,14 @@ static void test_block_size_timing(void **state) {
     }
 }
 
-// One row event of a table: its run and its cells as written (a string
-// without its quotes).
-typedef struct {
-    char run[32], cell[8][64];
-    int n;
-} Row;
-
-// The row events of table `name`, in order; returns how many (at most max).
-static int table_rows(const char *out, const char *name, Row *rows, int max) {
-    char want[96];
-    snprintf(want, sizeof want, "\"event\":\"row\",\"name\":\"%s\",\"cells\":[", name);
-    int n = 0;
-    for (const char *p = strstr(out, want); p && n < max; p = strstr(p, want)) {
-        Row *r = &rows[n++];
-        memset(r, 0, sizeof *r);
-        const char *line = p, *run;
-        while (line > out && line[-1] != '\n') line--;
-        if ((run = strstr(line, "\"run\":\"")) && run < p) sscanf(run + 7, "%31[^\"]", r->run);
-        for (p += strlen(want); *p && *p != ']' && r->n < 8;) {
-            char *c = r->cell[r->n++];
-            size_t o = 0;
-            int quoted = *p == '"';
-            for (p += quoted; *p && (quoted ? *p != '"' : *p != ',' && *p != ']'); p++) {
-                if (*p == '\\' && p[1]) p++;
-                if (o + 1 < sizeof r->cell[0]) c[o++] = *p;
-            }
-            c[o] = '\0';
-            p += quoted && *p;
-            if (*p == ',') p++;
-        }
-    }
-    return n;
-}
-
-static double num(const Row *r, int c) {
+static double num(const TableRow *r, int c) {
     char *end;
     double v = strtod(r->cell[c], &end);
     if (end == r->cell[c] || *end) fail_msg("row %s cell %d: expected a number, got \"%s\"", r->run, c, r->cell[c]);
     return v;
 }
 
-static void expect_cell(const Row *r, int c, double want, double tol) {
+static void expect_cell(const TableRow *r, int c, double want, double tol) {
     double got = num(r, c);
     if (!(fabs(got - want) <= tol)) fail_msg("row %s cell %d: expected %.6g, got %.6g", r->run, c, want, got);
 }
@@ -287,15 +253,15 @@ static void test_tables_in_json(void **state) {
         if (!strstr(out, heads[i])) fail_msg("expected the table head %s, got none", heads[i]);
     const Event *req = need(l, "tensor", NULL, -1, "requests");
     int R = (int)count(l, NULL, -1, "requests"), M = (int)count(l, NULL, -1, "max_len");
-    static Row rows[16];
-    int n = table_rows(out, "policies", rows, 16);
+    static TableRow rows[16];
+    int n = table_rows_of(out, "policies", rows, 16);
     const char *runs[] = {"max", "pow2", "oracle", "paged-1", "paged-4", "paged-16", "paged-64", "paged-256"};
     const char *names[] = {"reserve max length", "reserve power of two", "reserve exact (oracle)", "paged-1",
                            "paged-4", "paged-16", "paged-64", "paged-256"};
     const int sizes[] = {0, 0, 0, 1, 4, 16, 64, 256};
     if (n != 8) fail_msg("table policies: expected 8 rows, got %d", n);
     for (int i = 0; i < 8; i++) {
-        const Row *r = &rows[i];
+        const TableRow *r = &rows[i];
         if (strcmp(r->run, runs[i]) || strcmp(r->cell[0], names[i]) || r->n != 6)
             fail_msg("policies row %d: expected run %s, \"%s\" and 6 cells, got run %s, \"%s\" and %d cells", i, runs[i],
                      names[i], r->run, r->cell[0], r->n);
@@ -305,7 +271,7 @@ static void test_tables_in_json(void **state) {
         expect_cell(r, 4, (double)count(l, runs[i], -1, "steps"), 0);
         expect_cell(r, 5, (double)count(l, runs[i], -1, "preempted"), 0);
     }
-    n = table_rows(out, "block_sizes", rows, 16);
+    n = table_rows_of(out, "block_sizes", rows, 16);
     if (n != 4) fail_msg("table block_sizes: expected 4 rows (contiguous, B = 1, 16, 256), got %d", n);
     if (strcmp(rows[0].cell[0], "contiguous") || strcmp(rows[0].cell[1], "-") || strcmp(rows[0].cell[4], ""))
         fail_msg("block_sizes row 0: expected contiguous, - and no waste, got %s, %s and \"%s\"", rows[0].cell[0],
@@ -315,7 +281,7 @@ static void test_tables_in_json(void **state) {
     expect_cell(&rows[0], 3, 1, 0);
     const int B[] = {1, 16, 256};
     for (int i = 0; i < 3; i++) {
-        const Row *r = &rows[1 + i];
+        const TableRow *r = &rows[1 + i];
         double never;
         utilisation(req->data, R, "paged", M, B[i], &never);
         expect_cell(r, 0, B[i], 0);

@@ -186,26 +186,15 @@ static void test_traffic(void **state) {
 // row and rows rows; returns the number of rows. A cell that is not a
 // number (the traffic table's empty unit) is NAN.
 static int table_rows(const char *out, const char *name, double (*cells)[16], int rows, int *ncells) {
-    char want[96];
-    snprintf(want, sizeof want, "\"event\":\"row\",\"name\":\"%s\",\"cells\":[", name);
-    int n = 0;
-    for (const char *p = strstr(out, want); p && n < rows; p = strstr(p, want), n++) {
-        p += strlen(want);
-        int k = 0;
-        while (*p && *p != ']' && k < 16) {
+    static TableRow row[16];
+    int n = table_rows_of(out, name, row, rows < 16 ? rows : 16);
+    for (int i = 0; i < n; i++) {
+        ncells[i] = row[i].n;
+        for (int k = 0; k < row[i].n; k++) {
             char *end;
-            double v = strtod(p, &end);
-            if (end == p) {   // a string: skip it
-                v = NAN;
-                for (end = (char *)p + 1; *end && *end != '"'; end++)
-                    if (*end == '\\' && end[1]) end++;
-                if (*end) end++;
-            }
-            cells[n][k++] = v;
-            p = end;
-            if (*p == ',') p++;
+            cells[i][k] = strtod(row[i].cell[k], &end);
+            if (end == row[i].cell[k] || *end) cells[i][k] = NAN;
         }
-        ncells[n] = k;
     }
     return n;
 }

@@ -20,50 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { MAX_CELLS = 16 };
-
-typedef struct {
-    char cell[MAX_CELLS][256];
-    int n;
-} Row;
-
-// The "cells" of every row event of table `name`, strings unquoted.
-static int rows_of(const char *out, const char *name, Row *rows, int max) {
-    char want[96];
-    snprintf(want, sizeof want, "\"event\":\"row\",\"name\":\"%s\"", name);
-    int n = 0;
-    for (const char *p = out; *p && n < max;) {
-        const char *nl = strchr(p, '\n');
-        size_t len = nl ? (size_t)(nl - p) : strlen(p);
-        char *line = strndup(p, len);
-        const char *c = strstr(line, want) ? strstr(line, "\"cells\":[") : NULL;
-        if (c) {
-            Row *r = &rows[n++];
-            r->n = 0;
-            c += 9;
-            while (*c && *c != ']' && r->n < MAX_CELLS) {
-                size_t o = 0;
-                char *cell = r->cell[r->n++];
-                if (*c == '"') {
-                    for (c++; *c && *c != '"' && o + 1 < sizeof r->cell[0]; c++) {
-                        if (*c == '\\' && c[1]) c++;
-                        cell[o++] = *c;
-                    }
-                    if (*c == '"') c++;
-                } else {
-                    while (*c && *c != ',' && *c != ']' && o + 1 < sizeof r->cell[0]) cell[o++] = *c++;
-                }
-                cell[o] = '\0';
-                if (*c == ',') c++;
-            }
-        }
-        free(line);
-        p += len + (nl ? 1 : 0);
-    }
-    return n;
-}
-
-static unsigned long long number(const Row *r, int i) {
+static unsigned long long number(const TableRow *r, int i) {
     char *end;
     unsigned long long v = strtoull(r->cell[i], &end, 10);
     if (end == r->cell[i] || *end) fail_msg("cell %d is not a whole number: '%s'", i, r->cell[i]);
@@ -75,8 +32,8 @@ static void test_lesson8_rows(void **state) {
     static const unsigned long long batches[] = {1, 8, 64, 128};
     RunResult r = kvdemo_run("lesson 8 --format json");
     if (r.status) fail_msg("lesson 8: exit status %d: %s", r.status, r.err);
-    Row rows[8];
-    int n = rows_of(r.out, "bytes", rows, 8);
+    TableRow rows[8];
+    int n = table_rows_of(r.out, "bytes", rows, 8);
     if (n != 4) fail_msg("lesson 8: %d rows of its table, expected 4 (one per length)", n);
     if (!strstr(r.out, "\"event\":\"table\",\"name\":\"bytes\"")) fail_msg("lesson 8: no head of its table");
     for (int i = 0; i < n; i++) {
@@ -118,11 +75,11 @@ static void test_memory_list_rows(void **state) {
     (void)state;
     RunResult r = kvdemo_run("memory --list --format json");
     if (r.status) fail_msg("memory --list: exit status %d: %s", r.status, r.err);
-    Row rows[64];
-    int n = rows_of(r.out, "presets", rows, 64);
+    TableRow rows[64];
+    int n = table_rows_of(r.out, "presets", rows, 64);
     if (n != NUM_MEM_PRESETS) fail_msg("memory --list: %d rows, expected %d (one per preset)", n, NUM_MEM_PRESETS);
     for (int i = 0; i < n; i++) {
-        const Row *w = &rows[i];
+        const TableRow *w = &rows[i];
         if (w->n != 8) fail_msg("memory --list row %d: %d cells, expected 8", i, w->n);
         if (strcmp(w->cell[0], MEM_PRESETS[i].name))
             fail_msg("memory --list row %d: expected %s, got %s", i, MEM_PRESETS[i].name, w->cell[0]);
@@ -141,8 +98,8 @@ static void test_lesson12_rows(void **state) {
     assert_int_equal(gpt_preset(&cfg, "tiny"), 0);
     RunResult r = kvdemo_run("lesson 12 --init random --preset tiny --steps 4 --format json");
     if (r.status) fail_msg("lesson 12: exit status %d: %s", r.status, r.err);
-    Row rows[8];
-    int n = rows_of(r.out, "kv_dtypes", rows, 8);
+    TableRow rows[8];
+    int n = table_rows_of(r.out, "kv_dtypes", rows, 8);
     if (n != 5) fail_msg("lesson 12: %d rows, expected 5 (fp32, bf16, fp16, int8, int4)", n);
     const char *names[] = {"fp32", "bf16", "fp16"};
     const int bytes[] = {4, 2, 2};
@@ -171,12 +128,12 @@ static void test_lesson5_rows(void **state) {
     (void)state;
     RunResult r = kvdemo_run("lesson 5 --init random --preset tiny --format json");
     if (r.status) fail_msg("lesson 5: exit status %d: %s", r.status, r.err);
-    Row rows[64];
-    int n = rows_of(r.out, "real_models", rows, 64);
+    TableRow rows[64];
+    int n = table_rows_of(r.out, "real_models", rows, 64);
     if (n != NUM_MEM_PRESETS) fail_msg("lesson 5: %d rows, expected %d (one per preset)", n, NUM_MEM_PRESETS);
     for (int i = 0; i < n; i++) {
         const MemModel *m = &MEM_PRESETS[i];
-        const Row *w = &rows[i];
+        const TableRow *w = &rows[i];
         if (strcmp(w->cell[0], m->name)) fail_msg("lesson 5 row %d: expected %s, got %s", i, m->name, w->cell[0]);
         unsigned long long tok = m->mla_dim ? (unsigned long long)m->layers * (unsigned long long)m->mla_dim * 2
                                             : 2ull * (unsigned long long)m->layers * (unsigned long long)m->kv_heads *
@@ -194,7 +151,7 @@ static void test_lesson5_rows(void **state) {
     // positions of 2 · L · C float32 values.
     GptConfig cfg;
     assert_int_equal(gpt_preset(&cfg, "tiny"), 0);
-    n = rows_of(r.out, "trade", rows, 64);
+    n = table_rows_of(r.out, "trade", rows, 64);
     if (n < 2) fail_msg("lesson 5: %d rows of the trade, expected the char GPT's and the real models'", n);
     int char_rows = 0;
     for (int i = 0; i < n; i++) {
@@ -215,8 +172,8 @@ static void test_race_rows(void **state) {
     (void)state;
     RunResult r = kvdemo_run("race --init random --preset tiny --steps 12 --format json");
     if (r.status) fail_msg("race: exit status %d: %s", r.status, r.err);
-    Row rows[4];
-    int n = rows_of(r.out, "race", rows, 4);
+    TableRow rows[4];
+    int n = table_rows_of(r.out, "race", rows, 4);
     if (n != 2) fail_msg("race: %d rows, expected 2 (without and with the cache)", n);
     for (int i = 0; i < 2; i++)
         if (number(&rows[i], 1) != 12) fail_msg("race row %d: expected 12 tokens, got %s", i, rows[i].cell[1]);
@@ -245,8 +202,8 @@ static void test_lesson4_rows(void **state) {
     (void)state;
     RunResult r = kvdemo_run("lesson 4 --init random --preset tiny --repeat 1 --format json");
     if (r.status) fail_msg("lesson 4: exit status %d: %s", r.status, r.err);
-    Row rows[32];
-    int n = rows_of(r.out, "mflops", rows, 32);
+    TableRow rows[32];
+    int n = table_rows_of(r.out, "mflops", rows, 32);
     if (n < 4 || n % 2) fail_msg("lesson 4: %d rows, expected the same number for both runs", n);
     for (int i = 0; i < n; i++) {
         int cached = i >= n / 2, first = i == 0 || i == n / 2;
@@ -258,13 +215,13 @@ static void test_lesson4_rows(void **state) {
     }
     // Prefill against decode: the prompt's 6 rows ("ROMEO:"), then one
     // row for the cached step.
-    n = rows_of(r.out, "prefill_decode", rows, 32);
+    n = table_rows_of(r.out, "prefill_decode", rows, 32);
     if (n != 3) fail_msg("lesson 4: %d rows of prefill against decode, expected 3", n);
     if (number(&rows[0], 1) != 6) fail_msg("lesson 4 prefill: expected 6 rows, got %s", rows[0].cell[1]);
     if (number(&rows[2], 1) != 1) fail_msg("lesson 4 decode: expected 1 row, got %s", rows[2].cell[1]);
     // Its times per token: present and sane (positive, the ratio theirs);
     // how fast is bench's business, not a test's.
-    n = rows_of(r.out, "per_token", rows, 32);
+    n = table_rows_of(r.out, "per_token", rows, 32);
     if (n < 1) fail_msg("lesson 4: no rows of time per token");
     for (int i = 0; i < n; i++) {
         double a = strtod(rows[i].cell[1], NULL), b = strtod(rows[i].cell[2], NULL), ratio = strtod(rows[i].cell[3], NULL);

@@ -621,3 +621,29 @@ void expect_links_resolve_in(const char *dir) {
     }
     closedir(d);
 }
+
+int table_rows_of(const char *out, const char *name, TableRow *rows, int max) {
+    char want[96];
+    snprintf(want, sizeof want, "\"event\":\"row\",\"name\":\"%s\",\"cells\":[", name);
+    int n = 0;
+    for (const char *p = strstr(out, want); p && n < max; p = strstr(p, want)) {
+        TableRow *r = &rows[n++];
+        memset(r, 0, sizeof *r);
+        const char *line = p, *run;
+        while (line > out && line[-1] != '\n') line--;
+        if ((run = strstr(line, "\"run\":\"")) && run < p) sscanf(run + 7, "%31[^\"]", r->run);
+        for (p += strlen(want); *p && *p != ']' && r->n < TABLE_CELLS;) {
+            char *c = r->cell[r->n++];
+            size_t o = 0;
+            int quoted = *p == '"';
+            for (p += quoted; *p && (quoted ? *p != '"' : *p != ',' && *p != ']'); p++) {
+                if (*p == '\\' && p[1]) p++;
+                if (o + 1 < sizeof r->cell[0]) c[o++] = *p;
+            }
+            c[o] = '\0';
+            p += quoted && *p;
+            if (*p == ',') p++;
+        }
+    }
+    return n;
+}

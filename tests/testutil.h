@@ -124,6 +124,17 @@ struct Event {
 // Parses every line of out; fails the test on a line that is not an event.
 Event *events_parse(const char *out, int *n);
 void events_free(Event *e, int n);
+
+// One row event of a trace table (docs/trace-format.md): its run and its
+// cells as written (a string without its quotes).
+enum { TABLE_CELLS = 16 };
+typedef struct {
+    char run[32], cell[TABLE_CELLS][256];
+    int n;
+} TableRow;
+// The row events of table `name` in out, in order; returns how many (at
+// most max).
+int table_rows_of(const char *out, const char *name, TableRow *rows, int max);
 // The first event with these fields (NULL run or name: any); NULL if none.
 const Event *events_find(const Event *e, int n, const char *event, const char *run, int step,
                          const char *name);
