@@ -26,7 +26,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 // ----------------------------------------------------------------------------
 // Parameter layout: one block of floats in the model file's order
@@ -202,21 +201,13 @@ static int check_vocab(uint32_t *sorted, const uint32_t *vocab, int V, char *err
     return 0;
 }
 
-// gpt_new with the parameters in params (the loader's mapping of the file,
-// which m then owns, and unmaps if this fails) or, when params is NULL, in zeroed memory of its own.
-static int model_new(GptModel *m, GptConfig cfg, const uint32_t *vocab, void *map, size_t map_bytes,
-                     float *params, char *err, size_t errlen) {
+int gpt_new(GptModel *m, GptConfig cfg, const uint32_t *vocab, char *err, size_t errlen) {
     memset(m, 0, sizeof(*m));
-    if (gpt_check_config(cfg, err, errlen) != 0) {
-        if (map) munmap(map, map_bytes);
-        return -1;
-    }
+    if (gpt_check_config(cfg, err, errlen) != 0) return -1;
     m->cfg = cfg;
     m->num_params = gpt_num_params(cfg);
-    m->map = map;
-    m->map_bytes = map_bytes;
     m->vocab = malloc(sizeof(uint32_t) * (size_t)cfg.V);
-    m->params = params ? params : bigmem_alloc(m->num_params * sizeof(float));   // zeroed
+    m->params = bigmem_alloc(m->num_params * sizeof(float));   // zeroed, in huge pages where it can be
     m->p.blocks = calloc((size_t)cfg.L, sizeof(GptBlockParams));
     if (!m->vocab || !m->params || !m->p.blocks) {
         gpt_free(m);
@@ -231,10 +222,6 @@ static int model_new(GptModel *m, GptConfig cfg, const uint32_t *vocab, void *ma
     memcpy(m->vocab, vocab, sizeof(uint32_t) * (size_t)cfg.V);
     gpt_params_carve(&m->p, m->p.blocks, m->params, cfg);
     return 0;
-}
-
-int gpt_new(GptModel *m, GptConfig cfg, const uint32_t *vocab, char *err, size_t errlen) {
-    return model_new(m, cfg, vocab, NULL, 0, NULL, err, errlen);
 }
 
 int gpt_pack(GptModel *m) {
@@ -291,8 +278,7 @@ void gpt_free(GptModel *m) {
     free(m->vocab);
     bigmem_free(m->packed, m->packed_floats * sizeof(float));
     free(m->packed_blocks);
-    if (m->map) munmap(m->map, m->map_bytes);
-    else bigmem_free(m->params, m->num_params * sizeof(float));
+    bigmem_free(m->params, m->num_params * sizeof(float));
     free(m->p.blocks);
     memset(m, 0, sizeof(*m));
 }
@@ -412,7 +398,7 @@ int gpt_load(GptModel *m, const char *path, char *err, size_t errlen) {
         goto fail;
     }
     if (check_header(&cfg, h, size, path, err, errlen) != 0) goto fail;
-    // The vocabulary, read into a temporary array and checked by model_new.
+    // The vocabulary, read into a temporary array and checked by gpt_new.
     raw = malloc(4 * (size_t)cfg.V);
     vocab = malloc(sizeof(uint32_t) * (size_t)cfg.V);
     if (!raw || !vocab) {
@@ -426,30 +412,20 @@ int gpt_load(GptModel *m, const char *path, char *err, size_t errlen) {
         goto fail;
     }
     for (int i = 0; i < cfg.V; i++) vocab[i] = le_get_u32(raw + 4 * i);
-    // The weights are used where they lie in the file: a private mapping
-    // takes the pages the system already holds for the file, with no copy
-    // and no memory to clear (a write, which kvdemo never makes to a loaded
-    // model, would copy just its page). Where the file cannot be mapped, the
-    // weights are read into memory of the model's own.
-    void *map = mmap(NULL, (size_t)size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fileno(f), 0);
-    float *weights = NULL;
-    if (map == MAP_FAILED) {
-        map = NULL;
-    } else {
-        posix_madvise(map, (size_t)size, POSIX_MADV_WILLNEED);   // read ahead, map many pages per fault
-        weights = (float *)((char *)map + HEADER_BYTES + 4 * (size_t)cfg.V);
-    }
-    if (model_new(m, cfg, vocab, map, (size_t)size, weights, why, sizeof(why)) != 0) {   // unmaps on failure
+    if (gpt_new(m, cfg, vocab, why, sizeof(why)) != 0) {
         fileio_fail2(err, errlen, "%s: %s",
                      "%s：%s", path, why);
         goto fail;
     }
-    // Every weight finite, checked 2 MB at a time (read first, without a
-    // mapping) while the piece is still in the cache.
+    // The weights are read 2 MB at a time into the model's huge pages, and
+    // each piece is checked for NaN and infinity while it is still in the
+    // cache. (Mapping the file instead copies nothing, but its 4 KB pages
+    // cost more to touch the first time than reading into 2 MB ones:
+    // docs/model-format.md.)
     enum { PIECE = (2 << 20) / sizeof(float) };
     for (size_t at = 0; at < m->num_params; at += PIECE) {
         size_t n = m->num_params - at < PIECE ? m->num_params - at : PIECE;
-        if (!m->map && fread(m->params + at, sizeof(float), n, f) != n) {
+        if (fread(m->params + at, sizeof(float), n, f) != n) {
             fileio_fail2(err, errlen, "%s: read error in the weights",
                          "%s：读取权重时出错", path);
             goto fail;

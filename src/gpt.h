@@ -55,12 +55,9 @@ typedef struct {
 typedef struct {
     GptConfig cfg;
     uint32_t *vocab;         // (V) Unicode code points, in token-id order
-    float *params;           // every parameter, file order: in the mapped model
-                             // file (gpt_load) or bigmem (gpt_new)
+    float *params;           // every parameter, file order, in bigmem (huge pages)
     size_t num_params;
     GptParams p;             // named views into params
-    void *map;               // gpt_load's private mapping of the file, or NULL
-    size_t map_bytes;
     // The blocks' linear weights again in the matmul's panel order
     // (gpt_pack), read by passes of many rows; NULL until packed.
     float *packed;

@@ -31,7 +31,6 @@
 #include <unistd.h>
 
 enum { DEFAULT_STEPS = 256 };
-enum { PACK_FROM_STEPS = 128 };   // cached runs this long pack the weights
 
 // Threads for the arithmetic: --threads N, or every core.
 static int start_threads(const Options *opt) {
@@ -114,11 +113,12 @@ int gptcmd_generate(const Options *opt, Trace *tr) {
     if (!rc) rc = start_threads(opt);
     if (!rc) rc = gptsetup_attention(opt, &m);
     // The weights in panel order (the same numbers; unpacked if no memory)
-    // serve passes of many rows, and stream better on cached steps. Packing
-    // costs about as much as 50 ms of cached steps: a short cached run (and
-    // kvdemo generate --steps 1, which opens the model in milliseconds)
-    // goes without it.
-    if (!rc && (!use_cache || steps >= PACK_FROM_STEPS)) gpt_pack(&m);
+    // serve a run without the cache, whose every step is a pass of many
+    // rows. A cached run goes without them: with the weights in huge pages
+    // its steps take as long either way (0.81 and 0.83 ms a step over 128
+    // steps, 1.26 and 1.25 over 256, past the context included), and
+    // packing costs about 6 ms and 43 MB.
+    if (!rc && !use_cache) gpt_pack(&m);
     if (!rc && use_variant) s.variant = &variant;
     if (!rc) {
         Stream g = {.m = &m, .out = tr->out, .use_cache = use_cache, .width = screen_default_width(0),
