@@ -50,8 +50,7 @@ void attention_attend(AttnStep *s, int M, int N, float scale, int causal) {
     ops_add(s->masked, s->scores, s->mask, M * N);
     // scores = F.softmax(scores, dim=-1)
     // (as PyTorch computes it on the CPU, to the last bit: ops.h, OPS_PYTORCH)
-    for (int r = 0; r < M; r++)
-        ops_softmax_row(s->weights + (int64_t)r * N, NULL, s->masked + (int64_t)r * N, N, OPS_PYTORCH);
+    ops_softmax_rows(s->weights, s->masked, M, N, OPS_PYTORCH);
     // output = torch.matmul(scores, V)
     ops_matmul(s->output, s->weights, s->V, NULL, M, N, s->dv);
     s->attn_madds = (int64_t)M * N * (s->dk + s->dv);

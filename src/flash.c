@@ -107,7 +107,7 @@ void flash_plain_head(float *O, float *P, const float *Q, const float *Kt, const
         for (int64_t r = 0; r < N; r++)
             for (int64_t c = r + 1; c < N; c++) P[r * N + c] = -INFINITY;
     // P = softmax(S), in place; O = P V
-    ops_softmax_rows(P, P, N, N);
+    ops_softmax_rows(P, P, N, N, OPS_DIVIDE);
     ops_matmul(O, P, V, NULL, N, N, d);
 }
 

@@ -656,7 +656,7 @@ static void llama_attention(LlamaState *s, const LlamaModel *m, int l, int start
                     att[j] = dot / scale;
                     if (masked && j > start_pos + n) att[j] = -INFINITY;   // + mask[n][j]
                 }
-                ops_softmax_rows(att, att, 1, S);
+                ops_softmax_rows(att, att, 1, S, OPS_DIVIDE);
                 if (s->keep_scores && l == 0 && h == 0)   // for the trace: scores[:, 0]
                     memcpy(s->keep_scores + ((size_t)b * seqlen + n) * S, att, sizeof(float) * S);
                 float *out = s->attn + (((size_t)b * seqlen + n) * H + h) * D;
@@ -951,7 +951,7 @@ int llama_generate(LlamaGeneration *g, LlamaState *s, const LlamaModel *m,
                 // next_token = sample_top_p(probs, top_p)
                 float *pb = g->probs + (size_t)b * V;
                 for (int i = 0; i < V; i++) pb[i] = lb[i] / opt->temperature;
-                ops_softmax_rows(pb, pb, 1, V);
+                ops_softmax_rows(pb, pb, 1, V, OPS_DIVIDE);
                 g->sampled[b] = llama_sample_top_p(g->sorted, g->order, pb, opt->top_p,
                                                    uniform_f32(&rng), V);
             } else {

@@ -39,9 +39,9 @@ void ops_causal_mask(float *mask, int R, int C, int offset) {
         for (int c = 0; c < C; c++) mask[(int64_t)r * C + c] = c > r + offset ? -INFINITY : 0.0f;
 }
 
-void ops_softmax_rows(float *out, const float *in, int R, int C) {
+void ops_softmax_rows(float *out, const float *in, int R, int C, OpsNorm how) {
     for (int r = 0; r < R; r++)
-        ops_softmax_row_plain(out + (int64_t)r * C, NULL, in + (int64_t)r * C, C, OPS_DIVIDE);
+        ops_softmax_row_plain(out + (int64_t)r * C, NULL, in + (int64_t)r * C, C, how);
 }
 
 int ops_argmax(const float *x, int n) {
@@ -413,7 +413,7 @@ void ops_softmax_row_plain(float *y, float *lse, const float *x, int n, OpsNorm 
     float sum = 0.0f;
     for (int i = 0; i < n; i++) {
         y[i] = expf(x[i] - max);   // exp(-inf) = 0: a masked score weighs nothing
-        sum += y[i];
+        if (how != OPS_PYTORCH) sum += y[i];
     }
     if (how == OPS_PYTORCH) sum = pytorch_row_sum(y, n);
     if (how != OPS_DIVIDE) {

@@ -50,11 +50,6 @@ void ops_add(float *out, const float *a, const float *b, int n);
 // torch.triu(torch.full((R, C), float('-inf')), diagonal=offset + 1)
 void ops_causal_mask(float *mask, int R, int C, int offset);
 
-// out (R, C) = softmax of each row of in (R, C). F.softmax(in, dim=-1)
-// ops_softmax_row_plain, OPS_DIVIDE, row by row.
-// exp(x - max) / sum: a -inf score becomes a weight of exactly 0.
-void ops_softmax_rows(float *out, const float *in, int R, int C);   // out may be in
-
 // The index of the largest of x (n), the first one on ties.
 // np.argmax(x) / torch.argmax(x, dim=-1)
 int ops_argmax(const float *x, int n);
@@ -121,6 +116,9 @@ void ops_vecmat_rows(float *out, int ldo, const float *x, int ldx, const float *
 typedef enum { OPS_DIVIDE, OPS_RECIPROCAL, OPS_PYTORCH } OpsNorm;
 void ops_softmax_row(float *y, float *lse, const float *x, int n, OpsNorm how);
 void ops_softmax_row_plain(float *y, float *lse, const float *x, int n, OpsNorm how);
+// out (R, C) = softmax of each row of in (R, C), F.softmax(in, dim=-1):
+// ops_softmax_row_plain row by row, normalised by how. out may be in.
+void ops_softmax_rows(float *out, const float *in, int R, int C, OpsNorm how);
 
 // out (R, C) = LayerNorm of each row of x (R, C) with weight w (C), bias b (C),
 // eps 1e-5: (x - mean) * rstd * w + b, var the biased variance, rstd =

@@ -71,11 +71,11 @@ static void test_mask_and_add(void **state) {
 static void test_softmax(void **state) {
     (void)state;
     float got[9];
-    ops_softmax_rows(got, F("2/no-cache/2/masked_scores")->data, 3, 3);
+    ops_softmax_rows(got, F("2/no-cache/2/masked_scores")->data, 3, 3, OPS_DIVIDE);
     assert_close(got, F("2/no-cache/2/weights")->data, 9, 1e-6, "weights");
     assert_true(got[1] == 0.0f && got[2] == 0.0f && got[5] == 0.0f);
     float big[3] = {1000.0f, 999.0f, -INFINITY}, w[3];
-    ops_softmax_rows(w, big, 1, 3);   // no overflow: exp(x - max)
+    ops_softmax_rows(w, big, 1, 3, OPS_DIVIDE);   // no overflow: exp(x - max)
     assert_close(w, (float[]){0.731058598f, 0.268941432f, 0.0f}, 3, 1e-6, "softmax of large scores");
 }
 
