@@ -46,7 +46,6 @@
 
 enum { WARMUP_TOKENS = 16, MAX_LENGTHS = 64, BAR_WIDTH = 12 };
 enum { TRAIN_BATCH = 16, TRAIN_STEPS = 3 };
-static const char *const DEFAULT_PROMPT = "ROMEO:";
 
 // ----------------------------------------------------------------------------
 // The progress line: what is being timed and about how long is left, on a
@@ -302,7 +301,7 @@ static const char *noisy_mark(Report *r, Stats st) {
 
 static void print_report(Trace *tr, Report *r, const GptVariant *variant) {
     GptConfig g = r->m->cfg;
-    const char *prompt = r->opt->n_prompts ? r->opt->prompts[0] : DEFAULT_PROMPT;
+    const char *prompt = gptsetup_prompt_text(r->opt);
     trace_sayf(tr, "kvdemo bench: T=%d C=%d H=%d L=%d V=%d (%zu parameters), %d threads;\n"
                    "every time is %d runs, after a warm-up of %d tokens each way: mean ± σ (min … max)\n",
                "kvdemo bench：T=%d C=%d H=%d L=%d V=%d（%zu 个参数），%d 个线程；\n"
@@ -536,7 +535,7 @@ static int write_svg(FILE *f, const Report *r) {
     }
     char title[200];
     snprintf(title, sizeof title, "kvdemo bench: the char GPT generating after \"%s\", without and with the KV cache",
-             r->opt->n_prompts ? r->opt->prompts[0] : DEFAULT_PROMPT);
+             gptsetup_prompt_text(r->opt));
     int rc = benchsvg_write(f, pt, n, title);
     free(pt);
     return rc;
@@ -599,7 +598,7 @@ int bench_command(const Options *opt, Trace *tr) {
         rc = 2;
         goto done;
     }
-    rc = gptsetup_prompt(&tokens, &n_prompt, &m, opt->n_prompts ? opt->prompts[0] : DEFAULT_PROMPT, max_len);
+    rc = gptsetup_prompt(&tokens, &n_prompt, &m, gptsetup_prompt_text(opt), max_len);
     if (!rc && (!samples || !measures || gpt_state_init(&s, m.cfg))) {
         fileio_error("out of memory", "内存不足");
         rc = 1;

@@ -8,16 +8,14 @@
 #include "bigmem.h"
 #include "ops.h"
 #include "rng.h"
+#include "stats.h"
 #include "timer.h"
 
 #include <assert.h>
 #include <stdint.h>
 #include <stdlib.h>
 
-double benchmm_flops(const GptConfig *cfg, int n) {
-    double C = cfg->C, F = 4.0 * cfg->C;
-    return 2.0 * n * cfg->L * (4 * C * C + 2 * C * F) + 2.0 * C * cfg->V;
-}
+double benchmm_flops(const GptConfig *cfg, int n) { return gpt_cost(*cfg, n, 0).matmul_flops; }
 
 // Everything one pass reads and writes, one allocation carved in this order.
 typedef struct {
@@ -105,10 +103,10 @@ int benchmm_run(const GptConfig *cfg, int threads, int repeat, BenchMM *out) {
     }
     out->tokens = T;
     out->flops = flops;
-    // timer_median sorts its samples: the last is then the best
-    out->median_fraction = timer_median(frac, repeat);
-    out->median_gflops = timer_median(mm, repeat), out->best_gflops = mm[repeat - 1];
-    out->fma_median_gflops = timer_median(fma, repeat), out->fma_best_gflops = fma[repeat - 1];
+    Stats smm = stats_of(mm, repeat), sfma = stats_of(fma, repeat);
+    out->median_fraction = stats_of(frac, repeat).median;
+    out->median_gflops = smm.median, out->best_gflops = smm.max;
+    out->fma_median_gflops = sfma.median, out->fma_best_gflops = sfma.max;
     ops_set_threads(before);
     bigmem_free(mem, bytes);
     free(rate);

@@ -19,24 +19,10 @@ int fileio_zh(void) { return message_zh; }
 
 const char *fileio_text(const char *en, const char *zh) { return message_zh ? zh : en; }
 
-static int fail_v(char *err, size_t errlen, const char *fmt, va_list ap) __attribute__((format(printf, 3, 0)));
-static int fail_v(char *err, size_t errlen, const char *fmt, va_list ap) {
-    if (err && errlen) vsnprintf(err, errlen, fmt, ap);
-    return -1;
-}
-
-int fileio_fail(char *err, size_t errlen, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    fail_v(err, errlen, fmt, ap);
-    va_end(ap);
-    return -1;
-}
-
 int fileio_fail2(char *err, size_t errlen, const char *en, const char *zh, ...) {
     va_list ap;
     va_start(ap, zh);
-    fail_v(err, errlen, message_zh ? zh : en, ap);
+    if (err && errlen) vsnprintf(err, errlen, message_zh ? zh : en, ap);
     va_end(ap);
     return -1;
 }

@@ -19,18 +19,15 @@
 #include <stdint.h>
 #include <stdio.h>
 
-// Writes "fmt ..." into err (errlen bytes, may be NULL) and returns -1: the
-// convention of every loader, "Returns 0, or -1 with err = "PATH: what is
-// wrong"".
-int fileio_fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
 // The language of error messages, set once by the command line as soon as it
 // knows --lang (or LANG): 0 English (the default), 1 Chinese.
 void fileio_set_zh(int zh);
 int fileio_zh(void);
-// fileio_fail in that language: en or zh, which take the same arguments (the
-// compiler checks en against them; tests/test_zh.c checks that zh has the
-// same conversions in the same order).
+// Writes en or zh, in that language, with its arguments into err (errlen
+// bytes, may be NULL) and returns -1: the convention of every loader,
+// "Returns 0, or -1 with err = "PATH: what is wrong"". en and zh take the same
+// arguments (the compiler checks en against them; tests/test_zh.c checks
+// that zh has the same conversions in the same order).
 int fileio_fail2(char *err, size_t errlen, const char *en, const char *zh, ...)
     __attribute__((format(printf, 3, 5)));
 // One error line on stderr in that language: "kvdemo: " and en, or "kvdemo："

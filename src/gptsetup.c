@@ -22,7 +22,6 @@ const char *gptsetup_prompt_text(const Options *opt) {
 }
 
 // en, or zh when messages are in Chinese (fileio_set_zh).
-static const char *tx_zh(const char *en, const char *zh) { return fileio_zh() ? zh : en; }
 
 // Why the model cannot read a prompt, in Chinese: the first character it does
 // not know, counted from 1 as a class counts, or the byte that is not UTF-8.
@@ -123,7 +122,7 @@ static void describe_vocab(char *buf, size_t size, const GptModel *m) {
         if (j - i >= 2 && alnum) {
             utf8_encode(a, cps[i]);
             utf8_encode(b, cps[j]);
-            nl += (size_t)snprintf(named + nl, nl < sizeof named ? sizeof named - nl : 0, "%s%s-%s", nl ? tx_zh(", ", "、") : "",
+            nl += (size_t)snprintf(named + nl, nl < sizeof named ? sizeof named - nl : 0, "%s%s-%s", nl ? fileio_text(", ", "、") : "",
                                    (char *)a, (char *)b);
             i = j + 1;
             continue;
@@ -132,15 +131,15 @@ static void describe_vocab(char *buf, size_t size, const GptModel *m) {
         if (c == ' ' || c == '\n' || c < 0x20 || c == 0x7F) {
             char u[16];
             snprintf(u, sizeof u, "U+%04X", (unsigned)c);
-            nl += (size_t)snprintf(named + nl, nl < sizeof named ? sizeof named - nl : 0, "%s%s", nl ? tx_zh(", ", "、") : "",
-                                   c == ' ' ? tx_zh("space", "空格") : c == '\n' ? tx_zh("newline", "换行") : u);
+            nl += (size_t)snprintf(named + nl, nl < sizeof named ? sizeof named - nl : 0, "%s%s", nl ? fileio_text(", ", "、") : "",
+                                   c == ' ' ? fileio_text("space", "空格") : c == '\n' ? fileio_text("newline", "换行") : u);
         } else {
             utf8_encode(a, c);
             sl += (size_t)snprintf(singles + sl, sl < sizeof singles ? sizeof singles - sl : 0, "%s", (char *)a);
         }
     }
     free(cps);
-    int cut = snprintf(buf, size, "%s%s%s", named, named[0] && singles[0] ? tx_zh(" and ", " 以及 ") : "", singles);
+    int cut = snprintf(buf, size, "%s%s%s", named, named[0] && singles[0] ? fileio_text(" and ", " 以及 ") : "", singles);
     if (nl >= sizeof named || sl >= sizeof singles || (size_t)cut >= size) snprintf(buf + (size > 4 ? size - 4 : 0), 4, "...");
 }
 
@@ -166,7 +165,7 @@ int gptsetup_prompt(int **tokens, int *n, const GptModel *m, const char *prompt,
         int romeo = gpt_encode(romeo_tokens, m, DEFAULT_PROMPT, 8, ignored, sizeof ignored) > 0;
         if (fileio_zh()) prompt_reason_zh(err, sizeof err, m, prompt);
         fileio_error("--prompt: %s; the model knows %d characters: %s%s", "--prompt：%s；模型认识 %d 个字符：%s%s", err,
-                     m->cfg.V, known, romeo ? tx_zh("; try --prompt \"ROMEO:\"", "；可以试试 --prompt \"ROMEO:\"") : "");
+                     m->cfg.V, known, romeo ? fileio_text("; try --prompt \"ROMEO:\"", "；可以试试 --prompt \"ROMEO:\"") : "");
         free(*tokens);
         *tokens = NULL;
         return 2;
