@@ -291,7 +291,6 @@ int lesson5_run(const Options *opt, Trace *tr) {
                100.0 * (double)per_token * g.T / weights, memory_decimal(d, sizeof d, weights),
                memory_grouped(e, sizeof e, reserved), memory_grouped(f, sizeof f, per_token));
     trace_pause(tr);
-    rc = 0;
 
     real_models(tr);
 

@@ -196,16 +196,11 @@ static int oom(void) {
 // the lesson's status (sc freed).
 static int scene_init(Scene *sc, int *n_prompt, const Options *opt, int N, int steps) {
     int random_model = 0;
-    int rc = gptsetup_model(&sc->m, opt, 1, &random_model);
+    int rc = gptsetup_lesson(&sc->m, &random_model, &sc->prompt, n_prompt, opt, NULL);
     if (rc) return rc;
     if (random_model)
         fileio_error("lesson 6.1: %s is missing; using a random model of the seed preset (its text is noise)",
                      "第 6.1 课：找不到 %s；改用 seed 形状的随机模型（生成的文字没有意义）", GPT_SHIPPED_MODEL);
-    rc = gptsetup_prompt(&sc->prompt, n_prompt, &sc->m, gptsetup_prompt_text(opt), 0);
-    if (rc) {
-        scene_free(sc);
-        return rc;
-    }
     int V = sc->m.cfg.V, stride = *n_prompt + steps;
     int rows = stride > *n_prompt + TABLE_STEPS ? stride : *n_prompt + TABLE_STEPS;
     sc->tokens = malloc(sizeof(int) * (size_t)N * rows);
@@ -292,7 +287,6 @@ static int part_table(Scene *sc, Trace *tr, const Options *opt, int n_prompt) {
 static int sharing_fork(Scene *sc, Trace *tr, int n_prompt, int N) {
     const GptModel *m = &sc->m;
     int T = m->cfg.T, len = n_prompt < T ? n_prompt : T;
-    trace_run(tr, "fork");
     trace_say(tr, "The prompt into sample 0's blocks:", "提示词写入样本 0 的块：");
     if (!gpt_forward_paged(&sc->s, m, &sc->seqs[0], sc->prompt + n_prompt - len, len, 0, NULL)) return -1;
     trace_say(tr, "fork:", "fork：");

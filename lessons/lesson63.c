@@ -290,6 +290,8 @@ static const TraceColumn TRAFFIC_COLS[] = {
     {"  (MB moved)", "  （搬运的 MB）", 0, 0, "unit"},   // a head only: the cells are empty
 };
 static const TraceTable TRAFFIC = {"traffic_mb", sizeof TRAFFIC_COLS / sizeof TRAFFIC_COLS[0], TRAFFIC_COLS};
+// N, standard, one column a Bc of BC, FA2, the unit
+_Static_assert(sizeof TRAFFIC_COLS / sizeof TRAFFIC_COLS[0] == 2 + NB + 2, "a traffic column per Bc of BC");
 
 static void traffic_table(Trace *tr) {
     int Br, Bc;
@@ -324,7 +326,9 @@ static void traffic_table(Trace *tr) {
         for (int b = 0; b < NB; b++)
             snprintf(cell[2 + b], sizeof cell[2 + b], "%.2f%s", fa1[b] * 4e-6, !text ? "" : fa1[b] > std ? "!" : " ");
         snprintf(cell[2 + NB], sizeof cell[2 + NB], "%.2f%s", fa2 * 4e-6, text ? " " : "");
-        const char *row[] = {cell[0], cell[1], cell[2], cell[3], cell[4], cell[5], cell[6], cell[7], ""};
+        const char *row[2 + NB + 2];
+        for (int c = 0; c < 2 + NB + 1; c++) row[c] = cell[c];
+        row[2 + NB + 1] = "";   // the unit column's head only
         trace_table_row(tr, &TRAFFIC, row);
         char name[48];
         snprintf(name, sizeof name, "standard_N%lld", (long long)N);
