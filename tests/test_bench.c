@@ -197,14 +197,6 @@ static int reference_line(const char *svg, const char *panel, const char *mode, 
     return n;
 }
 
-static char *read_file(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    char *s = read_to_end(fileno(f));
-    fclose(f);
-    return s;
-}
-
 // ----------------------------------------------------------------------------
 // The checker itself catches what it should (else the tests below prove
 // nothing).
@@ -399,8 +391,7 @@ static void test_bench_svg_file(void **state) {
     assert_null(strstr(r.err, "left"));
     assert_null(strchr(r.err, '\r'));
     run_free(&r);
-    char *s = read_file(svg);
-    assert_non_null(s);
+    char *s = file_slurp(svg);
     SvgInfo info;
     const char *why = svg_check(s, &info);
     if (why) fail_msg("%s is not well-formed: %s", svg, why);
@@ -477,32 +468,31 @@ static void test_bench_eta_on_terminal(void **state) {
 static const char *const ASCII_ALLOWED[] = {"kvdemo", "bench", "FMA", "GFLOP", "memcpy", "ROMEO", "numpy",
                                             "generate", "steps"};
 
-// Fails at the first word of 3+ ASCII letters of text not in ASCII_ALLOWED,
-// naming the word and its line.
-static void expect_no_english(const char *text, const char *what) {
-    for (const char *p = text; *p;) {
-        if (*p == '\x1b' && p[1] == '[') {   // a terminal's escape ("\x1b[K"): not words
+// Fails at the first word of 3+ ASCII letters of text not in ASCII_ALLOWED
+// (testutil's scan, as test_zh's), naming the word and its line. A
+// terminal's escapes ("\x1b[K") are taken out first: they are not words.
+static void expect_no_english(const char *raw, const char *what) {
+    char *text = strdup(raw), *o = text;
+    assert_non_null(text);
+    for (const char *p = raw; *p;) {
+        if (*p == '\x1b' && p[1] == '[') {
             for (p += 2; *p && !isalpha((unsigned char)*p); p++) continue;
             if (*p) p++;
-            continue;
+        } else {
+            *o++ = *p++;
         }
-        if (!isalpha((unsigned char)*p)) {
-            p++;
-            continue;
-        }
-        const char *w = p;
-        while (isalpha((unsigned char)*p)) p++;
-        size_t n = (size_t)(p - w);
-        if (n < 3) continue;
-        int allowed = 0;
-        for (size_t i = 0; i < sizeof ASCII_ALLOWED / sizeof ASCII_ALLOWED[0] && !allowed; i++)
-            allowed = strlen(ASCII_ALLOWED[i]) == n && !strncmp(ASCII_ALLOWED[i], w, n);
-        if (allowed) continue;
-        const char *line = w, *end = strpbrk(w, "\r\n");
-        while (line > text && line[-1] != '\n' && line[-1] != '\r') line--;
-        fail_msg("%s: the English word \"%.*s\" under --lang zh, in: %.*s", what, (int)n, w,
-                 (int)(end ? end - line : (long)strlen(line)), line);
     }
+    *o = '\0';
+    for (const char *line = text; *line;) {
+        size_t len = strcspn(line, "\r\n"), at = 0, w, n;
+        while (english_word_next(line, len, &at, &w, &n))
+            if (!word_in_list(line + w, n, ASCII_ALLOWED, sizeof ASCII_ALLOWED / sizeof ASCII_ALLOWED[0]))
+                fail_msg("%s: the English word \"%.*s\" under --lang zh, in: %.*s", what, (int)n, line + w, (int)len,
+                         line);
+        line += len;
+        line += strspn(line, "\r\n");
+    }
+    free(text);
 }
 
 static void test_bench_speaks_chinese(void **state) {

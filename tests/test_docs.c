@@ -29,26 +29,6 @@
 // ----------------------------------------------------------------------------
 // Small helpers
 
-static char *read_file(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    size_t cap = 4096, len = 0;
-    char *s = malloc(cap);
-    assert_non_null(s);
-    size_t got;
-    while ((got = fread(s + len, 1, cap - len - 1, f)) > 0) {
-        len += got;
-        if (cap - len < 2) {
-            cap *= 2;
-            s = realloc(s, cap);
-            assert_non_null(s);
-        }
-    }
-    fclose(f);
-    s[len] = '\0';
-    return s;
-}
-
 static int file_exists(const char *path) { return access(path, F_OK) == 0; }
 
 static int compare_names(const void *a, const void *b) { return strcmp(a, b); }
@@ -105,8 +85,7 @@ static void test_twins_are_chinese(void **state) {
     char path[160];
     for (int i = 0; i < n; i++) {
         snprintf(path, sizeof path, "docs/zh/%.63s", zh[i]);
-        char *s = read_file(path);
-        assert_non_null(s);
+        char *s = file_slurp(path);
         int c = cjk_count(s);
         if (c < 150) fail_msg("%s: expected a page written in Chinese (150 or more characters), got %d", path, c);
         // The article's word for the mask is 掩码 (issue 8: one term per concept).
@@ -189,8 +168,7 @@ static void code_span(const char *path, int q, const char *from, char *buf, size
 
 // Checks the questions section of one page; id is the lesson's id ("6.1").
 static void check_questions(const char *path, const char *id, const Lang *L, int zh) {
-    char *s = read_file(path);
-    if (!s) fail_msg("%s: expected a page, got none", path);
+    char *s = file_slurp(path);
     const char *sec = strstr(s, L->heading);
     if (!sec) fail_msg("%s: expected a section \"%s\", got none", path, L->heading);
     if (strstr(sec + strlen(L->heading), "\n## "))
@@ -280,8 +258,7 @@ static void test_links(void **state) {
 
 // The first lines of path link to target.
 static void expect_link_at_top(const char *path, const char *target) {
-    char *s = read_file(path);
-    if (!s) fail_msg("%s: expected a file, got none", path);
+    char *s = file_slurp(path);
     const char *p = s;
     for (int i = 0; i < 6 && p; i++) p = strchr(p + 1, '\n');
     size_t top = p ? (size_t)(p - s) : strlen(s);
@@ -311,8 +288,7 @@ static char *squeeze(const char *s) {
 
 static void test_pages_quote_the_documents(void **state) {
     (void)state;
-    char *list = read_file("tests/fixtures/article_quotes.txt");
-    if (!list) fail_msg("tests/fixtures/article_quotes.txt: cannot open (made by tests/article_quotes.py)");
+    char *list = file_slurp("tests/fixtures/article_quotes.txt");   // made by tests/article_quotes.py
     const char *dirs[] = {"docs", "docs/zh"};
     int pages = 0;
     for (int d = 0; d < 2; d++) {
@@ -321,8 +297,7 @@ static void test_pages_quote_the_documents(void **state) {
         for (int i = 0; i < n; i++) {
             char path[160];
             snprintf(path, sizeof path, "%.16s/%.63s", dirs[d], names[i]);
-            char *text = read_file(path);
-            assert_non_null(text);
+            char *text = file_slurp(path);
             char *page = squeeze(text);
             int quotes = 0;
             for (char *line = list; line && *line;) {

@@ -226,9 +226,8 @@ static void test_block_size_timing(void **state) {
 }
 
 static double num(const TableRow *r, int c) {
-    char *end;
-    double v = strtod(r->cell[c], &end);
-    if (end == r->cell[c] || *end) fail_msg("row %s cell %d: expected a number, got \"%s\"", r->run, c, r->cell[c]);
+    double v = table_cell_number(r, c);
+    if (isnan(v)) fail_msg("row %s cell %d: expected a number, got \"%s\"", r->run, c, c < r->n ? r->cell[c] : "");
     return v;
 }
 

@@ -190,11 +190,7 @@ static int table_rows(const char *out, const char *name, double (*cells)[16], in
     int n = table_rows_of(out, name, row, rows < 16 ? rows : 16);
     for (int i = 0; i < n; i++) {
         ncells[i] = row[i].n;
-        for (int k = 0; k < row[i].n; k++) {
-            char *end;
-            cells[i][k] = strtod(row[i].cell[k], &end);
-            if (end == row[i].cell[k] || *end) cells[i][k] = NAN;
-        }
+        for (int k = 0; k < row[i].n; k++) cells[i][k] = table_cell_number(&row[i], k);
     }
     return n;
 }

@@ -647,3 +647,9 @@ int table_rows_of(const char *out, const char *name, TableRow *rows, int max) {
     }
     return n;
 }
+
+double table_cell_number(const TableRow *r, int c) {
+    char *end;
+    double v = c < r->n ? strtod(r->cell[c], &end) : 0;
+    return c < r->n && end != r->cell[c] && !*end ? v : NAN;
+}

@@ -135,6 +135,8 @@ typedef struct {
 // The row events of table `name` in out, in order; returns how many (at
 // most max).
 int table_rows_of(const char *out, const char *name, TableRow *rows, int max);
+// Cell c of a row as a number; NAN when it is not one (a text cell).
+double table_cell_number(const TableRow *r, int c);
 // The first event with these fields (NULL run or name: any); NULL if none.
 const Event *events_find(const Event *e, int n, const char *event, const char *run, int step,
                          const char *name);
