@@ -36,12 +36,12 @@ static void pass_run(const Pass *p, const GptConfig *cfg, int T) {
     const float *w = p->w;
     for (int l = 0; l < cfg->L; l++) {
         // With the panels given, b in place is not read (NULL here).
-        ops_matmul_packed(p->q, p->xn, NULL, w, p->bias, T, C, C), w += cc;
-        ops_matmul_packed(p->k, p->xn, NULL, w, p->bias, T, C, C), w += cc;
-        ops_matmul_packed(p->v, p->xn, NULL, w, p->bias, T, C, C), w += cc;
-        ops_matmul_packed(p->proj, p->att, NULL, w, p->bias, T, C, C), w += cc;
-        ops_matmul_packed(p->hidden, p->xn, NULL, w, p->bias, T, C, F), w += cf;
-        ops_matmul_packed(p->proj, p->hidden, NULL, w, p->bias, T, F, C), w += fc;
+        ops_matmul_packed(p->q, p->xn, NULL, w, p->bias, OPS_STORE, T, C, C), w += cc;
+        ops_matmul_packed(p->k, p->xn, NULL, w, p->bias, OPS_STORE, T, C, C), w += cc;
+        ops_matmul_packed(p->v, p->xn, NULL, w, p->bias, OPS_STORE, T, C, C), w += cc;
+        ops_matmul_packed(p->proj, p->att, NULL, w, p->bias, OPS_STORE, T, C, C), w += cc;
+        ops_matmul_packed(p->hidden, p->xn, NULL, w, p->bias, OPS_STORE, T, C, F), w += cf;
+        ops_matmul_packed(p->proj, p->hidden, NULL, w, p->bias, OPS_STORE, T, F, C), w += fc;
     }
     ops_matmul(p->logits, p->xn + (int64_t)(T - 1) * C, p->head_w, p->bias, 1, C, V);
 }

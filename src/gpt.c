@@ -567,10 +567,27 @@ void gpt_state_reset(GptState *s) {
 
 // Attention of rows 0..n-1 (positions offset..offset+n-1) for the heads
 // begin..end-1, reading keys and values from the cache.
+// Head h's keys and values of the n fed tokens into layer l's cache at
+// slots slot..slot+n-1: key transposed to (1, H, D, T), value as (1, H, T, D).
+// The chapter's np.concatenate of the cache and the new key, without copying
+// the old part.
+static void cache_write_head(GptState *s, int l, int h, int n, int slot) {
+    int T = s->cfg.T, C = s->cfg.C, H = s->cfg.H, D = C / H;
+    float *key = s->key_cache + ((int64_t)l * H + h) * D * T;     // (D, T)
+    float *value = s->value_cache + ((int64_t)l * H + h) * T * D; // (T, D)
+    for (int d = 0; d < D; d++) {   // key row d: positions slot.. side by side
+        float *row = key + (int64_t)d * T + slot;
+        for (int i = 0; i < n; i++) row[i] = s->k[(int64_t)i * C + h * D + d];
+    }
+    for (int i = 0; i < n; i++)
+        memcpy(value + (int64_t)(slot + i) * D, s->v + (int64_t)i * C + h * D, sizeof(float) * (size_t)D);
+}
+
 typedef struct {
     GptState *s;
     int l, n, offset;
-    int slot;   // the cache slot of row 0: offset, unless a variant moves it
+    int slot;    // the cache slot of row 0: offset, unless a variant moves it
+    int write;   // 1: each head's task first puts its keys and values in the cache
 } AttentionJob;
 
 static void attention_heads(void *ctx, int begin, int end, int thread) {
@@ -581,6 +598,7 @@ static void attention_heads(void *ctx, int begin, int end, int thread) {
     // scale = Tensor(np.array(1.0 / np.sqrt(head_embedding_size))), used in float32
     float scale = (float)(1.0 / sqrt((double)D));
     for (int h = begin; h < end; h++) {
+        if (job->write) cache_write_head(s, job->l, h, job->n, job->slot);
         const float *key = s->key_cache + ((int64_t)job->l * H + h) * D * T;     // (D, T)
         const float *value = s->value_cache + ((int64_t)job->l * H + h) * T * D; // (T, D)
         float *scores = s->scores + (int64_t)h * OPS_ROWS_MAX * T;              // (R, T)
@@ -659,6 +677,32 @@ static void gelu_chunks(void *ctx, int begin, int end, int thread) {
     ops_gelu(job->x + from, job->x + from, (int)(to - from));
 }
 
+// out (n, N) = in (n, K) @ w (K, N) + bias, then what `then` says (ops.h):
+// stored, added into out (a residual), or put through GELU, as each tile of
+// the product is finished. A variant (kvvariant.c) sums and rounds the
+// product its own way first, then adds it or takes its GELU in a second pass
+// and rounds that too; its added product waits in s->proj.
+static void linear(GptState *s, float *out, const float *in, const float *w, const float *packed,
+                   const float *bias, OpsThen then, int n, int K, int N, int cached) {
+    GptVariant *var = s->variant;
+    if (!var) {
+        ops_matmul_packed(out, in, w, packed, bias, then, n, K, N);
+        return;
+    }
+    int64_t count = (int64_t)n * N;
+    float *y = then == OPS_ADD_INTO ? s->proj : out;
+    assert(then != OPS_ADD_INTO || N == s->cfg.C);   // s->proj is (T, C)
+    kvvariant_linear(var, y, in, w, bias, n, K, N, cached);
+    if (then == OPS_STORE) return;
+    if (then == OPS_ADD_INTO) {
+        for (int64_t i = 0; i < count; i++) out[i] += y[i];
+    } else {
+        GeluJob gelu = {out, count};
+        ops_parallel_for(gelu_chunks, &gelu, (int)((count + GELU_CHUNK - 1) / GELU_CHUNK));
+    }
+    kvvariant_settle(var, out, count);
+}
+
 const float *gpt_forward(GptState *s, const GptModel *m, const int *tokens, int n, int offset) {
     GptConfig cfg = m->cfg;
     int T = cfg.T, C = cfg.C, H = cfg.H, D = C / H, F = 4 * C, V = cfg.V;
@@ -679,9 +723,6 @@ const float *gpt_forward(GptState *s, const GptModel *m, const int *tokens, int 
     }
     // With a variant, every linear layer goes through kvvariant_linear (its
     // summing order, its rounding) and other activations are rounded too.
-#define LINEAR(out, in, w, packed, bias, K, N) \
-    (var ? kvvariant_linear(var, out, in, w, bias, n, K, N, cached)                  \
-         : ops_matmul_packed(out, in, w, packed, bias, n, K, N))
 #define SETTLE(x, count) \
     if (var) kvvariant_settle(var, x, count)
     SETTLE(s->x, (int64_t)n * C);
@@ -694,54 +735,40 @@ const float *gpt_forward(GptState *s, const GptModel *m, const int *tokens, int 
         layernorm_parallel(s->xn, s->x, b->ln1_w, b->ln1_b, n, C);
         SETTLE(s->xn, (int64_t)n * C);
         // query, key, value = self.query(norm), self.key(norm), self.value(norm)   (N, C)
-        LINEAR(s->q, s->xn, b->wq, pk->wq, b->bq, C, C);
-        LINEAR(s->k, s->xn, b->wk, pk->wk, b->bk, C, C);
-        LINEAR(s->v, s->xn, b->wv, pk->wv, b->bv, C, C);
+        linear(s, s->q, s->xn, b->wq, pk->wq, b->bq, OPS_STORE, n, C, C, cached);
+        linear(s, s->k, s->xn, b->wk, pk->wk, b->bk, OPS_STORE, n, C, C, cached);
+        linear(s, s->v, s->xn, b->wv, pk->wv, b->bv, OPS_STORE, n, C, C, cached);
         if (s->paged) {
             // The paged cache: the same keys and values in blocks, read
             // through the sequence's block table, in the same order.
             kvpage_write(s->paged, l, s->k, s->v, n, offset);
             kvpage_attention(s->paged, s->att, s->scores, s->q, l, n, offset, T);
         } else {
-            // Into the cache at positions offset..offset+n-1: key transposed to
-            // (1, H, D, T), value as (1, H, T, D). The chapter's np.concatenate
-            // of the cache and the new key, without copying the old part.
+            // Into the cache at positions offset..offset+n-1 (cache_write_head):
+            // by the heads' own tasks, side by side, unless the variant's
+            // rounding (lesson 12) or flash's tiles need the whole layer first.
             float *key = s->key_cache + (int64_t)l * H * D * T;     // (H, D, T)
             float *value = s->value_cache + (int64_t)l * H * T * D; // (H, T, D)
-            for (int h = 0; h < H; h++) {
-                for (int d = 0; d < D; d++) {   // key row (h, d): positions offset.. side by side
-                    float *row = key + ((int64_t)h * D + d) * T + slot;
-                    for (int i = 0; i < n; i++) row[i] = s->k[(int64_t)i * C + h * D + d];
-                }
-                for (int i = 0; i < n; i++)
-                    memcpy(value + ((int64_t)h * T + slot + i) * D, s->v + (int64_t)i * C + h * D,
-                           sizeof(float) * (size_t)D);
-            }
+            int flash = flash_gpt_tiled() && !var;
+            if (var || flash)
+                for (int h = 0; h < H; h++) cache_write_head(s, l, h, n, slot);
             if (var) kvvariant_store(var, s, l, slot, n);   // a bf16 / int8 / int4 cache (lesson 12)
             // att = softmax(query @ key * scale) @ value, heads side by side   (N, C)
             // (--attention flash: the same in tiles with an online softmax, flash.c;
             // lesson 11's and 12's variants take the plain path)
-            AttentionJob attention = {s, l, n, offset, slot};
-            if (flash_gpt_tiled() && !var) flash_gpt_attention(s->att, s->q, key, value, n, offset, T, H, D);
+            AttentionJob attention = {s, l, n, offset, slot, !var && !flash};
+            if (flash) flash_gpt_attention(s->att, s->q, key, value, n, offset, T, H, D);
             else ops_parallel_for(attention_heads, &attention, H);
         }
         SETTLE(s->att, (int64_t)n * C);
         // x = x + self.output(att)
-        LINEAR(s->proj, s->att, b->wo, pk->wo, b->bo, C, C);
-        for (int64_t i = 0; i < (int64_t)n * C; i++) s->x[i] += s->proj[i];
-        SETTLE(s->x, (int64_t)n * C);
+        linear(s, s->x, s->att, b->wo, pk->wo, b->bo, OPS_ADD_INTO, n, C, C, cached);
         // x = x + fc2(gelu(fc1(self.normalize(x))))
         layernorm_parallel(s->xn, s->x, b->ln2_w, b->ln2_b, n, C);
         SETTLE(s->xn, (int64_t)n * C);
-        LINEAR(s->hidden, s->xn, b->w1, pk->w1, b->b1, C, F);
-        GeluJob gelu = {s->hidden, (int64_t)n * F};
-        ops_parallel_for(gelu_chunks, &gelu, (int)((gelu.n + GELU_CHUNK - 1) / GELU_CHUNK));
-        SETTLE(s->hidden, (int64_t)n * F);
-        LINEAR(s->proj, s->hidden, b->w2, pk->w2, b->b2, F, C);
-        for (int64_t i = 0; i < (int64_t)n * C; i++) s->x[i] += s->proj[i];
-        SETTLE(s->x, (int64_t)n * C);
+        linear(s, s->hidden, s->xn, b->w1, pk->w1, b->b1, OPS_GELU, n, C, F, cached);
+        linear(s, s->x, s->hidden, b->w2, pk->w2, b->b2, OPS_ADD_INTO, n, F, C, cached);
     }
-#undef LINEAR
 #undef SETTLE
     s->len = offset + n;
 

@@ -165,7 +165,8 @@ typedef struct {
     float *k;             // (T, C) key of the fed tokens (then put in the cache)
     float *v;             // (T, C) value of the fed tokens (then put in the cache)
     float *att;           // (T, C) attention output, heads side by side
-    float *proj;          // (T, C) output of attn.output / mlp.fc2, before x +=
+    float *proj;          // (T, C) a variant's attn.output / mlp.fc2, before x += (the plain
+                          // forward adds them into x as they are made)
     float *hidden;        // (T, F) mlp.fc1 output, then GELU of it
     float *scores;        // (H, R, T) attention scores of a block of R = OPS_ROWS_MAX query rows per head
     float *logits;        // (V) logits of the last fed token

@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define GELU_K 0.7978845608028654f   // sqrt(2 / pi)
+
 void ops_matmul_plain(float *out, const float *a, const float *b, const float *bias, int M, int K,
                       int N) {
     // out[i][j] = sum_k a[i][k] * b[k][j] (+ bias[j])
@@ -146,6 +148,22 @@ void ops_parallel_for(void (*fn)(void *ctx, int begin, int end, int thread), voi
 
 #if defined(__AVX512F__)
 
+// tanh(GELU_K (x + 0.044715 x^3)) = 1 - 2 / (exp(2 u) + 1), u the argument
+static inline __m512 gelu_tanh16(__m512 x) {
+    __m512 x3 = _mm512_mul_ps(_mm512_mul_ps(x, x), x);
+    __m512 u = _mm512_mul_ps(_mm512_set1_ps(2.0f * GELU_K), _mm512_fmadd_ps(_mm512_set1_ps(0.044715f), x3, x));
+    __m512 e = simd_exp16(u, -88.0f, 88.0f);
+    __m512 one = _mm512_set1_ps(1.0f);
+    return _mm512_sub_ps(one, _mm512_div_ps(_mm512_set1_ps(2.0f), _mm512_add_ps(e, one)));
+}
+
+// gelu(x) = 0.5 x (1 + t), computed as 0.5 x * t + 0.5 x: lane by lane, so
+// ops_gelu and a matmul's OPS_GELU give each element the same bits.
+static inline __m512 gelu16(__m512 x) {
+    __m512 half_x = _mm512_mul_ps(_mm512_set1_ps(0.5f), x);
+    return _mm512_fmadd_ps(half_x, gelu_tanh16(x), half_x);
+}
+
 enum { OPS_MR = 8, OPS_NV = 3, OPS_NR = 16 * OPS_NV };   // 8 x 48 tile: 24 zmm of sums
 enum { OPS_ROW_NV = 12, OPS_ROW_NR = 16 * OPS_ROW_NV };     // one row: 1 x 192, 12 zmm
 enum { OPS_PREFETCH = 8 };                                  // rows of b ahead, read in place
@@ -154,12 +172,16 @@ enum { OPS_PANEL_AHEAD = 32 };                              // rows of a packed 
 // One tile: rows (1..OPS_MR) rows of a from a0, nv vectors of 16 columns of
 // the panel bp (its first column is out's column j0; its rows ldb floats
 // apart: N in b itself, OPS_NR in a packed copy), lanes beyond N masked off
-// by mask[v]. Inlined with constant rows and nv so that the loops unroll
+// by mask[v]; each sum + bias then goes to out as `then` says. Inlined
+// with constant rows and nv so that the loops unroll
 // into straight register code. ahead: how many rows of b ahead to prefetch
-// (0: none), a constant too.
+// (0: none), a constant too. whole: 1 when every lane the k loop loads lies
+// in the panel (a whole in-place panel, or a packed one, padded with zeros),
+// so that it loads without masks: the same numbers, and no masks to keep
+// (a one-row tile has 12 of them, more than the mask registers).
 static inline __attribute__((always_inline)) void
-matmul_tile(float *out, const float *a0, const float *bp, int64_t ldb, const float *bias, int K, int N,
-            int j0, const __mmask16 *mask, const int rows, const int nv, const int ahead) {
+matmul_tile(float *out, const float *a0, const float *bp, int64_t ldb, const float *bias, OpsThen then, int K,
+            int N, int j0, const __mmask16 *mask, const int rows, const int nv, const int ahead, const int whole) {
     // The loops over r and v are unrolled so that acc lives in registers.
     __m512 acc[OPS_MR][OPS_ROW_NV];
 #pragma GCC unroll 8
@@ -177,7 +199,8 @@ matmul_tile(float *out, const float *a0, const float *bp, int64_t ldb, const flo
                 _mm_prefetch((const char *)(bk + ahead * ldb + 16 * v), _MM_HINT_T0);
         __m512 bv[OPS_ROW_NV];
 #pragma GCC unroll 12
-        for (int v = 0; v < nv; v++) bv[v] = _mm512_maskz_loadu_ps(mask[v], bk + 16 * v);
+        for (int v = 0; v < nv; v++)
+            bv[v] = whole ? _mm512_loadu_ps(bk + 16 * v) : _mm512_maskz_loadu_ps(mask[v], bk + 16 * v);
 #pragma GCC unroll 8
         for (int r = 0; r < rows; r++) {
             __m512 av = _mm512_set1_ps(a0[(int64_t)r * K + k]);
@@ -190,8 +213,11 @@ matmul_tile(float *out, const float *a0, const float *bp, int64_t ldb, const flo
         __m512 bb = bias ? _mm512_maskz_loadu_ps(mask[v], bias + j0 + 16 * v) : _mm512_setzero_ps();
 #pragma GCC unroll 8
         for (int r = 0; r < rows; r++) {
+            float *to = out + (int64_t)r * N + j0 + 16 * v;
             __m512 y = bias ? _mm512_add_ps(acc[r][v], bb) : acc[r][v];
-            _mm512_mask_storeu_ps(out + (int64_t)r * N + j0 + 16 * v, mask[v], y);
+            if (then == OPS_ADD_INTO) y = _mm512_add_ps(_mm512_maskz_loadu_ps(mask[v], to), y);
+            else if (then == OPS_GELU) y = gelu16(y);
+            _mm512_mask_storeu_ps(to, mask[v], y);
         }
     }
 }
@@ -200,8 +226,8 @@ matmul_tile(float *out, const float *a0, const float *bp, int64_t ldb, const flo
 // cached step) takes panels four times wider, so that each row of b is read
 // 768 contiguous bytes at a time: the same operations per element, better
 // streaming of the weights from memory.
-static void matmul_panel(float *out, const float *a, const float *bp, int64_t ldb, const float *bias, int M,
-                         int K, int N, int j0) {
+static void matmul_panel(float *out, const float *a, const float *bp, int64_t ldb, const float *bias, OpsThen then,
+                         int M, int K, int N, int j0) {
     __mmask16 mask[OPS_ROW_NV];
     for (int v = 0; v < OPS_ROW_NV; v++) {
         int left = N - j0 - 16 * v;
@@ -214,10 +240,11 @@ static void matmul_panel(float *out, const float *a, const float *bp, int64_t ld
         if (ldb == OPS_NR && cols > OPS_NR) cols = OPS_NR;   // a packed panel is OPS_NR wide
         // One row reads a packed panel once, from memory: prefetched well
         // ahead, as the first tile of many rows does (below).
-        if (ldb == OPS_NR) matmul_tile(out, a, bp, ldb, bias, K, N, j0, mask, 1, cols <= 16 ? 1 : OPS_NV, OPS_PANEL_AHEAD);
-        else if (cols <= 16) matmul_tile(out, a, bp, ldb, bias, K, N, j0, mask, 1, 1, OPS_PREFETCH);
-        else if (cols <= OPS_NR) matmul_tile(out, a, bp, ldb, bias, K, N, j0, mask, 1, OPS_NV, OPS_PREFETCH);
-        else matmul_tile(out, a, bp, ldb, bias, K, N, j0, mask, 1, OPS_ROW_NV, OPS_PREFETCH);
+        if (ldb == OPS_NR) matmul_tile(out, a, bp, ldb, bias, then, K, N, j0, mask, 1, cols <= 16 ? 1 : OPS_NV, OPS_PANEL_AHEAD, 1);
+        else if (cols <= 16) matmul_tile(out, a, bp, ldb, bias, then, K, N, j0, mask, 1, 1, OPS_PREFETCH, 0);
+        else if (cols <= OPS_NR) matmul_tile(out, a, bp, ldb, bias, then, K, N, j0, mask, 1, OPS_NV, OPS_PREFETCH, 0);
+        else if (cols < OPS_ROW_NR) matmul_tile(out, a, bp, ldb, bias, then, K, N, j0, mask, 1, OPS_ROW_NV, OPS_PREFETCH, 0);
+        else matmul_tile(out, a, bp, ldb, bias, then, K, N, j0, mask, 1, OPS_ROW_NV, OPS_PREFETCH, 1);
         return;
     }
     int i = 0;
@@ -227,21 +254,21 @@ static void matmul_panel(float *out, const float *a, const float *bp, int64_t ld
         // memory, asks for it well ahead; the others need no prefetch
         // instructions (they would take issue slots).
         if (M >= OPS_MR) {
-            matmul_tile(out, a, bp, ldb, bias, K, N, j0, mask, OPS_MR, OPS_NV, OPS_PANEL_AHEAD);
+            matmul_tile(out, a, bp, ldb, bias, then, K, N, j0, mask, OPS_MR, OPS_NV, OPS_PANEL_AHEAD, 0);
             i = OPS_MR;
         }
         for (; i + OPS_MR <= M; i += OPS_MR)
-            matmul_tile(out + (int64_t)i * N, a + (int64_t)i * K, bp, ldb, bias, K, N, j0, mask, OPS_MR, OPS_NV, 0);
+            matmul_tile(out + (int64_t)i * N, a + (int64_t)i * K, bp, ldb, bias, then, K, N, j0, mask, OPS_MR, OPS_NV, 0, 0);
     } else {
         for (; i + OPS_MR <= M; i += OPS_MR)
-            matmul_tile(out + (int64_t)i * N, a + (int64_t)i * K, bp, ldb, bias, K, N, j0, mask, OPS_MR, OPS_NV,
-                        OPS_PREFETCH);
+            matmul_tile(out + (int64_t)i * N, a + (int64_t)i * K, bp, ldb, bias, then, K, N, j0, mask, OPS_MR, OPS_NV,
+                        OPS_PREFETCH, 0);
     }
     switch (M - i) {   // the last rows: the same tile, fewer rows
     case 0: break;
     // (a few rows alone bring their packed panel from memory too)
-#define TAIL(R) case R: matmul_tile(out + (int64_t)i * N, a + (int64_t)i * K, bp, ldb, bias, K, N, j0, mask, R, OPS_NV, \
-                                    ldb != OPS_NR ? OPS_PREFETCH : i == 0 ? OPS_PANEL_AHEAD : 0); break;
+#define TAIL(R) case R: matmul_tile(out + (int64_t)i * N, a + (int64_t)i * K, bp, ldb, bias, then, K, N, j0, mask, R, OPS_NV, \
+                                    ldb != OPS_NR ? OPS_PREFETCH : i == 0 ? OPS_PANEL_AHEAD : 0, 0); break;
     TAIL(1) TAIL(2) TAIL(3) TAIL(4) TAIL(5) TAIL(6) TAIL(7)
 #undef TAIL
     }
@@ -251,8 +278,8 @@ static void matmul_panel(float *out, const float *a, const float *bp, int64_t ld
 
 enum { OPS_NR = 16, OPS_ROW_NR = OPS_NR, OPS_MR = 1 };   // OPS_MR: more rows than this pack the panel
 
-static void matmul_panel(float *out, const float *a, const float *bp, int64_t ldb, const float *bias, int M,
-                         int K, int N, int j0) {
+static void matmul_panel(float *out, const float *a, const float *bp, int64_t ldb, const float *bias, OpsThen then,
+                         int M, int K, int N, int j0) {
     int w = N - j0 < OPS_NR ? N - j0 : OPS_NR;
     for (int i = 0; i < M; i++) {
         const float *ai = a + (int64_t)i * K;
@@ -262,7 +289,11 @@ static void matmul_panel(float *out, const float *a, const float *bp, int64_t ld
             for (int j = 0; j < w; j++) acc[j] += ai[k] * bk[j];
         }
         float *oi = out + (int64_t)i * N + j0;
-        for (int j = 0; j < w; j++) oi[j] = bias ? acc[j] + bias[j0 + j] : acc[j];
+        for (int j = 0; j < w; j++) {
+            float y = bias ? acc[j] + bias[j0 + j] : acc[j];
+            oi[j] = then == OPS_ADD_INTO ? oi[j] + y : y;
+        }
+        if (then == OPS_GELU) ops_gelu_plain(oi, oi, w);
     }
 }
 #endif
@@ -271,6 +302,7 @@ typedef struct {
     float *out;
     const float *a, *b, *bias;
     const float *panels;   // b in panel order (ops_pack), or NULL
+    OpsThen then;
     int M, K, N;
 } MatmulJob;
 
@@ -313,7 +345,7 @@ static void matmul_panels(void *ctx, int begin, int end, int thread) {
     int width = job->M == 1 ? OPS_ROW_NR : OPS_NR;
     if (job->panels) {   // packed once, ahead: read each panel in order
         for (int p = begin; p < end; p++)
-            matmul_panel(job->out, job->a, job->panels + (int64_t)p * job->K * OPS_NR, OPS_NR, job->bias, job->M,
+            matmul_panel(job->out, job->a, job->panels + (int64_t)p * job->K * OPS_NR, OPS_NR, job->bias, job->then, job->M,
                          job->K, job->N, p * OPS_NR);
         return;
     }
@@ -321,7 +353,7 @@ static void matmul_panels(void *ctx, int begin, int end, int thread) {
     for (int p = begin; p < end; p++) {
         int j0 = p * width;
         if (!pack) {
-            matmul_panel(job->out, job->a, job->b + j0, job->N, job->bias, job->M, job->K, job->N, j0);
+            matmul_panel(job->out, job->a, job->b + j0, job->N, job->bias, job->then, job->M, job->K, job->N, j0);
             continue;
         }
         int w = job->N - j0 < OPS_NR ? job->N - j0 : OPS_NR;
@@ -338,7 +370,7 @@ static void matmul_panels(void *ctx, int begin, int end, int thread) {
             for (int k = 0; k < job->K; k++, from += job->N)
                 memcpy(pack + (int64_t)k * OPS_NR, from, sizeof(float) * (size_t)w);
         }
-        matmul_panel(job->out, job->a, pack, OPS_NR, job->bias, job->M, job->K, job->N, j0);
+        matmul_panel(job->out, job->a, pack, OPS_NR, job->bias, job->then, job->M, job->K, job->N, j0);
     }
 }
 
@@ -357,14 +389,15 @@ void ops_pack(float *dst, const float *b, int K, int N) {
 }
 
 void ops_matmul(float *out, const float *a, const float *b, const float *bias, int M, int K, int N) {
-    ops_matmul_packed(out, a, b, NULL, bias, M, K, N);
+    ops_matmul_packed(out, a, b, NULL, bias, OPS_STORE, M, K, N);
 }
 
-void ops_matmul_packed(float *out, const float *a, const float *b, const float *panels, const float *bias, int M,
-                       int K, int N) {
+void ops_matmul_packed(float *out, const float *a, const float *b, const float *panels, const float *bias,
+                       OpsThen then, int M, int K, int N) {
     // out (M, N) = a (M, K) @ b (K, N) + bias (N)        numpy: a @ b + bias
+    // (OPS_ADD_INTO: out += ...; OPS_GELU: out = gelu(...))
     if (M <= 0 || N <= 0) return;
-    MatmulJob job = {out, a, b, bias, panels, M, K, N};
+    MatmulJob job = {out, a, b, bias, panels, then, M, K, N};
     int width = M == 1 && !panels ? OPS_ROW_NR : OPS_NR;
     int count = (N + width - 1) / width;
     // Waking the other threads costs microseconds: only for work that is worth it.
@@ -424,8 +457,6 @@ void ops_softmax_row_plain(float *y, float *lse, const float *x, int n, OpsNorm 
     }
     if (lse) *lse = logf(sum) + max;
 }
-
-#define GELU_K 0.7978845608028654f   // sqrt(2 / pi)
 
 void ops_gelu_plain(float *out, const float *x, int n) {
     for (int i = 0; i < n; i++) {
@@ -576,23 +607,10 @@ void ops_softmax_row(float *y, float *lse, const float *x, int n, OpsNorm how) {
     if (lse) *lse = logf(sum) + max;
 }
 
-// tanh(GELU_K (x + 0.044715 x^3)) = 1 - 2 / (exp(2 u) + 1), u the argument
-static inline __m512 gelu_tanh16(__m512 x) {
-    __m512 x3 = _mm512_mul_ps(_mm512_mul_ps(x, x), x);
-    __m512 u = _mm512_mul_ps(_mm512_set1_ps(2.0f * GELU_K), _mm512_fmadd_ps(_mm512_set1_ps(0.044715f), x3, x));
-    __m512 e = simd_exp16(u, -88.0f, 88.0f);
-    __m512 one = _mm512_set1_ps(1.0f);
-    return _mm512_sub_ps(one, _mm512_div_ps(_mm512_set1_ps(2.0f), _mm512_add_ps(e, one)));
-}
-
 void ops_gelu(float *out, const float *x, int n) {
-    // 0.5 x (1 + t) as 0.5 x * t + 0.5 x
-    const __m512 half = _mm512_set1_ps(0.5f);
     for (int i = 0; i < n; i += 16) {
         __mmask16 mask = tail_mask(n - i);
-        __m512 v = _mm512_maskz_loadu_ps(mask, x + i);
-        __m512 half_v = _mm512_mul_ps(half, v);
-        _mm512_mask_storeu_ps(out + i, mask, _mm512_fmadd_ps(half_v, gelu_tanh16(v), half_v));
+        _mm512_mask_storeu_ps(out + i, mask, gelu16(_mm512_maskz_loadu_ps(mask, x + i)));
     }
 }
 

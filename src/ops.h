@@ -27,11 +27,21 @@ void ops_matmul(float *out, const float *a, const float *b, const float *bias, i
 // zeros. ops_packed_size gives the floats dst must hold.
 int64_t ops_packed_size(int K, int N);
 void ops_pack(float *dst, const float *b, int K, int N);
+// What a matmul does with each finished sum y = a @ b + bias (rounded to
+// float first, as when it is stored): store it, add it into out (a residual,
+// x = x + y), or store gelu(y). Each the same bits as the matmul followed by
+// ops_add or ops_gelu on its output, without a second pass over it.
+typedef enum {
+    OPS_STORE,      // out = y
+    OPS_ADD_INTO,   // out = out + y
+    OPS_GELU,       // out = gelu(y)
+} OpsThen;
 // ops_matmul reading b's panels from panels (ops_pack of b; NULL: none) in
 // order, instead of copying each panel first (many rows) or reading b's rows
-// in place (one row). The same numbers bit for bit.
-void ops_matmul_packed(float *out, const float *a, const float *b, const float *panels, const float *bias, int M,
-                       int K, int N);
+// in place (one row), then doing `then` with each sum. With OPS_STORE the
+// same numbers as ops_matmul bit for bit.
+void ops_matmul_packed(float *out, const float *a, const float *b, const float *panels, const float *bias,
+                       OpsThen then, int M, int K, int N);
 // The reference loop, one multiply-add at a time; fast kernels are tested
 // against it.
 void ops_matmul_plain(float *out, const float *a, const float *b, const float *bias, int M, int K,

@@ -163,7 +163,7 @@ static void test_matmul_prepacked_equals_plain_panels(void **state) {
             assert_int_equal(ops_set_threads(threads), 0);
             for (int round = 0; round < 20; round++) {
                 memset(packed, 0xFF, sizeof(float) * (size_t)M * N);
-                ops_matmul_packed(packed, a, b, panels, bias, M, K, N);
+                ops_matmul_packed(packed, a, b, panels, bias, OPS_STORE, M, K, N);
                 if (memcmp(plain, packed, sizeof(float) * (size_t)M * N) != 0)
                     fail_msg("M=%d K=%d N=%d, %d threads: the product from packed panels differs from the plain one",
                              M, K, N, threads);
@@ -171,6 +171,47 @@ static void test_matmul_prepacked_equals_plain_panels(void **state) {
         }
         assert_int_equal(ops_set_threads(1), 0);
         free(a), free(b), free(bias), free(panels), free(plain), free(packed);
+    }
+}
+
+// A matmul that adds its sums into out (OPS_ADD_INTO) or stores their GELU
+// (OPS_GELU) gives the bits of the plain product followed by ops_add or
+// ops_gelu, in every kind of tile: one row (in place and packed), many rows
+// with partial tiles and panels, with and without bias, on 1 and 2 threads.
+static void test_matmul_then_equals_two_steps(void **state) {
+    (void)state;
+    static const int shapes[][3] = {{1, 384, 1536}, {1, 64, 50}, {13, 384, 1536}, {9, 1536, 100}, {3, 5, 7}};
+    for (int s = 0; s < 5; s++) {
+        int M = shapes[s][0], K = shapes[s][1], N = shapes[s][2];
+        int64_t MN = (int64_t)M * N;
+        float *a = alloc_floats((int64_t)M * K), *b = alloc_floats((int64_t)K * N), *bias = alloc_floats(N);
+        float *panels = alloc_floats(ops_packed_size(K, N)), *x = alloc_floats(MN);
+        float *y = alloc_floats(MN), *want = alloc_floats(MN), *got = alloc_floats(MN);
+        fill(a, (int64_t)M * K, 101 + (uint32_t)s);
+        fill(b, (int64_t)K * N, 111 + (uint32_t)s);
+        fill(bias, N, 121 + (uint32_t)s);
+        fill(x, MN, 131 + (uint32_t)s);
+        ops_pack(panels, b, K, N);
+        for (int threads = 1; threads <= 2; threads++) {
+            assert_int_equal(ops_set_threads(threads), 0);
+            for (int c = 0; c < 8; c++) {
+                OpsThen then = c % 2 ? OPS_GELU : OPS_ADD_INTO;
+                const float *bi = c / 2 % 2 ? NULL : bias, *pk = c / 4 ? panels : NULL;
+                ops_matmul(y, a, b, bi, M, K, N);
+                if (then == OPS_GELU) ops_gelu(want, y, (int)MN);
+                else ops_add(want, x, y, (int)MN);
+                memcpy(got, x, sizeof(float) * (size_t)MN);
+                ops_matmul_packed(got, a, b, pk, bi, then, M, K, N);
+                for (int64_t i = 0; i < MN; i++)
+                    if (memcmp(&want[i], &got[i], sizeof(float)) != 0)
+                        fail_msg("M=%d K=%d N=%d, %s%s%s, %d threads: out[%lld][%lld] expected %.9g, got %.9g", M, K,
+                                 N, then == OPS_GELU ? "gelu" : "add into", bi ? ", bias" : "",
+                                 pk ? ", packed" : "", threads, (long long)(i / N), (long long)(i % N), want[i],
+                                 got[i]);
+            }
+        }
+        assert_int_equal(ops_set_threads(1), 0);
+        free(a), free(b), free(bias), free(panels), free(x), free(y), free(want), free(got);
     }
 }
 
@@ -411,6 +452,7 @@ int main(void) {
         cmocka_unit_test(test_matmul_packed_equals_in_place),
         cmocka_unit_test(test_matmul_packed_on_two_threads),
         cmocka_unit_test(test_matmul_prepacked_equals_plain_panels),
+        cmocka_unit_test(test_matmul_then_equals_two_steps),
         cmocka_unit_test(test_vecmat),
         cmocka_unit_test(test_vecmat_rows_equals_vecmat),
         cmocka_unit_test(test_softmax),
