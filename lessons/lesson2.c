@@ -15,6 +15,7 @@
 // fewer multiply-adds. Times are measured around the arithmetic only.
 #include "attention.h"
 #include "lessons.h"
+#include "stats.h"
 #include "timer.h"
 #include "toy.h"
 
@@ -49,7 +50,7 @@ static double time_step(AttnStep *s, const ToyData *d, int tokens, int cached, i
         double t1 = timer_now();
         if (samples) samples[i] = t1 - t0;
     }
-    double median = samples ? timer_median(samples, repeat) : 0;
+    double median = samples ? stats_median(samples, repeat) : 0;
     free(samples);
     return median;
 }

@@ -28,6 +28,7 @@
 #include "lessons.h"
 #include "ops.h"
 #include "sampler.h"
+#include "stats.h"
 #include "timer.h"
 #include "utf8.h"
 
@@ -89,7 +90,7 @@ static double time_forward(GptState *s, const GptModel *m, const int *tokens, in
         samples[r] = timer_now() - t0;
     }
     if (logits) memcpy(logits, out, sizeof(float) * (size_t)m->cfg.V);
-    return timer_median(samples, repeat);
+    return stats_median(samples, repeat);
 }
 
 static void count_step(Trace *tr, const char *run, int step, int t, int rows, Flops f, double cum_flops, int64_t cum_rows) {

@@ -27,6 +27,7 @@
 #include "kvsim.h"
 #include "lessons.h"
 #include "ops.h"
+#include "stats.h"
 #include "timer.h"
 
 #include <math.h>
@@ -694,7 +695,7 @@ static double time_contiguous(Bench *b) {
         for (int c = 0; c < BENCH_CALLS; c++) ops_parallel_for(contig_heads, &cj, BENCH_H);
         b->samples[r] = (timer_now() - t0) / BENCH_CALLS;
     }
-    return timer_median(b->samples, b->repeat);
+    return stats_median(b->samples, b->repeat);
 }
 
 // Median seconds per query row through a block table of blocks of B (the
@@ -711,7 +712,7 @@ static double time_paged(Bench *b, int B, uint32_t seed) {
     }
     kvseq_free(&seq);
     kvpool_free(&pool);
-    return timer_median(b->samples, b->repeat);
+    return stats_median(b->samples, b->repeat);
 }
 
 // (5)'s table, one row a block size after the contiguous cache's: in text

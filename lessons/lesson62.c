@@ -33,6 +33,7 @@
 #include "fileio.h"
 #include "llama.h"
 #include "ops.h"
+#include "stats.h"
 #include "timer.h"
 
 #include <stdio.h>
@@ -426,7 +427,7 @@ static void show_less_data_read(Trace *tr, Demo *d) {
             memcpy(tok, ctx, sizeof(int) * (size_t)T);
             vs[i].samples[r] = generate_timed(logits, &vs[i].st, &vs[i].m, tok, P, steps);
         }
-    for (int i = 0; i < NUM_VARIANTS; i++) vs[i].per_token = timer_median(vs[i].samples, repeat);
+    for (int i = 0; i < NUM_VARIANTS; i++) vs[i].per_token = stats_median(vs[i].samples, repeat);
 
     trace_heading(tr, "(1) Less data read: bytes and time per generated token",
                   "（1）减少了数据的读取：每生成一个 token 读取的字节数和耗时");

@@ -27,6 +27,7 @@
 #include "lessons.h"
 #include "ops.h"
 #include "rng.h"
+#include "stats.h"
 #include "timer.h"
 #include "toy.h"
 
@@ -406,7 +407,7 @@ static int measure_here(Measured *out, int tiled, int N, int d, int Bc, int repe
             samples[r] = timer_now() - t0;
         }
         if (samples) {
-            out->seconds = timer_median(samples, repeat);
+            out->seconds = stats_median(samples, repeat);
             out->peak_mb = (double)(max_rss_kb() - base) / 1024.0;
             double sum = 0;
             for (size_t i = 0; i < nd; i++) sum += O[i];
@@ -535,7 +536,7 @@ static int decode_times(double *t_row, double *t_dec, Decode *x, int len, int th
         flash_row(x->out1, x->scratch, x->q, x->kt, x->n, x->v, d, len, d, scale, x->Bc);
         x->samples[r] = timer_now() - t0;
     }
-    *t_row = timer_median(x->samples, x->repeat);
+    *t_row = stats_median(x->samples, x->repeat);
     if (ops_set_threads(threads)) {
         fileio_error("could not start %d threads", "无法启动 %d 个线程", threads);
         return 1;
@@ -545,7 +546,7 @@ static int decode_times(double *t_row, double *t_dec, Decode *x, int len, int th
         flash_decode(x->outp, x->scratch, x->q, x->kt, x->n, x->v, d, len, d, scale, x->Bc);
         x->samples[r] = timer_now() - t0;
     }
-    *t_dec = timer_median(x->samples, x->repeat);
+    *t_dec = stats_median(x->samples, x->repeat);
     return 0;
 }
 
@@ -626,7 +627,7 @@ static double time_last_step(float *logits, GptState *s, const GptModel *m, cons
         samples[r] = timer_now() - t0;
         memcpy(logits, out, sizeof(float) * (size_t)m->cfg.V);
     }
-    return timer_median(samples, repeat);
+    return stats_median(samples, repeat);
 }
 
 static int gpt_step(Trace *tr, const Options *opt) {

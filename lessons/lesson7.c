@@ -15,6 +15,7 @@
 #include "fileio.h"
 #include "lessons.h"
 #include "ops.h"
+#include "stats.h"
 #include "timer.h"
 #include "toy.h"
 
@@ -74,7 +75,7 @@ static double median_time(int repeat, AttnStep *steps, AttnStep *c, AttnStep *ou
         else loop_nocache(steps, d, n);
         t[i] = timer_now() - t0;
     }
-    double m = timer_median(t, repeat);
+    double m = stats_median(t, repeat);
     free(t);
     return m;
 }

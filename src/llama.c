@@ -222,22 +222,26 @@ int llama_state_init(LlamaState *s, const LlamaModel *m, int max_batch_size, cha
         {&s->xv, BT * G * D}, {&s->attn, BT * H * D}, {&s->xb2, BT * C}, {&s->hb, BT * F},
         {&s->hb2, BT * F}, {&s->scores, T},     {&s->mask, s->mask_floats}, {&s->last, B * C},
     };
+    enum { BUFS = sizeof bufs / sizeof bufs[0] };
+    size_t total = 0;
+    for (int i = 0; i < BUFS; i++) total += (bufs[i].floats + 15) / 16 * 16;   // 16 floats, a cache line, apart
     int failed = 0;
-    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
-        *bufs[i].buf = alloc_floats(bufs[i].floats, &failed);
+    s->memory = alloc_floats(total, &failed);
     if (failed) {
-        llama_state_free(s);
         fileio_fail2(err, errlen, "out of memory for a cache of %d x %d", "内存不足：放不下 %d x %d 的缓存",
                      max_batch_size, c->max_seq_len);
         return -1;
+    }
+    float *next = s->memory;
+    for (int i = 0; i < BUFS; i++) {
+        *bufs[i].buf = next;
+        next += (bufs[i].floats + 15) / 16 * 16;
     }
     return 0;
 }
 
 void llama_state_free(LlamaState *s) {
-    float *bufs[] = {s->cache_k, s->cache_v, s->x,   s->xb,  s->xq,     s->xk,   s->xv,
-                     s->attn,    s->xb2,     s->hb,  s->hb2, s->scores, s->mask, s->last};
-    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
+    free(s->memory);
     memset(s, 0, sizeof *s);
 }
 

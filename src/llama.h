@@ -106,11 +106,12 @@ typedef struct {
 // model by llama_state_init, for up to B = max_batch_size rows.
 typedef struct {
     int max_batch_size;      // B: rows of cache_k / cache_v
-    // The preallocated cache of every layer, one allocation each:
+    float *memory;           // every buffer below, one allocation carved in their order
+    // The preallocated cache of every layer:
     float *cache_k;          // (L, B, T, G, D)
     float *cache_v;          // (L, B, T, G, D)
     // Activations of one forward call, sized for B * T rows (the largest call:
-    // the whole batch recomputed from position 0). Allocated once.
+    // the whole batch recomputed from position 0).
     float *x;                // (B*T, C)    h, the residual stream
     float *xb;               // (B*T, C)    a normalised copy of h
     float *xq;               // (B*T, H*D)

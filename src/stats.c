@@ -10,6 +10,11 @@ static int compare_double(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
+double stats_median(double *samples, int n) {
+    qsort(samples, (size_t)n, sizeof *samples, compare_double);
+    return n % 2 ? samples[n / 2] : 0.5 * (samples[n / 2 - 1] + samples[n / 2]);
+}
+
 Stats stats_of(const double *samples, int n) {
     Stats s = {.n = n, .min = INFINITY, .max = -INFINITY};
     if (n <= 0) return s;
@@ -30,8 +35,7 @@ Stats stats_of(const double *samples, int n) {
         return s;
     }
     memcpy(sorted, samples, sizeof(double) * (size_t)n);
-    qsort(sorted, (size_t)n, sizeof(double), compare_double);
-    s.median = n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
+    s.median = stats_median(sorted, n);
     if (sorted != small) free(sorted);
     return s;
 }

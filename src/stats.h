@@ -12,6 +12,8 @@ typedef struct {
 
 // Of n >= 1 samples (left in their order).
 Stats stats_of(const double *samples, int n);
+// The median of n >= 1 samples; sorts them in place.
+double stats_median(double *samples, int n);
 
 // 1 when the runs disagree too much for their mean to be trusted: σ above
 // 10% of the mean, or the slowest run above 1.5 x the fastest.

@@ -23,21 +23,6 @@ static void model_from_file(LlamaModel *m, const char *path) {
     if (llama_load(m, path, err, sizeof err) != 0) fail_msg("%s", err);
 }
 
-// A state of max_batch rows for model m.
-static void state_for(LlamaState *s, const LlamaModel *m, int max_batch) {
-    char err[256];
-    if (llama_state_init(s, m, max_batch, err, sizeof err) != 0) fail_msg("%s", err);
-}
-
-static void model_random(LlamaModel *m, int H, int G, uint64_t seed) {
-    LlamaConfig c = llama_config_default();
-    c.n_heads = H, c.n_kv_heads = G, c.dim = 8 * H;
-    char err[256];
-    if (llama_new(m, &c, err, sizeof err) != 0) fail_msg("%s", err);
-    llama_vocab_default(m);
-    llama_init_random(m, seed);
-}
-
 // ---------------------------------------------------------------------------
 // Rotary embeddings: precompute_freqs_cis and apply_rotary_emb
 
@@ -118,9 +103,9 @@ static void test_sample_top_p_matches_pytorch(void **state) {
 static void test_init_random_is_seeded(void **state) {
     (void)state;
     LlamaModel a, b, c;
-    model_random(&a, 4, 2, 42);
-    model_random(&b, 4, 2, 42);
-    model_random(&c, 4, 2, 43);
+    llama_model_for_test(&a, 4, 2, 42);
+    llama_model_for_test(&b, 4, 2, 42);
+    llama_model_for_test(&c, 4, 2, 43);
     assert_bits(b.params, a.params, (int64_t)a.num_params, "weights of two models of seed 42");
     assert_true(memcmp(a.params, c.params, sizeof(float) * a.num_params) != 0);
     llama_free(&a);
@@ -138,7 +123,7 @@ static void check_model_fixture(const char *name) {
     LlamaModel m;
     LlamaState st;
     model_from_file(&m, bin);
-    state_for(&st, &m, 2);
+    llama_state_for_test(&st, &m, 2);
     FixSet fx;
     fix_load(&fx, txt);
     int V = m.cfg.vocab_size;
@@ -219,11 +204,11 @@ static void test_gqa_equals_mha_bit_for_bit(void **state) {
     for (int k = 0; k < 4; k++) {
         LlamaModel gqa, mha;
         LlamaState gqa_st, mha_st;
-        model_random(&gqa, 8, kv[k], 100 + k);
-        model_random(&mha, 8, 8, 999);
+        llama_model_for_test(&gqa, 8, kv[k], 100 + k);
+        llama_model_for_test(&mha, 8, 8, 999);
         llama_repeat_kv_heads(&mha, &gqa);
-        state_for(&gqa_st, &gqa, 4);
-        state_for(&mha_st, &mha, 4);
+        llama_state_for_test(&gqa_st, &gqa, 4);
+        llama_state_for_test(&mha_st, &mha, 4);
         int V = gqa.cfg.vocab_size;
         float a[3 * 128], b[3 * 128];
         // a prompt of 6 at 0, then three single tokens with the cache
@@ -239,7 +224,7 @@ static void test_gqa_equals_mha_bit_for_bit(void **state) {
         // The GQA paper's conversion: mean-pooling the repeated heads gives
         // back the grouped model (r copies of x average to x up to rounding).
         LlamaModel pooled;
-        model_random(&pooled, 8, kv[k], 5);
+        llama_model_for_test(&pooled, 8, kv[k], 5);
         llama_pool_kv_heads(&pooled, &mha);
         assert_close(pooled.params, gqa.params, (int64_t)gqa.num_params, 1e-7,
                      "pooled weights");
@@ -287,9 +272,9 @@ static void test_cache_equals_no_cache(void **state) {
     for (int k = 0; k < 3; k++) {
         LlamaModel m;
         LlamaState with_st, without_st;
-        model_random(&m, 4, kv[k], 7);
-        state_for(&with_st, &m, 4);
-        state_for(&without_st, &m, 4);
+        llama_model_for_test(&m, 4, kv[k], 7);
+        llama_state_for_test(&with_st, &m, 4);
+        llama_state_for_test(&without_st, &m, 4);
         char err[256];
         LlamaGeneration with, without;
         if (llama_generation_new(&with, &with_st, &m, err, sizeof err) != 0 ||
@@ -326,8 +311,8 @@ static void test_prompt_in_pieces(void **state) {
     (void)state;
     LlamaModel m;
     LlamaState st;
-    model_random(&m, 4, 2, 8);
-    state_for(&st, &m, 4);
+    llama_model_for_test(&m, 4, 2, 8);
+    llama_state_for_test(&st, &m, 4);
     int tokens[2 * 6] = {1, 10, 20, 30, 40, 50, 1, 60, 70, 80, 90, 99};
     int V = m.cfg.vocab_size;
     float whole[2 * 128], pieces[2 * 128];
@@ -349,8 +334,8 @@ static void test_generate_record(void **state) {
     (void)state;
     LlamaModel m;
     LlamaState st;
-    model_random(&m, 4, 4, 9);
-    state_for(&st, &m, 4);
+    llama_model_for_test(&m, 4, 4, 9);
+    llama_state_for_test(&st, &m, 4);
     LlamaGeneration g;
     char err[256];
     if (llama_generation_new(&g, &st, &m, err, sizeof err) != 0) fail_msg("%s", err);
@@ -398,7 +383,7 @@ static void test_generate_record(void **state) {
 static void test_tokenizer(void **state) {
     (void)state;
     LlamaModel m;
-    model_random(&m, 4, 4, 1);
+    llama_model_for_test(&m, 4, 4, 1);
     int ids[16];
     char err[256];
     int n = llama_encode(ids, &m, "天气 ok", 1, 1, 16, err, sizeof err);
@@ -506,7 +491,7 @@ static void test_corrupt_files_refused(void **state) {
 static void test_save_load_round_trip(void **state) {
     (void)state;
     LlamaModel a, b;
-    model_random(&a, 4, 2, 77);
+    llama_model_for_test(&a, 4, 2, 77);
     char path[] = "/tmp/kvdemo-llama-save-XXXXXX";
     int fd = mkstemp(path);
     assert_true(fd >= 0);

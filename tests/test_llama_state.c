@@ -15,28 +15,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { BSZ = 2, LEN = 9, PROMPT = 5, MAX_V = 128 };
+enum { BSZ = 2, LEN = 9, PROMPT = 5 };
 
 // Two different batches of token ids, (BSZ, LEN) each: the runs below.
 static const int TOKENS[2][BSZ * LEN] = {
     {1, 10, 20, 30, 40, 50, 60, 70, 80, 1, 11, 21, 31, 41, 51, 61, 71, 81},
     {1, 90, 80, 70, 60, 50, 40, 30, 20, 1, 5, 6, 7, 8, 9, 10, 11, 12},
 };
-
-static void model_random(LlamaModel *m, int G, uint64_t seed) {
-    LlamaConfig c = llama_config_default();
-    c.n_kv_heads = G;
-    char err[256];
-    if (llama_new(m, &c, err, sizeof err) != 0) fail_msg("%s", err);
-    llama_vocab_default(m);
-    llama_init_random(m, seed);
-    assert_true(c.vocab_size <= MAX_V);
-}
-
-static void state_for(LlamaState *s, const LlamaModel *m, int max_batch) {
-    char err[256];
-    if (llama_state_init(s, m, max_batch, err, sizeof err) != 0) fail_msg("%s", err);
-}
 
 // One call of a run as generate makes them with the cache: call 0 feeds the
 // prompt, tokens[:, 0:PROMPT] at 0; call i > 0 feeds tokens[:, p:p+1] at p =
@@ -58,7 +43,7 @@ static void test_two_states_share_one_model(void **state) {
     int kv[] = {4, 2, 1};   // MHA, GQA, MQA
     for (int k = 0; k < 3; k++) {
         LlamaModel m;
-        model_random(&m, kv[k], 21 + k);
+        llama_model_for_test(&m, 0, kv[k], 21 + k);
         int V = m.cfg.vocab_size;
         size_t n = (size_t)CALLS * BSZ * V;
         float *alone[2], *turns[2];
@@ -70,14 +55,14 @@ static void test_two_states_share_one_model(void **state) {
         }
         // one state used twice: run 0, then (reset) run 1
         LlamaState one;
-        state_for(&one, &m, BSZ);
+        llama_state_for_test(&one, &m, BSZ);
         run_all(alone[0], &one, &m, TOKENS[0]);
         llama_state_reset(&one);
         run_all(alone[1], &one, &m, TOKENS[1]);
         // two states on the same model, taking turns call by call
         LlamaState a, b;
-        state_for(&a, &m, BSZ);
-        state_for(&b, &m, 4);   // a larger batch than it is fed: the same numbers
+        llama_state_for_test(&a, &m, BSZ);
+        llama_state_for_test(&b, &m, 4);   // a larger batch than it is fed: the same numbers
         for (int i = 0; i < CALLS; i++) {
             run_call(turns[0] + (size_t)i * BSZ * V, &a, &m, TOKENS[0], i);
             run_call(turns[1] + (size_t)i * BSZ * V, &b, &m, TOKENS[1], i);
@@ -101,14 +86,14 @@ static void test_two_states_share_one_model(void **state) {
 static void test_state_reusable_after_reset(void **state) {
     (void)state;
     LlamaModel m;
-    model_random(&m, 2, 31);
+    llama_model_for_test(&m, 0, 2, 31);
     int V = m.cfg.vocab_size;
     size_t n = (size_t)CALLS * BSZ * V;
     float *fresh = malloc(sizeof(float) * n), *again = malloc(sizeof(float) * n);
     assert_non_null(fresh);
     assert_non_null(again);
     LlamaState s;
-    state_for(&s, &m, BSZ);
+    llama_state_for_test(&s, &m, BSZ);
     run_all(fresh, &s, &m, TOKENS[0]);
     // another run fills the cache with other keys and values
     run_all(again, &s, &m, TOKENS[1]);
@@ -128,7 +113,7 @@ static void test_state_reusable_after_reset(void **state) {
 static void test_bad_max_batch_size_refused(void **state) {
     (void)state;
     LlamaModel m;
-    model_random(&m, 4, 1);
+    llama_model_for_test(&m, 0, 4, 1);
     int bad[] = {0, -1, LLAMA_MAX_BATCH + 1, 1 << 30};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         LlamaState s;
@@ -148,7 +133,7 @@ static void test_bad_max_batch_size_refused(void **state) {
     int good[] = {1, LLAMA_MAX_BATCH};
     for (size_t i = 0; i < 2; i++) {
         LlamaState s;
-        state_for(&s, &m, good[i]);
+        llama_state_for_test(&s, &m, good[i]);
         assert_int_equal(s.max_batch_size, good[i]);
         llama_state_free(&s);
     }

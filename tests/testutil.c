@@ -653,3 +653,18 @@ double table_cell_number(const TableRow *r, int c) {
     double v = c < r->n ? strtod(r->cell[c], &end) : 0;
     return c < r->n && end != r->cell[c] && !*end ? v : NAN;
 }
+
+void llama_model_for_test(LlamaModel *m, int H, int G, uint64_t seed) {
+    LlamaConfig c = llama_config_default();
+    if (H > 0) c.n_heads = H, c.dim = 8 * H;
+    c.n_kv_heads = G;
+    char err[256];
+    if (llama_new(m, &c, err, sizeof err) != 0) fail_msg("%s", err);
+    llama_vocab_default(m);
+    llama_init_random(m, seed);
+}
+
+void llama_state_for_test(LlamaState *s, const LlamaModel *m, int max_batch) {
+    char err[256];
+    if (llama_state_init(s, m, max_batch, err, sizeof err) != 0) fail_msg("%s", err);
+}

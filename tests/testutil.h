@@ -168,4 +168,12 @@ int word_in_list(const char *w, size_t n, const char *const *list, size_t count)
 // a model, which the plain build still checks in full.
 int tests_sanitized(void);
 
+// LLaMA for the tests: a model of llama_config_default()'s shape with H heads
+// of 8 dims (H <= 0: the default heads and dim) and G key/value heads, its
+// weights drawn from seed; a state for up to max_batch rows. Each fails the
+// test with the library's message if it cannot be made.
+#include "llama.h"
+void llama_model_for_test(LlamaModel *m, int H, int G, uint64_t seed);
+void llama_state_for_test(LlamaState *s, const LlamaModel *m, int max_batch);
+
 #endif
