@@ -673,26 +673,119 @@ void ops_exp(float *out, const float *x, int n) {
 }
 #endif
 
+// mean = x.mean(-1, keepdims=True) and var = ((x - mean) ** 2).mean(-1,
+// keepdims=True) of each row of x (R, C) into m (R) and var (R), each summed
+// over c in order, in float. The fast kernel keeps 16 rows side by side in the
+// lanes of one vector (transposing 16 x 16 blocks), so that their sums
+// advance together instead of one long chain of additions at a time: each
+// lane does what the plain loop does for its row.
+static void layernorm_stats_plain(float *m, float *var, const float *x, int R, int C) {
+    for (int r = 0; r < R; r++) {
+        const float *xr = x + (int64_t)r * C;
+        m[r] = 0.0f;
+        for (int c = 0; c < C; c++) m[r] += xr[c];
+        m[r] /= C;
+        var[r] = 0.0f;
+        for (int c = 0; c < C; c++) var[r] += (xr[c] - m[r]) * (xr[c] - m[r]);
+        var[r] /= C;
+    }
+}
+
+#if defined(__AVX512F__)
+// Columns c0 .. c0+15 of 16 rows of x (rows ldx floats apart; columns from
+// `left` on read as 0) into col[0..15], column j's 16 rows in col[j]'s lanes:
+// a 16 x 16 transpose in registers, 64 shuffles.
+static inline void transpose16(__m512 col[16], const float *x, int64_t ldx, int left) {
+    __mmask16 mask = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1);
+    __m512 a[16], b[16];
+    // rows 2i, 2i+1 interleaved, in each 128-bit lane L: columns 4L, 4L+1 (a[2i]) and 4L+2, 4L+3 (a[2i+1])
+    for (int i = 0; i < 8; i++) {
+        __m512 r0 = _mm512_maskz_loadu_ps(mask, x + 2 * i * ldx), r1 = _mm512_maskz_loadu_ps(mask, x + (2 * i + 1) * ldx);
+        a[2 * i] = _mm512_unpacklo_ps(r0, r1);
+        a[2 * i + 1] = _mm512_unpackhi_ps(r0, r1);
+    }
+    // rows 4g .. 4g+3, in each 128-bit lane L: column 4L + k in b[4g + k]
+    for (int g = 0; g < 4; g++) {
+        __m512d lo = _mm512_castps_pd(a[4 * g]), hi = _mm512_castps_pd(a[4 * g + 1]);
+        __m512d lo2 = _mm512_castps_pd(a[4 * g + 2]), hi2 = _mm512_castps_pd(a[4 * g + 3]);
+        b[4 * g + 0] = _mm512_castpd_ps(_mm512_unpacklo_pd(lo, lo2));
+        b[4 * g + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(lo, lo2));
+        b[4 * g + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(hi, hi2));
+        b[4 * g + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(hi, hi2));
+    }
+    // column 4L + k: lane L of b[k], b[4 + k], b[8 + k], b[12 + k], one 128-bit lane each
+    for (int k = 0; k < 4; k++) {
+        __m512 c0 = _mm512_shuffle_f32x4(b[k], b[4 + k], 0x44), c1 = _mm512_shuffle_f32x4(b[k], b[4 + k], 0xEE);
+        __m512 c2 = _mm512_shuffle_f32x4(b[8 + k], b[12 + k], 0x44), c3 = _mm512_shuffle_f32x4(b[8 + k], b[12 + k], 0xEE);
+        col[k] = _mm512_shuffle_f32x4(c0, c2, 0x88);
+        col[4 + k] = _mm512_shuffle_f32x4(c0, c2, 0xDD);
+        col[8 + k] = _mm512_shuffle_f32x4(c1, c3, 0x88);
+        col[12 + k] = _mm512_shuffle_f32x4(c1, c3, 0xDD);
+    }
+}
+
+static void layernorm_stats(float *m, float *var, const float *x, int R, int C) {
+    int r = 0;
+    __m512 n = _mm512_set1_ps((float)C);
+    for (; r + 16 <= R; r += 16) {
+        const float *x0 = x + (int64_t)r * C;
+        __m512 col[16], sum = _mm512_setzero_ps();
+        for (int c0 = 0; c0 < C; c0 += 16) {
+            int cols = C - c0 < 16 ? C - c0 : 16;
+            transpose16(col, x0 + c0, C, cols);
+            for (int j = 0; j < cols; j++) sum = _mm512_add_ps(sum, col[j]);
+        }
+        __m512 mean = _mm512_div_ps(sum, n), sq = _mm512_setzero_ps();
+        for (int c0 = 0; c0 < C; c0 += 16) {
+            int cols = C - c0 < 16 ? C - c0 : 16;
+            transpose16(col, x0 + c0, C, cols);
+            for (int j = 0; j < cols; j++) {
+                __m512 d = _mm512_sub_ps(col[j], mean);
+                sq = _mm512_add_ps(sq, _mm512_mul_ps(d, d));
+            }
+        }
+        _mm512_storeu_ps(m + r, mean);
+        _mm512_storeu_ps(var + r, _mm512_div_ps(sq, n));
+    }
+    layernorm_stats_plain(m + r, var + r, x + (int64_t)r * C, R - r, C);
+}
+
+// y (C) = (x - m) * s * w + b, rounded after each operation as the plain loop.
+static void layernorm_apply(float *y, const float *x, float m, float s, const float *w, const float *b, int C) {
+    __m512 mv = _mm512_set1_ps(m), sv = _mm512_set1_ps(s);
+    for (int c = 0; c < C; c += 16) {
+        __mmask16 mask = C - c >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (C - c)) - 1);
+        __m512 t = _mm512_mul_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(mask, x + c), mv), sv);
+        t = _mm512_add_ps(_mm512_mul_ps(t, _mm512_maskz_loadu_ps(mask, w + c)), _mm512_maskz_loadu_ps(mask, b + c));
+        _mm512_mask_storeu_ps(y + c, mask, t);
+    }
+}
+#else
+static void layernorm_stats(float *m, float *var, const float *x, int R, int C) {
+    layernorm_stats_plain(m, var, x, R, C);
+}
+
+static void layernorm_apply(float *y, const float *x, float m, float s, const float *w, const float *b, int C) {
+    for (int c = 0; c < C; c++) y[c] = (x[c] - m) * s * w[c] + b[c];
+}
+#endif
+
 void ops_layernorm(float *out, float *mean, float *rstd, const float *x, const float *w, const float *b,
                    int R, int C) {
     // In float, summed in order: the arithmetic the shipped model was trained
     // with, which kvdemo train and the forward pass now share.
-    for (int r = 0; r < R; r++) {
-        const float *xr = x + (int64_t)r * C;
-        // mean = x.mean(-1, keepdims=True)
-        float m = 0.0f;
-        for (int c = 0; c < C; c++) m += xr[c];
-        m /= C;
-        // var = ((x - mean) ** 2).mean(-1, keepdims=True)
-        float var = 0.0f;
-        for (int c = 0; c < C; c++) var += (xr[c] - m) * (xr[c] - m);
-        var /= C;
-        // (x - mean) / np.sqrt(var + eps) * weight + bias
-        float s = 1.0f / sqrtf(var + 1e-5f);
-        float *yr = out + (int64_t)r * C;
-        for (int c = 0; c < C; c++) yr[c] = (xr[c] - m) * s * w[c] + b[c];
-        if (mean) mean[r] = m;
-        if (rstd) rstd[r] = s;
+    enum { BLOCK = 64 };   // rows whose mean and var are made at once
+    float m[BLOCK], var[BLOCK];
+    for (int r0 = 0; r0 < R; r0 += BLOCK) {
+        int rows = R - r0 < BLOCK ? R - r0 : BLOCK;
+        layernorm_stats(m, var, x + (int64_t)r0 * C, rows, C);
+        for (int i = 0; i < rows; i++) {
+            // (x - mean) / np.sqrt(var + eps) * weight + bias
+            float mi = m[i], s = 1.0f / sqrtf(var[i] + 1e-5f);
+            layernorm_apply(out + (int64_t)(r0 + i) * C, x + (int64_t)(r0 + i) * C, mi, s, w, b, C);
+            if (mean) mean[r0 + i] = mi;
+            if (rstd) rstd[r0 + i] = s;
+        }
     }
 }
 
