@@ -89,35 +89,71 @@ static void expect_grad(const char *what, const float *analytic, float *x, size_
 // ---------------------------------------------------------------------------
 // The matmul kernel against the plain loop, and with threads against without.
 
+// The order of operations train_matmul promises on AVX-512, written out: each
+// element starts from out (when accumulating) plus bias, then takes one fused
+// multiply-add per k, k ascending. However the kernel tiles, blocks, copies
+// or splits the work among threads, it must give these bits: that is what
+// keeps a trained model the same file from one version of kvdemo to the next.
+static void matmul_fma_order(float *out, const float *a, const float *b, const float *bias,
+                             int accumulate, int64_t a_row, int64_t a_col, int ldb, int ldo, int M,
+                             int K, int N) {
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            float *o = out + (int64_t)i * ldo + j;
+            float sum = accumulate ? *o : 0.0f;
+            if (bias) sum += bias[j];
+            for (int k = 0; k < K; k++)
+                sum = fmaf(a[i * a_row + k * a_col], b[(int64_t)k * ldb + j], sum);
+            *o = sum;
+        }
+}
+
+// Shapes around the kernel's edges: rows 1..7 left after tiles of 8, one
+// tile, a tile and a row, several (split between two threads, each then
+// copying b's slices); K = 0, short sums, and K past a block of 1024 steps;
+// columns 1, 17 (a second vector of 16), 48 (one tile), 65 and 130 (a tile
+// and a partial one). Each in the four uses training makes (a or a^T, = or
+// +=), with and without bias, and with b's and out's rows wider than N (out's
+// extra columns must stay untouched).
 static void test_matmul_fast_equals_plain(void **state) {
     (void)state;
-    int Ms[] = {1, 5, 6, 7, 13, 70}, Ks[] = {1, 3, 64, 300}, Ns[] = {1, 16, 65, 130};
+    int Ms[] = {1, 7, 8, 9, 23, 70}, Ks[] = {0, 1, 3, 64, 1030}, Ns[] = {1, 17, 48, 65, 130};
     Pool *pool = pool_new(2);
     assert_non_null(pool);
     for (int a = 0; a < 6; a++)
-        for (int b = 0; b < 4; b++)
-            for (int c = 0; c < 4; c++)
-                for (int variant = 0; variant < 4; variant++) {
+        for (int b = 0; b < 5; b++)
+            for (int c = 0; c < 5; c++)
+                for (int variant = 0; variant < 16; variant++) {
                     int M = Ms[a], K = Ks[b], N = Ns[c];
-                    int transposed = variant & 1, accumulate = variant >> 1;
-                    float *A = rand_array((size_t)M * K, 1), *B = rand_array((size_t)K * N, 1);
-                    float *bias = rand_array(N, 1), *fast = rand_array((size_t)M * N, 1);
-                    float *plain = zeros((size_t)M * N), *threaded = zeros((size_t)M * N);
-                    assert_non_null(plain);
-                    assert_non_null(threaded);
-                    memcpy(plain, fast, sizeof(float) * M * N);
-                    memcpy(threaded, fast, sizeof(float) * M * N);
+                    int transposed = variant & 1, accumulate = variant >> 1 & 1;
+                    int wide = variant >> 2 & 1, with_bias = !(variant >> 3 & 1);
+                    int ldb = wide ? N + 5 : N, ldo = wide ? N + 3 : N;
+                    size_t nout = (size_t)M * ldo;
+                    float *A = rand_array((size_t)M * K + 1, 1), *B = rand_array((size_t)K * ldb + 1, 1);
+                    float *bias = with_bias ? rand_array(N, 1) : NULL, *fast = rand_array(nout, 1);
+                    float *plain = zeros(nout), *threaded = zeros(nout), *order = zeros(nout);
+                    memcpy(plain, fast, sizeof(float) * nout);
+                    memcpy(threaded, fast, sizeof(float) * nout);
+                    memcpy(order, fast, sizeof(float) * nout);
                     int64_t ar = transposed ? 1 : K, ac = transposed ? M : 1;
-                    train_matmul(fast, A, B, bias, accumulate, NULL, ar, ac, N, N, M, K, N);
-                    train_matmul(threaded, A, B, bias, accumulate, pool, ar, ac, N, N, M, K, N);
-                    train_matmul_plain(plain, A, B, bias, accumulate, ar, ac, N, N, M, K, N);
+                    train_matmul(fast, A, B, bias, accumulate, NULL, ar, ac, ldb, ldo, M, K, N);
+                    train_matmul(threaded, A, B, bias, accumulate, pool, ar, ac, ldb, ldo, M, K, N);
+                    train_matmul_plain(plain, A, B, bias, accumulate, ar, ac, ldb, ldo, M, K, N);
+                    matmul_fma_order(order, A, B, bias, accumulate, ar, ac, ldb, ldo, M, K, N);
                     char what[96];
-                    snprintf(what, sizeof what, "matmul M%d K%d N%d %s%s", M, K, N,
-                             transposed ? "a^T " : "", accumulate ? "+=" : "=");
-                    assert_close(fast, plain, (int64_t)M * N, 1e-5 * K + 1e-6, what);
+                    snprintf(what, sizeof what, "matmul M%d K%d N%d %s%s%s%s", M, K, N,
+                             transposed ? "a^T " : "", accumulate ? "+=" : "=",
+                             with_bias ? " bias" : "", wide ? " wide rows" : "");
+                    assert_close(fast, plain, (int64_t)nout, 1e-5 * K + 1e-6, what);
+#if defined(__AVX512F__)
+                    assert_bits(fast, order, (int64_t)nout, what);
+#else
+                    // the portable path rounds the product and the sum, as the plain loop
+                    assert_bits(fast, plain, (int64_t)nout, what);
+#endif
                     // the split into threads must not change a single bit
-                    assert_bits(threaded, fast, (int64_t)M * N, what);
-                    free(A), free(B), free(bias), free(fast), free(plain), free(threaded);
+                    assert_bits(threaded, fast, (int64_t)nout, what);
+                    free(A), free(B), free(bias), free(fast), free(plain), free(threaded), free(order);
                 }
     pool_free(pool);
 }
