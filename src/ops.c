@@ -323,14 +323,15 @@ static int pack_key_ok;
 
 static void pack_key_make(void) { pack_key_ok = pthread_key_create(&pack_key, free) == 0; }
 
-// This thread's buffer of (OPS_PACK_MAX_K, OPS_NR) floats, made on its first
-// packed matmul and freed when the thread ends; NULL without memory.
-static float *pack_buffer(void) {
+// (ops.h) It holds a (OPS_PACK_MAX_K, OPS_NR) panel.
+_Static_assert(OPS_PACK_MAX_K * OPS_NR <= OPS_PACK_FLOATS, "a panel fits the pack buffer");
+
+float *ops_pack_buffer(void) {
     pthread_once(&pack_once, pack_key_make);
     if (!pack_key_ok) return NULL;
     float *buf = pthread_getspecific(pack_key);
     if (!buf) {
-        buf = aligned_alloc(64, sizeof(float) * OPS_PACK_MAX_K * OPS_NR);
+        buf = aligned_alloc(64, sizeof(float) * OPS_PACK_FLOATS);
         if (buf && pthread_setspecific(pack_key, buf) != 0) {
             free(buf);
             buf = NULL;
@@ -349,7 +350,7 @@ static void matmul_panels(void *ctx, int begin, int end, int thread) {
                          job->K, job->N, p * OPS_NR);
         return;
     }
-    float *pack = job->M > OPS_MR && job->K <= OPS_PACK_MAX_K ? pack_buffer() : NULL;
+    float *pack = job->M > OPS_MR && job->K <= OPS_PACK_MAX_K ? ops_pack_buffer() : NULL;
     for (int p = begin; p < end; p++) {
         int j0 = p * width;
         if (!pack) {

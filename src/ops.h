@@ -42,6 +42,12 @@ typedef enum {
 // same numbers as ops_matmul bit for bit.
 void ops_matmul_packed(float *out, const float *a, const float *b, const float *panels, const float *bias,
                        OpsThen then, int M, int K, int N);
+// This thread's scratch for a packed panel of b, OPS_PACK_FLOATS floats
+// 64-byte aligned, made on its first use and freed when the thread ends;
+// NULL without memory (the caller then reads b in place). ops_matmul and
+// train_matmul share it: neither calls the other.
+enum { OPS_PACK_FLOATS = 4096 * 48 };
+float *ops_pack_buffer(void);
 // The reference loop, one multiply-add at a time; fast kernels are tested
 // against it.
 void ops_matmul_plain(float *out, const float *a, const float *b, const float *bias, int M, int K,

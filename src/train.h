@@ -204,7 +204,7 @@ void train_matmul_plain(float *out, const float *a, const float *b, const float 
 
 // The products of attention skip what the causal mask makes zero, about half
 // of the work. For a (T, T) matrix of weights, row i only has entries at
-// columns j <= i, so tile by tile (the kernel's 6 rows from i0):
+// columns j <= i, so tile by tile (the kernel's 8 rows from i0):
 //   TRAIN_CAUSAL_COLS   out (T, N) with columns j < i0 + 6 only (scores,
 //                       datt; the caller zeroes the rest)
 //   TRAIN_CAUSAL_K_LE   a holds att: the sum over k stops at i0 + 6

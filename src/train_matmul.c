@@ -11,6 +11,8 @@
 // backward pass's +=) and it reads a transposed a in place.
 #include "train.h"
 
+#include "ops.h"
+
 #include <stdint.h>
 #include <stddef.h>
 
@@ -21,10 +23,19 @@
 static int min_int(int a, int b) { return a < b ? a : b; }
 
 // The fast path computes out in tiles of MR rows by NR columns held in
-// registers, over blocks of KC steps of k so that the KC x NR slice of b
-// stays in cache while every row tile of the slice passes over it.
-
-enum { MR = 6, NR = 64, KC = 256 };
+// registers, over blocks of KC steps of k. Each KC x NR slice of b is first
+// copied into this thread's contiguous buffer (ops_pack_buffer), then every
+// row tile of the slice passes over it: read in place, b's rows lie ldb
+// floats apart (1536 or 384 for the char GPT), a multiple of a large power
+// of two of bytes, so they fall into a few sets of the caches and keep
+// evicting each other. A transposed a (dW's) has the same trouble, one row
+// of k per a_col floats: its lines are asked for A_AHEAD steps ahead.
+// Copying, blocking and prefetching change where numbers are read from,
+// never an operation on them: every element is still its start value and
+// then one fused multiply-add per k in ascending order.
+enum { MR = 8, NV = 3, NR = 16 * NV };   // an 8 x 48 tile: 24 zmm of sums, as in ops.c
+enum { KC = 1024 };                       // a packed slice of 192 KB, in L2
+enum { A_AHEAD = 16 };                    // steps of k ahead for a's lines
 
 void train_matmul_plain(float *out, const float *a, const float *b, const float *bias,
                         int accumulate, int64_t a_row, int64_t a_col, int ldb, int ldo, int M,
@@ -41,17 +52,22 @@ void train_matmul_plain(float *out, const float *a, const float *b, const float 
 }
 
 #if defined(__AVX512F__)
-// One tile: rows i .. i+mr-1, the 64 columns masked by m, steps k0 .. k0+kc-1.
-// start: 0 continue from out's partial sums, 1 start from bias (or 0),
-// 2 start from out + bias.
+_Static_assert(KC * NR <= OPS_PACK_FLOATS, "a slice of b fits the pack buffer");
+
+// One tile: rows 0 .. mr-1 of out, nv vectors of 16 columns (lanes past N
+// masked off by m), steps 0 .. kc-1 of k, b's rows ldb floats apart (NR in
+// the packed slice). start: 0 continue from out's partial sums, 1 start
+// from bias (or 0), 2 start from out + bias. Inlined with constant mr and
+// nv so that the sums live in registers.
 static inline __attribute__((always_inline)) void tile_avx512(
-    int mr, float *out, int ldo, const float *a, int64_t a_row, int64_t a_col, const float *b,
-    int ldb, int kc, const __mmask16 *m, int start, const float *bias) {
-    __m512 acc[MR][4];
-#pragma GCC unroll 6
+    const int mr, const int nv, float *out, int ldo, const float *a, int64_t a_row,
+    int64_t a_col, const float *b, int64_t ldb, int kc, const __mmask16 *m, int start,
+    const float *bias) {
+    __m512 acc[MR][NV];
+#pragma GCC unroll 8
     for (int r = 0; r < mr; r++) {
-#pragma GCC unroll 4
-        for (int q = 0; q < 4; q++) {
+#pragma GCC unroll 3
+        for (int q = 0; q < nv; q++) {
             __m512 init = _mm512_setzero_ps();
             if (start != 1) init = _mm512_maskz_loadu_ps(m[q], out + (int64_t)r * ldo + 16 * q);
             if (start != 0 && bias)
@@ -60,39 +76,63 @@ static inline __attribute__((always_inline)) void tile_avx512(
         }
     }
     for (int k = 0; k < kc; k++) {
-        const float *bk = b + (int64_t)k * ldb;
-        __m512 b0 = _mm512_maskz_loadu_ps(m[0], bk);
-        __m512 b1 = _mm512_maskz_loadu_ps(m[1], bk + 16);
-        __m512 b2 = _mm512_maskz_loadu_ps(m[2], bk + 32);
-        __m512 b3 = _mm512_maskz_loadu_ps(m[3], bk + 48);
+        const float *bk = b + k * ldb;
+        __m512 bv[NV];
+#pragma GCC unroll 3
+        for (int q = 0; q < nv; q++) bv[q] = _mm512_maskz_loadu_ps(m[q], bk + 16 * q);
         const float *ak = a + k * a_col;
-#pragma GCC unroll 6
+        _mm_prefetch((const char *)(ak + A_AHEAD * a_col), _MM_HINT_T0);   // past the end: harmless
+#pragma GCC unroll 8
         for (int r = 0; r < mr; r++) {
             __m512 ar = _mm512_set1_ps(ak[r * a_row]);
-            acc[r][0] = _mm512_fmadd_ps(ar, b0, acc[r][0]);
-            acc[r][1] = _mm512_fmadd_ps(ar, b1, acc[r][1]);
-            acc[r][2] = _mm512_fmadd_ps(ar, b2, acc[r][2]);
-            acc[r][3] = _mm512_fmadd_ps(ar, b3, acc[r][3]);
+#pragma GCC unroll 3
+            for (int q = 0; q < nv; q++) acc[r][q] = _mm512_fmadd_ps(ar, bv[q], acc[r][q]);
         }
     }
-#pragma GCC unroll 6
+#pragma GCC unroll 8
     for (int r = 0; r < mr; r++) {
-#pragma GCC unroll 4
-        for (int q = 0; q < 4; q++)
+#pragma GCC unroll 3
+        for (int q = 0; q < nv; q++)
             _mm512_mask_storeu_ps(out + (int64_t)r * ldo + 16 * q, m[q], acc[r][q]);
+    }
+}
+
+// Rows 0 .. rows-1 of out as tiles of MR rows and a last smaller one; nv
+// vectors of columns (a constant).
+static inline __attribute__((always_inline)) void tiles_avx512(
+    const int nv, float *out, int ldo, const float *a, int64_t a_row, int64_t a_col,
+    const float *b, int64_t ldb, int kc, const __mmask16 *m, int start, const float *bias,
+    int rows) {
+    int i = 0;
+    for (; i + MR <= rows; i += MR)
+        tile_avx512(MR, nv, out + (int64_t)i * ldo, ldo, a + i * a_row, a_row, a_col, b, ldb, kc,
+                    m, start, bias);
+    switch (rows - i) {
+#define TAIL(R)                                                                                   \
+    case R:                                                                                       \
+        tile_avx512(R, nv, out + (int64_t)i * ldo, ldo, a + i * a_row, a_row, a_col, b, ldb, kc, \
+                    m, start, bias);                                                              \
+        break;
+        TAIL(1) TAIL(2) TAIL(3) TAIL(4) TAIL(5) TAIL(6) TAIL(7)
+#undef TAIL
+    default: break;
     }
 }
 #endif
 
-// Rows i0 .. i1-1 of out, all columns, all of K.
+// Rows i0 .. i1-1 of out, all columns, all of K. pack: a buffer of
+// OPS_PACK_FLOATS floats for b's slices, or NULL to read b in place (a few
+// rows, where a copy would cost more than it saves).
 static void matmul_rows(float *out, const float *a, const float *b, const float *bias,
                         int accumulate, int64_t a_row, int64_t a_col, int ldb, int ldo, int i0,
-                        int i1, int K, int N) {
+                        int i1, int K, int N, float *pack) {
 #if defined(__AVX512F__)
+    out += (int64_t)i0 * ldo;
+    a += i0 * a_row;
     for (int j0 = 0; j0 < N; j0 += NR) {
-        int nr = min_int(NR, N - j0);
-        __mmask16 m[4];
-        for (int q = 0; q < 4; q++) {
+        int nr = min_int(NR, N - j0), nv = (nr + 15) / 16;
+        __mmask16 m[NV];
+        for (int q = 0; q < NV; q++) {
             int cols = nr - 16 * q;
             m[q] = cols >= 16 ? 0xFFFF : cols <= 0 ? 0 : (__mmask16)((1u << cols) - 1);
         }
@@ -101,22 +141,28 @@ static void matmul_rows(float *out, const float *a, const float *b, const float 
             int kc = min_int(KC, K - k0);
             int start = k0 > 0 ? 0 : accumulate ? 2 : 1;
             const float *bk = b + (int64_t)k0 * ldb + j0;
-            for (int i = i0; i < i1; i += MR) {
-                float *o = out + (int64_t)i * ldo + j0;
-                const float *ai = a + i * a_row + k0 * a_col;
-                switch (min_int(MR, i1 - i)) {
-                case 6: tile_avx512(6, o, ldo, ai, a_row, a_col, bk, ldb, kc, m, start, bj); break;
-                case 5: tile_avx512(5, o, ldo, ai, a_row, a_col, bk, ldb, kc, m, start, bj); break;
-                case 4: tile_avx512(4, o, ldo, ai, a_row, a_col, bk, ldb, kc, m, start, bj); break;
-                case 3: tile_avx512(3, o, ldo, ai, a_row, a_col, bk, ldb, kc, m, start, bj); break;
-                case 2: tile_avx512(2, o, ldo, ai, a_row, a_col, bk, ldb, kc, m, start, bj); break;
-                default: tile_avx512(1, o, ldo, ai, a_row, a_col, bk, ldb, kc, m, start, bj); break;
-                }
+            int64_t ld = ldb;
+            if (pack) {   // the slice (kc, nr) into (kc, NR)
+                for (int k = 0; k < kc; k++)
+                    for (int q = 0; q < nv; q++)
+                        _mm512_store_ps(pack + (int64_t)k * NR + 16 * q,
+                                        _mm512_maskz_loadu_ps(m[q], bk + (int64_t)k * ldb + 16 * q));
+                bk = pack;
+                ld = NR;
+            }
+            float *o = out + j0;
+            const float *ak = a + k0 * a_col;
+            int rows = i1 - i0;
+            switch (nv) {
+            case 3: tiles_avx512(3, o, ldo, ak, a_row, a_col, bk, ld, kc, m, start, bj, rows); break;
+            case 2: tiles_avx512(2, o, ldo, ak, a_row, a_col, bk, ld, kc, m, start, bj, rows); break;
+            default: tiles_avx512(1, o, ldo, ak, a_row, a_col, bk, ld, kc, m, start, bj, rows); break;
             }
             if (K == 0) break;
         }
     }
 #else
+    (void)pack;
     // Portable path: each row of out is built k by k with a row of b, an
     // inner loop over j that the compiler vectorizes. Same order of sums.
     for (int i = i0; i < i1; i++) {
@@ -146,9 +192,10 @@ static void matmul_task(void *ctx, int begin, int end, int thread) {
     (void)thread;
     const MatmulJob *j = ctx;
     int i0 = begin * MR, i1 = min_int(end * MR, j->M);
-    if (i0 < i1)
-        matmul_rows(j->out, j->a, j->b, j->bias, j->accumulate, j->a_row, j->a_col, j->ldb,
-                    j->ldo, i0, i1, j->K, j->N);
+    if (i0 >= i1) return;
+    float *pack = i1 - i0 > MR ? ops_pack_buffer() : NULL;
+    matmul_rows(j->out, j->a, j->b, j->bias, j->accumulate, j->a_row, j->a_col, j->ldb, j->ldo,
+                i0, i1, j->K, j->N, pack);
 }
 
 void train_matmul(float *out, const float *a, const float *b, const float *bias, int accumulate,
@@ -173,12 +220,12 @@ void train_matmul_causal(float *out, const float *a, const float *b, int mode, i
         const float *ai = a + i * a_row;
         if (mode == TRAIN_CAUSAL_COLS)
             matmul_rows(o, ai, b, NULL, accumulate, a_row, a_col, ldb, ldo, 0, mr, K,
-                        min_int(N, end));
+                        min_int(N, end), NULL);
         else if (mode == TRAIN_CAUSAL_K_LE)
-            matmul_rows(o, ai, b, NULL, accumulate, a_row, a_col, ldb, ldo, 0, mr, end, N);
+            matmul_rows(o, ai, b, NULL, accumulate, a_row, a_col, ldb, ldo, 0, mr, end, N, NULL);
         else
             matmul_rows(o, ai + i * a_col, b + (int64_t)i * ldb, NULL, accumulate, a_row, a_col,
-                        ldb, ldo, 0, mr, K - i, N);
+                        ldb, ldo, 0, mr, K - i, N, NULL);
     }
 }
 
