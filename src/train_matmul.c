@@ -104,9 +104,16 @@ static inline __attribute__((always_inline)) void tiles_avx512(
     const float *b, int64_t ldb, int kc, const __mmask16 *m, int start, const float *bias,
     int rows) {
     int i = 0;
-    for (; i + MR <= rows; i += MR)
+    for (; i + MR <= rows; i += MR) {
+        // Ask for the next tile's rows of out a whole tile ahead: it reads
+        // them first (the += of the backward pass, or the sums of the
+        // previous block of k) and writes them last. Past the end: harmless.
+        for (int r = 0; r < MR; r++)
+            for (int q = 0; q < nv; q++)
+                _mm_prefetch((const char *)(out + (int64_t)(i + MR + r) * ldo + 16 * q), _MM_HINT_T0);
         tile_avx512(MR, nv, out + (int64_t)i * ldo, ldo, a + i * a_row, a_row, a_col, b, ldb, kc,
                     m, start, bias);
+    }
     switch (rows - i) {
 #define TAIL(R)                                                                                   \
     case R:                                                                                       \
