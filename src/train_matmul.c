@@ -195,6 +195,16 @@ typedef struct {
     int ldb, ldo, M, K, N;
 } MatmulJob;
 
+static void matmul_columns_task(void *ctx, int begin, int end, int thread) {
+    (void)thread;
+    const MatmulJob *j = ctx;
+    int j0 = begin * NR, j1 = min_int(end * NR, j->N);
+    if (j0 >= j1) return;
+    float *pack = j->M > MR ? ops_pack_buffer() : NULL;
+    matmul_rows(j->out + j0, j->a, j->b + j0, j->bias ? j->bias + j0 : NULL, j->accumulate,
+                j->a_row, j->a_col, j->ldb, j->ldo, 0, j->M, j->K, j1 - j0, pack);
+}
+
 static void matmul_task(void *ctx, int begin, int end, int thread) {
     (void)thread;
     const MatmulJob *j = ctx;
@@ -209,10 +219,16 @@ void train_matmul(float *out, const float *a, const float *b, const float *bias,
                   Pool *pool, int64_t a_row, int64_t a_col, int ldb, int ldo, int M, int K,
                   int N) {
     MatmulJob job = {out, a, b, bias, accumulate, a_row, a_col, ldb, ldo, M, K, N};
-    int tiles = (M + MR - 1) / MR;
+    int tiles = (M + MR - 1) / MR, panels = (N + NR - 1) / NR;
     if (!pool || pool_threads(pool) == 1 || (int64_t)M * K * N < 65536)
         matmul_task(&job, 0, tiles, 0);
-    else
+    else if (a_row == 1 && a_col != 1 && panels >= 2 * pool_threads(pool)) {
+        // dW = x^T @ dy: few rows (the layer's inputs), a long sum over the
+        // tokens. Each thread takes whole panels of columns, every row: it
+        // reads only its columns of dy, and each slice of dy it copies
+        // serves all the rows rather than the thread's share of them.
+        pool_run_slices(pool, matmul_columns_task, &job, panels);
+    } else
         pool_run_slices(pool, matmul_task, &job, tiles);
 }
 

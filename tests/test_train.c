@@ -112,17 +112,18 @@ static void matmul_fma_order(float *out, const float *a, const float *b, const f
 // tile, a tile and a row, several (split between two threads, each then
 // copying b's slices); K = 0, short sums, and K past a block of 1024 steps;
 // columns 1, 17 (a second vector of 16), 48 (one tile), 65 and 130 (a tile
-// and a partial one). Each in the four uses training makes (a or a^T, = or
+// and a partial one), 200 (enough panels of 48 for a^T to be split among the
+// threads by columns). Each in the four uses training makes (a or a^T, = or
 // +=), with and without bias, and with b's and out's rows wider than N (out's
 // extra columns must stay untouched).
 static void test_matmul_fast_equals_plain(void **state) {
     (void)state;
-    int Ms[] = {1, 7, 8, 9, 23, 70}, Ks[] = {0, 1, 3, 64, 1030}, Ns[] = {1, 17, 48, 65, 130};
+    int Ms[] = {1, 7, 8, 9, 23, 70}, Ks[] = {0, 1, 3, 64, 1030}, Ns[] = {1, 17, 48, 65, 130, 200};
     Pool *pool = pool_new(2);
     assert_non_null(pool);
     for (int a = 0; a < 6; a++)
         for (int b = 0; b < 5; b++)
-            for (int c = 0; c < 5; c++)
+            for (int c = 0; c < 6; c++)
                 for (int variant = 0; variant < 16; variant++) {
                     int M = Ms[a], K = Ks[b], N = Ns[c];
                     int transposed = variant & 1, accumulate = variant >> 1 & 1;
