@@ -159,6 +159,48 @@ static void test_matmul_fast_equals_plain(void **state) {
     pool_free(pool);
 }
 
+// The causal products against the full product: the terms they skip are
+// exact zeros (weights above the diagonal), so every entry they compute has
+// the full product's bits. Shapes like one head's: T = 37 positions (not a
+// multiple of the kernel's rows), D = 20 columns of a (T, 3 D) tensor.
+static void test_matmul_causal_equals_full(void **state) {
+    (void)state;
+    enum { T = 37, D = 20, C = 3 * D };
+    float *q = rand_array((size_t)T * C, 1), *kt = rand_array((size_t)D * T, 1);
+    float *v = rand_array((size_t)T * C, 1), *att = rand_array((size_t)T * T, 1);
+    for (int i = 0; i < T; i++)
+        for (int j = i + 1; j < T; j++) att[i * T + j] = 0.0f;   // causal weights
+    for (int accumulate = 0; accumulate < 2; accumulate++) {
+        // scores (T, T) = q @ k^T: the entries j <= i
+        float *got = rand_array((size_t)T * T, 1), *want = zeros((size_t)T * T);
+        memcpy(want, got, sizeof(float) * T * T);
+        train_matmul_causal(got, q, kt, TRAIN_CAUSAL_COLS, accumulate, C, 1, T, T, T, D, T);
+#if defined(__AVX512F__)
+        matmul_fma_order(want, q, kt, NULL, accumulate, C, 1, T, T, T, D, T);
+#else
+        train_matmul_plain(want, q, kt, NULL, accumulate, C, 1, T, T, T, D, T);
+#endif
+        for (int i = 0; i < T; i++) assert_bits(got + i * T, want + i * T, i + 1, "causal scores");
+        free(got), free(want);
+        // out (T, D of C) = att @ v and att^T @ v
+        for (int transposed = 0; transposed < 2; transposed++) {
+            got = rand_array((size_t)T * C, 1), want = zeros((size_t)T * C);
+            memcpy(want, got, sizeof(float) * T * C);
+            int64_t ar = transposed ? 1 : T, ac = transposed ? T : 1;
+            int mode = transposed ? TRAIN_CAUSAL_K_GE : TRAIN_CAUSAL_K_LE;
+            train_matmul_causal(got, att, v, mode, accumulate, ar, ac, C, C, T, T, D);
+#if defined(__AVX512F__)
+            matmul_fma_order(want, att, v, NULL, accumulate, ar, ac, C, C, T, T, D);
+#else
+            train_matmul_plain(want, att, v, NULL, accumulate, ar, ac, C, C, T, T, D);
+#endif
+            assert_bits(got, want, (int64_t)T * C, transposed ? "causal att^T @ v" : "causal att @ v");
+            free(got), free(want);
+        }
+    }
+    free(q), free(kt), free(v), free(att);
+}
+
 // ---------------------------------------------------------------------------
 // Linear: out = inp @ w + b
 
@@ -681,6 +723,7 @@ static void test_interrupted_save_keeps_previous(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_matmul_fast_equals_plain),
+        cmocka_unit_test(test_matmul_causal_equals_full),
         cmocka_unit_test(test_train_forward_matches_numpy),
         cmocka_unit_test(test_linear_backward),
         cmocka_unit_test(test_layernorm_backward),
