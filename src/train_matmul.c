@@ -13,8 +13,9 @@
 
 #include "ops.h"
 
-#include <stdint.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <string.h>
 
 #if defined(__AVX512F__)
 #include "simd.h"
@@ -237,6 +238,18 @@ void train_matmul(float *out, const float *a, const float *b, const float *bias,
 
 void train_matmul_causal(float *out, const float *a, const float *b, int mode, int accumulate,
                           int64_t a_row, int64_t a_col, int ldb, int ldo, int T, int K, int N) {
+    // When b has T rows (v, k, q or dout: a head's D columns of a (T, C)
+    // tensor, rows ldb = C floats apart), every tile reads most of them:
+    // copied once into contiguous rows, they stay in the caches.
+    float *pack = mode != TRAIN_CAUSAL_COLS && ldb > N && (int64_t)T * N <= OPS_PACK_FLOATS
+                      ? ops_pack_buffer()
+                      : NULL;
+    if (pack) {
+        for (int k = 0; k < T; k++)
+            memcpy(pack + (int64_t)k * N, b + (int64_t)k * ldb, sizeof(float) * (size_t)N);
+        b = pack;
+        ldb = N;
+    }
     for (int i = 0; i < T; i += MR) {
         int mr = min_int(MR, T - i), end = i + mr;
         float *o = out + (int64_t)i * ldo;
