@@ -238,14 +238,16 @@ void train_matmul(float *out, const float *a, const float *b, const float *bias,
 
 void train_matmul_causal(float *out, const float *a, const float *b, int mode, int accumulate,
                           int64_t a_row, int64_t a_col, int ldb, int ldo, int T, int K, int N) {
-    // When b has T rows (v, k, q or dout: a head's D columns of a (T, C)
-    // tensor, rows ldb = C floats apart), every tile reads most of them:
-    // copied once into contiguous rows, they stay in the caches.
-    float *pack = mode != TRAIN_CAUSAL_COLS && ldb > N && (int64_t)T * N <= OPS_PACK_FLOATS
+    // When the sum runs over positions, b (v, k, q or dout) is a head's N
+    // columns of a (T, C) tensor, rows ldb = C floats apart, and every tile
+    // reads most of its rows: copied once into contiguous rows, they stay in
+    // the caches.
+    int rows = mode == TRAIN_CAUSAL_K_LE ? T : K;   // the rows of b read
+    float *pack = mode != TRAIN_CAUSAL_COLS && ldb > N && (int64_t)rows * N <= OPS_PACK_FLOATS
                       ? ops_pack_buffer()
                       : NULL;
     if (pack) {
-        for (int k = 0; k < T; k++)
+        for (int k = 0; k < rows; k++)
             memcpy(pack + (int64_t)k * N, b + (int64_t)k * ldb, sizeof(float) * (size_t)N);
         b = pack;
         ldb = N;
