@@ -553,8 +553,8 @@ static void test_resume_is_bit_identical(void **state) {
     resume.lr = 1.0f;   // ignored: the checkpoint's recipe wins
     assert_int_equal(train_run(&resume, NULL, NULL, NULL, err, sizeof err), TRAIN_OK);
 
-    unsigned char *a, *b;
-    long na, nb;
+    unsigned char *a = NULL, *b = NULL;
+    long na = 0, nb = 0;
     assert_int_equal(read_file(full, &a, &na), 0);
     assert_int_equal(read_file(pieces, &b, &nb), 0);
     assert_int_equal(na, nb);
@@ -657,8 +657,8 @@ static void test_checkpoint_round_trip_and_corruption(void **state) {
     assert_bits(got.params, ck.params, (int64_t)(3 * ck.num_params), "checkpoint params, m, v");
     train_checkpoint_free(&got);
 
-    unsigned char *bytes;
-    long size;
+    unsigned char *bytes = NULL;
+    long size = 0;
     assert_int_equal(read_file(path, &bytes, &size), 0);
     struct {
         const char *name;

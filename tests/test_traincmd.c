@@ -86,7 +86,7 @@ static void test_log_has_a_row_per_evaluation(void **state) {
              EVAL_EVERY, CORPUS, out, log);
     RunResult r = kvdemo_run(args);
     if (r.status != 0) fail_msg("kvdemo %s: exit %d: %s", args, r.status, r.err);
-    int want[16];
+    int want[16] = {0};
     int nwant = expected_evals(want, 16);
     char *csv = slurp(log);
     if (!csv) fail_msg("--log %s: no file written", log);
@@ -148,7 +148,7 @@ static void test_terminal_keeps_one_progress_line(void **state) {
     assert_int_equal(waitpid(pid, &status, 0), pid);
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) fail_msg("train on a terminal: status %d: %s", status, text);
     close(master);
-    int want[16];
+    int want[16] = {0};
     int nwant = expected_evals(want, 16);
     EvalLine lines[16];
     int n = eval_lines(text, lines, 16);
