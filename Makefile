@@ -20,11 +20,13 @@ CC      ?= cc
 ARCH    ?= -march=native
 # -O3 rather than -O2: GCC's -O2 vectorizes only loops that need no run-time
 # checks, which left the training's elementwise loops scalar. The numbers do
-# not change: no -ffast-math, and -std=c11 keeps a * b + c from becoming one
-# fused multiply-add, so every operation rounds as the C says.
+# not change: no -ffast-math, and -ffp-contract=off (in WARN, so that it is
+# always there) keeps any compiler from making a * b + c one fused
+# multiply-add, so every operation rounds as the C says: a row that the fast
+# kernels compute among many and the same row alone get the same bits.
 OPT     ?= -O3
 CFLAGS  ?= $(OPT) $(ARCH)
-WARN     = -std=c11 -Wall -Wextra -Werror -Wshadow -Wvla
+WARN     = -std=c11 -ffp-contract=off -Wall -Wextra -Werror -Wshadow -Wvla
 CPPFLAGS = -D_POSIX_C_SOURCE=200809L -Isrc -Ilessons
 LDLIBS   = -lm -lpthread
 BUILD   ?= build

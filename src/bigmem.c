@@ -43,3 +43,17 @@ void bigmem_free(void *p, size_t bytes) {
     if (bigmem_is_mapped(bytes)) munmap(p, round_up(bytes, HUGE_PAGE));
     else free(p);
 }
+
+float *bigmem_carve(float **const fields[], const size_t sizes[], int n, size_t *bytes) {
+    size_t total = 0;
+    for (int i = 0; i < n; i++) total += round_up(sizes[i], 16);   // 16 floats: a 64-byte line
+    *bytes = total * sizeof(float);
+    float *block = bigmem_alloc(*bytes);
+    if (!block) return NULL;
+    float *at = block;
+    for (int i = 0; i < n; i++) {
+        *fields[i] = at;
+        at += round_up(sizes[i], 16);
+    }
+    return block;
+}

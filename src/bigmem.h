@@ -22,6 +22,11 @@ void *bigmem_alloc(size_t bytes);
 // Frees what bigmem_alloc(bytes) returned; bytes must be the same.
 // bigmem_free(NULL, any) does nothing.
 void bigmem_free(void *p, size_t bytes);
+// Several float arrays in one bigmem_alloc: array i, sizes[i] floats, at
+// *fields[i], in order, each on its own 64-byte line. *bytes gets the size to
+// pass to bigmem_free(block). Returns the block, or NULL when there is no
+// memory (the fields are then left as they were).
+float *bigmem_carve(float **const fields[], const size_t sizes[], int n, size_t *bytes);
 // 1 when an array of this size gets its own huge-page mapping.
 int bigmem_is_mapped(size_t bytes);
 

@@ -540,20 +540,12 @@ int gpt_state_init(GptState *s, GptConfig cfg) {
         (size_t)cfg.V,                                     // logits
         L * T * C, L * T * C,                              // key_cache, value_cache
     };
-    float **fields[] = {&s->x,      &s->xn,     &s->q,      &s->k,         &s->v,
-                        &s->att,    &s->proj,   &s->hidden, &s->scores,    &s->logits,
-                        &s->key_cache, &s->value_cache};
-    size_t total = 0;
-    for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) total += (sizes[i] + 15) & ~(size_t)15;
-    s->mem_bytes = total * sizeof(float);
-    s->mem = bigmem_alloc(s->mem_bytes);   // zeroed, in huge pages where it can be
-    if (!s->mem) return -1;
-    float *at = s->mem;
-    for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
-        *fields[i] = at;
-        at += (sizes[i] + 15) & ~(size_t)15;   // each buffer on a 64-byte line
-    }
-    return 0;
+    float **const fields[] = {&s->x,      &s->xn,     &s->q,      &s->k,         &s->v,
+                              &s->att,    &s->proj,   &s->hidden, &s->scores,    &s->logits,
+                              &s->key_cache, &s->value_cache};
+    // zeroed, in huge pages where it can be
+    s->mem = bigmem_carve(fields, sizes, (int)(sizeof(sizes) / sizeof(sizes[0])), &s->mem_bytes);
+    return s->mem ? 0 : -1;
 }
 
 void gpt_state_free(GptState *s) {
@@ -565,8 +557,6 @@ void gpt_state_reset(GptState *s) {
     s->len = 0;
 }
 
-// Attention of rows 0..n-1 (positions offset..offset+n-1) for the heads
-// begin..end-1, reading keys and values from the cache.
 // Head h's keys and values of the n fed tokens into layer l's cache at
 // slots slot..slot+n-1: key transposed to (1, H, D, T), value as (1, H, T, D).
 // The chapter's np.concatenate of the cache and the new key, without copying
@@ -590,6 +580,9 @@ typedef struct {
     int write;   // 1: each head's task first puts its keys and values in the cache
 } AttentionJob;
 
+// Attention of rows 0..n-1 (positions offset..offset+n-1) for the heads
+// begin..end-1, reading keys and values from the cache (first writing each
+// head's keys and values into it when job->write).
 static void attention_heads(void *ctx, int begin, int end, int thread) {
     (void)thread;
     AttentionJob *job = ctx;

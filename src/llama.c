@@ -14,6 +14,7 @@
 // row at a time below, where a masked column adds an exact 0 to the sums.
 #include "llama.h"
 
+#include "bigmem.h"
 #include "fileio.h"
 #include "timer.h"
 #include "utf8.h"
@@ -213,35 +214,21 @@ int llama_state_init(LlamaState *s, const LlamaModel *m, int max_batch_size, cha
     s->max_batch_size = max_batch_size;
     s->cache_floats = L * B * T * G * D;
     s->mask_floats = T * T < LLAMA_MASK_FLOATS ? T * T : LLAMA_MASK_FLOATS;
-    struct {
-        float **buf;
-        size_t floats;
-    } bufs[] = {
-        {&s->cache_k, s->cache_floats}, {&s->cache_v, s->cache_floats},
-        {&s->x, BT * C},  {&s->xb, BT * C},      {&s->xq, BT * H * D},   {&s->xk, BT * G * D},
-        {&s->xv, BT * G * D}, {&s->attn, BT * H * D}, {&s->xb2, BT * C}, {&s->hb, BT * F},
-        {&s->hb2, BT * F}, {&s->scores, T},     {&s->mask, s->mask_floats}, {&s->last, B * C},
-    };
-    enum { BUFS = sizeof bufs / sizeof bufs[0] };
-    size_t total = 0;
-    for (int i = 0; i < BUFS; i++) total += (bufs[i].floats + 15) / 16 * 16;   // 16 floats, a cache line, apart
-    int failed = 0;
-    s->memory = alloc_floats(total, &failed);
-    if (failed) {
+    float **const fields[] = {&s->cache_k, &s->cache_v, &s->x,   &s->xb,     &s->xq,   &s->xk,   &s->xv,
+                              &s->attn,    &s->xb2,     &s->hb,  &s->hb2,    &s->scores, &s->mask, &s->last};
+    const size_t sizes[] = {s->cache_floats, s->cache_floats, BT * C,   BT * C, BT * H * D,     BT * G * D, BT * G * D,
+                            BT * H * D,      BT * C,          BT * F,   BT * F, T,              s->mask_floats, B * C};
+    s->mem = bigmem_carve(fields, sizes, (int)(sizeof sizes / sizeof sizes[0]), &s->mem_bytes);   // zeroed
+    if (!s->mem) {
         fileio_fail2(err, errlen, "out of memory for a cache of %d x %d", "内存不足：放不下 %d x %d 的缓存",
                      max_batch_size, c->max_seq_len);
         return -1;
-    }
-    float *next = s->memory;
-    for (int i = 0; i < BUFS; i++) {
-        *bufs[i].buf = next;
-        next += (bufs[i].floats + 15) / 16 * 16;
     }
     return 0;
 }
 
 void llama_state_free(LlamaState *s) {
-    free(s->memory);
+    bigmem_free(s->mem, s->mem_bytes);
     memset(s, 0, sizeof *s);
 }
 

@@ -106,7 +106,8 @@ typedef struct {
 // model by llama_state_init, for up to B = max_batch_size rows.
 typedef struct {
     int max_batch_size;      // B: rows of cache_k / cache_v
-    float *memory;           // every buffer below, one allocation carved in their order
+    float *mem;              // every buffer below but keep_scores: one allocation (bigmem_carve)
+    size_t mem_bytes;        // its size
     // The preallocated cache of every layer:
     float *cache_k;          // (L, B, T, G, D)
     float *cache_v;          // (L, B, T, G, D)

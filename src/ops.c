@@ -120,7 +120,8 @@ int64_t ops_first_nonfinite(const float *x, int64_t n) {
 // of sums in registers while k runs from 0 to K-1, reading one row of b's
 // panel and one element of each row of a per k. Every out element is thus
 // sum_k a[i][k] * b[k][j] accumulated in k order, one fused multiply-add per
-// k (the portable path: one multiply and one add), then + bias[j]: the same
+// k (the portable path: one multiply and one add), then + bias[j], then
+// what `then` says (stored, added into out, or through GELU): the same
 // operations whatever M is, whichever tile or thread the row falls in, and
 // for a partial tile or panel as for a full one (the tail is masked, not
 // computed another way). That is what makes a cached step (M = 1) equal the
@@ -173,9 +174,9 @@ enum { OPS_PANEL_AHEAD = 32 };                              // rows of a packed 
 // the panel bp (its first column is out's column j0; its rows ldb floats
 // apart: N in b itself, OPS_NR in a packed copy), lanes beyond N masked off
 // by mask[v]; each sum + bias then goes to out as `then` says. Inlined
-// with constant rows and nv so that the loops unroll
-// into straight register code. ahead: how many rows of b ahead to prefetch
-// (0: none), a constant too. whole: 1 when every lane the k loop loads lies
+// with constant rows and nv, so that the loops unroll into straight register
+// code. ahead: how many rows of b ahead to prefetch (0: none), a constant
+// too. whole (a constant too): 1 when every lane the k loop loads lies
 // in the panel (a whole in-place panel, or a packed one, padded with zeros),
 // so that it loads without masks: the same numbers, and no masks to keep
 // (a one-row tile has 12 of them, more than the mask registers).

@@ -39,13 +39,14 @@ typedef enum {
 // ops_matmul reading b's panels from panels (ops_pack of b; NULL: none) in
 // order, instead of copying each panel first (many rows) or reading b's rows
 // in place (one row), then doing `then` with each sum. With OPS_STORE the
-// same numbers as ops_matmul bit for bit.
+// same numbers as ops_matmul bit for bit. out must not overlap a or b.
 void ops_matmul_packed(float *out, const float *a, const float *b, const float *panels, const float *bias,
                        OpsThen then, int M, int K, int N);
 // This thread's scratch for a packed panel of b, OPS_PACK_FLOATS floats
 // 64-byte aligned, made on its first use and freed when the thread ends;
-// NULL without memory (the caller then reads b in place). ops_matmul and
-// train_matmul share it: neither calls the other.
+// NULL without memory (the caller then reads b in place). ops_matmul,
+// train_matmul and train_matmul_causal share it: while one holds it, it must
+// not call another of them that packs.
 enum { OPS_PACK_FLOATS = 4096 * 48 };
 float *ops_pack_buffer(void);
 // The reference loop, one multiply-add at a time; fast kernels are tested

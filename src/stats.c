@@ -1,6 +1,7 @@
 // stats — mean ± σ, min … max, noise and honest ratios of repeated timings.
 #include "stats.h"
 
+#include <assert.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,7 @@ static int compare_double(const void *a, const void *b) {
 }
 
 double stats_median(double *samples, int n) {
+    assert(n >= 1);
     qsort(samples, (size_t)n, sizeof *samples, compare_double);
     return n % 2 ? samples[n / 2] : 0.5 * (samples[n / 2 - 1] + samples[n / 2]);
 }

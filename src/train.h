@@ -204,13 +204,14 @@ void train_matmul_plain(float *out, const float *a, const float *b, const float 
 
 // The products of attention skip what the causal mask makes zero, about half
 // of the work. For a (T, T) matrix of weights, row i only has entries at
-// columns j <= i, so tile by tile (the kernel's 8 rows from i0):
-//   TRAIN_CAUSAL_COLS   out (T, N) with columns j < i0 + 6 only (scores,
+// columns j <= i, so tile by tile (the kernel's rows i0 .. end-1):
+//   TRAIN_CAUSAL_COLS   out (T, N) with columns j < end only (scores,
 //                       datt; the caller zeroes the rest)
-//   TRAIN_CAUSAL_K_LE   a holds att: the sum over k stops at i0 + 6
+//   TRAIN_CAUSAL_K_LE   a holds att: the sum over k stops at end
 //   TRAIN_CAUSAL_K_GE   a holds att^T: the sum over k starts at i0
 // The terms skipped are exact zeros, so the result is the full product's.
-// Strides as in train_matmul; runs on the calling thread.
+// Strides as in train_matmul; runs on the calling thread, and copies b into
+// this thread's ops_pack_buffer (the caller must not be holding it).
 enum { TRAIN_CAUSAL_COLS, TRAIN_CAUSAL_K_LE, TRAIN_CAUSAL_K_GE };
 void train_matmul_causal(float *out, const float *a, const float *b, int mode, int accumulate,
                          int64_t a_row, int64_t a_col, int ldb, int ldo, int T, int K, int N);

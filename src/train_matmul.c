@@ -30,7 +30,9 @@ static int min_int(int a, int b) { return a < b ? a : b; }
 // floats apart (1536 or 384 for the char GPT), a multiple of a large power
 // of two of bytes, so they fall into a few sets of the caches and keep
 // evicting each other. A transposed a (dW's) has the same trouble, one row
-// of k per a_col floats: its lines are asked for A_AHEAD steps ahead.
+// of k per a_col floats: its lines are asked for A_AHEAD steps ahead (for
+// an a read along its rows that prefetch only asks for the same row's next
+// floats, which costs nothing).
 // Copying, blocking and prefetching change where numbers are read from,
 // never an operation on them: every element is still its start value and
 // then one fused multiply-add per k in ascending order.
@@ -221,9 +223,10 @@ void train_matmul(float *out, const float *a, const float *b, const float *bias,
                   int N) {
     MatmulJob job = {out, a, b, bias, accumulate, a_row, a_col, ldb, ldo, M, K, N};
     int tiles = (M + MR - 1) / MR, panels = (N + NR - 1) / NR;
+    int a_transposed = a_row == 1 && a_col != 1;
     if (!pool || pool_threads(pool) == 1 || (int64_t)M * K * N < 65536)
         matmul_task(&job, 0, tiles, 0);
-    else if (a_row == 1 && a_col != 1 && panels >= 2 * pool_threads(pool)) {
+    else if (a_transposed && panels >= 2 * pool_threads(pool)) {
         // dW = x^T @ dy: few rows (the layer's inputs), a long sum over the
         // tokens. Each thread takes whole panels of columns, every row: it
         // reads only its columns of dy, and each slice of dy it copies

@@ -43,7 +43,7 @@ static void test_two_states_share_one_model(void **state) {
     int kv[] = {4, 2, 1};   // MHA, GQA, MQA
     for (int k = 0; k < 3; k++) {
         LlamaModel m;
-        llama_model_for_test(&m, 0, kv[k], 21 + k);
+        llama_model_for_test(&m, 4, kv[k], 21 + k);
         int V = m.cfg.vocab_size;
         size_t n = (size_t)CALLS * BSZ * V;
         float *alone[2], *turns[2];
@@ -86,7 +86,7 @@ static void test_two_states_share_one_model(void **state) {
 static void test_state_reusable_after_reset(void **state) {
     (void)state;
     LlamaModel m;
-    llama_model_for_test(&m, 0, 2, 31);
+    llama_model_for_test(&m, 4, 2, 31);
     int V = m.cfg.vocab_size;
     size_t n = (size_t)CALLS * BSZ * V;
     float *fresh = malloc(sizeof(float) * n), *again = malloc(sizeof(float) * n);
@@ -113,7 +113,7 @@ static void test_state_reusable_after_reset(void **state) {
 static void test_bad_max_batch_size_refused(void **state) {
     (void)state;
     LlamaModel m;
-    llama_model_for_test(&m, 0, 4, 1);
+    llama_model_for_test(&m, 4, 4, 1);
     int bad[] = {0, -1, LLAMA_MAX_BATCH + 1, 1 << 30};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         LlamaState s;

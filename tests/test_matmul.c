@@ -7,6 +7,8 @@
 //   test_vecmat / softmax / gelu / layernorm   against double-precision formulas
 //   test_matmul_packed_equals_in_place   the char GPT's shapes: packed panels == 1-row products, bit for bit
 //   test_matmul_packed_on_two_threads    two threads packing at once (kvdemo race) get their own buffers
+//   test_matmul_prepacked_equals_plain_panels   panels packed once at load == b read in place, bit for bit
+//   test_matmul_then_equals_two_steps    OPS_ADD_INTO / OPS_GELU == the product, then ops_add / ops_gelu, bit for bit
 //   test_vecmat_rows_equals_vecmat       a block of attention rows == each row alone, bit for bit
 //   test_pool_runs_every_task_once
 #include <setjmp.h>
@@ -180,8 +182,11 @@ static void test_matmul_prepacked_equals_plain_panels(void **state) {
 // with partial tiles and panels, with and without bias, on 1 and 2 threads.
 static void test_matmul_then_equals_two_steps(void **state) {
     (void)state;
-    static const int shapes[][3] = {{1, 384, 1536}, {1, 64, 50}, {13, 384, 1536}, {9, 1536, 100}, {3, 5, 7}};
-    for (int s = 0; s < 5; s++) {
+    // one row: whole 192-wide panels, one whole then a partial one (200), 3
+    // vectors (40), 1 vector (50 = 48 + 2); many rows: tiles and panels whole and partial
+    static const int shapes[][3] = {{1, 384, 1536}, {1, 64, 200}, {1, 64, 40}, {1, 64, 50},
+                                    {13, 384, 1536}, {9, 1536, 100}, {3, 5, 7}};
+    for (int s = 0; s < 7; s++) {
         int M = shapes[s][0], K = shapes[s][1], N = shapes[s][2];
         int64_t MN = (int64_t)M * N;
         float *a = alloc_floats((int64_t)M * K), *b = alloc_floats((int64_t)K * N), *bias = alloc_floats(N);
@@ -361,37 +366,46 @@ static void test_gelu(void **state) {
     free(z);
 }
 
+// Against the formula in double, and each row of a many-row LayerNorm ==
+// that row alone, bit for bit. R = 85: a block of 64 rows (16 side by side
+// at a time), one of 21 (16 side by side, then 5 one by one). C: less than
+// one block of 16 columns, exactly one, and five and a partial one.
 static void test_layernorm(void **state) {
     (void)state;
-    enum { R = 37, C = 83 };   // two blocks of 16 rows side by side (the last 3 columns a partial block), then 5 rows one by one
-    float *x = alloc_floats(R * C), *w = alloc_floats(C), *b = alloc_floats(C), *y = alloc_floats(R * C);
-    float mean[R], rstd[R];
-    fill(x, R * C, 11);
-    fill(w, C, 12);
-    fill(b, C, 13);
-    for (int i = 0; i < R * C; i++) x[i] = 3.0f + 5.0f * x[i];   // an offset: the mean matters
-    ops_layernorm(y, mean, rstd, x, w, b, R, C);
-    for (int r = 0; r < R; r++) {
-        double m = 0, v = 0;
-        for (int c = 0; c < C; c++) m += x[r * C + c];
-        m /= C;
-        for (int c = 0; c < C; c++) v += (x[r * C + c] - m) * (x[r * C + c] - m);
-        v /= C;
-        assert_true(fabs(mean[r] - m) < 1e-6 * fabs(m));
-        assert_true(fabs(rstd[r] - 1 / sqrt(v + 1e-5)) < 1e-6 / sqrt(v));
-        for (int c = 0; c < C; c++) {
-            double want = (x[r * C + c] - m) / sqrt(v + 1e-5) * w[c] + b[c];
-            if (fabs(y[r * C + c] - want) > 2e-6) fail_msg("layernorm [%d][%d]: %.9g, exact %.9g", r, c, y[r * C + c], want);
+    enum { R = 85 };
+    static const int widths[] = {4, 16, 83};
+    for (int t = 0; t < 3; t++) {
+        int C = widths[t];
+        float *x = alloc_floats(R * C), *w = alloc_floats(C), *b = alloc_floats(C), *y = alloc_floats(R * C);
+        float *alone = alloc_floats(C), mean[R], rstd[R];
+        fill(x, R * C, 11 + (uint32_t)t);
+        fill(w, C, 12);
+        fill(b, C, 13);
+        for (int i = 0; i < R * C; i++) x[i] = 3.0f + 5.0f * x[i];   // an offset: the mean matters
+        ops_layernorm(y, mean, rstd, x, w, b, R, C);
+        for (int r = 0; r < R; r++) {
+            double m = 0, v = 0;
+            for (int c = 0; c < C; c++) m += x[r * C + c];
+            m /= C;
+            for (int c = 0; c < C; c++) v += (x[r * C + c] - m) * (x[r * C + c] - m);
+            v /= C;
+            if (fabs(mean[r] - m) > 1e-6 * fabs(m)) fail_msg("C=%d: mean[%d] = %.9g, exact %.9g", C, r, mean[r], m);
+            if (fabs(rstd[r] - 1 / sqrt(v + 1e-5)) > 1e-6 / sqrt(v))
+                fail_msg("C=%d: rstd[%d] = %.9g, exact %.9g", C, r, rstd[r], 1 / sqrt(v + 1e-5));
+            for (int c = 0; c < C; c++) {
+                double want = (x[r * C + c] - m) / sqrt(v + 1e-5) * w[c] + b[c];
+                if (fabs(y[r * C + c] - want) > 2e-6)
+                    fail_msg("C=%d: layernorm [%d][%d]: %.9g, exact %.9g", C, r, c, y[r * C + c], want);
+            }
+            // One row alone: the same bits.
+            ops_layernorm(alone, NULL, NULL, x + r * C, w, b, 1, C);
+            for (int c = 0; c < C; c++)
+                if (memcmp(&alone[c], &y[r * C + c], sizeof(float)) != 0)
+                    fail_msg("C=%d: row %d column %d: %.9g among %d rows, %.9g alone", C, r, c, y[r * C + c], R,
+                             alone[c]);
         }
-        // One row alone: the same bits.
-        float alone[C];
-        ops_layernorm(alone, NULL, NULL, x + r * C, w, b, 1, C);
-        assert_memory_equal(alone, y + r * C, sizeof(alone));
+        free(x), free(w), free(b), free(y), free(alone);
     }
-    free(x);
-    free(w);
-    free(b);
-    free(y);
 }
 
 typedef struct {

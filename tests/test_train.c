@@ -108,7 +108,8 @@ static void matmul_fma_order(float *out, const float *a, const float *b, const f
         }
 }
 
-// Shapes around the kernel's edges: rows 1..7 left after tiles of 8, one
+// Shapes around the kernel's edges: rows 1..7 left after tiles of 8 (70
+// leaves 6, 45 leaves 5, 36 four, 27 three, 18 two), one
 // tile, a tile and a row, several (split between two threads, each then
 // copying b's slices); K = 0, short sums, and K past a block of 1024 steps;
 // columns 1, 17 (a second vector of 16), 48 (one tile), 65 and 130 (a tile
@@ -118,10 +119,10 @@ static void matmul_fma_order(float *out, const float *a, const float *b, const f
 // extra columns must stay untouched).
 static void test_matmul_fast_equals_plain(void **state) {
     (void)state;
-    int Ms[] = {1, 7, 8, 9, 23, 70}, Ks[] = {0, 1, 3, 64, 1030}, Ns[] = {1, 17, 48, 65, 130, 200};
+    int Ms[] = {1, 7, 8, 9, 18, 27, 36, 45, 70}, Ks[] = {0, 1, 3, 64, 1030}, Ns[] = {1, 17, 48, 65, 130, 200};
     Pool *pool = pool_new(2);
     assert_non_null(pool);
-    for (int a = 0; a < 6; a++)
+    for (int a = 0; a < 9; a++)
         for (int b = 0; b < 5; b++)
             for (int c = 0; c < 6; c++)
                 for (int variant = 0; variant < 16; variant++) {
@@ -162,10 +163,10 @@ static void test_matmul_fast_equals_plain(void **state) {
 // The causal products against the full product: the terms they skip are
 // exact zeros (weights above the diagonal), so every entry they compute has
 // the full product's bits. Shapes like one head's: T = 37 positions (not a
-// multiple of the kernel's rows), D = 20 columns of a (T, 3 D) tensor.
-static void test_matmul_causal_equals_full(void **state) {
-    (void)state;
-    enum { T = 37, D = 20, C = 3 * D };
+// multiple of the kernel's rows), D columns of a (T, C) tensor: D = 20 (one
+// panel of 48) or 64 (the char GPT's heads: a panel and part of one), C = 3 D
+// (b copied into contiguous rows) or D (b read in place).
+static void causal_case(int T, int D, int C) {
     float *q = rand_array((size_t)T * C, 1), *kt = rand_array((size_t)D * T, 1);
     float *v = rand_array((size_t)T * C, 1), *att = rand_array((size_t)T * T, 1);
     for (int i = 0; i < T; i++)
@@ -199,6 +200,12 @@ static void test_matmul_causal_equals_full(void **state) {
         }
     }
     free(q), free(kt), free(v), free(att);
+}
+
+static void test_matmul_causal_equals_full(void **state) {
+    (void)state;
+    static const int shapes[][2] = {{20, 60}, {20, 20}, {64, 192}, {64, 64}};   // D, C
+    for (int i = 0; i < 4; i++) causal_case(37, shapes[i][0], shapes[i][1]);
 }
 
 // ---------------------------------------------------------------------------

@@ -656,8 +656,7 @@ double table_cell_number(const TableRow *r, int c) {
 
 void llama_model_for_test(LlamaModel *m, int H, int G, uint64_t seed) {
     LlamaConfig c = llama_config_default();
-    if (H > 0) c.n_heads = H, c.dim = 8 * H;
-    c.n_kv_heads = G;
+    c.n_heads = H, c.dim = 8 * H, c.n_kv_heads = G;
     char err[256];
     if (llama_new(m, &c, err, sizeof err) != 0) fail_msg("%s", err);
     llama_vocab_default(m);

@@ -11,6 +11,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "llama.h"
+
 // ----------------------------------------------------------------------------
 // Fixture tensors: tests/fixtures/toy_tensors.txt, one "KEY ROWS COLS values" a line.
 
@@ -169,10 +171,9 @@ int word_in_list(const char *w, size_t n, const char *const *list, size_t count)
 int tests_sanitized(void);
 
 // LLaMA for the tests: a model of llama_config_default()'s shape with H heads
-// of 8 dims (H <= 0: the default heads and dim) and G key/value heads, its
-// weights drawn from seed; a state for up to max_batch rows. Each fails the
-// test with the library's message if it cannot be made.
-#include "llama.h"
+// of 8 dims and G key/value heads, its weights drawn from seed; a state for
+// up to max_batch rows. Each fails the test with the library's message if it
+// cannot be made.
 void llama_model_for_test(LlamaModel *m, int H, int G, uint64_t seed);
 void llama_state_for_test(LlamaState *s, const LlamaModel *m, int max_batch);
 
