@@ -404,7 +404,8 @@ static void print_report(Trace *tr, Report *r, const GptVariant *variant) {
             const Measure *x = &r->table[i][c];
             char tokens[16], per[32], speed[32] = "", chart[64], bars[32];
             spread_cells(a, sizeof a, b, sizeof b, x->st, 1);
-            snprintf(tokens, sizeof tokens, c ? "" : "%d", x->steps);
+            tokens[0] = '\0';   // the count once per length, on its first line
+            if (!c) snprintf(tokens, sizeof tokens, "%d", x->steps);
             if (c) {
                 double q = stats_ratio(r->table[i][0].st, x->st, &decimals);
                 snprintf(speed, sizeof speed, "%.*fx", decimals, q);

@@ -97,9 +97,9 @@ static void test_matmul_rows_independent(void **state) {
         float *a = malloc(sizeof(float) * M * K), *b = malloc(sizeof(float) * K * N);
         float *bias = malloc(sizeof(float) * N), *all = malloc(sizeof(float) * M * N), *one = malloc(sizeof(float) * N);
         srand(s + 1);
-        for (int i = 0; i < M * K; i++) a[i] = (float)rand() / RAND_MAX - 0.5f;
-        for (int i = 0; i < K * N; i++) b[i] = (float)rand() / RAND_MAX - 0.5f;
-        for (int i = 0; i < N; i++) bias[i] = (float)rand() / RAND_MAX - 0.5f;
+        for (int i = 0; i < M * K; i++) a[i] = (float)((double)rand() / RAND_MAX - 0.5);
+        for (int i = 0; i < K * N; i++) b[i] = (float)((double)rand() / RAND_MAX - 0.5);
+        for (int i = 0; i < N; i++) bias[i] = (float)((double)rand() / RAND_MAX - 0.5);
         ops_matmul(all, a, b, bias, M, K, N);
         for (int r = 0; r < M; r++) {
             ops_matmul(one, a + r * K, b, bias, 1, K, N);
