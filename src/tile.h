@@ -72,8 +72,11 @@ tile_matmul(float *out, int64_t ldo, const float *a, int64_t a_row, int64_t a_co
             acc[r][v] = init;
         }
     }
-    const float *ak = a, *bk = b;
-    for (int k = 0; k < K; k++, ak += a_col, bk += ldb) {
+    const float *bk = b;
+    for (int k = 0; k < K; k++, bk += ldb) {
+        // (a + k * a_col, not a pointer stepped by a_col: GCC then makes a
+        // copy of the loop for a_col = 1, where a's rows take fewer registers)
+        const float *ak = a + k * a_col;
         // The hardware does not guess these rows well on its own: b's when
         // the weights come from memory, a's when a is transposed.
         if (b_ahead)
