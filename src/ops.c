@@ -11,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-
 void ops_matmul_plain(float *out, const float *a, const float *b, const float *bias, int M, int K,
                       int N) {
     // out[i][j] = sum_k a[i][k] * b[k][j] (+ bias[j])
