@@ -74,19 +74,19 @@ tile_matmul(float *out, int64_t ldo, const float *a, int64_t a_row, int64_t a_co
     }
     const float *bk = b;
     for (int k = 0; k < K; k++, bk += ldb) {
-        // (a + k * a_col, not a pointer stepped by a_col: GCC then makes a
-        // copy of the loop for a_col = 1, where a's rows take fewer registers)
-        const float *ak = a + k * a_col;
         // The hardware does not guess these rows well on its own: b's when
         // the weights come from memory, a's when a is transposed.
         if (b_ahead)
 #pragma GCC unroll 12
             for (int v = 0; v < nv; v++) _mm_prefetch((const char *)(bk + b_ahead * ldb + 16 * v), _MM_HINT_T0);
-        if (a_ahead) _mm_prefetch((const char *)(ak + a_ahead * a_col), _MM_HINT_T0);
         __m512 bv[TILE_ROW_NV];
 #pragma GCC unroll 12
         for (int v = 0; v < nv; v++)
             bv[v] = whole ? _mm512_loadu_ps(bk + 16 * v) : _mm512_maskz_loadu_ps(mask[v], bk + 16 * v);
+        // (a + k * a_col, not a pointer stepped by a_col: GCC then makes a
+        // copy of the loop for a_col = 1, where a's rows take fewer registers)
+        const float *ak = a + k * a_col;
+        if (a_ahead) _mm_prefetch((const char *)(ak + a_ahead * a_col), _MM_HINT_T0);
 #pragma GCC unroll 8
         for (int r = 0; r < rows; r++) {
             __m512 av = _mm512_set1_ps(ak[r * a_row]);
