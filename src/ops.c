@@ -2,14 +2,14 @@
 #include "ops.h"
 
 #include "pool.h"
+#include "simd.h"
+#include "tile.h"
 
 #include <assert.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define GELU_K 0.7978845608028654f   // sqrt(2 / pi)
 
 void ops_matmul_plain(float *out, const float *a, const float *b, const float *bias, int M, int K,
                       int N) {
@@ -76,7 +76,6 @@ static int64_t first_nonfinite_plain(const float *x, int64_t from, int64_t n) {
 }
 
 #if defined(__AVX512F__)
-#include "simd.h"
 
 int64_t ops_first_nonfinite(const float *x, int64_t n) {
     const __m512i exponent = _mm512_set1_epi32(0x7f800000);
@@ -149,78 +148,24 @@ void ops_parallel_for(void (*fn)(void *ctx, int begin, int end, int thread), voi
 
 #if defined(__AVX512F__)
 
-// tanh(GELU_K (x + 0.044715 x^3)) = 1 - 2 / (exp(2 u) + 1), u the argument
-static inline __m512 gelu_tanh16(__m512 x) {
-    __m512 x3 = _mm512_mul_ps(_mm512_mul_ps(x, x), x);
-    __m512 u = _mm512_mul_ps(_mm512_set1_ps(2.0f * GELU_K), _mm512_fmadd_ps(_mm512_set1_ps(0.044715f), x3, x));
-    __m512 e = simd_exp16(u, -88.0f, 88.0f);
-    __m512 one = _mm512_set1_ps(1.0f);
-    return _mm512_sub_ps(one, _mm512_div_ps(_mm512_set1_ps(2.0f), _mm512_add_ps(e, one)));
-}
-
-// gelu(x) = 0.5 x (1 + t), computed as 0.5 x * t + 0.5 x: lane by lane, so
-// ops_gelu and a matmul's OPS_GELU give each element the same bits.
-static inline __m512 gelu16(__m512 x) {
-    __m512 half_x = _mm512_mul_ps(_mm512_set1_ps(0.5f), x);
-    return _mm512_fmadd_ps(half_x, gelu_tanh16(x), half_x);
-}
-
-enum { OPS_MR = 8, OPS_NV = 3, OPS_NR = 16 * OPS_NV };   // 8 x 48 tile: 24 zmm of sums
-enum { OPS_ROW_NV = 12, OPS_ROW_NR = 16 * OPS_ROW_NV };     // one row: 1 x 192, 12 zmm
+// The tile is tile.h's; OPS_MR, OPS_NR and OPS_ROW_NR name what the code
+// below shares with the portable path.
+enum { OPS_MR = TILE_MR, OPS_NV = TILE_NV, OPS_NR = TILE_NR };
+enum { OPS_ROW_NV = TILE_ROW_NV, OPS_ROW_NR = TILE_ROW_NR };
 enum { OPS_PREFETCH = 8 };                                  // rows of b ahead, read in place
 enum { OPS_PANEL_AHEAD = 32 };                              // rows of a packed panel ahead, first tile
 
 // One tile: rows (1..OPS_MR) rows of a from a0, nv vectors of 16 columns of
 // the panel bp (its first column is out's column j0; its rows ldb floats
 // apart: N in b itself, OPS_NR in a packed copy), lanes beyond N masked off
-// by mask[v]; each sum + bias then goes to out as `then` says. Inlined
-// with constant rows and nv, so that the loops unroll into straight register
-// code. ahead: how many rows of b ahead to prefetch (0: none), a constant
-// too. whole (a constant too): 1 when every lane the k loop loads lies
-// in the panel (a whole in-place panel, or a packed one, padded with zeros),
-// so that it loads without masks: the same numbers, and no masks to keep
-// (a one-row tile has 12 of them, more than the mask registers).
+// by mask[v]; each sum from 0, then + bias, then to out as `then` says.
+// rows, nv, ahead (rows of b to prefetch ahead, 0: none) and whole (b
+// loaded without masks) are constants: see tile_matmul.
 static inline __attribute__((always_inline)) void
 matmul_tile(float *out, const float *a0, const float *bp, int64_t ldb, const float *bias, OpsThen then, int K,
             int N, int j0, const __mmask16 *mask, const int rows, const int nv, const int ahead, const int whole) {
-    // The loops over r and v are unrolled so that acc lives in registers.
-    __m512 acc[OPS_MR][OPS_ROW_NV];
-#pragma GCC unroll 8
-    for (int r = 0; r < rows; r++)
-#pragma GCC unroll 12
-        for (int v = 0; v < nv; v++) acc[r][v] = _mm512_setzero_ps();
-    const float *bk = bp;
-    for (int k = 0; k < K; k++, bk += ldb) {
-        // Ask for the panel's row `ahead` rows on now, which the hardware
-        // does not guess well on its own when the weights come from memory
-        // (a prefetch past the end is harmless).
-        if (ahead)
-#pragma GCC unroll 12
-            for (int v = 0; v < nv; v++)
-                _mm_prefetch((const char *)(bk + ahead * ldb + 16 * v), _MM_HINT_T0);
-        __m512 bv[OPS_ROW_NV];
-#pragma GCC unroll 12
-        for (int v = 0; v < nv; v++)
-            bv[v] = whole ? _mm512_loadu_ps(bk + 16 * v) : _mm512_maskz_loadu_ps(mask[v], bk + 16 * v);
-#pragma GCC unroll 8
-        for (int r = 0; r < rows; r++) {
-            __m512 av = _mm512_set1_ps(a0[(int64_t)r * K + k]);
-#pragma GCC unroll 12
-            for (int v = 0; v < nv; v++) acc[r][v] = _mm512_fmadd_ps(av, bv[v], acc[r][v]);
-        }
-    }
-#pragma GCC unroll 12
-    for (int v = 0; v < nv; v++) {
-        __m512 bb = bias ? _mm512_maskz_loadu_ps(mask[v], bias + j0 + 16 * v) : _mm512_setzero_ps();
-#pragma GCC unroll 8
-        for (int r = 0; r < rows; r++) {
-            float *to = out + (int64_t)r * N + j0 + 16 * v;
-            __m512 y = bias ? _mm512_add_ps(acc[r][v], bb) : acc[r][v];
-            if (then == OPS_ADD_INTO) y = _mm512_add_ps(_mm512_maskz_loadu_ps(mask[v], to), y);
-            else if (then == OPS_GELU) y = gelu16(y);
-            _mm512_mask_storeu_ps(to, mask[v], y);
-        }
-    }
+    tile_matmul(out + j0, N, a0, K, 1, bp, ldb, mask, 0, NULL, bias ? bias + j0 : NULL, then, K, rows, nv, 0, ahead,
+                whole);
 }
 
 // The columns j0 .. j0 + width - 1 of out, every row. One row alone (a
@@ -359,19 +304,8 @@ static void matmul_panels(void *ctx, int begin, int end, int thread) {
             continue;
         }
         int w = job->N - j0 < OPS_NR ? job->N - j0 : OPS_NR;
-        const float *from = job->b + j0;
-        if (w == OPS_NR) {   // a whole panel
-            for (int k = 0; k < job->K; k++, from += job->N) {
-                // The weights come from memory: ask for the rows ahead (a
-                // prefetch past the end is harmless).
-                for (int j = 0; j < OPS_NR; j += 16)
-                    __builtin_prefetch(from + (int64_t)OPS_PACK_AHEAD * job->N + j);
-                memcpy(pack + (int64_t)k * OPS_NR, from, sizeof(float) * OPS_NR);   // a constant size: vector moves
-            }
-        } else {
-            for (int k = 0; k < job->K; k++, from += job->N)
-                memcpy(pack + (int64_t)k * OPS_NR, from, sizeof(float) * (size_t)w);
-        }
+        // The weights come from memory: a whole panel asks for its rows ahead.
+        tile_copy_rows(pack, OPS_NR, job->b + j0, job->N, job->K, w, w == OPS_NR ? OPS_PACK_AHEAD : 0);
         matmul_panel(job->out, job->a, pack, OPS_NR, job->bias, job->then, job->M, job->K, job->N, j0);
     }
 }

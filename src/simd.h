@@ -1,6 +1,9 @@
-// simd — AVX-512 pieces shared by the kernels of ops.c and train_layers.c.
+// simd — AVX-512 pieces shared by the kernels of ops.c, tile.h and
+// train_layers.c: exp and GELU for 16 floats.
 #ifndef KVDEMO_SIMD_H
 #define KVDEMO_SIMD_H
+
+#define GELU_K 0.7978845608028654f   // sqrt(2 / pi)
 
 #if defined(__AVX512F__)
 #include <immintrin.h>
@@ -26,6 +29,22 @@ static inline __m512 simd_exp16(__m512 x, float lo, float hi) {
     p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
     return _mm512_scalef_ps(p, n);
 }
-#endif
+
+// tanh(GELU_K (x + 0.044715 x^3)) = 1 - 2 / (exp(2 u) + 1), u the argument
+static inline __m512 gelu_tanh16(__m512 x) {
+    __m512 x3 = _mm512_mul_ps(_mm512_mul_ps(x, x), x);
+    __m512 u = _mm512_mul_ps(_mm512_set1_ps(2.0f * GELU_K), _mm512_fmadd_ps(_mm512_set1_ps(0.044715f), x3, x));
+    __m512 e = simd_exp16(u, -88.0f, 88.0f);
+    __m512 one = _mm512_set1_ps(1.0f);
+    return _mm512_sub_ps(one, _mm512_div_ps(_mm512_set1_ps(2.0f), _mm512_add_ps(e, one)));
+}
+
+// gelu(x) = 0.5 x (1 + t), computed as 0.5 x * t + 0.5 x: lane by lane, so
+// ops_gelu and a matmul's OPS_GELU give each element the same bits.
+static inline __m512 gelu16(__m512 x) {
+    __m512 half_x = _mm512_mul_ps(_mm512_set1_ps(0.5f), x);
+    return _mm512_fmadd_ps(half_x, gelu_tanh16(x), half_x);
+}
+#endif   // __AVX512F__
 
 #endif

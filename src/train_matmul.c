@@ -12,31 +12,28 @@
 #include "train.h"
 
 #include "ops.h"
+#include "tile.h"
 
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
-#if defined(__AVX512F__)
-#include "simd.h"
-#endif
-
 static int min_int(int a, int b) { return a < b ? a : b; }
 
-// The fast path computes out in tiles of MR rows by NR columns held in
-// registers, over blocks of KC steps of k. Each KC x NR slice of b is first
-// copied into this thread's contiguous buffer (ops_pack_buffer), then every
-// row tile of the slice passes over it: read in place, b's rows lie ldb
-// floats apart (1536 or 384 for the char GPT), a multiple of a large power
-// of two of bytes, so they fall into a few sets of the caches and keep
-// evicting each other. A transposed a (dW's) has the same trouble, one row
-// of k per a_col floats: its lines are asked for A_AHEAD steps ahead (for
-// an a read along its rows that prefetch only asks for the same row's next
-// floats, which costs nothing).
+// The fast path computes out in tiles of TILE_MR rows by TILE_NR columns
+// held in registers (tile.h's tile_matmul), over blocks of KC steps of k.
+// Each KC x TILE_NR slice of b is first copied into this thread's
+// contiguous buffer (ops_pack_buffer), then every row tile of the slice
+// passes over it: read in place, b's rows lie ldb floats apart (1536 or 384
+// for the char GPT), a multiple of a large power of two of bytes, so they
+// fall into a few sets of the caches and keep evicting each other. A
+// transposed a (dW's) has the same trouble, one row of k per a_col floats:
+// its lines are asked for A_AHEAD steps ahead (for an a read along its rows
+// that prefetch only asks for the same row's next floats, which costs
+// nothing).
 // Copying, blocking and prefetching change where numbers are read from,
 // never an operation on them: every element is still its start value and
 // then one fused multiply-add per k in ascending order.
-enum { MR = 8, NV = 3, NR = 16 * NV };   // an 8 x 48 tile: 24 zmm of sums, as in ops.c
 enum { KC = 1024 };                       // a packed slice of 192 KB, in L2
 enum { A_AHEAD = 16 };                    // steps of k ahead for a's lines
 
@@ -55,73 +52,33 @@ void train_matmul_plain(float *out, const float *a, const float *b, const float 
 }
 
 #if defined(__AVX512F__)
-_Static_assert(KC * NR <= OPS_PACK_FLOATS, "a slice of b fits the pack buffer");
+_Static_assert(KC * TILE_NR <= OPS_PACK_FLOATS, "a slice of b fits the pack buffer");
 
-// One tile: rows 0 .. mr-1 of out, nv vectors of 16 columns (lanes past N
-// masked off by m), steps 0 .. kc-1 of k, b's rows ldb floats apart (NR in
-// the packed slice). start: 0 continue from out's partial sums, 1 start
-// from bias (or 0), 2 start from out + bias. Inlined with constant mr and
-// nv so that the sums live in registers.
-static inline __attribute__((always_inline)) void tile_avx512(
-    const int mr, const int nv, float *out, int ldo, const float *a, int64_t a_row,
-    int64_t a_col, const float *b, int64_t ldb, int kc, const __mmask16 *m, int start,
-    const float *bias) {
-    __m512 acc[MR][NV];
-#pragma GCC unroll 8
-    for (int r = 0; r < mr; r++) {
-#pragma GCC unroll 3
-        for (int q = 0; q < nv; q++) {
-            __m512 init = _mm512_setzero_ps();
-            if (start != 1) init = _mm512_maskz_loadu_ps(m[q], out + (int64_t)r * ldo + 16 * q);
-            if (start != 0 && bias)
-                init = _mm512_add_ps(init, _mm512_maskz_loadu_ps(m[q], bias + 16 * q));
-            acc[r][q] = init;
-        }
-    }
-    for (int k = 0; k < kc; k++) {
-        const float *bk = b + k * ldb;
-        __m512 bv[NV];
-#pragma GCC unroll 3
-        for (int q = 0; q < nv; q++) bv[q] = _mm512_maskz_loadu_ps(m[q], bk + 16 * q);
-        const float *ak = a + k * a_col;
-        _mm_prefetch((const char *)(ak + A_AHEAD * a_col), _MM_HINT_T0);   // past the end: harmless
-#pragma GCC unroll 8
-        for (int r = 0; r < mr; r++) {
-            __m512 ar = _mm512_set1_ps(ak[r * a_row]);
-#pragma GCC unroll 3
-            for (int q = 0; q < nv; q++) acc[r][q] = _mm512_fmadd_ps(ar, bv[q], acc[r][q]);
-        }
-    }
-#pragma GCC unroll 8
-    for (int r = 0; r < mr; r++) {
-#pragma GCC unroll 3
-        for (int q = 0; q < nv; q++)
-            _mm512_mask_storeu_ps(out + (int64_t)r * ldo + 16 * q, m[q], acc[r][q]);
-    }
-}
-
-// Rows 0 .. rows-1 of out as tiles of MR rows and a last smaller one; nv
-// vectors of columns (a constant).
+// Rows 0 .. rows-1 of out as tiles of TILE_MR rows and a last smaller one;
+// nv vectors of columns (a constant), lanes past N masked off by m. Each sum
+// starts from out (from_out, else 0) + bias_first (if not NULL), then one
+// fused multiply-add per k of 0 .. kc-1, b's rows ldb floats apart (TILE_NR
+// in the packed slice).
 static inline __attribute__((always_inline)) void tiles_avx512(
     const int nv, float *out, int ldo, const float *a, int64_t a_row, int64_t a_col,
-    const float *b, int64_t ldb, int kc, const __mmask16 *m, int start, const float *bias,
+    const float *b, int64_t ldb, int kc, const __mmask16 *m, int from_out, const float *bias_first,
     int rows) {
     int i = 0;
-    for (; i + MR <= rows; i += MR) {
+    for (; i + TILE_MR <= rows; i += TILE_MR) {
         // Ask for the next tile's rows of out a whole tile ahead: it reads
         // them first (the += of the backward pass, or the sums of the
         // previous block of k) and writes them last. Past the end: harmless.
-        for (int r = 0; r < MR; r++)
+        for (int r = 0; r < TILE_MR; r++)
             for (int q = 0; q < nv; q++)
-                _mm_prefetch((const char *)(out + (int64_t)(i + MR + r) * ldo + 16 * q), _MM_HINT_T0);
-        tile_avx512(MR, nv, out + (int64_t)i * ldo, ldo, a + i * a_row, a_row, a_col, b, ldb, kc,
-                    m, start, bias);
+                _mm_prefetch((const char *)(out + (int64_t)(i + TILE_MR + r) * ldo + 16 * q), _MM_HINT_T0);
+        tile_matmul(out + (int64_t)i * ldo, ldo, a + i * a_row, a_row, a_col, b, ldb, m, from_out, bias_first,
+                    NULL, OPS_STORE, kc, TILE_MR, nv, A_AHEAD, 0, 0);
     }
     switch (rows - i) {
-#define TAIL(R)                                                                                   \
-    case R:                                                                                       \
-        tile_avx512(R, nv, out + (int64_t)i * ldo, ldo, a + i * a_row, a_row, a_col, b, ldb, kc, \
-                    m, start, bias);                                                              \
+#define TAIL(R)                                                                                          \
+    case R:                                                                                              \
+        tile_matmul(out + (int64_t)i * ldo, ldo, a + i * a_row, a_row, a_col, b, ldb, m, from_out,       \
+                    bias_first, NULL, OPS_STORE, kc, R, nv, A_AHEAD, 0, 0);                               \
         break;
         TAIL(1) TAIL(2) TAIL(3) TAIL(4) TAIL(5) TAIL(6) TAIL(7)
 #undef TAIL
@@ -139,34 +96,32 @@ static void matmul_rows(float *out, const float *a, const float *b, const float 
 #if defined(__AVX512F__)
     out += (int64_t)i0 * ldo;
     a += i0 * a_row;
-    for (int j0 = 0; j0 < N; j0 += NR) {
-        int nr = min_int(NR, N - j0), nv = (nr + 15) / 16;
-        __mmask16 m[NV];
-        for (int q = 0; q < NV; q++) {
+    for (int j0 = 0; j0 < N; j0 += TILE_NR) {
+        int nr = min_int(TILE_NR, N - j0), nv = (nr + 15) / 16;
+        __mmask16 m[TILE_NV];
+        for (int q = 0; q < TILE_NV; q++) {
             int cols = nr - 16 * q;
             m[q] = cols >= 16 ? 0xFFFF : cols <= 0 ? 0 : (__mmask16)((1u << cols) - 1);
         }
         const float *bj = bias ? bias + j0 : NULL;
         for (int k0 = 0; k0 < K || k0 == 0; k0 += KC) {
             int kc = min_int(KC, K - k0);
-            int start = k0 > 0 ? 0 : accumulate ? 2 : 1;
+            int from_out = k0 > 0 || accumulate;   // the previous blocks' sums, or the += of backward
+            const float *bias_first = k0 == 0 ? bj : NULL;
             const float *bk = b + (int64_t)k0 * ldb + j0;
             int64_t ld = ldb;
-            if (pack) {   // the slice (kc, nr) into (kc, NR)
-                for (int k = 0; k < kc; k++)
-                    for (int q = 0; q < nv; q++)
-                        _mm512_store_ps(pack + (int64_t)k * NR + 16 * q,
-                                        _mm512_maskz_loadu_ps(m[q], bk + (int64_t)k * ldb + 16 * q));
+            if (pack) {   // the slice (kc, nr) into (kc, TILE_NR)
+                tile_copy_rows(pack, TILE_NR, bk, ldb, kc, nr, 0);
                 bk = pack;
-                ld = NR;
+                ld = TILE_NR;
             }
             float *o = out + j0;
             const float *ak = a + k0 * a_col;
             int rows = i1 - i0;
             switch (nv) {
-            case 3: tiles_avx512(3, o, ldo, ak, a_row, a_col, bk, ld, kc, m, start, bj, rows); break;
-            case 2: tiles_avx512(2, o, ldo, ak, a_row, a_col, bk, ld, kc, m, start, bj, rows); break;
-            default: tiles_avx512(1, o, ldo, ak, a_row, a_col, bk, ld, kc, m, start, bj, rows); break;
+            case 3: tiles_avx512(3, o, ldo, ak, a_row, a_col, bk, ld, kc, m, from_out, bias_first, rows); break;
+            case 2: tiles_avx512(2, o, ldo, ak, a_row, a_col, bk, ld, kc, m, from_out, bias_first, rows); break;
+            default: tiles_avx512(1, o, ldo, ak, a_row, a_col, bk, ld, kc, m, from_out, bias_first, rows); break;
             }
             if (K == 0) break;
         }
@@ -201,9 +156,9 @@ typedef struct {
 static void matmul_columns_task(void *ctx, int begin, int end, int thread) {
     (void)thread;
     const MatmulJob *j = ctx;
-    int j0 = begin * NR, j1 = min_int(end * NR, j->N);
+    int j0 = begin * TILE_NR, j1 = min_int(end * TILE_NR, j->N);
     if (j0 >= j1) return;
-    float *pack = j->M > MR ? ops_pack_buffer() : NULL;
+    float *pack = j->M > TILE_MR ? ops_pack_buffer() : NULL;
     matmul_rows(j->out + j0, j->a, j->b + j0, j->bias ? j->bias + j0 : NULL, j->accumulate,
                 j->a_row, j->a_col, j->ldb, j->ldo, 0, j->M, j->K, j1 - j0, pack);
 }
@@ -211,9 +166,9 @@ static void matmul_columns_task(void *ctx, int begin, int end, int thread) {
 static void matmul_task(void *ctx, int begin, int end, int thread) {
     (void)thread;
     const MatmulJob *j = ctx;
-    int i0 = begin * MR, i1 = min_int(end * MR, j->M);
+    int i0 = begin * TILE_MR, i1 = min_int(end * TILE_MR, j->M);
     if (i0 >= i1) return;
-    float *pack = i1 - i0 > MR ? ops_pack_buffer() : NULL;
+    float *pack = i1 - i0 > TILE_MR ? ops_pack_buffer() : NULL;
     matmul_rows(j->out, j->a, j->b, j->bias, j->accumulate, j->a_row, j->a_col, j->ldb, j->ldo,
                 i0, i1, j->K, j->N, pack);
 }
@@ -222,7 +177,7 @@ void train_matmul(float *out, const float *a, const float *b, const float *bias,
                   Pool *pool, int64_t a_row, int64_t a_col, int ldb, int ldo, int M, int K,
                   int N) {
     MatmulJob job = {out, a, b, bias, accumulate, a_row, a_col, ldb, ldo, M, K, N};
-    int tiles = (M + MR - 1) / MR, panels = (N + NR - 1) / NR;
+    int tiles = (M + TILE_MR - 1) / TILE_MR, panels = (N + TILE_NR - 1) / TILE_NR;
     int a_transposed = a_row == 1 && a_col != 1;
     if (!pool || pool_threads(pool) == 1 || (int64_t)M * K * N < 65536)
         matmul_task(&job, 0, tiles, 0);
@@ -250,13 +205,12 @@ void train_matmul_causal(float *out, const float *a, const float *b, int mode, i
                       ? ops_pack_buffer()
                       : NULL;
     if (pack) {
-        for (int k = 0; k < rows; k++)
-            memcpy(pack + (int64_t)k * N, b + (int64_t)k * ldb, sizeof(float) * (size_t)N);
+        tile_copy_rows(pack, N, b, ldb, rows, N, 0);
         b = pack;
         ldb = N;
     }
-    for (int i = 0; i < T; i += MR) {
-        int mr = min_int(MR, T - i), end = i + mr;
+    for (int i = 0; i < T; i += TILE_MR) {
+        int mr = min_int(TILE_MR, T - i), end = i + mr;
         float *o = out + (int64_t)i * ldo;
         const float *ai = a + i * a_row;
         if (mode == TRAIN_CAUSAL_COLS)
