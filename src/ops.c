@@ -175,10 +175,7 @@ matmul_tile(float *out, const float *a0, const float *bp, int64_t ldb, const flo
 static void matmul_panel(float *out, const float *a, const float *bp, int64_t ldb, const float *bias, OpsThen then,
                          int M, int K, int N, int j0) {
     __mmask16 mask[OPS_ROW_NV];
-    for (int v = 0; v < OPS_ROW_NV; v++) {
-        int left = N - j0 - 16 * v;
-        mask[v] = left >= 16 ? (__mmask16)0xFFFF : left <= 0 ? 0 : (__mmask16)((1u << left) - 1);
-    }
+    for (int v = 0; v < OPS_ROW_NV; v++) mask[v] = simd_mask16(N - j0 - 16 * v);
     if (M == 1) {
         // A narrow b (the 4-dim example's 4 columns) needs fewer vectors than
         // the panel holds; each element's sum is the same either way.
@@ -415,10 +412,6 @@ void ops_gelu_backward_plain(float *dx, const float *x, const float *dout, int n
 // exp saturates at -104 (0 in float; -inf too) and 89 (inf in float).
 static inline __m512 exp16(__m512 x) { return simd_exp16(x, -104.0f, 89.0f); }
 
-static inline __mmask16 tail_mask(int left) {
-    return left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1);
-}
-
 void ops_vecmat(float *out, const float *x, const float *m, int K, int N, int ld) {
     // out[j] = sum_k x[k] * m[k][j]: 8 vectors of sums in registers at a time
     enum { NV = 8 };
@@ -428,7 +421,7 @@ void ops_vecmat(float *out, const float *x, const float *m, int K, int N, int ld
 #pragma GCC unroll 8
         for (int v = 0; v < NV; v++) {
             int left = N - j0 - 16 * v;
-            mask[v] = left <= 0 ? 0 : tail_mask(left);
+            mask[v] = left <= 0 ? 0 : simd_mask16(left);
             acc[v] = _mm512_setzero_ps();
         }
         for (int k = 0; k < K; k++) {
@@ -493,7 +486,7 @@ void ops_vecmat_rows(float *out, int ldo, const float *x, int ldx, const float *
         __mmask16 mask[4];
         for (int v = 0; v < 4; v++) {
             int left = N - j0 - 16 * v;
-            mask[v] = left <= 0 ? 0 : tail_mask(left);
+            mask[v] = left <= 0 ? 0 : simd_mask16(left);
         }
         switch (R) {
 #define ROWS(n) case n: vecmat_rows_tile(out + j0, ldo, x, ldx, m + j0, ldm, n, K, causal, mask); break;
@@ -506,7 +499,7 @@ void ops_vecmat_rows(float *out, int ldo, const float *x, int ldx, const float *
 void ops_vecmat_acc(float *out, const float *x, const float *m, int K, int N, int ld) {
     // ops_vecmat, the sums starting from out instead of 0
     for (int j0 = 0; j0 < N; j0 += 16) {
-        __mmask16 mask = tail_mask(N - j0);
+        __mmask16 mask = simd_mask16(N - j0);
         __m512 acc = _mm512_maskz_loadu_ps(mask, out + j0);
         for (int k = 0; k < K; k++)
             acc = _mm512_fmadd_ps(_mm512_set1_ps(x[k]), _mm512_maskz_loadu_ps(mask, m + (int64_t)k * ld + j0), acc);
@@ -522,11 +515,11 @@ void ops_softmax_row(float *y, float *lse, const float *x, int n, OpsNorm how) {
     // max, then exp(x - max) summed in 16 lanes, then / sum or * (1 / sum)
     __m512 vmax = _mm512_set1_ps(-INFINITY);
     for (int i = 0; i < n; i += 16)
-        vmax = _mm512_max_ps(vmax, _mm512_mask_loadu_ps(vmax, tail_mask(n - i), x + i));
+        vmax = _mm512_max_ps(vmax, _mm512_mask_loadu_ps(vmax, simd_mask16(n - i), x + i));
     float max = _mm512_reduce_max_ps(vmax);
     __m512 vsum = _mm512_setzero_ps();
     for (int i = 0; i < n; i += 16) {
-        __mmask16 mask = tail_mask(n - i);
+        __mmask16 mask = simd_mask16(n - i);
         __m512 e = exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(mask, x + i), _mm512_set1_ps(max)));
         e = _mm512_maskz_mov_ps(mask, e);
         vsum = _mm512_add_ps(vsum, e);
@@ -536,7 +529,7 @@ void ops_softmax_row(float *y, float *lse, const float *x, int n, OpsNorm how) {
     float sum = _mm512_reduce_add_ps(vsum);
     __m512 s = _mm512_set1_ps(how == OPS_RECIPROCAL ? 1.0f / sum : sum);
     for (int i = 0; i < n; i += 16) {
-        __mmask16 mask = tail_mask(n - i);
+        __mmask16 mask = simd_mask16(n - i);
         __m512 e = _mm512_maskz_loadu_ps(mask, y + i);
         _mm512_mask_storeu_ps(y + i, mask, how == OPS_RECIPROCAL ? _mm512_mul_ps(e, s) : _mm512_div_ps(e, s));
     }
@@ -545,7 +538,7 @@ void ops_softmax_row(float *y, float *lse, const float *x, int n, OpsNorm how) {
 
 void ops_gelu(float *out, const float *x, int n) {
     for (int i = 0; i < n; i += 16) {
-        __mmask16 mask = tail_mask(n - i);
+        __mmask16 mask = simd_mask16(n - i);
         _mm512_mask_storeu_ps(out + i, mask, gelu16(_mm512_maskz_loadu_ps(mask, x + i)));
     }
 }
@@ -554,7 +547,7 @@ void ops_gelu_backward(float *dx, const float *x, const float *dout, int n) {
     const __m512 one = _mm512_set1_ps(1.0f), half = _mm512_set1_ps(0.5f);
     const __m512 k = _mm512_set1_ps(GELU_K), k3 = _mm512_set1_ps(3.0f * 0.044715f);
     for (int i = 0; i < n; i += 16) {
-        __mmask16 mask = tail_mask(n - i);
+        __mmask16 mask = simd_mask16(n - i);
         __m512 v = _mm512_maskz_loadu_ps(mask, x + i);
         __m512 t = gelu_tanh16(v);
         __m512 du = _mm512_mul_ps(k, _mm512_fmadd_ps(k3, _mm512_mul_ps(v, v), one));
@@ -569,7 +562,7 @@ void ops_gelu_backward(float *dx, const float *x, const float *dout, int n) {
 
 void ops_exp(float *out, const float *x, int n) {
     for (int i = 0; i < n; i += 16) {
-        __mmask16 mask = tail_mask(n - i);
+        __mmask16 mask = simd_mask16(n - i);
         _mm512_mask_storeu_ps(out + i, mask, exp16(_mm512_maskz_loadu_ps(mask, x + i)));
     }
 }
@@ -632,7 +625,7 @@ static void layernorm_stats_plain(float *m, float *var, const float *x, int R, i
 // `left` on read as 0) into col[0..15], column j's 16 rows in col[j]'s lanes:
 // a 16 x 16 transpose in registers, 64 shuffles.
 static inline void transpose16(__m512 col[16], const float *x, int64_t ldx, int left) {
-    __mmask16 mask = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1);
+    __mmask16 mask = simd_mask16(left);
     __m512 a[16], b[16];
     // rows 2i, 2i+1 interleaved, in each 128-bit lane L: columns 4L, 4L+1 (a[2i]) and 4L+2, 4L+3 (a[2i+1])
     for (int i = 0; i < 8; i++) {
@@ -690,7 +683,7 @@ static void layernorm_stats(float *m, float *var, const float *x, int R, int C) 
 static void layernorm_apply(float *y, const float *x, float m, float s, const float *w, const float *b, int C) {
     __m512 mv = _mm512_set1_ps(m), sv = _mm512_set1_ps(s);
     for (int c = 0; c < C; c += 16) {
-        __mmask16 mask = C - c >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (C - c)) - 1);
+        __mmask16 mask = simd_mask16(C - c);
         __m512 t = _mm512_mul_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(mask, x + c), mv), sv);
         t = _mm512_add_ps(_mm512_mul_ps(t, _mm512_maskz_loadu_ps(mask, w + c)), _mm512_maskz_loadu_ps(mask, b + c));
         _mm512_mask_storeu_ps(y + c, mask, t);

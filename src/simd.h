@@ -8,6 +8,12 @@
 #if defined(__AVX512F__)
 #include <immintrin.h>
 
+// The lanes of a vector of 16 that hold elements when `left` of them remain:
+// all 16, the first `left`, or none.
+static inline __mmask16 simd_mask16(int left) {
+    return left >= 16 ? (__mmask16)0xFFFF : left <= 0 ? (__mmask16)0 : (__mmask16)((1u << left) - 1);
+}
+
 // exp(x) for 16 floats, x first clamped to [lo, hi] (each caller picks where
 // its results saturate): x = n ln2 + r with |r| <= ln2 / 2, exp(r) by its
 // Taylor series to r^7 (relative error about 2e-7), times 2^n by vscalefps,

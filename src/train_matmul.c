@@ -99,10 +99,7 @@ static void matmul_rows(float *out, const float *a, const float *b, const float 
     for (int j0 = 0; j0 < N; j0 += TILE_NR) {
         int nr = min_int(TILE_NR, N - j0), nv = (nr + 15) / 16;
         __mmask16 m[TILE_NV];
-        for (int q = 0; q < TILE_NV; q++) {
-            int cols = nr - 16 * q;
-            m[q] = cols >= 16 ? 0xFFFF : cols <= 0 ? 0 : (__mmask16)((1u << cols) - 1);
-        }
+        for (int q = 0; q < TILE_NV; q++) m[q] = simd_mask16(nr - 16 * q);
         const float *bj = bias ? bias + j0 : NULL;
         for (int k0 = 0; k0 < K || k0 == 0; k0 += KC) {
             int kc = min_int(KC, K - k0);
