@@ -25,18 +25,15 @@ static int vocab_find(const uint32_t *vocab, int V, uint32_t cp) {
 int train_text_load(TrainText *text, const char *path, const uint32_t *vocab, int V, char *err,
                     size_t errlen) {
     memset(text, 0, sizeof(*text));
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        fileio_fail2(err, errlen, "cannot open %s: %s", "无法打开 %s：%s", path, fileio_strerror(errno));
-        return -1;
-    }
-    // A file beyond the limit is refused before it is read (a pipe, whose
-    // size is unknown, when the limit is passed).
-    struct stat st;
-    if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size > TRAIN_MAX_TEXT_BYTES) {
+    // Only a regular file (a FIFO or a device is refused at once, without
+    // waiting for it), and one beyond the limit before it is read.
+    uint64_t size;
+    FILE *f = fileio_open_read(path, &size, err, errlen);
+    if (!f) return -1;
+    if (size > TRAIN_MAX_TEXT_BYTES) {
         fileio_fail2(err, errlen, "%s is %llu bytes; a training text may hold at most %llu MiB",
                      "%s 有 %llu 字节；训练文本最多 %llu MiB", path,
-                 (unsigned long long)st.st_size, TRAIN_MAX_TEXT_BYTES >> 20);
+                 (unsigned long long)size, TRAIN_MAX_TEXT_BYTES >> 20);
         fclose(f);
         return -1;
     }

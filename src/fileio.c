@@ -221,15 +221,25 @@ int fileio_check_writable(const char *path, char *err, size_t errlen) {
 // Reading
 
 FILE *fileio_open_read(const char *path, uint64_t *size, char *err, size_t errlen) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
+    // Opened without waiting: a FIFO with no writer would block open itself,
+    // before the check below could refuse it.
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
         fileio_fail2(err, errlen, "%s: cannot open: %s", "%s：无法打开：%s", path, fileio_strerror(errno));
         return NULL;
     }
-    struct stat st;
-    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
-        fclose(f);
-        fileio_fail2(err, errlen, "%s: not a regular file", "%s：不是普通文件", path);
+    struct stat st = {0};
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        fileio_fail2(err, errlen, "%s: is %s, not a regular file; give the path of a file",
+                     "%s：是%s，不是普通文件；请给一个文件的路径", path, kind_of(st.st_mode));
+        return NULL;
+    }
+    FILE *f = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) == 0 ? fdopen(fd, "rb") : NULL;
+    if (!f) {
+        int e = errno;
+        close(fd);
+        fileio_fail2(err, errlen, "%s: cannot open: %s", "%s：无法打开：%s", path, fileio_strerror(e));
         return NULL;
     }
     *size = (uint64_t)st.st_size;

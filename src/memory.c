@@ -16,6 +16,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include <string.h>
 #include <strings.h>
 
@@ -281,9 +282,16 @@ int memory_cmd(const Options *opt, Trace *tr) {
         gpt_preset(&cfg, "seed");
         from_gpt(&m, cfg, gpt_num_params(cfg), "kvdemo's char GPT", "the seed preset: the numpy chapter's shape");
     } else {
-        FILE *f = fopen(opt->model_path, "rb");
-        if (!f) return usage("unknown model '%s'; presets: %s, or a kvdemo model file",
-                             "没有“%s”这个模型；预设有：%s，也可以给一个 kvdemo 模型文件", opt->model_path, names);
+        uint64_t size;
+        char why[512];
+        FILE *f = fileio_open_read(opt->model_path, &size, why, sizeof why);
+        if (!f && access(opt->model_path, F_OK) != 0)
+            return usage("unknown model '%s'; presets: %s, or a kvdemo model file",
+                         "没有“%s”这个模型；预设有：%s，也可以给一个 kvdemo 模型文件", opt->model_path, names);
+        if (!f) {
+            fileio_error("memory: %s", "memory：%s", why);
+            return 1;
+        }
         fclose(f);
         // The loader checks the whole file; only its shape is kept.
         GptModel g;

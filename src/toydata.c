@@ -48,9 +48,10 @@ static int matrix_index(const char *name) {
 
 int toydata_load(ToyData *t, const char *path, char *err, size_t errlen) {
     memset(t, 0, sizeof *t);
-    FILE *f = fopen(path, "r");
-    if (!f) return fileio_fail2(err, errlen, "cannot open data file %s: %s", "无法打开数据文件 %s：%s", path,
-                               fileio_strerror(errno));
+    uint64_t size;
+    char why[512];
+    FILE *f = fileio_open_read(path, &size, why, sizeof why);
+    if (!f) return fileio_fail2(err, errlen, "data file %s", "数据文件 %s", why);
 
     // Rows are read into fixed-size tables first; the sizes come from them.
     enum { MAXR = TOY_MAX_TOKENS > TOY_MAX_WIDTH ? TOY_MAX_TOKENS : TOY_MAX_WIDTH };

@@ -510,7 +510,7 @@ static void test_usage_errors(void **state) {
 
 static void test_data_errors(void **state) {
     (void)state;
-    expect_failure("lesson 2 --data /nonexistent/x.txt", 1, "cannot open data file /nonexistent/x.txt");
+    expect_failure("lesson 2 --data /nonexistent/x.txt", 1, "data file /nonexistent/x.txt: cannot open: No such file or directory");
     char path[] = "/tmp/kvdemo-bad-XXXXXX";
     int fd = mkstemp(path);
     assert_true(fd >= 0);
