@@ -1,13 +1,20 @@
 // fileio — error messages, little-endian numbers, and the one way kvdemo
-// writes a file (fileio.h says why it goes through PATH.tmp).
+// writes a file (fileio.h says why it goes through a temporary file and
+// PATH.lock).
+// The lock is flock's (BSD and Linux, beside POSIX's fcntl locks): it
+// belongs to an open file rather than to the process, so a second writer in
+// the same process is refused as one in another process is.
 #include "fileio.h"
 
+#include <assert.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -119,46 +126,183 @@ static const char *kind_of(mode_t mode) {
     return zh ? "不是普通文件" : "not a regular file";
 }
 
+// ----------------------------------------------------------------------------
+// One writer at a time: PATH.lock
+
+// The file whose lock says that a kvdemo is writing PATH. Its first line
+// (written by the kvdemo that made it) tells it from a user's own file of
+// that name, which is neither locked nor removed; an empty one is taken as
+// kvdemo's (its maker may not have written the line yet).
+static const char LOCK_MARK[] = "kvdemo lock: a kvdemo is writing the file of this name without .lock\n";
+
+// path with suffix appended, in memory of its own; NULL when out of memory.
+static char *with_suffix(const char *path, const char *suffix) {
+    size_t n = strlen(path), k = strlen(suffix);
+    char *s = malloc(n + k + 1);
+    if (s) {
+        memcpy(s, path, n);
+        memcpy(s + n, suffix, k + 1);
+    }
+    return s;
+}
+
+// 1 when the open file fd holds nothing or begins with LOCK_MARK.
+static int lock_is_kvdemos(int fd) {
+    char head[sizeof LOCK_MARK];
+    ssize_t got = pread(fd, head, sizeof LOCK_MARK - 1, 0);
+    return got == 0 || (got == (ssize_t)sizeof LOCK_MARK - 1 && memcmp(head, LOCK_MARK, (size_t)got) == 0);
+}
+
+// Opens (or makes) lock and takes it without waiting. Returns its file
+// descriptor, -1 with err (held by another kvdemo, not kvdemo's, ...), or -2
+// when the file went away in between (its holder removed it): try again.
+static int lock_try(const char *path, const char *lock, char *err, size_t errlen) {
+    int fd = open(lock, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    int made = fd >= 0;
+    if (!made && errno == EEXIST) {
+        fd = open(lock, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        if (fd < 0 && errno == ENOENT) return -2;   // removed since
+    }
+    if (fd < 0) {
+        return fileio_fail2(err, errlen, "%s: cannot create its lock %s: %s", "%s：无法创建它的锁文件 %s：%s",
+                            path, lock, fileio_strerror(errno));
+    }
+    struct stat st;
+    if (!made && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || !lock_is_kvdemos(fd))) {
+        close(fd);
+        return fileio_fail2(err, errlen, "%s: %s exists and is not kvdemo's lock; rename it or write elsewhere",
+                            "%s：%s 已存在，却不是 kvdemo 的锁文件；请把它改名，或写到别处", path, lock);
+    }
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        int e = errno;
+        close(fd);
+        if (e == EWOULDBLOCK)
+            return fileio_fail2(err, errlen,
+                                "%s: another kvdemo is writing it (%s is locked); wait for it to finish or write elsewhere",
+                                "%s：另一个 kvdemo 正在写它（%s 已加锁）；请等它结束，或写到别处", path, lock);
+        return fileio_fail2(err, errlen, "%s: cannot lock %s: %s", "%s：无法给 %s 加锁：%s", path, lock,
+                            fileio_strerror(e));
+    }
+    if (made && write(fd, LOCK_MARK, sizeof LOCK_MARK - 1) != (ssize_t)sizeof LOCK_MARK - 1) {
+        int e = errno ? errno : EIO;
+        unlink(lock);
+        close(fd);
+        return fileio_fail2(err, errlen, "%s: cannot write its lock %s: %s", "%s：无法写入它的锁文件 %s：%s", path,
+                            lock, fileio_strerror(e));
+    }
+    // Held; but is it still the file of that name? Its last holder removes
+    // it before letting go, so one opened just before that is an orphan.
+    struct stat named;
+    if (fstat(fd, &st) == 0 && lstat(lock, &named) == 0 && st.st_dev == named.st_dev && st.st_ino == named.st_ino)
+        return fd;
+    close(fd);
+    return -2;
+}
+
+// Takes PATH.lock for path. Returns its file descriptor or -1 with err.
+static int lock_take(const char *path, char *err, size_t errlen) {
+    char *lock = with_suffix(path, ".lock");
+    if (!lock) return fileio_fail2(err, errlen, "%s: out of memory", "%s：内存不足", path);
+    int fd = -2;
+    for (int attempt = 0; attempt < 16 && fd == -2; attempt++) fd = lock_try(path, lock, err, errlen);
+    if (fd == -2)
+        fd = fileio_fail2(err, errlen, "%s: its lock %s keeps changing; is another kvdemo writing it?",
+                          "%s：它的锁文件 %s 一直在变；是不是另一个 kvdemo 在写它？", path, lock);
+    free(lock);
+    return fd;
+}
+
+// Removes PATH.lock (while still holding it) and lets go.
+static void lock_drop(const char *path, int fd) {
+    if (fd < 0) return;
+    char *lock = with_suffix(path, ".lock");
+    if (lock) unlink(lock);
+    free(lock);
+    close(fd);
+}
+
+// The locks taken by fileio_claim, held until fileio_release.
+enum { MAX_CLAIMS = 8 };
+static struct {
+    char *path;
+    int fd;
+} claims[MAX_CLAIMS];
+
+static int claimed(const char *path) {
+    for (int i = 0; i < MAX_CLAIMS; i++)
+        if (claims[i].path && strcmp(claims[i].path, path) == 0) return 1;
+    return 0;
+}
+
+// ----------------------------------------------------------------------------
+// Writing through a temporary file
+
+// The temporary files of path that no writer owns any more: PATH.tmp (the
+// name of older kvdemos) and PATH.tmp.XXXXXX, left by a writer that was
+// killed. Only called with PATH.lock held, when no other writer of path
+// can be at work; anything by those names that is not a regular file stays.
+static void remove_stale_temporaries(const char *path) {
+    char *dir = strdup(path);
+    if (!dir) return;
+    char *slash = strrchr(dir, '/');
+    const char *base = slash ? slash + 1 : path;
+    const char *folder = slash ? (slash == dir ? "/" : (*slash = '\0', dir)) : ".";
+    size_t n = strlen(base);
+    DIR *d = opendir(folder);
+    for (struct dirent *e; d && (e = readdir(d));) {
+        const char *name = e->d_name;
+        if (strncmp(name, base, n) != 0 || strncmp(name + n, ".tmp", 4) != 0) continue;
+        const char *rest = name + n + 4;
+        if (*rest && (rest[0] != '.' || strlen(rest) != 7)) continue;
+        struct stat st;
+        char full[4096];
+        snprintf(full, sizeof full, "%s/%s", folder, name);
+        if (lstat(full, &st) == 0 && S_ISREG(st.st_mode)) unlink(full);
+    }
+    if (d) closedir(d);
+    free(dir);
+}
+
+// Creates path's temporary file PATH.tmp.XXXXXX, a name of this writer's
+// own, readable as a file written with fopen would be (0644 less the umask).
+static int create_temporary(AtomicFile *a, char *err, size_t errlen) {
+    a->tmp = with_suffix(a->path, ".tmp.XXXXXX");
+    if (!a->tmp) return fileio_fail2(err, errlen, "%s: out of memory", "%s：内存不足", a->path);
+    int fd = mkstemp(a->tmp);
+    if (fd >= 0) {
+        mode_t mask = umask(0);
+        umask(mask);
+        if (fchmod(fd, 0644 & ~mask) == 0 && (a->f = fdopen(fd, "wb"))) return 0;
+    }
+    int e = errno;
+    if (fd >= 0) {
+        close(fd);
+        unlink(a->tmp);
+    }
+    int rc = fileio_fail2(err, errlen, "%s: cannot create %s: %s", "%s：无法创建 %s：%s", a->path, a->tmp,
+                          fileio_strerror(e));
+    free(a->tmp);
+    a->tmp = NULL;
+    return rc;
+}
+
 int fileio_open(AtomicFile *a, const char *path, char *err, size_t errlen) {
     memset(a, 0, sizeof *a);
+    a->lock_fd = -1;
     struct stat st;
     if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode))
         return fileio_fail2(err, errlen, "%s: exists and is %s; kvdemo writes only a new file or over a regular file",
                             "%s：已存在，是%s；kvdemo 只写新文件或覆盖普通文件", path, kind_of(st.st_mode));
-    size_t len = strlen(path);
-    a->path = malloc(len + 1);
-    a->tmp = malloc(len + 5);
-    if (!a->path || !a->tmp) {
+    a->path = strdup(path);
+    if (!a->path) return fileio_fail2(err, errlen, "%s: out of memory", "%s：内存不足", path);
+    if (!claimed(path) && (a->lock_fd = lock_take(path, err, errlen)) < 0) {
         fileio_abort(a);
-        return fileio_fail2(err, errlen, "%s: out of memory", "%s：内存不足", path);
+        return -1;
     }
-    memcpy(a->path, path, len + 1);
-    memcpy(a->tmp, path, len);
-    memcpy(a->tmp + len, ".tmp", 5);
-    // A PATH.tmp left by an interrupted write is removed; anything else by
-    // that name is not ours to remove.
-    if (lstat(a->tmp, &st) == 0) {
-        if (!S_ISREG(st.st_mode)) {
-            int rc = fileio_fail2(err, errlen, "%s: its temporary file %s exists and is %s; remove it",
-                                  "%s：它的临时文件 %s 已存在，是%s；请删除它", path, a->tmp, kind_of(st.st_mode));
-            fileio_abort(a);
-            return rc;
-        }
-        unlink(a->tmp);
-    }
-    int fd = open(a->tmp, O_WRONLY | O_CREAT | O_EXCL, 0644);
-    if (fd < 0 || !(a->f = fdopen(fd, "wb"))) {
-        int e = errno;
-        if (fd >= 0) {
-            close(fd);
-            unlink(a->tmp);
-        }
-        int rc = fileio_fail2(err, errlen, "%s: cannot create %s: %s", "%s：无法创建 %s：%s", path, a->tmp,
-                              fileio_strerror(e));
-        free(a->path);
-        free(a->tmp);
-        memset(a, 0, sizeof *a);
-        return rc;
+    remove_stale_temporaries(path);
+    if (create_temporary(a, err, errlen) != 0) {
+        fileio_abort(a);
+        return -1;
     }
     return 0;
 }
@@ -205,16 +349,35 @@ int fileio_commit(AtomicFile *a, char *err, size_t errlen) {
 void fileio_abort(AtomicFile *a) {
     if (a->f) fclose(a->f);
     if (a->tmp) unlink(a->tmp);   // after a commit it no longer exists
+    if (a->path) lock_drop(a->path, a->lock_fd);
     free(a->path);
     free(a->tmp);
     memset(a, 0, sizeof *a);
+    a->lock_fd = -1;
 }
 
-int fileio_check_writable(const char *path, char *err, size_t errlen) {
+int fileio_claim(const char *path, char *err, size_t errlen) {
+    int slot = 0;
+    while (slot < MAX_CLAIMS && claims[slot].path) slot++;
+    assert(slot < MAX_CLAIMS && !claimed(path));
     AtomicFile a;
     if (fileio_open(&a, path, err, errlen) != 0) return -1;
+    // The lock passes from the trial write to the claim.
+    claims[slot].fd = a.lock_fd;
+    claims[slot].path = a.path;
+    a.lock_fd = -1;
+    a.path = NULL;
     fileio_abort(&a);
     return 0;
+}
+
+void fileio_release(const char *path) {
+    for (int i = 0; i < MAX_CLAIMS; i++) {
+        if (!claims[i].path || strcmp(claims[i].path, path) != 0) continue;
+        lock_drop(claims[i].path, claims[i].fd);
+        free(claims[i].path);
+        claims[i].path = NULL;
+    }
 }
 
 // ----------------------------------------------------------------------------

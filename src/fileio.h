@@ -2,14 +2,17 @@
 // little-endian numbers, the host's byte order, and one safe way to write a
 // file (the model, the LLaMA model, the checkpoint, the CSV).
 //
-// A file is written as PATH.tmp in the same folder, flushed to the disk
-// (fsync), then renamed over PATH and the folder flushed too, so PATH is
-// always either the old file or the whole new one, even after a crash or
-// kill -9. The temporary name is always the same for a PATH: a PATH.tmp
-// left by a crash is removed by the next write of PATH. A PATH that exists
-// and is not a regular file (a folder, a device such as /dev/full, a FIFO, a
-// symbolic link) is refused rather than replaced: this keeps the program
-// simple and never turns a link or a device into a plain file by surprise.
+// A file is written as PATH.tmp.XXXXXX in the same folder (a name of the
+// writer's own), flushed to the disk (fsync), then renamed over PATH and
+// the folder flushed too, so PATH is always either the old file or the whole
+// new one, even after a crash or kill -9. While it writes, the writer holds
+// PATH.lock (an advisory lock, removed when it is done): a second kvdemo
+// that would write PATH meanwhile is refused with a message instead of
+// racing it, and the holder alone may remove the temporary files a killed
+// writer of PATH left. A PATH that exists and is not a regular file (a
+// folder, a device such as /dev/full, a FIFO, a symbolic link) is refused
+// rather than replaced: this keeps the program simple and never turns a
+// link or a device into a plain file by surprise.
 // (The clock is timer_now in timer.h.)
 #ifndef KVDEMO_FILEIO_H
 #define KVDEMO_FILEIO_H
@@ -57,13 +60,15 @@ int fileio_host_is_little_endian(void);
 
 // A file being written: write to f, then fileio_commit or fileio_abort.
 typedef struct {
-    FILE *f;     // the temporary file PATH.tmp, open for writing
-    char *path;  // PATH
-    char *tmp;   // PATH.tmp
+    FILE *f;      // the temporary file PATH.tmp.XXXXXX, open for writing
+    char *path;   // PATH
+    char *tmp;    // PATH.tmp.XXXXXX
+    int lock_fd;  // PATH.lock, held; -1 when a claim of the process holds it
 } AtomicFile;
 
 // Starts writing path. Returns 0, or -1 with err = "PATH: why" (PATH exists
-// and is not a regular file, the folder is missing or not writable, ...).
+// and is not a regular file, another kvdemo is writing it, the folder is
+// missing or not writable, ...).
 int fileio_open(AtomicFile *a, const char *path, char *err, size_t errlen);
 // Flushes, syncs and renames the temporary file over path. Any write error
 // since fileio_open (a full disk, ...) fails here with its reason, the
@@ -71,10 +76,15 @@ int fileio_open(AtomicFile *a, const char *path, char *err, size_t errlen);
 int fileio_commit(AtomicFile *a, char *err, size_t errlen);
 // Gives up: closes and removes the temporary file; path is left as it was.
 void fileio_abort(AtomicFile *a);
-// Whether path could be written now: fileio_open then fileio_abort. For
-// commands that write at the end of a long run (train), so that a bad --out
-// is found before the work. Returns 0 or -1 with err.
-int fileio_check_writable(const char *path, char *err, size_t errlen);
+// Claims path for a write at the end of a long run (train's model and
+// checkpoint): takes PATH.lock until fileio_release, and finds now what
+// fileio_open would refuse (by creating and removing a temporary file), so
+// that a bad --out or a second writer is said before the work. Later
+// fileio_open / fileio_commit of path in this process use the claim's lock.
+// Returns 0 or -1 with err.
+int fileio_claim(const char *path, char *err, size_t errlen);
+// Lets go of a claim (nothing when path is not claimed).
+void fileio_release(const char *path);
 
 // Standard output: the reason of the first write to it that failed, kept for
 // the message at exit (a flush that fails empties the buffer, and errno is

@@ -591,9 +591,9 @@ int train_run(const TrainConfig *cfg, TrainProgressFn progress, void *user, Trai
     r.ckpt_path = res->ckpt_path;
     // The model and the checkpoint are written after the work: a path that
     // cannot be written (a folder, a device, a missing or read-only folder)
-    // is found now, by creating and removing its temporary file.
-    if (fileio_check_writable(r.out_path, err, errlen) != 0 ||
-        fileio_check_writable(r.ckpt_path, err, errlen) != 0)
+    // or that another kvdemo is writing is found now, and both stay locked
+    // for this run until the end.
+    if (fileio_claim(r.out_path, err, errlen) != 0 || fileio_claim(r.ckpt_path, err, errlen) != 0)
         goto done;
 
     size_t P = gpt_num_params(g);
@@ -717,6 +717,8 @@ oom:
     fileio_fail2(err, errlen, "out of memory for training", "训练时内存不足");
     status = TRAIN_FAILED;
 done:
+    if (r.out_path) fileio_release(r.out_path);
+    if (r.ckpt_path) fileio_release(r.ckpt_path);
     if (ck.params || ck.vocab) train_checkpoint_free(&ck);
     free(blocks);
     train_buffers_free(&tb);

@@ -551,7 +551,7 @@ static int train_killed_at(const char *train_args, int stop_write) {
 static void test_kill_during_training(void **state) {
     (void)state;
     char err[512];
-    char data[128], full[128], fullck[128], out[128], ck[128], args[1024], saved[160];
+    char data[128], full[128], fullck[128], out[128], ck[128], args[1024];
     path_in(data, sizeof data, "kill.txt");
     path_in(full, sizeof full, "full.bin");
     path_in(fullck, sizeof fullck, "full.ckpt");
@@ -589,10 +589,9 @@ static void test_kill_during_training(void **state) {
         char what[64];
         snprintf(what, sizeof what, "model after a kill at point %d", point);
         expect_same_file(out, full, what);
-        snprintf(saved, sizeof saved, "%s.tmp", out);
-        if (exists(saved)) fail_msg("kill point %d: %s left behind", point, saved);
-        snprintf(saved, sizeof saved, "%s.tmp", ck);
-        if (exists(saved)) fail_msg("kill point %d: %s left behind", point, saved);
+        if (write_leftovers(out) || write_leftovers(ck))
+            fail_msg("kill point %d: %d temporary or lock files of %s and %d of %s left behind", point,
+                     write_leftovers(out), out, write_leftovers(ck), ck);
     }
 }
 

@@ -79,7 +79,7 @@ static int eval_lines(const char *out, EvalLine *e, int max) {
 // numbers as the evaluation lines on stderr (a pipe here).
 static void test_log_has_a_row_per_evaluation(void **state) {
     (void)state;
-    char args[1024], log[300], out[300], tmp[310];
+    char args[1024], log[300], out[300];
     snprintf(log, sizeof log, "%s/curve.csv", dir);
     snprintf(out, sizeof out, "%s/m.bin", dir);
     snprintf(args, sizeof args, "train %s --iters %d --eval-every %d --data %s --out %s --log %s", RECIPE, ITERS,
@@ -90,8 +90,7 @@ static void test_log_has_a_row_per_evaluation(void **state) {
     int nwant = expected_evals(want, 16);
     char *csv = slurp(log);
     if (!csv) fail_msg("--log %s: no file written", log);
-    snprintf(tmp, sizeof tmp, "%s.tmp", log);
-    if (access(tmp, F_OK) == 0) fail_msg("%s left behind", tmp);
+    if (write_leftovers(log) != 0) fail_msg("%s: %d temporary or lock files left", log, write_leftovers(log));
     // The checkpoint goes next to --out, where the README says to look.
     char ckpt[310];
     snprintf(ckpt, sizeof ckpt, "%s.ckpt", out);

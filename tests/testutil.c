@@ -231,6 +231,22 @@ int tmpdir_make(char *dir, size_t size, const char *name) {
     return mkdtemp(dir) ? 0 : -1;
 }
 
+int write_leftovers(const char *path) {
+    char folder[4096];
+    const char *slash = strrchr(path, '/');
+    snprintf(folder, sizeof folder, "%.*s", slash ? (int)(slash - path) : 1, slash ? path : ".");
+    const char *name = slash ? slash + 1 : path;
+    size_t n = strlen(name);
+    int count = 0;
+    DIR *d = opendir(folder);
+    assert_non_null(d);
+    for (struct dirent *e; (e = readdir(d));)
+        count += strncmp(e->d_name, name, n) == 0 &&
+                 (strncmp(e->d_name + n, ".tmp", 4) == 0 || strcmp(e->d_name + n, ".lock") == 0);
+    closedir(d);
+    return count;
+}
+
 int tmpdir_remove(const char *dir) {
     if (strncmp(dir, "/tmp/kvdemo-", 12) != 0 || strchr(dir, '\'')) return -1;
     char cmd[256];

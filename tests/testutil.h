@@ -70,6 +70,10 @@ Event *kvdemo_json(const char *args, int *n);
 // everything in it.
 int tmpdir_make(char *dir, size_t size, const char *name);
 int tmpdir_remove(const char *dir);
+// How many files a writer of path leaves while it works (fileio.h): the
+// entries of path's folder named NAME.tmp... or NAME.lock. 0 once every
+// write of path has ended.
+int write_leftovers(const char *path);
 
 // A run's JSON events kept for a whole group of tests (a cmocka group's
 // setup makes it, its teardown frees it): NULL, after a line on stderr, when
