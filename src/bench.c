@@ -26,6 +26,7 @@
 #include "benchmm.h"
 #include "benchsvg.h"
 #include "bigmem.h"
+#include "fileguard.h"
 #include "fileio.h"
 #include "flash.h"
 #include "gptsetup.h"
@@ -560,7 +561,11 @@ int bench_command(const Options *opt, Trace *tr) {
     AtomicFile out_file[2] = {{0}, {0}};   // CSV, SVG
     const char *out_path[2] = {opt->csv_path, opt->svg_path};
     static const char *const out_option[2] = {"--csv", "--svg"};
-    char err[512];
+    char err[512], model_buf[4096];
+    FileRole outputs[2] = {{"--csv", opt->csv_path}, {"--svg", opt->svg_path}};
+    FileRole model = {opt->model_path ? "--model" : fileio_text("the shipped model", "自带的模型"),
+                      gptsetup_model_path(opt, model_buf, sizeof model_buf)};
+    if (fileguard_check(outputs, 2, &model, 1)) return 2;
     for (int k = 0; k < 2; k++) {
         if (!out_path[k]) continue;
         if (fileio_open(&out_file[k], out_path[k], err, sizeof err) != 0) {

@@ -47,6 +47,11 @@ static void prompt_reason_zh(char *out, size_t size, const GptModel *m, const ch
     }
 }
 
+const char *gptsetup_model_path(const Options *opt, char *buf, size_t size) {
+    if (opt->model_path) return opt->model_path;
+    return opt->init ? NULL : paths_shipped(GPT_SHIPPED_MODEL, buf, size);
+}
+
 int gptsetup_model(GptModel *m, const Options *opt, int fallback, int *random_note) {
     char err[512], buf[4096];
     if (random_note) *random_note = 0;
@@ -59,9 +64,8 @@ int gptsetup_model(GptModel *m, const Options *opt, int fallback, int *random_no
                      "--preset 要和 --init random 一起用（模型文件有自己的形状）");
         return 2;
     }
-    const char *path = opt->model_path;
-    if (!path && !opt->init) {
-        path = paths_shipped(GPT_SHIPPED_MODEL, buf, sizeof buf);
+    const char *path = gptsetup_model_path(opt, buf, sizeof buf);
+    if (!opt->model_path && path) {
         if (access(path, R_OK) != 0) {
             if (!fallback) {
                 fileio_error("no model: %s is missing; give --model FILE or --init random",

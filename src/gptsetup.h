@@ -17,6 +17,9 @@
 // preset is made instead and *random_note is set to 1 (the caller says so).
 // Returns 0, or an exit status (2 usage, 1 failure) after one line on stderr.
 int gptsetup_model(GptModel *m, const Options *opt, int fallback, int *random_note);
+// The model file those options lead to: --model, else the shipped model
+// (which may be missing), or NULL with --init. May use buf.
+const char *gptsetup_model_path(const Options *opt, char *buf, size_t size);
 
 // The prompt the options give (--prompt), else the chapter's "ROMEO:".
 const char *gptsetup_prompt_text(const Options *opt);

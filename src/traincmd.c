@@ -13,6 +13,7 @@
 // Everything goes to stderr but eval's result, which goes to stdout.
 #include "gptcmd.h"
 
+#include "fileguard.h"
 #include "fileio.h"
 #include "gptsetup.h"
 #include "kvcmd.h"
@@ -174,6 +175,20 @@ static int on_train_step(const TrainProgress *p, void *user) {
     return 0;
 }
 
+// No output may be an input or another output (fileguard.h). The
+// checkpoint may be the one resumed from: resuming out.ckpt and saving the
+// run's later checkpoints over it is how --resume is meant to be used.
+static int check_outputs(const Options *opt, const char *data_path) {
+    char ckpt[4096];
+    snprintf(ckpt, sizeof ckpt, "%s.ckpt", opt->out_path);
+    FileRole outputs[3] = {{"--out", opt->out_path}, {fileio_text("--out's checkpoint", "--out 的检查点"), ckpt},
+                           {"--log", opt->log_path}};
+    FileRole data = {opt->data_path ? "--data" : fileio_text("the training text", "训练文本"), data_path};
+    FileRole not_ckpt[2] = {outputs[0], outputs[2]}, resume = {"--resume", opt->resume_path};
+    if (fileguard_check(outputs, 3, &data, 1)) return 2;
+    return fileguard_check(not_ckpt, 2, &resume, 1);
+}
+
 int gptcmd_train(const Options *opt, Trace *tr) {
     if (!opt->out_path) {
         fileio_error("train needs --out FILE, the model to write (e.g. --out data/my-gpt.bin)",
@@ -190,6 +205,7 @@ int gptcmd_train(const Options *opt, Trace *tr) {
     cfg.data_path = corpus_path(opt, buf, sizeof buf);
     if (!cfg.data_path || check_readable("the training text", "训练文本", cfg.data_path)) return 1;
     if (opt->resume_path && check_readable("the checkpoint", "检查点", opt->resume_path)) return 1;
+    if (check_outputs(opt, cfg.data_path)) return 2;
     cfg.out_path = opt->out_path;
     cfg.resume_path = opt->resume_path;
     if (opt->context) cfg.model.T = opt->context;
