@@ -5,6 +5,7 @@
 #include "paths.h"
 
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -46,6 +47,37 @@ static int matrix_index(const char *name) {
     return -1;
 }
 
+// The largest |entry| of a (n, k) @ b (k, m), computed in double.
+static double max_abs_product(const float *a, const float *b, int n, int k, int m) {
+    double top = 0;
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < m; j++) {
+            double sum = 0;
+            for (int p = 0; p < k; p++) sum += (double)a[i * k + p] * b[p * m + j];
+            top = fmax(top, fabs(sum));
+        }
+    return top;
+}
+
+// Numbers that every entry of which is finite but whose products overflow
+// float32 would make the lessons print inf and nan as results: Q, K, V and
+// the scores Q @ K.T / scale are bounded here, in double, with a margin of
+// 1000 for the sums of the later steps (weights @ V, a second layer).
+static int toydata_check_range(ToyData *t, const char *path, char *err, size_t errlen) {
+    const double limit = FLT_MAX / 1000;
+    double q = max_abs_product(t->X, t->W_Q, t->n, t->d, t->dk);
+    double k = max_abs_product(t->X, t->W_K, t->n, t->d, t->dk);
+    double v = max_abs_product(t->X, t->W_V, t->n, t->d, t->dv);
+    double scores = q * k * t->dk / t->scale;   // |q . k| <= dk max|q| max|k|
+    const char *what = v > limit ? "X @ W_V" : q > limit ? "X @ W_Q" : k > limit ? "X @ W_K" : scores > limit ? "Q @ K.T / scale" : NULL;
+    if (!what) return 0;
+    double reach = v > limit ? v : q > limit ? q : k > limit ? k : scores;
+    toydata_free(t);
+    return fileio_fail2(err, errlen, "%s: %s may reach %.3g, past what float32 holds (%.3g) with room for the sums after it; use smaller numbers%s",
+                        "%s：%s 可能达到 %.3g，超出 float32 在留出后续求和余量后能表示的范围（%.3g）；请用更小的数%s", path, what, reach, limit,
+                        scores > limit && what[0] == 'Q' ? fileio_text(" or a larger scale", "或更大的 scale") : "");
+}
+
 int toydata_load(ToyData *t, const char *path, char *err, size_t errlen) {
     memset(t, 0, sizeof *t);
     uint64_t size;
@@ -78,6 +110,12 @@ int toydata_load(ToyData *t, const char *path, char *err, size_t errlen) {
             if (nf != 2 || !parse_float(fields[1], &t->scale) || t->scale <= 0) {
                 rc = fileio_fail2(err, errlen, "%s:%d: expected \"scale N\" with a positive number",
                                   "%s:%d：这里应是“scale N”，N 为正数", path, lineno);
+                break;
+            }
+            if (t->scale < FLT_MIN) {   // scores / a subnormal scale overflow
+                rc = fileio_fail2(err, errlen, "%s:%d: scale %g is below %g, float32's smallest normal number; give a larger scale",
+                                  "%s:%d：scale %g 小于 float32 最小的正规数 %g；请给更大的 scale", path, lineno,
+                                  (double)t->scale, (double)FLT_MIN);
                 break;
             }
             have_scale = 1;
@@ -187,7 +225,7 @@ int toydata_load(ToyData *t, const char *path, char *err, size_t errlen) {
         for (int r = 0; r < rows[m]; r++)
             memcpy(dst[m] + r * cols[m], cells[m][r], sizeof(float) * (size_t)cols[m]);
     for (int r = 0; r < t->n; r++) t->rows[r] = t->tokens[r];
-    return 0;
+    return toydata_check_range(t, path, err, errlen);
 }
 
 void toydata_free(ToyData *t) {

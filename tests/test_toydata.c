@@ -115,8 +115,21 @@ static void test_malformed(void **state) {
     // Truncated: the file ends right after a matrix name.
     snprintf(buf, sizeof buf, "X\na 1 2\nb 3 4\nW_Q\n1 0\n0 1\nW_K\n1 0\n0 1\nW_V\n");
     expect_error(buf, "the matrix W_V has no rows");
+    // Numbers whose arithmetic would leave float32: refused, not printed as
+    // "max |difference| = nan, identical bit for bit".
+    snprintf(buf, sizeof buf, "scale 1e-45\nX\na 1 2\nb 3 4\n%s", WEIGHTS);
+    expect_error(buf, ":1: scale 1.4013e-45 is below 1.17549e-38, float32's smallest normal number");
+    snprintf(buf, sizeof buf, "X\na 1 2\nb 3 4\nW_Q\n1 0\n0 1\nW_K\n1 0\n0 1\nW_V\n1e36 0\n0 1\n");
+    expect_error(buf, "X @ W_V may reach 3e+36, past what float32 holds");
+    snprintf(buf, sizeof buf, "scale 1e-20\nX\na 1e10 2\nb 3 4\n%s", WEIGHTS);
+    expect_error(buf, "Q @ K.T / scale may reach");
+    expect_error(buf, "use smaller numbers or a larger scale");
+    // just inside: the same numbers with a normal scale load
     ToyData t;
     char err[256];
+    snprintf(buf, sizeof buf, "scale 1e-10\nX\na 1e10 2\nb 3 4\n%s", WEIGHTS);
+    if (load_text(buf, &t, err, sizeof err) != 0) fail_msg("expected large but representable numbers to load: %s", err);
+    toydata_free(&t);
     assert_int_equal(toydata_load(&t, "/nonexistent/data.txt", err, sizeof err), -1);
     assert_non_null(strstr(err, "data file /nonexistent/data.txt: cannot open: No such file or directory"));
 }
