@@ -61,10 +61,18 @@ typedef struct {
     double seconds;        // sum of the steps' times
     int resets;            // cached run: steps past the context that fed the whole window again
     double reset_seconds;
+    int nonfinite_step;    // the first step whose logits were not all finite, or -1
 } Stream;
 
 static int stream_step(void *ctx, const GptStep *st) {
     Stream *g = ctx;
+    // NaN or infinite logits: the arithmetic overflowed, and every token
+    // drawn from them would be noise presented as text.
+    for (int i = 0; i < g->m->cfg.V; i++)
+        if (!isfinite(st->logits[i])) {
+            g->nonfinite_step = st->step;
+            return 1;
+        }
     g->seconds += st->seconds;
     if (g->use_cache && st->step > 0 && !st->cached) {
         g->resets++;
@@ -86,6 +94,16 @@ static int stream_step(void *ctx, const GptStep *st) {
     if (g->live && g->column + n < g->width) fprintf(g->out, "\x1b" "7\x1b[2m%s\x1b[0m\x1b" "8", counter);
     fflush(g->out);
     return 0;
+}
+
+// The error for logits that are not finite at step (from 0). Returns 1.
+static int say_nonfinite(int step) {
+    return -fileio_error("step %d: the logits are not finite numbers (NaN or infinity): the arithmetic overflowed "
+                         "float32, so the model's weights are far too large or damaged; `kvdemo eval --model FILE` "
+                         "measures a model",
+                         "第 %d 步：logits 不是有限数（NaN 或无穷大）：运算超出了 float32 的范围，说明模型的权重过大或"
+                         "已损坏；可以用 `kvdemo eval --model FILE` 检查模型",
+                         step + 1);
 }
 
 int gptcmd_generate(const Options *opt, Trace *tr) {
@@ -122,7 +140,7 @@ int gptcmd_generate(const Options *opt, Trace *tr) {
     if (!rc && use_variant) s.variant = &variant;
     if (!rc) {
         Stream g = {.m = &m, .out = tr->out, .use_cache = use_cache, .width = screen_default_width(0),
-                    .stream = tr->format == FORMAT_TEXT};
+                    .stream = tr->format == FORMAT_TEXT, .nonfinite_step = -1};
         g.live = g.stream && isatty(fileno(tr->out));
         if (g.stream) {
             fputs(prompt, tr->out);
@@ -133,12 +151,16 @@ int gptcmd_generate(const Options *opt, Trace *tr) {
         // np.random.seed(seed); trainer.generate(dataset, prompt, steps, use_cache)
         int len = gpt_generate(tokens, &s, &m, &sampler, n_prompt, steps, use_cache, stream_step, &g);
         double seconds = g.seconds;
+        if (g.nonfinite_step >= 0) {
+            if (g.stream) fputs("\n", tr->out);
+            rc = say_nonfinite(g.nonfinite_step);
+        }
         size_t need = gpt_decode(NULL, 0, &m, tokens, len);
-        text = malloc(need + 1);
-        if (!text) {
+        if (!rc && !(text = malloc(need + 1))) {
             fileio_error("out of memory", "内存不足");
             rc = 1;
-        } else {
+        }
+        if (!rc) {
             gpt_decode(text, need + 1, &m, tokens, len);
             trace_run(tr, use_cache ? "cache" : "no-cache");
             // The text went out token by token above; JSON gets it whole.

@@ -303,6 +303,28 @@ static void test_checkpoint_recipe_is_checked(void **state) {
 // keeps that checkpoint and writes no model.
 static int stop_at(const TrainProgress *p, void *user) { return p->step == *(int *)user; }
 
+// A model whose arithmetic overflows float32 (every weight 3e38: finite,
+// so the loader takes it) is stopped at its first step with a message, not
+// printed as a text of newlines with exit 0.
+static void test_non_finite_logits_stop_generation(void **state) {
+    (void)state;
+    char model[128], err[512], args[512];
+    path_in(model, sizeof model, "huge.kvgp");
+    GptModel m;
+    uint32_t vocab[3] = {'a', 'b', '\n'};
+    assert_int_equal(gpt_init_random(&m, (GptConfig){3, 4, 8, 2, 1}, vocab, 1, err, sizeof err), 0);
+    for (size_t i = 0; i < m.num_params; i++) m.params[i] = 3e38f;
+    if (gpt_save(&m, model, err, sizeof err) != 0) fail_msg("gpt_save: %s", err);
+    gpt_free(&m);
+    static const char *const runs[] = {"", " --no-cache", " --format json", " --temperature 0"};
+    for (int i = 0; i < 4; i++) {
+        snprintf(args, sizeof args, "generate --model %s --prompt a --steps 5%s", model, runs[i]);
+        expect_failure(args, 1, "step 1: the logits are not finite numbers (NaN or infinity)");
+    }
+    snprintf(args, sizeof args, "generate --model %s --prompt a --steps 5 --lang zh", model);
+    expect_failure(args, 1, "第 1 步：logits 不是有限数");
+}
+
 static void test_non_finite_training_keeps_last_checkpoint(void **state) {
     (void)state;
     char err[512];
@@ -601,6 +623,7 @@ int main(void) {
         cmocka_unit_test(test_stale_temporary_file_is_removed),
         cmocka_unit_test(test_train_checks_out_before_step_one),
         cmocka_unit_test(test_checkpoint_recipe_is_checked),
+        cmocka_unit_test(test_non_finite_logits_stop_generation),
         cmocka_unit_test(test_non_finite_training_keeps_last_checkpoint),
         cmocka_unit_test(test_stdout_write_errors),
         cmocka_unit_test(test_subnormal_temperature),
