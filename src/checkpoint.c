@@ -3,7 +3,7 @@
 // A checkpoint holds the recipe, the model shape and vocabulary, the step,
 // the batch generator's state, the weights and AdamW's two moment
 // estimates, and a checksum. It is written through fileio's atomic write
-// (PATH.tmp, fsync, rename) so that a run killed while saving leaves the
+// (a temporary file, fsync, rename) so that a run killed while saving leaves the
 // previous checkpoint whole.
 #include "checkpoint.h"
 

@@ -113,7 +113,7 @@ int fileio_host_is_little_endian(void) {
 }
 
 // ----------------------------------------------------------------------------
-// Writing through PATH.tmp
+// Writing: refusing what is not a regular file
 
 // What a path that exists is, for the message that refuses it.
 static const char *kind_of(mode_t mode) {

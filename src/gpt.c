@@ -381,6 +381,21 @@ static int check_weights(const GptModel *m, const char *path, char *err, size_t 
     return bad < m->num_params ? name_nonfinite(m, bad, path, err, errlen) : 0;
 }
 
+int gpt_load_config(GptConfig *cfg, const char *path, char *err, size_t errlen) {
+    uint64_t size = 0;
+    FILE *f = fileio_open_read(path, &size, err, errlen);
+    if (!f) return -1;
+    unsigned char h[HEADER_BYTES];
+    int rc = 0;
+    if (size < HEADER_BYTES || fread(h, 1, HEADER_BYTES, f) != HEADER_BYTES)
+        rc = fileio_fail2(err, errlen, "%s: truncated: %llu bytes, the header alone takes %d bytes",
+                          "%s：文件不完整：只有 %llu 字节，光文件头就要 %d 字节", path, (unsigned long long)size,
+                          HEADER_BYTES);
+    else rc = check_header(cfg, h, size, path, err, errlen);
+    fclose(f);
+    return rc;
+}
+
 int gpt_load(GptModel *m, const char *path, char *err, size_t errlen) {
     memset(m, 0, sizeof(*m));
     uint64_t size = 0;

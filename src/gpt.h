@@ -106,7 +106,11 @@ int gpt_init_random(GptModel *m, GptConfig cfg, const uint32_t *vocab, uint32_t 
 // (valid, not surrogates, distinct), every weight finite, nothing after the
 // last tensor. Returns 0, or -1 with err = "PATH: what is wrong".
 int gpt_load(GptModel *m, const char *path, char *err, size_t errlen);
-// Writes the model to path through PATH.tmp (fileio.h), so path is never left
+// Only the shape of the model in path, from its header (checked as gpt_load
+// checks it, the file's size included); the weights are not read. For
+// `kvdemo memory --model FILE`. Returns 0, or -1 with err.
+int gpt_load_config(GptConfig *cfg, const char *path, char *err, size_t errlen);
+// Writes the model to path through a temporary file (fileio.h), so path is never left
 // half written; a path that exists and is not a regular file is refused, and
 // so is a weight that is not finite (gpt_load would refuse the file).
 // Returns 0, or -1 with err.

@@ -172,7 +172,7 @@ void llama_vocab_default(LlamaModel *m);   // needs cfg.vocab_size == that V
 // The model file (docs/llama-format.md): reads and checks everything.
 // Returns 0, or -1 with a one-line message naming the file and the problem.
 int llama_load(LlamaModel *m, const char *path, char *err, size_t errlen);
-// Writes the model file through PATH.tmp (fileio.h): never half written; a
+// Writes the model file through a temporary file (fileio.h): never half written; a
 // path that exists and is not a regular file is refused.
 int llama_save(const LlamaModel *m, const char *path, char *err, size_t errlen);
 

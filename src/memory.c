@@ -293,15 +293,14 @@ int memory_cmd(const Options *opt, Trace *tr) {
             return 1;
         }
         fclose(f);
-        // The loader checks the whole file; only its shape is kept.
-        GptModel g;
+        // Only the shape is needed: the header, not the weights.
+        GptConfig cfg;
         char err[512];
-        if (gpt_load(&g, opt->model_path, err, sizeof err)) {
+        if (gpt_load_config(&cfg, opt->model_path, err, sizeof err)) {
             fileio_error("memory: %s", "memory：%s", err);
             return 1;
         }
-        from_gpt(&m, g.cfg, g.num_params, opt->model_path, "the model file's shape");
-        gpt_free(&g);
+        from_gpt(&m, cfg, gpt_num_params(cfg), opt->model_path, "the model file's shape");
     }
 
     int bits = opt->dtype ? memory_dtype_bits(opt->dtype) : m.bits;

@@ -6,12 +6,14 @@
 // dims, no factor 2); the char GPT's 2 · L · C · 4 = 18,432 B; and bad input.
 #include "testutil.h"
 
+#include "gpt.h"
 #include "memory.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static void expect_u64(const char *what, uint64_t want, uint64_t got) {
     if (want != got) fail_msg("%s: expected %llu, got %llu", what, (unsigned long long)want, (unsigned long long)got);
@@ -153,6 +155,38 @@ static void test_cli_gpu_memory_and_shapes(void **state) {
     events_free(e, n);
 }
 
+// memory --model FILE reads the shape from the header alone: a model whose
+// weights hold a NaN (which generate refuses) still gives its sizes, from
+// the file's V, T, C, H, L.
+static void test_model_file_header_only(void **state) {
+    (void)state;
+    char path[] = "/tmp/kvdemo-memory-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    GptModel m;
+    char err[256], args[512];
+    uint32_t vocab[3] = {'a', 'b', 'c'};
+    assert_int_equal(gpt_init_random(&m, (GptConfig){3, 16, 8, 2, 3}, vocab, 1, err, sizeof err), 0);
+    if (gpt_save(&m, path, err, sizeof err) != 0) fail_msg("gpt_save: %s", err);
+    gpt_free(&m);
+    FILE *f = fopen(path, "r+b");
+    assert_non_null(f);
+    fseek(f, -4, SEEK_END);   // the last weight: NaN
+    unsigned char nan_bytes[4] = {0x00, 0x00, 0xc0, 0x7f};
+    assert_int_equal(fwrite(nan_bytes, 1, 4, f), 4);
+    fclose(f);
+    snprintf(args, sizeof args, "generate --model %s --prompt a --steps 1", path);
+    expect_failure(args, 1, "every weight must be finite");
+    int n;
+    snprintf(args, sizeof args, "memory --model %s --tokens 16 --format json", path);
+    Event *e = kvdemo_json(args, &n);
+    // 2 (K and V) · L 3 · C 8 · 4 bytes a token
+    expect_u64("bytes_per_token", 2 * 3 * 8 * 4, (uint64_t)value_of(e, n, "count", "bytes_per_token"));
+    events_free(e, n);
+    unlink(path);
+}
+
 static void test_cli_bad_input(void **state) {
     (void)state;
     expect_failure("memory --model gpt-5 --tokens 10", 2, "unknown model 'gpt-5'");
@@ -178,6 +212,7 @@ int main(void) {
         cmocka_unit_test(test_dtypes_sizes_overflow),
         cmocka_unit_test(test_cli_worked_check),
         cmocka_unit_test(test_cli_gpu_memory_and_shapes),
+        cmocka_unit_test(test_model_file_header_only),
         cmocka_unit_test(test_cli_bad_input),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
