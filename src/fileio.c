@@ -105,6 +105,25 @@ void le_put_f32(unsigned char *b, float x) {
     le_put_u32(b, u);
 }
 
+uint32_t fileio_adler32(uint32_t sum, const void *data, size_t n) {
+    // a = 1 + the bytes, b = the sum of the a's, both mod 65521; 5552 bytes
+    // is the most that can be added before b could pass 2^32.
+    enum { MOD = 65521, RUN = 5552 };
+    const unsigned char *p = data;
+    uint32_t a = sum & 0xffff, b = sum >> 16;
+    while (n > 0) {
+        size_t k = n < RUN ? n : RUN;
+        n -= k;
+        for (; k > 0; k--) {
+            a += *p++;
+            b += a;
+        }
+        a %= MOD;
+        b %= MOD;
+    }
+    return b << 16 | a;
+}
+
 int fileio_host_is_little_endian(void) {
     uint32_t one = 1;
     unsigned char first;

@@ -287,7 +287,8 @@ void gpt_free(GptModel *m) {
 // The model file (docs/model-format.md)
 //
 // Little-endian: "KVGP", uint32 version, V, T, C, H, L; V uint32 code points;
-// every tensor as float32 in file order; nothing after.
+// every tensor as float32 in file order; then (version 2) the uint32 Adler-32
+// of every byte before it; nothing after.
 
 enum { HEADER_BYTES = 4 + 6 * 4 };
 
@@ -301,9 +302,9 @@ static void swap_floats_if_big_endian(float *x, size_t n) {
     }
 }
 
-// Bytes of a file with this configuration.
-static uint64_t file_bytes(GptConfig cfg) {
-    return HEADER_BYTES + 4 * (uint64_t)cfg.V + 4 * (uint64_t)gpt_num_params(cfg);
+// Bytes of a file with this configuration and version.
+static uint64_t file_bytes(GptConfig cfg, uint32_t version) {
+    return HEADER_BYTES + 4 * (uint64_t)cfg.V + 4 * (uint64_t)gpt_num_params(cfg) + (version == GPT_VERSION ? 4 : 0);
 }
 
 // Checks the header h of a file of `size` bytes; fills cfg. Returns 0 or -1
@@ -317,10 +318,10 @@ static int check_header(GptConfig *cfg, const unsigned char *h, uint64_t size, c
                             h[2] >= 32 && h[2] < 127 ? h[2] : '?', h[3] >= 32 && h[3] < 127 ? h[3] : '?',
                             GPT_MAGIC);
     uint32_t version = le_get_u32(h + 4);
-    if (version != GPT_VERSION)
-        return fileio_fail2(err, errlen, "%s: model file version %u, this kvdemo reads version %d",
-                            "%s：模型文件版本为 %u，这个 kvdemo 读取版本 %d", path,
-                            version, GPT_VERSION);
+    if (version != GPT_VERSION && version != GPT_VERSION_UNCHECKED)
+        return fileio_fail2(err, errlen, "%s: model file version %u, this kvdemo reads versions %d and %d",
+                            "%s：模型文件版本为 %u，这个 kvdemo 读取版本 %d 和 %d", path,
+                            version, GPT_VERSION_UNCHECKED, GPT_VERSION);
     // The five sizes; one beyond int's range is out of range whatever it is.
     static const char *const size_names[2][5] = {
         {"vocabulary size V", "context T", "embedding size C", "heads H", "blocks L"},
@@ -338,7 +339,7 @@ static int check_header(GptConfig *cfg, const unsigned char *h, uint64_t size, c
     char why[200];
     if (gpt_check_config(*cfg, why, sizeof(why)) != 0) return fileio_fail2(err, errlen, "%s: %s",
                                                                            "%s：%s", path, why);
-    uint64_t need = file_bytes(*cfg);
+    uint64_t need = file_bytes(*cfg, version);
     if (size < need)
         return fileio_fail2(err, errlen,
                            "%s: truncated: %llu bytes, a model with V=%d T=%d C=%d H=%d L=%d takes %llu bytes",
@@ -381,6 +382,19 @@ static int check_weights(const GptModel *m, const char *path, char *err, size_t 
     return bad < m->num_params ? name_nonfinite(m, bad, path, err, errlen) : 0;
 }
 
+// Reads the 4 bytes after the weights and compares them with sum, the
+// Adler-32 of everything before. Returns 0 or -1 with err.
+static int check_sum(FILE *f, uint32_t sum, const char *path, char *err, size_t errlen) {
+    unsigned char b[4];
+    if (fread(b, 1, 4, f) != 4)
+        return fileio_fail2(err, errlen, "%s: read error in the checksum", "%s：读取校验和时出错", path);
+    if (le_get_u32(b) != sum)
+        return fileio_fail2(err, errlen,
+                            "%s: checksum mismatch: the file is damaged (copy it again, or train it again)",
+                            "%s：校验和不符：文件已损坏（请重新复制，或重新训练）", path);
+    return 0;
+}
+
 int gpt_load_config(GptConfig *cfg, const char *path, char *err, size_t errlen) {
     uint64_t size = 0;
     FILE *f = fileio_open_read(path, &size, err, errlen);
@@ -413,6 +427,7 @@ int gpt_load(GptModel *m, const char *path, char *err, size_t errlen) {
         goto fail;
     }
     if (check_header(&cfg, h, size, path, err, errlen) != 0) goto fail;
+    uint32_t sum = fileio_adler32(1, h, HEADER_BYTES);   // of the bytes as they are in the file
     // The vocabulary, read into a temporary array and checked by gpt_new.
     raw = malloc(4 * (size_t)cfg.V);
     vocab = malloc(sizeof(uint32_t) * (size_t)cfg.V);
@@ -426,6 +441,7 @@ int gpt_load(GptModel *m, const char *path, char *err, size_t errlen) {
                      "%s：读取词表时出错", path);
         goto fail;
     }
+    sum = fileio_adler32(sum, raw, 4 * (size_t)cfg.V);
     for (int i = 0; i < cfg.V; i++) vocab[i] = le_get_u32(raw + 4 * i);
     if (gpt_new(m, cfg, vocab, why, sizeof(why)) != 0) {
         fileio_fail2(err, errlen, "%s: %s",
@@ -445,6 +461,7 @@ int gpt_load(GptModel *m, const char *path, char *err, size_t errlen) {
                          "%s：读取权重时出错", path);
             goto fail;
         }
+        sum = fileio_adler32(sum, m->params + at, n * sizeof(float));
         swap_floats_if_big_endian(m->params + at, n);
         size_t bad = at + (size_t)ops_first_nonfinite(m->params + at, (int64_t)n);
         if (bad < at + n) {
@@ -452,6 +469,7 @@ int gpt_load(GptModel *m, const char *path, char *err, size_t errlen) {
             goto fail;
         }
     }
+    if (le_get_u32(h + 4) == GPT_VERSION && check_sum(f, sum, path, err, errlen) != 0) goto fail;
     fclose(f);
     free(raw);
     free(vocab);
@@ -462,6 +480,12 @@ fail:
     free(vocab);
     gpt_free(m);
     return -1;
+}
+
+// Writes n bytes to f and continues the checksum over them.
+static void put_bytes(FILE *f, uint32_t *sum, const void *data, size_t n) {
+    fwrite(data, 1, n, f);
+    *sum = fileio_adler32(*sum, data, n);
 }
 
 int gpt_save(const GptModel *m, const char *path, char *err, size_t errlen) {
@@ -475,21 +499,25 @@ int gpt_save(const GptModel *m, const char *path, char *err, size_t errlen) {
     uint32_t fields[6] = {GPT_VERSION, (uint32_t)cfg.V, (uint32_t)cfg.T, (uint32_t)cfg.C, (uint32_t)cfg.H,
                           (uint32_t)cfg.L};
     for (int i = 0; i < 6; i++) le_put_u32(h + 4 + 4 * i, fields[i]);
-    fwrite(h, 1, sizeof(h), a.f);
+    uint32_t sum = 1;
+    put_bytes(a.f, &sum, h, sizeof(h));
     for (int i = 0; i < cfg.V; i++) {
         unsigned char b[4];
         le_put_u32(b, m->vocab[i]);
-        fwrite(b, 1, 4, a.f);
+        put_bytes(a.f, &sum, b, 4);
     }
     if (fileio_host_is_little_endian()) {
-        fwrite(m->params, sizeof(float), m->num_params, a.f);
+        put_bytes(a.f, &sum, m->params, sizeof(float) * m->num_params);
     } else {
         for (size_t i = 0; i < m->num_params; i++) {
             unsigned char b[4];
             le_put_f32(b, m->params[i]);
-            fwrite(b, 1, 4, a.f);
+            put_bytes(a.f, &sum, b, 4);
         }
     }
+    unsigned char b[4];
+    le_put_u32(b, sum);
+    fwrite(b, 1, 4, a.f);
     return fileio_commit(&a, err, errlen);   // a write error above fails here, with its reason
 }
 

@@ -75,8 +75,9 @@ void gpt_params_carve(GptParams *p, GptBlockParams *blocks, float *params, GptCo
 // The model: making, loading, saving, freeing
 
 // The model file's magic and version (docs/model-format.md).
+// Version 2 ends with a checksum; version 1 files (without one) still load.
 #define GPT_MAGIC "KVGP"
-enum { GPT_VERSION = 1 };
+enum { GPT_VERSION = 2, GPT_VERSION_UNCHECKED = 1 };
 
 // Presets: "seed" is the chapter's model (T=256, C=384, H=6, L=6) on the
 // tinyshakespeare vocabulary (V=65); "tiny" (T=32, C=64, H=4, L=2) has the

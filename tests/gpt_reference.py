@@ -26,6 +26,7 @@ exactly), integers as integers.
 """
 import os
 import sys
+import zlib
 
 import numpy as np
 
@@ -163,12 +164,14 @@ def write_kvgp(path, vocab, T, H, tensors):
     of the table in docs/model-format.md (linear weights shaped (in, out))."""
     V, C = tensors[0].shape
     L = (len(tensors) - 6) // 16
+    body = b"KVGP" + np.array([2, V, T, C, H, L], dtype="<u4").tobytes()
+    body += np.array([ord(ch) for ch in vocab], dtype="<u4").tobytes()
+    for t in tensors:
+        body += np.ascontiguousarray(t, dtype="<f4").tobytes()
     with open(path, "wb") as f:
-        f.write(b"KVGP")
-        f.write(np.array([1, V, T, C, H, L], dtype="<u4").tobytes())
-        f.write(np.array([ord(ch) for ch in vocab], dtype="<u4").tobytes())
-        for t in tensors:
-            f.write(np.ascontiguousarray(t, dtype="<f4").tobytes())
+        f.write(body)
+        # version 2 ends with the Adler-32 of every byte before it
+        f.write(np.array([zlib.adler32(body)], dtype="<u4").tobytes())
 
 
 def random_model(cfg, seed):

@@ -497,7 +497,7 @@ static void test_load_rejects_truncated(void **state) {
     (void)state;
     long size;
     unsigned char *b = read_all(MODEL_B, &size);
-    expect_refused(b, size - 1, "one byte short", "truncated", "takes 32084");
+    expect_refused(b, size - 1, "one byte short", "truncated", "takes 32088");
     expect_refused(b, size / 2, "half a file", "truncated", NULL);
     expect_refused(b, 10, "half a header", "truncated", "header");
     expect_refused(b, 0, "an empty file", "truncated", NULL);
@@ -515,9 +515,50 @@ static void test_load_rejects_magic_and_version(void **state) {
     memcpy(b, "GGUF", 4);
     expect_refused(b, size, "wrong magic", "not a kvdemo model", "\"GGUF\"");
     memcpy(b, "KVGP", 4);
-    put_u32(b + OFF_VERSION, 2);
-    expect_refused(b, size, "version 2", "version 2", "reads version 1");
+    put_u32(b + OFF_VERSION, 3);
+    expect_refused(b, size, "version 3", "version 3", "reads versions 1 and 2");
     free(b);
+}
+
+// Version 2 ends with the Adler-32 of everything before it (numpy's file
+// writes it with zlib.adler32): a flipped bit anywhere in the weights, or a
+// damaged checksum, is refused; a version 1 file (no checksum) still loads.
+static void test_load_checks_the_checksum(void **state) {
+    (void)state;
+    long size;
+    unsigned char *b = read_all(MODEL_B, &size);
+    unsigned char *orig = read_all(MODEL_B, &size);
+    long first_weight = OFF_VOCAB + 4L * 11;   // MODEL_B has V = 11
+    long flips[] = {first_weight, first_weight + 1000, size - 5, size / 2};
+    for (int i = 0; i < 4; i++) {
+        for (int bits = 1; bits <= 64; bits *= 8) {   // 1, 8 and 64 flipped bits
+            memcpy(b, orig, (size_t)size);
+            for (int k = 0; k < bits; k++) b[flips[i] - k / 8 * 4] ^= (unsigned char)(1u << (k % 8 == 7 ? 0 : k % 8));
+            char what[64];
+            snprintf(what, sizeof what, "%d bits flipped before byte %ld", bits, flips[i]);
+            expect_refused(b, size, what, "checksum mismatch", "damaged");
+        }
+    }
+    memcpy(b, orig, (size_t)size);
+    b[size - 1] ^= 0x10;
+    expect_refused(b, size, "a damaged checksum", "checksum mismatch", NULL);
+    // version 1: the same bytes without the last 4, unchecked
+    memcpy(b, orig, (size_t)size);
+    put_u32(b + OFF_VERSION, 1);
+    char path[128], err[256];
+    snprintf(path, sizeof(path), "%s/bad.kvgp", tmpdir);
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(b, 1, (size_t)size - 4, f), (size_t)size - 4);
+    fclose(f);
+    GptModel v1, v2;
+    if (gpt_load(&v1, path, err, sizeof err) != 0) fail_msg("a version 1 file: %s", err);
+    load(&v2, MODEL_B);
+    assert_bits(v1.params, v2.params, (int64_t)v2.num_params, "version 1 against version 2 weights");
+    gpt_free(&v1);
+    gpt_free(&v2);
+    free(b);
+    free(orig);
 }
 
 static void test_load_rejects_bad_sizes(void **state) {
@@ -580,7 +621,7 @@ static void test_load_rejects_nan_and_trailing_bytes(void **state) {
     put_u32(b + offset, 0xFF800000u);   // -inf
     expect_refused(b, size, "an infinite weight", "blocks.0.attn.key.weight[2][5] is -inf", NULL);
     memcpy(b + offset, saved, 4);
-    put_u32(b + size - 4, 0x7F800000u);   // the last head bias
+    put_u32(b + size - 8, 0x7F800000u);   // the last head bias, before the checksum
     expect_refused(b, size, "an infinite head bias", "head.bias[10] is inf", NULL);
     unsigned char *orig = read_all(MODEL_B, &size);
     memcpy(b, orig, (size_t)size);
@@ -694,6 +735,7 @@ int main(void) {
         cmocka_unit_test(test_save_then_load),
         cmocka_unit_test(test_load_rejects_truncated),
         cmocka_unit_test(test_load_rejects_magic_and_version),
+        cmocka_unit_test(test_load_checks_the_checksum),
         cmocka_unit_test(test_load_rejects_bad_sizes),
         cmocka_unit_test(test_load_rejects_bad_vocabulary),
         cmocka_unit_test(test_load_rejects_nan_and_trailing_bytes),
