@@ -15,6 +15,7 @@
 #include "sampler.h"
 #include "screen.h"
 #include "timer.h"
+#include "ttyguard.h"
 #include "utf8.h"
 
 #include <pthread.h>
@@ -188,9 +189,13 @@ int race_model(const GptModel *m, const Options *opt, Trace *tr) {
     }
     if (live && isatty(STDIN_FILENO) && tcgetattr(STDIN_FILENO, &saved) == 0) {
         // Keys typed during the race are neither echoed nor left for the shell.
+        // Ctrl-C stops the race (on_sigint); SIGTERM, SIGHUP and SIGQUIT end
+        // the program, the terminal's modes put back first.
         struct termios quiet = saved;
         quiet.c_lflag &= ~(tcflag_t)(ECHO | ICANON);
+        ttyguard_arm(STDIN_FILENO, &saved);
         restore_tty = tcsetattr(STDIN_FILENO, TCSANOW, &quiet) == 0;
+        if (!restore_tty) ttyguard_disarm();
     }
     View v[2];
     if (!rc) {
@@ -230,6 +235,7 @@ int race_model(const GptModel *m, const Options *opt, Trace *tr) {
     if (restore_tty) {
         tcflush(STDIN_FILENO, TCIFLUSH);
         tcsetattr(STDIN_FILENO, TCSANOW, &saved);
+        ttyguard_disarm();
     }
     if (!rc) sigaction(SIGINT, &old_int, NULL);
     if (!rc && interrupted) {
