@@ -40,6 +40,31 @@ static int parse_float(const char *s, float *out) {
     return 1;
 }
 
+// One line of f into line (size bytes; its newline kept). Returns 1, 0 at
+// the end of the file, -1 when the line has no room (*at: its length so far)
+// and -2 at a NUL byte (*at: which byte of the line, from 1), which a text file never
+// holds. The byte order mark that Notepad puts before the first line is
+// dropped (first: this is the first line).
+static int read_line(FILE *f, char *line, size_t size, int first, size_t *at) {
+    size_t n = 0;
+    int c;
+    while ((c = getc(f)) != EOF) {
+        if (c == '\0') {
+            *at = n + 1;
+            return -2;
+        }
+        if (n + 1 == size) {
+            *at = n;
+            return -1;
+        }
+        line[n++] = (char)c;
+        if (first && n == 3 && !memcmp(line, "\xef\xbb\xbf", 3)) n = 0;
+        if (c == '\n') break;
+    }
+    line[n] = '\0';
+    return n > 0 || c != EOF;
+}
+
 static int matrix_index(const char *name) {
     for (int m = 0; m < M_COUNT; m++)
         if (strcmp(name, MATRIX_NAMES[m]) == 0) return m;
@@ -58,9 +83,15 @@ int toydata_load(ToyData *t, const char *path, char *err, size_t errlen) {
     int rows[M_COUNT] = {0}, cols[M_COUNT] = {0}, seen[M_COUNT] = {0};
     int current = -1, have_scale = 0, lineno = 0, rc = 0;
     char line[4096];
-    while (fgets(line, sizeof line, f)) {
+    size_t at = 0;
+    for (int got; (got = read_line(f, line, sizeof line, lineno == 0, &at)) != 0;) {
         lineno++;
-        if (!strchr(line, '\n') && !feof(f)) {
+        if (got == -2) {
+            rc = fileio_fail2(err, errlen, "%s:%d: byte %zu is a NUL byte; the data file must be text",
+                              "%s:%d：第 %zu 个字节是零字节（0x00）；数据文件必须是文本", path, lineno, at);
+            break;
+        }
+        if (got == -1) {
             rc = fileio_fail2(err, errlen, "%s:%d: line too long (at most %zu bytes)", "%s:%d：这一行太长（最多 %zu 字节）",
                               path, lineno, sizeof line - 2);
             break;
