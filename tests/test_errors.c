@@ -127,6 +127,7 @@ static const BadInput BAD[] = {
     {"lesson 2 --data DIR/nul.txt", 1, 0},
     {"lesson 4 --model DIR/t1.bin", 2, 0},
     {"generate --paged --block-size 4096 --num-blocks 1000000", 1, 0},
+    {"lesson 2 --format html >/dev/full", 1, 0},
     // lessons beyond the 4-dim example
     {"lesson 3 --model DIR/bad.bin", 1, 0},
     {"lesson 3 --model DIR/missing.bin", 1, 0},
@@ -377,6 +378,8 @@ static void test_messages_name_the_problem(void **state) {
         {"lesson 5 --model DIR/t1.bin", 2, "this one holds 1", "at most 0"},
         {"generate --paged --block-size 4096 --num-blocks 1000000", 1,
          "the paged cache's 1000000 blocks of 4096 positions ask for 68.7 TiB", NULL},
+        {"lesson 2 --format html >/dev/full", 1, "error writing standard output: No space left on device", NULL},
+        {"lesson 2 --format md >/dev/full", 1, "error writing standard output: No space left on device", NULL},
     };
     for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
         char args[1024];
