@@ -3,6 +3,7 @@
 
 #include "fileio.h"
 #include "paths.h"
+#include "utf8.h"
 
 #include <errno.h>
 #include <math.h>
@@ -63,6 +64,35 @@ static int read_line(FILE *f, char *line, size_t size, int first, size_t *at) {
     }
     line[n] = '\0';
     return n > 0 || c != EOF;
+}
+
+// Where token stops being printable UTF-8 text: 0 when it never does, else
+// the byte (from 1) that starts an invalid sequence (*cp = 0xFFFFFFFF) or a
+// control character (*cp its code point: U+0000..U+001F, U+007F..U+009F).
+static size_t not_text_at(const char *token, uint32_t *cp) {
+    const unsigned char *p = (const unsigned char *)token;
+    size_t n = strlen(token);
+    for (size_t i = 0; i < n;) {
+        int len = utf8_decode(cp, p + i, n - i);
+        if (len == 0) *cp = 0xFFFFFFFFu;
+        if (len == 0 || *cp < 0x20 || (*cp >= 0x7F && *cp <= 0x9F)) return i + 1;
+        i += (size_t)len;
+    }
+    return 0;
+}
+
+// A token of X that is not printable UTF-8 text: 0, or -1 with err.
+static int check_token(const char *token, const char *path, int lineno, char *err, size_t errlen) {
+    uint32_t cp;
+    size_t at = not_text_at(token, &cp);
+    if (!at) return 0;
+    char shown[96];
+    utf8_quote(shown, sizeof shown, token, 24);
+    if (cp == 0xFFFFFFFFu)
+        return fileio_fail2(err, errlen, "%s:%d: token \"%s\" is not valid UTF-8 (byte %zu); save the file as UTF-8",
+                            "%s:%d：token“%s”不是合法的 UTF-8（第 %zu 个字节）；请把文件存成 UTF-8", path, lineno, shown, at);
+    return fileio_fail2(err, errlen, "%s:%d: token \"%s\" holds the control character U+%04X; a token is text to show",
+                        "%s:%d：token“%s”含有控制字符 U+%04X；token 必须是能显示的文字", path, lineno, shown, (unsigned)cp);
 }
 
 static int matrix_index(const char *name) {
@@ -139,6 +169,10 @@ int toydata_load(ToyData *t, const char *path, char *err, size_t errlen) {
         int first = 0;
         float v;
         if (current == M_X && !parse_float(fields[0], &v)) {
+            if (check_token(fields[0], path, lineno, err, errlen)) {
+                rc = -1;
+                break;
+            }
             if (strlen(fields[0]) >= TOY_TOKEN_BYTES) {
                 rc = fileio_fail2(err, errlen, "%s:%d: token \"%s\" is longer than %d bytes", "%s:%d：token“%s”超过 %d 字节",
                                   path, lineno, fields[0], TOY_TOKEN_BYTES - 1);

@@ -85,11 +85,13 @@ const char *utf8_quote(char *out, size_t size, const char *s, int max_chars) {
     for (; at < n && chars < max_chars; chars++) {
         uint32_t c = 0;
         int len = utf8_decode(&c, p + at, n - at);
-        char piece[8];
+        char piece[16];
         int plen;
         if (len == 0 || c < 0x20 || c == 0x7f) {   // an invalid byte, a control character
             len = 1;
             plen = snprintf(piece, sizeof piece, "\\x%02X", p[at]);
+        } else if (c >= 0x80 && c <= 0x9f) {   // a C1 control (U+009B is the terminal's CSI): both bytes
+            plen = snprintf(piece, sizeof piece, "\\x%02X\\x%02X", p[at], p[at + 1]);
         } else if (c == '"' || c == '\\') {
             plen = snprintf(piece, sizeof piece, "\\%c", (char)c);
         } else {

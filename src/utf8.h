@@ -20,8 +20,9 @@ int utf8_width(const char *s);
 int utf8_cmp(const void *a, const void *b);
 
 // Writes s to out (size bytes) fit to quote in a one-line message: its
-// first max_chars characters, invalid bytes and control characters escaped
-// as \xNN, and "..." when there was more. Returns out.
+// first max_chars characters, invalid bytes and control characters (C0,
+// DEL and C1) escaped as \xNN, byte by byte, and "..." when there was more.
+// Returns out.
 const char *utf8_quote(char *out, size_t size, const char *s, int max_chars);
 
 #endif

@@ -40,6 +40,7 @@ static const char *const ALLOWED[] = {
 
 static int allowed(const char *w, size_t n, const char *args) {
     if (word_in_list(w, n, ALLOWED, sizeof ALLOWED / sizeof ALLOWED[0])) return 1;
+    if (w[-1] == '\\') return 1;   // an escaped byte of a quoted token: \xFF (a word is never first on its line)
     // A word the user typed (a value, a misspelt name) is shown back as typed.
     for (const char *p = args; *p; p++)
         if (!strncmp(p, w, n) && (p == args || !isalnum((unsigned char)p[-1])) && !isalnum((unsigned char)p[n]))
@@ -128,6 +129,8 @@ static const BadInput BAD[] = {
     {"lesson 4 --model DIR/t1.bin", 2, 0},
     {"generate --paged --block-size 4096 --num-blocks 1000000", 1, 0},
     {"lesson 2 --format html >/dev/full", 1, 0},
+    {"lesson 2 --data DIR/tok_utf8.txt", 1, 0},
+    {"lesson 2 --data DIR/tok_esc.txt", 1, 0},
     // lessons beyond the 4-dim example
     {"lesson 3 --model DIR/bad.bin", 1, 0},
     {"lesson 3 --model DIR/missing.bin", 1, 0},
@@ -171,6 +174,8 @@ static int write_bytes(const char *name, const char *a, size_t na, const char *b
 static int make_message_fixtures(void) {
     static const char BOM[] = "\xef\xbb\xbf", TEXT[] = "to be or not to be, that is the question\n";
     static const char NUL[] = "X\n天 1 0\0 1\n";
+    static const char NOT_UTF8[] = "X\n\xff\xfe 1 0\nb 0 1\n", ESC[] = "X\na\x1b[31m 1 0\nb 0 1\n";
+    static const char C1[] = "X\na\xc2\x9b 1 0\nb 0 1\n";
     char cmd[1024];
     const char *bin = getenv("KVDEMO_BIN");
     // a model whose context holds one token: no prompt leaves room for the next
@@ -180,7 +185,9 @@ static int make_message_fixtures(void) {
     return write_bytes("empty.txt", "", 0, "", 0) || write_bytes("bomonly.txt", BOM, 3, "", 0) ||
            write_bytes("nul.txt", NUL, sizeof NUL - 1, "", 0) || write_bytes("toy.txt", TOY, sizeof TOY - 1, "", 0) ||
            write_bytes("bomtoy.txt", BOM, 3, TOY, sizeof TOY - 1) || write_bytes("text.txt", TEXT, sizeof TEXT - 1, "", 0) ||
-           write_bytes("bomtext.txt", BOM, 3, TEXT, sizeof TEXT - 1);
+           write_bytes("bomtext.txt", BOM, 3, TEXT, sizeof TEXT - 1) ||
+           write_bytes("tok_utf8.txt", NOT_UTF8, sizeof NOT_UTF8 - 1, "", 0) ||
+           write_bytes("tok_esc.txt", ESC, sizeof ESC - 1, "", 0) || write_bytes("tok_c1.txt", C1, sizeof C1 - 1, "", 0);
 }
 
 static int setup(void **state) {
@@ -378,6 +385,10 @@ static void test_messages_name_the_problem(void **state) {
         {"lesson 5 --model DIR/t1.bin", 2, "this one holds 1", "at most 0"},
         {"generate --paged --block-size 4096 --num-blocks 1000000", 1,
          "the paged cache's 1000000 blocks of 4096 positions ask for 68.7 TiB", NULL},
+        // issue 29, 6: a token is printable UTF-8 text, shown escaped when it is not
+        {"lesson 2 --data DIR/tok_utf8.txt", 1, "tok_utf8.txt:2: token \"\\xFF\\xFE\" is not valid UTF-8 (byte 1)", NULL},
+        {"lesson 1 --data DIR/tok_esc.txt", 1, "token \"a\\x1B[31m\" holds the control character U+001B", "\x1b"},
+        {"lesson 9 --data DIR/tok_c1.txt", 1, "token \"a\\xC2\\x9B\" holds the control character U+009B", "\xc2"},
         {"lesson 2 --format html >/dev/full", 1, "error writing standard output: No space left on device", NULL},
         {"lesson 2 --format md >/dev/full", 1, "error writing standard output: No space left on device", NULL},
     };
