@@ -11,6 +11,7 @@
 #include "memory.h"
 #include "ops.h"
 #include "timer.h"
+#include "utf8.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -128,7 +129,8 @@ int pagedcmd_generate(const Options *opt, Trace *tr) {
             unsigned long long seed = (unsigned long long)(opt->seed + (uint64_t)i);
             trace_sayf(tr, "-- sample %d (seed %llu, as kvdemo generate --seed %llu) --",
                        "—— 第 %d 个样本（种子 %llu，与 kvdemo generate --seed %llu 相同）——", i, seed, seed);
-            fprintf(tr->out, "%s\n\n", text);
+            utf8_put_shown(tr->out, text, strlen(text));
+            fputs("\n\n", tr->out);
         }
     }
     tr->run = NULL;

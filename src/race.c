@@ -111,9 +111,12 @@ static void print_tail(FILE *f, const char *text, int width) {
         cols += w;
         start = p;
     }
-    for (const char *p = start; *p; p++) {
-        if (*p == '\n') fputs("\xe2\x8f\x8e", f);   // ⏎
-        else fputc(*p, f);
+    for (const char *p = start; *p;) {
+        size_t n = strcspn(p, "\n");
+        utf8_put_shown(f, p, n);   // control characters escaped
+        if (!p[n]) break;
+        fputs("\xe2\x8f\x8e", f);   // ⏎
+        p += n + 1;
     }
 }
 
@@ -296,7 +299,7 @@ int race_model(const GptModel *m, const Options *opt, Trace *tr) {
                            "这样的 %d 步用了 %.2f 秒（使用缓存那一遍共 %.2f 秒）。",
                            m->cfg.T, m->cfg.T, v[1].resets, v[1].reset_seconds, v[1].seconds);
             fputc('\n', tr->out);
-            fputs(v[1].text, tr->out);
+            utf8_put_shown(tr->out, v[1].text, strlen(v[1].text));
             fputc('\n', tr->out);
         }
     }

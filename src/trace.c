@@ -736,7 +736,8 @@ void trace_textval(Trace *tr, const char *name, const char *text) {
         emit_json(tr, &b);
         return;
     }
-    buf_printf(&b, "%s\n", text);
+    buf_append_shown(&b, text);   // a model's text: its control characters escaped
+    buf_append(&b, "\n");
     emit(tr, &b);
 }
 

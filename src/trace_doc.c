@@ -326,7 +326,7 @@ void trace_doc_textval(Trace *tr, const char *text) {
         buf_append(&d->page, "</pre>\n");
     } else {
         buf_append(&d->page, "```text\n");
-        buf_append(&d->page, text);
+        buf_append_shown(&d->page, text);
         buf_append(&d->page, "\n```\n\n");
     }
 }
