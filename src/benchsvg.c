@@ -9,6 +9,7 @@
 #include "benchsvg.h"
 
 #include <assert.h>
+#include <errno.h>
 #include <math.h>
 #include <string.h>
 
@@ -158,6 +159,7 @@ static void panel(FILE *f, const BenchSvgPoint *pt, int n, int p, double x0) {
 
 int benchsvg_write(FILE *f, const BenchSvgPoint *points, int n, const char *title) {
     assert(n >= 1);
+    errno = 0;   // from here on set only by what failed
     fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
                "font-family=\"sans-serif\" font-size=\"14\">\n", WIDTH, HEIGHT, WIDTH, HEIGHT);
@@ -180,5 +182,11 @@ int benchsvg_write(FILE *f, const BenchSvgPoint *points, int n, const char *titl
                "min … max of the runs</text>\n", lx + 30);
     for (int p = 0; p < 2; p++) panel(f, points, n, p, LEFT + p * (PANEL_W + GAP));
     fprintf(f, "</svg>\n");
-    return ferror(f) ? -1 : 0;
+    // A full disk is found by a write or by this flush, with its reason in
+    // errno: the caller can say "No space left on device", not "out of memory".
+    if (fflush(f) != 0 || ferror(f)) {
+        if (!errno) errno = EIO;
+        return -1;
+    }
+    return 0;
 }

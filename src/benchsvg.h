@@ -17,7 +17,9 @@ typedef struct {
 } BenchSvgPoint;
 
 // Writes the chart of n >= 1 points (lengths ascending, every time > 0) to
-// f. title is plain text (escaped here). Returns 0, or -1 if a write failed.
+// f. title is plain text (escaped here), and f is flushed at the end.
+// Returns 0, or -1 if a write failed, with errno its reason (ENOSPC: the
+// disk is full), for the caller's message.
 int benchsvg_write(FILE *f, const BenchSvgPoint *points, int n, const char *title);
 
 #endif

@@ -1,6 +1,8 @@
 // buf — a growable string, for building printed output before it is written.
 #include "buf.h"
 
+#include "utf8.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +38,13 @@ void buf_appendn(Buf *b, const char *s, size_t n) {
 }
 
 void buf_append(Buf *b, const char *s) { buf_appendn(b, s, strlen(s)); }
+
+void buf_append_shown(Buf *b, const char *s) {
+    size_t n = strlen(s), need = utf8_shown(NULL, 0, s, n);
+    if (!buf_reserve(b, need)) return;
+    utf8_shown(b->s + b->len, need + 1, s, n);
+    b->len += need;
+}
 
 void buf_vprintf(Buf *b, const char *fmt, va_list ap) {
     va_list again;

@@ -16,6 +16,8 @@ void buf_init(Buf *b);
 void buf_free(Buf *b);
 void buf_append(Buf *b, const char *s);
 void buf_appendn(Buf *b, const char *s, size_t n);
+// s as a terminal should show it: control characters escaped (utf8_shown).
+void buf_append_shown(Buf *b, const char *s);
 void buf_printf(Buf *b, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 void buf_vprintf(Buf *b, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));

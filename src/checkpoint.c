@@ -163,10 +163,13 @@ int train_checkpoint_load(const char *path, TrainCheckpoint *ck, char *err, size
             why = fileio_text("sizes or step counts out of range", "大小或步数超出范围");
         else if (gpt_check_config(g, shape_err, sizeof shape_err) != 0)
             why = shape_err;   // the model file's own limits
-        else if (c->batch < 1 || c->iters < 1 || c->warmup < 0 || ck->step < 0 || ck->step > c->iters)
-            why = fileio_text("training step counts out of range", "训练步数超出范围");
         else if (train_config_check(c, recipe, sizeof recipe) != 0)
+            why = recipe;   // the limits of the command line (--iters, --batch)
+        else if (ck->step > c->iters) {
+            fileio_fail2(recipe, sizeof recipe, "its step %d is past its iterations (%d)", "它的步数 %d 超过了迭代次数（%d）",
+                         ck->step, c->iters);
             why = recipe;
+        }
         else if (P != gpt_num_params(g))
             why = fileio_text("parameter count does not match the model sizes", "参数个数与模型大小不符");
         else if (size != CKPT_HEADER + 4ull * g.V + 12ull * P + 8)
@@ -205,6 +208,13 @@ int train_checkpoint_load(const char *path, TrainCheckpoint *ck, char *err, size
         for (uint64_t i = 0; i < 3 * P && !why; i++)
             if (!isfinite(ck->params[i])) why = fileio_text("weights or optimizer state hold NaN or infinity",
                                                             "权重或优化器状态里有 NaN 或无穷大");
+        // v = beta2 v + (1 - beta2) g², never below 0: AdamW takes its root.
+        for (uint64_t i = 0; i < P && !why; i++)
+            if (ck->v[i] < 0) {
+                fileio_fail2(recipe, sizeof recipe, "AdamW's second moment v[%llu] is %g; it is never below 0",
+                             "AdamW 的二阶矩 v[%llu] 是 %g；它不会小于 0", (unsigned long long)i, (double)ck->v[i]);
+                why = recipe;
+            }
     }
     free(buf);
     if (why) {

@@ -59,17 +59,20 @@ int train_text_load(TrainText *text, const char *path, const uint32_t *vocab, in
             }
             bytes = nb;
         }
+        errno = 0;
         size_t got = fread(bytes + n, 1, cap - n, f);
         n += got;
         if (got == 0) break;
     }
-    int bad = ferror(f);
+    int bad = ferror(f) ? (errno ? errno : EIO) : 0;
     fclose(f);
     if (bad) {
-        fileio_fail2(err, errlen, "error reading %s", "读取 %s 时出错", path);
+        fileio_fail2(err, errlen, "error reading %s: %s", "读取 %s 时出错：%s", path, fileio_strerror(bad));
         free(bytes);
         return -1;
     }
+    // A byte order mark (Notepad writes one) is not a character of the text.
+    size_t skip = n >= 3 && !memcmp(bytes, "\xef\xbb\xbf", 3) ? 3 : 0;
     uint32_t *cps = malloc(sizeof(uint32_t) * (n + 1));
     text->tokens = malloc(sizeof(int32_t) * (n + 1));
     if (!cps || !text->tokens) {
@@ -80,7 +83,7 @@ int train_text_load(TrainText *text, const char *path, const uint32_t *vocab, in
         return -1;
     }
     int64_t count = 0;
-    for (size_t i = 0; i < n;) {
+    for (size_t i = skip; i < n;) {
         int len = utf8_decode(&cps[count], bytes + i, n - i);
         if (len == 0) {
             fileio_fail2(err, errlen, "%s is not valid UTF-8 (byte %zu)", "%s 不是合法的 UTF-8（第 %zu 个字节）", path, i);
@@ -93,6 +96,13 @@ int train_text_load(TrainText *text, const char *path, const uint32_t *vocab, in
         count++;
     }
     free(bytes);
+    if (count == 0) {   // not "vocabulary size V=0"
+        fileio_fail2(err, errlen, "%s is empty; a text to learn from or to score needs characters",
+                     "%s 是空的；用来训练或评估的文本里要有字符", path);
+        free(cps);
+        train_text_free(text);
+        return -1;
+    }
     if (vocab) {
         text->vocab = malloc(sizeof(uint32_t) * (size_t)V);
         if (text->vocab) memcpy(text->vocab, vocab, sizeof(uint32_t) * (size_t)V);

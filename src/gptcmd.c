@@ -82,7 +82,7 @@ static int stream_step(void *ctx, const GptStep *st) {
     char piece[8];
     gpt_decode(piece, sizeof piece, g->m, &st->token, 1);
     if (g->live) fputs("\x1b[K", g->out);   // the counter behind the text goes
-    fputs(piece, g->out);
+    utf8_put_shown(g->out, piece, strlen(piece));   // a control character of the vocabulary escaped
     g->column = piece[0] == '\n' ? 0 : g->column + 1;
     char counter[48];
     double rate = (st->step + 1) / g->seconds;
@@ -143,7 +143,7 @@ int gptcmd_generate(const Options *opt, Trace *tr) {
                     .stream = tr->format == FORMAT_TEXT, .nonfinite_step = -1};
         g.live = g.stream && isatty(fileno(tr->out));
         if (g.stream) {
-            fputs(prompt, tr->out);
+            utf8_put_shown(tr->out, prompt, strlen(prompt));
             const char *nl = strrchr(prompt, '\n');
             g.column = (int)strlen(nl ? nl + 1 : prompt);
             fflush(tr->out);

@@ -182,6 +182,13 @@ int gptsetup_lesson(GptModel *m, int *random_note, int **tokens, int *n, const O
     int rc = gptsetup_model(m, opt, 1, random_note);
     if (rc) return rc;
     int T = m->cfg.T;
+    if (fit && T < 2) {   // no prompt leaves room for a token to come
+        fileio_error("lesson %s needs a model whose context holds at least 2 tokens (the prompt and the next); "
+                     "this one holds %d",
+                     "第 %s 课需要上下文至少能放 2 个 token 的模型（提示词和下一个）；这个模型只能放 %d 个", fit, T);
+        gpt_free(m);
+        return 2;
+    }
     rc = gptsetup_prompt(tokens, n, m, gptsetup_prompt_text(opt), fit ? T + 1 : 0);
     if (!rc && fit && *n >= T) {
         fileio_error("lesson %s: the prompt has %d tokens; the context holds %d, so give at most %d",

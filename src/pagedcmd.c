@@ -8,8 +8,10 @@
 #include "fileio.h"
 #include "gptpaged.h"
 #include "gptsetup.h"
+#include "memory.h"
 #include "ops.h"
 #include "timer.h"
+#include "utf8.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,7 +70,18 @@ int pagedcmd_generate(const Options *opt, Trace *tr) {
     tokens = malloc(sizeof(int) * (size_t)N * stride);
     seqs = calloc((size_t)N, sizeof *seqs);
     samplers = calloc((size_t)N, sizeof *samplers);
-    if (!tokens || !seqs || !samplers || gpt_state_init(&s, m.cfg) || kvpool_init(&pool, L, H, D, B, NB)) goto oom;
+    if (!tokens || !seqs || !samplers || gpt_state_init(&s, m.cfg)) goto oom;
+    if (kvpool_init(&pool, L, H, D, B, NB)) {
+        // Keys and values, float32, of every layer and head, for every position of every block.
+        char size[32];
+        memory_binary(size, sizeof size, 2.0 * 4.0 * L * H * D * (double)B * NB);
+        fileio_error("out of memory: the paged cache's %d blocks of %d positions ask for %s; give fewer --num-blocks "
+                     "or a smaller --block-size",
+                     "内存不足：分页缓存的 %d 块（每块 %d 个位置）要 %s；请给小一些的 --num-blocks 或 --block-size", NB, B,
+                     size);
+        rc = 1;
+        goto done;
+    }
     for (int i = 0; i < N; i++) {
         memcpy(tokens + (size_t)i * stride, prompt_tokens, sizeof(int) * (size_t)n_prompt);
         if (kvseq_init(&seqs[i], &pool, T) ||
@@ -116,7 +129,8 @@ int pagedcmd_generate(const Options *opt, Trace *tr) {
             unsigned long long seed = (unsigned long long)(opt->seed + (uint64_t)i);
             trace_sayf(tr, "-- sample %d (seed %llu, as kvdemo generate --seed %llu) --",
                        "—— 第 %d 个样本（种子 %llu，与 kvdemo generate --seed %llu 相同）——", i, seed, seed);
-            fprintf(tr->out, "%s\n\n", text);
+            utf8_put_shown(tr->out, text, strlen(text));
+            fputs("\n\n", tr->out);
         }
     }
     tr->run = NULL;

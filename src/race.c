@@ -15,6 +15,7 @@
 #include "sampler.h"
 #include "screen.h"
 #include "timer.h"
+#include "ttyguard.h"
 #include "utf8.h"
 
 #include <pthread.h>
@@ -110,9 +111,12 @@ static void print_tail(FILE *f, const char *text, int width) {
         cols += w;
         start = p;
     }
-    for (const char *p = start; *p; p++) {
-        if (*p == '\n') fputs("\xe2\x8f\x8e", f);   // ⏎
-        else fputc(*p, f);
+    for (const char *p = start; *p;) {
+        size_t n = strcspn(p, "\n");
+        utf8_put_shown(f, p, n);   // control characters escaped
+        if (!p[n]) break;
+        fputs("\xe2\x8f\x8e", f);   // ⏎
+        p += n + 1;
     }
 }
 
@@ -188,9 +192,13 @@ int race_model(const GptModel *m, const Options *opt, Trace *tr) {
     }
     if (live && isatty(STDIN_FILENO) && tcgetattr(STDIN_FILENO, &saved) == 0) {
         // Keys typed during the race are neither echoed nor left for the shell.
+        // Ctrl-C stops the race (on_sigint); SIGTERM, SIGHUP and SIGQUIT end
+        // the program, the terminal's modes put back first.
         struct termios quiet = saved;
         quiet.c_lflag &= ~(tcflag_t)(ECHO | ICANON);
+        ttyguard_arm(STDIN_FILENO, &saved);
         restore_tty = tcsetattr(STDIN_FILENO, TCSANOW, &quiet) == 0;
+        if (!restore_tty) ttyguard_disarm();
     }
     View v[2];
     if (!rc) {
@@ -230,6 +238,7 @@ int race_model(const GptModel *m, const Options *opt, Trace *tr) {
     if (restore_tty) {
         tcflush(STDIN_FILENO, TCIFLUSH);
         tcsetattr(STDIN_FILENO, TCSANOW, &saved);
+        ttyguard_disarm();
     }
     if (!rc) sigaction(SIGINT, &old_int, NULL);
     if (!rc && interrupted) {
@@ -290,7 +299,7 @@ int race_model(const GptModel *m, const Options *opt, Trace *tr) {
                            "这样的 %d 步用了 %.2f 秒（使用缓存那一遍共 %.2f 秒）。",
                            m->cfg.T, m->cfg.T, v[1].resets, v[1].reset_seconds, v[1].seconds);
             fputc('\n', tr->out);
-            fputs(v[1].text, tr->out);
+            utf8_put_shown(tr->out, v[1].text, strlen(v[1].text));
             fputc('\n', tr->out);
         }
     }

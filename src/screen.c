@@ -10,6 +10,7 @@
 #include "screen.h"
 
 #include "fileio.h"
+#include "ttyguard.h"
 #include "utf8.h"
 
 #include <errno.h>
@@ -273,6 +274,8 @@ static int pause_keys(Screen *s, int new_page, int more) {
         raw.c_lflag &= ~(tcflag_t)(ICANON | ECHO);
         raw.c_cc[VMIN] = 1;
         raw.c_cc[VTIME] = 0;
+        // Ctrl-C, SIGTERM or SIGHUP now would leave the shell without echo.
+        ttyguard_arm(STDIN_FILENO, &saved);
         tcsetattr(STDIN_FILENO, TCSANOW, &raw);
     }
     int view = s->n_history;
@@ -312,7 +315,10 @@ static int pause_keys(Screen *s, int new_page, int more) {
         }
         break;
     }
-    if (have) tcsetattr(STDIN_FILENO, TCSANOW, &saved);
+    if (have) {
+        tcsetattr(STDIN_FILENO, TCSANOW, &saved);
+        ttyguard_disarm();
+    }
     if (!s->quit && new_page) {
         keep_page(s);
         fputs(CLEAR, s->term);

@@ -3,6 +3,7 @@
 
 #include "fileio.h"
 #include "paths.h"
+#include "utf8.h"
 
 #include <errno.h>
 #include <float.h>
@@ -39,6 +40,60 @@ static int parse_float(const char *s, float *out) {
     if (end == s || *end != '\0' || errno == ERANGE || !isfinite(v) || fabs(v) > 3.0e38) return 0;
     *out = (float)v;
     return 1;
+}
+
+// One line of f into line (size bytes; its newline kept). Returns 1, 0 at
+// the end of the file, -1 when the line has no room (*at: its length so far)
+// and -2 at a NUL byte (*at: which byte of the line, from 1), which a text file never
+// holds. The byte order mark that Notepad puts before the first line is
+// dropped (first: this is the first line).
+static int read_line(FILE *f, char *line, size_t size, int first, size_t *at) {
+    size_t n = 0;
+    int c;
+    while ((c = getc(f)) != EOF) {
+        if (c == '\0') {
+            *at = n + 1;
+            return -2;
+        }
+        if (n + 1 == size) {
+            *at = n;
+            return -1;
+        }
+        line[n++] = (char)c;
+        if (first && n == 3 && !memcmp(line, "\xef\xbb\xbf", 3)) n = 0;
+        if (c == '\n') break;
+    }
+    line[n] = '\0';
+    return n > 0 || c != EOF;
+}
+
+// Where token stops being printable UTF-8 text: 0 when it never does, else
+// the byte (from 1) that starts an invalid sequence (*cp = 0xFFFFFFFF) or a
+// control character (*cp its code point: U+0000..U+001F, U+007F..U+009F).
+static size_t not_text_at(const char *token, uint32_t *cp) {
+    const unsigned char *p = (const unsigned char *)token;
+    size_t n = strlen(token);
+    for (size_t i = 0; i < n;) {
+        int len = utf8_decode(cp, p + i, n - i);
+        if (len == 0) *cp = 0xFFFFFFFFu;
+        if (len == 0 || *cp < 0x20 || (*cp >= 0x7F && *cp <= 0x9F)) return i + 1;
+        i += (size_t)len;
+    }
+    return 0;
+}
+
+// A token of X that is not printable UTF-8 text: 0, or -1 with err.
+static int check_token(const char *token, const char *path, int lineno, char *err, size_t errlen) {
+    uint32_t cp;
+    size_t at = not_text_at(token, &cp);
+    if (!at) return 0;
+    char shown[96];
+    utf8_quote(shown, sizeof shown, token, 24);
+    if (cp == 0xFFFFFFFFu)
+        return fileio_fail2(err, errlen, "%s:%d: token \"%s\" is not valid UTF-8 (byte %zu); save the file as UTF-8",
+                            "%s:%d：token“%s”不是合法的 UTF-8（第 %zu 个字节）；请把文件存成 UTF-8", path, lineno, shown, at);
+    return fileio_fail2(err, errlen, "%s:%d: token \"%s\" holds the control character U+%04X; a token is text to show",
+                        "%s:%d：token“%s”含有控制字符 U+%04X；token 必须是能显示的文字", path, lineno, shown, (unsigned)cp);
 }
 
 static int matrix_index(const char *name) {
@@ -91,9 +146,15 @@ int toydata_load(ToyData *t, const char *path, char *err, size_t errlen) {
     int rows[M_COUNT] = {0}, cols[M_COUNT] = {0}, seen[M_COUNT] = {0};
     int current = -1, have_scale = 0, lineno = 0, rc = 0;
     char line[4096];
-    while (fgets(line, sizeof line, f)) {
+    size_t at = 0;
+    for (int got; (got = read_line(f, line, sizeof line, lineno == 0, &at)) != 0;) {
         lineno++;
-        if (!strchr(line, '\n') && !feof(f)) {
+        if (got == -2) {
+            rc = fileio_fail2(err, errlen, "%s:%d: byte %zu is a NUL byte; the data file must be text",
+                              "%s:%d：第 %zu 个字节是零字节（0x00）；数据文件必须是文本", path, lineno, at);
+            break;
+        }
+        if (got == -1) {
             rc = fileio_fail2(err, errlen, "%s:%d: line too long (at most %zu bytes)", "%s:%d：这一行太长（最多 %zu 字节）",
                               path, lineno, sizeof line - 2);
             break;
@@ -147,6 +208,10 @@ int toydata_load(ToyData *t, const char *path, char *err, size_t errlen) {
         int first = 0;
         float v;
         if (current == M_X && !parse_float(fields[0], &v)) {
+            if (check_token(fields[0], path, lineno, err, errlen)) {
+                rc = -1;
+                break;
+            }
             if (strlen(fields[0]) >= TOY_TOKEN_BYTES) {
                 rc = fileio_fail2(err, errlen, "%s:%d: token \"%s\" is longer than %d bytes", "%s:%d：token“%s”超过 %d 字节",
                                   path, lineno, fields[0], TOY_TOKEN_BYTES - 1);

@@ -68,15 +68,25 @@ static int is_json(const Trace *tr) { return tr->format == FORMAT_JSON; }
 // ----------------------------------------------------------------------------
 // JSON helpers
 
+// A JSON string of s: always valid UTF-8 (a byte that is not, from a data
+// file or a model's vocabulary, becomes U+FFFD), control characters escaped
+// (C0, which JSON requires, and DEL and C1, so that no line can drive a
+// terminal it is shown on).
 static void json_string(Buf *b, const char *s) {
     buf_append(b, "\"");
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p == '"') buf_append(b, "\\\"");
-        else if (*p == '\\') buf_append(b, "\\\\");
-        else if (*p == '\n') buf_append(b, "\\n");
-        else if (*p == '\t') buf_append(b, "\\t");
-        else if (*p < 0x20) buf_printf(b, "\\u%04x", *p);
-        else buf_appendn(b, (const char *)p, 1);
+    const unsigned char *p = (const unsigned char *)s;
+    size_t n = strlen(s);
+    for (size_t i = 0; i < n;) {
+        uint32_t c;
+        int len = utf8_decode(&c, p + i, n - i);
+        if (len == 0) buf_append(b, "\\ufffd"), len = 1;
+        else if (c == '"') buf_append(b, "\\\"");
+        else if (c == '\\') buf_append(b, "\\\\");
+        else if (c == '\n') buf_append(b, "\\n");
+        else if (c == '\t') buf_append(b, "\\t");
+        else if (c < 0x20 || (c >= 0x7f && c <= 0x9f)) buf_printf(b, "\\u%04x", (unsigned)c);
+        else buf_appendn(b, (const char *)p + i, (size_t)len);
+        i += (size_t)len;
     }
     buf_append(b, "\"");
 }
@@ -726,7 +736,8 @@ void trace_textval(Trace *tr, const char *name, const char *text) {
         emit_json(tr, &b);
         return;
     }
-    buf_printf(&b, "%s\n", text);
+    buf_append_shown(&b, text);   // a model's text: its control characters escaped
+    buf_append(&b, "\n");
     emit(tr, &b);
 }
 

@@ -326,7 +326,7 @@ void trace_doc_textval(Trace *tr, const char *text) {
         buf_append(&d->page, "</pre>\n");
     } else {
         buf_append(&d->page, "```text\n");
-        buf_append(&d->page, text);
+        buf_append_shown(&d->page, text);
         buf_append(&d->page, "\n```\n\n");
     }
 }
@@ -737,9 +737,9 @@ int trace_doc_close(Trace *tr, int rc) {
         rc = 1;
     }
     if (!rc) {
-        fputs(page, tr->out);
-        // A write that fails is said once at exit (main.c).
-        if (fflush(tr->out) != 0 && tr->out == stdout) fileio_note_stdout_error(errno);
+        // A write that fails is said once at exit (main.c), with its reason:
+        // the page is larger than the buffer, so fputs itself meets it.
+        if ((fputs(page, tr->out) == EOF || fflush(tr->out) != 0) && tr->out == stdout) fileio_note_stdout_error(errno);
     }
     free(page);
     return rc;

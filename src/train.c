@@ -426,9 +426,11 @@ int train_config_default(TrainConfig *cfg, const char *preset) {
 
 int train_config_check(const TrainConfig *c, char *why, size_t n) {
     const char *bad = NULL;
-    if (c->batch < 1 || c->iters < 1 || c->warmup < 0 || c->warmup > c->iters)
-        bad = fileio_text("batch and iterations must be at least 1, warm-up from 0 to the iterations",
-                          "批大小和迭代次数至少为 1，预热步数在 0 到迭代次数之间");
+    if (c->batch < 1 || c->batch > TRAIN_MAX_BATCH || c->iters < 1 || c->iters > TRAIN_MAX_ITERS || c->warmup < 0 ||
+        c->warmup > c->iters)
+        bad = fileio_text("the batch must be from 1 to 4096, the iterations from 1 to 100000000 and the warm-up from 0 "
+                          "to the iterations",
+                          "批大小必须在 1 到 4096 之间，迭代次数在 1 到 100000000 之间，预热步数在 0 到迭代次数之间");
     else if (!(c->lr > 0 && isfinite(c->lr)))
         bad = fileio_text("the learning rate must be a finite number above 0", "学习率必须是大于 0 的有限数");
     else if (!(c->min_lr >= 0 && c->min_lr <= c->lr))

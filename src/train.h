@@ -101,7 +101,12 @@ typedef struct {
     char ckpt_path[4096];     // where the checkpoint is (or would be)
 } TrainResult;
 
-// Checks the recipe: batch, iterations and warm-up in range, lr > 0 finite,
+// The largest --iters and --batch the command line takes (cli.c), which a
+// checkpoint's recipe is held to as well.
+enum { TRAIN_MAX_ITERS = 100000000, TRAIN_MAX_BATCH = 4096 };
+
+// Checks the recipe: batch (1 to TRAIN_MAX_BATCH), iterations (1 to
+// TRAIN_MAX_ITERS) and warm-up (0 to the iterations), lr > 0 finite,
 // 0 <= min_lr <= lr, 0 <= beta1, beta2 < 1, eps > 0, clip >= 0, decay >= 0,
 // all finite. Returns 0, or -1 with why = what is wrong and the values.
 int train_config_check(const TrainConfig *cfg, char *why, size_t n);

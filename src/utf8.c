@@ -85,11 +85,13 @@ const char *utf8_quote(char *out, size_t size, const char *s, int max_chars) {
     for (; at < n && chars < max_chars; chars++) {
         uint32_t c = 0;
         int len = utf8_decode(&c, p + at, n - at);
-        char piece[8];
+        char piece[16];
         int plen;
         if (len == 0 || c < 0x20 || c == 0x7f) {   // an invalid byte, a control character
             len = 1;
             plen = snprintf(piece, sizeof piece, "\\x%02X", p[at]);
+        } else if (c >= 0x80 && c <= 0x9f) {   // a C1 control (U+009B is the terminal's CSI): both bytes
+            plen = snprintf(piece, sizeof piece, "\\x%02X\\x%02X", p[at], p[at + 1]);
         } else if (c == '"' || c == '\\') {
             plen = snprintf(piece, sizeof piece, "\\%c", (char)c);
         } else {
@@ -107,4 +109,50 @@ const char *utf8_quote(char *out, size_t size, const char *s, int max_chars) {
     }
     out[used] = '\0';
     return out;
+}
+
+// The character at p (n bytes left, n > 0) on a terminal: returns its length
+// in bytes, and *escape 1 when it must be shown as \xNN each (a control
+// character, or a byte that is not UTF-8: one byte), 0 when as it is.
+static int shown_char(const unsigned char *p, size_t n, int *escape) {
+    uint32_t c;
+    int len = utf8_decode(&c, p, n);
+    if (len == 0) {
+        *escape = 1;
+        return 1;
+    }
+    int crlf = c == '\r' && n > 1 && p[1] == '\n';   // a Windows line end
+    *escape = c != '\n' && c != '\t' && !crlf && (c < 0x20 || (c >= 0x7f && c <= 0x9f));
+    return len;
+}
+
+size_t utf8_shown(char *out, size_t size, const char *s, size_t n) {
+    const unsigned char *p = (const unsigned char *)s;
+    size_t used = 0;
+    for (size_t i = 0; i < n;) {
+        int escape, len = shown_char(p + i, n - i, &escape);
+        for (int k = 0; k < len; k++) {
+            char piece[8];
+            int plen = escape ? snprintf(piece, sizeof piece, "\\x%02X", p[i + k]) : 1;
+            if (!escape) piece[0] = (char)p[i + k];
+            for (int j = 0; j < plen; j++, used++)
+                if (used + 1 < size) out[used] = piece[j];
+        }
+        i += (size_t)len;
+    }
+    if (size) out[used < size ? used : size - 1] = '\0';
+    return used;
+}
+
+int utf8_put_shown(FILE *f, const char *s, size_t n) {
+    const unsigned char *p = (const unsigned char *)s;
+    int rc = 0;
+    for (size_t i = 0; i < n;) {
+        int escape, len = shown_char(p + i, n - i, &escape);
+        for (int k = 0; escape && k < len; k++)
+            if (fprintf(f, "\\x%02X", p[i + k]) < 0) rc = EOF;
+        if (!escape && fwrite(p + i, 1, (size_t)len, f) != (size_t)len) rc = EOF;
+        i += (size_t)len;
+    }
+    return rc;
 }

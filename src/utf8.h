@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 // Decodes the character at the start of s (n bytes available); returns its
 // length (1..4), or 0 when the bytes are not valid UTF-8 (overlong, a
@@ -20,8 +21,19 @@ int utf8_width(const char *s);
 int utf8_cmp(const void *a, const void *b);
 
 // Writes s to out (size bytes) fit to quote in a one-line message: its
-// first max_chars characters, invalid bytes and control characters escaped
-// as \xNN, and "..." when there was more. Returns out.
+// first max_chars characters, invalid bytes and control characters (C0,
+// DEL and C1) escaped as \xNN, byte by byte, and "..." when there was more.
+// Returns out.
 const char *utf8_quote(char *out, size_t size, const char *s, int max_chars);
+
+// Text for a terminal (or a document): s (n bytes) with newlines, tabs and
+// CR LF line ends as they are and every other control character (C0, DEL, C1) and every byte
+// that is not UTF-8 written as \xNN, so that a model's vocabulary or a data
+// file cannot move the cursor, recolour or clear the screen. Text without
+// them is unchanged. utf8_shown writes it to out (size bytes, always ended
+// by NUL) and returns its whole length, as snprintf does; utf8_put_shown
+// writes it to f and returns 0, or EOF when a write failed.
+size_t utf8_shown(char *out, size_t size, const char *s, size_t n);
+int utf8_put_shown(FILE *f, const char *s, size_t n);
 
 #endif

@@ -12,6 +12,7 @@
 #include "benchsvg.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -359,6 +360,26 @@ static int teardown(void **state) {
 // One run with the defaults (each bench run is long under the sanitizers):
 // the chart has one point per length and mode in each panel, the lengths
 // are a lesson's, every time has its spread, training only with --train.
+// Issue 29, 8: on a full disk bench --svg said "out of memory". The chart
+// written to /dev/full (every write fails with ENOSPC) fails with that
+// reason in errno, buffered as a file is and unbuffered.
+static void test_svg_full_disk_says_so(void **state) {
+    (void)state;
+    BenchSvgPoint pt = {16, {1e-3, 1e-4}, {0.9e-3, 0.9e-4}, {1.1e-3, 1.1e-4}};
+    for (int unbuffered = 0; unbuffered < 2; unbuffered++) {
+        FILE *f = fopen("/dev/full", "w");
+        if (!f) skip();   // no /dev/full on this system
+        if (unbuffered) setvbuf(f, NULL, _IONBF, 0);
+        errno = 0;
+        int rc = benchsvg_write(f, &pt, 1, "full");
+        int e = errno;
+        fclose(f);
+        if (rc != -1) fail_msg("unbuffered %d: a chart on a full disk: expected -1, got %d", unbuffered, rc);
+        if (e != ENOSPC)
+            fail_msg("unbuffered %d: errno expected %d (%s), got %d (%s)", unbuffered, ENOSPC, strerror(ENOSPC), e, strerror(e));
+    }
+}
+
 static void test_bench_svg_file(void **state) {
     (void)state;
     char svg[256], args[512];
@@ -526,6 +547,7 @@ int main(void) {
         cmocka_unit_test(test_svg_of_known_points),
         cmocka_unit_test(test_svg_of_one_point),
         cmocka_unit_test(test_svg_reference_lines_through_the_points),
+        cmocka_unit_test(test_svg_full_disk_says_so),
         cmocka_unit_test(test_bench_svg_file),
         cmocka_unit_test(test_bench_svg_bad_paths),
         cmocka_unit_test(test_bench_eta_on_terminal),

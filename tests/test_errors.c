@@ -14,6 +14,7 @@
 #include "testutil.h"
 
 #include "buf.h"
+#include "corpus.h"
 #include "fileio.h"
 
 #include <errno.h>
@@ -33,12 +34,13 @@ static const char *const ALLOWED[] = {
     "FILE", "NAME", "SIZE", "LIST", "TEXT", "none", "summary", "full", "text", "json", "html", "auto", "always", "never",
     "random", "seed", "tiny", "plain", "flash", "offset", "stale", "mask", "layout", "wrong", "scale",
     // the documents' terms and units
-    "KV", "Cache", "GPU", "token", "tokens", "key", "value", "scores", "weights", "ROMEO", "UTF", "FIFO",
-    "tinyshakespeare", "make", "data",
+    "KV", "Cache", "GPU", "KiB", "MiB", "GiB", "TiB", "token", "tokens", "key", "value", "scores", "weights", "ROMEO",
+    "UTF", "FIFO", "tinyshakespeare", "make", "data",
 };
 
 static int allowed(const char *w, size_t n, const char *args) {
     if (word_in_list(w, n, ALLOWED, sizeof ALLOWED / sizeof ALLOWED[0])) return 1;
+    if (w[-1] == '\\') return 1;   // an escaped byte of a quoted token: \xFF (a word is never first on its line)
     // A word the user typed (a value, a misspelt name) is shown back as typed.
     for (const char *p = args; *p; p++)
         if (!strncmp(p, w, n) && (p == args || !isalnum((unsigned char)p[-1])) && !isalnum((unsigned char)p[n]))
@@ -119,6 +121,16 @@ static const BadInput BAD[] = {
     {"train --out DIR/m.bin --data DIR/missing.txt", 1, 0},
     {"train --out DIR/m.bin --data tests/fixtures/corpus_small.txt --resume DIR/bad.txt", 1, 0},
     {"init", 2, 0},
+    // messages that once misled (issue 29, 11)
+    {"train --out DIR/m.bin --data DIR/empty.txt", 1, 0},
+    {"eval --data DIR/empty.txt", 1, 0},
+    {"train --out DIR/m.bin --data DIR", 1, 0},
+    {"lesson 2 --data DIR/nul.txt", 1, 0},
+    {"lesson 4 --model DIR/t1.bin", 2, 0},
+    {"generate --paged --block-size 4096 --num-blocks 1000000", 1, 0},
+    {"lesson 2 --format html >/dev/full", 1, 0},
+    {"lesson 2 --data DIR/tok_utf8.txt", 1, 0},
+    {"lesson 2 --data DIR/tok_esc.txt", 1, 0},
     // lessons beyond the 4-dim example
     {"lesson 3 --model DIR/bad.bin", 1, 0},
     {"lesson 3 --model DIR/missing.bin", 1, 0},
@@ -142,6 +154,41 @@ static const BadInput BAD[] = {
 enum { NUM_BAD = (int)(sizeof BAD / sizeof BAD[0]) };
 
 static char dir[256];
+
+// The 4-dim example's data as lines (comments dropped, so that X comes
+// first), then the same after a UTF-8 byte order mark.
+static const char TOY[] = "X\n天 1 0 1 0\n气 0 1 0 1\n真 1 1 0 0\n"
+                          "W_Q\n1 0 0\n0 1 0\n0 0 1\n1 1 0\n"
+                          "W_K\n0 1 0\n1 0 0\n0 0 1\n0 1 1\n"
+                          "W_V\n1 0\n0 1\n1 1\n0 0\n";
+
+static int write_bytes(const char *name, const char *a, size_t na, const char *b, size_t nb) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "wb");
+    if (!f) return -1;
+    int ok = fwrite(a, 1, na, f) == na && fwrite(b, 1, nb, f) == nb;
+    return fclose(f) == 0 && ok ? 0 : -1;
+}
+
+static int make_message_fixtures(void) {
+    static const char BOM[] = "\xef\xbb\xbf", TEXT[] = "to be or not to be, that is the question\n";
+    static const char NUL[] = "X\n天 1 0\0 1\n";
+    static const char NOT_UTF8[] = "X\n\xff\xfe 1 0\nb 0 1\n", ESC[] = "X\na\x1b[31m 1 0\nb 0 1\n";
+    static const char C1[] = "X\na\xc2\x9b 1 0\nb 0 1\n";
+    char cmd[1024];
+    const char *bin = getenv("KVDEMO_BIN");
+    // a model whose context holds one token: no prompt leaves room for the next
+    snprintf(cmd, sizeof cmd, "%s train --preset tiny --context 1 --iters 1 --data tests/fixtures/corpus_small.txt "
+             "--out %s/t1.bin >/dev/null 2>&1", bin && *bin ? bin : "./kvdemo", dir);
+    if (system(cmd) != 0) return -1;
+    return write_bytes("empty.txt", "", 0, "", 0) || write_bytes("bomonly.txt", BOM, 3, "", 0) ||
+           write_bytes("nul.txt", NUL, sizeof NUL - 1, "", 0) || write_bytes("toy.txt", TOY, sizeof TOY - 1, "", 0) ||
+           write_bytes("bomtoy.txt", BOM, 3, TOY, sizeof TOY - 1) || write_bytes("text.txt", TEXT, sizeof TEXT - 1, "", 0) ||
+           write_bytes("bomtext.txt", BOM, 3, TEXT, sizeof TEXT - 1) ||
+           write_bytes("tok_utf8.txt", NOT_UTF8, sizeof NOT_UTF8 - 1, "", 0) ||
+           write_bytes("tok_esc.txt", ESC, sizeof ESC - 1, "", 0) || write_bytes("tok_c1.txt", C1, sizeof C1 - 1, "", 0);
+}
 
 static int setup(void **state) {
     (void)state;
@@ -183,7 +230,7 @@ static int setup(void **state) {
     if (!f) return -1;
     fputs("ab\xff\xfe", f);   // not UTF-8: a training text must be
     fclose(f);
-    return 0;
+    return make_message_fixtures();
 }
 
 static int teardown(void **state) {
@@ -318,12 +365,95 @@ static void test_lang_on_the_line_wins(void **state) {
                               sizeof word));
 }
 
+// Issue 29, 11: messages that said something else than the problem. Each
+// now names it (in English here; the table above checks the Chinese).
+static void test_messages_name_the_problem(void **state) {
+    (void)state;
+    static const struct {
+        const char *args;
+        int status;
+        const char *say, *not_say;
+    } CASES[] = {
+        {"train --out DIR/m.bin --data DIR/empty.txt", 1, "empty.txt is empty", "V=0"},
+        {"train --out DIR/m.bin --data DIR/bomonly.txt", 1, "bomonly.txt is empty", "V=0"},
+        {"eval --data DIR/empty.txt", 1, "empty.txt is empty", "too short"},
+        {"lesson 12 --data DIR/empty.txt", 1, "empty.txt is empty", "too short"},
+        {"train --out DIR/m.bin --data DIR", 1, "is a folder, not a regular file", NULL},
+        {"eval --data DIR", 1, "is a folder", NULL},
+        {"lesson 2 --data DIR/nul.txt", 1, "nul.txt:2: byte 8 is a NUL byte; the data file must be text", "too long"},
+        {"lesson 4 --model DIR/t1.bin", 2, "lesson 4 needs a model whose context holds at least 2 tokens", "at most 0"},
+        {"lesson 5 --model DIR/t1.bin", 2, "this one holds 1", "at most 0"},
+        {"generate --paged --block-size 4096 --num-blocks 1000000", 1,
+         "the paged cache's 1000000 blocks of 4096 positions ask for 68.7 TiB", NULL},
+        // issue 29, 6: a token is printable UTF-8 text, shown escaped when it is not
+        {"lesson 2 --data DIR/tok_utf8.txt", 1, "tok_utf8.txt:2: token \"\\xFF\\xFE\" is not valid UTF-8 (byte 1)", NULL},
+        {"lesson 1 --data DIR/tok_esc.txt", 1, "token \"a\\x1B[31m\" holds the control character U+001B", "\x1b"},
+        {"lesson 9 --data DIR/tok_c1.txt", 1, "token \"a\\xC2\\x9B\" holds the control character U+009B", "\xc2"},
+        {"lesson 2 --format html >/dev/full", 1, "error writing standard output: No space left on device", NULL},
+        {"lesson 2 --format md >/dev/full", 1, "error writing standard output: No space left on device", NULL},
+    };
+    for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
+        char args[1024];
+        expand(args, sizeof args, CASES[i].args);
+        RunResult r = kvdemo_run(args);
+        if (r.status != CASES[i].status)
+            fail_msg("kvdemo %s: exit status expected %d, got %d: %s", args, CASES[i].status, r.status, r.err);
+        if (!strstr(r.err, CASES[i].say) || (CASES[i].not_say && strstr(r.err, CASES[i].not_say)))
+            fail_msg("kvdemo %s: expected \"%s\" in: %s", args, CASES[i].say, r.err);
+        run_free(&r);
+    }
+}
+
+// A byte order mark before the first line (Notepad) is no character: toy
+// data and a training text read the same with it and without it.
+static void test_byte_order_mark_skipped(void **state) {
+    (void)state;
+    char args[1024];
+    expand(args, sizeof args, "lesson 2 --trace full --format json --data DIR/toy.txt");
+    RunResult plain = kvdemo_run(args);
+    expand(args, sizeof args, "lesson 2 --trace full --format json --data DIR/bomtoy.txt");
+    RunResult bom = kvdemo_run(args);
+    if (plain.status != 0 || bom.status != 0)
+        fail_msg("lesson 2 on the toy data: exit status expected 0 and 0, got %d and %d: %s", plain.status, bom.status,
+                 bom.err);
+    assert_non_null(strstr(plain.out, "天"));   // the tokens were read at all
+    // line by line, the timings (and their ratio) left out
+    char *p = plain.out, *b = bom.out;
+    for (int line = 1; *p || *b; line++) {
+        char *pe = strchr(p, '\n'), *be = strchr(b, '\n');
+        if (!pe || !be) fail_msg("line %d: one output ends before the other", line);
+        *pe = *be = '\0';
+        if (!strstr(p, "\"timing\"") && !strstr(p, "_time_ratio") && strcmp(p, b) != 0)
+            fail_msg("line %d: expected (without the mark) %s, got (with it) %s", line, p, b);
+        p = pe + 1, b = be + 1;
+    }
+    run_free(&plain);
+    run_free(&bom);
+    // a training text: the same characters, no U+FEFF among them
+    TrainText a, c;
+    char path[512], err[512];
+    snprintf(path, sizeof path, "%s/text.txt", dir);
+    assert_int_equal(train_text_load(&a, path, NULL, 0, err, sizeof err), 0);
+    snprintf(path, sizeof path, "%s/bomtext.txt", dir);
+    assert_int_equal(train_text_load(&c, path, NULL, 0, err, sizeof err), 0);
+    if (a.n != c.n || a.V != c.V) fail_msg("with the mark: expected %lld tokens of %d, got %lld of %d", (long long)a.n, a.V,
+                                          (long long)c.n, c.V);
+    for (int i = 0; i < a.V; i++)
+        if (a.vocab[i] != c.vocab[i]) fail_msg("vocab[%d]: expected U+%04X, got U+%04X", i, a.vocab[i], c.vocab[i]);
+    for (int64_t i = 0; i < a.n; i++)
+        if (a.tokens[i] != c.tokens[i]) fail_msg("token %lld: expected %d, got %d", (long long)i, a.tokens[i], c.tokens[i]);
+    train_text_free(&a);
+    train_text_free(&c);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fail2_follows_the_message_language),
         cmocka_unit_test(test_lang_on_the_line_wins),
         cmocka_unit_test(test_errors_speak_the_users_language),
         cmocka_unit_test(test_notices_speak_the_users_language),
+        cmocka_unit_test(test_messages_name_the_problem),
+        cmocka_unit_test(test_byte_order_mark_skipped),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

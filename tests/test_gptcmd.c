@@ -286,6 +286,43 @@ static void test_train_eval(void **state) {
     unlink(out);
 }
 
+// Issue 29, 6: a model whose vocabulary holds control characters (ESC,
+// BEL: trained on such a text) cannot drive the terminal: generate, race,
+// generate --paged, lesson 10 and the Markdown page show them as \xNN; the
+// JSON text keeps them, escaped as JSON escapes them.
+static void test_control_characters_shown_escaped(void **state) {
+    (void)state;
+    char dir[64], path[128], args[512];
+    assert_int_equal(tmpdir_make(dir, sizeof dir, "ctl"), 0);
+    snprintf(path, sizeof path, "%s/text.txt", dir);
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    for (int i = 0; i < 200; i++) fputs("a\x1b" "b\x07", f);
+    assert_int_equal(fclose(f), 0);
+    snprintf(args, sizeof args, "train --preset tiny --iters 2 --data %s --out %s/ctl.bin", path, dir);
+    RunResult r = kvdemo_run(args);
+    if (r.status != 0) fail_msg("kvdemo %s: exit status %d: %s", args, r.status, r.err);
+    run_free(&r);
+    static const char *const RUNS[] = {"generate", "generate --format md", "race", "generate --paged", "lesson 10"};
+    for (size_t i = 0; i < sizeof RUNS / sizeof RUNS[0]; i++) {
+        snprintf(args, sizeof args, "%s --model %s/ctl.bin --prompt a --steps 40 --seed 1", RUNS[i], dir);
+        r = kvdemo_run(args);
+        if (r.status != 0) fail_msg("kvdemo %s: exit status %d: %s", args, r.status, r.err);
+        const char *esc = strchr(r.out, '\x1b'), *bel = strchr(r.out, '\x07');
+        if (esc || bel) fail_msg("kvdemo %s: a raw control character at byte %d", args, (int)((esc ? esc : bel) - r.out));
+        if (!strstr(r.out, "\\x1B") || !strstr(r.out, "\\x07"))
+            fail_msg("kvdemo %s: expected \\x1B and \\x07 in the text, got: %s", args, r.out);
+        run_free(&r);
+    }
+    snprintf(args, sizeof args, "generate --model %s/ctl.bin --prompt a --steps 40 --seed 1 --format json", dir);
+    r = kvdemo_run(args);
+    assert_int_equal(r.status, 0);
+    if (!strstr(r.out, "\\u001b") || !strstr(r.out, "\\u0007") || strchr(r.out, '\x1b'))
+        fail_msg("kvdemo %s: expected the text with \\u001b and \\u0007, got: %s", args, r.out);
+    run_free(&r);
+    assert_int_equal(tmpdir_remove(dir), 0);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_generate_same_text),
@@ -293,6 +330,7 @@ int main(void) {
         cmocka_unit_test(test_bench_csv),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_train_eval),
+        cmocka_unit_test(test_control_characters_shown_escaped),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

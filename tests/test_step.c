@@ -3,14 +3,17 @@
 // fresh screen each time, q quitting cleanly, b showing the screen before
 // again, screens that fit their width (--width); and a clear word when
 // --step cannot work (standard input not a terminal, JSON output).
+#define _XOPEN_SOURCE 600   // ptsname
 #include "testutil.h"
 
 #include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <unistd.h>
 
 static const char PROMPT[] = "-- Enter: next  b: back  q: quit --";
@@ -345,6 +348,72 @@ static void test_lesson10_races_on_a_terminal_only(void **state) {
     run_free(&r);
 }
 
+// The terminal's line modes of the pseudo-terminal behind t (its other end is
+// held open, so that they outlive the child that changed them).
+static tcflag_t term_lflag(int slave) {
+    struct termios m;
+    assert_int_equal(tcgetattr(slave, &m), 0);
+    return m.c_lflag & (ECHO | ICANON);
+}
+
+// Issue 29, 3: a signal at a pause once left the terminal without echo and
+// line editing for the shell that comes next. Sent at the first pause (or,
+// key "\x03", typed as Ctrl-C), each signal must end kvdemo as that signal
+// (the exit status says so) with ECHO and ICANON back. No shell runs between
+// the test and kvdemo, so none can put the modes back in its place.
+static void signal_at_pause(const char *const *args, const char *wait_for, int sig, const char *key) {
+    Term t;
+    term_start(&t, args);
+    int slave = open(ptsname(t.master), O_RDWR | O_NOCTTY);
+    assert_true(slave >= 0);
+    if (!term_wait_text(&t, wait_for, 1)) fail_msg("signal %d: \"%s\" never came: %s", sig, wait_for, t.out);
+    // The pause (or race) runs with echo and line editing off.
+    if (term_lflag(slave) != 0) fail_msg("signal %d: the terminal still echoes while kvdemo waits", sig);
+    if (key) assert_int_equal(write(t.master, key, strlen(key)), (ssize_t)strlen(key));
+    else assert_int_equal(kill(t.pid, sig), 0);
+    int status;
+    pid_t done = 0;
+    // Read what comes meanwhile, so that kvdemo never waits on a full terminal.
+    struct pollfd p = {t.master, POLLIN, 0};
+    for (int i = 0; i < 600 && (done = waitpid(t.pid, &status, WNOHANG)) == 0; i++) {
+        char sink[4096];
+        if (poll(&p, 1, 100) == 1 && read(t.master, sink, sizeof sink) <= 0) break;
+    }
+    if (done == 0) {   // a minute on: kvdemo did not end
+        kill(t.pid, SIGKILL);
+        done = waitpid(t.pid, &status, 0);
+    }
+    assert_int_equal(done, t.pid);
+    if (!WIFSIGNALED(status) || WTERMSIG(status) != sig)
+        fail_msg("signal %d: expected the exit status to report signal %d, got status 0x%x", sig, sig, (unsigned)status);
+    tcflag_t got = term_lflag(slave);
+    if (got != (ECHO | ICANON))
+        fail_msg("signal %d: terminal modes after the exit: expected ECHO %d ICANON %d, got ECHO %d ICANON %d", sig, 1, 1,
+                 (got & ECHO) != 0, (got & ICANON) != 0);
+    close(slave);
+    close(t.master);
+    free(t.out);
+}
+
+static void test_step_signal_restores_the_terminal(void **state) {
+    (void)state;
+    const char *args[] = {"lesson", "2", "--trace", "summary", "--step", NULL};
+    signal_at_pause(args, PROMPT, SIGINT, "\x03");   // Ctrl-C typed at the pause
+    signal_at_pause(args, PROMPT, SIGINT, NULL);
+    signal_at_pause(args, PROMPT, SIGTERM, NULL);
+    signal_at_pause(args, PROMPT, SIGHUP, NULL);
+    signal_at_pause(args, PROMPT, SIGQUIT, NULL);
+}
+
+// race turns echo off while it runs; Ctrl-C stops it cleanly (its own
+// handler), SIGTERM and SIGHUP end it with the terminal given back.
+static void test_race_signal_restores_the_terminal(void **state) {
+    (void)state;
+    const char *args[] = {"race", "--steps", "100000", "--seed", "42", NULL};
+    signal_at_pause(args, "without the cache  ", SIGTERM, NULL);
+    signal_at_pause(args, "without the cache  ", SIGHUP, NULL);
+}
+
 static void test_step_without_a_terminal_says_so(void **state) {
     (void)state;
     RunResult r = kvdemo_run("lesson 2 --step --trace none");
@@ -371,6 +440,8 @@ int main(void) {
         cmocka_unit_test(test_step_lesson7_grows_a_row_a_key),
         cmocka_unit_test(test_lesson10_races_on_a_terminal_only),
         cmocka_unit_test(test_step_without_a_terminal_says_so),
+        cmocka_unit_test(test_step_signal_restores_the_terminal),
+        cmocka_unit_test(test_race_signal_restores_the_terminal),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

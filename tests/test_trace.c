@@ -105,10 +105,40 @@ static void test_table_json_one_event_per_row(void **state) {
     free(out);
 }
 
+// Issue 29, 6: a string from a data file or a model's vocabulary may hold
+// bytes that are not UTF-8 and control characters. Its JSON line is valid
+// UTF-8 all the same, every control character escaped (JSON requires it
+// below 0x20; DEL and C1 so that the line cannot drive a terminal).
+static void test_json_strings_valid_utf8(void **state) {
+    (void)state;
+    char *out = NULL;
+    size_t size = 0;
+    FILE *f = open_memstream(&out, &size);
+    assert_non_null(f);
+    Trace tr;
+    trace_init(&tr, f);
+    tr.format = FORMAT_JSON;
+    tr.lesson = "t";
+    trace_textval(&tr, "te\x1bxt", "a\xff\x1b[31m\xc2\x9b\x7f\"\\\xe5\xa4\xa9\xed\xa0\x80\xe5\xa4");
+    fclose(f);
+    const char *want = "{\"lesson\":\"t\",\"event\":\"text\",\"name\":\"te\\u001bxt\",\"text\":"
+                       "\"a\\ufffd\\u001b[31m\\u009b\\u007f\\\"\\\\天\\ufffd\\ufffd\\ufffd\\ufffd\\ufffd\"}\n";
+    if (strcmp(out, want) != 0) fail_msg("expected %s got      %s", want, out);
+    for (size_t i = 0; i < size;) {
+        uint32_t c;
+        int len = utf8_decode(&c, (const unsigned char *)out + i, size - i);
+        if (len == 0) fail_msg("byte %zu: expected valid UTF-8, got 0x%02x", i, (unsigned char)out[i]);
+        if (c < 0x20 && c != '\n') fail_msg("byte %zu: a raw control character U+%04X", i, (unsigned)c);
+        i += (size_t)len;
+    }
+    free(out);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_table_text_lines_up),
         cmocka_unit_test(test_table_json_one_event_per_row),
+        cmocka_unit_test(test_json_strings_valid_utf8),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

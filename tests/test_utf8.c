@@ -4,6 +4,8 @@
 
 #include "utf8.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static void expect_decode(const char *bytes, size_t n, int want_len, uint32_t want_cp) {
@@ -58,11 +60,40 @@ static void test_width(void **state) {
     assert_int_equal(utf8_width("KV 缓存"), 7);
 }
 
+// Text shown on a terminal: newline, tab and CR LF as they are; ESC, a lone
+// CR, DEL, C1 and bytes that are not UTF-8 as \xNN; the rest unchanged.
+static void test_shown(void **state) {
+    (void)state;
+    const char *in = "a\x1b[31m\tb\r\nc\rd\x7f\xff\xc2\x9b\xe5\xa4\xa9\xe5\xa4";
+    const char *want = "a\\x1B[31m\tb\r\nc\\x0Dd\\x7F\\xFF\\xC2\\x9B\xe5\xa4\xa9\\xE5\\xA4";
+    char out[128];
+    size_t n = utf8_shown(out, sizeof out, in, strlen(in));
+    if (strcmp(out, want) != 0) fail_msg("expected \"%s\", got \"%s\"", want, out);
+    assert_int_equal(n, strlen(want));
+    // cut to the buffer, NUL-ended, the whole length returned
+    char small[6];
+    assert_int_equal(utf8_shown(small, sizeof small, in, strlen(in)), strlen(want));
+    assert_string_equal(small, "a\\x1B");
+    // the same through a FILE
+    char *buf = NULL;
+    size_t size = 0;
+    FILE *f = open_memstream(&buf, &size);
+    assert_non_null(f);
+    assert_int_equal(utf8_put_shown(f, in, strlen(in)), 0);
+    fclose(f);
+    if (strcmp(buf, want) != 0) fail_msg("utf8_put_shown: expected \"%s\", got \"%s\"", want, buf);
+    free(buf);
+    // plain text is unchanged
+    assert_int_equal(utf8_shown(out, sizeof out, "ROMEO:\n天气", 13), 13);
+    assert_string_equal(out, "ROMEO:\n天气");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_decode),
         cmocka_unit_test(test_encode_round_trip),
         cmocka_unit_test(test_width),
+        cmocka_unit_test(test_shown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
