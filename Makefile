@@ -6,6 +6,7 @@
 #                 with the portable ones (installs cmocka when it can);
 #                 TEST='*cache*' runs only the tests whose name matches
 #   make asan     the same tests under AddressSanitizer + UBSan
+#   make coverage the tests built with gcov, then line and branch coverage per file
 #   make bench    cache against no cache up to 1024 tokens, and training (kvdemo bench: a lesson's minute)
 #   make data     download tinyshakespeare (for training) and check its sha256
 #   make fuzz     build the fuzz targets with clang and run each FUZZ_SECONDS (60)
@@ -39,7 +40,7 @@ TESTS    = $(patsubst tests/%.c,$(BUILD)/tests/%,$(wildcard tests/test_*.c))
 TESTLIB  = $(patsubst %.c,$(BUILD)/%.o,$(filter-out $(wildcard tests/test_*.c),$(wildcard tests/*.c))) \
            $(BUILD)/tests/fuzz/targets.o
 
-.PHONY: all run test check asan debug bench data install uninstall clean fuzz fuzz-build
+.PHONY: all run test check asan coverage debug bench data install uninstall clean fuzz fuzz-build
 # The shared test objects are kept between builds.
 .SECONDARY: $(TESTLIB)
 
@@ -99,6 +100,15 @@ $(BUILD)/tests/test_%: tests/test_%.c $(LIBOBJ) $(TESTLIB) $(BUILD)/flags
 asan: tests/need-cmocka
 	@KVDEMO_SANITIZED=1 $(MAKE) --no-print-directory check BUILD=build-asan BIN=build-asan/kvdemo \
 	  OPT="-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all"
+
+# Line and branch coverage of src/ and lessons/ by the whole suite: the tests
+# built with --coverage into build-cov/ (the counts of an earlier run are
+# cleared first), then tests/coverage.sh reads gcov's counts. -O0, so that
+# every line and branch of the C is one gcov can see.
+coverage: tests/need-cmocka
+	@find build-cov -name '*.gcda' -delete 2>/dev/null || true
+	@$(MAKE) --no-print-directory check BUILD=build-cov BIN=build-cov/kvdemo OPT="-O0 --coverage" || true
+	@sh tests/coverage.sh build-cov
 
 # The parsers fed random inputs by libFuzzer (clang only; tests/fuzz/): each
 # target runs FUZZ_SECONDS from its seed corpus, with AddressSanitizer and
@@ -163,4 +173,4 @@ uninstall:
 	-rmdir $(DATADIR)/data $(DATADIR)/docs/zh $(DATADIR)/docs $(DATADIR) 2>/dev/null
 
 clean:
-	rm -rf build build-asan build-debug build-portable build-fuzz kvdemo
+	rm -rf build build-asan build-debug build-portable build-fuzz build-cov kvdemo

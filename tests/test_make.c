@@ -235,7 +235,8 @@ static void test_gitignore_keeps_outputs_out(void **state) {
     // What make builds, what training and the README's examples write.
     static const char *const outputs[] = {
         "kvdemo", "build/src/utf8.o", "build/tests/test_make", "build-portable/kvdemo", "build-asan/kvdemo",
-        "build-debug/kvdemo", "build-fuzz/fuzz_text", "data/tinyshakespeare.txt", "data/my-gpt.bin",
+        "build-debug/kvdemo", "build-fuzz/fuzz_text", "build-cov/kvdemo", "data/my-gpt.bin.tmp.Xk3p9Q",
+        "data/my-gpt.bin.lock", "data/tinyshakespeare.txt", "data/my-gpt.bin",
         "data/my-gpt.bin.ckpt", "data/my-gpt.bin.ckpt.tmp", "data/my-gpt.csv", "my-model.bin",
         "my-model.bin.ckpt", "models/run1.bin.ckpt", "models/run1.bin.tmp", "bench.svg", "lesson2.html",
         "lesson2.md",
