@@ -169,6 +169,27 @@ static int summing_order(Shared *x, Trace *tr, const Options *opt) {
     return 0;
 }
 
+// Which windows of the validation split the loss below is taken over: as
+// many as LESSON_WINDOWS, evenly spaced (kvvariant_eval's choice), by index.
+static void say_windows(Trace *tr, const Shared *x, int T) {
+    int64_t n_train = x->text.n * 9 / 10, count = kvvariant_window_count(n_train, x->text.n, T);
+    int64_t use = count < LESSON_WINDOWS ? count : LESSON_WINDOWS;
+    char list[LESSON_WINDOWS * 24] = "";
+    for (int64_t i = 0; i < use; i++) {
+        size_t at = strlen(list);
+        snprintf(list + at, sizeof list - at, "%s%lld", i ? ", " : "", (long long)kvvariant_window_index(i, count, use));
+    }
+    trace_count(tr, "val_windows", count, NULL, NULL);
+    trace_count(tr, "val_windows_used", use, NULL, NULL);
+    trace_sayf(tr,
+               "Validation loss: %lld of the %lld windows of %d characters in the last 10%% of %s, evenly spaced:\n"
+               "windows %s (counted from 0). Each window's keys and values go through the cache\n"
+               "(kvdemo eval --kv-dtype TYPE takes every window).\n",
+               "验证损失：%lld 个窗口，均匀取自 %lld 个 %d 字符的窗口（%s 的最后 10%%）：\n"
+               "第 %s 个窗口（从 0 数起）。每个窗口的键和值都经过该缓存（kvdemo eval --kv-dtype TYPE 计算全部窗口）。\n",
+               (long long)use, (long long)count, T, x->data, list);
+}
+
 // 3: a smaller cache. Returns 0, or 1 when memory ran out.
 static int smaller_cache(Shared *x, Trace *tr, const Options *opt) {
     const GptModel *m = &x->m;
@@ -187,12 +208,7 @@ static int smaller_cache(Shared *x, Trace *tr, const Options *opt) {
                "每 %d 个词元一组共享一个缩放因子，最新的不完整分组保持全精度（KIVI）。每个词元的字节数按全部 %d 个模块、紧凑存放计算。",
                KV_KEY_GROUP, g.L);
     if (x->have_text)
-        trace_sayf(tr,
-                   "Validation loss: the first %d windows of %d of the last 10%% of %s, each window's keys\n"
-                   "and values through the cache (kvdemo eval --kv-dtype TYPE takes the whole split).\n",
-                   "验证损失：前 %d 个窗口（每个 %d 个字符），取自 %s 的最后 10%%，每个窗口的键和值都经过该缓存\n"
-                   "（kvdemo eval --kv-dtype TYPE 计算整个验证集）。\n",
-                   LESSON_WINDOWS, g.T, x->data);
+        say_windows(tr, x, g.T);
     else
         trace_say(tr, "(give --data FILE, or run `make data`, for the validation loss)\n",
                   "（给出 --data FILE 或运行 `make data`，即可得到验证损失）\n");

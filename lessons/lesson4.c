@@ -397,8 +397,9 @@ static void prefill_against_decode(Shared *x, Trace *tr) {
               sec[0][npos - 1], repeat);
     show_kind(tr, "decode", "cached step at the last position", "使用缓存：最后一个位置", g, 1, pos[npos - 1],
               sec[1][npos - 1], repeat);
-    double weights_mb = 4.0 * (double)m->num_params * 1e-6;
     int tl = pos[npos - 1];
+    // the decode row's "W MB": what a cached step reads of the weights
+    double weights_mb = gpt_cost(g, 1, tl).weight_bytes * 1e-6;
     double rate_many = flops_total(count_flops(g, tl + 1, 0)) / sec[0][npos - 1];
     double rate_one = flops_total(count_flops(g, 1, tl)) / sec[1][npos - 1];
     trace_value(tr, "gflop_per_s_ratio", rate_many / rate_one, "x", NULL, NULL);
@@ -409,14 +410,15 @@ static void prefill_against_decode(Shared *x, Trace *tr) {
                "%.1f 倍（机器繁忙时耗时会波动；--repeat 11 更稳定）。",
                tl + 1, rate_many * 1e-9, rate_one * 1e-9, rate_many / rate_one);
     trace_sayf(tr,
-               "\nA cached step (decode) reads every weight, %.1f MB, to do about 2 FLOPs per weight: about\n"
-               "0.5 FLOP per byte. The processor could do far more arithmetic per byte than that, so decode is\n"
-               "limited by how fast memory delivers the weights: it is memory-bandwidth bound. A step of many\n"
-               "rows (the prefill, or a step without the cache) uses each weight once per row, so its FLOPs per\n"
-               "byte grow with the rows and it is limited by the arithmetic instead (compute bound): compare\n"
-               "the GFLOP/s. (A small model may sit partly in the processor's caches, so its GB/s can exceed\n"
-               "the memory's.)",
-               "\n使用缓存的一步（解码）要读取全部权重 %.1f MB，每个权重只做约 2 次运算：约每字节 0.5 次。\n"
+               "\nA cached step (decode) reads %.2f MB of weights (every block's and the head's, and one row of each\n"
+               "embedding: its W MB above) to do about 2 FLOPs per weight: about 0.5 FLOP per byte. The\n"
+               "processor could do far more arithmetic per byte than that, so decode is limited by how fast\n"
+               "memory delivers the weights: it is memory-bandwidth bound. A step of many rows (the prefill, or\n"
+               "a step without the cache) uses each weight once per row, so its FLOPs per byte grow with the\n"
+               "rows and it is limited by the arithmetic instead (compute bound): compare the GFLOP/s. (A small\n"
+               "model may sit partly in the processor's caches, so its GB/s can exceed the memory's.)",
+               "\n使用缓存的一步（解码）要读取 %.2f MB 权重（每个模块和输出层的全部权重，加上每个嵌入表的一行：\n"
+               "即上表的“权重 MB”），每个权重只做约 2 次运算：约每字节 0.5 次。\n"
                "处理器每字节能做的运算远多于此，所以解码受限于内存送来权重的速度：它是内存带宽受限的。\n"
                "多行的一步（预填充，或不使用缓存的一步）每个权重每行用一次，每字节的运算数随行数增长，\n"
                "于是受限于运算本身（计算受限）：比较 GFLOP/s 即可看出。（小模型可能部分放在处理器缓存里，\n"

@@ -363,8 +363,51 @@ static int sharing_saved(Scene *sc, Trace *tr, int N, int stride, int NB) {
     return 0;
 }
 
-// Prefix sharing: request A computes the first tokens of sample 0's
-// text; request B, with the same text, finds A's full blocks by hash.
+// The first of seqs[0 .. n-1] whose table holds every one of blocks (k), or -1.
+static int holder_of(const KvSeq *seqs, int n, const int *blocks, int k) {
+    for (int j = 0; j < n; j++) {
+        int all = 1;
+        for (int i = 0; i < k && all; i++) {
+            int found = 0;
+            for (int t = 0; t < seqs[j].num_blocks && !found; t++) found = seqs[j].table[t] == blocks[i];
+            all = found;
+        }
+        if (all) return j;
+    }
+    return -1;
+}
+
+// Whose blocks request B reused: the lookup takes the first block in the
+// pool with each hash, which is a sample's while a sample still holds the
+// prefix (request A, computed without a lookup, then holds copies), else
+// request A's. Counted as reused_from_sample: the sample, or -1 for A.
+static void say_reused(Trace *tr, const Scene *sc, const KvSeq *a, const KvSeq *b, int N, int reused, int computed) {
+    int k = b->num_blocks < reused / b->pool->B ? b->num_blocks : reused / b->pool->B;
+    char found[128] = "", copies[128] = "";
+    for (int i = 0; i < k; i++) {
+        size_t at = strlen(found), ac = strlen(copies);
+        snprintf(found + at, sizeof found - at, "%s%d", i ? ", " : "", b->table[i]);
+        if (i < a->num_blocks) snprintf(copies + ac, sizeof copies - ac, "%s%d", i ? ", " : "", a->table[i]);
+    }
+    int j = holder_of(sc->seqs, N + 1, b->table, k);   // the samples, then A
+    trace_count(tr, "reused_from_sample", j < N ? j : -1, NULL, NULL);
+    if (j >= 0 && j < N)
+        trace_sayf(tr,
+                   "  request B: reused %d positions (%d blocks), computed %d. The blocks found, %s, are sample %d's:\n"
+                   "  request A, computed without a lookup, holds copies of them (%s) that B does not use.",
+                   "  请求 B：复用 %d 个位置（%d 块），计算 %d 个。找到的块 %s 是样本 %d 的：\n"
+                   "  请求 A 没有查找就完整计算，它的块（%s）是这些块的重复，B 没有用到。",
+                   reused, k, computed, found, j, copies);
+    else
+        trace_sayf(tr,
+                   "  request B: reused %d positions (%d blocks), computed %d. The blocks found, %s, are %s.",
+                   "  请求 B：复用 %d 个位置（%d 块），计算 %d 个。找到的块 %s %s。", reused, k, computed, found,
+                   j == N ? trace_text(tr, "request A's", "是请求 A 的") : trace_text(tr, "of several sequences", "分属几个序列"));
+}
+
+// Prefix sharing: request A computes the first tokens of sample 0's text
+// in full, without a lookup; request B, with the same text, looks its full
+// blocks up by hash, and the lesson says whose it found.
 static int prefix_sharing(Scene *sc, Trace *tr, int B, int N, int stride) {
     const GptModel *m = &sc->m;
     int T = m->cfg.T;
@@ -376,12 +419,12 @@ static int prefix_sharing(Scene *sc, Trace *tr, int B, int N, int stride) {
     KvSeq *a = &sc->seqs[N], *b = &sc->seqs[N + 1], *c = &sc->seqs[N + 2];
     trace_sayf(tr,
                "Each full block gets hash(parent block's hash, its %d token ids). Request A computes the "
-               "first %d tokens of sample 0. Request B has the same %d tokens: it looks its full blocks up, "
-               "block by block, and reuses those found (reference + 1); its last token is always computed "
-               "(its logits are needed).",
-               "每个写满的块有一个哈希：hash(父块的哈希, 它的 %d 个 token id)。请求 A 计算样本 0 的前 %d 个 "
-               "token。请求 B 有同样的 %d 个 token：它逐块查找自己的完整块，找到的就复用（引用计数 + 1）；"
-               "最后一个 token 总要计算（需要它的 logits）。",
+               "first %d tokens of sample 0 in full, without a lookup. Request B has the same %d tokens: it "
+               "looks its full blocks up, block by block, and reuses the first block in the pool with each "
+               "hash (reference + 1); its last token is always computed (its logits are needed).",
+               "每个写满的块有一个哈希：hash(父块的哈希, 它的 %d 个 token id)。请求 A 不查找，完整计算样本 0 "
+               "的前 %d 个 token。请求 B 有同样的 %d 个 token：它逐块查找自己的完整块，复用池中第一个哈希相同的块"
+               "（引用计数 + 1）；最后一个 token 总要计算（需要它的 logits）。",
                B, n, n);
     trace_run(tr, "prefix");
     int V = m->cfg.V;
@@ -389,8 +432,7 @@ static int prefix_sharing(Scene *sc, Trace *tr, int B, int N, int stride) {
     if (!lg) return oom();
     memcpy(sc->logits_b, lg, sizeof(float) * (size_t)V);
     int reused = kvseq_share_prefix(b, text, n);
-    trace_sayf(tr, "  request B: reused %d positions (%d blocks); computed %d", "  请求 B：复用 %d 个位置（%d 块）；计算 %d 个",
-               reused, reused / B, n - reused);
+    say_reused(tr, sc, a, b, N, reused, n - reused);
     trace_count(tr, "prefix_tokens", n, NULL, NULL);
     trace_count(tr, "reused_positions", reused, NULL, NULL);
     trace_count(tr, "reused_blocks", reused / B, NULL, NULL);

@@ -368,6 +368,12 @@ static void print_report(Trace *tr, Report *r, const GptVariant *variant) {
             trace_sayf(tr, "      matmuls alone (a %d-token pass): %.1f GFLOP/s median, %.1f best = %.0f%% of the FMA loop run beside them",
                        "      单独计时矩阵乘（%d 个词元的一次完整计算）：中位数 %.1f GFLOP/s，最好 %.1f = 同时运行的 FMA 循环的 %.0f%%",
                        r->mm.tokens, r->mm.median_gflops, r->mm.best_gflops, 100 * r->mm.median_fraction);
+        // The FMA loop is the peak: matmuls well above it mean the loop was
+        // slowed (a check that once was a test, which a busy machine failed).
+        if (c == 0 && r->mm.tokens > 0 && r->mm.median_fraction > 1.1)
+            trace_say(tr, "      (more than 10% above the FMA loop, which should be the peak: the loop was slowed by other\n"
+                          "      work on the cores; run again on a quieter machine)",
+                      "      （比本应是峰值的 FMA 循环还快 10% 以上：FMA 循环被核上的其他任务拖慢了；请在较空闲的机器上重跑）");
     }
     trace_run(tr, NULL);
     int decimals;

@@ -146,11 +146,15 @@ void kvvariant_linear(const GptVariant *v, float *out, const float *in, const fl
 // ----------------------------------------------------------------------------
 // Validation loss through the cache
 
+int64_t kvvariant_window_count(int64_t start, int64_t end, int T) { return (end - start - 1) / T; }
+
+int64_t kvvariant_window_index(int64_t i, int64_t count, int64_t use) { return use >= count ? i : i * count / use; }
+
 int kvvariant_eval(double *loss, const GptModel *m, GptVariant *v, const int32_t *tokens, int64_t start,
                    int64_t end, int64_t max_windows) {
     GptConfig g = m->cfg;
     int T = g.T, C = g.C, V = g.V;
-    int64_t count = (end - start - 1) / T;
+    int64_t count = kvvariant_window_count(start, end, T);
     if (count < 1) return -1;
     int64_t use = max_windows > 0 && max_windows < count ? max_windows : count;
     GptState s;
@@ -166,7 +170,7 @@ int kvvariant_eval(double *loss, const GptModel *m, GptVariant *v, const int32_t
     }
     double total = 0;
     for (int64_t i = 0; i < use; i++) {
-        const int32_t *x = tokens + start + i * count / use * T;
+        const int32_t *x = tokens + start + kvvariant_window_index(i, count, use) * T;
         for (int t = 0; t < T; t++) in[t] = x[t];
         gpt_state_reset(&s);
         gpt_forward(&s, m, in, T, 0);

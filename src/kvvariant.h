@@ -82,6 +82,12 @@ int kvvariant_keeps_stale(const GptVariant *v);
 // go through v's cache (NULL: the plain one). Every row's logits come from
 // the final LayerNorm and head of its own residual stream. Returns 0, or -1
 // when memory ran out or the range holds no window.
+// The windows kvvariant_eval scores in tokens[start .. end-1]: count of T
+// there, and the index of the i-th of use of them (evenly spaced,
+// i * count / use; with use >= count, every window: i).
+int64_t kvvariant_window_count(int64_t start, int64_t end, int T);
+int64_t kvvariant_window_index(int64_t i, int64_t count, int64_t use);
+
 int kvvariant_eval(double *loss, const GptModel *m, GptVariant *v, const int32_t *tokens, int64_t start,
                    int64_t end, int64_t max_windows);
 

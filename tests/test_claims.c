@@ -177,6 +177,21 @@ static void test_claim11_exactness_wording(void **state) {
     check_says(rows, sizeof rows / sizeof rows[0]);
 }
 
+// Lesson 6.1's page: 81.5% wasted lies outside the article's 60-80% (the
+// vLLM paper's worst case keeps 20.4%), and request B reuses the blocks it
+// finds first, sample 0's with the defaults (A's duplicate them), not "A's"
+// as the page once said. (test_lesson61 checks whose the lesson finds.)
+static void test_claim_lesson61_waste_and_whose_blocks(void **state) {
+    (void)state;
+    file_says("docs/lesson-6.1.md", "81.5% of the reserved cache without a token:\nmore than the article's \"60–80%\"",
+              "the article's \"60–80%\" (the vLLM blog's rounding;");
+    file_says("docs/lesson-6.1.md", "81.5% wasted, more than the\n   article's \"60%-80%\"", "81.5% wasted, the article's");
+    file_says("docs/lesson-6.1.md", "sample 0's while sample 0 still holds them (A's blocks duplicate them)",
+              "request B reuses request A's");
+    file_says("docs/zh/lesson-6.1.md", "81.5% 没有 token：比文章的“60%-80%”还多", "这就是文章的“60%-80%”");
+    file_says("docs/zh/lesson-6.1.md", "样本 0 还存着它们时是样本 0 的（A 的块是重复的一份）", "复用 A 的 2 个满块");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_claim1_lesson1_second_layer),
@@ -188,6 +203,7 @@ int main(void) {
         cmocka_unit_test(test_claim9_lesson9),
         cmocka_unit_test(test_claim10_lesson10_reserve_and_mask),
         cmocka_unit_test(test_claim11_exactness_wording),
+        cmocka_unit_test(test_claim_lesson61_waste_and_whose_blocks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -276,6 +276,53 @@ static void test_lesson12(void **state) {
     run_free(&r);
 }
 
+// Lesson 12 says which windows its validation loss is over: 8 of the
+// split's, evenly spaced as kvdemo eval spaces them (window i * count / 8),
+// not "the first 8". 600 lines of 43 characters: the last 10% holds 2580
+// characters, (2580 - 1) / 32 = 80 windows of the tiny model's 32.
+static void test_lesson12_names_its_windows(void **state) {
+    (void)state;
+    char path[64], args[256];
+    snprintf(path, sizeof path, "/tmp/kvdemo-l12-%d.txt", (int)getpid());
+    FILE *f = fopen(path, "w");
+    if (!f) fail_msg("cannot write %s", path);
+    for (int i = 0; i < 600; i++) fputs("To be, or not to be: that is the question.\n", f);
+    fclose(f);
+    long n = 600 * 43, n_train = n * 9 / 10, count = (n - n_train - 1) / 32;
+    char list[128] = "";
+    for (long i = 0; i < 8; i++) {
+        size_t at = strlen(list);
+        snprintf(list + at, sizeof list - at, "%s%ld", i ? ", " : "", i * count / 8);
+    }
+    char en[2][160], zh[2][160];
+    snprintf(en[0], sizeof en[0], "8 of the %ld windows of 32 characters", count);
+    snprintf(en[1], sizeof en[1], "windows %s (counted from 0)", list);
+    snprintf(zh[0], sizeof zh[0], "8 个窗口，均匀取自 %ld 个 32 字符的窗口", count);
+    snprintf(zh[1], sizeof zh[1], "第 %s 个窗口（从 0 数起）", list);
+    for (int k = 0; k < 2; k++) {
+        snprintf(args, sizeof args, "lesson 12 --model %s --steps 4 --data %s --lang %s", model, path, k ? "zh" : "en");
+        RunResult r = kvdemo_run(args);
+        if (r.status != 0) fail_msg("%s: exit %d: %s", args, r.status, r.err);
+        for (int i = 0; i < 2; i++) {
+            const char *want = k ? zh[i] : en[i];
+            if (!strstr(r.out, want)) fail_msg("%s: expected \"%s\" in:\n%s", args, want, r.out);
+        }
+        if (strstr(r.out, "the first 8 windows") || strstr(r.out, "前 8 个窗口"))
+            fail_msg("%s: still says the first 8 windows", args);
+        run_free(&r);
+    }
+    snprintf(args, sizeof args, "lesson 12 --model %s --steps 4 --data %s --format json", model, path);
+    int ne;
+    Event *e = kvdemo_json(args, &ne);
+    const Event *total = events_find(e, ne, "count", NULL, -1, "val_windows");
+    const Event *used = events_find(e, ne, "count", NULL, -1, "val_windows_used");
+    if (!total || !used) fail_msg("%s: expected counts val_windows and val_windows_used", args);
+    if (total->value != count || used->value != 8)
+        fail_msg("%s: expected %ld windows, 8 used; got %g and %g", args, count, total->value, used->value);
+    events_free(e, ne);
+    unlink(path);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bugs_diverge_where_predicted),
@@ -284,6 +331,7 @@ int main(void) {
         cmocka_unit_test(test_bug_refused),
         cmocka_unit_test(test_generate_options),
         cmocka_unit_test(test_lesson12),
+        cmocka_unit_test(test_lesson12_names_its_windows),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -187,6 +187,37 @@ static void test_prefill_and_decode(void **state) {
         fail_msg("expected decode < 1 FLOP/B and a 32-row step > 10x that, got %g and %g", intensity[2], intensity[1]);
 }
 
+// What a cached step reads of the weights, tensor by tensor (the chapter's
+// model: per block ln1, query, key, value, output, ln2, fc1, fc2; then ln_f,
+// the head, and one row of each embedding): the decode row's weight_bytes,
+// and the figure the sentence under the table gives, in both languages (it
+// once gave every parameter, embeddings whole, beside the table's figure).
+static double decode_weight_bytes(int L, int C, int V) {
+    double block = 2.0 * C + 4 * ((double)C * C + C) + 2.0 * C + ((double)C * 4 * C + 4 * C) + (4.0 * C * C + C);
+    return 4 * (L * block + 2.0 * C + (double)C * V + V + C + C);
+}
+
+static void test_decode_reads_the_tables_weights(void **state) {
+    const Json *j = *state;
+    double want = decode_weight_bytes(2, 64, 65);
+    expect_eq("decode weight_bytes", 0, want, need(j, "count", "decode", 0, "weight_bytes"));
+    char mb[32];
+    snprintf(mb, sizeof mb, "%.2f MB", want * 1e-6);
+    const char *says[2] = {"A cached step (decode) reads ", "使用缓存的一步（解码）要读取 "};
+    for (int lang = 0; lang < 2; lang++) {
+        RunResult r = kvdemo_run(lang ? "lesson 4 --init random --preset tiny --repeat 1 --lang zh"
+                                      : "lesson 4 --init random --preset tiny --repeat 1 --lang en");
+        if (r.status != 0) fail_msg("lesson 4 exited with %d: %s", r.status, r.err);
+        const char *at = strstr(r.out, says[lang]);
+        if (!at) fail_msg("lesson 4 (%s): no \"%s\" in:\n%s", lang ? "zh" : "en", says[lang], r.out);
+        at += strlen(says[lang]);
+        if (strncmp(at, mb, strlen(mb)))
+            fail_msg("lesson 4 (%s): expected \"%s%s\" (the decode row's W MB), got \"%.*s\"", lang ? "zh" : "en", says[lang],
+                     mb, (int)strlen(mb), at);
+        run_free(&r);
+    }
+}
+
 static void test_text_both_languages(void **state) {
     (void)state;
     const char *en[] = {"FLOPs per token", "Time per token", "█", "░", "identical bit for bit", "n·p + n(n−1)/2",
@@ -254,6 +285,7 @@ int main(void) {
         cmocka_unit_test(test_row_formulas),
         cmocka_unit_test(test_timings_and_logits),
         cmocka_unit_test(test_prefill_and_decode),
+        cmocka_unit_test(test_decode_reads_the_tables_weights),
         cmocka_unit_test(test_text_both_languages),
         cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_chart_in_the_trace),

@@ -6,6 +6,8 @@
 //
 //   test_block_table_and_slots     slot = table[p / B] * B + p % B at every step
 //   test_fork_and_copy_on_write    fork and cow events, counts, blocks saved
+//   test_prefix_whose_blocks       B reuses sample 0's blocks while sample 0 holds the prefix (A's
+//                                  are copies), A's once the samples passed the context; said so
 //   test_prefix_and_same_logits    2 blocks reused for 10 tokens with B = 4; none
 //                                  after an early change; paged = contiguous bit
 //                                  for bit for every block size, past the context
@@ -133,6 +135,52 @@ static void test_fork_and_copy_on_write(void **state) {
     if (fabs(saved - (double)(without - used) / (double)without) > 1e-9)
         fail_msg("blocks_saved: expected (%lld - %lld) / %lld, got %g", (long long)without, (long long)used, (long long)without, saved);
     if (used > without) fail_msg("more physical blocks (%lld) than table entries (%lld)", (long long)used, (long long)without);
+}
+
+// The prefix run's block events: request A's allocations (before the first
+// share) and the blocks request B shared, in order.
+static void prefix_blocks(const Lesson *l, int *a_alloc, int *na, int *shared, int *ns) {
+    static BlockEvent ev[4096];
+    int n = block_events(l, ev, 4096);
+    *na = *ns = 0;
+    for (int i = 0; i < n; i++) {
+        if (strcmp(ev[i].run, "prefix")) continue;
+        if (!strcmp(ev[i].name, "share") && *ns < 8) shared[(*ns)++] = ev[i].block;
+        else if (!strcmp(ev[i].name, "alloc") && *ns == 0 && *na < 8) a_alloc[(*na)++] = ev[i].block;
+    }
+}
+
+// Whose blocks request B reuses: request A is computed without a lookup,
+// so while sample 0 still holds the prompt's first blocks (4 steps) the
+// lookup finds sample 0's and A's are copies; past the context (40 steps,
+// the samples' caches rebuilt from a later window) it finds A's. The
+// lesson counts and says which.
+static void test_prefix_whose_blocks(void **state) {
+    const Lesson *l = *state;   // 40 steps
+    int a[8], na, sh[8], ns;
+    prefix_blocks(l, a, &na, sh, &ns);
+    if (ns != 2 || na < 2) fail_msg("40 steps: expected 2 shared blocks after A's allocations, got %d and %d", ns, na);
+    for (int i = 0; i < 2; i++)
+        if (sh[i] != a[i]) fail_msg("40 steps: B's block %d is %d, expected A's %d", i, sh[i], a[i]);
+    assert_int_equal(count(l, "prefix", -1, "reused_from_sample"), -1);
+    JsonRun *j = json_run_start("lesson 6.1 --init random --preset tiny --repeat 1 --steps 4 --format json");
+    if (!j) fail_msg("lesson 6.1 --steps 4 --format json did not run");
+    prefix_blocks(j, a, &na, sh, &ns);
+    if (ns != 2 || na < 2) fail_msg("4 steps: expected 2 shared blocks after A's allocations, got %d and %d", ns, na);
+    for (int i = 0; i < 2; i++)
+        for (int k = 0; k < na; k++)
+            if (sh[i] == a[k]) fail_msg("4 steps: B reused block %d, one of A's copies; expected sample 0's", sh[i]);
+    assert_int_equal(count(j, "prefix", -1, "reused_from_sample"), 0);
+    json_run_free(j);
+    static const char *const says[2][2] = {{"are sample 0's", "holds copies of them"}, {"是样本 0 的", "是这些块的重复"}};
+    for (int k = 0; k < 2; k++) {
+        RunResult r = kvdemo_run(k ? "lesson 6.1 --init random --preset tiny --repeat 1 --steps 4 --lang zh"
+                                   : "lesson 6.1 --init random --preset tiny --repeat 1 --steps 4 --lang en");
+        if (r.status != 0) fail_msg("lesson 6.1 --steps 4: exit %d: %s", r.status, r.err);
+        for (int i = 0; i < 2; i++)
+            if (!strstr(r.out, says[k][i])) fail_msg("lesson 6.1 --steps 4 (%s): expected \"%s\"", k ? "zh" : "en", says[k][i]);
+        run_free(&r);
+    }
 }
 
 static void test_prefix_and_same_logits(void **state) {
@@ -375,6 +423,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_block_table_and_slots),
         cmocka_unit_test(test_fork_and_copy_on_write),
+        cmocka_unit_test(test_prefix_whose_blocks),
         cmocka_unit_test(test_prefix_and_same_logits),
         cmocka_unit_test(test_workload_waste),
         cmocka_unit_test(test_block_size_timing),

@@ -9,6 +9,12 @@
 //   test_traffic_table      the two tables' JSON rows: MB of those loops, the measured times and peaks
 //   test_measured           timings and peak memory present and sane; flash-decoding identical
 //   test_text_and_errors    both languages, and bad options (one line on stderr, exit 2)
+//   test_formulas_printed   the traffic formulas the text prints (with their ceilings), evaluated
+//                           here, give every cell of the table
+//   test_peaks_in_mib       the peaks are labelled MiB, the unit getrusage's KiB / 1024 gives
+//   test_rounding_said_once "NOT identical" is explained once: another order, exact in exact arithmetic
+//   test_large_values       a --data file with W_V x 100 is within the bound relative to max|V|, not
+//                           "a bug in kvdemo"; numbers that overflow float32 are named as such
 //   test_flash_in_the_gpt   lesson 10 and generate with --attention flash: cached = uncached text and logits
 #include "testutil.h"
 
@@ -16,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char *const ARGS = "lesson 6.3 --format json --max-n 1024 --repeat 1 --init random --preset tiny";
 static const char *const FIXTURES = "tests/fixtures/toy_tensors.txt";
@@ -222,8 +229,8 @@ static void test_traffic_table(void **state) {
     if (n != 1 || ncells[0] != 5) fail_msg("table measured: expected 1 row of 5 cells, got %d rows", n);
     double want[] = {1024, need(l, "timing", "measured", -1, "plain_N1024")->seconds,
                      need(l, "timing", "measured", -1, "tiled_N1024")->seconds,
-                     need(l, "value", "measured", -1, "plain_peak_mb_N1024")->value,
-                     need(l, "value", "measured", -1, "tiled_peak_mb_N1024")->value};
+                     need(l, "value", "measured", -1, "plain_peak_mib_N1024")->value,
+                     need(l, "value", "measured", -1, "tiled_peak_mib_N1024")->value};
     const double tol[] = {0, 5e-5, 5e-5, 0.05, 0.05};
     for (int c = 0; c < 5; c++)
         if (!(fabs(cells[0][c] - want[c]) <= tol[c] + 1e-9))
@@ -238,10 +245,10 @@ static void test_measured(void **state) {
         if (!(s > 0 && s < 60)) fail_msg("%s: expected a time between 0 and 60 s, got %g", times[i], s);
     }
     // Plain holds P (1024 x 1024 floats, 4 MiB); tiled one row of a tile.
-    double plain = need(l, "value", "measured", -1, "plain_peak_mb_N1024")->value;
-    double tiled = need(l, "value", "measured", -1, "tiled_peak_mb_N1024")->value;
-    if (!(plain > tiled)) fail_msg("peak memory at N = 1024: expected plain > tiled, got %g MB and %g MB", plain, tiled);
-    if (!(plain >= 4.0)) fail_msg("plain peak at N = 1024: expected at least the 4 MiB of P, got %g MB", plain);
+    double plain = need(l, "value", "measured", -1, "plain_peak_mib_N1024")->value;
+    double tiled = need(l, "value", "measured", -1, "tiled_peak_mib_N1024")->value;
+    if (!(plain > tiled)) fail_msg("peak memory at N = 1024: expected plain > tiled, got %g MiB and %g MiB", plain, tiled);
+    if (!(plain >= 4.0)) fail_msg("plain peak at N = 1024: expected at least the 4 MiB of P, got %g MiB", plain);
     double sum_diff = need(l, "value", "measured", -1, "checksum_diff_N1024")->value;
     if (!(sum_diff < 1e-3)) fail_msg("sum of O, plain vs tiled: expected a difference below 1e-3, got %g", sum_diff);
     if (events_find(l->e, l->n, "timing", "measured", -1, "plain_N4096"))
@@ -273,7 +280,7 @@ static void test_text_and_errors(void **state) {
     r = kvdemo_run("lesson 6.3 --max-n 1024 --repeat 1 --init random --preset tiny --lang en");
     if (r.status != 0) fail_msg("lesson 6.3 exited with %d: %s", r.status, r.err);
     const char *en[] = {"online softmax", "above the diagonal, skipped", "identical bit for bit", "Bc=192",
-                        "Within 1e-6 of lesson 2: yes"};
+                        "Within 1e-6 x max|V| = 4.1e-07 of lesson 2"};
     for (size_t i = 0; i < sizeof en / sizeof en[0]; i++)
         if (!strstr(r.out, en[i])) fail_msg("lesson 6.3: expected \"%s\" in the text", en[i]);
     run_free(&r);
@@ -281,6 +288,160 @@ static void test_text_and_errors(void **state) {
     expect_failure("lesson 6.3 --tile 0", 2, "--tile");
     expect_failure("generate --attention fast", 2, "plain|flash");
     expect_failure("generate --init random --preset tiny --tile 8", 2, "--attention flash");
+}
+
+// Evaluated as the text prints them: Algorithm 1, 2 N d + ceil(N / Bc)(3 N d
+// + 4 N); FlashAttention-2's order, 2 N d + N + ceil(N / Br) 2 N d.
+static double printed_fa1(int64_t Nn, int64_t d, int64_t Bc) {
+    return 2.0 * Nn * d + (double)((Nn + Bc - 1) / Bc) * (3.0 * Nn * d + 4.0 * Nn);
+}
+static double printed_fa2(int64_t Nn, int64_t d, int64_t Br) {
+    return 2.0 * Nn * d + (double)Nn + (double)((Nn + Br - 1) / Br) * 2.0 * Nn * d;
+}
+
+// The formulas the lesson prints are the ones its table computes: with the
+// ceilings (N / Bc without them gives other cells at Bc = 48 and 192).
+static void test_formulas_printed(void **state) {
+    (void)state;
+    static const char *const langs[2] = {"en", "zh"};
+    for (int k = 0; k < 2; k++) {
+        char args[160];
+        snprintf(args, sizeof args, "lesson 6.3 --max-n 1024 --repeat 1 --init random --preset tiny --lang %s", langs[k]);
+        RunResult r = kvdemo_run(args);
+        if (r.status != 0) fail_msg("%s exited with %d: %s", args, r.status, r.err);
+        const char *must[] = {"2 N d + ceil(N / Bc)(3 N d + 4 N)", "2 N d + N + ceil(N / Br) 2 N d", "ceil(N / Bc) "};
+        for (int i = 0; i < 3; i++)
+            if (!strstr(r.out, must[i])) fail_msg("%s: expected \"%s\" in the text", args, must[i]);
+        const char *must_not[] = {"+ (N / Bc)(", "+ (N / Br) ", " N / Bc key tiles", " N / Bc 个键块"};
+        for (int i = 0; i < 4; i++)
+            if (strstr(r.out, must_not[i])) fail_msg("%s: expected no \"%s\" (the table uses the ceiling)", args, must_not[i]);
+        run_free(&r);
+    }
+    static const int BC[] = {16, 32, 48, 64, 192};
+    for (int64_t Nn = 256; Nn <= 16384; Nn *= 2) {
+        for (int b = 0; b < 5; b++)
+            if (printed_fa1(Nn, 64, BC[b]) != walk(1, Nn, 64, BC[b], 64))
+                fail_msg("N = %lld, Bc = %d: the printed formula gives %.0f, the loops %.0f", (long long)Nn, BC[b],
+                         printed_fa1(Nn, 64, BC[b]), walk(1, Nn, 64, BC[b], 64));
+        if (printed_fa2(Nn, 64, 64) != walk(2, Nn, 64, 192, 64))
+            fail_msg("N = %lld, FA2: the printed formula gives %.0f, the loops %.0f", (long long)Nn, printed_fa2(Nn, 64, 64),
+                     walk(2, Nn, 64, 192, 64));
+    }
+}
+
+// getrusage gives KiB; the lesson divides by 1024, so its peaks are MiB and
+// say so, in the table's heads (both languages) and the JSON's names.
+static void test_peaks_in_mib(void **state) {
+    const Lesson *l = *state;
+    need(l, "value", "measured", -1, "plain_peak_mib_N1024");
+    need(l, "value", "measured", -1, "tiled_peak_mib_N1024");
+    if (!strstr(l->j->r.out, "\"unit\":\"MiB\"")) fail_msg("lesson 6.3 --format json: expected the peaks' unit \"MiB\"");
+    static const char *const args[2] = {"lesson 6.3 --max-n 1024 --repeat 1 --init random --preset tiny --lang en",
+                                        "lesson 6.3 --max-n 1024 --repeat 1 --init random --preset tiny --lang zh"};
+    static const char *const heads[2][2] = {{"plain peak MiB", "tiled peak MiB"}, {"普通峰值 MiB", "分块峰值 MiB"}};
+    for (int k = 0; k < 2; k++) {
+        RunResult r = kvdemo_run(args[k]);
+        if (r.status != 0) fail_msg("%s exited with %d: %s", args[k], r.status, r.err);
+        for (int i = 0; i < 2; i++)
+            if (!strstr(r.out, heads[k][i])) fail_msg("%s: expected the head \"%s\"", args[k], heads[k][i]);
+        if (strstr(r.out, "peak MB") || strstr(r.out, "峰值 MB")) fail_msg("%s: a peak still labelled MB", args[k]);
+        run_free(&r);
+    }
+}
+
+static int count_of(const char *s, const char *needle) {
+    int n = 0;
+    for (const char *p = s; (p = strstr(p, needle)); p += strlen(needle)) n++;
+    return n;
+}
+
+// The tiled output differs from lesson 2's by rounding (3e-8): the lesson
+// says why, once, and that FlashAttention is exact in exact arithmetic.
+static void test_rounding_said_once(void **state) {
+    (void)state;
+    static const char *const args[2] = {"lesson 6.3 --max-n 1024 --repeat 1 --init random --preset tiny --lang en",
+                                        "lesson 6.3 --max-n 1024 --repeat 1 --init random --preset tiny --lang zh"};
+    static const char *const once[2][2] = {{"another order", "(its Theorem 1)"}, {"另一种顺序", "（其定理 1）"}};
+    for (int k = 0; k < 2; k++) {
+        RunResult r = kvdemo_run(args[k]);
+        if (r.status != 0) fail_msg("%s exited with %d: %s", args[k], r.status, r.err);
+        const char *apart = strstr(r.out, k ? "不完全相同" : "NOT identical");
+        if (!apart) fail_msg("%s: expected the tiled output \"NOT identical\" to lesson 2's (3e-8 apart)", args[k]);
+        for (int i = 0; i < 2; i++) {
+            int n = count_of(r.out, once[k][i]);
+            if (n != 1) fail_msg("%s: expected \"%s\" once, got %d times", args[k], once[k][i], n);
+            if (strstr(r.out, once[k][i]) < apart) fail_msg("%s: \"%s\" before the difference it explains", args[k], once[k][i]);
+        }
+        run_free(&r);
+    }
+}
+
+// W_V x 100: V and the output 100 times larger, their rounding too
+// (1.9e-6 apart, past an absolute 1e-6). The bound is relative to the
+// largest |V|: 1e-6 x 41. Then numbers whose sums overflow float32: named.
+static const char *const BIG_V =
+    "scale 2\nX\n天 0.1 0.3 0.2 -0.1\n气 0.2 -0.1 0.4 0.5\n真 0.4 0.2 0.3 -0.1\n"
+    "W_Q\n0.3 -0.3 -0.1 0.2\n0.2 0.4 0.1 0.3\n0.1 0.2 0.3 0.5\n-0.3 0.3 0.4 -0.5\n"
+    "W_K\n0.1 0.8 0.2 -0.3\n0.6 0.5 -0.3 0.1\n-0.4 0.3 0.7 0.2\n0.6 -0.1 0.2 0.3\n"
+    "W_V\n-70 50 -90 10\n10 80 40 30\n40 20 -40 50\n10 20 10 -40\n";
+// V = X @ W_V = 3e38 everywhere (finite); plain attention's weighted mean
+// stays finite, the tiled loop's sum of two tiles' rows before dividing by
+// l does not.
+static const char *const OVERFLOW =
+    "scale 2\nX\n天 1 1 1 1\n气 1 1 1 1\n真 1 1 1 1\n"
+    "W_Q\n0.3 -0.3 -0.1 0.2\n0.2 0.4 0.1 0.3\n0.1 0.2 0.3 0.5\n-0.3 0.3 0.4 -0.5\n"
+    "W_K\n0.1 0.8 0.2 -0.3\n0.6 0.5 -0.3 0.1\n-0.4 0.3 0.7 0.2\n0.6 -0.1 0.2 0.3\n"
+    "W_V\n3e38 0 0 0\n0 3e38 0 0\n0 0 3e38 0\n0 0 0 3e38\n";
+
+static void write_text(const char *path, const char *text) {
+    FILE *f = fopen(path, "w");
+    if (!f) fail_msg("cannot write %s", path);
+    fputs(text, f);
+    fclose(f);
+}
+
+static void test_large_values(void **state) {
+    (void)state;
+    char dir[256], big[320], over[320], args[512];
+    if (tmpdir_make(dir, sizeof dir, "lesson63")) fail_msg("cannot make a temporary folder");
+    snprintf(big, sizeof big, "%s/big_v.txt", dir);
+    snprintf(over, sizeof over, "%s/overflow.txt", dir);
+    write_text(big, BIG_V);
+    write_text(over, OVERFLOW);
+    snprintf(args, sizeof args, "lesson 6.3 --data %s --max-n 1024 --repeat 1 --init random --preset tiny --format json", big);
+    int n;
+    Event *e = kvdemo_json(args, &n);
+    const Event *V = events_find(e, n, "tensor", "tiled", -1, "V");
+    const Event *c = events_find(e, n, "compare", "tiled", -1, "output_vs_plain");
+    const Event *b = events_find(e, n, "value", "tiled", -1, "output_bound");
+    if (!V || !c || !b) fail_msg("%s: expected V, output_vs_plain and output_bound", args);
+    double maxv = 0;
+    for (int i = 0; i < V->ndata; i++) maxv = fmax(maxv, fabs(V->data[i]));
+    if (fabs(maxv - 41) > 1e-4) fail_msg("W_V x 100: expected max|V| = 41, got %g", maxv);
+    if (fabs(b->value - 1e-6 * maxv) > 1e-12) fail_msg("output_bound: expected 1e-6 x %g, got %g", maxv, b->value);
+    if (!(c->max_abs_diff <= b->value)) fail_msg("W_V x 100: %g apart, past the bound %g", c->max_abs_diff, b->value);
+    events_free(e, n);
+    for (int k = 0; k < 2; k++) {
+        snprintf(args, sizeof args, "lesson 6.3 --data %s --max-n 1024 --repeat 1 --init random --preset tiny --lang %s", big,
+                 k ? "zh" : "en");
+        RunResult r = kvdemo_run(args);
+        if (r.status != 0 || strstr(r.err, "kvdemo")) fail_msg("%s: exit %d: %s", args, r.status, r.err);
+        if (!strstr(r.out, k ? "以内（输出是 V 各行的加权平均）：是" : "of lesson 2 (the output is a weighted mean of V's rows): yes"))
+            fail_msg("%s: expected the output within the bound, \"yes\"", args);
+        run_free(&r);
+        snprintf(args, sizeof args, "lesson 6.3 --data %s --max-n 1024 --repeat 1 --init random --preset tiny --lang %s", over,
+                 k ? "zh" : "en");
+        r = kvdemo_run(args);
+        if (r.status != 1) fail_msg("%s: expected exit 1, got %d", args, r.status);
+        const char *says = k ? "分块循环的累加和 O（最后才除以 l）超出了 float32 的范围" :
+                               "the tiled loop's sum O (divided by l only at the end) overflows float32";
+        if (!strstr(r.err, says) || !strstr(r.out, says)) fail_msg("%s: expected \"%s\" in the text and on stderr, got: %s", args, says, r.err);
+        if (strstr(r.err, "bug") || strstr(r.err, "缺陷")) fail_msg("%s: overflow called a bug: %s", args, r.err);
+        if (count_lines(r.err) != 1) fail_msg("%s: expected one line on stderr, got: %s", args, r.err);
+        run_free(&r);
+    }
+    unlink(big), unlink(over);
+    tmpdir_remove(dir);
 }
 
 static void test_flash_in_the_gpt(void **state) {
@@ -317,6 +478,10 @@ int main(void) {
         cmocka_unit_test(test_traffic_table),
         cmocka_unit_test(test_measured),
         cmocka_unit_test(test_text_and_errors),
+        cmocka_unit_test(test_formulas_printed),
+        cmocka_unit_test(test_peaks_in_mib),
+        cmocka_unit_test(test_rounding_said_once),
+        cmocka_unit_test(test_large_values),
         cmocka_unit_test(test_flash_in_the_gpt),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
