@@ -58,17 +58,30 @@ MeasureVerdict measure_verdict(Stats a, Stats b) {
 }
 
 double measure_sum_sd(const double *t, const unsigned char *kind, int n) {
-    double sq = 0;
-    int m = 0;
-    for (int i = 1; i + 1 < n; i++) {
-        if (kind && (kind[i - 1] != kind[i] || kind[i + 1] != kind[i])) continue;
-        double d2 = t[i - 1] - 2 * t[i] + t[i + 1];
-        sq += d2 * d2;
-        m++;
+    int b = n / MEASURE_BLOCKS > 1 ? n / MEASURE_BLOCKS : 1;   // steps per block
+    double sq = 0, prev2 = 0, prev1 = 0;
+    int m = 0, have = 0;   // have: full blocks in a row of the current kind
+    for (int i = 0; i < n;) {
+        if (i > 0 && kind && kind[i - 1] != kind[i]) have = 0;   // another kind of step begins
+        int j = i;
+        double sum = 0;
+        while (j < n && j - i < b && (!kind || kind[j] == kind[i])) sum += t[j++];
+        if (j - i < b) {   // the kind ended inside the block: it takes no part
+            have = 0;
+            i = j;
+            continue;
+        }
+        if (have >= 2) {
+            double d2 = prev2 - 2 * prev1 + sum;
+            sq += d2 * d2;
+            m++;
+        }
+        prev2 = prev1, prev1 = sum, have++;
+        i = j;
     }
     if (!m) return 0;
-    double sd_step = sqrt(sq / m / 6);   // var(t[i-1] - 2 t[i] + t[i+1]) = (1 + 4 + 1) σ²
-    return sd_step * sqrt((double)n);
+    double sd_block = sqrt(sq / m / 6);   // var(S[k-1] - 2 S[k] + S[k+1]) = (1 + 4 + 1) σ²
+    return sd_block * sqrt((double)n / b);
 }
 
 // The one-minute load average from /proc/loadavg, or -1.
@@ -88,25 +101,41 @@ MeasureMachine measure_machine(void) {
 
 int measure_busy(MeasureMachine m) { return m.cores > 0 && m.load > m.cores; }
 
+// v (> 0) to three significant digits, trailing zeros kept: 15.0, 2.20, 812.
+static void three_digits(char *out, size_t size, double v) {
+    int d = v > 0 ? 2 - (int)floor(log10(v)) : 2;
+    if (d < 0) d = 0;
+    snprintf(out, size, "%.*f", d, v);
+}
+
+// The unit of a time of s seconds, and what s is multiplied by.
+static const char *time_unit(double s, double *k) {
+    if (s >= 1) return *k = 1, "s";
+    if (s >= 1e-3) return *k = 1e3, "ms";
+    return *k = 1e6, "µs";
+}
+
 const char *measure_time_text(char *out, size_t size, double s) {
-    if (s >= 1) snprintf(out, size, "%.3g s", s);
-    else if (s >= 1e-3) snprintf(out, size, "%.3g ms", s * 1e3);
-    else snprintf(out, size, "%.3g µs", s * 1e6);
+    double k;
+    const char *unit = time_unit(s, &k);
+    char v[24];
+    three_digits(v, sizeof v, s * k);
+    snprintf(out, size, "%s %s", v, unit);
     return out;
 }
 
 const char *measure_spread_text(char *out, size_t size, Stats s) {
-    char med[32], lo[32], hi[32];
+    char med[40], lo[24], hi[24];
     measure_time_text(med, sizeof med, s.median);
     if (s.n < 2) {
         snprintf(out, size, "%s", med);
         return out;
     }
     // min and max in the unit of max, the unit printed once.
-    double k = s.max >= 1 ? 1 : s.max >= 1e-3 ? 1e3 : 1e6;
-    const char *unit = s.max >= 1 ? "s" : s.max >= 1e-3 ? "ms" : "µs";
-    snprintf(lo, sizeof lo, "%.3g", s.min * k);
-    snprintf(hi, sizeof hi, "%.3g", s.max * k);
+    double k;
+    const char *unit = time_unit(s.max, &k);
+    three_digits(lo, sizeof lo, s.min * k);
+    three_digits(hi, sizeof hi, s.max * k);
     snprintf(out, size, "%s (%s … %s %s)", med, lo, hi, unit);
     return out;
 }
@@ -148,9 +177,10 @@ const char *measure_busy_text(char *out, size_t size, MeasureMachine m, int zh) 
         return out;
     }
     snprintf(out, size,
-             zh ? "! 机器很忙：开始时的平均负载 %.1f 超过了 %d 个核，其他程序在争用处理器；下面的时间会更慢、更分散"
-                : "! machine busy: the load average at the start, %.1f, exceeds the %d cores; other programs share "
-                  "them, so the times below are slower and wider than on a quiet machine",
+             zh ? "! 机器很忙：开始时的平均负载 %.1f 超过了 %d 个核，其他程序在争用处理器；\n"
+                  "  这时测的时间会比空闲的机器上更慢、更分散"
+                : "! machine busy: the load average at the start, %.1f, exceeds the %d cores; other programs\n"
+                  "  share them, so the times are slower and wider than on a quiet machine",
              m.load, m.cores);
     return out;
 }

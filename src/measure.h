@@ -25,7 +25,8 @@
 
 enum {
     MEASURE_RUNS = 5,   // counted runs of each arm by default
-    MEASURE_WARMUP = 1  // uncounted runs of each arm before them
+    MEASURE_WARMUP = 1, // uncounted runs of each arm before them
+    MEASURE_BLOCKS = 16 // blocks a run's steps are cut into (measure_sum_sd)
 };
 
 // One run of an arm: does the work and writes in *seconds how long the part
@@ -65,11 +66,13 @@ MeasureVerdict measure_verdict(Stats a, Stats b);
 MeasureVerdict measure_verdict_ratio(MeasureRatio r);
 
 // The σ of a sum of n per-step times t[0..n) of one run, from the steps'
-// own scatter: for each three consecutive steps of the same kind (kind[i],
-// e.g. cached or not; NULL: all alike), the second difference
-// t[i-1] - 2 t[i] + t[i+1] removes any trend in the step's cost, and its
-// variance is 6 σ² for independent steps; the sum's σ is σ √n. Returns 0
-// when fewer than three steps are alike.
+// own scatter. The run is cut into blocks of n / MEASURE_BLOCKS steps of
+// one kind (kind[i], e.g. cached or not; NULL: all alike), so that a busy
+// stretch of several steps counts as the noise it is; for each three
+// consecutive blocks of a kind the second difference of their sums,
+// S[k-1] - 2 S[k] + S[k+1], removes any trend in the step's cost (a longer
+// context), and its variance is 6 σ² for independent blocks; the sum's σ is
+// σ √(blocks). Returns 0 when no kind fills three blocks.
 double measure_sum_sd(const double *t, const unsigned char *kind, int n);
 
 // The machine at the start of a measurement: its one-minute load average
@@ -83,7 +86,7 @@ MeasureMachine measure_machine(void);
 int measure_busy(MeasureMachine m);
 
 // Words, English or Chinese (zh = 1), written to out and returned:
-// "3.71 s", "45.2 ms", "812 µs" (three significant digits);
+// "3.71 s", "15.0 s", "45.2 ms", "812 µs" (three significant digits);
 const char *measure_time_text(char *out, size_t size, double seconds);
 // "3.71 s (3.61 … 3.92 s)" — the median, then min … max; one run: "3.71 s";
 const char *measure_spread_text(char *out, size_t size, Stats s);

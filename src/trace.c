@@ -672,6 +672,27 @@ void trace_ratio(Trace *tr, const char *name, const double *a, int na, const dou
     emit(tr, &o);
 }
 
+void trace_machine(Trace *tr, MeasureMachine m) {
+    if (is_json(tr)) {
+        trace_value(tr, "load_average", m.load, "", NULL, NULL);
+        trace_count(tr, "cores", m.cores, NULL, NULL);
+        trace_count(tr, "machine_busy", measure_busy(m), NULL, NULL);
+        return;
+    }
+    if (!measure_busy(m)) return;
+    if (trace_doc_active(tr)) {   // a document: the text in both languages
+        trace_doc_lines_begin(tr);
+        do trace_machine(tr, m);
+        while (trace_doc_lines_next(tr));
+        return;
+    }
+    char text[320];
+    Buf b;
+    buf_init(&b);
+    buf_printf(&b, "%s\n", measure_busy_text(text, sizeof text, m, tr->lang == LANG_ZH));
+    emit(tr, &b);
+}
+
 void trace_measure(Trace *tr, const char *name, const double *samples, int n) {
     if (is_json(tr)) {   // the median as "seconds", with mean, sd, min, max and noisy
         trace_timing_stats(tr, name, samples, n);

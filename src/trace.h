@@ -120,6 +120,10 @@ void trace_timing_stats(Trace *tr, const char *name, const double *samples, int 
 // with as many digits as their spread allows.
 void trace_ratio(Trace *tr, const char *name, const double *a, int na, const double *b, int nb, const char *en,
                  const char *zh);
+// The machine at the start of a measurement: the busy banner when its load
+// average exceeds its cores (nothing otherwise); JSON: load_average, cores
+// and machine_busy (0 or 1).
+void trace_machine(Trace *tr, MeasureMachine m);
 // The times of n runs measured as measure.h does: "  time (name): 3.71 s
 // (3.61 … 3.92 s), median of 3 runs", with a mark and a warning under it
 // when they disagree too much to be trusted; JSON as trace_timing_stats.

@@ -4,7 +4,8 @@
 //   test_runs_are_interleaved      warm-up of each arm, then A B A B ..., only counted runs kept
 //   test_ratio_is_hyperfines       x = median ratio, e = x √((σa/μa)² + (σb/μb)²), e to 2 digits
 //   test_verdict_follows_intervals faster / slower / the same within noise / too few
-//   test_sum_sd_ignores_trends     a step cost that grows, and a jump between kinds, are not noise
+//   test_sum_sd_ignores_trends     a step cost that grows, and a jump between kinds, are not noise;
+//                                  a slow stretch of steps is
 //   test_words                     the texts, in English and Chinese, and the busy banner
 //   test_trace_prints_the_spread   trace_measure and trace_comparison in text and JSON
 #include "testutil.h"
@@ -132,11 +133,16 @@ static void test_sum_sd_ignores_trends(void **state) {
     double t[64];
     for (int i = 0; i < 64; i++) t[i] = 0.01 + 0.0001 * i;
     expect_near(measure_sum_sd(t, NULL, 64), 0, 1e-15, "linear trend");
-    // Alternating ±d around a constant: each second difference is ±4d, so
-    // σ² = 16 d² / 6 and the sum's σ = d √(16/6) √n.
+    // 64 steps make 16 blocks of 4. Blocks alternately d slower and d faster
+    // per step: each block sum is 4 (0.01 ± d), each second difference
+    // ±16 d, so σ_block² = 256 d² / 6 and the sum's σ = 16 d / √6 · √16.
     double d = 0.001;
+    for (int i = 0; i < 64; i++) t[i] = 0.01 + ((i / 4) % 2 ? d : -d);
+    expect_near(measure_sum_sd(t, NULL, 64), 16 * d / sqrt(6.0) * 4, 1e-12, "alternating blocks");
+    // Noise that alternates inside each block cancels in its sum: not the
+    // noise of the total either.
     for (int i = 0; i < 64; i++) t[i] = 0.01 + (i % 2 ? d : -d);
-    expect_near(measure_sum_sd(t, NULL, 64), d * sqrt(16.0 / 6.0) * 8, 1e-12, "alternating");
+    expect_near(measure_sum_sd(t, NULL, 64), 0, 1e-15, "alternating steps");
     // A jump between kinds (the cached run's reset steps) is not noise.
     unsigned char kind[64];
     for (int i = 0; i < 64; i++) t[i] = i < 40 ? 0.002 : 0.02, kind[i] = i >= 40;
@@ -154,10 +160,11 @@ static void test_words(void **state) {
     expect_text(measure_time_text(t, sizeof t, 3.7061), "3.71 s", "seconds");
     expect_text(measure_time_text(t, sizeof t, 0.04523), "45.2 ms", "milliseconds");
     expect_text(measure_time_text(t, sizeof t, 0.000812), "812 µs", "microseconds");
+    expect_text(measure_time_text(t, sizeof t, 15.0), "15.0 s", "trailing zero kept");
     double s[] = {3.92, 3.61, 3.7061};
     expect_text(measure_spread_text(t, sizeof t, stats_of(s, 3)), "3.71 s (3.61 … 3.92 s)", "spread");
     double ms[] = {0.0009, 0.0011, 0.001};   // min and max in the unit of max
-    expect_text(measure_spread_text(t, sizeof t, stats_of(ms, 3)), "1 ms (0.9 … 1.1 ms)", "spread across units");
+    expect_text(measure_spread_text(t, sizeof t, stats_of(ms, 3)), "1.00 ms (0.900 … 1.10 ms)", "spread across units");
     expect_text(measure_spread_text(t, sizeof t, stats_of(s, 1)), "3.92 s", "one run");
     expect_text(measure_compare_text(t, sizeof t, measure_ratio_of(6.43, 0.35, 3), MEASURE_FASTER, 0),
                 "6.43 ± 0.35 x faster", "faster");
@@ -214,11 +221,11 @@ static void compare_calm(Trace *tr) {
 static void test_trace_prints_the_spread(void **state) {
     (void)state;
     char *t = traced(measure_busy_runs, 0, LANG_EN);
-    if (!strstr(t, "  time (step): 11 ms (10 … 19 ms), median of 3 runs  !\n")) fail_msg("text: %s", t);
+    if (!strstr(t, "  time (step): 11.0 ms (10.0 … 19.0 ms), median of 3 runs  !\n")) fail_msg("text: %s", t);
     if (!strstr(t, "disagree by more than 10%")) fail_msg("no warning under a noisy time: %s", t);
     free(t);
     t = traced(measure_busy_runs, 0, LANG_ZH);
-    if (!strstr(t, "11 ms (10 … 19 ms)，3 次运行的中位数  !") || !strstr(t, "请再运行一次")) fail_msg("zh: %s", t);
+    if (!strstr(t, "11.0 ms (10.0 … 19.0 ms)，3 次运行的中位数  !") || !strstr(t, "请再运行一次")) fail_msg("zh: %s", t);
     free(t);
     t = traced(measure_busy_runs, 1, LANG_EN);
     if (!strstr(t, "\"seconds\":0.011,") || !strstr(t, "\"min\":0.01,") || !strstr(t, "\"noisy\":true"))
