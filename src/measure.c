@@ -125,18 +125,24 @@ const char *measure_time_text(char *out, size_t size, double s) {
 }
 
 const char *measure_spread_text(char *out, size_t size, Stats s) {
-    char med[40], lo[24], hi[24];
+    char med[40], lo[40], hi[40];
     measure_time_text(med, sizeof med, s.median);
     if (s.n < 2) {
         snprintf(out, size, "%s", med);
         return out;
     }
-    // min and max in the unit of max, the unit printed once.
-    double k;
-    const char *unit = time_unit(s.max, &k);
-    three_digits(lo, sizeof lo, s.min * k);
-    three_digits(hi, sizeof hi, s.max * k);
-    snprintf(out, size, "%s (%s … %s %s)", med, lo, hi, unit);
+    // "(3.61 … 3.92 s)" when both ends have one unit, else "(900 µs … 1.10 ms)".
+    double kmin, kmax;
+    const char *umin = time_unit(s.min, &kmin), *umax = time_unit(s.max, &kmax);
+    if (umin == umax) {
+        three_digits(lo, sizeof lo, s.min * kmin);
+        three_digits(hi, sizeof hi, s.max * kmax);
+        snprintf(out, size, "%s (%s … %s %s)", med, lo, hi, umax);
+    } else {
+        measure_time_text(lo, sizeof lo, s.min);
+        measure_time_text(hi, sizeof hi, s.max);
+        snprintf(out, size, "%s (%s … %s)", med, lo, hi);
+    }
     return out;
 }
 

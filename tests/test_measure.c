@@ -163,8 +163,8 @@ static void test_words(void **state) {
     expect_text(measure_time_text(t, sizeof t, 15.0), "15.0 s", "trailing zero kept");
     double s[] = {3.92, 3.61, 3.7061};
     expect_text(measure_spread_text(t, sizeof t, stats_of(s, 3)), "3.71 s (3.61 … 3.92 s)", "spread");
-    double ms[] = {0.0009, 0.0011, 0.001};   // min and max in the unit of max
-    expect_text(measure_spread_text(t, sizeof t, stats_of(ms, 3)), "1.00 ms (0.900 … 1.10 ms)", "spread across units");
+    double ms[] = {0.0009, 0.0011, 0.001};   // each end in its own unit
+    expect_text(measure_spread_text(t, sizeof t, stats_of(ms, 3)), "1.00 ms (900 µs … 1.10 ms)", "spread across units");
     expect_text(measure_spread_text(t, sizeof t, stats_of(s, 1)), "3.92 s", "one run");
     expect_text(measure_compare_text(t, sizeof t, measure_ratio_of(6.43, 0.35, 3), MEASURE_FASTER, 0),
                 "6.43 ± 0.35 x faster", "faster");
