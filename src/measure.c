@@ -172,6 +172,16 @@ const char *measure_compare_text(char *out, size_t size, MeasureRatio r, Measure
     return out;
 }
 
+const char *measure_verdict_word(MeasureVerdict v, int zh) {
+    switch (v) {
+    case MEASURE_FASTER: return zh ? "更快" : "faster";
+    case MEASURE_SLOWER: return zh ? "更慢" : "slower";
+    case MEASURE_SAME: return zh ? "在噪声范围内相同" : "the same within noise";
+    case MEASURE_TOO_FEW: break;
+    }
+    return zh ? "运行次数太少，无法判断" : "too few runs to say";
+}
+
 const char *measure_noisy_text(int zh) {
     return zh ? "! 标 ! 的时间，各次运行相差超过 10%：机器当时很忙，请再运行一次"
               : "! the runs of a time marked ! disagree by more than 10%: the machine was busy; rerun";

@@ -96,6 +96,9 @@ const char *measure_ratio_text(char *out, size_t size, MeasureRatio r);
 // is at least 1), "the same within noise (1.03 ± 0.08 x)", or
 // "9.4 x (one run each: too few to conclude)";
 const char *measure_compare_text(char *out, size_t size, MeasureRatio r, MeasureVerdict v, int zh);
+// "faster", "slower", "the same within noise", "too few runs to say" (zh:
+// 更快, 更慢, 在噪声范围内相同, 运行次数太少，无法判断): the verdict alone.
+const char *measure_verdict_word(MeasureVerdict v, int zh);
 // The warning under a line marked "!" (runs that disagree), and the banner
 // of a busy machine ("" when m is not busy).
 const char *measure_noisy_text(int zh);

@@ -751,6 +751,7 @@ void trace_comparison_of(Trace *tr, const char *name, MeasureRatio r, int verdic
         emit_json(tr, &o);
         return;
     }
+    if (!en) return;   // a value for scripts only
     char text[128];
     measure_compare_text(text, sizeof text, r, (MeasureVerdict)verdict, tr->lang == LANG_ZH);
     buf_printf(&o, "  %s%s%s\n", trace_text(tr, en, zh), trace_text(tr, ": ", "："), text);

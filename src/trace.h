@@ -134,7 +134,8 @@ void trace_measure(Trace *tr, const char *name, const double *samples, int n);
 // "decimals" and "verdict" ("faster", "slower", "same", "too_few").
 void trace_comparison(Trace *tr, const char *name, const double *a, int na, const double *b, int nb, const char *en,
                       const char *zh);
-// The same from a ratio and a verdict worked out by the caller (MeasureVerdict).
+// The same from a ratio and a verdict worked out by the caller (MeasureVerdict);
+// with en NULL a JSON event only.
 void trace_comparison_of(Trace *tr, const char *name, MeasureRatio r, int verdict, const char *en, const char *zh);
 // Two tensors that should agree: identical bit for bit, and max |a - b|.
 // Returns 1 when they are identical.

@@ -179,6 +179,8 @@ static void test_words(void **state) {
                 "在噪声范围内相同（1.030 ± 0.080 倍）", "same, zh");
     expect_text(measure_compare_text(t, sizeof t, measure_ratio_of(9.43, 0, 1), MEASURE_TOO_FEW, 0),
                 "9.4 x (one run each: too few to conclude)", "too few");
+    expect_text(measure_verdict_word(MEASURE_SAME, 0), "the same within noise", "verdict word");
+    expect_text(measure_verdict_word(MEASURE_SLOWER, 1), "更慢", "verdict word, zh");
     MeasureMachine quiet = {0.8, 2}, busy = {3.1, 2}, unknown = {-1, 2};
     assert_int_equal(measure_busy(quiet), 0);
     assert_int_equal(measure_busy(busy), 1);
