@@ -20,13 +20,17 @@
 //
 // The lesson shows the cache's shapes as it grows, then runs both ways on the
 // same prompt and seed and compares texts, logits (bit for bit, every step),
-// times and the cost per token. On a terminal it shows the race instead (the
+// times and the cost per token. The times are measured as measure.h does:
+// after a short warm-up each way, both ways run --repeat times (3: a run
+// without the cache takes seconds), interleaved, each printed as its median
+// with min … max, and the ratio as x ± e with the verdict its runs support. On a terminal it shows the race instead (the
 // two runs side by side, live, as `kvdemo race`); --no-race, a pipe or JSON
 // give the runs one after the other.
 #include "fileio.h"
 #include "flash.h"
 #include "gptsetup.h"
 #include "lessons.h"
+#include "measure.h"
 #include "ops.h"
 #include "race.h"
 #include "sampler.h"
@@ -37,7 +41,7 @@
 #include <string.h>
 #include <unistd.h>
 
-enum { DEFAULT_STEPS = 256, SHOWN_STEPS = 4 };
+enum { DEFAULT_STEPS = 256, SHOWN_STEPS = 4, DEFAULT_RUNS = 3, WARMUP_STEPS = 16 };
 
 // What a run records at every step: the logits it drew from, its cost.
 typedef struct {
@@ -73,9 +77,9 @@ static int record_step(void *ctx, const GptStep *st) {
     // A step of the cached run that fed everything again, after step 1: the
     // text has outgrown the context and the cache was dropped.
     int n_tokens = r->n_prompt + st->step;   // len(tokens) before this step
-    if (r->tr && st->step > 0 && !st->cached) {
+    if (st->step > 0 && !st->cached) {
         Trace *tr = r->tr;
-        if (!r->resets) {
+        if (tr && !r->resets) {
             r->first_reset = st->step + 1;
             trace_step(tr, st->step + 1);
             trace_say(tr, "  ...", "  ……");
@@ -121,6 +125,47 @@ static int run_once(Record *r, char **text, GptState *s, const GptModel *m, cons
     *text = tokens ? gptsetup_generate_text(tokens, s, m, prompt, n_prompt, steps, use_cache, opt, record_step, r) : NULL;
     free(tokens);
     return *text ? 0 : 1;
+}
+
+// One way of the timing (measure_interleaved calls it): call 0 is a short
+// warm-up, call 1 the lesson's run (its text, logits and cost kept; the
+// cached run's shapes traced), later calls only time.
+typedef struct {
+    Record *rec;
+    char **text;
+    GptState *s;
+    const GptModel *m;
+    const int *prompt;
+    int n_prompt, steps, use_cache, calls;
+    const Options *opt;
+    Trace *tr;
+    double *seconds;         // (runs) the counted calls' times (measure_interleaved fills it)
+    double *reset_seconds;   // (runs) their reset steps' share of it
+} Arm;
+
+static int arm_run(void *ctx, double *seconds) {
+    Arm *a = ctx;
+    int call = a->calls++;
+    Record scratch = {.cfg = a->rec->cfg, .logits = a->rec->logits, .n_prompt = a->n_prompt};
+    Record *r = call == 1 ? a->rec : &scratch;
+    int steps = call == 0 && a->steps > WARMUP_STEPS ? WARMUP_STEPS : a->steps;
+    if (call == 1) {
+        trace_run(a->tr, a->use_cache ? "cache" : "no-cache");
+        if (a->use_cache) r->tr = a->tr;
+    }
+    char *text = NULL;
+    int rc = run_once(r, &text, a->s, a->m, a->prompt, a->n_prompt, steps, a->use_cache, a->opt);
+    r->tr = NULL;
+    if (call == 1) *a->text = text;
+    else free(text);
+    if (rc) return rc;
+    *seconds = r->seconds;
+    if (call >= 1) a->reset_seconds[call - 1] = r->reset_seconds;
+    if (call == 1 && a->use_cache) {
+        trace_say(a->tr, "  ...\n", "  ……\n");
+        trace_pause(a->tr);
+    }
+    return 0;
 }
 
 // The cached run's cost without its reset steps, and what those cost.
@@ -217,8 +262,9 @@ static void describe_model(Trace *tr, const GptModel *m, int random_model) {
                    "两种方式生成的文字仍须相同。\n", flash_gpt_tile());
 }
 
-// The two runs compared: their texts, their logits bit for bit, their times.
-static void compare_runs(Trace *tr, const Record rec[2], char *const text[2], int steps) {
+// The two runs compared: their texts, their logits bit for bit, their times
+// (arm[c].seconds of runs runs each).
+static void compare_runs(Trace *tr, const Record rec[2], char *const text[2], int steps, const Arm arm[2], int runs) {
     trace_run(tr, NULL);
     trace_heading(tr, "Comparison", "对比");
     size_t len0 = strlen(text[0]), len1 = strlen(text[1]), first = 0;
@@ -231,15 +277,26 @@ static void compare_runs(Trace *tr, const Record rec[2], char *const text[2], in
     Tensor l0 = tensor_view(rec[0].logits, 2, sh), l1 = tensor_view(rec[1].logits, 2, sh);
     trace_compare(tr, "logits", trace_text(tr, "logits of every step without the cache", "不使用缓存时每一步的 logits"), &l0,
                   trace_text(tr, "with the cache", "使用缓存时的"), &l1);
-    trace_value(tr, "speedup", rec[0].seconds / rec[1].seconds, "x", "faster with the cache", "使用缓存时的加速");
+    trace_comparison(tr, "speedup", arm[0].seconds, runs, arm[1].seconds, runs, "with the cache", "使用缓存");
+    char a[96], b[96];
+    measure_spread_text(a, sizeof a, stats_of(arm[0].seconds, runs));
+    measure_spread_text(b, sizeof b, stats_of(arm[1].seconds, runs));
     trace_sayf(tr,
                "\nThe chapter's numpy: 4.93 s without the cache, 0.53 s with it (9.3x), for 256 tokens.\n"
-               "Here: %.3f s and %.3f s for %d tokens on %d thread%s.\n"
+               "Here: %s and %s for %d tokens on %d thread%s.\n"
                "The chapter's exercise — is the cache's advantage larger for longer texts? — is `kvdemo bench`.",
                "\n原文（numpy）：256 个词元，无缓存 4.93 秒，有缓存 0.53 秒（9.3 倍）。\n"
-               "这里：%.3f 秒与 %.3f 秒，%d 个词元，%d 个线程%s。\n"
+               "这里：%s 与 %s，%d 个词元，%d 个线程%s。\n"
                "课后练习——生成长度越长，缓存的优势越明显吗？——请运行 `kvdemo bench`。",
-               rec[0].seconds, rec[1].seconds, steps, ops_threads(), ops_threads() == 1 ? "" : trace_text(tr, "s", ""));
+               a, b, steps, ops_threads(), ops_threads() == 1 ? "" : trace_text(tr, "s", ""));
+}
+
+// The medians of each way's runs, for the cost per token and the resets' share.
+static void take_medians(Record rec[2], const Arm arm[2], int runs) {
+    for (int c = 0; c < 2; c++) {
+        rec[c].seconds = stats_of(arm[c].seconds, runs).median;
+        rec[c].reset_seconds = stats_of(arm[c].reset_seconds, runs).median;
+    }
 }
 
 int lesson10_run(const Options *opt, Trace *tr) {
@@ -248,15 +305,22 @@ int lesson10_run(const Options *opt, Trace *tr) {
     int rc = gptsetup_lesson(&m, &random_model, &prompt, &n_prompt, opt, NULL);
     if (rc) return rc;
     int steps = opt->steps > 0 ? opt->steps : DEFAULT_STEPS;
+    int runs = opt->repeat > 0 ? opt->repeat : DEFAULT_RUNS;
     GptState s = {0};
     Record rec[2];
     memset(rec, 0, sizeof rec);
     char *text[2] = {NULL, NULL};
+    Arm arm[2];
+    memset(arm, 0, sizeof arm);
+    double *times = malloc(sizeof(double) * 4 * (size_t)runs);   // seconds and reset seconds of both ways
     for (int c = 0; c < 2; c++) {
         rec[c].cfg = m.cfg;
+        rec[c].n_prompt = n_prompt;
         rec[c].logits = malloc(sizeof(float) * (size_t)steps * (size_t)m.cfg.V);
+        arm[c] = (Arm){&rec[c], &text[c], &s, &m, prompt, n_prompt, steps, c, 0, opt, tr, NULL, NULL};
+        if (times) arm[c].seconds = times + 2 * c * runs, arm[c].reset_seconds = times + (2 * c + 1) * runs;
     }
-    if (!rec[0].logits || !rec[1].logits || gpt_state_init(&s, m.cfg) || ops_set_threads(opt->threads)) {
+    if (!times || !rec[0].logits || !rec[1].logits || gpt_state_init(&s, m.cfg) || ops_set_threads(opt->threads)) {
         fileio_error("out of memory", "内存不足");
         rc = 1;
         goto done;
@@ -270,18 +334,18 @@ int lesson10_run(const Options *opt, Trace *tr) {
         goto done;
     }
 
+    trace_machine(tr, measure_machine());
+    trace_sayf(tr,
+               "Both ways are timed %d times, taking turns (with the cache, without, with, ...), after a warm-up\n"
+               "of %d tokens each way; each time below is the median of the runs, with min … max.\n",
+               "两种方式各计时 %d 次，轮流进行（使用缓存、不使用缓存、使用缓存……），之前各热身 %d 个词元；\n"
+               "下面每个时间都是这些运行的中位数，附最小 … 最大。\n",
+               runs, steps < WARMUP_STEPS ? steps : WARMUP_STEPS);
     trace_heading(tr, "The cache as it grows (block 0; every block alike)", "缓存的增长（第 0 个模块；每个模块相同）");
-    trace_run(tr, "cache");
-    rec[0].n_prompt = rec[1].n_prompt = n_prompt;
-    rec[1].tr = tr;
-    if (run_once(&rec[1], &text[1], &s, &m, prompt, n_prompt, steps, 1, opt)) goto oom;
-    rec[1].tr = NULL;
-    trace_say(tr, "  ...\n", "  ……\n");
-    trace_pause(tr);
-
-    // The two runs, side by side: the cached run above, then without.
-    trace_run(tr, "no-cache");
-    if (run_once(&rec[0], &text[0], &s, &m, prompt, n_prompt, steps, 0, opt)) goto oom;
+    // The cached run's first timed run traces the shapes; then without the
+    // cache; then both again, in turn.
+    if (measure_interleaved(arm[1].seconds, arm[0].seconds, 1, runs, arm_run, &arm[1], arm_run, &arm[0])) goto oom;
+    take_medians(rec, arm, runs);
 
     for (int c = 0; c < 2; c++) {
         trace_run(tr, c ? "cache" : "no-cache");
@@ -290,16 +354,17 @@ int lesson10_run(const Options *opt, Trace *tr) {
         trace_say(tr, "", "");
         show_cost(tr, &rec[c], steps);
         if (c) show_resets(tr, &rec[c], steps);
-        trace_timing(tr, c ? "cache" : "no-cache", rec[c].seconds, 1);
+        trace_measure(tr, c ? "cache" : "no-cache", arm[c].seconds, runs);
         trace_say(tr, "", "");
     }
 
-    compare_runs(tr, rec, text, steps);
+    compare_runs(tr, rec, text, steps, arm, runs);
     goto done;
 oom:
     fileio_error("out of memory", "内存不足");
     rc = 1;
 done:
+    free(times);
     free(text[0]);
     free(text[1]);
     free(rec[0].logits);

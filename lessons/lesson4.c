@@ -22,10 +22,14 @@
 // The lesson generates with the cache up to the end of the context (T
 // positions), then times both ways at a few positions t and checks that the
 // logits agree bit for bit there; then prefill against decode: FLOPs per
-// byte read, GFLOP/s and GB/s.
+// byte read, GFLOP/s and GB/s. Times are measured as measure.h does: a
+// warm-up, then --repeat runs (5) of each way taking turns, printed as the
+// median with min … max, ratios as x ± e, and a conclusion only where the
+// runs' intervals support one.
 #include "gptsetup.h"
 #include "fileio.h"
 #include "lessons.h"
+#include "measure.h"
 #include "ops.h"
 #include "sampler.h"
 #include "stats.h"
@@ -37,7 +41,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { DEFAULT_REPEAT = 3, MAX_POS = 16, BAR_WIDTH = 40 };
+enum { DEFAULT_REPEAT = MEASURE_RUNS, MAX_POS = 16, BAR_WIDTH = 40 };
 
 // FLOPs of one gpt_forward call, by kind of product.
 typedef struct {
@@ -79,18 +83,23 @@ static int record_step(void *ctx, const GptStep *st) {
     return 0;
 }
 
-// Median seconds of repeat calls of gpt_forward(s, m, tokens, n, offset);
-// logits (V), when not NULL, gets the last call's logits.
-static double time_forward(GptState *s, const GptModel *m, const int *tokens, int n, int offset, int repeat,
-                           double *samples, float *logits) {
-    const float *out = NULL;
-    for (int r = 0; r < repeat; r++) {
-        double t0 = timer_now();
-        out = gpt_forward(s, m, tokens, n, offset);
-        samples[r] = timer_now() - t0;
-    }
-    if (logits) memcpy(logits, out, sizeof(float) * (size_t)m->cfg.V);
-    return stats_median(samples, repeat);
+// One timed call of gpt_forward(s, m, tokens, n, offset), an arm of
+// measure_interleaved; logits (V), when not NULL, gets its logits.
+typedef struct {
+    GptState *s;
+    const GptModel *m;
+    const int *tokens;
+    int n, offset;
+    float *logits;
+} Forward;
+
+static int forward_run(void *ctx, double *seconds) {
+    Forward *f = ctx;
+    double t0 = timer_now();
+    const float *out = gpt_forward(f->s, f->m, f->tokens, f->n, f->offset);
+    *seconds = timer_now() - t0;
+    if (f->logits) memcpy(f->logits, out, sizeof(float) * (size_t)f->m->cfg.V);
+    return 0;
 }
 
 static void count_step(Trace *tr, const char *run, int step, int t, int rows, Flops f, double cum_flops, int64_t cum_rows) {
@@ -149,16 +158,25 @@ static const char *bar(char *out, size_t size, const char *c, double value, doub
     return out;
 }
 
-static void time_text(char *buf, size_t size, double s) {
-    if (s < 1e-3) snprintf(buf, size, "%.1f µs", s * 1e6);
-    else snprintf(buf, size, "%.2f ms", s * 1e3);
+// A time's cell: text the median with min … max (range 1) or alone, marked
+// "!" when its runs disagree; JSON the median in seconds.
+static void time_cell(char *buf, size_t size, const Trace *tr, const double *samples, int n, int range) {
+    Stats st = stats_of(samples, n);
+    if (tr->format != FORMAT_TEXT) {
+        snprintf(buf, size, "%.9f", st.median);
+        return;
+    }
+    char t[96];
+    if (range) measure_spread_text(t, sizeof t, st);
+    else measure_time_text(t, sizeof t, st.median);
+    snprintf(buf, size, "%s%s", t, stats_noisy(st) ? " !" : "");
 }
 
 // Prefill against decode: one row per kind of step.
 static const TraceColumn KIND_COLS[] = {
     {"", "", 34, 0, "kind"},           {"rows", "行", 5, 1, NULL},        {"MFLOP", "MFLOP", 9, 1, NULL},
     {"W MB", "权重 MB", 8, 1, "weight_mb"}, {"KV MB", "KV MB", 8, 1, "kv_mb"}, {"FLOP/B", "FLOP/B", 7, 1, NULL},
-    {"time", "耗时", 10, 1, "seconds"},  {"GFLOP/s", "GFLOP/s", 8, 1, NULL}, {"GB/s", "GB/s", 7, 1, NULL},
+    {"time", "耗时", 12, 1, "seconds"},  {"GFLOP/s", "GFLOP/s", 8, 1, NULL}, {"GB/s", "GB/s", 7, 1, NULL},
 };
 static const TraceTable KINDS = {"prefill_decode", 9, KIND_COLS};
 
@@ -166,7 +184,8 @@ static const TraceTable KINDS = {"prefill_decode", 9, KIND_COLS};
 // arithmetic intensity), and the GFLOP/s and GB/s achieved. The bytes moved
 // are the weights read plus the keys and values read and written.
 static void show_kind(Trace *tr, const char *run, const char *en, const char *zh, GptConfig g, int n, int offset,
-                      double seconds, int repeat) {
+                      const double *samples, int repeat) {
+    double seconds = stats_of(samples, repeat).median;
     Flops f = count_flops(g, n, offset);
     GptCost c = gpt_cost(g, n, offset);
     double flops = flops_total(f), kv = c.cache_bytes + c.cache_write_bytes, bytes = c.weight_bytes + kv;
@@ -178,15 +197,14 @@ static void show_kind(Trace *tr, const char *run, const char *en, const char *zh
     trace_value(tr, "flop_per_byte", flops / c.weight_bytes, "FLOP/B", NULL, NULL);
     trace_value(tr, "gflop_per_s", flops / seconds * 1e-9, "GFLOP/s", NULL, NULL);
     trace_value(tr, "gb_per_s", bytes / seconds * 1e-9, "GB/s", NULL, NULL);
-    if (tr->format == FORMAT_JSON) trace_timing(tr, "step", seconds, repeat);   // text: the table
-    char cell[8][32];
+    if (tr->format == FORMAT_JSON) trace_measure(tr, "step", samples, repeat);   // text: the table
+    char cell[8][104];
     snprintf(cell[0], sizeof cell[0], "%d", n);
     snprintf(cell[1], sizeof cell[1], "%.1f", flops * 1e-6);
     snprintf(cell[2], sizeof cell[2], "%.2f", c.weight_bytes * 1e-6);
     snprintf(cell[3], sizeof cell[3], "%.2f", kv * 1e-6);
     snprintf(cell[4], sizeof cell[4], "%.1f", flops / c.weight_bytes);
-    if (tr->format == FORMAT_TEXT) time_text(cell[5], sizeof cell[5], seconds);
-    else snprintf(cell[5], sizeof cell[5], "%.9f", seconds);
+    time_cell(cell[5], sizeof cell[5], tr, samples, repeat, 0);
     snprintf(cell[6], sizeof cell[6], "%.2f", flops / seconds * 1e-9);
     snprintf(cell[7], sizeof cell[7], "%.2f", bytes / seconds * 1e-9);
     const char *row[] = {trace_text(tr, en, zh), cell[0], cell[1], cell[2], cell[3], cell[4], cell[5], cell[6], cell[7]};
@@ -196,18 +214,25 @@ static void show_kind(Trace *tr, const char *run, const char *en, const char *zh
 
 // What the lesson's parts share: the model and its state, the prompt and
 // the generated text (tokens: p + steps), what the generation recorded, and
-// the positions timed with their times (sec[0] without the cache, sec[1] with it).
+// the positions timed with their times (sec[0] without the cache, sec[1] with
+// it: the medians of their runs, run[c][i]).
 typedef struct {
     GptModel m;
     GptConfig g;
     GptState s;
     int *tokens, p, steps, last, repeat;   // last: the position the last step feeds
     Record rec;
-    double *samples;                       // (repeat)
+    double *samples;                       // (2, MAX_POS + 1, repeat): the runs of each way at each position, then the prefill's
     float *nc_logits, *c_logits;           // (MAX_POS, V): the logits at the timed positions
     int pos[MAX_POS], npos;
     double sec[2][MAX_POS];
 } Shared;
+
+// The runs of way c (0 without the cache, 1 with it) at the i-th position
+// timed (i = MAX_POS: the prompt's prefill, way 0).
+static double *runs_of(const Shared *x, int c, int i) {
+    return x->samples + ((size_t)c * (MAX_POS + 1) + (size_t)i) * (size_t)x->repeat;
+}
 
 static const char *const RUNS[2] = {"no-cache", "cache"};
 // The positions the FLOPs and times tables show (and the first and last).
@@ -270,8 +295,12 @@ static int flops_per_token(Shared *x, Trace *tr) {
     return 0;
 }
 
-// The times per token as bars, two a position, scaled to the longest.
-static void time_chart(Trace *tr, const int *pos, int npos, double (*sec)[MAX_POS]) {
+// The times per token as bars (their medians), two a position, scaled to
+// the longest, each with its median and min … max.
+static void time_chart(Trace *tr, const Shared *x) {
+    const int *pos = x->pos;
+    int npos = x->npos;
+    const double(*sec)[MAX_POS] = x->sec;
     static const TraceColumn CHART_COLS[] = {
         {"t", "t", 5, 1, NULL},
         {"time per token against t (█ without the cache, ░ with it)",
@@ -285,15 +314,35 @@ static void time_chart(Trace *tr, const int *pos, int npos, double (*sec)[MAX_PO
     trace_table_head(tr, &CHART);
     for (int i = 0; i < npos; i++) {
         for (int c = 0; c < 2; c++) {
-            char t[16] = "", bars[4 * BAR_WIDTH + 1], a[32];
+            char t[16] = "", bars[4 * BAR_WIDTH + 1], a[104];
             if (c == 0) snprintf(t, sizeof t, "%d", pos[i]);
-            if (tr->format == FORMAT_TEXT) time_text(a, sizeof a, sec[c][i]);
-            else snprintf(a, sizeof a, "%.9f", sec[c][i]);
+            time_cell(a, sizeof a, tr, runs_of(x, c, i), x->repeat, 1);
             trace_run(tr, RUNS[c]);
             trace_table_row(tr, &CHART, (const char *const[]){t, bar(bars, sizeof bars, c == 0 ? "█" : "░", sec[c][i], max), a});
         }
     }
     trace_run(tr, NULL);
+}
+
+// Under the chart: the warning once, when a time there or in the table is
+// marked "!".
+static void noisy_note(Trace *tr, const Shared *x) {
+    int noisy = 0;
+    for (int i = 0; i < x->npos; i++)
+        for (int c = 0; c < 2; c++) noisy |= stats_noisy(stats_of(runs_of(x, c, i), x->repeat));
+    if (noisy) trace_say(tr, measure_noisy_text(0), measure_noisy_text(1));
+}
+
+// A cached step at the last position against one at the first: whether its
+// time grew with t is what the runs' intervals say, not what the FLOPs say.
+static void cached_against_first(Trace *tr, const Shared *x) {
+    if (x->npos < 2) return;
+    int last = x->npos - 1;
+    char en[96], zh[96];
+    snprintf(en, sizeof en, "a cached step at t = %d against one at t = %d", x->pos[last], x->pos[0]);
+    snprintf(zh, sizeof zh, "t = %d 处使用缓存的一步，与 t = %d 处相比", x->pos[last], x->pos[0]);
+    trace_comparison(tr, "cached_last_against_first", runs_of(x, 1, 0), x->repeat, runs_of(x, 1, last), x->repeat, en,
+                     zh);
 }
 
 // Time per token at a few positions, largest first (a cached step at t
@@ -304,7 +353,6 @@ static void time_per_token(Shared *x, Trace *tr) {
     GptState *s = &x->s;
     const GptModel *m = &x->m;
     const int *tokens = x->tokens;
-    double *samples = x->samples;
     float *nc_logits = x->nc_logits, *c_logits = x->c_logits;
     int p = x->p, repeat = x->repeat, last = x->last;
     int *pos = x->pos;
@@ -318,15 +366,18 @@ static void time_per_token(Shared *x, Trace *tr) {
     }
     trace_heading(tr, "Time per token", "每个 token 的耗时");
     trace_sayf(tr,
-               "Each time is the median of %d runs of one forward pass (--repeat N), on %d thread%s: without\n"
-               "the cache forward(tokens[0:t+1]), with it forward(tokens[t], offset t).",
-               "每个时间是单次前向计算 %d 次运行的中位数（--repeat N），%d 个线程%s：不使用缓存\n"
-               "forward(tokens[0:t+1])，使用缓存 forward(tokens[t], offset t)。",
+               "Each time is the median, with min … max, of %d runs of one forward pass (--repeat N), on %d thread%s,\n"
+               "after a warm-up, the two ways taking turns: without the cache forward(tokens[0:t+1]), with it\n"
+               "forward(tokens[t], offset t).",
+               "每个时间是单次前向计算 %d 次运行的中位数，附最小 … 最大（--repeat N），%d 个线程%s，先热身，\n"
+               "两种方式轮流运行：不使用缓存 forward(tokens[0:t+1])，使用缓存 forward(tokens[t], offset t)。",
                repeat, ops_threads(), tr->lang == LANG_ZH || ops_threads() == 1 ? "" : "s");
+    trace_machine(tr, measure_machine());
     for (int i = npos - 1; i >= 0; i--) {
         int t = pos[i];
-        sec[1][i] = time_forward(s, m, tokens + t, 1, t, repeat, samples, NULL);
-        sec[0][i] = time_forward(s, m, tokens, t + 1, 0, repeat, samples, nc_logits + (size_t)i * g.V);
+        Forward nc = {s, m, tokens, t + 1, 0, nc_logits + (size_t)i * g.V}, c = {s, m, tokens + t, 1, t, NULL};
+        measure_interleaved(runs_of(x, 0, i), runs_of(x, 1, i), MEASURE_WARMUP, repeat, forward_run, &nc, forward_run, &c);
+        for (int k = 0; k < 2; k++) sec[k][i] = stats_of(runs_of(x, k, i), repeat).median;
         // The cached run's own logits at t, drawn from during the generation.
         memcpy(c_logits + (size_t)i * g.V, x->rec.logits + (size_t)(t - p + 1) * g.V, sizeof(float) * (size_t)g.V);
     }
@@ -334,48 +385,48 @@ static void time_per_token(Shared *x, Trace *tr) {
     // seconds.
     static const TraceColumn TIME_COLS[] = {
         {"t", "t", 5, 1, NULL},
-        {"no cache", "不使用缓存", 12, 1, "nocache_seconds"},
-        {"cache", "使用缓存", 12, 1, "cache_seconds"},
-        {"ratio", "倍数", 8, 1, "ratio"},
+        {"no cache", "不使用缓存", 28, 1, "nocache_seconds"},
+        {"cache", "使用缓存", 28, 1, "cache_seconds"},
+        {"ratio", "倍数", 13, 1, "ratio"},
     };
     static const TraceTable TIMES = {"per_token", 4, TIME_COLS};
     trace_say(tr, "", "");
     trace_table_head(tr, &TIMES);
     for (int i = 0; i < npos; i++) {
-        char name[32], a[32], b[32];
+        char name[32], a[104], b[104];
         snprintf(name, sizeof name, "per_token[t=%d]", pos[i]);
         for (int c = 0; c < 2 && tr->format == FORMAT_JSON; c++) {   // text: the table below
             trace_run(tr, RUNS[c]);
-            trace_timing(tr, name, sec[c][i], repeat);
+            trace_measure(tr, name, runs_of(x, c, i), repeat);
         }
         trace_run(tr, NULL);
         snprintf(name, sizeof name, "speedup[t=%d]", pos[i]);
-        trace_value(tr, name, sec[0][i] / sec[1][i], "x", NULL, NULL);
+        Stats s0 = stats_of(runs_of(x, 0, i), repeat), s1 = stats_of(runs_of(x, 1, i), repeat);
+        MeasureRatio r = measure_ratio(s0, s1);
+        if (tr->format == FORMAT_JSON) trace_comparison_of(tr, name, r, measure_verdict(s0, s1), NULL, NULL);
         int in_table = 0;
         for (size_t k = 0; k < sizeof SHOWN_T / sizeof SHOWN_T[0]; k++) in_table |= pos[i] == SHOWN_T[k];
         if (in_table || i == npos - 1) {
-            char t[16], ratio[32];
+            char t[16], ratio[48];
             snprintf(t, sizeof t, "%d", pos[i]);
-            if (tr->format == FORMAT_TEXT) {
-                time_text(a, sizeof a, sec[0][i]);
-                time_text(b, sizeof b, sec[1][i]);
-                snprintf(ratio, sizeof ratio, "%.1fx", sec[0][i] / sec[1][i]);
-            } else {
-                snprintf(a, sizeof a, "%.9f", sec[0][i]);
-                snprintf(b, sizeof b, "%.9f", sec[1][i]);
-                snprintf(ratio, sizeof ratio, "%.1f", sec[0][i] / sec[1][i]);
-            }
+            time_cell(a, sizeof a, tr, runs_of(x, 0, i), repeat, 1);
+            time_cell(b, sizeof b, tr, runs_of(x, 1, i), repeat, 1);
+            char xe[32];
+            if (tr->format == FORMAT_TEXT) snprintf(ratio, sizeof ratio, "%sx", measure_ratio_text(xe, sizeof xe, r));
+            else snprintf(ratio, sizeof ratio, "%.9g", r.x);
             const char *row[] = {t, a, b, ratio};
             trace_table_row(tr, &TIMES, row);
         }
     }
-    time_chart(tr, pos, npos, sec);
+    x->npos = npos;
+    cached_against_first(tr, x);
+    time_chart(tr, x);
+    noisy_note(tr, x);
     int sh[2] = {npos, g.V};
     Tensor l0 = tensor_view(nc_logits, 2, sh), l1 = tensor_view(c_logits, 2, sh);
     trace_compare(tr, "logits", trace_text(tr, "logits at these positions without the cache", "这些位置不使用缓存时的 logits"),
                   &l0, trace_text(tr, "with the cache", "使用缓存时"), &l1);
     trace_pause(tr);
-    x->npos = npos;
 }
 
 // Prefill against decode: FLOPs per byte of weights read.
@@ -384,31 +435,45 @@ static void prefill_against_decode(Shared *x, Trace *tr) {
     GptState *s = &x->s;
     const GptModel *m = &x->m;
     const int *tokens = x->tokens;
-    double *samples = x->samples;
     int npos = x->npos;
     int p = x->p, repeat = x->repeat;
     int *pos = x->pos;
     double (*sec)[MAX_POS] = x->sec;
     trace_heading(tr, "Prefill against decode: FLOPs per byte of weights read", "预填充与解码：每读取一个字节的权重做多少次运算");
-    double t_prompt = time_forward(s, m, tokens, p, 0, repeat, samples, NULL);
+    Forward prompt = {s, m, tokens, p, 0, NULL};
+    measure_interleaved(runs_of(x, 0, MAX_POS), NULL, MEASURE_WARMUP, repeat, forward_run, &prompt, NULL, NULL);
     trace_table_head(tr, &KINDS);
-    show_kind(tr, "prefill", "prefill of the prompt", "预填充：提示词", g, p, 0, t_prompt, repeat);
+    show_kind(tr, "prefill", "prefill of the prompt", "预填充：提示词", g, p, 0, runs_of(x, 0, MAX_POS), repeat);
     show_kind(tr, "prefill-context", "no cache at the last position", "不使用缓存：最后一个位置", g, pos[npos - 1] + 1, 0,
-              sec[0][npos - 1], repeat);
+              runs_of(x, 0, npos - 1), repeat);
     show_kind(tr, "decode", "cached step at the last position", "使用缓存：最后一个位置", g, 1, pos[npos - 1],
-              sec[1][npos - 1], repeat);
+              runs_of(x, 1, npos - 1), repeat);
+    char range[96];
+    measure_spread_text(range, sizeof range, stats_of(runs_of(x, 0, MAX_POS), repeat));
+    trace_sayf(tr, "(time: the median of %d runs, \"!\" where they disagree; the prefill's ran %s;\n"
+                   "the other two rows' ranges are in the time table above)",
+               "（耗时：%d 次运行的中位数，各次相差过大的标 \"!\"；预填充的范围：%s；\n"
+               "另外两行的范围见上面的耗时表）",
+               repeat, range);
     int tl = pos[npos - 1];
     // the decode row's "W MB": what a cached step reads of the weights
     double weights_mb = gpt_cost(g, 1, tl).weight_bytes * 1e-6;
-    double rate_many = flops_total(count_flops(g, tl + 1, 0)) / sec[0][npos - 1];
-    double rate_one = flops_total(count_flops(g, 1, tl)) / sec[1][npos - 1];
-    trace_value(tr, "gflop_per_s_ratio", rate_many / rate_one, "x", NULL, NULL);
+    double flops_many = flops_total(count_flops(g, tl + 1, 0)), flops_one = flops_total(count_flops(g, 1, tl));
+    double rate_many = flops_many / sec[0][npos - 1];
+    double rate_one = flops_one / sec[1][npos - 1];
+    // The rates' ratio is the FLOPs' ratio times the times' (one / many), with the times' error.
+    MeasureRatio times = measure_ratio(stats_of(runs_of(x, 1, npos - 1), repeat), stats_of(runs_of(x, 0, npos - 1), repeat));
+    double scale = flops_many / flops_one;
+    MeasureRatio rates = measure_ratio_of(times.x * scale, times.e * scale, times.n);
+    trace_value(tr, "gflop_per_s_ratio", rates.x, "x", NULL, NULL);
+    trace_value(tr, "gflop_per_s_ratio_error", rates.e, "x", NULL, NULL);
+    char xe[32];
     trace_sayf(tr,
                "\nMeasured here: %d rows at once ran at %.2f GFLOP/s, one cached row at %.2f GFLOP/s, a ratio of\n"
-               "%.1fx from the same weights (times vary on a busy machine; --repeat 11 steadies them).",
+               "%s x from the same weights (± from the runs' spread; --repeat 11 narrows it).",
                "\n这里实测：一次 %d 行达到 %.2f GFLOP/s，使用缓存的一行 %.2f GFLOP/s，同样的权重下相差\n"
-               "%.1f 倍（机器繁忙时耗时会波动；--repeat 11 更稳定）。",
-               tl + 1, rate_many * 1e-9, rate_one * 1e-9, rate_many / rate_one);
+               "%s 倍（± 来自各次运行的离散程度；--repeat 11 会更窄）。",
+               tl + 1, rate_many * 1e-9, rate_one * 1e-9, measure_ratio_text(xe, sizeof xe, rates));
     trace_sayf(tr,
                "\nA cached step (decode) reads %.2f MB of weights (every block's and the head's, and one row of each\n"
                "embedding: its W MB above) to do about 2 FLOPs per weight: about 0.5 FLOP per byte. The\n"
@@ -451,7 +516,7 @@ int lesson4_run(const Options *opt, Trace *tr) {
     x.rec.n = malloc(sizeof(int) * (size_t)steps);
     x.rec.offset = malloc(sizeof(int) * (size_t)steps);
     x.rec.logits = malloc(sizeof(float) * (size_t)steps * (size_t)g.V);
-    x.samples = malloc(sizeof(double) * (size_t)x.repeat);
+    x.samples = malloc(sizeof(double) * 2 * (MAX_POS + 1) * (size_t)x.repeat);
     x.nc_logits = malloc(sizeof(float) * MAX_POS * (size_t)g.V);
     x.c_logits = malloc(sizeof(float) * MAX_POS * (size_t)g.V);
     if (!x.rec.n || !x.rec.offset || !x.rec.logits || !x.samples || !x.nc_logits || !x.c_logits ||

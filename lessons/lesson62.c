@@ -30,6 +30,7 @@
 // F SwiGLU size, B max_batch_size, T max_seq_len, P context before the timed
 // tokens, n prompt tokens.
 #include "lessons.h"
+#include "measure.h"
 #include "fileio.h"
 #include "llama.h"
 #include "ops.h"
@@ -299,20 +300,11 @@ static void show_reads(Trace *tr, const Variant *v, int T, int repeat) {
                grouped(g, sizeof g, kv_proj));
     trace_count(tr, "flops_per_token", flops, NULL, NULL);
     trace_count(tr, "kv_proj_flops_per_token", kv_proj, NULL, NULL);
-    // The time: its median, and its spread over the runs.
-    double lo = v->samples[0], hi = v->samples[0];
-    for (int r = 1; r < repeat; r++) {
-        if (v->samples[r] < lo) lo = v->samples[r];
-        if (v->samples[r] > hi) hi = v->samples[r];
-    }
-    trace_timing(tr, "per_token", v->per_token, repeat);
-    // In the unit the median is shown in: µs below a millisecond, else ms.
-    int micro = v->per_token < 1e-3;
-    if (repeat > 1)
-        trace_sayf(tr, "  (fastest %.3g %s, slowest %.3g %s of the %d runs)", "  （最快 %.3g %s，最慢 %.3g %s，共 %d 次运行）",
-                   lo * (micro ? 1e6 : 1e3), micro ? "µs" : "ms", hi * (micro ? 1e6 : 1e3), micro ? "µs" : "ms", repeat);
-    trace_value(tr, "per_token_min", lo, "s", NULL, NULL);
-    trace_value(tr, "per_token_max", hi, "s", NULL, NULL);
+    // The time: its median with min … max (measure.h).
+    Stats st = stats_of(v->samples, repeat);
+    trace_measure(tr, "per_token", v->samples, repeat);
+    trace_value(tr, "per_token_min", st.min, "s", NULL, NULL);
+    trace_value(tr, "per_token_max", st.max, "s", NULL, NULL);
 }
 
 // ----------------------------------------------------------------------------
@@ -421,7 +413,13 @@ static void show_less_data_read(Trace *tr, Demo *d) {
     int repeat = d->repeat;
     for (int t = 0; t < T; t++) ctx[t] = t == 0 || n == 1 ? ids[0] : ids[1 + (t - 1) % (n - 1)];
     for (int i = 0; i < NUM_VARIANTS; i++) prefill(logits, &vs[i].st, &vs[i].m, ctx, P);
-    // The variants take turns, so that a busy machine slows all of them alike.
+    MeasureMachine machine = measure_machine();
+    // A warm-up round, not counted; then the variants take turns, so that a
+    // busy machine slows all of them alike (measure.h's interleaving).
+    for (int i = 0; i < NUM_VARIANTS; i++) {
+        memcpy(tok, ctx, sizeof(int) * (size_t)T);
+        generate_timed(logits, &vs[i].st, &vs[i].m, tok, P, steps);
+    }
     for (int r = 0; r < repeat; r++)
         for (int i = 0; i < NUM_VARIANTS; i++) {
             memcpy(tok, ctx, sizeof(int) * (size_t)T);
@@ -436,23 +434,25 @@ static void show_less_data_read(Trace *tr, Demo *d) {
                "%d positions a call, not timed), then generates %d tokens with the cache, at "
                "positions %d to %d: each step feeds one token, forward(tokens[pos:pos+1], pos), "
                "and reads every cached row. Time is the forward pass and the argmax only, per "
-               "token, the median of %d runs.\n"
+               "token, the median of %d runs (after one not counted), with min … max.\n"
                "A token reads every weight matrix once (of tok_embeddings only its row) and the "
                "cache rows 0..pos of every layer.",
                "每个模型先把 %d 个位置的上下文读入缓存（重复的提示词，每次 %d 个位置，不计时），"
                "再使用缓存生成 %d 个 token，位置 %d 到 %d：每一步输入一个 token，"
                "forward(tokens[pos:pos+1], pos)，读取缓存中所有的行。计时只含前向计算和 argmax，"
-               "按 token 平均，取 %d 次运行的中位数。\n"
+               "按 token 平均，取 %d 次运行的中位数（之前先跑一次不计），附最小 … 最大。\n"
                "每个 token 读取每个权重矩阵一次（tok_embeddings 只读它那一行）以及每一层缓存的第 "
                "0..pos 行。",
                P, PREFILL_CHUNK, steps, P, T - 1, repeat);
     trace_count(tr, "context", P, NULL, NULL);
     trace_count(tr, "steps", steps, NULL, NULL);
+    trace_machine(tr, machine);
     for (int i = 0; i < NUM_VARIANTS; i++) show_reads(tr, &vs[i], T, repeat);
     trace_run(tr, NULL);
     trace_say(tr, "", "");
     // Bytes and FLOPs are exact; the time ratio is a measurement on a
-    // machine that may be doing other work: two significant digits.
+    // machine that may be doing other work: x ± e, and the verdict its
+    // runs support.
     int64_t kv0, flops0 = flops_per_token(&vs[0].m, T - 1, &kv0);
     for (int i = 1; i < NUM_VARIANTS; i++) {
         trace_run(tr, vs[i].run);
@@ -460,13 +460,17 @@ static void show_less_data_read(Trace *tr, Demo *d) {
         double bytes_ratio = (double)(vs[i].weights_read + vs[i].cache_read) /
                              (double)(vs[0].weights_read + vs[0].cache_read);
         double flops_ratio = (double)flops / (double)flops0;
-        double time_ratio = vs[0].per_token > 0 ? vs[i].per_token / vs[0].per_token : 0;
-        trace_sayf(tr, "  %s against MHA per token: bytes read %.3f x, FLOPs %.3f x, time about %.2g x",
-                   "  %s 与 MHA 相比（每个 token）：读取字节 %.3f 倍，计算量 %.3f 倍，耗时约 %.2g 倍",
-                   vs[i].label, bytes_ratio, flops_ratio, time_ratio);
+        Stats mha = stats_of(vs[0].samples, repeat), this = stats_of(vs[i].samples, repeat);
+        MeasureRatio time_ratio = measure_ratio(this, mha);   // this one's time / MHA's
+        MeasureVerdict verdict = measure_verdict(mha, this);  // this one against MHA
+        char xe[32];
+        trace_sayf(tr, "  %s against MHA per token: bytes read %.3f x, FLOPs %.3f x, time %s x: %s",
+                   "  %s 与 MHA 相比（每个 token）：读取字节 %.3f 倍，计算量 %.3f 倍，耗时 %s 倍：%s",
+                   vs[i].label, bytes_ratio, flops_ratio, measure_ratio_text(xe, sizeof xe, time_ratio),
+                   measure_verdict_word(verdict, tr->lang == LANG_ZH));
         trace_value(tr, "bytes_read_ratio", bytes_ratio, "x", NULL, NULL);
         trace_value(tr, "flops_ratio", flops_ratio, "x", NULL, NULL);
-        trace_value(tr, "time_ratio", time_ratio, "x", NULL, NULL);
+        trace_comparison_of(tr, "time_ratio", time_ratio, verdict, NULL, NULL);
     }
     trace_run(tr, NULL);
     trace_say(tr,
@@ -474,12 +478,12 @@ static void show_less_data_read(Trace *tr, Demo *d) {
               "what has to be fetched — wk and wv, and the cache rows, which grow with the context "
               "(and with the batch) — and, with the smaller wk and wv, the arithmetic of the "
               "key/value projections too. Bytes and FLOPs are counted exactly; the times are "
-              "indicative only: they move from run to run, and on a busy machine GQA and MQA "
-              "can swap places.",
+              "measured, and each time ratio above says only what its runs support: on a busy "
+              "machine often the same within noise.",
               "\n三种方式里，每个查询头的注意力计算量都一样。变少的是要读取的数据：wk、wv，"
               "以及随上下文（和批大小）增长的缓存行；wk、wv 变小了，key/value 投影的计算量也跟着变少。"
-              "字节数和计算量是精确计数；耗时只供参考：每次运行都会有出入，机器忙的时候 GQA 和 MQA "
-              "的先后甚至可能对调。");
+              "字节数和计算量是精确计数；耗时是实测的，上面每个耗时之比只说它的各次运行支持的结论："
+              "机器忙的时候常常是在噪声范围内相同。");
     trace_pause(tr);
 }
 

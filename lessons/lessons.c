@@ -81,7 +81,7 @@ const Lesson LESSONS[] = {
      "why no Q cache: old queries never reach the new token's output, with and without the causal mask",
      "为什么没有 Q 缓存：旧的 query 不影响新 token 的输出，有没有因果掩码都一样"},
     {"10", "The char GPT of the numpy chapter, with and without the cache", "键值缓存：字符级 GPT 生成",
-     "003", lesson10_run, {TRACE_FORM, O(STEP), O(MODEL), O(INIT), O(PRESET), O(SEED), O(STEPS), O(PROMPT), O(TEMPERATURE), O(TOP_K), O(THREADS), O(ATTENTION), O(TILE), O(NO_RACE)},
+     "003", lesson10_run, {TRACE_FORM, O(STEP), O(MODEL), O(INIT), O(PRESET), O(SEED), O(STEPS), O(PROMPT), O(TEMPERATURE), O(TOP_K), O(THREADS), O(ATTENTION), O(TILE), O(NO_RACE), O(REPEAT)},
      "the numpy chapter's char GPT: 256 characters after \"ROMEO:\" both ways, the same text, both timed; on a terminal the two race side by side, live (--no-race: the cache's shapes as it grows, one run after the other)",
      "numpy 章节的字符级 GPT：\"ROMEO:\" 之后生成 256 个字符，两种方式文字相同，分别计时；在终端上两次运行实时并排赛跑（--no-race：先后运行，并显示缓存形状的增长）"},
     {"11", "Classic KV cache bugs, injected and caught", "常见的 KV Cache 错误：注入并定位", "beyond",

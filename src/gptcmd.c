@@ -10,6 +10,7 @@
 #include "fileio.h"
 #include "kvcmd.h"
 #include "flash.h"
+#include "measure.h"
 #include "gptsetup.h"
 #include "ops.h"
 #include "pagedcmd.h"
@@ -62,6 +63,8 @@ typedef struct {
     int resets;            // cached run: steps past the context that fed the whole window again
     double reset_seconds;
     int nonfinite_step;    // the first step whose logits were not all finite, or -1
+    double *step_seconds;  // (steps) each step's time, for the spread
+    unsigned char *cached; // (steps) 1: the step fed one token to the cache
 } Stream;
 
 static int stream_step(void *ctx, const GptStep *st) {
@@ -74,6 +77,8 @@ static int stream_step(void *ctx, const GptStep *st) {
             return 1;
         }
     g->seconds += st->seconds;
+    g->step_seconds[st->step] = st->seconds;
+    g->cached[st->step] = (unsigned char)st->cached;
     if (g->use_cache && st->step > 0 && !st->cached) {
         g->resets++;
         g->reset_seconds += st->seconds;
@@ -106,6 +111,29 @@ static int say_nonfinite(int step) {
                          step + 1);
 }
 
+// A run's time is measured as measure.h measures one run: its ± from the
+// scatter of its steps (measure_sum_sd); " ± 12.0 ms" in pm, or "".
+static void run_spread(char *pm, size_t size, const Stream *g, int steps) {
+    double sd = measure_sum_sd(g->step_seconds, g->cached, steps);
+    char sd_text[24];
+    if (sd > 0) snprintf(pm, size, " ± %s", measure_time_text(sd_text, sizeof sd_text, sd));
+    else if (size) pm[0] = '\0';
+}
+
+// Under the run's line: its steps' median with min … max, and the busy
+// banner when the machine was busy at the start; JSON: the steps' timing.
+static void show_steps(Trace *tr, const Stream *g, int steps, MeasureMachine machine) {
+    char each[96];
+    measure_spread_text(each, sizeof each, stats_of(g->step_seconds, steps));
+    trace_sayf(tr, "-- a step: %s, median of %d; the ± above is their scatter (one run)",
+               "—— 每步：%s，%d 步的中位数；上面的 ± 是各步耗时的离散程度（只有一次运行）", each, steps);
+    trace_machine(tr, machine);
+    if (tr->format == FORMAT_JSON) {
+        trace_timing_stats(tr, "step", g->step_seconds, steps);
+        trace_value(tr, "seconds_sd", measure_sum_sd(g->step_seconds, g->cached, steps), "s", NULL, NULL);
+    }
+}
+
 int gptcmd_generate(const Options *opt, Trace *tr) {
     if (opt->paged || opt->block_size || opt->num_blocks || opt->samples) return pagedcmd_generate(opt, tr);
     GptVariant variant;   // --bug, --kv-dtype (lessons 11 and 12)
@@ -124,7 +152,11 @@ int gptcmd_generate(const Options *opt, Trace *tr) {
     char *text = NULL;
     const char *prompt = gptsetup_prompt_text(opt);
     rc = gptsetup_prompt(&tokens, &n_prompt, &m, prompt, steps);
-    if (!rc && (gpt_state_init(&s, m.cfg) || sampler_init(&sampler, m.cfg.V, temperature, opt->top_k, (uint32_t)opt->seed))) {
+    double *step_seconds = malloc(sizeof(double) * (size_t)steps);
+    unsigned char *cached = malloc((size_t)steps);
+    MeasureMachine machine = measure_machine();
+    if (!rc && (!step_seconds || !cached || gpt_state_init(&s, m.cfg) ||
+                sampler_init(&sampler, m.cfg.V, temperature, opt->top_k, (uint32_t)opt->seed))) {
         fileio_error("out of memory", "内存不足");
         rc = 1;
     }
@@ -140,7 +172,8 @@ int gptcmd_generate(const Options *opt, Trace *tr) {
     if (!rc && use_variant) s.variant = &variant;
     if (!rc) {
         Stream g = {.m = &m, .out = tr->out, .use_cache = use_cache, .width = screen_default_width(0),
-                    .stream = tr->format == FORMAT_TEXT, .nonfinite_step = -1};
+                    .stream = tr->format == FORMAT_TEXT, .step_seconds = step_seconds, .cached = cached,
+                    .nonfinite_step = -1};
         g.live = g.stream && isatty(fileno(tr->out));
         if (g.stream) {
             utf8_put_shown(tr->out, prompt, strlen(prompt));
@@ -167,8 +200,10 @@ int gptcmd_generate(const Options *opt, Trace *tr) {
             if (tr->format == FORMAT_JSON) trace_textval(tr, "text", text);
             if (g.live) fputs("\x1b[K", tr->out);
             // The figures: lines for people, events for scripts.
-            trace_sayf(tr, "\n\n-- %d tokens in %.3f s, %.0f tokens/s, %s, %d thread%s",
-                       "\n\n—— %d 个词元，用时 %.3f 秒，每秒 %.0f 个词元，%s，%d 个线程%s", steps, seconds,
+            char pm[40];
+            run_spread(pm, sizeof pm, &g, len - n_prompt);
+            trace_sayf(tr, "\n\n-- %d tokens in %.3f s%s, %.0f tokens/s, %s, %d thread%s",
+                       "\n\n—— %d 个词元，用时 %.3f 秒%s，每秒 %.0f 个词元，%s，%d 个线程%s", steps, seconds, pm,
                        steps / seconds,
                        use_cache ? trace_text(tr, "with the KV cache", "使用缓存")
                                  : trace_text(tr, "without the KV cache", "不使用缓存"),
@@ -189,6 +224,7 @@ int gptcmd_generate(const Options *opt, Trace *tr) {
                            "—— 超过上下文长度（%d 个位置）后，章节里的 generate 丢掉缓存，把最后 %d 个词元"
                            "重新算了一遍，共 %d 步，用了 %.3f 秒（总共 %.3f 秒）。",
                            m.cfg.T, m.cfg.T, g.resets, g.reset_seconds, seconds);
+            show_steps(tr, &g, len - n_prompt, machine);
             if (tr->format == FORMAT_JSON) trace_timing(tr, tr->run, seconds, 1);
             trace_value(tr, "tokens_per_s", steps / seconds, "tokens/s", NULL, NULL);
             if (use_cache) {
@@ -199,6 +235,8 @@ int gptcmd_generate(const Options *opt, Trace *tr) {
     }
     free(text);
     free(tokens);
+    free(step_seconds);
+    free(cached);
     sampler_free(&sampler);
     gpt_state_free(&s);
     gpt_free(&m);

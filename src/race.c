@@ -5,11 +5,18 @@
 // arithmetic (ops threads = 1, so the two never share a pool); the main
 // thread redraws both every 50 ms on a terminal. The runs only write their
 // progress under a lock; everything printed comes from the main thread.
+//
+// A race is one run each way, so the ratio's ± comes from the runs
+// themselves: the scatter of each run's step times (measure_sum_sd, which a
+// step cost that grows with the context does not count as noise), combined
+// as hyperfine combines two spreads. A machine whose load average exceeds
+// its cores gets a banner first: both runs share it with other programs.
 #include "race.h"
 
 #include "fileio.h"
 #include "gpt.h"
 #include "gptsetup.h"
+#include "measure.h"
 #include "ops.h"
 #include "pool.h"
 #include "sampler.h"
@@ -18,6 +25,7 @@
 #include "ttyguard.h"
 #include "utf8.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -50,6 +58,9 @@ typedef struct {
     double seconds;        // wall time up to the last finished step
     int resets;            // steps past the context that fed the whole window again
     double reset_seconds;  // their time
+    double *step_seconds;  // (steps) each finished step's wall time
+    unsigned char *cached; // (steps) 1: the step fed one token to the cache
+    double last;           // when the last step finished
 } Runner;
 
 static int on_step(void *ctx, const GptStep *st) {
@@ -58,6 +69,9 @@ static int on_step(void *ctx, const GptStep *st) {
     pthread_mutex_lock(r->lock);
     r->done = st->step + 1;
     r->seconds = now - r->t0;
+    r->step_seconds[st->step] = now - r->last;
+    r->cached[st->step] = (unsigned char)st->cached;
+    r->last = now;
     if (r->use_cache && st->step > 0 && !st->cached) {
         r->resets++;
         r->reset_seconds += st->seconds;
@@ -68,7 +82,7 @@ static int on_step(void *ctx, const GptStep *st) {
 
 static void *run_thread(void *arg) {
     Runner *r = arg;
-    r->t0 = timer_now();
+    r->t0 = r->last = timer_now();
     gpt_generate(r->tokens, &r->s, r->m, &r->sampler, r->n_prompt, r->steps, r->use_cache, on_step, r);
     pthread_mutex_lock(r->lock);
     r->finished = 1;
@@ -149,6 +163,17 @@ static void sleep_ms(int ms) {
 }
 
 
+// Without the cache against with it: x = the ratio of the two runs' times,
+// e from each run's own scatter (see the top of this file).
+static MeasureRatio race_ratio(const Runner run[2], const View v[2]) {
+    double t0 = v[0].seconds, t1 = v[1].seconds;
+    if (!(t0 > 0 && t1 > 0)) return measure_ratio_of(0, 0, 2);
+    double sd0 = measure_sum_sd(run[0].step_seconds, run[0].cached, v[0].done);
+    double sd1 = measure_sum_sd(run[1].step_seconds, run[1].cached, v[1].done);
+    double x = t0 / t1;
+    return measure_ratio_of(x, x * hypot(sd0 / t0, sd1 / t1), 2);
+}
+
 int race_model(const GptModel *m, const Options *opt, Trace *tr) {
     int rc = 0;
     int steps = opt->steps > 0 ? opt->steps : DEFAULT_STEPS;
@@ -169,7 +194,8 @@ int race_model(const GptModel *m, const Options *opt, Trace *tr) {
         cap = gpt_decode(NULL, 0, m, run[i].tokens, run[i].n_prompt) + 4 * (size_t)steps + 1;
         if (gpt_state_init(&run[i].s, m->cfg) ||
             sampler_init(&run[i].sampler, m->cfg.V, temperature, opt->top_k, (uint32_t)opt->seed) ||
-            !(text[i] = malloc(cap))) {
+            !(text[i] = malloc(cap)) || !(run[i].step_seconds = malloc(sizeof(double) * (size_t)steps)) ||
+            !(run[i].cached = malloc((size_t)steps))) {
             fileio_error("out of memory", "内存不足");
             rc = 1;
         }
@@ -202,6 +228,7 @@ int race_model(const GptModel *m, const Options *opt, Trace *tr) {
     }
     View v[2];
     if (!rc) {
+        trace_machine(tr, measure_machine());
         if (tr->format == FORMAT_TEXT) {
             trace_sayf(tr, "The char GPT writes %d characters after \"%s\" twice, with the same seed: without the cache and with it, %s.",
                        "字符级 GPT 用同一个随机种子写两遍 %d 个字符，接在“%s”之后：一遍不使用缓存，一遍使用缓存，%s。", steps, prompt,
@@ -247,7 +274,8 @@ int race_model(const GptModel *m, const Options *opt, Trace *tr) {
     }
     if (!rc) {
         int same = v[0].done == v[1].done && !strcmp(v[0].text, v[1].text);
-        double ratio = v[1].seconds > 0 ? v[0].seconds / v[1].seconds : 0;
+        MeasureRatio ratio = race_ratio(run, v);
+        int verdict = measure_verdict_ratio(ratio);
         // The two runs side by side, unless the live lines showed them.
         if (!live || tr->format == FORMAT_JSON) {
             static const TraceColumn COLS[] = {
@@ -281,7 +309,7 @@ int race_model(const GptModel *m, const Options *opt, Trace *tr) {
             }
             trace_run(tr, NULL);
             trace_count(tr, "texts_identical", same, NULL, NULL);
-            trace_value(tr, "speedup", ratio, "x", NULL, NULL);
+            trace_comparison_of(tr, "speedup", ratio, verdict, NULL, NULL);
         } else {
             fputc('\n', tr->out);
             if (same)
@@ -289,8 +317,11 @@ int race_model(const GptModel *m, const Options *opt, Trace *tr) {
                           "两次写出的文字一字不差。");
             else
                 trace_say(tr, "The two texts differ: the cache changed the result.", "两次写出的文字不同：缓存改变了结果。");
-            trace_sayf(tr, "With the cache: %.1f x faster (%.2f s against %.2f s).",
-                       "使用缓存快了 %.1f 倍（%.2f 秒对 %.2f 秒）。", ratio, v[1].seconds, v[0].seconds);
+            char said[160];
+            measure_compare_text(said, sizeof said, ratio, (MeasureVerdict)verdict, tr->lang == LANG_ZH);
+            trace_sayf(tr, "With the cache: %s (%.2f s against %.2f s;\n± from the scatter of each run's step times).",
+                       "使用缓存：%s（%.2f 秒对 %.2f 秒；\n± 来自每次运行各步耗时的离散程度）。", said, v[1].seconds,
+                       v[0].seconds);
             if (v[1].resets > 0)
                 trace_sayf(tr,
                            "Past the context (%d positions) the chapter's generate drops the cache and feeds the "
@@ -305,6 +336,8 @@ int race_model(const GptModel *m, const Options *opt, Trace *tr) {
     }
     for (int i = 0; i < 2; i++) {
         free(run[i].tokens);
+        free(run[i].step_seconds);
+        free(run[i].cached);
         free(text[i]);
         sampler_free(&run[i].sampler);
         gpt_state_free(&run[i].s);

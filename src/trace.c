@@ -4,6 +4,7 @@
 
 #include "buf.h"
 #include "fileio.h"
+#include "measure.h"
 #include "ops.h"
 #include "screen.h"
 #include "stats.h"
@@ -678,6 +679,92 @@ void trace_ratio(Trace *tr, const char *name, const double *a, int na, const dou
         return;
     }
     buf_printf(&o, "  %s: %.*f x\n", trace_text(tr, en, zh), decimals, r);
+    emit(tr, &o);
+}
+
+void trace_machine(Trace *tr, MeasureMachine m) {
+    if (is_json(tr)) {
+        trace_value(tr, "load_average", m.load, "", NULL, NULL);
+        trace_count(tr, "cores", m.cores, NULL, NULL);
+        trace_count(tr, "machine_busy", measure_busy(m), NULL, NULL);
+        return;
+    }
+    if (!measure_busy(m)) return;
+    if (trace_doc_active(tr)) {   // a document: the text in both languages
+        trace_doc_lines_begin(tr);
+        do trace_machine(tr, m);
+        while (trace_doc_lines_next(tr));
+        return;
+    }
+    char text[320];
+    Buf b;
+    buf_init(&b);
+    buf_printf(&b, "%s\n", measure_busy_text(text, sizeof text, m, tr->lang == LANG_ZH));
+    emit(tr, &b);
+}
+
+void trace_measure(Trace *tr, const char *name, const double *samples, int n) {
+    if (is_json(tr)) {   // the median as "seconds", with mean, sd, min, max and noisy
+        trace_timing_stats(tr, name, samples, n);
+        return;
+    }
+    if (trace_doc_active(tr)) {   // a document: the text in both languages
+        trace_doc_lines_begin(tr);
+        do trace_measure(tr, name, samples, n);
+        while (trace_doc_lines_next(tr));
+        return;
+    }
+    Stats st = stats_of(samples, n);
+    char spread[96];
+    Buf b;
+    buf_init(&b);
+    timing_head(&b, tr, name, st.median, n);
+    buf_append(&b, measure_spread_text(spread, sizeof spread, st));
+    if (n > 1) buf_printf(&b, trace_text(tr, ", median of %d runs", "，%d 次运行的中位数"), n);
+    if (stats_noisy(st)) buf_printf(&b, "  !\n  %s", measure_noisy_text(tr->lang == LANG_ZH));
+    buf_append(&b, "\n");
+    emit(tr, &b);
+}
+
+void trace_comparison(Trace *tr, const char *name, const double *a, int na, const double *b, int nb, const char *en,
+                      const char *zh) {
+    if (trace_doc_active(tr)) {   // a document: the text in both languages
+        trace_doc_lines_begin(tr);
+        do trace_comparison(tr, name, a, na, b, nb, en, zh);
+        while (trace_doc_lines_next(tr));
+        return;
+    }
+    Stats sa = stats_of(a, na), sb = stats_of(b, nb);
+    trace_comparison_of(tr, name, measure_ratio(sa, sb), measure_verdict(sa, sb), en, zh);
+}
+
+static const char *verdict_name(int verdict) {
+    static const char *const NAMES[] = {"same", "faster", "slower", "too_few"};
+    return verdict >= 0 && verdict < 4 ? NAMES[verdict] : "same";
+}
+
+void trace_comparison_of(Trace *tr, const char *name, MeasureRatio r, int verdict, const char *en, const char *zh) {
+    if (trace_doc_active(tr)) {   // a document: the text in both languages
+        trace_doc_lines_begin(tr);
+        do trace_comparison_of(tr, name, r, verdict, en, zh);
+        while (trace_doc_lines_next(tr));
+        return;
+    }
+    Buf o;
+    buf_init(&o);
+    if (is_json(tr)) {
+        json_head(&o, tr, "value");
+        buf_append(&o, ",\"name\":");
+        json_string(&o, name);
+        buf_printf(&o, ",\"value\":%.9g,\"unit\":\"x\",\"error\":%.9g,\"decimals\":%d,\"verdict\":\"%s\"", r.x, r.e,
+                   r.decimals, verdict_name(verdict));
+        emit_json(tr, &o);
+        return;
+    }
+    if (!en) return;   // a value for scripts only
+    char text[128];
+    measure_compare_text(text, sizeof text, r, (MeasureVerdict)verdict, tr->lang == LANG_ZH);
+    buf_printf(&o, "  %s%s%s\n", trace_text(tr, en, zh), trace_text(tr, ": ", "："), text);
     emit(tr, &o);
 }
 

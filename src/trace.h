@@ -7,6 +7,7 @@
 #ifndef KVDEMO_TRACE_H
 #define KVDEMO_TRACE_H
 
+#include "measure.h"
 #include "tensor.h"
 
 #include <stdint.h>
@@ -119,6 +120,23 @@ void trace_timing_stats(Trace *tr, const char *name, const double *samples, int 
 // with as many digits as their spread allows.
 void trace_ratio(Trace *tr, const char *name, const double *a, int na, const double *b, int nb, const char *en,
                  const char *zh);
+// The machine at the start of a measurement: the busy banner when its load
+// average exceeds its cores (nothing otherwise); JSON: load_average, cores
+// and machine_busy (0 or 1).
+void trace_machine(Trace *tr, MeasureMachine m);
+// The times of n runs measured as measure.h does: "  time (name): 3.71 s
+// (3.61 … 3.92 s), median of 3 runs", with a mark and a warning under it
+// when they disagree too much to be trusted; JSON as trace_timing_stats.
+void trace_measure(Trace *tr, const char *name, const double *samples, int n);
+// Arm b against arm a (b's runs a's, interleaved): "  en: 6.4 ± 0.3 x
+// faster", "... x slower" or "the same within noise (1.03 ± 0.08 x)", the
+// words chosen by measure_verdict; JSON: a value event with "error",
+// "decimals" and "verdict" ("faster", "slower", "same", "too_few").
+void trace_comparison(Trace *tr, const char *name, const double *a, int na, const double *b, int nb, const char *en,
+                      const char *zh);
+// The same from a ratio and a verdict worked out by the caller (MeasureVerdict);
+// with en NULL a JSON event only.
+void trace_comparison_of(Trace *tr, const char *name, MeasureRatio r, int verdict, const char *en, const char *zh);
 // Two tensors that should agree: identical bit for bit, and max |a - b|.
 // Returns 1 when they are identical.
 int trace_compare(Trace *tr, const char *name, const char *a_name, const Tensor *a,

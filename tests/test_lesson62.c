@@ -181,20 +181,37 @@ static void test_text_languages_and_errors(void **state) {
     if (r.status != 0) fail_msg("kvdemo lesson 6.2 exited with %d: %s", r.status, r.err);
     if (!strstr(r.out, "identical bit for bit") || !strstr(r.out, "524,288 B"))
         fail_msg("lesson 6.2: expected the comparisons and LLaMA-2-7B's bytes in the text");
-    // Time ratios are measurements: two significant digits, and said to be
-    // indicative; the FLOPs are counted beside the bytes.
+    // Time ratios are measurements: with a single run (--repeat 1) there is
+    // no spread, so two significant digits and no conclusion; the FLOPs are
+    // counted beside the bytes.
     int ratios = 0;
-    for (const char *p = r.out; (p = strstr(p, "time about ")); p++, ratios++) {
-        p += strlen("time about ");
+    for (const char *p = r.out; (p = strstr(p, "FLOPs ")) && (p = strstr(p, ", time ")); p++, ratios++) {
+        p += strlen(", time ");
         int digits = 0;
         const char *q = p;
         while (*q == '0' || *q == '.') q++;   // leading zeros are not significant
         for (; (*q >= '0' && *q <= '9') || *q == '.'; q++) digits += *q != '.';
         if (digits < 1 || digits > 2) fail_msg("time ratio \"%.12s\": expected 1 or 2 significant digits, got %d", p, digits);
+        if (strncmp(q, " x: too few runs to say", 23)) fail_msg("one run: expected \"x: too few runs to say\", got \"%.30s\"", q);
     }
     assert_int_equal(ratios, 2);
-    if (!strstr(r.out, "indicative") || !strstr(r.out, "FLOPs"))
-        fail_msg("lesson 6.2: expected the times called indicative and the FLOPs beside the bytes");
+    if (!strstr(r.out, "measured") || !strstr(r.out, "FLOPs"))
+        fail_msg("lesson 6.2: expected the times called measured and the FLOPs beside the bytes");
+    run_free(&r);
+    // With runs, x ± e and one of the verdicts (which one is the machine's).
+    r = kvdemo_run("lesson 6.2 --preset tiny --repeat 3 --lang en");
+    if (r.status != 0) fail_msg("kvdemo lesson 6.2 --repeat 3 exited with %d: %s", r.status, r.err);
+    ratios = 0;
+    for (const char *p = r.out; (p = strstr(p, " against MHA per token: ")); p++) {
+        const char *eol = strchr(p, '\n'), *pm = strstr(p, " ± ");
+        if (!eol || !pm || pm > eol) fail_msg("expected x ± e in \"%.100s\"", p);
+        int said = 0;
+        static const char *const WORDS[] = {"x: faster\n", "x: slower\n", "x: the same within noise\n"};
+        for (int k = 0; k < 3; k++) said |= strncmp(eol - strlen(WORDS[k]) + 1, WORDS[k], strlen(WORDS[k])) == 0;
+        if (!said) fail_msg("expected a verdict at the end of \"%.*s\"", (int)(eol - p), p);
+        ratios++;
+    }
+    assert_int_equal(ratios, 2);
     run_free(&r);
 
     // A --steps that leaves no context is a usage error, with one line on stderr.

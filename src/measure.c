@@ -1,0 +1,202 @@
+// measure — warm-up, interleaved runs, ratios as x ± e, and a verdict the
+// intervals support (measure.h).
+#include "measure.h"
+
+#include "pool.h"
+
+#include <math.h>
+#include <stdio.h>
+
+int measure_interleaved(double *a_s, double *b_s, int warmup, int runs, MeasureRun a, void *actx, MeasureRun b,
+                        void *bctx) {
+    double ignored;
+    for (int i = 0; i < warmup + runs; i++) {
+        double *sa = i < warmup ? &ignored : &a_s[i - warmup];
+        int rc = a(actx, sa);
+        if (rc) return rc;
+        if (!b) continue;
+        double *sb = i < warmup ? &ignored : &b_s[i - warmup];
+        if ((rc = b(bctx, sb))) return rc;
+    }
+    return 0;
+}
+
+// Digits after the point for e to two significant digits (0 .. 3).
+static int decimals_of(double e) {
+    int d = 1 - (int)floor(log10(e));
+    return d < 0 ? 0 : d > 3 ? 3 : d;
+}
+
+MeasureRatio measure_ratio_of(double x, double e, int n) {
+    MeasureRatio r = {.x = x, .e = n >= 2 ? e : 0, .n = n};
+    if (!(x > 0)) r.decimals = 0;
+    else if (n < 2) r.decimals = decimals_of(x);   // two significant digits of x itself
+    else if (r.e > 0) r.decimals = decimals_of(r.e);
+    else r.decimals = 3;                           // identical runs: as many as is ever printed
+    return r;
+}
+
+MeasureRatio measure_ratio(Stats a, Stats b) {
+    int n = a.n < b.n ? a.n : b.n;
+    double x = b.median > 0 ? a.median / b.median : 0;
+    double e = a.mean > 0 && b.mean > 0 ? x * hypot(a.sd / a.mean, b.sd / b.mean) : 0;
+    return measure_ratio_of(x, e, n);
+}
+
+MeasureVerdict measure_verdict_ratio(MeasureRatio r) {
+    if (r.n < 2) return MEASURE_TOO_FEW;
+    if (r.x - r.e > 1) return MEASURE_FASTER;
+    if (r.x + r.e < 1) return MEASURE_SLOWER;
+    return MEASURE_SAME;
+}
+
+MeasureVerdict measure_verdict(Stats a, Stats b) {
+    MeasureVerdict v = measure_verdict_ratio(measure_ratio(a, b));
+    if (v == MEASURE_FASTER && !(b.max < a.min)) return MEASURE_SAME;
+    if (v == MEASURE_SLOWER && !(b.min > a.max)) return MEASURE_SAME;
+    return v;
+}
+
+double measure_sum_sd(const double *t, const unsigned char *kind, int n) {
+    int b = n / MEASURE_BLOCKS > 1 ? n / MEASURE_BLOCKS : 1;   // steps per block
+    double sq = 0, prev2 = 0, prev1 = 0;
+    int m = 0, have = 0;   // have: full blocks in a row of the current kind
+    for (int i = 0; i < n;) {
+        if (i > 0 && kind && kind[i - 1] != kind[i]) have = 0;   // another kind of step begins
+        int j = i;
+        double sum = 0;
+        while (j < n && j - i < b && (!kind || kind[j] == kind[i])) sum += t[j++];
+        if (j - i < b) {   // the kind ended inside the block: it takes no part
+            have = 0;
+            i = j;
+            continue;
+        }
+        if (have >= 2) {
+            double d2 = prev2 - 2 * prev1 + sum;
+            sq += d2 * d2;
+            m++;
+        }
+        prev2 = prev1, prev1 = sum, have++;
+        i = j;
+    }
+    if (!m) return 0;
+    double sd_block = sqrt(sq / m / 6);   // var(S[k-1] - 2 S[k] + S[k+1]) = (1 + 4 + 1) σ²
+    return sd_block * sqrt((double)n / b);
+}
+
+// The one-minute load average from /proc/loadavg, or -1.
+static double load_average(void) {
+    FILE *f = fopen("/proc/loadavg", "r");
+    double load = -1;
+    if (!f) return -1;
+    if (fscanf(f, "%lf", &load) != 1) load = -1;
+    fclose(f);
+    return load;
+}
+
+MeasureMachine measure_machine(void) {
+    MeasureMachine m = {load_average(), pool_cores()};
+    return m;
+}
+
+int measure_busy(MeasureMachine m) { return m.cores > 0 && m.load > m.cores; }
+
+// v (> 0) to three significant digits, trailing zeros kept: 15.0, 2.20, 812.
+static void three_digits(char *out, size_t size, double v) {
+    int d = v > 0 ? 2 - (int)floor(log10(v)) : 2;
+    if (d < 0) d = 0;
+    snprintf(out, size, "%.*f", d, v);
+}
+
+// The unit of a time of s seconds, and what s is multiplied by.
+static const char *time_unit(double s, double *k) {
+    if (s >= 1) return *k = 1, "s";
+    if (s >= 1e-3) return *k = 1e3, "ms";
+    return *k = 1e6, "µs";
+}
+
+const char *measure_time_text(char *out, size_t size, double s) {
+    double k;
+    const char *unit = time_unit(s, &k);
+    char v[24];
+    three_digits(v, sizeof v, s * k);
+    snprintf(out, size, "%s %s", v, unit);
+    return out;
+}
+
+const char *measure_spread_text(char *out, size_t size, Stats s) {
+    char med[40], lo[40], hi[40];
+    measure_time_text(med, sizeof med, s.median);
+    if (s.n < 2) {
+        snprintf(out, size, "%s", med);
+        return out;
+    }
+    // "(3.61 … 3.92 s)" when both ends have one unit, else "(900 µs … 1.10 ms)".
+    double kmin, kmax;
+    const char *umin = time_unit(s.min, &kmin), *umax = time_unit(s.max, &kmax);
+    if (umin == umax) {
+        three_digits(lo, sizeof lo, s.min * kmin);
+        three_digits(hi, sizeof hi, s.max * kmax);
+        snprintf(out, size, "%s (%s … %s %s)", med, lo, hi, umax);
+    } else {
+        measure_time_text(lo, sizeof lo, s.min);
+        measure_time_text(hi, sizeof hi, s.max);
+        snprintf(out, size, "%s (%s … %s)", med, lo, hi);
+    }
+    return out;
+}
+
+const char *measure_ratio_text(char *out, size_t size, MeasureRatio r) {
+    if (r.n < 2) snprintf(out, size, "%.*f", r.decimals, r.x);
+    else snprintf(out, size, "%.*f ± %.*f", r.decimals, r.x, r.decimals, r.e);
+    return out;
+}
+
+const char *measure_compare_text(char *out, size_t size, MeasureRatio r, MeasureVerdict v, int zh) {
+    char x[64];
+    if (v == MEASURE_SLOWER && r.x > 0) {   // b took 1 / x as long: say how many times slower
+        double inv = 1 / r.x;
+        r = measure_ratio_of(inv, r.e * inv * inv, r.n);   // the same relative error
+    }
+    measure_ratio_text(x, sizeof x, r);
+    switch (v) {
+    case MEASURE_FASTER: snprintf(out, size, zh ? "快 %s 倍" : "%s x faster", x); break;
+    case MEASURE_SLOWER: snprintf(out, size, zh ? "慢 %s 倍" : "%s x slower", x); break;
+    case MEASURE_SAME:
+        snprintf(out, size, zh ? "在噪声范围内相同（%s 倍）" : "the same within noise (%s x)", x);
+        break;
+    case MEASURE_TOO_FEW:
+        snprintf(out, size, zh ? "%s 倍（每种只运行了一次，不足以下结论）" : "%s x (one run each: too few to conclude)", x);
+        break;
+    }
+    return out;
+}
+
+const char *measure_verdict_word(MeasureVerdict v, int zh) {
+    switch (v) {
+    case MEASURE_FASTER: return zh ? "更快" : "faster";
+    case MEASURE_SLOWER: return zh ? "更慢" : "slower";
+    case MEASURE_SAME: return zh ? "在噪声范围内相同" : "the same within noise";
+    case MEASURE_TOO_FEW: break;
+    }
+    return zh ? "运行次数太少，无法判断" : "too few runs to say";
+}
+
+const char *measure_noisy_text(int zh) {
+    return zh ? "! 标 ! 的时间，各次运行相差超过 10%：机器当时很忙，请再运行一次"
+              : "! the runs of a time marked ! disagree by more than 10%: the machine was busy; rerun";
+}
+
+const char *measure_busy_text(char *out, size_t size, MeasureMachine m, int zh) {
+    if (!measure_busy(m)) {
+        if (size) out[0] = '\0';
+        return out;
+    }
+    snprintf(out, size,
+             zh ? "! 机器很忙：开始时的平均负载 %.1f 超过了 %d 个核，其他程序在争用处理器；\n"
+                  "  这时测的时间会比空闲的机器上更慢、更分散"
+                : "! machine busy: the load average at the start, %.1f, exceeds the %d cores; other programs\n"
+                  "  share them, so the times are slower and wider than on a quiet machine",
+             m.load, m.cores);
+    return out;
+}

@@ -1,0 +1,255 @@
+// test_measure — the one way kvdemo times things (measure.h), on given
+// samples and fake runs: nothing here measures a real time or asserts one.
+//
+//   test_runs_are_interleaved      warm-up of each arm, then A B A B ..., only counted runs kept
+//   test_ratio_is_hyperfines       x = median ratio, e = x √((σa/μa)² + (σb/μb)²), e to 2 digits
+//   test_verdict_follows_intervals faster / slower / the same within noise / too few
+//   test_sum_sd_ignores_trends     a step cost that grows, and a jump between kinds, are not noise;
+//                                  a slow stretch of steps is
+//   test_words                     the texts, in English and Chinese, and the busy banner
+//   test_trace_prints_the_spread   trace_measure and trace_comparison in text and JSON
+#include "testutil.h"
+
+#include "measure.h"
+#include "trace.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void expect_near(double got, double want, double tol, const char *what) {
+    if (!(fabs(got - want) <= tol)) fail_msg("%s: expected %.9g, got %.9g", what, want, got);
+}
+
+static void expect_text(const char *got, const char *want, const char *what) {
+    if (strcmp(got, want)) fail_msg("%s: expected \"%s\", got \"%s\"", what, want, got);
+}
+
+// ----------------------------------------------------------------------------
+// Running
+
+// A fake arm: logs its name, hands out the next of its given times.
+typedef struct {
+    char name;
+    const double *times;
+    int next;
+    char *log;   // shared by both arms
+    int stop_at; // the call that returns 1 (-1: never)
+} FakeArm;
+
+static int fake_run(void *ctx, double *seconds) {
+    FakeArm *f = ctx;
+    strncat(f->log, &f->name, 1);
+    if (f->next == f->stop_at) return 1;
+    *seconds = f->times[f->next++];
+    return 0;
+}
+
+static void test_runs_are_interleaved(void **state) {
+    (void)state;
+    char log[32] = "";
+    double ta[] = {9, 1, 2, 3}, tb[] = {8, 4, 5, 6};   // the first of each is the warm-up
+    FakeArm a = {'A', ta, 0, log, -1}, b = {'B', tb, 0, log, -1};
+    double sa[3], sb[3];
+    int rc = measure_interleaved(sa, sb, 1, 3, fake_run, &a, fake_run, &b);
+    assert_int_equal(rc, 0);
+    expect_text(log, "ABABABAB", "order of the runs");
+    for (int i = 0; i < 3; i++) {
+        if (sa[i] != ta[i + 1]) fail_msg("a[%d]: expected %g, got %g", i, ta[i + 1], sa[i]);
+        if (sb[i] != tb[i + 1]) fail_msg("b[%d]: expected %g, got %g", i, tb[i + 1], sb[i]);
+    }
+    // One arm alone; a run that fails stops the measurement with its status.
+    log[0] = '\0';
+    FakeArm c = {'C', ta, 0, log, 2};
+    rc = measure_interleaved(sa, NULL, 1, 3, fake_run, &c, NULL, NULL);
+    assert_int_equal(rc, 1);
+    expect_text(log, "CCC", "a stopped single arm");
+}
+
+// ----------------------------------------------------------------------------
+// Ratio and verdict
+
+static void test_ratio_is_hyperfines(void **state) {
+    (void)state;
+    // a: 9, 10, 11 (median 10, mean 10, σ 1); b: 0.9, 1.0, 1.1 (σ 0.1):
+    // x = 10, e = 10 · √(0.1² + 0.1²) = 1.41421356: two digits of e, "10.0 ± 1.4".
+    double a[] = {9, 10, 11}, b[] = {0.9, 1.0, 1.1};
+    MeasureRatio r = measure_ratio(stats_of(a, 3), stats_of(b, 3));
+    expect_near(r.x, 10, 1e-12, "x");
+    expect_near(r.e, 10 * sqrt(0.02), 1e-12, "e");
+    assert_int_equal(r.decimals, 1);
+    char t[64];
+    expect_text(measure_ratio_text(t, sizeof t, r), "10.0 ± 1.4", "ratio text");
+    // The median, not the mean: one slow run of a (30) moves the mean, not x.
+    double a2[] = {10, 30, 10.2}, b2[] = {1, 1, 1};
+    r = measure_ratio(stats_of(a2, 3), stats_of(b2, 3));
+    expect_near(r.x, 10.2, 1e-12, "x of medians");
+    // σ/μ of a2 = 11.49 / 16.73 = 0.687, of b2 0: e = 7.00, "10.2 ± 7.0".
+    expect_text(measure_ratio_text(t, sizeof t, r), "10.2 ± 7.0", "ratio text, wide");
+    // A small error: e to two digits is three decimals.
+    r = measure_ratio_of(1.2153, 0.0342, 5);
+    expect_text(measure_ratio_text(t, sizeof t, r), "1.215 ± 0.034", "ratio text, narrow");
+    // One run each: no error, two significant digits of x.
+    r = measure_ratio_of(10.83, 0.5, 1);
+    expect_near(r.e, 0, 0, "e of one run");
+    expect_text(measure_ratio_text(t, sizeof t, r), "11", "ratio text, one run");
+}
+
+static void test_verdict_follows_intervals(void **state) {
+    (void)state;
+    double slow[] = {9, 10, 11}, fast[] = {0.9, 1.0, 1.1};
+    assert_int_equal(measure_verdict(stats_of(slow, 3), stats_of(fast, 3)), MEASURE_FASTER);
+    assert_int_equal(measure_verdict(stats_of(fast, 3), stats_of(slow, 3)), MEASURE_SLOWER);
+    // Overlapping runs, as lesson 4's steps at t = 16 and t = 64 were: no conclusion.
+    double p[] = {1.0, 1.3, 0.9, 1.2}, q[] = {1.1, 0.95, 1.25, 1.0};
+    assert_int_equal(measure_verdict(stats_of(p, 4), stats_of(q, 4)), MEASURE_SAME);
+    // A small gap, tight runs: x = 1.21, e = 1.21 √(0.00826² + 0.01²) = 0.0157, disjoint: faster.
+    double a3[] = {1.2, 1.21, 1.22}, b3[] = {0.99, 1.0, 1.01};
+    assert_int_equal(measure_verdict(stats_of(a3, 3), stats_of(b3, 3)), MEASURE_FASTER);
+    // Every run of b beat every run of a, but one wild run of a makes e larger than x - 1.
+    double a4[] = {1.02, 1.03, 3.0}, b4[] = {1.0, 1.0, 1.01};
+    assert_int_equal(measure_verdict(stats_of(a4, 3), stats_of(b4, 3)), MEASURE_SAME);
+    // x - e > 1 but the runs overlap: the same within noise.
+    double a5[] = {1.5, 1.5, 1.5, 1.5, 0.9}, b5[] = {1.0, 1.0, 1.0, 1.0, 1.0};
+    MeasureRatio r5 = measure_ratio(stats_of(a5, 5), stats_of(b5, 5));
+    if (!(r5.x - r5.e > 1)) fail_msg("the case needs x - e > 1: x %g e %g", r5.x, r5.e);
+    assert_int_equal(measure_verdict(stats_of(a5, 5), stats_of(b5, 5)), MEASURE_SAME);
+    // One run: no conclusion.
+    assert_int_equal(measure_verdict(stats_of(slow, 1), stats_of(fast, 1)), MEASURE_TOO_FEW);
+    // From a ratio alone.
+    assert_int_equal(measure_verdict_ratio(measure_ratio_of(6.4, 0.3, 2)), MEASURE_FASTER);
+    assert_int_equal(measure_verdict_ratio(measure_ratio_of(0.6, 0.1, 2)), MEASURE_SLOWER);
+    assert_int_equal(measure_verdict_ratio(measure_ratio_of(1.1, 0.2, 2)), MEASURE_SAME);
+}
+
+// ----------------------------------------------------------------------------
+// The error of a run's sum of step times
+
+static void test_sum_sd_ignores_trends(void **state) {
+    (void)state;
+    // A step cost growing linearly (an uncached step reads a longer context):
+    // no scatter at all.
+    double t[64];
+    for (int i = 0; i < 64; i++) t[i] = 0.01 + 0.0001 * i;
+    expect_near(measure_sum_sd(t, NULL, 64), 0, 1e-15, "linear trend");
+    // 64 steps make 16 blocks of 4. Blocks alternately d slower and d faster
+    // per step: each block sum is 4 (0.01 ± d), each second difference
+    // ±16 d, so σ_block² = 256 d² / 6 and the sum's σ = 16 d / √6 · √16.
+    double d = 0.001;
+    for (int i = 0; i < 64; i++) t[i] = 0.01 + ((i / 4) % 2 ? d : -d);
+    expect_near(measure_sum_sd(t, NULL, 64), 16 * d / sqrt(6.0) * 4, 1e-12, "alternating blocks");
+    // Noise that alternates inside each block cancels in its sum: not the
+    // noise of the total either.
+    for (int i = 0; i < 64; i++) t[i] = 0.01 + (i % 2 ? d : -d);
+    expect_near(measure_sum_sd(t, NULL, 64), 0, 1e-15, "alternating steps");
+    // A jump between kinds (the cached run's reset steps) is not noise.
+    unsigned char kind[64];
+    for (int i = 0; i < 64; i++) t[i] = i < 40 ? 0.002 : 0.02, kind[i] = i >= 40;
+    expect_near(measure_sum_sd(t, kind, 64), 0, 1e-15, "jump between kinds");
+    if (!(measure_sum_sd(t, NULL, 64) > 0)) fail_msg("the same jump without kinds: expected a scatter");
+    expect_near(measure_sum_sd(t, NULL, 2), 0, 0, "two steps");
+}
+
+// ----------------------------------------------------------------------------
+// Words
+
+static void test_words(void **state) {
+    (void)state;
+    char t[256];
+    expect_text(measure_time_text(t, sizeof t, 3.7061), "3.71 s", "seconds");
+    expect_text(measure_time_text(t, sizeof t, 0.04523), "45.2 ms", "milliseconds");
+    expect_text(measure_time_text(t, sizeof t, 0.000812), "812 µs", "microseconds");
+    expect_text(measure_time_text(t, sizeof t, 15.0), "15.0 s", "trailing zero kept");
+    double s[] = {3.92, 3.61, 3.7061};
+    expect_text(measure_spread_text(t, sizeof t, stats_of(s, 3)), "3.71 s (3.61 … 3.92 s)", "spread");
+    double ms[] = {0.0009, 0.0011, 0.001};   // each end in its own unit
+    expect_text(measure_spread_text(t, sizeof t, stats_of(ms, 3)), "1.00 ms (900 µs … 1.10 ms)", "spread across units");
+    expect_text(measure_spread_text(t, sizeof t, stats_of(s, 1)), "3.92 s", "one run");
+    expect_text(measure_compare_text(t, sizeof t, measure_ratio_of(6.43, 0.35, 3), MEASURE_FASTER, 0),
+                "6.43 ± 0.35 x faster", "faster");
+    expect_text(measure_compare_text(t, sizeof t, measure_ratio_of(6.43, 0.35, 3), MEASURE_FASTER, 1),
+                "快 6.43 ± 0.35 倍", "faster, zh");
+    // Slower: 1 / 0.5 = 2, the relative error kept: 0.05 / 0.5 · 2 = 0.2.
+    expect_text(measure_compare_text(t, sizeof t, measure_ratio_of(0.5, 0.05, 3), MEASURE_SLOWER, 0),
+                "2.00 ± 0.20 x slower", "slower");
+    expect_text(measure_compare_text(t, sizeof t, measure_ratio_of(1.03, 0.08, 3), MEASURE_SAME, 0),
+                "the same within noise (1.030 ± 0.080 x)", "same");
+    expect_text(measure_compare_text(t, sizeof t, measure_ratio_of(1.03, 0.08, 3), MEASURE_SAME, 1),
+                "在噪声范围内相同（1.030 ± 0.080 倍）", "same, zh");
+    expect_text(measure_compare_text(t, sizeof t, measure_ratio_of(9.43, 0, 1), MEASURE_TOO_FEW, 0),
+                "9.4 x (one run each: too few to conclude)", "too few");
+    expect_text(measure_verdict_word(MEASURE_SAME, 0), "the same within noise", "verdict word");
+    expect_text(measure_verdict_word(MEASURE_SLOWER, 1), "更慢", "verdict word, zh");
+    MeasureMachine quiet = {0.8, 2}, busy = {3.1, 2}, unknown = {-1, 2};
+    assert_int_equal(measure_busy(quiet), 0);
+    assert_int_equal(measure_busy(busy), 1);
+    assert_int_equal(measure_busy(unknown), 0);
+    expect_text(measure_busy_text(t, sizeof t, quiet, 0), "", "quiet machine");
+    if (!strstr(measure_busy_text(t, sizeof t, busy, 0), "machine busy: the load average at the start, 3.1, exceeds the 2 cores"))
+        fail_msg("busy banner: %s", t);
+    if (!strstr(measure_busy_text(t, sizeof t, busy, 1), "机器很忙：开始时的平均负载 3.1 超过了 2 个核"))
+        fail_msg("busy banner, zh: %s", t);
+}
+
+// ----------------------------------------------------------------------------
+// Through the trace
+
+static char *traced(void (*fn)(Trace *), int json, Lang lang) {
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    assert_non_null(f);
+    Trace tr;
+    trace_init(&tr, f);
+    tr.lang = lang;
+    tr.format = json ? FORMAT_JSON : FORMAT_TEXT;
+    tr.lesson = "t";
+    fn(&tr);
+    fclose(f);
+    return text;
+}
+
+static void measure_busy_runs(Trace *tr) {
+    double s[] = {0.010, 0.011, 0.019};
+    trace_measure(tr, "step", s, 3);
+}
+
+static void compare_calm(Trace *tr) {
+    double a[] = {9, 10, 11}, b[] = {0.9, 1.0, 1.1};
+    trace_comparison(tr, "speedup", a, 3, b, 3, "with the cache", "使用缓存");
+}
+
+static void test_trace_prints_the_spread(void **state) {
+    (void)state;
+    char *t = traced(measure_busy_runs, 0, LANG_EN);
+    if (!strstr(t, "  time (step): 11.0 ms (10.0 … 19.0 ms), median of 3 runs  !\n")) fail_msg("text: %s", t);
+    if (!strstr(t, "disagree by more than 10%")) fail_msg("no warning under a noisy time: %s", t);
+    free(t);
+    t = traced(measure_busy_runs, 0, LANG_ZH);
+    if (!strstr(t, "11.0 ms (10.0 … 19.0 ms)，3 次运行的中位数  !") || !strstr(t, "请再运行一次")) fail_msg("zh: %s", t);
+    free(t);
+    t = traced(measure_busy_runs, 1, LANG_EN);
+    if (!strstr(t, "\"seconds\":0.011,") || !strstr(t, "\"min\":0.01,") || !strstr(t, "\"noisy\":true"))
+        fail_msg("json: %s", t);
+    free(t);
+    t = traced(compare_calm, 0, LANG_EN);
+    if (!strstr(t, "  with the cache: 10.0 ± 1.4 x faster\n")) fail_msg("comparison: %s", t);
+    free(t);
+    t = traced(compare_calm, 1, LANG_EN);
+    if (!strstr(t, "\"value\":10,") || !strstr(t, "\"error\":1.41421356") || !strstr(t, "\"verdict\":\"faster\""))
+        fail_msg("comparison json: %s", t);
+    free(t);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_runs_are_interleaved),
+        cmocka_unit_test(test_ratio_is_hyperfines),
+        cmocka_unit_test(test_verdict_follows_intervals),
+        cmocka_unit_test(test_sum_sd_ignores_trends),
+        cmocka_unit_test(test_words),
+        cmocka_unit_test(test_trace_prints_the_spread),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
