@@ -217,12 +217,29 @@ static void the_trade(Trace *tr, GptConfig g, uint64_t per_token) {
         for (int i = 0; i < 3; i++)
             trade_row(tr, rm->name, rm->label, real_t[i], saved_real(rm, real_t[i]), tok * (uint64_t)(real_t[i] + 1));
     }
-    trace_say(tr,
-              "\nEach byte the cache holds spares the FLOPs of the last column on this one token, and as many again\n"
-              "on every later token: the larger the model, the better the trade. The price is memory that grows\n"
-              "with the text and with the batch, and that limits how many sequences fit (lesson 8).",
-              "\n缓存占用的每个字节，在这一个 token 上就省下最后一列那么多运算，之后每个 token 还要再省：\n"
-              "模型越大，这笔交换越划算。代价是随文本长度和批大小增长的显存，它限制了能同时容纳的序列数（第 8 课）。");
+    // Per byte held, at the last position: what a larger model and its
+    // shared key/value heads each contribute.
+    const MemModel *small = memory_preset(real[0]), *large = memory_preset(real[1]);
+    uint64_t tok_small = 0, tok_large = 0;
+    memory_bytes_per_token(&tok_small, small, FP16_BITS);
+    memory_bytes_per_token(&tok_large, large, FP16_BITS);
+    int t = real_t[2];
+    double per_small = saved_real(small, t) / ((double)tok_small * (t + 1));
+    double per_large = saved_real(large, t) / ((double)tok_large * (t + 1));
+    int gqa = large->heads / large->kv_heads;
+    trace_value(tr, "flops_per_byte_ratio", per_large / per_small, "x", NULL, NULL);
+    trace_sayf(tr,
+               "\nEach byte the cache holds spares the FLOPs of the last column on this one token, and as many again\n"
+               "on every later token. The trade is better the more weights each cached value stands for: a wider\n"
+               "model, and fewer key/value heads. %s saves %.0fx as much per byte as %s at\n"
+               "t = %d, and %dx of that comes from its %d query heads sharing %d key/value heads (GQA). The price\n"
+               "is memory that grows with the text and with the batch, and that limits how many sequences fit\n"
+               "(lesson 8).",
+               "\n缓存占用的每个字节，在这一个 token 上就省下最后一列那么多运算，之后每个 token 还要再省。\n"
+               "每个缓存的数代表的权重越多，这笔账越划算：模型越宽、KV 头越少越好。%s 每字节省下的运算\n"
+               "达到 %.0f 倍（与 %s 相比，t = %d），其中 %d 倍来自它的 %d 个查询头共用 %d 个 KV 头（GQA）。\n"
+               "代价是随文本长度和批大小增长的显存，它限制了能同时容纳的序列数（第 8 课）。",
+               large->label, per_large / per_small, small->label, t, gqa, large->heads, large->kv_heads);
 }
 
 int lesson5_run(const Options *opt, Trace *tr) {

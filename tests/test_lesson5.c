@@ -112,7 +112,21 @@ static void test_real_models_and_trade(void **state) {
     double got = need(e, n, "value", "llama-2-7b", -1, "flops_saved[t=512]");
     if (fabs(got - want) > 1e-6 * want) fail_msg("llama-2-7b flops_saved[t=512]: expected %g, got %g", want, got);
     expect_eq("llama-2-7b bytes_held[t=512]", 524288.0 * 513, need(e, n, "count", "llama-2-7b", -1, "bytes_held[t=512]"));
+    // What each byte saves at t = 4095, 70B against 7B: not "the larger the
+    // model" alone; 8x of it is GQA's 64 query heads over 8 key/value heads.
+    double seen4k = 4096.0 * 4097 / 2 - 4096;
+    double per7 = (2 * 7e9 * 4095 + 4.0 * 32 * 4096 * seen4k) / (524288.0 * 4096);
+    double per70 = (2 * 70e9 * 4095 + 4.0 * 80 * 64 * 128 * seen4k) / (327680.0 * 4096);
+    got = need(e, n, "value", NULL, -1, "flops_per_byte_ratio");
+    if (fabs(got - per70 / per7) > 1e-9 * got) fail_msg("flops_per_byte_ratio: expected %g, got %g", per70 / per7, got);
     events_free(e, n);
+    RunResult r = kvdemo_run("lesson 5 --init random --preset tiny");
+    char want_text[160];
+    snprintf(want_text, sizeof want_text, "LLaMA-2-70B saves %.0fx as much per byte as LLaMA-2-7B", per70 / per7);
+    if (!strstr(r.out, want_text) || !strstr(r.out, "8x of that comes from its 64 query heads sharing 8 key/value heads"))
+        fail_msg("lesson 5: expected \"%s\" and the GQA share of it", want_text);
+    if (strstr(r.out, "the larger the model")) fail_msg("lesson 5 still says \"the larger the model\"");
+    run_free(&r);
 }
 
 static void test_text_both_languages(void **state) {
