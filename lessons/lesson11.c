@@ -239,10 +239,16 @@ int lesson11_run(const Options *opt, Trace *tr) {
     }
     trace_run(tr, NULL);
     trace_say(tr,
-              "Each bug is silent: no crash, plausible text. Only a comparison with the run without the\n"
-              "cache, step by step, finds it — the test to write for any cache of one's own.",
-              "每个错误都是无声的：不会崩溃，文字看起来也像样。只有和不使用缓存的结果逐步对比才能发现——\n"
-              "给自己的缓存实现也写这样一个测试。");
+              "None of these bugs stops the run: there is no error, and text keeps coming — some of it\n"
+              "plausible, some plain garbage (read the texts above). The chapter's own code without its reset\n"
+              "would crash past the context (an IndexError on the position embedding); kvdemo's stale bug\n"
+              "writes the newest token into the last slot instead, and so goes on without a word. Only a\n"
+              "comparison with the run without the cache, step by step, finds every one of them — the test to\n"
+              "write for any cache of one's own.",
+              "这些错误都不会让运行停下：没有报错，文字照样一个个出来——有的看起来像样，有的完全是乱码（见上面\n"
+              "的文字）。章节自己的代码若去掉缓存重置，超过上下文时会崩溃（位置嵌入的 IndexError）；kvdemo 的\n"
+              "stale 错误则把最新的 token 写进最后一个位置，于是一声不响地继续。只有和不使用缓存的结果逐步\n"
+              "对比，才能把它们全部找出来——给自己的缓存实现也写这样一个测试。");
     goto done;
 oom:
     fileio_error("out of memory", "内存不足");

@@ -149,6 +149,10 @@ static void test_lesson11_reports(void **state) {
     RunResult r = kvdemo_run(args);
     assert_int_equal(r.status, 0);
     assert_non_null(strstr(r.out, "--steps 32"));
+    // the closing words claim no "plausible text": they name the chapter's
+    // crash that kvdemo's stale bug avoids
+    if (!strstr(r.out, "some plain garbage") || !strstr(r.out, "IndexError") || strstr(r.out, "plausible text."))
+        fail_msg("lesson 11's closing words: expected \"some plain garbage\" and the IndexError, no \"plausible text.\"");
     run_free(&r);
     snprintf(args, sizeof args, "lesson 11 --model %s --steps 10 --bug offset --lang zh", model);
     r = kvdemo_run(args);
