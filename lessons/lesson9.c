@@ -64,10 +64,11 @@ static void show_symmetry(Trace *tr, const ToyData *d, AttnStep *orig, AttnStep 
     trace_say(tr,
               "Once the weights multiply V the swap changes the output: V breaks the symmetry.\n"
               "Row t of the weights is q_t against every k; row t of the output is those weights\n"
-              "times every v. So q_t is read by row t alone, k_j and v_j by every row from j on.\n",
+              "times every v. So q_t is read by row t alone; k_j and v_j by every row from j on with the\n"
+              "causal mask, by every row without it.\n",
               "权重一乘上 V，对调就改变了输出：V 的引入破坏了这种对称。\n"
               "权重的第 t 行是 q_t 和所有 k 算出来的；输出的第 t 行是这些权重乘上所有 v。\n"
-              "所以 q_t 只在第 t 行用到，而 k_j、v_j 从第 j 行起每一行都要用。\n");
+              "所以 q_t 只在第 t 行用到；有因果掩码时 k_j、v_j 从第 j 行起每一行都要用，没有掩码时每一行都要用。\n");
     trace_run(tr, NULL);
     trace_pause(tr);
 }
@@ -128,14 +129,15 @@ static void run(Trace *tr, const ToyData *d, AttnStep *orig, AttnStep *s, int ca
 
     static const struct {
         Change what;
-        const char *name, *changed, *code, *en, *zh;
+        const char *name, *changed, *code, *en, *zh, *output;   // output: the line run after the change
     } cases[] = {
         {CHANGE_Q, "output_old_q_changed", "Q_changed", "Q[:2] = Q[:2] * -2 + 1",
-         "Old rows of Q (天, 气) changed, x -> -2x + 1:", "把 Q 的旧行（天、气）改成 -2x + 1："},
+         "Old rows of Q (天, 气) changed, x -> -2x + 1:", "把 Q 的旧行（天、气）改成 -2x + 1：",
+         "output = softmax(Q_changed @ K.T / %s%s) @ V"},
         {CHANGE_K, "output_old_k_changed", "K_changed", "K[0] = K[0] * -2 + 1", "Row 0 of K (天) changed, x -> -2x + 1:",
-         "把 K 的第 0 行（天）改成 -2x + 1："},
+         "把 K 的第 0 行（天）改成 -2x + 1：", "output = softmax(Q @ K_changed.T / %s%s) @ V"},
         {CHANGE_V, "output_old_v_changed", "V_changed", "V[0] = V[0] * -2 + 1", "Row 0 of V (天) changed, x -> -2x + 1:",
-         "把 V 的第 0 行（天）改成 -2x + 1："},
+         "把 V 的第 0 行（天）改成 -2x + 1：", "output = S @ V_changed"},
     };
     for (int i = 0; i < 3; i++) {
         rerun(s, orig, d, causal, cases[i].what);
@@ -146,7 +148,11 @@ static void run(Trace *tr, const ToyData *d, AttnStep *orig, AttnStep *s, int ca
         Tensor changed_t = tensor_view2(s->output + t * d->dv, 1, d->dv);
         trace_say(tr, cases[i].en, cases[i].zh);
         trace_tensor(tr, TRACE_SUMMARY, cases[i].changed, cases[i].code, &changed_m, d->rows, 0);
-        trace_tensor(tr, TRACE_SUMMARY, cases[i].name, "output = S @ V", &changed, d->rows, 0);
+        // S is recomputed from the changed Q or K; a changed V leaves it as it
+        // was (its line has no place for the scale and mask given)
+        char line[128];
+        snprintf(line, sizeof line, cases[i].output, scale, causal ? " + mask" : "");
+        trace_tensor(tr, TRACE_SUMMARY, cases[i].name, line, &changed, d->rows, 0);
         trace_compare(tr, cases[i].name, trace_text(tr, "output of the new token", "新 token 的 output"), &out_t,
                       trace_text(tr, "after the change", "改动之后"), &changed_t);
         trace_say(tr, "", "");

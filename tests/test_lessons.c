@@ -435,6 +435,14 @@ static void test_captions_follow_the_data(void **state) {
     nomask = strstr(r.out, "Without the causal mask");
     assert_non_null(nomask);
     if (strstr(nomask, "+ mask")) fail_msg("lesson 9 without a mask prints a line with a mask");
+    // after a change of Q or K the line printed is the one run: S recomputed
+    static const char *const runs[] = {"output = softmax(Q_changed @ K.T / 2 + mask) @ V",
+                                       "output = softmax(Q @ K_changed.T / 2 + mask) @ V", "output = S @ V_changed",
+                                       "output = softmax(Q_changed @ K.T / 2) @ V"};
+    for (int i = 0; i < 4; i++)
+        if (!strstr(i < 3 ? r.out : nomask, runs[i])) fail_msg("lesson 9: expected the line \"%s\"", runs[i]);
+    if (!strstr(r.out, "by every row from j on with the\ncausal mask, by every row without it"))
+        fail_msg("lesson 9: expected who reads k_j and v_j with and without the mask");
     run_free(&r);
     // A teacher's file with scale 4, and one with no scale line (sqrt(2) for dk = 2).
     char path[] = "/tmp/kvdemo-scale-XXXXXX";
