@@ -32,6 +32,11 @@
 //                             (the chapter's key (1, H, D, len), transposed for q @ key)
 //                       value [l][h][t][d] at value[((l*H + h)*T + t)*D + d]
 //                             (the chapter's value (1, H, len, D))
+//   kvcache_prealloc.c  LLaMA's preallocated cache_k / cache_v of the article's
+//                       section 3.1, (max_batch_size, max_seq_len, n_kv_heads,
+//                       head_dim) per layer:
+//                       cache_k [l][b][t][g][d] at cache_k[(((l*B + b)*T + t)*G + g)*D + d]
+//                       cache_v likewise
 //
 // Each kind computes attention in its model's own order of operations, so
 // that a model keeps its numbers bit for bit; tests/test_kvcache.c holds
@@ -50,7 +55,7 @@ typedef struct KvCache KvCache;
 // A kind's functions. kvcache.c checks the arguments once, for every kind,
 // then calls these.
 typedef struct {
-    const char *name;   // "contiguous"
+    const char *name;   // "contiguous", "preallocated"
     // Writes layer l's k, v (bsz, n, G*D) at positions pos .. pos+n-1.
     void (*append)(KvCache *c, int l, const float *k, const float *v, int bsz, int n, int pos);
     // out (bsz, n, H*D) from q (bsz, n, H*D); weights, when not NULL, gets
@@ -116,5 +121,18 @@ int kvcontig_init(KvContig *c, KvShape shape);
 // the lessons that put rows where the chapter would not (lesson 11's bugs,
 // lesson 12's rounding read the same arrays).
 void kvcontig_write(KvContig *c, int l, const float *k, const float *v, int n, int slot);
+
+// LLaMA's preallocated cache (see above).
+typedef struct {
+    KvCache base;
+    float *cache_k;   // (L, B, T, G, D)
+    float *cache_v;   // (L, B, T, G, D)
+    float *mem;       // cache_k and cache_v: one allocation (bigmem) of base.bytes
+    float *scores;    // (T) scratch: one row of scores, then its softmax
+} KvPrealloc;
+
+// Reserves a preallocated cache of shape. Returns 0, or -1 when memory ran
+// out (then kvcache_free(&c->base) is safe).
+int kvprealloc_init(KvPrealloc *c, KvShape shape);
 
 #endif
