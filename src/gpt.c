@@ -17,7 +17,6 @@
 #include "utf8.h"
 
 #include "flash.h"
-#include "kvpage.h"
 #include "ops.h"
 
 #include <assert.h>
@@ -544,7 +543,8 @@ int gpt_state_init(GptState *s, GptConfig cfg) {
     // zeroed, in huge pages where it can be
     s->mem = bigmem_carve(fields, sizes, (int)(sizeof(sizes) / sizeof(sizes[0])), &s->mem_bytes);
     KvShape shape = {.L = cfg.L, .B = 1, .T = cfg.T, .H = cfg.H, .G = cfg.H, .D = cfg.C / cfg.H};
-    if (!s->mem || kvcontig_init(&s->cache, shape) != 0) {
+    s->kv = &s->cache.base;
+    if (!s->mem || kvcontig_init(&s->cache, shape) != 0 || kvpaged_init(&s->paged, shape) != 0) {
         gpt_state_free(s);
         return -1;
     }
@@ -554,6 +554,7 @@ int gpt_state_init(GptState *s, GptConfig cfg) {
 void gpt_state_free(GptState *s) {
     bigmem_free(s->mem, s->mem_bytes);
     kvcache_free(&s->cache.base);
+    kvcache_free(&s->paged.base);
     memset(s, 0, sizeof(*s));
 }
 
@@ -668,9 +669,10 @@ const float *gpt_forward(GptState *s, const GptModel *m, const int *tokens, int 
     GptVariant *var = s->variant;   // NULL: the plain cache
     int cached = offset > 0;
     int slot = var ? kvvariant_slot(var, offset, n) : offset;   // where the fed keys go
-    KvCache *kv = &s->cache.base;
+    KvCache *kv = s->kv;   // the contiguous cache, or the paged one
+    assert(!var || kv == &s->cache.base);   // the variants read the contiguous cache
     // positions past offset are fed again: the cache forgets them first
-    if (!s->paged) kvcache_truncate(kv, offset);
+    kvcache_truncate(kv, offset);
 
     // x = token_embedding(tokens) + position_embedding(range(offset, offset + n))
     for (int i = 0; i < n; i++) {
@@ -697,12 +699,7 @@ const float *gpt_forward(GptState *s, const GptModel *m, const int *tokens, int 
         linear(s, s->q, s->xn, b->wq, pk->wq, b->bq, OPS_STORE, n, C, C, cached);
         linear(s, s->k, s->xn, b->wk, pk->wk, b->bk, OPS_STORE, n, C, C, cached);
         linear(s, s->v, s->xn, b->wv, pk->wv, b->bv, OPS_STORE, n, C, C, cached);
-        if (s->paged) {
-            // The paged cache: the same keys and values in blocks, read
-            // through the sequence's block table, in the same order.
-            kvpage_write(s->paged, l, s->k, s->v, n, offset);
-            kvpage_attention(s->paged, s->att, s->scores, s->q, l, n, offset, T);
-        } else if (var) {
+        if (var) {
             // Lesson 11's bugs put the rows where the chapter would not;
             // lesson 12 keeps them as bf16 / int8 / int4 would.
             kvcontig_write(&s->cache, l, s->k, s->v, n, slot);
@@ -713,8 +710,9 @@ const float *gpt_forward(GptState *s, const GptModel *m, const int *tokens, int 
             // key = np.concatenate([key_cache, key], axis=-1), value likewise
             kvcache_append(kv, l, s->k, s->v, 1, n, offset);
             // att = softmax(query @ key * scale) @ value, heads side by side   (N, C)
-            // (--attention flash: the same in tiles with an online softmax, flash.c)
-            if (flash_gpt_tiled())
+            // (--attention flash: the same in tiles with an online softmax, flash.c,
+            // on the contiguous cache)
+            if (flash_gpt_tiled() && kv == &s->cache.base)
                 flash_gpt_attention(s->att, s->q, s->cache.key + (int64_t)l * H * D * T,
                                     s->cache.value + (int64_t)l * H * T * D, n, offset, T, H, D);
             else kvcache_attend(kv, s->att, NULL, s->q, l, 1, n, offset);

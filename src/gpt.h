@@ -183,12 +183,15 @@ typedef struct {
     KvContig cache;
     // NULL: the plain cache. Otherwise lesson 11's bugs or lesson 12's
     // smaller numbers, which gpt_forward's cached path consults
-    // (kvvariant.h). gpt_state_init sets NULL; the caller owns it.
+    // (kvvariant.h), on the contiguous cache. gpt_state_init sets NULL; the
+    // caller owns it.
     struct GptVariant *variant;
-    // NULL: the cache above. Else the paged cache (kvpage.h): gpt_forward
-    // writes keys and values into the sequence's blocks and attention reads
-    // them through its block table (gptpaged.h sets and clears it).
-    struct KvSeq *paged;
+    // The paged cache (kvcache_paged.c): a sequence's blocks of a pool
+    // (kvpage.h), read through its block table; gpt_forward_paged binds it.
+    KvPaged paged;
+    // The cache gpt_forward appends to and attends through: &cache.base,
+    // or &paged.base during gpt_forward_paged.
+    KvCache *kv;
 } GptState;
 
 // Reserves the state of one sequence of up to cfg.T positions. Returns 0, or

@@ -37,6 +37,10 @@
 //                       head_dim) per layer:
 //                       cache_k [l][b][t][g][d] at cache_k[(((l*B + b)*T + t)*G + g)*D + d]
 //                       cache_v likewise
+//   kvcache_paged.c     lesson 6.1's paged cache (kvpage.h): one sequence's
+//                       positions in a pool's blocks of B, position t in block
+//                       table[t / B], slot t % B, each block laid out as the
+//                       contiguous cache with B for T
 //
 // Each kind computes attention in its model's own order of operations, so
 // that a model keeps its numbers bit for bit; tests/test_kvcache.c holds
@@ -55,7 +59,7 @@ typedef struct KvCache KvCache;
 // A kind's functions. kvcache.c checks the arguments once, for every kind,
 // then calls these.
 typedef struct {
-    const char *name;   // "contiguous", "preallocated"
+    const char *name;   // "contiguous", "preallocated", "paged"
     // Writes layer l's k, v (bsz, n, G*D) at positions pos .. pos+n-1.
     void (*append)(KvCache *c, int l, const float *k, const float *v, int bsz, int n, int pos);
     // out (bsz, n, H*D) from q (bsz, n, H*D); weights, when not NULL, gets
@@ -134,5 +138,22 @@ typedef struct {
 // Reserves a preallocated cache of shape. Returns 0, or -1 when memory ran
 // out (then kvcache_free(&c->base) is safe).
 int kvprealloc_init(KvPrealloc *c, KvShape shape);
+
+// The paged cache (see above) of one sequence at a time.
+struct KvSeq;
+typedef struct {
+    KvCache base;
+    struct KvSeq *seq;   // the sequence written and read (kvpaged_bind)
+    float *scores;       // (H, T) scratch: one row of scores per head
+} KvPaged;
+
+// Reserves the scratch of a paged cache of shape (B = 1, G = H); it holds no
+// sequence until bound. Returns 0, or -1 when memory ran out.
+int kvpaged_init(KvPaged *c, KvShape shape);
+// From now on the cache is seq, holding its positions 0 .. len-1 (len <=
+// seq->len). The blocks of the positions to be appended must be in seq's
+// table already (kvseq_append): append writes into them, it does not
+// reserve them. bytes becomes the blocks in the table.
+void kvpaged_bind(KvPaged *c, struct KvSeq *seq, int len);
 
 #endif

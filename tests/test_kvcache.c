@@ -1,5 +1,6 @@
-// test_kvcache — every kind of KV cache (src/kvcache.h) against the same
-// plain loops, written here without any of kvdemo's kernels:
+// test_kvcache — every kind of KV cache (src/kvcache.h: contiguous,
+// preallocated, paged) against the same plain loops, written here without
+// any of kvdemo's kernels:
 //   out[i] = sum_j softmax_j(q_i . k_j / sqrt(D)) v_j   over j = 0 .. pos+i
 // in double, from the keys and values the test appended itself.
 //
@@ -9,12 +10,15 @@
 //   test_truncate_equals_rebuilt      append, truncate, append other rows = a cache built
 //                                     from scratch with the rows kept: bit for bit
 //   test_reset_equals_new             a used cache after reset = a new cache, bit for bit
+//   test_paged_equals_contiguous      the same rows and queries: the same bits in both
 //   test_layout_formulas              each element where kvcache.h's index formula says
 //   test_bytes_are_allocated          the bytes reported are the key and value arrays,
-//                                     2 L B T G D 4, and every one of them can be written
+//                                     2 L B T G D 4, and every one of them can be written;
+//                                     the paged cache's, the blocks its sequence holds
 #include "testutil.h"
 
 #include "kvcache.h"
+#include "kvpage.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -25,33 +29,71 @@
 // ----------------------------------------------------------------------------
 // The kinds and their shapes
 
-typedef enum { CONTIG, PREALLOC, NUM_KINDS } Kind;
-static const char *const KIND_NAMES[NUM_KINDS] = {"contiguous", "preallocated"};
+typedef enum { CONTIG, PREALLOC, PAGED, NUM_KINDS } Kind;
+static const char *const KIND_NAMES[NUM_KINDS] = {"contiguous", "preallocated", "paged"};
 
-// A cache of either kind, made here.
+// The paged cache's blocks: 4 positions each, so that the shapes below
+// cross several block boundaries.
+enum { BLOCK = 4 };
+
+// A cache of any kind, made here. The paged one gets a pool and a sequence
+// of its own, the pool's free list shuffled so that its blocks are scattered.
 typedef struct {
+    Kind kind;
     KvContig contig;
     KvPrealloc pre;
+    KvPaged paged;
+    KvPool pool;
+    KvSeq seq;
     KvCache *c;
 } Holder;
 
 static void make(Holder *h, Kind kind, KvShape shape) {
     memset(h, 0, sizeof *h);
+    h->kind = kind;
     if (kind == CONTIG) {
         assert_int_equal(kvcontig_init(&h->contig, shape), 0);
         h->c = &h->contig.base;
-    } else {
+    } else if (kind == PREALLOC) {
         assert_int_equal(kvprealloc_init(&h->pre, shape), 0);
         h->c = &h->pre.base;
+    } else {
+        int blocks = (shape.T + BLOCK - 1) / BLOCK;
+        assert_int_equal(kvpool_init(&h->pool, shape.L, shape.H, shape.D, BLOCK, 2 * blocks), 0);
+        kvpool_shuffle(&h->pool, 5);
+        assert_int_equal(kvseq_init(&h->seq, &h->pool, shape.T), 0);
+        assert_int_equal(kvpaged_init(&h->paged, shape), 0);
+        kvpaged_bind(&h->paged, &h->seq, 0);
+        h->c = &h->paged.base;
     }
     assert_string_equal(h->c->kind->name, KIND_NAMES[kind]);
 }
 
-// The shapes each kind is tried on: the contiguous cache is the chapter's
-// (one sequence, a key per head); the preallocated one also takes batches
-// and grouped (G < H) or shared (G = 1) keys.
+// Before n positions are appended: the paged cache's sequence frees the
+// blocks past what the cache holds and reserves those of the n new ones,
+// as gpt_forward_paged does. The other kinds reserved everything up front.
+static void reserve(Holder *h, int n) {
+    if (h->kind != PAGED) return;
+    int len = kvcache_len(h->c), tokens[64] = {0};
+    assert_true(n <= 64);
+    kvseq_truncate(&h->seq, len);
+    assert_int_equal(kvseq_append(&h->seq, tokens, n, NULL), 0);
+    kvpaged_bind(&h->paged, &h->seq, len);
+}
+
+static void unmake(Holder *h) {
+    kvcache_free(h->c);
+    if (h->kind == PAGED) {
+        kvseq_free(&h->seq);
+        kvpool_free(&h->pool);
+    }
+}
+
+// The shapes each kind is tried on: the contiguous and the paged cache are
+// the chapter's (one sequence, a key per head); the preallocated one also
+// takes batches and grouped (G < H) or shared (G = 1) keys.
 static int shapes_of(KvShape *out, Kind kind) {
-    if (kind == CONTIG) {
+    if (kind == CONTIG || kind == PAGED) {
         out[0] = (KvShape){.L = 2, .B = 1, .T = 20, .H = 3, .G = 3, .D = 8};
         out[1] = (KvShape){.L = 1, .B = 1, .T = 16, .H = 2, .G = 2, .D = 5};
         return 2;
@@ -161,7 +203,9 @@ static void expect_near(const float *got, const double *want, size_t n, const ch
 // Every layer appends its keys and values, then attends with its queries
 // (drawn from state), as a model's forward pass does; the outputs are held
 // against the plain loops.
-static void step_and_check(KvCache *c, Mirror *m, int bsz, int n, uint64_t *state, const char *what, int step) {
+static void step_and_check(Holder *hd, Mirror *m, int bsz, int n, uint64_t *state, const char *what, int step) {
+    KvCache *c = hd->c;
+    reserve(hd, n);
     const KvShape *s = &c->shape;
     int pos = kvcache_len(c), S = pos + n;
     size_t kv = (size_t)bsz * n * s->G * s->D, qn = (size_t)bsz * n * s->H * s->D;
@@ -205,11 +249,11 @@ static void test_attend_matches_plain_loops(void **state) {
             int pieces[] = {5, 1, 1, 9, 1, 3};
             int step = 0;
             for (size_t p = 0; p < sizeof pieces / sizeof pieces[0] && kvcache_len(h.c) + pieces[p] <= s.T; p++)
-                step_and_check(h.c, &m, s.B, pieces[p], &rng, what, step++);
-            if (kvcache_len(h.c) < s.T) step_and_check(h.c, &m, s.B, s.T - kvcache_len(h.c), &rng, what, step++);
+                step_and_check(&h, &m, s.B, pieces[p], &rng, what, step++);
+            if (kvcache_len(h.c) < s.T) step_and_check(&h, &m, s.B, s.T - kvcache_len(h.c), &rng, what, step++);
             assert_int_equal(kvcache_len(h.c), s.T);
             mirror_free(&m);
-            kvcache_free(h.c);
+            unmake(&h);
         }
     }
 }
@@ -219,7 +263,9 @@ static void test_attend_matches_plain_loops(void **state) {
 
 // Appends n positions to every layer of c from the values state draws
 // (the same draws give the same rows).
-static void append_rows(KvCache *c, int bsz, int n, uint64_t seed) {
+static void append_rows(Holder *h, int bsz, int n, uint64_t seed) {
+    KvCache *c = h->c;
+    reserve(h, n);
     const KvShape *s = &c->shape;
     size_t kv = (size_t)bsz * n * s->G * s->D;
     float *k = malloc(sizeof(float) * kv), *v = malloc(sizeof(float) * kv);
@@ -261,24 +307,24 @@ static void test_truncate_equals_rebuilt(void **state) {
             // rolled back: 7 rows, 6 more (rejected drafts), cut to 7, then 5 others
             Holder a;
             make(&a, (Kind)kind, s);
-            append_rows(a.c, B, keep, 1);
-            append_rows(a.c, B, 6, 2);
+            append_rows(&a, B, keep, 1);
+            append_rows(&a, B, 6, 2);
             kvcache_truncate(a.c, keep);
             assert_int_equal(kvcache_len(a.c), keep);
-            append_rows(a.c, B, extra, 3);
+            append_rows(&a, B, extra, 3);
             attend_all(got, a.c, B, extra, keep, 4);
             // from scratch: the 7 rows (in other pieces), then the 5
             Holder b;
             make(&b, (Kind)kind, s);
-            append_rows(b.c, B, keep, 1);
-            append_rows(b.c, B, extra, 3);
+            append_rows(&b, B, keep, 1);
+            append_rows(&b, B, extra, 3);
             attend_all(want, b.c, B, extra, keep, 4);
             char what[96];
             snprintf(what, sizeof what, "%s cache, shape %d: attention after truncate (layer, row, dim)",
                      KIND_NAMES[kind], si);
             assert_bits(got, want, (int64_t)outn, what);
-            kvcache_free(a.c);
-            kvcache_free(b.c);
+            unmake(&a);
+            unmake(&b);
             free(got), free(want);
         }
     }
@@ -295,20 +341,52 @@ static void test_reset_equals_new(void **state) {
         assert_true(got && want);
         Holder a, b;
         make(&a, (Kind)kind, s);
-        append_rows(a.c, s.B, s.T, 9);   // every slot used by another sequence
+        append_rows(&a, s.B, s.T, 9);   // every slot used by another sequence
         kvcache_reset(a.c);
         assert_int_equal(kvcache_len(a.c), 0);
-        append_rows(a.c, s.B, 4, 5);
+        append_rows(&a, s.B, 4, 5);
         attend_all(got, a.c, s.B, 4, 0, 6);
         make(&b, (Kind)kind, s);
-        append_rows(b.c, s.B, 4, 5);
+        append_rows(&b, s.B, 4, 5);
         attend_all(want, b.c, s.B, 4, 0, 6);
         char what[64];
         snprintf(what, sizeof what, "%s cache: attention after reset", KIND_NAMES[kind]);
         assert_bits(got, want, (int64_t)outn, what);
-        kvcache_free(a.c);
-        kvcache_free(b.c);
+        unmake(&a);
+        unmake(&b);
         free(got), free(want);
+    }
+}
+
+// The paged cache does the contiguous one's arithmetic in the same order
+// (kvpage.h): the same rows appended and the same queries give the same
+// bits, whatever blocks the rows landed in.
+static void test_paged_equals_contiguous(void **state) {
+    (void)state;
+    KvShape shapes[4];
+    int count = shapes_of(shapes, PAGED);
+    for (int si = 0; si < count; si++) {
+        KvShape s = shapes[si];
+        Holder a, b;
+        make(&a, CONTIG, s);
+        make(&b, PAGED, s);
+        int pieces[] = {5, 1, 1, 6, 1};
+        size_t most = (size_t)s.L * 6 * s.H * s.D;
+        float *got = malloc(sizeof(float) * most), *want = malloc(sizeof(float) * most);
+        assert_true(got && want);
+        for (int p = 0; p < 5; p++) {
+            int pos = kvcache_len(a.c), n = pieces[p];
+            append_rows(&a, 1, n, (uint64_t)p + 20);
+            append_rows(&b, 1, n, (uint64_t)p + 20);
+            attend_all(want, a.c, 1, n, pos, (uint64_t)p + 40);
+            attend_all(got, b.c, 1, n, pos, (uint64_t)p + 40);
+            char what[80];
+            snprintf(what, sizeof what, "shape %d, piece %d: paged against contiguous (layer, row, dim)", si, p);
+            assert_bits(got, want, (int64_t)s.L * n * s.H * s.D, what);
+        }
+        free(got), free(want);
+        unmake(&a);
+        unmake(&b);
     }
 }
 
@@ -342,7 +420,7 @@ static void test_layout_formulas(void **state) {
                         fail_msg("contiguous [l %d][h %d][t %d][d %d]: expected %g and %g, got %g and %g", l, hh, t,
                                  d, want, -want, key, value);
                 }
-    kvcache_free(h.c);
+    unmake(&h);
 
     KvShape p = {.L = 2, .B = 2, .T = 6, .H = 4, .G = 2, .D = 3};
     make(&h, PREALLOC, p);
@@ -369,15 +447,16 @@ static void test_layout_formulas(void **state) {
                             fail_msg("preallocated [l %d][b %d][t %d][g %d][d %d]: expected %g and %g, got %g and %g",
                                      l, b, t, g, d, want, -want, h.pre.cache_k[e], h.pre.cache_v[e]);
                     }
-    kvcache_free(h.c);
+    unmake(&h);
 }
 
 // The bytes a cache reports are its key and value arrays side by side,
 // 2 L B T G D floats of 4 bytes, and all of them are its own to write (the
-// sanitizer build checks the writes).
+// sanitizer build checks the writes). The paged cache reports the blocks
+// its sequence holds: none at first, then whole blocks of keys and values.
 static void test_bytes_are_allocated(void **state) {
     (void)state;
-    for (int kind = 0; kind < NUM_KINDS; kind++) {
+    for (int kind = CONTIG; kind <= PREALLOC; kind++) {
         KvShape shapes[4];
         int count = shapes_of(shapes, (Kind)kind);
         for (int si = 0; si < count; si++) {
@@ -395,14 +474,31 @@ static void test_bytes_are_allocated(void **state) {
             float *second = kind == CONTIG ? h.contig.value : h.pre.cache_v;
             assert_true((size_t)(second - first) * sizeof(float) * 2 == want);
             memset(first, 0x7f, kvcache_bytes(h.c));
-            kvcache_free(h.c);
+            unmake(&h);
         }
+    }
+    KvShape shapes[4];
+    int count = shapes_of(shapes, PAGED);
+    for (int si = 0; si < count; si++) {
+        KvShape s = shapes[si];
+        Holder h;
+        make(&h, PAGED, s);
+        assert_int_equal(kvcache_bytes(h.c), 0);
+        for (int n = 1; n <= s.T; n++) {
+            append_rows(&h, 1, 1, (uint64_t)n);
+            size_t blocks = (size_t)(n + BLOCK - 1) / BLOCK;
+            size_t want = blocks * BLOCK * 2 * s.L * s.H * s.D * sizeof(float);
+            if (kvcache_bytes(h.c) != want)
+                fail_msg("paged cache, shape %d, %d positions: expected %zu bytes (%zu blocks of %d), got %zu", si,
+                         n, want, blocks, BLOCK, kvcache_bytes(h.c));
+        }
+        unmake(&h);
     }
     // the char GPT's seed shape: 2 · L · T · C · 4 = 4,718,592 bytes (lesson 5's reservation)
     Holder h;
     make(&h, CONTIG, (KvShape){.L = 6, .B = 1, .T = 256, .H = 6, .G = 6, .D = 64});
     assert_int_equal(kvcache_bytes(h.c), 2 * 6 * 256 * 384 * 4);
-    kvcache_free(h.c);
+    unmake(&h);
 }
 
 int main(void) {
@@ -410,6 +506,7 @@ int main(void) {
         cmocka_unit_test(test_attend_matches_plain_loops),
         cmocka_unit_test(test_truncate_equals_rebuilt),
         cmocka_unit_test(test_reset_equals_new),
+        cmocka_unit_test(test_paged_equals_contiguous),
         cmocka_unit_test(test_layout_formulas),
         cmocka_unit_test(test_bytes_are_allocated),
     };
