@@ -246,7 +246,7 @@ int lesson11_run(const Options *opt, Trace *tr) {
               "comparison with the run without the cache, step by step, finds every one of them — the test to\n"
               "write for any cache of one's own.",
               "这些错误都不会让运行停下：没有报错，文字照样一个个出来——有的看起来像样，有的完全是乱码（见上面\n"
-              "的文字）。章节自己的代码若去掉缓存重置，超过上下文时会崩溃（位置嵌入的 IndexError）；kvdemo 的\n"
+              "的文字）。章节自己的代码若去掉缓存重置，超过上下文时会因位置嵌入的下标越界而崩溃；kvdemo 的\n"
               "stale 错误则把最新的 token 写进最后一个位置，于是一声不响地继续。只有和不使用缓存的结果逐步\n"
               "对比，才能把它们全部找出来——给自己的缓存实现也写这样一个测试。");
     goto done;

@@ -250,11 +250,11 @@ static void show_attention(Show *s, const LlamaStep *st) {
         trace_tensor_as(tr, TRACE_FULL, name, name, "scores = F.softmax(scores.float(), dim=-1).type_as(xq)", &probs,
                         token_rows(s, st, b, f->start_pos, n), HEAT_PROBS);
         const char *const *rows = token_rows(s, st, b, 0, S);
-        Tensor keys = cache_head(s, s->st->cache_k, b, S);
+        Tensor keys = cache_head(s, s->st->cache.cache_k, b, S);
         snprintf(name, sizeof name, "keys[%d, :, 0]", b);
         trace_tensor_as(tr, TRACE_FULL, name, name, "keys = self.cache_k[:bsz, : start_pos + seqlen]", &keys, rows,
                         HEAT_NONE);
-        Tensor values = cache_head(s, s->st->cache_v, b, S);
+        Tensor values = cache_head(s, s->st->cache.cache_v, b, S);
         snprintf(name, sizeof name, "values[%d, :, 0]", b);
         trace_tensor_as(tr, TRACE_FULL, name, name, "values = self.cache_v[:bsz, : start_pos + seqlen]", &values,
                         rows, HEAT_NONE);

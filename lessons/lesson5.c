@@ -271,9 +271,9 @@ int lesson5_run(const Options *opt, Trace *tr) {
     uint64_t per_token = 0;
     memory_bytes_per_token(&per_token, &gm, FP32_BITS);
     double weights = 4.0 * (double)m.num_params;
-    // What gpt_state_init reserved for the cache: key_cache then value_cache,
-    // L · T · C floats each (gpt.h).
-    uint64_t reserved = 2 * (uint64_t)(s.value_cache - s.key_cache) * sizeof(float);
+    // What gpt_state_init reserved for the cache: its key and value,
+    // L · T · C floats each (gpt.h, kvcache.h).
+    uint64_t reserved = kvcache_bytes(&s.cache.base);
     trace_count(tr, "n_layer", g.L, NULL, NULL);
     trace_count(tr, "n_embd", g.C, NULL, NULL);
     trace_count(tr, "context", g.T, NULL, NULL);

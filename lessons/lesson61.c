@@ -749,7 +749,7 @@ static double time_paged(Bench *b, int B, uint32_t seed) {
     for (int r = 0; r < b->repeat; r++) {
         double t0 = timer_now();
         for (int c = 0; c < BENCH_CALLS; c++)
-            kvpage_attention(&seq, b->att_p, b->scores, b->q, 0, 1, BENCH_LEN - 1, BENCH_LEN);
+            kvpage_attention(&seq, b->att_p, b->scores, NULL, b->q, 0, 1, BENCH_LEN - 1, BENCH_LEN);
         b->samples[r] = (timer_now() - t0) / BENCH_CALLS;
     }
     kvseq_free(&seq);

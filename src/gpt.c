@@ -17,7 +17,6 @@
 #include "utf8.h"
 
 #include "flash.h"
-#include "kvpage.h"
 #include "ops.h"
 
 #include <assert.h>
@@ -575,102 +574,67 @@ size_t gpt_decode(char *out, size_t cap, const GptModel *m, const int *tokens, i
 int gpt_state_init(GptState *s, GptConfig cfg) {
     memset(s, 0, sizeof(*s));
     s->cfg = cfg;
-    size_t T = (size_t)cfg.T, C = (size_t)cfg.C, F = 4 * C, H = (size_t)cfg.H, L = (size_t)cfg.L;
+    size_t T = (size_t)cfg.T, C = (size_t)cfg.C, F = 4 * C, H = (size_t)cfg.H;
     size_t sizes[] = {
         T * C, T * C, T * C, T * C, T * C, T * C, T * C,   // x, xn, q, k, v, att, proj
         T * F,                                             // hidden
         H * OPS_ROWS_MAX * T,                              // scores
         (size_t)cfg.V,                                     // logits
-        L * T * C, L * T * C,                              // key_cache, value_cache
     };
-    float **const fields[] = {&s->x,      &s->xn,     &s->q,      &s->k,         &s->v,
-                              &s->att,    &s->proj,   &s->hidden, &s->scores,    &s->logits,
-                              &s->key_cache, &s->value_cache};
+    float **const fields[] = {&s->x,   &s->xn,   &s->q,      &s->k,      &s->v,
+                              &s->att, &s->proj, &s->hidden, &s->scores, &s->logits};
     // zeroed, in huge pages where it can be
     s->mem = bigmem_carve(fields, sizes, (int)(sizeof(sizes) / sizeof(sizes[0])), &s->mem_bytes);
-    return s->mem ? 0 : -1;
+    KvShape shape = {.L = cfg.L, .B = 1, .T = cfg.T, .H = cfg.H, .G = cfg.H, .D = cfg.C / cfg.H};
+    s->kv = &s->cache.base;
+    if (!s->mem || kvcontig_init(&s->cache, shape) != 0 || kvpaged_init(&s->paged, shape) != 0) {
+        gpt_state_free(s);
+        return -1;
+    }
+    return 0;
 }
 
 void gpt_state_free(GptState *s) {
     bigmem_free(s->mem, s->mem_bytes);
+    kvcache_free(&s->cache.base);
+    kvcache_free(&s->paged.base);
     memset(s, 0, sizeof(*s));
 }
 
 void gpt_state_reset(GptState *s) {
     s->len = 0;
-}
-
-// Head h's keys and values of the n fed tokens into layer l's cache at
-// slots slot..slot+n-1: key transposed to (1, H, D, T), value as (1, H, T, D).
-// The chapter's np.concatenate of the cache and the new key, without copying
-// the old part.
-static void cache_write_head(GptState *s, int l, int h, int n, int slot) {
-    int T = s->cfg.T, C = s->cfg.C, H = s->cfg.H, D = C / H;
-    float *key = s->key_cache + ((int64_t)l * H + h) * D * T;     // (D, T)
-    float *value = s->value_cache + ((int64_t)l * H + h) * T * D; // (T, D)
-    for (int d = 0; d < D; d++) {   // key row d: positions slot.. side by side
-        float *row = key + (int64_t)d * T + slot;
-        for (int i = 0; i < n; i++) row[i] = s->k[(int64_t)i * C + h * D + d];
-    }
-    for (int i = 0; i < n; i++)
-        memcpy(value + (int64_t)(slot + i) * D, s->v + (int64_t)i * C + h * D, sizeof(float) * (size_t)D);
+    kvcache_reset(&s->cache.base);
 }
 
 typedef struct {
     GptState *s;
     int l, n, offset;
     int slot;    // the cache slot of row 0: offset, unless a variant moves it
-    int write;   // 1: each head's task first puts its keys and values in the cache
-} AttentionJob;
+} VariantJob;
 
-// Attention of rows 0..n-1 (positions offset..offset+n-1) for the heads
-// begin..end-1, reading keys and values from the cache (first writing each
-// head's keys and values into it when job->write).
-static void attention_heads(void *ctx, int begin, int end, int thread) {
+// Lesson 11's and 12's attention (kvvariant.c), one row at a time, for the
+// heads begin..end-1: rows 0..n-1 at slots slot..slot+n-1 of the contiguous
+// cache, whose scores the variant makes its own way.
+static void variant_heads(void *ctx, int begin, int end, int thread) {
     (void)thread;
-    AttentionJob *job = ctx;
+    VariantJob *job = ctx;
     GptState *s = job->s;
     int T = s->cfg.T, C = s->cfg.C, H = s->cfg.H, D = C / H;
     // scale = Tensor(np.array(1.0 / np.sqrt(head_embedding_size))), used in float32
     float scale = (float)(1.0 / sqrt((double)D));
     for (int h = begin; h < end; h++) {
-        if (job->write) cache_write_head(s, job->l, h, job->n, job->slot);
-        const float *key = s->key_cache + ((int64_t)job->l * H + h) * D * T;     // (D, T)
-        const float *value = s->value_cache + ((int64_t)job->l * H + h) * T * D; // (T, D)
-        float *scores = s->scores + (int64_t)h * OPS_ROWS_MAX * T;              // (R, T)
-        if (s->variant) {   // lesson 11's bugs (kvvariant.c): one row at a time
-            for (int i = 0; i < job->n; i++) {
-                int pos = job->slot + i;   // this row sees keys 0 .. pos: the causal mask
-                const float *q = s->q + (int64_t)i * C + h * D;   // (D)
-                float *out = s->att + (int64_t)i * C + h * D;     // (D)
-                int seen = kvvariant_scores(s->variant, scores, q, key, scale, i, pos, job->offset > 0, D, T);
-                // weights = softmax(scores)
-                ops_softmax_row(scores, NULL, scores, seen, OPS_RECIPROCAL);
-                // output = weights @ value, over value's first pos+1 rows
-                ops_vecmat(out, scores, value, seen, D, D);
-            }
-            continue;
-        }
-        // A block of up to OPS_ROWS_MAX query rows at a time, so that each
-        // key and value is read once for the block; row i's numbers are
-        // those it gets alone (ops_vecmat_rows), a cached step's included.
-        for (int i0 = 0; i0 < job->n; i0 += OPS_ROWS_MAX) {
-            int R = job->n - i0 < OPS_ROWS_MAX ? job->n - i0 : OPS_ROWS_MAX;
-            int last = job->slot + i0 + R - 1;   // the block's last position
-            const float *q = s->q + (int64_t)i0 * C + h * D;   // (R, D), rows C apart
-            float *out = s->att + (int64_t)i0 * C + h * D;     // (R, D), rows C apart
-            // scores = query @ key * scale on key's first last+1 columns
-            // (row r uses its first pos+1 of them)
-            ops_vecmat_rows(scores, T, q, C, key, T, R, D, last + 1, 0);
-            for (int r = 0; r < R; r++) {
-                int pos = job->slot + i0 + r;   // this row sees keys 0 .. pos: the causal mask
-                float *row = scores + (int64_t)r * T;
-                for (int j = 0; j <= pos; j++) row[j] *= scale;
-                // weights = softmax(scores)
-                ops_softmax_row(row, NULL, row, pos + 1, OPS_RECIPROCAL);
-            }
-            // output = weights @ value, row r over value's first pos+1 rows
-            ops_vecmat_rows(out, C, scores, T, value, D, R, last + 1, D, 1);
+        const float *key = s->cache.key + ((int64_t)job->l * H + h) * D * T;       // (D, T)
+        const float *value = s->cache.value + ((int64_t)job->l * H + h) * T * D;   // (T, D)
+        float *scores = s->scores + (int64_t)h * OPS_ROWS_MAX * T;                // (R, T)
+        for (int i = 0; i < job->n; i++) {
+            int pos = job->slot + i;   // this row sees keys 0 .. pos: the causal mask
+            const float *q = s->q + (int64_t)i * C + h * D;   // (D)
+            float *out = s->att + (int64_t)i * C + h * D;     // (D)
+            int seen = kvvariant_scores(s->variant, scores, q, key, scale, i, pos, job->offset > 0, D, T);
+            // weights = softmax(scores)
+            ops_softmax_row(scores, NULL, scores, seen, OPS_RECIPROCAL);
+            // output = weights @ value, over value's first pos+1 rows
+            ops_vecmat(out, scores, value, seen, D, D);
         }
     }
 }
@@ -748,6 +712,10 @@ const float *gpt_forward(GptState *s, const GptModel *m, const int *tokens, int 
     GptVariant *var = s->variant;   // NULL: the plain cache
     int cached = offset > 0;
     int slot = var ? kvvariant_slot(var, offset, n) : offset;   // where the fed keys go
+    KvCache *kv = s->kv;   // the contiguous cache, or the paged one
+    assert(!var || kv == &s->cache.base);   // the variants read the contiguous cache
+    // positions past offset are fed again: the cache forgets them first
+    kvcache_truncate(kv, offset);
 
     // x = token_embedding(tokens) + position_embedding(range(offset, offset + n))
     for (int i = 0; i < n; i++) {
@@ -774,27 +742,23 @@ const float *gpt_forward(GptState *s, const GptModel *m, const int *tokens, int 
         linear(s, s->q, s->xn, b->wq, pk->wq, b->bq, OPS_STORE, n, C, C, cached);
         linear(s, s->k, s->xn, b->wk, pk->wk, b->bk, OPS_STORE, n, C, C, cached);
         linear(s, s->v, s->xn, b->wv, pk->wv, b->bv, OPS_STORE, n, C, C, cached);
-        if (s->paged) {
-            // The paged cache: the same keys and values in blocks, read
-            // through the sequence's block table, in the same order.
-            kvpage_write(s->paged, l, s->k, s->v, n, offset);
-            kvpage_attention(s->paged, s->att, s->scores, s->q, l, n, offset, T);
+        if (var) {
+            // Lesson 11's bugs put the rows where the chapter would not;
+            // lesson 12 keeps them as bf16 / int8 / int4 would.
+            kvcontig_write(&s->cache, l, s->k, s->v, n, slot);
+            kvvariant_store(var, s, l, slot, n);
+            VariantJob job = {s, l, n, offset, slot};
+            ops_parallel_for(variant_heads, &job, H);
         } else {
-            // Into the cache at positions offset..offset+n-1 (cache_write_head):
-            // by the heads' own tasks, side by side, unless the variant's
-            // rounding (lesson 12) or flash's tiles need the whole layer first.
-            float *key = s->key_cache + (int64_t)l * H * D * T;     // (H, D, T)
-            float *value = s->value_cache + (int64_t)l * H * T * D; // (H, T, D)
-            int flash = flash_gpt_tiled() && !var;
-            if (var || flash)
-                for (int h = 0; h < H; h++) cache_write_head(s, l, h, n, slot);
-            if (var) kvvariant_store(var, s, l, slot, n);   // a bf16 / int8 / int4 cache (lesson 12)
+            // key = np.concatenate([key_cache, key], axis=-1), value likewise
+            kvcache_append(kv, l, s->k, s->v, 1, n, offset);
             // att = softmax(query @ key * scale) @ value, heads side by side   (N, C)
-            // (--attention flash: the same in tiles with an online softmax, flash.c;
-            // lesson 11's and 12's variants take the plain path)
-            AttentionJob attention = {s, l, n, offset, slot, !var && !flash};
-            if (flash) flash_gpt_attention(s->att, s->q, key, value, n, offset, T, H, D);
-            else ops_parallel_for(attention_heads, &attention, H);
+            // (--attention flash: the same in tiles with an online softmax, flash.c,
+            // on the contiguous cache)
+            if (flash_gpt_tiled() && kv == &s->cache.base)
+                flash_gpt_attention(s->att, s->q, s->cache.key + (int64_t)l * H * D * T,
+                                    s->cache.value + (int64_t)l * H * T * D, n, offset, T, H, D);
+            else kvcache_attend(kv, s->att, NULL, s->q, l, 1, n, offset);
         }
         SETTLE(s->att, (int64_t)n * C);
         // x = x + self.output(att)
@@ -807,6 +771,8 @@ const float *gpt_forward(GptState *s, const GptModel *m, const int *tokens, int 
     }
 #undef SETTLE
     s->len = offset + n;
+    // a variant's rows were written past the interface; they count as held
+    if (var) kv->len = s->len;
 
     // logits = self.output(x)[-1]: final LayerNorm and head, last row only
     const float *last = s->x + (int64_t)(n - 1) * C;

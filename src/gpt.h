@@ -22,6 +22,7 @@
 #ifndef KVDEMO_GPT_H
 #define KVDEMO_GPT_H
 
+#include "kvcache.h"
 #include "sampler.h"
 
 #include <stddef.h>
@@ -174,23 +175,28 @@ typedef struct {
                           // forward adds them into x as they are made)
     float *hidden;        // (T, F) mlp.fc1 output, then GELU of it
     float *scores;        // (H, R, T) attention scores of a block of R = OPS_ROWS_MAX query rows per head
+                          // (the paged cache's and the variants' attention; the contiguous
+                          // cache has its own)
     float *logits;        // (V) logits of the last fed token
-    // The cache, exactly the chapter's layout, T positions reserved per block.
-    // Block l's key: element [h][d][t] at key_cache[((l*H + h)*D + d)*T + t],
-    // the chapter's key (1, H, D, len) transposed for query @ key; value:
-    // [h][t][d] at value_cache[((l*H + h)*T + t)*D + d], value (1, H, len, D).
-    float *key_cache;     // (L, H, D, T)
-    float *value_cache;   // (L, H, T, D)
     float *mem;           // the one allocation all of the above live in (bigmem)
     size_t mem_bytes;     // its size
+    // The cache, exactly the chapter's layout, T positions reserved per block
+    // (kvcache.h: kvcache_contig.c). Block l's key: element [h][d][t] at
+    // cache.key[((l*H + h)*D + d)*T + t], the chapter's key (1, H, D, len)
+    // transposed for query @ key; value: [h][t][d] at
+    // cache.value[((l*H + h)*T + t)*D + d], value (1, H, len, D).
+    KvContig cache;
     // NULL: the plain cache. Otherwise lesson 11's bugs or lesson 12's
     // smaller numbers, which gpt_forward's cached path consults
-    // (kvvariant.h). gpt_state_init sets NULL; the caller owns it.
+    // (kvvariant.h), on the contiguous cache. gpt_state_init sets NULL; the
+    // caller owns it.
     struct GptVariant *variant;
-    // NULL: the cache above. Else the paged cache (kvpage.h): gpt_forward
-    // writes keys and values into the sequence's blocks and attention reads
-    // them through its block table (gptpaged.h sets and clears it).
-    struct KvSeq *paged;
+    // The paged cache (kvcache_paged.c): a sequence's blocks of a pool
+    // (kvpage.h), read through its block table; gpt_forward_paged binds it.
+    KvPaged paged;
+    // The cache gpt_forward appends to and attends through: &cache.base,
+    // or &paged.base during gpt_forward_paged.
+    KvCache *kv;
 } GptState;
 
 // Reserves the state of one sequence of up to cfg.T positions. Returns 0, or

@@ -11,12 +11,13 @@ const float *gpt_forward_paged(GptState *s, const GptModel *m, KvSeq *seq, const
     assert(offset <= seq->len && offset + n <= m->cfg.T);
     kvseq_truncate(seq, offset);
     if (kvseq_append(seq, tokens, n, need) != 0) return NULL;
-    // The contiguous cache's len follows the sequence's; the cache itself
-    // is not touched while s->paged is set.
+    // The state's len follows the sequence's; the contiguous cache is not
+    // touched while the paged one is in use.
     s->len = offset;
-    s->paged = seq;
+    kvpaged_bind(&s->paged, seq, offset);
+    s->kv = &s->paged.base;
     const float *logits = gpt_forward(s, m, tokens, n, offset);
-    s->paged = NULL;
+    s->kv = &s->cache.base;
     return logits;
 }
 

@@ -263,7 +263,7 @@ void kvpage_write(KvSeq *s, int l, const float *k, const float *v, int n, int of
 
 typedef struct {
     const KvSeq *s;
-    float *att, *scores;
+    float *att, *scores, *weights;
     const float *q;
     int l, n, offset, T;
 } PagedJob;
@@ -291,6 +291,11 @@ static void paged_heads(void *ctx, int begin, int end, int thread) {
             for (int j = 0; j <= pos; j++) scores[j] *= scale;
             // weights = softmax(scores)
             ops_softmax_row(scores, NULL, scores, pos + 1, OPS_RECIPROCAL);
+            if (job->weights && h == 0) {   // head 0's weights (n, offset+n), 0 past pos
+                float *w = job->weights + (int64_t)i * (job->offset + job->n);
+                memcpy(w, scores, sizeof(float) * (size_t)(pos + 1));
+                memset(w + pos + 1, 0, sizeof(float) * (size_t)(job->n - 1 - i));
+            }
             // output = weights @ value: the sums run on from block to block in
             // position order, as over one contiguous value
             for (int b = 0; b * B <= pos; b++) {
@@ -303,9 +308,9 @@ static void paged_heads(void *ctx, int begin, int end, int thread) {
     }
 }
 
-void kvpage_attention(const KvSeq *s, float *att, float *scores, const float *q, int l, int n, int offset,
-                      int T) {
+void kvpage_attention(const KvSeq *s, float *att, float *scores, float *weights, const float *q, int l, int n,
+                      int offset, int T) {
     assert(offset + n <= s->len && offset + n <= T);
-    PagedJob job = {s, att, scores, q, l, n, offset, T};
+    PagedJob job = {s, att, scores, weights, q, l, n, offset, T};
     ops_parallel_for(paged_heads, &job, s->pool->H);
 }

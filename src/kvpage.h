@@ -112,7 +112,7 @@ uint64_t kvpage_hash(uint64_t parent, const int *tokens, int B);
 int kvseq_share_prefix(KvSeq *s, const int *tokens, int n);
 
 // ----------------------------------------------------------------------------
-// Attention through the block table (the char GPT's hook, gpt.c)
+// Attention through the block table (the paged kind of kvcache.h, kvcache_paged.c)
 
 // Writes the keys and values of n fed tokens of layer l, k and v (n, H*D),
 // at positions offset .. offset+n-1 (already appended).
@@ -120,10 +120,11 @@ void kvpage_write(KvSeq *s, int l, const float *k, const float *v, int n, int of
 // att (n, H*D) = softmax(q @ key * scale) @ value for rows at positions
 // offset .. offset+n-1 of layer l, reading keys and values block by block
 // through the table. Row i sees positions 0 .. offset+i. scores (H, T) is
-// scratch. The same operations in the same order as the contiguous cache's
-// attention (gpt.c), so the results are equal bit for bit. Heads run on the
-// ops threads.
-void kvpage_attention(const KvSeq *s, float *att, float *scores, const float *q, int l, int n, int offset,
-                      int T);
+// scratch; weights, when not NULL, gets head 0's weights (n, offset+n), 0
+// past each row's last position. The same operations in the same order as
+// the contiguous cache's attention (kvcache_contig.c), so the results are
+// equal bit for bit. Heads run on the ops threads.
+void kvpage_attention(const KvSeq *s, float *att, float *scores, float *weights, const float *q, int l, int n,
+                      int offset, int T);
 
 #endif

@@ -87,8 +87,8 @@ int kvvariant_scores(const GptVariant *v, float *scores, const float *q, const f
 
 void kvvariant_store(const GptVariant *v, GptState *s, int l, int slot, int n) {
     int T = s->cfg.T, C = s->cfg.C, H = s->cfg.H, D = C / H;
-    float *key = s->key_cache + (int64_t)l * H * D * T;     // (H, D, T)
-    float *value = s->value_cache + (int64_t)l * H * T * D; // (H, T, D)
+    float *key = s->cache.key + (int64_t)l * H * D * T;     // (H, D, T)
+    float *value = s->cache.value + (int64_t)l * H * T * D; // (H, T, D)
     KvDtype t = v->kv_dtype;
     if (t == KV_FP32) return;
     if (t == KV_BF16 || t == KV_FP16) {

@@ -212,14 +212,15 @@ int llama_state_init(LlamaState *s, const LlamaModel *m, int max_batch_size, cha
     size_t G = (size_t)c->n_kv_heads, D = (size_t)c->head_dim, F = (size_t)c->hidden_dim;
     size_t B = (size_t)max_batch_size, T = (size_t)c->max_seq_len, BT = B * T;
     s->max_batch_size = max_batch_size;
-    s->cache_floats = L * B * T * G * D;
     s->mask_floats = T * T < LLAMA_MASK_FLOATS ? T * T : LLAMA_MASK_FLOATS;
-    float **const fields[] = {&s->cache_k, &s->cache_v, &s->x,   &s->xb,     &s->xq,   &s->xk,   &s->xv,
-                              &s->attn,    &s->xb2,     &s->hb,  &s->hb2,    &s->scores, &s->mask, &s->last};
-    const size_t sizes[] = {s->cache_floats, s->cache_floats, BT * C,   BT * C, BT * H * D,     BT * G * D, BT * G * D,
-                            BT * H * D,      BT * C,          BT * F,   BT * F, T,              s->mask_floats, B * C};
+    float **const fields[] = {&s->x,   &s->xb,  &s->xq, &s->xk,   &s->xv,   &s->attn,
+                              &s->xb2, &s->hb,  &s->hb2, &s->mask, &s->last};
+    const size_t sizes[] = {BT * C, BT * C, BT * H * D, BT * G * D, BT * G * D, BT * H * D,
+                            BT * C, BT * F, BT * F,     s->mask_floats, B * C};
     s->mem = bigmem_carve(fields, sizes, (int)(sizeof sizes / sizeof sizes[0]), &s->mem_bytes);   // zeroed
-    if (!s->mem) {
+    KvShape shape = {.L = (int)L, .B = (int)B, .T = (int)T, .H = (int)H, .G = (int)G, .D = (int)D};
+    if (!s->mem || kvprealloc_init(&s->cache, shape) != 0) {
+        llama_state_free(s);
         fileio_fail2(err, errlen, "out of memory for a cache of %d x %d", "内存不足：放不下 %d x %d 的缓存",
                      max_batch_size, c->max_seq_len);
         return -1;
@@ -229,12 +230,12 @@ int llama_state_init(LlamaState *s, const LlamaModel *m, int max_batch_size, cha
 
 void llama_state_free(LlamaState *s) {
     bigmem_free(s->mem, s->mem_bytes);
+    kvcache_free(&s->cache.base);
     memset(s, 0, sizeof *s);
 }
 
 void llama_state_reset(LlamaState *s) {
-    memset(s->cache_k, 0, sizeof(float) * s->cache_floats);
-    memset(s->cache_v, 0, sizeof(float) * s->cache_floats);
+    kvcache_reset(&s->cache.base);   // zeros again, as Attention.__init__ left them
     memset(&s->info, 0, sizeof s->info);
 }
 
@@ -610,55 +611,6 @@ void llama_apply_rotary_emb(float *x, const float *freqs_cis, int N, int nh, int
         }
 }
 
-// Attention.forward for one layer, after xq, xk, xv are computed and rotated.
-static void llama_attention(LlamaState *s, const LlamaModel *m, int l, int start_pos, int bsz,
-                            int seqlen, int masked) {
-    const LlamaConfig *c = &m->cfg;
-    int H = c->n_heads, G = c->n_kv_heads, D = c->head_dim, T = c->max_seq_len;
-    int S = start_pos + seqlen, rep = H / G;
-    size_t layer = (size_t)l * s->max_batch_size * T * G * D;
-    float *cache_k = s->cache_k + layer;   // (B, T, G, D) of layer l
-    float *cache_v = s->cache_v + layer;
-    // self.cache_k[:bsz, start_pos : start_pos + seqlen] = xk   (and cache_v = xv)
-    for (int b = 0; b < bsz; b++)
-        for (int n = 0; n < seqlen; n++) {
-            size_t slot = ((size_t)b * T + start_pos + n) * G * D;
-            size_t row = ((size_t)b * seqlen + n) * G * D;
-            memcpy(cache_k + slot, s->xk + row, sizeof(float) * G * D);
-            memcpy(cache_v + slot, s->xv + row, sizeof(float) * G * D);
-        }
-    // keys = self.cache_k[:bsz, : start_pos + seqlen]   (B, S, G, D)
-    // scores = torch.matmul(xq, keys.transpose(2, 3)) / math.sqrt(self.head_dim)
-    // if mask is not None: scores = scores + mask
-    // scores = F.softmax(scores.float(), dim=-1)
-    // output = torch.matmul(scores, values)
-    // Query head h reads key/value head h / rep (rep = H / G; 1 for MHA).
-    float scale = sqrtf((float)D);
-    for (int b = 0; b < bsz; b++)
-        for (int n = 0; n < seqlen; n++)
-            for (int h = 0; h < H; h++) {
-                int g = h / rep;
-                const float *q = s->xq + (((size_t)b * seqlen + n) * H + h) * D;
-                float *att = s->scores;   // (S) one row of scores
-                for (int j = 0; j < S; j++) {
-                    const float *k = cache_k + (((size_t)b * T + j) * G + g) * D;
-                    float dot = 0.0f;
-                    for (int d = 0; d < D; d++) dot += q[d] * k[d];
-                    att[j] = dot / scale;
-                    if (masked && j > start_pos + n) att[j] = -INFINITY;   // + mask[n][j]
-                }
-                ops_softmax_rows(att, att, 1, S, OPS_DIVIDE);
-                if (s->keep_scores && l == 0 && h == 0)   // for the trace: scores[:, 0]
-                    memcpy(s->keep_scores + ((size_t)b * seqlen + n) * S, att, sizeof(float) * S);
-                float *out = s->attn + (((size_t)b * seqlen + n) * H + h) * D;
-                for (int d = 0; d < D; d++) out[d] = 0.0f;
-                for (int j = 0; j < S; j++) {
-                    const float *v = cache_v + (((size_t)b * T + j) * G + g) * D;
-                    for (int d = 0; d < D; d++) out[d] += att[j] * v[d];
-                }
-            }
-}
-
 static void set4(int *s, int a, int b, int c, int d) { s[0] = a, s[1] = b, s[2] = c, s[3] = d; }
 
 void llama_forward(float *logits, LlamaState *s, const LlamaModel *m, const int *tokens,
@@ -668,9 +620,12 @@ void llama_forward(float *logits, LlamaState *s, const LlamaModel *m, const int 
     int V = c->vocab_size;
     assert(bsz >= 1 && bsz <= s->max_batch_size && seqlen >= 1 && start_pos >= 0);
     // the state was made for a model of this shape (llama_state_init)
-    assert(s->cache_floats == (size_t)c->n_layers * s->max_batch_size * c->max_seq_len * G * D);
+    KvCache *kv = &s->cache.base;
+    assert(kv->shape.L == c->n_layers && kv->shape.T == c->max_seq_len && kv->shape.G == G && kv->shape.D == D);
     assert(start_pos + seqlen <= c->max_seq_len && stride >= seqlen);
     int N = bsz * seqlen, S = start_pos + seqlen;
+    // the rows from start_pos on are fed (again): the cache keeps those before
+    kvcache_truncate(kv, start_pos);
 
     // h = self.tok_embeddings(tokens)   (bsz, seqlen, C)
     for (int b = 0; b < bsz; b++)
@@ -720,7 +675,11 @@ void llama_forward(float *logits, LlamaState *s, const LlamaModel *m, const int 
             llama_apply_rotary_emb(s->xq + (size_t)b * seqlen * H * D, freqs_cis, seqlen, H, D);
             llama_apply_rotary_emb(s->xk + (size_t)b * seqlen * G * D, freqs_cis, seqlen, G, D);
         }
-        llama_attention(s, m, l, start_pos, bsz, seqlen, masked);
+        // self.cache_k[:bsz, start_pos : start_pos + seqlen] = xk   (and cache_v = xv)
+        kvcache_append(kv, l, s->xk, s->xv, bsz, seqlen, start_pos);
+        // output = softmax(xq @ keys.transpose(2, 3) / sqrt(head_dim) + mask) @ values
+        // (kvcache_prealloc.c; layer 0's query head 0 kept for a trace)
+        kvcache_attend(kv, s->attn, l == 0 ? s->keep_scores : NULL, s->xq, l, bsz, seqlen, start_pos);
         // return self.wo(output)
         ops_matmul(s->xb2, s->attn, w->wo, NULL, N, H * D, C);
         for (size_t i = 0; i < (size_t)N * C; i++) s->x[i] += s->xb2[i];

@@ -21,6 +21,8 @@
 #ifndef KVDEMO_LLAMA_H
 #define KVDEMO_LLAMA_H
 
+#include "kvcache.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -106,11 +108,12 @@ typedef struct {
 // model by llama_state_init, for up to B = max_batch_size rows.
 typedef struct {
     int max_batch_size;      // B: rows of cache_k / cache_v
+    // The preallocated cache of every layer (kvcache.h: kvcache_prealloc.c):
+    // cache.cache_k (L, B, T, G, D), element [l][b][t][g][d] at
+    // cache_k[(((l*B + b)*T + t)*G + g)*D + d]; cache.cache_v likewise.
+    KvPrealloc cache;
     float *mem;              // every buffer below but keep_scores: one allocation (bigmem_carve)
     size_t mem_bytes;        // its size
-    // The preallocated cache of every layer:
-    float *cache_k;          // (L, B, T, G, D)
-    float *cache_v;          // (L, B, T, G, D)
     // Activations of one forward call, sized for B * T rows (the largest call:
     // the whole batch recomputed from position 0).
     float *x;                // (B*T, C)    h, the residual stream
@@ -122,11 +125,9 @@ typedef struct {
     float *xb2;              // (B*T, C)    wo(...) or w2(...), added to h
     float *hb;               // (B*T, F)    w1(x), then silu(w1(x)) * w3(x)
     float *hb2;              // (B*T, F)    w3(x)
-    float *scores;           // (T)         one row of scores, then its softmax
     float *mask;             // (seqlen, S) the mask of the last call, for the trace
     size_t mask_floats;      // its room: min(T * T, LLAMA_MASK_FLOATS)
     float *last;             // (B, C)      h[:, -1, :] after the final norm
-    size_t cache_floats;     // of cache_k (and of cache_v): L * B * T * G * D
     LlamaForwardInfo info;   // what the last llama_forward did
     // For a lesson's trace, NULL unless the caller points it at room for
     // B * T * T floats (the caller owns it; llama_state_free leaves it

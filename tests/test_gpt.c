@@ -364,8 +364,8 @@ static void test_cache_layout(void **state) {
     ops_matmul(v, xn, m.p.blocks[0].wv, m.p.blocks[0].bv, 1, C, C);
     for (int h = 0; h < 3; h++)
         for (int d = 0; d < D; d++) {
-            assert_true(s.key_cache[(h * D + d) * T + 2] == k[h * D + d]);
-            assert_true(s.value_cache[(h * T + 2) * D + d] == v[h * D + d]);
+            assert_true(s.cache.key[(h * D + d) * T + 2] == k[h * D + d]);
+            assert_true(s.cache.value[(h * T + 2) * D + d] == v[h * D + d]);
         }
     gpt_state_free(&s);
     gpt_free(&m);

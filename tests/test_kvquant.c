@@ -137,10 +137,10 @@ static void test_kivi_groups(void **state) {
     size_t cache = (size_t)cfg.L * T * C;
     Mt19937 rng;
     mt19937_seed(&rng, 3);
-    for (size_t i = 0; i < cache; i++) s.key_cache[i] = (float)mt19937_gauss(&rng), s.value_cache[i] = (float)mt19937_gauss(&rng);
+    for (size_t i = 0; i < cache; i++) s.cache.key[i] = (float)mt19937_gauss(&rng), s.cache.value[i] = (float)mt19937_gauss(&rng);
     float *k0 = malloc(sizeof(float) * cache), *v0 = malloc(sizeof(float) * cache);
-    memcpy(k0, s.key_cache, sizeof(float) * cache);
-    memcpy(v0, s.value_cache, sizeof(float) * cache);
+    memcpy(k0, s.cache.key, sizeof(float) * cache);
+    memcpy(v0, s.cache.value, sizeof(float) * cache);
     GptVariant v = {.kv_dtype = KV_INT8, .key_group = G};
     // positions 0 .. 12 of block 1 written: group 0 (0..7) is complete, 8..12 are not
     kvvariant_store(&v, &s, 1, 0, n);
@@ -150,7 +150,7 @@ static void test_kivi_groups(void **state) {
             float amax = 0;
             for (int t = 0; t < G; t++) amax = fmaxf(amax, fabsf(k0[row + t]));
             for (int t = 0; t < T; t++) {
-                float got = s.key_cache[row + t], was = k0[row + t];
+                float got = s.cache.key[row + t], was = k0[row + t];
                 if (t < G) {
                     if (fabsf(got - was) > amax / 127 / 2 * 1.0001f)
                         fail_msg("key h%d d%d t%d: %.9g came back as %.9g (step %.9g)", h, d, t, was, got, amax / 127);
@@ -167,14 +167,14 @@ static void test_kivi_groups(void **state) {
             float amax = 0;
             for (int d = 0; d < D; d++) amax = fmaxf(amax, fabsf(v0[row + d]));
             for (int d = 0; d < D; d++) {
-                float got = s.value_cache[row + d], was = v0[row + d];
+                float got = s.cache.value[row + d], was = v0[row + d];
                 if (t >= n ? got != was : fabsf(got - was) > amax / 127 / 2 * 1.0001f)
                     fail_msg("value h%d t%d d%d: %.9g came back as %.9g", h, t, d, was, got);
             }
         }
     // block 0 untouched
-    assert_memory_equal(s.key_cache, k0, sizeof(float) * (size_t)T * C);
-    assert_memory_equal(s.value_cache, v0, sizeof(float) * (size_t)T * C);
+    assert_memory_equal(s.cache.key, k0, sizeof(float) * (size_t)T * C);
+    assert_memory_equal(s.cache.value, v0, sizeof(float) * (size_t)T * C);
     free(k0);
     free(v0);
     gpt_state_free(&s);

@@ -2,8 +2,8 @@
 // cache really holds: this test reserves its own GptState, fills its cache
 // with NaN, feeds the prompt and then one token a step, and counts the
 // numbers written — that count, × 4 bytes, must be the lesson's bytes held
-// after each step; the reservation must be the state's own key_cache and
-// value_cache. Real models against published bytes per token (LLaMA-2-7B
+// after each step; the reservation must be the state's own cache.key and
+// cache.value. Real models against published bytes per token (LLaMA-2-7B
 // 524,288, LLaMA-2-70B 327,680, OPT-13B 819,200), the trade table's FLOPs
 // against a loop over the layer shapes; text in both languages.
 #include "testutil.h"
@@ -47,10 +47,10 @@ static void test_bytes_against_gpt_state(void **state) {
     GptState s;
     assert_int_equal(gpt_state_init(&s, cfg), 0);
     size_t per_cache = (size_t)L * T * C;   // (L, H, D, T) and (L, H, T, D)
-    expect_eq("bytes_reserved (the state's key_cache and value_cache)",
-              2.0 * (double)(s.value_cache - s.key_cache) * sizeof(float), need(e, n, "count", NULL, -1, "bytes_reserved"));
+    expect_eq("bytes_reserved (the state's cache.key and cache.value)",
+              2.0 * (double)(s.cache.value - s.cache.key) * sizeof(float), need(e, n, "count", NULL, -1, "bytes_reserved"));
     expect_eq("bytes_reserved = 2 · L · T · C · 4", 2.0 * per_cache * 4, need(e, n, "count", NULL, -1, "bytes_reserved"));
-    for (size_t i = 0; i < per_cache; i++) s.key_cache[i] = s.value_cache[i] = NAN;
+    for (size_t i = 0; i < per_cache; i++) s.cache.key[i] = s.cache.value[i] = NAN;
     int tokens[64];
     for (int i = 0; i < T; i++) tokens[i] = (i * 7) % cfg.V;
     int steps = T - p + 1;
@@ -58,7 +58,7 @@ static void test_bytes_against_gpt_state(void **state) {
         if (k == 0) gpt_forward(&s, &m, tokens, p, 0);
         else gpt_forward(&s, &m, tokens + p - 1 + k, 1, p - 1 + k);
         size_t written = 0;
-        for (size_t i = 0; i < per_cache; i++) written += !isnan(s.key_cache[i]) + !isnan(s.value_cache[i]);
+        for (size_t i = 0; i < per_cache; i++) written += !isnan(s.cache.key[i]) + !isnan(s.cache.value[i]);
         const Event *held = events_find(e, n, "count", "cache", k + 1, "bytes_held");
         if (!held) fail_msg("no bytes_held at step %d", k + 1);
         if (held->value != (double)written * 4)

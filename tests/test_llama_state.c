@@ -98,9 +98,12 @@ static void test_state_reusable_after_reset(void **state) {
     // another run fills the cache with other keys and values
     run_all(again, &s, &m, TOKENS[1]);
     llama_state_reset(&s);
-    for (size_t i = 0; i < s.cache_floats; i++)
-        if (s.cache_k[i] != 0.0f || s.cache_v[i] != 0.0f)
-            fail_msg("cache after reset [%zu]: expected 0 and 0, got %g and %g", i, s.cache_k[i], s.cache_v[i]);
+    // cache_k, cache_v (L, B, T, G, D)
+    size_t floats = (size_t)m.cfg.n_layers * BSZ * m.cfg.max_seq_len * m.cfg.n_kv_heads * m.cfg.head_dim;
+    for (size_t i = 0; i < floats; i++)
+        if (s.cache.cache_k[i] != 0.0f || s.cache.cache_v[i] != 0.0f)
+            fail_msg("cache after reset [%zu]: expected 0 and 0, got %g and %g", i, s.cache.cache_k[i],
+                     s.cache.cache_v[i]);
     assert_int_equal(s.info.rows_computed, 0);
     run_all(again, &s, &m, TOKENS[0]);
     assert_bits(again, fresh, (int64_t)n, "logits (call, row, token) of a run after reset");
@@ -127,7 +130,7 @@ static void test_bad_max_batch_size_refused(void **state) {
         if (!strstr(err, want) || !strstr(err, range) || strchr(err, '\n'))
             fail_msg("max_batch_size %d: expected one line with \"%s\" and \"%s\", got \"%s\"", bad[i], want,
                      range, err);
-        assert_null(s.cache_k);
+        assert_null(s.cache.cache_k);
         llama_state_free(&s);   // a refused state frees as an empty one
     }
     int good[] = {1, LLAMA_MAX_BATCH};
