@@ -16,8 +16,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 enum { DEFAULT_STEPS = 256, DEFAULT_BLOCK_SIZE = 16, DEFAULT_SAMPLES = 1 };
+
+// The machine's memory in bytes, or 0 when it cannot be known.
+static double machine_bytes(void) {
+#ifdef _SC_PHYS_PAGES
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    if (pages > 0 && page > 0) return (double)pages * (double)page;
+#endif
+    return 0;
+}
 
 int pagedcmd_generate(const Options *opt, Trace *tr) {
     if (!opt->paged) {
@@ -71,14 +81,19 @@ int pagedcmd_generate(const Options *opt, Trace *tr) {
     seqs = calloc((size_t)N, sizeof *seqs);
     samplers = calloc((size_t)N, sizeof *samplers);
     if (!tokens || !seqs || !samplers || gpt_state_init(&s, m.cfg)) goto oom;
-    if (kvpool_init(&pool, L, H, D, B, NB)) {
-        // Keys and values, float32, of every layer and head, for every position of every block.
-        char size[32];
-        memory_binary(size, sizeof size, 2.0 * 4.0 * L * H * D * (double)B * NB);
-        fileio_error("out of memory: the paged cache's %d blocks of %d positions ask for %s; give fewer --num-blocks "
-                     "or a smaller --block-size",
-                     "内存不足：分页缓存的 %d 块（每块 %d 个位置）要 %s；请给小一些的 --num-blocks 或 --block-size", NB, B,
-                     size);
+    // Keys and values, float32, of every layer and head, for every position
+    // of every block. A pool larger than the machine is refused before it is
+    // asked for (an allocator that overcommits would grant it, and the run
+    // would be killed later).
+    double pool_bytes = 2.0 * 4.0 * L * H * D * (double)B * NB, machine = machine_bytes();
+    if ((machine > 0 && pool_bytes > machine) || kvpool_init(&pool, L, H, D, B, NB)) {
+        char size[32], have[32];
+        memory_binary(size, sizeof size, pool_bytes);
+        memory_binary(have, sizeof have, machine);
+        fileio_error("out of memory: the paged cache's %d blocks of %d positions ask for %s (this machine has %s); give "
+                     "fewer --num-blocks or a smaller --block-size",
+                     "内存不足：分页缓存的 %d 块（每块 %d 个位置）要 %s（这台机器有 %s）；请给小一些的 --num-blocks 或 "
+                     "--block-size", NB, B, size, machine > 0 ? have : "?");
         rc = 1;
         goto done;
     }

@@ -102,6 +102,97 @@ static int matrix_index(const char *name) {
     return -1;
 }
 
+// What has been read so far: rows go into fixed-size tables first; the
+// sizes come from them.
+enum { MAXR = TOY_MAX_TOKENS > TOY_MAX_WIDTH ? TOY_MAX_TOKENS : TOY_MAX_WIDTH };
+typedef struct {
+    float (*cells)[MAXR][TOY_MAX_WIDTH];   // [matrix][row][column]
+    int rows[M_COUNT], cols[M_COUNT], seen[M_COUNT];
+    int current;                          // the matrix being read; -1 none
+    int have_scale;
+    const char *path;
+    int lineno;
+    char *err;
+    size_t errlen;
+} Reading;
+
+// A line that is "scale N" or a matrix name: returns 1, 0 when it is
+// neither, -1 with err when it is malformed.
+static int read_name(Reading *rd, ToyData *t, char **fields, int nf) {
+    if (strcmp(fields[0], "scale") == 0) {
+        if (nf != 2 || !parse_float(fields[1], &t->scale) || t->scale <= 0)
+            return fileio_fail2(rd->err, rd->errlen, "%s:%d: expected \"scale N\" with a positive number",
+                                "%s:%d：这里应是“scale N”，N 为正数", rd->path, rd->lineno);
+        if (t->scale < FLT_MIN)   // scores / a subnormal scale overflow
+            return fileio_fail2(rd->err, rd->errlen,
+                                "%s:%d: scale %g is below %g, float32's smallest normal number; give a larger scale",
+                                "%s:%d：scale %g 小于 float32 最小的正规数 %g；请给更大的 scale", rd->path, rd->lineno,
+                                (double)t->scale, (double)FLT_MIN);
+        rd->have_scale = 1;
+        rd->current = -1;
+        return 1;
+    }
+    int m = matrix_index(fields[0]);
+    if (m < 0) return 0;
+    if (nf != 1)
+        return fileio_fail2(rd->err, rd->errlen, "%s:%d: the name %s goes on a line of its own, its rows below it",
+                            "%s:%d：矩阵名 %s 要单独占一行，它的各行写在下面", rd->path, rd->lineno, fields[0]);
+    if (rd->seen[m])
+        return fileio_fail2(rd->err, rd->errlen, "%s:%d: %s appears twice", "%s:%d：%s 出现了两次", rd->path, rd->lineno,
+                            fields[0]);
+    rd->seen[m] = 1;
+    rd->current = m;
+    return 1;
+}
+
+// A row of the current matrix: in X the first field may be the token; the
+// rest are numbers. Returns 0, or -1 with err.
+static int read_row(Reading *rd, ToyData *t, char **fields, int nf) {
+    const char *path = rd->path;
+    int lineno = rd->lineno, cur = rd->current, first = 0;
+    if (cur < 0) {
+        char shown[96];
+        return fileio_fail2(rd->err, rd->errlen, "%s:%d: expected a matrix name (X, W_Q, W_K or W_V) or \"scale N\", found \"%s\"",
+                            "%s:%d：这里应是矩阵名（X、W_Q、W_K 或 W_V）或“scale N”，却是“%s”", path, lineno,
+                            utf8_quote(shown, sizeof shown, fields[0], 24));
+    }
+    float v;
+    if (cur == M_X && !parse_float(fields[0], &v)) {
+        if (check_token(fields[0], path, lineno, rd->err, rd->errlen)) return -1;
+        if (strlen(fields[0]) >= TOY_TOKEN_BYTES)
+            return fileio_fail2(rd->err, rd->errlen, "%s:%d: token \"%s\" is longer than %d bytes", "%s:%d：token“%s”超过 %d 字节",
+                                path, lineno, fields[0], TOY_TOKEN_BYTES - 1);
+        first = 1;
+    }
+    int r = rd->rows[cur];
+    int limit = cur == M_X ? TOY_MAX_TOKENS : TOY_MAX_WIDTH;
+    if (r == limit)
+        return fileio_fail2(rd->err, rd->errlen, "%s:%d: %s has more than %d rows", "%s:%d：%s 超过 %d 行", path, lineno,
+                            MATRIX_NAMES[cur], limit);
+    int nnum = nf - first;
+    if (nnum == 0)
+        return fileio_fail2(rd->err, rd->errlen, "%s:%d: row %d of %s has a token but no numbers", "%s:%d：第 %d 行（%s）只有 token，没有数",
+                            path, lineno, r + 1, MATRIX_NAMES[cur]);
+    if (r > 0 && nnum != rd->cols[cur])
+        return fileio_fail2(rd->err, rd->errlen, "%s:%d: row %d of %s has %d numbers, expected %d like the rows above",
+                            "%s:%d：第 %d 行（%s）有 %d 个数，应与上面各行一样是 %d 个", path, lineno, r + 1,
+                            MATRIX_NAMES[cur], nnum, rd->cols[cur]);
+    for (int c = 0; c < nnum; c++)
+        if (!parse_float(fields[first + c], &rd->cells[cur][r][c])) {
+            char shown[96];
+            return fileio_fail2(rd->err, rd->errlen, "%s:%d: \"%s\" is not a number (row %d of %s)", "%s:%d：“%s”不是数（第 %d 行，%s）",
+                                path, lineno, utf8_quote(shown, sizeof shown, fields[first + c], 24), r + 1,
+                                MATRIX_NAMES[cur]);
+        }
+    if (cur == M_X) {
+        if (first) snprintf(t->tokens[r], TOY_TOKEN_BYTES, "%s", fields[0]);
+        else snprintf(t->tokens[r], TOY_TOKEN_BYTES, "t%d", r);
+    }
+    rd->cols[cur] = nnum;
+    rd->rows[cur]++;
+    return 0;
+}
+
 // The largest |entry| of a (n, k) @ b (k, m), computed in double.
 static double max_abs_product(const float *a, const float *b, int n, int k, int m) {
     double top = 0;
@@ -133,129 +224,14 @@ static int toydata_check_range(ToyData *t, const char *path, char *err, size_t e
                         scores > limit && what[0] == 'Q' ? fileio_text(" or a larger scale", "或更大的 scale") : "");
 }
 
-int toydata_load(ToyData *t, const char *path, char *err, size_t errlen) {
-    memset(t, 0, sizeof *t);
-    uint64_t size;
-    char why[512];
-    FILE *f = fileio_open_read(path, &size, why, sizeof why);
-    if (!f) return fileio_fail2(err, errlen, "data file %s", "数据文件 %s", why);
-
-    // Rows are read into fixed-size tables first; the sizes come from them.
-    enum { MAXR = TOY_MAX_TOKENS > TOY_MAX_WIDTH ? TOY_MAX_TOKENS : TOY_MAX_WIDTH };
-    static float cells[M_COUNT][MAXR][TOY_MAX_WIDTH];
-    int rows[M_COUNT] = {0}, cols[M_COUNT] = {0}, seen[M_COUNT] = {0};
-    int current = -1, have_scale = 0, lineno = 0, rc = 0;
-    char line[4096];
-    size_t at = 0;
-    for (int got; (got = read_line(f, line, sizeof line, lineno == 0, &at)) != 0;) {
-        lineno++;
-        if (got == -2) {
-            rc = fileio_fail2(err, errlen, "%s:%d: byte %zu is a NUL byte; the data file must be text",
-                              "%s:%d：第 %zu 个字节是零字节（0x00）；数据文件必须是文本", path, lineno, at);
-            break;
-        }
-        if (got == -1) {
-            rc = fileio_fail2(err, errlen, "%s:%d: line too long (at most %zu bytes)", "%s:%d：这一行太长（最多 %zu 字节）",
-                              path, lineno, sizeof line - 2);
-            break;
-        }
-        char *fields[TOY_MAX_WIDTH + 2];
-        int nf = split(line, fields, TOY_MAX_WIDTH + 1);
-        if (nf == 0) continue;
-        if (nf > TOY_MAX_WIDTH + 1) {
-            rc = fileio_fail2(err, errlen, "%s:%d: more than %d numbers on a line", "%s:%d：一行超过 %d 个数", path,
-                              lineno, TOY_MAX_WIDTH);
-            break;
-        }
-        if (strcmp(fields[0], "scale") == 0) {
-            if (nf != 2 || !parse_float(fields[1], &t->scale) || t->scale <= 0) {
-                rc = fileio_fail2(err, errlen, "%s:%d: expected \"scale N\" with a positive number",
-                                  "%s:%d：这里应是“scale N”，N 为正数", path, lineno);
-                break;
-            }
-            if (t->scale < FLT_MIN) {   // scores / a subnormal scale overflow
-                rc = fileio_fail2(err, errlen, "%s:%d: scale %g is below %g, float32's smallest normal number; give a larger scale",
-                                  "%s:%d：scale %g 小于 float32 最小的正规数 %g；请给更大的 scale", path, lineno,
-                                  (double)t->scale, (double)FLT_MIN);
-                break;
-            }
-            have_scale = 1;
-            current = -1;
-            continue;
-        }
-        int m = matrix_index(fields[0]);
-        if (m >= 0) {
-            if (nf != 1) {
-                rc = fileio_fail2(err, errlen, "%s:%d: the name %s goes on a line of its own, its rows below it",
-                                  "%s:%d：矩阵名 %s 要单独占一行，它的各行写在下面", path, lineno, fields[0]);
-                break;
-            }
-            if (seen[m]) {
-                rc = fileio_fail2(err, errlen, "%s:%d: %s appears twice", "%s:%d：%s 出现了两次", path, lineno, fields[0]);
-                break;
-            }
-            seen[m] = 1;
-            current = m;
-            continue;
-        }
-        if (current < 0) {
-            rc = fileio_fail2(err, errlen, "%s:%d: expected a matrix name (X, W_Q, W_K or W_V) or \"scale N\", found \"%s\"",
-                              "%s:%d：这里应是矩阵名（X、W_Q、W_K 或 W_V）或“scale N”，却是“%s”", path, lineno,
-                              fields[0]);
-            break;
-        }
-        // A row: in X the first field may be the token; the rest are numbers.
-        int first = 0;
-        float v;
-        if (current == M_X && !parse_float(fields[0], &v)) {
-            if (check_token(fields[0], path, lineno, err, errlen)) {
-                rc = -1;
-                break;
-            }
-            if (strlen(fields[0]) >= TOY_TOKEN_BYTES) {
-                rc = fileio_fail2(err, errlen, "%s:%d: token \"%s\" is longer than %d bytes", "%s:%d：token“%s”超过 %d 字节",
-                                  path, lineno, fields[0], TOY_TOKEN_BYTES - 1);
-                break;
-            }
-            first = 1;
-        }
-        int r = rows[current];
-        int limit = current == M_X ? TOY_MAX_TOKENS : TOY_MAX_WIDTH;
-        if (r == limit) {
-            rc = fileio_fail2(err, errlen, "%s:%d: %s has more than %d rows", "%s:%d：%s 超过 %d 行", path, lineno,
-                              MATRIX_NAMES[current], limit);
-            break;
-        }
-        int nnum = nf - first;
-        if (nnum == 0) {
-            rc = fileio_fail2(err, errlen, "%s:%d: row %d of %s has a token but no numbers", "%s:%d：第 %d 行（%s）只有 token，没有数",
-                              path, lineno, r + 1, MATRIX_NAMES[current]);
-            break;
-        }
-        if (r > 0 && nnum != cols[current]) {
-            rc = fileio_fail2(err, errlen, "%s:%d: row %d of %s has %d numbers, expected %d like the rows above",
-                              "%s:%d：第 %d 行（%s）有 %d 个数，应与上面各行一样是 %d 个", path, lineno, r + 1,
-                              MATRIX_NAMES[current], nnum, cols[current]);
-            break;
-        }
-        for (int c = 0; c < nnum && rc == 0; c++)
-            if (!parse_float(fields[first + c], &cells[current][r][c]))
-                rc = fileio_fail2(err, errlen, "%s:%d: \"%s\" is not a number (row %d of %s)", "%s:%d：“%s”不是数（第 %d 行，%s）",
-                                  path, lineno, fields[first + c], r + 1, MATRIX_NAMES[current]);
-        if (rc) break;
-        if (current == M_X) {
-            if (first) snprintf(t->tokens[r], TOY_TOKEN_BYTES, "%s", fields[0]);
-            else snprintf(t->tokens[r], TOY_TOKEN_BYTES, "t%d", r);
-        }
-        cols[current] = nnum;
-        rows[current]++;
-    }
-    if (rc == 0 && ferror(f)) rc = fileio_fail2(err, errlen, "%s: read error: %s", "%s：读取出错：%s", path,
-                                                   fileio_strerror(errno ? errno : EIO));
-    fclose(f);
-    if (rc) return rc;
-
-    if (lineno == 0 || (!seen[M_X] && !seen[M_WQ] && !seen[M_WK] && !seen[M_WV]))
+// The tables read checked against each other and copied into t. Returns 0,
+// or -1 with err.
+static int finish(ToyData *t, const Reading *rd) {
+    const char *path = rd->path;
+    const int *rows = rd->rows, *cols = rd->cols, *seen = rd->seen;
+    char *err = rd->err;
+    size_t errlen = rd->errlen;
+    if (rd->lineno == 0 || (!seen[M_X] && !seen[M_WQ] && !seen[M_WK] && !seen[M_WV]))
         return fileio_fail2(err, errlen, "%s: no matrices found: expected X, W_Q, W_K and W_V, each a name line followed by its rows",
                             "%s：没有找到矩阵：应有 X、W_Q、W_K 和 W_V，每个先写一行矩阵名，下面是它的各行", path);
     for (int m = 0; m < M_COUNT; m++) {
@@ -278,7 +254,7 @@ int toydata_load(ToyData *t, const char *path, char *err, size_t errlen) {
                             "%s：W_K 有 %d 列，W_Q 却有 %d 列；Q @ K.T 要求两者相等", path, cols[M_WK], t->dk);
     if (t->n < 2) return fileio_fail2(err, errlen, "%s: X has %d row; the lessons need at least 2 tokens",
                                     "%s：X 只有 %d 行；课程至少需要 2 个 token", path, t->n);
-    if (!have_scale) t->scale = sqrtf((float)t->dk);
+    if (!rd->have_scale) t->scale = sqrtf((float)t->dk);
 
     t->X = malloc(sizeof(float) * (size_t)(t->n * t->d + t->d * (2 * t->dk + t->dv)));
     if (!t->X) return fileio_fail2(err, errlen, "%s: out of memory", "%s：内存不足", path);
@@ -288,9 +264,50 @@ int toydata_load(ToyData *t, const char *path, char *err, size_t errlen) {
     float *dst[M_COUNT] = {t->X, t->W_Q, t->W_K, t->W_V};
     for (int m = 0; m < M_COUNT; m++)
         for (int r = 0; r < rows[m]; r++)
-            memcpy(dst[m] + r * cols[m], cells[m][r], sizeof(float) * (size_t)cols[m]);
+            memcpy(dst[m] + r * cols[m], rd->cells[m][r], sizeof(float) * (size_t)cols[m]);
     for (int r = 0; r < t->n; r++) t->rows[r] = t->tokens[r];
     return toydata_check_range(t, path, err, errlen);
+}
+
+int toydata_load(ToyData *t, const char *path, char *err, size_t errlen) {
+    memset(t, 0, sizeof *t);
+    uint64_t size;
+    char why[512];
+    FILE *f = fileio_open_read(path, &size, why, sizeof why);
+    if (!f) return fileio_fail2(err, errlen, "data file %s", "数据文件 %s", why);
+    static float cells[M_COUNT][MAXR][TOY_MAX_WIDTH];
+    Reading rd = {.cells = cells, .current = -1, .path = path, .err = err, .errlen = errlen};
+    int rc = 0;
+    char line[4096];
+    size_t at = 0;
+    for (int got; rc == 0 && (got = read_line(f, line, sizeof line, rd.lineno == 0, &at)) != 0;) {
+        rd.lineno++;
+        if (got == -2) {
+            rc = fileio_fail2(err, errlen, "%s:%d: byte %zu is a NUL byte; the data file must be text",
+                              "%s:%d：第 %zu 个字节是零字节（0x00）；数据文件必须是文本", path, rd.lineno, at);
+            break;
+        }
+        if (got == -1) {
+            rc = fileio_fail2(err, errlen, "%s:%d: line too long (at most %zu bytes)", "%s:%d：这一行太长（最多 %zu 字节）",
+                              path, rd.lineno, sizeof line - 2);
+            break;
+        }
+        char *fields[TOY_MAX_WIDTH + 2];
+        int nf = split(line, fields, TOY_MAX_WIDTH + 1);
+        if (nf == 0) continue;
+        if (nf > TOY_MAX_WIDTH + 1) {
+            rc = fileio_fail2(err, errlen, "%s:%d: more than %d numbers on a line", "%s:%d：一行超过 %d 个数", path,
+                              rd.lineno, TOY_MAX_WIDTH);
+            break;
+        }
+        int name = read_name(&rd, t, fields, nf);
+        if (name < 0) rc = -1;
+        else if (name == 0) rc = read_row(&rd, t, fields, nf);
+    }
+    if (rc == 0 && ferror(f)) rc = fileio_fail2(err, errlen, "%s: read error: %s", "%s：读取出错：%s", path,
+                                                   fileio_strerror(errno ? errno : EIO));
+    fclose(f);
+    return rc ? rc : finish(t, &rd);
 }
 
 void toydata_free(ToyData *t) {

@@ -175,7 +175,7 @@ static int make_message_fixtures(void) {
     static const char BOM[] = "\xef\xbb\xbf", TEXT[] = "to be or not to be, that is the question\n";
     static const char NUL[] = "X\n天 1 0\0 1\n";
     static const char NOT_UTF8[] = "X\n\xff\xfe 1 0\nb 0 1\n", ESC[] = "X\na\x1b[31m 1 0\nb 0 1\n";
-    static const char C1[] = "X\na\xc2\x9b 1 0\nb 0 1\n";
+    static const char C1[] = "X\na\xc2\x9b 1 0\nb 0 1\n", CLEAR[] = "\x1b[2J\nX\n";
     char cmd[1024];
     const char *bin = getenv("KVDEMO_BIN");
     // a model whose context holds one token: no prompt leaves room for the next
@@ -187,7 +187,8 @@ static int make_message_fixtures(void) {
            write_bytes("bomtoy.txt", BOM, 3, TOY, sizeof TOY - 1) || write_bytes("text.txt", TEXT, sizeof TEXT - 1, "", 0) ||
            write_bytes("bomtext.txt", BOM, 3, TEXT, sizeof TEXT - 1) ||
            write_bytes("tok_utf8.txt", NOT_UTF8, sizeof NOT_UTF8 - 1, "", 0) ||
-           write_bytes("tok_esc.txt", ESC, sizeof ESC - 1, "", 0) || write_bytes("tok_c1.txt", C1, sizeof C1 - 1, "", 0);
+           write_bytes("tok_esc.txt", ESC, sizeof ESC - 1, "", 0) || write_bytes("tok_c1.txt", C1, sizeof C1 - 1, "", 0) ||
+           write_bytes("clear.txt", CLEAR, sizeof CLEAR - 1, "", 0);
 }
 
 static int setup(void **state) {
@@ -389,6 +390,8 @@ static void test_messages_name_the_problem(void **state) {
         {"lesson 2 --data DIR/tok_utf8.txt", 1, "tok_utf8.txt:2: token \"\\xFF\\xFE\" is not valid UTF-8 (byte 1)", NULL},
         {"lesson 1 --data DIR/tok_esc.txt", 1, "token \"a\\x1B[31m\" holds the control character U+001B", "\x1b"},
         {"lesson 9 --data DIR/tok_c1.txt", 1, "token \"a\\xC2\\x9B\" holds the control character U+009B", "\xc2"},
+        {"lesson 2 --data DIR/clear.txt", 1, "clear.txt:1: expected a matrix name (X, W_Q, W_K or W_V) or \"scale N\", "
+         "found \"\\x1B[2J\"", "\x1b"},
         {"lesson 2 --format html >/dev/full", 1, "error writing standard output: No space left on device", NULL},
         {"lesson 2 --format md >/dev/full", 1, "error writing standard output: No space left on device", NULL},
     };
