@@ -12,9 +12,14 @@
 //
 // `kvdemo lesson 2` runs both and compares: the cached output row equals the
 // last row of the full step-2 output bit for bit, with fewer K/V rows and
-// fewer multiply-adds. Times are measured around the arithmetic only.
+// fewer multiply-adds. Times are measured around the arithmetic only, as
+// measure.h measures: a warm-up, then --repeat runs (101), printed as the
+// median with min … max; the comparison times step 2 both ways again,
+// taking turns, and says what the runs support.
 #include "attention.h"
+#include "fileio.h"
 #include "lessons.h"
+#include "measure.h"
 #include "stats.h"
 #include "timer.h"
 #include "toy.h"
@@ -28,31 +33,40 @@ enum { STEP1_TOKENS = 2, STEP2_TOKENS = 3, DEFAULT_REPEAT = 101 };
 typedef struct {
     int kv_rows;
     int64_t proj_madds, attn_madds;
-    double seconds[2];   // median time of step 1 and of step 2
+    double *seconds[2];  // (repeat) the runs of step 1 and of step 2
 } Run;
 
 // ----------------------------------------------------------------------------
 // The arithmetic, timed apart from the printing
 
-// Each step's arithmetic, `repeat` times; returns the median time. step 2
-// of the cached run rewinds the cache to step 1's length before each
-// repeat (an index, no copy), so that every repeat does the same work.
-static double time_step(AttnStep *s, const ToyData *d, int tokens, int cached, int repeat) {
-    double *samples = malloc(sizeof(double) * (size_t)repeat);
-    for (int i = 0; i < repeat; i++) {
-        double t0 = timer_now();
-        if (cached) {
-            s->N = tokens - 1;
-            attention_cached(s, d->X + (tokens - 1) * d->d, d->W_Q, d->W_K, d->W_V, d->scale);
-        } else {
-            attention_full(s, d->X, tokens, d->W_Q, d->W_K, d->W_V, d->scale, 1);
-        }
-        double t1 = timer_now();
-        if (samples) samples[i] = t1 - t0;
+// One step's arithmetic, timed (an arm of measure_interleaved). Step 2 of
+// the cached run rewinds the cache to step 1's length first (an index, no
+// copy), so that every run does the same work.
+typedef struct {
+    AttnStep *s;
+    const ToyData *d;
+    int tokens, cached;
+} StepRun;
+
+static int step_run(void *ctx, double *seconds) {
+    StepRun *r = ctx;
+    AttnStep *s = r->s;
+    const ToyData *d = r->d;
+    double t0 = timer_now();
+    if (r->cached) {
+        s->N = r->tokens - 1;
+        attention_cached(s, d->X + (r->tokens - 1) * d->d, d->W_Q, d->W_K, d->W_V, d->scale);
+    } else {
+        attention_full(s, d->X, r->tokens, d->W_Q, d->W_K, d->W_V, d->scale, 1);
     }
-    double median = samples ? stats_median(samples, repeat) : 0;
-    free(samples);
-    return median;
+    *seconds = timer_now() - t0;
+    return 0;
+}
+
+// The step's arithmetic after a warm-up, repeat times: samples (repeat).
+static void time_step(double *samples, AttnStep *s, const ToyData *d, int tokens, int cached, int repeat) {
+    StepRun r = {s, d, tokens, cached};
+    measure_interleaved(samples, NULL, MEASURE_WARMUP, repeat, step_run, &r, NULL, NULL);
 }
 
 static void add_costs(Run *r, const AttnStep *s) {
@@ -82,8 +96,8 @@ static const char *mask_literal(const AttnStep *s, int n, char *buf, int size) {
 // A step that feeds every token so far: each step of the run without the
 // cache, and step 1 of the run with it, where it is the prefill whose K and
 // V become the cache.
-static void show_full_step(Trace *tr, const ToyData *d, const AttnStep *s, int step, int cached_run, double seconds,
-                           int repeat) {
+static void show_full_step(Trace *tr, const ToyData *d, const AttnStep *s, int step, int cached_run,
+                           const double *seconds, int repeat) {
     int n = s->M;
     char in[256], next[64], code[1024];
     toy_tokens(d, 0, n, in, sizeof in);
@@ -117,12 +131,13 @@ static void show_full_step(Trace *tr, const ToyData *d, const AttnStep *s, int s
     trace_tensor_as(tr, TRACE_FULL, "weights", "scores", "scores = F.softmax(scores, dim=-1)", &weights, rows, HEAT_PROBS);
     trace_tensor(tr, TRACE_SUMMARY, "output", "output = torch.matmul(scores, V)", &out, rows, 0);
     trace_count(tr, "kv_rows", s->kv_rows, "rows of K and V computed", "算出的 K、V 行数");
-    trace_timing(tr, "step", seconds, repeat);
+    trace_measure(tr, "step", seconds, repeat);
     trace_say(tr, "", "");
     trace_pause(tr);
 }
 
-static void show_cached_step(Trace *tr, const ToyData *d, const AttnStep *s, int step, double seconds, int repeat) {
+static void show_cached_step(Trace *tr, const ToyData *d, const AttnStep *s, int step, const double *seconds,
+                             int repeat) {
     int N = s->N, last = N - 1;
     char in[256], next[64], code[256];
     toy_tokens(d, last, 1, in, sizeof in);
@@ -160,7 +175,7 @@ static void show_cached_step(Trace *tr, const ToyData *d, const AttnStep *s, int
     trace_tensor_as(tr, TRACE_FULL, "weights", "scores", "scores = F.softmax(scores, dim=-1)", &weights, rows + last, HEAT_PROBS);
     trace_tensor(tr, TRACE_SUMMARY, "output", "output = torch.matmul(scores, V)", &out, rows + last, 0);
     trace_count(tr, "kv_rows", s->kv_rows, "rows of K and V computed", "算出的 K、V 行数");
-    trace_timing(tr, "step", seconds, repeat);
+    trace_measure(tr, "step", seconds, repeat);
     trace_say(tr, "", "");
     trace_pause(tr);
 }
@@ -171,7 +186,22 @@ static void show_costs(Trace *tr, const Run *r, int repeat, const char *name) {
                 "投影（Q、K、V）的乘加次数");
     trace_count(tr, "attn_madds", r->attn_madds, "multiply-adds of the attention (Q K^T, weights V)",
                 "注意力（Q K^T、weights V）的乘加次数");
-    trace_timing(tr, name, r->seconds[0] + r->seconds[1], repeat);
+    // Both steps of the i-th run: the run's time (the runs themselves were apart).
+    double *both = malloc(sizeof(double) * (size_t)repeat);
+    if (!both) return;
+    for (int i = 0; i < repeat; i++) both[i] = r->seconds[0][i] + r->seconds[1][i];
+    trace_measure(tr, name, both, repeat);
+    free(both);
+}
+
+// Step 2 both ways again, taking turns (measure.h), and what the runs say:
+// "step 2 with the cache: 1.7 ± 0.3 x faster", or "the same within noise".
+static void compare_times(Trace *tr, AttnStep *nc2, AttnStep *cache, const ToyData *d, double *a, double *b,
+                          int repeat) {
+    StepRun full = {nc2, d, STEP2_TOKENS, 0}, cached = {cache, d, STEP2_TOKENS, 1};
+    measure_interleaved(a, b, MEASURE_WARMUP, repeat, step_run, &full, step_run, &cached);
+    trace_comparison(tr, "step2_time_ratio", a, repeat, b, repeat, "step 2 with the cache (timed again, in turns)",
+                     "第 2 步使用缓存（轮流重新计时）");
 }
 
 // ----------------------------------------------------------------------------
@@ -186,6 +216,13 @@ static int run_lesson(const Options *opt, Trace *tr, int runs) {
     AttnStep *nc1 = &steps[0], *nc2 = &steps[1], *cache = &steps[2];
     int repeat = opt->repeat ? opt->repeat : DEFAULT_REPEAT;
     Run nc = {0}, c = {0};
+    double *times = malloc(sizeof(double) * 6 * (size_t)repeat);   // 4 steps' runs, then the comparison's 2
+    if (!times) {
+        toy_end(&d, steps, 3);
+        fileio_error("out of memory", "内存不足");
+        return 1;
+    }
+    for (int k = 0; k < 2; k++) nc.seconds[k] = times + k * repeat, c.seconds[k] = times + (2 + k) * repeat;
 
     lessons_heading(tr);
     toy_show_scale(tr, &d);
@@ -194,9 +231,9 @@ static int run_lesson(const Options *opt, Trace *tr, int runs) {
     if (runs & RUN_NOCACHE) {
         trace_run(tr, "no-cache");
         trace_heading(tr, "2.1 Without the KV cache", "2.1 不使用 KV Cache 场景");
-        nc.seconds[0] = time_step(nc1, &d, STEP1_TOKENS, 0, repeat);
+        time_step(nc.seconds[0], nc1, &d, STEP1_TOKENS, 0, repeat);
         show_full_step(tr, &d, nc1, 1, 0, nc.seconds[0], repeat);
-        nc.seconds[1] = time_step(nc2, &d, STEP2_TOKENS, 0, repeat);
+        time_step(nc.seconds[1], nc2, &d, STEP2_TOKENS, 0, repeat);
         show_full_step(tr, &d, nc2, 2, 0, nc.seconds[1], repeat);
         add_costs(&nc, nc1);
         add_costs(&nc, nc2);
@@ -206,11 +243,11 @@ static int run_lesson(const Options *opt, Trace *tr, int runs) {
     if (runs & RUN_CACHE) {
         trace_run(tr, "cache");
         trace_heading(tr, "2.2 With the KV cache", "2.2 使用 KV Cache 场景");
-        c.seconds[0] = time_step(cache, &d, STEP1_TOKENS, 0, repeat);
+        time_step(c.seconds[0], cache, &d, STEP1_TOKENS, 0, repeat);
         show_full_step(tr, &d, cache, 1, 1, c.seconds[0], repeat);
         add_costs(&c, cache);
         trace_say(tr, "K and V of step 1 are kept: they are the cache.\n", "第 1 步的 K、V 留了下来，这就是缓存。\n");
-        c.seconds[1] = time_step(cache, &d, STEP2_TOKENS, 1, repeat);
+        time_step(c.seconds[1], cache, &d, STEP2_TOKENS, 1, repeat);
         show_cached_step(tr, &d, cache, 2, c.seconds[1], repeat);
         add_costs(&c, cache);
         trace_step(tr, 0);
@@ -231,8 +268,7 @@ static int run_lesson(const Options *opt, Trace *tr, int runs) {
                    (long long)(nc.proj_madds + nc.attn_madds), (long long)(c.proj_madds + c.attn_madds),
                    (long long)(nc.proj_madds + nc.attn_madds - c.proj_madds - c.attn_madds));
         trace_count(tr, "madds_saved", nc.proj_madds + nc.attn_madds - c.proj_madds - c.attn_madds, NULL, NULL);
-        trace_value(tr, "step2_time_ratio", c.seconds[1] > 0 ? nc.seconds[1] / c.seconds[1] : 0, "x",
-                    "step 2 without the cache / with it", "第 2 步：不使用缓存的耗时 ÷ 使用缓存的耗时");
+        compare_times(tr, nc2, cache, &d, times + 4 * repeat, times + 5 * repeat, repeat);
         trace_say(tr,
                   "(At this size a step takes a few hundred nanoseconds, much of it overhead: the counts\n"
                   "show the saving best. Lesson 10 shows it in seconds.)",
@@ -241,6 +277,7 @@ static int run_lesson(const Options *opt, Trace *tr, int runs) {
     }
     toy_precision_note(tr, 0);
     toy_end(&d, steps, 3);
+    free(times);
     return 0;
 }
 

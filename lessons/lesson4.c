@@ -169,7 +169,7 @@ static void time_cell(char *buf, size_t size, const Trace *tr, const double *sam
     char t[96];
     if (range) measure_spread_text(t, sizeof t, st);
     else measure_time_text(t, sizeof t, st.median);
-    snprintf(buf, size, "%s%s", t, stats_noisy(st) ? " !" : "");
+    snprintf(buf, size, "%s%s", t, measure_noisy(samples, n) ? " !" : "");
 }
 
 // Prefill against decode: one row per kind of step.
@@ -329,7 +329,7 @@ static void time_chart(Trace *tr, const Shared *x) {
 static void noisy_note(Trace *tr, const Shared *x) {
     int noisy = 0;
     for (int i = 0; i < x->npos; i++)
-        for (int c = 0; c < 2; c++) noisy |= stats_noisy(stats_of(runs_of(x, c, i), x->repeat));
+        for (int c = 0; c < 2; c++) noisy |= measure_noisy(runs_of(x, c, i), x->repeat);
     if (noisy) trace_say(tr, measure_noisy_text(0), measure_noisy_text(1));
 }
 
@@ -403,7 +403,7 @@ static void time_per_token(Shared *x, Trace *tr) {
         snprintf(name, sizeof name, "speedup[t=%d]", pos[i]);
         Stats s0 = stats_of(runs_of(x, 0, i), repeat), s1 = stats_of(runs_of(x, 1, i), repeat);
         MeasureRatio r = measure_ratio(s0, s1);
-        if (tr->format == FORMAT_JSON) trace_comparison_of(tr, name, r, measure_verdict(s0, s1), NULL, NULL);
+        if (tr->format == FORMAT_JSON) trace_comparison_of(tr, name, r, measure_verdict(runs_of(x, 0, i), repeat, runs_of(x, 1, i), repeat), NULL, NULL);
         int in_table = 0;
         for (size_t k = 0; k < sizeof SHOWN_T / sizeof SHOWN_T[0]; k++) in_table |= pos[i] == SHOWN_T[k];
         if (in_table || i == npos - 1) {

@@ -462,7 +462,7 @@ static void show_less_data_read(Trace *tr, Demo *d) {
         double flops_ratio = (double)flops / (double)flops0;
         Stats mha = stats_of(vs[0].samples, repeat), this = stats_of(vs[i].samples, repeat);
         MeasureRatio time_ratio = measure_ratio(this, mha);   // this one's time / MHA's
-        MeasureVerdict verdict = measure_verdict(mha, this);  // this one against MHA
+        MeasureVerdict verdict = measure_verdict(vs[0].samples, repeat, vs[i].samples, repeat);   // this one against MHA
         char xe[32];
         trace_sayf(tr, "  %s against MHA per token: bytes read %.3f x, FLOPs %.3f x, time %s x: %s",
                    "  %s 与 MHA 相比（每个 token）：读取字节 %.3f 倍，计算量 %.3f 倍，耗时 %s 倍：%s",

@@ -6,6 +6,8 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 int measure_interleaved(double *a_s, double *b_s, int warmup, int runs, MeasureRun a, void *actx, MeasureRun b,
                         void *bctx) {
@@ -50,10 +52,37 @@ MeasureVerdict measure_verdict_ratio(MeasureRatio r) {
     return MEASURE_SAME;
 }
 
-MeasureVerdict measure_verdict(Stats a, Stats b) {
-    MeasureVerdict v = measure_verdict_ratio(measure_ratio(a, b));
-    if (v == MEASURE_FASTER && !(b.max < a.min)) return MEASURE_SAME;
-    if (v == MEASURE_SLOWER && !(b.min > a.max)) return MEASURE_SAME;
+static int compare_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+// The interval of n runs the verdict reads: min … max, or from
+// MEASURE_MANY runs on the middle half. Returns 0, or -1 out of memory.
+static int interval(double *lo, double *hi, const double *x, int n) {
+    double small[64], *s = n <= 64 ? small : malloc(sizeof(double) * (size_t)n);
+    if (!s) return -1;
+    memcpy(s, x, sizeof(double) * (size_t)n);
+    qsort(s, (size_t)n, sizeof *s, compare_double);
+    int cut = n >= MEASURE_MANY ? (n - 1) / 4 : 0;
+    *lo = s[cut], *hi = s[n - 1 - cut];
+    if (s != small) free(s);
+    return 0;
+}
+
+int measure_noisy(const double *x, int n) {
+    if (n < MEASURE_MANY) return stats_noisy(stats_of(x, n));
+    double lo, hi;
+    return !interval(&lo, &hi, x, n) && hi > 1.10 * lo;
+}
+
+MeasureVerdict measure_verdict(const double *a, int na, const double *b, int nb) {
+    MeasureVerdict v = measure_verdict_ratio(measure_ratio(stats_of(a, na), stats_of(b, nb)));
+    double alo, ahi, blo, bhi;
+    if (v == MEASURE_TOO_FEW || v == MEASURE_SAME) return v;
+    if (interval(&alo, &ahi, a, na) || interval(&blo, &bhi, b, nb)) return MEASURE_SAME;   // no memory: no claim
+    if (v == MEASURE_FASTER && !(bhi < alo)) return MEASURE_SAME;
+    if (v == MEASURE_SLOWER && !(blo > ahi)) return MEASURE_SAME;
     return v;
 }
 
@@ -112,7 +141,8 @@ static void three_digits(char *out, size_t size, double v) {
 static const char *time_unit(double s, double *k) {
     if (s >= 1) return *k = 1, "s";
     if (s >= 1e-3) return *k = 1e3, "ms";
-    return *k = 1e6, "µs";
+    if (s >= 1e-6) return *k = 1e6, "µs";
+    return *k = 1e9, "ns";
 }
 
 const char *measure_time_text(char *out, size_t size, double s) {

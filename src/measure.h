@@ -26,7 +26,8 @@
 enum {
     MEASURE_RUNS = 5,   // counted runs of each arm by default
     MEASURE_WARMUP = 1, // uncounted runs of each arm before them
-    MEASURE_BLOCKS = 16 // blocks a run's steps are cut into (measure_sum_sd)
+    MEASURE_BLOCKS = 16,// blocks a run's steps are cut into (measure_sum_sd)
+    MEASURE_MANY = 8    // from this many runs the verdict sets aside each arm's outer quarters
 };
 
 // One run of an arm: does the work and writes in *seconds how long the part
@@ -39,6 +40,12 @@ typedef int (*MeasureRun)(void *ctx, double *seconds);
 // a_s[runs] and b_s[runs]. Returns 0, or the first nonzero a run returned.
 int measure_interleaved(double *a_s, double *b_s, int warmup, int runs, MeasureRun a, void *actx, MeasureRun b,
                         void *bctx);
+
+// 1 when n runs disagree too much to be trusted: stats_noisy (σ above 10%
+// of the mean, or the slowest above 1.5 x the fastest), or from
+// MEASURE_MANY runs on the middle half: its ends more than 10% apart (a
+// hundred runs of a few hundred nanoseconds always hold a stray one).
+int measure_noisy(const double *x, int n);
 
 // How much longer arm a took than arm b: x = median(a) / median(b), and its
 // error as hyperfine computes it, e = x · √((σa/μa)² + (σb/μb)²).
@@ -54,14 +61,18 @@ MeasureRatio measure_ratio(Stats a, Stats b);
 // The same from a ratio x and its error e known some other way (n runs).
 MeasureRatio measure_ratio_of(double x, double e, int n);
 
-// What the measurement supports about arm b against arm a.
+// What the measurement supports about arm b (nb runs) against arm a (na):
+// b is faster when x - e > 1 and the runs' intervals do not overlap, b's
+// below a's; slower the other way round; else the same within noise. The
+// interval is min … max, or with MEASURE_MANY runs or more the middle half
+// (one stray run among a hundred always overlaps). One run: too few.
 typedef enum {
     MEASURE_SAME,     // the intervals overlap: the same within noise
-    MEASURE_FASTER,   // b is faster: every run of b beat every run of a, and x - e > 1
-    MEASURE_SLOWER,   // b is slower: the other way round, and x + e < 1
+    MEASURE_FASTER,   // b is faster
+    MEASURE_SLOWER,   // b is slower
     MEASURE_TOO_FEW   // one run of an arm: no spread, no conclusion
 } MeasureVerdict;
-MeasureVerdict measure_verdict(Stats a, Stats b);
+MeasureVerdict measure_verdict(const double *a, int na, const double *b, int nb);
 // The verdict of a ratio alone (when there are no separate runs): from x ± e.
 MeasureVerdict measure_verdict_ratio(MeasureRatio r);
 
@@ -86,7 +97,7 @@ MeasureMachine measure_machine(void);
 int measure_busy(MeasureMachine m);
 
 // Words, English or Chinese (zh = 1), written to out and returned:
-// "3.71 s", "15.0 s", "45.2 ms", "812 µs" (three significant digits);
+// "3.71 s", "15.0 s", "45.2 ms", "812 µs", "150 ns" (three significant digits);
 const char *measure_time_text(char *out, size_t size, double seconds);
 // "3.71 s (3.61 … 3.92 s)" — the median, then min … max; one run: "3.71 s";
 const char *measure_spread_text(char *out, size_t size, Stats s);

@@ -9,7 +9,10 @@
 // A race is one run each way, so the ratio's ± comes from the runs
 // themselves: the scatter of each run's step times (measure_sum_sd, which a
 // step cost that grows with the context does not count as noise), combined
-// as hyperfine combines two spreads. A machine whose load average exceeds
+// as hyperfine combines two spreads. That is the scatter within a run only:
+// a whole run slowed by the machine moves every step alike, so races run
+// minutes apart differ by more (9.2 ± 0.1 and 5.4 ± 0.04 on one machine),
+// and the sentence says so. A machine whose load average exceeds
 // its cores gets a banner first: both runs share it with other programs.
 #include "race.h"
 
@@ -319,9 +322,13 @@ int race_model(const GptModel *m, const Options *opt, Trace *tr) {
                 trace_say(tr, "The two texts differ: the cache changed the result.", "两次写出的文字不同：缓存改变了结果。");
             char said[160];
             measure_compare_text(said, sizeof said, ratio, (MeasureVerdict)verdict, tr->lang == LANG_ZH);
-            trace_sayf(tr, "With the cache: %s (%.2f s against %.2f s;\n± from the scatter of each run's step times).",
-                       "使用缓存：%s（%.2f 秒对 %.2f 秒；\n± 来自每次运行各步耗时的离散程度）。", said, v[1].seconds,
-                       v[0].seconds);
+            trace_sayf(tr,
+                       "With the cache: %s (%.2f s against %.2f s;\n"
+                       "± from the scatter of each run's step times only: another race can differ by more,\n"
+                       "and lesson 10 --no-race times several runs).",
+                       "使用缓存：%s（%.2f 秒对 %.2f 秒；± 只来自每次运行内各步耗时的离散程度：\n"
+                       "再赛一次可能相差更多，第 10 课 --no-race 会计时多次）。",
+                       said, v[1].seconds, v[0].seconds);
             if (v[1].resets > 0)
                 trace_sayf(tr,
                            "Past the context (%d positions) the chapter's generate drops the cache and feeds the "

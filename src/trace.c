@@ -704,8 +704,15 @@ void trace_machine(Trace *tr, MeasureMachine m) {
 }
 
 void trace_measure(Trace *tr, const char *name, const double *samples, int n) {
+    Stats st = stats_of(samples, n);
+    int noisy = measure_noisy(samples, n);
     if (is_json(tr)) {   // the median as "seconds", with mean, sd, min, max and noisy
-        trace_timing_stats(tr, name, samples, n);
+        Buf j;
+        buf_init(&j);
+        timing_head(&j, tr, name, st.median, n);
+        buf_printf(&j, ",\"mean\":%.9g,\"sd\":%.9g,\"min\":%.9g,\"max\":%.9g,\"noisy\":%s", st.mean, st.sd, st.min,
+                   st.max, noisy ? "true" : "false");
+        emit_json(tr, &j);
         return;
     }
     if (trace_doc_active(tr)) {   // a document: the text in both languages
@@ -714,14 +721,13 @@ void trace_measure(Trace *tr, const char *name, const double *samples, int n) {
         while (trace_doc_lines_next(tr));
         return;
     }
-    Stats st = stats_of(samples, n);
     char spread[96];
     Buf b;
     buf_init(&b);
     timing_head(&b, tr, name, st.median, n);
     buf_append(&b, measure_spread_text(spread, sizeof spread, st));
     if (n > 1) buf_printf(&b, trace_text(tr, ", median of %d runs", "，%d 次运行的中位数"), n);
-    if (stats_noisy(st)) buf_printf(&b, "  !\n  %s", measure_noisy_text(tr->lang == LANG_ZH));
+    if (noisy) buf_printf(&b, "  !\n  %s", measure_noisy_text(tr->lang == LANG_ZH));
     buf_append(&b, "\n");
     emit(tr, &b);
 }
@@ -735,7 +741,7 @@ void trace_comparison(Trace *tr, const char *name, const double *a, int na, cons
         return;
     }
     Stats sa = stats_of(a, na), sb = stats_of(b, nb);
-    trace_comparison_of(tr, name, measure_ratio(sa, sb), measure_verdict(sa, sb), en, zh);
+    trace_comparison_of(tr, name, measure_ratio(sa, sb), measure_verdict(a, na, b, nb), en, zh);
 }
 
 static const char *verdict_name(int verdict) {

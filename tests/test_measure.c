@@ -4,6 +4,7 @@
 //   test_runs_are_interleaved      warm-up of each arm, then A B A B ..., only counted runs kept
 //   test_ratio_is_hyperfines       x = median ratio, e = x √((σa/μa)² + (σb/μb)²), e to 2 digits
 //   test_verdict_follows_intervals faster / slower / the same within noise / too few
+//   test_noisy_reads_the_middle_of_many_runs  few runs: stats_noisy; many: their middle half
 //   test_sum_sd_ignores_trends     a step cost that grows, and a jump between kinds, are not noise;
 //                                  a slow stretch of steps is
 //   test_words                     the texts, in English and Chinese, and the busy banner
@@ -99,28 +100,48 @@ static void test_ratio_is_hyperfines(void **state) {
 static void test_verdict_follows_intervals(void **state) {
     (void)state;
     double slow[] = {9, 10, 11}, fast[] = {0.9, 1.0, 1.1};
-    assert_int_equal(measure_verdict(stats_of(slow, 3), stats_of(fast, 3)), MEASURE_FASTER);
-    assert_int_equal(measure_verdict(stats_of(fast, 3), stats_of(slow, 3)), MEASURE_SLOWER);
+    assert_int_equal(measure_verdict(slow, 3, fast, 3), MEASURE_FASTER);
+    assert_int_equal(measure_verdict(fast, 3, slow, 3), MEASURE_SLOWER);
     // Overlapping runs, as lesson 4's steps at t = 16 and t = 64 were: no conclusion.
     double p[] = {1.0, 1.3, 0.9, 1.2}, q[] = {1.1, 0.95, 1.25, 1.0};
-    assert_int_equal(measure_verdict(stats_of(p, 4), stats_of(q, 4)), MEASURE_SAME);
+    assert_int_equal(measure_verdict(p, 4, q, 4), MEASURE_SAME);
     // A small gap, tight runs: x = 1.21, e = 1.21 √(0.00826² + 0.01²) = 0.0157, disjoint: faster.
     double a3[] = {1.2, 1.21, 1.22}, b3[] = {0.99, 1.0, 1.01};
-    assert_int_equal(measure_verdict(stats_of(a3, 3), stats_of(b3, 3)), MEASURE_FASTER);
+    assert_int_equal(measure_verdict(a3, 3, b3, 3), MEASURE_FASTER);
     // Every run of b beat every run of a, but one wild run of a makes e larger than x - 1.
     double a4[] = {1.02, 1.03, 3.0}, b4[] = {1.0, 1.0, 1.01};
-    assert_int_equal(measure_verdict(stats_of(a4, 3), stats_of(b4, 3)), MEASURE_SAME);
+    assert_int_equal(measure_verdict(a4, 3, b4, 3), MEASURE_SAME);
     // x - e > 1 but the runs overlap: the same within noise.
     double a5[] = {1.5, 1.5, 1.5, 1.5, 0.9}, b5[] = {1.0, 1.0, 1.0, 1.0, 1.0};
     MeasureRatio r5 = measure_ratio(stats_of(a5, 5), stats_of(b5, 5));
     if (!(r5.x - r5.e > 1)) fail_msg("the case needs x - e > 1: x %g e %g", r5.x, r5.e);
-    assert_int_equal(measure_verdict(stats_of(a5, 5), stats_of(b5, 5)), MEASURE_SAME);
+    assert_int_equal(measure_verdict(a5, 5, b5, 5), MEASURE_SAME);
+    // Many runs, each arm with a stray slow one: the middle halves decide.
+    // (x = 2.01, e = 0.76; b's middle half 1.00 … 1.02 lies below a's 2.00 … 2.10.)
+    double many_a[9] = {2.0, 2.1, 2.0, 2.05, 3.0, 2.0, 2.1, 2.02, 2.03};
+    double many_b[9] = {1.0, 1.02, 2.2, 1.01, 1.0, 1.03, 1.0, 1.01, 1.02};
+    assert_int_equal(measure_verdict(many_a, 9, many_b, 9), MEASURE_FASTER);
+    // ... but with fewer than MEASURE_MANY runs b's stray 2.2 overlaps a's 2.0: no claim.
+    assert_int_equal(measure_verdict(many_a, 5, many_b, 5), MEASURE_SAME);
     // One run: no conclusion.
-    assert_int_equal(measure_verdict(stats_of(slow, 1), stats_of(fast, 1)), MEASURE_TOO_FEW);
+    assert_int_equal(measure_verdict(slow, 1, fast, 1), MEASURE_TOO_FEW);
     // From a ratio alone.
     assert_int_equal(measure_verdict_ratio(measure_ratio_of(6.4, 0.3, 2)), MEASURE_FASTER);
     assert_int_equal(measure_verdict_ratio(measure_ratio_of(0.6, 0.1, 2)), MEASURE_SLOWER);
     assert_int_equal(measure_verdict_ratio(measure_ratio_of(1.1, 0.2, 2)), MEASURE_SAME);
+}
+
+static void test_noisy_reads_the_middle_of_many_runs(void **state) {
+    (void)state;
+    double few[] = {1.00, 1.02, 0.99, 1.60};   // stats_noisy: the slowest 1.6 x the fastest
+    assert_int_equal(measure_noisy(few, 4), 1);
+    // 101 runs of 140 ns, a few stray ones up to 290 ns: the middle half agrees.
+    double many[101];
+    for (int i = 0; i < 101; i++) many[i] = i % 20 == 7 ? 290e-9 : 140e-9 + (i % 5) * 1e-9;
+    assert_int_equal(measure_noisy(many, 101), 0);
+    // Half of them slow: the middle half spans 140 … 290 ns.
+    for (int i = 0; i < 101; i++) many[i] = i % 2 ? 290e-9 : 140e-9;
+    assert_int_equal(measure_noisy(many, 101), 1);
 }
 
 // ----------------------------------------------------------------------------
@@ -161,6 +182,7 @@ static void test_words(void **state) {
     expect_text(measure_time_text(t, sizeof t, 0.04523), "45.2 ms", "milliseconds");
     expect_text(measure_time_text(t, sizeof t, 0.000812), "812 µs", "microseconds");
     expect_text(measure_time_text(t, sizeof t, 15.0), "15.0 s", "trailing zero kept");
+    expect_text(measure_time_text(t, sizeof t, 1.5e-7), "150 ns", "nanoseconds");
     double s[] = {3.92, 3.61, 3.7061};
     expect_text(measure_spread_text(t, sizeof t, stats_of(s, 3)), "3.71 s (3.61 … 3.92 s)", "spread");
     double ms[] = {0.0009, 0.0011, 0.001};   // each end in its own unit
@@ -247,6 +269,7 @@ int main(void) {
         cmocka_unit_test(test_runs_are_interleaved),
         cmocka_unit_test(test_ratio_is_hyperfines),
         cmocka_unit_test(test_verdict_follows_intervals),
+        cmocka_unit_test(test_noisy_reads_the_middle_of_many_runs),
         cmocka_unit_test(test_sum_sd_ignores_trends),
         cmocka_unit_test(test_words),
         cmocka_unit_test(test_trace_prints_the_spread),
