@@ -195,6 +195,51 @@ static int check_contrast(const char *html, const char *what) {
 }
 
 // ----------------------------------------------------------------------------
+// Slides
+
+// The page's slides: <section class="slide" id="slide-1">, -2, ... in
+// order, each holding more than headings (a heading alone would make a
+// slide, or a printed page, of its own), and nothing before the script that
+// needs it to work: no button, no nav, no onclick (the script makes the
+// controls). Returns the number of slides.
+static int check_slides(const char *html, const char *what) {
+    const char *script = strstr(html, "<script>");
+    if (!script) fail_msg("%s: expected the deck's <script>", what);
+    static const char *const DEAD[] = {"<button", "<nav", "onclick", "<input"};
+    for (size_t i = 0; i < sizeof DEAD / sizeof DEAD[0]; i++) {
+        const char *hit = strstr(html, DEAD[i]);
+        if (hit && hit < script)
+            fail_msg("%s: '%s' at byte %ld, before the script: a control that cannot work without it", what, DEAD[i],
+                     (long)(hit - html));
+    }
+    int n = 0;
+    for (const char *p = html; (p = strstr(p, "<section")) && p < script;) {
+        char want[64];
+        snprintf(want, sizeof want, "<section class=\"slide\" id=\"slide-%d\">", n + 1);
+        if (strncmp(p, want, strlen(want))) fail_msg("%s: slide %d: expected '%s', got '%.60s'", what, n + 1, want, p);
+        p += strlen(want);
+        const char *end = strstr(p, "</section>");
+        if (!end) fail_msg("%s: slide %d never ends", what, n + 1);
+        // Without its headings, the slide must still hold something.
+        const char *q = p;
+        int other = 0;
+        while (q < end && !other) {
+            while (q < end && isspace((unsigned char)*q)) q++;
+            if (q < end && (!strncmp(q, "<h1>", 4) || !strncmp(q, "<h2>", 4))) {
+                q = strstr(q, q[2] == '1' ? "</h1>" : "</h2>") + 5;
+            } else if (q < end) {
+                other = 1;
+            }
+        }
+        if (!other) fail_msg("%s: slide %d holds only a heading: '%.*s'", what, n + 1, (int)(end - p), p);
+        n++;
+        p = end;
+    }
+    if (!n) fail_msg("%s: expected slides (<section class=\"slide\">), got none", what);
+    return n;
+}
+
+// ----------------------------------------------------------------------------
 // Tensor values
 
 // Every value of every tensor event of json: in the HTML as title="%.9g"
@@ -329,6 +374,7 @@ static void check_lesson(const Lesson *l) {
         snprintf(want, sizeof want, "第 %s 课 —— %s", l->id, l->title_zh);
         if (!strstr(r.out, want)) fail_msg("%s: expected the Chinese heading '%s'", what, want);
         if (!strstr(r.out, "@media print")) fail_msg("%s: expected a print style", what);
+        check_slides(r.out, what);
         check_titles(e, n, r.out, what);
         check_contrast(r.out, what);
         run_free(&r);
@@ -371,6 +417,27 @@ static void test_heat_maps(void **state) {
     assert_non_null(strstr(r.out, "(weights: fixed scale 0 to 1)"));
     assert_non_null(strstr(r.out, "title=\"-inf\""));
     assert_non_null(strstr(r.out, ">&gt;&gt;&gt; Q = torch.matmul(X, W_Q)<"));
+    run_free(&r);
+}
+
+// Lesson 2 as slides: the title with the weights; each run's heading with
+// its step 1, then step 2 (with the run's counts); the comparison. No
+// heading is a slide of its own.
+static void test_lesson2_slides(void **state) {
+    (void)state;
+    RunResult r = kvdemo_run("lesson 2 --format html");
+    assert_int_equal(r.status, 0);
+    int n = check_slides(r.out, "lesson 2 --format html");
+    if (n != 6) fail_msg("lesson 2 --format html: expected 6 slides, got %d", n);
+    static const char *const FIRST[] = {"Lesson 2 — ", "2.1 Without the KV cache", "Step 2: the input",
+                                        "2.2 With the KV cache", "Step 2 with the cache", "Comparison"};
+    for (int i = 0; i < 6; i++) {
+        char want[32];
+        snprintf(want, sizeof want, "id=\"slide-%d\"", i + 1);
+        const char *at = strstr(r.out, want), *hit = at ? strstr(at, FIRST[i]) : NULL;
+        const char *next = at ? strstr(at, "</section>") : NULL;
+        if (!hit || hit > next) fail_msg("lesson 2 --format html: expected '%s' on slide %d", FIRST[i], i + 1);
+    }
     run_free(&r);
 }
 
@@ -496,6 +563,7 @@ int main(void) {
         cmocka_unit_test(test_checker_catches_mistakes),
         cmocka_unit_test(test_trace_documents),
         cmocka_unit_test(test_heat_maps),
+        cmocka_unit_test(test_lesson2_slides),
         cmocka_unit_test(test_options_and_commands),
         cmocka_unit_test(test_every_lesson),
     };
