@@ -6,6 +6,8 @@
 // of that kind and no address but the page's own fragment (#slide-N).
 #include "trace_deck.h"
 
+#include <stddef.h>
+
 // The scroll, then the deck (html.deck, set by the script), then print.
 // In the deck a slide's figures sit side by side in reading order, so that
 // an operation's operands stand beside its result; printed, the same, one
@@ -25,6 +27,16 @@ const char *const TRACE_DECK_STYLE =
     "th{background:#eee;font-weight:normal}th.tok{text-align:left}td.l,th.l{text-align:left}\n"
     ".legend{font-size:.9em}.sw{display:inline-block;min-width:1.1em;text-align:center}\n"
     "@media screen and (min-width:90em){body{font-size:1.25em}}\n"
+    // rows and the cache (ROW_MARKS below); a swatch of the legend takes its row's class
+    "tr.row-new>th.tok,.sw.row-new{background:#ffb000;color:#000;font-weight:bold}\n"
+    "tr.row-new>td{border-top:3px solid #a04a00;border-bottom:3px solid #a04a00}\n"
+    "tr.row-new>th.tok::after{content:\" +\"}\n"
+    "tr.row-reused>th.tok,.sw.row-reused{background:#9cc9f0;color:#000}tr.row-reused>td{background:#e6f1fb}\n"
+    "tr.row-reused>th.tok::after{content:\" \\21BA\"}\n"
+    "tr.row-recomputed>*{opacity:.38}.sw.row-recomputed{background:#ddd;color:#555}\n"
+    "tr.row-recomputed>th.tok::after{content:\" \\D7\"}\n"
+    ".rowlegend .sw{padding:0 .4em;margin-right:.3em}\n"
+    "html.deck p.rowlegend{position:sticky;bottom:2.4em;background:#fff;padding:.2em 0}\n"
     // the deck
     "html.deck body{max-width:none;margin:0;padding:.5em 2em 4em}\n"
     "@media screen{html.deck:not(.overview) section.slide:not(.current){display:none}}\n"
@@ -81,3 +93,41 @@ const char *const TRACE_DECK_SCRIPT =
     "var t=/^#keys=([A-Za-z,]+)$/.exec(location.hash);\n"
     "if(t)t[1].split(',').forEach(function(k){d.dispatchEvent(new KeyboardEvent('keydown',{key:k,bubbles:true}));});\n"
     "})();\n";
+
+// ----------------------------------------------------------------------------
+// Rows and the cache: one legend, the same colours in every lesson
+
+static const struct {
+    TraceRowRole role;
+    const char *cls;   // its CSS class (TRACE_DECK_STYLE)
+    const char *mark;  // the sign after its token, as the style draws it
+    const char *en, *zh;
+} ROW_MARKS[] = {
+    {ROW_NEW, "row-new", "+", "new: the new token's row, computed in this step (with the cache: appended to K and V)",
+     "新行：新 token 的这一行，这一步算出（使用缓存时：追加到 K、V 后面）"},
+    {ROW_REUSED, "row-reused", "\u21BA", "reused: read from the cache, computed in an earlier step",
+     "复用：从缓存里读出，是前面的步骤算好的"},
+    {ROW_RECOMPUTED, "row-recomputed", "\u00D7", "recomputed for nothing: an earlier step had it; the cache saves this",
+     "白算：前面的步骤已经算过，KV Cache 省掉的就是这些"},
+};
+
+const char *trace_deck_row_class(TraceRowRole role) {
+    for (size_t i = 0; i < sizeof ROW_MARKS / sizeof ROW_MARKS[0]; i++)
+        if (ROW_MARKS[i].role == role) return ROW_MARKS[i].cls;
+    return NULL;
+}
+
+void trace_deck_row_legend(Buf *b, unsigned seen) {
+    if (!seen) return;
+    buf_append(b, "<p class=\"rowlegend\">");
+    int first = 1;
+    for (size_t i = 0; i < sizeof ROW_MARKS / sizeof ROW_MARKS[0]; i++) {
+        if (!(seen & 1u << ROW_MARKS[i].role)) continue;
+        if (!first) buf_append(b, " &#160; ");
+        first = 0;
+        buf_printf(b, "<span class=\"sw %s\">%s</span><span class=\"en\" lang=\"en\">%s</span>"
+                   "<span class=\"zh\" lang=\"zh-CN\">%s</span>",
+                   ROW_MARKS[i].cls, ROW_MARKS[i].mark, ROW_MARKS[i].en, ROW_MARKS[i].zh);
+    }
+    buf_append(b, "</p>\n");
+}

@@ -41,6 +41,7 @@ struct TraceDoc {
     int section_open;    // a slide is open (HTML: a <section>)
     int slides;          // slides so far
     int content;         // the open slide holds more than headings
+    unsigned row_roles;  // HTML: bit 1 << role for each row role the open slide marks
     int new_step;        // a step began: the next output opens a section
     int headings;        // headings so far (the first is the title)
     int table_cols;      // columns of the open trace table, or 0
@@ -174,6 +175,14 @@ static void end_table(Trace *tr, struct TraceDoc *d) {
     d->table_cols = 0;
 }
 
+// HTML: the end of the open slide, with the legend of its row marks.
+static void close_section(struct TraceDoc *d) {
+    if (!d->section_open) return;
+    trace_deck_row_legend(&d->page, d->row_roles);
+    d->row_roles = 0;
+    buf_append(&d->page, "</section>\n");
+}
+
 // A new slide: in HTML a <section class="slide" id="slide-N"> (each one
 // starts a printed page), in Markdown a --- line between two.
 static void open_section(Trace *tr, struct TraceDoc *d) {
@@ -183,7 +192,7 @@ static void open_section(Trace *tr, struct TraceDoc *d) {
         d->section_open = 1;
         return;
     }
-    if (d->section_open) buf_append(&d->page, "</section>\n");
+    close_section(d);
     buf_printf(&d->page, "<section class=\"slide\" id=\"slide-%d\">\n", d->slides);
     d->section_open = 1;
 }
@@ -425,9 +434,23 @@ static void html_legend(Trace *tr, Buf *b, TraceHeat heat, const float *x, size_
     buf_append(b, "</p>\n");
 }
 
-// One 2-D slice (rows, cols) of a tensor as a table.
+// The rows of a tensor as the cache sees them (trace_cache_rows): the first
+// old are how, the others ROW_NEW; how ROW_PLAIN: none.
+typedef struct {
+    int old;
+    TraceRowRole how;
+} RowRoles;
+
+static TraceRowRole row_role(const RowRoles *roles, int r) {
+    if (!roles || roles->how == ROW_PLAIN) return ROW_PLAIN;
+    return r < roles->old ? roles->how : ROW_NEW;
+}
+
+// One 2-D slice (rows, cols) of a tensor as a table; in HTML, each row of
+// roles gets its class (trace_deck.c), and *seen the bit of its role.
 static void slice_table(Trace *tr, Buf *b, const float *x, int rows, int cols, const char *const *labels,
-                        TraceHeat heat, TraceKind kind, int sci, float lo, float hi) {
+                        TraceHeat heat, TraceKind kind, int sci, float lo, float hi, const RowRoles *roles,
+                        unsigned *seen) {
     char cell[64];
     if (is_html(tr)) {
         buf_append(b, "<table>\n<thead><tr><th class=\"tok\">");
@@ -436,7 +459,13 @@ static void slice_table(Trace *tr, Buf *b, const float *x, int rows, int cols, c
         for (int c = 0; c < cols; c++) buf_printf(b, "<th>%d</th>", c);
         buf_append(b, "</tr></thead>\n<tbody>\n");
         for (int r = 0; r < rows; r++) {
-            buf_append(b, "<tr><th class=\"tok\">");
+            const char *cls = trace_deck_row_class(row_role(roles, r));
+            if (cls) {
+                buf_printf(b, "<tr class=\"%s\"><th class=\"tok\">", cls);
+                *seen |= 1u << row_role(roles, r);
+            } else {
+                buf_append(b, "<tr><th class=\"tok\">");
+            }
             if (labels) html(b, labels[r]);
             else buf_printf(b, "%d", r);
             buf_append(b, "</th>");
@@ -481,7 +510,7 @@ static void shape_caption(Buf *b, const char *name, const Tensor *t, int html_ou
 }
 
 void trace_doc_tensor(Trace *tr, const char *shown, const char *code, const Tensor *t, const char *const *rows,
-                      TraceHeat heat, TraceKind kind) {
+                      TraceHeat heat, TraceKind kind, int old, TraceRowRole how) {
     struct TraceDoc *d = before(tr, 0);
     Buf *b = &d->page;
     size_t n = tensor_numel(t);
@@ -539,7 +568,9 @@ void trace_doc_tensor(Trace *tr, const char *shown, const char *code, const Tens
                 buf_printf(b, "\\[%s\\]\n\n", idx);
             }
         }
-        slice_table(tr, b, t->data + s * per, nrows, cols, labels, heat, kind, sci, lo, hi);
+        RowRoles roles = {old, how};
+        slice_table(tr, b, t->data + s * per, nrows, cols, labels, heat, kind, sci, lo, hi,
+                    t->ndim == 2 ? &roles : NULL, &d->row_roles);
     }
     if (is_html(tr)) {
         if (heat != HEAT_NONE) html_legend(tr, b, heat, t->data, n);
@@ -718,7 +749,7 @@ int trace_doc_close(Trace *tr, int rc) {
     flush_held(tr, d);
     end_table(tr, d);
     if (is_html(tr)) {
-        if (d->section_open) buf_append(&d->page, "</section>\n");
+        close_section(d);
         buf_printf(&d->page, "<script>\n%s</script>\n</body>\n</html>\n", TRACE_DECK_SCRIPT);
     }
     tr->out = tr->doc_out;
