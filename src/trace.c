@@ -399,11 +399,20 @@ void trace_tensor_as(Trace *tr, TraceLevel level, const char *name, const char *
     trace_tensor_kind(tr, level, name, shown, code, t, rows, heat, TRACE_REAL);
 }
 
+void trace_cache_rows(Trace *tr, int old, TraceRowRole how) {
+    tr->rows_old = old;
+    tr->rows_how = how;
+}
+
 void trace_tensor_kind(Trace *tr, TraceLevel level, const char *name, const char *shown, const char *code,
                        const Tensor *t, const char *const *rows, TraceHeat heat, TraceKind kind) {
+    int old = tr->rows_old;   // trace_cache_rows holds for this tensor only
+    TraceRowRole how = tr->rows_how;
+    tr->rows_old = 0;
+    tr->rows_how = ROW_PLAIN;
     if (tr->level < level) return;
     if (trace_doc_active(tr)) {
-        trace_doc_tensor(tr, shown, code, t, rows, heat, kind);
+        trace_doc_tensor(tr, shown, code, t, rows, heat, kind, old, how);
         return;
     }
     Buf b;

@@ -24,6 +24,15 @@ typedef enum { LANG_EN, LANG_ZH } Lang;
 // What a matrix holds, for its heat map: HEAT_SCORES on a diverging scale
 // centred on 0, HEAT_PROBS (softmax weights) on a fixed 0 .. 1 scale.
 typedef enum { HEAT_NONE, HEAT_SCORES, HEAT_PROBS } TraceHeat;
+// What a row of a tensor is to the KV cache in the step that shows it, for
+// the documents (--format html|md), which mark it; text and JSON are the same
+// with or without it (trace_cache_rows).
+typedef enum {
+    ROW_PLAIN,        // nothing to mark
+    ROW_NEW,          // the new token's row, computed in this step (with the cache: appended to it)
+    ROW_REUSED,       // read from the cache: an earlier step computed it
+    ROW_RECOMPUTED,   // computed again though an earlier step had it: the work the cache saves
+} TraceRowRole;
 
 typedef struct {
     FILE *out;              // stdout
@@ -48,6 +57,9 @@ typedef struct {
     TraceFormat doc;        // FORMAT_HTML, FORMAT_MD, or FORMAT_TEXT: no document
     FILE *doc_out;
     struct TraceDoc *doc_state;
+    // trace_cache_rows: the roles of the next tensor's rows.
+    int rows_old;              // its first rows_old rows are rows_how, the rest ROW_NEW
+    TraceRowRole rows_how;     // ROW_PLAIN: no roles
 } Trace;
 
 // Sets the defaults: text, full trace, precision 4, language from LANG,
@@ -100,6 +112,13 @@ void trace_tensor_as(Trace *tr, TraceLevel level, const char *name, const char *
 typedef enum { TRACE_REAL, TRACE_INT, TRACE_BOOL } TraceKind;
 void trace_tensor_kind(Trace *tr, TraceLevel level, const char *name, const char *shown, const char *code,
                        const Tensor *t, const char *const *rows, TraceHeat heat, TraceKind kind);
+// The rows of the next tensor shown, as the cache sees them: its first `old`
+// rows are `how` (ROW_REUSED in a cached step, ROW_RECOMPUTED in a step
+// without the cache), the others ROW_NEW. The next trace_tensor* call takes
+// them, shown or not; the one after has none.
+//   trace_cache_rows(tr, last, ROW_REUSED);   // K_last's rows, then k_cur's
+//   trace_tensor(tr, TRACE_SUMMARY, "K", "K = torch.cat([K_last, K_cur])", &K, rows, 0);
+void trace_cache_rows(Trace *tr, int old, TraceRowRole how);
 // A shape only, for tensors too large to print: key (1, 6, 64, 7).
 void trace_shape(Trace *tr, const char *name, int ndim, const int *shape);
 // A whole number worth counting (rows computed, multiply-adds, bytes). With

@@ -1,22 +1,24 @@
 // trace_doc — the trace as a document for people: --format html writes one
-// self-contained HTML page (inline CSS, one line of JavaScript for the
-// language toggle, nothing fetched from the network) for a browser, a
-// projector or a printout; --format md writes Markdown whose tables paste
-// into slides and notes.
+// self-contained HTML page (inline CSS and script, trace_deck.c; nothing
+// fetched from the network) for a browser, a projector or a printout;
+// --format md writes Markdown whose tables paste into slides and notes.
 //
 // HTML: narration as paragraphs in both languages (the one of --lang shown,
-// a button switches), each document code line above its tensor, each tensor
+// the script's button switches), each document code line above its tensor, each tensor
 // a table with the token of each row at its left, score and weight matrices
 // coloured with the heat-map palettes of the text trace (trace.c) and a
 // legend under them, and every cell's exact value (%.9g, as in JSON) in its
-// title, shown when the pointer rests on it. Each heading and each step
-// opens a section, and a printed page can start at each.
+// title, shown when the pointer rests on it. Each step of the lesson is a
+// slide (a <section class="slide" id="slide-N">, a printed page); a heading
+// opens one too, unless the slide so far holds only headings. With
+// JavaScript the page is a deck of those slides, without it one scroll.
 // Markdown: the language of --lang only; tensors and tables as Markdown
 // tables, code lines in fenced blocks, counts and timings as lines.
 #include "trace_doc.h"
 
 #include "buf.h"
 #include "fileio.h"
+#include "trace_deck.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -36,7 +38,10 @@ struct TraceDoc {
     int pass;            // trace_doc_lines_*: 0 the English text, 1 the Chinese
     char *lines_en;
     Lang lang;           // the language of --lang, while busy
-    int section_open;    // HTML: a <section> is open
+    int section_open;    // a slide is open (HTML: a <section>)
+    int slides;          // slides so far
+    int content;         // the open slide holds more than headings
+    unsigned row_roles;  // HTML: bit 1 << role for each row role the open slide marks
     int new_step;        // a step began: the next output opens a section
     int headings;        // headings so far (the first is the title)
     int table_cols;      // columns of the open trace table, or 0
@@ -149,24 +154,6 @@ static char *block_text(const char *s, size_t len) {
 // ----------------------------------------------------------------------------
 // The page
 
-static const char *HTML_STYLE =
-    "body{font-family:system-ui,\"Noto Sans CJK SC\",\"PingFang SC\",sans-serif;max-width:64em;margin:1em auto;"
-    "padding:0 1em;line-height:1.45;color:#111;background:#fff}\n"
-    "html[lang=en] .zh,html[lang=zh-CN] .en{display:none}\n"
-    "h1{font-size:1.5em}h2{font-size:1.25em;margin-top:1.4em}\n"
-    "p{white-space:pre-line;margin:.4em 0}\n"
-    "pre{background:#f5f5f5;padding:.4em .6em;overflow-x:auto;margin:.4em 0}\n"
-    "pre.code{background:#eef3fb;border-left:3px solid #4a6fb5}\n"
-    "figure{margin:.8em 0;overflow-x:auto}figcaption{font-family:ui-monospace,monospace;margin:.2em 0}\n"
-    "table{border-collapse:collapse;font-family:ui-monospace,monospace;margin:.3em 0}\n"
-    "td,th{border:1px solid #bbb;padding:.15em .5em;text-align:right}\n"
-    "th{background:#eee;font-weight:normal}th.tok{text-align:left}td.l,th.l{text-align:left}\n"
-    ".legend{font-size:.9em}.sw{display:inline-block;min-width:1.1em;text-align:center}\n"
-    ".toggle{text-align:right}\n"
-    "@media screen and (min-width:90em){body{font-size:1.25em}}\n"
-    "@media print{.toggle{display:none}section.page{break-before:page}"
-    "*{-webkit-print-color-adjust:exact;print-color-adjust:exact}pre{white-space:pre-wrap}}\n";
-
 static void page_start(Trace *tr, struct TraceDoc *d) {
     const char *id = tr->lesson ? tr->lesson : "";
     int lesson = isdigit((unsigned char)id[0]);
@@ -176,12 +163,9 @@ static void page_start(Trace *tr, struct TraceDoc *d) {
                "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>kvdemo %s",
                tr->lang == LANG_ZH ? "zh-CN" : "en", lesson ? "lesson " : "");
     html(&d->page, id);
-    buf_printf(&d->page, "</title>\n<style>\n%s</style>\n</head>\n<body>\n", HTML_STYLE);
-    // The language toggle: the page holds both texts; CSS shows the one of
-    // <html lang>, and the button switches it.
-    buf_append(&d->page,
-               "<p class=\"toggle\"><button type=\"button\" onclick=\"var h=document.documentElement;"
-               "h.lang=h.lang=='en'?'zh-CN':'en'\">English / 中文</button></p>\n");
+    // The page holds both languages; CSS shows the one of <html lang>, and
+    // the script's button switches it (trace_deck.c).
+    buf_printf(&d->page, "</title>\n<style>\n%s</style>\n</head>\n<body>\n", TRACE_DECK_STYLE);
 }
 
 // Ends an open trace table.
@@ -191,12 +175,33 @@ static void end_table(Trace *tr, struct TraceDoc *d) {
     d->table_cols = 0;
 }
 
+// HTML: the end of the open slide, with the legend of its row marks.
+static void close_section(struct TraceDoc *d) {
+    if (!d->section_open) return;
+    trace_deck_row_legend(&d->page, d->row_roles);
+    d->row_roles = 0;
+    buf_append(&d->page, "</section>\n");
+}
+
+// A new slide: in HTML a <section class="slide" id="slide-N"> (each one
+// starts a printed page), in Markdown a --- line between two.
 static void open_section(Trace *tr, struct TraceDoc *d) {
-    if (!is_html(tr)) return;
-    if (d->section_open) buf_append(&d->page, "</section>\n");
-    // Every section after the first can start a printed page.
-    buf_append(&d->page, d->section_open ? "<section class=\"page\">\n" : "<section>\n");
+    d->slides++;
+    d->content = 0;
+    if (!is_html(tr)) {
+        d->section_open = 1;
+        return;
+    }
+    close_section(d);
+    buf_printf(&d->page, "<section class=\"slide\" id=\"slide-%d\">\n", d->slides);
     d->section_open = 1;
+}
+
+// Where a step begins or a heading comes, a new slide; but a slide that
+// holds only headings so far takes the step (or the heading) too, so that
+// no heading stands alone on a slide or at the bottom of a printed page.
+static void step_section(Trace *tr, struct TraceDoc *d) {
+    if (!d->section_open || d->content) open_section(tr, d);
 }
 
 static const char *held_close(const Trace *tr) { return is_html(tr) ? "</pre>\n" : "\n```\n\n"; }
@@ -221,6 +226,7 @@ static void flush_held(Trace *tr, struct TraceDoc *d) {
     } else {
         end_table(tr, d);
         if (!d->section_open) open_section(tr, d);
+        d->content = 1;
         buf_append(&d->page, is_html(tr) ? "<pre class=\"out\">" : "```text\n");
     }
     if (is_html(tr)) html(&d->page, s);
@@ -238,9 +244,10 @@ static struct TraceDoc *before(Trace *tr, int keep_table) {
     if (keep_table && d->table_cols) return d;   // the rows of a table stay together
     end_table(tr, d);
     if (d->new_step || !d->section_open) {
-        open_section(tr, d);
+        step_section(tr, d);
         d->new_step = 0;
     }
+    d->content = 1;
     return d;
 }
 
@@ -265,7 +272,7 @@ void trace_doc_heading(Trace *tr, const char *en, const char *zh) {
     struct TraceDoc *d = tr->doc_state;
     flush_held(tr, d);
     end_table(tr, d);
-    open_section(tr, d);
+    step_section(tr, d);
     d->new_step = 0;
     int first = d->headings++ == 0;
     if (is_html(tr)) {
@@ -427,9 +434,23 @@ static void html_legend(Trace *tr, Buf *b, TraceHeat heat, const float *x, size_
     buf_append(b, "</p>\n");
 }
 
-// One 2-D slice (rows, cols) of a tensor as a table.
+// The rows of a tensor as the cache sees them (trace_cache_rows): the first
+// old are how, the others ROW_NEW; how ROW_PLAIN: none.
+typedef struct {
+    int old;
+    TraceRowRole how;
+} RowRoles;
+
+static TraceRowRole row_role(const RowRoles *roles, int r) {
+    if (!roles || roles->how == ROW_PLAIN) return ROW_PLAIN;
+    return r < roles->old ? roles->how : ROW_NEW;
+}
+
+// One 2-D slice (rows, cols) of a tensor as a table; in HTML, each row of
+// roles gets its class (trace_deck.c), and *seen the bit of its role.
 static void slice_table(Trace *tr, Buf *b, const float *x, int rows, int cols, const char *const *labels,
-                        TraceHeat heat, TraceKind kind, int sci, float lo, float hi) {
+                        TraceHeat heat, TraceKind kind, int sci, float lo, float hi, const RowRoles *roles,
+                        unsigned *seen) {
     char cell[64];
     if (is_html(tr)) {
         buf_append(b, "<table>\n<thead><tr><th class=\"tok\">");
@@ -438,7 +459,13 @@ static void slice_table(Trace *tr, Buf *b, const float *x, int rows, int cols, c
         for (int c = 0; c < cols; c++) buf_printf(b, "<th>%d</th>", c);
         buf_append(b, "</tr></thead>\n<tbody>\n");
         for (int r = 0; r < rows; r++) {
-            buf_append(b, "<tr><th class=\"tok\">");
+            const char *cls = trace_deck_row_class(row_role(roles, r));
+            if (cls) {
+                buf_printf(b, "<tr class=\"%s\"><th class=\"tok\">", cls);
+                *seen |= 1u << row_role(roles, r);
+            } else {
+                buf_append(b, "<tr><th class=\"tok\">");
+            }
             if (labels) html(b, labels[r]);
             else buf_printf(b, "%d", r);
             buf_append(b, "</th>");
@@ -483,7 +510,7 @@ static void shape_caption(Buf *b, const char *name, const Tensor *t, int html_ou
 }
 
 void trace_doc_tensor(Trace *tr, const char *shown, const char *code, const Tensor *t, const char *const *rows,
-                      TraceHeat heat, TraceKind kind) {
+                      TraceHeat heat, TraceKind kind, int old, TraceRowRole how) {
     struct TraceDoc *d = before(tr, 0);
     Buf *b = &d->page;
     size_t n = tensor_numel(t);
@@ -541,7 +568,9 @@ void trace_doc_tensor(Trace *tr, const char *shown, const char *code, const Tens
                 buf_printf(b, "\\[%s\\]\n\n", idx);
             }
         }
-        slice_table(tr, b, t->data + s * per, nrows, cols, labels, heat, kind, sci, lo, hi);
+        RowRoles roles = {old, how};
+        slice_table(tr, b, t->data + s * per, nrows, cols, labels, heat, kind, sci, lo, hi,
+                    t->ndim == 2 ? &roles : NULL, &d->row_roles);
     }
     if (is_html(tr)) {
         if (heat != HEAT_NONE) html_legend(tr, b, heat, t->data, n);
@@ -720,8 +749,8 @@ int trace_doc_close(Trace *tr, int rc) {
     flush_held(tr, d);
     end_table(tr, d);
     if (is_html(tr)) {
-        if (d->section_open) buf_append(&d->page, "</section>\n");
-        buf_append(&d->page, "</body>\n</html>\n");
+        close_section(d);
+        buf_printf(&d->page, "<script>\n%s</script>\n</body>\n</html>\n", TRACE_DECK_SCRIPT);
     }
     tr->out = tr->doc_out;
     tr->doc_state = NULL;

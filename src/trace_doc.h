@@ -21,9 +21,11 @@ void trace_doc_say(Trace *tr, const char *en, const char *zh);
 // start there).
 void trace_doc_step(Trace *tr);
 // A tensor as a table (one per 2-D slice), its code line above it; heat maps
-// and their legend in HTML.
+// and their legend in HTML. A matrix's first old rows are how, the others
+// ROW_NEW (trace_cache_rows; how ROW_PLAIN: no marks): in HTML each marked
+// row has its class, and the slide ends with the legend of the marks.
 void trace_doc_tensor(Trace *tr, const char *shown, const char *code, const Tensor *t, const char *const *rows,
-                      TraceHeat heat, TraceKind kind);
+                      TraceHeat heat, TraceKind kind, int old, TraceRowRole how);
 // A text result (a generated text): preformatted.
 void trace_doc_textval(Trace *tr, const char *text);
 

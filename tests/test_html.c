@@ -195,6 +195,51 @@ static int check_contrast(const char *html, const char *what) {
 }
 
 // ----------------------------------------------------------------------------
+// Slides
+
+// The page's slides: <section class="slide" id="slide-1">, -2, ... in
+// order, each holding more than headings (a heading alone would make a
+// slide, or a printed page, of its own), and nothing before the script that
+// needs it to work: no button, no nav, no onclick (the script makes the
+// controls). Returns the number of slides.
+static int check_slides(const char *html, const char *what) {
+    const char *script = strstr(html, "<script>");
+    if (!script) fail_msg("%s: expected the deck's <script>", what);
+    static const char *const DEAD[] = {"<button", "<nav", "onclick", "<input"};
+    for (size_t i = 0; i < sizeof DEAD / sizeof DEAD[0]; i++) {
+        const char *hit = strstr(html, DEAD[i]);
+        if (hit && hit < script)
+            fail_msg("%s: '%s' at byte %ld, before the script: a control that cannot work without it", what, DEAD[i],
+                     (long)(hit - html));
+    }
+    int n = 0;
+    for (const char *p = html; (p = strstr(p, "<section")) && p < script;) {
+        char want[64];
+        snprintf(want, sizeof want, "<section class=\"slide\" id=\"slide-%d\">", n + 1);
+        if (strncmp(p, want, strlen(want))) fail_msg("%s: slide %d: expected '%s', got '%.60s'", what, n + 1, want, p);
+        p += strlen(want);
+        const char *end = strstr(p, "</section>");
+        if (!end) fail_msg("%s: slide %d never ends", what, n + 1);
+        // Without its headings, the slide must still hold something.
+        const char *q = p;
+        int other = 0;
+        while (q < end && !other) {
+            while (q < end && isspace((unsigned char)*q)) q++;
+            if (q < end && (!strncmp(q, "<h1>", 4) || !strncmp(q, "<h2>", 4))) {
+                q = strstr(q, q[2] == '1' ? "</h1>" : "</h2>") + 5;
+            } else if (q < end) {
+                other = 1;
+            }
+        }
+        if (!other) fail_msg("%s: slide %d holds only a heading: '%.*s'", what, n + 1, (int)(end - p), p);
+        n++;
+        p = end;
+    }
+    if (!n) fail_msg("%s: expected slides (<section class=\"slide\">), got none", what);
+    return n;
+}
+
+// ----------------------------------------------------------------------------
 // Tensor values
 
 // Every value of every tensor event of json: in the HTML as title="%.9g"
@@ -329,6 +374,7 @@ static void check_lesson(const Lesson *l) {
         snprintf(want, sizeof want, "第 %s 课 —— %s", l->id, l->title_zh);
         if (!strstr(r.out, want)) fail_msg("%s: expected the Chinese heading '%s'", what, want);
         if (!strstr(r.out, "@media print")) fail_msg("%s: expected a print style", what);
+        check_slides(r.out, what);
         check_titles(e, n, r.out, what);
         check_contrast(r.out, what);
         run_free(&r);
@@ -374,6 +420,86 @@ static void test_heat_maps(void **state) {
     run_free(&r);
 }
 
+// Lesson 2 as slides: the title with the weights; each run's heading with
+// its step 1, then step 2 (with the run's counts); the comparison. No
+// heading is a slide of its own.
+static void test_lesson2_slides(void **state) {
+    (void)state;
+    RunResult r = kvdemo_run("lesson 2 --format html");
+    assert_int_equal(r.status, 0);
+    int n = check_slides(r.out, "lesson 2 --format html");
+    if (n != 6) fail_msg("lesson 2 --format html: expected 6 slides, got %d", n);
+    static const char *const FIRST[] = {"Lesson 2 — ", "2.1 Without the KV cache", "Step 2: the input",
+                                        "2.2 With the KV cache", "Step 2 with the cache", "Comparison"};
+    for (int i = 0; i < 6; i++) {
+        char want[32];
+        snprintf(want, sizeof want, "id=\"slide-%d\"", i + 1);
+        const char *at = strstr(r.out, want), *hit = at ? strstr(at, FIRST[i]) : NULL;
+        const char *next = at ? strstr(at, "</section>") : NULL;
+        if (!hit || hit > next) fail_msg("lesson 2 --format html: expected '%s' on slide %d", FIRST[i], i + 1);
+    }
+    run_free(&r);
+}
+
+// The rows of the table under the code line `code` on slide `slide`: their
+// classes ("-" for none) and tokens must be as expected.
+static void check_rows(const char *html, int slide, const char *code, int n, const char *const *cls,
+                       const char *const *tok) {
+    char at[32];
+    snprintf(at, sizeof at, "id=\"slide-%d\"", slide);
+    const char *p = strstr(html, at), *end = p ? strstr(p, "</section>") : NULL;
+    p = p ? strstr(p, code) : NULL;
+    if (!p || p > end) fail_msg("lesson 2 --format html: expected '%s' on slide %d", code, slide);
+    p = strstr(p, "<tbody>");
+    for (int r = 0; r < n; r++) {
+        p = strstr(p, "<tr");
+        char want[128];
+        if (strcmp(cls[r], "-")) snprintf(want, sizeof want, "<tr class=\"%s\"><th class=\"tok\">%s</th>", cls[r], tok[r]);
+        else snprintf(want, sizeof want, "<tr><th class=\"tok\">%s</th>", tok[r]);
+        if (strncmp(p, want, strlen(want)))
+            fail_msg("slide %d, '%s', row %d: expected '%s', got '%.60s'", slide, code, r, want, p);
+        p += 3;
+    }
+}
+
+// Lesson 2, the cache drawn: in the cached step 2 (slide 5) K and V are
+// the two rows of 天气 read from the cache and the row of 真 appended, and
+// the new token's rows are new; in step 2 without the cache (slide 3) the
+// rows of 天气 are computed again for nothing. Step 1 marks nothing. Each
+// marked slide has the legend of its marks.
+static void test_lesson2_cache_rows(void **state) {
+    (void)state;
+    RunResult r = kvdemo_run("lesson 2 --format html");
+    assert_int_equal(r.status, 0);
+    const char *tok[3] = {"天", "气", "真"};
+    const char *cached[3] = {"row-reused", "row-reused", "row-new"};
+    const char *full[3] = {"row-recomputed", "row-recomputed", "row-new"};
+    check_rows(r.out, 5, "K = torch.cat([K_last, K_cur])", 3, cached, tok);
+    check_rows(r.out, 5, "V = torch.cat([V_last, V_cur])", 3, cached, tok);
+    check_rows(r.out, 5, "K_last = K of step 1", 2, cached, tok);
+    check_rows(r.out, 5, "K_cur = torch.matmul(X, W_K)", 1, cached + 2, tok + 2);
+    check_rows(r.out, 5, "output = torch.matmul(scores, V)", 1, cached + 2, tok + 2);
+    const char *plain[2] = {"-", "-"};
+    check_rows(r.out, 5, "X = the new token", 1, plain, tok + 2);   // the input: not computed
+    check_rows(r.out, 3, "K = torch.matmul(X, W_K)", 3, full, tok);
+    check_rows(r.out, 3, "Q = torch.matmul(X, W_Q)", 3, full, tok);
+    check_rows(r.out, 3, "output = torch.matmul(scores, V)", 3, full, tok);
+    check_rows(r.out, 2, "K = torch.matmul(X, W_K)", 2, plain, tok);
+    check_rows(r.out, 4, "V = torch.matmul(X, W_V)", 2, plain, tok);
+    static const struct { int slide; const char *want; } LEGEND[] = {
+        {3, "sw row-recomputed"}, {3, "sw row-new"}, {5, "sw row-reused"}, {5, "sw row-new"}};
+    for (size_t i = 0; i < sizeof LEGEND / sizeof LEGEND[0]; i++) {
+        char at[32];
+        snprintf(at, sizeof at, "id=\"slide-%d\"", LEGEND[i].slide);
+        const char *p = strstr(r.out, at), *end = strstr(p, "</section>"), *hit = strstr(p, LEGEND[i].want);
+        if (!hit || hit > end) fail_msg("lesson 2: expected '%s' in the legend of slide %d", LEGEND[i].want, LEGEND[i].slide);
+    }
+    const char *two = strstr(r.out, "id=\"slide-2\""), *three = strstr(r.out, "id=\"slide-3\"");
+    const char *legend = strstr(two, "rowlegend");
+    if (legend && legend < three) fail_msg("lesson 2: a row legend on slide 2 (step 1), which marks nothing");
+    run_free(&r);
+}
+
 // The trace itself, without a lesson: text that HTML and Markdown must
 // escape, a 3-D tensor, -inf, and what a lesson prints around the trace.
 static char *render(TraceFormat format, int fail) {
@@ -391,7 +517,9 @@ static char *render(TraceFormat format, int fail) {
     float m[6] = {1.5f, -INFINITY, 0.25f, 3, 1e-6f, 0};
     Tensor t2 = tensor_view2(m, 2, 3);
     const char *rows[2] = {"<a>", "|&"};
+    trace_cache_rows(&tr, 1, ROW_REUSED);   // this tensor only
     trace_tensor(&tr, TRACE_FULL, "scores", "s = q @ k.T", &t2, rows, HEAT_SCORES);
+    trace_tensor(&tr, TRACE_FULL, "again", NULL, &t2, rows, HEAT_NONE);
     Tensor t3 = tensor_view(m, 3, (const int[]){3, 1, 2});
     trace_tensor(&tr, TRACE_FULL, "cache_k", NULL, &t3, NULL, HEAT_NONE);
     fprintf(tr.out, "  step  a|b  <c>\n");
@@ -428,12 +556,19 @@ static void test_trace_documents(void **state) {
         "cache_k[2]",                                                       // slices of a 3-D tensor
         "step  a|b  &lt;c&gt;\n1     2    3</pre>",                            // printed text, one block
         "rows: 3", "行：3",
+        "<tr class=\"row-reused\"><th class=\"tok\">&lt;a&gt;</th>",          // trace_cache_rows: old, then new
+        "<tr class=\"row-new\"><th class=\"tok\">|&amp;</th>",
+        "<p class=\"rowlegend\"><span class=\"sw row-new\">",
         "<th class=\"l\"><span class=\"en\" lang=\"en\">name</span><span class=\"zh\" lang=\"zh-CN\">名字</span></th><th>",
         "<tr><td class=\"l\">&lt;x&gt;</td><td>1</td></tr>\n<tr><td class=\"l\">y|z</td><td>2</td></tr>\n</tbody></table>",
     };
     for (size_t i = 0; i < sizeof WANT / sizeof WANT[0]; i++)
         if (!strstr(h, WANT[i])) fail_msg("trace as HTML: expected '%s' in\n%s", WANT[i], h);
     assert_null(strstr(h, "hidden"));
+    // The roles held for one tensor: the same tensor again has none.
+    const char *again = strstr(h, "again (2, 3)");
+    assert_non_null(again);
+    if (strstr(again, "<tr class=")) fail_msg("trace as HTML: row marks after the tensor they were for: %s", strstr(again, "<tr class="));
     free(h);
 
     char *md = render(FORMAT_MD, 0);
@@ -496,6 +631,8 @@ int main(void) {
         cmocka_unit_test(test_checker_catches_mistakes),
         cmocka_unit_test(test_trace_documents),
         cmocka_unit_test(test_heat_maps),
+        cmocka_unit_test(test_lesson2_slides),
+        cmocka_unit_test(test_lesson2_cache_rows),
         cmocka_unit_test(test_options_and_commands),
         cmocka_unit_test(test_every_lesson),
     };

@@ -1,0 +1,133 @@
+// trace_deck — the lesson page's style and script: a scroll without
+// JavaScript, a deck of slides with it (trace_deck.h).
+//
+// The page must reach nothing on the network, and tests/test_html.c refuses
+// any "//", "http:", "url(" or "@import" in it: the script has no comments
+// of that kind and no address but the page's own fragment (#slide-N).
+#include "trace_deck.h"
+
+#include <stddef.h>
+
+// The scroll, then the deck (html.deck, set by the script), then print.
+// In the deck a slide's figures sit side by side in reading order, so that
+// an operation's operands stand beside its result; printed, the same, one
+// slide a page, and a heading always opens its slide (trace_doc.c), so none
+// is left alone at the bottom of a page.
+const char *const TRACE_DECK_STYLE =
+    "body{font-family:system-ui,\"Noto Sans CJK SC\",\"PingFang SC\",sans-serif;max-width:64em;margin:1em auto;"
+    "padding:0 1em;line-height:1.45;color:#111;background:#fff}\n"
+    "html[lang=en] .zh,html[lang=zh-CN] .en{display:none}\n"
+    "h1{font-size:1.5em}h2{font-size:1.25em;margin-top:1.4em}\n"
+    "p{white-space:pre-line;margin:.4em 0}\n"
+    "pre{background:#f5f5f5;padding:.4em .6em;overflow-x:auto;margin:.4em 0}\n"
+    "pre.code{background:#eef3fb;border-left:3px solid #4a6fb5}\n"
+    "figure{margin:.8em 0;overflow-x:auto}figcaption{font-family:ui-monospace,monospace;margin:.2em 0}\n"
+    "table{border-collapse:collapse;font-family:ui-monospace,monospace;margin:.3em 0}\n"
+    "td,th{border:1px solid #bbb;padding:.15em .5em;text-align:right}\n"
+    "th{background:#eee;font-weight:normal}th.tok{text-align:left}td.l,th.l{text-align:left}\n"
+    ".legend{font-size:.9em}.sw{display:inline-block;min-width:1.1em;text-align:center}\n"
+    "@media screen and (min-width:90em){body{font-size:1.25em}}\n"
+    // rows and the cache (ROW_MARKS below); a swatch of the legend takes its row's class
+    "tr.row-new>th.tok,.sw.row-new{background:#ffb000;color:#000;font-weight:bold}\n"
+    "tr.row-new>td{border-top:3px solid #a04a00;border-bottom:3px solid #a04a00}\n"
+    "tr.row-new>th.tok::after{content:\" +\"}\n"
+    "tr.row-reused>th.tok,.sw.row-reused{background:#9cc9f0;color:#000}tr.row-reused>td{background:#e6f1fb}\n"
+    "tr.row-reused>th.tok::after{content:\" \\21BA\"}\n"
+    "tr.row-recomputed>*{opacity:.38}.sw.row-recomputed{background:#ddd;color:#555}\n"
+    "tr.row-recomputed>th.tok::after{content:\" \\D7\"}\n"
+    ".rowlegend .sw{padding:0 .4em;margin-right:.3em}\n"
+    "html.deck p.rowlegend{position:sticky;bottom:2.4em;background:#fff;padding:.2em 0}\n"
+    // the deck
+    "html.deck body{max-width:none;margin:0;padding:.5em 2em 4em}\n"
+    "@media screen{html.deck:not(.overview) section.slide:not(.current){display:none}}\n"
+    "html.deck.overview section.slide{border-bottom:3px solid #bbb;padding-bottom:1em}\n"
+    "html.deck section.slide h2{margin-top:.4em}\n"
+    "html.deck section.slide figure{display:inline-block;vertical-align:top;max-width:100%;margin:.3em 1.6em .5em 0}\n"
+    "nav.deckbar{position:fixed;left:0;right:0;bottom:0;display:flex;align-items:center;gap:.6em;"
+    "padding:.3em 1em;background:#f4f4f4;border-top:1px solid #bbb;font-size:.9em}\n"
+    "nav.deckbar .counter{margin-right:auto;font-weight:bold}\n"
+    "nav.deckbar button{font:inherit;padding:.1em .7em}\n"
+    // print: one slide a page
+    "@media print{nav.deckbar{display:none}section.slide+section.slide{break-before:page}"
+    "h1,h2,pre.code,figcaption{break-after:avoid}figure,tr{break-inside:avoid}"
+    "section.slide figure{display:inline-block;vertical-align:top;max-width:100%;margin:.3em 1.6em .5em 0}"
+    "*{-webkit-print-color-adjust:exact;print-color-adjust:exact}pre{white-space:pre-wrap}}\n";
+
+// The deck. Keys: → and Page Down the next slide, ← and Page Up the one
+// before, Home and End the first and the last, O the overview (every slide
+// in one scroll; O or Escape goes back, a double click on a slide opens it).
+// #slide-N in the address opens slide N and follows each move, so that a
+// slide can be linked. A test hook: #keys=K1,K2,... presses those keys (as
+// KeyboardEvent.key names) once the deck is built, through the same handler.
+const char *const TRACE_DECK_SCRIPT =
+    "(function(){\n"
+    "var h=document.documentElement,d=document,s=[].slice.call(d.querySelectorAll('section.slide')),n=s.length,i=0;\n"
+    "if(!n)return;\n"
+    "function el(t,c,x){var e=d.createElement(t);if(c)e.className=c;if(x)e.textContent=x;return e;}\n"
+    "function both(e,en,zh){var a=el('span','en',en),b=el('span','zh',zh);a.lang='en';b.lang='zh-CN';"
+    "e.textContent='';e.appendChild(a);e.appendChild(b);}\n"
+    "var bar=el('nav','deckbar'),count=el('span','counter'),prev=el('button','prev','←'),next=el('button','next','→'),"
+    "ov=el('button','overview'),lang=el('button','lang','English / 中文');\n"
+    "both(ov,'overview (O)','总览（O）');prev.title='Page Up';next.title='Page Down';\n"
+    "[count,prev,next,ov,lang].forEach(function(e){if(e.tagName=='BUTTON')e.type='button';bar.appendChild(e);});\n"
+    "d.body.appendChild(bar);h.classList.add('deck');\n"
+    "function over(){return h.classList.contains('overview');}\n"
+    "function show(k,quiet){i=Math.max(0,Math.min(n-1,k));\n"
+    " s.forEach(function(x,j){x.classList.toggle('current',j==i);});\n"
+    " both(count,'step '+(i+1)+' of '+n,'第 '+(i+1)+' 步，共 '+n+' 步');\n"
+    " if(!quiet)try{history.replaceState(null,'','#slide-'+(i+1));}catch(e){}\n"
+    " if(over())s[i].scrollIntoView();else window.scrollTo(0,0);}\n"
+    "function overview(on){h.classList.toggle('overview',on);show(i,1);}\n"
+    "function key(e){if(e.ctrlKey||e.altKey||e.metaKey)return;var k=e.key;\n"
+    " if(k=='o'||k=='O')overview(!over());else if(k=='Escape'&&over())overview(false);else if(over())return;\n"
+    " else if(k=='ArrowRight'||k=='PageDown')show(i+1);else if(k=='ArrowLeft'||k=='PageUp')show(i-1);\n"
+    " else if(k=='Home')show(0);else if(k=='End')show(n-1);else return;\n"
+    " e.preventDefault();}\n"
+    "function fromHash(){var m=/^#slide-(\\d+)$/.exec(location.hash);return m?+m[1]-1:-1;}\n"
+    "prev.onclick=function(){show(i-1);};next.onclick=function(){show(i+1);};ov.onclick=function(){overview(!over());};\n"
+    "lang.onclick=function(){h.lang=h.lang=='en'?'zh-CN':'en';};\n"
+    "s.forEach(function(x,j){x.ondblclick=function(){if(over()){i=j;overview(false);}};});\n"
+    "d.addEventListener('keydown',key);\n"
+    "window.addEventListener('hashchange',function(){var k=fromHash();if(k>=0&&k!=i)show(k,1);});\n"
+    "var k0=fromHash();show(k0>=0?k0:0,1);\n"
+    "var t=/^#keys=([A-Za-z,]+)$/.exec(location.hash);\n"
+    "if(t)t[1].split(',').forEach(function(k){d.dispatchEvent(new KeyboardEvent('keydown',{key:k,bubbles:true}));});\n"
+    "})();\n";
+
+// ----------------------------------------------------------------------------
+// Rows and the cache: one legend, the same colours in every lesson
+
+static const struct {
+    TraceRowRole role;
+    const char *cls;   // its CSS class (TRACE_DECK_STYLE)
+    const char *mark;  // the sign after its token, as the style draws it
+    const char *en, *zh;
+} ROW_MARKS[] = {
+    {ROW_NEW, "row-new", "+", "new: the new token's row, computed in this step (with the cache: appended to K and V)",
+     "新行：新 token 的这一行，这一步算出（使用缓存时：追加到 K、V 后面）"},
+    {ROW_REUSED, "row-reused", "\u21BA", "reused: read from the cache, computed in an earlier step",
+     "复用：从缓存里读出，是前面的步骤算好的"},
+    {ROW_RECOMPUTED, "row-recomputed", "\u00D7", "recomputed for nothing: an earlier step had it; the cache saves this",
+     "白算：前面的步骤已经算过，KV Cache 省掉的就是这些"},
+};
+
+const char *trace_deck_row_class(TraceRowRole role) {
+    for (size_t i = 0; i < sizeof ROW_MARKS / sizeof ROW_MARKS[0]; i++)
+        if (ROW_MARKS[i].role == role) return ROW_MARKS[i].cls;
+    return NULL;
+}
+
+void trace_deck_row_legend(Buf *b, unsigned seen) {
+    if (!seen) return;
+    buf_append(b, "<p class=\"rowlegend\">");
+    int first = 1;
+    for (size_t i = 0; i < sizeof ROW_MARKS / sizeof ROW_MARKS[0]; i++) {
+        if (!(seen & 1u << ROW_MARKS[i].role)) continue;
+        if (!first) buf_append(b, " &#160; ");
+        first = 0;
+        buf_printf(b, "<span class=\"sw %s\">%s</span><span class=\"en\" lang=\"en\">%s</span>"
+                   "<span class=\"zh\" lang=\"zh-CN\">%s</span>",
+                   ROW_MARKS[i].cls, ROW_MARKS[i].mark, ROW_MARKS[i].en, ROW_MARKS[i].zh);
+    }
+    buf_append(b, "</p>\n");
+}
