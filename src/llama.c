@@ -348,11 +348,13 @@ void llama_repeat_kv_heads(LlamaModel *dst, const LlamaModel *src) {
 }
 
 // ---------------------------------------------------------------------------
-// The model file (docs/llama-format.md): "KVLM", uint32 version 1, uint32
+// The model file (docs/llama-format.md): "KVLM", uint32 version 2, uint32
 // V C L H G F T, float32 rope_theta and norm_eps, uint32 vocab (V), then
-// every weight as float32 in file order. All little-endian.
+// every weight as float32 in file order, then the uint32 Adler-32 of every
+// byte before it. All little-endian. Version 1 is the same without the
+// checksum, and still loads.
 
-enum { LLAMA_FILE_VERSION = 1, LLAMA_HEADER_BYTES = 44 };
+enum { LLAMA_FILE_VERSION = 2, LLAMA_FILE_UNCHECKED = 1, LLAMA_HEADER_BYTES = 44 };
 
 // The vocabulary: no character for pad, bos, eos; then distinct code points.
 // Returns 0 or -1 with err.
@@ -379,6 +381,22 @@ static int check_vocab(const LlamaModel *m, const char *path, char *err, size_t 
     return rc;
 }
 
+// The Adler-32 of the header h, the vocabulary and the weights as read
+// (still in the file's byte order) against the 4 bytes that follow them in
+// f. Returns 0 or -1 with err.
+static int check_sum(FILE *f, const unsigned char *h, const LlamaModel *m, const char *path, char *err,
+                     size_t errlen) {
+    uint32_t sum = fileio_adler32(1, h, LLAMA_HEADER_BYTES);
+    sum = fileio_adler32(sum, m->vocab, sizeof(uint32_t) * (size_t)m->cfg.vocab_size);
+    sum = fileio_adler32(sum, m->params, sizeof(float) * m->num_params);
+    unsigned char b[4];
+    if (fread(b, 1, 4, f) != 4) return fileio_fail2(err, errlen, "%s: read error in the checksum", "%s：读取校验和时出错", path);
+    if (le_get_u32(b) != sum)
+        return fileio_fail2(err, errlen, "%s: checksum mismatch: the file is damaged (copy it again, or write it again)",
+                            "%s：校验和不符：文件已损坏（请重新复制，或重新写出）", path);
+    return 0;
+}
+
 int llama_load(LlamaModel *m, const char *path, char *err, size_t errlen) {
     memset(m, 0, sizeof *m);
     uint64_t size = 0;
@@ -398,10 +416,10 @@ int llama_load(LlamaModel *m, const char *path, char *err, size_t errlen) {
         goto fail;
     }
     uint32_t version = le_get_u32(h + 4);
-    if (version != LLAMA_FILE_VERSION) {
-        fileio_fail2(err, errlen, "%s: version %u; this kvdemo reads version %d", "%s：版本 %u；这个 kvdemo 读的是版本 %d",
-                     path, version,
-                    LLAMA_FILE_VERSION);
+    if (version != LLAMA_FILE_VERSION && version != LLAMA_FILE_UNCHECKED) {
+        fileio_fail2(err, errlen, "%s: version %u; this kvdemo reads versions %d and %d",
+                     "%s：版本 %u；这个 kvdemo 读的是版本 %d 和 %d", path, version, LLAMA_FILE_UNCHECKED,
+                     LLAMA_FILE_VERSION);
         goto fail;
     }
     uint32_t u[7];
@@ -420,7 +438,8 @@ int llama_load(LlamaModel *m, const char *path, char *err, size_t errlen) {
     }
     // The file must be exactly header + vocab + weights long.
     size_t n_params = llama_num_params(&c);
-    uint64_t want = LLAMA_HEADER_BYTES + 4ull * (uint64_t)c.vocab_size + 4ull * n_params;
+    uint64_t want = LLAMA_HEADER_BYTES + 4ull * (uint64_t)c.vocab_size + 4ull * n_params +
+                    (version == LLAMA_FILE_VERSION ? 4 : 0);
     if (size != want) {
         fileio_fail2(err, errlen,
                      "%s: %llu bytes, but a model of this header (V %d, C %d, L %d, H %d, G %d, F %d, "
@@ -441,6 +460,7 @@ int llama_load(LlamaModel *m, const char *path, char *err, size_t errlen) {
         fileio_fail2(err, errlen, "%s: read error", "%s：读取出错", path);
         goto fail;
     }
+    if (version == LLAMA_FILE_VERSION && check_sum(f, h, m, path, err, errlen) != 0) goto fail;
     if (!fileio_host_is_little_endian()) {
         for (int i = 0; i < c.vocab_size; i++) m->vocab[i] = le_get_u32((unsigned char *)&m->vocab[i]);
         for (size_t i = 0; i < n_params; i++) m->params[i] = le_get_f32((unsigned char *)&m->params[i]);
@@ -473,15 +493,20 @@ int llama_save(const LlamaModel *m, const char *path, char *err, size_t errlen) 
     le_put_f32(h + 36, c->rope_theta);
     le_put_f32(h + 40, c->norm_eps);
     fwrite(h, 1, sizeof h, a.f);
+    uint32_t sum = fileio_adler32(1, h, sizeof h);
     unsigned char b[4];
     for (int i = 0; i < c->vocab_size; i++) {
         le_put_u32(b, m->vocab[i]);
         fwrite(b, 1, 4, a.f);
+        sum = fileio_adler32(sum, b, 4);
     }
     for (size_t i = 0; i < m->num_params; i++) {
         le_put_f32(b, m->params[i]);
         fwrite(b, 1, 4, a.f);
+        sum = fileio_adler32(sum, b, 4);
     }
+    le_put_u32(b, sum);
+    fwrite(b, 1, 4, a.f);
     return fileio_commit(&a, err, errlen);   // a write error above fails here, with its reason
 }
 
