@@ -30,7 +30,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { DEFAULT_STEPS = 256, SHOWN_CHARS = 100 };
+// MAX_STEPS: seven generations of that length, the one without the cache
+// recomputing the whole window each step past the context, take about a
+// minute at 1000; more would run for hours with nothing to show.
+enum { DEFAULT_STEPS = 256, MAX_STEPS = 1000, SHOWN_CHARS = 100 };
 
 // What each bug does, and how to find it in one's own code.
 static const struct {
@@ -194,11 +197,16 @@ int lesson11_run(const Options *opt, Trace *tr) {
         fileio_error("unknown bug '%s'; valid: %s", "没有“%s”这种错误；可用的：%s", opt->bug, KV_BUG_LIST);
         return 2;
     }
+    int steps = opt->steps > 0 ? opt->steps : DEFAULT_STEPS;
+    if (steps > MAX_STEPS) {
+        fileio_error("lesson 11 takes --steps 1 to %d; kvdemo generate --bug NAME writes longer texts with a bug",
+                     "第 11 课的 --steps 取 1 到 %d；更长的文字请用 kvdemo generate --bug NAME", MAX_STEPS);
+        return 2;
+    }
     GptModel m;
     int random_model, *prompt, n_prompt;
     int rc = gptsetup_lesson(&m, &random_model, &prompt, &n_prompt, opt, NULL);
     if (rc) return rc;
-    int steps = opt->steps > 0 ? opt->steps : DEFAULT_STEPS;
     const char *prompt_text = gptsetup_prompt_text(opt);
     GptState s = {0};
     Run ref = {0}, run = {0};

@@ -36,7 +36,9 @@
 #include <string.h>
 #include <unistd.h>
 
-enum { DEFAULT_STEPS = 256, LESSON_WINDOWS = 8 };
+// MAX_STEPS: the lesson generates with several caches and a run without
+// one; past about 1000 steps it would run for hours with nothing more to show.
+enum { DEFAULT_STEPS = 256, MAX_STEPS = 1000, LESSON_WINDOWS = 8 };
 
 typedef struct {
     int V;
@@ -269,6 +271,11 @@ static int smaller_cache(Shared *x, Trace *tr, const Options *opt) {
 
 int lesson12_run(const Options *opt, Trace *tr) {
     Shared x = {.steps = opt->steps > 0 ? opt->steps : DEFAULT_STEPS};
+    if (x.steps > MAX_STEPS) {
+        fileio_error("lesson 12 takes --steps 1 to %d; kvdemo generate --kv-dtype NAME writes longer texts",
+                     "第 12 课的 --steps 取 1 到 %d；更长的文字请用 kvdemo generate --kv-dtype NAME", MAX_STEPS);
+        return 2;
+    }
     int random_model;
     int rc = gptsetup_lesson(&x.m, &random_model, &x.prompt, &x.n_prompt, opt, NULL);
     if (rc) return rc;

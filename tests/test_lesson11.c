@@ -191,6 +191,10 @@ static void test_wrong_layout_independent_of_steps(void **state) {
 // --bug where it means nothing, or names no bug: one line, exit 2.
 static void test_bug_refused(void **state) {
     (void)state;
+    // runs that would last hours are refused at once, naming the way to longer texts
+    expect_failure("lesson 11 --steps 100000", 2, "lesson 11 takes --steps 1 to 1000; kvdemo generate --bug NAME");
+    expect_failure("lesson 12 --steps 1001", 2, "lesson 12 takes --steps 1 to 1000; kvdemo generate --kv-dtype NAME");
+    expect_failure("lesson 12 --steps 5000 --lang zh", 2, "第 12 课的 --steps 取 1 到 1000");
     char args[256];
     snprintf(args, sizeof args, "lesson 11 --model %s --bug nope", model);
     expect_failure(args, 2, "offset|no-append|stale|mask|wrong-layout|no-scale");
