@@ -333,6 +333,31 @@ static void test_pages_quote_the_documents(void **state) {
     free(list);
 }
 
+// The README's examples show what they promise: the paged example shares
+// blocks (not "blocks saved 0.0%"), the memory example has room for its
+// sequences (not "no room for even one token").
+static void test_readme_examples_not_degenerate(void **state) {
+    (void)state;
+    char *readme = file_slurp("README.md");
+    const char *paged = "generate --paged --samples 4 --steps 40 --block-size 4 --prompt \"ROMEO: But soft, what light "
+                        "through yonder window breaks?\"";
+    const char *memory = "memory --model llama-2-70b --batch 8\n--tokens 4096 --gpu-memory 160GB";
+    if (!strstr(readme, paged)) fail_msg("README.md: the paged example is no longer \"%s\"", paged);
+    if (!strstr(readme, memory)) fail_msg("README.md: the memory example is no longer \"%s\"", memory);
+    free(readme);
+    RunResult r = kvdemo_run(paged);
+    const char *saved = strstr(r.out, "blocks saved ");
+    if (r.status != 0 || !saved || atof(saved + 13) < 10)
+        fail_msg("kvdemo %s: expected exit 0 and at least 10%% of blocks saved, got %d: %.80s", paged, r.status,
+                 saved ? saved : "no \"blocks saved\"");
+    run_free(&r);
+    r = kvdemo_run("memory --model llama-2-70b --batch 8 --tokens 4096 --gpu-memory 160GB");
+    const char *fit = strstr(r.out, "that fit: ");
+    if (r.status != 0 || !fit || atoi(fit + 10) < 8)
+        fail_msg("the README's memory example: expected at least its batch of 8 to fit, got: %.80s", fit ? fit : r.out);
+    run_free(&r);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_page_has_a_twin),
@@ -341,6 +366,7 @@ int main(void) {
         cmocka_unit_test(test_links),
         cmocka_unit_test(test_pages_quote_the_documents),
         cmocka_unit_test(test_readmes_link_each_other),
+        cmocka_unit_test(test_readme_examples_not_degenerate),
     };
     return cmocka_run_group_tests(tests, NULL, teardown_runs);
 }
