@@ -52,7 +52,7 @@ static const struct {
          "新的键和值只在这一步用了，没有存进缓存",
          "the first cached step is still right; the next one misses the key it should have kept. "
          "The cache must grow by one position every step: print key's shape (1, H, D, len).",
-         "第 1 步缓存推理仍然正确，下一步就缺了本该存下的键。缓存每一步都要长一个位置："
+         "第一个使用缓存的步骤（第 2 步）仍然正确，下一步就缺了本该存下的键。缓存每一步都要长一个位置："
          "打印 key 的形状 (1, H, D, len) 来检查。"},
     [KV_BUG_STALE] =
         {"past the context the cache is not reset: old keys stay, positions stop at the last one",

@@ -196,9 +196,9 @@ static void print_list(Trace *tr) {
         fprintf(tr->out, "%s\n\n", trace_text(tr, "KV cache presets (bytes per token at 16 bits a value; kvdemo memory --model NAME)",
                                     "KV Cache 预设（每个 token 的字节数，每个数 16 位；kvdemo memory --model 名称）"));
     static const TraceColumn COLS[] = {
-        {"name", "name", 13, 0, NULL},        {"layers", "layers", 6, 1, NULL},
-        {"heads", "heads", 6, 1, NULL},       {"kv_heads", "kv_heads", 8, 1, NULL},
-        {"head_dim", "head_dim", 8, 1, NULL}, {"MLA", "MLA", 5, 1, "mla_dim"},
+        {"name", "名称", 13, 0, NULL},        {"layers", "层数", 6, 1, NULL},
+        {"heads", "头数", 6, 1, NULL},        {"kv_heads", "KV 头数", 8, 1, NULL},
+        {"head_dim", "头维度", 8, 1, NULL},   {"MLA", "MLA", 5, 1, "mla_dim"},
         {"B/token", "B/token", 12, 1, "bytes_per_token"}, {"source", "来源", 0, 0, "source"},
     };
     static const TraceTable TABLE = {"presets", 8, COLS};

@@ -189,6 +189,13 @@ static void test_model_file_header_only(void **state) {
 
 static void test_cli_bad_input(void **state) {
     (void)state;
+    // --list in Chinese: the column headings too
+    RunResult r = kvdemo_run("memory --list --lang zh");
+    const char *head = strstr(r.out, "名称");
+    if (r.status != 0 || !head || !strstr(head, "层数") || !strstr(head, "KV 头数") || !strstr(head, "头维度"))
+        fail_msg("memory --list --lang zh: expected the headings 名称, 层数, KV 头数, 头维度");
+    if (strstr(r.out, "layers") || strstr(r.out, "kv_heads")) fail_msg("memory --list --lang zh: English headings left");
+    run_free(&r);
     expect_failure("memory --model gpt-5 --tokens 10", 2, "unknown model 'gpt-5'");
     expect_failure("memory --model llama-2-7b --tokens 0", 2, "--tokens");
     expect_failure("memory --model llama-2-7b --tokens -5", 2, "--tokens");
