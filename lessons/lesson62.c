@@ -357,7 +357,7 @@ static void show_real_models(Trace *tr) {
     trace_sayf(tr,
                "\nLLaMA-2-70B keeps %lld times less cache per token than it would with MHA: "
                "n_heads / n_kv_heads = %d / %d.",
-               "\nLLaMA-2-70B 每个 token 的 KV Cache 是 MHA 的 1/%lld：n_heads / n_kv_heads = %d / %d。",
+               "\nLLaMA-2-70B 若用 MHA，每个 token 的 KV Cache 会是现在的 %lld 倍：n_heads / n_kv_heads = %d / %d。",
                (long long)(mha / gqa), g->n_heads, g->n_kv_heads);
 }
 

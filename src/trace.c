@@ -783,6 +783,17 @@ void trace_comparison_of(Trace *tr, const char *name, MeasureRatio r, int verdic
     emit(tr, &o);
 }
 
+// A difference of at most this share of the largest |value| is rounding
+// (the last bits differ): "不完全相同"; a larger one is a change: "不同".
+// English says "NOT identical" for both.
+#define ROUNDING_SHARE 1e-4
+
+static double max_abs(const float *x, size_t n) {
+    double m = 0;
+    for (size_t i = 0; i < n; i++) m = fmax(m, fabs((double)x[i]));
+    return m;
+}
+
 int trace_compare(Trace *tr, const char *name, const char *a_name, const Tensor *a,
                   const char *b_name, const Tensor *b) {
     if (trace_doc_active(tr)) {   // a document: the text in both languages
@@ -817,7 +828,9 @@ int trace_compare(Trace *tr, const char *name, const char *a_name, const Tensor 
     else
         buf_printf(&o, trace_text(tr, "  max |difference| = %g, %s\n", "  最大绝对差 = %g，%s\n"), diff,
                    identical ? trace_text(tr, "identical bit for bit", "逐位完全相同")
-                             : trace_text(tr, "NOT identical", "不完全相同"));
+                   : diff <= ROUNDING_SHARE * max_abs(a->data, n)
+                       ? trace_text(tr, "NOT identical", "不完全相同")   // in the last bits
+                       : trace_text(tr, "NOT identical", "不同"));
     emit(tr, &o);
     return identical;
 }
