@@ -38,6 +38,7 @@
 #include "timer.h"
 #include "train.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -545,7 +546,9 @@ static int write_svg(FILE *f, const Report *r) {
     snprintf(title, sizeof title, "kvdemo bench: the char GPT generating after \"%s\", without and with the KV cache",
              gptsetup_prompt_text(r->opt));
     int rc = benchsvg_write(f, pt, n, title);
+    int e = errno;   // the write's reason, for the message
     free(pt);
+    errno = e;
     return rc;
 }
 
@@ -693,7 +696,8 @@ int bench_command(const Options *opt, Trace *tr) {
     if (tr->format == FORMAT_JSON) print_json(tr, &r, open_s);
     if (out_path[0]) write_csv(out_file[0].f, &r);
     if (out_path[1] && write_svg(out_file[1].f, &r) != 0) {
-        fileio_error("--svg %s: out of memory", "--svg %s：内存不足", out_path[1]);
+        if (errno == ENOMEM) fileio_error("--svg %s: out of memory", "--svg %s：内存不足", out_path[1]);
+        else fileio_error("--svg %s: cannot write: %s", "--svg %s：无法写入：%s", out_path[1], fileio_strerror(errno));
         rc = 1;
         goto done;
     }

@@ -541,6 +541,25 @@ static void test_bench_speaks_chinese(void **state) {
     free(out);
 }
 
+
+// Issue 29, 8: on a full disk bench --svg said "out of memory". A chart that
+// cannot be written whole (here a file size limit, which fails as a full
+// disk does, with EFBIG for ENOSPC) fails with its reason, and leaves nothing.
+static void test_bench_svg_write_failure_names_its_reason(void **state) {
+    (void)state;
+    const char *bin = getenv("KVDEMO_BIN");
+    char svg[256], cmd[1024];
+    snprintf(svg, sizeof svg, "%s/limited.svg", dir);
+    snprintf(cmd, sizeof cmd, "trap '' XFSZ; ulimit -f 1; %s bench --init random --preset tiny --repeat 1 --steps 16,32 "
+             "--svg %s </dev/null", bin && *bin ? bin : "./kvdemo", svg);
+    RunResult r = shell_run(cmd);
+    if (r.status != 1) fail_msg("a chart past the size limit: exit status expected 1, got %d: %s", r.status, r.err);
+    if (!strstr(r.err, "--svg") || !strstr(r.err, strerror(EFBIG)) || strstr(r.err, "out of memory"))
+        fail_msg("expected \"--svg ... %s\", got: %s", strerror(EFBIG), r.err);
+    run_free(&r);
+    assert_int_equal(access(svg, F_OK), -1);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_checker_refuses_bad_svg),
@@ -550,6 +569,7 @@ int main(void) {
         cmocka_unit_test(test_svg_full_disk_says_so),
         cmocka_unit_test(test_bench_svg_file),
         cmocka_unit_test(test_bench_svg_bad_paths),
+        cmocka_unit_test(test_bench_svg_write_failure_names_its_reason),
         cmocka_unit_test(test_bench_eta_on_terminal),
         cmocka_unit_test(test_bench_speaks_chinese),
     };
