@@ -250,7 +250,11 @@ int gptcmd_train(const Options *opt, Trace *tr) {
         char why[1024];
         if (!view.started) fileio_abort(&log);
         else if (fileio_commit(&log, why, sizeof why) != 0) {
-            fileio_error("cannot write the log: %s", "无法写入日志：%s", why);
+            // The model is written before the log: say that it is safe.
+            if (status == TRAIN_OK)
+                fileio_error("cannot write the log: %s (the model was written to %s)",
+                             "无法写入日志：%s（模型已写入 %s）", why, opt->out_path);
+            else fileio_error("cannot write the log: %s", "无法写入日志：%s", why);
             if (status == TRAIN_OK) status = TRAIN_FAILED;
         }
     }
