@@ -4,7 +4,8 @@
 #   make          build ./kvdemo
 #   make test     build and run every test, with the fast kernels and then
 #                 with the portable ones (installs cmocka when it can);
-#                 TEST='*cache*' runs only the tests whose name matches
+#                 TEST='*cache*' runs only the tests whose name matches;
+#                 V=1 shows the whole compiler commands
 #   make asan     the same tests under AddressSanitizer + UBSan
 #   make coverage the tests built with gcov, then line and branch coverage per file
 #   make bench    cache against no cache up to 1024 tokens, and training (kvdemo bench: a lesson's minute)
@@ -33,6 +34,17 @@ LDLIBS   = -lm -lpthread
 BUILD   ?= build
 BIN     ?= kvdemo
 
+# One short line a file while building ("cc src/gpt.c"); V=1 shows the
+# whole compiler commands.
+V       ?= 0
+ifeq ($(V),1)
+  Q   =
+  SAY = @:
+else
+  Q   = @
+  SAY = @echo
+endif
+
 SRC      = $(wildcard src/*.c) $(wildcard lessons/*.c)
 OBJ      = $(SRC:%.c=$(BUILD)/%.o)
 LIBOBJ   = $(filter-out $(BUILD)/src/main.o,$(OBJ))
@@ -47,7 +59,8 @@ TESTLIB  = $(patsubst %.c,$(BUILD)/%.o,$(filter-out $(wildcard tests/test_*.c),$
 all: $(BIN)
 
 $(BIN): $(OBJ)
-	$(CC) $(CFLAGS) -o $@ $(OBJ) $(LDLIBS)
+	$(SAY) "cc -o $@"
+	$(Q)$(CC) $(CFLAGS) -o $@ $(OBJ) $(LDLIBS)
 
 # The compiler and its flags are kept in $(BUILD)/flags: when they change
 # (`make ARCH=` after `make`), everything is rebuilt.
@@ -59,13 +72,15 @@ FORCE:
 
 $(BUILD)/%.o: %.c $(BUILD)/flags
 	@mkdir -p $(dir $@)
-	$(CC) $(WARN) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c -o $@ $<
+	$(SAY) "cc $<"
+	$(Q)$(CC) $(WARN) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c -o $@ $<
 
 -include $(OBJ:.o=.d) $(TESTLIB:.o=.d)
 
 # The README's first command: build (quietly: only what fails is shown),
 # then lesson 2 of the article.
 run:
+	@[ -x $(BIN) ] || echo "kvdemo: building ./$(BIN) first (about a minute) ..." >&2
 	@$(MAKE) --no-print-directory -s $(BIN) >/dev/null
 	@./$(BIN) lesson 2
 
@@ -93,7 +108,8 @@ check: $(BIN) $(TESTS)
 
 $(BUILD)/tests/test_%: tests/test_%.c $(LIBOBJ) $(TESTLIB) $(BUILD)/flags
 	@mkdir -p $(dir $@)
-	$(CC) $(WARN) $(CPPFLAGS) -Itests $(CFLAGS) -MMD -MP -o $@ $< $(LIBOBJ) $(TESTLIB) -lcmocka $(LDLIBS)
+	$(SAY) "cc $< -o $@"
+	$(Q)$(CC) $(WARN) $(CPPFLAGS) -Itests $(CFLAGS) -MMD -MP -o $@ $< $(LIBOBJ) $(TESTLIB) -lcmocka $(LDLIBS)
 
 # The tests again, built with AddressSanitizer and UndefinedBehaviorSanitizer
 # in their own build folder (and their own ./kvdemo for the CLI tests).

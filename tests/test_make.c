@@ -126,6 +126,9 @@ static void test_make_run_shows_the_lesson(void **state) {
     if (built < 0) fail_msg("%s: expected %s built again, got none", cmd, obj);
     if (compiler_line(r.out, line, sizeof line)) fail_msg("%s: expected no compiler line, got: %s", cmd, line);
     const char *first = r.out;
+    // one line on stderr says that it builds, then the lesson
+    if (strncmp(r.err, "kvdemo: building ", 17) != 0 || count_lines(r.err) != 1)
+        fail_msg("%s: expected one line \"kvdemo: building ...\" on stderr, got: %.200s", cmd, r.err);
     while (*first == '\n') first++;
     snprintf(line, sizeof line, "%.*s", (int)strcspn(first, "\n"), first);
     if (strncmp(line, "== Lesson 2 ", 12) != 0)
