@@ -25,6 +25,7 @@
 #include "gpt.h"
 #include "gptsetup.h"
 #include "lessons.h"
+#include "measure.h"
 #include "ops.h"
 #include "rng.h"
 #include "stats.h"
@@ -450,7 +451,8 @@ static void fill_random(float *x, int64_t n, uint64_t *state) {
 }
 
 typedef struct {
-    double seconds;
+    double seconds;   // the median of the runs
+    double lo, hi;    // the fastest and the slowest run
     double peak_mib;  // the child's peak resident memory above what it started with, MiB
     double checksum;  // sum of O, to see both computed the same thing
 } Measured;
@@ -477,6 +479,10 @@ static int measure_here(Measured *out, int tiled, int N, int d, int Bc, int repe
         fill_random(V, (int64_t)nd, &seed);
         float scale = 1.0f / sqrtf((float)d);
         double *samples = malloc(sizeof(double) * (size_t)repeat);
+        // a warm-up run first, not counted: its page faults would be the
+        // slowest run's time
+        if (tiled) flash_tiled_head(O, work, NULL, Q, Kt, V, N, d, scale, 0, HEAD, Bc);
+        else flash_plain_head(O, work, Q, Kt, V, N, d, scale, 0);
         for (int r = 0; samples && r < repeat; r++) {
             double t0 = timer_now();
             if (tiled) flash_tiled_head(O, work, NULL, Q, Kt, V, N, d, scale, 0, HEAD, Bc);
@@ -484,7 +490,10 @@ static int measure_here(Measured *out, int tiled, int N, int d, int Bc, int repe
             samples[r] = timer_now() - t0;
         }
         if (samples) {
-            out->seconds = stats_median(samples, repeat);
+            Stats st = stats_of(samples, repeat);
+            out->seconds = st.median;
+            out->lo = st.min;
+            out->hi = st.max;
             out->peak_mib = (double)(max_rss_kb() - base) / 1024.0;   // ru_maxrss is in KiB
             double sum = 0;
             for (size_t i = 0; i < nd; i++) sum += O[i];
@@ -523,12 +532,39 @@ static int measure_apart(Measured *out, int tiled, int N, int d, int Bc, int rep
 
 static const TraceColumn MEASURED_COLS[] = {
     {"N", "N", 5, 1, NULL},
-    {"plain s", "普通 s", 12, 1, NULL},
-    {"tiled s", "分块 s", 12, 1, NULL},
+    {"plain", "普通", 26, 1, NULL},
+    {"tiled", "分块", 26, 1, NULL},
     {"plain peak MiB", "普通峰值 MiB", 15, 1, NULL},
     {"tiled peak MiB", "分块峰值 MiB", 15, 1, NULL},
 };
 static const TraceTable MEASURED = {"measured", sizeof MEASURED_COLS / sizeof MEASURED_COLS[0], MEASURED_COLS};
+
+// What part 4's times support, from the ranges of the runs at each N: the
+// memory is what the CPU shows; which way is faster, only when the ranges
+// say so.
+static void measured_verdict(Trace *tr, int faster, int slower, int same, int repeat) {
+    trace_say(tr,
+              "\nWhat the CPU shows: the memory, plain growing as N^2 and tiled as N. What only a GPU shows: the\n"
+              "speed-up. A CPU has no 19 TB/s SRAM beside slow memory, its caches already keep a row of scores\n"
+              "close, and the tiled loop here is not vectorised as a GPU kernel is.",
+              "\nCPU 上看得到的：内存——普通注意力按 N^2 增长，分块按 N。只有 GPU 上才看得到的：加速。CPU 没有紧挨着\n"
+              "慢速内存的 19 TB/s SRAM，它的缓存本来就能留住一行分数，这里的分块循环也不像 GPU 内核那样充分并行。");
+    if (repeat < 2) {
+        trace_say(tr,
+                  "The times above are one run each (the default here): too few to say which way is faster; with\n"
+                  "--repeat 5 the lesson compares the ranges of the runs.",
+                  "上面的耗时每种只运行一次（这里的默认）：不足以判断哪种更快；加 --repeat 5 时，本课会比较各次运行的范围。");
+        return;
+    }
+    trace_count(tr, "tiled_faster_at", faster, NULL, NULL);
+    trace_count(tr, "tiled_slower_at", slower, NULL, NULL);
+    trace_count(tr, "tiled_same_at", same, NULL, NULL);
+    trace_sayf(tr,
+               "Over %d runs each, tiled was faster at %d of the sizes, slower at %d, and the same within noise\n"
+               "(the runs' ranges overlapping) at %d.",
+               "每种运行 %d 次：分块在 %d 个规模上更快，%d 个更慢，%d 个在噪声范围内相同（各次运行的范围重叠）。",
+               repeat, faster, slower, same);
+}
 
 static int measured(Trace *tr, const Options *opt) {
     int max_n = opt->max_n ? opt->max_n : DEFAULT_MAX_N, Bc = opt->tile ? opt->tile : FLASH_DEFAULT_TILE;
@@ -545,7 +581,7 @@ static int measured(Trace *tr, const Options *opt) {
                "Q、K、V 为固定的随机数。\n",
                Bc);
     trace_table_head(tr, &MEASURED);
-    int rc = 0;
+    int rc = 0, faster = 0, slower = 0, same = 0;   // tiled against plain, by N
     for (int N = 1024; N <= max_n; N *= 4) {
         Measured mp, mt;
         if (measure_apart(&mp, 0, N, HEAD, Bc, repeat) || measure_apart(&mt, 1, N, HEAD, Bc, repeat)) {
@@ -565,12 +601,21 @@ static int measured(Trace *tr, const Options *opt) {
         trace_value(tr, name, mp.peak_mib, "MiB", NULL, NULL);
         snprintf(name, sizeof name, "tiled_peak_mib_N%d", N);
         trace_value(tr, name, mt.peak_mib, "MiB", NULL, NULL);
+        // the runs' ranges, [fastest, slowest], apart or not (each way runs in
+        // its own process, so the two cannot take turns: ranges are all)
+        faster += mt.hi < mp.lo, slower += mt.lo > mp.hi, same += !(mt.hi < mp.lo) && !(mt.lo > mp.hi);
         snprintf(name, sizeof name, "checksum_diff_N%d", N);
         trace_value(tr, name, fabs(mp.checksum - mt.checksum), "", NULL, NULL);
-        char cell[5][24];
+        char cell[5][48];
         snprintf(cell[0], sizeof cell[0], "%d", N);
-        snprintf(cell[1], sizeof cell[1], "%.4f", mp.seconds);
-        snprintf(cell[2], sizeof cell[2], "%.4f", mt.seconds);
+        // median (fastest … slowest), as measure.h prints a time
+        if (tr->format == FORMAT_JSON) {   // the numbers; the timing events carry the runs
+            snprintf(cell[1], sizeof cell[1], "%.4f", mp.seconds);
+            snprintf(cell[2], sizeof cell[2], "%.4f", mt.seconds);
+        } else {
+            measure_spread_text(cell[1], sizeof cell[1], (Stats){.n = repeat, .median = mp.seconds, .min = mp.lo, .max = mp.hi});
+            measure_spread_text(cell[2], sizeof cell[2], (Stats){.n = repeat, .median = mt.seconds, .min = mt.lo, .max = mt.hi});
+        }
         snprintf(cell[3], sizeof cell[3], "%.1f", mp.peak_mib);
         snprintf(cell[4], sizeof cell[4], "%.1f", mt.peak_mib);
         trace_table_row(tr, &MEASURED, (const char *const[]){cell[0], cell[1], cell[2], cell[3], cell[4]});
@@ -578,14 +623,7 @@ static int measured(Trace *tr, const Options *opt) {
     if (max_n < 16384)
         trace_say(tr, "(N = 16384 takes --max-n 16384: 1 GiB for plain attention, and a minute or so.)",
                   "（N = 16384 需加 --max-n 16384：普通注意力要 1 GiB 内存，约需一分钟。）");
-    trace_say(tr,
-              "\nWhat the CPU shows: the memory — plain grows as N^2, tiled as N. What only a GPU shows: the\n"
-              "speed-up. A CPU has no 19 TB/s SRAM beside slow memory, its caches already keep a row of\n"
-              "scores close, and the tiled loop here is not vectorised as a GPU kernel is: the time of the\n"
-              "two is of the same order, and tiled is often the slower.",
-              "\nCPU 上看得到的：内存——普通注意力按 N^2 增长，分块按 N。只有 GPU 上才看得到的：加速。\n"
-              "CPU 没有紧挨着慢速内存的 19 TB/s SRAM，它的缓存本来就能留住一行分数，这里的分块循环也不像 GPU 内核\n"
-              "那样充分并行：两者耗时同一量级，分块往往更慢。");
+    if (!rc) measured_verdict(tr, faster, slower, same, repeat);
     trace_pause(tr);
     return rc;
 }
@@ -595,49 +633,105 @@ static int measured(Trace *tr, const Options *opt) {
 
 // One query row q (d) against n keys and values, kt = K^T (d, n) and v (n, d),
 // timed over the first len of them: out1 and outp (d) the outputs of the two
-// ways, scratch flash_decode's, samples (repeat) the times of the runs.
+// ways, scratch flash_decode's, row and dec (repeat) the times of the runs.
 typedef struct {
     float *kt, *v, *scratch;
-    double *samples;
+    double *row, *dec;
     float q[HEAD], out1[HEAD], outp[HEAD];
-    int n, Bc, repeat;
+    int n, Bc, repeat, len, threads;
 } Decode;
 
-// The first len keys both ways, median seconds of each: one thread, tile
-// after tile (flash_row, t_row), and the tiles on threads threads, merged
-// after (flash_decode, t_dec). Returns 0, or 1 when the threads could not
-// start (said).
-static int decode_times(double *t_row, double *t_dec, Decode *x, int len, int threads) {
-    int d = HEAD;
-    float scale = 1.0f / sqrtf((float)d);
-    for (int r = 0; r < x->repeat; r++) {
-        double t0 = timer_now();
-        flash_row(x->out1, x->scratch, x->q, x->kt, x->n, x->v, d, len, d, scale, x->Bc);
-        x->samples[r] = timer_now() - t0;
-    }
-    *t_row = stats_median(x->samples, x->repeat);
-    if (ops_set_threads(threads)) {
-        fileio_error("could not start %d threads", "无法启动 %d 个线程", threads);
-        return 1;
-    }
-    for (int r = 0; r < x->repeat; r++) {
-        double t0 = timer_now();
-        flash_decode(x->outp, x->scratch, x->q, x->kt, x->n, x->v, d, len, d, scale, x->Bc);
-        x->samples[r] = timer_now() - t0;
-    }
-    *t_dec = stats_median(x->samples, x->repeat);
+// One thread, tile after tile (flash_row). A MeasureRun.
+static int row_run(void *ctx, double *seconds) {
+    Decode *x = ctx;
+    if (ops_set_threads(1)) return 1;
+    double t0 = timer_now();
+    flash_row(x->out1, x->scratch, x->q, x->kt, x->n, x->v, HEAD, x->len, HEAD, 1.0f / sqrtf((float)HEAD), x->Bc);
+    *seconds = timer_now() - t0;
     return 0;
 }
 
+// The tiles on x->threads threads, merged after (flash_decode). A MeasureRun.
+static int decode_run(void *ctx, double *seconds) {
+    Decode *x = ctx;
+    if (ops_set_threads(x->threads)) return 1;
+    double t0 = timer_now();
+    flash_decode(x->outp, x->scratch, x->q, x->kt, x->n, x->v, HEAD, x->len, HEAD, 1.0f / sqrtf((float)HEAD), x->Bc);
+    *seconds = timer_now() - t0;
+    return 0;
+}
+
+// The first len keys both ways, taking turns (measure.h). Returns 0, or 1
+// when the threads could not start (said).
+static int decode_times(Decode *x, int len) {
+    x->len = len;
+    if (measure_interleaved(x->row, x->dec, MEASURE_WARMUP, x->repeat, row_run, x, decode_run, x)) {
+        fileio_error("could not start %d threads", "无法启动 %d 个线程", x->threads);
+        return 1;
+    }
+    return 0;
+}
+
+// The times of one cache length, and flash-decoding against the row: text
+// in words, JSON as trace_timing_stats and a comparison event.
+static MeasureVerdict decode_report(Trace *tr, const Decode *x, int len, int threads) {
+    char name[48], row[96], dec[96], cmp[96];
+    Stats sr = stats_of(x->row, x->repeat), sd = stats_of(x->dec, x->repeat);
+    MeasureVerdict v = measure_verdict(x->row, x->repeat, x->dec, x->repeat);
+    MeasureRatio r = measure_ratio(sr, sd);
+    if (tr->format == FORMAT_JSON) {
+        snprintf(name, sizeof name, "row_1_thread_N%d", len);
+        trace_timing_stats(tr, name, x->row, x->repeat);
+        snprintf(name, sizeof name, "flash_decoding_N%d", len);
+        trace_timing_stats(tr, name, x->dec, x->repeat);
+        snprintf(name, sizeof name, "flash_decoding_vs_row_N%d", len);
+        trace_comparison_of(tr, name, r, v, NULL, NULL);
+        return v;
+    }
+    trace_sayf(tr, "  %6d keys   one thread, tile after tile   %s\n"
+                   "               flash-decoding, %d threads     %s\n"
+                   "               flash-decoding: %s\n",
+               "  %6d 个键   单线程逐块                 %s\n"
+               "                flash-decoding，%d 个线程   %s\n"
+               "                flash-decoding：%s\n", len,
+               measure_spread_text(row, sizeof row, sr), threads, measure_spread_text(dec, sizeof dec, sd),
+               measure_compare_text(cmp, sizeof cmp, r, v, tr->lang == LANG_ZH));
+    return v;
+}
+
+// What the long cache's verdict supports, and what a GPU shows.
+static void decode_conclusion(Trace *tr, MeasureVerdict v, int n, int threads) {
+    double mib = 2.0 * n * HEAD * sizeof(float) / 1048576.0;
+    if (v == MEASURE_FASTER)
+        trace_sayf(tr, "Here flash-decoding was faster on the long cache: its %d threads shared the %.0f MiB of keys and\n"
+                       "values of one row.",
+                   "这里在长缓存上 flash-decoding 更快：%d 个线程分担了一行要读的 %.0f MiB 的 key 和 value。", threads, mib);
+    else
+        trace_sayf(tr, "On the long cache flash-decoding was %s here: one row against %.0f MiB of keys and\n"
+                       "values is bound by memory bandwidth, and a second core on the same memory adds little of it.",
+                   "这里在长缓存上，与单线程逐块相比 flash-decoding %s：一行查询对 %.0f MiB 的 key 和 value，受限于内存带宽，\n"
+                   "同一内存上再加一个核几乎不增加带宽。",
+                   measure_verdict_word(v, tr->lang == LANG_ZH), mib);
+    trace_say(tr,
+              "On a GPU, with thousands of threads and one row per head idle without it, it pays: at batch 1 and a\n"
+              "64K context its authors measured attention fall from 2300.6 µs (FlashAttention-2) to 64.4 µs, 35.7x\n"
+              "(\"Flash-Decoding for long-context inference\", Dao, Haziza, Massa, Sizov, 2023). On a short cache\n"
+              "there is little to share: the hand-over to the threads and the merge are a large part of the time.\n",
+              "在 GPU 上，成千上万个线程本来只有每个头一行可算，它就划算了：批大小 1、上下文 64K 时，作者测得注意力从\n"
+              "2300.6 µs（FlashAttention-2）降到 64.4 µs，快 35.7 倍（Flash-Decoding 的作者博文，2023）。\n"
+              "缓存很短时可分的很少：线程交接与合并占了大部分时间。\n");
+}
+
 static int flash_decoding(Trace *tr, const Options *opt) {
-    Decode x = {.n = DECODE_N, .Bc = opt->tile ? opt->tile : FLASH_DEFAULT_TILE, .repeat = opt->repeat ? opt->repeat : 5};
+    Decode x = {.n = DECODE_N, .Bc = opt->tile ? opt->tile : FLASH_DEFAULT_TILE,
+                .repeat = opt->repeat ? opt->repeat : MEASURE_RUNS, .threads = opt->threads};
     int d = HEAD;
     size_t nd = (size_t)x.n * d;
     x.kt = malloc(sizeof(float) * nd), x.v = malloc(sizeof(float) * nd);
     x.scratch = malloc(sizeof(float) * (size_t)(flash_decode_floats(x.n, d, x.Bc) + x.Bc + d));
-    x.samples = malloc(sizeof(double) * (size_t)x.repeat);
-    if (!x.kt || !x.v || !x.scratch || !x.samples) {
-        free(x.kt), free(x.v), free(x.scratch), free(x.samples);
+    x.row = malloc(sizeof(double) * (size_t)x.repeat), x.dec = malloc(sizeof(double) * (size_t)x.repeat);
+    if (!x.kt || !x.v || !x.scratch || !x.row || !x.dec) {
+        free(x.kt), free(x.v), free(x.scratch), free(x.row), free(x.dec);
         fileio_error("out of memory", "内存不足");
         return 1;
     }
@@ -651,17 +745,19 @@ static int flash_decoding(Trace *tr, const Options *opt) {
                "A cached step has one query row. Tiled attention parallelises over rows (and heads), so one row\n"
                "of one head runs on one thread. Flash-decoding splits the cached keys (up to %d) into tiles of %d,\n"
                "computes each tile's (m, l, O) on whichever thread is free, and merges them in tile order with\n"
-               "the rule of section 1: the result is the same bits on any number of threads.",
+               "the rule of section 1: the result is the same bits on any number of threads. The two ways take\n"
+               "turns, %d runs each after a warm-up.",
                "缓存步只有一行查询。分块注意力按行（和头）并行，于是一个头的一行只能在一个线程上算。Flash-decoding\n"
                "把缓存中的键（最多 %d 个）切成每块 %d 个，各块的 (m, l, O) 由空闲线程计算，再按块的顺序用第 1 节的规则合并：\n"
-               "无论多少线程，结果逐位相同。",
-               x.n, x.Bc);
+               "无论多少线程，结果逐位相同。两种方式先热身，再轮流各运行 %d 次。",
+               x.n, x.Bc, x.repeat);
+    trace_machine(tr, measure_machine());
     int rc = 0;
+    MeasureVerdict long_cache = MEASURE_TOO_FEW;
     static const int SIZES[] = {256, DECODE_N};   // a short cache and a long one
     for (int z = 0; !rc && z < 2; z++) {
         int len = SIZES[z];
-        double t_row, t_dec;
-        rc = decode_times(&t_row, &t_dec, &x, len, opt->threads);
+        rc = decode_times(&x, len);
         if (rc) break;
         int threads = ops_threads();
         ops_set_threads(1);
@@ -669,44 +765,66 @@ static int flash_decoding(Trace *tr, const Options *opt) {
         Tensor ta = tensor_view2(x.out1, 1, d), tb = tensor_view2(x.outp, 1, d);
         snprintf(name, sizeof name, "decode_vs_row_N%d", len);
         trace_compare(tr, name, trace_text(tr, "one thread, tile after tile", "单线程逐块"), &ta, "flash-decoding", &tb);
-        snprintf(name, sizeof name, "row_1_thread_N%d", len);
-        trace_timing(tr, name, t_row, x.repeat);
-        snprintf(name, sizeof name, "flash_decoding_N%d", len);
-        trace_timing(tr, name, t_dec, x.repeat);
-        trace_sayf(tr, "  %6d keys: %.3f ms tile after tile on one thread, %.3f ms by flash-decoding on %d threads\n",
-                   "  %6d 个键：单线程逐块 %.3f ms，flash-decoding %.3f ms（%d 个线程）\n", len, t_row * 1e3,
-                   t_dec * 1e3, threads);
+        long_cache = decode_report(tr, &x, len, threads);
+        if (z == 1) decode_conclusion(tr, long_cache, len, threads);
     }
-    if (!rc)
-        trace_say(tr,
-                  "It helps when there are few rows and heads to share out, a long cache (a batch of one, a long\n"
-                  "context) and threads to spare. On a short cache there is little to share: the hand-over to the\n"
-                  "threads and the merge are a large part of a few microseconds. When the heads alone keep every\n"
-                  "thread busy — the char GPT's 6 heads on a few cores — it only adds a merge (part 6).\n",
-                  "行和头很少、缓存很长（批大小为 1、上下文很长）且有空闲线程时它有用。缓存很短时可分的很少：\n"
-                  "线程交接与合并在几微秒里占了很大比例。若光是各个头就已让所有线程忙碌——如字符级 GPT 的\n"
-                  "6 个头、几个核——它只多了一次合并（第 6 部分）。\n");
-    free(x.kt), free(x.v), free(x.scratch), free(x.samples);
+    free(x.kt), free(x.v), free(x.scratch), free(x.row), free(x.dec);
     return rc;
 }
 
 // ----------------------------------------------------------------------------
 // The char GPT's cached step at the context length: plain against flash
 
-// Median seconds of the cached step at position T-1 (the cache holds T-1
-// positions), its logits in logits (V).
-static double time_last_step(float *logits, GptState *s, const GptModel *m, const int *tokens, int repeat,
-                             double *samples) {
-    int T = m->cfg.T;
-    gpt_state_reset(s);
-    gpt_forward(s, m, tokens, T - 1, 0);
-    for (int r = 0; r < repeat; r++) {
-        double t0 = timer_now();
-        const float *out = gpt_forward(s, m, tokens + T - 1, 1, T - 1);
-        samples[r] = timer_now() - t0;
-        memcpy(logits, out, sizeof(float) * (size_t)m->cfg.V);
+// The char GPT's cached step at position T-1 (the cache holds T-1
+// positions), with the attention plain or in tiles; its logits in logits (V).
+typedef struct {
+    GptState *s;
+    const GptModel *m;
+    const int *tokens;
+    float *logits;
+    int tiled, tile;
+} GptStep1;
+
+// One such step. A MeasureRun: the switch of attention is not timed.
+static int gpt_step_run(void *ctx, double *seconds) {
+    GptStep1 *x = ctx;
+    GptConfig g = x->m->cfg;
+    if (x->tiled ? flash_gpt_use(FLASH_TILED, x->tile, g.T, g.H, g.C / g.H) : flash_gpt_use(FLASH_PLAIN, 0, 0, 0, 0))
+        return 1;
+    double t0 = timer_now();
+    const float *out = gpt_forward(x->s, x->m, x->tokens + g.T - 1, 1, g.T - 1);
+    *seconds = timer_now() - t0;
+    memcpy(x->logits, out, sizeof(float) * (size_t)g.V);
+    return 0;
+}
+
+// The two ways' times (plain in t[0 .. repeat), flash after), and what they
+// support about flash-decoding in this step.
+static void gpt_step_report(Trace *tr, const double *t, int repeat) {
+    MeasureVerdict v = measure_verdict(t, repeat, t + repeat, repeat);
+    MeasureRatio r = measure_ratio(stats_of(t, repeat), stats_of(t + repeat, repeat));
+    if (tr->format == FORMAT_JSON) {
+        trace_timing_stats(tr, "gpt_step_plain", t, repeat);
+        trace_timing_stats(tr, "gpt_step_flash", t + repeat, repeat);
+        trace_comparison_of(tr, "gpt_step_flash_vs_plain", r, v, NULL, NULL);
+        return;
     }
-    return stats_median(samples, repeat);
+    char a[96], b[96], c[96];
+    trace_sayf(tr, "  the cached step, plain   %s\n                   flash   %s\n  flash: %s",
+               "  这一缓存步，普通   %s\n              flash   %s\n  flash：%s", measure_spread_text(a, sizeof a, stats_of(t, repeat)),
+               measure_spread_text(b, sizeof b, stats_of(t + repeat, repeat)),
+               measure_compare_text(c, sizeof c, r, v, tr->lang == LANG_ZH));
+    trace_say(tr,
+              v == MEASURE_SAME || v == MEASURE_TOO_FEW
+                  ? "The attention is a small part of this step (most of it reads the weights), and six heads already\n"
+                    "share out over a few threads: here the two times do not tell apart.\n"
+                  : "The attention is a small part of this step (most of it reads the weights), and six heads already\n"
+                    "share out over a few threads; what separates the two times here is mostly the tiles' extra merge\n"
+                    "and the machine's noise — run it again to see whether it holds.\n",
+              v == MEASURE_SAME || v == MEASURE_TOO_FEW
+                  ? "注意力只占这一步的一小部分（大部分时间在读权重），而且 6 个头已足以分给几个线程：这里两种耗时分不出高下。\n"
+                  : "注意力只占这一步的一小部分（大部分时间在读权重），而且 6 个头已足以分给几个线程；这里两种耗时的差别\n"
+                    "主要来自分块多出的合并和机器的噪声——再运行一次，看它是否还成立。\n");
 }
 
 static int gpt_step(Trace *tr, const Options *opt, int *said) {
@@ -718,7 +836,7 @@ static int gpt_step(Trace *tr, const Options *opt, int *said) {
     int repeat = opt->repeat ? opt->repeat : 5, tile = opt->tile ? opt->tile : FLASH_DEFAULT_TILE;
     int *tokens = malloc(sizeof(int) * (size_t)g.T);
     float *lp = malloc(sizeof(float) * (size_t)g.V), *lf = malloc(sizeof(float) * (size_t)g.V);
-    double *samples = malloc(sizeof(double) * (size_t)repeat);
+    double *samples = malloc(sizeof(double) * 2 * (size_t)repeat);   // plain, then flash
     GptState s = {0};
     if (!tokens || !lp || !lf || !samples || gpt_state_init(&s, g) || ops_set_threads(opt->threads)) {
         fileio_error("out of memory", "内存不足");
@@ -731,13 +849,15 @@ static int gpt_step(Trace *tr, const Options *opt, int *said) {
     for (int i = 0; i < g.T; i++) tokens[i] = (i * 7 + 1) % g.V;
     trace_heading(tr, "6. The char GPT (lesson 10): a cached step at the context length",
                   "6. 字符级 GPT（第 10 课）：上下文长度处的一个缓存步");
-    double t_plain = time_last_step(lp, &s, &m, tokens, repeat, samples);
-    if (flash_gpt_use(FLASH_TILED, tile, g.T, g.H, g.C / g.H)) {
+    gpt_state_reset(&s);
+    gpt_forward(&s, &m, tokens, g.T - 1, 0);   // the cache of T - 1 positions, then the step, both ways in turns
+    GptStep1 plain = {&s, &m, tokens, lp, 0, tile}, flash = {&s, &m, tokens, lf, 1, tile};
+    if (measure_interleaved(samples, samples + repeat, MEASURE_WARMUP, repeat, gpt_step_run, &plain, gpt_step_run,
+                            &flash)) {
         fileio_error("out of memory", "内存不足");
         rc = 1;
         goto done;
     }
-    double t_flash = time_last_step(lf, &s, &m, tokens, repeat, samples);
     flash_gpt_use(FLASH_PLAIN, 0, 0, 0, 0);
     trace_sayf(tr,
                "The token at position %d reads %d cached positions in each of %d heads and %d blocks, on %d thread%s.\n"
@@ -745,17 +865,12 @@ static int gpt_step(Trace *tr, const Options *opt, int *said) {
                "位置 %d 的词元要读 %d 个缓存位置（%d 个头、%d 个模块各一份），%d 个线程%.0s。\n"
                "普通：每个头的一行在一个线程上算。Flash（每块 %d）：各头的块分给各线程（flash-decoding）。",
                g.T - 1, g.T, g.H, g.L, ops_threads(), ops_threads() == 1 ? "" : "s", tile);
-    trace_timing(tr, "gpt_step_plain", t_plain, repeat);
-    trace_timing(tr, "gpt_step_flash", t_flash, repeat);
+    trace_machine(tr, measure_machine());
+    gpt_step_report(tr, samples, repeat);
     Tensor a = tensor_view2(lp, 1, g.V), b = tensor_view2(lf, 1, g.V);
     int same = trace_compare(tr, "gpt_step_logits", trace_text(tr, "logits, plain attention", "logits，普通注意力"), &a,
                              trace_text(tr, "flash attention", "flash 注意力"), &b);
     rounding_note(tr, same, said);
-    trace_say(tr,
-              "The attention is a small part of this step (most of it reads the weights), and six heads\n"
-              "already share out over a few threads: flash-decoding changes the step's time little here.\n",
-              "注意力只占这一步的一小部分（大部分时间在读权重），而且 6 个头已足以分给几个线程：\n"
-              "在这里 flash-decoding 对这一步的耗时影响不大。\n");
 done:
     flash_gpt_use(FLASH_PLAIN, 0, 0, 0, 0);
     ops_set_threads(1);

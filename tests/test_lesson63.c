@@ -470,6 +470,46 @@ static void test_flash_in_the_gpt(void **state) {
     if (strcmp(text[0], text[2])) fail_msg("flash text \"%s\", plain text \"%s\"", text[0], text[2]);
 }
 
+// The verdict word in a line "...: 1.9 ± 1.3 x faster" (or slower, or the
+// same within noise): 'f', 's' or '=', or 0 when none.
+static char verdict_in(const char *line) {
+    size_t n = strcspn(line, "\n");
+    char buf[256];
+    snprintf(buf, sizeof buf, "%.*s", (int)n, line);
+    return strstr(buf, "the same within noise") ? '=' : strstr(buf, "faster") ? 'f' : strstr(buf, "slower") ? 's' : 0;
+}
+
+// The narration says what the times it prints support (issue: "tiled is
+// often the slower" under tables where tiled won, "flash-decoding helps"
+// where it was slower in 10 of 10 runs): each conclusion agrees with the
+// measured verdict printed above it in the same run.
+static void test_narration_follows_the_times(void **state) {
+    (void)state;
+    RunResult r = kvdemo_run("lesson 6.3 --trace none --max-n 1024 --repeat 3 --init random --preset tiny");
+    if (r.status != 0) fail_msg("lesson 6.3: exit %d: %s", r.status, r.err);
+    static const char *const gone[] = {"tiled is often the slower", "changes the step's time little",
+                                       "It helps when there are few rows"};
+    for (int i = 0; i < 3; i++)
+        if (strstr(r.out, gone[i])) fail_msg("lesson 6.3 still says \"%s\" whatever it measured", gone[i]);
+    if (!strstr(r.out, "Over 3 runs each, tiled was faster at ")) fail_msg("part 4: no verdict from the runs' ranges");
+    const char *keys = strstr(r.out, "65536 keys");
+    const char *measured = keys ? strstr(keys, "flash-decoding: ") : NULL;
+    const char *said = strstr(r.out, "On the long cache flash-decoding was ");
+    if (!measured || !said) fail_msg("part 5: expected the 65536 keys' verdict and its conclusion");
+    char v = verdict_in(measured), c = verdict_in(said);
+    if (!v || v != c) fail_msg("part 5: measured \"%.60s\", but the conclusion says \"%.60s\"", measured, said);
+    if (!strstr(r.out, "2300.6 µs (FlashAttention-2) to 64.4 µs, 35.7x")) fail_msg("part 5: the GPU figure is missing");
+    const char *step = strstr(r.out, "  flash: ");
+    if (!step || !verdict_in(step)) fail_msg("part 6: expected the cached step's verdict");
+    int same = verdict_in(step) == '=';
+    if (same != (strstr(r.out, "here the two times do not tell apart") != NULL))
+        fail_msg("part 6: the verdict \"%.60s\" and the sentence under it disagree", step);
+    run_free(&r);
+    r = kvdemo_run("lesson 6.3 --trace none --max-n 1024 --repeat 1 --init random --preset tiny");
+    if (!strstr(r.out, "too few to say which way is faster")) fail_msg("part 4 with one run: expected \"too few to say\"");
+    run_free(&r);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_online_softmax),
@@ -483,6 +523,7 @@ int main(void) {
         cmocka_unit_test(test_rounding_said_once),
         cmocka_unit_test(test_large_values),
         cmocka_unit_test(test_flash_in_the_gpt),
+        cmocka_unit_test(test_narration_follows_the_times),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
