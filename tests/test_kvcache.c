@@ -240,7 +240,7 @@ static void test_attend_matches_plain_loops(void **state) {
             Mirror m;
             mirror_init(&m, s);
             uint64_t rng = 7 + (uint64_t)si;
-            char what[96];
+            char what[160];
             snprintf(what, sizeof what, "%s cache, shape %d (L %d B %d T %d H %d G %d D %d)", KIND_NAMES[kind], si,
                      s.L, s.B, s.T, s.H, s.G, s.D);
             // a prompt of 5, single steps, a chunk of 9 (more rows than the
@@ -319,7 +319,7 @@ static void test_truncate_equals_rebuilt(void **state) {
             append_rows(&b, B, keep, 1);
             append_rows(&b, B, extra, 3);
             attend_all(want, b.c, B, extra, keep, 4);
-            char what[96];
+            char what[160];
             snprintf(what, sizeof what, "%s cache, shape %d: attention after truncate (layer, row, dim)",
                      KIND_NAMES[kind], si);
             assert_bits(got, want, (int64_t)outn, what);
@@ -349,7 +349,7 @@ static void test_reset_equals_new(void **state) {
         make(&b, (Kind)kind, s);
         append_rows(&b, s.B, 4, 5);
         attend_all(want, b.c, s.B, 4, 0, 6);
-        char what[64];
+        char what[160];
         snprintf(what, sizeof what, "%s cache: attention after reset", KIND_NAMES[kind]);
         assert_bits(got, want, (int64_t)outn, what);
         unmake(&a);
@@ -380,7 +380,7 @@ static void test_paged_equals_contiguous(void **state) {
             append_rows(&b, 1, n, (uint64_t)p + 20);
             attend_all(want, a.c, 1, n, pos, (uint64_t)p + 40);
             attend_all(got, b.c, 1, n, pos, (uint64_t)p + 40);
-            char what[80];
+            char what[160];
             snprintf(what, sizeof what, "shape %d, piece %d: paged against contiguous (layer, row, dim)", si, p);
             assert_bits(got, want, (int64_t)s.L * n * s.H * s.D, what);
         }
