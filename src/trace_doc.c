@@ -13,7 +13,8 @@
 // opens one too, unless the slide so far holds only headings. With
 // JavaScript the page is a deck of those slides, without it one scroll.
 // Markdown: the language of --lang only; tensors and tables as Markdown
-// tables, code lines in fenced blocks, counts and timings as lines.
+// tables, code lines in fenced blocks, counts and timings as lines; the
+// same slides as the page, a --- line between two.
 #include "trace_doc.h"
 
 #include "buf.h"
@@ -188,7 +189,12 @@ static void close_section(struct TraceDoc *d) {
 static void open_section(Trace *tr, struct TraceDoc *d) {
     d->slides++;
     d->content = 0;
-    if (!is_html(tr)) {
+    if (!is_html(tr)) {   // a blank line before ---, or it would underline a heading
+        if (d->section_open) {
+            if (d->page.len && d->page.s[d->page.len - 1] == '\n' && (d->page.len < 2 || d->page.s[d->page.len - 2] != '\n'))
+                buf_append(&d->page, "\n");
+            buf_append(&d->page, "---\n\n");
+        }
         d->section_open = 1;
         return;
     }

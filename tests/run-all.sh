@@ -1,6 +1,7 @@
 #!/bin/sh
 # Runs each cmocka test program given on the command line, then prints one
-# closing line "N passed, N failed" counted over all of their tests. A
+# closing line "N passed, N failed" counted over all of their tests (and
+# ", N skipped" when some skipped themselves: test_slides without chromium). A
 # program that runs past TEST_TIMEOUT seconds (default 300) is stopped and
 # counted as failed, so that a hang cannot stall the whole suite.
 #
@@ -35,18 +36,23 @@ for t in "$@"; do
 done
 wait
 
-passed=0; failed=0; status=0; i=0
+passed=0; failed=0; skipped=0; status=0; i=0
 for t in "$@"; do
     i=$((i + 1))
     out=$(cat "$dir/$i.out"); rc=$(cat "$dir/$i.rc")
     printf '%s\n' "$out"
     p=$(printf '%s\n' "$out" | sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' | tail -n 1)
     f=$(printf '%s\n' "$out" | sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' | tail -n 1)
-    passed=$((passed + ${p:-0})); failed=$((failed + ${f:-0}))
+    k=$(printf '%s\n' "$out" | sed -n 's/^\[  SKIPPED \] \([0-9]*\) test.*/\1/p' | tail -n 1)
+    passed=$((passed + ${p:-0})); failed=$((failed + ${f:-0})); skipped=$((skipped + ${k:-0}))
     if [ "$rc" -ne 0 ]; then
         status=1
         [ -z "$f" ] && { echo "$t: exit status $rc" >&2; failed=$((failed + 1)); }
     fi
 done
-echo "$passed passed, $failed failed"
+if [ "$skipped" -gt 0 ]; then
+    echo "$passed passed, $failed failed, $skipped skipped"
+else
+    echo "$passed passed, $failed failed"
+fi
 exit $status

@@ -422,7 +422,7 @@ static void test_heat_maps(void **state) {
 
 // Lesson 2 as slides: the title with the weights; each run's heading with
 // its step 1, then step 2 (with the run's counts); the comparison. No
-// heading is a slide of its own.
+// heading is a slide of its own. The Markdown has the same slides.
 static void test_lesson2_slides(void **state) {
     (void)state;
     RunResult r = kvdemo_run("lesson 2 --format html");
@@ -437,6 +437,20 @@ static void test_lesson2_slides(void **state) {
         const char *at = strstr(r.out, want), *hit = at ? strstr(at, FIRST[i]) : NULL;
         const char *next = at ? strstr(at, "</section>") : NULL;
         if (!hit || hit > next) fail_msg("lesson 2 --format html: expected '%s' on slide %d", FIRST[i], i + 1);
+    }
+    run_free(&r);
+    // Markdown: the same slides, a --- line (with a blank line before it)
+    // between two, and nothing after the last.
+    r = kvdemo_run("lesson 2 --format md");
+    assert_int_equal(r.status, 0);
+    const char *at = r.out;
+    for (int i = 0; i < 6; i++) {
+        const char *hit = strstr(at, FIRST[i]), *rule = strstr(at, "\n\n---\n\n");
+        if (!hit) fail_msg("lesson 2 --format md: expected '%s' on slide %d", FIRST[i], i + 1);
+        if (i < 5 && (!rule || rule < hit))
+            fail_msg("lesson 2 --format md: expected a --- line after '%s' (slide %d)", FIRST[i], i + 1);
+        if (i == 5 && rule) fail_msg("lesson 2 --format md: a --- line after the last slide");
+        if (rule) at = rule + 7;
     }
     run_free(&r);
 }
