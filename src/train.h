@@ -185,6 +185,16 @@ void attention_forward(float *out, float *att, const float *q, const float *k, c
 void attention_backward(float *dq, float *dk, float *dv, const float *dout, const float *att,
                         const float *q, const float *k, const float *v, float *scratch,
                         Pool *pool, int B, int T, int C, int H);
+// The same with G key/value heads shared by groups of H / G query heads
+// (G = H is the above): q, out, dq, dout (B, T, H*D), k, v, dk, dv
+// (B, T, G*D); query head h reads key/value head h / (H / G), and a shared
+// head's dk, dv are the sums over its query heads, added in head order.
+void attention_forward_grouped(float *out, float *att, const float *q, const float *k,
+                               const float *v, float *scratch, Pool *pool, int B, int T, int H,
+                               int G, int D);
+void attention_backward_grouped(float *dq, float *dk, float *dv, const float *dout,
+                                const float *att, const float *q, const float *k, const float *v,
+                                float *scratch, Pool *pool, int B, int T, int H, int G, int D);
 
 // probs (N, V) = softmax(logits); losses (N) = -log probs[target]. Returns the
 // mean loss. F.cross_entropy(logits, targets)

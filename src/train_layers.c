@@ -196,32 +196,34 @@ void gelu_backward_pool(float *dinp, const float *inp, const float *dout, Pool *
 }
 
 // ---------------------------------------------------------------------------
-// Causal multi-head self-attention. Head h of sequence b reads columns
-// h*D .. h*D+D-1 of q, k, v (B, T, C). The causal mask is applied as the
-// bound j <= i of the softmax; the weights above the diagonal are 0.
+// Causal self-attention with H query heads and G key/value heads (G = H for
+// the char GPT). Query head h of sequence b reads columns h*D .. h*D+D-1 of
+// q (B, T, H*D) and columns g*D .. g*D+D-1, g = h / (H / G), of k and v
+// (B, T, G*D). The causal mask is applied as the bound j <= i of the
+// softmax; the weights above the diagonal are 0.
 
 typedef struct {
     float *out, *att, *dq, *dk, *dv, *scratch;
     const float *q, *k, *v, *dout, *catt;
-    int B, T, C, H;
+    int B, T, H, G, D;
 } AttnJob;
 
 static void attention_forward_task(void *ctx, int begin, int end, int thread) {
     const AttnJob *j = ctx;
-    int T = j->T, C = j->C, H = j->H, D = C / H;
+    int T = j->T, H = j->H, D = j->D, QC = H * D, KC = j->G * D, rep = H / j->G;
     float scale = 1.0f / sqrtf((float)D);
     float *kt = j->scratch + (int64_t)thread * D * T;   // (D, T) this head's keys, transposed
     for (int bh = begin; bh < end; bh++) {
-        int b = bh / H, h = bh % H;
-        const float *q = j->q + (int64_t)b * T * C + h * D;   // (T, D), rows C apart
-        const float *k = j->k + (int64_t)b * T * C + h * D;
-        const float *v = j->v + (int64_t)b * T * C + h * D;
-        float *out = j->out + (int64_t)b * T * C + h * D;
-        float *att = j->att + (int64_t)bh * T * T;            // (T, T)
+        int b = bh / H, h = bh % H, g = h / rep;
+        const float *q = j->q + (int64_t)b * T * QC + h * D;   // (T, D), rows QC apart
+        const float *k = j->k + (int64_t)b * T * KC + g * D;   // (T, D), rows KC apart
+        const float *v = j->v + (int64_t)b * T * KC + g * D;
+        float *out = j->out + (int64_t)b * T * QC + h * D;
+        float *att = j->att + (int64_t)bh * T * T;             // (T, T)
         for (int t = 0; t < T; t++)
-            for (int d = 0; d < D; d++) kt[(int64_t)d * T + t] = k[(int64_t)t * C + d];
+            for (int d = 0; d < D; d++) kt[(int64_t)d * T + t] = k[(int64_t)t * KC + d];
         // scores = q @ k^T                 torch: q @ k.transpose(-2, -1)
-        train_matmul_causal(att, q, kt, TRAIN_CAUSAL_COLS, 0, C, 1, T, T, T, D, T);
+        train_matmul_causal(att, q, kt, TRAIN_CAUSAL_COLS, 0, QC, 1, T, T, T, D, T);
         // att = softmax(scores / sqrt(D) + mask), the mask as the bound t <= i.
         // The plain kernel (expf, summed in order): the arithmetic the shipped
         // model was trained with, so that docs/training.md's recipe gives it.
@@ -232,59 +234,81 @@ static void attention_forward_task(void *ctx, int begin, int end, int thread) {
             for (int t = i + 1; t < T; t++) row[t] = 0.0f;   // masked: weight 0
         }
         // out = att @ v                     torch: att @ v
-        train_matmul_causal(out, att, v, TRAIN_CAUSAL_K_LE, 0, T, 1, C, C, T, T, D);
+        train_matmul_causal(out, att, v, TRAIN_CAUSAL_K_LE, 0, T, 1, KC, QC, T, T, D);
     }
+}
+
+void attention_forward_grouped(float *out, float *att, const float *q, const float *k,
+                               const float *v, float *scratch, Pool *pool, int B, int T, int H,
+                               int G, int D) {
+    // out (B, T, H*D), att (B, H, T, T), q (B, T, H*D), k v (B, T, G*D), scratch threads * (D, T)
+    AttnJob job = {.out = out, .att = att, .scratch = scratch, .q = q, .k = k, .v = v,
+                   .B = B, .T = T, .H = H, .G = G, .D = D};
+    pool_run_slices(pool, attention_forward_task, &job, B * H);
 }
 
 void attention_forward(float *out, float *att, const float *q, const float *k, const float *v,
                        float *scratch, Pool *pool, int B, int T, int C, int H) {
-    // out (B, T, C), att (B, H, T, T), q k v (B, T, C), scratch threads * (D, T)
-    AttnJob job = {.out = out, .att = att, .scratch = scratch, .q = q, .k = k, .v = v,
-                   .B = B, .T = T, .C = C, .H = H};
-    pool_run_slices(pool, attention_forward_task, &job, B * H);
+    attention_forward_grouped(out, att, q, k, v, scratch, pool, B, T, H, H, C / H);
 }
 
+// One task is a key/value head g of one sequence and its H / G query heads,
+// taken in order: each adds its share into the shared dk, dv of g (the
+// gradient of a shared head is the sum over its query heads), in the same
+// order whatever the number of threads.
 static void attention_backward_task(void *ctx, int begin, int end, int thread) {
     const AttnJob *j = ctx;
-    int T = j->T, C = j->C, H = j->H, D = C / H;
+    int T = j->T, H = j->H, G = j->G, D = j->D, QC = H * D, KC = G * D, rep = H / G;
     float scale = 1.0f / sqrtf((float)D);
     float *vt = j->scratch + (int64_t)thread * (D * T + T * T);   // (D, T)
     float *ds = vt + (int64_t)D * T;                               // (T, T)
-    for (int bh = begin; bh < end; bh++) {
-        int b = bh / H, h = bh % H;
-        int64_t off = (int64_t)b * T * C + h * D;
-        const float *q = j->q + off, *k = j->k + off, *v = j->v + off, *dout = j->dout + off;
-        float *dq = j->dq + off, *dk = j->dk + off, *dv = j->dv + off;
-        const float *att = j->catt + (int64_t)bh * T * T;
+    for (int bg = begin; bg < end; bg++) {
+        int b = bg / G, g = bg % G;
+        int64_t koff = (int64_t)b * T * KC + g * D;
+        const float *k = j->k + koff, *v = j->v + koff;
+        float *dk = j->dk + koff, *dv = j->dv + koff;
         for (int t = 0; t < T; t++)
-            for (int d = 0; d < D; d++) vt[(int64_t)d * T + t] = v[(int64_t)t * C + d];
-        // datt = dout @ v^T
-        train_matmul_causal(ds, dout, vt, TRAIN_CAUSAL_COLS, 0, C, 1, T, T, T, D, T);
-        // dv += att^T @ dout
-        train_matmul_causal(dv, att, dout, TRAIN_CAUSAL_K_GE, 1, 1, T, C, C, T, T, D);
-        // softmax backward, with the 1/sqrt(D) of the scores folded in:
-        // dscores[i, t] = att[i, t] * (datt[i, t] - sum_u att[i, u] datt[i, u]) / sqrt(D)
-        for (int i = 0; i < T; i++) {
-            const float *a = att + (int64_t)i * T;
-            float *d = ds + (int64_t)i * T;
-            float dot = 0.0f;
-            for (int t = 0; t <= i; t++) dot += a[t] * d[t];
-            for (int t = 0; t <= i; t++) d[t] = a[t] * (d[t] - dot) * scale;
-            for (int t = i + 1; t < T; t++) d[t] = 0.0f;
+            for (int d = 0; d < D; d++) vt[(int64_t)d * T + t] = v[(int64_t)t * KC + d];
+        for (int h = g * rep; h < (g + 1) * rep; h++) {
+            int64_t qoff = (int64_t)b * T * QC + h * D;
+            const float *q = j->q + qoff, *dout = j->dout + qoff;
+            float *dq = j->dq + qoff;
+            const float *att = j->catt + ((int64_t)b * H + h) * T * T;
+            // datt = dout @ v^T
+            train_matmul_causal(ds, dout, vt, TRAIN_CAUSAL_COLS, 0, QC, 1, T, T, T, D, T);
+            // dv += att^T @ dout
+            train_matmul_causal(dv, att, dout, TRAIN_CAUSAL_K_GE, 1, 1, T, QC, KC, T, T, D);
+            // softmax backward, with the 1/sqrt(D) of the scores folded in:
+            // dscores[i, t] = att[i, t] * (datt[i, t] - sum_u att[i, u] datt[i, u]) / sqrt(D)
+            for (int i = 0; i < T; i++) {
+                const float *a = att + (int64_t)i * T;
+                float *d = ds + (int64_t)i * T;
+                float dot = 0.0f;
+                for (int t = 0; t <= i; t++) dot += a[t] * d[t];
+                for (int t = 0; t <= i; t++) d[t] = a[t] * (d[t] - dot) * scale;
+                for (int t = i + 1; t < T; t++) d[t] = 0.0f;
+            }
+            // dq += dscores @ k;  dk += dscores^T @ q
+            train_matmul_causal(dq, ds, k, TRAIN_CAUSAL_K_LE, 1, T, 1, KC, QC, T, T, D);
+            train_matmul_causal(dk, ds, q, TRAIN_CAUSAL_K_GE, 1, 1, T, QC, KC, T, T, D);
         }
-        // dq += dscores @ k;  dk += dscores^T @ q
-        train_matmul_causal(dq, ds, k, TRAIN_CAUSAL_K_LE, 1, T, 1, C, C, T, T, D);
-        train_matmul_causal(dk, ds, q, TRAIN_CAUSAL_K_GE, 1, 1, T, C, C, T, T, D);
     }
+}
+
+void attention_backward_grouped(float *dq, float *dk, float *dv, const float *dout,
+                                const float *att, const float *q, const float *k, const float *v,
+                                float *scratch, Pool *pool, int B, int T, int H, int G, int D) {
+    // dq (B, T, H*D), dk dv (B, T, G*D), dout (B, T, H*D), att (B, H, T, T),
+    // scratch threads * (D*T + T*T)
+    AttnJob job = {.dq = dq, .dk = dk, .dv = dv, .scratch = scratch, .q = q, .k = k, .v = v,
+                   .dout = dout, .catt = att, .B = B, .T = T, .H = H, .G = G, .D = D};
+    pool_run_slices(pool, attention_backward_task, &job, B * G);
 }
 
 void attention_backward(float *dq, float *dk, float *dv, const float *dout, const float *att,
                         const float *q, const float *k, const float *v, float *scratch,
                         Pool *pool, int B, int T, int C, int H) {
-    // dq dk dv (B, T, C), dout (B, T, C), att (B, H, T, T), scratch threads * (D*T + T*T)
-    AttnJob job = {.dq = dq, .dk = dk, .dv = dv, .scratch = scratch, .q = q, .k = k, .v = v,
-                   .dout = dout, .catt = att, .B = B, .T = T, .C = C, .H = H};
-    pool_run_slices(pool, attention_backward_task, &job, B * H);
+    attention_backward_grouped(dq, dk, dv, dout, att, q, k, v, scratch, pool, B, T, H, H, C / H);
 }
 
 // ---------------------------------------------------------------------------
