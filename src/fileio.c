@@ -336,6 +336,16 @@ static void test_stop_point(void) {
     if (n && atoi(n) == ++writes) raise(SIGSTOP);
 }
 
+// For the tests of a full disk (/dev/full is refused, not being a regular
+// file): with KVDEMO_TEST_FAIL_WRITE=N in the environment, the Nth commit of
+// this process fails as if the disk were full (ENOSPC), the whole temporary
+// file written but not yet renamed. Returns 1 when this commit is to fail.
+static int test_fail_point(void) {
+    static int commits = 0;
+    const char *n = getenv("KVDEMO_TEST_FAIL_WRITE");
+    return n && atoi(n) == ++commits;
+}
+
 // Flushes the folder that holds path, so that a rename in it is on the disk.
 static void sync_folder(const char *path) {
     char *dir = strdup(path);
@@ -354,6 +364,7 @@ int fileio_commit(AtomicFile *a, char *err, size_t errlen) {
     int ok = fflush(a->f) == 0 && !ferror(a->f);
     int e = ok ? 0 : errno ? errno : EIO;
     if (ok) test_stop_point();
+    if (ok && test_fail_point()) ok = 0, e = ENOSPC;
     if (ok && fsync(fileno(a->f)) != 0) ok = 0, e = errno;
     if (fclose(a->f) != 0 && ok) ok = 0, e = errno;
     a->f = NULL;

@@ -1,0 +1,113 @@
+// test_faults — I/O faults injected the way SQLite's tests inject them: a
+// write that fails as on a full disk (KVDEMO_TEST_FAIL_WRITE, src/fileio.c),
+// a file that cannot be read, a text too short. Each checks the message,
+// the exit status, and that no file is left half written.
+#include "testutil.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char dir[256];
+
+static int setup(void **state) {
+    (void)state;
+    return tmpdir_make(dir, sizeof dir, "faults");
+}
+
+static int teardown(void **state) {
+    (void)state;
+    return tmpdir_remove(dir);
+}
+
+static void path_in(char *out, size_t n, const char *name) { snprintf(out, n, "%s/%s", dir, name); }
+
+// A text of 13,200 characters and 17 distinct ones.
+static void write_text(const char *path, int lines) {
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    for (int i = 0; i < lines; i++) fputs("the cat sees the moon. a dog likes the sea.\n", f);
+    fclose(f);
+}
+
+static void write_file(const char *path, const char *s) {
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(s, f);
+    fclose(f);
+}
+
+// Fails unless the file at path holds exactly want.
+static void expect_file(const char *path, const char *want) {
+    FILE *f = fopen(path, "rb");
+    if (!f) fail_msg("%s: expected it to hold \"%s\", got no file", path, want);
+    char got[256] = {0};
+    size_t n = fread(got, 1, sizeof got - 1, f);
+    fclose(f);
+    got[n] = '\0';
+    if (strcmp(got, want) != 0) fail_msg("%s: expected \"%s\", got \"%s\"", path, want, got);
+}
+
+// The last line of s (s without its final newline), in buf.
+static const char *last_line(const char *s, char *buf, size_t size) {
+    size_t n = strlen(s);
+    while (n > 0 && s[n - 1] == '\n') n--;
+    size_t start = n;
+    while (start > 0 && s[start - 1] != '\n') start--;
+    snprintf(buf, size, "%.*s", (int)(n - start), s + start);
+    return buf;
+}
+
+static void expect_last_line(const RunResult *r, int status, const char *needle, const char *what) {
+    char line[1024];
+    if (r->status != status) fail_msg("%s: expected exit %d, got %d (stderr: %s)", what, status, r->status, r->err);
+    if (!strstr(last_line(r->err, line, sizeof line), needle))
+        fail_msg("%s: expected the last line of stderr to contain \"%s\", got \"%s\"", what, needle, line);
+}
+
+#define RECIPE "--preset tiny --context 16 --embedding 16 --heads 2 --blocks 1 --batch 4 --iters 2 --threads 1"
+
+// ---------------------------------------------------------------------------
+// src/fileio.c: a commit on a full disk
+
+// train's model write fails as on a full disk: exit 1, the reason named in
+// English and Chinese, the model it would have replaced untouched, and no
+// temporary or lock file left beside it.
+static void test_full_disk_keeps_old_model(void **state) {
+    (void)state;
+    char text[300], out[300], args[1024];
+    path_in(text, sizeof text, "text.txt");
+    path_in(out, sizeof out, "model.bin");
+    write_text(text, 300);
+    write_file(out, "the user's old model\n");
+    snprintf(args, sizeof args, "train " RECIPE " --data %s --out %s", text, out);
+    RunResult r = kvdemo_run_env("KVDEMO_TEST_FAIL_WRITE=1", args);
+    char want[400];
+    snprintf(want, sizeof want, "%s: cannot write: No space left on device", out);
+    expect_last_line(&r, 1, want, "train on a full disk");
+    run_free(&r);
+    expect_file(out, "the user's old model\n");
+    if (write_leftovers(out) != 0) fail_msg("%s: %d temporary or lock files left", out, write_leftovers(out));
+
+    snprintf(args, sizeof args, "train " RECIPE " --data %s --out %s --lang zh", text, out);
+    r = kvdemo_run_env("KVDEMO_TEST_FAIL_WRITE=1", args);
+    snprintf(want, sizeof want, "%s：无法写入：磁盘已满", out);
+    expect_last_line(&r, 1, want, "train on a full disk, in Chinese");
+    run_free(&r);
+    expect_file(out, "the user's old model\n");
+    if (write_leftovers(out) != 0) fail_msg("%s: %d temporary or lock files left", out, write_leftovers(out));
+
+    // without the fault the same run replaces it (the hook is what failed)
+    snprintf(args, sizeof args, "train " RECIPE " --data %s --out %s", text, out);
+    r = kvdemo_run(args);
+    if (r.status != 0) fail_msg("train without the fault: expected exit 0, got %d (%s)", r.status, r.err);
+    run_free(&r);
+    if (write_leftovers(out) != 0) fail_msg("%s: %d temporary or lock files left", out, write_leftovers(out));
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_full_disk_keeps_old_model),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
