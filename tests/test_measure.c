@@ -217,21 +217,6 @@ static void test_words(void **state) {
 // ----------------------------------------------------------------------------
 // Through the trace
 
-static char *traced(void (*fn)(Trace *), int json, Lang lang) {
-    char *text = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&text, &len);
-    assert_non_null(f);
-    Trace tr;
-    trace_init(&tr, f);
-    tr.lang = lang;
-    tr.format = json ? FORMAT_JSON : FORMAT_TEXT;
-    tr.lesson = "t";
-    fn(&tr);
-    fclose(f);
-    return text;
-}
-
 static void measure_busy_runs(Trace *tr) {
     double s[] = {0.010, 0.011, 0.019};
     trace_measure(tr, "step", s, 3);

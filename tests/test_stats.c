@@ -67,21 +67,6 @@ static void test_ratio_digits_follow_the_spread(void **state) {
     assert_int_equal(d, 1);
 }
 
-static char *traced(void (*fn)(Trace *), int json) {
-    char *text = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&text, &len);
-    assert_non_null(f);
-    Trace tr;
-    trace_init(&tr, f);
-    tr.lang = LANG_EN;
-    tr.format = json ? FORMAT_JSON : FORMAT_TEXT;
-    tr.lesson = "t";
-    fn(&tr);
-    fclose(f);
-    return text;
-}
-
 static void timing_busy(Trace *tr) {
     double s[] = {0.010, 0.011, 0.019};
     trace_timing_stats(tr, "step", s, 3);
@@ -94,15 +79,15 @@ static void ratio_calm(Trace *tr) {
 
 static void test_trace_shows_the_spread(void **state) {
     (void)state;
-    char *t = traced(timing_busy, 0);
+    char *t = traced(timing_busy, 0, LANG_EN);
     // mean 13.33 ms, σ = 4.93 ms, 10.00 … 19.00 ms over 3 runs, and a warning.
     if (!strstr(t, "13.33 ms ± 4.93 ms  (10.00 ms … 19.00 ms, 3 runs)")) fail_msg("text: %s", t);
     if (!strstr(t, "rerun")) fail_msg("no warning for a busy machine: %s", t);
     free(t);
-    t = traced(timing_busy, 1);
+    t = traced(timing_busy, 1, LANG_EN);
     if (!strstr(t, "\"seconds\":0.011,") || !strstr(t, "\"noisy\":true")) fail_msg("json: %s", t);
     free(t);
-    t = traced(ratio_calm, 0);
+    t = traced(ratio_calm, 0, LANG_EN);
     if (!strstr(t, "faster: 10.0 x")) fail_msg("ratio: %s", t);
     free(t);
 }

@@ -231,6 +231,21 @@ int tmpdir_make(char *dir, size_t size, const char *name) {
     return mkdtemp(dir) ? 0 : -1;
 }
 
+char *traced(void (*fn)(Trace *), int json, Lang lang) {
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    assert_non_null(f);
+    Trace tr;
+    trace_init(&tr, f);
+    tr.lang = lang;
+    tr.format = json ? FORMAT_JSON : FORMAT_TEXT;
+    tr.lesson = "t";
+    fn(&tr);
+    fclose(f);
+    return text;
+}
+
 int write_leftovers(const char *path) {
     char folder[4096];
     const char *slash = strrchr(path, '/');

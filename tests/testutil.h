@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "llama.h"
+#include "trace.h"
 
 // ----------------------------------------------------------------------------
 // Fixture tensors: tests/fixtures/toy_tensors.txt, one "KEY ROWS COLS values" a line.
@@ -74,6 +75,9 @@ int tmpdir_remove(const char *dir);
 // entries of path's folder named NAME.tmp... or NAME.lock. 0 once every
 // write of path has ended.
 int write_leftovers(const char *path);
+// What fn prints on a trace of lesson "t" in that format (json 1: JSON
+// Lines) and language, as one string to free.
+char *traced(void (*fn)(Trace *), int json, Lang lang);
 
 // A run's JSON events kept for a whole group of tests (a cmocka group's
 // setup makes it, its teardown frees it): NULL, after a line on stderr, when
