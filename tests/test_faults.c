@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static char dir[256];
 
@@ -105,9 +106,66 @@ static void test_full_disk_keeps_old_model(void **state) {
     if (write_leftovers(out) != 0) fail_msg("%s: %d temporary or lock files left", out, write_leftovers(out));
 }
 
+// Only the log fails (the second commit: the model is written first): the
+// message says the model was written, and the log is not left half done.
+static void test_full_disk_log_says_the_model_is_safe(void **state) {
+    (void)state;
+    char text[300], out[300], log[300], args[1200];
+    path_in(text, sizeof text, "text.txt");
+    path_in(out, sizeof out, "logged.bin");
+    path_in(log, sizeof log, "logged.csv");
+    write_text(text, 300);
+    snprintf(args, sizeof args, "train " RECIPE " --data %s --out %s --log %s", text, out, log);
+    RunResult r = kvdemo_run_env("KVDEMO_TEST_FAIL_WRITE=2", args);
+    char want[700];
+    snprintf(want, sizeof want, "cannot write the log: %s: cannot write: No space left on device (the model was written to %s)",
+             log, out);
+    expect_last_line(&r, 1, want, "train whose --log fails");
+    run_free(&r);
+    if (access(out, R_OK) != 0) fail_msg("%s: the model is missing though the message says it was written", out);
+    if (access(log, F_OK) == 0) fail_msg("%s: a log was left though its write failed", log);
+    if (write_leftovers(log) != 0) fail_msg("%s: %d temporary or lock files left", log, write_leftovers(log));
+}
+
+// ---------------------------------------------------------------------------
+// src/corpus.c, src/train_eval.c, src/kvcmd.c: texts that cannot be read or
+// measured. Tests run as root, so permissions cannot make a file
+// unreadable; /proc/self/mem is a regular file whose read at 0 fails (EIO).
+
+static void test_texts_unreadable_or_too_short(void **state) {
+    (void)state;
+    char text[300], out[300], args[1200], want[600];
+    path_in(text, sizeof text, "short.txt");
+    path_in(out, sizeof out, "never.bin");
+    write_file(text, "abab abab ab\n");   // characters of gpt_a's vocabulary, too few for T = 8
+    RunResult r = kvdemo_run("train --data /proc/self/mem --out /proc/self/never.bin");
+    expect_last_line(&r, 1, "error reading /proc/self/mem: Input/output error", "train on an unreadable text");
+    run_free(&r);
+    snprintf(args, sizeof args, "train --data /proc/self/mem --out %s", out);
+    r = kvdemo_run(args);
+    expect_last_line(&r, 1, "error reading /proc/self/mem", "train on an unreadable text");
+    run_free(&r);
+    if (access(out, F_OK) == 0 || write_leftovers(out) != 0) fail_msg("%s: written though the text could not be read", out);
+    snprintf(args, sizeof args, "eval --model tests/fixtures/gpt_a.kvgp --data %s", text);
+    r = kvdemo_run(args);
+    snprintf(want, sizeof want, "%s is too short: each split needs more than 16 characters", text);
+    expect_last_line(&r, 1, want, "eval on a text shorter than two windows");
+    run_free(&r);
+    snprintf(args, sizeof args, "eval --model tests/fixtures/gpt_a.kvgp --kv-dtype int8 --data %s", text);
+    r = kvdemo_run(args);
+    snprintf(want, sizeof want, "%s is too short: its last 10%% needs more than 16 characters", text);
+    expect_last_line(&r, 1, want, "eval --kv-dtype on a text shorter than a window");
+    run_free(&r);
+    r = kvdemo_run("eval --model tests/fixtures/gpt_a.kvgp --kv-dtype int8 --data /proc/self/mem");
+    expect_last_line(&r, 1, "error reading /proc/self/mem", "eval --kv-dtype on an unreadable text");
+    run_free(&r);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_full_disk_keeps_old_model),
+        cmocka_unit_test(test_full_disk_log_says_the_model_is_safe),
+        cmocka_unit_test(test_texts_unreadable_or_too_short),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
