@@ -102,10 +102,10 @@ typedef struct {
     const char *heading;   // the section's heading, the page's last "## "
     const char *run;       // the marker before the command
     const char *prints;    // the marker before each text the command prints
-} Lang;
+} PageLang;
 
-static const Lang EN = {"## Questions for the class", "- Run: `", "- It prints: `"};
-static const Lang ZH = {"## 课堂提问", "- 运行：`", "- 输出里有：`"};
+static const PageLang EN = {"## Questions for the class", "- Run: `", "- It prints: `"};
+static const PageLang ZH = {"## 课堂提问", "- 运行：`", "- 输出里有：`"};
 
 // Each command is run once for the whole test.
 enum { MAX_RUNS = 64 };
@@ -167,7 +167,7 @@ static void code_span(const char *path, int q, const char *from, char *buf, size
 }
 
 // Checks the questions section of one page; id is the lesson's id ("6.1").
-static void check_questions(const char *path, const char *id, const Lang *L, int zh) {
+static void check_questions(const char *path, const char *id, const PageLang *L, int zh) {
     char *s = file_slurp(path);
     const char *sec = strstr(s, L->heading);
     if (!sec) fail_msg("%s: expected a section \"%s\", got none", path, L->heading);

@@ -30,10 +30,10 @@ typedef struct {
     char name[64];
     const float *data;
     size_t n;
-} Tensor;
+} NamedWeights;
 
 // The tensors of m in file order; returns how many (at most max).
-static int model_tensors(Tensor *t, int max, const LlamaModel *m) {
+static int model_tensors(NamedWeights *t, int max, const LlamaModel *m) {
     const LlamaConfig *c = &m->cfg;
     size_t V = c->vocab_size, C = c->dim, F = c->hidden_dim;
     size_t HD = (size_t)c->n_heads * c->head_dim, GD = (size_t)c->n_kv_heads * c->head_dim;
@@ -112,7 +112,7 @@ static void check_against_pytorch(const char *name) {
     if (!(fabs(loss - want_loss) <= TOL_LOSS))
         fail_msg("%s loss: expected %.9g, got %.9g (tolerance %g)", name, want_loss, loss, TOL_LOSS);
     llama_train_backward(s, &g, &m, inputs, targets, FIX_B);
-    Tensor t[64];
+    NamedWeights t[64];
     int n = model_tensors(t, 64, &g);
     for (int i = 0; i < n; i++) {
         snprintf(key, sizeof key, "%.8s.grad.%.63s", name, t[i].name);
