@@ -703,8 +703,8 @@ static MeasureVerdict decode_report(Trace *tr, const Decode *x, int len, int thr
 static void decode_conclusion(Trace *tr, MeasureVerdict v, int n, int threads) {
     double mib = 2.0 * n * HEAD * sizeof(float) / 1048576.0;
     if (v == MEASURE_FASTER)
-        trace_sayf(tr, "Here flash-decoding was faster on the long cache: its %d threads shared the %.0f MiB of keys and\n"
-                       "values of one row.",
+        trace_sayf(tr, "On the long cache flash-decoding was faster here: its %d threads shared the %.0f MiB of keys\n"
+                       "and values of one row.",
                    "这里在长缓存上 flash-decoding 更快：%d 个线程分担了一行要读的 %.0f MiB 的 key 和 value。", threads, mib);
     else
         trace_sayf(tr, "On the long cache flash-decoding was %s here: one row against %.0f MiB of keys and\n"
