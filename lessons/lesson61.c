@@ -27,6 +27,7 @@
 #include "kvsim.h"
 #include "lessons.h"
 #include "ops.h"
+#include "measure.h"
 #include "stats.h"
 #include "timer.h"
 
@@ -691,7 +692,9 @@ static int paged_cache(KvPool *pool, KvSeq *seq, int B, const float *k, const fl
 // What (5) times: one query row q (C) against len positions of keys and
 // values k, v (len, C), seeded; the same keys and values in the contiguous
 // cache's layout key (H, D, len) and value (H, len, D); the two outputs
-// att_c, att_p (C); scores (H, len); samples (repeat) the times of the runs.
+// att_c, att_p (C); scores (H, len); samples (1 + NB, repeat) the times of
+// the runs, the contiguous cache's first, then each block size's.
+enum { NB = sizeof BENCH_B / sizeof BENCH_B[0], NARMS = 1 + NB };
 typedef struct {
     float *k, *v, *q, *key, *value, *att_c, *att_p, *scores;
     double *samples;
@@ -709,7 +712,7 @@ static int bench_init(Bench *b, uint32_t seed, int repeat) {
     size_t kv = sizeof(float) * (size_t)C * len;
     *b = (Bench){malloc(kv), malloc(kv), malloc(sizeof(float) * (size_t)C), malloc(kv), malloc(kv),
                  malloc(sizeof(float) * (size_t)C), malloc(sizeof(float) * (size_t)C),
-                 malloc(sizeof(float) * (size_t)H * len), malloc(sizeof(double) * (size_t)repeat), repeat};
+                 malloc(sizeof(float) * (size_t)H * len), malloc(sizeof(double) * NARMS * (size_t)repeat), repeat};
     if (!b->k || !b->v || !b->q || !b->key || !b->value || !b->att_c || !b->att_p || !b->scores || !b->samples) {
         bench_free(b);
         return -1;
@@ -729,108 +732,170 @@ static int bench_init(Bench *b, uint32_t seed, int repeat) {
     return 0;
 }
 
-// Median seconds per query row with the contiguous cache; the output in att_c.
-static double time_contiguous(Bench *b) {
-    ContigJob cj = {b->att_c, b->scores, b->q, b->key, b->value, BENCH_LEN, BENCH_LEN, BENCH_D};
-    for (int r = 0; r < b->repeat; r++) {
-        double t0 = timer_now();
-        for (int c = 0; c < BENCH_CALLS; c++) ops_parallel_for(contig_heads, &cj, BENCH_H);
-        b->samples[r] = (timer_now() - t0) / BENCH_CALLS;
-    }
-    return stats_median(b->samples, b->repeat);
-}
-
-// Median seconds per query row through a block table of blocks of B (the
-// pool shuffled by seed); the output in att_p. Returns -1 when memory ran out.
-static double time_paged(Bench *b, int B, uint32_t seed) {
+// One way of (5)'s attention, a run of BENCH_CALLS calls (measure_rounds
+// calls it): the contiguous cache (paged 0) or a block table; the output in
+// att_c or att_p.
+typedef struct {
+    Bench *b;
+    int paged;
     KvPool pool;
     KvSeq seq;
-    if (paged_cache(&pool, &seq, B, b->k, b->v, seed)) return -1;
-    for (int r = 0; r < b->repeat; r++) {
-        double t0 = timer_now();
-        for (int c = 0; c < BENCH_CALLS; c++)
-            kvpage_attention(&seq, b->att_p, b->scores, NULL, b->q, 0, 1, BENCH_LEN - 1, BENCH_LEN);
-        b->samples[r] = (timer_now() - t0) / BENCH_CALLS;
+} Way;
+
+static void way_call(Way *w) {
+    Bench *b = w->b;
+    if (!w->paged) {
+        ContigJob cj = {b->att_c, b->scores, b->q, b->key, b->value, BENCH_LEN, BENCH_LEN, BENCH_D};
+        ops_parallel_for(contig_heads, &cj, BENCH_H);
+    } else {
+        kvpage_attention(&w->seq, b->att_p, b->scores, NULL, b->q, 0, 1, BENCH_LEN - 1, BENCH_LEN);
     }
-    kvseq_free(&seq);
-    kvpool_free(&pool);
-    return stats_median(b->samples, b->repeat);
+}
+
+// Seconds per query row: the run's time over its calls.
+static int way_run(void *ctx, double *seconds) {
+    double t0 = timer_now();
+    for (int c = 0; c < BENCH_CALLS; c++) way_call(ctx);
+    *seconds = (timer_now() - t0) / BENCH_CALLS;
+    return 0;
+}
+
+// The ways: the contiguous cache, then a block table a block size (the pool
+// shuffled by seed). Returns 0, or -1 when memory ran out (those made freed).
+static int ways_init(Way *w, Bench *b, uint32_t seed) {
+    w[0] = (Way){.b = b};
+    for (int i = 0; i < NB; i++) {
+        w[1 + i] = (Way){.b = b, .paged = 1};
+        if (paged_cache(&w[1 + i].pool, &w[1 + i].seq, BENCH_B[i], b->k, b->v, seed)) {
+            for (int j = 1; j <= i; j++) kvseq_free(&w[j].seq), kvpool_free(&w[j].pool);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static void ways_free(Way *w) {
+    for (int i = 1; i < NARMS; i++) kvseq_free(&w[i].seq), kvpool_free(&w[i].pool);
 }
 
 // (5)'s table, one row a block size after the contiguous cache's: in text
-// the time in ms, the ratio with its x and the waste with its sign; in JSON
-// the numbers alone, the time in seconds.
+// the median with min … max (and "!" when its runs disagree), the ratio as
+// x ± e and the waste with its sign; in JSON the numbers alone, the time in
+// seconds.
 static const TraceColumn BLOCK_COLS[] = {
-    {"B", "B", 12, 0, "B"},
-    {"lookups/head", "每头查表", 14, 1, "lookups_per_head"},
-    {"time", "耗时", 14, 1, "seconds"},
+    {"B", "B", 10, 0, "B"},
+    {"lookups/head", "每头查表", 12, 1, "lookups_per_head"},
+    {"time", "耗时", 28, 1, "seconds"},
     {"vs contiguous", "相对连续缓存", 14, 1, "time_ratio"},
-    {"waste (4)", "浪费（4）", 12, 1, "waste_percent"},
+    {"waste (4)", "浪费（4）", 9, 1, "waste_percent"},
 };
 static const TraceTable BLOCK_SIZES = {"block_sizes", COUNT(BLOCK_COLS), BLOCK_COLS};
 
 // One row: B (or the contiguous cache's name), the lookups per head (0:
-// "-"), the time, its ratio to the contiguous cache's and the waste
-// (negative: none shown).
-static void block_row(Trace *tr, const char *B, int lookups, double seconds, double ratio, double waste) {
+// "-"), the runs' times, their ratio to the contiguous cache's (NULL: "1")
+// and the waste (negative: none shown).
+static void block_row(Trace *tr, const char *B, int lookups, const double *samples, int n, const MeasureRatio *r,
+                      double waste) {
     int text = tr->format != FORMAT_JSON;
-    char cell[4][32] = {"-", "", "", ""};
+    char cell[4][104] = {"-", "", "", ""};
+    Stats st = stats_of(samples, n);
     if (lookups > 0) snprintf(cell[0], sizeof cell[0], "%d", lookups);
-    if (text) snprintf(cell[1], sizeof cell[1], "%.2f ms", seconds * 1e3);
-    else snprintf(cell[1], sizeof cell[1], "%.9f", seconds);
-    snprintf(cell[2], sizeof cell[2], text ? "%.2fx" : "%.2f", ratio);
+    if (text) {
+        char t[96], xe[48];
+        snprintf(cell[1], sizeof cell[1], "%s%s", measure_spread_text(t, sizeof t, st),
+                 measure_noisy(samples, n) ? " !" : "");
+        snprintf(cell[2], sizeof cell[2], "%sx", r ? measure_ratio_text(xe, sizeof xe, *r) : "1");
+    } else {
+        snprintf(cell[1], sizeof cell[1], "%.9f", st.median);
+        snprintf(cell[2], sizeof cell[2], "%.2f", r ? r->x : 1.0);
+    }
     if (waste >= 0) snprintf(cell[3], sizeof cell[3], text ? "%.1f%%" : "%.1f", 100 * waste);
     trace_table_row(tr, &BLOCK_SIZES, (const char *const[]){B, cell[0], cell[1], cell[2], cell[3]});
+}
+
+// Under (5)'s table: what the runs support about each block size against the
+// contiguous cache (faster, slower or the same within noise, from verdict[i]),
+// and the warning when a time is marked "!".
+static void block_verdicts(Trace *tr, const Bench *b, const MeasureVerdict *verdict) {
+    char en[512], zh[512];
+    int ae = snprintf(en, sizeof en, "  Paged against contiguous, from these runs' intervals:");
+    int az = snprintf(zh, sizeof zh, "  分页与连续缓存相比（按这几次运行的区间）：");
+    for (int i = 0; i < NB && ae < (int)sizeof en - 64 && az < (int)sizeof zh - 64; i++) {
+        ae += snprintf(en + ae, sizeof en - (size_t)ae, "%s B = %d %s", i ? "," : "", BENCH_B[i],
+                       measure_verdict_word(verdict[i], 0));
+        az += snprintf(zh + az, sizeof zh - (size_t)az, "%sB = %d %s", i ? "，" : "", BENCH_B[i],
+                       measure_verdict_word(verdict[i], 1));
+    }
+    snprintf(en + ae, sizeof en - (size_t)ae, ".");
+    snprintf(zh + az, sizeof zh - (size_t)az, "。");
+    trace_say(tr, en, zh);
+    int noisy = 0;
+    for (int i = 0; i < NARMS; i++) noisy |= measure_noisy(b->samples + (size_t)i * b->repeat, b->repeat);
+    if (noisy) trace_say(tr, measure_noisy_text(0), measure_noisy_text(1));
 }
 
 // (5) Block size: table lookups and time of the attention. identical: 1 when
 // every block size's output equals the contiguous one's bit for bit.
 static int part_time(Trace *tr, const Options *opt, const double *paged_waste, int *identical) {
     int len = BENCH_LEN, C = BENCH_H * BENCH_D;
-    int repeat = opt->repeat > 0 ? opt->repeat : 5, json = tr->format == FORMAT_JSON;
+    int repeat = opt->repeat > 0 ? opt->repeat : MEASURE_RUNS, json = tr->format == FORMAT_JSON;
     trace_heading(tr, "(5) The block-size trade: waste against table lookups",
                   "（5）块大小的取舍：浪费与查表次数");
     trace_sayf(tr,
                "One query row of %d heads of %d attends to %d positions: with the contiguous cache, and "
                "through a block table with blocks of B. Smaller blocks waste less (part 4) but need "
-               "ceil(%d / B) table lookups per head and shorter pieces of arithmetic. Time per query row, "
-               "%d calls a run, median of %d runs.",
+               "ceil(%d / B) table lookups per head and shorter pieces of arithmetic. Time per query row "
+               "(%d calls a run): the median, with min … max, of %d runs after a warm-up, the %d ways taking turns.",
                "一个查询行（%d 个头，每头 %d 维）对 %d 个位置做注意力：用连续缓存，以及通过块大小为 B 的 "
                "block table。块越小浪费越少（第 4 部分），但每个头要查表 ceil(%d / B) 次，每段计算也更短。"
-               "每个查询行的耗时，每次运行调用 %d 次，取 %d 次运行的中位数。",
-               BENCH_H, BENCH_D, len, len, BENCH_CALLS, repeat);
+               "每个查询行的耗时（每次运行调用 %d 次）：先热身，%d 次运行的中位数，附最小 … 最大，%d 种方式轮流运行。",
+               BENCH_H, BENCH_D, len, len, BENCH_CALLS, repeat, NARMS);
+    trace_machine(tr, measure_machine());
     Bench b;
+    Way way[NARMS];
     if (bench_init(&b, (uint32_t)opt->seed, repeat)) return oom();
-    double contig = time_contiguous(&b);
+    if (ways_init(way, &b, (uint32_t)opt->seed)) {
+        bench_free(&b);
+        return oom();
+    }
+    double *samples[NARMS];
+    MeasureRun runs[NARMS];
+    void *ctx[NARMS];
+    for (int i = 0; i < NARMS; i++) samples[i] = b.samples + (size_t)i * repeat, runs[i] = way_run, ctx[i] = &way[i];
+    measure_rounds(samples, NARMS, MEASURE_WARMUP, repeat, runs, ctx);
     trace_table_head(tr, &BLOCK_SIZES);
     trace_run(tr, "contiguous");
-    block_row(tr, trace_text(tr, "contiguous", "连续缓存"), 0, contig, 1.0, -1);
-    if (json) trace_timing(tr, "attention", contig, repeat);
+    block_row(tr, trace_text(tr, "contiguous", "连续缓存"), 0, samples[0], repeat, NULL, -1);
+    if (json) trace_measure(tr, "attention", samples[0], repeat);
     trace_run(tr, NULL);
     *identical = 1;
-    for (int i = 0; i < COUNT(BENCH_B); i++) {
+    MeasureVerdict verdict[NB];
+    for (int i = 0; i < NB; i++) {
         int B = BENCH_B[i], lookups = (len + B - 1) / B;
-        double t = time_paged(&b, B, (uint32_t)opt->seed);
-        if (t < 0) {
-            bench_free(&b);
-            return oom();
-        }
+        MeasureRatio r = measure_ratio(stats_of(samples[1 + i], repeat), stats_of(samples[0], repeat));
+        verdict[i] = measure_verdict(samples[0], repeat, samples[1 + i], repeat);   // paged against contiguous
         char run[32], name[16];
         snprintf(run, sizeof run, "B=%d", B);
         snprintf(name, sizeof name, "%d", B);
         trace_run(tr, run);
-        block_row(tr, name, lookups, t, t / contig, paged_waste[i]);
+        block_row(tr, name, lookups, samples[1 + i], repeat, &r, paged_waste[i]);
+        way_call(&way[0]);        // the outputs once more, each way's own
+        way_call(&way[1 + i]);
         Tensor x = tensor_view2(b.att_c, 1, C), y = tensor_view2(b.att_p, 1, C);
         if (json) {
             trace_count(tr, "lookups_per_head", lookups, NULL, NULL);
-            trace_timing(tr, "attention", t, repeat);
-            trace_value(tr, "time_ratio", t / contig, "x", NULL, NULL);
+            trace_measure(tr, "attention", samples[1 + i], repeat);
+            trace_value(tr, "time_ratio", r.x, "x", NULL, NULL);
+            MeasureRatio against = measure_ratio(stats_of(samples[0], repeat), stats_of(samples[1 + i], repeat));
+            trace_comparison_of(tr, "paged_against_contiguous", against, verdict[i], NULL, NULL);
             *identical &= trace_compare(tr, "attention", "contiguous output", &x, "paged output", &y);
         } else {
             *identical &= ops_bit_identical(b.att_c, b.att_p, C);
         }
     }
     trace_run(tr, NULL);
+    block_verdicts(tr, &b, verdict);
+    ways_free(way);
     bench_free(&b);
     trace_say(tr, *identical ? "  The outputs of every B equal the contiguous one's, bit for bit." : "  The outputs DIFFER.",
               *identical ? "  每种 B 的输出都与连续缓存的逐位相同。" : "  输出不同。");

@@ -23,6 +23,16 @@ int measure_interleaved(double *a_s, double *b_s, int warmup, int runs, MeasureR
     return 0;
 }
 
+int measure_rounds(double *const *samples, int arms, int warmup, int runs, const MeasureRun *run, void *const *ctx) {
+    double ignored;
+    for (int i = 0; i < warmup + runs; i++)
+        for (int k = 0; k < arms; k++) {
+            int rc = run[k](ctx[k], i < warmup ? &ignored : &samples[k][i - warmup]);
+            if (rc) return rc;
+        }
+    return 0;
+}
+
 // Digits after the point for e to two significant digits (0 .. 3).
 static int decimals_of(double e) {
     int d = 1 - (int)floor(log10(e));

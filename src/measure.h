@@ -41,6 +41,11 @@ typedef int (*MeasureRun)(void *ctx, double *seconds);
 int measure_interleaved(double *a_s, double *b_s, int warmup, int runs, MeasureRun a, void *actx, MeasureRun b,
                         void *bctx);
 
+// The same for any number of arms: warmup uncounted rounds, then runs
+// rounds of arm 0, 1, ..., arms - 1 in turn; arm i's counted times go to
+// samples[i][runs]. Returns 0, or the first nonzero a run returned.
+int measure_rounds(double *const *samples, int arms, int warmup, int runs, const MeasureRun *run, void *const *ctx);
+
 // 1 when n runs disagree too much to be trusted: stats_noisy (σ above 10%
 // of the mean, or the slowest above 1.5 x the fastest), or from
 // MEASURE_MANY runs on the middle half: its ends more than 10% apart (a

@@ -16,6 +16,8 @@
 //   test_block_size_timing         lookups per head, times present, outputs identical
 //   test_tables_in_json            (4) and (5) as table rows: the shares recomputed
 //                                  here, ceil(2048 / B) lookups, (4)'s waste in (5)
+//   test_block_verdicts_follow_the_runs  (5)'s verdict of each B only what its runs' min … max
+//                                  support; one run each: too few to say; no "median of N runs"
 //   test_generate_paged_samples    --samples 3 texts = 3 runs with seeds s, s+1, s+2
 //   test_text_zh_and_errors        the narration in Chinese; bad input, one line, status
 #include "testutil.h"
@@ -419,6 +421,69 @@ static void test_text_zh_and_errors(void **state) {
     expect_failure("generate --paged --init random --preset tiny --prompt 日本", 2, "vocabulary");
 }
 
+// A number field of the JSON line of `event` named `name` in run `run`
+// (raw: the Event struct has no min, max or verdict); NAN when absent. The
+// verdict's word goes to word when it is not NULL.
+static double field_of(const char *out, const char *run, const char *event, const char *name, const char *field,
+                       char *word, size_t size) {
+    char r[48], e[48], n[80], f[48];
+    snprintf(r, sizeof r, "\"run\":\"%s\"", run);
+    snprintf(e, sizeof e, "\"event\":\"%s\"", event);
+    snprintf(n, sizeof n, "\"name\":\"%s\"", name);
+    snprintf(f, sizeof f, "\"%s\":", field);
+    for (const char *line = out; *line;) {
+        const char *eol = strchr(line, '\n');
+        size_t len = eol ? (size_t)(eol - line) : strlen(line);
+        char buf[1024];
+        if (len < sizeof buf) {
+            memcpy(buf, line, len), buf[len] = '\0';
+            const char *at = strstr(buf, f);
+            if (strstr(buf, r) && strstr(buf, e) && strstr(buf, n) && at) {
+                at += strlen(f);
+                if (word) sscanf(at, "\"%63[^\"]", word);
+                return word ? 0 : strtod(at, NULL);
+            }
+        }
+        line += len + (eol != NULL);
+    }
+    if (word && size) word[0] = '\0';
+    return NAN;
+}
+
+// (5): "faster" only when every paged run beat every contiguous one,
+// "slower" only the other way round (measure.h's interval below 8 runs);
+// one run each says too few in text and JSON.
+static void test_block_verdicts_follow_the_runs(void **state) {
+    (void)state;
+    RunResult r = kvdemo_run("lesson 6.1 --init random --preset tiny --repeat 3 --steps 4 --format json");
+    if (r.status != 0) fail_msg("lesson 6.1 --repeat 3: exit %d: %s", r.status, r.err);
+    double cmin = field_of(r.out, "contiguous", "timing", "attention", "min", NULL, 0);
+    double cmax = field_of(r.out, "contiguous", "timing", "attention", "max", NULL, 0);
+    if (isnan(cmin) || isnan(cmax)) fail_msg("contiguous attention: expected a timing with min and max");
+    const int B[] = {1, 16, 256};
+    for (int i = 0; i < 3; i++) {
+        char run[16], v[64];
+        snprintf(run, sizeof run, "B=%d", B[i]);
+        double lo = field_of(r.out, run, "timing", "attention", "min", NULL, 0);
+        double hi = field_of(r.out, run, "timing", "attention", "max", NULL, 0);
+        field_of(r.out, run, "value", "paged_against_contiguous", "verdict", v, sizeof v);
+        if (!strcmp(v, "faster") ? !(hi < cmin) : !strcmp(v, "slower") ? !(lo > cmax) : strcmp(v, "same"))
+            fail_msg("%s: verdict \"%s\" from paged %g … %g s against contiguous %g … %g s", run, v, lo, hi, cmin, cmax);
+    }
+    run_free(&r);
+    r = kvdemo_run("lesson 6.1 --init random --preset tiny --repeat 1 --steps 4 --lang en");
+    if (r.status != 0) fail_msg("lesson 6.1 --repeat 1: exit %d: %s", r.status, r.err);
+    const char *want = "Paged against contiguous, from these runs' intervals: B = 1 too few runs to say, "
+                       "B = 16 too few runs to say, B = 256 too few runs to say.";
+    if (!strstr(r.out, want)) fail_msg("one run each: expected \"%s\"", want);
+    if (strstr(r.out, "median of 1 runs")) fail_msg("one run each: \"median of 1 runs\" is still printed");
+    run_free(&r);
+    r = kvdemo_run("lesson 6.1 --init random --preset tiny --repeat 1 --steps 4 --lang zh");
+    if (!strstr(r.out, "分页与连续缓存相比（按这几次运行的区间）：B = 1 运行次数太少，无法判断"))
+        fail_msg("one run each, zh: expected the verdict line in Chinese");
+    run_free(&r);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_block_table_and_slots),
@@ -428,6 +493,7 @@ int main(void) {
         cmocka_unit_test(test_workload_waste),
         cmocka_unit_test(test_block_size_timing),
         cmocka_unit_test(test_tables_in_json),
+        cmocka_unit_test(test_block_verdicts_follow_the_runs),
         cmocka_unit_test(test_generate_paged_samples),
         cmocka_unit_test(test_text_zh_and_errors),
     };

@@ -2,6 +2,7 @@
 // samples and fake runs: nothing here measures a real time or asserts one.
 //
 //   test_runs_are_interleaved      warm-up of each arm, then A B A B ..., only counted runs kept
+//   test_rounds_take_turns         three arms: a warm-up round, then A B C A B C ..., counted runs kept
 //   test_ratio_is_hyperfines       x = median ratio, e = x √((σa/μa)² + (σb/μb)²), e to 2 digits
 //   test_verdict_follows_intervals faster / slower / the same within noise / too few
 //   test_noisy_reads_the_middle_of_many_runs  few runs: stats_noisy; many: their middle half
@@ -66,6 +67,29 @@ static void test_runs_are_interleaved(void **state) {
     rc = measure_interleaved(sa, NULL, 1, 3, fake_run, &c, NULL, NULL);
     assert_int_equal(rc, 1);
     expect_text(log, "CCC", "a stopped single arm");
+}
+
+static void test_rounds_take_turns(void **state) {
+    (void)state;
+    char log[32] = "";
+    double ta[] = {9, 1, 2}, tb[] = {8, 3, 4}, tc[] = {7, 5, 6};   // the first of each is the warm-up
+    FakeArm a = {'A', ta, 0, log, -1}, b = {'B', tb, 0, log, -1}, c = {'C', tc, 0, log, -1};
+    double sa[2], sb[2], sc[2];
+    double *samples[] = {sa, sb, sc};
+    MeasureRun runs[] = {fake_run, fake_run, fake_run};
+    void *ctx[] = {&a, &b, &c};
+    assert_int_equal(measure_rounds(samples, 3, 1, 2, runs, ctx), 0);
+    expect_text(log, "ABCABCABC", "order of the runs");
+    const double *want[] = {ta, tb, tc};
+    for (int k = 0; k < 3; k++)
+        for (int i = 0; i < 2; i++)
+            if (samples[k][i] != want[k][i + 1])
+                fail_msg("arm %d run %d: expected %g, got %g", k, i, want[k][i + 1], samples[k][i]);
+    // A run that fails stops the rounds with its status.
+    log[0] = '\0';
+    a.next = b.next = 0, c.next = 0, b.stop_at = 1;
+    assert_int_equal(measure_rounds(samples, 3, 1, 2, runs, ctx), 1);
+    expect_text(log, "ABCAB", "rounds stopped by arm B");
 }
 
 // ----------------------------------------------------------------------------
@@ -252,6 +276,7 @@ static void test_trace_prints_the_spread(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_runs_are_interleaved),
+        cmocka_unit_test(test_rounds_take_turns),
         cmocka_unit_test(test_ratio_is_hyperfines),
         cmocka_unit_test(test_verdict_follows_intervals),
         cmocka_unit_test(test_noisy_reads_the_middle_of_many_runs),
