@@ -168,28 +168,49 @@ static int arm_run(void *ctx, double *seconds) {
     return 0;
 }
 
-// The cached run's cost without its reset steps, and what those cost.
-static void show_resets(Trace *tr, const Record *r, int steps) {
+// The cached run's cost without its reset steps, and what those cost: the
+// time's share and the speed of the other steps from each of the runs runs
+// of arm a (its seconds and reset seconds), as median with min … max.
+static void show_resets(Trace *tr, const Record *r, int steps, const Arm *a, int runs) {
     if (!r->resets) return;
     int kept = steps - r->resets;
     double flops = r->cost.matmul_flops + r->cost.attention_flops;
     double reset_flops = r->reset_cost.matmul_flops + r->reset_cost.attention_flops;
+    double *x = malloc(sizeof(double) * 2 * (size_t)runs), *rate = x ? x + runs : NULL;
+    char share[96] = "?";
+    if (x) {
+        for (int i = 0; i < runs; i++) {
+            x[i] = 100 * a->reset_seconds[i] / a->seconds[i];
+            rate[i] = kept / (a->seconds[i] - a->reset_seconds[i]);
+        }
+        measure_value_text(share, sizeof share, stats_of(x, runs), "%");
+        trace_value_runs(tr, "reset_time_percent", x, runs, "%", NULL, NULL);
+    }
     trace_sayf(tr,
                "  %d of the %d steps (from step %d) dropped the cache and fed the whole context:\n"
-               "  %.0f%% of this run's arithmetic and %.0f%% of its time. The other %d steps:",
+               "  %.0f%% of this run's arithmetic and %s of its time. The other %d steps:",
                "  有 %d 步（共 %d 步，从第 %d 步起）丢弃了缓存、把整个上下文重新输入：\n"
-               "  占这次运行计算量的 %.0f%%、耗时的 %.0f%%。其余 %d 步：",
-               r->resets, steps, r->first_reset, 100 * reset_flops / flops, 100 * r->reset_seconds / r->seconds, kept);
+               "  占这次运行计算量的 %.0f%%、耗时的 %s。其余 %d 步：",
+               r->resets, steps, r->first_reset, 100 * reset_flops / flops, share, kept);
     trace_count(tr, "reset_steps", r->resets, NULL, NULL);
-    if (kept <= 0) return;
-    trace_value(tr, "tokens_per_s_without_resets", kept / (r->seconds - r->reset_seconds), "tokens/s", "  speed",
-                "  速度");
-    trace_value(tr, "gflop_per_token_without_resets", (flops - reset_flops) / kept * 1e-9, "GFLOP",
-                "  computed per token", "  每个词元的计算量");
+    if (kept > 0 && x)
+        trace_value_runs(tr, "tokens_per_s_without_resets", rate, runs, "tokens/s", "  speed", "  速度");
+    free(x);
+    if (kept > 0)
+        trace_value(tr, "gflop_per_token_without_resets", (flops - reset_flops) / kept * 1e-9, "GFLOP",
+                    "  computed per token", "  每个词元的计算量");
 }
 
-static void show_cost(Trace *tr, const Record *r, int steps) {
-    trace_value(tr, "tokens_per_s", steps / r->seconds, "tokens/s", "speed", "速度");
+// The cost per token; the speed from each of the runs runs of arm a.
+static void show_cost(Trace *tr, const Record *r, int steps, const Arm *a, int runs) {
+    double *rate = malloc(sizeof(double) * (size_t)runs);
+    if (rate) {
+        for (int i = 0; i < runs; i++) rate[i] = steps / a->seconds[i];
+        trace_value_runs(tr, "tokens_per_s", rate, runs, "tokens/s", "speed", "速度");
+        free(rate);
+    } else {
+        trace_value(tr, "tokens_per_s", steps / r->seconds, "tokens/s", "speed", "速度");
+    }
     trace_value(tr, "gflop_per_token", (r->cost.matmul_flops + r->cost.attention_flops) / steps * 1e-9, "GFLOP",
                 "computed per token", "每个词元的计算量");
     trace_value(tr, "weight_mb_per_token", r->cost.weight_bytes / steps * 1e-6, "MB", "weights read per token",
@@ -352,8 +373,8 @@ int lesson10_run(const Options *opt, Trace *tr) {
         trace_heading(tr, c ? "With the cache" : "Without the cache", c ? "使用缓存" : "不使用缓存");
         trace_textval(tr, "text", text[c]);
         trace_say(tr, "", "");
-        show_cost(tr, &rec[c], steps);
-        if (c) show_resets(tr, &rec[c], steps);
+        show_cost(tr, &rec[c], steps, &arm[c], runs);
+        if (c) show_resets(tr, &rec[c], steps, &arm[c], runs);
         trace_measure(tr, c ? "cache" : "no-cache", arm[c].seconds, runs);
         trace_say(tr, "", "");
     }

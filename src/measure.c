@@ -186,6 +186,20 @@ const char *measure_spread_text(char *out, size_t size, Stats s) {
     return out;
 }
 
+const char *measure_value_text(char *out, size_t size, Stats s, const char *unit) {
+    char med[40], lo[40], hi[40];
+    const char *gap = unit[0] == '%' || unit[0] == '\0' ? "" : " ";
+    three_digits(med, sizeof med, s.median);
+    if (s.n < 2) {
+        snprintf(out, size, "%s%s%s", med, gap, unit);
+        return out;
+    }
+    three_digits(lo, sizeof lo, s.min);
+    three_digits(hi, sizeof hi, s.max);
+    snprintf(out, size, "%s%s%s (%s … %s)", med, gap, unit, lo, hi);
+    return out;
+}
+
 const char *measure_ratio_text(char *out, size_t size, MeasureRatio r) {
     if (r.n < 2) snprintf(out, size, "%.*f", r.decimals, r.x);
     else snprintf(out, size, "%.*f ± %.*f", r.decimals, r.x, r.decimals, r.e);

@@ -106,6 +106,10 @@ int measure_busy(MeasureMachine m);
 const char *measure_time_text(char *out, size_t size, double seconds);
 // "3.71 s (3.61 … 3.92 s)" — the median, then min … max; one run: "3.71 s";
 const char *measure_spread_text(char *out, size_t size, Stats s);
+// A quantity measured once a run, as its median then min … max, three
+// significant digits: "29.4 tokens/s (27.1 … 31.0)", "82.0% (78.1 … 85.3)"
+// (a unit "%" follows the number); one run: "29.4 tokens/s";
+const char *measure_value_text(char *out, size_t size, Stats s, const char *unit);
 // "6.4 ± 0.3";
 const char *measure_ratio_text(char *out, size_t size, MeasureRatio r);
 // "6.4 ± 0.3 x faster", "1.7 ± 0.2 x slower" (1 / x, so that the number

@@ -741,6 +741,38 @@ void trace_measure(Trace *tr, const char *name, const double *samples, int n) {
     emit(tr, &b);
 }
 
+void trace_value_runs(Trace *tr, const char *name, const double *x, int n, const char *unit, const char *en,
+                      const char *zh) {
+    Stats st = stats_of(x, n);
+    int noisy = measure_noisy(x, n);
+    Buf b;
+    buf_init(&b);
+    if (is_json(tr)) {
+        json_head(&b, tr, "value");
+        buf_append(&b, ",\"name\":");
+        json_string(&b, name);
+        buf_printf(&b, ",\"value\":%.9g,\"unit\":", st.median);
+        json_string(&b, unit);
+        buf_printf(&b, ",\"min\":%.9g,\"max\":%.9g,\"runs\":%d,\"noisy\":%s", st.min, st.max, n,
+                   noisy ? "true" : "false");
+        emit_json(tr, &b);
+        return;
+    }
+    if (!en) return;   // a value for scripts only
+    if (trace_doc_active(tr)) {   // a document: the text in both languages
+        trace_doc_lines_begin(tr);
+        do trace_value_runs(tr, name, x, n, unit, en, zh);
+        while (trace_doc_lines_next(tr));
+        return;
+    }
+    char v[128];
+    buf_printf(&b, "  %s%s%s", trace_text(tr, en, zh), trace_text(tr, ": ", "："),
+               measure_value_text(v, sizeof v, st, word_text(tr, unit)));
+    if (n > 1) buf_printf(&b, trace_text(tr, ", median of %d runs", "，%d 次运行的中位数"), n);
+    buf_append(&b, noisy ? "  !\n" : "\n");
+    emit(tr, &b);
+}
+
 void trace_comparison(Trace *tr, const char *name, const double *a, int na, const double *b, int nb, const char *en,
                       const char *zh) {
     if (trace_doc_active(tr)) {   // a document: the text in both languages

@@ -147,6 +147,12 @@ void trace_machine(Trace *tr, MeasureMachine m);
 // (3.61 … 3.92 s), median of 3 runs", with a mark and a warning under it
 // when they disagree too much to be trusted; JSON as trace_timing_stats.
 void trace_measure(Trace *tr, const char *name, const double *samples, int n);
+// A quantity worked out from each of n runs (tokens/s, a share of the time):
+// "  en: 29.4 tokens/s (27.1 … 31.0), median of 3 runs", marked "!" when the
+// runs disagree (measure_noisy); with en NULL a JSON event only. JSON: a
+// value event with the median as "value", and "min", "max", "runs", "noisy".
+void trace_value_runs(Trace *tr, const char *name, const double *x, int n, const char *unit, const char *en,
+                      const char *zh);
 // Arm b against arm a (b's runs a's, interleaved): "  en: 6.4 ± 0.3 x
 // faster", "... x slower" or "the same within noise (1.03 ± 0.08 x)", the
 // words chosen by measure_verdict; JSON: a value event with "error",

@@ -45,6 +45,8 @@ static void test_reset_shown_where_it_happens(void **state) {
         fail_msg("GFLOP per token: expected without resets (%g) < cached run (%g) < without the cache (%g)", kept,
                  per->value, all);
     assert_true(find(e, n, "value", "tokens_per_s_without_resets")->value > 0);
+    double share = find(e, n, "value", "reset_time_percent")->value;
+    if (!(share > 0 && share <= 100)) fail_msg("reset_time_percent: expected a share in (0, 100], got %g", share);
     assert_int_equal(find(e, n, "compare", "logits")->identical, 1);
     events_free(e, n);
 
@@ -55,6 +57,15 @@ static void test_reset_shown_where_it_happens(void **state) {
     snprintf(want, sizeof want, "step %d: len(tokens) = %d > %d: the cache is dropped", want_first, PROMPT + want_first - 1,
              CONTEXT);
     if (!strstr(r.out, want)) fail_msg("expected \"%s\" in the lesson", want);
+    // Speeds and the resets' share of the time from every run: median (min … max).
+    const char *spread[] = {"  speed: ", "    speed: ", "% of this run's arithmetic and "};
+    for (int i = 0; i < 3; i++) {
+        const char *at = strstr(r.out, spread[i]);
+        const char *eol = at ? strchr(at, '\n') : NULL;
+        const char *open = at ? strstr(at, " (") : NULL, *dots = at ? strstr(at, " … ") : NULL;
+        if (!at || !eol || !open || !dots || open > eol || dots > eol)
+            fail_msg("expected \"%s\" with a median (min … max) in the lesson", spread[i]);
+    }
     run_free(&r);
     r = kvdemo_run("lesson 10 --init random --preset tiny --steps 40 --lang zh");
     snprintf(want, sizeof want, "第 %d 步：len(tokens) = %d > %d，缓存被丢弃", want_first, PROMPT + want_first - 1, CONTEXT);

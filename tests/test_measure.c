@@ -10,6 +10,7 @@
 //                                  a slow stretch of steps is
 //   test_words                     the texts, in English and Chinese, and the busy banner
 //   test_trace_prints_the_spread   trace_measure and trace_comparison in text and JSON
+//   test_value_runs                a quantity of each run (tokens/s, a share): median (min … max)
 #include "testutil.h"
 
 #include "measure.h"
@@ -273,6 +274,39 @@ static void test_trace_prints_the_spread(void **state) {
     free(t);
 }
 
+static void rates(Trace *tr) {
+    double x[] = {20.0, 31.0, 29.43};   // σ over 10% of the mean: marked
+    trace_value_runs(tr, "tokens_per_s", x, 3, "tokens/s", "speed", "速度");
+    double share[] = {82.04, 78.1, 85.3, 81.0, 82.5};   // within 10% of one another: no mark
+    trace_value_runs(tr, "share", share, 5, "%", "share", "占比");
+}
+
+static void test_value_runs(void **state) {
+    (void)state;
+    char t[256];
+    double x[] = {27.14, 31.0, 29.43};
+    expect_text(measure_value_text(t, sizeof t, stats_of(x, 3), "tokens/s"), "29.4 tokens/s (27.1 … 31.0)", "rate");
+    expect_text(measure_value_text(t, sizeof t, stats_of(x, 1), "tokens/s"), "27.1 tokens/s", "one run");
+    double p[] = {82.04, 78.1, 85.3};
+    expect_text(measure_value_text(t, sizeof t, stats_of(p, 3), "%"), "82.0% (78.1 … 85.3)", "a share");
+    double big[] = {4408, 3199, 5333};
+    expect_text(measure_value_text(t, sizeof t, stats_of(big, 3), "tokens/s"), "4408 tokens/s (3199 … 5333)",
+                "four digits: whole");
+    char *o = traced(rates, 0, LANG_EN);
+    if (!strstr(o, "  speed: 29.4 tokens/s (20.0 … 31.0), median of 3 runs  !\n")) fail_msg("text: %s", o);
+    if (!strstr(o, "  share: 82.0% (78.1 … 85.3), median of 5 runs\n")) fail_msg("text, calm runs: %s", o);
+    free(o);
+    o = traced(rates, 0, LANG_ZH);
+    if (!strstr(o, "  速度：29.4 ")) fail_msg("zh: %s", o);
+    if (!strstr(o, "，3 次运行的中位数  !")) fail_msg("zh: %s", o);
+    free(o);
+    o = traced(rates, 1, LANG_EN);
+    if (!strstr(o, "\"name\":\"tokens_per_s\",\"value\":29.43,\"unit\":\"tokens/s\",\"min\":20,\"max\":31,"
+                   "\"runs\":3,\"noisy\":true"))
+        fail_msg("json: %s", o);
+    free(o);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_runs_are_interleaved),
@@ -283,6 +317,7 @@ int main(void) {
         cmocka_unit_test(test_sum_sd_ignores_trends),
         cmocka_unit_test(test_words),
         cmocka_unit_test(test_trace_prints_the_spread),
+        cmocka_unit_test(test_value_runs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
