@@ -380,12 +380,12 @@ static void print_report(Trace *tr, Report *r, const GptVariant *variant) {
     int decimals;
     double ratio = stats_ratio(r->head[0]->st, r->head[1]->st, &decimals);
     trace_sayf(tr, "  the cache is %.*fx faster (the chapter's numpy, 256 tokens: 4.93 s and 0.53 s, 9.3x)\n"
-                   "  (reads count the weights and the cache once per step; a cached step's weights, %.1f MB,\n"
+                   "  (reads count the weights and the cache once per step; a cached step's weights, %.2f MB,\n"
                    "  can partly stay in the last-level cache, so reads may pass the memcpy rate)",
                "  使用缓存快 %.*f 倍（原文 numpy 生成 256 个词元：4.93 秒与 0.53 秒，9.3 倍）\n"
-               "  （读取量按每步读一次权重和缓存计算；缓存步的权重 %.1f MB 可能部分留在末级缓存里，\n"
+               "  （读取量按每步读一次权重和缓存计算；缓存步的权重 %.2f MB 可能部分留在末级缓存里，\n"
                "  所以读取速度可能超过 memcpy）",
-               decimals, ratio, 4e-6 * (double)r->m->num_params);
+               decimals, ratio, gpt_cost(g, 1, 0).weight_bytes * 1e-6);   // lesson 4's decode row: its W MB
     if (r->train_tps > 0)
         trace_sayf(tr, "\ntraining, batch %d x %d: %.0f tokens/s (about %.0f GFLOP/s counting 6 x parameters per token)",
                    "\n训练，批 %d x %d：每秒 %.0f 个词元（按每个词元 6 x 参数量计，约 %.0f GFLOP/s）", TRAIN_BATCH, g.T,

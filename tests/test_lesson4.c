@@ -191,7 +191,8 @@ static void test_prefill_and_decode(void **state) {
 // model: per block ln1, query, key, value, output, ln2, fc1, fc2; then ln_f,
 // the head, and one row of each embedding): the decode row's weight_bytes,
 // and the figure the sentence under the table gives, in both languages (it
-// once gave every parameter, embeddings whole, beside the table's figure).
+// once gave every parameter, embeddings whole, beside the table's figure);
+// bench's sentence on a cached step's weights gives the same figure.
 static double decode_weight_bytes(int L, int C, int V) {
     double block = 2.0 * C + 4 * ((double)C * C + C) + 2.0 * C + ((double)C * 4 * C + 4 * C) + (4.0 * C * C + C);
     return 4 * (L * block + 2.0 * C + (double)C * V + V + C + C);
@@ -214,6 +215,18 @@ static void test_decode_reads_the_tables_weights(void **state) {
         if (strncmp(at, mb, strlen(mb)))
             fail_msg("lesson 4 (%s): expected \"%s%s\" (the decode row's W MB), got \"%.*s\"", lang ? "zh" : "en", says[lang],
                      mb, (int)strlen(mb), at);
+        run_free(&r);
+    }
+    // bench gives the same figure, in the same digits, for the same model.
+    const char *bench_says[2] = {"a cached step's weights, ", "缓存步的权重 "};
+    for (int lang = 0; lang < 2; lang++) {
+        RunResult r = kvdemo_run(lang ? "bench --init random --preset tiny --repeat 1 --steps 4 --lang zh"
+                                      : "bench --init random --preset tiny --repeat 1 --steps 4 --lang en");
+        if (r.status != 0) fail_msg("bench exited with %d: %s", r.status, r.err);
+        const char *at = strstr(r.out, bench_says[lang]);
+        if (!at || strncmp(at + strlen(bench_says[lang]), mb, strlen(mb)))
+            fail_msg("bench (%s): expected \"%s%s\" (lesson 4's decode W MB), got \"%.40s\"", lang ? "zh" : "en",
+                     bench_says[lang], mb, at ? at : "(nothing)");
         run_free(&r);
     }
 }
