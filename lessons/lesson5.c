@@ -147,7 +147,7 @@ static void real_models(Trace *tr) {
         {"model", "模型", 15, 0, "model"},
         {"B/token", "B/token", 11, 1, "bytes_per_token"},
         {"weights", "权重", 11, 1, "weight_bytes"},
-        {"cache = weights", "缓存 = 权重", 16, 1, "tokens_to_equal_weights"},
+        {"cache = weights", "缓存 = 权重", 21, 1, "tokens_to_equal_weights"},
     };
     static const TraceTable MODELS = {"real_models", 4, MODEL_COLS};
     trace_table_head(tr, &MODELS);
@@ -162,9 +162,13 @@ static void real_models(Trace *tr) {
         // With a window the cache of one sequence stops growing.
         int never = r->window && cross > r->window;
         if (!never) trace_count(tr, "tokens_to_equal_weights", (int64_t)cross, NULL, NULL);
-        // Text: grouped digits and units; JSON: the numbers.
+        // Past the model's cited context: only a batch's tokens together get there.
+        int past = memory_past_context(r, (uint64_t)cross);
+        trace_count(tr, "past_context", past, NULL, NULL);
+        // Text: grouped digits and units, "!" past the context; JSON: the numbers.
         if (tr->format == FORMAT_TEXT) {
-            snprintf(c, sizeof c, trace_text(tr, "%s tokens", "%s 个 token"), memory_grouped(a, sizeof a, (uint64_t)cross));
+            snprintf(c, sizeof c, trace_text(tr, "%s tokens%s", "%s 个 token%s"), memory_grouped(a, sizeof a, (uint64_t)cross),
+                     past ? " !" : "  ");
             memory_grouped(b, sizeof b, tok);
             memory_decimal(d, sizeof d, w);
         } else {
@@ -172,16 +176,22 @@ static void real_models(Trace *tr) {
             snprintf(b, sizeof b, "%llu", (unsigned long long)tok);
             snprintf(d, sizeof d, "%.0f", w);
         }
-        const char *row[] = {r->name, b, d, never ? trace_text(tr, "never (window)", "不会（窗口）") : c};
+        const char *row[] = {r->name, b, d, never ? trace_text(tr, "never (window)  ", "不会（窗口）  ") : c};
         trace_table_row(tr, &MODELS, row);
         trace_run(tr, NULL);
     }
     trace_sayf(tr,
-               "\nThe last column is the length at which one sequence's cache is as large as the weights (a batch\n"
-               "of b sequences gets there b times sooner: lesson 8). Models with fewer key/value heads (GQA) or\n"
-               "one latent (MLA) go much further.",
-               "\n最后一列：单个序列的缓存长到和权重一样大时的长度（b 个序列的批次快 b 倍到达：第 8 课）。\n"
-               "KV 头更少的模型（GQA）或只存一个潜向量的模型（多头潜在注意力）能走得远得多。");
+               "\nThe last column is how many tokens the cache must hold, all sequences of a batch together, to be\n"
+               "as large as the weights (a batch of b sequences gets there b times sooner: lesson 8). ! marks a\n"
+               "count past the model's context (GPT-3 and OPT-13B 2,048, LLaMA-2-7B 4,096, Mixtral 32,768 tokens;\n"
+               "`kvdemo memory --model NAME` cites each): no single sequence gets there, only a batch. The others\n"
+               "have no context cited here. Models with fewer key/value heads (GQA) or one latent (MLA) go much\n"
+               "further.",
+               "\n最后一列：缓存（一个批次所有序列合计）要存多少个 token 才和权重一样大（b 个序列的批次快 b 倍\n"
+               "到达：第 8 课）。! 表示这个数超过了模型的上下文（GPT-3 和 OPT-13B 2,048，LLaMA-2-7B 4,096，\n"
+               "Mixtral-8x7B 32,768 个 token；`kvdemo memory --model NAME` 给出各自的出处）：单个序列到不了，只有整批\n"
+               "才会。其余模型这里没有引用上下文长度。KV 头更少的模型（GQA）或只存一个潜向量的模型（多头潜在注意力）\n"
+               "能走得远得多。");
     trace_pause(tr);
 }
 
@@ -267,7 +277,7 @@ int lesson5_run(const Options *opt, Trace *tr) {
         trace_say(tr, "No trained model was found: the weights are random. The sizes are the same.",
                   "没有找到训练好的模型：权重是随机的。大小完全一样。");
     }
-    MemModel gm = {"char-gpt", "char GPT", g.L, g.H, g.H, g.C / g.H, g.C, 0, 0, (double)m.num_params, FP32_BITS, ""};
+    MemModel gm = {"char-gpt", "char GPT", g.L, g.H, g.H, g.C / g.H, g.C, 0, 0, (double)m.num_params, FP32_BITS, "", g.T, "its context T"};
     uint64_t per_token = 0;
     memory_bytes_per_token(&per_token, &gm, FP32_BITS);
     double weights = 4.0 * (double)m.num_params;

@@ -101,7 +101,9 @@ static void other_batches(Trace *tr, const MemModel *g) {
     for (int i = 0; i < NL; i++) {
         char cells[NB + 1][32];
         const char *row[NB + 1];
-        snprintf(cells[0], sizeof cells[0], "%d", LENGTHS[i]);
+        // Past GPT-3's context (Table 2.1: 2048): marked "!" in text.
+        int past = memory_past_context(g, (uint64_t)LENGTHS[i]);
+        snprintf(cells[0], sizeof cells[0], "%d%s", LENGTHS[i], past && tr->format == FORMAT_TEXT ? " !" : "");
         row[0] = cells[0];
         for (int j = 0; j < NB; j++) {
             uint64_t bytes = 0;
@@ -117,7 +119,14 @@ static void other_batches(Trace *tr, const MemModel *g) {
             row[j + 1] = cells[j + 1];
         }
         trace_table_row(tr, &table, row);
+        snprintf(cells[0], sizeof cells[0], "past_context[tokens=%d]", LENGTHS[i]);
+        trace_count(tr, cells[0], past, NULL, NULL);
     }
+    trace_sayf(tr, "\n  ! past GPT-3's %d-token context (GPT-3 paper, Table 2.1): no sequence is that long; such a\n"
+                   "    row is what a model of this shape would hold if it took that many tokens.",
+               "\n  ! 超过了 GPT-3 的 %d 个 token 上下文（GPT-3 论文表 2.1）：没有这么长的序列；这样的一行是\n"
+               "    同样形状、但能接受这么多 token 的模型会占用的缓存。",
+               g->context);
 
     // Where the cache equals the weights: b · (s + n) · bytes per token = weights.
     uint64_t crossover = (uint64_t)ceil(weights / (double)per_token);

@@ -9,6 +9,7 @@
 
 #include "gpt.h"
 #include "gptsetup.h"
+#include "kvvariant.h"
 #include "utf8.h"
 
 #include <errno.h>
@@ -26,25 +27,28 @@
 
 const MemModel MEM_PRESETS[] = {
     {"gpt3-175b", "GPT-3 175B", 96, 96, 96, 128, 12288, 0, 0, 175e9, 16,
-     "GPT-3 paper (Brown et al. 2020), Table 2.1"},
+     "GPT-3 paper (Brown et al. 2020), Table 2.1", 2048, "GPT-3 paper, Table 2.1: n_ctx 2048"},
     {"opt-13b", "OPT-13B", 40, 40, 40, 128, 5120, 0, 0, 13e9, 16,
-     "vLLM paper (Kwon et al. 2023), section 3; OPT paper Table 1"},
-    {"llama-2-7b", "LLaMA-2-7B", 32, 32, 32, 128, 4096, 0, 0, 7e9, 16, "meta-llama/Llama-2-7b-hf config.json"},
-    {"llama-2-13b", "LLaMA-2-13B", 40, 40, 40, 128, 5120, 0, 0, 13e9, 16, "meta-llama/Llama-2-13b-hf config.json"},
-    {"llama-2-70b", "LLaMA-2-70B", 80, 64, 8, 128, 8192, 0, 0, 70e9, 16, "meta-llama/Llama-2-70b-hf config.json"},
-    {"llama-3-8b", "Llama-3-8B", 32, 32, 8, 128, 4096, 0, 0, 8e9, 16, "Llama 3 paper (arXiv 2407.21783), Table 3"},
-    {"llama-3-70b", "Llama-3-70B", 80, 64, 8, 128, 8192, 0, 0, 70e9, 16, "Llama 3 paper (arXiv 2407.21783), Table 3"},
+     "vLLM paper (Kwon et al. 2023), section 3; OPT paper Table 1", 2048,
+     "vLLM paper, section 3: OPT generates sequences of up to 2048 tokens"},
+    {"llama-2-7b", "LLaMA-2-7B", 32, 32, 32, 128, 4096, 0, 0, 7e9, 16, "meta-llama/Llama-2-7b-hf config.json", 4096,
+     "llama2.c run.c: Llama-2-7B's seq_len 4096"},
+    {"llama-2-13b", "LLaMA-2-13B", 40, 40, 40, 128, 5120, 0, 0, 13e9, 16, "meta-llama/Llama-2-13b-hf config.json", 0, NULL},
+    {"llama-2-70b", "LLaMA-2-70B", 80, 64, 8, 128, 8192, 0, 0, 70e9, 16, "meta-llama/Llama-2-70b-hf config.json", 0, NULL},
+    {"llama-3-8b", "Llama-3-8B", 32, 32, 8, 128, 4096, 0, 0, 8e9, 16, "Llama 3 paper (arXiv 2407.21783), Table 3", 0, NULL},
+    {"llama-3-70b", "Llama-3-70B", 80, 64, 8, 128, 8192, 0, 0, 70e9, 16, "Llama 3 paper (arXiv 2407.21783), Table 3", 0, NULL},
     {"llama-3-405b", "Llama-3.1-405B", 126, 128, 8, 128, 16384, 0, 0, 405e9, 16,
-     "Llama 3 paper (arXiv 2407.21783), Table 3 (8 KV heads)"},
+     "Llama 3 paper (arXiv 2407.21783), Table 3 (8 KV heads)", 0, NULL},
     {"mistral-7b", "Mistral-7B v0.1", 32, 32, 8, 128, 4096, 0, 4096, 7e9, 16,
-     "Mistral 7B paper (arXiv 2310.06825), Table 1; sliding_window 4096"},
+     "Mistral 7B paper (arXiv 2310.06825), Table 1; sliding_window 4096", 0, NULL},
     {"mixtral-8x7b", "Mixtral-8x7B", 32, 32, 8, 128, 4096, 0, 0, 47e9, 16,
-     "mistralai/Mixtral-8x7B-Instruct-v0.1 config.json (47B parameters: Mixtral paper)"},
-    {"qwen2.5-7b", "Qwen2.5-7B", 28, 28, 4, 128, 3584, 0, 0, 7e9, 16, "Qwen2.5 technical report, Table 1"},
+     "mistralai/Mixtral-8x7B-Instruct-v0.1 config.json (47B parameters: Mixtral paper)", 32768,
+     "mistralai/Mixtral-8x7B-Instruct-v0.1 config.json: max_position_embeddings 32768"},
+    {"qwen2.5-7b", "Qwen2.5-7B", 28, 28, 4, 128, 3584, 0, 0, 7e9, 16, "Qwen2.5 technical report, Table 1", 0, NULL},
     {"deepseek-v2", "DeepSeek-V2 (MLA)", 60, 128, 0, 0, 5120, 512 + 64, 0, 236e9, 16,
-     "DeepSeek-V2 paper (arXiv 2405.04434), section 3.1.2: kv_lora_rank 512 + rope 64"},
+     "DeepSeek-V2 paper (arXiv 2405.04434), section 3.1.2: kv_lora_rank 512 + rope 64", 0, NULL},
     {"deepseek-v3", "DeepSeek-V3 (MLA)", 61, 128, 0, 0, 7168, 512 + 64, 0, 671e9, 16,
-     "deepseek-ai/DeepSeek-V3 inference/configs/config_671B.json: kv_lora_rank 512 + rope 64"},
+     "deepseek-ai/DeepSeek-V3 inference/configs/config_671B.json: kv_lora_rank 512 + rope 64", 0, NULL},
 };
 const int NUM_MEM_PRESETS = (int)(sizeof MEM_PRESETS / sizeof MEM_PRESETS[0]);
 
@@ -93,6 +97,15 @@ int memory_bytes_per_token(uint64_t *out, const MemModel *m, int bits) {
     if (memory_values_per_token(&values, m) || memory_mul(&bitcount, values, (uint64_t)bits)) return -1;
     *out = bitcount / 8 + (bitcount % 8 != 0);
     return 0;
+}
+
+int memory_past_context(const MemModel *m, uint64_t tokens) { return m->context > 0 && tokens > (uint64_t)m->context; }
+
+double memory_scale_bytes_per_token(const MemModel *m, const char *dtype) {
+    if (!dtype || (strcasecmp(dtype, "int8") && strcasecmp(dtype, "int4"))) return 0;
+    if (m->mla_dim) return 4.0 * m->layers;   // the latent: one scale a token and layer
+    double C = (double)m->kv_heads * m->head_dim;
+    return m->layers * (4.0 * m->kv_heads + 4.0 * C / KV_KEY_GROUP);
 }
 
 uint64_t memory_tokens_held(const MemModel *m, uint64_t tokens) {
@@ -187,7 +200,7 @@ static void preset_names(char *buf, size_t size) {
 // The char GPT as a MemModel: MHA, L layers of C = H · D, in float32.
 static void from_gpt(MemModel *out, GptConfig cfg, size_t num_params, const char *label, const char *source) {
     *out = (MemModel){CHAR_GPT, label, cfg.L, cfg.H, cfg.H, cfg.C / cfg.H, cfg.C, 0, 0, (double)num_params, 32,
-                      source};
+                      source, cfg.T, "its context T"};
 }
 
 static void print_list(Trace *tr) {
@@ -247,6 +260,22 @@ static void print_size(Trace *tr, const char *name, uint64_t bytes, const char *
                memory_decimal(d, sizeof d, (double)bytes), memory_binary(b, sizeof b, (double)bytes));
 }
 
+// Under a length longer than the model's context: the mark, and what it means.
+static void past_context_note(Trace *tr, const MemModel *m, uint64_t tokens) {
+    trace_count(tr, "past_context", memory_past_context(m, tokens), NULL, NULL);
+    if (tr->format != FORMAT_TEXT || !memory_past_context(m, tokens)) return;
+    char n[32];
+    fprintf(tr->out, trace_text(tr, "  ! past the model's %s-token context: no sequence of %s can be that long\n",
+                                "  ! 超过了模型 %s 个 token 的上下文：%s 的序列不可能这么长\n"),
+            memory_grouped(n, sizeof n, (uint64_t)m->context), m->label);
+}
+
+// What "fits" leaves out.
+static const char *upper_bound_text(const Trace *tr) {
+    return trace_text(tr, "  (an upper bound: the activations and the runtime's own memory are not counted)",
+                      "  （这是上限：没有算激活值和运行时自身占用的显存）");
+}
+
 int memory_cmd(const Options *opt, Trace *tr) {
     char names[512];
     preset_names(names, sizeof names);
@@ -274,7 +303,7 @@ int memory_cmd(const Options *opt, Trace *tr) {
     MemModel m;
     if (custom) {
         m = (MemModel){"custom", "custom shape", opt->layers, opt->kv_heads, opt->kv_heads, opt->head_dim,
-                       0, 0, 0, 0, 16, "given on the command line"};
+                       0, 0, 0, 0, 16, "given on the command line", 0, NULL};
     } else if (memory_preset(opt->model_path)) {
         m = *memory_preset(opt->model_path);
     } else if (!strcmp(opt->model_path, CHAR_GPT)) {
@@ -308,9 +337,10 @@ int memory_cmd(const Options *opt, Trace *tr) {
     uint64_t batch = opt->batch ? (uint64_t)opt->batch : 1;
     uint64_t tokens = (uint64_t)opt->tokens;
     uint64_t per_token, per_seq = 0, total = 0;
-    if (memory_bytes_per_token(&per_token, &m, bits) ||
-        (tokens && memory_cache_bytes(&per_seq, &m, bits, tokens, 1)) ||
-        (tokens && memory_cache_bytes(&total, &m, bits, tokens, batch))) {
+    uint64_t scales = (uint64_t)ceil(memory_scale_bytes_per_token(&m, dtype));   // int8 / int4: lesson 12's
+    if (memory_bytes_per_token(&per_token, &m, bits) || (per_token += scales) < scales ||
+        (tokens && memory_mul(&per_seq, per_token, memory_tokens_held(&m, tokens))) ||
+        (tokens && memory_mul(&total, per_seq, batch))) {
         fileio_error("memory: the cache's size does not fit in 64 bits; give smaller sizes",
                      "memory：缓存的大小超出了 64 位整数；请给小一些的数");
         return 2;
@@ -346,23 +376,35 @@ int memory_cmd(const Options *opt, Trace *tr) {
                    m.kv_heads < m.heads ? trace_text(tr, " — GQA: fewer KV heads than query heads",
                                                      " —— GQA：KV 头少于查询头")
                                         : "");
+        if (scales)
+            fprintf(tr->out, trace_text(tr, "  + %llu B of fp32 scales a token (%s is quantised: lesson 12's layout, one scale a\n"
+                                            "    head for the values, one a channel per %d tokens for the keys)\n",
+                                        "  + 每个 token %llu B 的 fp32 缩放因子（%s 是量化格式：按第 12 课的布局，值每个头一个，\n"
+                                        "    键每个通道每 %d 个 token 一个）\n"),
+                    (unsigned long long)scales, dtype, KV_KEY_GROUP);
         if (m.window)
             fprintf(tr->out, trace_text(tr, "  sliding window of %d tokens: the cache stops growing there\n",
                               "  滑动窗口 %d 个 token：缓存长到窗口大小就不再增长\n"),
                    m.window);
+        if (m.context)
+            fprintf(tr->out, trace_text(tr, "  context: %s tokens a sequence at most (%s)\n", "  上下文：每个序列最多 %s 个 token（%s）\n"),
+                    memory_grouped(a, sizeof a, (uint64_t)m.context), m.context_source);
         fprintf(tr->out, "\n");
     }
+    trace_count(tr, "scale_bytes_per_token", (int64_t)scales, NULL, NULL);
+    trace_count(tr, "context", m.context, NULL, NULL);
     print_size(tr, "bytes_per_token", per_token, trace_text(tr, "per token", "每个 token"));
     if (tokens) {
         snprintf(a, sizeof a, trace_text(tr, "per sequence (%s tokens)", "每个序列（%s 个 token）"),
                  memory_grouped(b, sizeof b, tokens));
         print_size(tr, "bytes_per_sequence", per_seq, a);
+        past_context_note(tr, &m, tokens);
         snprintf(a, sizeof a, trace_text(tr, "batch of %s", "批大小 %s"), memory_grouped(b, sizeof b, batch));
         print_size(tr, "bytes", total, a);
     }
 
     if (opt->gpu_memory) {
-        double weights = m.params * bits / 8.0;
+        double weights = m.params * m.bits / 8.0;   // the model's own dtype: --dtype is the cache's
         trace_value(tr, "gpu_bytes", gpu, "B", NULL, NULL);
         trace_value(tr, "weights_bytes", weights, "B", NULL, NULL);
         char d1[32], b1[32], d2[32], b2[32];
@@ -370,9 +412,12 @@ int memory_cmd(const Options *opt, Trace *tr) {
             fprintf(tr->out, "\n  %s", trace_text(tr, "(a shape given by hand has no known parameter count: weights counted as 0)",
                                                    "（手动给出的形状没有已知的参数量：权重按 0 计）"));
         if (tr->format == FORMAT_TEXT)
-            fprintf(tr->out, trace_text(tr, "\n  GPU memory %s = %s; weights %.4g billion parameters · %s bytes = %s = %s\n",
-                              "\n  显存 %s = %s；权重 %.4g × 10^9 个参数 · %s 字节 = %s = %s\n"),
-                   memory_decimal(d1, sizeof d1, gpu), memory_binary(b1, sizeof b1, gpu), m.params / 1e9, bpv,
+            fprintf(tr->out, trace_text(tr, "\n  GPU memory %s = %s; weights %.4g billion parameters · %d bytes (%s%s) = %s = %s\n",
+                              "\n  显存 %s = %s；权重 %.4g × 10^9 个参数 · %d 字节（%s%s）= %s = %s\n"),
+                   memory_decimal(d1, sizeof d1, gpu), memory_binary(b1, sizeof b1, gpu), m.params / 1e9, m.bits / 8,
+                   m.bits == 32 ? "fp32" : "fp16",
+                   opt->dtype ? trace_text(tr, "; --dtype sets the cache's values, not the weights'", "；--dtype 只设缓存的数值，不改权重")
+                              : "",
                    memory_decimal(d2, sizeof d2, weights), memory_binary(b2, sizeof b2, weights));
         double left = gpu - weights;
         if (left < (double)per_token * (double)batch) {
@@ -390,11 +435,12 @@ int memory_cmd(const Options *opt, Trace *tr) {
             double fit = floor(left / (double)per_seq);
             trace_count(tr, "sequences_fit", (int64_t)fit, NULL, NULL);
             if (tr->format == FORMAT_TEXT)
-                fprintf(tr->out, trace_text(tr, "  sequences of %llu tokens that fit: %.0f%s\n",
-                                  "  能放下的 %llu token 序列：%.0f 个%s\n"),
+                fprintf(tr->out, trace_text(tr, "  sequences of %llu tokens that fit: at most %.0f%s\n%s\n",
+                                  "  能放下的 %llu token 序列：至多 %.0f 个%s\n%s\n"),
                        (unsigned long long)tokens, fit,
                        fit >= (double)batch ? trace_text(tr, " (the batch fits)", "（整批放得下）")
-                                            : trace_text(tr, " (the batch does not fit)", "（整批放不下）"));
+                                            : trace_text(tr, " (the batch does not fit)", "（整批放不下）"),
+                       upper_bound_text(tr));
         } else {
             // The longest context: tokens = left / (per_token · batch).
             double longest = floor(left / ((double)per_token * (double)batch));
@@ -407,9 +453,10 @@ int memory_cmd(const Options *opt, Trace *tr) {
                 trace_count(tr, "max_tokens", (int64_t)longest, NULL, NULL);
                 snprintf(b, sizeof b, "%llu", (unsigned long long)batch);
                 if (tr->format == FORMAT_TEXT)
-                    fprintf(tr->out, trace_text(tr, "  the longest context, batch of %s: %s tokens a sequence\n",
-                                      "  批大小 %s 时，每个序列最长 %s 个 token\n"),
-                           b, memory_grouped(a, sizeof a, (uint64_t)longest));
+                    fprintf(tr->out, trace_text(tr, "  the longest context, batch of %s: at most %s tokens a sequence\n%s\n",
+                                      "  批大小 %s 时，每个序列至多 %s 个 token\n%s\n"),
+                           b, memory_grouped(a, sizeof a, (uint64_t)longest), upper_bound_text(tr));
+                past_context_note(tr, &m, (uint64_t)longest);
             }
         }
     }

@@ -30,6 +30,8 @@ typedef struct {
     double params;          // parameters, for the weights' size
     int bits;               // default bits per value: 16, or 32 for kvdemo's char GPT
     const char *source;     // where the shape is published
+    int context;            // the longest sequence it takes, in tokens (0: none cited in kvdemo's references)
+    const char *context_source;   // where that length is published
 } MemModel;
 
 extern const MemModel MEM_PRESETS[];
@@ -57,6 +59,16 @@ int memory_bytes_per_token(uint64_t *out, const MemModel *m, int bits);
 // Tokens the cache holds for a sequence of this length: all of them, or the
 // window when there is one.
 uint64_t memory_tokens_held(const MemModel *m, uint64_t tokens);
+
+// 1 when a sequence of this many tokens is longer than the model's cited
+// context (never for a model without one).
+int memory_past_context(const MemModel *m, uint64_t tokens);
+
+// Bytes of one token's scales in a quantised cache (int8, int4: dtype's
+// name; 0 for any other), the layout lesson 12 measures (kvquant.h): per
+// layer one fp32 scale a key/value head for the values, and one a channel
+// shared by KV_KEY_GROUP tokens for the keys; MLA's latent one a layer.
+double memory_scale_bytes_per_token(const MemModel *m, const char *dtype);
 
 // Bytes of the cache of batch sequences of tokens each. Returns 0, or -1 on
 // overflow.

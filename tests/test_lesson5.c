@@ -101,6 +101,16 @@ static void test_real_models_and_trade(void **state) {
     }
     // Mistral's window keeps one sequence's cache below its weights.
     assert_null(events_find(e, n, "count", "mistral-7b", -1, "tokens_to_equal_weights"));
+    // Past the cited contexts (REFERENCES.md: GPT-3 and OPT 2048, LLaMA-2-7B 4096, Mixtral 32768):
+    // marked; a model with none cited is never marked.
+    const struct { const char *name; double context, per_token, weights; } ctx[] = {
+        {"gpt3-175b", 2048, 4718592, 175e9 * 2}, {"opt-13b", 2048, 819200, 13e9 * 2},
+        {"llama-2-7b", 4096, 524288, 7e9 * 2},  {"mixtral-8x7b", 32768, 131072, 47e9 * 2},
+        {"llama-2-70b", 0, 327680, 70e9 * 2}};
+    for (int i = 0; i < 5; i++) {
+        double cross = ceil(ctx[i].weights / ctx[i].per_token);
+        expect_eq(ctx[i].name, ctx[i].context > 0 && cross > ctx[i].context, need(e, n, "count", ctx[i].name, -1, "past_context"));
+    }
     // The char GPT's trade at t = 16: t + 1 rows recomputed against 1.
     double saved = flops_by_loops(cfg, 17, 0) - flops_by_loops(cfg, 1, 16);
     expect_eq("char-gpt flops_saved[t=16]", saved, need(e, n, "value", "char-gpt", -1, "flops_saved[t=16]"));
@@ -126,6 +136,8 @@ static void test_real_models_and_trade(void **state) {
     if (!strstr(r.out, want_text) || !strstr(r.out, "8x of that comes from its 64 query heads sharing 8 key/value heads"))
         fail_msg("lesson 5: expected \"%s\" and the GQA share of it", want_text);
     if (strstr(r.out, "the larger the model")) fail_msg("lesson 5 still says \"the larger the model\"");
+    if (!strstr(r.out, "26,703 tokens !") || !strstr(r.out, "! marks a\ncount past the model's context"))
+        fail_msg("lesson 5: expected LLaMA-2-7B's 26,703 tokens marked past its context, and the mark explained");
     run_free(&r);
 }
 

@@ -46,6 +46,13 @@ static void test_json(void **state) {
         cells++;
     }
     if (cells < 4) fail_msg("expected a table of at least 4 cells, got %d", cells);
+    // Lengths past GPT-3's 2048-token context (its paper's Table 2.1) are marked.
+    const int lengths[] = {544, 2048, 4096, 32768};
+    for (int i = 0; i < 4; i++) {
+        char name[48];
+        snprintf(name, sizeof name, "past_context[tokens=%d]", lengths[i]);
+        expect_u64(name, lengths[i] > 2048, count_of(e, n, name));
+    }
     // The cache equals the weights at b · (s + n) = weights / per token.
     expect_u64("crossover_tokens", (uint64_t)ceil(WEIGHTS / (double)PER_TOKEN), count_of(e, n, "crossover_tokens"));
     expect_u64("crossover_length_b64", (uint64_t)ceil(WEIGHTS / (double)PER_TOKEN / 64),
@@ -55,12 +62,14 @@ static void test_json(void **state) {
 
 static void test_text_both_languages(void **state) {
     (void)state;
-    const char *needles_en[] = {"164,282,499,072 B", "164.3 GB", "153.0 GiB", "the article's unit", "350.0 GB", "0.47", "74,175"};
-    const char *needles_zh[] = {"164,282,499,072 B", "164.3 GB", "153.0 GiB", "原文用的单位", "350.0 GB", "0.47", "74,175"};
+    const char *needles_en[] = {"164,282,499,072 B", "164.3 GB", "153.0 GiB", "the article's unit", "350.0 GB", "0.47", "74,175",
+                                "\n  4096 !", "! past GPT-3's 2048-token context"};
+    const char *needles_zh[] = {"164,282,499,072 B", "164.3 GB", "153.0 GiB", "原文用的单位", "350.0 GB", "0.47", "74,175",
+                                "\n  4096 !", "! 超过了 GPT-3 的 2048 个 token 上下文"};
     for (int lang = 0; lang < 2; lang++) {
         RunResult r = kvdemo_run_env(lang ? "LANG=zh_CN.UTF-8" : NULL, "lesson 8");
         if (r.status != 0) fail_msg("lesson 8 exited with %d: %s", r.status, r.err);
-        for (int i = 0; i < 7; i++) {
+        for (int i = 0; i < 9; i++) {
             const char *needle = lang ? needles_zh[i] : needles_en[i];
             if (!strstr(r.out, needle)) fail_msg("lesson 8 (%s): no \"%s\" in:\n%s", lang ? "zh" : "en", needle, r.out);
         }

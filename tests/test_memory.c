@@ -4,9 +4,15 @@
 // token, OPT-13B's 800 KB (the vLLM paper), Mistral's cache capped at its
 // 4096-token window, DeepSeek-V2's MLA latent (kv_lora_rank 512 + 64 rope
 // dims, no factor 2); the char GPT's 2 · L · C · 4 = 18,432 B; and bad input.
+//   test_context_marks          lengths past a cited context marked (GPT-3 2048, LLaMA-2-7B
+//                               4096, Mixtral 32768: REFERENCES.md), none without one
+//   test_quantised_like_lesson12  int4 / int8 bytes a token = kvquant_bytes_per_token (the scales)
+//   test_dtype_is_the_caches    --dtype leaves the weights at the model's own dtype; "fits" an upper bound
 #include "testutil.h"
 
 #include "gpt.h"
+#include "kvquant.h"
+#include "kvvariant.h"
 #include "memory.h"
 
 #include <math.h>
@@ -80,7 +86,7 @@ static void test_dtypes_sizes_overflow(void **state) {
     assert_int_equal(memory_mul(&out, UINT64_MAX / 2 + 1, 2), -1);
     assert_int_equal(memory_mul(&out, UINT64_MAX / 3, 3), 0);
     expect_u64("UINT64_MAX / 3 * 3", UINT64_MAX / 3 * 3, out);
-    MemModel huge = {"huge", "huge", 1000000000, 1, 1000000000, 1000000000, 1, 0, 0, 0, 16, "test"};
+    MemModel huge = {"huge", "huge", 1000000000, 1, 1000000000, 1000000000, 1, 0, 0, 0, 16, "test", 0, NULL};
     assert_int_equal(memory_bytes_per_token(&out, &huge, 16), -1);
     char buf[64];
     assert_string_equal(memory_grouped(buf, sizeof buf, 164282499072ull), "164,282,499,072");
@@ -213,6 +219,76 @@ static void test_cli_bad_input(void **state) {
     expect_failure("memory --steps 3", 2, "unknown option '--steps'");
 }
 
+static void test_context_marks(void **state) {
+    (void)state;
+    static const struct { const char *model; int context; } cited[] = {
+        {"gpt3-175b", 2048}, {"opt-13b", 2048}, {"llama-2-7b", 4096}, {"mixtral-8x7b", 32768}};
+    for (int i = 0; i < 4; i++) {
+        const MemModel *m = memory_preset(cited[i].model);
+        if (!m || m->context != cited[i].context || !m->context_source)
+            fail_msg("%s: expected a cited context of %d, got %d", cited[i].model, cited[i].context, m ? m->context : -1);
+        assert_int_equal(memory_past_context(m, (uint64_t)cited[i].context), 0);
+        assert_int_equal(memory_past_context(m, (uint64_t)cited[i].context + 1), 1);
+    }
+    assert_int_equal(memory_past_context(memory_preset("llama-2-70b"), 1000000), 0);   // none cited: no mark
+    int n;
+    char args[160];
+    for (int past = 0; past < 2; past++) {
+        snprintf(args, sizeof args, "memory --model llama-2-7b --tokens %d --format json", 4096 + past);
+        Event *e = kvdemo_json(args, &n);
+        expect_u64("context", 4096, (uint64_t)value_of(e, n, "count", "context"));
+        expect_u64("past_context", (uint64_t)past, (uint64_t)value_of(e, n, "count", "past_context"));
+        events_free(e, n);
+    }
+    // The longest context on 24 GB: (24e9 - 14e9) / 524,288 B = 19,073 tokens, past 4096.
+    RunResult r = kvdemo_run("memory --model llama-2-7b --gpu-memory 24GB --lang en");
+    if (!strstr(r.out, "at most 19,073 tokens a sequence") || !strstr(r.out, "! past the model's 4,096-token context"))
+        fail_msg("expected 19,073 tokens marked past the 4,096-token context in:\n%s", r.out);
+    run_free(&r);
+    r = kvdemo_run("memory --model llama-2-7b --gpu-memory 24GB --lang zh");
+    if (!strstr(r.out, "! 超过了模型 4,096 个 token 的上下文")) fail_msg("zh: expected the mark in:\n%s", r.out);
+    run_free(&r);
+}
+
+static void test_quantised_like_lesson12(void **state) {
+    (void)state;
+    int n;
+    static const char *const dtypes[] = {"int4", "int8"};
+    const KvDtype kinds[] = {KV_INT4, KV_INT8};
+    for (int i = 0; i < 2; i++) {
+        char args[128];
+        snprintf(args, sizeof args, "memory --model char-gpt --dtype %s --tokens 1 --format json", dtypes[i]);
+        Event *e = kvdemo_json(args, &n);
+        // the seed preset: 6 blocks of 6 heads of 64
+        double want = kvquant_bytes_per_token(kinds[i], 6, 384, 6, KV_KEY_GROUP);
+        expect_u64(dtypes[i], (uint64_t)want, (uint64_t)value_of(e, n, "count", "bytes_per_token"));
+        events_free(e, n);
+    }
+    // int4 by hand: 2 · 6 · 384 · 1/2 B of codes + 6 · (4 · 6 + 4 · 384 / 32) B of scales
+    expect_u64("char GPT int4", 2304 + 432, (uint64_t)kvquant_bytes_per_token(KV_INT4, 6, 384, 6, KV_KEY_GROUP));
+    Event *e = kvdemo_json("memory --model llama-2-7b --dtype fp8 --tokens 1 --format json", &n);
+    expect_u64("fp8 has no scales", 524288 / 2, (uint64_t)value_of(e, n, "count", "bytes_per_token"));
+    events_free(e, n);
+}
+
+static void test_dtype_is_the_caches(void **state) {
+    (void)state;
+    int n;
+    Event *e = kvdemo_json("memory --model llama-2-70b --dtype int8 --tokens 4096 --gpu-memory 160GB --format json", &n);
+    if (value_of(e, n, "value", "weights_bytes") != 140e9)
+        fail_msg("weights with --dtype int8: expected 70e9 · 2 B = 1.4e11, got %g", value_of(e, n, "value", "weights_bytes"));
+    events_free(e, n);
+    RunResult r = kvdemo_run("memory --model llama-2-70b --dtype int8 --tokens 4096 --gpu-memory 160GB --lang en");
+    static const char *const says[] = {"--dtype sets the cache's values, not the weights'", "that fit: at most ",
+                                       "(an upper bound: the activations and the runtime's own memory are not counted)"};
+    for (int i = 0; i < 3; i++)
+        if (!strstr(r.out, says[i])) fail_msg("expected \"%s\" in:\n%s", says[i], r.out);
+    run_free(&r);
+    r = kvdemo_run("memory --model llama-2-70b --dtype int8 --tokens 4096 --gpu-memory 160GB --lang zh");
+    if (!strstr(r.out, "--dtype 只设缓存的数值，不改权重") || !strstr(r.out, "（这是上限：")) fail_msg("zh:\n%s", r.out);
+    run_free(&r);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_published_figures),
@@ -221,6 +297,9 @@ int main(void) {
         cmocka_unit_test(test_cli_gpu_memory_and_shapes),
         cmocka_unit_test(test_model_file_header_only),
         cmocka_unit_test(test_cli_bad_input),
+        cmocka_unit_test(test_context_marks),
+        cmocka_unit_test(test_quantised_like_lesson12),
+        cmocka_unit_test(test_dtype_is_the_caches),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
