@@ -6,7 +6,7 @@
 // cache". This lesson shows why, then what a smaller cache costs.
 //
 //   1. summing order   the cached one-row step sums each matmul in 32 slices
-//                      added pairwise (as a GPU matrix-vector kernel does), in
+//                      added pairwise (as a split-K GPU kernel may), in
 //                      fp32: differences in the last bits of the logits
 //   2. bf16, fp16      the same with activations and cache rounded to bf16 or
 //                      fp16 (round to nearest even, in C): the same tiny
@@ -121,10 +121,12 @@ static int summing_order(Shared *x, Trace *tr, const Options *opt) {
     trace_heading(tr, "1, 2. Another summing order in the cached step, in fp32, bf16 and fp16",
                   "1、2. 缓存步骤换一种求和顺序：fp32、bf16 与 fp16");
     trace_sayf(tr,
-               "The cached one-row step sums each matmul in %d slices added pairwise, as a GPU matrix-vector\n"
-               "kernel does; the run without the cache sums in order. Both round their activations and cache\n"
-               "to the same type. Same seed, same draws: the text changes only when a logit moves far enough.",
-               "缓存步骤把每个矩阵乘法分成 %d 段求和、再两两相加，就像 GPU 的矩阵-向量内核；不使用缓存的一次按顺序求和。\n"
+               "The cached one-row step sums each matmul in %d slices added pairwise, as a split-K GPU kernel\n"
+               "may (a stylised model: each library splits in its own way); the run without the cache sums in\n"
+               "order. Both round their activations and cache to the same type. Same seed, same draws: the text\n"
+               "changes only when a logit moves far enough.",
+               "缓存步骤把每个矩阵乘法分成 %d 段求和、再两两相加，就像 split-K 的 GPU 内核可能做的那样（只是示意：\n"
+               "各个库切分的方式各不相同）；不使用缓存的一次按顺序求和。\n"
                "两者把激活和缓存舍入到同一种类型。种子相同、抽样相同：只有 logit 变化足够大时文字才会改变。",
                KV_SPLIT_SLICES);
     const KvDtype acts[3] = {KV_FP32, KV_BF16, KV_FP16};

@@ -37,6 +37,7 @@
 #include "stats.h"
 #include "timer.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -359,6 +360,20 @@ static void show_real_models(Trace *tr) {
                "n_heads / n_kv_heads = %d / %d.",
                "\nLLaMA-2-70B 若用 MHA，每个 token 的 KV Cache 会是现在的 %lld 倍：n_heads / n_kv_heads = %d / %d。",
                (long long)(mha / gqa), g->n_heads, g->n_kv_heads);
+    // Per sequence the cache stays far below the weights (70 · 10^9 parameters
+    // in fp16): it takes a batch to pass them.
+    double weights = 70e9 * BYTES_FP16, seq = (double)gqa * LLAMA2_CONTEXT;
+    int64_t batch = (int64_t)ceil(weights / seq);
+    char a[32], b[32];
+    snprintf(a, sizeof a, "%.2f GB", seq * 1e-9);
+    snprintf(b, sizeof b, "%.0f GB", weights * 1e-9);
+    trace_count(tr, "batch_for_cache_to_pass_weights", batch, NULL, NULL);
+    trace_sayf(tr,
+               "Still, one sequence of %d tokens holds %s of cache beside %s of weights (70 * 10^9 parameters\n"
+               "* 2 bytes): the cache passes the weights only with a batch of %lld such sequences.",
+               "不过一个 %d 个 token 的序列只有 %s 的 KV Cache，而权重有 %s（70 * 10^9 个参数 * 2 字节）：\n"
+               "要 %lld 个这样的序列组成一批，缓存才超过权重。",
+               LLAMA2_CONTEXT, a, b, (long long)batch);
 }
 
 // ----------------------------------------------------------------------------

@@ -8,6 +8,7 @@
 // logits. No expected value below comes from kvdemo's own output.
 #include "testutil.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -139,6 +140,9 @@ static void test_llama2_cache_per_token(void **state) {
     assert_int_equal(count(l, "llama-2-7b", "cache_bytes_per_token"), 524288);
     assert_int_equal(count(l, "llama-2-70b", "cache_bytes_per_token"), 327680);
     assert_int_equal(count(l, "llama-2-70b-mha", "cache_bytes_per_token"), 2621440);
+    // Per sequence the cache does not dominate: 140 GB of weights over
+    // 4096 · 327,680 B = 1.34 GB a sequence takes a batch of 105.
+    expect_count(l, NULL, "batch_for_cache_to_pass_weights", (int64_t)ceil(140e9 / (4096.0 * 327680)));
 }
 
 static void expect_identical(const Lesson *l, const char *run, const char *name) {
