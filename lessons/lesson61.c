@@ -541,7 +541,7 @@ static int part_same(Scene *sc, Trace *tr, int n_prompt, int B, int steps, int *
 static const TraceColumn POLICY_COLS[] = {
     {"policy", "策略", 24, 0, "policy"},
     {"tokens %", "token %", 9, 1, "tokens_percent"},
-    {"never used", "从未使用", 11, 1, "never_used_percent"},
+    {"never/empty", "从未用/空", 11, 1, "never_used_percent"},
     {"at once (peak)", "并发（峰值）", 14, 1, "at_once_mean"},
     {"steps", "步数", 7, 1, "steps"},
     {"preempted", "被抢占", 9, 1, "preempted"},
@@ -560,7 +560,7 @@ static int policies_table(Trace *tr, const KvRequest *reqs, int64_t S, double *p
     } rows[3 + COUNT(SIM_B)] = {
         {"max", "reserve max length", "按最大长度预留", KVSIM_MAX, 0},
         {"pow2", "reserve power of two", "按 2 的幂预留", KVSIM_POW2, 0},
-        {"oracle", "reserve exact (oracle)", "按实际长度预留（先知）", KVSIM_ORACLE, 0},
+        {"oracle", "reserve exact (oracle)", "按实际长度预留（预知长度）", KVSIM_ORACLE, 0},
     };
     char names[COUNT(SIM_B)][32];
     for (int i = 0; i < COUNT(SIM_B); i++) {
@@ -646,18 +646,24 @@ static int part_waste(Trace *tr, const Options *opt, double *paged_waste) {
     }
     trace_run(tr, NULL);
     trace_say(tr,
-              "\ntokens %: the share of reserved slots holding real tokens. never used: slots reserved "
-              "beyond the request's final length (or, paged, the empty slots of last blocks); the rest "
-              "of the waste is reserved for tokens still to come. at once: requests served together, "
-              "mean over the steps (and peak).\n"
+              "\ntokens %: the share of reserved slots holding real tokens. never/empty names two measures: "
+              "for a reservation, the slots reserved beyond the request's final length, which no token "
+              "ever fills (the rest of its waste is reserved for tokens still to come); for paging, the "
+              "empty slots of the last blocks at each step, which the request's later tokens do fill. "
+              "at once: requests served together, mean over the steps (and peak). preempted: requests "
+              "stopped to free blocks; each resumes later by recomputing its tokens in one step, as a "
+              "prompt is read, and the simulation charges that recomputation nothing more: paging's steps "
+              "are a lower bound (vLLM recomputes or swaps the blocks out, section 4.5).\n"
               "The article: existing systems waste 60-80% of the cache memory to fragmentation and "
               "over-reservation (the vLLM blog's rounding; the vLLM paper, section 1, section 3.1 and "
               "Fig. 2: only 20.4-38.2% of it holds token states). vLLM: waste under 4%, only in the last "
               "block. kvdemo's figures above come from its own workload: what carries over is the order "
               "of the policies and why.",
-              "\ntoken %：预留槽位中存放真实 token 的比例。从未使用：超出请求最终长度的预留槽位（分页时为"
-              "最后一块的空槽位）；其余的浪费是为尚未生成的 token 预留的。并发：同时服务的请求数，按步平均"
-              "（括号中为峰值）。\n"
+              "\ntoken %：预留槽位中存放真实 token 的比例。从未用/空是两种量：预留时，是超出请求最终长度的"
+              "预留槽位，永远不会有 token 填进去（其余的浪费是为尚未生成的 token 预留的）；分页时，是每一步"
+              "最后一块的空槽位，请求之后的 token 会填上它们。并发：同时服务的请求数，按步平均（括号中为峰值）。"
+              "被抢占：为腾出块而暂停的请求；它之后用一步重新计算已有的 token（像读入提示词一样）再继续，"
+              "模拟不为这次重算多计任何代价：分页的步数是下限（vLLM 会重新计算或把块换出，论文第 4.5 节）。\n"
               "文章：已有的系统中，由于显存碎片和过度预留，浪费了60%-80%的显存（vLLM 博客的约数；vLLM "
               "论文第 1 节、第 3.1 节和图 2：只有 20.4%-38.2% 存放 token 状态）。vLLM：浪费不到 4%，只在"
               "最后一块。上面是 kvdemo 自己的工作负载的数字：可以推广的是各策略的排序及其原因。");

@@ -17,7 +17,8 @@
 //   test_tables_in_json            (4) and (5) as table rows: the shares recomputed
 //                                  here, ceil(2048 / B) lookups, (4)'s waste in (5)
 //   test_block_verdicts_follow_the_runs  (5)'s verdict of each B only what its runs' min … max
-//                                  support; one run each: too few to say; no "median of N runs"
+//                                  support; one run each: too few to say; no "median of N runs";
+//                                  (4)'s never/empty and uncounted recomputation said, both languages
 //   test_generate_paged_samples    --samples 3 texts = 3 runs with seeds s, s+1, s+2
 //   test_text_zh_and_errors        the narration in Chinese; bad input, one line, status
 #include "testutil.h"
@@ -477,10 +478,15 @@ static void test_block_verdicts_follow_the_runs(void **state) {
                        "B = 16 too few runs to say, B = 256 too few runs to say.";
     if (!strstr(r.out, want)) fail_msg("one run each: expected \"%s\"", want);
     if (strstr(r.out, "median of 1 runs")) fail_msg("one run each: \"median of 1 runs\" is still printed");
+    // (4): the column's two measures named apart; preemption's cost said to be left out.
+    if (!strstr(r.out, "never/empty names two measures") || !strstr(r.out, "charges that recomputation nothing more"))
+        fail_msg("(4): expected never/empty's two measures and the uncounted recomputation explained");
     run_free(&r);
     r = kvdemo_run("lesson 6.1 --init random --preset tiny --repeat 1 --steps 4 --lang zh");
     if (!strstr(r.out, "分页与连续缓存相比（按这几次运行的区间）：B = 1 运行次数太少，无法判断"))
         fail_msg("one run each, zh: expected the verdict line in Chinese");
+    if (!strstr(r.out, "从未用/空是两种量") || !strstr(r.out, "分页的步数是下限") || strstr(r.out, "先知"))
+        fail_msg("(4), zh: expected 从未用/空's two measures, the lower bound, and 预知长度 for the oracle");
     run_free(&r);
 }
 
