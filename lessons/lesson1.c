@@ -41,21 +41,21 @@ static void show_step(Trace *tr, const ToyData *d, const Step *s, int step, int 
     trace_sayf(tr, "Step %d: \"%s\".", "第 %d 步：“%s”。", step, toy_tokens(d, 0, n, in, sizeof in));
     Tensor mask = tensor_view2(a->mask, n, n), weights = tensor_view2(a->weights, n, n);
     Tensor K = tensor_view2(a->K, n, d->dk), out = tensor_view2(a->output, n, d->dv);
-    trace_tensor(tr, TRACE_FULL, "K", "K = torch.matmul(X, W_K)", &K, d->rows, 0);
+    trace_tensor(tr, TRACE_FULL, "K", "K = torch.matmul(X, W_K)", &K, d->rows, HEAT_NONE);
     if (causal) {
         trace_tensor(tr, TRACE_FULL, "mask", "mask = torch.triu(torch.full((n, n), float('-inf')), diagonal=1)", &mask,
-                     d->rows, 0);
+                     d->rows, HEAT_NONE);
         toy_caption(d, "weights = F.softmax(Q @ K.T / %s + mask, dim=-1)", code, sizeof code);
     } else {
         toy_caption(d, "weights = F.softmax(Q @ K.T / %s, dim=-1)", code, sizeof code);
     }
     trace_tensor(tr, TRACE_FULL, "weights", code, &weights, d->rows, HEAT_PROBS);
-    trace_tensor(tr, TRACE_SUMMARY, "output", "output = torch.matmul(weights, V)", &out, d->rows, 0);
+    trace_tensor(tr, TRACE_SUMMARY, "output", "output = torch.matmul(weights, V)", &out, d->rows, HEAT_NONE);
     if (s->layer2) {
         Tensor K2 = tensor_view2(s->layer2->K, n, d->dk), V2 = tensor_view2(s->layer2->V, n, d->dv);
         trace_say(tr, "Layer 2 reads layer 1's output as its X:", "第 2 层把第 1 层的 output 当作它的 X：");
-        trace_tensor(tr, TRACE_SUMMARY, "K_layer2", "K = torch.matmul(output, W_K)   # layer 2", &K2, d->rows, 0);
-        trace_tensor(tr, TRACE_SUMMARY, "V_layer2", "V = torch.matmul(output, W_V)   # layer 2", &V2, d->rows, 0);
+        trace_tensor(tr, TRACE_SUMMARY, "K_layer2", "K = torch.matmul(output, W_K)   # layer 2", &K2, d->rows, HEAT_NONE);
+        trace_tensor(tr, TRACE_SUMMARY, "V_layer2", "V = torch.matmul(output, W_V)   # layer 2", &V2, d->rows, HEAT_NONE);
     }
     trace_pause(tr);
 }

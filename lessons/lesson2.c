@@ -124,23 +124,23 @@ static void show_full_step(Trace *tr, const ToyData *d, const AttnStep *s, int s
     // saw are computed again for nothing (greyed on the page): the cache's saving.
     int old = step > 1 && !cached_run ? n - 1 : 0;
     TraceRowRole how = old ? ROW_RECOMPUTED : ROW_PLAIN;
-    trace_tensor(tr, TRACE_FULL, "X", "X = torch.tensor(...)", &X, rows, 0);
+    trace_tensor(tr, TRACE_FULL, "X", "X = torch.tensor(...)", &X, rows, HEAT_NONE);
     trace_cache_rows(tr, old, how);
-    trace_tensor(tr, TRACE_FULL, "Q", "Q = torch.matmul(X, W_Q)", &Q, rows, 0);
+    trace_tensor(tr, TRACE_FULL, "Q", "Q = torch.matmul(X, W_Q)", &Q, rows, HEAT_NONE);
     trace_cache_rows(tr, old, how);
-    trace_tensor(tr, TRACE_SUMMARY, "K", "K = torch.matmul(X, W_K)", &K, rows, 0);
+    trace_tensor(tr, TRACE_SUMMARY, "K", "K = torch.matmul(X, W_K)", &K, rows, HEAT_NONE);
     trace_cache_rows(tr, old, how);
-    trace_tensor(tr, TRACE_SUMMARY, "V", "V = torch.matmul(X, W_V)", &V, rows, 0);
+    trace_tensor(tr, TRACE_SUMMARY, "V", "V = torch.matmul(X, W_V)", &V, rows, HEAT_NONE);
     trace_cache_rows(tr, old, how);
     trace_tensor(tr, TRACE_FULL, "scores", toy_caption(d, "scores = torch.matmul(Q, K.T) / %s", code, sizeof code),
                  &scores, rows, HEAT_SCORES);
-    trace_tensor(tr, TRACE_FULL, "mask", mask_literal(s, n, code, sizeof code), &mask, rows, 0);
+    trace_tensor(tr, TRACE_FULL, "mask", mask_literal(s, n, code, sizeof code), &mask, rows, HEAT_NONE);
     trace_cache_rows(tr, old, how);
     trace_tensor_as(tr, TRACE_FULL, "masked_scores", "scores", "scores += mask", &masked, rows, HEAT_SCORES);
     trace_cache_rows(tr, old, how);
     trace_tensor_as(tr, TRACE_FULL, "weights", "scores", "scores = F.softmax(scores, dim=-1)", &weights, rows, HEAT_PROBS);
     trace_cache_rows(tr, old, how);
-    trace_tensor(tr, TRACE_SUMMARY, "output", "output = torch.matmul(scores, V)", &out, rows, 0);
+    trace_tensor(tr, TRACE_SUMMARY, "output", "output = torch.matmul(scores, V)", &out, rows, HEAT_NONE);
     trace_count(tr, "kv_rows", s->kv_rows, "rows of K and V computed", "算出的 K、V 行数");
     trace_measure(tr, "step", seconds, repeat);
     trace_say(tr, "", "");
@@ -170,25 +170,25 @@ static void show_cached_step(Trace *tr, const ToyData *d, const AttnStep *s, int
     Tensor scores = tensor_view2(s->scores, 1, N), weights = tensor_view2(s->weights, 1, N);
     Tensor out = tensor_view2(s->output, 1, d->dv);
     trace_tensor(tr, TRACE_FULL, "X", trace_text(tr, "X = the new token's row only", "X = 只有新 token 这一行"), &x,
-                 rows + last, 0);
+                 rows + last, HEAT_NONE);
     // The page marks each row: the new token's, computed now (appended to K
     // and V), and the last rows of K and V, read from the cache.
     trace_cache_rows(tr, 0, ROW_NEW);
-    trace_tensor(tr, TRACE_FULL, "Q", "Q = torch.matmul(X, W_Q)", &q, rows + last, 0);
+    trace_tensor(tr, TRACE_FULL, "Q", "Q = torch.matmul(X, W_Q)", &q, rows + last, HEAT_NONE);
     trace_cache_rows(tr, last, ROW_REUSED);
     trace_tensor(tr, TRACE_FULL, "K_last", trace_text(tr, "K_last = K of step 1, from the cache", "K_last = 缓存里第 1 步的 K"),
-                 &K_last, rows, 0);
+                 &K_last, rows, HEAT_NONE);
     trace_cache_rows(tr, 0, ROW_NEW);
-    trace_tensor(tr, TRACE_FULL, "K_cur", "K_cur = torch.matmul(X, W_K)", &K_cur, rows + last, 0);
+    trace_tensor(tr, TRACE_FULL, "K_cur", "K_cur = torch.matmul(X, W_K)", &K_cur, rows + last, HEAT_NONE);
     trace_cache_rows(tr, last, ROW_REUSED);
-    trace_tensor(tr, TRACE_SUMMARY, "K", "K = torch.cat([K_last, K_cur])", &K, rows, 0);
+    trace_tensor(tr, TRACE_SUMMARY, "K", "K = torch.cat([K_last, K_cur])", &K, rows, HEAT_NONE);
     trace_cache_rows(tr, last, ROW_REUSED);
     trace_tensor(tr, TRACE_FULL, "V_last", trace_text(tr, "V_last = V of step 1, from the cache", "V_last = 缓存里第 1 步的 V"),
-                 &V_last, rows, 0);
+                 &V_last, rows, HEAT_NONE);
     trace_cache_rows(tr, 0, ROW_NEW);
-    trace_tensor(tr, TRACE_FULL, "V_cur", "V_cur = torch.matmul(X, W_V)", &V_cur, rows + last, 0);
+    trace_tensor(tr, TRACE_FULL, "V_cur", "V_cur = torch.matmul(X, W_V)", &V_cur, rows + last, HEAT_NONE);
     trace_cache_rows(tr, last, ROW_REUSED);
-    trace_tensor(tr, TRACE_SUMMARY, "V", "V = torch.cat([V_last, V_cur])", &V, rows, 0);
+    trace_tensor(tr, TRACE_SUMMARY, "V", "V = torch.cat([V_last, V_cur])", &V, rows, HEAT_NONE);
     toy_caption(d, trace_text(tr, "scores = torch.matmul(Q, K.T) / %s   # no mask", "scores = torch.matmul(Q, K.T) / %s   # 不加掩码"),
                 code, sizeof code);
     trace_cache_rows(tr, 0, ROW_NEW);
@@ -196,7 +196,7 @@ static void show_cached_step(Trace *tr, const ToyData *d, const AttnStep *s, int
     trace_cache_rows(tr, 0, ROW_NEW);
     trace_tensor_as(tr, TRACE_FULL, "weights", "scores", "scores = F.softmax(scores, dim=-1)", &weights, rows + last, HEAT_PROBS);
     trace_cache_rows(tr, 0, ROW_NEW);
-    trace_tensor(tr, TRACE_SUMMARY, "output", "output = torch.matmul(scores, V)", &out, rows + last, 0);
+    trace_tensor(tr, TRACE_SUMMARY, "output", "output = torch.matmul(scores, V)", &out, rows + last, HEAT_NONE);
     trace_count(tr, "kv_rows", s->kv_rows, "rows of K and V computed", "算出的 K、V 行数");
     trace_measure(tr, "step", seconds, repeat);
     trace_say(tr, "", "");

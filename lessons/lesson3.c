@@ -307,7 +307,7 @@ static void show_step(const LlamaStep *st, void *ctx) {
     trace_tensor(tr, TRACE_FULL, name,
                  trace_text(tr, "freqs_cis = self.freqs_cis[start_pos : start_pos + seqlen]   # complex, shown as (cos, sin) pairs",
                             "freqs_cis = self.freqs_cis[start_pos : start_pos + seqlen]   # 复数，按 (cos, sin) 实数对显示"),
-                 &freqs, NULL, 0);
+                 &freqs, NULL, HEAT_NONE);
 
     if (f->has_mask) {
         if (f->mask) {   // (absent only past LLAMA_MASK_FLOATS)
@@ -316,7 +316,7 @@ static void show_step(const LlamaStep *st, void *ctx) {
             trace_tensor(tr, TRACE_SUMMARY, "mask",
                          "mask = torch.triu(torch.full((1, 1, seqlen, seqlen), float(\"-inf\")), "
                          "diagonal=start_pos + 1)",
-                         &mask, NULL, 1);
+                         &mask, NULL, HEAT_NONE);
         }
     } else {
         trace_say(tr, "seqlen = 1, so mask = None: the one new row may see every cached position.",

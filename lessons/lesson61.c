@@ -637,7 +637,7 @@ static int part_waste(Trace *tr, const Options *opt, double *paged_waste) {
         }
         for (int r = 0; r < SIM_REQUESTS; r++) lengths[2 * r] = (float)reqs[r].prompt, lengths[2 * r + 1] = (float)reqs[r].output;
         Tensor t = tensor_view2(lengths, SIM_REQUESTS, 2);
-        trace_tensor(tr, TRACE_NONE, "requests", NULL, &t, NULL, 0);
+        trace_tensor(tr, TRACE_NONE, "requests", NULL, &t, NULL, HEAT_NONE);
         free(lengths);
     }
     if (policies_table(tr, reqs, S, paged_waste)) {

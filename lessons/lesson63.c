@@ -67,7 +67,7 @@ static void online_softmax(Trace *tr, const ToyData *d, const AttnStep *s) {
     float xr[TOKENS], y_safe[TOKENS], y_online[TOKENS];
     memcpy(xr, x, sizeof xr);
     Tensor tx = tensor_view2(xr, 1, n);
-    trace_tensor(tr, TRACE_SUMMARY, "x", "x = scores[2]", &tx, &row, 1);
+    trace_tensor(tr, TRACE_SUMMARY, "x", "x = scores[2]", &tx, &row, HEAT_SCORES);
     int64_t reads_safe = 0, reads_online = 0;
     float m = -INFINITY, l = 0;
     for (int j = 0; j < n; j++, reads_safe++) m = fmaxf(m, x[j]);
@@ -76,7 +76,7 @@ static void online_softmax(Trace *tr, const ToyData *d, const AttnStep *s) {
     trace_value(tr, "safe_m", m, "", "pass 1: m = max(x)", "第一遍：m = max(x)");
     trace_value(tr, "safe_l", l, "", "pass 2: l = sum(e^(x - m))", "第二遍：l = Σ e^(x - m)");
     Tensor ys = tensor_view2(y_safe, 1, n);
-    trace_tensor(tr, TRACE_SUMMARY, "y_safe", "pass 3: y = e^(x - m) / l", &ys, &row, 1);
+    trace_tensor(tr, TRACE_SUMMARY, "y_safe", "pass 3: y = e^(x - m) / l", &ys, &row, HEAT_PROBS);
 
     trace_say(tr,
               "\nThe online softmax keeps m and l while the row streams past, one element at a time:\n"
@@ -96,7 +96,7 @@ static void online_softmax(Trace *tr, const ToyData *d, const AttnStep *s) {
     }
     for (int j = 0; j < n; j++, reads_online++) y_online[j] = expf(x[j] - st.m) / st.l;
     Tensor yo = tensor_view2(y_online, 1, n);
-    trace_tensor(tr, TRACE_SUMMARY, "y_online", "y = e^(x - m) / l", &yo, &row, 1);
+    trace_tensor(tr, TRACE_SUMMARY, "y_online", "y = e^(x - m) / l", &yo, &row, HEAT_PROBS);
     trace_compare(tr, "online_vs_safe", trace_text(tr, "safe softmax (three passes)", "安全 softmax（三遍）"), &ys,
                   trace_text(tr, "online softmax (two passes)", "在线 softmax（两遍）"), &yo);
     trace_count(tr, "reads_safe", reads_safe, "elements read by the safe softmax", "安全 softmax 读取的元素数");
@@ -151,9 +151,9 @@ static void tiled_intro(Trace *tr, const ToyData *d, const AttnStep *s, char *s_
                "O = e^(m - m_new) O + e^(m~ - m_new) P~ V_j。完整的 %d x %d 分数矩阵从不写出，每次只有一块。",
                words, TILE, TILE, scale_text, N, N);
     Tensor tQ = tensor_view2(s->Q, N, dk), tK = tensor_view2(s->K, N, dk), tV = tensor_view2(s->V, N, dv);
-    trace_tensor(tr, TRACE_FULL, "Q", "Q = torch.matmul(X, W_Q)", &tQ, d->rows, 0);
-    trace_tensor(tr, TRACE_FULL, "K", "K = torch.matmul(X, W_K)", &tK, d->rows, 0);
-    trace_tensor(tr, TRACE_FULL, "V", "V = torch.matmul(X, W_V)", &tV, d->rows, 0);
+    trace_tensor(tr, TRACE_FULL, "Q", "Q = torch.matmul(X, W_Q)", &tQ, d->rows, HEAT_NONE);
+    trace_tensor(tr, TRACE_FULL, "K", "K = torch.matmul(X, W_K)", &tK, d->rows, HEAT_NONE);
+    trace_tensor(tr, TRACE_FULL, "V", "V = torch.matmul(X, W_V)", &tV, d->rows, HEAT_NONE);
 }
 
 // One query block's running state and one tile's pieces, in Algorithm 1's
@@ -192,14 +192,14 @@ static void tile_show(Trace *tr, Tiles *t, float *O, const ToyData *d, const cha
     Tensor tmt = tensor_view2(t->mt, br, 1), tlt = tensor_view2(t->lt, br, 1);
     Tensor tm = tensor_view2(t->m, br, 1), tl = tensor_view2(t->l, br, 1);
     Tensor tO = tensor_view2(O + i0 * dv, br, dv), tOn = tensor_view2(t->On, br, dv);
-    trace_tensor(tr, TRACE_FULL, "S_ij", s_code, &tS, rows, 1);
-    trace_tensor(tr, TRACE_FULL, "m~", "m~_ij = rowmax(S_ij)", &tmt, rows, 0);
-    trace_tensor(tr, TRACE_FULL, "P~", "P~_ij = exp(S_ij - m~_ij)", &tP, rows, 1);
-    trace_tensor(tr, TRACE_FULL, "l~", "l~_ij = rowsum(P~_ij)", &tlt, rows, 0);
-    trace_tensor(tr, TRACE_SUMMARY, "m", "m_i = max(m_i, m~_ij)", &tm, rows, 0);
-    trace_tensor(tr, TRACE_SUMMARY, "l", "l_i = e^(m_i - m_new) l_i + e^(m~_ij - m_new) l~_ij", &tl, rows, 0);
-    trace_tensor(tr, TRACE_FULL, "O~", "O_i = e^(m_i - m_new) O_i + e^(m~_ij - m_new) P~_ij @ V_j", &tO, rows, 0);
-    trace_tensor(tr, TRACE_SUMMARY, "O", "O_i / l_i   (Algorithm 1, line 12: O so far)", &tOn, rows, 0);
+    trace_tensor(tr, TRACE_FULL, "S_ij", s_code, &tS, rows, HEAT_SCORES);
+    trace_tensor(tr, TRACE_FULL, "m~", "m~_ij = rowmax(S_ij)", &tmt, rows, HEAT_NONE);
+    trace_tensor(tr, TRACE_FULL, "P~", "P~_ij = exp(S_ij - m~_ij)", &tP, rows, HEAT_PROBS);
+    trace_tensor(tr, TRACE_FULL, "l~", "l~_ij = rowsum(P~_ij)", &tlt, rows, HEAT_NONE);
+    trace_tensor(tr, TRACE_SUMMARY, "m", "m_i = max(m_i, m~_ij)", &tm, rows, HEAT_NONE);
+    trace_tensor(tr, TRACE_SUMMARY, "l", "l_i = e^(m_i - m_new) l_i + e^(m~_ij - m_new) l~_ij", &tl, rows, HEAT_NONE);
+    trace_tensor(tr, TRACE_FULL, "O~", "O_i = e^(m_i - m_new) O_i + e^(m~_ij - m_new) P~_ij @ V_j", &tO, rows, HEAT_NONE);
+    trace_tensor(tr, TRACE_SUMMARY, "O", "O_i / l_i   (Algorithm 1, line 12: O so far)", &tOn, rows, HEAT_NONE);
     trace_say(tr, "", "");
     trace_pause(tr);
 }
@@ -274,7 +274,7 @@ static int tiled_result(Trace *tr, const ToyData *d, const AttnStep *s, float *O
     float scale = 1.0f / d->scale;
     float Ok[TOKENS * TOY_MAX_WIDTH];
     Tensor tOut = tensor_view2(O, N, dv), plain = tensor_view2(s->output, N, dv);
-    trace_tensor(tr, TRACE_SUMMARY, "output", "O = diag(l)^-1 O   (once, at the end: FlashAttention-2)", &tOut, d->rows, 0);
+    trace_tensor(tr, TRACE_SUMMARY, "output", "O = diag(l)^-1 O   (once, at the end: FlashAttention-2)", &tOut, d->rows, HEAT_NONE);
     trace_count(tr, "tiles_computed", computed, "tiles computed", "计算的块数");
     trace_count(tr, "tiles_skipped", skipped, "tiles skipped (above the diagonal)", "跳过的块数（对角线之上）");
     trace_count(tr, "tiles_masked", masked, "tiles masked (on the diagonal)", "加掩码的块数（对角线上）");

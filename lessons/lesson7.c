@@ -114,7 +114,7 @@ static int rows_table(Trace *tr, const ToyData *d, const AttnStep *steps, const 
         trace_run(tr, NULL);
         trace_step(tr, s);
         if (tr->format == FORMAT_JSON) {
-            trace_tensor(tr, TRACE_SUMMARY, "output", NULL, &cached, d->rows + s - 1, 0);
+            trace_tensor(tr, TRACE_SUMMARY, "output", NULL, &cached, d->rows + s - 1, HEAT_NONE);
             all_same &= trace_compare(tr, "output", trace_text(tr, "output[-1] without the cache", "不使用缓存的 output[-1]"), &full,
                                       trace_text(tr, "output with the cache", "使用缓存的 output"), &cached);
         } else {
@@ -134,7 +134,7 @@ static void doc_outputs(Trace *tr, const ToyData *d, const AttnStep *steps, cons
             Tensor full = tensor_view2(steps[s - 1].output + (s - 1) * d->dv, 1, d->dv);
             Tensor cached = tensor_view2(outs[s - 1].output, 1, d->dv);
             trace_sayf(tr, "Step %d: the output of %s.", "第 %d 步：%s 的输出。", s, d->rows[s - 1]);
-            trace_tensor(tr, TRACE_SUMMARY, "output", NULL, &cached, d->rows + s - 1, 0);
+            trace_tensor(tr, TRACE_SUMMARY, "output", NULL, &cached, d->rows + s - 1, HEAT_NONE);
             trace_compare(tr, "output", trace_text(tr, "output[-1] without the cache", "不使用缓存的 output[-1]"), &full,
                           trace_text(tr, "output with the cache", "使用缓存的 output"), &cached);
         }
@@ -217,8 +217,8 @@ int lesson7_run(const Options *opt, Trace *tr) {
     with_a_prompt(tr, n);
     Tensor K = tensor_view2(c.K, n, d.dk), V = tensor_view2(c.V, n, d.dv);
     if (tr->format == FORMAT_TEXT) trace_say(tr, "\nThe cache at the end: one row of K and V per token.\n", "\n最后的缓存：每个 token 一行 K、V。\n");
-    trace_tensor(tr, TRACE_FULL, "K", NULL, &K, d.rows, 0);
-    trace_tensor(tr, TRACE_FULL, "V", NULL, &V, d.rows, 0);
+    trace_tensor(tr, TRACE_FULL, "K", NULL, &K, d.rows, HEAT_NONE);
+    trace_tensor(tr, TRACE_FULL, "V", NULL, &V, d.rows, HEAT_NONE);
     trace_count(tr, "kv_rows_nocache", tot_nc, "K/V rows without the cache", "不使用缓存的 K、V 行数");
     trace_count(tr, "kv_rows_cache", tot_c, "K/V rows with the cache", "使用缓存的 K、V 行数");
     trace_timing(tr, "no-cache", t_nc, repeat);

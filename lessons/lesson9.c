@@ -57,9 +57,9 @@ static void show_symmetry(Trace *tr, const ToyData *d, AttnStep *orig, AttnStep 
     trace_say(tr, "Swapping Q and K only transposes the scores: up to here they play the same part.\n",
               "把 Q 和 K 对调，scores 只是转置了一下：到这一步为止，两者的地位一样。\n");
     Tensor out = tensor_view2(orig->output, TOKENS, d->dv), out_swapped = tensor_view2(s->output, TOKENS, d->dv);
-    trace_tensor(tr, TRACE_SUMMARY, "output", "output = softmax(scores) @ V", &out, d->rows, 0);
+    trace_tensor(tr, TRACE_SUMMARY, "output", "output = softmax(scores) @ V", &out, d->rows, HEAT_NONE);
     trace_tensor(tr, TRACE_SUMMARY, "output_swapped", "output_swapped = softmax(scores_swapped) @ V", &out_swapped,
-                 d->rows, 0);
+                 d->rows, HEAT_NONE);
     trace_compare(tr, "output_swapped", "output", &out, "output_swapped", &out_swapped);
     trace_say(tr,
               "Once the weights multiply V the swap changes the output: V breaks the symmetry.\n"
@@ -105,12 +105,12 @@ static void run(Trace *tr, const ToyData *d, AttnStep *orig, AttnStep *s, int ca
     Tensor V = tensor_view2(orig->V, TOKENS, d->dv), W = tensor_view2(orig->weights, TOKENS, TOKENS);
     Tensor out = tensor_view2(orig->output, TOKENS, d->dv);
     Tensor out_t = tensor_view2(orig->output + t * d->dv, 1, d->dv);
-    trace_tensor(tr, TRACE_FULL, "Q", "Q = torch.matmul(X, W_Q)", &Q, d->rows, 0);
-    trace_tensor(tr, TRACE_FULL, "K", "K = torch.matmul(X, W_K)", &K, d->rows, 0);
-    trace_tensor(tr, TRACE_FULL, "V", "V = torch.matmul(X, W_V)", &V, d->rows, 0);
+    trace_tensor(tr, TRACE_FULL, "Q", "Q = torch.matmul(X, W_Q)", &Q, d->rows, HEAT_NONE);
+    trace_tensor(tr, TRACE_FULL, "K", "K = torch.matmul(X, W_K)", &K, d->rows, HEAT_NONE);
+    trace_tensor(tr, TRACE_FULL, "V", "V = torch.matmul(X, W_V)", &V, d->rows, HEAT_NONE);
     toy_caption(d, causal ? "S = softmax(Q @ K.T / %s + mask)" : "S = softmax(Q @ K.T / %s)", code, sizeof code);
     trace_tensor(tr, TRACE_FULL, "weights", code, &W, d->rows, HEAT_PROBS);
-    trace_tensor(tr, TRACE_SUMMARY, "output", "output = S @ V", &out, d->rows, 0);
+    trace_tensor(tr, TRACE_SUMMARY, "output", "output = S @ V", &out, d->rows, HEAT_NONE);
     toy_scale(d, scale, sizeof scale);
     if (causal)
         trace_sayf(tr,
@@ -147,12 +147,12 @@ static void run(Trace *tr, const ToyData *d, AttnStep *orig, AttnStep *s, int ca
         Tensor changed = tensor_view2(s->output, TOKENS, d->dv);
         Tensor changed_t = tensor_view2(s->output + t * d->dv, 1, d->dv);
         trace_say(tr, cases[i].en, cases[i].zh);
-        trace_tensor(tr, TRACE_SUMMARY, cases[i].changed, cases[i].code, &changed_m, d->rows, 0);
+        trace_tensor(tr, TRACE_SUMMARY, cases[i].changed, cases[i].code, &changed_m, d->rows, HEAT_NONE);
         // S is recomputed from the changed Q or K; a changed V leaves it as it
         // was (its line has no place for the scale and mask given)
         char line[128];
         snprintf(line, sizeof line, cases[i].output, scale, causal ? " + mask" : "");
-        trace_tensor(tr, TRACE_SUMMARY, cases[i].name, line, &changed, d->rows, 0);
+        trace_tensor(tr, TRACE_SUMMARY, cases[i].name, line, &changed, d->rows, HEAT_NONE);
         trace_compare(tr, cases[i].name, trace_text(tr, "output of the new token", "新 token 的 output"), &out_t,
                       trace_text(tr, "after the change", "改动之后"), &changed_t);
         trace_say(tr, "", "");

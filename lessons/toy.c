@@ -46,9 +46,9 @@ void toy_show_weights(Trace *tr, const ToyData *data) {
     Tensor wk = tensor_view2(data->W_K, data->d, data->dk);
     Tensor wv = tensor_view2(data->W_V, data->d, data->dv);
     if (tr->level >= TRACE_FULL) trace_say(tr, "The weights, as in the article:\n", "权重矩阵（与文章相同）：\n");
-    trace_tensor(tr, TRACE_FULL, "W_Q", NULL, &wq, NULL, 0);
-    trace_tensor(tr, TRACE_FULL, "W_K", NULL, &wk, NULL, 0);
-    trace_tensor(tr, TRACE_FULL, "W_V", NULL, &wv, NULL, 0);
+    trace_tensor(tr, TRACE_FULL, "W_Q", NULL, &wq, NULL, HEAT_NONE);
+    trace_tensor(tr, TRACE_FULL, "W_K", NULL, &wk, NULL, HEAT_NONE);
+    trace_tensor(tr, TRACE_FULL, "W_V", NULL, &wv, NULL, HEAT_NONE);
 }
 
 const char *toy_tokens(const ToyData *data, int first, int n, char *buf, int size) {

@@ -1,11 +1,13 @@
 // test_heat — heat maps that tell the truth: weights on a fixed 0 .. 1 scale,
 // scores on a scale centred on 0, every cell's text readable (WCAG contrast
 // of at least 4.5:1, computed here from the xterm palette's definition), a
-// legend under each map, and the row comments aligned with colour on.
+// legend under each map, and the row comments aligned with colour on; one
+// colour meaning per kind of tensor across the lessons, by name only.
 #include "testutil.h"
 
 #include "trace.h"
 
+#include <dirent.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -152,12 +154,84 @@ static void test_lessons_without_matrices_say_colour_does_nothing(void **state) 
     run_free(&r);
 }
 
+// Every trace_tensor* call of the lessons names what its matrix holds
+// (HEAT_NONE, HEAT_SCORES, HEAT_PROBS), never a bare number: lesson 6.3 once
+// painted softmax weights on the scores' scale, and lesson 3's mask got a
+// legend of -0.0000 … 0.0000.
+static void test_heat_kinds_are_named(void **state) {
+    (void)state;
+    DIR *d = opendir("lessons");
+    if (!d) fail_msg("cannot open lessons/");
+    int calls = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        size_t n = strlen(e->d_name);
+        if (n < 3 || strcmp(e->d_name + n - 2, ".c")) continue;
+        char path[512];
+        snprintf(path, sizeof path, "lessons/%s", e->d_name);
+        char *src = file_slurp(path);
+        for (char *p = src; (p = strstr(p, "trace_tensor")); p++) {
+            char *open = strchr(p, '(');
+            if (!open || (p >= src + 5 && !strncmp(p - 5, "void ", 5))) continue;
+            // Its top-level arguments, strings and nested parentheses skipped.
+            const char *arg[16];
+            int nargs = 0, depth = 0;
+            char *end = open;
+            for (; *end; end++) {
+                if (*end == '"') {
+                    for (end++; *end && *end != '"'; end++)
+                        if (*end == '\\' && end[1]) end++;
+                    continue;
+                }
+                if (*end == '(' || *end == '[' || *end == '{') {
+                    if (depth++ == 0 && nargs < 16) arg[nargs++] = end + 1;
+                } else if (*end == ')' || *end == ']' || *end == '}') {
+                    if (--depth == 0) break;
+                } else if (*end == ',' && depth == 1 && nargs < 16) {
+                    arg[nargs++] = end + 1;
+                }
+            }
+            if (!*end || nargs < 7) continue;   // a declaration or a mention in a comment
+            // The heat is the last argument, or the one before a TraceKind.
+            const char *last = arg[nargs - 1];
+            while (*last == ' ' || *last == '\n') last++;
+            if (!strncmp(last, "TRACE_INT", 9) || !strncmp(last, "TRACE_BOOL", 10) || !strncmp(last, "TRACE_REAL", 10)) {
+                last = arg[nargs - 2];
+                while (*last == ' ' || *last == '\n') last++;
+            }
+            if (strncmp(last, "HEAT_", 5)) {
+                int line = 1;
+                for (char *q = src; q < p; q++) line += *q == '\n';
+                fail_msg("%s:%d: the heat of a trace_tensor call is \"%.12s\", expected HEAT_NONE, HEAT_SCORES or HEAT_PROBS",
+                         path, line, last);
+            }
+            calls++;
+            p = end;
+        }
+        free(src);
+    }
+    closedir(d);
+    if (calls < 40) fail_msg("expected the lessons' trace_tensor calls (40 or more), found %d", calls);
+    // Lesson 6.3: x = scores[2] on the scores' scale, its softmax on the weights'.
+    RunResult r = kvdemo_run("lesson 6.3 --color always --trace summary --max-n 1024 --repeat 1 --init random --preset tiny");
+    char *plain = malloc(strlen(r.out) + 1);
+    strip(plain, r.out, strlen(r.out));
+    const char *y = strstr(plain, "y_safe (1, 3)"), *x = strstr(plain, "x = scores[2]");
+    const char *ylegend = y ? strstr(y, "colour: ") : NULL, *xlegend = x ? strstr(x, "colour: ") : NULL;
+    if (!ylegend || strncmp(strchr(ylegend, '\n') - strlen("(fixed scale)"), "(fixed scale)", 13))
+        fail_msg("lesson 6.3: y_safe's legend is not the weights' fixed 0 .. 1 scale: %.80s", ylegend ? ylegend : "(none)");
+    if (!xlegend || !strstr(xlegend, "(white: 0)") || strstr(xlegend, "(white: 0)") > strchr(xlegend, '\n'))
+        fail_msg("lesson 6.3: x's legend is not the scores' scale: %.80s", xlegend ? xlegend : "(none)");
+    free(plain);
+    run_free(&r);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_cell_is_readable),
         cmocka_unit_test(test_weights_scale_runs_white_to_dark),
         cmocka_unit_test(test_scores_scale_is_centred_on_zero),
         cmocka_unit_test(test_lesson2_colours_legends_and_alignment),
+        cmocka_unit_test(test_heat_kinds_are_named),
         cmocka_unit_test(test_lessons_without_matrices_say_colour_does_nothing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
