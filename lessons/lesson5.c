@@ -199,7 +199,7 @@ static void real_models(Trace *tr) {
 // two LLaMA 2 models.
 static void the_trade(Trace *tr, GptConfig g, uint64_t per_token) {
     trace_heading(tr, "The trade: FLOPs saved against bytes held, per token",
-                  "交换：每个 token 省下的计算量与占用的字节");
+                  "这笔账（以空间换时间）：每个 token 省下的计算量与占用的字节");
     trace_sayf(tr,
                "For the token after position t: FLOPs the cache saves (t + 1 rows recomputed against 1), and the\n"
                "bytes it holds then (t + 1 positions). The char GPT's FLOPs are counted; the real models' are\n"

@@ -154,7 +154,7 @@ static void with_a_prompt(Trace *tr, int n) {
                    "%lld rows against %lld.",
                    "提示词有 p 个 token 时，n 步共要算 n*p + n(n-1)/2 行（不使用缓存），\n"
                    "使用缓存只要 p + n - 1 行。以文章的提示词（p = %d）跑同样的 %d 个 token，n = %d：\n"
-                   "%lld 行对 %lld 行。",
+                   "不使用缓存 %lld 行，使用缓存 %lld 行。",
                    p, n, steps_p, nc_p, c_p);
         trace_count(tr, "kv_rows_nocache_prompt2", nc_p, NULL, NULL);
         trace_count(tr, "kv_rows_cache_prompt2", c_p, NULL, NULL);

@@ -75,7 +75,7 @@ const Lesson LESSONS[] = {
     {"8", "Why the cache is large: GPT-3's 164 GB", "为什么 KV Cache 会造成显存很大", "000 §8", lesson8_run,
      {TRACE_FORM, O(STEP)},
      "cache size = 2 * layers * d_model * (s+n) * b * bytes: GPT-3's 164 GB against 350 GB of weights, factor by factor; where the cache outgrows the weights",
-     "缓存大小 = 2 * 层数 * d_model * (s+n) * b * 字节数：GPT-3 的 164 GB 对 350 GB 的权重，逐项计算；缓存何时超过权重"},
+     "缓存大小 = 2 * 层数 * d_model * (s+n) * b * 字节数：GPT-3 的 164 GB，而权重是 350 GB，逐项计算；缓存何时超过权重"},
     {"9", "Why there is a KV cache but no Q cache", "为什么有 KV Cache 而没有 Q Cache", "000 §9",
      lesson9_run, {TRACE_FORM, TENSORS, O(STEP), O(COLOR), O(DATA)},
      "why no Q cache: old queries never reach the new token's output, with and without the causal mask",

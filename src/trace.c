@@ -552,7 +552,17 @@ static const struct {
     {"no-cache", "不使用缓存"}, {"run", "整次运行"},
 };
 
+// The names of timed runs that a script reads but a class should not see:
+// the words the text shows in their place, in both languages.
+static const struct {
+    const char *name, *en, *zh;
+} SHOWN[] = {
+    {"per_token", "per token", "每个 token"},
+};
+
 static const char *word_text(const Trace *tr, const char *en) {
+    for (size_t i = 0; i < sizeof SHOWN / sizeof SHOWN[0]; i++)
+        if (!strcmp(SHOWN[i].name, en)) return tr->lang == LANG_ZH ? SHOWN[i].zh : SHOWN[i].en;
     if (tr->lang != LANG_ZH) return en;
     for (size_t i = 0; i < sizeof WORDS / sizeof WORDS[0]; i++)
         if (!strcmp(WORDS[i].en, en)) return WORDS[i].zh;
@@ -608,7 +618,7 @@ static void timing_head(Buf *b, const Trace *tr, const char *name, double second
     } else if (tr->lang == LANG_ZH) {
         buf_printf(b, "  耗时（%s）：", word_text(tr, name));
     } else {
-        buf_printf(b, "  time (%s): ", name);
+        buf_printf(b, "  time (%s): ", word_text(tr, name));
     }
 }
 

@@ -252,8 +252,23 @@ static void compare_calm(Trace *tr) {
     trace_comparison(tr, "speedup", a, 3, b, 3, "with the cache", "使用缓存");
 }
 
+static void measure_per_token(Trace *tr) {
+    double s[] = {0.010, 0.0101, 0.0102};
+    trace_measure(tr, "per_token", s, 3);
+}
+
 static void test_trace_prints_the_spread(void **state) {
     (void)state;
+    // A run's JSON name is shown in words: "per token", not per_token.
+    char *w = traced(measure_per_token, 0, LANG_EN);
+    if (!strstr(w, "  time (per token): 10.1 ms")) fail_msg("per_token in words: %s", w);
+    free(w);
+    w = traced(measure_per_token, 0, LANG_ZH);
+    if (!strstr(w, "  耗时（每个 token）：10.1 ms")) fail_msg("per_token in words, zh: %s", w);
+    free(w);
+    w = traced(measure_per_token, 1, LANG_EN);
+    if (!strstr(w, "\"name\":\"per_token\"")) fail_msg("per_token's JSON name: %s", w);
+    free(w);
     char *t = traced(measure_busy_runs, 0, LANG_EN);
     if (!strstr(t, "  time (step): 11.0 ms (10.0 … 19.0 ms), median of 3 runs  !\n")) fail_msg("text: %s", t);
     if (!strstr(t, "disagree by more than 10%")) fail_msg("no warning under a noisy time: %s", t);

@@ -135,6 +135,17 @@ static void find_other_terms(Buf *bad, const char *what, const char *out) {
     }
 }
 
+// Calques and internal names a Chinese reader should not meet: 交换 for
+// "the trade" (这笔账, 以空间换时间), 先知 for "oracle" (预知长度), "N 行对
+// M 行" for "N rows against M", and the JSON name per_token.
+static void find_calques(Buf *bad, const char *what, const char *out) {
+    static const char *const CALQUES[] = {"交换：", "先知", "行对 ", "per_token"};
+    for (size_t i = 0; i < sizeof CALQUES / sizeof CALQUES[0]; i++) {
+        const char *at = strstr(out, CALQUES[i]);
+        if (at) buf_printf(bad, "%s: the calque or name '%s' in: %.60s\n", what, CALQUES[i], at);
+    }
+}
+
 // Chinese sentences take full-width punctuation: a Chinese character (U+4E00
 // to U+9FFF, three bytes led by 0xE4..0xE9) followed by an ASCII ':' or ';'
 // is listed in bad.
@@ -152,6 +163,7 @@ static void check_run(Buf *bad, const char *env, const char *args, int json_too)
     if (r.status != 0) fail_msg("kvdemo %s: exit %d: %s", args, r.status, r.err);
     find_step_numerals(bad, args, r.out);
     find_other_terms(bad, args, r.out);
+    if (json_too) find_calques(bad, args, r.out);   // the narration; JSON keeps the names
     find_halfwidth_punctuation(bad, args, r.out);
     find_english(bad, args, r.out, texts, ntexts);
     for (int i = 0; i < ntexts; i++) free(texts[i]);
