@@ -358,6 +358,30 @@ static void test_readme_examples_not_degenerate(void **state) {
     run_free(&r);
 }
 
+// The Chinese README keeps up with the English one: the same claims
+// (precision at any --precision, the one way times are measured), the same
+// --format list and --width, the slides and the presenting page's zh twin.
+static void test_zh_readme_keeps_up(void **state) {
+    (void)state;
+    char *en = file_slurp("README.md"), *zh = file_slurp("docs/zh/README.md");
+    static const struct { const char *en, *zh; } same[] = {
+        {"--format text|json|html|md", "--format text|json|html|md"},
+        {"`--width N`", "`--width N`"},
+        {"## Slides: HTML and Markdown", "## 幻灯片：HTML 与 Markdown"},
+        {"docs/presenting.md", "(presenting.md)"},
+        {"bit for bit, so\nevery digit matches at any `--precision`", "所以任何 `--precision` 下每一位都一致"},
+        {"median with min … max", "中位数和最小 … 最大"},
+        {"Lessons 1, 2, 6.3, 7 and 9", "第 1、2、6.3、7、9"},
+    };
+    for (size_t i = 0; i < sizeof same / sizeof same[0]; i++) {
+        if (!strstr(en, same[i].en)) fail_msg("README.md: expected \"%s\"", same[i].en);
+        if (!strstr(zh, same[i].zh)) fail_msg("docs/zh/README.md lags README.md: expected \"%s\" (README: \"%s\")", same[i].zh, same[i].en);
+    }
+    if (strstr(zh, "到 7 或 8 位小数时")) fail_msg("docs/zh/README.md still gives the old precision claim");
+    free(en);
+    free(zh);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_page_has_a_twin),
@@ -366,6 +390,7 @@ int main(void) {
         cmocka_unit_test(test_links),
         cmocka_unit_test(test_pages_quote_the_documents),
         cmocka_unit_test(test_readmes_link_each_other),
+        cmocka_unit_test(test_zh_readme_keeps_up),
         cmocka_unit_test(test_readme_examples_not_degenerate),
     };
     return cmocka_run_group_tests(tests, NULL, teardown_runs);
