@@ -895,11 +895,13 @@ int lesson63_run(const Options *opt, Trace *tr) {
     }
     lessons_heading(tr);
     trace_say(tr,
-              "The article: an A100 has 40-80 GB of HBM at 1.5-2.0 TB/s and 192 KB of SRAM on each of its 108\n"
-              "streaming multiprocessors at about 19 TB/s. FlashAttention keeps the matrix products and the\n"
+              "The article: an A100 has 40-80 GB of HBM at 1.5-2.0 TB/s and 192 KB of SRAM for every 108\n"
+              "streaming multiprocessors at about 19 TB/s; the FlashAttention paper (section 2.1) says 192 KB\n"
+              "on each of its 108 streaming multiprocessors. FlashAttention keeps the matrix products and the\n"
               "softmax in SRAM, tile by tile, and writes only the result back to HBM.\n",
-              "原文：A100 GPU 有 40-80GB 的高带宽内存（HBM），带宽 1.5-2.0 TB/s；108 个流处理器每个有 192KB 的 SRAM，\n"
-              "带宽约 19TB/s。FlashAttention 把矩阵计算和 softmax 尽量放在 SRAM 中逐块完成，只把结果写回 HBM。\n");
+              "原文：“A100 GPU有40-80GB的高带宽内存(HBM)，带宽为1.5-2.0 TB/s，而每108个流处理器有192KB的SRAM，\n"
+              "带宽估计在19TB/s左右。”FlashAttention 论文（第 2.1 节）的说法是：108 个流处理器每个有 192KB 的 SRAM。\n"
+              "原文大意：FlashAttention 把矩阵计算和 softmax 尽量放在 SRAM 中逐块完成，只把结果写回 HBM。\n");
     // Lesson 2's step 2, plain: Q, K, V, the masked scores and the output.
     attention_full(&s, d.X, TOKENS, d.W_Q, d.W_K, d.W_V, d.scale, 1);
     trace_run(tr, "online-softmax");

@@ -156,8 +156,8 @@ int lesson8_run(const Options *opt, Trace *tr) {
               "  bytes = 2 (K and V) · layers · d_model · (s + n) · b · bytes per value\n\n"
               "d_model = heads · head_dim, since GPT-3 gives every query head its own key and value heads\n"
               "(MHA); with GQA it is kv_heads · head_dim (lesson 6.2).",
-              "原文：GPT-3 175B，权重 350 GB；批大小 b = 64，输入 s = 512 个 token，输出 n = 32 个：\n"
-              "KV Cache 占 164 GB，约为权重的一半。公式，每个因子都写出来：\n\n"
+              "原文大意：GPT-3 175B，权重 350 GB；批大小 b = 64，输入 s = 512 个 token，输出 n = 32 个：\n"
+              "KV Cache 占 164 GB，约为权重的 0.5 倍。公式，每个因子都写出来：\n\n"
               "  字节数 = 2（K 和 V）· 层数 · d_model · (s + n) · b · 每个数的字节数\n\n"
               "d_model = 头数 · head_dim，因为 GPT-3 每个查询头都有自己的 key、value 头（MHA）；\n"
               "GQA 时换成 kv_heads · head_dim（第 6.2 课）。");

@@ -63,13 +63,13 @@ static void test_json(void **state) {
 static void test_text_both_languages(void **state) {
     (void)state;
     const char *needles_en[] = {"164,282,499,072 B", "164.3 GB", "153.0 GiB", "the article's unit", "350.0 GB", "0.47", "74,175",
-                                "\n  4096 !", "! past GPT-3's 2048-token context"};
+                                "\n  4096 !", "! past GPT-3's 2048-token context", "The article: GPT-3 175B"};
     const char *needles_zh[] = {"164,282,499,072 B", "164.3 GB", "153.0 GiB", "原文用的单位", "350.0 GB", "0.47", "74,175",
-                                "\n  4096 !", "! 超过了 GPT-3 的 2048 个 token 上下文"};
+                                "\n  4096 !", "! 超过了 GPT-3 的 2048 个 token 上下文", "原文大意：GPT-3 175B"};
     for (int lang = 0; lang < 2; lang++) {
         RunResult r = kvdemo_run_env(lang ? "LANG=zh_CN.UTF-8" : NULL, "lesson 8");
         if (r.status != 0) fail_msg("lesson 8 exited with %d: %s", r.status, r.err);
-        for (int i = 0; i < 9; i++) {
+        for (int i = 0; i < 10; i++) {
             const char *needle = lang ? needles_zh[i] : needles_en[i];
             if (!strstr(r.out, needle)) fail_msg("lesson 8 (%s): no \"%s\" in:\n%s", lang ? "zh" : "en", needle, r.out);
         }
