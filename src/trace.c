@@ -903,9 +903,9 @@ void trace_textval(Trace *tr, const char *name, const char *text) {
 
 // "  " then each cell padded to its column's width, one space apart; no
 // spaces at the end of the line.
-static void table_line(Buf *b, const TraceTable *t, const char *const *texts) {
+static void table_line(Buf *b, const TraceTable *t, const char *const *texts, int max_width) {
     buf_append(b, "  ");
-    size_t line_start = b->len;
+    size_t line_start = b->len - 2;
     for (int i = 0; i < t->ncols; i++) {
         int pad = t->cols[i].width - utf8_width(texts[i]);
         if (pad < 0) pad = 0;
@@ -913,7 +913,19 @@ static void table_line(Buf *b, const TraceTable *t, const char *const *texts) {
         if (t->cols[i].right) buf_printf(b, "%*s%s", pad, "", texts[i]);
         else buf_printf(b, "%s%*s", texts[i], pad, "");
     }
-    while (b->s && b->len > line_start && b->s[b->len - 1] == ' ') b->s[--b->len] = '\0';
+    while (b->s && b->len > line_start + 2 && b->s[b->len - 1] == ' ') b->s[--b->len] = '\0';
+    // On a screen narrower than the table (--width, --step): the line is cut
+    // at the width and ends in "…", so that a table is never wrapped like prose.
+    if (b->s && max_width > 1 && screen_columns(b->s + line_start, b->len - line_start) > max_width) {
+        size_t end = b->len;
+        while (end > line_start && screen_columns(b->s + line_start, end - line_start) > max_width - 1) {
+            end--;
+            while (end > line_start && ((unsigned char)b->s[end] & 0xC0) == 0x80) end--;   // a whole character
+        }
+        b->len = end;
+        b->s[end] = '\0';
+        buf_append(b, "…");
+    }
     buf_append(b, "\n");
 }
 
@@ -963,7 +975,7 @@ void trace_table_head(Trace *tr, const TraceTable *t) {
     const char *heads[64];
     assert(t->ncols <= 64);
     for (int i = 0; i < t->ncols; i++) heads[i] = trace_text(tr, t->cols[i].en, t->cols[i].zh);
-    table_line(&b, t, heads);
+    table_line(&b, t, heads, tr->screen ? tr->screen->width : 0);
     emit(tr, &b);
 }
 
@@ -988,7 +1000,7 @@ void trace_table_row(Trace *tr, const TraceTable *t, const char *const *cells) {
         emit_json(tr, &b);
         return;
     }
-    table_line(&b, t, cells);
+    table_line(&b, t, cells, tr->screen ? tr->screen->width : 0);
     emit(tr, &b);
     trace_pause_row(tr);   // --step: the table grows a row a key
 }

@@ -14,6 +14,7 @@
 
 #include "gpt.h"
 #include "memory.h"
+#include "utf8.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -231,6 +232,36 @@ static void test_lesson4_rows(void **state) {
     run_free(&r);
 }
 
+// Under --width a table is cut, never wrapped like prose: lesson 4's prefill
+// against decode table (the evidence that decode is memory-bound) keeps one
+// line a row, each ending in "…" where it was cut, none wider than the width.
+static void test_tables_cut_not_wrapped(void **state) {
+    (void)state;
+    for (int zh = 0; zh < 2; zh++) {
+        RunResult r = kvdemo_run(zh ? "lesson 4 --init random --preset tiny --repeat 1 --width 60 --lang zh"
+                                    : "lesson 4 --init random --preset tiny --repeat 1 --width 60");
+        if (r.status != 0) fail_msg("lesson 4 --width 60: exit %d: %s", r.status, r.err);
+        static const char *const rows[2][3] = {
+            {"  prefill of the prompt ", "  no cache at the last position ", "  cached step at the last position "},
+            {"  预填充：提示词", "  不使用缓存：最后一个位置", "  使用缓存：最后一个位置"}};
+        const char *at = r.out;
+        for (int i = 0; i < 3; i++) {
+            const char *row = strstr(at, rows[zh][i]);
+            if (!row) fail_msg("lesson 4 --width 60 (%s): no row \"%s\" where expected", zh ? "zh" : "en", rows[zh][i]);
+            const char *eol = strchr(row, '\n');
+            char line[512];
+            snprintf(line, sizeof line, "%.*s", (int)(eol - row), row);
+            int cols = utf8_width(line);
+            if (cols > 60 || strncmp(eol - strlen("…"), "…", strlen("…")))
+                fail_msg("lesson 4 --width 60: row %d is %d columns and not cut with …: %.*s", i, cols, (int)(eol - row), row);
+            if (i < 2 && strncmp(eol + 1, rows[zh][i + 1], strlen(rows[zh][i + 1])))
+                fail_msg("lesson 4 --width 60: row %d wrapped onto the next line: %.80s", i, eol + 1);
+            at = eol;
+        }
+        run_free(&r);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_lesson8_rows),
@@ -239,6 +270,7 @@ int main(void) {
         cmocka_unit_test(test_lesson5_rows),
         cmocka_unit_test(test_race_rows),
         cmocka_unit_test(test_lesson4_rows),
+        cmocka_unit_test(test_tables_cut_not_wrapped),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
