@@ -40,10 +40,15 @@
 
 enum { DEFAULT_STEPS = 256, BAR = 20, REDRAW_MS = 50 };
 
-static volatile sig_atomic_t interrupted;
+static volatile sig_atomic_t interrupted, resized;
 static void on_sigint(int sig) {
     (void)sig;
     interrupted = 1;
+}
+// The terminal changed size: the next redraw reads its width again.
+static void on_sigwinch(int sig) {
+    (void)sig;
+    resized = 1;
 }
 
 // One run of the race. The run's thread writes done, seconds and the reset
@@ -137,13 +142,27 @@ static void print_tail(FILE *f, const char *text, int width) {
     }
 }
 
-static void print_run_line(FILE *f, const Trace *tr, const char *label, const View *v, int steps) {
+// A run's line: its label, bar, steps, speed, time and state ("done", or
+// "interrupted" when Ctrl-C stopped it short), cut to width columns so that
+// it never wraps (a wrapped line scrolls the screen at every redraw).
+static void print_run_line(FILE *f, const Trace *tr, const char *label, const View *v, int steps, int width) {
     int fill = steps ? v->done * BAR / steps : 0;
-    fprintf(f, "\x1b[K%s  ", label);
-    for (int i = 0; i < BAR; i++) fputs(i < fill ? "\xe2\x96\x88" : "\xc2\xb7", f);   // █ ·
+    char line[512];
+    int n = snprintf(line, sizeof line, "%s  ", label);
+    for (int i = 0; i < BAR && n < (int)sizeof line - 4; i++) n += snprintf(line + n, sizeof line - (size_t)n, "%s", i < fill ? "\xe2\x96\x88" : "\xc2\xb7");   // █ ·
     double tps = v->seconds > 0 ? v->done / v->seconds : 0;
-    fprintf(f, " %4d/%d  %6.0f %s  %6.2f s%s\n", v->done, steps, tps, trace_text(tr, "tokens/s", "词元/秒"),
-            v->seconds, v->finished ? trace_text(tr, "  done", "  完成") : "");
+    const char *state = !v->finished ? ""
+                        : v->done < steps && interrupted ? trace_text(tr, "  interrupted", "  已中断")
+                                                         : trace_text(tr, "  done", "  完成");
+    if (n < (int)sizeof line)
+        snprintf(line + n, sizeof line - (size_t)n, " %4d/%d  %6.0f %s  %6.2f s%s", v->done, steps, tps,
+                 trace_text(tr, "tokens/s", "词元/秒"), v->seconds, state);
+    size_t len = strlen(line);
+    while (len > 0 && screen_columns(line, len) > width) {
+        len--;
+        while (len > 0 && ((unsigned char)line[len] & 0xC0) == 0x80) len--;   // a whole character
+    }
+    fprintf(f, "\x1b[K%.*s\n", (int)len, line);
 }
 
 // Draws both runs: 4 lines, redrawn in place (the cursor goes back up first).
@@ -152,7 +171,7 @@ static void draw(FILE *f, const Trace *tr, const View *v, int steps, int width, 
     const char *labels[2] = {trace_text(tr, "without the cache", "不使用缓存"),
                              trace_text(tr, "with the cache   ", "使用缓存  ")};
     for (int i = 0; i < 2; i++) {
-        print_run_line(f, tr, labels[i], &v[i], steps);
+        print_run_line(f, tr, labels[i], &v[i], steps, width);
         fputs("\x1b[K  ", f);
         print_tail(f, v[i].text, width - 3);
         fputc('\n', f);
@@ -210,7 +229,7 @@ int race_model(const GptModel *m, const Options *opt, Trace *tr) {
     int cores = pool_cores();
     struct termios saved;
     int restore_tty = 0;
-    struct sigaction old_int;
+    struct sigaction old_int, old_winch;
     if (!rc) {
         interrupted = 0;
         struct sigaction sa;
@@ -218,6 +237,9 @@ int race_model(const GptModel *m, const Options *opt, Trace *tr) {
         sa.sa_handler = on_sigint;
         sigemptyset(&sa.sa_mask);
         sigaction(SIGINT, &sa, &old_int);
+        resized = 0;
+        sa.sa_handler = on_sigwinch;
+        sigaction(SIGWINCH, &sa, &old_winch);
     }
     if (live && isatty(STDIN_FILENO) && tcgetattr(STDIN_FILENO, &saved) == 0) {
         // Keys typed during the race are neither echoed nor left for the shell.
@@ -254,6 +276,11 @@ int race_model(const GptModel *m, const Options *opt, Trace *tr) {
                     snapshot(&v[k], &run[k], text[k], cap);
                     if (together || k == i) finished &= v[k].finished;
                 }
+                if (live && resized) {   // SIGWINCH: the width again
+                    resized = 0;
+                    width = screen_default_width(0);
+                    if (width < 40) width = 40;
+                }
                 if (live) {
                     draw(tr->out, tr, v, steps, width, again);
                     again = 1;
@@ -270,7 +297,7 @@ int race_model(const GptModel *m, const Options *opt, Trace *tr) {
         tcsetattr(STDIN_FILENO, TCSANOW, &saved);
         ttyguard_disarm();
     }
-    if (!rc) sigaction(SIGINT, &old_int, NULL);
+    if (!rc) sigaction(SIGINT, &old_int, NULL), sigaction(SIGWINCH, &old_winch, NULL);
     if (!rc && interrupted) {
         fileio_error("race interrupted", "赛跑被中断");
         rc = 130;

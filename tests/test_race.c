@@ -6,12 +6,16 @@
 // counter on a terminal only.
 #include "testutil.h"
 
+#include "utf8.h"
+
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 static const char *MODEL_A = "tests/fixtures/gpt_a.kvgp";   // context 16
@@ -150,12 +154,63 @@ static void test_race_live_on_a_terminal(void **state) {
     close(master);
 }
 
+// On a 60-column terminal every line the race draws fits in 60 columns (a
+// line one column too wide scrolled the screen at every redraw), and Ctrl-C
+// marks the runs it stopped "interrupted", never "done".
+static void test_race_fits_and_says_interrupted(void **state) {
+    (void)state;
+    int master;
+    // The shipped model: long enough a race for Ctrl-C to stop it midway.
+    const char *args[] = {"race", "--steps", "1000", "--seed", "42", "--model", "data/tinyshakespeare-gpt.bin", NULL};
+    setenv("COLUMNS", "60", 1);
+    pid_t pid = kvdemo_spawn_pty(&master, args);
+    unsetenv("COLUMNS");
+    char first[4096];
+    struct pollfd p = {master, POLLIN, 0};
+    assert_true(poll(&p, 1, 60000) == 1);
+    ssize_t k = read(master, first, sizeof first - 1);
+    assert_true(k > 0);
+    first[k] = '\0';
+    nanosleep(&(struct timespec){1, 0}, NULL);
+    kill(pid, SIGINT);
+    char *out = read_to_end(master);
+    int status;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    size_t n = strlen(first) + strlen(out);
+    char *all = malloc(n + 1), *plain = malloc(n + 1);
+    snprintf(all, n + 1, "%s%s", first, out);
+    size_t j = 0;   // without the escape sequences
+    for (size_t i = 0; all[i]; i++) {
+        if (all[i] == '\x1b') {
+            while (all[i] && !(all[i] >= 'A' && all[i] <= 'Z') && !(all[i] >= 'a' && all[i] <= 'z')) i++;
+            if (!all[i]) break;
+            continue;
+        }
+        if (all[i] != '\r') plain[j++] = all[i];
+    }
+    plain[j] = '\0';
+    if (!strstr(plain, "interrupted"))
+        fail_msg("Ctrl-C: no run marked interrupted (status %d, %zu bytes) in:\n%.2000s", status, n, plain);
+    int lines = 0;
+    for (char *line = plain; line && *line; lines++) {
+        char *nl = strchr(line, '\n');
+        if (nl) *nl = '\0';
+        if (strstr(line, "tokens/s") && utf8_width(line) > 60) fail_msg("a race line of %d columns on a 60-column terminal: %s", utf8_width(line), line);
+        line = nl ? nl + 1 : NULL;
+    }
+    free(all);
+    free(plain);
+    free(out);
+    close(master);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_race_texts_are_numpys),
         cmocka_unit_test(test_race_text_mode_says_both_identical),
         cmocka_unit_test(test_race_usage_errors),
         cmocka_unit_test(test_race_live_on_a_terminal),
+        cmocka_unit_test(test_race_fits_and_says_interrupted),
         cmocka_unit_test(test_generate_streams_through_a_pipe),
         cmocka_unit_test(test_generate_counter_on_a_terminal),
     };
