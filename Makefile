@@ -30,7 +30,11 @@ OPT     ?= -O3
 CFLAGS  ?= $(OPT) $(ARCH)
 WARN     = -std=c11 -ffp-contract=off -Wall -Wextra -Werror -Wshadow -Wvla
 CPPFLAGS = -D_POSIX_C_SOURCE=200809L -Isrc -Ilessons
-LDLIBS   = -lm -lpthread
+# src/allocfault.c stands between kvdemo and the C library's allocators
+# (KVDEMO_TEST_FAIL_ALLOC, for the tests of running out of memory): the
+# linker's --wrap sends each call of malloc and the others to it.
+LDWRAP   = -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=aligned_alloc,--wrap=strdup,--wrap=open_memstream
+LDLIBS   = -lm -lpthread $(LDWRAP)
 BUILD   ?= build
 BIN     ?= kvdemo
 

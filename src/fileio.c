@@ -231,12 +231,13 @@ static int lock_take(const char *path, char *err, size_t errlen) {
     return fd;
 }
 
-// Removes PATH.lock (while still holding it) and lets go.
+// Removes PATH.lock (while still holding it) and lets go. Its name is made
+// on the stack: out of memory, the lock must still go (a path longer than
+// this could not have been locked: open refuses it).
 static void lock_drop(const char *path, int fd) {
     if (fd < 0) return;
-    char *lock = with_suffix(path, ".lock");
-    if (lock) unlink(lock);
-    free(lock);
+    char lock[4096 + sizeof ".lock"];
+    if (snprintf(lock, sizeof lock, "%s.lock", path) < (int)sizeof lock) unlink(lock);
     close(fd);
 }
 
