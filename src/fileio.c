@@ -299,8 +299,11 @@ static int create_temporary(AtomicFile *a, char *err, size_t errlen) {
         close(fd);
         unlink(a->tmp);
     }
-    int rc = fileio_fail2(err, errlen, "%s: cannot create %s: %s", "%s：无法创建 %s：%s", a->path, a->tmp,
-                          fileio_strerror(e));
+    // The reason before the temporary file's name (its own, without the
+    // folder): a long path must not push the reason out of a caller's err.
+    const char *slash = strrchr(a->tmp, '/');
+    int rc = fileio_fail2(err, errlen, "%s: cannot create its temporary file: %s (%s)", "%s：无法创建它的临时文件：%s（%s）",
+                          a->path, fileio_strerror(e), slash ? slash + 1 : a->tmp);
     free(a->tmp);
     a->tmp = NULL;
     return rc;
