@@ -207,6 +207,22 @@ static void test_texts_unreadable_or_too_short(void **state) {
     run_free(&r);
 }
 
+// A device is refused before anything is read from it (train read 256 MiB
+// of /dev/zero before it refused the size): at once, in one line.
+static void test_device_text_refused_at_once(void **state) {
+    (void)state;
+    char args[600];
+    static const char *const readers[] = {"train --data /dev/zero --out %s/z.bin", "eval --data /dev/zero",
+                                          "lesson 2 --data /dev/zero", "memory --model /dev/zero --tokens 9"};
+    for (size_t i = 0; i < sizeof readers / sizeof readers[0]; i++) {
+        snprintf(args, sizeof args, readers[i], dir);
+        RunResult r = kvdemo_run(args);
+        expect_last_line(&r, 1, "/dev/zero: is a device, not a regular file; give the path of a file", args);
+        if (count_lines(r.err) != 1) fail_msg("kvdemo %s: expected one line on stderr, got: %s", args, r.err);
+        run_free(&r);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_full_disk_keeps_old_model),
@@ -214,6 +230,7 @@ int main(void) {
         cmocka_unit_test(test_temporary_name_too_long),
         cmocka_unit_test(test_output_is_a_socket),
         cmocka_unit_test(test_texts_unreadable_or_too_short),
+        cmocka_unit_test(test_device_text_refused_at_once),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
