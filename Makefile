@@ -30,7 +30,11 @@ OPT     ?= -O3
 CFLAGS  ?= $(OPT) $(ARCH)
 WARN     = -std=c11 -ffp-contract=off -Wall -Wextra -Werror -Wshadow -Wvla
 CPPFLAGS = -D_POSIX_C_SOURCE=200809L -Isrc -Ilessons
-LDLIBS   = -lm -lpthread
+# src/allocfault.c stands between kvdemo and the C library's allocators
+# (KVDEMO_TEST_FAIL_ALLOC, for the tests of running out of memory): the
+# linker's --wrap sends each call of malloc and the others to it.
+LDWRAP   = -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=aligned_alloc,--wrap=strdup,--wrap=open_memstream
+LDLIBS   = -lm -lpthread $(LDWRAP)
 BUILD   ?= build
 BIN     ?= kvdemo
 
@@ -135,7 +139,8 @@ coverage: tests/need-cmocka
 # New inputs it finds stay in build-fuzz/corpus (copy the useful ones into
 # tests/fuzz/corpus, where make test replays them).
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS  = gpt_model llama_model checkpoint toydata text options
+FUZZ_TARGETS  = gpt_model llama_model checkpoint toydata text options \
+                gpt_model_summed llama_model_summed checkpoint_summed toy_lessons memory prompt
 FUZZ_SAN      = -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
 
 fuzz:

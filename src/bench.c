@@ -619,7 +619,7 @@ int bench_command(const Options *opt, Trace *tr) {
         rc = 1;
     }
     if (!rc && ops_set_threads(opt->threads) != 0) {
-        fileio_error("could not start %d threads", "无法启动 %d 个线程", opt->threads);
+        fileio_error("could not start %d threads", "无法启动 %d 个线程", ops_threads_asked(opt->threads));
         rc = 1;
     }
     if (!rc) rc = gptsetup_attention(opt, &m);

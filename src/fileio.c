@@ -231,12 +231,13 @@ static int lock_take(const char *path, char *err, size_t errlen) {
     return fd;
 }
 
-// Removes PATH.lock (while still holding it) and lets go.
+// Removes PATH.lock (while still holding it) and lets go. Its name is made
+// on the stack: out of memory, the lock must still go (a path longer than
+// this could not have been locked: open refuses it).
 static void lock_drop(const char *path, int fd) {
     if (fd < 0) return;
-    char *lock = with_suffix(path, ".lock");
-    if (lock) unlink(lock);
-    free(lock);
+    char lock[4096 + sizeof ".lock"];
+    if (snprintf(lock, sizeof lock, "%s.lock", path) < (int)sizeof lock) unlink(lock);
     close(fd);
 }
 
@@ -298,8 +299,11 @@ static int create_temporary(AtomicFile *a, char *err, size_t errlen) {
         close(fd);
         unlink(a->tmp);
     }
-    int rc = fileio_fail2(err, errlen, "%s: cannot create %s: %s", "%s：无法创建 %s：%s", a->path, a->tmp,
-                          fileio_strerror(e));
+    // The reason before the temporary file's name (its own, without the
+    // folder): a long path must not push the reason out of a caller's err.
+    const char *slash = strrchr(a->tmp, '/');
+    int rc = fileio_fail2(err, errlen, "%s: cannot create its temporary file: %s (%s)", "%s：无法创建它的临时文件：%s（%s）",
+                          a->path, fileio_strerror(e), slash ? slash + 1 : a->tmp);
     free(a->tmp);
     a->tmp = NULL;
     return rc;

@@ -36,7 +36,7 @@ enum { DEFAULT_STEPS = 256 };
 // Threads for the arithmetic: --threads N, or every core.
 static int start_threads(const Options *opt) {
     if (ops_set_threads(opt->threads) != 0) {
-        fileio_error("could not start %d threads", "无法启动 %d 个线程", opt->threads);
+        fileio_error("could not start %d threads", "无法启动 %d 个线程", ops_threads_asked(opt->threads));
         return 1;
     }
     return 0;

@@ -78,7 +78,7 @@ int kvcmd_eval(const Options *opt) {
                      "%s 太短：它最后 10%% 的文本要多于 %d 个字符", data, g.T);
         rc = 1;
     } else if (ops_set_threads(opt->threads) != 0) {
-        fileio_error("could not start %d threads", "无法启动 %d 个线程", opt->threads);
+        fileio_error("could not start %d threads", "无法启动 %d 个线程", ops_threads_asked(opt->threads));
         rc = 1;
     } else if (kvvariant_eval(&loss, &m, &v, text.tokens, n_train, text.n, 0) != 0) {
         fileio_error("out of memory for evaluation", "评估时内存不足");

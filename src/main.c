@@ -16,6 +16,9 @@ static int close_stdout(int rc) {
     int e = fflush(stdout) == 0 ? 0 : errno;
     if (fclose(stdout) != 0 && !e && errno != EBADF) e = errno;
     if (lost && !e) e = fileio_stdout_error();
+    // Text the trace lost for want of memory (trace.c), unless the run's
+    // own error line has said so.
+    if (!lost && !e && rc == 0) e = fileio_stdout_error();
     if (!lost && !e) return rc;
     if (e) fileio_error("error writing standard output: %s", "写标准输出时出错：%s", fileio_strerror(e));
     else fileio_error("error writing standard output", "写标准输出时出错");

@@ -138,6 +138,8 @@ int ops_set_threads(int n) {
     return ops_pool ? 0 : -1;
 }
 
+int ops_threads_asked(int n) { return n > 0 ? n : pool_cores(); }
+
 int ops_threads(void) {
     return pool_threads(ops_pool);
 }

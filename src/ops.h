@@ -169,6 +169,9 @@ void ops_exp(float *out, const float *x, int n);
 // the calling thread. Returns 0, or -1 when threads could not be started (then
 // everything runs on the calling thread). Not to be called during a matmul.
 int ops_set_threads(int n);
+// How many threads ops_set_threads(n) starts: n, or for n <= 0 one a core
+// (the number its failure message gives).
+int ops_threads_asked(int n);
 // The number of threads in use (1 when none were started).
 int ops_threads(void);
 // fn(ctx, begin, end, thread) over tasks 0 .. count-1 on the ops threads

@@ -104,7 +104,7 @@ int pagedcmd_generate(const Options *opt, Trace *tr) {
             goto oom;
     }
     if (ops_set_threads(opt->threads) != 0) {
-        fileio_error("could not start %d threads", "无法启动 %d 个线程", opt->threads);
+        fileio_error("could not start %d threads", "无法启动 %d 个线程", ops_threads_asked(opt->threads));
         rc = 1;
         goto done;
     }

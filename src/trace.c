@@ -133,6 +133,7 @@ static void json_data(Buf *b, const float *x, const int *shape, int ndim) {
 // nothing more is shown).
 static void emit(Trace *tr, Buf *b) {
     char *s = buf_take(b);
+    if (!s) fileio_note_stdout_error(ENOMEM);   // the text was lost: main says so and exits 1
     if (s && !tr->quit) {
         fputs(s, tr->out);
         tr->shown = 1;

@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 static char dir[256];
@@ -128,6 +130,50 @@ static void test_full_disk_log_says_the_model_is_safe(void **state) {
 }
 
 // ---------------------------------------------------------------------------
+// src/fileio.c: a temporary file that cannot be made, an output that is a
+// socket
+
+// A name of 250 bytes: NAME.lock (255) can be made, NAME.tmp.XXXXXX (261)
+// cannot (a name is at most 255 bytes): the lock is taken, the temporary
+// file refused, and the lock given back.
+static void test_temporary_name_too_long(void **state) {
+    (void)state;
+    char out[600], args[800], want[1300];
+    int at = snprintf(out, sizeof out, "%s/", dir);
+    memset(out + at, 'm', 250);
+    out[at + 250] = '\0';
+    snprintf(args, sizeof args, "init --preset tiny --out %s", out);
+    RunResult r = kvdemo_run(args);
+    snprintf(want, sizeof want, "%s: cannot create its temporary file: File name too long (mmm", out);
+    expect_last_line(&r, 1, want, "init whose temporary name is too long");
+    run_free(&r);
+    snprintf(args, sizeof args, "init --preset tiny --out %s --lang zh", out);
+    r = kvdemo_run(args);
+    expect_last_line(&r, 1, "：文件名太长", "init whose temporary name is too long, in Chinese");
+    run_free(&r);
+    if (access(out, F_OK) == 0 || write_leftovers(out) != 0) fail_msg("%s: written or its lock left", out);
+}
+
+static void test_output_is_a_socket(void **state) {
+    (void)state;
+    char out[300], args[600], want[400];
+    path_in(out, sizeof out, "sock");
+    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    assert_true(fd >= 0);
+    struct sockaddr_un addr = {.sun_family = AF_UNIX};
+    if (strlen(out) >= sizeof addr.sun_path) skip();   // a socket's path is at most 107 bytes
+    memcpy(addr.sun_path, out, strlen(out) + 1);
+    if (bind(fd, (struct sockaddr *)&addr, sizeof addr) != 0) fail_msg("%s: cannot make a socket there", out);
+    snprintf(args, sizeof args, "init --preset tiny --out %s", out);
+    RunResult r = kvdemo_run(args);
+    snprintf(want, sizeof want, "%s: exists and is a socket; kvdemo writes only a new file or over a regular file", out);
+    expect_last_line(&r, 1, want, "init over a socket");
+    run_free(&r);
+    close(fd);
+    unlink(out);
+}
+
+// ---------------------------------------------------------------------------
 // src/corpus.c, src/train_eval.c, src/kvcmd.c: texts that cannot be read or
 // measured. Tests run as root, so permissions cannot make a file
 // unreadable; /proc/self/mem is a regular file whose read at 0 fails (EIO).
@@ -161,11 +207,30 @@ static void test_texts_unreadable_or_too_short(void **state) {
     run_free(&r);
 }
 
+// A device is refused before anything is read from it (train read 256 MiB
+// of /dev/zero before it refused the size): at once, in one line.
+static void test_device_text_refused_at_once(void **state) {
+    (void)state;
+    char args[600];
+    static const char *const readers[] = {"train --data /dev/zero --out %s/z.bin", "eval --data /dev/zero",
+                                          "lesson 2 --data /dev/zero", "memory --model /dev/zero --tokens 9"};
+    for (size_t i = 0; i < sizeof readers / sizeof readers[0]; i++) {
+        snprintf(args, sizeof args, readers[i], dir);
+        RunResult r = kvdemo_run(args);
+        expect_last_line(&r, 1, "/dev/zero: is a device, not a regular file; give the path of a file", args);
+        if (count_lines(r.err) != 1) fail_msg("kvdemo %s: expected one line on stderr, got: %s", args, r.err);
+        run_free(&r);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_full_disk_keeps_old_model),
         cmocka_unit_test(test_full_disk_log_says_the_model_is_safe),
+        cmocka_unit_test(test_temporary_name_too_long),
+        cmocka_unit_test(test_output_is_a_socket),
         cmocka_unit_test(test_texts_unreadable_or_too_short),
+        cmocka_unit_test(test_device_text_refused_at_once),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
