@@ -103,10 +103,14 @@ static int run_once(Run *r, GptState *s, GptVariant *v, const GptModel *m, const
                     int steps, int use_cache, const Options *opt) {
     int *tokens = malloc(sizeof(int) * (size_t)(n_prompt + steps));
     r->V = m->cfg.V;
-    s->variant = v;
+    KvVariantCaches vc;
+    if (kvvariant_attach(&vc, s, v)) {
+        free(tokens);
+        return 1;
+    }
     free(r->text);
     r->text = tokens ? gptsetup_generate_text(tokens, s, m, prompt, n_prompt, steps, use_cache, opt, record_step, r) : NULL;
-    s->variant = NULL;
+    kvvariant_detach(&vc);
     free(tokens);
     return r->text ? 0 : 1;
 }

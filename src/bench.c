@@ -293,6 +293,7 @@ typedef struct {
     double train_tps;   // 0 unless --train
     BenchMM mm;         // the matmuls of a full pass, timed alone (mm.tokens 0 if not run)
     int noisy;          // a timing above was marked noisy
+    int tile;           // --attention flash's tile (0: plain attention)
 } Report;
 
 static const char *noisy_mark(Report *r, Stats st) {
@@ -310,11 +311,11 @@ static void print_report(Trace *tr, Report *r, const GptVariant *variant) {
                "每个时间都是 %d 次运行（之前两种方式各热身 %d 个词元）：均值 ± σ（最小 … 最大）\n",
                g.T, g.C, g.H, g.L, g.V, r->m->num_params, ops_threads(), r->repeat, WARMUP_TOKENS);
     if (variant)
-        trace_sayf(tr, "keys and values kept as %s: the arithmetic of such a cache, in kvdemo's float layout\n",
-                   "键和值按 %s 保存：这种缓存的算术，用 kvdemo 的 float 布局\n", kvquant_name(variant->kv_dtype));
-    if (flash_gpt_tiled())
+        trace_sayf(tr, "keys and values kept as %s (read back into floats to attend)\n",
+                   "键和值按 %s 保存（做注意力时读回成浮点数）\n", kvquant_name(variant->kv_dtype));
+    if (r->tile)
         trace_sayf(tr, "attention: flash, tiles of %d keys (cached steps by flash-decoding)\n",
-                   "注意力：flash，每块 %d 个键（缓存步用 flash-decoding）\n", flash_gpt_tile());
+                   "注意力：flash，每块 %d 个键（缓存步用 flash-decoding）\n", r->tile);
     char a[64], b[64];
     // The machine.
     static const TraceColumn MACHINE_COLS[] = {
@@ -607,6 +608,7 @@ int bench_command(const Options *opt, Trace *tr) {
     Measure *measures = calloc((size_t)n_measures, sizeof *measures);
     GptVariant variant;   // --kv-dtype (lesson 12)
     int use_variant;
+    KvVariantCaches vc = {0};
     Progress progress = {.tty = isatty(STDERR_FILENO), .zh = tr->lang == LANG_ZH, .start = timer_now()};
     Report r = {.m = &m, .opt = opt, .repeat = repeat, .random_model = random_model, .n_lengths = n_lengths};
     if (kvcmd_variant(&variant, &use_variant, opt)) {
@@ -622,9 +624,14 @@ int bench_command(const Options *opt, Trace *tr) {
         fileio_error("could not start %d threads", "无法启动 %d 个线程", opt->threads);
         rc = 1;
     }
-    if (!rc) rc = gptsetup_attention(opt, &m);
+    if (!rc) rc = gptsetup_attention(opt, &s);
+    r.tile = s.cache.tile;
     if (rc) goto done;
-    if (use_variant) s.variant = &variant;
+    if (use_variant && kvvariant_attach(&vc, &s, &variant)) {
+        fileio_error("out of memory", "内存不足");
+        rc = 1;
+        goto done;
+    }
     r.n_prompt = n_prompt;
     r.table = (Measure(*)[2])measures;
     int longest = 0;   // the headline: the first of the longest lengths
@@ -716,9 +723,9 @@ done:
     free(samples);
     free(measures);
     free(tokens);
+    kvvariant_detach(&vc);
     gpt_state_free(&s);
     gpt_free(&m);
-    gptsetup_attention_end();
     ops_set_threads(1);
     return rc;
 }
