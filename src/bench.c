@@ -302,20 +302,8 @@ static const char *noisy_mark(Report *r, Stats st) {
     return "!";
 }
 
-static void print_report(Trace *tr, Report *r, const GptVariant *variant) {
-    GptConfig g = r->m->cfg;
-    const char *prompt = gptsetup_prompt_text(r->opt);
-    trace_sayf(tr, "kvdemo bench: T=%d C=%d H=%d L=%d V=%d (%zu parameters), %d threads;\n"
-                   "every time is %d runs, after a warm-up of %d tokens each way: mean ± σ (min … max)\n",
-               "kvdemo bench：T=%d C=%d H=%d L=%d V=%d（%zu 个参数），%d 个线程；\n"
-               "每个时间都是 %d 次运行（之前两种方式各热身 %d 个词元）：均值 ± σ（最小 … 最大）\n",
-               g.T, g.C, g.H, g.L, g.V, r->m->num_params, ops_threads(), r->repeat, WARMUP_TOKENS);
-    if (variant)
-        trace_sayf(tr, "keys and values kept as %s (read back into floats to attend)\n",
-                   "键和值按 %s 保存（做注意力时读回成浮点数）\n", kvquant_name(variant->kv_dtype));
-    if (r->tile)
-        trace_sayf(tr, "attention: flash, tiles of %d keys (cached steps by flash-decoding)\n",
-                   "注意力：flash，每块 %d 个键（缓存步用 flash-decoding）\n", r->tile);
+// The machine: its FMA peak, its memory bandwidth, opening the model.
+static void report_machine(Trace *tr, Report *r) {
     char a[64], b[64];
     // The machine.
     static const TraceColumn MACHINE_COLS[] = {
@@ -340,6 +328,13 @@ static void print_report(Trace *tr, Report *r, const GptVariant *variant) {
         trace_table_row(tr, &MACHINE, (const char *const[]){trace_text(tr, "opening the model", "打开模型"), a, b,
                                                              noisy_mark(r, r->open)});
     }
+}
+
+// The chapter's run: the longest length both ways, and what the cache gains.
+static void report_headline(Trace *tr, Report *r) {
+    GptConfig g = r->m->cfg;
+    const char *prompt = gptsetup_prompt_text(r->opt);
+    char a[64], b[64];
     // The chapter's run.
     static const TraceColumn HEAD_COLS[] = {
         {"", "", 28, 0, "run"},
@@ -391,8 +386,13 @@ static void print_report(Trace *tr, Report *r, const GptVariant *variant) {
         trace_sayf(tr, "\ntraining, batch %d x %d: %.0f tokens/s (about %.0f GFLOP/s counting 6 x parameters per token)",
                    "\n训练，批 %d x %d：每秒 %.0f 个词元（按每个词元 6 x 参数量计，约 %.0f GFLOP/s）", TRAIN_BATCH, g.T,
                    r->train_tps, 6.0 * (double)r->m->num_params * r->train_tps * 1e-9);
-    // Both ways over the lengths, with a bar of the time per token (which
-    // stays visible from the shortest run to the longest).
+}
+
+// Both ways over the lengths, with a bar of the time per token (which
+// stays visible from the shortest run to the longest).
+static void report_lengths(Trace *tr, Report *r) {
+    char a[64], b[64];
+    int decimals;
     static const TraceColumn LEN_COLS[] = {
         {"tokens", "词元", 6, 1, NULL},
         {"run", "运行", 10, 0, NULL},
@@ -431,8 +431,12 @@ static void print_report(Trace *tr, Report *r, const GptVariant *variant) {
     if (r->noisy)
         trace_sayf(tr, "\n! the runs of a line marked ! disagree by more than %d%%: the machine was busy; rerun",
                    "\n! 标 ! 的行，各次运行相差超过 %d%%：机器当时很忙，请再运行一次", 10);
-    // Past the context: the chapter's reset, and what it cost; or that no
-    // length here reaches it.
+}
+
+// Past the context: the chapter's reset, and what it cost; or that no
+// length here reaches it.
+static void report_resets(Trace *tr, Report *r) {
+    GptConfig g = r->m->cfg;
     int resets = 0;
     for (int i = 0; i < r->n_lengths; i++) resets += r->table[i][1].reset_steps > 0;
     if (!resets) {
@@ -461,6 +465,25 @@ static void print_report(Trace *tr, Report *r, const GptVariant *variant) {
                    time_text(reset, sizeof reset, x->reset_seconds), time_text(all, sizeof all, total),
                    total > 0 ? 100 * x->reset_seconds / total : 0);
     }
+}
+
+static void print_report(Trace *tr, Report *r, const GptVariant *variant) {
+    GptConfig g = r->m->cfg;
+    trace_sayf(tr, "kvdemo bench: T=%d C=%d H=%d L=%d V=%d (%zu parameters), %d threads;\n"
+                   "every time is %d runs, after a warm-up of %d tokens each way: mean ± σ (min … max)\n",
+               "kvdemo bench：T=%d C=%d H=%d L=%d V=%d（%zu 个参数），%d 个线程；\n"
+               "每个时间都是 %d 次运行（之前两种方式各热身 %d 个词元）：均值 ± σ（最小 … 最大）\n",
+               g.T, g.C, g.H, g.L, g.V, r->m->num_params, ops_threads(), r->repeat, WARMUP_TOKENS);
+    if (variant)
+        trace_sayf(tr, "keys and values kept as %s (read back into floats to attend)\n",
+                   "键和值按 %s 保存（做注意力时读回成浮点数）\n", kvquant_name(variant->kv_dtype));
+    if (r->tile)
+        trace_sayf(tr, "attention: flash, tiles of %d keys (cached steps by flash-decoding)\n",
+                   "注意力：flash，每块 %d 个键（缓存步用 flash-decoding）\n", r->tile);
+    report_machine(tr, r);
+    report_headline(tr, r);
+    report_lengths(tr, r);
+    report_resets(tr, r);
 }
 
 static void print_json(Trace *tr, const Report *r, const double *open_s) {
