@@ -254,7 +254,7 @@ static int race_lesson(const GptModel *m, const Options *opt, Trace *tr) {
 }
 
 // The model and its cache, as the chapter describes them.
-static void describe_model(Trace *tr, const GptModel *m, int random_model) {
+static void describe_model(Trace *tr, const GptModel *m, int random_model, int tile) {
     GptConfig g = m->cfg;
     int D = g.C / g.H;
     trace_sayf(tr, "The model: context %d, embedding %d, %d heads of %d, %d blocks, %d characters (%zu parameters).",
@@ -276,11 +276,11 @@ static void describe_model(Trace *tr, const GptModel *m, int random_model) {
                "kvdemo 直接写进预留好的位置：数值一样，只是不用每步复制。）\n"
                "key 按转置存放，query @ key 时就不用再转置。\n",
                g.H, D, g.T, g.H, g.T, D, 2.0 * g.L * g.C * g.T * 4 * 1e-6, g.L);
-    if (flash_gpt_tile())
+    if (tile)
         trace_sayf(tr, "Attention: flash, in tiles of %d keys with an online softmax (lesson 6.3); a cached step by\n"
                    "flash-decoding. The text must still be the same both ways.\n",
                    "注意力：flash，每块 %d 个键，在线 softmax（第 6.3 课）；缓存步用 flash-decoding。\n"
-                   "两种方式生成的文字仍须相同。\n", flash_gpt_tile());
+                   "两种方式生成的文字仍须相同。\n", tile);
 }
 
 // The two runs compared: their texts, their logits bit for bit, their times
@@ -346,9 +346,9 @@ int lesson10_run(const Options *opt, Trace *tr) {
         rc = 1;
         goto done;
     }
-    if ((rc = gptsetup_attention(opt, &m))) goto done;
+    if ((rc = gptsetup_attention(opt, &s))) goto done;
     lessons_heading(tr);
-    describe_model(tr, &m, random_model);
+    describe_model(tr, &m, random_model, s.cache.tile);
 
     if (tr->format == FORMAT_TEXT && !opt->no_race && isatty(STDOUT_FILENO)) {
         rc = race_lesson(&m, opt, tr);
@@ -393,7 +393,6 @@ done:
     free(prompt);
     gpt_state_free(&s);
     gpt_free(&m);
-    gptsetup_attention_end();
     ops_set_threads(1);
     return rc;
 }

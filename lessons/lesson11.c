@@ -103,10 +103,14 @@ static int run_once(Run *r, GptState *s, GptVariant *v, const GptModel *m, const
                     int steps, int use_cache, const Options *opt) {
     int *tokens = malloc(sizeof(int) * (size_t)(n_prompt + steps));
     r->V = m->cfg.V;
-    s->variant = v;
+    KvVariantCaches vc;
+    if (kvvariant_attach(&vc, s, v)) {
+        free(tokens);
+        return 1;
+    }
     free(r->text);
     r->text = tokens ? gptsetup_generate_text(tokens, s, m, prompt, n_prompt, steps, use_cache, opt, record_step, r) : NULL;
-    s->variant = NULL;
+    kvvariant_detach(&vc);
     free(tokens);
     return r->text ? 0 : 1;
 }
@@ -191,6 +195,21 @@ static void report(Trace *tr, int b, const Run *ref, const Run *run, int steps, 
     trace_sayf(tr, "  text: %.*s%s\n", "  文字：%.*s%s\n", SHOWN_CHARS, run->text, more);
 }
 
+// What every bug above has in common, and the test that finds them all.
+static void say_moral(Trace *tr) {
+    trace_say(tr,
+              "None of these bugs stops the run: there is no error, and text keeps coming — some of it\n"
+              "plausible, some plain garbage (read the texts above). The chapter's own code without its reset\n"
+              "would crash past the context (an IndexError on the position embedding); kvdemo's stale bug\n"
+              "writes the newest token into the last slot instead, and so goes on without a word. Only a\n"
+              "comparison with the run without the cache, step by step, finds every one of them — the test to\n"
+              "write for any cache of one's own.",
+              "这些错误都不会让运行停下：没有报错，文字照样一个个出来——有的看起来像样，有的完全是乱码（见上面\n"
+              "的文字）。章节自己的代码若去掉缓存重置，超过上下文时会因位置嵌入的下标越界而崩溃；kvdemo 的\n"
+              "stale 错误则把最新的 token 写进最后一个位置，于是一声不响地继续。只有和不使用缓存的结果逐步\n"
+              "对比，才能把它们全部找出来——给自己的缓存实现也写这样一个测试。");
+}
+
 int lesson11_run(const Options *opt, Trace *tr) {
     KvBug only = KV_BUG_NONE;
     if (opt->bug && kvvariant_bug_parse(&only, opt->bug)) {
@@ -246,17 +265,7 @@ int lesson11_run(const Options *opt, Trace *tr) {
         trace_pause(tr);
     }
     trace_run(tr, NULL);
-    trace_say(tr,
-              "None of these bugs stops the run: there is no error, and text keeps coming — some of it\n"
-              "plausible, some plain garbage (read the texts above). The chapter's own code without its reset\n"
-              "would crash past the context (an IndexError on the position embedding); kvdemo's stale bug\n"
-              "writes the newest token into the last slot instead, and so goes on without a word. Only a\n"
-              "comparison with the run without the cache, step by step, finds every one of them — the test to\n"
-              "write for any cache of one's own.",
-              "这些错误都不会让运行停下：没有报错，文字照样一个个出来——有的看起来像样，有的完全是乱码（见上面\n"
-              "的文字）。章节自己的代码若去掉缓存重置，超过上下文时会因位置嵌入的下标越界而崩溃；kvdemo 的\n"
-              "stale 错误则把最新的 token 写进最后一个位置，于是一声不响地继续。只有和不使用缓存的结果逐步\n"
-              "对比，才能把它们全部找出来——给自己的缓存实现也写这样一个测试。");
+    say_moral(tr);
     goto done;
 oom:
     fileio_error("out of memory", "内存不足");

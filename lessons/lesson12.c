@@ -57,10 +57,11 @@ static int record_step(void *ctx, const GptStep *st) {
 static int run_once(Run *r, GptState *s, GptVariant *v, const GptModel *m, const int *prompt, int n_prompt,
                     int steps, int use_cache, const Options *opt) {
     r->V = m->cfg.V;
-    s->variant = v;
+    KvVariantCaches vc;
+    if (kvvariant_attach(&vc, s, v)) return 1;
     free(r->text);
     r->text = gptsetup_generate_text(r->tokens, s, m, prompt, n_prompt, steps, use_cache, opt, record_step, r);
-    s->variant = NULL;
+    kvvariant_detach(&vc);
     return r->text ? 0 : 1;
 }
 
@@ -265,9 +266,9 @@ static int smaller_cache(Shared *x, Trace *tr, const Options *opt) {
         trace_textval(tr, "text", run->text);
     }
     trace_say(tr,
-              "\nThe cache is stored here as floats holding exactly what the smaller cache gives back: the\n"
-              "arithmetic and the loss are the smaller cache's, the memory is not saved.",
-              "\n这里的缓存仍以浮点数存放，但内容正是更小的缓存读回的值：计算和损失与更小的缓存一致，只是没有真正省下内存。");
+              "\nThe cache keeps the narrow numbers themselves (int4: two codes a byte, with their fp32 scales;\n"
+              "the newest key group waits in fp32) and reads a head back into floats to attend.",
+              "\n缓存真的存放这些更窄的数（int4 两个码占一个字节，另有 fp32 的 scale；最新的一组 key 先以 fp32 等着），做注意力时把一个头读回成浮点数。");
     return 0;
 }
 

@@ -933,7 +933,11 @@ int lesson61_run(const Options *opt, Trace *tr) {
     int n_prompt = 0;
     int rc = scene_init(&sc, &n_prompt, opt, N, steps);
     if (rc) return rc;
-    if (opt->threads > 0) ops_set_threads(opt->threads);
+    if (ops_set_threads(opt->threads) != 0) {   // --threads, 0: every core, as every lesson
+        scene_free(&sc);
+        fileio_error("could not start %d threads", "无法启动 %d 个线程", opt->threads);
+        return 1;
+    }
 
     GptConfig c = sc.m.cfg;
     lessons_heading(tr);

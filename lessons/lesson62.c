@@ -776,7 +776,10 @@ int lesson62_run(const Options *opt, Trace *tr) {
     const Size *size;
     int rc = demo_options(&d, &size, opt);
     if (rc) return rc;
-    if (opt->threads > 0) ops_set_threads(opt->threads);
+    if (ops_set_threads(opt->threads) != 0) {   // --threads, 0: every core, as every lesson
+        fileio_error("could not start %d threads", "无法启动 %d 个线程", opt->threads);
+        return 1;
+    }
     const char *prompt = opt->n_prompts > 0 ? opt->prompts[0] : DEFAULT_PROMPT;
     rc = demo_new(&d, size, prompt);
     if (!rc) {
@@ -790,5 +793,6 @@ int lesson62_run(const Options *opt, Trace *tr) {
         show_real_models(tr);
     }
     demo_free(&d);
+    ops_set_threads(1);
     return rc;
 }

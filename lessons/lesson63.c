@@ -789,8 +789,7 @@ typedef struct {
 static int gpt_step_run(void *ctx, double *seconds) {
     GptStep1 *x = ctx;
     GptConfig g = x->m->cfg;
-    if (x->tiled ? flash_gpt_use(FLASH_TILED, x->tile, g.T, g.H, g.C / g.H) : flash_gpt_use(FLASH_PLAIN, 0, 0, 0, 0))
-        return 1;
+    if (kvcontig_set_tile(&x->s->cache, x->tiled ? x->tile : 0)) return 1;
     double t0 = timer_now();
     const float *out = gpt_forward(x->s, x->m, x->tokens + g.T - 1, 1, g.T - 1);
     *seconds = timer_now() - t0;
@@ -858,7 +857,7 @@ static int gpt_step(Trace *tr, const Options *opt, int *said) {
         rc = 1;
         goto done;
     }
-    flash_gpt_use(FLASH_PLAIN, 0, 0, 0, 0);
+    kvcontig_set_tile(&s.cache, 0);
     trace_sayf(tr,
                "The token at position %d reads %d cached positions in each of %d heads and %d blocks, on %d thread%s.\n"
                "Plain: each head's row on one thread. Flash (tiles of %d): the heads' tiles shared out (flash-decoding).",
@@ -872,7 +871,6 @@ static int gpt_step(Trace *tr, const Options *opt, int *said) {
                              trace_text(tr, "flash attention", "flash 注意力"), &b);
     rounding_note(tr, same, said);
 done:
-    flash_gpt_use(FLASH_PLAIN, 0, 0, 0, 0);
     ops_set_threads(1);
     gpt_state_free(&s);
     gpt_free(&m);

@@ -293,6 +293,7 @@ typedef struct {
     double train_tps;   // 0 unless --train
     BenchMM mm;         // the matmuls of a full pass, timed alone (mm.tokens 0 if not run)
     int noisy;          // a timing above was marked noisy
+    int tile;           // --attention flash's tile (0: plain attention)
 } Report;
 
 static const char *noisy_mark(Report *r, Stats st) {
@@ -301,20 +302,8 @@ static const char *noisy_mark(Report *r, Stats st) {
     return "!";
 }
 
-static void print_report(Trace *tr, Report *r, const GptVariant *variant) {
-    GptConfig g = r->m->cfg;
-    const char *prompt = gptsetup_prompt_text(r->opt);
-    trace_sayf(tr, "kvdemo bench: T=%d C=%d H=%d L=%d V=%d (%zu parameters), %d threads;\n"
-                   "every time is %d runs, after a warm-up of %d tokens each way: mean ± σ (min … max)\n",
-               "kvdemo bench：T=%d C=%d H=%d L=%d V=%d（%zu 个参数），%d 个线程；\n"
-               "每个时间都是 %d 次运行（之前两种方式各热身 %d 个词元）：均值 ± σ（最小 … 最大）\n",
-               g.T, g.C, g.H, g.L, g.V, r->m->num_params, ops_threads(), r->repeat, WARMUP_TOKENS);
-    if (variant)
-        trace_sayf(tr, "keys and values kept as %s: the arithmetic of such a cache, in kvdemo's float layout\n",
-                   "键和值按 %s 保存：这种缓存的算术，用 kvdemo 的 float 布局\n", kvquant_name(variant->kv_dtype));
-    if (flash_gpt_tiled())
-        trace_sayf(tr, "attention: flash, tiles of %d keys (cached steps by flash-decoding)\n",
-                   "注意力：flash，每块 %d 个键（缓存步用 flash-decoding）\n", flash_gpt_tile());
+// The machine: its FMA peak, its memory bandwidth, opening the model.
+static void report_machine(Trace *tr, Report *r) {
     char a[64], b[64];
     // The machine.
     static const TraceColumn MACHINE_COLS[] = {
@@ -339,6 +328,13 @@ static void print_report(Trace *tr, Report *r, const GptVariant *variant) {
         trace_table_row(tr, &MACHINE, (const char *const[]){trace_text(tr, "opening the model", "打开模型"), a, b,
                                                              noisy_mark(r, r->open)});
     }
+}
+
+// The chapter's run: the longest length both ways, and what the cache gains.
+static void report_headline(Trace *tr, Report *r) {
+    GptConfig g = r->m->cfg;
+    const char *prompt = gptsetup_prompt_text(r->opt);
+    char a[64], b[64];
     // The chapter's run.
     static const TraceColumn HEAD_COLS[] = {
         {"", "", 28, 0, "run"},
@@ -390,8 +386,13 @@ static void print_report(Trace *tr, Report *r, const GptVariant *variant) {
         trace_sayf(tr, "\ntraining, batch %d x %d: %.0f tokens/s (about %.0f GFLOP/s counting 6 x parameters per token)",
                    "\n训练，批 %d x %d：每秒 %.0f 个词元（按每个词元 6 x 参数量计，约 %.0f GFLOP/s）", TRAIN_BATCH, g.T,
                    r->train_tps, 6.0 * (double)r->m->num_params * r->train_tps * 1e-9);
-    // Both ways over the lengths, with a bar of the time per token (which
-    // stays visible from the shortest run to the longest).
+}
+
+// Both ways over the lengths, with a bar of the time per token (which
+// stays visible from the shortest run to the longest).
+static void report_lengths(Trace *tr, Report *r) {
+    char a[64], b[64];
+    int decimals;
     static const TraceColumn LEN_COLS[] = {
         {"tokens", "词元", 6, 1, NULL},
         {"run", "运行", 10, 0, NULL},
@@ -430,8 +431,12 @@ static void print_report(Trace *tr, Report *r, const GptVariant *variant) {
     if (r->noisy)
         trace_sayf(tr, "\n! the runs of a line marked ! disagree by more than %d%%: the machine was busy; rerun",
                    "\n! 标 ! 的行，各次运行相差超过 %d%%：机器当时很忙，请再运行一次", 10);
-    // Past the context: the chapter's reset, and what it cost; or that no
-    // length here reaches it.
+}
+
+// Past the context: the chapter's reset, and what it cost; or that no
+// length here reaches it.
+static void report_resets(Trace *tr, Report *r) {
+    GptConfig g = r->m->cfg;
     int resets = 0;
     for (int i = 0; i < r->n_lengths; i++) resets += r->table[i][1].reset_steps > 0;
     if (!resets) {
@@ -460,6 +465,25 @@ static void print_report(Trace *tr, Report *r, const GptVariant *variant) {
                    time_text(reset, sizeof reset, x->reset_seconds), time_text(all, sizeof all, total),
                    total > 0 ? 100 * x->reset_seconds / total : 0);
     }
+}
+
+static void print_report(Trace *tr, Report *r, const GptVariant *variant) {
+    GptConfig g = r->m->cfg;
+    trace_sayf(tr, "kvdemo bench: T=%d C=%d H=%d L=%d V=%d (%zu parameters), %d threads;\n"
+                   "every time is %d runs, after a warm-up of %d tokens each way: mean ± σ (min … max)\n",
+               "kvdemo bench：T=%d C=%d H=%d L=%d V=%d（%zu 个参数），%d 个线程；\n"
+               "每个时间都是 %d 次运行（之前两种方式各热身 %d 个词元）：均值 ± σ（最小 … 最大）\n",
+               g.T, g.C, g.H, g.L, g.V, r->m->num_params, ops_threads(), r->repeat, WARMUP_TOKENS);
+    if (variant)
+        trace_sayf(tr, "keys and values kept as %s (read back into floats to attend)\n",
+                   "键和值按 %s 保存（做注意力时读回成浮点数）\n", kvquant_name(variant->kv_dtype));
+    if (r->tile)
+        trace_sayf(tr, "attention: flash, tiles of %d keys (cached steps by flash-decoding)\n",
+                   "注意力：flash，每块 %d 个键（缓存步用 flash-decoding）\n", r->tile);
+    report_machine(tr, r);
+    report_headline(tr, r);
+    report_lengths(tr, r);
+    report_resets(tr, r);
 }
 
 static void print_json(Trace *tr, const Report *r, const double *open_s) {
@@ -554,22 +578,13 @@ static int write_svg(FILE *f, const Report *r) {
 
 // ----------------------------------------------------------------------------
 
-int bench_command(const Options *opt, Trace *tr) {
-    int lengths[MAX_LENGTHS];
-    const char *list = opt->steps_list ? opt->steps_list : BENCH_DEFAULT_LENGTHS;
-    int n_lengths = parse_lengths(lengths, MAX_LENGTHS, list);
-    if (n_lengths <= 0) {
-        fileio_error("--steps takes a comma-separated list of lengths from 1 to 100000, e.g. 16,64,256, not '%s'",
-                     "--steps 要给一串用逗号分隔的长度，每个 1 到 100000，例如 16,64,256，而不是“%s”", list);
-        return 2;
-    }
-    // The CSV and the SVG are written through temporary files (fileio.h),
-    // opened now so that a path that cannot be written is found before the
-    // measurements, and a failed or interrupted run leaves no half-written
-    // file behind.
-    AtomicFile out_file[2] = {{0}, {0}};   // CSV, SVG
-    const char *out_path[2] = {opt->csv_path, opt->svg_path};
-    static const char *const out_option[2] = {"--csv", "--svg"};
+// The CSV and the SVG are written through temporary files (fileio.h),
+// opened now so that a path that cannot be written is found before the
+// measurements, and a failed or interrupted run leaves no half-written
+// file behind. Returns 0, or an exit status after one line on stderr.
+static const char *const OUT_OPTION[2] = {"--csv", "--svg"};
+
+static int open_outputs(AtomicFile out_file[2], const char *out_path[2], const Options *opt) {
     char err[512], model_buf[4096];
     FileRole outputs[2] = {{"--csv", opt->csv_path}, {"--svg", opt->svg_path}};
     FileRole model = {opt->model_path ? "--model" : fileio_text("the shipped model", "自带的模型"),
@@ -578,24 +593,179 @@ int bench_command(const Options *opt, Trace *tr) {
     for (int k = 0; k < 2; k++) {
         if (!out_path[k]) continue;
         if (fileio_open(&out_file[k], out_path[k], err, sizeof err) != 0) {
-            fprintf(stderr, "kvdemo: %s %s\n", out_option[k], err);
+            fprintf(stderr, "kvdemo: %s %s\n", OUT_OPTION[k], err);
             if (k) fileio_abort(&out_file[0]);
             return 1;
         }
     }
+    return 0;
+}
+
+// The measures (both ways over every length, repeat samples each) in
+// r->table, the headline the first of the longest, and their work counted
+// into the progress.
+static void plan_measures(Report *r, Measure *measures, double *samples, const int *lengths, Progress *progress) {
+    int n_measures = 2 * r->n_lengths, repeat = r->repeat, T = r->m->cfg.T, n_prompt = r->n_prompt;
+    int longest = 0;   // the headline: the first of the longest lengths
+    for (int i = 0; i < n_measures; i++) {
+        Measure *x = &measures[i];
+        x->steps = lengths[i / 2];
+        x->use_cache = i % 2;
+        x->samples = samples + (size_t)repeat * (size_t)i;
+        progress->work_left[x->use_cache] += repeat * generation_work(T, n_prompt, x->steps, x->use_cache);
+        if (x->steps > lengths[longest]) longest = i / 2;
+    }
+    r->head[0] = &r->table[longest][0], r->head[1] = &r->table[longest][1];
+}
+
+// The machine first: its FMA peak and memory bandwidth, and how long the
+// model takes to open (t_open the first time), into r. open_s, peak and
+// bandwidth hold repeat samples each. Returns 0, or 1 after one line on stderr.
+static int measure_machine_into(Report *r, double *open_s, double *peak, double *bandwidth, double t_open,
+                                Progress *progress) {
+    int repeat = r->repeat;
+    progress_show(progress, progress->zh ? "bench：机器的 FMA 峰值与内存带宽" : "bench: the machine's FMA peak and memory bandwidth");
+    machine_peak(peak, repeat);
+    if (machine_bandwidth(bandwidth, repeat)) {
+        fileio_error("out of memory", "内存不足");
+        return 1;
+    }
+    open_s[0] = t_open;
+    if (!r->random_model) {
+        progress_show(progress, progress->zh ? "bench：打开模型" : "bench: opening the model");
+        model_reopen(open_s, repeat, r->opt);
+    }
+    r->peak = stats_of(peak, repeat), r->bandwidth = stats_of(bandwidth, repeat);
+    r->open = stats_of(open_s, r->random_model ? 1 : repeat);
+    return 0;
+}
+
+// The exercise: a short warm-up each way (warm), then round after round,
+// both ways over every length; then the matmuls alone and, with --train,
+// training, into r. Returns 0, or an exit status after one line on stderr.
+static int run_measures(Report *r, Bench *b, Measure warm[2], Measure *measures, Progress *progress) {
+    int rc = 0, repeat = r->repeat, n_measures = 2 * r->n_lengths;
+    const Options *opt = r->opt;
+    GptConfig g = r->m->cfg;
+    static const char *const WHAT[2][2] = {{"%d tokens without the cache", "%d tokens with the cache"},
+                                           {"%d 个词元，不使用缓存", "%d 个词元，使用缓存"}};
+    for (int i = -2; i < repeat * n_measures && !rc; i++) {
+        Measure *x = i < 0 ? &warm[i + 2] : &measures[i % n_measures];
+        char what[64];
+        snprintf(what, sizeof what, WHAT[progress->zh][x->use_cache], x->steps);
+        rc = measure_run(b, x, i < 0 ? -1 : i / n_measures, what);
+    }
+    for (int i = 0; i < n_measures; i++) measures[i].st = stats_of(measures[i].samples, repeat);
+    // The matmuls of a full pass of the context, timed alone beside the FMA
+    // loop (benchmm.h): how near the kernel comes to the peak when attention
+    // and the rest are left out.
+    if (!rc) {
+        progress_show(progress, progress->zh ? "bench：单独计时矩阵乘" : "bench: the matmuls alone");
+        if (benchmm_run(&g, opt->threads, repeat, &r->mm)) r->mm.tokens = 0;
+    }
+    // Training speed of the same shape (--train): whole steps (forward,
+    // backward, AdamW) on 16 sequences of T tokens, as the shipped model was
+    // trained.
+    if (!rc && opt->bench_train) {
+        progress_show(progress, progress->zh ? "bench：%d 个训练步，每步 %d x %d 个词元" : "bench: %d training steps of %d x %d tokens",
+                      TRAIN_STEPS, TRAIN_BATCH, g.T);
+        char terr[256];
+        rc = train_benchmark(g, TRAIN_BATCH, TRAIN_STEPS, opt->threads, &r->train_tps, terr, sizeof terr);
+        if (rc) fileio_error("%s", "%s", terr);
+    }
+    return rc;
+}
+
+// The report (text, JSON), then the CSV and the SVG, each committed in
+// place of its path; a committed path becomes NULL in out_path. Returns 0,
+// or 1 after one line on stderr.
+static int write_outputs(Trace *tr, Report *r, const GptVariant *variant, const double *open_s,
+                         AtomicFile out_file[2], const char *out_path[2]) {
+    print_report(tr, r, variant);
+    if (tr->format == FORMAT_JSON) print_json(tr, r, open_s);
+    if (out_path[0]) write_csv(out_file[0].f, r);
+    if (out_path[1] && write_svg(out_file[1].f, r) != 0) {
+        if (errno == ENOMEM) fileio_error("--svg %s: out of memory", "--svg %s：内存不足", out_path[1]);
+        else fileio_error("--svg %s: cannot write: %s", "--svg %s：无法写入：%s", out_path[1], fileio_strerror(errno));
+        return 1;
+    }
+    int rc = 0;
+    char err[512];
+    for (int k = 0; k < 2; k++) {
+        if (!out_path[k]) continue;
+        out_path[k] = NULL;
+        if (fileio_commit(&out_file[k], err, sizeof err) != 0) {
+            fprintf(stderr, "kvdemo: %s %s\n", OUT_OPTION[k], err);
+            rc = 1;
+        }
+    }
+    return rc;
+}
+
+// lengths (at most MAX_LENGTHS) from --steps; returns how many, or 0 after
+// one line on stderr.
+static int steps_list(int *lengths, const Options *opt) {
+    const char *list = opt->steps_list ? opt->steps_list : BENCH_DEFAULT_LENGTHS;
+    int n_lengths = parse_lengths(lengths, MAX_LENGTHS, list);
+    if (n_lengths <= 0) {
+        fileio_error("--steps takes a comma-separated list of lengths from 1 to 100000, e.g. 16,64,256, not '%s'",
+                     "--steps 要给一串用逗号分隔的长度，每个 1 到 100000，例如 16,64,256，而不是“%s”", list);
+        return 0;
+    }
+    return n_lengths;
+}
+
+// The model, timed (*t_open) as it opens; a random one when the shipped
+// model is missing, said on stderr. Returns 0, or an exit status.
+static int open_model(GptModel *m, int *random_model, double *t_open, const Options *opt) {
+    double t0 = timer_now();
+    int rc = gptsetup_model(m, opt, 1, random_model);
+    *t_open = timer_now() - t0;
+    if (!rc && *random_model)
+        fileio_error("%s is missing; timing a random model of the seed preset (the speed is the same)",
+                     "找不到 %s；改为计时一个 seed 预设形状的随机模型（速度相同）", GPT_SHIPPED_MODEL);
+    return rc;
+}
+
+// s for the runs: the threads (--threads), its attention (--attention),
+// the caches of a variant (NULL: the plain cache). Returns 0, or an exit
+// status after one line on stderr.
+static int state_setup(GptState *s, KvVariantCaches *vc, const GptVariant *variant, const Options *opt,
+                       GptConfig cfg) {
+    if (gpt_state_init(s, cfg)) {
+        fileio_error("out of memory", "内存不足");
+        return 1;
+    }
+    if (ops_set_threads(opt->threads) != 0) {
+        fileio_error("could not start %d threads", "无法启动 %d 个线程", ops_threads_asked(opt->threads));
+        return 1;
+    }
+    int rc = gptsetup_attention(opt, s);
+    if (rc) return rc;
+    if (variant && kvvariant_attach(vc, s, variant)) {
+        fileio_error("out of memory", "内存不足");
+        return 1;
+    }
+    return 0;
+}
+
+int bench_command(const Options *opt, Trace *tr) {
+    int lengths[MAX_LENGTHS];
+    int n_lengths = steps_list(lengths, opt);
+    if (n_lengths <= 0) return 2;
+    AtomicFile out_file[2] = {{0}, {0}};   // CSV, SVG
+    const char *out_path[2] = {opt->csv_path, opt->svg_path};
+    int rc = open_outputs(out_file, out_path, opt);
+    if (rc) return rc;
     GptModel m;
     int random_model = 0;
-    double t_open = timer_now();
-    int rc = gptsetup_model(&m, opt, 1, &random_model);
-    t_open = timer_now() - t_open;
+    double t_open;
+    rc = open_model(&m, &random_model, &t_open, opt);
     if (rc) {
         for (int k = 0; k < 2; k++)
             if (out_path[k]) fileio_abort(&out_file[k]);
         return rc;
     }
-    if (random_model)
-        fileio_error("%s is missing; timing a random model of the seed preset (the speed is the same)",
-                     "找不到 %s；改为计时一个 seed 预设形状的随机模型（速度相同）", GPT_SHIPPED_MODEL);
     int max_len = WARMUP_TOKENS;
     for (int i = 0; i < n_lengths; i++)
         if (lengths[i] > max_len) max_len = lengths[i];
@@ -607,6 +777,7 @@ int bench_command(const Options *opt, Trace *tr) {
     Measure *measures = calloc((size_t)n_measures, sizeof *measures);
     GptVariant variant;   // --kv-dtype (lesson 12)
     int use_variant;
+    KvVariantCaches vc = {0};
     Progress progress = {.tty = isatty(STDERR_FILENO), .zh = tr->lang == LANG_ZH, .start = timer_now()};
     Report r = {.m = &m, .opt = opt, .repeat = repeat, .random_model = random_model, .n_lengths = n_lengths};
     if (kvcmd_variant(&variant, &use_variant, opt)) {
@@ -614,101 +785,33 @@ int bench_command(const Options *opt, Trace *tr) {
         goto done;
     }
     rc = gptsetup_prompt(&tokens, &n_prompt, &m, gptsetup_prompt_text(opt), max_len);
-    if (!rc && (!samples || !measures || gpt_state_init(&s, m.cfg))) {
+    if (!rc && (!samples || !measures)) {
         fileio_error("out of memory", "内存不足");
         rc = 1;
     }
-    if (!rc && ops_set_threads(opt->threads) != 0) {
-        fileio_error("could not start %d threads", "无法启动 %d 个线程", ops_threads_asked(opt->threads));
-        rc = 1;
-    }
-    if (!rc) rc = gptsetup_attention(opt, &m);
+    if (!rc) rc = state_setup(&s, &vc, use_variant ? &variant : NULL, opt, m.cfg);
+    r.tile = s.cache.tile;
     if (rc) goto done;
-    if (use_variant) s.variant = &variant;
     r.n_prompt = n_prompt;
     r.table = (Measure(*)[2])measures;
-    int longest = 0;   // the headline: the first of the longest lengths
-    for (int i = 0; i < n_measures; i++) {
-        Measure *x = &measures[i];
-        x->steps = lengths[i / 2];
-        x->use_cache = i % 2;
-        x->samples = samples + (size_t)repeat * (size_t)i;
-        progress.work_left[x->use_cache] += repeat * generation_work(m.cfg.T, n_prompt, x->steps, x->use_cache);
-        if (x->steps > lengths[longest]) longest = i / 2;
-    }
-    r.head[0] = &r.table[longest][0], r.head[1] = &r.table[longest][1];
+    plan_measures(&r, measures, samples, lengths, &progress);
     Measure warm[2] = {{.steps = WARMUP_TOKENS, .use_cache = 0}, {.steps = WARMUP_TOKENS, .use_cache = 1}};
     for (int c = 0; c < 2; c++) progress.work_left[c] += generation_work(m.cfg.T, n_prompt, WARMUP_TOKENS, c);
 
-    // The machine first: its FMA peak and memory bandwidth, and how long the
-    // model takes to open.
     double *open_s = samples + (size_t)repeat * (size_t)n_measures, *peak = open_s + repeat,
            *bandwidth = peak + repeat;
-    progress_show(&progress, progress.zh ? "bench：机器的 FMA 峰值与内存带宽" : "bench: the machine's FMA peak and memory bandwidth");
-    machine_peak(peak, repeat);
-    if (machine_bandwidth(bandwidth, repeat)) {
-        fileio_error("out of memory", "内存不足");
+    if (measure_machine_into(&r, open_s, peak, bandwidth, t_open, &progress)) {
         rc = 1;
         goto done;
     }
-    open_s[0] = t_open;
-    if (!random_model) {
-        progress_show(&progress, progress.zh ? "bench：打开模型" : "bench: opening the model");
-        model_reopen(open_s, repeat, opt);
-    }
     gpt_pack(&m);   // for the passes of many rows (the same numbers; unpacked if no memory)
-    r.peak = stats_of(peak, repeat), r.bandwidth = stats_of(bandwidth, repeat);
-    r.open = stats_of(open_s, random_model ? 1 : repeat);
 
-    // The exercise: a short warm-up each way, then round after round, both
-    // ways over every length.
     Bench b = {&s, &m, tokens, n_prompt, opt, repeat, &progress};
-    static const char *const WHAT[2][2] = {{"%d tokens without the cache", "%d tokens with the cache"},
-                                           {"%d 个词元，不使用缓存", "%d 个词元，使用缓存"}};
-    for (int i = -2; i < repeat * n_measures && !rc; i++) {
-        Measure *x = i < 0 ? &warm[i + 2] : &measures[i % n_measures];
-        char what[64];
-        snprintf(what, sizeof what, WHAT[progress.zh][x->use_cache], x->steps);
-        rc = measure_run(&b, x, i < 0 ? -1 : i / n_measures, what);
-    }
-    for (int i = 0; i < n_measures; i++) measures[i].st = stats_of(measures[i].samples, repeat);
-    // The matmuls of a full pass of the context, timed alone beside the FMA
-    // loop (benchmm.h): how near the kernel comes to the peak when attention
-    // and the rest are left out.
-    if (!rc) {
-        progress_show(&progress, progress.zh ? "bench：单独计时矩阵乘" : "bench: the matmuls alone");
-        if (benchmm_run(&m.cfg, opt->threads, repeat, &r.mm)) r.mm.tokens = 0;
-    }
-    // Training speed of the same shape (--train): whole steps (forward,
-    // backward, AdamW) on 16 sequences of T tokens, as the shipped model was
-    // trained.
-    if (!rc && opt->bench_train) {
-        progress_show(&progress, progress.zh ? "bench：%d 个训练步，每步 %d x %d 个词元" : "bench: %d training steps of %d x %d tokens",
-                      TRAIN_STEPS, TRAIN_BATCH, m.cfg.T);
-        char terr[256];
-        rc = train_benchmark(m.cfg, TRAIN_BATCH, TRAIN_STEPS, opt->threads, &r.train_tps, terr, sizeof terr);
-        if (rc) fileio_error("%s", "%s", terr);
-    }
+    rc = run_measures(&r, &b, warm, measures, &progress);
     progress_end(&progress);
     if (rc) goto done;
 
-    print_report(tr, &r, use_variant ? &variant : NULL);
-    if (tr->format == FORMAT_JSON) print_json(tr, &r, open_s);
-    if (out_path[0]) write_csv(out_file[0].f, &r);
-    if (out_path[1] && write_svg(out_file[1].f, &r) != 0) {
-        if (errno == ENOMEM) fileio_error("--svg %s: out of memory", "--svg %s：内存不足", out_path[1]);
-        else fileio_error("--svg %s: cannot write: %s", "--svg %s：无法写入：%s", out_path[1], fileio_strerror(errno));
-        rc = 1;
-        goto done;
-    }
-    for (int k = 0; k < 2; k++) {
-        if (!out_path[k]) continue;
-        out_path[k] = NULL;
-        if (fileio_commit(&out_file[k], err, sizeof err) != 0) {
-            fprintf(stderr, "kvdemo: %s %s\n", out_option[k], err);
-            rc = 1;
-        }
-    }
+    rc = write_outputs(tr, &r, use_variant ? &variant : NULL, open_s, out_file, out_path);
 done:
     progress_end(&progress);
     for (int k = 0; k < 2; k++)
@@ -716,9 +819,9 @@ done:
     free(samples);
     free(measures);
     free(tokens);
+    kvvariant_detach(&vc);
     gpt_state_free(&s);
     gpt_free(&m);
-    gptsetup_attention_end();
     ops_set_threads(1);
     return rc;
 }

@@ -29,6 +29,7 @@
 #include "gptcmd.h"
 #include "lessons.h"
 #include "memory.h"
+#include "ops.h"
 #include "options.h"
 #include "paths.h"
 #include "pool.h"
@@ -947,6 +948,9 @@ static int cmd_lesson(Cli *c) {
         c->tr.screen = &screen;
     }
     int rc = trace_begin(&c->tr) ? 1 : trace_finish(&c->tr, l->run(&c->opt, &c->tr));
+    // A lesson that runs a model starts --threads (0: every core) itself;
+    // whatever it did, what runs next finds one thread.
+    ops_set_threads(1);
     if (fitted) {
         screen_close(&screen);
         c->tr.out = stdout;

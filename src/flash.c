@@ -227,35 +227,16 @@ double flash_traffic_fa2(int64_t N, int d, int Br) {
 // ----------------------------------------------------------------------------
 // The char GPT's attention
 
-static struct {
-    FlashKind kind;
-    int tile, T, H, D;
-    float *scratch;   // per head (tile + D), then the decode pieces (H, tiles of T, piece)
-} gpt_flash = {FLASH_PLAIN, 0, 0, 0, 0, NULL};
-
-int flash_gpt_use(FlashKind kind, int tile, int T, int H, int D) {
-    free(gpt_flash.scratch);
-    gpt_flash.scratch = NULL;
-    gpt_flash.kind = FLASH_PLAIN;
-    gpt_flash.tile = 0;
-    if (kind == FLASH_PLAIN) return 0;
+int64_t flash_gpt_scratch_floats(int T, int H, int D, int tile) {
     assert(tile >= 1 && T >= 1 && H >= 1 && D >= 1);
-    size_t rows = (size_t)H * (size_t)(tile + D);
-    size_t pieces = (size_t)H * (size_t)flash_decode_floats(T, D, tile);
-    gpt_flash.scratch = malloc(sizeof(float) * (rows + pieces));
-    if (!gpt_flash.scratch) return -1;
-    gpt_flash.kind = kind;
-    gpt_flash.tile = tile, gpt_flash.T = T, gpt_flash.H = H, gpt_flash.D = D;
-    return 0;
+    // per head a row's tile and output (tile + D), then the decode pieces
+    return (int64_t)H * (tile + D) + (int64_t)H * flash_decode_floats(T, D, tile);
 }
 
-int flash_gpt_tiled(void) { return gpt_flash.kind == FLASH_TILED; }
-int flash_gpt_tile(void) { return gpt_flash.kind == FLASH_TILED ? gpt_flash.tile : 0; }
-
 typedef struct {
-    float *att;
+    float *att, *scratch;
     const float *q, *key, *value;
-    int n, offset, T, H, D;
+    int n, offset, T, H, D, tile;
     float scale;
 } GptRowsJob;
 
@@ -263,9 +244,9 @@ typedef struct {
 static void gpt_heads(void *ctx, int begin, int end, int thread) {
     (void)thread;
     const GptRowsJob *job = ctx;
-    int T = job->T, D = job->D, C = job->H * D, tile = gpt_flash.tile;
+    int T = job->T, D = job->D, C = job->H * D, tile = job->tile;
     for (int h = begin; h < end; h++) {
-        float *scratch = gpt_flash.scratch + (int64_t)h * (tile + D);
+        float *scratch = job->scratch + (int64_t)h * (tile + D);
         const float *kt = job->key + (int64_t)h * D * T;     // (D, T)
         const float *v = job->value + (int64_t)h * T * D;    // (T, D)
         for (int i = 0; i < job->n; i++)   // row i sees keys 0 .. offset+i
@@ -274,19 +255,19 @@ static void gpt_heads(void *ctx, int begin, int end, int thread) {
     }
 }
 
-void flash_gpt_attention(float *att, const float *q, const float *key, const float *value, int n, int offset,
-                         int T, int H, int D) {
-    assert(gpt_flash.kind == FLASH_TILED && T == gpt_flash.T && H == gpt_flash.H && D == gpt_flash.D);
+void flash_gpt_attention(float *att, float *scratch, const float *q, const float *key, const float *value, int n,
+                         int offset, int T, int H, int D, int tile) {
+    assert(tile >= 1);
     // scale = 1 / sqrt(head_embedding_size), in float32, as gpt.c's
     float scale = (float)(1.0 / sqrt((double)D));
     if (n > 1) {
-        GptRowsJob job = {att, q, key, value, n, offset, T, H, D, scale};
+        GptRowsJob job = {att, scratch, q, key, value, n, offset, T, H, D, tile, scale};
         ops_parallel_for(gpt_heads, &job, H);
         return;
     }
     // A cached step: H x tiles pieces on the threads, each head merged after.
-    int tile = gpt_flash.tile, len = offset + 1, tiles = (len + tile - 1) / tile;
-    float *pieces = gpt_flash.scratch + (int64_t)H * (tile + D);
+    int len = offset + 1, tiles = (len + tile - 1) / tile;
+    float *pieces = scratch + (int64_t)H * (tile + D);
     int64_t per_head = flash_decode_floats(T, D, tile);
     DecodeJob job = {pieces, q, key, value, T, D, len, D, tile, tiles, per_head, D, D * T, T * D, scale};
     ops_parallel_for(decode_tiles, &job, H * tiles);

@@ -117,27 +117,21 @@ double flash_traffic_fa1(int64_t N, int d, int Bc);
 double flash_traffic_fa2(int64_t N, int d, int Br);
 
 // ----------------------------------------------------------------------------
-// The char GPT's attention (the hook of gpt_forward)
+// The char GPT's attention in tiles (the contiguous cache's, when asked: kvcache.h)
 
-typedef enum { FLASH_PLAIN, FLASH_TILED } FlashKind;
 enum { FLASH_DEFAULT_TILE = 64 };
 
-// Which attention the char GPT uses from now on: FLASH_PLAIN (gpt.c's own
-// loop, the default) or FLASH_TILED with tiles of `tile` keys, for models of
-// context T, H heads of D. Reserves the scratch once. Returns 0, or -1 when
-// memory ran out (then the attention stays plain).
-int flash_gpt_use(FlashKind kind, int tile, int T, int H, int D);
-// 1 when the char GPT's attention is tiled.
-int flash_gpt_tiled(void);
-// The tile of the tiled attention (0 when plain).
-int flash_gpt_tile(void);
-
+// Floats of scratch flash_gpt_attention needs, for a model of context T,
+// H heads of D, tiles of `tile` keys (the contiguous cache reserves it,
+// kvcontig_set_tile).
+int64_t flash_gpt_scratch_floats(int T, int H, int D, int tile);
 // Attention of n rows (positions offset .. offset+n-1) of every head:
 // q, att (n, H*D) heads side by side; key (H, D, T) and value (H, T, D) are
 // one block's cache. A full pass (n > 1) shares the heads among the ops
 // threads and runs flash_row on each row; a cached step (n = 1) is
 // flash-decoding: the H x tiles pieces on the threads, then merged.
-void flash_gpt_attention(float *att, const float *q, const float *key, const float *value, int n, int offset,
-                         int T, int H, int D);
+// scratch holds flash_gpt_scratch_floats(T, H, D, tile).
+void flash_gpt_attention(float *att, float *scratch, const float *q, const float *key, const float *value, int n,
+                         int offset, int T, int H, int D, int tile);
 
 #endif

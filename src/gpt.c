@@ -12,11 +12,9 @@
 
 #include "bigmem.h"
 #include "fileio.h"
-#include "kvvariant.h"
 #include "timer.h"
 #include "utf8.h"
 
-#include "flash.h"
 #include "ops.h"
 
 #include <assert.h>
@@ -574,18 +572,16 @@ size_t gpt_decode(char *out, size_t cap, const GptModel *m, const int *tokens, i
 int gpt_state_init(GptState *s, GptConfig cfg) {
     memset(s, 0, sizeof(*s));
     s->cfg = cfg;
-    size_t T = (size_t)cfg.T, C = (size_t)cfg.C, F = 4 * C, H = (size_t)cfg.H;
+    size_t T = (size_t)cfg.T, C = (size_t)cfg.C, F = 4 * C;
     size_t sizes[] = {
         T * C, T * C, T * C, T * C, T * C, T * C, T * C,   // x, xn, q, k, v, att, proj
         T * F,                                             // hidden
-        H * OPS_ROWS_MAX * T,                              // scores
         (size_t)cfg.V,                                     // logits
     };
-    float **const fields[] = {&s->x,   &s->xn,   &s->q,      &s->k,      &s->v,
-                              &s->att, &s->proj, &s->hidden, &s->scores, &s->logits};
+    float **const fields[] = {&s->x, &s->xn, &s->q, &s->k, &s->v, &s->att, &s->proj, &s->hidden, &s->logits};
     // zeroed, in huge pages where it can be
     s->mem = bigmem_carve(fields, sizes, (int)(sizeof(sizes) / sizeof(sizes[0])), &s->mem_bytes);
-    KvShape shape = {.L = cfg.L, .B = 1, .T = cfg.T, .H = cfg.H, .G = cfg.H, .D = cfg.C / cfg.H};
+    KvShape shape = gpt_cache_shape(cfg);
     s->kv = &s->cache.base;
     if (!s->mem || kvcontig_init(&s->cache, shape) != 0 || kvpaged_init(&s->paged, shape) != 0) {
         gpt_state_free(s);
@@ -603,40 +599,16 @@ void gpt_state_free(GptState *s) {
 
 void gpt_state_reset(GptState *s) {
     s->len = 0;
-    kvcache_reset(&s->cache.base);
+    kvcache_reset(s->kv);
 }
 
-typedef struct {
-    GptState *s;
-    int l, n, offset;
-    int slot;    // the cache slot of row 0: offset, unless a variant moves it
-} VariantJob;
+KvShape gpt_cache_shape(GptConfig cfg) {
+    return (KvShape){.L = cfg.L, .B = 1, .T = cfg.T, .H = cfg.H, .G = cfg.H, .D = cfg.C / cfg.H};
+}
 
-// Lesson 11's and 12's attention (kvvariant.c), one row at a time, for the
-// heads begin..end-1: rows 0..n-1 at slots slot..slot+n-1 of the contiguous
-// cache, whose scores the variant makes its own way.
-static void variant_heads(void *ctx, int begin, int end, int thread) {
-    (void)thread;
-    VariantJob *job = ctx;
-    GptState *s = job->s;
-    int T = s->cfg.T, C = s->cfg.C, H = s->cfg.H, D = C / H;
-    // scale = Tensor(np.array(1.0 / np.sqrt(head_embedding_size))), used in float32
-    float scale = (float)(1.0 / sqrt((double)D));
-    for (int h = begin; h < end; h++) {
-        const float *key = s->cache.key + ((int64_t)job->l * H + h) * D * T;       // (D, T)
-        const float *value = s->cache.value + ((int64_t)job->l * H + h) * T * D;   // (T, D)
-        float *scores = s->scores + (int64_t)h * OPS_ROWS_MAX * T;                // (R, T)
-        for (int i = 0; i < job->n; i++) {
-            int pos = job->slot + i;   // this row sees keys 0 .. pos: the causal mask
-            const float *q = s->q + (int64_t)i * C + h * D;   // (D)
-            float *out = s->att + (int64_t)i * C + h * D;     // (D)
-            int seen = kvvariant_scores(s->variant, scores, q, key, scale, i, pos, job->offset > 0, D, T);
-            // weights = softmax(scores)
-            ops_softmax_row(scores, NULL, scores, seen, OPS_RECIPROCAL);
-            // output = weights @ value, over value's first pos+1 rows
-            ops_vecmat(out, scores, value, seen, D, D);
-        }
-    }
+void gpt_state_use_cache(GptState *s, KvCache *kv) {
+    s->kv = kv ? kv : &s->cache.base;
+    gpt_state_reset(s);
 }
 
 // LayerNorm of rows begin..end-1 of in into out.
@@ -679,20 +651,21 @@ static void gelu_chunks(void *ctx, int begin, int end, int thread) {
 
 // out (n, N) = in (n, K) @ w (K, N) + bias, then what `then` says (ops.h):
 // stored, added into out (a residual), or put through GELU, as each tile of
-// the product is finished. A variant (kvvariant.c) sums and rounds the
-// product its own way first, then adds it or takes its GELU in a second pass
-// and rounds that too; its added product waits in s->proj.
+// the product is finished. With lesson 12's arithmetic (lowprec.h) the
+// product is summed and rounded its own way first, then added or put
+// through GELU in a second pass and rounded again; an added product waits
+// in s->proj.
 static void linear(GptState *s, float *out, const float *in, const float *w, const float *packed,
                    const float *bias, OpsThen then, int n, int K, int N, int cached) {
-    GptVariant *var = s->variant;
-    if (!var) {
+    const LowPrec *lp = &s->lowprec;
+    if (!lowprec_on(lp)) {
         ops_matmul_packed(out, in, w, packed, bias, then, n, K, N);
         return;
     }
     int64_t count = (int64_t)n * N;
     float *y = then == OPS_ADD_INTO ? s->proj : out;
     assert(then != OPS_ADD_INTO || N == s->cfg.C);   // s->proj is (T, C)
-    kvvariant_linear(var, y, in, w, bias, n, K, N, cached);
+    lowprec_linear(lp, y, in, w, bias, n, K, N, cached);
     if (then == OPS_STORE) return;
     if (then == OPS_ADD_INTO) {
         for (int64_t i = 0; i < count; i++) out[i] += y[i];
@@ -700,36 +673,30 @@ static void linear(GptState *s, float *out, const float *in, const float *w, con
         GeluJob gelu = {out, count};
         ops_parallel_for(gelu_chunks, &gelu, (int)((count + GELU_CHUNK - 1) / GELU_CHUNK));
     }
-    kvvariant_settle(var, out, count);
+    lowprec_round(lp, out, count);
 }
 
 const float *gpt_forward(GptState *s, const GptModel *m, const int *tokens, int n, int offset) {
     GptConfig cfg = m->cfg;
-    int T = cfg.T, C = cfg.C, H = cfg.H, D = C / H, F = 4 * C, V = cfg.V;
+    int T = cfg.T, C = cfg.C, H = cfg.H, F = 4 * C, V = cfg.V;
     assert(s->cfg.T == T && s->cfg.C == C && s->cfg.H == H && s->cfg.L == cfg.L && s->cfg.V == V);
     assert(n >= 1 && offset >= 0 && offset <= s->len && offset + n <= T);
     const GptParams *p = &m->p;
-    GptVariant *var = s->variant;   // NULL: the plain cache
+    const LowPrec *lp = &s->lowprec;   // lesson 12's rounding: nothing in fp32
     int cached = offset > 0;
-    int slot = var ? kvvariant_slot(var, offset, n) : offset;   // where the fed keys go
-    KvCache *kv = s->kv;   // the contiguous cache, or the paged one
-    assert(!var || kv == &s->cache.base);   // the variants read the contiguous cache
+    KvCache *kv = s->kv;   // the contiguous cache, or another kind (kvcache.h)
     // positions past offset are fed again: the cache forgets them first
     kvcache_truncate(kv, offset);
 
     // x = token_embedding(tokens) + position_embedding(range(offset, offset + n))
     for (int i = 0; i < n; i++) {
         assert(tokens[i] >= 0 && tokens[i] < V);
-        int pos = var ? kvvariant_position(var, offset, i) : offset + i;
+        int pos = kvcache_position(kv, offset + i);   // offset + i: the cache says where the row stands
         const float *te = p->wte + (int64_t)tokens[i] * C, *pe = p->wpe + (int64_t)pos * C;
         float *x = s->x + (int64_t)i * C;
         for (int c = 0; c < C; c++) x[c] = te[c] + pe[c];
     }
-    // With a variant, every linear layer goes through kvvariant_linear (its
-    // summing order, its rounding) and other activations are rounded too.
-#define SETTLE(x, count) \
-    if (var) kvvariant_settle(var, x, count)
-    SETTLE(s->x, (int64_t)n * C);
+    lowprec_round(lp, s->x, (int64_t)n * C);
 
     for (int l = 0; l < cfg.L; l++) {
         const GptBlockParams *b = &p->blocks[l];
@@ -737,42 +704,27 @@ const float *gpt_forward(GptState *s, const GptModel *m, const int *tokens, int 
         const GptBlockParams *pk = m->packed_blocks ? &m->packed_blocks[l] : &(GptBlockParams){0};
         // norm = self.normalize(x)
         layernorm_parallel(s->xn, s->x, b->ln1_w, b->ln1_b, n, C);
-        SETTLE(s->xn, (int64_t)n * C);
+        lowprec_round(lp, s->xn, (int64_t)n * C);
         // query, key, value = self.query(norm), self.key(norm), self.value(norm)   (N, C)
         linear(s, s->q, s->xn, b->wq, pk->wq, b->bq, OPS_STORE, n, C, C, cached);
         linear(s, s->k, s->xn, b->wk, pk->wk, b->bk, OPS_STORE, n, C, C, cached);
         linear(s, s->v, s->xn, b->wv, pk->wv, b->bv, OPS_STORE, n, C, C, cached);
-        if (var) {
-            // Lesson 11's bugs put the rows where the chapter would not;
-            // lesson 12 keeps them as bf16 / int8 / int4 would.
-            kvcontig_write(&s->cache, l, s->k, s->v, n, slot);
-            kvvariant_store(var, s, l, slot, n);
-            VariantJob job = {s, l, n, offset, slot};
-            ops_parallel_for(variant_heads, &job, H);
-        } else {
-            // key = np.concatenate([key_cache, key], axis=-1), value likewise
-            kvcache_append(kv, l, s->k, s->v, 1, n, offset);
-            // att = softmax(query @ key * scale) @ value, heads side by side   (N, C)
-            // (--attention flash: the same in tiles with an online softmax, flash.c,
-            // on the contiguous cache)
-            if (flash_gpt_tiled() && kv == &s->cache.base)
-                flash_gpt_attention(s->att, s->q, s->cache.key + (int64_t)l * H * D * T,
-                                    s->cache.value + (int64_t)l * H * T * D, n, offset, T, H, D);
-            else kvcache_attend(kv, s->att, NULL, s->q, l, 1, n, offset);
-        }
-        SETTLE(s->att, (int64_t)n * C);
+        // key = np.concatenate([key_cache, key], axis=-1), value likewise
+        kvcache_append(kv, l, s->k, s->v, 1, n, offset);
+        // att = softmax(query @ key * scale) @ value, heads side by side   (N, C)
+        // (--attention flash: the same in tiles with an online softmax, as the
+        // contiguous cache is told to, kvcontig_set_tile)
+        kvcache_attend(kv, s->att, NULL, s->q, l, 1, n, offset);
+        lowprec_round(lp, s->att, (int64_t)n * C);
         // x = x + self.output(att)
         linear(s, s->x, s->att, b->wo, pk->wo, b->bo, OPS_ADD_INTO, n, C, C, cached);
         // x = x + fc2(gelu(fc1(self.normalize(x))))
         layernorm_parallel(s->xn, s->x, b->ln2_w, b->ln2_b, n, C);
-        SETTLE(s->xn, (int64_t)n * C);
+        lowprec_round(lp, s->xn, (int64_t)n * C);
         linear(s, s->hidden, s->xn, b->w1, pk->w1, b->b1, OPS_GELU, n, C, F, cached);
         linear(s, s->x, s->hidden, b->w2, pk->w2, b->b2, OPS_ADD_INTO, n, F, C, cached);
     }
-#undef SETTLE
     s->len = offset + n;
-    // a variant's rows were written past the interface; they count as held
-    if (var) kv->len = s->len;
 
     // logits = self.output(x)[-1]: final LayerNorm and head, last row only
     const float *last = s->x + (int64_t)(n - 1) * C;
@@ -793,14 +745,14 @@ int gpt_generate(int *tokens, GptState *s, const GptModel *m, Sampler *sampler, 
     for (int step = 0; step < steps; step++) {
         double start = timer_now();
         GptStep info = {.step = step};
-        // (lesson 11's stale bug keeps the cache past the context, the
-        // newest token always at the last position)
-        int stale = s->variant && kvvariant_keeps_stale(s->variant);
-        if (use_cache && have_cache && (len <= T || stale)) {
+        // past the context the cache may make room (kvcache_make_room:
+        // none of kvdemo's honest kinds does; the chapter resets)
+        int room = use_cache && have_cache && len > T ? kvcache_make_room(s->kv) : -1;
+        if (use_cache && have_cache && (len <= T || room >= 0)) {
             // feature = Tensor([tokens[-1:]]); offset = len(tokens) - 1
             info.cached = 1;
             info.n = 1;
-            info.offset = len <= T ? len - 1 : T - 1;
+            info.offset = len <= T ? len - 1 : room;
         } else {
             // feature = Tensor([tokens[-context_size:]]); offset = 0; caches = None
             info.n = len < T ? len : T;

@@ -23,6 +23,7 @@
 #define KVDEMO_GPT_H
 
 #include "kvcache.h"
+#include "lowprec.h"
 #include "sampler.h"
 
 #include <stddef.h>
@@ -171,12 +172,9 @@ typedef struct {
     float *k;             // (T, C) key of the fed tokens (then put in the cache)
     float *v;             // (T, C) value of the fed tokens (then put in the cache)
     float *att;           // (T, C) attention output, heads side by side
-    float *proj;          // (T, C) a variant's attn.output / mlp.fc2, before x += (the plain
+    float *proj;          // (T, C) lowprec's attn.output / mlp.fc2, before x += (the plain
                           // forward adds them into x as they are made)
     float *hidden;        // (T, F) mlp.fc1 output, then GELU of it
-    float *scores;        // (H, R, T) attention scores of a block of R = OPS_ROWS_MAX query rows per head
-                          // (the paged cache's and the variants' attention; the contiguous
-                          // cache has its own)
     float *logits;        // (V) logits of the last fed token
     float *mem;           // the one allocation all of the above live in (bigmem)
     size_t mem_bytes;     // its size
@@ -186,16 +184,15 @@ typedef struct {
     // transposed for query @ key; value: [h][t][d] at
     // cache.value[((l*H + h)*T + t)*D + d], value (1, H, len, D).
     KvContig cache;
-    // NULL: the plain cache. Otherwise lesson 11's bugs or lesson 12's
-    // smaller numbers, which gpt_forward's cached path consults
-    // (kvvariant.h), on the contiguous cache. gpt_state_init sets NULL; the
-    // caller owns it.
-    struct GptVariant *variant;
+    // Lesson 12's arithmetic of other hardware (lowprec.h): all zero, the
+    // plain float32 pass. gpt_state_init zeroes it; the caller sets it.
+    LowPrec lowprec;
     // The paged cache (kvcache_paged.c): a sequence's blocks of a pool
     // (kvpage.h), read through its block table; gpt_forward_paged binds it.
     KvPaged paged;
     // The cache gpt_forward appends to and attends through: &cache.base,
-    // or &paged.base during gpt_forward_paged.
+    // a caller's cache (gpt_state_use_cache), or &paged.base during
+    // gpt_forward_paged.
     KvCache *kv;
 } GptState;
 
@@ -205,6 +202,13 @@ int gpt_state_init(GptState *s, GptConfig cfg);
 void gpt_state_free(GptState *s);
 // Drops the cache (len = 0); the memory stays reserved.
 void gpt_state_reset(GptState *s);
+// The shape of the char GPT's cache: B = 1, G = H, T positions of D = C / H.
+KvShape gpt_cache_shape(GptConfig cfg);
+// From now on gpt_forward appends to and attends through kv, the caller's
+// (of gpt_cache_shape's shape; lesson 11's faulty cache, lesson 12's
+// quantised one), and s is reset; kv NULL goes back to s's own contiguous
+// cache.
+void gpt_state_use_cache(GptState *s, KvCache *kv);
 
 // Feeds tokens (n) at positions offset .. offset+n-1: their key and value go
 // into the cache at those positions, row i attends to cache positions
@@ -240,7 +244,8 @@ typedef int (*GptStepFn)(void *ctx, const GptStep *step);
 // tokens holds n_prompt >= 1 prompt tokens and has room for n_prompt + steps.
 // Each step: the first, without the cache, or once len(tokens) > T, feeds
 // the last T tokens at offset 0 (rebuilding the cache); with use_cache and a
-// cache, it feeds only tokens[-1] at offset len(tokens) - 1. Then it draws
+// cache, it feeds only tokens[-1] at offset len(tokens) - 1 (past T, at the
+// position kvcache_make_room gives, when the cache makes room). Then it draws
 // the next token with the sampler and appends it. Returns the number of
 // tokens at the end (n_prompt + steps, unless on_step stopped it). on_step
 // may be NULL; nothing is printed.

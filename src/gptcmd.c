@@ -134,6 +134,51 @@ static void show_steps(Trace *tr, const Stream *g, int steps, MeasureMachine mac
     }
 }
 
+// The figures of a run of `steps` that did `done` (and wrote text): lines
+// for people, events for scripts. variant NULL: the plain cache (else its
+// cache holds kv_bytes); tile 0: plain attention.
+static void say_figures(Trace *tr, const Stream *g, const GptModel *m, const char *text, int steps, int done,
+                        double seconds, const GptVariant *variant, size_t kv_bytes, int tile, MeasureMachine machine) {
+    int use_cache = g->use_cache;
+    trace_run(tr, use_cache ? "cache" : "no-cache");
+    // The text went out token by token above; JSON gets it whole.
+    if (tr->format == FORMAT_JSON) trace_textval(tr, "text", text);
+    if (g->live) fputs("\x1b[K", tr->out);
+    // The figures: lines for people, events for scripts.
+    char pm[40];
+    run_spread(pm, sizeof pm, g, done);
+    trace_sayf(tr, "\n\n-- %d tokens in %.3f s%s, %.0f tokens/s, %s, %d thread%s",
+               "\n\n—— %d 个词元，用时 %.3f 秒%s，每秒 %.0f 个词元，%s，%d 个线程%s", steps, seconds, pm,
+               steps / seconds,
+               use_cache ? trace_text(tr, "with the KV cache", "使用缓存")
+                         : trace_text(tr, "without the KV cache", "不使用缓存"),
+               ops_threads(), ops_threads() == 1 || tr->lang == LANG_ZH ? "" : "s");
+    if (variant)
+        trace_sayf(tr, "-- keys and values kept as %s%s%s (kvdemo lesson %s explains)",
+                   "—— key 和 value 以 %s 保存%s%s（第 %s 课有解释）", kvquant_name(variant->kv_dtype),
+                   variant->bug ? trace_text(tr, ", with the bug ", "，带有错误 ") : "",
+                   variant->bug ? kvvariant_bug_name(variant->bug) : "", variant->bug ? "11" : "12");
+    if (variant && tr->format == FORMAT_JSON) trace_count(tr, "cache_bytes", (int64_t)kv_bytes, NULL, NULL);
+    if (tile)
+        trace_sayf(tr, "-- flash attention: tiles of %d keys, online softmax; cached steps by flash-decoding",
+                   "—— flash attention：每块 %d 个 key，在线 softmax；使用缓存的各步用 flash-decoding",
+                   tile);
+    if (g->resets)
+        trace_sayf(tr,
+                   "-- past the context (%d positions) the chapter's generate dropped the cache and fed "
+                   "the last %d tokens again at %d steps: %.3f s of the %.3f s.",
+                   "—— 超过上下文长度（%d 个位置）后，章节里的 generate 丢掉缓存，把最后 %d 个词元"
+                   "重新算了一遍，共 %d 步，用了 %.3f 秒（总共 %.3f 秒）。",
+                   m->cfg.T, m->cfg.T, g->resets, g->reset_seconds, seconds);
+    show_steps(tr, g, done, machine);
+    if (tr->format == FORMAT_JSON) trace_timing(tr, tr->run, seconds, 1);
+    trace_value(tr, "tokens_per_s", steps / seconds, "tokens/s", NULL, NULL);
+    if (use_cache) {
+        trace_count(tr, "reset_steps", g->resets, NULL, NULL);
+        trace_value(tr, "reset_seconds", g->reset_seconds, "s", NULL, NULL);
+    }
+}
+
 int gptcmd_generate(const Options *opt, Trace *tr) {
     if (opt->paged || opt->block_size || opt->num_blocks || opt->samples) return pagedcmd_generate(opt, tr);
     GptVariant variant;   // --bug, --kv-dtype (lessons 11 and 12)
@@ -161,7 +206,7 @@ int gptcmd_generate(const Options *opt, Trace *tr) {
         rc = 1;
     }
     if (!rc) rc = start_threads(opt);
-    if (!rc) rc = gptsetup_attention(opt, &m);
+    if (!rc) rc = gptsetup_attention(opt, &s);
     // The weights in panel order (the same numbers; unpacked if no memory)
     // serve a run without the cache, whose every step is a pass of many
     // rows. A cached run goes without them: with the weights in huge pages
@@ -169,7 +214,11 @@ int gptcmd_generate(const Options *opt, Trace *tr) {
     // steps, 1.26 and 1.25 over 256, past the context included), and
     // packing costs about 6 ms and 43 MB.
     if (!rc && !use_cache) gpt_pack(&m);
-    if (!rc && use_variant) s.variant = &variant;
+    KvVariantCaches vc = {0};
+    if (!rc && use_variant && kvvariant_attach(&vc, &s, &variant)) {
+        fileio_error("out of memory", "内存不足");
+        rc = 1;
+    }
     if (!rc) {
         Stream g = {.m = &m, .out = tr->out, .use_cache = use_cache, .width = screen_default_width(0),
                     .stream = tr->format == FORMAT_TEXT, .step_seconds = step_seconds, .cached = cached,
@@ -195,42 +244,8 @@ int gptcmd_generate(const Options *opt, Trace *tr) {
         }
         if (!rc) {
             gpt_decode(text, need + 1, &m, tokens, len);
-            trace_run(tr, use_cache ? "cache" : "no-cache");
-            // The text went out token by token above; JSON gets it whole.
-            if (tr->format == FORMAT_JSON) trace_textval(tr, "text", text);
-            if (g.live) fputs("\x1b[K", tr->out);
-            // The figures: lines for people, events for scripts.
-            char pm[40];
-            run_spread(pm, sizeof pm, &g, len - n_prompt);
-            trace_sayf(tr, "\n\n-- %d tokens in %.3f s%s, %.0f tokens/s, %s, %d thread%s",
-                       "\n\n—— %d 个词元，用时 %.3f 秒%s，每秒 %.0f 个词元，%s，%d 个线程%s", steps, seconds, pm,
-                       steps / seconds,
-                       use_cache ? trace_text(tr, "with the KV cache", "使用缓存")
-                                 : trace_text(tr, "without the KV cache", "不使用缓存"),
-                       ops_threads(), ops_threads() == 1 || tr->lang == LANG_ZH ? "" : "s");
-            if (use_variant)
-                trace_sayf(tr, "-- keys and values kept as %s%s%s (kvdemo lesson %s explains)",
-                           "—— key 和 value 以 %s 保存%s%s（第 %s 课有解释）", kvquant_name(variant.kv_dtype),
-                           variant.bug ? trace_text(tr, ", with the bug ", "，带有错误 ") : "",
-                           variant.bug ? kvvariant_bug_name(variant.bug) : "", variant.bug ? "11" : "12");
-            if (flash_gpt_tiled())
-                trace_sayf(tr, "-- flash attention: tiles of %d keys, online softmax; cached steps by flash-decoding",
-                           "—— flash attention：每块 %d 个 key，在线 softmax；使用缓存的各步用 flash-decoding",
-                           flash_gpt_tile());
-            if (g.resets)
-                trace_sayf(tr,
-                           "-- past the context (%d positions) the chapter's generate dropped the cache and fed "
-                           "the last %d tokens again at %d steps: %.3f s of the %.3f s.",
-                           "—— 超过上下文长度（%d 个位置）后，章节里的 generate 丢掉缓存，把最后 %d 个词元"
-                           "重新算了一遍，共 %d 步，用了 %.3f 秒（总共 %.3f 秒）。",
-                           m.cfg.T, m.cfg.T, g.resets, g.reset_seconds, seconds);
-            show_steps(tr, &g, len - n_prompt, machine);
-            if (tr->format == FORMAT_JSON) trace_timing(tr, tr->run, seconds, 1);
-            trace_value(tr, "tokens_per_s", steps / seconds, "tokens/s", NULL, NULL);
-            if (use_cache) {
-                trace_count(tr, "reset_steps", g.resets, NULL, NULL);
-                trace_value(tr, "reset_seconds", g.reset_seconds, "s", NULL, NULL);
-            }
+            say_figures(tr, &g, &m, text, steps, len - n_prompt, seconds, use_variant ? &variant : NULL,
+                        kvcache_bytes(s.kv), s.cache.tile, machine);
         }
     }
     free(text);
@@ -238,9 +253,9 @@ int gptcmd_generate(const Options *opt, Trace *tr) {
     free(step_seconds);
     free(cached);
     sampler_free(&sampler);
+    kvvariant_detach(&vc);
     gpt_state_free(&s);
     gpt_free(&m);
-    gptsetup_attention_end();
     ops_set_threads(1);
     return rc;
 }

@@ -15,9 +15,10 @@ const float *gpt_forward_paged(GptState *s, const GptModel *m, KvSeq *seq, const
     // touched while the paged one is in use.
     s->len = offset;
     kvpaged_bind(&s->paged, seq, offset);
+    KvCache *was = s->kv;
     s->kv = &s->paged.base;
     const float *logits = gpt_forward(s, m, tokens, n, offset);
-    s->kv = &s->cache.base;
+    s->kv = was;
     return logits;
 }
 

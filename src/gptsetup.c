@@ -201,23 +201,19 @@ int gptsetup_lesson(GptModel *m, int *random_note, int **tokens, int *n, const O
     return rc;
 }
 
-int gptsetup_attention(const Options *opt, const GptModel *m) {
+int gptsetup_attention(const Options *opt, GptState *s) {
     int flash = opt->attention && !strcmp(opt->attention, "flash");
     if (opt->tile && !flash) {
         fileio_error("--tile goes with --attention flash (plain attention has no tiles)",
                      "--tile 要和 --attention flash 一起用（普通注意力没有分块）");
         return 2;
     }
-    if (!flash) return flash_gpt_use(FLASH_PLAIN, 0, 0, 0, 0);
-    GptConfig g = m->cfg;
-    if (flash_gpt_use(FLASH_TILED, opt->tile ? opt->tile : FLASH_DEFAULT_TILE, g.T, g.H, g.C / g.H)) {
+    if (kvcontig_set_tile(&s->cache, flash ? (opt->tile ? opt->tile : FLASH_DEFAULT_TILE) : 0)) {
         fileio_error("out of memory", "内存不足");
         return 1;
     }
     return 0;
 }
-
-void gptsetup_attention_end(void) { flash_gpt_use(FLASH_PLAIN, 0, 0, 0, 0); }
 
 char *gptsetup_generate_text(int *tokens, GptState *s, const GptModel *m, const int *prompt, int n_prompt,
                            int steps, int use_cache, const Options *opt, GptStepFn on_step, void *ctx) {

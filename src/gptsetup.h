@@ -37,11 +37,10 @@ int gptsetup_prompt(int **tokens, int *n, const GptModel *m, const char *prompt,
 // with nothing left to free.
 int gptsetup_lesson(GptModel *m, int *random_note, int **tokens, int *n, const Options *opt, const char *fit);
 
-// The attention --attention and --tile ask for (flash.h): sets the char
-// GPT's attention for model m. Returns 0, or an exit status after one line on
-// stderr. gptsetup_attention_end goes back to plain attention.
-int gptsetup_attention(const Options *opt, const GptModel *m);
-void gptsetup_attention_end(void);
+// The attention --attention and --tile ask for (flash.h): how s's
+// contiguous cache attends (kvcontig_set_tile), for s alone. Returns 0, or
+// an exit status after one line on stderr.
+int gptsetup_attention(const Options *opt, GptState *s);
 
 // One generation as the options ask (--seed, --temperature, --top-k): the
 // prompt's n_prompt tokens are copied into tokens (room for n_prompt +

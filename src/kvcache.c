@@ -47,3 +47,18 @@ size_t kvcache_bytes(const KvCache *c) {
 void kvcache_free(KvCache *c) {
     if (c->kind) c->kind->free(c);
 }
+
+void kvcache_read_head(KvCache *c, const float **key, const float **value, float *buf, int l, int g, int S) {
+    const KvShape *s = &c->shape;
+    assert(c->kind->read_head && l >= 0 && l < s->L && g >= 0 && g < s->G && S >= 0 && S <= s->T);
+    c->kind->read_head(c, key, value, buf, l, g, S);
+}
+
+int kvcache_position(KvCache *c, int pos) {
+    return c->kind->position ? c->kind->position(c, pos) : pos;
+}
+
+int kvcache_make_room(KvCache *c) {
+    assert(c->len == c->shape.T);
+    return c->kind->make_room ? c->kind->make_room(c) : -1;
+}

@@ -41,12 +41,19 @@
 //                       positions in a pool's blocks of B, position t in block
 //                       table[t / B], slot t % B, each block laid out as the
 //                       contiguous cache with B for T
+//   kvcache_quant.c     lesson 12's smaller cache: the contiguous layout's
+//                       numbers kept as bf16 / fp16 bits, or int8 / int4
+//                       codes with their scales, read back to attend
+//   kvcache_faulty.c    lesson 11's bugs: a cache over another that goes
+//                       wrong on purpose
 //
 // Each kind computes attention in its model's own order of operations, so
 // that a model keeps its numbers bit for bit; tests/test_kvcache.c holds
 // every kind against the same plain loops.
 #ifndef KVDEMO_KVCACHE_H
 #define KVDEMO_KVCACHE_H
+
+#include "kvquant.h"
 
 #include <stddef.h>
 
@@ -71,6 +78,17 @@ typedef struct {
     // Forgets every position (len is then 0).
     void (*reset)(KvCache *c);
     void (*free)(KvCache *c);
+    // The ones below may be NULL (kvcache_read_head, kvcache_position and
+    // kvcache_make_room say what then).
+    // Layer l, head g's keys of positions 0 .. S-1 as floats in the
+    // contiguous layout, *key (D, T) rows T apart, *value (T, D): pointers
+    // into the cache, or into buf (2*D*T floats) when the kind reads its
+    // numbers back into floats there.
+    void (*read_head)(KvCache *c, const float **key, const float **value, float *buf, int l, int g, int S);
+    // The position a row fed at pos stands at (its position embedding).
+    int (*position)(KvCache *c, int pos);
+    // The sequence wants a position past T: the position to feed it at.
+    int (*make_room)(KvCache *c);
 } KvCacheKind;
 
 // The part every kind begins with: a kind's own struct has it as its first
@@ -103,6 +121,19 @@ size_t kvcache_bytes(const KvCache *c);
 // Frees what the kind allocated; a cache whose init failed frees as an
 // empty one. The struct itself is the caller's.
 void kvcache_free(KvCache *c);
+// Layer l, head g's keys and values of positions 0 .. S-1 (S <= T) as
+// floats, *key (D, T) rows T apart and *value (T, D), for code that attends
+// in its own way: pointers into the cache, or into buf (2*D*T floats).
+// Only the kinds with the contiguous layout's heads (G = H, B = 1) offer it.
+void kvcache_read_head(KvCache *c, const float **key, const float **value, float *buf, int l, int g, int S);
+// The position a row fed at pos (before it is appended) stands at: what
+// its position embedding is taken for. pos for every honest kind.
+int kvcache_position(KvCache *c, int pos);
+// Called when a sequence that fills the cache (len = T) wants one more
+// position: the position to feed the next token at, the kind keeping what
+// lies before it, or -1 when the kind holds no more than T positions (the
+// caller starts over, as the chapter's generate resets its cache).
+int kvcache_make_room(KvCache *c);
 
 // ----------------------------------------------------------------------------
 // The kinds
@@ -115,6 +146,9 @@ typedef struct {
     float *mem;      // key and value: one allocation (bigmem) of base.bytes
     float *scores;   // (H, R, T) scratch: the scores of R = OPS_ROWS_MAX query rows per head
     size_t scores_bytes;
+    int tile;        // 0: attend plainly; else in tiles of `tile` keys with an online softmax
+                     // (lesson 6.3, flash.h: flash_gpt_attention; weights are then not kept)
+    float *flash;    // flash_gpt_scratch_floats of scratch when tile > 0
 } KvContig;
 
 // Reserves a contiguous cache of shape (B = 1 and G = H: the chapter's).
@@ -125,6 +159,11 @@ int kvcontig_init(KvContig *c, KvShape shape);
 // the lessons that put rows where the chapter would not (lesson 11's bugs,
 // lesson 12's rounding read the same arrays).
 void kvcontig_write(KvContig *c, int l, const float *k, const float *v, int n, int slot);
+// From now on c attends in tiles of `tile` keys (FlashAttention's online
+// softmax, flash-decoding for a one-row step), or plainly for tile 0; a
+// property of this cache alone. Returns 0, or -1 when memory ran out (then
+// c attends plainly).
+int kvcontig_set_tile(KvContig *c, int tile);
 
 // LLaMA's preallocated cache (see above).
 typedef struct {
@@ -155,5 +194,75 @@ int kvpaged_init(KvPaged *c, KvShape shape);
 // table already (kvseq_append): append writes into them, it does not
 // reserve them. bytes becomes the blocks in the table.
 void kvpaged_bind(KvPaged *c, struct KvSeq *seq, int len);
+
+// One head of the contiguous kind's attention, for the kinds that read
+// their numbers back into that layout: out (n, D) rows C apart from q
+// (n, D) rows C apart, against key (D, T) and value (T, D) of positions
+// 0 .. pos+n-1, row i seeing 0 .. pos+i; scores (R, T) scratch; weights,
+// when not NULL, gets the softmax weights (n, pos+n), zero where masked.
+void kvcontig_attend_head(float *out, float *weights, float *scores, const float *q, const float *key,
+                          const float *value, int n, int pos, int C, int D, int T);
+
+// A cache that keeps keys and values as bf16, fp16, int8 or int4 (lesson
+// 12), with the contiguous kind's shape (B = 1, G = H), and reads them back
+// into floats to attend (kvcache_quant.c). bf16 and fp16 keep each number's
+// 16 bits; int8 and int4 keep codes with fp32 scales (kvquant.h): a value's
+// D numbers share one scale per position and head; a key channel's numbers
+// share one per group of `group` positions, KIVI's per-channel keys, the
+// group quantised when its last position comes, its positions kept in fp32
+// until then (the residual). int4 codes go two a byte, even index low.
+typedef struct {
+    KvCache base;
+    KvDtype dtype;          // KV_BF16, KV_FP16, KV_INT8 or KV_INT4
+    int group;              // positions that share a key channel's scale
+    void *key;              // (L, H, D, T) 16-bit numbers, or codes
+    void *value;            // (L, H, T, D) likewise
+    float *value_scale;     // (L, H, T) int8 / int4: per position and head
+    float *key_scale;       // (L, H, D, T / group) int8 / int4: per channel and complete group
+    float *residual;        // (L, H, D, group) int8 / int4: the incomplete group's keys, slot t % group
+    void *mem;              // all of the above: one allocation (bigmem), each array 64-byte aligned
+    size_t mem_bytes;       // its size: base.bytes and the alignment's padding
+    float *buf;             // (H, 2*D*T) scratch: each head's keys and values read back as floats
+    float *scores;          // (H, R, T) scratch, R = OPS_ROWS_MAX
+    size_t scratch_bytes;   // of buf and scores
+} KvQuant;
+
+// Reserves a quantised cache of shape (B = 1, G = H) keeping dtype (not
+// KV_FP32: that is the contiguous kind), key scales shared by group
+// positions. base.bytes is kvquant_cache_bytes. Returns 0, or -1 when memory
+// ran out (then kvcache_free(&c->base) is safe).
+int kvquant_cache_init(KvQuant *c, KvShape shape, KvDtype dtype, int group);
+
+// Lesson 11's classic cache bugs, each a way a cache can go wrong on a
+// cached step (a pass at pos > 0). A step without the cache is never
+// touched, so a run without it stays the reference.
+typedef enum {
+    KV_BUG_NONE,
+    KV_BUG_OFFSET,        // the new token's position embedding is position 0, not len(tokens) - 1
+    KV_BUG_NO_APPEND,     // the new key and value are used for the step, never kept in the cache
+    KV_BUG_STALE,         // past the context the cache is not reset: old keys stay, positions stop at T - 1
+    KV_BUG_MASK,          // a causal mask aligned to the top-left corner: the one new row sees key 0 only
+    KV_BUG_WRONG_LAYOUT,  // the transposed key cache (D, T) read as if it were (T, D)
+    KV_BUG_NO_SCALE,      // scores not divided by sqrt(D)
+    KV_NUM_BUGS
+} KvBug;
+
+// A cache that misbehaves on purpose (kvcache_faulty.c): it keeps its rows
+// in another cache (contiguous or quantised: one that offers
+// kvcache_read_head) and goes wrong the way bug says.
+typedef struct {
+    KvCache base;
+    KvCache *inner;     // where the rows are kept (the caller's)
+    KvBug bug;
+    int prefill;        // positions the last pass from position 0 fed (no-append's scratch slot)
+    float *buf;         // (H, 2*D*T) scratch for kvcache_read_head
+    float *scores;      // (H, T) scratch: one row of scores per head
+    size_t scratch_bytes;
+} KvFaulty;
+
+// A faulty cache over inner (empty, of the contiguous kind's shape; it
+// stays the caller's, who frees it after this one). base.bytes is inner's.
+// Returns 0, or -1 when memory ran out (then kvcache_free(&c->base) is safe).
+int kvfaulty_init(KvFaulty *c, KvCache *inner, KvBug bug);
 
 #endif

@@ -12,11 +12,13 @@
 #include "kvcache.h"
 
 #include "bigmem.h"
+#include "flash.h"
 #include "ops.h"
 
 #include <assert.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 void kvcontig_write(KvContig *c, int l, const float *k, const float *v, int n, int slot) {
@@ -41,6 +43,39 @@ static void contig_append(KvCache *base, int l, const float *k, const float *v, 
     kvcontig_write((KvContig *)base, l, k, v, n, pos);
 }
 
+void kvcontig_attend_head(float *out, float *weights, float *scores, const float *q, const float *key,
+                          const float *value, int n, int pos, int C, int D, int T) {
+    int S = pos + n;
+    // scale = Tensor(np.array(1.0 / np.sqrt(head_embedding_size))), used in float32
+    float scale = (float)(1.0 / sqrt((double)D));
+    // A block of up to OPS_ROWS_MAX query rows at a time, so that each key
+    // and value is read once for the block; row i's numbers are those it
+    // gets alone (ops_vecmat_rows), a cached step's included.
+    for (int i0 = 0; i0 < n; i0 += OPS_ROWS_MAX) {
+        int R = n - i0 < OPS_ROWS_MAX ? n - i0 : OPS_ROWS_MAX;
+        int last = pos + i0 + R - 1;   // the block's last position
+        const float *qi = q + (int64_t)i0 * C;   // (R, D), rows C apart
+        float *oi = out + (int64_t)i0 * C;       // (R, D), rows C apart
+        // scores = query @ key * scale on key's first last+1 columns
+        // (row r uses its first p+1 of them)
+        ops_vecmat_rows(scores, T, qi, C, key, T, R, D, last + 1, 0);
+        for (int r = 0; r < R; r++) {
+            int p = pos + i0 + r;   // this row sees keys 0 .. p: the causal mask
+            float *row = scores + (int64_t)r * T;
+            for (int j = 0; j <= p; j++) row[j] *= scale;
+            // weights = softmax(scores)
+            ops_softmax_row(row, NULL, row, p + 1, OPS_RECIPROCAL);
+            if (weights) {
+                float *w = weights + (int64_t)(i0 + r) * S;
+                memcpy(w, row, sizeof(float) * (size_t)(p + 1));
+                memset(w + p + 1, 0, sizeof(float) * (size_t)(S - p - 1));
+            }
+        }
+        // output = weights @ value, row r over value's first p+1 rows
+        ops_vecmat_rows(oi, C, scores, T, value, D, R, last + 1, D, 1);
+    }
+}
+
 typedef struct {
     KvContig *c;
     float *out, *weights;
@@ -54,39 +89,13 @@ static void contig_heads(void *ctx, int begin, int end, int thread) {
     (void)thread;
     const ContigJob *job = ctx;
     const KvShape *s = &job->c->base.shape;
-    int T = s->T, H = s->H, D = s->D, C = H * D, S = job->pos + job->n;
-    // scale = Tensor(np.array(1.0 / np.sqrt(head_embedding_size))), used in float32
-    float scale = (float)(1.0 / sqrt((double)D));
+    int T = s->T, H = s->H, D = s->D, C = H * D;
     for (int h = begin; h < end; h++) {
         const float *key = job->c->key + ((int64_t)job->l * H + h) * D * T;       // (D, T)
         const float *value = job->c->value + ((int64_t)job->l * H + h) * T * D;   // (T, D)
         float *scores = job->c->scores + (int64_t)h * OPS_ROWS_MAX * T;            // (R, T)
-        // A block of up to OPS_ROWS_MAX query rows at a time, so that each
-        // key and value is read once for the block; row i's numbers are
-        // those it gets alone (ops_vecmat_rows), a cached step's included.
-        for (int i0 = 0; i0 < job->n; i0 += OPS_ROWS_MAX) {
-            int R = job->n - i0 < OPS_ROWS_MAX ? job->n - i0 : OPS_ROWS_MAX;
-            int last = job->pos + i0 + R - 1;   // the block's last position
-            const float *q = job->q + (int64_t)i0 * C + h * D;   // (R, D), rows C apart
-            float *out = job->out + (int64_t)i0 * C + h * D;     // (R, D), rows C apart
-            // scores = query @ key * scale on key's first last+1 columns
-            // (row r uses its first pos+1 of them)
-            ops_vecmat_rows(scores, T, q, C, key, T, R, D, last + 1, 0);
-            for (int r = 0; r < R; r++) {
-                int pos = job->pos + i0 + r;   // this row sees keys 0 .. pos: the causal mask
-                float *row = scores + (int64_t)r * T;
-                for (int j = 0; j <= pos; j++) row[j] *= scale;
-                // weights = softmax(scores)
-                ops_softmax_row(row, NULL, row, pos + 1, OPS_RECIPROCAL);
-                if (job->weights && h == 0) {
-                    float *w = job->weights + (int64_t)(i0 + r) * S;
-                    memcpy(w, row, sizeof(float) * (size_t)(pos + 1));
-                    memset(w + pos + 1, 0, sizeof(float) * (size_t)(S - pos - 1));
-                }
-            }
-            // output = weights @ value, row r over value's first pos+1 rows
-            ops_vecmat_rows(out, C, scores, T, value, D, R, last + 1, D, 1);
-        }
+        kvcontig_attend_head(job->out + h * D, h == 0 ? job->weights : NULL, scores, job->q + h * D, key, value,
+                             job->n, job->pos, C, D, T);
     }
 }
 
@@ -94,8 +103,38 @@ static void contig_heads(void *ctx, int begin, int end, int thread) {
 static void contig_attend(KvCache *base, float *out, float *weights, const float *q, int l, int bsz, int n,
                           int pos) {
     assert(bsz == 1);
-    ContigJob job = {(KvContig *)base, out, weights, q, l, n, pos};
-    ops_parallel_for(contig_heads, &job, base->shape.H);
+    KvContig *c = (KvContig *)base;
+    const KvShape *s = &base->shape;
+    if (c->tile) {   // the same in tiles with an online softmax (lesson 6.3)
+        assert(!weights);
+        int64_t layer = (int64_t)l * s->H * s->D * s->T;
+        flash_gpt_attention(out, c->flash, q, c->key + layer, c->value + layer, n, pos, s->T, s->H, s->D, c->tile);
+        return;
+    }
+    ContigJob job = {c, out, weights, q, l, n, pos};
+    ops_parallel_for(contig_heads, &job, s->H);
+}
+
+int kvcontig_set_tile(KvContig *c, int tile) {
+    const KvShape *s = &c->base.shape;
+    free(c->flash);
+    c->flash = NULL;
+    c->tile = 0;
+    if (tile == 0) return 0;
+    c->flash = malloc(sizeof(float) * (size_t)flash_gpt_scratch_floats(s->T, s->H, s->D, tile));
+    if (!c->flash) return -1;
+    c->tile = tile;
+    return 0;
+}
+
+// The arrays themselves: nothing to read back.
+static void contig_read_head(KvCache *base, const float **key, const float **value, float *buf, int l, int h,
+                             int S) {
+    (void)buf, (void)S;
+    KvContig *c = (KvContig *)base;
+    const KvShape *s = &base->shape;
+    *key = c->key + ((int64_t)l * s->H + h) * s->D * s->T;
+    *value = c->value + ((int64_t)l * s->H + h) * s->T * s->D;
 }
 
 // Nothing to clear: a position is written before it is read.
@@ -107,10 +146,12 @@ static void contig_free(KvCache *base) {
     KvContig *c = (KvContig *)base;
     bigmem_free(c->mem, c->base.bytes);
     bigmem_free(c->scores, c->scores_bytes);
+    free(c->flash);
     memset(c, 0, sizeof *c);
 }
 
-static const KvCacheKind CONTIG = {"contiguous", contig_append, contig_attend, NULL, contig_reset, contig_free};
+static const KvCacheKind CONTIG = {"contiguous", contig_append, contig_attend, NULL, contig_reset, contig_free,
+                                   contig_read_head, NULL, NULL};
 
 int kvcontig_init(KvContig *c, KvShape shape) {
     assert(shape.B == 1 && shape.G == shape.H);   // the chapter's: one sequence, a key per head

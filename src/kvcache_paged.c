@@ -42,7 +42,7 @@ static void paged_free(KvCache *base) {
     memset(c, 0, sizeof *c);
 }
 
-static const KvCacheKind PAGED = {"paged", paged_append, paged_attend, NULL, paged_reset, paged_free};
+static const KvCacheKind PAGED = {"paged", paged_append, paged_attend, NULL, paged_reset, paged_free, NULL, NULL, NULL};
 
 int kvpaged_init(KvPaged *c, KvShape shape) {
     assert(shape.B == 1 && shape.G == shape.H);

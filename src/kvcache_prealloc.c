@@ -86,7 +86,7 @@ static void prealloc_free(KvCache *base) {
 }
 
 static const KvCacheKind PREALLOC = {"preallocated", prealloc_append, prealloc_attend, NULL, prealloc_reset,
-                                     prealloc_free};
+                                     prealloc_free, NULL, NULL, NULL};
 
 int kvprealloc_init(KvPrealloc *c, KvShape shape) {
     memset(c, 0, sizeof *c);

@@ -7,7 +7,7 @@
 #include "options.h"
 
 // v = what --bug and --kv-dtype ask for; *set = 1 when either was given (the
-// caller then points its GptState's variant at v). Returns 0, or 2 after one
+// caller then runs its GptState with it: kvvariant_attach). Returns 0, or 2 after one
 // line on stderr (--bug with --no-cache: the bug lives in the cached path).
 int kvcmd_variant(GptVariant *v, int *set, const Options *opt);
 

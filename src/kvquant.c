@@ -108,19 +108,35 @@ int kvquant_qmax(KvDtype t) {
     return t == KV_INT8 ? 127 : 7;
 }
 
-float kvquant_fake_quant(float *x, int n, int64_t stride, KvDtype t) {
-    int qmax = kvquant_qmax(t);
+// scale = x.abs().max() / qmax (0 when every number is 0)
+static float scale_of(const float *x, int n, int64_t stride, int qmax) {
     float amax = 0;
     for (int i = 0; i < n; i++) amax = fmaxf(amax, fabsf(x[i * stride]));
-    if (amax == 0) return 0;
-    // scale = x.abs().max() / qmax; code = (x / scale).round().clamp(-qmax, qmax)
-    float scale = amax / (float)qmax;
-    for (int i = 0; i < n; i++) {
-        float code = nearbyintf(x[i * stride] / scale);
-        if (code > (float)qmax) code = (float)qmax;
-        if (code < (float)-qmax) code = (float)-qmax;
-        x[i * stride] = code * scale;   // what the attention reads back
-    }
+    return amax == 0 ? 0 : amax / (float)qmax;
+}
+
+// code = (x / scale).round().clamp(-qmax, qmax)
+static float code_of(float x, float scale, int qmax) {
+    float code = nearbyintf(x / scale);
+    if (code > (float)qmax) code = (float)qmax;
+    if (code < (float)-qmax) code = (float)-qmax;
+    return code;
+}
+
+float kvquant_scale(const float *x, int n, int64_t stride, KvDtype t) {
+    return scale_of(x, n, stride, kvquant_qmax(t));
+}
+
+int kvquant_code(float x, float scale, KvDtype t) {
+    return scale == 0 ? 0 : (int)code_of(x, scale, kvquant_qmax(t));
+}
+
+float kvquant_fake_quant(float *x, int n, int64_t stride, KvDtype t) {
+    int qmax = kvquant_qmax(t);
+    float scale = scale_of(x, n, stride, qmax);
+    if (scale == 0) return 0;   // every number 0: left as it was
+    for (int i = 0; i < n; i++)
+        x[i * stride] = code_of(x[i * stride], scale, qmax) * scale;   // what the attention reads back
     return scale;
 }
 
@@ -131,4 +147,13 @@ double kvquant_bytes_per_token(KvDtype t, int L, int C, int H, int group) {
         bytes += 4.0 * H                   // value: one fp32 scale per head
                  + 4.0 * C / group;        // key: one per channel, shared by group tokens
     return bytes * L;
+}
+
+double kvquant_cache_bytes(KvDtype t, int L, int C, int H, int T, int group) {
+    double per_number = t == KV_FP32 ? 4 : t == KV_BF16 || t == KV_FP16 ? 2 : t == KV_INT8 ? 1 : 0.5;
+    double numbers = (double)L * C * T;   // of the keys, and as many of the values
+    if (t == KV_INT4) return 2.0 * ceil(numbers / 2) + 4.0 * L * H * T + 4.0 * L * C * (T / group) + 4.0 * L * C * group;
+    double bytes = 2.0 * numbers * per_number;
+    if (t == KV_INT8) bytes += 4.0 * L * H * T + 4.0 * L * C * (T / group) + 4.0 * L * C * group;
+    return bytes;
 }

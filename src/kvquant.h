@@ -42,11 +42,23 @@ int kvquant_qmax(KvDtype t);
 // and dequantised again, as a cache stores and later reads them. Returns
 // the scale (0 when every number is 0). t is KV_INT8 or KV_INT4.
 float kvquant_fake_quant(float *x, int n, int64_t stride, KvDtype t);
+// The same quantisation kept rather than undone, in two parts: the scale
+// of x (n, stride apart), and the code of one number of it, so that
+// code * scale is the float kvquant_fake_quant leaves (the quantised cache
+// stores codes and scales). A scale of 0 (every number 0) gives code 0.
+float kvquant_scale(const float *x, int n, int64_t stride, KvDtype t);
+int kvquant_code(float x, float scale, KvDtype t);
 
 // Bytes one token of the cache needs, every block, keys and values, in the
 // packed form (int4: two codes a byte) with fp32 scales: per-token value
 // scales (one a head), and per-channel key scales shared by a group of
 // group tokens (KIVI). L blocks, C = H * D channels.
 double kvquant_bytes_per_token(KvDtype t, int L, int C, int H, int group);
+// Bytes the quantised cache (kvcache_quant.c) allocates for T positions:
+// T tokens of kvquant_bytes_per_token when group divides T, key scales for
+// the T / group complete groups only otherwise, and for int8 / int4 the
+// keys of each channel's incomplete group in fp32 (KIVI's residual,
+// L * C * group floats).
+double kvquant_cache_bytes(KvDtype t, int L, int C, int H, int T, int group);
 
 #endif

@@ -1,6 +1,6 @@
-// kvvariant — the cache done differently on purpose (lessons 11 and 12): the
-// hooks gpt_forward consults when a GptState has a variant, and the
-// validation loss through the cache.
+// kvvariant — the cache done differently on purpose (lessons 11 and 12): a
+// GptState pointed at the kinds of cache and the arithmetic a variant asks
+// for, and the validation loss through the cache.
 //
 // Legend of dimension letters:
 //   V vocabulary size      T context (max positions)   C embedding size
@@ -34,113 +34,42 @@ int kvvariant_bug_parse(KvBug *bug, const char *name) {
 }
 
 // ----------------------------------------------------------------------------
-// Lesson 11: where a cached step goes wrong
+// A state running a variant
 
-int kvvariant_position(const GptVariant *v, int offset, int i) {
-    // offset: position_embedding(range(n)) where the chapter adds the offset
-    if (v->bug == KV_BUG_OFFSET && offset > 0) return i;
-    return offset + i;
-}
-
-int kvvariant_slot(GptVariant *v, int offset, int n) {
-    if (offset == 0) v->prefill_len = n;
-    // no-append: the new key goes into a scratch slot just past what the
-    // first pass cached, and is overwritten by the next step's; the cache
-    // never grows, so each step sees the prompt and itself only.
-    if (v->bug == KV_BUG_NO_APPEND && offset > 0) return v->prefill_len;
-    return offset;
-}
-
-int kvvariant_keeps_stale(const GptVariant *v) {
-    return v->bug == KV_BUG_STALE;
-}
-
-int kvvariant_scores(const GptVariant *v, float *scores, const float *q, const float *key, float scale, int i,
-                     int pos, int cached, int D, int T) {
-    KvBug bug = cached ? v->bug : KV_BUG_NONE;
-    int seen = pos + 1;
-    if (bug == KV_BUG_MASK) seen = i + 1;   // torch.triu(mask, diagonal=1) on a (1, len) score row: row 0 keeps column 0
-    if (bug == KV_BUG_NO_SCALE) scale = 1;
-    if (bug == KV_BUG_WRONG_LAYOUT) {
-        // The chapter's key (1, H, D, len) read as if it were (1, H, len, D),
-        // numpy's key.reshape(1, H, len, D): element [t][d] is number k = t*D + d
-        // of the (D, len) array written so far, its row k / len and column
-        // k % len. Only the len = seen columns written are read (the cache
-        // holds T; what lies past len is another run's, or nothing).
-        for (int t = 0; t < seen; t++) {
-            float sum = 0;
-            for (int d = 0; d < D; d++) {
-                int k = t * D + d;
-                sum += q[d] * key[(int64_t)(k / seen) * T + k % seen];
-            }
-            scores[t] = sum;
+int kvvariant_attach(KvVariantCaches *vc, GptState *s, const GptVariant *v) {
+    memset(vc, 0, sizeof *vc);
+    if (!v) return 0;
+    KvCache *kv = &s->cache.base;   // fp32: the state's own contiguous cache
+    if (v->kv_dtype != KV_FP32) {
+        int group = v->key_group > 0 ? v->key_group : KV_KEY_GROUP;
+        if (kvquant_cache_init(&vc->quant, gpt_cache_shape(s->cfg), v->kv_dtype, group)) {
+            kvcache_free(&vc->quant.base);
+            return -1;
         }
-    } else {
-        ops_vecmat(scores, q, key, D, seen, T);
+        kv = &vc->quant.base;
     }
-    for (int j = 0; j < seen; j++) scores[j] *= scale;
-    return seen;
-}
-
-// ----------------------------------------------------------------------------
-// Lesson 12: smaller numbers in the cache and the activations
-
-void kvvariant_store(const GptVariant *v, GptState *s, int l, int slot, int n) {
-    int T = s->cfg.T, C = s->cfg.C, H = s->cfg.H, D = C / H;
-    float *key = s->cache.key + (int64_t)l * H * D * T;     // (H, D, T)
-    float *value = s->cache.value + (int64_t)l * H * T * D; // (H, T, D)
-    KvDtype t = v->kv_dtype;
-    if (t == KV_FP32) return;
-    if (t == KV_BF16 || t == KV_FP16) {
-        for (int h = 0; h < H; h++) {
-            for (int d = 0; d < D; d++) kvquant_round(key + ((int64_t)h * D + d) * T + slot, n, t);
-            kvquant_round(value + ((int64_t)h * T + slot) * D, (int64_t)n * D, t);
+    if (v->bug != KV_BUG_NONE) {
+        gpt_state_reset(s);   // the inner cache starts empty
+        if (kvfaulty_init(&vc->faulty, kv, v->bug)) {
+            kvcache_free(&vc->faulty.base);
+            kvcache_free(&vc->quant.base);
+            return -1;
         }
-        return;
+        kv = &vc->faulty.base;
     }
-    // int8 / int4. Values: one scale per token and head, over its D numbers.
-    for (int h = 0; h < H; h++)
-        for (int p = slot; p < slot + n; p++) kvquant_fake_quant(value + ((int64_t)h * T + p) * D, D, 1, t);
-    // Keys, as KIVI: one scale per channel, shared by a group of G tokens.
-    // A group is quantised when its last token arrives; until then its keys
-    // stay in full precision (KIVI's residual).
-    int G = v->key_group > 0 ? v->key_group : KV_KEY_GROUP;
-    for (int g = slot / G; (g + 1) * G <= slot + n; g++) {   // the groups whose last token is new
-        for (int h = 0; h < H; h++)
-            for (int d = 0; d < D; d++) kvquant_fake_quant(key + ((int64_t)h * D + d) * T + g * G, G, 1, t);
-    }
+    vc->s = s;
+    gpt_state_use_cache(s, kv);
+    s->lowprec = (LowPrec){.act_dtype = v->act_dtype, .split_sum = v->split_sum};
+    return 0;
 }
 
-void kvvariant_settle(const GptVariant *v, float *x, int64_t n) {
-    if (v->act_dtype != KV_FP32) kvquant_round(x, n, v->act_dtype);
-}
-
-enum { SLICES = KV_SPLIT_SLICES, COLS = 16 };
-
-// out (N) = in (K) @ w (K, N) + b, as a GPU matrix-vector kernel sums it:
-// K split into SLICES slices, each summed on its own, the partial sums then
-// added pairwise (16 + 16, 8 + 8, ...). The same terms as ops_matmul, in
-// another order: the result differs in the last bits.
-static void matvec_split(float *out, const float *in, const float *w, const float *b, int K, int N) {
-    int per = (K + SLICES - 1) / SLICES;
-    for (int j0 = 0; j0 < N; j0 += COLS) {
-        int cols = N - j0 < COLS ? N - j0 : COLS;
-        float part[SLICES][COLS] = {{0}};
-        for (int c = 0; c < SLICES; c++)
-            for (int k = c * per; k < (c + 1) * per && k < K; k++)
-                for (int j = 0; j < cols; j++) part[c][j] += in[k] * w[(int64_t)k * N + j0 + j];
-        for (int half = SLICES / 2; half >= 1; half /= 2)
-            for (int c = 0; c < half; c++)
-                for (int j = 0; j < cols; j++) part[c][j] += part[c + half][j];
-        for (int j = 0; j < cols; j++) out[j0 + j] = part[0][j] + (b ? b[j0 + j] : 0.0f);
-    }
-}
-
-void kvvariant_linear(const GptVariant *v, float *out, const float *in, const float *w, const float *b, int n,
-                      int K, int Nout, int cached) {
-    if (v->split_sum && cached && n == 1) matvec_split(out, in, w, b, K, Nout);
-    else ops_matmul(out, in, w, b, n, K, Nout);
-    kvvariant_settle(v, out, (int64_t)n * Nout);
+void kvvariant_detach(KvVariantCaches *vc) {
+    if (!vc->s) return;
+    gpt_state_use_cache(vc->s, NULL);
+    vc->s->lowprec = (LowPrec){0};
+    kvcache_free(&vc->faulty.base);
+    kvcache_free(&vc->quant.base);
+    memset(vc, 0, sizeof *vc);
 }
 
 // ----------------------------------------------------------------------------
@@ -158,13 +87,18 @@ int kvvariant_eval(double *loss, const GptModel *m, GptVariant *v, const int32_t
     if (count < 1) return -1;
     int64_t use = max_windows > 0 && max_windows < count ? max_windows : count;
     GptState s;
+    KvVariantCaches vc;
     if (gpt_state_init(&s, g)) return -1;
-    s.variant = v;
+    if (kvvariant_attach(&vc, &s, v)) {
+        gpt_state_free(&s);
+        return -1;
+    }
     float *logits = malloc(sizeof(float) * (size_t)T * (size_t)V);   // (T, V)
     int *in = malloc(sizeof(int) * (size_t)T);                       // (T)
     if (!logits || !in) {
         free(logits);
         free(in);
+        kvvariant_detach(&vc);
         gpt_state_free(&s);
         return -1;
     }
@@ -188,6 +122,7 @@ int kvvariant_eval(double *loss, const GptModel *m, GptVariant *v, const int32_t
     *loss = total / ((double)use * T);
     free(logits);
     free(in);
+    kvvariant_detach(&vc);
     gpt_state_free(&s);
     return 0;
 }

@@ -276,16 +276,9 @@ static const char *upper_bound_text(const Trace *tr) {
                       "  （这是上限：没有算激活值和运行时自身占用的显存）");
 }
 
-int memory_cmd(const Options *opt, Trace *tr) {
-    char names[512];
-    preset_names(names, sizeof names);
-    int custom = opt->layers || opt->kv_heads || opt->head_dim;
-    if (opt->list) {
-        if (opt->model_path || custom || opt->tokens || opt->gpu_memory || opt->dtype || opt->batch)
-            return usage("--list takes no other option", "--list 不能和其他选项一起给");
-        print_list(tr);
-        return 0;
-    }
+// The options memory_cmd needs besides --list; names lists the presets.
+// Returns 0, or 2 after one line on stderr.
+static int check_shape_options(const Options *opt, int custom, const char *names) {
     if (custom && opt->model_path)
         return usage("--model and --layers/--kv-heads/--head-dim exclude each other; give a preset or a shape",
                      "--model 和 --layers/--kv-heads/--head-dim 不能同时给；给一个预设，或者给一个形状");
@@ -299,7 +292,13 @@ int memory_cmd(const Options *opt, Trace *tr) {
         return usage("give --tokens N (tokens per sequence: prompt + generated), or --gpu-memory SIZE to find the "
                      "longest context",
                      "请给 --tokens N（每个序列的 token 数：提示词加生成的），或给 --gpu-memory SIZE 求能放下的最长上下文");
+    return 0;
+}
 
+// The model asked for: a shape given by hand, a preset, kvdemo's char GPT,
+// or a model file's header. Returns 0, or an exit status after one line on
+// stderr.
+static int resolve_model(MemModel *out, const Options *opt, int custom, const char *names) {
     MemModel m;
     if (custom) {
         m = (MemModel){"custom", "custom shape", opt->layers, opt->kv_heads, opt->kv_heads, opt->head_dim,
@@ -331,29 +330,15 @@ int memory_cmd(const Options *opt, Trace *tr) {
         }
         from_gpt(&m, cfg, gpt_num_params(cfg), opt->model_path, "the model file's shape");
     }
+    *out = m;
+    return 0;
+}
 
-    int bits = opt->dtype ? memory_dtype_bits(opt->dtype) : m.bits;
-    const char *dtype = opt->dtype ? opt->dtype : bits == 32 ? "fp32" : "fp16";
-    uint64_t batch = opt->batch ? (uint64_t)opt->batch : 1;
-    uint64_t tokens = (uint64_t)opt->tokens;
-    uint64_t per_token, per_seq = 0, total = 0;
-    uint64_t scales = (uint64_t)ceil(memory_scale_bytes_per_token(&m, dtype));   // int8 / int4: lesson 12's
-    if (memory_bytes_per_token(&per_token, &m, bits) || (per_token += scales) < scales ||
-        (tokens && memory_mul(&per_seq, per_token, memory_tokens_held(&m, tokens))) ||
-        (tokens && memory_mul(&total, per_seq, batch))) {
-        fileio_error("memory: the cache's size does not fit in 64 bits; give smaller sizes",
-                     "memory：缓存的大小超出了 64 位整数；请给小一些的数");
-        return 2;
-    }
-    double gpu = 0;
-    if (opt->gpu_memory && memory_parse_size(&gpu, opt->gpu_memory))
-        return usage("--gpu-memory takes a size with its unit, such as 80GB, 24GiB or 512MB, not '%s'",
-                     "--gpu-memory 取带单位的大小，例如 80GB、24GiB 或 512MB，不能是“%s”", opt->gpu_memory);
-
-    // What the model is.
-    char a[40], b[40], bpv[16];
-    if (bits % 8) snprintf(bpv, sizeof bpv, "%d/8", bits);
-    else snprintf(bpv, sizeof bpv, "%d", bits / 8);
+// What the model is: its shape as events, and for people a line of the formula.
+static void describe_shape(Trace *tr, const MemModel *mp, int bits, const char *dtype, const char *bpv,
+                           uint64_t batch, uint64_t tokens, uint64_t scales) {
+    MemModel m = *mp;
+    char a[40];
     trace_count(tr, "layers", m.layers, NULL, NULL);
     trace_count(tr, "kv_heads", m.kv_heads, NULL, NULL);
     trace_count(tr, "head_dim", m.head_dim, NULL, NULL);
@@ -393,6 +378,112 @@ int memory_cmd(const Options *opt, Trace *tr) {
     }
     trace_count(tr, "scale_bytes_per_token", (int64_t)scales, NULL, NULL);
     trace_count(tr, "context", m.context, NULL, NULL);
+}
+
+// What fits beside the weights in --gpu-memory gpu: how many sequences of
+// tokens, or (without --tokens) the longest context. Returns 1 when not
+// even one token of each sequence fits (nothing more is said), else 0.
+static int fit_gpu(Trace *tr, const MemModel *mp, double gpu, const char *cache_dtype, uint64_t batch,
+                   uint64_t tokens, uint64_t per_token, uint64_t per_seq) {
+    MemModel m = *mp;
+    char a[40], b[40];
+    double weights = m.params * m.bits / 8.0;   // the model's own dtype: --dtype is the cache's
+    trace_value(tr, "gpu_bytes", gpu, "B", NULL, NULL);
+    trace_value(tr, "weights_bytes", weights, "B", NULL, NULL);
+    char d1[32], b1[32], d2[32], b2[32];
+    if (tr->format == FORMAT_TEXT && m.params == 0)
+        fprintf(tr->out, "\n  %s", trace_text(tr, "(a shape given by hand has no known parameter count: weights counted as 0)",
+                                               "（手动给出的形状没有已知的参数量：权重按 0 计）"));
+    if (tr->format == FORMAT_TEXT)
+        fprintf(tr->out, trace_text(tr, "\n  GPU memory %s = %s; weights %.4g billion parameters · %d bytes (%s%s) = %s = %s\n",
+                          "\n  显存 %s = %s；权重 %.4g × 10^9 个参数 · %d 字节（%s%s）= %s = %s\n"),
+               memory_decimal(d1, sizeof d1, gpu), memory_binary(b1, sizeof b1, gpu), m.params / 1e9, m.bits / 8,
+               m.bits == 32 ? "fp32" : "fp16",
+               cache_dtype ? trace_text(tr, "; --dtype sets the cache's values, not the weights'", "；--dtype 只设缓存的数值，不改权重")
+                           : "",
+               memory_decimal(d2, sizeof d2, weights), memory_binary(b2, sizeof b2, weights));
+    double left = gpu - weights;
+    if (left < (double)per_token * (double)batch) {
+        trace_count(tr, "sequences_fit", 0, NULL, NULL);
+        if (tr->format == FORMAT_TEXT)
+            fprintf(tr->out, "%s\n", trace_text(tr, "  Beside the weights there is no room for even one token of each sequence.",
+                                                 "  放下权重之后，连每个序列一个 token 的空间都不够了。"));
+        return 1;
+    }
+    trace_value(tr, "left_bytes", left, "B", NULL, NULL);
+    if (tr->format == FORMAT_TEXT)
+        fprintf(tr->out, trace_text(tr, "  left for the cache: %s = %s\n", "  留给缓存：%s = %s\n"),
+               memory_decimal(d1, sizeof d1, left), memory_binary(b1, sizeof b1, left));
+    if (tokens) {
+        double fit = floor(left / (double)per_seq);
+        trace_count(tr, "sequences_fit", (int64_t)fit, NULL, NULL);
+        if (tr->format == FORMAT_TEXT)
+            fprintf(tr->out, trace_text(tr, "  sequences of %llu tokens that fit: at most %.0f%s\n%s\n",
+                              "  能放下的 %llu token 序列：至多 %.0f 个%s\n%s\n"),
+                   (unsigned long long)tokens, fit,
+                   fit >= (double)batch ? trace_text(tr, " (the batch fits)", "（整批放得下）")
+                                        : trace_text(tr, " (the batch does not fit)", "（整批放不下）"),
+                   upper_bound_text(tr));
+    } else {
+        // The longest context: tokens = left / (per_token · batch).
+        double longest = floor(left / ((double)per_token * (double)batch));
+        if (m.window && longest >= m.window) {
+            if (tr->format == FORMAT_TEXT)
+                fprintf(tr->out, trace_text(tr, "  any length: the window caps each sequence's cache at %d tokens\n",
+                                  "  任意长度：窗口把每个序列的缓存限制在 %d 个 token\n"),
+                       m.window);
+        } else {
+            trace_count(tr, "max_tokens", (int64_t)longest, NULL, NULL);
+            snprintf(b, sizeof b, "%llu", (unsigned long long)batch);
+            if (tr->format == FORMAT_TEXT)
+                fprintf(tr->out, trace_text(tr, "  the longest context, batch of %s: at most %s tokens a sequence\n%s\n",
+                                  "  批大小 %s 时，每个序列至多 %s 个 token\n%s\n"),
+                       b, memory_grouped(a, sizeof a, (uint64_t)longest), upper_bound_text(tr));
+            past_context_note(tr, &m, (uint64_t)longest);
+        }
+    }
+    return 0;
+}
+
+int memory_cmd(const Options *opt, Trace *tr) {
+    char names[512];
+    preset_names(names, sizeof names);
+    int custom = opt->layers || opt->kv_heads || opt->head_dim;
+    if (opt->list) {
+        if (opt->model_path || custom || opt->tokens || opt->gpu_memory || opt->dtype || opt->batch)
+            return usage("--list takes no other option", "--list 不能和其他选项一起给");
+        print_list(tr);
+        return 0;
+    }
+    int rc = check_shape_options(opt, custom, names);
+    if (rc) return rc;
+
+    MemModel m = {0};
+    rc = resolve_model(&m, opt, custom, names);
+    if (rc) return rc;
+    int bits = opt->dtype ? memory_dtype_bits(opt->dtype) : m.bits;
+    const char *dtype = opt->dtype ? opt->dtype : bits == 32 ? "fp32" : "fp16";
+    uint64_t batch = opt->batch ? (uint64_t)opt->batch : 1;
+    uint64_t tokens = (uint64_t)opt->tokens;
+    uint64_t per_token, per_seq = 0, total = 0;
+    uint64_t scales = (uint64_t)ceil(memory_scale_bytes_per_token(&m, dtype));   // int8 / int4: lesson 12's
+    if (memory_bytes_per_token(&per_token, &m, bits) || (per_token += scales) < scales ||
+        (tokens && memory_mul(&per_seq, per_token, memory_tokens_held(&m, tokens))) ||
+        (tokens && memory_mul(&total, per_seq, batch))) {
+        fileio_error("memory: the cache's size does not fit in 64 bits; give smaller sizes",
+                     "memory：缓存的大小超出了 64 位整数；请给小一些的数");
+        return 2;
+    }
+    double gpu = 0;
+    if (opt->gpu_memory && memory_parse_size(&gpu, opt->gpu_memory))
+        return usage("--gpu-memory takes a size with its unit, such as 80GB, 24GiB or 512MB, not '%s'",
+                     "--gpu-memory 取带单位的大小，例如 80GB、24GiB 或 512MB，不能是“%s”", opt->gpu_memory);
+
+    // What the model is.
+    char a[40], b[40], bpv[16];
+    if (bits % 8) snprintf(bpv, sizeof bpv, "%d/8", bits);
+    else snprintf(bpv, sizeof bpv, "%d", bits / 8);
+    describe_shape(tr, &m, bits, dtype, bpv, batch, tokens, scales);
     print_size(tr, "bytes_per_token", per_token, trace_text(tr, "per token", "每个 token"));
     if (tokens) {
         snprintf(a, sizeof a, trace_text(tr, "per sequence (%s tokens)", "每个序列（%s 个 token）"),
@@ -403,63 +494,7 @@ int memory_cmd(const Options *opt, Trace *tr) {
         print_size(tr, "bytes", total, a);
     }
 
-    if (opt->gpu_memory) {
-        double weights = m.params * m.bits / 8.0;   // the model's own dtype: --dtype is the cache's
-        trace_value(tr, "gpu_bytes", gpu, "B", NULL, NULL);
-        trace_value(tr, "weights_bytes", weights, "B", NULL, NULL);
-        char d1[32], b1[32], d2[32], b2[32];
-        if (tr->format == FORMAT_TEXT && m.params == 0)
-            fprintf(tr->out, "\n  %s", trace_text(tr, "(a shape given by hand has no known parameter count: weights counted as 0)",
-                                                   "（手动给出的形状没有已知的参数量：权重按 0 计）"));
-        if (tr->format == FORMAT_TEXT)
-            fprintf(tr->out, trace_text(tr, "\n  GPU memory %s = %s; weights %.4g billion parameters · %d bytes (%s%s) = %s = %s\n",
-                              "\n  显存 %s = %s；权重 %.4g × 10^9 个参数 · %d 字节（%s%s）= %s = %s\n"),
-                   memory_decimal(d1, sizeof d1, gpu), memory_binary(b1, sizeof b1, gpu), m.params / 1e9, m.bits / 8,
-                   m.bits == 32 ? "fp32" : "fp16",
-                   opt->dtype ? trace_text(tr, "; --dtype sets the cache's values, not the weights'", "；--dtype 只设缓存的数值，不改权重")
-                              : "",
-                   memory_decimal(d2, sizeof d2, weights), memory_binary(b2, sizeof b2, weights));
-        double left = gpu - weights;
-        if (left < (double)per_token * (double)batch) {
-            trace_count(tr, "sequences_fit", 0, NULL, NULL);
-            if (tr->format == FORMAT_TEXT)
-                fprintf(tr->out, "%s\n", trace_text(tr, "  Beside the weights there is no room for even one token of each sequence.",
-                                                     "  放下权重之后，连每个序列一个 token 的空间都不够了。"));
-            return 0;
-        }
-        trace_value(tr, "left_bytes", left, "B", NULL, NULL);
-        if (tr->format == FORMAT_TEXT)
-            fprintf(tr->out, trace_text(tr, "  left for the cache: %s = %s\n", "  留给缓存：%s = %s\n"),
-                   memory_decimal(d1, sizeof d1, left), memory_binary(b1, sizeof b1, left));
-        if (tokens) {
-            double fit = floor(left / (double)per_seq);
-            trace_count(tr, "sequences_fit", (int64_t)fit, NULL, NULL);
-            if (tr->format == FORMAT_TEXT)
-                fprintf(tr->out, trace_text(tr, "  sequences of %llu tokens that fit: at most %.0f%s\n%s\n",
-                                  "  能放下的 %llu token 序列：至多 %.0f 个%s\n%s\n"),
-                       (unsigned long long)tokens, fit,
-                       fit >= (double)batch ? trace_text(tr, " (the batch fits)", "（整批放得下）")
-                                            : trace_text(tr, " (the batch does not fit)", "（整批放不下）"),
-                       upper_bound_text(tr));
-        } else {
-            // The longest context: tokens = left / (per_token · batch).
-            double longest = floor(left / ((double)per_token * (double)batch));
-            if (m.window && longest >= m.window) {
-                if (tr->format == FORMAT_TEXT)
-                    fprintf(tr->out, trace_text(tr, "  any length: the window caps each sequence's cache at %d tokens\n",
-                                      "  任意长度：窗口把每个序列的缓存限制在 %d 个 token\n"),
-                           m.window);
-            } else {
-                trace_count(tr, "max_tokens", (int64_t)longest, NULL, NULL);
-                snprintf(b, sizeof b, "%llu", (unsigned long long)batch);
-                if (tr->format == FORMAT_TEXT)
-                    fprintf(tr->out, trace_text(tr, "  the longest context, batch of %s: at most %s tokens a sequence\n%s\n",
-                                      "  批大小 %s 时，每个序列至多 %s 个 token\n%s\n"),
-                           b, memory_grouped(a, sizeof a, (uint64_t)longest), upper_bound_text(tr));
-                past_context_note(tr, &m, (uint64_t)longest);
-            }
-        }
-    }
+    if (opt->gpu_memory && fit_gpu(tr, &m, gpu, opt->dtype, batch, tokens, per_token, per_seq)) return 0;
     if (tr->format == FORMAT_TEXT)
         fprintf(tr->out, "\n%s\n", trace_text(tr, "GB, MB, kB: powers of 1000; GiB, MiB, KiB: powers of 1024.",
                                     "GB、MB、kB 按 1000 进位；GiB、MiB、KiB 按 1024 进位。"));

@@ -29,7 +29,8 @@ static double machine_bytes(void) {
     return 0;
 }
 
-int pagedcmd_generate(const Options *opt, Trace *tr) {
+// The options --paged refuses or bounds; returns 0, or 2 after one line on stderr.
+static int check_options(const Options *opt) {
     if (!opt->paged) {
         fileio_error("--block-size, --num-blocks and --samples go with --paged (the paged cache)",
                      "--block-size、--num-blocks 和 --samples 要和 --paged（分页缓存）一起用");
@@ -54,8 +55,109 @@ int pagedcmd_generate(const Options *opt, Trace *tr) {
                      "第 i 个续写用种子 --seed + i 抽样，它必须小于 2**32；请给小一些的 --seed");
         return 2;
     }
+    return 0;
+}
+
+// Each sample's text (tokens (N, stride)), in text or as events; *text is
+// the buffer reused for them. Returns 0, or -1 when memory ran out.
+static int show_samples(Trace *tr, const GptModel *m, const Options *opt, const int *tokens, int N, int stride,
+                        char **text) {
+    for (int i = 0; i < N; i++) {
+        const int *tok = tokens + (size_t)i * stride;
+        size_t want = gpt_decode(NULL, 0, m, tok, stride);
+        char *t = realloc(*text, want + 1);
+        if (!t) return -1;
+        *text = t;
+        gpt_decode(t, want + 1, m, tok, stride);
+        char run[32];
+        snprintf(run, sizeof run, "sample-%d", i);
+        tr->run = run;
+        if (tr->format == FORMAT_JSON) {
+            trace_count(tr, "seed", (int64_t)(opt->seed + (uint64_t)i), NULL, NULL);
+            trace_textval(tr, "text", t);
+        } else {
+            unsigned long long seed = (unsigned long long)(opt->seed + (uint64_t)i);
+            trace_sayf(tr, "-- sample %d (seed %llu, as kvdemo generate --seed %llu) --",
+                       "—— 第 %d 个样本（种子 %llu，与 kvdemo generate --seed %llu 相同）——", i, seed, seed);
+            utf8_put_shown(tr->out, t, strlen(t));
+            fputs("\n\n", tr->out);
+        }
+    }
+    tr->run = NULL;
+    return 0;
+}
+
+// The blocks at the end: in use and at the peak of the pool's NB, against
+// every sample's own table (table_blocks) and N contiguous caches of T.
+static void show_blocks(Trace *tr, const KvPool *pool, int N, int steps, int B, int NB, int T, int64_t table_blocks,
+                        double seconds) {
+    int used = NB - pool->num_free, peak = NB - pool->min_free;
+    if (tr->format == FORMAT_JSON) {
+        trace_count(tr, "samples", N, NULL, NULL);
+        trace_count(tr, "block_size", B, NULL, NULL);
+        trace_count(tr, "pool_blocks", NB, NULL, NULL);
+        trace_count(tr, "blocks_used", used, NULL, NULL);
+        trace_count(tr, "blocks_peak", peak, NULL, NULL);
+        trace_count(tr, "blocks_without_sharing", table_blocks, NULL, NULL);
+        trace_count(tr, "contiguous_slots", (int64_t)N * T, NULL, NULL);
+        trace_count(tr, "copies", pool->copies, NULL, NULL);
+        trace_timing(tr, "paged", seconds, 1);
+    } else {
+        trace_sayf(tr,
+                   "-- %d sample%s of %d tokens in %.3f s on the paged KV cache, blocks of %d positions, %d thread%s\n"
+                   "   blocks in use at the end: %d (peak %d of the pool's %d); without sharing: %lld "
+                   "(blocks saved %.1f%%)\n"
+                   "   %d separate contiguous caches of %d positions would hold %lld slots; the paged cache holds %lld\n"
+                   "   copy-on-write copies: %lld",
+                   "—— %d 个样本%.0s，每个 %d 个词元，用时 %.3f 秒，分页缓存，每块 %d 个位置，%d 个线程%.0s\n"
+                   "   结束时在用的块：%d 个（峰值 %d，池里共 %d 个）；不共享时要 %lld 个"
+                   "（省下 %.1f%% 的块）\n"
+                   "   %d 份各 %d 个位置的连续缓存共要 %lld 个槽位；分页缓存占 %lld 个\n"
+                   "   写时复制的次数：%lld",
+                   N, N == 1 ? "" : "s", steps, seconds, B, ops_threads(), ops_threads() == 1 ? "" : "s", used, peak, NB,
+                (long long)table_blocks,
+                table_blocks ? 100.0 * (double)(table_blocks - used) / (double)table_blocks : 0.0, N, T,
+                (long long)N * T, (long long)used * B, (long long)pool->copies);
+    }
+}
+
+// The pool of NB blocks of B positions for L layers of H heads of D.
+// Returns 0, or 1 after one line on stderr.
+static int pool_open(KvPool *pool, int L, int H, int D, int B, int NB) {
+    // Keys and values, float32, of every layer and head, for every position
+    // of every block. A pool larger than the machine is refused before it is
+    // asked for (an allocator that overcommits would grant it, and the run
+    // would be killed later).
+    double pool_bytes = 2.0 * 4.0 * L * H * D * (double)B * NB, machine = machine_bytes();
+    if ((machine > 0 && pool_bytes > machine) || kvpool_init(pool, L, H, D, B, NB)) {
+        char size[32], have[32];
+        memory_binary(size, sizeof size, pool_bytes);
+        memory_binary(have, sizeof have, machine);
+        fileio_error("out of memory: the paged cache's %d blocks of %d positions ask for %s (this machine has %s); give "
+                     "fewer --num-blocks or a smaller --block-size",
+                     "内存不足：分页缓存的 %d 块（每块 %d 个位置）要 %s（这台机器有 %s）；请给小一些的 --num-blocks 或 "
+                     "--block-size", NB, B, size, machine > 0 ? have : "?");
+        return 1;
+    }
+    return 0;
+}
+
+// Sample fail_sample at step fail_step needed `need` free blocks of the
+// pool's NB; N separate caches would need N * per_seq.
+static void say_pool_ran_out(const KvPool *pool, int NB, int fail_sample, int fail_step, int need, int N,
+                             int per_seq) {
+    fileio_error("the pool of %d blocks ran out: sample %d at step %d needed %d free blocks, %d were left; "
+                 "give --num-blocks %d or more (N separate caches need %d)",
+                 "%d 块的池用完了：第 %d 个续写在第 %d 步需要 %d 个空闲块，只剩 %d 个；"
+                 "请给 --num-blocks %d 或更多（N 个各自独立的缓存需要 %d 块）",
+                 NB, fail_sample, fail_step, need, pool->num_free, NB + need - pool->num_free, N * per_seq);
+}
+
+int pagedcmd_generate(const Options *opt, Trace *tr) {
+    int rc = check_options(opt);
+    if (rc) return rc;
     GptModel m;
-    int rc = gptsetup_model(&m, opt, 0, NULL);
+    rc = gptsetup_model(&m, opt, 0, NULL);
     if (rc) return rc;
     int steps = opt->steps > 0 ? opt->steps : DEFAULT_STEPS;
     int N = opt->samples > 0 ? opt->samples : DEFAULT_SAMPLES;
@@ -81,22 +183,8 @@ int pagedcmd_generate(const Options *opt, Trace *tr) {
     seqs = calloc((size_t)N, sizeof *seqs);
     samplers = calloc((size_t)N, sizeof *samplers);
     if (!tokens || !seqs || !samplers || gpt_state_init(&s, m.cfg)) goto oom;
-    // Keys and values, float32, of every layer and head, for every position
-    // of every block. A pool larger than the machine is refused before it is
-    // asked for (an allocator that overcommits would grant it, and the run
-    // would be killed later).
-    double pool_bytes = 2.0 * 4.0 * L * H * D * (double)B * NB, machine = machine_bytes();
-    if ((machine > 0 && pool_bytes > machine) || kvpool_init(&pool, L, H, D, B, NB)) {
-        char size[32], have[32];
-        memory_binary(size, sizeof size, pool_bytes);
-        memory_binary(have, sizeof have, machine);
-        fileio_error("out of memory: the paged cache's %d blocks of %d positions ask for %s (this machine has %s); give "
-                     "fewer --num-blocks or a smaller --block-size",
-                     "内存不足：分页缓存的 %d 块（每块 %d 个位置）要 %s（这台机器有 %s）；请给小一些的 --num-blocks 或 "
-                     "--block-size", NB, B, size, machine > 0 ? have : "?");
-        rc = 1;
-        goto done;
-    }
+    rc = pool_open(&pool, L, H, D, B, NB);
+    if (rc) goto done;
     for (int i = 0; i < N; i++) {
         memcpy(tokens + (size_t)i * stride, prompt_tokens, sizeof(int) * (size_t)n_prompt);
         if (kvseq_init(&seqs[i], &pool, T) ||
@@ -114,11 +202,7 @@ int pagedcmd_generate(const Options *opt, Trace *tr) {
                               &need) == 0;
     double seconds = timer_now() - t0;
     if (!ok) {
-        fileio_error("the pool of %d blocks ran out: sample %d at step %d needed %d free blocks, %d were left; "
-                     "give --num-blocks %d or more (N separate caches need %d)",
-                     "%d 块的池用完了：第 %d 个续写在第 %d 步需要 %d 个空闲块，只剩 %d 个；"
-                     "请给 --num-blocks %d 或更多（N 个各自独立的缓存需要 %d 块）",
-                     NB, fail_sample, fail_step, need, pool.num_free, NB + need - pool.num_free, N * per_seq);
+        say_pool_ran_out(&pool, NB, fail_sample, fail_step, need, N, per_seq);
         rc = 1;
         goto done;
     }
@@ -126,56 +210,8 @@ int pagedcmd_generate(const Options *opt, Trace *tr) {
     // physical blocks in use (the vLLM paper's "blocks saved", section 6.3).
     int64_t table_blocks = 0;
     for (int i = 0; i < N; i++) table_blocks += seqs[i].num_blocks;
-    int used = NB - pool.num_free, peak = NB - pool.min_free;
-    for (int i = 0; i < N; i++) {
-        const int *tok = tokens + (size_t)i * stride;
-        size_t want = gpt_decode(NULL, 0, &m, tok, stride);
-        char *t = realloc(text, want + 1);
-        if (!t) goto oom;
-        text = t;
-        gpt_decode(text, want + 1, &m, tok, stride);
-        char run[32];
-        snprintf(run, sizeof run, "sample-%d", i);
-        tr->run = run;
-        if (tr->format == FORMAT_JSON) {
-            trace_count(tr, "seed", (int64_t)(opt->seed + (uint64_t)i), NULL, NULL);
-            trace_textval(tr, "text", text);
-        } else {
-            unsigned long long seed = (unsigned long long)(opt->seed + (uint64_t)i);
-            trace_sayf(tr, "-- sample %d (seed %llu, as kvdemo generate --seed %llu) --",
-                       "—— 第 %d 个样本（种子 %llu，与 kvdemo generate --seed %llu 相同）——", i, seed, seed);
-            utf8_put_shown(tr->out, text, strlen(text));
-            fputs("\n\n", tr->out);
-        }
-    }
-    tr->run = NULL;
-    if (tr->format == FORMAT_JSON) {
-        trace_count(tr, "samples", N, NULL, NULL);
-        trace_count(tr, "block_size", B, NULL, NULL);
-        trace_count(tr, "pool_blocks", NB, NULL, NULL);
-        trace_count(tr, "blocks_used", used, NULL, NULL);
-        trace_count(tr, "blocks_peak", peak, NULL, NULL);
-        trace_count(tr, "blocks_without_sharing", table_blocks, NULL, NULL);
-        trace_count(tr, "contiguous_slots", (int64_t)N * T, NULL, NULL);
-        trace_count(tr, "copies", pool.copies, NULL, NULL);
-        trace_timing(tr, "paged", seconds, 1);
-    } else {
-        trace_sayf(tr,
-                   "-- %d sample%s of %d tokens in %.3f s on the paged KV cache, blocks of %d positions, %d thread%s\n"
-                   "   blocks in use at the end: %d (peak %d of the pool's %d); without sharing: %lld "
-                   "(blocks saved %.1f%%)\n"
-                   "   %d separate contiguous caches of %d positions would hold %lld slots; the paged cache holds %lld\n"
-                   "   copy-on-write copies: %lld",
-                   "—— %d 个样本%.0s，每个 %d 个词元，用时 %.3f 秒，分页缓存，每块 %d 个位置，%d 个线程%.0s\n"
-                   "   结束时在用的块：%d 个（峰值 %d，池里共 %d 个）；不共享时要 %lld 个"
-                   "（省下 %.1f%% 的块）\n"
-                   "   %d 份各 %d 个位置的连续缓存共要 %lld 个槽位；分页缓存占 %lld 个\n"
-                   "   写时复制的次数：%lld",
-                   N, N == 1 ? "" : "s", steps, seconds, B, ops_threads(), ops_threads() == 1 ? "" : "s", used, peak, NB,
-                (long long)table_blocks,
-                table_blocks ? 100.0 * (double)(table_blocks - used) / (double)table_blocks : 0.0, N, T,
-                (long long)N * T, (long long)used * B, (long long)pool.copies);
-    }
+    if (show_samples(tr, &m, opt, tokens, N, stride, &text)) goto oom;
+    show_blocks(tr, &pool, N, steps, B, NB, T, table_blocks, seconds);
     goto done;
 oom:
     fileio_error("out of memory", "内存不足");

@@ -196,32 +196,159 @@ static MeasureRatio race_ratio(const Runner run[2], const View v[2]) {
     return measure_ratio_of(x, x * hypot(sd0 / t0, sd1 / t1), 2);
 }
 
+// The two runners (without the cache, with it) and their texts' room, cap
+// bytes each. Returns 0, or an exit status after one line on stderr.
+static int runners_init(Runner run[2], char *text[2], size_t *cap, pthread_mutex_t *lock, const GptModel *m,
+                        const Options *opt, int steps) {
+    int rc = 0;
+    float temperature = opt->temperature >= 0 ? (float)opt->temperature : 1.0f;
+    const char *prompt = gptsetup_prompt_text(opt);
+    for (int i = 0; i < 2 && !rc; i++) {
+        run[i].m = m;
+        run[i].steps = steps;
+        run[i].use_cache = i == 1;
+        run[i].lock = lock;
+        rc = gptsetup_prompt(&run[i].tokens, &run[i].n_prompt, m, prompt, steps);
+        if (rc) break;
+        *cap = gpt_decode(NULL, 0, m, run[i].tokens, run[i].n_prompt) + 4 * (size_t)steps + 1;
+        if (gpt_state_init(&run[i].s, m->cfg) ||
+            sampler_init(&run[i].sampler, m->cfg.V, temperature, opt->top_k, (uint32_t)opt->seed) ||
+            !(text[i] = malloc(*cap)) || !(run[i].step_seconds = malloc(sizeof(double) * (size_t)steps)) ||
+            !(run[i].cached = malloc((size_t)steps))) {
+            fileio_error("out of memory", "内存不足");
+            rc = 1;
+        }
+    }
+    return rc;
+}
+
+// Keys typed during the race are neither echoed nor left for the shell.
+// Ctrl-C stops the race (on_sigint); SIGTERM, SIGHUP and SIGQUIT end the
+// program, the terminal's modes put back first. Returns 1 when *saved is to
+// be put back.
+static int tty_quiet(struct termios *saved) {
+    if (!isatty(STDIN_FILENO) || tcgetattr(STDIN_FILENO, saved) != 0) return 0;
+    struct termios quiet = *saved;
+    quiet.c_lflag &= ~(tcflag_t)(ECHO | ICANON);
+    ttyguard_arm(STDIN_FILENO, saved);
+    int restore_tty = tcsetattr(STDIN_FILENO, TCSANOW, &quiet) == 0;
+    if (!restore_tty) ttyguard_disarm();
+    return restore_tty;
+}
+
+// Both runs, on two cores at once or one after the other, their views
+// redrawn every REDRAW_MS when live; v gets where each ended.
+static void run_both(Trace *tr, View v[2], Runner run[2], char *text[2], size_t cap, int steps, int live,
+                     int cores) {
+    pthread_t th[2];
+    int width = screen_default_width(0), again = 0;
+    if (width < 40) width = 40;   // two panes of at least 20 columns
+    // Two cores: both runs start together. One core: they take turns.
+    int together = cores >= 2;
+    for (int i = 0; i < 2; i++) {
+        if (together && i == 1) break;
+        for (int k = together ? 0 : i; k <= (together ? 1 : i); k++)
+            pthread_create(&th[k], NULL, run_thread, &run[k]);
+        for (;;) {
+            int finished = 1;
+            for (int k = 0; k < 2; k++) {
+                snapshot(&v[k], &run[k], text[k], cap);
+                if (together || k == i) finished &= v[k].finished;
+            }
+            if (live && resized) {   // SIGWINCH: the width again
+                resized = 0;
+                width = screen_default_width(0);
+                if (width < 40) width = 40;
+            }
+            if (live) {
+                draw(tr->out, tr, v, steps, width, again);
+                again = 1;
+            }
+            if (finished) break;
+            sleep_ms(REDRAW_MS);
+        }
+        for (int k = together ? 0 : i; k <= (together ? 1 : i); k++) pthread_join(th[k], NULL);
+    }
+    for (int k = 0; k < 2; k++) snapshot(&v[k], &run[k], text[k], cap);
+}
+
+// The two runs side by side, a row each.
+static void report_table(Trace *tr, const View v[2]) {
+    static const TraceColumn COLS[] = {
+        {"", "", 17, 0, "run"},
+        {"tokens", "词元", 6, 1, NULL},
+        {"s", "秒", 8, 1, "seconds"},
+        {"tokens/s", "词元/秒", 9, 1, "tokens_per_s"},
+    };
+    static const TraceTable TABLE = {"race", 4, COLS};
+    trace_table_head(tr, &TABLE);
+    for (int k = 0; k < 2; k++) {
+        char done[16], secs[32], tps[32];
+        snprintf(done, sizeof done, "%d", v[k].done);
+        snprintf(secs, sizeof secs, "%.2f", v[k].seconds);
+        snprintf(tps, sizeof tps, "%.0f", v[k].done / v[k].seconds);
+        const char *row[] = {k ? trace_text(tr, "with the cache", "使用缓存")
+                               : trace_text(tr, "without the cache", "不使用缓存"),
+                             done, secs, tps};
+        trace_table_row(tr, &TABLE, row);
+    }
+}
+
+// The runs' texts, times and the speed-up as events.
+static void report_json(Trace *tr, const View v[2], int same, MeasureRatio ratio, int verdict) {
+    const char *names[2] = {"no-cache", "cache"};
+    for (int k = 0; k < 2; k++) {
+        trace_run(tr, names[k]);
+        trace_textval(tr, "text", v[k].text);
+        trace_timing(tr, names[k], v[k].seconds, 1);
+        trace_value(tr, "tokens_per_s", v[k].done / v[k].seconds, "tokens/s", NULL, NULL);
+        trace_count(tr, "reset_steps", v[k].resets, NULL, NULL);
+        trace_value(tr, "reset_seconds", v[k].reset_seconds, "s", NULL, NULL);
+    }
+    trace_run(tr, NULL);
+    trace_count(tr, "texts_identical", same, NULL, NULL);
+    trace_comparison_of(tr, "speedup", ratio, verdict, NULL, NULL);
+}
+
+// The verdict for people: same text or not, the speed-up, the resets, the text.
+static void report_text(Trace *tr, const GptModel *m, const View v[2], int same, MeasureRatio ratio, int verdict) {
+    fputc('\n', tr->out);
+    if (same)
+        trace_say(tr, "Both runs wrote the same text, character for character.",
+                  "两次写出的文字一字不差。");
+    else
+        trace_say(tr, "The two texts differ: the cache changed the result.", "两次写出的文字不同：缓存改变了结果。");
+    char said[160];
+    measure_compare_text(said, sizeof said, ratio, (MeasureVerdict)verdict, tr->lang == LANG_ZH);
+    trace_sayf(tr,
+               "With the cache: %s (%.2f s against %.2f s;\n"
+               "± from the scatter of each run's step times only: another race can differ by more,\n"
+               "and lesson 10 --no-race times several runs).",
+               "使用缓存：%s（%.2f 秒对 %.2f 秒；± 只来自每次运行内各步耗时的离散程度：\n"
+               "再赛一次可能相差更多，第 10 课 --no-race 会计时多次）。",
+               said, v[1].seconds, v[0].seconds);
+    if (v[1].resets > 0)
+        trace_sayf(tr,
+                   "Past the context (%d positions) the chapter's generate drops the cache and feeds the "
+                   "last %d tokens again: %d such steps took %.2f s of the cached run's %.2f s.",
+                   "超过上下文长度（%d 个位置）后，章节里的 generate 丢掉缓存，把最后 %d 个词元重新算一遍："
+                   "这样的 %d 步用了 %.2f 秒（使用缓存那一遍共 %.2f 秒）。",
+                   m->cfg.T, m->cfg.T, v[1].resets, v[1].reset_seconds, v[1].seconds);
+    fputc('\n', tr->out);
+    utf8_put_shown(tr->out, v[1].text, strlen(v[1].text));
+    fputc('\n', tr->out);
+}
+
 int race_model(const GptModel *m, const Options *opt, Trace *tr) {
     int rc = 0;
     int steps = opt->steps > 0 ? opt->steps : DEFAULT_STEPS;
-    float temperature = opt->temperature >= 0 ? (float)opt->temperature : 1.0f;
     const char *prompt = gptsetup_prompt_text(opt);
     pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
     Runner run[2];
     memset(run, 0, sizeof run);
     char *text[2] = {NULL, NULL};
     size_t cap = 0;
-    for (int i = 0; i < 2 && !rc; i++) {
-        run[i].m = m;
-        run[i].steps = steps;
-        run[i].use_cache = i == 1;
-        run[i].lock = &lock;
-        rc = gptsetup_prompt(&run[i].tokens, &run[i].n_prompt, m, prompt, steps);
-        if (rc) break;
-        cap = gpt_decode(NULL, 0, m, run[i].tokens, run[i].n_prompt) + 4 * (size_t)steps + 1;
-        if (gpt_state_init(&run[i].s, m->cfg) ||
-            sampler_init(&run[i].sampler, m->cfg.V, temperature, opt->top_k, (uint32_t)opt->seed) ||
-            !(text[i] = malloc(cap)) || !(run[i].step_seconds = malloc(sizeof(double) * (size_t)steps)) ||
-            !(run[i].cached = malloc((size_t)steps))) {
-            fileio_error("out of memory", "内存不足");
-            rc = 1;
-        }
-    }
+    rc = runners_init(run, text, &cap, &lock, m, opt, steps);
     // One core each: the two runs never wait for each other's threads.
     if (!rc && ops_set_threads(1) != 0) rc = 1;
 
@@ -241,16 +368,7 @@ int race_model(const GptModel *m, const Options *opt, Trace *tr) {
         sa.sa_handler = on_sigwinch;
         sigaction(SIGWINCH, &sa, &old_winch);
     }
-    if (live && isatty(STDIN_FILENO) && tcgetattr(STDIN_FILENO, &saved) == 0) {
-        // Keys typed during the race are neither echoed nor left for the shell.
-        // Ctrl-C stops the race (on_sigint); SIGTERM, SIGHUP and SIGQUIT end
-        // the program, the terminal's modes put back first.
-        struct termios quiet = saved;
-        quiet.c_lflag &= ~(tcflag_t)(ECHO | ICANON);
-        ttyguard_arm(STDIN_FILENO, &saved);
-        restore_tty = tcsetattr(STDIN_FILENO, TCSANOW, &quiet) == 0;
-        if (!restore_tty) ttyguard_disarm();
-    }
+    if (live) restore_tty = tty_quiet(&saved);
     View v[2];
     if (!rc) {
         trace_machine(tr, measure_machine());
@@ -261,36 +379,7 @@ int race_model(const GptModel *m, const Options *opt, Trace *tr) {
                                   : trace_text(tr, "one after the other (this machine has one core)", "先后进行（这台机器只有一个核）"));
             fputc('\n', tr->out);
         }
-        pthread_t th[2];
-        int width = screen_default_width(0), again = 0;
-        if (width < 40) width = 40;   // two panes of at least 20 columns
-        // Two cores: both runs start together. One core: they take turns.
-        int together = cores >= 2;
-        for (int i = 0; i < 2; i++) {
-            if (together && i == 1) break;
-            for (int k = together ? 0 : i; k <= (together ? 1 : i); k++)
-                pthread_create(&th[k], NULL, run_thread, &run[k]);
-            for (;;) {
-                int finished = 1;
-                for (int k = 0; k < 2; k++) {
-                    snapshot(&v[k], &run[k], text[k], cap);
-                    if (together || k == i) finished &= v[k].finished;
-                }
-                if (live && resized) {   // SIGWINCH: the width again
-                    resized = 0;
-                    width = screen_default_width(0);
-                    if (width < 40) width = 40;
-                }
-                if (live) {
-                    draw(tr->out, tr, v, steps, width, again);
-                    again = 1;
-                }
-                if (finished) break;
-                sleep_ms(REDRAW_MS);
-            }
-            for (int k = together ? 0 : i; k <= (together ? 1 : i); k++) pthread_join(th[k], NULL);
-        }
-        for (int k = 0; k < 2; k++) snapshot(&v[k], &run[k], text[k], cap);
+        run_both(tr, v, run, text, cap, steps, live, cores);
     }
     if (restore_tty) {
         tcflush(STDIN_FILENO, TCIFLUSH);
@@ -307,66 +396,9 @@ int race_model(const GptModel *m, const Options *opt, Trace *tr) {
         MeasureRatio ratio = race_ratio(run, v);
         int verdict = measure_verdict_ratio(ratio);
         // The two runs side by side, unless the live lines showed them.
-        if (!live || tr->format == FORMAT_JSON) {
-            static const TraceColumn COLS[] = {
-                {"", "", 17, 0, "run"},
-                {"tokens", "词元", 6, 1, NULL},
-                {"s", "秒", 8, 1, "seconds"},
-                {"tokens/s", "词元/秒", 9, 1, "tokens_per_s"},
-            };
-            static const TraceTable TABLE = {"race", 4, COLS};
-            trace_table_head(tr, &TABLE);
-            for (int k = 0; k < 2; k++) {
-                char done[16], secs[32], tps[32];
-                snprintf(done, sizeof done, "%d", v[k].done);
-                snprintf(secs, sizeof secs, "%.2f", v[k].seconds);
-                snprintf(tps, sizeof tps, "%.0f", v[k].done / v[k].seconds);
-                const char *row[] = {k ? trace_text(tr, "with the cache", "使用缓存")
-                                       : trace_text(tr, "without the cache", "不使用缓存"),
-                                     done, secs, tps};
-                trace_table_row(tr, &TABLE, row);
-            }
-        }
-        if (tr->format == FORMAT_JSON) {
-            const char *names[2] = {"no-cache", "cache"};
-            for (int k = 0; k < 2; k++) {
-                trace_run(tr, names[k]);
-                trace_textval(tr, "text", v[k].text);
-                trace_timing(tr, names[k], v[k].seconds, 1);
-                trace_value(tr, "tokens_per_s", v[k].done / v[k].seconds, "tokens/s", NULL, NULL);
-                trace_count(tr, "reset_steps", v[k].resets, NULL, NULL);
-                trace_value(tr, "reset_seconds", v[k].reset_seconds, "s", NULL, NULL);
-            }
-            trace_run(tr, NULL);
-            trace_count(tr, "texts_identical", same, NULL, NULL);
-            trace_comparison_of(tr, "speedup", ratio, verdict, NULL, NULL);
-        } else {
-            fputc('\n', tr->out);
-            if (same)
-                trace_say(tr, "Both runs wrote the same text, character for character.",
-                          "两次写出的文字一字不差。");
-            else
-                trace_say(tr, "The two texts differ: the cache changed the result.", "两次写出的文字不同：缓存改变了结果。");
-            char said[160];
-            measure_compare_text(said, sizeof said, ratio, (MeasureVerdict)verdict, tr->lang == LANG_ZH);
-            trace_sayf(tr,
-                       "With the cache: %s (%.2f s against %.2f s;\n"
-                       "± from the scatter of each run's step times only: another race can differ by more,\n"
-                       "and lesson 10 --no-race times several runs).",
-                       "使用缓存：%s（%.2f 秒对 %.2f 秒；± 只来自每次运行内各步耗时的离散程度：\n"
-                       "再赛一次可能相差更多，第 10 课 --no-race 会计时多次）。",
-                       said, v[1].seconds, v[0].seconds);
-            if (v[1].resets > 0)
-                trace_sayf(tr,
-                           "Past the context (%d positions) the chapter's generate drops the cache and feeds the "
-                           "last %d tokens again: %d such steps took %.2f s of the cached run's %.2f s.",
-                           "超过上下文长度（%d 个位置）后，章节里的 generate 丢掉缓存，把最后 %d 个词元重新算一遍："
-                           "这样的 %d 步用了 %.2f 秒（使用缓存那一遍共 %.2f 秒）。",
-                           m->cfg.T, m->cfg.T, v[1].resets, v[1].reset_seconds, v[1].seconds);
-            fputc('\n', tr->out);
-            utf8_put_shown(tr->out, v[1].text, strlen(v[1].text));
-            fputc('\n', tr->out);
-        }
+        if (!live || tr->format == FORMAT_JSON) report_table(tr, v);
+        if (tr->format == FORMAT_JSON) report_json(tr, v, same, ratio, verdict);
+        else report_text(tr, m, v, same, ratio, verdict);
     }
     for (int i = 0; i < 2; i++) {
         free(run[i].tokens);

@@ -313,7 +313,7 @@ static void test_gpt_flash(void **state) {
     for (int i = 1; i <= n; i++) memcpy(plain + (i - 1) * V, gpt_forward(&s, &m, tokens, i, 0), sizeof(float) * (size_t)V);
     static const int TILES[] = {1, 3, 8, 64};
     for (size_t t = 0; t < sizeof TILES / sizeof TILES[0]; t++) {
-        assert_int_equal(flash_gpt_use(FLASH_TILED, TILES[t], g.T, g.H, g.C / g.H), 0);
+        assert_int_equal(kvcontig_set_tile(&s.cache, TILES[t]), 0);
         for (int threads = 1; threads <= 3; threads += 2) {
             assert_int_equal(ops_set_threads(threads), 0);
             // Without the cache: every prefix in full. With it: one token at a time.
@@ -336,8 +336,6 @@ static void test_gpt_flash(void **state) {
         }
     }
     ops_set_threads(1);
-    flash_gpt_use(FLASH_PLAIN, 0, 0, 0, 0);
-    assert_int_equal(flash_gpt_tiled(), 0);
     gpt_state_free(&s);
     gpt_free(&m);
     free(tokens), free(plain), free(full), free(cached);

@@ -1,7 +1,8 @@
 // test_kvquant — lesson 12's numbers: bf16 and fp16 rounding against torch
 // and numpy (tests/kvquant_reference.py), int8 / int4 quantisation against
 // numpy and within its error bound, the KIVI-style key groups, the bytes
-// per token, --kv-dtype fp32 equal to no variant at all, and the validation
+// per token, the quantised cache against the contiguous one rounded in
+// place and its bytes, --kv-dtype fp32 equal to no variant at all, and the validation
 // loss through a quantised cache close to fp32's.
 #include "testutil.h"
 
@@ -124,60 +125,153 @@ static void tiny_model(GptModel *m) {
     }
 }
 
-// int8 keys as KIVI: one scale per channel for each complete group of G
-// tokens (checked against scales computed here), the incomplete group left
-// as it was written; values one scale per token and head.
+// int8 keys as KIVI in the quantised cache: one scale per channel for each
+// complete group of G tokens (checked against scales computed here), the
+// incomplete group read back as it was written; values one scale per token
+// and head.
 static void test_kivi_groups(void **state) {
     (void)state;
     GptConfig cfg;
     assert_int_equal(gpt_preset(&cfg, "tiny"), 0);
-    GptState s;
-    assert_int_equal(gpt_state_init(&s, cfg), 0);
     int T = cfg.T, C = cfg.C, H = cfg.H, D = C / H, G = 8, n = 13;
-    size_t cache = (size_t)cfg.L * T * C;
+    KvQuant q;
+    assert_int_equal(kvquant_cache_init(&q, gpt_cache_shape(cfg), KV_INT8, G), 0);
     Mt19937 rng;
     mt19937_seed(&rng, 3);
-    for (size_t i = 0; i < cache; i++) s.cache.key[i] = (float)mt19937_gauss(&rng), s.cache.value[i] = (float)mt19937_gauss(&rng);
-    float *k0 = malloc(sizeof(float) * cache), *v0 = malloc(sizeof(float) * cache);
-    memcpy(k0, s.cache.key, sizeof(float) * cache);
-    memcpy(v0, s.cache.value, sizeof(float) * cache);
-    GptVariant v = {.kv_dtype = KV_INT8, .key_group = G};
+    float *k0 = malloc(sizeof(float) * (size_t)n * C), *v0 = malloc(sizeof(float) * (size_t)n * C);
+    float *buf = malloc(sizeof(float) * 2 * (size_t)D * T);
+    for (int i = 0; i < n * C; i++) k0[i] = (float)mt19937_gauss(&rng), v0[i] = (float)mt19937_gauss(&rng);
     // positions 0 .. 12 of block 1 written: group 0 (0..7) is complete, 8..12 are not
-    kvvariant_store(&v, &s, 1, 0, n);
-    for (int h = 0; h < H; h++)
+    kvcache_append(&q.base, 1, k0, v0, 1, n, 0);
+    for (int h = 0; h < H; h++) {
+        const float *key, *value;
+        kvcache_read_head(&q.base, &key, &value, buf, 1, h, n);
         for (int d = 0; d < D; d++) {
-            size_t row = (((size_t)1 * H + h) * D + d) * T;
             float amax = 0;
-            for (int t = 0; t < G; t++) amax = fmaxf(amax, fabsf(k0[row + t]));
-            for (int t = 0; t < T; t++) {
-                float got = s.cache.key[row + t], was = k0[row + t];
+            for (int t = 0; t < G; t++) amax = fmaxf(amax, fabsf(k0[t * C + h * D + d]));
+            for (int t = 0; t < n; t++) {
+                float got = key[d * T + t], was = k0[t * C + h * D + d];
                 if (t < G) {
                     if (fabsf(got - was) > amax / 127 / 2 * 1.0001f)
                         fail_msg("key h%d d%d t%d: %.9g came back as %.9g (step %.9g)", h, d, t, was, got, amax / 127);
                     float code = got / (amax / 127);
                     if (fabsf(code - nearbyintf(code)) > 1e-3f) fail_msg("key h%d d%d t%d: %.9g is no multiple of the channel's step", h, d, t, got);
                 } else if (got != was) {
-                    fail_msg("key h%d d%d t%d: expected %.9g untouched (incomplete group), got %.9g", h, d, t, was, got);
+                    fail_msg("key h%d d%d t%d: expected %.9g as written (incomplete group), got %.9g", h, d, t, was, got);
                 }
             }
         }
-    for (int h = 0; h < H; h++)
-        for (int t = 0; t < T; t++) {
-            size_t row = (((size_t)1 * H + h) * T + t) * D;
+        for (int t = 0; t < n; t++) {
             float amax = 0;
-            for (int d = 0; d < D; d++) amax = fmaxf(amax, fabsf(v0[row + d]));
+            for (int d = 0; d < D; d++) amax = fmaxf(amax, fabsf(v0[t * C + h * D + d]));
             for (int d = 0; d < D; d++) {
-                float got = s.cache.value[row + d], was = v0[row + d];
-                if (t >= n ? got != was : fabsf(got - was) > amax / 127 / 2 * 1.0001f)
+                float got = value[t * D + d], was = v0[t * C + h * D + d];
+                if (fabsf(got - was) > amax / 127 / 2 * 1.0001f)
                     fail_msg("value h%d t%d d%d: %.9g came back as %.9g", h, t, d, was, got);
             }
         }
-    // block 0 untouched
-    assert_memory_equal(s.cache.key, k0, sizeof(float) * (size_t)T * C);
-    assert_memory_equal(s.cache.value, v0, sizeof(float) * (size_t)T * C);
+    }
     free(k0);
     free(v0);
-    gpt_state_free(&s);
+    free(buf);
+    kvcache_free(&q.base);
+}
+
+// The old way of lesson 12, kept here as the reference: every number stored
+// as a float of the contiguous cache, then rounded in place (bf16, fp16) or
+// quantised and read back (int8, int4; keys per channel when a group of G
+// completes), as the rows arrive at slot .. slot+n-1 of layer l.
+static void fake_store(KvContig *c, KvDtype t, int G, int l, int slot, int n) {
+    const KvShape *sh = &c->base.shape;
+    int T = sh->T, H = sh->H, D = sh->D;
+    float *key = c->key + (int64_t)l * H * D * T, *value = c->value + (int64_t)l * H * T * D;
+    for (int h = 0; h < H; h++) {
+        if (t == KV_BF16 || t == KV_FP16) {
+            for (int d = 0; d < D; d++) kvquant_round(key + ((int64_t)h * D + d) * T + slot, n, t);
+            kvquant_round(value + ((int64_t)h * T + slot) * D, (int64_t)n * D, t);
+            continue;
+        }
+        for (int p = slot; p < slot + n; p++) kvquant_fake_quant(value + ((int64_t)h * T + p) * D, D, 1, t);
+        for (int g = slot / G; (g + 1) * G <= slot + n; g++)
+            for (int d = 0; d < D; d++) kvquant_fake_quant(key + ((int64_t)h * D + d) * T + g * G, G, 1, t);
+    }
+}
+
+// Conformance: the quantised cache (compact codes and scales, read back on
+// attend) gives the attention output of the contiguous cache holding the
+// same numbers rounded in place, bit for bit, for every type: a prefill of
+// 11 rows, then one row a step past two key groups, then a cut back to 13
+// (into a complete group) and the rows fed again.
+static void test_quant_cache_is_rounded_contig(void **state) {
+    (void)state;
+    GptConfig cfg;
+    assert_int_equal(gpt_preset(&cfg, "tiny"), 0);
+    KvShape sh = gpt_cache_shape(cfg);
+    int C = cfg.C, L = cfg.L, G = 8, N = 24;
+    const KvDtype types[4] = {KV_BF16, KV_FP16, KV_INT8, KV_INT4};
+    float *k = malloc(sizeof(float) * (size_t)N * C), *v = malloc(sizeof(float) * (size_t)N * C);
+    float *q = malloc(sizeof(float) * (size_t)N * C);
+    float *want = malloc(sizeof(float) * (size_t)N * C), *got = malloc(sizeof(float) * (size_t)N * C);
+    Mt19937 rng;
+    mt19937_seed(&rng, 11);
+    for (int i = 0; i < N * C; i++)
+        k[i] = (float)mt19937_gauss(&rng), v[i] = (float)mt19937_gauss(&rng), q[i] = (float)mt19937_gauss(&rng);
+    for (int ti = 0; ti < 4; ti++) {
+        KvContig ref;
+        KvQuant qc;
+        assert_int_equal(kvcontig_init(&ref, sh), 0);
+        assert_int_equal(kvquant_cache_init(&qc, sh, types[ti], G), 0);
+        // (pos, n) of each pass; the cut to 13 comes before the pass at 13
+        const int passes[][2] = {{0, 11}, {11, 1}, {12, 1}, {13, 1}, {14, 1}, {15, 1}, {16, 1}, {17, 1}, {13, 4}, {17, 7}};
+        for (size_t p = 0; p < sizeof passes / sizeof passes[0]; p++) {
+            int pos = passes[p][0], n = passes[p][1];
+            if (pos < kvcache_len(&qc.base)) {
+                kvcache_truncate(&qc.base, pos);
+                kvcache_truncate(&ref.base, pos);
+            }
+            for (int l = 0; l < L; l++) {
+                const float *kl = k + (int64_t)pos * C, *vl = v + (int64_t)pos * C, *ql = q + (int64_t)pos * C;
+                kvcache_append(&ref.base, l, kl, vl, 1, n, pos);
+                fake_store(&ref, types[ti], G, l, pos, n);
+                kvcache_append(&qc.base, l, kl, vl, 1, n, pos);
+                kvcache_attend(&ref.base, want, NULL, ql, l, 1, n, pos);
+                kvcache_attend(&qc.base, got, NULL, ql, l, 1, n, pos);
+                char what[64];
+                snprintf(what, sizeof what, "%s cache, layer %d, pass at %d", kvquant_name(types[ti]), l, pos);
+                assert_bits(got, want, (int64_t)n * C, what);
+            }
+        }
+        kvcache_free(&ref.base);
+        kvcache_free(&qc.base);
+    }
+    free(k);
+    free(v);
+    free(q);
+    free(want);
+    free(got);
+}
+
+// The quantised cache allocates what lesson 12 counts: T tokens of
+// kvquant_bytes_per_token, and for int8 / int4 the incomplete key group's
+// fp32 residual (L x C x G floats) besides; the tiny model and the chapter's.
+static void test_cache_allocates_bytes_per_token(void **state) {
+    (void)state;
+    const char *presets[2] = {"tiny", "seed"};
+    const KvDtype types[4] = {KV_BF16, KV_FP16, KV_INT8, KV_INT4};
+    for (int pi = 0; pi < 2; pi++) {
+        GptConfig cfg;
+        assert_int_equal(gpt_preset(&cfg, presets[pi]), 0);
+        int G = 32;
+        for (int ti = 0; ti < 4; ti++) {
+            KvQuant qc;
+            assert_int_equal(kvquant_cache_init(&qc, gpt_cache_shape(cfg), types[ti], G), 0);
+            double want = cfg.T * kvquant_bytes_per_token(types[ti], cfg.L, cfg.C, cfg.H, G);
+            if (types[ti] == KV_INT8 || types[ti] == KV_INT4) want += 4.0 * cfg.L * cfg.C * G;
+            double got = (double)kvcache_bytes(&qc.base);
+            if (got != want) fail_msg("%s %s cache: %.0f bytes allocated, expected %.0f", presets[pi], kvquant_name(types[ti]), got, want);
+            kvcache_free(&qc.base);
+        }
+    }
 }
 
 // Bytes per token, from the definition: 2 (key, value) x C numbers per
@@ -204,9 +298,10 @@ static int rec_step(void *ctx, const GptStep *st) {
     return 0;
 }
 
-// A variant that asks for nothing (fp32 cache, fp32 activations, no bug)
-// goes through every hook and still gives the plain path's logits, bit for
-// bit, with and without the cache, past the context (32) too.
+// A variant that asks for nothing (--kv-dtype fp32: fp32 cache, fp32
+// activations, no bug) keeps the state's own cache and the plain
+// arithmetic: the logits are the plain path's, bit for bit, with and
+// without the cache, past the context (32) too.
 static void test_fp32_variant_identical(void **state) {
     (void)state;
     GptModel m;
@@ -224,9 +319,11 @@ static void test_fp32_variant_identical(void **state) {
             Sampler sm;
             assert_int_equal(sampler_init(&sm, m.cfg.V, 1.0f, 0, 42), 0);
             tokens[k][0] = 20, tokens[k][1] = 30, tokens[k][2] = 40;
-            s.variant = k ? &v : NULL;
+            KvVariantCaches vc;
+            assert_int_equal(kvvariant_attach(&vc, &s, k ? &v : NULL), 0);
+            assert_ptr_equal(s.kv, &s.cache.base);
             gpt_generate(tokens[k], &s, &m, &sm, 3, STEPS, use_cache, rec_step, &r[k]);
-            s.variant = NULL;
+            kvvariant_detach(&vc);
             sampler_free(&sm);
         }
         assert_bits(r[1].logits, r[0].logits, (int64_t)STEPS * m.cfg.V, use_cache ? "cached logits" : "uncached logits");
@@ -314,13 +411,28 @@ static void test_texts_in_the_trace(void **state) {
     }
 }
 
+// `generate --kv-dtype int4 --format json` reports the bytes its cache
+// holds: the tiny model's 32 positions of kvquant_bytes_per_token, and the
+// residual of 2 blocks x 64 channels x 32 fp32 keys.
+static void test_generate_reports_cache_bytes(void **state) {
+    (void)state;
+    RunResult r = kvdemo_run("generate --init random --preset tiny --steps 3 --kv-dtype int4 --format json");
+    if (r.status != 0) fail_msg("generate --kv-dtype int4 exited with %d: %s", r.status, r.err);
+    double want = 32 * kvquant_bytes_per_token(KV_INT4, 2, 64, 4, 32) + 4.0 * 2 * 64 * 32;
+    char line[128];
+    snprintf(line, sizeof line, "\"name\":\"cache_bytes\",\"value\":%.0f}", want);
+    if (!strstr(r.out, line)) fail_msg("expected %s in:\n%s", line, r.out);
+    run_free(&r);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bf16_against_torch),  cmocka_unit_test(test_fp16_against_numpy),
         cmocka_unit_test(test_back_to_float),       cmocka_unit_test(test_quant_against_numpy),
         cmocka_unit_test(test_kivi_groups),         cmocka_unit_test(test_bytes_per_token),
+        cmocka_unit_test(test_quant_cache_is_rounded_contig), cmocka_unit_test(test_cache_allocates_bytes_per_token),
         cmocka_unit_test(test_fp32_variant_identical), cmocka_unit_test(test_quantised_loss),
-        cmocka_unit_test(test_texts_in_the_trace),
+        cmocka_unit_test(test_texts_in_the_trace), cmocka_unit_test(test_generate_reports_cache_bytes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -49,9 +49,10 @@ static void generate(Rec *r, GptState *s, GptVariant *v, const GptModel *m, cons
     Sampler sm;
     assert_int_equal(sampler_init(&sm, m->cfg.V, 1.0f, 0, 42), 0);
     r->V = m->cfg.V;
-    s->variant = v;
+    KvVariantCaches vc;
+    assert_int_equal(kvvariant_attach(&vc, s, v), 0);
     gpt_generate(tokens, s, m, &sm, n, STEPS, use_cache, rec_step, r);
-    s->variant = NULL;
+    kvvariant_detach(&vc);
     sampler_free(&sm);
 }
 
