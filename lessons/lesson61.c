@@ -76,13 +76,13 @@ static void show_table(Trace *tr, const KvSeq *s, const GptModel *m) {
     for (int i = 0; i < s->num_blocks; i++) {
         char line[512], t[8];
         int filled = s->len - i * B < B ? s->len - i * B : B;
-        int o = snprintf(line, sizeof line, trace_text(tr, "  logical %d -> physical %-3d [", "  逻辑块 %d -> 物理块 %-3d ["),
-                         i, s->table[i]);
+        int o = (int)strlen(trace_textf(tr, line, sizeof line, "  logical %d -> physical %-3d [", "  逻辑块 %d -> 物理块 %-3d [",
+                                        i, s->table[i]));
         for (int j = 0; j < B && o < (int)sizeof line - 16; j++)
             o += snprintf(line + o, sizeof line - (size_t)o, "%s%s", j ? " " : "",
                           j < filled ? token_text(t, sizeof t, m, s->tokens[i * B + j]) : "_");
-        snprintf(line + o, sizeof line - (size_t)o, trace_text(tr, "]  %d/%d filled, ref %d", "]  已填 %d/%d，引用计数 %d"),
-                 filled, B, s->pool->ref[s->table[i]]);
+        trace_textf(tr, line + o, sizeof line - (size_t)o, "]  %d/%d filled, ref %d", "]  已填 %d/%d，引用计数 %d", filled, B,
+                    s->pool->ref[s->table[i]]);
         trace_say(tr, line, line);
         char name[32];
         snprintf(name, sizeof name, "block_table[%d]", i);
@@ -525,7 +525,7 @@ static int part_same(Scene *sc, Trace *tr, int n_prompt, int B, int steps, int *
         char run[32], bn[64];
         snprintf(run, sizeof run, "B=%d", sizes[i]);
         trace_run(tr, run);
-        snprintf(bn, sizeof bn, trace_text(tr, "paged, B = %d", "分页，B = %d"), sizes[i]);
+        trace_textf(tr, bn, sizeof bn, "paged, B = %d", "分页，B = %d", sizes[i]);
         Tensor x = tensor_view2(sc->logits_a, len, V), y = tensor_view2(sc->logits_b, len, V);
         *all_identical &= trace_compare(tr, "logits", trace_text(tr, "contiguous cache", "连续缓存"), &x, bn, &y);
     }

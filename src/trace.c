@@ -61,7 +61,33 @@ int trace_finish(Trace *tr, int rc) {
 }
 
 const char *trace_text(const Trace *tr, const char *en, const char *zh) {
+    // A document holds both languages: a text the lesson composes from this
+    // one keeps both (trace_doc.c); not a format, whose conversions would
+    // then take their arguments twice (trace_textf is for those).
+    if (zh && strcmp(en, zh) && trace_doc_active(tr) && !strchr(en, '%') && !strchr(zh, '%')) {
+        const char *both = trace_doc_text(tr, en, zh);
+        if (both) return both;
+    }
     return tr->lang == LANG_ZH && zh ? zh : en;
+}
+
+const char *trace_textf(const Trace *tr, char *buf, size_t size, const char *fmt_en, const char *fmt_zh, ...) {
+    va_list ap;
+    va_start(ap, fmt_zh);
+    if (trace_doc_active(tr)) {   // both, each formatted, as trace_text gives them
+        char en[1024], zh[1024];
+        va_list aq;
+        va_copy(aq, ap);
+        vsnprintf(en, sizeof en, fmt_en, ap);
+        vsnprintf(zh, sizeof zh, fmt_zh, aq);
+        va_end(aq);
+        const char *both = trace_text(tr, en, zh);   // or, when buf is too small for both, one
+        snprintf(buf, size, "%s", strlen(both) < size ? both : tr->lang == LANG_ZH ? zh : en);
+    } else {
+        vsnprintf(buf, size, trace_text(tr, fmt_en, fmt_zh), ap);
+    }
+    va_end(ap);
+    return buf;
 }
 
 static int is_json(const Trace *tr) { return tr->format == FORMAT_JSON; }

@@ -75,7 +75,16 @@ int trace_begin(Trace *tr);
 int trace_finish(Trace *tr, int rc);
 
 // The text in the trace's language (for messages built by the caller).
+// While a document is open (--format html|md) it holds both languages,
+// which the document shows each in its place: compose with it, never
+// measure or compare what it returns. A format goes to trace_textf.
 const char *trace_text(const Trace *tr, const char *en, const char *zh);
+// buf: fmt_en or fmt_zh (the same conversions) with the arguments, as
+// trace_text gives a text (in a document, both). Returns buf.
+#if defined(__GNUC__)
+__attribute__((format(printf, 4, 6), format(printf, 5, 6)))
+#endif
+const char *trace_textf(const Trace *tr, char *buf, size_t size, const char *fmt_en, const char *fmt_zh, ...);
 
 // A heading (text) and a "section" event (JSON).
 void trace_heading(Trace *tr, const char *en, const char *zh);

@@ -35,6 +35,10 @@ struct TraceDoc {
     char *held_text;     // what the lesson printed itself (open_memstream)
     size_t held_len;
     size_t held_used;    // bytes of held_text already in the page
+    // The preformatted block being gathered, in each language: what the
+    // lesson printed itself (the same in both) and the lined-up lines it
+    // said (trace_doc_say), until the next event puts it into the page.
+    Buf pre_en, pre_zh;
     int busy;            // 1 while text is rendered for trace_doc_lines_*
     int pass;            // trace_doc_lines_*: 0 the English text, 1 the Chinese
     char *lines_en;
@@ -49,12 +53,87 @@ struct TraceDoc {
     unsigned char table_left[64];   // 1: that column is left-aligned (text)
     size_t held_end;     // page.len right after the last block of held text
     size_t lines_end;    // page.len right after the last block of lines
+    struct TwinText *twins;   // the texts of both languages handed out (trace_doc_text)
+};
+
+// A text of both languages that trace_text handed out while the document
+// is open, kept until it closes.
+struct TwinText {
+    struct TwinText *next;
+    char s[];   // TWIN_OPEN en TWIN_SPLIT zh TWIN_CLOSE
 };
 
 static int is_html(const Trace *tr) { return tr->doc == FORMAT_HTML; }
 
 int trace_doc_active(const Trace *tr) {
     return tr->doc != FORMAT_TEXT && tr->doc_state && !tr->doc_state->busy;
+}
+
+// ----------------------------------------------------------------------------
+// Texts of both languages
+//
+// A lesson composes texts with trace_text ("%s tokens" around a number, a
+// label put into a table cell, a tensor's code line) before it hands them
+// to the trace. While a document is open, trace_text gives both languages
+// in one string, \x01en\x02zh\x03 (pairs may nest, as a text of both put into
+// another), and the document shows each language its half: so every text
+// a lesson composes has its twin, whatever it was put into.
+
+enum { TWIN_OPEN = 1, TWIN_SPLIT = 2, TWIN_CLOSE = 3, TWIN_DEPTH = 32 };
+
+const char *trace_doc_text(const Trace *tr, const char *en, const char *zh) {
+    struct TraceDoc *d = tr->doc_state;
+    size_t ne = strlen(en), nz = strlen(zh);
+    struct TwinText *t = malloc(sizeof *t + ne + nz + 4);
+    if (!t) return NULL;
+    t->s[0] = TWIN_OPEN;
+    memcpy(t->s + 1, en, ne);
+    t->s[1 + ne] = TWIN_SPLIT;
+    memcpy(t->s + 2 + ne, zh, nz);
+    t->s[2 + ne + nz] = TWIN_CLOSE;
+    t->s[3 + ne + nz] = '\0';
+    t->next = d->twins;
+    d->twins = t;
+    return t->s;
+}
+
+// The first n bytes of s as one language reads them: of each pair, the half
+// of lang. Malloc'd, or NULL when memory ran out.
+static char *twin_pick(const char *s, size_t n, Lang lang) {
+    char *out = malloc(n + 1);
+    if (!out) return NULL;
+    unsigned char half[TWIN_DEPTH];   // per open pair: LANG_EN in its first half, LANG_ZH in its second
+    int depth = 0, muted = 0;         // muted: open pairs in the half of the other language
+    size_t o = 0;
+    for (size_t i = 0; i < n && s[i]; i++) {
+        char c = s[i];
+        if (c == TWIN_OPEN && depth < TWIN_DEPTH) {
+            half[depth++] = LANG_EN;
+            muted += lang != LANG_EN;
+        } else if (c == TWIN_SPLIT && depth && half[depth - 1] == LANG_EN) {
+            half[depth - 1] = LANG_ZH;
+            muted += lang == LANG_EN ? 1 : -1;
+        } else if (c == TWIN_CLOSE && depth) {
+            muted -= half[--depth] != lang;
+        } else if (!muted && c != TWIN_OPEN && c != TWIN_SPLIT && c != TWIN_CLOSE) {
+            out[o++] = c;
+        }
+    }
+    out[o] = '\0';
+    return out;
+}
+
+// en and zh (NULL: the same as en), each read in its language: *e and *z
+// malloc'd; returns 0, or -1 when memory ran out (the page then fails).
+static int twin_texts(struct TraceDoc *d, const char *en, const char *zh, char **e, char **z) {
+    *e = twin_pick(en, strlen(en), LANG_EN);
+    *z = twin_pick(zh ? zh : en, strlen(zh ? zh : en), LANG_ZH);
+    if (*e && *z) return 0;
+    free(*e);
+    free(*z);
+    *e = *z = NULL;
+    d->page.failed = 1;
+    return -1;
 }
 
 // ----------------------------------------------------------------------------
@@ -108,8 +187,6 @@ static void md_text(Buf *b, const char *s, size_t n, int cell) {
         else buf_appendn(b, s + i, 1);
     }
 }
-
-static void md(Buf *b, const char *s) { md_text(b, s, strlen(s), 0); }
 
 // s without the blank lines (and spaces) around it: *n bytes from the result.
 static const char *trimmed(const char *s, size_t len, size_t *n) {
@@ -210,18 +287,36 @@ static void step_section(Trace *tr, struct TraceDoc *d) {
     if (!d->section_open || d->content) open_section(tr, d);
 }
 
+static void html_both(Buf *b, const char *en, const char *zh);
+
 static const char *held_close(const Trace *tr) { return is_html(tr) ? "</pre>\n" : "\n```\n\n"; }
 
-// What the lesson printed itself since the last event, as preformatted text;
-// text printed in several pieces with nothing shown between them (a table
-// printed a row at a time) stays one block.
-static void flush_held(Trace *tr, struct TraceDoc *d) {
+// What the lesson printed itself since the last call, into the block
+// being gathered, in both languages (it is the same in both).
+static void absorb_held(struct TraceDoc *d) {
     fflush(d->held);
     if (d->held_used >= d->held_len) return;
-    char *s = block_text(d->held_text + d->held_used, d->held_len - d->held_used);
+    buf_appendn(&d->pre_en, d->held_text + d->held_used, d->held_len - d->held_used);
+    buf_appendn(&d->pre_zh, d->held_text + d->held_used, d->held_len - d->held_used);
     d->held_used = d->held_len;
-    if (!s || !*s) {
-        free(s);
+}
+
+// The block gathered since the last event, as preformatted text, in both
+// languages where they differ; text printed in several pieces with nothing
+// shown between them (a table printed a row at a time) stays one block.
+static void flush_held(Trace *tr, struct TraceDoc *d) {
+    absorb_held(d);
+    if (!d->pre_en.len && !d->pre_zh.len) return;
+    char *pe = twin_pick(d->pre_en.s ? d->pre_en.s : "", d->pre_en.len, LANG_EN);
+    char *pz = twin_pick(d->pre_zh.s ? d->pre_zh.s : "", d->pre_zh.len, LANG_ZH);
+    char *en = pe ? block_text(pe, strlen(pe)) : NULL, *zh = pz ? block_text(pz, strlen(pz)) : NULL;
+    free(pe);
+    free(pz);
+    if (!en || !zh || d->pre_en.failed || d->pre_zh.failed) d->page.failed = 1;   // out of memory: no page
+    d->pre_en.len = d->pre_zh.len = 0;
+    if (!en || !zh || (!*en && !*zh)) {
+        free(en);
+        free(zh);
         return;
     }
     const char *close = held_close(tr);
@@ -235,9 +330,10 @@ static void flush_held(Trace *tr, struct TraceDoc *d) {
         d->content = 1;
         buf_append(&d->page, is_html(tr) ? "<pre class=\"out\">" : "```text\n");
     }
-    if (is_html(tr)) html(&d->page, s);
-    else buf_append(&d->page, s);
-    free(s);
+    if (is_html(tr)) html_both(&d->page, en, zh);
+    else buf_append(&d->page, tr->lang == LANG_ZH ? zh : en);
+    free(en);
+    free(zh);
     buf_append(&d->page, close);
     d->held_end = d->page.len;
 }
@@ -271,6 +367,33 @@ static void html_both(Buf *b, const char *en, const char *zh) {
     buf_append(b, "</span>");
 }
 
+// The text of a trace event or of a lesson (pairs of both languages in it,
+// or one language), each language its own, in spans where they differ.
+static void html_twin(struct TraceDoc *d, Buf *b, const char *en, const char *zh) {
+    char *e, *z;
+    if (twin_texts(d, en, zh, &e, &z)) return;
+    html_both(b, e, z);
+    free(e);
+    free(z);
+}
+
+// The text of the trace's language, plain: for Markdown, which holds one.
+static const char *lang_text(const Trace *tr, const char *en, const char *zh) {
+    return tr->lang == LANG_ZH && zh ? zh : en;
+}
+
+// The same text in Markdown: the trace's language only.
+static void md_twin(Trace *tr, Buf *b, const char *en, const char *zh, int cell) {
+    const char *s = lang_text(tr, en, zh);
+    char *t = twin_pick(s, strlen(s), tr->lang);
+    if (!t) {
+        b->failed = 1;
+        return;
+    }
+    md_text(b, t, strlen(t), cell);
+    free(t);
+}
+
 // ----------------------------------------------------------------------------
 // Events
 
@@ -283,11 +406,11 @@ void trace_doc_heading(Trace *tr, const char *en, const char *zh) {
     int first = d->headings++ == 0;
     if (is_html(tr)) {
         buf_append(&d->page, first ? "<h1>" : "<h2>");
-        html_both(&d->page, en, zh);
+        html_twin(d, &d->page, en, zh);
         buf_append(&d->page, first ? "</h1>\n" : "</h2>\n");
     } else {
         buf_append(&d->page, first ? "# " : "## ");
-        md(&d->page, trace_text(tr, en, zh));
+        md_twin(tr, &d->page, en, zh, 0);
         buf_append(&d->page, "\n\n");
     }
 }
@@ -296,24 +419,20 @@ void trace_doc_heading(Trace *tr, const char *en, const char *zh) {
 // says), which a paragraph in a proportional font would scramble.
 static int lined_up(const char *s) { return !strncmp(s, "  ", 2) || strstr(s, "   ") != NULL; }
 
-void trace_doc_say(Trace *tr, const char *en, const char *zh) {
-    if (lined_up(en)) {   // preformatted, with the lesson's own text around it
-        fprintf(tr->doc_state->held, "%s\n", trace_text(tr, en, zh));
-        return;
-    }
+// A paragraph of narration: en and zh each of one language.
+static void say_paragraph(Trace *tr, const char *en, const char *zh) {
     struct TraceDoc *d = before(tr, 0);
-    size_t ne, nz = 0;
+    size_t ne, nz;
     const char *se = trimmed(en, strlen(en), &ne);
-    const char *sz = zh ? trimmed(zh, strlen(zh), &nz) : NULL;
+    const char *sz = trimmed(zh, strlen(zh), &nz);
     if (!ne && !nz) return;
     if (!is_html(tr)) {
-        const char *s = tr->lang == LANG_ZH && sz ? sz : se;
-        md_text(&d->page, s, tr->lang == LANG_ZH && sz ? nz : ne, 0);
+        md_text(&d->page, tr->lang == LANG_ZH ? sz : se, tr->lang == LANG_ZH ? nz : ne, 0);
         buf_append(&d->page, "\n\n");
         return;
     }
     buf_append(&d->page, "<p>");
-    if (!sz || (ne == nz && !memcmp(se, sz, ne))) {
+    if (ne == nz && !memcmp(se, sz, ne)) {
         html_text(&d->page, se, ne);
     } else {
         buf_append(&d->page, "<span class=\"en\" lang=\"en\">");
@@ -323,6 +442,21 @@ void trace_doc_say(Trace *tr, const char *en, const char *zh) {
         buf_append(&d->page, "</span>");
     }
     buf_append(&d->page, "</p>\n");
+}
+
+void trace_doc_say(Trace *tr, const char *en, const char *zh) {
+    char *e, *z;
+    if (twin_texts(tr->doc_state, en, zh, &e, &z)) return;
+    if (lined_up(e)) {   // preformatted, with the lesson's own text around it
+        struct TraceDoc *d = tr->doc_state;
+        absorb_held(d);
+        buf_printf(&d->pre_en, "%s\n", e);
+        buf_printf(&d->pre_zh, "%s\n", z);
+    } else {
+        say_paragraph(tr, e, z);
+    }
+    free(e);
+    free(z);
 }
 
 void trace_doc_step(Trace *tr) {
@@ -335,11 +469,14 @@ void trace_doc_textval(Trace *tr, const char *text) {
     struct TraceDoc *d = before(tr, 0);
     if (is_html(tr)) {
         buf_append(&d->page, "<pre class=\"out\">");
-        html(&d->page, text);
+        html_twin(d, &d->page, text, NULL);
         buf_append(&d->page, "</pre>\n");
     } else {
+        char *t = twin_pick(text, strlen(text), tr->lang);
         buf_append(&d->page, "```text\n");
-        buf_append_shown(&d->page, text);
+        if (t) buf_append_shown(&d->page, t);
+        else d->page.failed = 1;
+        free(t);
         buf_append(&d->page, "\n```\n\n");
     }
 }
@@ -472,7 +609,7 @@ static void slice_table(Trace *tr, Buf *b, const float *x, int rows, int cols, c
             } else {
                 buf_append(b, "<tr><th class=\"tok\">");
             }
-            if (labels) html(b, labels[r]);
+            if (labels) html_twin(tr->doc_state, b, labels[r], NULL);
             else buf_printf(b, "%d", r);
             buf_append(b, "</th>");
             for (int c = 0; c < cols; c++) {
@@ -488,14 +625,14 @@ static void slice_table(Trace *tr, Buf *b, const float *x, int rows, int cols, c
         buf_append(b, "</tbody>\n</table>\n");
         return;
     }
-    buf_append(b, labels ? trace_text(tr, "| token |", "| 词元 |") : trace_text(tr, "| row |", "| 行 |"));
+    buf_append(b, labels ? lang_text(tr, "| token |", "| 词元 |") : lang_text(tr, "| row |", "| 行 |"));
     for (int c = 0; c < cols; c++) buf_printf(b, " %d |", c);
     buf_append(b, "\n|:---|");
     for (int c = 0; c < cols; c++) buf_append(b, "---:|");
     buf_append(b, "\n");
     for (int r = 0; r < rows; r++) {
         buf_append(b, "| ");
-        if (labels) md_text(b, labels[r], strlen(labels[r]), 1);
+        if (labels) md_twin(tr, b, labels[r], NULL, 1);
         else buf_printf(b, "%d", r);
         buf_append(b, " |");
         for (int c = 0; c < cols; c++) {
@@ -507,9 +644,9 @@ static void slice_table(Trace *tr, Buf *b, const float *x, int rows, int cols, c
     buf_append(b, "\n");
 }
 
-static void shape_caption(Buf *b, const char *name, const Tensor *t, int html_out) {
-    if (html_out) html(b, name);
-    else md(b, name);
+static void shape_caption(Trace *tr, Buf *b, const char *name, const Tensor *t) {
+    if (is_html(tr)) html_twin(tr->doc_state, b, name, NULL);
+    else md_twin(tr, b, name, NULL, 0);
     buf_append(b, " (");
     for (int d = 0; d < t->ndim; d++) buf_printf(b, d ? ", %d" : "%d", t->shape[d]);
     buf_append(b, t->ndim == 1 ? ",)" : ")");
@@ -537,20 +674,23 @@ void trace_doc_tensor(Trace *tr, const char *shown, const char *code, const Tens
         buf_append(b, "<figure>\n");
         if (code) {
             buf_append(b, "<pre class=\"code\"><code>&gt;&gt;&gt; ");
-            html(b, code);
+            html_twin(d, b, code, NULL);
             buf_append(b, "</code></pre>\n");
         }
         buf_append(b, "<figcaption>");
-        shape_caption(b, shown, t, 1);
+        shape_caption(tr, b, shown, t);
         buf_append(b, "</figcaption>\n");
     } else {
         if (code) {
             buf_append(b, "```python\n>>> ");
-            buf_append(b, code);
+            char *c = twin_pick(code, strlen(code), tr->lang);
+            if (c) buf_append(b, c);
+            else b->failed = 1;
+            free(c);
             buf_append(b, "\n```\n\n");
         }
         buf_append(b, "**");
-        shape_caption(b, shown, t, 0);
+        shape_caption(tr, b, shown, t);
         buf_append(b, "**\n\n");
     }
     for (size_t s = 0; s < slices; s++) {
@@ -567,10 +707,10 @@ void trace_doc_tensor(Trace *tr, const char *shown, const char *code, const Tens
                 snprintf(idx + strlen(idx), sizeof idx - strlen(idx), dim ? ", %d" : "%d", at[dim]);
             if (is_html(tr)) {
                 buf_append(b, "<p>");
-                html(b, shown);
+                html_twin(d, b, shown, NULL);
                 buf_printf(b, "[%s]</p>\n", idx);
             } else {
-                md(b, shown);
+                md_twin(tr, b, shown, NULL, 0);
                 buf_printf(b, "\\[%s\\]\n\n", idx);
             }
         }
@@ -640,7 +780,12 @@ int trace_doc_lines_next(Trace *tr) {
     d->lines_en = NULL;
     tr->lang = d->lang;
     d->busy = 0;
-    char *be = block_text(en ? en : "", en ? strlen(en) : 0), *bz = block_text(zh ? zh : "", zh ? strlen(zh) : 0);
+    // Each pass read in its language: a name the lesson composed has both.
+    char *pe = en ? twin_pick(en, strlen(en), LANG_EN) : NULL, *pz = zh ? twin_pick(zh, strlen(zh), LANG_ZH) : NULL;
+    if (!pe || !pz) d->page.failed = 1;
+    char *be = block_text(pe ? pe : "", pe ? strlen(pe) : 0), *bz = block_text(pz ? pz : "", pz ? strlen(pz) : 0);
+    free(pe);
+    free(pz);
     if (be && bz && (*be || *bz)) {
         before(tr, 0);
         // Lines that follow lines with nothing between them join their block.
@@ -676,16 +821,15 @@ void trace_doc_table_head(Trace *tr, int ncols, const char *const *en, const cha
         buf_append(b, "<table>\n<thead><tr>");
         for (int i = 0; i < ncols; i++) {
             buf_append(b, right[i] ? "<th>" : "<th class=\"l\">");
-            html_both(b, en[i], zh ? zh[i] : NULL);
+            html_twin(d, b, en[i], zh ? zh[i] : NULL);
             buf_append(b, "</th>");
         }
         buf_append(b, "</tr></thead>\n<tbody>\n");
     } else {
         buf_append(b, "|");
         for (int i = 0; i < ncols; i++) {
-            const char *h = trace_text(tr, en[i], zh ? zh[i] : NULL);
             buf_append(b, " ");
-            md_text(b, h, strlen(h), 1);
+            md_twin(tr, b, en[i], zh ? zh[i] : NULL, 1);
             buf_append(b, " |");
         }
         buf_append(b, "\n|");
@@ -715,7 +859,7 @@ void trace_doc_table_row(Trace *tr, int ncols, const char *const *cells) {
         buf_append(b, "<tr>");
         for (int i = 0; i < ncols; i++) {
             buf_append(b, i < 64 && d->table_left[i] ? "<td class=\"l\">" : "<td>");
-            html(b, cells[i]);
+            html_twin(d, b, cells[i], NULL);
             buf_append(b, "</td>");
         }
         buf_append(b, "</tr>\n");
@@ -723,7 +867,7 @@ void trace_doc_table_row(Trace *tr, int ncols, const char *const *cells) {
         buf_append(b, "|");
         for (int i = 0; i < ncols; i++) {
             buf_append(b, " ");
-            md_text(b, cells[i], strlen(cells[i]), 1);
+            md_twin(tr, b, cells[i], NULL, 1);
             buf_append(b, " |");
         }
         buf_append(b, "\n");
@@ -737,6 +881,8 @@ int trace_doc_open(Trace *tr) {
     struct TraceDoc *d = calloc(1, sizeof *d);
     if (!d) return -1;
     buf_init(&d->page);
+    buf_init(&d->pre_en);
+    buf_init(&d->pre_zh);
     d->held = open_memstream(&d->held_text, &d->held_len);
     if (!d->held) {
         free(d);
@@ -763,6 +909,13 @@ int trace_doc_close(Trace *tr, int rc) {
     fclose(d->held);
     free(d->held_text);
     free(d->lines_en);
+    buf_free(&d->pre_en);
+    buf_free(&d->pre_zh);
+    while (d->twins) {
+        struct TwinText *t = d->twins;
+        d->twins = t->next;
+        free(t);
+    }
     char *page = buf_take(&d->page);
     free(d);
     // A lesson that failed leaves nothing on standard output: its error is

@@ -14,6 +14,10 @@
 // 1 while a document is open and the trace is not rendering text for it.
 int trace_doc_active(const Trace *tr);
 
+// trace_text while the document is open: en and zh in one string, which
+// every event shows in each language (trace_doc.c); NULL when memory ran out.
+const char *trace_doc_text(const Trace *tr, const char *en, const char *zh);
+
 void trace_doc_heading(Trace *tr, const char *en, const char *zh);
 // A paragraph of narration in both languages (zh NULL: en only).
 void trace_doc_say(Trace *tr, const char *en, const char *zh);

@@ -6,10 +6,13 @@
 // attribute, in order within its tensor. The Markdown's tables have as many
 // cells in each row as in their head, and every tensor value appears in
 // them as printed. Heat-map cells are checked for contrast (WCAG, >= 4.5:1)
-// with the formula written out here.
+// with the formula written out here. The pages of --lang en and --lang zh
+// are the same but for the language shown first: every text is in both.
 #include "testutil.h"
 
+#include "buf.h"
 #include "lessons.h"
+#include "measure.h"
 #include "trace.h"
 
 #include <ctype.h>
@@ -343,6 +346,105 @@ static int check_md_tables(const char *md, const char *what) {
 }
 
 // ----------------------------------------------------------------------------
+// Both languages whole: the page of --lang en and the page of --lang zh hold
+// the same texts, each in both languages, --lang choosing only the one shown
+// first (<html lang>). A text that a lesson put into the page in its own
+// language alone (a result line, a table cell, a code line) makes them differ.
+// The pages come from two runs, so what a measurement prints is set aside:
+// every number reads 0 and its time unit goes; a bar of block characters
+// reads #; the marks and warnings of a busy machine (lines that begin with
+// "!", the busy banner's second line, a "  !" after a time) go.
+
+// Whether s begins a time unit after a number: " ns", " µs", " ms", " s".
+static size_t time_unit(const char *s) {
+    static const char *const UNITS[] = {" ns", " µs", " ms", " s"};
+    for (size_t i = 0; i < sizeof UNITS / sizeof UNITS[0]; i++) {
+        size_t n = strlen(UNITS[i]);
+        if (!strncmp(s, UNITS[i], n) && !isalpha((unsigned char)s[n])) return n;
+    }
+    return 0;
+}
+
+// s until the end of its line or the next tag.
+static const char *line_end(const char *s) {
+    while (*s && *s != '\n' && *s != '<') s++;
+    return s;
+}
+
+// The page as the comparison reads it (malloc'd).
+static char *twin_normal(const char *page) {
+    char busy[256];
+    MeasureMachine m = {.load = 9, .cores = 1};
+    const char *second[2];   // the busy banner's second line, in each language
+    for (int zh = 0; zh < 2; zh++) {
+        measure_busy_text(busy, sizeof busy, m, zh);
+        const char *nl = strchr(busy, '\n');
+        second[zh] = strdup(nl ? nl + 1 : "");
+    }
+    Buf b;
+    buf_init(&b);
+    buf_append(&b, "");
+    for (const char *p = page; *p;) {
+        char prev = p > page ? p[-1] : '\n';
+        if (isdigit((unsigned char)*p)) {
+            while (isdigit((unsigned char)*p) || ((*p == '.' || *p == ',') && isdigit((unsigned char)p[1]))) p++;
+            p += time_unit(p);
+            buf_append(&b, "0");
+        } else if ((unsigned char)p[0] == 0xe2 && (unsigned char)p[1] == 0x96 && (unsigned char)p[2] >= 0x80 &&
+                   (unsigned char)p[2] <= 0x9f) {
+            while ((unsigned char)p[0] == 0xe2 && (unsigned char)p[1] == 0x96 && (unsigned char)p[2] >= 0x80 &&
+                   (unsigned char)p[2] <= 0x9f)
+                p += 3;
+            buf_append(&b, "#");
+        } else if ((prev == '\n' || prev == '>') && (!strncmp(p, "! ", 2) || !strncmp(p, second[0], strlen(second[0])) ||
+                                                      !strncmp(p, second[1], strlen(second[1])))) {
+            p = line_end(p);
+            if (*p == '\n') p++;
+        } else if (!strncmp(p, "  !", 3) && (p[3] == '\n' || p[3] == '<')) {
+            p += 3;
+        } else {
+            buf_appendn(&b, p, 1);
+            p++;
+        }
+    }
+    free((char *)second[0]);
+    free((char *)second[1]);
+    char *s = buf_take(&b);
+    assert_non_null(s);
+    // What the marks left empty, and the language of the first view.
+    static const char *const EMPTY[] = {"<span class=\"en\" lang=\"en\"></span><span class=\"zh\" lang=\"zh-CN\"></span>",
+                                        "\n</span>", "<pre class=\"lines\"></pre>\n", "<html lang=\"zh-CN\">"};
+    static const char *const AS[] = {"", "</span>", "", "<html lang=\"en\">"};
+    for (size_t i = 0; i < sizeof EMPTY / sizeof EMPTY[0]; i++)
+        for (char *at; (at = strstr(s, EMPTY[i]));) {
+            size_t n = strlen(EMPTY[i]), k = strlen(AS[i]);
+            memcpy(at, AS[i], k);
+            memmove(at + k, at + n, strlen(at + n) + 1);
+        }
+    return s;
+}
+
+// Fails at the first line where the two pages differ.
+static void check_twins(const char *en_page, const char *zh_page, const char *what) {
+    char *a = twin_normal(en_page), *b = twin_normal(zh_page);
+    int line = 1;
+    const char *p = a, *q = b;
+    while (*p && *p == *q) {
+        if (*p == '\n') line++;
+        p++, q++;
+    }
+    if (*p || *q) {
+        while (p > a && p[-1] != '\n') p--;
+        while (q > b && q[-1] != '\n') q--;
+        fail_msg("%s: the pages of --lang en and --lang zh differ at line %d (numbers read 0): en page '%.*s', "
+                 "zh page '%.*s' (a text in one language only)",
+                 what, line, (int)strcspn(p, "\n"), p, (int)strcspn(q, "\n"), q);
+    }
+    free(a);
+    free(b);
+}
+
+// ----------------------------------------------------------------------------
 // Every lesson, both languages
 
 static void check_lesson(const Lesson *l) {
@@ -355,6 +457,7 @@ static void check_lesson(const Lesson *l) {
     for (int i = 0; i < n; i++)
         if (!strcmp(e[i].event, "tensor")) values += e[i].ndata;
     static const char *const LANGS[] = {"en", "zh"};
+    char *en_page = NULL;
     for (int g = 0; g < 2; g++) {
         snprintf(args, sizeof args, "lesson %s --format html --lang %s%s", l->id, LANGS[g], quick);
         snprintf(what, sizeof what, "kvdemo %s", args);
@@ -377,6 +480,8 @@ static void check_lesson(const Lesson *l) {
         check_slides(r.out, what);
         check_titles(e, n, r.out, what);
         check_contrast(r.out, what);
+        if (g) check_twins(en_page, r.out, what);
+        else en_page = strdup(r.out);
         run_free(&r);
 
         snprintf(args, sizeof args, "lesson %s --format md --lang %s%s", l->id, LANGS[g], quick);
@@ -390,6 +495,7 @@ static void check_lesson(const Lesson *l) {
         if (strncmp(r.out, want, strlen(want))) fail_msg("%s: expected it to begin '%s'", what, want);
         run_free(&r);
     }
+    free(en_page);
     events_free(e, n);
 }
 

@@ -3,7 +3,7 @@
 // without it each test reports itself SKIPPED, never passed.
 //
 // Chromium loads the page from a file and prints the DOM after its script
-// ran (--dump-dom). Four loads, at once, each stopped after 30 s:
+// ran (--dump-dom). Four loads, at once, each stopped after 60 s:
 //   page.html            the deck is built: slide 1 shown, "step 1 of 6", the controls
 //   page.html#slide-3    a link to a slide opens it
 //   page.html#keys=...   keys pressed through the page's own handler (the
@@ -59,12 +59,12 @@ static int setup(void **state) {
     run_free(&r);
     static const char *const HOW[LOADS] = {"", "#slide-3", "#keys=ArrowRight,PageDown,End,ArrowLeft,PageUp", ""};
     // Each load runs again once, alone in its profile, when it printed no
-    // whole DOM (a machine too busy for 30 s).
+    // whole DOM (a machine too busy for 60 s).
     char cmd[16384], one[1024];
     int len = snprintf(cmd, sizeof cmd, "cd '%s' || exit 1; ", b->dir);
     for (int i = 0; i < LOADS; i++) {
         snprintf(one, sizeof one,
-                 "rm -rf profile-%d; mkdir profile-%d && timeout 30 %s --headless --no-sandbox --disable-gpu --disable-quic "
+                 "rm -rf profile-%d; mkdir profile-%d && timeout 60 %s --headless --no-sandbox --disable-gpu --disable-quic "
                  "--no-first-run --disable-background-networking --disable-component-update --disable-sync "
                  "--user-data-dir=\"$PWD/profile-%d\" --dump-dom \"file://$PWD/%s%s\" >dom-%d.html 2>/dev/null",
                  i, i, CHROMIUM, i, i == 3 ? "nojs.html" : "lesson2.html", HOW[i], i);
