@@ -620,6 +620,46 @@ static void test_lesson2_cache_rows(void **state) {
     run_free(&r);
 }
 
+// Lesson 3's keys at the first two steps (batch row 0, "<bos> 天 气" of the
+// article's prompt "天气", then one more position; and batch row 1, "<bos> 你 好",
+// at step 1): the article's loop feeds
+// tokens[:, 0:3] first (start_pos = min_prompt_size = 3), then with the
+// cache tokens[:, 3:4], reading positions 0..2 from the cache; without it
+// tokens[:, 0:4], positions 0..2 computed again.
+static void check_keys_rows(const char *run, const char *const *step1, const char *const *step2) {
+    char args[64];
+    snprintf(args, sizeof args, "lesson 3 %s --format html", run);
+    RunResult r = kvdemo_run(args);
+    assert_int_equal(r.status, 0);
+    const char *p = r.out;
+    for (int k = 0; k < 3; k++) {   // step 1's of batch rows 0 and 1, then step 2's of batch row 0
+        int step = k < 2 ? 1 : 2;
+        const char *const *want = step == 1 ? step1 : step2;
+        p = strstr(p, "keys = self.cache_k[:bsz, : start_pos + seqlen]");
+        if (!p) fail_msg("kvdemo %s: expected the keys of step %d", args, step);
+        const char *end = strstr(p, "</table>");
+        int n = 0;
+        for (const char *tr = p; (tr = strstr(tr, "<tr class=\"")) && tr < end; tr++, n++) {
+            const char *cls = tr + strlen("<tr class=\"");
+            if (!want[n] || strncmp(cls, want[n], strlen(want[n])) || cls[strlen(want[n])] != '"')
+                fail_msg("kvdemo %s: keys of step %d, row %d: expected %s, got '%.16s'", args, step, n,
+                         want[n] ? want[n] : "no more marked rows", cls);
+        }
+        if (want[n]) fail_msg("kvdemo %s: keys of step %d: expected row %d %s, got %d marked rows", args, step, n, want[n], n);
+        p = end;
+    }
+    run_free(&r);
+}
+
+static void test_lesson3_cache_rows(void **state) {
+    (void)state;
+    const char *prefill[] = {"row-new", "row-new", "row-new", NULL};
+    const char *cached[] = {"row-reused", "row-reused", "row-reused", "row-new", NULL};
+    const char *full[] = {"row-recomputed", "row-recomputed", "row-recomputed", "row-new", NULL};
+    check_keys_rows("--cache", prefill, cached);
+    check_keys_rows("--no-cache", prefill, full);
+}
+
 // The trace itself, without a lesson: text that HTML and Markdown must
 // escape, a 3-D tensor, -inf, and what a lesson prints around the trace.
 static char *render(TraceFormat format, int fail) {
@@ -753,6 +793,7 @@ int main(void) {
         cmocka_unit_test(test_heat_maps),
         cmocka_unit_test(test_lesson2_slides),
         cmocka_unit_test(test_lesson2_cache_rows),
+        cmocka_unit_test(test_lesson3_cache_rows),
         cmocka_unit_test(test_options_and_commands),
         cmocka_unit_test(test_every_lesson),
     };
