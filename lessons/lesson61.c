@@ -24,6 +24,7 @@
 #include "fileio.h"
 #include "gptsetup.h"
 #include "kvpage.h"
+#include "kvpage_svg.h"
 #include "kvsim.h"
 #include "lessons.h"
 #include "ops.h"
@@ -58,9 +59,20 @@ static const int BENCH_B[] = {1, 16, 256};       // part 5
 // ----------------------------------------------------------------------------
 // Showing blocks
 
+// Where the pool's events go: the trace, and for the page's picture of the
+// pool (--format html) the block each block was copied from since the last
+// picture.
+typedef struct {
+    Trace *tr;
+    int *cow_src;   // (nb) a block's source, or -1; NULL without a page
+    int nb;
+} Shown;
+
 static void on_block(void *ctx, const KvEvent *e) {
     static const char *const names[] = {"alloc", "fork", "cow", "free", "share"};
-    trace_block(ctx, names[e->kind], e->block, e->src, e->ref, e->src_ref);
+    Shown *sh = ctx;
+    trace_block(sh->tr, names[e->kind], e->block, e->src, e->ref, e->src_ref);
+    if (e->kind == KV_COW && sh->cow_src && e->block < sh->nb) sh->cow_src[e->block] = e->src;
 }
 
 // One character of a token for the table ("\n" shown as ⏎).
@@ -145,10 +157,27 @@ typedef struct {
     int nsamplers;
     int *tokens, *prompt;
     float *logits_a, *logits_b;
+    Shown shown;
 } Scene;
+
+// The page's picture of the pool now (kvpage_svg.h), with the copies made
+// since the last one; nothing without a page.
+static void show_pool(Scene *sc) {
+    Shown *sh = &sc->shown;
+    if (!sh->cow_src) return;
+    Buf b;
+    buf_init(&b);
+    kvpage_svg(&b, &sc->pool, sc->seqs, sc->nseqs, sh->cow_src);
+    char *svg = buf_take(&b);
+    if (svg) trace_svg(sh->tr, svg);
+    free(svg);
+    for (int k = 0; k < sh->nb; k++) sh->cow_src[k] = -1;
+}
 
 static void scene_seqs_free(Scene *sc) {
     sc->pool.on_event = NULL;   // the blocks freed between parts are not part of the story
+    free(sc->shown.cow_src);
+    sc->shown.cow_src = NULL;
     for (int i = 0; i < sc->nseqs; i++) kvseq_free(&sc->seqs[i]);
     free(sc->seqs);
     sc->seqs = NULL;
@@ -163,8 +192,13 @@ static int scene_pool(Scene *sc, Trace *tr, int B, int NB, int n, int show) {
     GptConfig c = sc->m.cfg;
     if (kvpool_init(&sc->pool, c.L, c.H, c.C / c.H, B, NB)) return -1;
     if (show) {
+        sc->shown = (Shown){tr, NULL, NB};
+        if (tr->doc == FORMAT_HTML) {
+            if (!(sc->shown.cow_src = malloc(sizeof(int) * (size_t)NB))) return -1;
+            for (int k = 0; k < NB; k++) sc->shown.cow_src[k] = -1;
+        }
         sc->pool.on_event = on_block;
-        sc->pool.event_ctx = tr;
+        sc->pool.event_ctx = &sc->shown;
     }
     sc->seqs = calloc((size_t)n, sizeof *sc->seqs);
     if (!sc->seqs) return -1;
@@ -264,6 +298,7 @@ static int part_table(Scene *sc, Trace *tr, const Options *opt, int n_prompt) {
         }
         if (!logits) return oom();
         show_table(tr, &sc->seqs[0], m);
+        show_pool(sc);
         int p = sc->seqs[0].len - 1, slot = kvseq_slot(&sc->seqs[0], p);
         trace_sayf(tr, "  position %d: slot = table[%d / %d] * %d + %d %% %d = %d * %d + %d = %d\n",
                    "  位置 %d：槽位 = table[%d / %d] * %d + %d %% %d = %d * %d + %d = %d\n", p, p, TABLE_B, TABLE_B, p,
@@ -294,6 +329,7 @@ static int sharing_fork(Scene *sc, Trace *tr, int n_prompt, int N) {
     for (int i = 1; i < N; i++) kvseq_fork(&sc->seqs[i], &sc->seqs[0]);
     trace_say(tr, "Reference counts after the fork:", "fork 之后的引用计数：");
     show_table(tr, &sc->seqs[0], m);
+    show_pool(sc);
     trace_pause(tr);
     return 0;
 }
@@ -319,6 +355,7 @@ static int sharing_generate(Scene *sc, Trace *tr, int n_prompt, int N, int steps
             if (!logits) return -1;
             tok[now] = sampler_sample(&sc->samplers[i], logits);
         }
+        show_pool(sc);
     }
     trace_step(tr, 0);
     trace_run(tr, NULL);

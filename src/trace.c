@@ -861,6 +861,10 @@ int trace_compare(Trace *tr, const char *name, const char *a_name, const Tensor 
     return identical;
 }
 
+void trace_svg(Trace *tr, const char *svg) {
+    if (trace_doc_active(tr)) trace_doc_svg(tr, svg);
+}
+
 void trace_textval(Trace *tr, const char *name, const char *text) {
     if (trace_doc_active(tr)) {
         trace_doc_textval(tr, text);

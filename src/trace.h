@@ -128,6 +128,11 @@ void trace_tensor_kind(Trace *tr, TraceLevel level, const char *name, const char
 //   trace_cache_rows(tr, last, ROW_REUSED);   // K_last's rows, then k_cur's
 //   trace_tensor(tr, TRACE_SUMMARY, "K", "K = torch.cat([K_last, K_cur])", &K, rows, 0);
 void trace_cache_rows(Trace *tr, int old, TraceRowRole how);
+// A picture for the HTML page: one <svg> element drawn by the caller (no
+// address in it; its labels in both languages, elements of class en and
+// zh). Nothing in text, JSON or Markdown, where the lesson's lines say the
+// same in words.
+void trace_svg(Trace *tr, const char *svg);
 // A shape only, for tensors too large to print: key (1, 6, 64, 7).
 void trace_shape(Trace *tr, const char *name, int ndim, const int *shape);
 // A whole number worth counting (rows computed, multiply-adds, bytes). With

@@ -326,7 +326,10 @@ static void flush_held(Trace *tr, struct TraceDoc *d) {
         buf_append(&d->page, "\n");
     } else {
         end_table(tr, d);
-        if (!d->section_open) open_section(tr, d);
+        if (d->new_step || !d->section_open) {   // text said after a step began is on its slide
+            step_section(tr, d);
+            d->new_step = 0;
+        }
         d->content = 1;
         buf_append(&d->page, is_html(tr) ? "<pre class=\"out\">" : "```text\n");
     }
@@ -463,6 +466,14 @@ void trace_doc_step(Trace *tr) {
     struct TraceDoc *d = tr->doc_state;
     flush_held(tr, d);
     d->new_step = 1;
+}
+
+void trace_doc_svg(Trace *tr, const char *svg) {
+    if (!is_html(tr)) return;
+    struct TraceDoc *d = before(tr, 0);
+    buf_append(&d->page, "<figure class=\"pic\">\n");
+    buf_append(&d->page, svg);
+    buf_append(&d->page, "</figure>\n");
 }
 
 void trace_doc_textval(Trace *tr, const char *text) {

@@ -660,6 +660,30 @@ static void test_lesson3_cache_rows(void **state) {
     check_keys_rows("--no-cache", prefill, full);
 }
 
+// Lesson 6.1's pool as pictures: after the fork of 3 samples the prompt's
+// first block is held by all three (ref 3, drawn shared); the next step
+// copies a shared block on write, drawn as an arrow under its legend.
+static void test_lesson61_pool_pictures(void **state) {
+    (void)state;
+    const char *args = "lesson 6.1 --samples 3 --steps 8 --repeat 1 --init random --preset tiny --format html";
+    RunResult r = kvdemo_run(args);
+    assert_int_equal(r.status, 0);
+    int pools = 0, shared3 = 0, arrows = 0;
+    for (const char *p = r.out; (p = strstr(p, "<svg class=\"pool\"")); p++) {
+        const char *end = strstr(p, "</svg>");
+        if (!end) fail_msg("kvdemo %s: a pool picture that never ends", args);
+        pools++;
+        const char *ref = strstr(p, "L0 · ref 3");
+        shared3 += ref && ref < end;
+        const char *arrow = strstr(p, "<path d=\"M"), *legend = strstr(p, "copied on write from");
+        arrows += arrow && arrow < end && legend && legend < end;
+    }
+    if (pools < 3) fail_msg("kvdemo %s: expected a pool picture a step, got %d", args, pools);
+    if (!shared3) fail_msg("kvdemo %s: expected a picture with block L0 shared by the 3 samples (ref 3)", args);
+    if (!arrows) fail_msg("kvdemo %s: expected a copy-on-write arrow in a picture", args);
+    run_free(&r);
+}
+
 // The trace itself, without a lesson: text that HTML and Markdown must
 // escape, a 3-D tensor, -inf, and what a lesson prints around the trace.
 static char *render(TraceFormat format, int fail) {
@@ -794,6 +818,7 @@ int main(void) {
         cmocka_unit_test(test_lesson2_slides),
         cmocka_unit_test(test_lesson2_cache_rows),
         cmocka_unit_test(test_lesson3_cache_rows),
+        cmocka_unit_test(test_lesson61_pool_pictures),
         cmocka_unit_test(test_options_and_commands),
         cmocka_unit_test(test_every_lesson),
     };
