@@ -927,10 +927,11 @@ static int is_json_number(const char *s) {
 void trace_table_head(Trace *tr, const TraceTable *t) {
     if (trace_doc_active(tr)) {   // a document: an HTML or Markdown table
         const char *en[64], *zh[64];
-        int right[64];
+        int right[64], width[64];
         assert(t->ncols <= 64);
-        for (int i = 0; i < t->ncols; i++) en[i] = t->cols[i].en, zh[i] = t->cols[i].zh, right[i] = t->cols[i].right;
-        trace_doc_table_head(tr, t->ncols, en, zh, right);
+        for (int i = 0; i < t->ncols; i++)
+            en[i] = t->cols[i].en, zh[i] = t->cols[i].zh, right[i] = t->cols[i].right, width[i] = t->cols[i].width;
+        trace_doc_table_head(tr, t->ncols, en, zh, right, width);
         return;
     }
     Buf b;

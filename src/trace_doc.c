@@ -51,6 +51,7 @@ struct TraceDoc {
     int headings;        // headings so far (the first is the title)
     int table_cols;      // columns of the open trace table, or 0
     unsigned char table_left[64];   // 1: that column is left-aligned (text)
+    int table_width[64];            // its width in terminal columns
     size_t held_end;     // page.len right after the last block of held text
     size_t lines_end;    // page.len right after the last block of lines
     struct TwinText *twins;   // the texts of both languages handed out (trace_doc_text)
@@ -825,14 +826,79 @@ int trace_doc_lines_next(Trace *tr) {
 // ----------------------------------------------------------------------------
 // Tables
 
-void trace_doc_table_head(Trace *tr, int ncols, const char *const *en, const char *const *zh, const int *right) {
+// ----------------------------------------------------------------------------
+// Bars of a chart (lessons 4 and 5 draw them in text with █, ░ and ·)
+
+static const char *const BAR_FULL = "\u2588", *const BAR_LIGHT = "\u2591", *const BAR_EMPTY = "\u00b7";
+static const char *const BAR_FULL_COLOUR = "#0072b2", *const BAR_LIGHT_COLOUR = "#e69f00";   // Okabe-Ito
+enum { BAR_PX = 6 };   // pixels a terminal column of the bar
+
+// A cell that is a bar (only the three characters) as an SVG bar whose
+// track is width columns long; returns 0 when it is no bar.
+static int bar_cell(Buf *b, const char *s, int width) {
+    int full = 0, light = 0, empty = 0;
+    for (const char *p = s; *p;) {
+        if (!strncmp(p, BAR_FULL, strlen(BAR_FULL))) full++, p += strlen(BAR_FULL);
+        else if (!strncmp(p, BAR_LIGHT, strlen(BAR_LIGHT))) light++, p += strlen(BAR_LIGHT);
+        else if (!strncmp(p, BAR_EMPTY, strlen(BAR_EMPTY))) empty++, p += strlen(BAR_EMPTY);
+        else return 0;
+    }
+    int n = full + light + empty, w;
+    if (!n) return 0;
+    if (width < n) width = n;
+    w = width * BAR_PX;
+    buf_printf(b, "<svg class=\"bar\" width=\"%d\" height=\"14\" viewBox=\"0 0 %d 14\" role=\"img\">"
+               "<rect x=\"0.5\" y=\"1.5\" width=\"%d\" height=\"11\" fill=\"#f4f4f4\" stroke=\"#888\"></rect>",
+               w + 1, w + 1, w);
+    if (full)
+        buf_printf(b, "<rect x=\"0.5\" y=\"1.5\" width=\"%d\" height=\"11\" fill=\"%s\"></rect>", full * BAR_PX, BAR_FULL_COLOUR);
+    if (light)
+        buf_printf(b, "<rect x=\"%d.5\" y=\"1.5\" width=\"%d\" height=\"11\" fill=\"%s\"></rect>", full * BAR_PX,
+                   light * BAR_PX, BAR_LIGHT_COLOUR);
+    buf_append(b, "</svg>");
+    return 1;
+}
+
+// A head's text, its bar characters drawn in the bars' colours.
+static void html_head_text(Buf *b, const char *s) {
+    for (const char *p = s; *p;) {
+        const char *f = strstr(p, BAR_FULL), *l = strstr(p, BAR_LIGHT), *next = f && (!l || f < l) ? f : l;
+        if (!next) {
+            html(b, p);
+            return;
+        }
+        html_text(b, p, (size_t)(next - p));
+        buf_printf(b, "<span class=\"sw\" style=\"color:%s\">%s</span>", next == f ? BAR_FULL_COLOUR : BAR_LIGHT_COLOUR,
+                   BAR_FULL);
+        p = next + strlen(next == f ? BAR_FULL : BAR_LIGHT);
+    }
+}
+
+static void html_head(struct TraceDoc *d, Buf *b, const char *en, const char *zh) {
+    char *e, *z;
+    if (twin_texts(d, en, zh, &e, &z)) return;
+    if (!strcmp(e, z)) {
+        html_head_text(b, e);
+    } else {
+        buf_append(b, "<span class=\"en\" lang=\"en\">");
+        html_head_text(b, e);
+        buf_append(b, "</span><span class=\"zh\" lang=\"zh-CN\">");
+        html_head_text(b, z);
+        buf_append(b, "</span>");
+    }
+    free(e);
+    free(z);
+}
+
+void trace_doc_table_head(Trace *tr, int ncols, const char *const *en, const char *const *zh, const int *right,
+                          const int *width) {
     struct TraceDoc *d = before(tr, 0);
     Buf *b = &d->page;
     if (is_html(tr)) {
         buf_append(b, "<table>\n<thead><tr>");
         for (int i = 0; i < ncols; i++) {
             buf_append(b, right[i] ? "<th>" : "<th class=\"l\">");
-            html_twin(d, b, en[i], zh ? zh[i] : NULL);
+            html_head(d, b, en[i], zh ? zh[i] : NULL);
             buf_append(b, "</th>");
         }
         buf_append(b, "</tr></thead>\n<tbody>\n");
@@ -848,7 +914,7 @@ void trace_doc_table_head(Trace *tr, int ncols, const char *const *en, const cha
         buf_append(b, "\n");
     }
     d->table_cols = ncols > 0 ? ncols : 1;
-    for (int i = 0; i < ncols && i < 64; i++) d->table_left[i] = !right[i];
+    for (int i = 0; i < ncols && i < 64; i++) d->table_left[i] = !right[i], d->table_width[i] = width[i];
 }
 
 void trace_doc_table_row(Trace *tr, int ncols, const char *const *cells) {
@@ -857,6 +923,7 @@ void trace_doc_table_row(Trace *tr, int ncols, const char *const *cells) {
     if (!d->table_cols) {   // a row without a head: a table of its own
         d->table_cols = ncols;
         memset(d->table_left, 0, sizeof d->table_left);
+        memset(d->table_width, 0, sizeof d->table_width);
         if (is_html(tr)) buf_append(b, "<table>\n<tbody>\n");
         else {
             buf_append(b, "|");
@@ -870,7 +937,7 @@ void trace_doc_table_row(Trace *tr, int ncols, const char *const *cells) {
         buf_append(b, "<tr>");
         for (int i = 0; i < ncols; i++) {
             buf_append(b, i < 64 && d->table_left[i] ? "<td class=\"l\">" : "<td>");
-            html_twin(d, b, cells[i], NULL);
+            if (!bar_cell(b, cells[i], i < 64 ? d->table_width[i] : 0)) html_twin(d, b, cells[i], NULL);
             buf_append(b, "</td>");
         }
         buf_append(b, "</tr>\n");

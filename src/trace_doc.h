@@ -44,8 +44,12 @@ void trace_doc_lines_begin(Trace *tr);
 int trace_doc_lines_next(Trace *tr);
 
 // A table with ncols columns: its heads in both languages, which columns are
-// right-aligned (numbers), then rows of cells; any other event ends it.
-void trace_doc_table_head(Trace *tr, int ncols, const char *const *en, const char *const *zh, const int *right);
+// right-aligned (numbers), their widths in terminal columns, then rows of
+// cells; any other event ends it. In HTML a cell that is a bar of a chart
+// (only █, ░ and ·, as the text draws one) is drawn as an SVG bar, the
+// column's width its whole length; █ and ░ in a head are its colours.
+void trace_doc_table_head(Trace *tr, int ncols, const char *const *en, const char *const *zh, const int *right,
+                          const int *width);
 void trace_doc_table_row(Trace *tr, int ncols, const char *const *cells);
 
 // Opens and closes the document (trace_begin and trace_finish in trace.c).

@@ -684,6 +684,29 @@ static void test_lesson61_pool_pictures(void **state) {
     run_free(&r);
 }
 
+// Lessons 4 and 5 chart with bars of █, ░ and ·; their pages draw each bar
+// as an SVG bar (░ is all but invisible on a projector) and keep no bar
+// characters in a cell.
+static void test_bars_are_drawn(void **state) {
+    (void)state;
+    static const char *const ARGS[] = {"lesson 4 --steps 8 --repeat 1 --init random --preset tiny --format html",
+                                       "lesson 5 --init random --preset tiny --format html"};
+    for (int i = 0; i < 2; i++) {
+        RunResult r = kvdemo_run(ARGS[i]);
+        assert_int_equal(r.status, 0);
+        int bars = 0;
+        for (const char *p = r.out; (p = strstr(p, "<svg class=\"bar\"")); p++) bars++;
+        if (bars < 4) fail_msg("kvdemo %s: expected SVG bars in the chart, got %d", ARGS[i], bars);
+        for (const char *p = r.out; (p = strstr(p, "<td")); p++) {
+            const char *text = strchr(p, '>') + 1, *end = strstr(text, "</td>");
+            const char *hit = strstr(text, "\u2588"), *light = strstr(text, "\u2591");
+            if ((hit && hit < end) || (light && light < end))
+                fail_msg("kvdemo %s: a cell still drawn in characters: '%.60s'", ARGS[i], text);
+        }
+        run_free(&r);
+    }
+}
+
 // The trace itself, without a lesson: text that HTML and Markdown must
 // escape, a 3-D tensor, -inf, and what a lesson prints around the trace.
 static char *render(TraceFormat format, int fail) {
@@ -819,6 +842,7 @@ int main(void) {
         cmocka_unit_test(test_lesson2_cache_rows),
         cmocka_unit_test(test_lesson3_cache_rows),
         cmocka_unit_test(test_lesson61_pool_pictures),
+        cmocka_unit_test(test_bars_are_drawn),
         cmocka_unit_test(test_options_and_commands),
         cmocka_unit_test(test_every_lesson),
     };
