@@ -8,6 +8,7 @@
 #include "ops.h"
 #include "screen.h"
 #include "stats.h"
+#include "trace_deck.h"
 #include "trace_doc.h"
 #include "utf8.h"
 
@@ -861,8 +862,18 @@ int trace_compare(Trace *tr, const char *name, const char *a_name, const Tensor 
     return identical;
 }
 
+void trace_cache_triangle(Trace *tr, int prompt, int steps) {
+    if (!trace_doc_active(tr) || tr->doc != FORMAT_HTML || prompt < 1 || steps < 1) return;
+    Buf b;
+    buf_init(&b);
+    trace_deck_triangle(&b, prompt, steps);
+    char *svg = buf_take(&b);
+    if (svg) trace_doc_svg(tr, svg, 1u << ROW_NEW | 1u << ROW_REUSED | 1u << ROW_RECOMPUTED);
+    free(svg);
+}
+
 void trace_svg(Trace *tr, const char *svg) {
-    if (trace_doc_active(tr)) trace_doc_svg(tr, svg);
+    if (trace_doc_active(tr)) trace_doc_svg(tr, svg, 0);
 }
 
 void trace_textval(Trace *tr, const char *name, const char *text) {

@@ -133,6 +133,13 @@ void trace_cache_rows(Trace *tr, int old, TraceRowRole how);
 // zh). Nothing in text, JSON or Markdown, where the lesson's lines say the
 // same in words.
 void trace_svg(Trace *tr, const char *svg);
+// The K/V rows each step of a generation computes, drawn in the HTML page:
+// a grid, a row a step and a column a position, for the run without the
+// cache (every position recomputed but the newest) beside the run with it
+// (the newest appended, the others reused), in the row marks' colours: the
+// triangle the cache removes. The first step feeds the prompt's tokens, each
+// step after it one more. Nothing in text, JSON or Markdown.
+void trace_cache_triangle(Trace *tr, int prompt, int steps);
 // A shape only, for tensors too large to print: key (1, 6, 64, 7).
 void trace_shape(Trace *tr, const char *name, int ndim, const int *shape);
 // A whole number worth counting (rows computed, multiply-adds, bytes). With

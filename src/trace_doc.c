@@ -469,9 +469,10 @@ void trace_doc_step(Trace *tr) {
     d->new_step = 1;
 }
 
-void trace_doc_svg(Trace *tr, const char *svg) {
+void trace_doc_svg(Trace *tr, const char *svg, unsigned roles) {
     if (!is_html(tr)) return;
     struct TraceDoc *d = before(tr, 0);
+    d->row_roles |= roles;
     buf_append(&d->page, "<figure class=\"pic\">\n");
     buf_append(&d->page, svg);
     buf_append(&d->page, "</figure>\n");

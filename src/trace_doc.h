@@ -30,8 +30,9 @@ void trace_doc_step(Trace *tr);
 // row has its class, and the slide ends with the legend of the marks.
 void trace_doc_tensor(Trace *tr, const char *shown, const char *code, const Tensor *t, const char *const *rows,
                       TraceHeat heat, TraceKind kind, int old, TraceRowRole how);
-// A picture (trace_svg): HTML only.
-void trace_doc_svg(Trace *tr, const char *svg);
+// A picture (trace_svg): HTML only. roles: bit 1 << role for each row
+// mark it draws, whose legend its slide then shows.
+void trace_doc_svg(Trace *tr, const char *svg, unsigned roles);
 // A text result (a generated text): preformatted.
 void trace_doc_textval(Trace *tr, const char *text);
 

@@ -707,6 +707,27 @@ static void test_bars_are_drawn(void **state) {
     }
 }
 
+// Lesson 7's page draws the triangle the cache removes: for its 8 steps,
+// n(n+1)/2 = 36 K/V rows without the cache and n = 8 with it (§7); each
+// step after the first a run of earlier positions (greyed, or reused) and
+// its new one.
+static void test_lesson7_triangle(void **state) {
+    (void)state;
+    RunResult r = kvdemo_run("lesson 7 --steps 8 --format html");
+    assert_int_equal(r.status, 0);
+    const char *svg = strstr(r.out, "<svg class=\"triangle\""), *end = svg ? strstr(svg, "</svg>") : NULL;
+    if (!end) fail_msg("lesson 7 --steps 8 --format html: expected the triangle's picture");
+    static const struct { const char *what; int n; } WANT[] = {
+        {"without the cache: 36 K/V rows", 1}, {"with the cache: 8 K/V rows", 1},
+        {"class=\"row-recomputed\"", 7}, {"class=\"row-reused\"", 7}, {"<rect class=\"row-new\"", 16}};
+    for (size_t i = 0; i < sizeof WANT / sizeof WANT[0]; i++) {
+        int n = 0;
+        for (const char *p = svg; (p = strstr(p, WANT[i].what)) && p < end; p++) n++;
+        if (n != WANT[i].n) fail_msg("lesson 7's triangle: expected %d x '%s', got %d", WANT[i].n, WANT[i].what, n);
+    }
+    run_free(&r);
+}
+
 // The trace itself, without a lesson: text that HTML and Markdown must
 // escape, a 3-D tensor, -inf, and what a lesson prints around the trace.
 static char *render(TraceFormat format, int fail) {
@@ -843,6 +864,7 @@ int main(void) {
         cmocka_unit_test(test_lesson3_cache_rows),
         cmocka_unit_test(test_lesson61_pool_pictures),
         cmocka_unit_test(test_bars_are_drawn),
+        cmocka_unit_test(test_lesson7_triangle),
         cmocka_unit_test(test_options_and_commands),
         cmocka_unit_test(test_every_lesson),
     };
