@@ -828,6 +828,7 @@ int trace_compare(Trace *tr, const char *name, const char *a_name, const Tensor 
         trace_doc_lines_begin(tr);
         do same = trace_compare(tr, name, a_name, a, b_name, b);
         while (trace_doc_lines_next(tr));
+        trace_doc_compared(tr, same);
         return same;
     }
     size_t n = tensor_numel(a);

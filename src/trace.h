@@ -57,6 +57,10 @@ typedef struct {
     TraceFormat doc;        // FORMAT_HTML, FORMAT_MD, or FORMAT_TEXT: no document
     FILE *doc_out;
     struct TraceDoc *doc_state;
+    // For a document's footer (cli.c sets them; NULL / 0 leaves them out).
+    const char *version;       // kvdemo's
+    int argc;
+    char *const *argv;         // the command line
     // trace_cache_rows: the roles of the next tensor's rows.
     int rows_old;              // its first rows_old rows are rows_how, the rest ROW_NEW
     TraceRowRole rows_how;     // ROW_PLAIN: no roles

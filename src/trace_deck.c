@@ -41,6 +41,8 @@ const char *const TRACE_DECK_STYLE =
     "svg rect.row-recomputed{fill:#ddd;stroke:#fff}\n"
     ".rowlegend .sw{padding:0 .4em;margin-right:.3em}\n"
     "html.deck p.rowlegend{position:sticky;bottom:2.4em;background:#fff;padding:.2em 0}\n"
+    "footer.prov{margin-top:2em;border-top:1px solid #bbb;font-size:.85em;color:#444}\n"
+    "html.deck footer.prov{display:none}html.deck.overview footer.prov{display:block}\n"
     // the deck
     "html.deck body{max-width:none;margin:0;padding:.5em 2em 4em}\n"
     "@media screen{html.deck:not(.overview) section.slide:not(.current){display:none}}\n"

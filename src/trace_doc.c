@@ -28,6 +28,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/utsname.h>
+#include <unistd.h>
 
 struct TraceDoc {
     Buf page;            // the document so far
@@ -55,6 +57,7 @@ struct TraceDoc {
     size_t held_end;     // page.len right after the last block of held text
     size_t lines_end;    // page.len right after the last block of lines
     struct TwinText *twins;   // the texts of both languages handed out (trace_doc_text)
+    int compared, identical;  // comparisons made, and those identical bit for bit
 };
 
 // A text of both languages that trace_text handed out while the document
@@ -956,6 +959,42 @@ void trace_doc_table_row(Trace *tr, int ncols, const char *const *cells) {
 // ----------------------------------------------------------------------------
 // Opening and closing
 
+void trace_doc_compared(Trace *tr, int identical) {
+    tr->doc_state->compared++;
+    tr->doc_state->identical += identical != 0;
+}
+
+// The footer: what made the page (kvdemo's version, the command line, the
+// machine) and how many of its comparisons were identical bit for bit.
+static void page_footer(Trace *tr, struct TraceDoc *d) {
+    Buf *b = &d->page;
+    struct utsname u;
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    buf_append(b, "<footer class=\"prov\"><p>");
+    if (tr->version) {
+        buf_append(b, "kvdemo ");
+        html(b, tr->version);
+        buf_append(b, " · ");
+    }
+    if (tr->argc > 0) {
+        buf_append(b, "<code>kvdemo");
+        for (int i = 1; i < tr->argc; i++) {
+            buf_append(b, " ");
+            html(b, tr->argv[i]);
+        }
+        buf_append(b, "</code> · ");
+    }
+    if (!uname(&u)) html(b, u.machine);
+    char en[160], zh[160];
+    snprintf(en, sizeof en, ", %ld cores · ", cores);
+    snprintf(zh, sizeof zh, "，%ld 个核 · ", cores);
+    html_both(b, en, zh);
+    snprintf(en, sizeof en, "%d of %d comparisons identical bit for bit", d->identical, d->compared);
+    snprintf(zh, sizeof zh, "%d 次比较中 %d 次逐位相同", d->compared, d->identical);
+    html_both(b, en, zh);
+    buf_append(b, "</p></footer>\n");
+}
+
 int trace_doc_open(Trace *tr) {
     struct TraceDoc *d = calloc(1, sizeof *d);
     if (!d) return -1;
@@ -981,6 +1020,7 @@ int trace_doc_close(Trace *tr, int rc) {
     end_table(tr, d);
     if (is_html(tr)) {
         close_section(d);
+        page_footer(tr, d);
         buf_printf(&d->page, "<script>\n%s</script>\n</body>\n</html>\n", TRACE_DECK_SCRIPT);
     }
     tr->out = tr->doc_out;

@@ -53,6 +53,9 @@ void trace_doc_table_head(Trace *tr, int ncols, const char *const *en, const cha
                           const int *width);
 void trace_doc_table_row(Trace *tr, int ncols, const char *const *cells);
 
+// A comparison (trace_compare) gave identical (1) or not: the page's footer counts them.
+void trace_doc_compared(Trace *tr, int identical);
+
 // Opens and closes the document (trace_begin and trace_finish in trace.c).
 int trace_doc_open(Trace *tr);
 int trace_doc_close(Trace *tr, int rc);
