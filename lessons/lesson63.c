@@ -22,6 +22,7 @@
 #include "attention.h"
 #include "fileio.h"
 #include "flash.h"
+#include "flash_svg.h"
 #include "gpt.h"
 #include "gptsetup.h"
 #include "lessons.h"
@@ -339,6 +340,14 @@ static int tiled_trace(Trace *tr, const ToyData *d, const AttnStep *s, int *said
                        bi, bj, i0, i0 + br - 1, j0, j0 + bc - 1,
                        trace_text(tr, diag ? " — on the diagonal: masked" : "", diag ? "——对角线上的块：加掩码" : ""));
             tile_update(&t, O, d, s, Kt, i0, br, j0, bc);
+            if (tr->doc == FORMAT_HTML) {   // the page draws where the tile is, and m and l so far
+                Buf pic;
+                buf_init(&pic);
+                flash_svg(&pic, N, TILE, i0, j0, d->rows, t.m, t.l, br);
+                char *svg = buf_take(&pic);
+                if (svg) trace_svg(tr, svg);
+                free(svg);
+            }
             tile_show(tr, &t, O, d, s_code, i0, br, bc);
         }
         for (int r = 0; r < br; r++)

@@ -747,6 +747,29 @@ static void test_footer(void **state) {
     run_free(&r);
 }
 
+// Lesson 6.3's page draws each tile it computes over the 3 x 3 scores of
+// 天气真 in 2 x 2 tiles: (1, 1), (2, 1) and (2, 2); (1, 2) lies above the
+// diagonal and is skipped. Beside each, m and l of the tile's query rows
+// (the first block holds two query rows, the second one).
+static void test_lesson63_tiles(void **state) {
+    (void)state;
+    const char *args = "lesson 6.3 --repeat 1 --max-n 1024 --init random --preset tiny --format html";
+    RunResult r = kvdemo_run(args);
+    assert_int_equal(r.status, 0);
+    static const int ROWS[] = {2, 1, 1};
+    int n = 0;
+    for (const char *p = r.out; (p = strstr(p, "<svg class=\"tiles\"")); p++, n++) {
+        const char *end = strstr(p, "</svg>");
+        int m = 0;
+        for (const char *q = p; (q = strstr(q, ": m = ")) && q < end; q++) m++;
+        if (n < 3 && m != ROWS[n]) fail_msg("kvdemo %s: tile picture %d: expected m and l of %d rows, got %d", args, n + 1, ROWS[n], m);
+        const char *frame = strstr(p, "stroke=\"#d55e00\" stroke-width=\"4\"");
+        if (!frame || frame > end) fail_msg("kvdemo %s: tile picture %d: expected the tile being processed framed", args, n + 1);
+    }
+    if (n != 3) fail_msg("kvdemo %s: expected 3 tile pictures (the tiles computed), got %d", args, n);
+    run_free(&r);
+}
+
 // The trace itself, without a lesson: text that HTML and Markdown must
 // escape, a 3-D tensor, -inf, and what a lesson prints around the trace.
 static char *render(TraceFormat format, int fail) {
@@ -885,6 +908,7 @@ int main(void) {
         cmocka_unit_test(test_bars_are_drawn),
         cmocka_unit_test(test_lesson7_triangle),
         cmocka_unit_test(test_footer),
+        cmocka_unit_test(test_lesson63_tiles),
         cmocka_unit_test(test_options_and_commands),
         cmocka_unit_test(test_every_lesson),
     };
