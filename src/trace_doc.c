@@ -20,6 +20,7 @@
 #include "buf.h"
 #include "fileio.h"
 #include "trace_deck.h"
+#include "trace_questions.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -878,18 +879,23 @@ static void html_head_text(Buf *b, const char *s) {
     }
 }
 
+// e and z, each of one language, each put by put, in spans where they differ.
+static void html_spans(Buf *b, const char *e, const char *z, void (*put)(Buf *, const char *)) {
+    if (!strcmp(e, z)) {
+        put(b, e);
+    } else {
+        buf_append(b, "<span class=\"en\" lang=\"en\">");
+        put(b, e);
+        buf_append(b, "</span><span class=\"zh\" lang=\"zh-CN\">");
+        put(b, z);
+        buf_append(b, "</span>");
+    }
+}
+
 static void html_head(struct TraceDoc *d, Buf *b, const char *en, const char *zh) {
     char *e, *z;
     if (twin_texts(d, en, zh, &e, &z)) return;
-    if (!strcmp(e, z)) {
-        html_head_text(b, e);
-    } else {
-        buf_append(b, "<span class=\"en\" lang=\"en\">");
-        html_head_text(b, e);
-        buf_append(b, "</span><span class=\"zh\" lang=\"zh-CN\">");
-        html_head_text(b, z);
-        buf_append(b, "</span>");
-    }
+    html_spans(b, e, z, html_head_text);
     free(e);
     free(z);
 }
@@ -995,6 +1001,44 @@ static void page_footer(Trace *tr, struct TraceDoc *d) {
     buf_append(b, "</p></footer>\n");
 }
 
+// Text of a doc page: `code` as <code>.
+static void html_md_text(Buf *b, const char *s) {
+    int code = 0;
+    for (const char *p = s; *p;) {
+        const char *tick = strchr(p, '`'), *end = tick ? tick : p + strlen(p);
+        html_text(b, p, (size_t)(end - p));
+        if (!tick) break;
+        buf_append(b, (code = !code) ? "<code>" : "</code>");
+        p = tick + 1;
+    }
+    if (code) buf_append(b, "</code>");
+}
+
+// The last slide: the class questions of the lesson's doc page, each
+// answer shown on a click (<details>, which needs no script).
+static void questions_slide(Trace *tr, struct TraceDoc *d) {
+    enum { MAX_QUESTIONS = 16 };
+    Question en[MAX_QUESTIONS], zh[MAX_QUESTIONS];
+    if (!tr->lesson) return;
+    int ne = questions_read(en, MAX_QUESTIONS, tr->lesson, 0), nz = questions_read(zh, MAX_QUESTIONS, tr->lesson, 1);
+    if (ne) {
+        open_section(tr, d);
+        buf_append(&d->page, "<h2>");
+        html_both(&d->page, "Questions for the class", "课堂提问");
+        buf_append(&d->page, "</h2>\n<ol class=\"questions\">\n");
+        for (int i = 0; i < ne; i++) {
+            buf_append(&d->page, "<li><details><summary>");
+            html_spans(&d->page, en[i].question, i < nz ? zh[i].question : en[i].question, html_md_text);
+            buf_append(&d->page, "</summary>\n<p>");
+            html_spans(&d->page, en[i].answer, i < nz ? zh[i].answer : en[i].answer, html_md_text);
+            buf_append(&d->page, "</p></details></li>\n");
+        }
+        buf_append(&d->page, "</ol>\n");
+    }
+    questions_free(en, ne);
+    questions_free(zh, nz);
+}
+
 int trace_doc_open(Trace *tr) {
     struct TraceDoc *d = calloc(1, sizeof *d);
     if (!d) return -1;
@@ -1019,6 +1063,7 @@ int trace_doc_close(Trace *tr, int rc) {
     flush_held(tr, d);
     end_table(tr, d);
     if (is_html(tr)) {
+        questions_slide(tr, d);
         close_section(d);
         page_footer(tr, d);
         buf_printf(&d->page, "<script>\n%s</script>\n</body>\n</html>\n", TRACE_DECK_SCRIPT);

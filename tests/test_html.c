@@ -537,10 +537,15 @@ static void test_lesson2_slides(void **state) {
     RunResult r = kvdemo_run("lesson 2 --format html");
     assert_int_equal(r.status, 0);
     int n = check_slides(r.out, "lesson 2 --format html");
-    if (n != 6) fail_msg("lesson 2 --format html: expected 6 slides, got %d", n);
+    if (n != 7) fail_msg("lesson 2 --format html: expected 7 slides, got %d", n);
+    // The six of the lesson, then the class questions of docs/lesson-2.md,
+    // each answer behind its question (<details>).
     static const char *const FIRST[] = {"Lesson 2 — ", "2.1 Without the KV cache", "Step 2: the input",
-                                        "2.2 With the KV cache", "Step 2 with the cache", "Comparison"};
-    for (int i = 0; i < 6; i++) {
+                                        "2.2 With the KV cache", "Step 2 with the cache", "Comparison",
+                                        "<summary><span class=\"en\" lang=\"en\">How many rows of K and V does each run compute for "
+                                        "天气真?</span><span class=\"zh\" lang=\"zh-CN\">对“天气真”，两种方式各算了多少行 K、V？</span>"
+                                        "</summary>\n<p><span class=\"en\" lang=\"en\">Without the cache 2 + 3 = 5"};
+    for (int i = 0; i < 7; i++) {
         char want[32];
         snprintf(want, sizeof want, "id=\"slide-%d\"", i + 1);
         const char *at = strstr(r.out, want), *hit = at ? strstr(at, FIRST[i]) : NULL;
