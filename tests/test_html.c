@@ -775,6 +775,39 @@ static void test_lesson63_tiles(void **state) {
     run_free(&r);
 }
 
+// Lesson 10's page replays the race: a bar a run, each animated through
+// keyframes from the times its run recorded step by step, the shares of
+// time never going back and both bars full at the end (100%, all steps).
+static void test_lesson10_replay(void **state) {
+    (void)state;
+    const char *args = "lesson 10 --steps 8 --repeat 1 --init random --preset tiny --format html";
+    RunResult r = kvdemo_run(args);
+    assert_int_equal(r.status, 0);
+    const char *d = strstr(r.out, "<details class=\"replay\">");
+    if (!d) fail_msg("kvdemo %s: expected the race's replay", args);
+    for (int c = 0; c < 2; c++) {
+        char name[32];
+        snprintf(name, sizeof name, "@keyframes kvdemo-race-%d{", c);
+        const char *k = strstr(d, name), *end = k ? strchr(k + strlen(name), '}') : NULL;
+        while (end && end[1] != '}' && end[1] != '@' && end[1] != '<') end = strchr(end + 1, '}');
+        if (!k || !end) fail_msg("kvdemo %s: expected the keyframes of run %d", args, c);
+        double last = -1;
+        for (const char *p = k + strlen(name); p < end;) {
+            double at = strtod(p, NULL);
+            if (at < last) fail_msg("kvdemo %s: run %d's keyframes go back in time: %g after %g", args, c, at, last);
+            last = at;
+            p = strchr(p, '}');
+            if (!p) break;
+            p++;
+        }
+        if (!strstr(k, "100.00%{transform:scaleX(1.0000)}") || strstr(k, "100.00%{transform:scaleX(1.0000)}") > end + 1)
+            fail_msg("kvdemo %s: run %d's bar should be full at the end of its time", args, c);
+        snprintf(name, sizeof name, "animation:kvdemo-race-%d ", c);
+        if (!strstr(d, name)) fail_msg("kvdemo %s: expected run %d's bar animated ('%s')", args, c, name);
+    }
+    run_free(&r);
+}
+
 // The trace itself, without a lesson: text that HTML and Markdown must
 // escape, a 3-D tensor, -inf, and what a lesson prints around the trace.
 static char *render(TraceFormat format, int fail) {
@@ -914,6 +947,7 @@ int main(void) {
         cmocka_unit_test(test_lesson7_triangle),
         cmocka_unit_test(test_footer),
         cmocka_unit_test(test_lesson63_tiles),
+        cmocka_unit_test(test_lesson10_replay),
         cmocka_unit_test(test_options_and_commands),
         cmocka_unit_test(test_every_lesson),
     };
