@@ -786,7 +786,7 @@ static void test_lesson10_replay(void **state) {
     const char *d = strstr(r.out, "<details class=\"replay\">");
     if (!d) fail_msg("kvdemo %s: expected the race's replay", args);
     for (int c = 0; c < 2; c++) {
-        char name[32];
+        char name[64];
         snprintf(name, sizeof name, "@keyframes kvdemo-race-%d{", c);
         const char *k = strstr(d, name), *end = k ? strchr(k + strlen(name), '}') : NULL;
         while (end && end[1] != '}' && end[1] != '@' && end[1] != '<') end = strchr(end + 1, '}');
