@@ -33,6 +33,7 @@
 #include "measure.h"
 #include "ops.h"
 #include "race.h"
+#include "race_svg.h"
 #include "sampler.h"
 #include "screen.h"
 
@@ -52,6 +53,7 @@ typedef struct {
     GptCost cost;           // summed over the steps
     int shown;              // steps whose cache shapes were printed
     Trace *tr;              // for the shapes; NULL: show nothing
+    double *elapsed;        // (steps) seconds to the end of each step, for the page's replay, or NULL
     int n_prompt;           // len(tokens) before step 1
     // The steps of a cached run that dropped the cache because the text
     // outgrew the context, and what they cost.
@@ -72,6 +74,7 @@ static int record_step(void *ctx, const GptStep *st) {
     memcpy(r->logits + (size_t)st->step * r->cfg.V, st->logits, sizeof(float) * (size_t)r->cfg.V);
     r->steps_done = st->step + 1;
     r->seconds += st->seconds;
+    if (r->elapsed) r->elapsed[st->step] = r->seconds;
     GptCost c = gpt_cost(r->cfg, st->n, st->offset);
     add_cost(&r->cost, c);
     // A step of the cached run that fed everything again, after step 1: the
@@ -338,6 +341,7 @@ int lesson10_run(const Options *opt, Trace *tr) {
         rec[c].cfg = m.cfg;
         rec[c].n_prompt = n_prompt;
         rec[c].logits = malloc(sizeof(float) * (size_t)steps * (size_t)m.cfg.V);
+        rec[c].elapsed = tr->doc == FORMAT_HTML ? calloc((size_t)steps, sizeof(double)) : NULL;
         arm[c] = (Arm){&rec[c], &text[c], &s, &m, prompt, n_prompt, steps, c, 0, opt, tr, NULL, NULL};
         if (times) arm[c].seconds = times + 2 * c * runs, arm[c].reset_seconds = times + (2 * c + 1) * runs;
     }
@@ -380,6 +384,14 @@ int lesson10_run(const Options *opt, Trace *tr) {
     }
 
     compare_runs(tr, rec, text, steps, arm, runs);
+    if (rec[0].elapsed && rec[1].elapsed) {   // the page replays the race from the recorded times
+        Buf b;
+        buf_init(&b);
+        race_svg(&b, (const double *const[]){rec[0].elapsed, rec[1].elapsed}, steps);
+        char *replay = buf_take(&b);
+        if (replay) trace_svg(tr, replay);
+        free(replay);
+    }
     goto done;
 oom:
     fileio_error("out of memory", "内存不足");
@@ -390,6 +402,8 @@ done:
     free(text[1]);
     free(rec[0].logits);
     free(rec[1].logits);
+    free(rec[0].elapsed);
+    free(rec[1].elapsed);
     free(prompt);
     gpt_state_free(&s);
     gpt_free(&m);

@@ -189,10 +189,11 @@ static void show_cached_step(Trace *tr, const ToyData *d, const AttnStep *s, int
     trace_tensor(tr, TRACE_FULL, "V_cur", "V_cur = torch.matmul(X, W_V)", &V_cur, rows + last, HEAT_NONE);
     trace_cache_rows(tr, last, ROW_REUSED);
     trace_tensor(tr, TRACE_SUMMARY, "V", "V = torch.cat([V_last, V_cur])", &V, rows, HEAT_NONE);
-    toy_caption(d, trace_text(tr, "scores = torch.matmul(Q, K.T) / %s   # no mask", "scores = torch.matmul(Q, K.T) / %s   # 不加掩码"),
-                code, sizeof code);
+    char code_zh[sizeof code];
+    toy_caption(d, "scores = torch.matmul(Q, K.T) / %s   # no mask", code, sizeof code);
+    toy_caption(d, "scores = torch.matmul(Q, K.T) / %s   # 不加掩码", code_zh, sizeof code_zh);
     trace_cache_rows(tr, 0, ROW_NEW);
-    trace_tensor(tr, TRACE_FULL, "scores", code, &scores, rows + last, HEAT_SCORES);
+    trace_tensor(tr, TRACE_FULL, "scores", trace_text(tr, code, code_zh), &scores, rows + last, HEAT_SCORES);
     trace_cache_rows(tr, 0, ROW_NEW);
     trace_tensor_as(tr, TRACE_FULL, "weights", "scores", "scores = F.softmax(scores, dim=-1)", &weights, rows + last, HEAT_PROBS);
     trace_cache_rows(tr, 0, ROW_NEW);

@@ -243,19 +243,28 @@ static void show_attention(Show *s, const LlamaStep *st) {
                "  从缓存读出的 keys[b, :, 0]、values[b, :, 0]：(start_pos + seqlen, head_dim) = (%d, %d)，\n"
                "  每个位置一行。",
                n, S, S, c->head_dim);
+    // The positions as the cache sees them (marked in a document): with it,
+    // those before start_pos are read from the cache and the fed ones are
+    // new; without it each step after the first computes all again but the
+    // newest position.
+    int old = s->use_cache ? f->write_from : st->step > 1 ? S - 1 : 0;
+    TraceRowRole how = s->use_cache ? ROW_REUSED : ROW_RECOMPUTED;
     char name[64];
     for (int b = 0; b < st->bsz; b++) {
         Tensor probs = tensor_view2(s->keep + (size_t)b * n * S, n, S);
         snprintf(name, sizeof name, "scores[%d, 0]", b);
+        trace_cache_rows(tr, s->use_cache ? 0 : old, how);
         trace_tensor_as(tr, TRACE_FULL, name, name, "scores = F.softmax(scores.float(), dim=-1).type_as(xq)", &probs,
                         token_rows(s, st, b, f->start_pos, n), HEAT_PROBS);
         const char *const *rows = token_rows(s, st, b, 0, S);
         Tensor keys = cache_head(s, s->st->cache.cache_k, b, S);
         snprintf(name, sizeof name, "keys[%d, :, 0]", b);
+        trace_cache_rows(tr, old, how);
         trace_tensor_as(tr, TRACE_FULL, name, name, "keys = self.cache_k[:bsz, : start_pos + seqlen]", &keys, rows,
                         HEAT_NONE);
         Tensor values = cache_head(s, s->st->cache.cache_v, b, S);
         snprintf(name, sizeof name, "values[%d, :, 0]", b);
+        trace_cache_rows(tr, old, how);
         trace_tensor_as(tr, TRACE_FULL, name, name, "values = self.cache_v[:bsz, : start_pos + seqlen]", &values,
                         rows, HEAT_NONE);
     }

@@ -371,7 +371,7 @@ static void time_per_token(Shared *x, Trace *tr) {
                "forward(tokens[t], offset t).",
                "每个时间是单次前向计算 %d 次运行的中位数，附最小 … 最大（--repeat N），%d 个线程%s，先热身，\n"
                "两种方式轮流运行：不使用缓存 forward(tokens[0:t+1])，使用缓存 forward(tokens[t], offset t)。",
-               repeat, ops_threads(), tr->lang == LANG_ZH || ops_threads() == 1 ? "" : "s");
+               repeat, ops_threads(), ops_threads() == 1 ? "" : trace_text(tr, "s", ""));
     trace_machine(tr, measure_machine());
     for (int i = npos - 1; i >= 0; i--) {
         int t = pos[i];

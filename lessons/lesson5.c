@@ -95,12 +95,16 @@ static int cache_grows(Trace *tr, const Options *opt, const GptModel *m, GptStat
     sampler_free(&sampler);
 
     trace_heading(tr, "The cache as the text grows", "缓存随文本增长");
-    trace_sayf(tr,
-               "The model wrote %d characters after the %d-character prompt, with the cache, to the end of the\n"
-               "context; after each step the cache held one more position (its length is read from the state).",
-               "模型在 %d 个字符的提示词之后用缓存写了 %d 个字符，直到上下文的末尾；每一步之后缓存多存一个\n"
-               "位置（长度取自模型状态本身）。",
-               tr->lang == LANG_ZH ? p : steps, tr->lang == LANG_ZH ? steps : p);
+    char wrote[320], wrote_zh[320];   // the two languages name the numbers in another order
+    snprintf(wrote, sizeof wrote,
+             "The model wrote %d characters after the %d-character prompt, with the cache, to the end of the\n"
+             "context; after each step the cache held one more position (its length is read from the state).",
+             steps, p);
+    snprintf(wrote_zh, sizeof wrote_zh,
+             "模型在 %d 个字符的提示词之后用缓存写了 %d 个字符，直到上下文的末尾；每一步之后缓存多存一个\n"
+             "位置（长度取自模型状态本身）。",
+             p, steps);
+    trace_say(tr, wrote, wrote_zh);
     trace_run(tr, "cache");
     for (int k = 0; k < steps; k++) {
         trace_step(tr, k + 1);
@@ -140,7 +144,7 @@ static void held_chart(Trace *tr, GptConfig g, int p, uint64_t per_token) {
 // Real models: bytes per token in fp16 and the length at which the cache
 // weighs as much as the weights.
 static void real_models(Trace *tr) {
-    char a[40], b[40], c[40], d[40];
+    char a[40], b[40], c[96], d[40];   // c: a text of both languages in a document
     trace_heading(tr, "Real models (fp16: 2 bytes a value; `kvdemo memory --list`)",
                   "真实模型（fp16：每个数 2 字节；`kvdemo memory --list`）");
     static const TraceColumn MODEL_COLS[] = {
@@ -167,8 +171,8 @@ static void real_models(Trace *tr) {
         trace_count(tr, "past_context", past, NULL, NULL);
         // Text: grouped digits and units, "!" past the context; JSON: the numbers.
         if (tr->format == FORMAT_TEXT) {
-            snprintf(c, sizeof c, trace_text(tr, "%s tokens%s", "%s 个 token%s"), memory_grouped(a, sizeof a, (uint64_t)cross),
-                     past ? " !" : "  ");
+            trace_textf(tr, c, sizeof c, "%s tokens%s", "%s 个 token%s", memory_grouped(a, sizeof a, (uint64_t)cross),
+                        past ? " !" : "  ");
             memory_grouped(b, sizeof b, tok);
             memory_decimal(d, sizeof d, w);
         } else {

@@ -24,6 +24,7 @@
 #include "fileio.h"
 #include "gptsetup.h"
 #include "kvpage.h"
+#include "kvpage_svg.h"
 #include "kvsim.h"
 #include "lessons.h"
 #include "ops.h"
@@ -59,9 +60,20 @@ static const int BENCH_B[] = {1, 16, 256};       // part 5
 // ----------------------------------------------------------------------------
 // Showing blocks
 
+// Where the pool's events go: the trace, and for the page's picture of the
+// pool (--format html) the block each block was copied from since the last
+// picture.
+typedef struct {
+    Trace *tr;
+    int *cow_src;   // (nb) a block's source, or -1; NULL without a page
+    int nb;
+} Shown;
+
 static void on_block(void *ctx, const KvEvent *e) {
     static const char *const names[] = {"alloc", "fork", "cow", "free", "share"};
-    trace_block(ctx, names[e->kind], e->block, e->src, e->ref, e->src_ref);
+    Shown *sh = ctx;
+    trace_block(sh->tr, names[e->kind], e->block, e->src, e->ref, e->src_ref);
+    if (e->kind == KV_COW && sh->cow_src && e->block < sh->nb) sh->cow_src[e->block] = e->src;
 }
 
 // One character of a token for the table ("\n" shown as ⏎).
@@ -77,13 +89,13 @@ static void show_table(Trace *tr, const KvSeq *s, const GptModel *m) {
     for (int i = 0; i < s->num_blocks; i++) {
         char line[512], t[8];
         int filled = s->len - i * B < B ? s->len - i * B : B;
-        int o = snprintf(line, sizeof line, trace_text(tr, "  logical %d -> physical %-3d [", "  逻辑块 %d -> 物理块 %-3d ["),
-                         i, s->table[i]);
+        int o = (int)strlen(trace_textf(tr, line, sizeof line, "  logical %d -> physical %-3d [", "  逻辑块 %d -> 物理块 %-3d [",
+                                        i, s->table[i]));
         for (int j = 0; j < B && o < (int)sizeof line - 16; j++)
             o += snprintf(line + o, sizeof line - (size_t)o, "%s%s", j ? " " : "",
                           j < filled ? token_text(t, sizeof t, m, s->tokens[i * B + j]) : "_");
-        snprintf(line + o, sizeof line - (size_t)o, trace_text(tr, "]  %d/%d filled, ref %d", "]  已填 %d/%d，引用计数 %d"),
-                 filled, B, s->pool->ref[s->table[i]]);
+        trace_textf(tr, line + o, sizeof line - (size_t)o, "]  %d/%d filled, ref %d", "]  已填 %d/%d，引用计数 %d", filled, B,
+                    s->pool->ref[s->table[i]]);
         trace_say(tr, line, line);
         char name[32];
         snprintf(name, sizeof name, "block_table[%d]", i);
@@ -146,10 +158,27 @@ typedef struct {
     int nsamplers;
     int *tokens, *prompt;
     float *logits_a, *logits_b;
+    Shown shown;
 } Scene;
+
+// The page's picture of the pool now (kvpage_svg.h), with the copies made
+// since the last one; nothing without a page.
+static void show_pool(Scene *sc) {
+    Shown *sh = &sc->shown;
+    if (!sh->cow_src) return;
+    Buf b;
+    buf_init(&b);
+    kvpage_svg(&b, &sc->pool, sc->seqs, sc->nseqs, sh->cow_src);
+    char *svg = buf_take(&b);
+    if (svg) trace_svg(sh->tr, svg);
+    free(svg);
+    for (int k = 0; k < sh->nb; k++) sh->cow_src[k] = -1;
+}
 
 static void scene_seqs_free(Scene *sc) {
     sc->pool.on_event = NULL;   // the blocks freed between parts are not part of the story
+    free(sc->shown.cow_src);
+    sc->shown.cow_src = NULL;
     for (int i = 0; i < sc->nseqs; i++) kvseq_free(&sc->seqs[i]);
     free(sc->seqs);
     sc->seqs = NULL;
@@ -164,8 +193,13 @@ static int scene_pool(Scene *sc, Trace *tr, int B, int NB, int n, int show) {
     GptConfig c = sc->m.cfg;
     if (kvpool_init(&sc->pool, c.L, c.H, c.C / c.H, B, NB)) return -1;
     if (show) {
+        sc->shown = (Shown){tr, NULL, NB};
+        if (tr->doc == FORMAT_HTML) {
+            if (!(sc->shown.cow_src = malloc(sizeof(int) * (size_t)NB))) return -1;
+            for (int k = 0; k < NB; k++) sc->shown.cow_src[k] = -1;
+        }
         sc->pool.on_event = on_block;
-        sc->pool.event_ctx = tr;
+        sc->pool.event_ctx = &sc->shown;
     }
     sc->seqs = calloc((size_t)n, sizeof *sc->seqs);
     if (!sc->seqs) return -1;
@@ -265,6 +299,7 @@ static int part_table(Scene *sc, Trace *tr, const Options *opt, int n_prompt) {
         }
         if (!logits) return oom();
         show_table(tr, &sc->seqs[0], m);
+        show_pool(sc);
         int p = sc->seqs[0].len - 1, slot = kvseq_slot(&sc->seqs[0], p);
         trace_sayf(tr, "  position %d: slot = table[%d / %d] * %d + %d %% %d = %d * %d + %d = %d\n",
                    "  位置 %d：槽位 = table[%d / %d] * %d + %d %% %d = %d * %d + %d = %d\n", p, p, TABLE_B, TABLE_B, p,
@@ -295,6 +330,7 @@ static int sharing_fork(Scene *sc, Trace *tr, int n_prompt, int N) {
     for (int i = 1; i < N; i++) kvseq_fork(&sc->seqs[i], &sc->seqs[0]);
     trace_say(tr, "Reference counts after the fork:", "fork 之后的引用计数：");
     show_table(tr, &sc->seqs[0], m);
+    show_pool(sc);
     trace_pause(tr);
     return 0;
 }
@@ -320,6 +356,7 @@ static int sharing_generate(Scene *sc, Trace *tr, int n_prompt, int N, int steps
             if (!logits) return -1;
             tok[now] = sampler_sample(&sc->samplers[i], logits);
         }
+        show_pool(sc);
     }
     trace_step(tr, 0);
     trace_run(tr, NULL);
@@ -526,7 +563,7 @@ static int part_same(Scene *sc, Trace *tr, int n_prompt, int B, int steps, int *
         char run[32], bn[64];
         snprintf(run, sizeof run, "B=%d", sizes[i]);
         trace_run(tr, run);
-        snprintf(bn, sizeof bn, trace_text(tr, "paged, B = %d", "分页，B = %d"), sizes[i]);
+        trace_textf(tr, bn, sizeof bn, "paged, B = %d", "分页，B = %d", sizes[i]);
         Tensor x = tensor_view2(sc->logits_a, len, V), y = tensor_view2(sc->logits_b, len, V);
         *all_identical &= trace_compare(tr, "logits", trace_text(tr, "contiguous cache", "连续缓存"), &x, bn, &y);
     }

@@ -482,7 +482,7 @@ static void show_less_data_read(Trace *tr, Demo *d) {
         trace_sayf(tr, "  %s against MHA per token: bytes read %.3f x, FLOPs %.3f x, time %s x: %s",
                    "  %s 与 MHA 相比（每个 token）：读取字节 %.3f 倍，计算量 %.3f 倍，耗时 %s 倍：%s",
                    vs[i].label, bytes_ratio, flops_ratio, measure_ratio_text(xe, sizeof xe, time_ratio),
-                   measure_verdict_word(verdict, tr->lang == LANG_ZH));
+                   trace_text(tr, measure_verdict_word(verdict, 0), measure_verdict_word(verdict, 1)));
         trace_value(tr, "bytes_read_ratio", bytes_ratio, "x", NULL, NULL);
         trace_value(tr, "flops_ratio", flops_ratio, "x", NULL, NULL);
         trace_comparison_of(tr, "time_ratio", time_ratio, verdict, NULL, NULL);
@@ -564,7 +564,7 @@ static int show_invariants(Trace *tr, Demo *d) {
         trace_run(tr, vs[i].run);
         Tensor a = tensor_view2(vs[i].logits, n, V), b = tensor_view2(chk_logits, n, V);
         char an[64];
-        snprintf(an, sizeof an, trace_text(tr, "%s logits", "%s 的 logits"), vs[i].label);
+        trace_textf(tr, an, sizeof an, "%s logits", "%s 的 logits", vs[i].label);
         if (!trace_compare(tr, "repeat_kv", an, &a,
                            trace_text(tr, "MHA with each wk, wv head repeated for its group (repeat_kv)",
                                       "每组的 wk、wv 头重复给组内每个查询头的 MHA（repeat_kv）"),
@@ -602,9 +602,8 @@ static void show_conversion(Trace *tr, const Demo *d) {
         trace_run(tr, vs[i].run);
         Tensor a = tensor_view2(vs[0].logits, n, V), b = tensor_view2(vs[i].logits, n, V);
         char bn[96];
-        snprintf(bn, sizeof bn, trace_text(tr, "%s converted (mean-pooled, n_kv_heads %d)",
-                                           "转换得到的 %s（取平均，n_kv_heads %d）"),
-                 vs[i].label, vs[i].m.cfg.n_kv_heads);
+        trace_textf(tr, bn, sizeof bn, "%s converted (mean-pooled, n_kv_heads %d)", "转换得到的 %s（取平均，n_kv_heads %d）",
+                    vs[i].label, vs[i].m.cfg.n_kv_heads);
         trace_compare(tr, "converted_vs_mha", trace_text(tr, "MHA logits", "MHA 的 logits"), &a,
                       bn, &b);
         int agree = 0;

@@ -22,6 +22,7 @@
 #include "attention.h"
 #include "fileio.h"
 #include "flash.h"
+#include "flash_svg.h"
 #include "gpt.h"
 #include "gptsetup.h"
 #include "lessons.h"
@@ -339,6 +340,14 @@ static int tiled_trace(Trace *tr, const ToyData *d, const AttnStep *s, int *said
                        bi, bj, i0, i0 + br - 1, j0, j0 + bc - 1,
                        trace_text(tr, diag ? " — on the diagonal: masked" : "", diag ? "——对角线上的块：加掩码" : ""));
             tile_update(&t, O, d, s, Kt, i0, br, j0, bc);
+            if (tr->doc == FORMAT_HTML) {   // the page draws where the tile is, and m and l so far
+                Buf pic;
+                buf_init(&pic);
+                flash_svg(&pic, N, TILE, i0, j0, d->rows, t.m, t.l, br);
+                char *svg = buf_take(&pic);
+                if (svg) trace_svg(tr, svg);
+                free(svg);
+            }
             tile_show(tr, &t, O, d, s_code, i0, br, bc);
         }
         for (int r = 0; r < br; r++)
@@ -674,8 +683,13 @@ static int decode_times(Decode *x, int len) {
 
 // The times of one cache length, and flash-decoding against the row: text
 // in words, JSON as trace_timing_stats and a comparison event.
+// measure_compare_text in both languages, as trace_text gives a text.
+static const char *compare_text(const Trace *tr, char *en, char *zh, size_t size, MeasureRatio r, MeasureVerdict v) {
+    return trace_text(tr, measure_compare_text(en, size, r, v, 0), measure_compare_text(zh, size, r, v, 1));
+}
+
 static MeasureVerdict decode_report(Trace *tr, const Decode *x, int len, int threads) {
-    char name[48], row[96], dec[96], cmp[96];
+    char name[48], row[96], dec[96], cmp[96], cmp_zh[96];
     Stats sr = stats_of(x->row, x->repeat), sd = stats_of(x->dec, x->repeat);
     MeasureVerdict v = measure_verdict(x->row, x->repeat, x->dec, x->repeat);
     MeasureRatio r = measure_ratio(sr, sd);
@@ -695,7 +709,7 @@ static MeasureVerdict decode_report(Trace *tr, const Decode *x, int len, int thr
                "                flash-decoding，%d 个线程   %s\n"
                "                flash-decoding：%s\n", len,
                measure_spread_text(row, sizeof row, sr), threads, measure_spread_text(dec, sizeof dec, sd),
-               measure_compare_text(cmp, sizeof cmp, r, v, tr->lang == LANG_ZH));
+               compare_text(tr, cmp, cmp_zh, sizeof cmp, r, v));
     return v;
 }
 
@@ -711,7 +725,7 @@ static void decode_conclusion(Trace *tr, MeasureVerdict v, int n, int threads) {
                        "values is bound by memory bandwidth, and a second core on the same memory adds little of it.",
                    "这里在长缓存上，与单线程逐块相比 flash-decoding %s：一行查询对 %.0f MiB 的 key 和 value，受限于内存带宽，\n"
                    "同一内存上再加一个核几乎不增加带宽。",
-                   measure_verdict_word(v, tr->lang == LANG_ZH), mib);
+                   trace_text(tr, measure_verdict_word(v, 0), measure_verdict_word(v, 1)), mib);
     trace_say(tr,
               "On a GPU, with thousands of threads and one row per head idle without it, it pays: at batch 1 and a\n"
               "64K context its authors measured attention fall from 2300.6 µs (FlashAttention-2) to 64.4 µs, 35.7x\n"
@@ -808,11 +822,11 @@ static void gpt_step_report(Trace *tr, const double *t, int repeat) {
         trace_comparison_of(tr, "gpt_step_flash_vs_plain", r, v, NULL, NULL);
         return;
     }
-    char a[96], b[96], c[96];
+    char a[96], b[96], c[96], c_zh[96];
     trace_sayf(tr, "  the cached step, plain   %s\n                   flash   %s\n  flash: %s",
                "  这一缓存步，普通   %s\n              flash   %s\n  flash：%s", measure_spread_text(a, sizeof a, stats_of(t, repeat)),
                measure_spread_text(b, sizeof b, stats_of(t + repeat, repeat)),
-               measure_compare_text(c, sizeof c, r, v, tr->lang == LANG_ZH));
+               compare_text(tr, c, c_zh, sizeof c, r, v));
     trace_say(tr,
               v == MEASURE_SAME || v == MEASURE_TOO_FEW
                   ? "The attention is a small part of this step (most of it reads the weights), and six heads already\n"

@@ -204,6 +204,7 @@ int lesson7_run(const Options *opt, Trace *tr) {
     trace_table_head(tr, &TABLE);
     long long tot_nc = 0, tot_c = 0;
     int all_same = rows_table(tr, &d, steps, outs, n, &tot_nc, &tot_c);
+    trace_cache_triangle(tr, 1, n);   // the page draws the table's rows: step s computes s rows, or 1
     trace_step(tr, 0);
     doc_outputs(tr, &d, steps, outs, n);
     trace_sayf(tr,

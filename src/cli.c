@@ -1050,6 +1050,7 @@ int cli_main(int argc, char **argv) {
     memset(&c, 0, sizeof c);
     c.opt = (Options){.runs = RUN_BOTH, .steps = -1, .seed = 42, .temperature = -1, .top_p = -1};
     trace_init(&c.tr, stdout);
+    c.tr.version = KVDEMO_VERSION, c.tr.argc = argc, c.tr.argv = argv;   // a page's footer
     early_lang(&c, argc, argv);
 
     // The command is the first argument that is neither an option nor an

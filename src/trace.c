@@ -8,6 +8,7 @@
 #include "ops.h"
 #include "screen.h"
 #include "stats.h"
+#include "trace_deck.h"
 #include "trace_doc.h"
 #include "utf8.h"
 
@@ -61,7 +62,33 @@ int trace_finish(Trace *tr, int rc) {
 }
 
 const char *trace_text(const Trace *tr, const char *en, const char *zh) {
+    // A document holds both languages: a text the lesson composes from this
+    // one keeps both (trace_doc.c); not a format, whose conversions would
+    // then take their arguments twice (trace_textf is for those).
+    if (zh && strcmp(en, zh) && trace_doc_active(tr) && !strchr(en, '%') && !strchr(zh, '%')) {
+        const char *both = trace_doc_text(tr, en, zh);
+        if (both) return both;
+    }
     return tr->lang == LANG_ZH && zh ? zh : en;
+}
+
+const char *trace_textf(const Trace *tr, char *buf, size_t size, const char *fmt_en, const char *fmt_zh, ...) {
+    va_list ap;
+    va_start(ap, fmt_zh);
+    if (trace_doc_active(tr)) {   // both, each formatted, as trace_text gives them
+        char en[1024], zh[1024];
+        va_list aq;
+        va_copy(aq, ap);
+        vsnprintf(en, sizeof en, fmt_en, ap);
+        vsnprintf(zh, sizeof zh, fmt_zh, aq);
+        va_end(aq);
+        const char *both = trace_text(tr, en, zh);   // or, when buf is too small for both, one
+        snprintf(buf, size, "%s", strlen(both) < size ? both : tr->lang == LANG_ZH ? zh : en);
+    } else {
+        vsnprintf(buf, size, trace_text(tr, fmt_en, fmt_zh), ap);
+    }
+    va_end(ap);
+    return buf;
 }
 
 static int is_json(const Trace *tr) { return tr->format == FORMAT_JSON; }
@@ -844,6 +871,7 @@ int trace_compare(Trace *tr, const char *name, const char *a_name, const Tensor 
         trace_doc_lines_begin(tr);
         do same = trace_compare(tr, name, a_name, a, b_name, b);
         while (trace_doc_lines_next(tr));
+        trace_doc_compared(tr, same);
         return same;
     }
     size_t n = tensor_numel(a);
@@ -876,6 +904,20 @@ int trace_compare(Trace *tr, const char *name, const char *a_name, const Tensor 
                        : trace_text(tr, "NOT identical", "不同"));
     emit(tr, &o);
     return identical;
+}
+
+void trace_cache_triangle(Trace *tr, int prompt, int steps) {
+    if (!trace_doc_active(tr) || tr->doc != FORMAT_HTML || prompt < 1 || steps < 1) return;
+    Buf b;
+    buf_init(&b);
+    trace_deck_triangle(&b, prompt, steps);
+    char *svg = buf_take(&b);
+    if (svg) trace_doc_svg(tr, svg, 1u << ROW_NEW | 1u << ROW_REUSED | 1u << ROW_RECOMPUTED);
+    free(svg);
+}
+
+void trace_svg(Trace *tr, const char *svg) {
+    if (trace_doc_active(tr)) trace_doc_svg(tr, svg, 0);
 }
 
 void trace_textval(Trace *tr, const char *name, const char *text) {
@@ -952,10 +994,11 @@ static int is_json_number(const char *s) {
 void trace_table_head(Trace *tr, const TraceTable *t) {
     if (trace_doc_active(tr)) {   // a document: an HTML or Markdown table
         const char *en[64], *zh[64];
-        int right[64];
+        int right[64], width[64];
         assert(t->ncols <= 64);
-        for (int i = 0; i < t->ncols; i++) en[i] = t->cols[i].en, zh[i] = t->cols[i].zh, right[i] = t->cols[i].right;
-        trace_doc_table_head(tr, t->ncols, en, zh, right);
+        for (int i = 0; i < t->ncols; i++)
+            en[i] = t->cols[i].en, zh[i] = t->cols[i].zh, right[i] = t->cols[i].right, width[i] = t->cols[i].width;
+        trace_doc_table_head(tr, t->ncols, en, zh, right, width);
         return;
     }
     Buf b;

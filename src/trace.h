@@ -57,6 +57,10 @@ typedef struct {
     TraceFormat doc;        // FORMAT_HTML, FORMAT_MD, or FORMAT_TEXT: no document
     FILE *doc_out;
     struct TraceDoc *doc_state;
+    // For a document's footer (cli.c sets them; NULL / 0 leaves them out).
+    const char *version;       // kvdemo's
+    int argc;
+    char *const *argv;         // the command line
     // trace_cache_rows: the roles of the next tensor's rows.
     int rows_old;              // its first rows_old rows are rows_how, the rest ROW_NEW
     TraceRowRole rows_how;     // ROW_PLAIN: no roles
@@ -75,7 +79,16 @@ int trace_begin(Trace *tr);
 int trace_finish(Trace *tr, int rc);
 
 // The text in the trace's language (for messages built by the caller).
+// While a document is open (--format html|md) it holds both languages,
+// which the document shows each in its place: compose with it, never
+// measure or compare what it returns. A format goes to trace_textf.
 const char *trace_text(const Trace *tr, const char *en, const char *zh);
+// buf: fmt_en or fmt_zh (the same conversions) with the arguments, as
+// trace_text gives a text (in a document, both). Returns buf.
+#if defined(__GNUC__)
+__attribute__((format(printf, 4, 6), format(printf, 5, 6)))
+#endif
+const char *trace_textf(const Trace *tr, char *buf, size_t size, const char *fmt_en, const char *fmt_zh, ...);
 
 // A heading (text) and a "section" event (JSON).
 void trace_heading(Trace *tr, const char *en, const char *zh);
@@ -119,6 +132,18 @@ void trace_tensor_kind(Trace *tr, TraceLevel level, const char *name, const char
 //   trace_cache_rows(tr, last, ROW_REUSED);   // K_last's rows, then k_cur's
 //   trace_tensor(tr, TRACE_SUMMARY, "K", "K = torch.cat([K_last, K_cur])", &K, rows, 0);
 void trace_cache_rows(Trace *tr, int old, TraceRowRole how);
+// A picture for the HTML page: one <svg> element drawn by the caller (no
+// address in it; its labels in both languages, elements of class en and
+// zh). Nothing in text, JSON or Markdown, where the lesson's lines say the
+// same in words.
+void trace_svg(Trace *tr, const char *svg);
+// The K/V rows each step of a generation computes, drawn in the HTML page:
+// a grid, a row a step and a column a position, for the run without the
+// cache (every position recomputed but the newest) beside the run with it
+// (the newest appended, the others reused), in the row marks' colours: the
+// triangle the cache removes. The first step feeds the prompt's tokens, each
+// step after it one more. Nothing in text, JSON or Markdown.
+void trace_cache_triangle(Trace *tr, int prompt, int steps);
 // A shape only, for tensors too large to print: key (1, 6, 64, 7).
 void trace_shape(Trace *tr, const char *name, int ndim, const int *shape);
 // A whole number worth counting (rows computed, multiply-adds, bytes). With

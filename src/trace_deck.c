@@ -7,6 +7,7 @@
 #include "trace_deck.h"
 
 #include <stddef.h>
+#include <stdio.h>
 
 // The scroll, then the deck (html.deck, set by the script), then print.
 // In the deck a slide's figures sit side by side in reading order, so that
@@ -25,6 +26,7 @@ const char *const TRACE_DECK_STYLE =
     "table{border-collapse:collapse;font-family:ui-monospace,monospace;margin:.3em 0}\n"
     "td,th{border:1px solid #bbb;padding:.15em .5em;text-align:right}\n"
     "th{background:#eee;font-weight:normal}th.tok{text-align:left}td.l,th.l{text-align:left}\n"
+    "figure.pic svg{max-width:100%;height:auto}figure.pic text.id{font-family:ui-monospace,monospace}\n"
     ".legend{font-size:.9em}.sw{display:inline-block;min-width:1.1em;text-align:center}\n"
     "@media screen and (min-width:90em){body{font-size:1.25em}}\n"
     // rows and the cache (ROW_MARKS below); a swatch of the legend takes its row's class
@@ -35,8 +37,13 @@ const char *const TRACE_DECK_STYLE =
     "tr.row-reused>th.tok::after{content:\" \\21BA\"}\n"
     "tr.row-recomputed>*{opacity:.38}.sw.row-recomputed{background:#ddd;color:#555}\n"
     "tr.row-recomputed>th.tok::after{content:\" \\D7\"}\n"
+    "svg rect.row-new{fill:#ffb000;stroke:#a04a00}svg rect.row-reused{fill:#9cc9f0;stroke:#fff}"
+    "svg rect.row-recomputed{fill:#ddd;stroke:#fff}\n"
     ".rowlegend .sw{padding:0 .4em;margin-right:.3em}\n"
     "html.deck p.rowlegend{position:sticky;bottom:2.4em;background:#fff;padding:.2em 0}\n"
+    "ol.questions li{margin:.6em 0}ol.questions summary{cursor:pointer}ol.questions p{margin:.3em 0 0 1em}\n"
+    "footer.prov{margin-top:2em;border-top:1px solid #bbb;font-size:.85em;color:#444}\n"
+    "html.deck footer.prov{display:none}html.deck.overview footer.prov{display:block}\n"
     // the deck
     "html.deck body{max-width:none;margin:0;padding:.5em 2em 4em}\n"
     "@media screen{html.deck:not(.overview) section.slide:not(.current){display:none}}\n"
@@ -130,4 +137,46 @@ void trace_deck_row_legend(Buf *b, unsigned seen) {
                    ROW_MARKS[i].cls, ROW_MARKS[i].mark, ROW_MARKS[i].en, ROW_MARKS[i].zh);
     }
     buf_append(b, "</p>\n");
+}
+
+// ----------------------------------------------------------------------------
+// The triangle the cache removes
+
+// Grid g (0 without the cache, 1 with it) of trace_deck_triangle at x0:
+// step s feeds prompt + s - 1 positions; a row is two runs of cells, the
+// earlier positions (recomputed or reused) and the newest one(s).
+static void triangle_grid(Buf *b, int g, int x0, int y0, double cell, int prompt, int steps) {
+    for (int s = 1; s <= steps; s++) {
+        int n = prompt + s - 1, fresh = s == 1 ? n : 1;   // step 1 computes the prompt in both runs
+        double y = y0 + (s - 1) * cell;
+        if (n > fresh)
+            buf_printf(b, "<rect class=\"%s\" x=\"%d\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\"></rect>",
+                       g ? "row-reused" : "row-recomputed", x0, y, (n - fresh) * cell, cell);
+        buf_printf(b, "<rect class=\"row-new\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\"></rect>",
+                   x0 + (n - fresh) * cell, y, fresh * cell, cell);
+    }
+}
+
+void trace_deck_triangle(Buf *b, int prompt, int steps) {
+    int cols = prompt + steps - 1;
+    double cell = 240.0 / (cols > steps ? cols : steps);
+    if (cell > 22) cell = 22;
+    int gw = (int)(cols * cell + 0.5), gh = (int)(steps * cell + 0.5), x1 = 12 + gw + 40, top = 34;
+    long long without = 0, with = prompt + steps - 1;
+    for (int s = 1; s <= steps; s++) without += prompt + s - 1;
+    int w = x1 + gw + 12, h = top + gh + 40;
+    buf_printf(b, "<svg class=\"triangle\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" role=\"img\" font-size=\"12\" "
+               "font-family=\"system-ui, sans-serif\">", w, h, w, h);
+    for (int g = 0; g < 2; g++) {
+        int x0 = g ? x1 : 12;
+        char en[96], zh[96];
+        snprintf(en, sizeof en, g ? "with the cache: %lld K/V rows" : "without the cache: %lld K/V rows", g ? with : without);
+        snprintf(zh, sizeof zh, g ? "使用缓存：%lld 行 K/V" : "不使用缓存：%lld 行 K/V", g ? with : without);
+        buf_printf(b, "<text class=\"en\" x=\"%d\" y=\"16\">%s</text><text class=\"zh\" x=\"%d\" y=\"16\">%s</text>", x0, en,
+                   x0, zh);
+        triangle_grid(b, g, x0, top, cell, prompt, steps);
+    }
+    buf_printf(b, "<text class=\"en\" x=\"12\" y=\"%d\">a row a step, a column a position</text>"
+               "<text class=\"zh\" x=\"12\" y=\"%d\">每一步一行，每个位置一列</text></svg>\n",
+               h - 12, h - 12);
 }

@@ -24,4 +24,7 @@ const char *trace_deck_row_class(TraceRowRole role);
 // the roles whose bit 1 << role is set in seen.
 void trace_deck_row_legend(Buf *b, unsigned seen);
 
+// The SVG of trace_cache_triangle: two grids, without the cache and with it.
+void trace_deck_triangle(Buf *b, int prompt, int steps);
+
 #endif

@@ -20,6 +20,7 @@
 #include "buf.h"
 #include "fileio.h"
 #include "trace_deck.h"
+#include "trace_questions.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -28,6 +29,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/utsname.h>
+#include <unistd.h>
 
 struct TraceDoc {
     Buf page;            // the document so far
@@ -35,6 +38,10 @@ struct TraceDoc {
     char *held_text;     // what the lesson printed itself (open_memstream)
     size_t held_len;
     size_t held_used;    // bytes of held_text already in the page
+    // The preformatted block being gathered, in each language: what the
+    // lesson printed itself (the same in both) and the lined-up lines it
+    // said (trace_doc_say), until the next event puts it into the page.
+    Buf pre_en, pre_zh;
     int busy;            // 1 while text is rendered for trace_doc_lines_*
     int pass;            // trace_doc_lines_*: 0 the English text, 1 the Chinese
     char *lines_en;
@@ -47,14 +54,91 @@ struct TraceDoc {
     int headings;        // headings so far (the first is the title)
     int table_cols;      // columns of the open trace table, or 0
     unsigned char table_left[64];   // 1: that column is left-aligned (text)
+    int table_width[64];            // its width in terminal columns
     size_t held_end;     // page.len right after the last block of held text
     size_t lines_end;    // page.len right after the last block of lines
+    struct TwinText *twins;   // the texts of both languages handed out (trace_doc_text)
+    int compared, identical;  // comparisons made, and those identical bit for bit
+};
+
+// A text of both languages that trace_text handed out while the document
+// is open, kept until it closes.
+struct TwinText {
+    struct TwinText *next;
+    char s[];   // TWIN_OPEN en TWIN_SPLIT zh TWIN_CLOSE
 };
 
 static int is_html(const Trace *tr) { return tr->doc == FORMAT_HTML; }
 
 int trace_doc_active(const Trace *tr) {
     return tr->doc != FORMAT_TEXT && tr->doc_state && !tr->doc_state->busy;
+}
+
+// ----------------------------------------------------------------------------
+// Texts of both languages
+//
+// A lesson composes texts with trace_text ("%s tokens" around a number, a
+// label put into a table cell, a tensor's code line) before it hands them
+// to the trace. While a document is open, trace_text gives both languages
+// in one string, \x01en\x02zh\x03 (pairs may nest, as a text of both put into
+// another), and the document shows each language its half: so every text
+// a lesson composes has its twin, whatever it was put into.
+
+enum { TWIN_OPEN = 1, TWIN_SPLIT = 2, TWIN_CLOSE = 3, TWIN_DEPTH = 32 };
+
+const char *trace_doc_text(const Trace *tr, const char *en, const char *zh) {
+    struct TraceDoc *d = tr->doc_state;
+    size_t ne = strlen(en), nz = strlen(zh);
+    struct TwinText *t = malloc(sizeof *t + ne + nz + 4);
+    if (!t) return NULL;
+    t->s[0] = TWIN_OPEN;
+    memcpy(t->s + 1, en, ne);
+    t->s[1 + ne] = TWIN_SPLIT;
+    memcpy(t->s + 2 + ne, zh, nz);
+    t->s[2 + ne + nz] = TWIN_CLOSE;
+    t->s[3 + ne + nz] = '\0';
+    t->next = d->twins;
+    d->twins = t;
+    return t->s;
+}
+
+// The first n bytes of s as one language reads them: of each pair, the half
+// of lang. Malloc'd, or NULL when memory ran out.
+static char *twin_pick(const char *s, size_t n, Lang lang) {
+    char *out = malloc(n + 1);
+    if (!out) return NULL;
+    unsigned char half[TWIN_DEPTH];   // per open pair: LANG_EN in its first half, LANG_ZH in its second
+    int depth = 0, muted = 0;         // muted: open pairs in the half of the other language
+    size_t o = 0;
+    for (size_t i = 0; i < n && s[i]; i++) {
+        char c = s[i];
+        if (c == TWIN_OPEN && depth < TWIN_DEPTH) {
+            half[depth++] = LANG_EN;
+            muted += lang != LANG_EN;
+        } else if (c == TWIN_SPLIT && depth && half[depth - 1] == LANG_EN) {
+            half[depth - 1] = LANG_ZH;
+            muted += lang == LANG_EN ? 1 : -1;
+        } else if (c == TWIN_CLOSE && depth) {
+            muted -= half[--depth] != lang;
+        } else if (!muted && c != TWIN_OPEN && c != TWIN_SPLIT && c != TWIN_CLOSE) {
+            out[o++] = c;
+        }
+    }
+    out[o] = '\0';
+    return out;
+}
+
+// en and zh (NULL: the same as en), each read in its language: *e and *z
+// malloc'd; returns 0, or -1 when memory ran out (the page then fails).
+static int twin_texts(struct TraceDoc *d, const char *en, const char *zh, char **e, char **z) {
+    *e = twin_pick(en, strlen(en), LANG_EN);
+    *z = twin_pick(zh ? zh : en, strlen(zh ? zh : en), LANG_ZH);
+    if (*e && *z) return 0;
+    free(*e);
+    free(*z);
+    *e = *z = NULL;
+    d->page.failed = 1;
+    return -1;
 }
 
 // ----------------------------------------------------------------------------
@@ -108,8 +192,6 @@ static void md_text(Buf *b, const char *s, size_t n, int cell) {
         else buf_appendn(b, s + i, 1);
     }
 }
-
-static void md(Buf *b, const char *s) { md_text(b, s, strlen(s), 0); }
 
 // s without the blank lines (and spaces) around it: *n bytes from the result.
 static const char *trimmed(const char *s, size_t len, size_t *n) {
@@ -210,18 +292,36 @@ static void step_section(Trace *tr, struct TraceDoc *d) {
     if (!d->section_open || d->content) open_section(tr, d);
 }
 
+static void html_both(Buf *b, const char *en, const char *zh);
+
 static const char *held_close(const Trace *tr) { return is_html(tr) ? "</pre>\n" : "\n```\n\n"; }
 
-// What the lesson printed itself since the last event, as preformatted text;
-// text printed in several pieces with nothing shown between them (a table
-// printed a row at a time) stays one block.
-static void flush_held(Trace *tr, struct TraceDoc *d) {
+// What the lesson printed itself since the last call, into the block
+// being gathered, in both languages (it is the same in both).
+static void absorb_held(struct TraceDoc *d) {
     fflush(d->held);
     if (d->held_used >= d->held_len) return;
-    char *s = block_text(d->held_text + d->held_used, d->held_len - d->held_used);
+    buf_appendn(&d->pre_en, d->held_text + d->held_used, d->held_len - d->held_used);
+    buf_appendn(&d->pre_zh, d->held_text + d->held_used, d->held_len - d->held_used);
     d->held_used = d->held_len;
-    if (!s || !*s) {
-        free(s);
+}
+
+// The block gathered since the last event, as preformatted text, in both
+// languages where they differ; text printed in several pieces with nothing
+// shown between them (a table printed a row at a time) stays one block.
+static void flush_held(Trace *tr, struct TraceDoc *d) {
+    absorb_held(d);
+    if (!d->pre_en.len && !d->pre_zh.len) return;
+    char *pe = twin_pick(d->pre_en.s ? d->pre_en.s : "", d->pre_en.len, LANG_EN);
+    char *pz = twin_pick(d->pre_zh.s ? d->pre_zh.s : "", d->pre_zh.len, LANG_ZH);
+    char *en = pe ? block_text(pe, strlen(pe)) : NULL, *zh = pz ? block_text(pz, strlen(pz)) : NULL;
+    free(pe);
+    free(pz);
+    if (!en || !zh || d->pre_en.failed || d->pre_zh.failed) d->page.failed = 1;   // out of memory: no page
+    d->pre_en.len = d->pre_zh.len = 0;
+    if (!en || !zh || (!*en && !*zh)) {
+        free(en);
+        free(zh);
         return;
     }
     const char *close = held_close(tr);
@@ -231,13 +331,17 @@ static void flush_held(Trace *tr, struct TraceDoc *d) {
         buf_append(&d->page, "\n");
     } else {
         end_table(tr, d);
-        if (!d->section_open) open_section(tr, d);
+        if (d->new_step || !d->section_open) {   // text said after a step began is on its slide
+            step_section(tr, d);
+            d->new_step = 0;
+        }
         d->content = 1;
         buf_append(&d->page, is_html(tr) ? "<pre class=\"out\">" : "```text\n");
     }
-    if (is_html(tr)) html(&d->page, s);
-    else buf_append(&d->page, s);
-    free(s);
+    if (is_html(tr)) html_both(&d->page, en, zh);
+    else buf_append(&d->page, tr->lang == LANG_ZH ? zh : en);
+    free(en);
+    free(zh);
     buf_append(&d->page, close);
     d->held_end = d->page.len;
 }
@@ -271,6 +375,33 @@ static void html_both(Buf *b, const char *en, const char *zh) {
     buf_append(b, "</span>");
 }
 
+// The text of a trace event or of a lesson (pairs of both languages in it,
+// or one language), each language its own, in spans where they differ.
+static void html_twin(struct TraceDoc *d, Buf *b, const char *en, const char *zh) {
+    char *e, *z;
+    if (twin_texts(d, en, zh, &e, &z)) return;
+    html_both(b, e, z);
+    free(e);
+    free(z);
+}
+
+// The text of the trace's language, plain: for Markdown, which holds one.
+static const char *lang_text(const Trace *tr, const char *en, const char *zh) {
+    return tr->lang == LANG_ZH && zh ? zh : en;
+}
+
+// The same text in Markdown: the trace's language only.
+static void md_twin(Trace *tr, Buf *b, const char *en, const char *zh, int cell) {
+    const char *s = lang_text(tr, en, zh);
+    char *t = twin_pick(s, strlen(s), tr->lang);
+    if (!t) {
+        b->failed = 1;
+        return;
+    }
+    md_text(b, t, strlen(t), cell);
+    free(t);
+}
+
 // ----------------------------------------------------------------------------
 // Events
 
@@ -283,11 +414,11 @@ void trace_doc_heading(Trace *tr, const char *en, const char *zh) {
     int first = d->headings++ == 0;
     if (is_html(tr)) {
         buf_append(&d->page, first ? "<h1>" : "<h2>");
-        html_both(&d->page, en, zh);
+        html_twin(d, &d->page, en, zh);
         buf_append(&d->page, first ? "</h1>\n" : "</h2>\n");
     } else {
         buf_append(&d->page, first ? "# " : "## ");
-        md(&d->page, trace_text(tr, en, zh));
+        md_twin(tr, &d->page, en, zh, 0);
         buf_append(&d->page, "\n\n");
     }
 }
@@ -296,24 +427,20 @@ void trace_doc_heading(Trace *tr, const char *en, const char *zh) {
 // says), which a paragraph in a proportional font would scramble.
 static int lined_up(const char *s) { return !strncmp(s, "  ", 2) || strstr(s, "   ") != NULL; }
 
-void trace_doc_say(Trace *tr, const char *en, const char *zh) {
-    if (lined_up(en)) {   // preformatted, with the lesson's own text around it
-        fprintf(tr->doc_state->held, "%s\n", trace_text(tr, en, zh));
-        return;
-    }
+// A paragraph of narration: en and zh each of one language.
+static void say_paragraph(Trace *tr, const char *en, const char *zh) {
     struct TraceDoc *d = before(tr, 0);
-    size_t ne, nz = 0;
+    size_t ne, nz;
     const char *se = trimmed(en, strlen(en), &ne);
-    const char *sz = zh ? trimmed(zh, strlen(zh), &nz) : NULL;
+    const char *sz = trimmed(zh, strlen(zh), &nz);
     if (!ne && !nz) return;
     if (!is_html(tr)) {
-        const char *s = tr->lang == LANG_ZH && sz ? sz : se;
-        md_text(&d->page, s, tr->lang == LANG_ZH && sz ? nz : ne, 0);
+        md_text(&d->page, tr->lang == LANG_ZH ? sz : se, tr->lang == LANG_ZH ? nz : ne, 0);
         buf_append(&d->page, "\n\n");
         return;
     }
     buf_append(&d->page, "<p>");
-    if (!sz || (ne == nz && !memcmp(se, sz, ne))) {
+    if (ne == nz && !memcmp(se, sz, ne)) {
         html_text(&d->page, se, ne);
     } else {
         buf_append(&d->page, "<span class=\"en\" lang=\"en\">");
@@ -325,21 +452,48 @@ void trace_doc_say(Trace *tr, const char *en, const char *zh) {
     buf_append(&d->page, "</p>\n");
 }
 
+void trace_doc_say(Trace *tr, const char *en, const char *zh) {
+    char *e, *z;
+    if (twin_texts(tr->doc_state, en, zh, &e, &z)) return;
+    if (lined_up(e)) {   // preformatted, with the lesson's own text around it
+        struct TraceDoc *d = tr->doc_state;
+        absorb_held(d);
+        buf_printf(&d->pre_en, "%s\n", e);
+        buf_printf(&d->pre_zh, "%s\n", z);
+    } else {
+        say_paragraph(tr, e, z);
+    }
+    free(e);
+    free(z);
+}
+
 void trace_doc_step(Trace *tr) {
     struct TraceDoc *d = tr->doc_state;
     flush_held(tr, d);
     d->new_step = 1;
 }
 
+void trace_doc_svg(Trace *tr, const char *svg, unsigned roles) {
+    if (!is_html(tr)) return;
+    struct TraceDoc *d = before(tr, 0);
+    d->row_roles |= roles;
+    buf_append(&d->page, "<figure class=\"pic\">\n");
+    buf_append(&d->page, svg);
+    buf_append(&d->page, "</figure>\n");
+}
+
 void trace_doc_textval(Trace *tr, const char *text) {
     struct TraceDoc *d = before(tr, 0);
     if (is_html(tr)) {
         buf_append(&d->page, "<pre class=\"out\">");
-        html(&d->page, text);
+        html_twin(d, &d->page, text, NULL);
         buf_append(&d->page, "</pre>\n");
     } else {
+        char *t = twin_pick(text, strlen(text), tr->lang);
         buf_append(&d->page, "```text\n");
-        buf_append_shown(&d->page, text);
+        if (t) buf_append_shown(&d->page, t);
+        else d->page.failed = 1;
+        free(t);
         buf_append(&d->page, "\n```\n\n");
     }
 }
@@ -472,7 +626,7 @@ static void slice_table(Trace *tr, Buf *b, const float *x, int rows, int cols, c
             } else {
                 buf_append(b, "<tr><th class=\"tok\">");
             }
-            if (labels) html(b, labels[r]);
+            if (labels) html_twin(tr->doc_state, b, labels[r], NULL);
             else buf_printf(b, "%d", r);
             buf_append(b, "</th>");
             for (int c = 0; c < cols; c++) {
@@ -488,14 +642,14 @@ static void slice_table(Trace *tr, Buf *b, const float *x, int rows, int cols, c
         buf_append(b, "</tbody>\n</table>\n");
         return;
     }
-    buf_append(b, labels ? trace_text(tr, "| token |", "| 词元 |") : trace_text(tr, "| row |", "| 行 |"));
+    buf_append(b, labels ? lang_text(tr, "| token |", "| 词元 |") : lang_text(tr, "| row |", "| 行 |"));
     for (int c = 0; c < cols; c++) buf_printf(b, " %d |", c);
     buf_append(b, "\n|:---|");
     for (int c = 0; c < cols; c++) buf_append(b, "---:|");
     buf_append(b, "\n");
     for (int r = 0; r < rows; r++) {
         buf_append(b, "| ");
-        if (labels) md_text(b, labels[r], strlen(labels[r]), 1);
+        if (labels) md_twin(tr, b, labels[r], NULL, 1);
         else buf_printf(b, "%d", r);
         buf_append(b, " |");
         for (int c = 0; c < cols; c++) {
@@ -507,9 +661,9 @@ static void slice_table(Trace *tr, Buf *b, const float *x, int rows, int cols, c
     buf_append(b, "\n");
 }
 
-static void shape_caption(Buf *b, const char *name, const Tensor *t, int html_out) {
-    if (html_out) html(b, name);
-    else md(b, name);
+static void shape_caption(Trace *tr, Buf *b, const char *name, const Tensor *t) {
+    if (is_html(tr)) html_twin(tr->doc_state, b, name, NULL);
+    else md_twin(tr, b, name, NULL, 0);
     buf_append(b, " (");
     for (int d = 0; d < t->ndim; d++) buf_printf(b, d ? ", %d" : "%d", t->shape[d]);
     buf_append(b, t->ndim == 1 ? ",)" : ")");
@@ -537,20 +691,23 @@ void trace_doc_tensor(Trace *tr, const char *shown, const char *code, const Tens
         buf_append(b, "<figure>\n");
         if (code) {
             buf_append(b, "<pre class=\"code\"><code>&gt;&gt;&gt; ");
-            html(b, code);
+            html_twin(d, b, code, NULL);
             buf_append(b, "</code></pre>\n");
         }
         buf_append(b, "<figcaption>");
-        shape_caption(b, shown, t, 1);
+        shape_caption(tr, b, shown, t);
         buf_append(b, "</figcaption>\n");
     } else {
         if (code) {
             buf_append(b, "```python\n>>> ");
-            buf_append(b, code);
+            char *c = twin_pick(code, strlen(code), tr->lang);
+            if (c) buf_append(b, c);
+            else b->failed = 1;
+            free(c);
             buf_append(b, "\n```\n\n");
         }
         buf_append(b, "**");
-        shape_caption(b, shown, t, 0);
+        shape_caption(tr, b, shown, t);
         buf_append(b, "**\n\n");
     }
     for (size_t s = 0; s < slices; s++) {
@@ -567,10 +724,10 @@ void trace_doc_tensor(Trace *tr, const char *shown, const char *code, const Tens
                 snprintf(idx + strlen(idx), sizeof idx - strlen(idx), dim ? ", %d" : "%d", at[dim]);
             if (is_html(tr)) {
                 buf_append(b, "<p>");
-                html(b, shown);
+                html_twin(d, b, shown, NULL);
                 buf_printf(b, "[%s]</p>\n", idx);
             } else {
-                md(b, shown);
+                md_twin(tr, b, shown, NULL, 0);
                 buf_printf(b, "\\[%s\\]\n\n", idx);
             }
         }
@@ -640,7 +797,12 @@ int trace_doc_lines_next(Trace *tr) {
     d->lines_en = NULL;
     tr->lang = d->lang;
     d->busy = 0;
-    char *be = block_text(en ? en : "", en ? strlen(en) : 0), *bz = block_text(zh ? zh : "", zh ? strlen(zh) : 0);
+    // Each pass read in its language: a name the lesson composed has both.
+    char *pe = en ? twin_pick(en, strlen(en), LANG_EN) : NULL, *pz = zh ? twin_pick(zh, strlen(zh), LANG_ZH) : NULL;
+    if (!pe || !pz) d->page.failed = 1;
+    char *be = block_text(pe ? pe : "", pe ? strlen(pe) : 0), *bz = block_text(pz ? pz : "", pz ? strlen(pz) : 0);
+    free(pe);
+    free(pz);
     if (be && bz && (*be || *bz)) {
         before(tr, 0);
         // Lines that follow lines with nothing between them join their block.
@@ -669,23 +831,92 @@ int trace_doc_lines_next(Trace *tr) {
 // ----------------------------------------------------------------------------
 // Tables
 
-void trace_doc_table_head(Trace *tr, int ncols, const char *const *en, const char *const *zh, const int *right) {
+// ----------------------------------------------------------------------------
+// Bars of a chart (lessons 4 and 5 draw them in text with █, ░ and ·)
+
+static const char *const BAR_FULL = "\u2588", *const BAR_LIGHT = "\u2591", *const BAR_EMPTY = "\u00b7";
+static const char *const BAR_FULL_COLOUR = "#0072b2", *const BAR_LIGHT_COLOUR = "#e69f00";   // Okabe-Ito
+enum { BAR_PX = 6 };   // pixels a terminal column of the bar
+
+// A cell that is a bar (only the three characters) as an SVG bar whose
+// track is width columns long; returns 0 when it is no bar.
+static int bar_cell(Buf *b, const char *s, int width) {
+    int full = 0, light = 0, empty = 0;
+    for (const char *p = s; *p;) {
+        if (!strncmp(p, BAR_FULL, strlen(BAR_FULL))) full++, p += strlen(BAR_FULL);
+        else if (!strncmp(p, BAR_LIGHT, strlen(BAR_LIGHT))) light++, p += strlen(BAR_LIGHT);
+        else if (!strncmp(p, BAR_EMPTY, strlen(BAR_EMPTY))) empty++, p += strlen(BAR_EMPTY);
+        else return 0;
+    }
+    int n = full + light + empty, w;
+    if (!n) return 0;
+    if (width < n) width = n;
+    w = width * BAR_PX;
+    buf_printf(b, "<svg class=\"bar\" width=\"%d\" height=\"14\" viewBox=\"0 0 %d 14\" role=\"img\">"
+               "<rect x=\"0.5\" y=\"1.5\" width=\"%d\" height=\"11\" fill=\"#f4f4f4\" stroke=\"#888\"></rect>",
+               w + 1, w + 1, w);
+    if (full)
+        buf_printf(b, "<rect x=\"0.5\" y=\"1.5\" width=\"%d\" height=\"11\" fill=\"%s\"></rect>", full * BAR_PX, BAR_FULL_COLOUR);
+    if (light)
+        buf_printf(b, "<rect x=\"%d.5\" y=\"1.5\" width=\"%d\" height=\"11\" fill=\"%s\"></rect>", full * BAR_PX,
+                   light * BAR_PX, BAR_LIGHT_COLOUR);
+    buf_append(b, "</svg>");
+    return 1;
+}
+
+// A head's text, its bar characters drawn in the bars' colours.
+static void html_head_text(Buf *b, const char *s) {
+    for (const char *p = s; *p;) {
+        const char *f = strstr(p, BAR_FULL), *l = strstr(p, BAR_LIGHT), *next = f && (!l || f < l) ? f : l;
+        if (!next) {
+            html(b, p);
+            return;
+        }
+        html_text(b, p, (size_t)(next - p));
+        buf_printf(b, "<span class=\"sw\" style=\"color:%s\">%s</span>", next == f ? BAR_FULL_COLOUR : BAR_LIGHT_COLOUR,
+                   BAR_FULL);
+        p = next + strlen(next == f ? BAR_FULL : BAR_LIGHT);
+    }
+}
+
+// e and z, each of one language, each put by put, in spans where they differ.
+static void html_spans(Buf *b, const char *e, const char *z, void (*put)(Buf *, const char *)) {
+    if (!strcmp(e, z)) {
+        put(b, e);
+    } else {
+        buf_append(b, "<span class=\"en\" lang=\"en\">");
+        put(b, e);
+        buf_append(b, "</span><span class=\"zh\" lang=\"zh-CN\">");
+        put(b, z);
+        buf_append(b, "</span>");
+    }
+}
+
+static void html_head(struct TraceDoc *d, Buf *b, const char *en, const char *zh) {
+    char *e, *z;
+    if (twin_texts(d, en, zh, &e, &z)) return;
+    html_spans(b, e, z, html_head_text);
+    free(e);
+    free(z);
+}
+
+void trace_doc_table_head(Trace *tr, int ncols, const char *const *en, const char *const *zh, const int *right,
+                          const int *width) {
     struct TraceDoc *d = before(tr, 0);
     Buf *b = &d->page;
     if (is_html(tr)) {
         buf_append(b, "<table>\n<thead><tr>");
         for (int i = 0; i < ncols; i++) {
             buf_append(b, right[i] ? "<th>" : "<th class=\"l\">");
-            html_both(b, en[i], zh ? zh[i] : NULL);
+            html_head(d, b, en[i], zh ? zh[i] : NULL);
             buf_append(b, "</th>");
         }
         buf_append(b, "</tr></thead>\n<tbody>\n");
     } else {
         buf_append(b, "|");
         for (int i = 0; i < ncols; i++) {
-            const char *h = trace_text(tr, en[i], zh ? zh[i] : NULL);
             buf_append(b, " ");
-            md_text(b, h, strlen(h), 1);
+            md_twin(tr, b, en[i], zh ? zh[i] : NULL, 1);
             buf_append(b, " |");
         }
         buf_append(b, "\n|");
@@ -693,7 +924,7 @@ void trace_doc_table_head(Trace *tr, int ncols, const char *const *en, const cha
         buf_append(b, "\n");
     }
     d->table_cols = ncols > 0 ? ncols : 1;
-    for (int i = 0; i < ncols && i < 64; i++) d->table_left[i] = !right[i];
+    for (int i = 0; i < ncols && i < 64; i++) d->table_left[i] = !right[i], d->table_width[i] = width[i];
 }
 
 void trace_doc_table_row(Trace *tr, int ncols, const char *const *cells) {
@@ -702,6 +933,7 @@ void trace_doc_table_row(Trace *tr, int ncols, const char *const *cells) {
     if (!d->table_cols) {   // a row without a head: a table of its own
         d->table_cols = ncols;
         memset(d->table_left, 0, sizeof d->table_left);
+        memset(d->table_width, 0, sizeof d->table_width);
         if (is_html(tr)) buf_append(b, "<table>\n<tbody>\n");
         else {
             buf_append(b, "|");
@@ -715,7 +947,7 @@ void trace_doc_table_row(Trace *tr, int ncols, const char *const *cells) {
         buf_append(b, "<tr>");
         for (int i = 0; i < ncols; i++) {
             buf_append(b, i < 64 && d->table_left[i] ? "<td class=\"l\">" : "<td>");
-            html(b, cells[i]);
+            if (!bar_cell(b, cells[i], i < 64 ? d->table_width[i] : 0)) html_twin(d, b, cells[i], NULL);
             buf_append(b, "</td>");
         }
         buf_append(b, "</tr>\n");
@@ -723,7 +955,7 @@ void trace_doc_table_row(Trace *tr, int ncols, const char *const *cells) {
         buf_append(b, "|");
         for (int i = 0; i < ncols; i++) {
             buf_append(b, " ");
-            md_text(b, cells[i], strlen(cells[i]), 1);
+            md_twin(tr, b, cells[i], NULL, 1);
             buf_append(b, " |");
         }
         buf_append(b, "\n");
@@ -733,10 +965,86 @@ void trace_doc_table_row(Trace *tr, int ncols, const char *const *cells) {
 // ----------------------------------------------------------------------------
 // Opening and closing
 
+void trace_doc_compared(Trace *tr, int identical) {
+    tr->doc_state->compared++;
+    tr->doc_state->identical += identical != 0;
+}
+
+// The footer: what made the page (kvdemo's version, the command line, the
+// machine) and how many of its comparisons were identical bit for bit.
+static void page_footer(Trace *tr, struct TraceDoc *d) {
+    Buf *b = &d->page;
+    struct utsname u;
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    buf_append(b, "<footer class=\"prov\"><p>");
+    if (tr->version) {
+        buf_append(b, "kvdemo ");
+        html(b, tr->version);
+        buf_append(b, " · ");
+    }
+    if (tr->argc > 0) {
+        buf_append(b, "<code>kvdemo");
+        for (int i = 1; i < tr->argc; i++) {
+            buf_append(b, " ");
+            html(b, tr->argv[i]);
+        }
+        buf_append(b, "</code> · ");
+    }
+    if (!uname(&u)) html(b, u.machine);
+    char en[160], zh[160];
+    snprintf(en, sizeof en, ", %ld cores · ", cores);
+    snprintf(zh, sizeof zh, "，%ld 个核 · ", cores);
+    html_both(b, en, zh);
+    snprintf(en, sizeof en, "%d of %d comparisons identical bit for bit", d->identical, d->compared);
+    snprintf(zh, sizeof zh, "%d 次比较中 %d 次逐位相同", d->compared, d->identical);
+    html_both(b, en, zh);
+    buf_append(b, "</p></footer>\n");
+}
+
+// Text of a doc page: `code` as <code>.
+static void html_md_text(Buf *b, const char *s) {
+    int code = 0;
+    for (const char *p = s; *p;) {
+        const char *tick = strchr(p, '`'), *end = tick ? tick : p + strlen(p);
+        html_text(b, p, (size_t)(end - p));
+        if (!tick) break;
+        buf_append(b, (code = !code) ? "<code>" : "</code>");
+        p = tick + 1;
+    }
+    if (code) buf_append(b, "</code>");
+}
+
+// The last slide: the class questions of the lesson's doc page, each
+// answer shown on a click (<details>, which needs no script).
+static void questions_slide(Trace *tr, struct TraceDoc *d) {
+    enum { MAX_QUESTIONS = 16 };
+    Question en[MAX_QUESTIONS], zh[MAX_QUESTIONS];
+    if (!tr->lesson) return;
+    int ne = questions_read(en, MAX_QUESTIONS, tr->lesson, 0), nz = questions_read(zh, MAX_QUESTIONS, tr->lesson, 1);
+    if (ne) {
+        open_section(tr, d);
+        buf_append(&d->page, "<h2>");
+        html_both(&d->page, "Questions for the class", "课堂提问");
+        buf_append(&d->page, "</h2>\n<ol class=\"questions\">\n");
+        for (int i = 0; i < ne; i++) {
+            buf_append(&d->page, "<li><details><summary>");
+            html_spans(&d->page, en[i].question, i < nz ? zh[i].question : en[i].question, html_md_text);
+            buf_append(&d->page, "</summary>\n<p>");
+            html_spans(&d->page, en[i].answer, i < nz ? zh[i].answer : en[i].answer, html_md_text);
+            buf_append(&d->page, "</p></details></li>\n");
+        }
+        buf_append(&d->page, "</ol>\n");
+    }
+    questions_free(en, ne);
+    questions_free(zh, nz);
+}
+
 int trace_doc_open(Trace *tr) {
     struct TraceDoc *d = calloc(1, sizeof *d);
     if (!d) return -1;
     buf_init(&d->page);
+    buf_init(&d->pre_en);
+    buf_init(&d->pre_zh);
     d->held = open_memstream(&d->held_text, &d->held_len);
     if (!d->held) {
         free(d);
@@ -755,7 +1063,9 @@ int trace_doc_close(Trace *tr, int rc) {
     flush_held(tr, d);
     end_table(tr, d);
     if (is_html(tr)) {
+        questions_slide(tr, d);
         close_section(d);
+        page_footer(tr, d);
         buf_printf(&d->page, "<script>\n%s</script>\n</body>\n</html>\n", TRACE_DECK_SCRIPT);
     }
     tr->out = tr->doc_out;
@@ -763,6 +1073,13 @@ int trace_doc_close(Trace *tr, int rc) {
     fclose(d->held);
     free(d->held_text);
     free(d->lines_en);
+    buf_free(&d->pre_en);
+    buf_free(&d->pre_zh);
+    while (d->twins) {
+        struct TwinText *t = d->twins;
+        d->twins = t->next;
+        free(t);
+    }
     char *page = buf_take(&d->page);
     free(d);
     // A lesson that failed leaves nothing on standard output: its error is

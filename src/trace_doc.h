@@ -14,6 +14,10 @@
 // 1 while a document is open and the trace is not rendering text for it.
 int trace_doc_active(const Trace *tr);
 
+// trace_text while the document is open: en and zh in one string, which
+// every event shows in each language (trace_doc.c); NULL when memory ran out.
+const char *trace_doc_text(const Trace *tr, const char *en, const char *zh);
+
 void trace_doc_heading(Trace *tr, const char *en, const char *zh);
 // A paragraph of narration in both languages (zh NULL: en only).
 void trace_doc_say(Trace *tr, const char *en, const char *zh);
@@ -26,6 +30,9 @@ void trace_doc_step(Trace *tr);
 // row has its class, and the slide ends with the legend of the marks.
 void trace_doc_tensor(Trace *tr, const char *shown, const char *code, const Tensor *t, const char *const *rows,
                       TraceHeat heat, TraceKind kind, int old, TraceRowRole how);
+// A picture (trace_svg): HTML only. roles: bit 1 << role for each row
+// mark it draws, whose legend its slide then shows.
+void trace_doc_svg(Trace *tr, const char *svg, unsigned roles);
 // A text result (a generated text): preformatted.
 void trace_doc_textval(Trace *tr, const char *text);
 
@@ -38,9 +45,16 @@ void trace_doc_lines_begin(Trace *tr);
 int trace_doc_lines_next(Trace *tr);
 
 // A table with ncols columns: its heads in both languages, which columns are
-// right-aligned (numbers), then rows of cells; any other event ends it.
-void trace_doc_table_head(Trace *tr, int ncols, const char *const *en, const char *const *zh, const int *right);
+// right-aligned (numbers), their widths in terminal columns, then rows of
+// cells; any other event ends it. In HTML a cell that is a bar of a chart
+// (only █, ░ and ·, as the text draws one) is drawn as an SVG bar, the
+// column's width its whole length; █ and ░ in a head are its colours.
+void trace_doc_table_head(Trace *tr, int ncols, const char *const *en, const char *const *zh, const int *right,
+                          const int *width);
 void trace_doc_table_row(Trace *tr, int ncols, const char *const *cells);
+
+// A comparison (trace_compare) gave identical (1) or not: the page's footer counts them.
+void trace_doc_compared(Trace *tr, int identical);
 
 // Opens and closes the document (trace_begin and trace_finish in trace.c).
 int trace_doc_open(Trace *tr);

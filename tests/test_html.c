@@ -6,10 +6,13 @@
 // attribute, in order within its tensor. The Markdown's tables have as many
 // cells in each row as in their head, and every tensor value appears in
 // them as printed. Heat-map cells are checked for contrast (WCAG, >= 4.5:1)
-// with the formula written out here.
+// with the formula written out here. The pages of --lang en and --lang zh
+// are the same but for the language shown first: every text is in both.
 #include "testutil.h"
 
+#include "buf.h"
 #include "lessons.h"
+#include "measure.h"
 #include "trace.h"
 
 #include <ctype.h>
@@ -343,6 +346,108 @@ static int check_md_tables(const char *md, const char *what) {
 }
 
 // ----------------------------------------------------------------------------
+// Both languages whole: the page of --lang en and the page of --lang zh hold
+// the same texts, each in both languages, --lang choosing only the one shown
+// first (<html lang>). A text that a lesson put into the page in its own
+// language alone (a result line, a table cell, a code line) makes them differ.
+// The pages come from two runs, so what a measurement prints is set aside:
+// every number reads 0 and its time unit goes; a bar of block characters
+// reads #; the marks and warnings of a busy machine (lines that begin with
+// "!", the busy banner's second line, a "  !" after a time) go.
+
+// Whether s begins a time unit after a number: " ns", " µs", " ms", " s".
+static size_t time_unit(const char *s) {
+    static const char *const UNITS[] = {" ns", " µs", " ms", " s"};
+    for (size_t i = 0; i < sizeof UNITS / sizeof UNITS[0]; i++) {
+        size_t n = strlen(UNITS[i]);
+        if (!strncmp(s, UNITS[i], n) && !isalpha((unsigned char)s[n])) return n;
+    }
+    return 0;
+}
+
+// s until the end of its line or the next tag.
+static const char *line_end(const char *s) {
+    while (*s && *s != '\n' && *s != '<') s++;
+    return s;
+}
+
+// The page as the comparison reads it (malloc'd).
+static char *twin_normal(const char *page) {
+    char busy[256];
+    MeasureMachine m = {.load = 9, .cores = 1};
+    const char *second[2];   // the busy banner's second line, in each language
+    for (int zh = 0; zh < 2; zh++) {
+        measure_busy_text(busy, sizeof busy, m, zh);
+        const char *nl = strchr(busy, '\n');
+        second[zh] = strdup(nl ? nl + 1 : "");
+    }
+    Buf b;
+    buf_init(&b);
+    buf_append(&b, "");
+    for (const char *p = page; *p;) {
+        char prev = p > page ? p[-1] : '\n';
+        if (isdigit((unsigned char)*p)) {
+            while (isdigit((unsigned char)*p) || ((*p == '.' || *p == ',') && isdigit((unsigned char)p[1]))) p++;
+            p += time_unit(p);
+            buf_append(&b, "0");
+        } else if ((unsigned char)p[0] == 0xe2 && (unsigned char)p[1] == 0x96 && (unsigned char)p[2] >= 0x80 &&
+                   (unsigned char)p[2] <= 0x9f) {
+            while ((unsigned char)p[0] == 0xe2 && (unsigned char)p[1] == 0x96 && (unsigned char)p[2] >= 0x80 &&
+                   (unsigned char)p[2] <= 0x9f)
+                p += 3;
+            buf_append(&b, "#");
+        } else if ((prev == '\n' || prev == '>') && (!strncmp(p, "! ", 2) || !strncmp(p, second[0], strlen(second[0])) ||
+                                                      !strncmp(p, second[1], strlen(second[1])))) {
+            p = line_end(p);
+            if (*p == '\n') p++;
+        } else if (!strncmp(p, "  !", 3) && (p[3] == '\n' || p[3] == '<')) {
+            p += 3;
+        } else {
+            buf_appendn(&b, p, 1);
+            p++;
+        }
+    }
+    free((char *)second[0]);
+    free((char *)second[1]);
+    char *s = buf_take(&b);
+    assert_non_null(s);
+    // What the marks left empty, and the language of the first view.
+    static const char *const EMPTY[] = {"<span class=\"en\" lang=\"en\"></span><span class=\"zh\" lang=\"zh-CN\"></span>",
+                                        "\n</span>", "<pre class=\"lines\"></pre>\n", "<html lang=\"zh-CN\">"};
+    static const char *const AS[] = {"", "</span>", "", "<html lang=\"en\">"};
+    for (size_t i = 0; i < sizeof EMPTY / sizeof EMPTY[0]; i++)
+        for (char *at; (at = strstr(s, EMPTY[i]));) {
+            size_t n = strlen(EMPTY[i]), k = strlen(AS[i]);
+            memcpy(at, AS[i], k);
+            memmove(at + k, at + n, strlen(at + n) + 1);
+        }
+    return s;
+}
+
+// Fails at the first line where the two pages differ.
+static void check_twins(const char *en_page, const char *zh_page, const char *what) {
+    char *a = twin_normal(en_page), *b = twin_normal(zh_page);
+    char *fa = strstr(a, "<footer class=\"prov\">"), *fb = strstr(b, "<footer class=\"prov\">");
+    if (fa) *fa = '\0';   // the footer's command line says --lang en or --lang zh
+    if (fb) *fb = '\0';
+    int line = 1;
+    const char *p = a, *q = b;
+    while (*p && *p == *q) {
+        if (*p == '\n') line++;
+        p++, q++;
+    }
+    if (*p || *q) {
+        while (p > a && p[-1] != '\n') p--;
+        while (q > b && q[-1] != '\n') q--;
+        fail_msg("%s: the pages of --lang en and --lang zh differ at line %d (numbers read 0): en page '%.*s', "
+                 "zh page '%.*s' (a text in one language only)",
+                 what, line, (int)strcspn(p, "\n"), p, (int)strcspn(q, "\n"), q);
+    }
+    free(a);
+    free(b);
+}
+
+// ----------------------------------------------------------------------------
 // Every lesson, both languages
 
 static void check_lesson(const Lesson *l) {
@@ -355,6 +460,7 @@ static void check_lesson(const Lesson *l) {
     for (int i = 0; i < n; i++)
         if (!strcmp(e[i].event, "tensor")) values += e[i].ndata;
     static const char *const LANGS[] = {"en", "zh"};
+    char *en_page = NULL;
     for (int g = 0; g < 2; g++) {
         snprintf(args, sizeof args, "lesson %s --format html --lang %s%s", l->id, LANGS[g], quick);
         snprintf(what, sizeof what, "kvdemo %s", args);
@@ -377,6 +483,8 @@ static void check_lesson(const Lesson *l) {
         check_slides(r.out, what);
         check_titles(e, n, r.out, what);
         check_contrast(r.out, what);
+        if (g) check_twins(en_page, r.out, what);
+        else en_page = strdup(r.out);
         run_free(&r);
 
         snprintf(args, sizeof args, "lesson %s --format md --lang %s%s", l->id, LANGS[g], quick);
@@ -390,6 +498,7 @@ static void check_lesson(const Lesson *l) {
         if (strncmp(r.out, want, strlen(want))) fail_msg("%s: expected it to begin '%s'", what, want);
         run_free(&r);
     }
+    free(en_page);
     events_free(e, n);
 }
 
@@ -428,10 +537,15 @@ static void test_lesson2_slides(void **state) {
     RunResult r = kvdemo_run("lesson 2 --format html");
     assert_int_equal(r.status, 0);
     int n = check_slides(r.out, "lesson 2 --format html");
-    if (n != 6) fail_msg("lesson 2 --format html: expected 6 slides, got %d", n);
+    if (n != 7) fail_msg("lesson 2 --format html: expected 7 slides, got %d", n);
+    // The six of the lesson, then the class questions of docs/lesson-2.md,
+    // each answer behind its question (<details>).
     static const char *const FIRST[] = {"Lesson 2 — ", "2.1 Without the KV cache", "Step 2: the input",
-                                        "2.2 With the KV cache", "Step 2 with the cache", "Comparison"};
-    for (int i = 0; i < 6; i++) {
+                                        "2.2 With the KV cache", "Step 2 with the cache", "Comparison",
+                                        "<summary><span class=\"en\" lang=\"en\">How many rows of K and V does each run compute for "
+                                        "天气真?</span><span class=\"zh\" lang=\"zh-CN\">对“天气真”，两种方式各算了多少行 K、V？</span>"
+                                        "</summary>\n<p><span class=\"en\" lang=\"en\">Without the cache 2 + 3 = 5"};
+    for (int i = 0; i < 7; i++) {
         char want[32];
         snprintf(want, sizeof want, "id=\"slide-%d\"", i + 1);
         const char *at = strstr(r.out, want), *hit = at ? strstr(at, FIRST[i]) : NULL;
@@ -511,6 +625,186 @@ static void test_lesson2_cache_rows(void **state) {
     const char *two = strstr(r.out, "id=\"slide-2\""), *three = strstr(r.out, "id=\"slide-3\"");
     const char *legend = strstr(two, "rowlegend");
     if (legend && legend < three) fail_msg("lesson 2: a row legend on slide 2 (step 1), which marks nothing");
+    run_free(&r);
+}
+
+// Lesson 3's keys at the first two steps (batch row 0, "<bos> 天 气" of the
+// article's prompt "天气", then one more position; and batch row 1, "<bos> 你 好",
+// at step 1): the article's loop feeds
+// tokens[:, 0:3] first (start_pos = min_prompt_size = 3), then with the
+// cache tokens[:, 3:4], reading positions 0..2 from the cache; without it
+// tokens[:, 0:4], positions 0..2 computed again.
+static void check_keys_rows(const char *run, const char *const *step1, const char *const *step2) {
+    char args[64];
+    snprintf(args, sizeof args, "lesson 3 %s --format html", run);
+    RunResult r = kvdemo_run(args);
+    assert_int_equal(r.status, 0);
+    const char *p = r.out;
+    for (int k = 0; k < 3; k++) {   // step 1's of batch rows 0 and 1, then step 2's of batch row 0
+        int step = k < 2 ? 1 : 2;
+        const char *const *want = step == 1 ? step1 : step2;
+        p = strstr(p, "keys = self.cache_k[:bsz, : start_pos + seqlen]");
+        if (!p) fail_msg("kvdemo %s: expected the keys of step %d", args, step);
+        const char *end = strstr(p, "</table>");
+        int n = 0;
+        for (const char *tr = p; (tr = strstr(tr, "<tr class=\"")) && tr < end; tr++, n++) {
+            const char *cls = tr + strlen("<tr class=\"");
+            if (!want[n] || strncmp(cls, want[n], strlen(want[n])) || cls[strlen(want[n])] != '"')
+                fail_msg("kvdemo %s: keys of step %d, row %d: expected %s, got '%.16s'", args, step, n,
+                         want[n] ? want[n] : "no more marked rows", cls);
+        }
+        if (want[n]) fail_msg("kvdemo %s: keys of step %d: expected row %d %s, got %d marked rows", args, step, n, want[n], n);
+        p = end;
+    }
+    run_free(&r);
+}
+
+static void test_lesson3_cache_rows(void **state) {
+    (void)state;
+    const char *prefill[] = {"row-new", "row-new", "row-new", NULL};
+    const char *cached[] = {"row-reused", "row-reused", "row-reused", "row-new", NULL};
+    const char *full[] = {"row-recomputed", "row-recomputed", "row-recomputed", "row-new", NULL};
+    check_keys_rows("--cache", prefill, cached);
+    check_keys_rows("--no-cache", prefill, full);
+}
+
+// Lesson 6.1's pool as pictures: after the fork of 3 samples the prompt's
+// first block is held by all three (ref 3, drawn shared); the next step
+// copies a shared block on write, drawn as an arrow under its legend.
+static void test_lesson61_pool_pictures(void **state) {
+    (void)state;
+    const char *args = "lesson 6.1 --samples 3 --steps 8 --repeat 1 --init random --preset tiny --format html";
+    RunResult r = kvdemo_run(args);
+    assert_int_equal(r.status, 0);
+    int pools = 0, shared3 = 0, arrows = 0;
+    for (const char *p = r.out; (p = strstr(p, "<svg class=\"pool\"")); p++) {
+        const char *end = strstr(p, "</svg>");
+        if (!end) fail_msg("kvdemo %s: a pool picture that never ends", args);
+        pools++;
+        const char *ref = strstr(p, "L0 · ref 3");
+        shared3 += ref && ref < end;
+        const char *arrow = strstr(p, "<path d=\"M"), *legend = strstr(p, "copied on write from");
+        arrows += arrow && arrow < end && legend && legend < end;
+    }
+    if (pools < 3) fail_msg("kvdemo %s: expected a pool picture a step, got %d", args, pools);
+    if (!shared3) fail_msg("kvdemo %s: expected a picture with block L0 shared by the 3 samples (ref 3)", args);
+    if (!arrows) fail_msg("kvdemo %s: expected a copy-on-write arrow in a picture", args);
+    run_free(&r);
+}
+
+// Lessons 4 and 5 chart with bars of █, ░ and ·; their pages draw each bar
+// as an SVG bar (░ is all but invisible on a projector) and keep no bar
+// characters in a cell.
+static void test_bars_are_drawn(void **state) {
+    (void)state;
+    static const char *const ARGS[] = {"lesson 4 --steps 8 --repeat 1 --init random --preset tiny --format html",
+                                       "lesson 5 --init random --preset tiny --format html"};
+    for (int i = 0; i < 2; i++) {
+        RunResult r = kvdemo_run(ARGS[i]);
+        assert_int_equal(r.status, 0);
+        int bars = 0;
+        for (const char *p = r.out; (p = strstr(p, "<svg class=\"bar\"")); p++) bars++;
+        if (bars < 4) fail_msg("kvdemo %s: expected SVG bars in the chart, got %d", ARGS[i], bars);
+        for (const char *p = r.out; (p = strstr(p, "<td")); p++) {
+            const char *text = strchr(p, '>') + 1, *end = strstr(text, "</td>");
+            const char *hit = strstr(text, "\u2588"), *light = strstr(text, "\u2591");
+            if ((hit && hit < end) || (light && light < end))
+                fail_msg("kvdemo %s: a cell still drawn in characters: '%.60s'", ARGS[i], text);
+        }
+        run_free(&r);
+    }
+}
+
+// Lesson 7's page draws the triangle the cache removes: for its 8 steps,
+// n(n+1)/2 = 36 K/V rows without the cache and n = 8 with it (§7); each
+// step after the first a run of earlier positions (greyed, or reused) and
+// its new one.
+static void test_lesson7_triangle(void **state) {
+    (void)state;
+    RunResult r = kvdemo_run("lesson 7 --steps 8 --format html");
+    assert_int_equal(r.status, 0);
+    const char *svg = strstr(r.out, "<svg class=\"triangle\""), *end = svg ? strstr(svg, "</svg>") : NULL;
+    if (!end) fail_msg("lesson 7 --steps 8 --format html: expected the triangle's picture");
+    static const struct { const char *what; int n; } WANT[] = {
+        {"without the cache: 36 K/V rows", 1}, {"with the cache: 8 K/V rows", 1},
+        {"class=\"row-recomputed\"", 7}, {"class=\"row-reused\"", 7}, {"<rect class=\"row-new\"", 16}};
+    for (size_t i = 0; i < sizeof WANT / sizeof WANT[0]; i++) {
+        int n = 0;
+        for (const char *p = svg; (p = strstr(p, WANT[i].what)) && p < end; p++) n++;
+        if (n != WANT[i].n) fail_msg("lesson 7's triangle: expected %d x '%s', got %d", WANT[i].n, WANT[i].what, n);
+    }
+    run_free(&r);
+}
+
+// The page's footer says what made it: kvdemo's version, the command line
+// and the comparisons identical bit for bit (lesson 2 makes one, the
+// cached output against the uncached one's last row, and they are).
+static void test_footer(void **state) {
+    (void)state;
+    RunResult r = kvdemo_run("lesson 2 --format html");
+    assert_int_equal(r.status, 0);
+    const char *f = strstr(r.out, "<footer class=\"prov\">");
+    if (!f) fail_msg("lesson 2 --format html: expected a footer");
+    static const char *const WANT[] = {"kvdemo 0.", "<code>kvdemo lesson 2 --format html</code>",
+                                       "1 of 1 comparisons identical bit for bit", "1 次比较中 1 次逐位相同"};
+    for (size_t i = 0; i < sizeof WANT / sizeof WANT[0]; i++)
+        if (!strstr(f, WANT[i])) fail_msg("lesson 2's footer: expected '%s', got '%.300s'", WANT[i], f);
+    run_free(&r);
+}
+
+// Lesson 6.3's page draws each tile it computes over the 3 x 3 scores of
+// 天气真 in 2 x 2 tiles: (1, 1), (2, 1) and (2, 2); (1, 2) lies above the
+// diagonal and is skipped. Beside each, m and l of the tile's query rows
+// (the first block holds two query rows, the second one).
+static void test_lesson63_tiles(void **state) {
+    (void)state;
+    const char *args = "lesson 6.3 --repeat 1 --max-n 1024 --init random --preset tiny --format html";
+    RunResult r = kvdemo_run(args);
+    assert_int_equal(r.status, 0);
+    static const int ROWS[] = {2, 1, 1};
+    int n = 0;
+    for (const char *p = r.out; (p = strstr(p, "<svg class=\"tiles\"")); p++, n++) {
+        const char *end = strstr(p, "</svg>");
+        int m = 0;
+        for (const char *q = p; (q = strstr(q, ": m = ")) && q < end; q++) m++;
+        if (n < 3 && m != ROWS[n]) fail_msg("kvdemo %s: tile picture %d: expected m and l of %d rows, got %d", args, n + 1, ROWS[n], m);
+        const char *frame = strstr(p, "stroke=\"#d55e00\" stroke-width=\"4\"");
+        if (!frame || frame > end) fail_msg("kvdemo %s: tile picture %d: expected the tile being processed framed", args, n + 1);
+    }
+    if (n != 3) fail_msg("kvdemo %s: expected 3 tile pictures (the tiles computed), got %d", args, n);
+    run_free(&r);
+}
+
+// Lesson 10's page replays the race: a bar a run, each animated through
+// keyframes from the times its run recorded step by step, the shares of
+// time never going back and both bars full at the end (100%, all steps).
+static void test_lesson10_replay(void **state) {
+    (void)state;
+    const char *args = "lesson 10 --steps 8 --repeat 1 --init random --preset tiny --format html";
+    RunResult r = kvdemo_run(args);
+    assert_int_equal(r.status, 0);
+    const char *d = strstr(r.out, "<details class=\"replay\">");
+    if (!d) fail_msg("kvdemo %s: expected the race's replay", args);
+    for (int c = 0; c < 2; c++) {
+        char name[64];
+        snprintf(name, sizeof name, "@keyframes kvdemo-race-%d{", c);
+        const char *k = strstr(d, name), *end = k ? strchr(k + strlen(name), '}') : NULL;
+        while (end && end[1] != '}' && end[1] != '@' && end[1] != '<') end = strchr(end + 1, '}');
+        if (!k || !end) fail_msg("kvdemo %s: expected the keyframes of run %d", args, c);
+        double last = -1;
+        for (const char *p = k + strlen(name); p < end;) {
+            double at = strtod(p, NULL);
+            if (at < last) fail_msg("kvdemo %s: run %d's keyframes go back in time: %g after %g", args, c, at, last);
+            last = at;
+            p = strchr(p, '}');
+            if (!p) break;
+            p++;
+        }
+        if (!strstr(k, "100.00%{transform:scaleX(1.0000)}") || strstr(k, "100.00%{transform:scaleX(1.0000)}") > end + 1)
+            fail_msg("kvdemo %s: run %d's bar should be full at the end of its time", args, c);
+        snprintf(name, sizeof name, "animation:kvdemo-race-%d ", c);
+        if (!strstr(d, name)) fail_msg("kvdemo %s: expected run %d's bar animated ('%s')", args, c, name);
+    }
     run_free(&r);
 }
 
@@ -647,6 +941,13 @@ int main(void) {
         cmocka_unit_test(test_heat_maps),
         cmocka_unit_test(test_lesson2_slides),
         cmocka_unit_test(test_lesson2_cache_rows),
+        cmocka_unit_test(test_lesson3_cache_rows),
+        cmocka_unit_test(test_lesson61_pool_pictures),
+        cmocka_unit_test(test_bars_are_drawn),
+        cmocka_unit_test(test_lesson7_triangle),
+        cmocka_unit_test(test_footer),
+        cmocka_unit_test(test_lesson63_tiles),
+        cmocka_unit_test(test_lesson10_replay),
         cmocka_unit_test(test_options_and_commands),
         cmocka_unit_test(test_every_lesson),
     };

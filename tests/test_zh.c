@@ -318,6 +318,7 @@ static const struct {
     int skip;
 } PAIRED[] = {
     {"trace_sayf(tr,", 0},      // lessons' narration
+    {"trace_textf(tr,", 2},     // texts a lesson composes (after the buffer and its size)
     {"fileio_fail2(", 2},       // errors returned through err buffers
     {"fileio_error(", 0},       // error lines on stderr
     {"usage_error(", 0},        // the command line's usage errors (cli.c)

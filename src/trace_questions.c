@@ -1,0 +1,105 @@
+// trace_questions — a lesson's class questions, from its doc page
+// (trace_questions.h).
+//
+// The section is a numbered list; an item's lines after its first are
+// indented, and its "- Run:" / "- It prints:" lines are a list of their
+// own. A prose line that goes on is joined to the one before (with a space
+// between two Latin letters or digits, without one beside Chinese).
+#include "trace_questions.h"
+
+#include "buf.h"
+#include "paths.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char *slurp(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    Buf b;
+    buf_init(&b);
+    char chunk[4096];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) buf_appendn(&b, chunk, n);
+    fclose(f);
+    buf_append(&b, "");
+    return buf_take(&b);
+}
+
+// Splits item text at its first question mark ("?" or "？"), which stays
+// with the question.
+static void split(Question *q, char *text) {
+    char *a = strstr(text, "？"), *e = strchr(text, '?');
+    char *at = a && (!e || a < e) ? a + strlen("？") : e ? e + 1 : text + strlen(text), *rest = at;
+    while (*rest == ' ') rest++;
+    q->answer = strdup(rest);
+    *at = '\0';
+    q->question = text;
+}
+
+// Adds one line of an item to b: a "- " line on a line of its own, prose
+// joined to the line before.
+static void add_line(Buf *b, const char *s, size_t n) {
+    while (n && *s == ' ') s++, n--;
+    if (!n) return;
+    if (b->len) {
+        unsigned char before = (unsigned char)b->s[b->len - 1], after = (unsigned char)s[0];
+        if (n >= 2 && !strncmp(s, "- ", 2)) buf_append(b, "\n");
+        else if (before < 0x80 && after < 0x80) buf_append(b, " ");
+    }
+    buf_appendn(b, s, n);
+}
+
+// The item gathered in item, as the next question (item emptied).
+static void take(Question *out, int *n, int max, Buf *item) {
+    char *text = buf_take(item);
+    if (!text) return;
+    if (*n < max) split(&out[(*n)++], text);
+    else free(text);
+}
+
+int questions_read(Question *out, int max, const char *id, int zh) {
+    char rel[64], where[4096];
+    snprintf(rel, sizeof rel, zh ? "docs/zh/lesson-%s.md" : "docs/lesson-%s.md", id);
+    char *page = slurp(paths_shipped(rel, where, sizeof where));
+    if (!page) return 0;
+    const char *head = zh ? "\n## 课堂提问" : "\n## Questions for the class", *p = strstr(page, head);
+    int n = 0;
+    Buf item;
+    buf_init(&item);
+    for (p = p ? strchr(p + 1, '\n') : NULL; p && *p;) {
+        p++;
+        const char *end = strchr(p, '\n');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        if (!strncmp(p, "## ", 3)) break;
+        const char *dot = p;
+        while (isdigit((unsigned char)*dot)) dot++;
+        if (dot > p && !strncmp(dot, ". ", 2)) {   // a new item
+            if (item.len) take(out, &n, max, &item);
+            buf_free(&item);
+            add_line(&item, dot + 2, len - (size_t)(dot + 2 - p));
+        } else if (item.len) {
+            add_line(&item, p, len);
+        }
+        p = end;
+    }
+    if (item.len) take(out, &n, max, &item);
+    buf_free(&item);
+    free(page);
+    for (int i = 0; i < n; i++)
+        if (!out[i].question || !out[i].answer) {   // out of memory: none
+            questions_free(out, n);
+            return 0;
+        }
+    return n;
+}
+
+void questions_free(Question *q, int n) {
+    for (int i = 0; i < n; i++) {
+        free(q[i].question);
+        free(q[i].answer);
+        q[i].question = q[i].answer = NULL;
+    }
+}
