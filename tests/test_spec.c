@@ -18,6 +18,8 @@
 //                                   with its probability; the distribution of the first
 //                                   3 tokens = the target's, within 1e-5, K = 1, 2, 3
 //   test_check_rejects_mismatch     another vocabulary, a shorter context, gamma 0 / 17
+//   test_generate_draft             kvdemo generate --draft: the target's greedy text, the
+//                                   shipped models; bad options and files, one line each
 #include "testutil.h"
 
 #include "gpt.h"
@@ -29,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 // ----------------------------------------------------------------------------
 // Models
@@ -480,6 +483,55 @@ static void test_check_rejects_mismatch(void **st) {
     gpt_free(&target);
 }
 
+// ----------------------------------------------------------------------------
+// kvdemo generate --draft
+
+// The "text" event of a JSON run, from its name to the end of its line.
+static char *text_event(const char *args) {
+    RunResult r = kvdemo_run(args);
+    if (r.status) fail_msg("kvdemo %s: exit status %d: %s", args, r.status, r.err);
+    const char *at = strstr(r.out, "\"name\":\"text\"");
+    if (!at) fail_msg("kvdemo %s: no text event in: %.200s", args, r.out);
+    char *text = strndup(at, strcspn(at, "\n"));
+    run_free(&r);
+    return text;
+}
+
+static void test_generate_draft(void **st) {
+    (void)st;
+    // past the context (6 + 260 > 256): rounds, then the chapter's recomputation
+    char *want = text_event("generate --temperature 0 --steps 260 --format json");
+    for (int K = 1; K <= 8; K += 7) {
+        char args[160];
+        snprintf(args, sizeof args,
+                 "generate --draft data/tinyshakespeare-draft.bin --gamma %d --temperature 0 --steps 260 --format json%s",
+                 K, K == 8 ? " --paged --block-size 4" : "");
+        char *got = text_event(args);
+        if (strcmp(got, want)) fail_msg("kvdemo %s:\n  target alone %.120s\n  speculative  %.120s", args, want, got);
+        free(got);
+    }
+    free(want);
+    char tiny[] = "/tmp/kvdemo-spec-XXXXXX", args[160];
+    int fd = mkstemp(tiny);
+    assert_true(fd >= 0);
+    close(fd);
+    snprintf(args, sizeof args, "init --preset tiny --out %s", tiny);
+    RunResult r = kvdemo_run(args);
+    assert_int_equal(r.status, 0);
+    run_free(&r);
+    expect_failure("generate --gamma 3", 2, "--gamma goes with --draft FILE");
+    expect_failure("generate --draft data/tinyshakespeare-draft.bin --gamma 0", 2, "--gamma takes a whole number from 1 to 16");
+    expect_failure("generate --draft data/tinyshakespeare-draft.bin --no-cache", 2, "--draft needs the KV cache");
+    expect_failure("generate --draft data/tinyshakespeare-draft.bin --bug offset", 2, "--draft runs on the plain cache");
+    expect_failure("generate --draft /nonexistent/draft.bin", 1, "/nonexistent/draft.bin");
+    snprintf(args, sizeof args, "generate --draft %s", tiny);
+    expect_failure(args, 1, "the draft's context 32 is shorter than the target's 256");
+    snprintf(args, sizeof args, "--lang zh generate --draft %s", tiny);
+    expect_failure(args, 1, "草稿模型的上下文 32 短于目标模型的 256");
+    expect_failure("--lang zh generate --gamma 2", 2, "--gamma 要和 --draft FILE 一起用");
+    unlink(tiny);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rows_equal_steps),
@@ -488,6 +540,7 @@ int main(void) {
         cmocka_unit_test(test_paged_rollback_blocks),
         cmocka_unit_test(test_sampling_is_exact),
         cmocka_unit_test(test_check_rejects_mismatch),
+        cmocka_unit_test(test_generate_draft),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
