@@ -86,7 +86,7 @@ static void round_table(Trace *tr, const Shared *x, const SpecRound *r) {
     trace_table_head(tr, &t);
     int first = r->len - 1;   // the position of the round's first fed token
     for (int j = 0; j <= r->gamma; j++) {
-        char row[8], pos[12], fed[16], tgt[16], dr[16] = "", verdict[64];
+        char row[16], pos[16], fed[16], tgt[16], dr[16] = "", verdict[64];
         snprintf(row, sizeof row, "%d", j);
         snprintf(pos, sizeof pos, "%d", first + j);
         shown(fed, sizeof fed, &x->m, j == 0 ? x->tokens[first] : r->drafted[j - 1]);
@@ -282,7 +282,7 @@ static int speedups(Shared *x, Trace *tr, SpecStats *per_k) {
         double alpha = spec_alpha(&spec.last);
         MeasureRatio r = measure_ratio(stats_of(a, runs), stats_of(b, runs));
         MeasureVerdict v = measure_verdict(a, runs, b, runs);
-        char k[8], al[16], tpr[16], exp[16], pa[64], sa[64], ratio[32], meas[96];
+        char k[16], al[16], tpr[16], exp[16], pa[64], sa[64], ratio[32], meas[96];
         snprintf(k, sizeof k, "%d", K);
         snprintf(al, sizeof al, "%.3f", alpha);
         snprintf(tpr, sizeof tpr, "%.2f", (double)spec.last.tokens / spec.last.rounds);
@@ -338,7 +338,7 @@ static void why(Shared *x, Trace *tr, const SpecStats *per_k) {
         double tpr = per_k[K].rounds ? (double)per_k[K].tokens / per_k[K].rounds : 1.0;
         double bytes = (v.weight_bytes + v.cache_bytes + K * (draft.weight_bytes + draft.cache_bytes)) / tpr;
         double flops = (v.matmul_flops + v.attention_flops + K * (draft.matmul_flops + draft.attention_flops)) / tpr;
-        char k[8], mb[16], br[16], mf[16], fr[16];
+        char k[16], mb[16], br[16], mf[16], fr[16];
         snprintf(k, sizeof k, "%d", K);
         snprintf(mb, sizeof mb, "%.2f", bytes / 1e6);
         snprintf(br, sizeof br, "%.2f", bytes / plain_bytes);
