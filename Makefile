@@ -177,7 +177,7 @@ BINDIR   = $(DESTDIR)$(PREFIX)/bin
 DATADIR  = $(DESTDIR)$(PREFIX)/share/kvdemo
 MANDIR   = $(DESTDIR)$(PREFIX)/share/man/man1
 COMPDIR  = $(DESTDIR)$(PREFIX)/share/bash-completion/completions
-SHIPPED  = data/tianqi.txt data/tinyshakespeare-gpt.bin
+SHIPPED  = data/tianqi.txt data/tinyshakespeare-gpt.bin data/tinyshakespeare-draft.bin
 DOCS     = $(wildcard docs/*.md) $(wildcard docs/zh/*.md)
 
 install: $(BIN)

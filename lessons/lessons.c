@@ -93,6 +93,11 @@ const Lesson LESSONS[] = {
      {TRACE_FORM, O(STEP), GPT_MODEL, GPT_DRAWS, O(STEPS), O(DATA)},
      "why cached and uncached outputs can differ (the summing order, bf16 and fp16), and a cache kept as bf16, fp16, int8 or int4: bytes saved against loss",
      "使用与不使用缓存时输出为何会不同（求和顺序、bf16 与 fp16），以及以 bf16、fp16、int8、int4 保存的缓存：省下的字节与损失"},
+    {"13", "Speculative decoding: draft, verify, roll the cache back",
+     "投机解码：草稿模型提议，目标模型验证，缓存回退", "beyond", lesson13_run,
+     {TRACE_FORM, O(STEP), GPT_MODEL, O(PROMPT), O(STEPS), O(REPEAT), O(DRAFT), O(GAMMA)},
+     "speculative decoding: one round traced (drafted tokens, the K + 1 verifying rows, both caches rolled back), greedy text equal to the target's byte for byte, acceptance and measured speed-up for K = 1 .. 8 beside Leviathan et al.'s",
+     "投机解码：追踪一轮（草稿词元、K + 1 个验证行、两个缓存的回退），贪心文字与目标模型逐字节相同，K = 1 .. 8 的接受率和实测加速比，与 Leviathan 等人的预期对照"},
 };
 const int NUM_LESSONS = (int)(sizeof LESSONS / sizeof LESSONS[0]);
 

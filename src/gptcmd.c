@@ -19,6 +19,7 @@
 #include "bigmem.h"
 #include "sampler.h"
 #include "screen.h"
+#include "speccmd.h"
 #include "stats.h"
 #include "timer.h"
 #include "train.h"
@@ -180,6 +181,7 @@ static void say_figures(Trace *tr, const Stream *g, const GptModel *m, const cha
 }
 
 int gptcmd_generate(const Options *opt, Trace *tr) {
+    if (opt->given[OPT_DRAFT] || opt->given[OPT_GAMMA]) return speccmd_generate(opt, tr);
     if (opt->paged || opt->block_size || opt->num_blocks || opt->samples) return pagedcmd_generate(opt, tr);
     GptVariant variant;   // --bug, --kv-dtype (lessons 11 and 12)
     int use_variant;

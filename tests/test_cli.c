@@ -231,7 +231,7 @@ static void test_did_you_mean(void **state) {
     };
     for (size_t i = 0; i < sizeof typos / sizeof typos[0]; i++) expect_failure(typos[i].args, 2, typos[i].suggestion);
     // Nothing close: no guess, only what is valid.
-    const char *far[] = {"frobnicate", "lesson 2 --bogus", "lesson 13"};
+    const char *far[] = {"frobnicate", "lesson 2 --bogus", "lesson 99"};
     for (int i = 0; i < 3; i++) {
         RunResult r = kvdemo_run(far[i]);
         assert_int_equal(r.status, 2);

@@ -69,6 +69,7 @@ static void test_installs_every_file(void **state) {
     expect_file("/usr/bin/kvdemo");
     expect_file("/usr/share/kvdemo/data/tianqi.txt");
     expect_file("/usr/share/kvdemo/data/tinyshakespeare-gpt.bin");
+    expect_file("/usr/share/kvdemo/data/tinyshakespeare-draft.bin");
     expect_file("/usr/share/man/man1/kvdemo.1");
     expect_file("/usr/share/bash-completion/completions/kvdemo");
     expect_file("/usr/share/kvdemo/docs/lesson-2.md");

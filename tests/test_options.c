@@ -172,6 +172,7 @@ static const char *lesson_value(const char *name, const char *metavar, const cha
         {"--steps", "4"}, {"--prompt", "ROMEO:"}, {"--temperature", "0"}, {"--top-p", "0.5"}, {"--top-k", "2"},
         {"--seed", "7"}, {"--threads", "1"}, {"--tile", "16"}, {"--block-size", "4"}, {"--samples", "2"},
         {"--bug", "offset"}, {"--data", "data/tianqi.txt"}, {"--attention", "flash"},
+        {"--draft", "data/tinyshakespeare-draft.bin"},
     };
     if (!strcmp(name, "--model")) return strcmp(id, "3") ? model : "tests/fixtures/llama_mha.bin";
     if (!strcmp(name, "--data") && !strcmp(id, "12")) return text;

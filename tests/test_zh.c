@@ -35,7 +35,7 @@ static const char *const ALLOWED[] = {
     // names of methods and hardware, as the documents write them
     "Attention", "SwiGLU", "Flash", "flash", "online", "GPU", "CPU", "HBM", "SRAM",
     // authors cited by name
-    "Milakov", "Gimelshein",
+    "Milakov", "Gimelshein", "Leviathan",
     // code the lessons quote, and the values of options (--bug offset, --data FILE)
     "float", "ceil", "exp", "sqrt", "ones", "logit", "offset", "stale", "append", "layout", "scale", "FILE",
     "tiny",
