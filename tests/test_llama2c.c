@@ -11,6 +11,7 @@
 #include "llama.h"
 #include "llama2c.h"
 #include "ops.h"
+#include "utf8.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -363,6 +364,83 @@ static void test_bad_checkpoints_refused(void **state) {
     free(good);
 }
 
+// ---------------------------------------------------------------------------
+// The commands and lessons on llama2.c's files
+
+#define PAIR "--model " GQA " --tokenizer " TOK
+
+// generate's greedy text is the reference's continuation, with and without
+// the cache; the text before the report is the same both ways.
+static void test_generate_greedy_text(void **state) {
+    (void)state;
+    LlamaModel m;
+    load(&m, GQA);
+    FixSet fx;
+    fix_load(&fx, FIX);
+    const FixTensor *want = fix_get(&fx, "gqa.greedy");
+    int ids[32], n = want->rows * want->cols;
+    for (int i = 0; i < n; i++) ids[i] = (int)want->data[i];
+    char text[512], shown[1024];
+    int pids[32], prompt = llama_encode(pids, &m, "Once upon a time", 1, 0, 32, text, sizeof text);
+    assert_true(prompt > 0 && prompt < n);
+    llama_decode(text, &m, ids, n, sizeof text);
+    utf8_shown(shown, sizeof shown, text, strlen(text));
+    const char *runs[] = {"--cache", "--no-cache"};
+    for (int k = 0; k < 2; k++) {
+        char args[512];
+        snprintf(args, sizeof args, "generate " PAIR " --prompt 'Once upon a time' --temperature 0 --steps %d %s",
+                 n - prompt, runs[k]);
+        RunResult r = kvdemo_run(args);
+        if (r.status != 0) fail_msg("kvdemo %s: status %d: %s", args, r.status, r.err);
+        char *end = strstr(r.out, "\n\n-- ");
+        assert_non_null(end);
+        *end = '\0';
+        if (strcmp(r.out, shown)) fail_msg("%s: expected \"%s\", got \"%s\"", runs[k], shown, r.out);
+        run_free(&r);
+    }
+    fix_free(&fx);
+    llama_free(&m);
+}
+
+// The lessons and bench run on the pair, cached == uncached in lesson 3.
+static void test_lessons_and_bench_run(void **state) {
+    (void)state;
+    const char *ok[] = {"lesson 3 " PAIR " --trace summary", "lesson 6.2 " PAIR " --steps 4 --repeat 1",
+                        "lesson 6.2 --model " MHA " --tokenizer " TOK " --steps 4 --repeat 1 --lang zh",
+                        "bench " PAIR " --steps 4,8 --repeat 1"};
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        RunResult r = kvdemo_run(ok[i]);
+        if (r.status != 0) fail_msg("kvdemo %s: status %d: %s", ok[i], r.status, r.err);
+        if (i == 0 && !strstr(r.out, "identical bit for bit")) fail_msg("lesson 3: no bit-for-bit verdict:\n%s", r.out);
+        run_free(&r);
+    }
+}
+
+// A tokenizer of the model's 328 tokens without byte tokens: a character
+// with no piece is refused with one line.
+static void test_commands_refuse_bad_input(void **state) {
+    (void)state;
+    char dir[256], tok[300], args[700];
+    assert_int_equal(tmpdir_make(dir, sizeof dir, "llama2c"), 0);
+    snprintf(tok, sizeof tok, "%s/tok.bin", dir);
+    static char names[328][8];
+    const char *pieces[328] = {"<unk>", "\n<s>\n", "\n</s>\n", " ", "a"};
+    for (int i = 5; i < 328; i++) snprintf(names[i], sizeof names[i], "p%d", i), pieces[i] = names[i];
+    static unsigned char b[8192];
+    size_t size = tokenizer_bytes(b, 8, pieces, 328);
+    write_all(tok, (const char *)b, (long)size);
+    snprintf(args, sizeof args, "generate --model " GQA " --tokenizer %s --prompt ab --steps 2", tok);
+    expect_failure(args, 2, "cannot encode 'b'");
+    snprintf(args, sizeof args, "lesson 3 --model " GQA " --tokenizer %s --prompt ab", tok);
+    expect_failure(args, 2, "cannot encode 'b'");
+    expect_failure("generate --tokenizer " TOK, 2, "--tokenizer goes with --model");
+    expect_failure("lesson 3 --tokenizer " TOK, 2, "--tokenizer goes with --model");
+    expect_failure("bench " PAIR " --csv x.csv", 2, "are the char GPT's");
+    expect_failure("generate --model " TOK " --tokenizer " TOK, 1, "bad header");
+    expect_failure("lesson 6.2 --model " GQA " --tokenizer " MHA, 1, MHA);
+    tmpdir_remove(dir);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_header_read),
@@ -374,6 +452,9 @@ int main(void) {
         cmocka_unit_test(test_unencodable_character_refused),
         cmocka_unit_test(test_bad_tokenizers_refused),
         cmocka_unit_test(test_bad_checkpoints_refused),
+        cmocka_unit_test(test_generate_greedy_text),
+        cmocka_unit_test(test_lessons_and_bench_run),
+        cmocka_unit_test(test_commands_refuse_bad_input),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
