@@ -135,7 +135,7 @@ coverage: tests/need-cmocka
 # New inputs it finds stay in build-fuzz/corpus (copy the useful ones into
 # tests/fuzz/corpus, where make test replays them).
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS  = gpt_model llama_model checkpoint toydata text options
+FUZZ_TARGETS  = gpt_model llama_model checkpoint toydata text options llama2c_model bpe
 FUZZ_SAN      = -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
 
 fuzz:

@@ -21,6 +21,8 @@ int fuzz_checkpoint(const uint8_t *data, size_t size);
 int fuzz_toydata(const uint8_t *data, size_t size);
 int fuzz_text(const uint8_t *data, size_t size);
 int fuzz_options(const uint8_t *data, size_t size);
+int fuzz_llama2c_model(const uint8_t *data, size_t size);   // llama2.c's checkpoint
+int fuzz_bpe(const uint8_t *data, size_t size);             // llama2.c's tokenizer.bin
 
 typedef struct {
     const char *name;   // the folder of its corpus: tests/fuzz/corpus/NAME
