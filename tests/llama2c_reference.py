@@ -266,13 +266,16 @@ def fixtures():
 
 
 def big(folder):
-    """stories15M's shape with random weights (numpy, seed 0) and a 32000-token tokenizer."""
+    """stories15M's shape with random weights (numpy, seed 0), a classifier of
+    its own, and a 32000-token tokenizer."""
     os.makedirs(folder, exist_ok=True)
     dim, hidden, L, H, V, T = 288, 768, 6, 6, 32000, 256
     rng = np.random.default_rng(0)
     hd = dim // H
     with open(os.path.join(folder, "model.bin"), "wb") as f:
-        f.write(struct.pack("<7i", dim, hidden, L, H, H, V, T))
+        # a classifier of its own (vocab_size negative): with the embedding
+        # shared, random weights only ever repeat the last token
+        f.write(struct.pack("<7i", dim, hidden, L, H, H, -V, T))
 
         def w(*shape, scale):
             f.write((rng.standard_normal(shape) * scale).astype("<f4").tobytes())
@@ -290,6 +293,7 @@ def big(folder):
         w(L, hidden, dim, scale=dim ** -0.5)
         ones(dim)
         f.write(np.zeros(T * hd, "<f4").tobytes())
+        w(V, dim, scale=dim ** -0.5)
     pieces, scores = build_vocab(40)
     for i in range(V - len(pieces)):
         pieces.append(b" w%d" % i)
