@@ -638,6 +638,7 @@ static int demo_options(Demo *d, const Size **size, const Options *opt) {
     d->opt = opt;
     d->T = d->file.params ? d->file.cfg.max_seq_len : (*size)->max_seq_len;
     d->steps = opt->steps > 0 ? opt->steps : (*size)->steps;
+    if (opt->steps <= 0 && d->file.params && d->steps > d->T / 2) d->steps = d->T / 2;   // a file's short context
     if (d->steps >= d->T) {
         fileio_error("lesson 6.2: --steps %d leaves no context before the timed tokens; "
                      "with --preset %s (context %d) it takes 1 to %d",
@@ -822,7 +823,6 @@ static void show_file_models(Trace *tr, const Demo *d) {
 int lesson62_run(const Options *opt, Trace *tr) {
     Demo d = {.vs = {{.run = "mha", .label = "MHA"}, {.run = "gqa", .label = "GQA"}, {.run = "mqa", .label = "MQA"}}};
     const Size *size;
-    int rc = 0;
     if (opt->tokenizer_path && !opt->model_path) {
         fileio_error("lesson 6.2: --tokenizer goes with --model FILE, llama2.c's checkpoint",
                      "第 6.2 课：--tokenizer 要和 --model FILE（llama2.c 的模型文件）一起用");
@@ -833,7 +833,7 @@ int lesson62_run(const Options *opt, Trace *tr) {
         fileio_error("%s", "%s", err);
         return 1;
     }
-    if (!rc) rc = demo_options(&d, &size, opt);
+    int rc = demo_options(&d, &size, opt);
     if (rc) {
         llama_free(&d.file);
         return rc;
