@@ -423,7 +423,7 @@ static void test_commands_refuse_bad_input(void **state) {
     char dir[256], tok[300], args[700];
     assert_int_equal(tmpdir_make(dir, sizeof dir, "llama2c"), 0);
     snprintf(tok, sizeof tok, "%s/tok.bin", dir);
-    static char names[328][8];
+    static char names[328][16];
     const char *pieces[328] = {"<unk>", "\n<s>\n", "\n</s>\n", " ", "a"};
     for (int i = 5; i < 328; i++) snprintf(names[i], sizeof names[i], "p%d", i), pieces[i] = names[i];
     static unsigned char b[8192];
