@@ -140,7 +140,8 @@ coverage: tests/need-cmocka
 # tests/fuzz/corpus, where make test replays them).
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS  = gpt_model llama_model checkpoint toydata text options \
-                gpt_model_summed llama_model_summed checkpoint_summed toy_lessons memory prompt
+                gpt_model_summed llama_model_summed checkpoint_summed toy_lessons memory prompt \
+                llama2c_model bpe
 FUZZ_SAN      = -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
 
 fuzz:

@@ -27,6 +27,7 @@
 #include "lessons.h"
 #include "fileio.h"
 #include "llama.h"
+#include "llama2c.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,7 +65,19 @@ typedef struct {
 static const char *token_name(char *buf, size_t size, const LlamaModel *m, int id) {
     static const char *const special[] = {"<pad>", "<bos>", "<eos>"};
     if (id == LLAMA_PAD_ID || id == LLAMA_BOS_ID || id == LLAMA_EOS_ID) snprintf(buf, size, "%s", special[id]);
-    else llama_token_text(buf, m, id);
+    else {
+        const char *t = llama_token_text(buf, m, id);   // buf, or a piece of llama2.c's tokenizer
+        if (t != buf && (unsigned char)t[0] >= 0x80 && !t[1]) {
+            snprintf(buf, size, "<0x%02X>", (unsigned char)t[0]);   // a byte token: a part of a character
+        } else if (t != buf) {
+            // a piece longer than buf is cut where a character starts
+            size_t n = strlen(t);
+            if (n >= size)
+                for (n = size - 1; n > 0 && ((unsigned char)t[n] & 0xC0) == 0x80;) n--;
+            memcpy(buf, t, n);
+            buf[n] = '\0';
+        }
+    }
     return buf;
 }
 
@@ -96,11 +109,17 @@ static Tensor token_slice(Show *s, const int *tokens, int stride, int bsz, int f
 // ----------------------------------------------------------------------------
 // The model and the cache it preallocates
 
-// The model: --model FILE, or the default shape with random weights.
+// The model: --model FILE (llama2.c's with --tokenizer), or the default
+// shape with random weights.
 static int load_model(LlamaModel *m, const Options *opt) {
     char err[512];
+    if (opt->tokenizer_path && !opt->model_path) {
+        fileio_error("lesson 3: --tokenizer goes with --model FILE, llama2.c's checkpoint",
+                     "第 3 课：--tokenizer 要和 --model FILE（llama2.c 的模型文件）一起用");
+        return 2;
+    }
     if (opt->model_path) {
-        if (llama_load(m, opt->model_path, err, sizeof err) != 0) {
+        if (llama_load_any(m, opt->model_path, opt->tokenizer_path, err, sizeof err) != 0) {
             fileio_error("%s", "%s", err);
             return 1;
         }
@@ -516,7 +535,8 @@ int lesson3_run(const Options *opt, Trace *tr) {
     const char *const *prompts = opt->n_prompts > 0 ? opt->prompts : DEFAULT_PROMPTS;
     int n_prompts = opt->n_prompts > 0 ? opt->n_prompts : 2;
     LlamaModel m;
-    if (load_model(&m, opt)) return 1;
+    int rc = load_model(&m, opt);
+    if (rc) return rc;
     const LlamaConfig *c = &m.cfg;
     // Each run its own state: its cache and activations, for a batch of at
     // least 4 rows (the cache the lesson shows).
@@ -525,7 +545,7 @@ int lesson3_run(const Options *opt, Trace *tr) {
     LlamaGeneration nc = {0}, wc = {0};
     Show show = {.tr = tr, .m = &m};
     char err[512];
-    int rc = 0;
+    rc = 0;
     if (llama_state_init(&nc_state, &m, B, err, sizeof err) != 0 ||
         llama_state_init(&wc_state, &m, B, err, sizeof err) != 0) {
         fileio_error("lesson 3: %s", "第 3 课：%s", err);

@@ -33,6 +33,7 @@
 #include "measure.h"
 #include "fileio.h"
 #include "llama.h"
+#include "llama2c.h"
 #include "ops.h"
 #include "stats.h"
 #include "timer.h"
@@ -390,6 +391,7 @@ typedef struct {
     int *ids, *ctx, *tok;   // the prompt (n), the context (T), scratch (T)
     int n, V, T, P, steps, repeat;
     const Options *opt;
+    LlamaModel file;        // --model FILE: the MHA model's weights (params NULL: random ones)
     char prompt_text[96];   // "\"天气真好，你好！\"" as the narration quotes it
 } Demo;
 
@@ -648,8 +650,9 @@ static int demo_options(Demo *d, const Size **size, const Options *opt) {
         }
     }
     d->opt = opt;
-    d->T = (*size)->max_seq_len;
+    d->T = d->file.params ? d->file.cfg.max_seq_len : (*size)->max_seq_len;
     d->steps = opt->steps > 0 ? opt->steps : (*size)->steps;
+    if (opt->steps <= 0 && d->file.params && d->steps > d->T / 2) d->steps = d->T / 2;   // a file's short context
     if (d->steps >= d->T) {
         fileio_error("lesson 6.2: --steps %d leaves no context before the timed tokens; "
                      "with --preset %s (context %d) it takes 1 to %d",
@@ -667,6 +670,29 @@ static int demo_options(Demo *d, const Size **size, const Options *opt) {
     return 0;
 }
 
+// GQA's n_kv_heads for H query heads: GQA_KV_HEADS when it groups them, else
+// the smallest divisor between 1 and H; -1 when there is none (H prime, or 2).
+static int gqa_kv_heads(int H) {
+    if (H % GQA_KV_HEADS == 0 && H > GQA_KV_HEADS) return GQA_KV_HEADS;
+    for (int g = 2; g < H; g++)
+        if (H % g == 0) return g;
+    return -1;
+}
+
+// mha (G = H) = the model of --model FILE; a file model of G < H has each
+// key/value head repeated for its group (LLaMA-2's repeat_kv on the weights),
+// the same network. Its tokenizer moves to mha.
+static void mha_from_file(LlamaModel *mha, LlamaModel *file) {
+    if (file->cfg.n_kv_heads == file->cfg.n_heads) {
+        memcpy(mha->params, file->params, sizeof(float) * file->num_params);
+        memcpy(mha->vocab, file->vocab, sizeof(uint32_t) * (size_t)file->cfg.vocab_size);
+    } else {
+        llama_repeat_kv_heads(mha, file);
+    }
+    mha->bpe = file->bpe;
+    file->bpe = NULL;
+}
+
 // The three models (MHA with random weights, GQA and MQA converted from it),
 // each with a state of one row; the prompt; the checks' model; the buffers of
 // the claims. Returns 0, or 1 (no memory) or 2 (a bad --prompt) with a message.
@@ -677,8 +703,19 @@ static int demo_new(Demo *d, const Size *size, const char *prompt) {
     cfg.n_layers = size->n_layers;
     cfg.n_heads = size->n_heads;
     cfg.hidden_dim = size->hidden_dim;
+    if (d->file.params) cfg = d->file.cfg;   // --model: its shape, as MHA
+    cfg.n_kv_heads = cfg.n_heads;
     cfg.max_seq_len = d->T;
-    int kv_heads[NUM_VARIANTS] = {size->n_heads, GQA_KV_HEADS, 1};
+    int gqa = gqa_kv_heads(cfg.n_heads);
+    if (gqa < 0) {
+        fileio_error("lesson 6.2: the model's %d query heads cannot be grouped: GQA needs n_kv_heads between 1 "
+                     "and n_heads that divides n_heads",
+                     "第 6.2 课：模型的 %d 个查询头无法分组：GQA 需要一个介于 1 和 n_heads 之间、能整除 n_heads 的 "
+                     "n_kv_heads",
+                     cfg.n_heads);
+        return 2;
+    }
+    int kv_heads[NUM_VARIANTS] = {cfg.n_heads, gqa, 1};
     for (int i = 0; i < NUM_VARIANTS; i++) {
         cfg.n_kv_heads = kv_heads[i];
         if (llama_new(&d->vs[i].m, &cfg, err, sizeof err) != 0 ||
@@ -688,8 +725,11 @@ static int demo_new(Demo *d, const Size *size, const char *prompt) {
         }
     }
     LlamaModel *mha = &d->vs[0].m;
-    llama_vocab_default(mha);
-    llama_init_random(mha, d->opt->seed);
+    if (d->file.params) mha_from_file(mha, &d->file);
+    else {
+        llama_vocab_default(mha);
+        llama_init_random(mha, d->opt->seed);
+    }
     for (int i = 1; i < NUM_VARIANTS; i++) llama_pool_kv_heads(&d->vs[i].m, mha);
 
     // The prompt: bos + its characters (n tokens).
@@ -746,6 +786,7 @@ static void demo_free(Demo *d) {
     }
     llama_state_free(&d->chk_st);
     llama_free(&d->chk);
+    llama_free(&d->file);
     free(d->chk_logits);
     free(d->ids);
     free(d->ctx);
@@ -770,20 +811,58 @@ static void show_models(Trace *tr, const Demo *d) {
                (unsigned long long)d->opt->seed);
 }
 
+// The opening with --model FILE: the same, the weights the file's.
+static void show_file_models(Trace *tr, const Demo *d) {
+    const LlamaConfig *c = &d->vs[0].m.cfg;
+    trace_sayf(tr,
+               "One LLaMA-style model three ways: dim %d, %d layers, %d query heads of head_dim "
+               "%d, SwiGLU %d, vocabulary %d, contexts of up to %d positions.\n"
+               "The MHA model's weights are those of %s (%s, n_kv_heads %d in the file%s); the GQA and "
+               "MQA models are the MHA model converted (see below).\n",
+               "同一个 LLaMA 式模型的三种形态：dim %d，%d 层，%d 个查询头（head_dim %d），"
+               "SwiGLU %d，词表 %d，上下文最长 %d 个位置。\n"
+               "MHA 模型的权重取自 %s（%s，文件里 n_kv_heads 为 %d%s）；GQA 和 MQA 模型由 MHA "
+               "模型转换而来（见下文）。\n",
+               c->dim, c->n_layers, c->n_heads, c->head_dim, c->hidden_dim, c->vocab_size, d->T,
+               d->opt->model_path,
+               d->opt->tokenizer_path ? trace_text(tr, "llama2.c's checkpoint", "llama2.c 的模型文件")
+                                      : trace_text(tr, "kvdemo's LLaMA file", "kvdemo 的 LLaMA 文件"),
+               d->file.cfg.n_kv_heads,
+               d->file.cfg.n_kv_heads < c->n_heads
+                   ? trace_text(tr, ": its key/value heads repeated for their groups, the same network",
+                                "：每个 key/value 头为其组内的查询头复制一份，网络不变")
+                   : "");
+}
+
 int lesson62_run(const Options *opt, Trace *tr) {
     Demo d = {.vs = {{.run = "mha", .label = "MHA"}, {.run = "gqa", .label = "GQA"}, {.run = "mqa", .label = "MQA"}}};
     const Size *size;
+    if (opt->tokenizer_path && !opt->model_path) {
+        fileio_error("lesson 6.2: --tokenizer goes with --model FILE, llama2.c's checkpoint",
+                     "第 6.2 课：--tokenizer 要和 --model FILE（llama2.c 的模型文件）一起用");
+        return 2;
+    }
+    char err[512];
+    if (opt->model_path && llama_load_any(&d.file, opt->model_path, opt->tokenizer_path, err, sizeof err) != 0) {
+        fileio_error("%s", "%s", err);
+        return 1;
+    }
     int rc = demo_options(&d, &size, opt);
-    if (rc) return rc;
+    if (rc) {
+        llama_free(&d.file);
+        return rc;
+    }
     if (ops_set_threads(opt->threads) != 0) {   // --threads, 0: every core, as every lesson
-        fileio_error("could not start %d threads", "无法启动 %d 个线程", opt->threads);
+        fileio_error("could not start %d threads", "无法启动 %d 个线程", ops_threads_asked(opt->threads));
+        llama_free(&d.file);
         return 1;
     }
     const char *prompt = opt->n_prompts > 0 ? opt->prompts[0] : DEFAULT_PROMPT;
     rc = demo_new(&d, size, prompt);
     if (!rc) {
         lessons_heading(tr);
-        show_models(tr, &d);
+        if (d.file.params) show_file_models(tr, &d);
+        else show_models(tr, &d);
         show_sharing(tr, &d);
         show_less_data_read(tr, &d);
         show_smaller_cache(tr, &d);

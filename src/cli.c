@@ -27,6 +27,7 @@
 #include "bench.h"
 #include "fileio.h"
 #include "gptcmd.h"
+#include "llama2ccmd.h"
 #include "lessons.h"
 #include "memory.h"
 #include "ops.h"
@@ -165,10 +166,13 @@ static const OptionSpec OPTIONS[] = {
      "the training text (default data/tinyshakespeare.txt)", "训练用的文本（默认 data/tinyshakespeare.txt）"},
     {OPT_MODEL, "--model", ARG_STRING, "FILE", AT(opt.model_path), 1, LESSON | GENERATE | RACE | BENCH | EVAL, 0, 0,
      "a model file (default data/tinyshakespeare-gpt.bin)", "模型文件（默认 data/tinyshakespeare-gpt.bin）"},
+    {OPT_TOKENIZER, "--tokenizer", ARG_STRING, "FILE", AT(opt.tokenizer_path), 1, LESSON | GENERATE | BENCH, 0, 0,
+     "llama2.c's tokenizer.bin; --model is then its model",
+     "llama2.c 的 tokenizer.bin；--model 则是它的模型"},
     {OPT_MODEL, "--model", ARG_STRING, "NAME|FILE", AT(opt.model_path), 1, MEMORY, 0, 0,
      "a preset (memory --list shows them) or a model file", "预设的模型名（memory --list 列出）或模型文件"},
     {OPT_INIT, "--init", ARG_CHOICE, "random", AT(opt.init), 1, LESSON | GENERATE | RACE | BENCH, 0, 0,
-     "a random model instead of a file (with --preset and --seed)", "用随机模型代替模型文件（配合 --preset 和 --seed）"},
+     "a random model, not a file (with --preset, --seed)", "用随机模型代替模型文件（配合 --preset 和 --seed）"},
     {OPT_PRESET, "--preset", ARG_CHOICE, "seed|tiny", AT(opt.preset), 1, LESSON | GENERATE | RACE | BENCH | INIT | TRAIN, 0, 0,
      "model shape: seed (the chapter's: 256, 384, 6 heads, 6 blocks) or tiny",
      "模型形状：seed（原文的：256、384、6 个头、6 个模块）或 tiny"},
@@ -976,10 +980,14 @@ static int cmd_lesson(Cli *c) {
 
 static int cmd_generate(Cli *c) {
     if (trace_begin(&c->tr)) return 1;
+    if (c->opt.tokenizer_path) return trace_finish(&c->tr, llama2ccmd_generate(&c->opt, &c->tr));   // llama2.c's model
     return trace_finish(&c->tr, gptcmd_generate(&c->opt, &c->tr));
 }
 static int cmd_race(Cli *c) { return gptcmd_race(&c->opt, &c->tr); }
-static int cmd_bench(Cli *c) { return bench_command(&c->opt, &c->tr); }
+static int cmd_bench(Cli *c) {
+    if (c->opt.tokenizer_path) return llama2ccmd_bench(&c->opt, &c->tr);   // llama2.c's model
+    return bench_command(&c->opt, &c->tr);
+}
 static int cmd_init(Cli *c) { return gptcmd_init(&c->opt, &c->tr); }
 static int cmd_train(Cli *c) { return gptcmd_train(&c->opt, &c->tr); }
 static int cmd_eval(Cli *c) { return gptcmd_eval(&c->opt, &c->tr); }

@@ -14,6 +14,7 @@
 // row at a time below, where a masked column adds an exact 0 to the sums.
 #include "llama.h"
 
+#include "bpe.h"
 #include "bigmem.h"
 #include "fileio.h"
 #include "timer.h"
@@ -192,6 +193,8 @@ int llama_new(LlamaModel *m, const LlamaConfig *cfg, char *err, size_t errlen) {
 }
 
 void llama_free(LlamaModel *m) {
+    bpe_free(m->bpe);
+    free(m->bpe);
     free(m->params);
     free(m->freqs_cis);
     free(m->vocab);
@@ -516,6 +519,7 @@ int llama_save(const LlamaModel *m, const char *path, char *err, size_t errlen) 
 
 int llama_encode(int *ids, const LlamaModel *m, const char *text, int bos, int eos, int max_ids,
                  char *err, size_t errlen) {
+    if (m->bpe) return bpe_encode(ids, m->bpe, text, bos, eos, max_ids, err, errlen);
     // The reason first, then the prompt, shortened and with invalid bytes
     // escaped, so that the line stays one readable line.
     char quoted[200];
@@ -569,13 +573,17 @@ too_long:
 
 const char *llama_token_text(char *buf, const LlamaModel *m, int id) {
     assert(id >= 0 && id < m->cfg.vocab_size);
+    if (m->bpe) return bpe_token_text(m->bpe, -1, id);
     int n = id <= LLAMA_EOS_ID ? 0 : utf8_encode((unsigned char *)buf, m->vocab[id]);
     buf[n] = '\0';
     return buf;
 }
 
+int llama_token_bytes(const LlamaModel *m) { return m->bpe ? m->bpe->max_text_bytes : 4; }
+
 size_t llama_decode(char *out, const LlamaModel *m, const int *ids, int n, size_t out_size) {
     assert(out_size > 0);
+    if (m->bpe) return bpe_decode(out, m->bpe, ids, n, out_size);
     size_t len = 0;
     char ch[5];
     for (int i = 0; i < n; i++) {
@@ -832,7 +840,8 @@ int llama_generation_new(LlamaGeneration *g, const LlamaState *s, const LlamaMod
     g->next_token = calloc(B, sizeof(int));
     g->kept = calloc(B, 1);
     g->text = calloc(B, sizeof(char *));
-    char *text = calloc(B * (4 * T + 1), 1);
+    size_t row = (size_t)llama_token_bytes(m) * T + 1;   // the text of T tokens
+    char *text = calloc(B * row, 1);
     if (!g->tokens || !g->input_text_mask || !g->logits || !g->probs || !g->sorted ||
         !g->order || !g->sampled || !g->next_token || !g->kept || !g->text || !text) {
         free(text);
@@ -841,7 +850,7 @@ int llama_generation_new(LlamaGeneration *g, const LlamaState *s, const LlamaMod
                      B, T);
         return -1;
     }
-    for (size_t b = 0; b < B; b++) g->text[b] = text + b * (4 * T + 1);
+    for (size_t b = 0; b < B; b++) g->text[b] = text + b * row;
     return 0;
 }
 
@@ -967,7 +976,7 @@ int llama_generate(LlamaGeneration *g, LlamaState *s, const LlamaModel *m,
                 n = i;
                 break;
             }
-        llama_decode(g->text[b], m, row, n, 4 * (size_t)T + 1);
+        llama_decode(g->text[b], m, row, n, (size_t)llama_token_bytes(m) * T + 1);
     }
     return 0;
 }

@@ -101,6 +101,8 @@ typedef struct {
     size_t num_params;
     LlamaParams p;           // named views into params
     float *freqs_cis;        // (T, D/2, 2) cos, sin of position t times freq i
+    struct Bpe *bpe;         // NULL: vocab above; else llama2.c's tokenizer (bpe.h,
+                             // llama2c.h), owned: encode and decode go through it
 } LlamaModel;
 
 // What one run needs besides the weights: the preallocated cache of
@@ -204,7 +206,11 @@ int llama_encode(int *ids, const LlamaModel *m, const char *text, int bos, int e
 // nothing. Returns the number of bytes written (out always NUL-terminated).
 size_t llama_decode(char *out, const LlamaModel *m, const int *ids, int n, size_t out_size);
 // The UTF-8 text of one token ("" for pad, bos, eos); buf holds >= 5 bytes.
+// With a tokenizer (m->bpe) the text is the tokenizer's, not buf.
 const char *llama_token_text(char *buf, const LlamaModel *m, int id);
+// The most bytes one token's text takes: 4 (a code point), or the
+// tokenizer's longest piece.
+int llama_token_bytes(const LlamaModel *m);
 
 // ---------------------------------------------------------------------------
 // Layers (exported for the tests and lessons)

@@ -22,7 +22,7 @@ typedef enum {
     OPT_KV_HEADS, OPT_HEAD_DIM, OPT_DTYPE, OPT_GPU_MEMORY, OPT_LIST, OPT_ATTENTION, OPT_TILE,
     OPT_MAX_N, OPT_BUG, OPT_KV_DTYPE, OPT_LOG, OPT_HELP, OPT_VERSION,
     OPT_WIDTH, OPT_NO_RACE,
-    OPT_DRAFT, OPT_GAMMA,
+    OPT_DRAFT, OPT_GAMMA, OPT_TOKENIZER,
     NUM_OPTION_IDS
 } OptionId;
 
@@ -31,6 +31,7 @@ typedef struct Options {
     int repeat;                         // --repeat N: timings are medians of N (0: the lesson's default)
     const char *data_path;              // --data FILE, or NULL for the default
     const char *model_path;             // --model FILE, or NULL
+    const char *tokenizer_path;         // --tokenizer FILE: llama2.c's tokenizer.bin (--model is then its checkpoint), or NULL
     const char *prompts[MAX_PROMPTS];   // --prompt TEXT (repeatable)
     int n_prompts;
     uint64_t seed;                      // --seed N (42 unless given)

@@ -63,7 +63,7 @@ int spec_check(const GptModel *target, const GptModel *draft, int gamma, int zh,
 int spec_init(Spec *sp, SpecModel target, SpecModel draft, int gamma, Sampler *sampler, SpecRandom *rnd) {
     assert(gamma >= 1 && gamma <= SPEC_GAMMA_MAX && sampler->V == target.m->cfg.V);
     assert(draft.m->cfg.V == target.m->cfg.V && draft.m->cfg.T >= target.m->cfg.T);
-    assert(!target.s->variant && !draft.s->variant);
+    assert(target.s->kv == &target.s->cache.base && draft.s->kv == &draft.s->cache.base);   // plain caches
     memset(sp, 0, sizeof *sp);
     sp->target = target;
     sp->draft = draft;
@@ -106,7 +106,7 @@ void spec_rollback(SpecModel *sm, int len) {
     GptState *s = sm->s;
     assert(len >= 0 && len <= s->len);
     if (sm->seq) kvseq_truncate(sm->seq, len);   // emptied blocks go back to the free list
-    else kvcache_truncate(&s->cache.base, len);
+    else kvcache_truncate(s->kv, len);
     s->len = len;
 }
 

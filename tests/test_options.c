@@ -174,7 +174,10 @@ static const char *lesson_value(const char *name, const char *metavar, const cha
         {"--bug", "offset"}, {"--data", "data/tianqi.txt"}, {"--attention", "flash"},
         {"--draft", "data/tinyshakespeare-draft.bin"},
     };
-    if (!strcmp(name, "--model")) return strcmp(id, "3") ? model : "tests/fixtures/llama_mha.bin";
+    // lessons 3 and 6.2 take --tokenizer too: --model is then llama2.c's checkpoint
+    if (!strcmp(name, "--model"))
+        return strcmp(id, "3") && strcmp(id, "6.2") ? model : "tests/fixtures/llama2c_gqa.bin";
+    if (!strcmp(name, "--tokenizer")) return "tests/fixtures/llama2c_tok.bin";
     if (!strcmp(name, "--data") && !strcmp(id, "12")) return text;
     if (!strcmp(name, "--prompt") && !strcmp(id, "3")) return "abc";   // in the fixture's vocabulary
     for (size_t i = 0; i < sizeof V / sizeof V[0]; i++)

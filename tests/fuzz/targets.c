@@ -6,6 +6,8 @@
 #include "cli.h"
 #include "gpt.h"
 #include "llama.h"
+#include "llama2c.h"
+#include "bpe.h"
 #include "options.h"
 #include "toydata.h"
 #include "trace.h"
@@ -56,6 +58,30 @@ int fuzz_llama_model(const uint8_t *data, size_t size) {
     char err[512];
     if (llama_load(&m, path, err, sizeof err) != 0) return 1;
     llama_free(&m);
+    return 0;
+}
+
+// The input as llama2.c's checkpoint, with the test tokenizer of 328 tokens.
+int fuzz_llama2c_model(const uint8_t *data, size_t size) {
+    const char *path = input_file(data, size);
+    if (!path) return 1;
+    LlamaModel m;
+    char err[512];
+    if (llama2c_load(&m, path, "tests/fixtures/llama2c_tok.bin", err, sizeof err) != 0) return 1;
+    llama_free(&m);
+    return 0;
+}
+
+// The input as a tokenizer.bin of 328 tokens; if it is one, a text through it
+// both ways.
+int fuzz_bpe(const uint8_t *data, size_t size) {
+    Bpe t;
+    char err[512], out[1024];
+    if (bpe_parse(&t, data, size, 328, "fuzz", err, sizeof err) != 0) return 1;
+    int ids[256];
+    int n = bpe_encode(ids, &t, "Once upon a time, \xe5\xa4\xa9\xe6\xb0\x94 h\xc3\xa9llo", 1, 1, 256, err, sizeof err);
+    if (n > 0) bpe_decode(out, &t, ids, n, sizeof out);
+    bpe_free(&t);
     return 0;
 }
 
@@ -254,5 +280,7 @@ const FuzzTarget FUZZ_TARGETS[] = {
     {"toy_lessons", fuzz_toy_lessons},
     {"memory", fuzz_memory},
     {"prompt", fuzz_prompt},
+    {"llama2c_model", fuzz_llama2c_model},
+    {"bpe", fuzz_bpe},
 };
 const int NUM_FUZZ_TARGETS = (int)(sizeof FUZZ_TARGETS / sizeof FUZZ_TARGETS[0]);

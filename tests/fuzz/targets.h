@@ -32,6 +32,8 @@ int fuzz_checkpoint_summed(const uint8_t *data, size_t size);
 int fuzz_toy_lessons(const uint8_t *data, size_t size);
 int fuzz_memory(const uint8_t *data, size_t size);
 int fuzz_prompt(const uint8_t *data, size_t size);
+int fuzz_llama2c_model(const uint8_t *data, size_t size);   // llama2.c's checkpoint
+int fuzz_bpe(const uint8_t *data, size_t size);             // llama2.c's tokenizer.bin
 
 typedef struct {
     const char *name;   // the folder of its corpus: tests/fuzz/corpus/NAME

@@ -1,0 +1,16 @@
+// llama2ccmd — generate and bench on llama2.c's models (--model FILE
+// --tokenizer FILE, llama2c.h): the LLaMA-style model writes text after a
+// prompt, with or without the KV cache, and its speed is measured.
+#ifndef KVDEMO_LLAMA2CCMD_H
+#define KVDEMO_LLAMA2CCMD_H
+
+#include "options.h"
+#include "trace.h"
+
+// kvdemo generate --model FILE --tokenizer FILE: returns the exit status.
+int llama2ccmd_generate(const Options *opt, Trace *tr);
+// kvdemo bench --model FILE --tokenizer FILE: tokens per second with and
+// without the cache over --steps LIST lengths. Returns the exit status.
+int llama2ccmd_bench(const Options *opt, Trace *tr);
+
+#endif
