@@ -22,6 +22,7 @@ typedef enum {
     OPT_KV_HEADS, OPT_HEAD_DIM, OPT_DTYPE, OPT_GPU_MEMORY, OPT_LIST, OPT_ATTENTION, OPT_TILE,
     OPT_MAX_N, OPT_BUG, OPT_KV_DTYPE, OPT_LOG, OPT_HELP, OPT_VERSION,
     OPT_WIDTH, OPT_NO_RACE,
+    OPT_ARCH, OPT_HIDDEN,
     NUM_OPTION_IDS
 } OptionId;
 
@@ -65,6 +66,8 @@ typedef struct Options {
     const char *bug;                    // --bug NAME: a classic cache mistake (lesson 11), or NULL
     const char *kv_dtype;               // --kv-dtype fp32|bf16|fp16|int8|int4 (lesson 12), or NULL
     int no_race;                        // --no-race: lesson 10 on a terminal as on a pipe, not the race
+    const char *arch;                   // --arch gpt|llama: what train trains (NULL: gpt)
+    int hidden;                         // --hidden F: SwiGLU's hidden size for train --arch llama (0: derived)
     // Which options were given (1 at their OptionId), so that a command can
     // tell a default from a choice.
     unsigned char given[NUM_OPTION_IDS];
