@@ -9,6 +9,7 @@
 
 #include "fileio.h"
 #include "kvcmd.h"
+#include "llamacmd.h"
 #include "flash.h"
 #include "measure.h"
 #include "gptsetup.h"
@@ -135,6 +136,7 @@ static void show_steps(Trace *tr, const Stream *g, int steps, MeasureMachine mac
 }
 
 int gptcmd_generate(const Options *opt, Trace *tr) {
+    if (llamacmd_is_llama_file(opt->model_path)) return llamacmd_generate(opt, tr);
     if (opt->paged || opt->block_size || opt->num_blocks || opt->samples) return pagedcmd_generate(opt, tr);
     GptVariant variant;   // --bug, --kv-dtype (lessons 11 and 12)
     int use_variant;

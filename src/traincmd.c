@@ -17,6 +17,7 @@
 #include "fileio.h"
 #include "gptsetup.h"
 #include "kvcmd.h"
+#include "llamacmd.h"
 #include "paths.h"
 #include "screen.h"
 #include "timer.h"
@@ -355,7 +356,38 @@ static void say_losses(const Trace *tr, double train_loss, double val_loss, cons
                train_loss, val_loss, data);
 }
 
+// eval on a LLaMA-style model file: its windows start with bos (train_llama.h).
+static int llama_eval(const Options *opt, Trace *tr) {
+    if (opt->kv_dtype) {
+        fileio_error("--kv-dtype is the char GPT's; %s is a LLaMA-style model",
+                     "--kv-dtype 属于字符级 GPT；%s 是 LLaMA 式模型", opt->model_path);
+        return 2;
+    }
+    char buf[4096], err[512];
+    const char *data = corpus_path(opt, buf, sizeof buf);
+    if (!data || check_readable("the text", "文本", data)) return 1;
+    LlamaModel m;
+    if (llama_load(&m, opt->model_path, err, sizeof err) != 0) {
+        fileio_error("%s", "%s", err);
+        return 1;
+    }
+    EvalView view = {tr, -1.0, 0};
+    int tty = isatty(STDERR_FILENO);
+    double train_loss, val_loss;
+    int rc = llama_train_eval(&m, data, opt->threads, &train_loss, &val_loss, tty ? on_eval_batch : NULL, &view,
+                              err, sizeof err);
+    if (view.drawn) fputs("\r\033[K", stderr);
+    llama_free(&m);
+    if (rc) {
+        fileio_error("%s", "%s", err);
+        return 1;
+    }
+    say_losses(tr, train_loss, val_loss, data);
+    return 0;
+}
+
 int gptcmd_eval(const Options *opt, Trace *tr) {
+    if (llamacmd_is_llama_file(opt->model_path)) return llama_eval(opt, tr);
     if (opt->kv_dtype) return kvcmd_eval(opt);   // through the cache (lesson 12)
     GptModel m;
     int rc = gptsetup_model(&m, opt, 0, NULL);
