@@ -42,6 +42,8 @@ int llama_train_config_default(TrainConfig *cfg, const char *preset) {
         cfg->batch = 16;
         cfg->iters = 2000;
         cfg->warmup = 100;
+        cfg->lr = 2e-3f;       // a model of 0.8M weights takes twice the char GPT's
+        cfg->min_lr = 2e-4f;
         cfg->eval_every = 100;
         cfg->ckpt_every = 100;
     } else if (strcmp(preset, "tiny") == 0) {
@@ -263,42 +265,92 @@ done:
     return rc;
 }
 
+// What scoring windows needs: the threads, the activations of B windows,
+// their inputs and targets.
+typedef struct {
+    Pool *pool;
+    LlamaTrainState *s;
+    int32_t *io;   // (2, B, T)
+    LlamaArch la;
+    TrainArch a;
+} LlamaScorer;
+
+static void scorer_free(LlamaScorer *e) {
+    free(e->io);
+    llama_train_state_free(e->s);
+    pool_free(e->pool);
+}
+
+// Returns 0, or -1 with err (out of memory).
+static int scorer_new(LlamaScorer *e, const LlamaModel *m, int threads, char *err, size_t errlen) {
+    enum { B = 8 };
+    int T = m->cfg.max_seq_len;
+    memset(e, 0, sizeof *e);
+    e->pool = pool_new(threads);
+    e->s = e->pool ? llama_train_state_new(&m->cfg, B, T, e->pool) : NULL;
+    e->io = malloc(sizeof(int32_t) * 2 * (size_t)B * T);
+    if (!e->s || !e->io) {
+        scorer_free(e);
+        return fileio_fail2(err, errlen, "out of memory for evaluation", "评估时内存不足");
+    }
+    e->la = (LlamaArch){e->s, m, NULL};
+    e->a = llama_arch(&e->la, B);
+    return 0;
+}
+
+// The mean loss of the windows of tokens start .. end-1 (max_windows of them
+// spread evenly, 0: all), as train_arch_loss_windows.
+static double scorer_loss(LlamaScorer *e, const TrainText *text, int64_t start, int64_t end,
+                          int64_t max_windows, TrainEvalProgressFn progress, void *user, int64_t done,
+                          int64_t total) {
+    int32_t *inputs = e->io, *targets = e->io + (size_t)e->a.B * e->a.T;
+    return train_arch_loss_windows(&e->a, e->la.m->params, text->tokens, start, end, max_windows, inputs,
+                                   targets, progress, user, done, total);
+}
+
 int llama_train_eval(const LlamaModel *m, const char *data_path, int threads, double *train_loss,
                      double *val_loss, TrainEvalProgressFn progress, void *user, char *err,
                      size_t errlen) {
     TrainText text;
     if (load_text(&text, m, data_path, err, errlen) != 0) return -1;
-    int T = m->cfg.max_seq_len, B = 8;
+    int T = m->cfg.max_seq_len;
     int64_t n_train = train_text_split(&text);
-    if (n_train < T + 1 || text.n - n_train < T + 1) {
+    LlamaScorer e;
+    int rc = -1;
+    if (n_train < T + 1 || text.n - n_train < T + 1)
         fileio_fail2(err, errlen, "%s is too short: each split needs more than %d characters",
                      "%s 太短：训练集和验证集各要多于 %d 个字符", data_path, T);
-        train_text_free(&text);
-        return -1;
-    }
-    Pool *pool = pool_new(threads);
-    LlamaTrainState *s = pool ? llama_train_state_new(&m->cfg, B, T, pool) : NULL;
-    int32_t *io = malloc(sizeof(int32_t) * 2 * (size_t)B * T);
-    int rc = 0;
-    if (!s || !io) {
-        rc = fileio_fail2(err, errlen, "out of memory for evaluation", "评估时内存不足");
-    } else {
-        LlamaArch la = {s, m, NULL};
-        TrainArch a = llama_arch(&la, B);
+    else if (scorer_new(&e, m, threads, err, errlen) == 0) {
+        // the whole validation split; as many windows spread over the training split
         int64_t val_windows = (text.n - n_train - 1) / T;
         int64_t train_windows = (n_train - 1) / T < val_windows ? (n_train - 1) / T : val_windows;
         int64_t total = (val_loss ? val_windows : 0) + (train_loss ? train_windows : 0);
-        if (val_loss)
-            *val_loss = train_arch_loss_windows(&a, m->params, text.tokens, n_train, text.n, 0, io,
-                                                io + B * T, progress, user, 0, total);
+        if (val_loss) *val_loss = scorer_loss(&e, &text, n_train, text.n, 0, progress, user, 0, total);
         if (train_loss)
-            *train_loss = train_arch_loss_windows(&a, m->params, text.tokens, 0, n_train, val_windows,
-                                                  io, io + B * T, progress, user,
-                                                  val_loss ? val_windows : 0, total);
+            *train_loss = scorer_loss(&e, &text, 0, n_train, val_windows, progress, user,
+                                      val_loss ? val_windows : 0, total);
+        scorer_free(&e);
+        rc = 0;
     }
-    free(io);
-    llama_train_state_free(s);
-    pool_free(pool);
+    train_text_free(&text);
+    return rc;
+}
+
+int llama_train_text_loss(const LlamaModel *m, const char *path, int threads, double *loss, char *err,
+                          size_t errlen) {
+    TrainText text;
+    if (load_text(&text, m, path, err, errlen) != 0) return -1;
+    int T = m->cfg.max_seq_len;
+    LlamaScorer e;
+    int rc = -1;
+    if (text.n < T + 1)
+        fileio_fail2(err, errlen, "%s is too short: it needs more than %d characters", "%s 太短：需要多于 %d 个字符",
+                     path, T);
+    else if (scorer_new(&e, m, threads, err, errlen) == 0) {
+        *loss = scorer_loss(&e, &text, 0, text.n, 0, NULL, NULL, 0, 0);
+        scorer_free(&e);
+        rc = 0;
+    }
     train_text_free(&text);
     return rc;
 }
