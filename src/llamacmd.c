@@ -10,11 +10,15 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 enum { LLAMA_DEFAULT_STEPS = 256 };
 
 int llamacmd_is_llama_file(const char *path) {
-    if (!path) return 0;
+    // Only a regular file is opened here: a FIFO or a device would block or
+    // be read from, and the char GPT's loader says what is wrong with them.
+    struct stat st;
+    if (!path || stat(path, &st) != 0 || !S_ISREG(st.st_mode)) return 0;
     FILE *f = fopen(path, "rb");
     if (!f) return 0;
     char magic[4];

@@ -7,7 +7,7 @@
 #include "options.h"
 #include "trace.h"
 
-// 1 when path names a readable file that starts with the LLaMA magic "KVLM".
+// 1 when path names a readable regular file that starts with the LLaMA magic "KVLM".
 int llamacmd_is_llama_file(const char *path);
 
 // kvdemo generate --model FILE.bin (a LLaMA file): LLaMA.generate on the
