@@ -972,7 +972,7 @@ int lesson61_run(const Options *opt, Trace *tr) {
     if (rc) return rc;
     if (ops_set_threads(opt->threads) != 0) {   // --threads, 0: every core, as every lesson
         scene_free(&sc);
-        fileio_error("could not start %d threads", "无法启动 %d 个线程", opt->threads);
+        fileio_error("could not start %d threads", "无法启动 %d 个线程", ops_threads_asked(opt->threads));
         return 1;
     }
 

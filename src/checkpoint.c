@@ -9,6 +9,7 @@
 
 #include "corpus.h"
 #include "fileio.h"
+#include "train_llama.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -21,10 +22,14 @@
 //   u32 step, u64 rng, u64 text_hash, i64 text_tokens, u64 P,
 //   u32 vocab[V], f32 params[P], f32 m[P], f32 v[P],
 //   u64 FNV-1a of every byte before it.
+// The LLaMA-style model's (train_llama.h) is the same with magic "KVTL" and
+// u32 G F after L; its V is the text's (without pad, bos, eos).
 
 #define CKPT_MAGIC "KVTC"
+#define CKPT_MAGIC_LLAMA "KVTL"
 #define CKPT_VERSION 1u
-enum { CKPT_HEADER = 4 + 4 + 5 * 4 + 3 * 4 + 7 * 4 + 8 + 4 + 8 + 8 + 8 + 8 };
+enum { CKPT_HEADER = 4 + 4 + 5 * 4 + 3 * 4 + 7 * 4 + 8 + 4 + 8 + 8 + 8 + 8,
+       CKPT_HEADER_LLAMA = CKPT_HEADER + 8 };
 
 static long ckpt_fail_after = -1;
 
@@ -65,13 +70,18 @@ int train_checkpoint_save(const char *path, const TrainCheckpoint *ck, char *err
         return fileio_fail2(err, errlen, "cannot write the checkpoint: %s", "无法写入检查点：%s", why);
     CkptWriter w = {a.f, FNV_START, 0, 0};
     const TrainConfig *c = &ck->cfg;
-    ck_write(&w, CKPT_MAGIC, 4);
+    int llama = c->arch == TRAIN_ARCH_LLAMA;
+    ck_write(&w, llama ? CKPT_MAGIC_LLAMA : CKPT_MAGIC, 4);
     ck_u32(&w, CKPT_VERSION);
     ck_u32(&w, (uint32_t)c->model.V);
     ck_u32(&w, (uint32_t)c->model.T);
     ck_u32(&w, (uint32_t)c->model.C);
     ck_u32(&w, (uint32_t)c->model.H);
     ck_u32(&w, (uint32_t)c->model.L);
+    if (llama) {
+        ck_u32(&w, (uint32_t)c->kv_heads);
+        ck_u32(&w, (uint32_t)c->hidden);
+    }
     ck_u32(&w, (uint32_t)c->batch);
     ck_u32(&w, (uint32_t)c->iters);
     ck_u32(&w, (uint32_t)c->warmup);
@@ -107,6 +117,76 @@ int train_checkpoint_save(const char *path, const TrainCheckpoint *ck, char *err
     return 0;
 }
 
+// The parameters of the shape in c (either architecture), or 0 with why
+// (room: n bytes) saying what is wrong with the shape.
+static uint64_t shape_params(const TrainConfig *c, char *why, size_t n) {
+    if (c->arch != TRAIN_ARCH_LLAMA)
+        return gpt_check_config(c->model, why, n) != 0 ? 0 : gpt_num_params(c->model);
+    LlamaConfig lc;
+    if (llama_train_config(&lc, c, c->model.V, why, n) != 0) return 0;
+    return llama_num_params(&lc);
+}
+
+// Reads the header q (after magic and version; the sizes, the recipe, the
+// state) into ck and checks it against the file's size. Returns NULL, or
+// what is wrong (in shape_err or recipe, or a fixed text).
+static const char *parse_header(TrainCheckpoint *ck, const unsigned char *q, int hn, uint64_t size,
+                                uint64_t *P, char *shape_err, size_t shape_n, char *recipe,
+                                size_t recipe_n) {
+    TrainConfig *c = &ck->cfg;
+    int ns = hn == CKPT_HEADER_LLAMA ? 10 : 8;
+    uint32_t sizes[10];
+    for (int i = 0; i < ns; i++) sizes[i] = le_get_u32(q + 4 * i);
+    c->model.V = (int)sizes[0];
+    c->model.T = (int)sizes[1];
+    c->model.C = (int)sizes[2];
+    c->model.H = (int)sizes[3];
+    c->model.L = (int)sizes[4];
+    if (ns == 10) {
+        c->arch = TRAIN_ARCH_LLAMA;
+        c->kv_heads = (int)sizes[5];
+        c->hidden = (int)sizes[6];
+    }
+    c->batch = (int)sizes[ns - 3];
+    c->iters = (int)sizes[ns - 2];
+    c->warmup = (int)sizes[ns - 1];
+    q += 4 * ns;
+    c->lr = le_get_f32(q);
+    c->min_lr = le_get_f32(q + 4);
+    c->weight_decay = le_get_f32(q + 8);
+    c->beta1 = le_get_f32(q + 12);
+    c->beta2 = le_get_f32(q + 16);
+    c->eps = le_get_f32(q + 20);
+    c->grad_clip = le_get_f32(q + 24);
+    c->seed = le_get_u64(q + 28);
+    uint32_t step = le_get_u32(q + 36);
+    ck->step = (int)step;
+    ck->rng = le_get_u64(q + 40);
+    ck->text_hash = le_get_u64(q + 48);
+    ck->text_tokens = (int64_t)le_get_u64(q + 56);
+    *P = le_get_u64(q + 64);
+    int too_big = step > 0x7fffffff;
+    for (int i = 0; i < ns; i++) too_big |= sizes[i] > 0x7fffffff;
+    if (too_big) return fileio_text("sizes or step counts out of range", "大小或步数超出范围");
+    uint64_t want_p = shape_params(c, shape_err, shape_n);
+    if (!want_p) return shape_err;   // the model file's own limits
+    if (train_config_check(c, recipe, recipe_n) != 0)
+        return recipe;   // the limits of the command line (--iters, --batch)
+    if (ck->step > c->iters) {
+        fileio_fail2(recipe, recipe_n, "its step %d is past its iterations (%d)", "它的步数 %d 超过了迭代次数（%d）",
+                     ck->step, c->iters);
+        return recipe;
+    }
+    if (*P != want_p)
+        return fileio_text("parameter count does not match the model sizes", "参数个数与模型大小不符");
+    uint64_t want = (uint64_t)hn + 4ull * (uint64_t)c->model.V + 12ull * *P + 8;
+    if (size < want)
+        return fileio_text("file is shorter than its sizes say (truncated)", "文件比它的大小字段说的短（不完整）");
+    if (size > want)
+        return fileio_text("file is longer than its sizes say (trailing bytes)", "文件比它的大小字段说的长（末尾多出字节）");
+    return NULL;
+}
+
 int train_checkpoint_load(const char *path, TrainCheckpoint *ck, char *err, size_t errlen) {
     memset(ck, 0, sizeof(*ck));
     char why_open[512], shape_err[160], recipe[300];
@@ -115,76 +195,36 @@ int train_checkpoint_load(const char *path, TrainCheckpoint *ck, char *err, size
     if (!f) return fileio_fail2(err, errlen, "cannot read the checkpoint: %s", "无法读取检查点：%s", why_open);
     // The header first: the magic, the sizes and the recipe are checked, and
     // the file's length against them, before the rest is read.
-    unsigned char h[CKPT_HEADER];
+    unsigned char h[CKPT_HEADER_LLAMA];
     unsigned char *buf = NULL;
     const char *why = NULL;
     TrainConfig *c = &ck->cfg;
     uint64_t P = 0;
+    int hn = CKPT_HEADER;
     if (!fileio_host_is_little_endian())
         why = fileio_text("checkpoints are little-endian; this machine is not", "检查点是小端字节序的，这台机器不是");
     else if (size < CKPT_HEADER + 8)
         why = fileio_text("too short to be a checkpoint (truncated?)", "太短，不是检查点（文件不完整？）");
     else if (fread(h, 1, CKPT_HEADER, f) != CKPT_HEADER)
         why = fileio_text("read error", "读取出错");
-    else if (memcmp(h, CKPT_MAGIC, 4) != 0)
+    else if (memcmp(h, CKPT_MAGIC, 4) != 0 && memcmp(h, CKPT_MAGIC_LLAMA, 4) != 0)
         why = fileio_text("wrong magic (not a kvdemo training checkpoint)", "文件头不对（不是 kvdemo 的训练检查点）");
     else if (le_get_u32(h + 4) != CKPT_VERSION)
         why = fileio_text("unsupported version (expected 1)", "不支持的版本（应为 1）");
-    if (!why) {
-        const unsigned char *q = h + 8;
-        uint32_t sizes[8];
-        for (int i = 0; i < 8; i++) sizes[i] = le_get_u32(q + 4 * i);
-        c->model.V = (int)sizes[0];
-        c->model.T = (int)sizes[1];
-        c->model.C = (int)sizes[2];
-        c->model.H = (int)sizes[3];
-        c->model.L = (int)sizes[4];
-        c->batch = (int)sizes[5];
-        c->iters = (int)sizes[6];
-        c->warmup = (int)sizes[7];
-        c->lr = le_get_f32(q + 32);
-        c->min_lr = le_get_f32(q + 36);
-        c->weight_decay = le_get_f32(q + 40);
-        c->beta1 = le_get_f32(q + 44);
-        c->beta2 = le_get_f32(q + 48);
-        c->eps = le_get_f32(q + 52);
-        c->grad_clip = le_get_f32(q + 56);
-        c->seed = le_get_u64(q + 60);
-        uint32_t step = le_get_u32(q + 68);
-        ck->step = (int)step;
-        ck->rng = le_get_u64(q + 72);
-        ck->text_hash = le_get_u64(q + 80);
-        ck->text_tokens = (int64_t)le_get_u64(q + 88);
-        P = le_get_u64(q + 96);
-        GptConfig g = c->model;
-        int too_big = step > 0x7fffffff;
-        for (int i = 0; i < 8; i++) too_big |= sizes[i] > 0x7fffffff;
-        if (too_big)
-            why = fileio_text("sizes or step counts out of range", "大小或步数超出范围");
-        else if (gpt_check_config(g, shape_err, sizeof shape_err) != 0)
-            why = shape_err;   // the model file's own limits
-        else if (train_config_check(c, recipe, sizeof recipe) != 0)
-            why = recipe;   // the limits of the command line (--iters, --batch)
-        else if (ck->step > c->iters) {
-            fileio_fail2(recipe, sizeof recipe, "its step %d is past its iterations (%d)", "它的步数 %d 超过了迭代次数（%d）",
-                         ck->step, c->iters);
-            why = recipe;
-        }
-        else if (P != gpt_num_params(g))
-            why = fileio_text("parameter count does not match the model sizes", "参数个数与模型大小不符");
-        else if (size != CKPT_HEADER + 4ull * g.V + 12ull * P + 8)
-            why = size < CKPT_HEADER + 4ull * g.V + 12ull * P + 8
-                      ? fileio_text("file is shorter than its sizes say (truncated)",
-                                    "文件比它的大小字段说的短（不完整）")
-                      : fileio_text("file is longer than its sizes say (trailing bytes)",
-                                    "文件比它的大小字段说的长（末尾多出字节）");
+    else if (memcmp(h, CKPT_MAGIC_LLAMA, 4) == 0) {
+        hn = CKPT_HEADER_LLAMA;
+        if (size < CKPT_HEADER_LLAMA + 8)
+            why = fileio_text("too short to be a checkpoint (truncated?)", "太短，不是检查点（文件不完整？）");
+        else if (fread(h + CKPT_HEADER, 1, CKPT_HEADER_LLAMA - CKPT_HEADER, f) != CKPT_HEADER_LLAMA - CKPT_HEADER)
+            why = fileio_text("read error", "读取出错");
     }
+    if (!why) why = parse_header(ck, h + 8, hn, size, &P, shape_err, sizeof shape_err, recipe, sizeof recipe);
     // Then the rest, whose length the header now vouches for.
     if (!why && !(buf = malloc((size_t)size)))
         why = fileio_text("out of memory", "内存不足");
     if (!why) {
-        memcpy(buf, h, CKPT_HEADER);
-        if (fread(buf + CKPT_HEADER, 1, (size_t)size - CKPT_HEADER, f) != (size_t)size - CKPT_HEADER)
+        memcpy(buf, h, (size_t)hn);
+        if (fread(buf + hn, 1, (size_t)size - (size_t)hn, f) != (size_t)size - (size_t)hn)
             why = fileio_text("read error", "读取出错");
     }
     fclose(f);
@@ -198,8 +238,8 @@ int train_checkpoint_load(const char *path, TrainCheckpoint *ck, char *err, size
         if (!ck->vocab || !ck->params) why = fileio_text("out of memory", "内存不足");
     }
     if (!why) {
-        memcpy(ck->vocab, p + CKPT_HEADER, sizeof(uint32_t) * (size_t)c->model.V);
-        memcpy(ck->params, p + CKPT_HEADER + 4 * (size_t)c->model.V, sizeof(float) * (size_t)P * 3);
+        memcpy(ck->vocab, p + hn, sizeof(uint32_t) * (size_t)c->model.V);
+        memcpy(ck->params, p + hn + 4 * (size_t)c->model.V, sizeof(float) * (size_t)P * 3);
         ck->m = ck->params + P;
         ck->v = ck->params + 2 * P;
         for (int i = 0; i < c->model.V && !why; i++)

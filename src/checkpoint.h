@@ -35,6 +35,31 @@ int train_checkpoint_save(const char *path, const TrainCheckpoint *ck, char *err
 int train_checkpoint_load(const char *path, TrainCheckpoint *ck, char *err, size_t errlen);
 // Frees what train_checkpoint_load allocated (params, m and v are one block).
 void train_checkpoint_free(TrainCheckpoint *ck);
+// ---------------------------------------------------------------------------
+// What every training run does before its first step and after its last,
+// whatever the architecture (train_run): the recipe (the checkpoint's when
+// resuming), the text, and the output paths claimed.
+
+typedef struct {
+    TrainConfig r;            // the recipe the run follows
+    TrainCheckpoint ck;       // the checkpoint resumed from (empty if none)
+    TrainText text;           // the training text
+    uint64_t text_hash;       // train_text_hash(&text)
+    int64_t n_train;          // tokens of its training split
+    int claimed_out, claimed_ckpt;   // fileio_claim held on r.out_path, r.ckpt_path
+} TrainSetup;
+
+// Reads cfg->resume_path's checkpoint (when given; its recipe replaces
+// cfg's) and the text (in the checkpoint's vocabulary), and checks that it is
+// the text the checkpoint was trained on. res is reset. Returns 0, or -1
+// with err; train_setup_free(su) in either case.
+int train_setup(TrainSetup *su, const TrainConfig *cfg, TrainResult *res, char *err, size_t errlen);
+// Checks each split is longer than T + 1 and the recipe, sets r.ckpt_path
+// (res->ckpt_path: out_path + ".ckpt" unless given) and claims both outputs.
+// Returns 0, or -1 with err.
+int train_setup_check(TrainSetup *su, int T, TrainResult *res, char *err, size_t errlen);
+void train_setup_free(TrainSetup *su);
+
 // For tests: every save from now on stops after writing this many bytes of
 // the temporary file and fails, as a process killed mid-write would (-1: off).
 void train_checkpoint_fail_after(long bytes);

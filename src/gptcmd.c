@@ -9,6 +9,7 @@
 
 #include "fileio.h"
 #include "kvcmd.h"
+#include "llamacmd.h"
 #include "flash.h"
 #include "measure.h"
 #include "gptsetup.h"
@@ -181,6 +182,7 @@ static void say_figures(Trace *tr, const Stream *g, const GptModel *m, const cha
 }
 
 int gptcmd_generate(const Options *opt, Trace *tr) {
+    if (llamacmd_is_llama_file(opt->model_path)) return llamacmd_generate(opt, tr);
     if (opt->given[OPT_DRAFT] || opt->given[OPT_GAMMA]) return speccmd_generate(opt, tr);
     if (opt->paged || opt->block_size || opt->num_blocks || opt->samples) return pagedcmd_generate(opt, tr);
     GptVariant variant;   // --bug, --kv-dtype (lessons 11 and 12)

@@ -23,6 +23,7 @@ typedef enum {
     OPT_MAX_N, OPT_BUG, OPT_KV_DTYPE, OPT_LOG, OPT_HELP, OPT_VERSION,
     OPT_WIDTH, OPT_NO_RACE,
     OPT_DRAFT, OPT_GAMMA, OPT_TOKENIZER,
+    OPT_ARCH, OPT_HIDDEN,
     NUM_OPTION_IDS
 } OptionId;
 
@@ -69,6 +70,8 @@ typedef struct Options {
     int no_race;                        // --no-race: lesson 10 on a terminal as on a pipe, not the race
     const char *draft_path;             // --draft FILE: speculative decoding's draft model (lesson 13), or NULL
     int gamma;                          // --gamma K: tokens drafted a round
+    const char *arch;                   // --arch gpt|llama: what train trains (NULL: gpt)
+    int hidden;                         // --hidden F: SwiGLU's hidden size for train --arch llama (0: derived)
     // Which options were given (1 at their OptionId), so that a command can
     // tell a default from a choice.
     unsigned char given[NUM_OPTION_IDS];

@@ -157,7 +157,7 @@ static int run(Trace *tr, const Options *opt, const GptModel *m, const GptModel 
         rc = 1;
     }
     if (!rc && ops_set_threads(opt->threads)) {
-        fileio_error("could not start %d threads", "无法启动 %d 个线程", opt->threads);
+        fileio_error("could not start %d threads", "无法启动 %d 个线程", ops_threads_asked(opt->threads));
         rc = 1;
     }
     if (!rc) {

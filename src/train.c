@@ -16,6 +16,7 @@
 #include "train.h"
 
 #include "checkpoint.h"
+#include "train_llama.h"
 #include "fileio.h"
 
 #include "pool.h"
@@ -468,24 +469,51 @@ double train_loss_windows(TrainState *s, const float *params, const int32_t *tok
                                        NULL, NULL, 0, 0);
 }
 
+// The char GPT's window: T tokens in, each next one out.
+static void gpt_window(int32_t *inputs, int32_t *targets, const int32_t *tokens, int64_t start, int T) {
+    memcpy(inputs, tokens + start, sizeof(int32_t) * (size_t)T);
+    memcpy(targets, tokens + start + 1, sizeof(int32_t) * (size_t)T);
+}
+
+static double gpt_arch_forward(void *ctx, const float *params, const int32_t *inputs,
+                               const int32_t *targets, int b) {
+    return train_forward(ctx, params, inputs, targets, b);
+}
+
+static void gpt_arch_backward(void *ctx, float *grads, const float *params, const int32_t *inputs,
+                              const int32_t *targets, int b) {
+    train_backward(ctx, grads, params, inputs, targets, b);
+}
+
+static TrainArch gpt_arch(TrainState *s) {
+    return (TrainArch){s, s->B, s->cfg.T, gpt_window, gpt_arch_forward, gpt_arch_backward};
+}
+
 double train_loss_windows_progress(TrainState *s, const float *params, const int32_t *tokens,
                                    int64_t start, int64_t end, int64_t max_windows, int32_t *inputs,
                                    int32_t *targets, TrainEvalProgressFn progress, void *user,
                                    int64_t done, int64_t all) {
-    int T = s->cfg.T;
+    TrainArch a = gpt_arch(s);
+    return train_arch_loss_windows(&a, params, tokens, start, end, max_windows, inputs, targets,
+                                   progress, user, done, all);
+}
+
+double train_arch_loss_windows(const TrainArch *a, const float *params, const int32_t *tokens,
+                               int64_t start, int64_t end, int64_t max_windows, int32_t *inputs,
+                               int32_t *targets, TrainEvalProgressFn progress, void *user,
+                               int64_t done, int64_t all) {
+    int T = a->T;
     int64_t count = (end - start - 1) / T;
     if (count < 1) return NAN;
     int64_t use = max_windows > 0 && max_windows < count ? max_windows : count;
     double total = 0.0;
-    for (int64_t w0 = 0; w0 < use; w0 += s->B) {
-        int b = (int)(use - w0 < s->B ? use - w0 : s->B);
+    for (int64_t w0 = 0; w0 < use; w0 += a->B) {
+        int b = (int)(use - w0 < a->B ? use - w0 : a->B);
         for (int i = 0; i < b; i++) {
             int64_t w = (w0 + i) * count / use;
-            const int32_t *x = tokens + start + w * T;
-            memcpy(inputs + (int64_t)i * T, x, sizeof(int32_t) * (size_t)T);
-            memcpy(targets + (int64_t)i * T, x + 1, sizeof(int32_t) * (size_t)T);
+            a->window(inputs + (int64_t)i * T, targets + (int64_t)i * T, tokens, start + w * T, T);
         }
-        total += train_forward(s, params, inputs, targets, b) * b;
+        total += a->forward(a->ctx, params, inputs, targets, b) * b;
         if (progress) progress(done + w0 + b, all > 0 ? all : use, user);
     }
     return total / use;
@@ -501,13 +529,13 @@ static void on_signal(int sig) {
     stop_requested = 1;
 }
 
-// Draws B windows of T + 1 tokens from the training split.
-static void draw_batch(int32_t *inputs, int32_t *targets, const int32_t *tokens, int64_t n_train,
-                       int B, int T, uint64_t *rng) {
+// Draws B windows from the training split.
+static void draw_batch(const TrainArch *a, int32_t *inputs, int32_t *targets, const int32_t *tokens,
+                       int64_t n_train, int B, uint64_t *rng) {
+    int T = a->T;
     for (int b = 0; b < B; b++) {
         int64_t start = (int64_t)(rng_next(rng) % (uint64_t)(n_train - T));
-        memcpy(inputs + (int64_t)b * T, tokens + start, sizeof(int32_t) * (size_t)T);
-        memcpy(targets + (int64_t)b * T, tokens + start + 1, sizeof(int32_t) * (size_t)T);
+        a->window(inputs + (int64_t)b * T, targets + (int64_t)b * T, tokens, start, T);
     }
 }
 
@@ -517,115 +545,35 @@ static int all_finite(const float *x, size_t n) {
     return 1;
 }
 
-static int save_checkpoint(const char *path, const TrainConfig *r, const TrainText *text,
-                           uint64_t text_hash, int step, uint64_t rng, const float *params,
-                           const float *m, const float *v, size_t P, char *err, size_t errlen) {
-    TrainCheckpoint ck = {*r, text->vocab, step, rng, text_hash, text->n,
-                          (float *)params, (float *)m, (float *)v, P};
-    return train_checkpoint_save(path, &ck, err, errlen);
+static int save_checkpoint(const TrainLoop *lp, int step, uint64_t rng, char *err, size_t errlen) {
+    TrainCheckpoint ck = {*lp->r, lp->text->vocab, step, rng, lp->text_hash, lp->text->n,
+                          lp->params, lp->m, lp->v, lp->P};
+    return train_checkpoint_save(lp->r->ckpt_path, &ck, err, errlen);
 }
 
-int train_run(const TrainConfig *cfg, TrainProgressFn progress, void *user, TrainResult *result,
-              char *err, size_t errlen) {
-    TrainConfig r = *cfg;
-    TrainCheckpoint ck = {0};
-    TrainResult res_local;
-    TrainResult *res = result ? result : &res_local;
-    memset(res, 0, sizeof *res);
-    res->loss = res->val_loss = NAN;
-    int status = TRAIN_FAILED;
-    TrainText text = {0};
-    TrainBuffers tb = {0};
-    GptBlockParams *blocks = NULL;
-    char why[512];
+// One step: a batch, forward, backward, clip, AdamW. Returns the batch's
+// loss; *norm the gradient norm, *lr the learning rate used.
+static float one_step(const TrainLoop *lp, int step, uint64_t *rng, float *lr, float *norm) {
+    const TrainConfig *r = lp->r;
+    const TrainArch *a = &lp->arch;
+    draw_batch(a, lp->inputs, lp->targets, lp->text->tokens, lp->n_train, r->batch, rng);
+    float loss = (float)a->forward(a->ctx, lp->params, lp->inputs, lp->targets, r->batch);
+    memset(lp->grads, 0, sizeof(float) * lp->P);
+    a->backward(a->ctx, lp->grads, lp->params, lp->inputs, lp->targets, r->batch);
+    *lr = lr_at(r, step);
+    *norm = train_adamw_update(lp->params, lp->m, lp->v, lp->grads, lp->decay, lp->partial, r, *lr,
+                               step, lp->pool, lp->P);
+    return loss;
+}
 
-    if (r.resume_path) {
-        if (train_checkpoint_load(r.resume_path, &ck, err, errlen) != 0) return TRAIN_FAILED;
-        // the recipe is the checkpoint's: only then does the run end as an
-        // uninterrupted one would
-        TrainConfig c = ck.cfg;
-        r.model = c.model;
-        r.batch = c.batch;
-        r.iters = c.iters;
-        r.warmup = c.warmup;
-        r.lr = c.lr;
-        r.min_lr = c.min_lr;
-        r.weight_decay = c.weight_decay;
-        r.beta1 = c.beta1;
-        r.beta2 = c.beta2;
-        r.eps = c.eps;
-        r.grad_clip = c.grad_clip;
-        r.seed = c.seed;
-    }
-    if (train_text_load(&text, r.data_path, r.resume_path ? ck.vocab : NULL,
-                        r.resume_path ? ck.cfg.model.V : 0, err, errlen) != 0)
-        goto done;
-    r.model.V = text.V;
-    GptConfig g = r.model;
-    uint64_t text_hash = train_text_hash(&text);
-    if (r.resume_path && (text_hash != ck.text_hash || text.n != ck.text_tokens)) {
-        fileio_fail2(err, errlen, "%s is not the text checkpoint %s was trained on",
-                     "%s 不是检查点 %s 训练时用的文本", r.data_path,
-                 r.resume_path);
-        goto done;
-    }
-    int64_t n_train = train_text_split(&text);
-    if (gpt_check_config(g, why, sizeof why) != 0) {   // the model file's own limits
-        fileio_fail2(err, errlen, "bad model shape: %s", "模型形状不对：%s", why);
-        goto done;
-    }
-    if (n_train < g.T + 1 || text.n - n_train < g.T + 1) {
-        fileio_fail2(err, errlen, "%s is too short for context %d: %lld characters, each split needs more than %d",
-                     "%s 对上下文 %d 来说太短：只有 %lld 个字符，训练集和验证集各要多于 %d 个",
-                 r.data_path, g.T, (long long)text.n, g.T);
-        goto done;
-    }
-    if (train_config_check(&r, why, sizeof why) != 0) {
-        fileio_fail2(err, errlen, "bad training recipe: %s", "训练参数不对：%s", why);
-        goto done;
-    }
-    // The checkpoint goes next to the model: PATH.ckpt for --out PATH.
-    if (r.ckpt_path) snprintf(res->ckpt_path, sizeof res->ckpt_path, "%s", r.ckpt_path);
-    else if ((size_t)snprintf(res->ckpt_path, sizeof res->ckpt_path, "%s.ckpt", r.out_path) >= sizeof res->ckpt_path) {
-        fileio_fail2(err, errlen, "the path %.60s... is too long", "路径 %.60s... 太长", r.out_path);
-        goto done;
-    }
-    r.ckpt_path = res->ckpt_path;
-    // The model and the checkpoint are written after the work: a path that
-    // cannot be written (a folder, a device, a missing or read-only folder)
-    // or that another kvdemo is writing is found now, and both stay locked
-    // for this run until the end.
-    if (fileio_claim(r.out_path, err, errlen) != 0 || fileio_claim(r.ckpt_path, err, errlen) != 0)
-        goto done;
-
-    size_t P = gpt_num_params(g);
-    blocks = malloc(sizeof(GptBlockParams) * (size_t)g.L);
-    if (!blocks || train_buffers_new(&tb, g, r.batch, r.threads) != 0) goto oom;
-    Pool *pool = tb.pool;
-    TrainState *s = tb.s;
-    float *params = tb.params, *grads = tb.grads, *m = tb.m, *v = tb.v;
-    int32_t *inputs = tb.inputs, *targets = tb.targets;
-
-    int step = 0;
-    uint64_t rng = r.seed ^ 0xBA7C4E5BA7C4E5ull;
-    if (r.resume_path) {
-        memcpy(params, ck.params, sizeof(float) * P);
-        memcpy(m, ck.m, sizeof(float) * P);
-        memcpy(v, ck.v, sizeof(float) * P);
-        step = ck.step;
-        rng = ck.rng;
-        train_checkpoint_free(&ck);
-    } else {
-        if (train_init_params(params, g, r.seed) != 0) goto oom;
-        memset(m, 0, sizeof(float) * P);
-        memset(v, 0, sizeof(float) * P);
-    }
-    int first_step = step;
-    res->step = res->first_step = step;
-    TrainProgress pr = {1, text.n, g, P, r.batch, pool_threads(pool), first_step, step, r.iters,
-                        NAN, NAN, NAN, NAN, NAN, 0, 0, NAN, 0};
-    if (progress) progress(&pr, user);
-    pr.starting = 0;
+int train_loop(const TrainLoop *lp, int *step_io, uint64_t *rng_io, TrainProgress *pr,
+               TrainProgressFn progress, void *user, TrainResult *res, char *err, size_t errlen) {
+    const TrainConfig *r = lp->r;
+    const TrainArch *a = &lp->arch;
+    int step = *step_io, first_step = step;
+    uint64_t rng = *rng_io;
+    if (progress) progress(pr, user);
+    pr->starting = 0;
 
     struct sigaction sa, old_int, old_term;
     memset(&sa, 0, sizeof sa);
@@ -636,66 +584,60 @@ int train_run(const TrainConfig *cfg, TrainProgressFn progress, void *user, Trai
     sigaction(SIGTERM, &sa, &old_term);
 
     double t0 = timer_now(), eval_time = 0.0;
-    float loss = NAN;
-    int64_t eval_max = (int64_t)r.eval_batches * r.batch;
-    status = TRAIN_OK;
-    while (step < r.iters) {
-        // one step: batch, forward, backward, clip, AdamW
-        draw_batch(inputs, targets, text.tokens, n_train, r.batch, g.T, &rng);
-        loss = (float)train_forward(s, params, inputs, targets, r.batch);
-        memset(grads, 0, sizeof(float) * P);
-        train_backward(s, grads, params, inputs, targets, r.batch);
-        float lr = lr_at(&r, step);
-        float norm = train_adamw_update(params, m, v, grads, tb.decay, tb.partial, &r, lr, step, pool, P);
+    int64_t eval_max = (int64_t)r->eval_batches * r->batch;
+    int status = TRAIN_OK;
+    while (step < r->iters) {
+        float lr, norm, loss = one_step(lp, step, &rng, &lr, &norm);
         step++;
         // A non-finite loss or gradient leaves weights that no model file may
         // hold: stop, keeping the last good checkpoint as it is.
-        if (!isfinite(loss) || !isfinite(norm) || !all_finite(params, P)) {
+        if (!isfinite(loss) || !isfinite(norm) || !all_finite(lp->params, lp->P)) {
             fileio_fail2(err, errlen, "the %s became %s at step %d; the last checkpoint (%s) is kept; try a lower --lr",
                          "%s变成了%s（第 %d 步）；上一个检查点（%s）保留不动；请试试更小的 --lr",
                          isfinite(loss) ? fileio_text("weights", "权重") : fileio_text("loss", "损失"),
                          isnan(loss) || isnan(norm) ? "NaN" : fileio_text("infinite", "无穷大"), step,
-                     r.ckpt_path);
+                     r->ckpt_path);
             status = TRAIN_FAILED;
             break;
         }
 
-        pr.evaluated = 0;
-        if ((r.eval_every > 0 && step % r.eval_every == 0) || step == r.iters) {
+        pr->evaluated = 0;
+        if ((r->eval_every > 0 && step % r->eval_every == 0) || step == r->iters) {
             // nanoGPT's estimate_loss: the same number of windows from each
             // split (the training split's spread evenly over it). Only the
             // activations are touched, so the trained bytes do not change.
             double e0 = timer_now();
-            pr.val_loss = (float)train_loss_windows(s, params, text.tokens, n_train, text.n, eval_max,
-                                                    inputs, targets);
-            pr.train_loss = (float)train_loss_windows(s, params, text.tokens, 0, n_train, eval_max,
-                                                      inputs, targets);
+            const int32_t *tok = lp->text->tokens;
+            pr->val_loss = (float)train_arch_loss_windows(a, lp->params, tok, lp->n_train, lp->text->n, eval_max,
+                                                          lp->inputs, lp->targets, NULL, NULL, 0, 0);
+            pr->train_loss = (float)train_arch_loss_windows(a, lp->params, tok, 0, lp->n_train, eval_max,
+                                                            lp->inputs, lp->targets, NULL, NULL, 0, 0);
             eval_time += timer_now() - e0;
-            pr.evaluated = 1;
+            pr->evaluated = 1;
         }
         int stop = stop_requested;
         double elapsed = timer_now() - t0, train_time = elapsed - eval_time;
-        pr.step = step;
-        pr.loss = loss;
-        pr.lr = lr;
-        pr.grad_norm = norm;
-        pr.elapsed_s = elapsed;
-        pr.tokens_per_s = 0;
-        pr.eta_s = NAN;
+        pr->step = step;
+        pr->loss = loss;
+        pr->lr = lr;
+        pr->grad_norm = norm;
+        pr->elapsed_s = elapsed;
+        pr->tokens_per_s = 0;
+        pr->eta_s = NAN;
         if (train_time > 0) {
-            pr.tokens_per_s = (double)(step - first_step) * r.batch * g.T / train_time;
-            pr.eta_s = train_time / (step - first_step) * (r.iters - step);
+            pr->tokens_per_s = (double)(step - first_step) * r->batch * a->T / train_time;
+            pr->eta_s = train_time / (step - first_step) * (r->iters - step);
         }
         res->step = step;
         res->loss = loss;
-        res->val_loss = pr.val_loss;
+        res->val_loss = pr->val_loss;
         res->elapsed_s = elapsed;
-        res->tokens_per_s = pr.tokens_per_s;
-        if (progress) stop |= progress(&pr, user) != 0;
+        res->tokens_per_s = pr->tokens_per_s;
+        if (progress) stop |= progress(pr, user) != 0;
         stop |= stop_requested;
 
-        if (stop || (r.ckpt_every > 0 && step % r.ckpt_every == 0 && step < r.iters)) {
-            if (save_checkpoint(r.ckpt_path, &r, &text, text_hash, step, rng, params, m, v, P, err, errlen)) {
+        if (stop || (r->ckpt_every > 0 && step % r->ckpt_every == 0 && step < r->iters)) {
+            if (save_checkpoint(lp, step, rng, err, errlen)) {
                 status = TRAIN_FAILED;
                 break;
             }
@@ -707,23 +649,143 @@ int train_run(const TrainConfig *cfg, TrainProgressFn progress, void *user, Trai
     }
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);
-
-    if (status == TRAIN_OK) {
-        GptModel model = {.cfg = g, .vocab = text.vocab, .params = params, .num_params = P};
-        gpt_params_carve(&model.p, blocks, params, g);
-        if (gpt_save(&model, r.out_path, err, errlen) != 0) status = TRAIN_FAILED;
-    }
     res->elapsed_s = timer_now() - t0;
+    *step_io = step;
+    *rng_io = rng;
+    return status;
+}
+
+int train_setup(TrainSetup *su, const TrainConfig *cfg, TrainResult *res, char *err, size_t errlen) {
+    memset(su, 0, sizeof *su);
+    su->r = *cfg;
+    TrainConfig *r = &su->r;
+    TrainCheckpoint *ck = &su->ck;
+    memset(res, 0, sizeof *res);
+    res->loss = res->val_loss = NAN;
+    if (r->resume_path) {
+        if (train_checkpoint_load(r->resume_path, ck, err, errlen) != 0) return -1;
+        // the recipe is the checkpoint's: only then does the run end as an
+        // uninterrupted one would
+        const TrainConfig *c = &ck->cfg;
+        r->model = c->model;
+        r->arch = c->arch;
+        r->kv_heads = c->kv_heads;
+        r->hidden = c->hidden;
+        r->batch = c->batch;
+        r->iters = c->iters;
+        r->warmup = c->warmup;
+        r->lr = c->lr;
+        r->min_lr = c->min_lr;
+        r->weight_decay = c->weight_decay;
+        r->beta1 = c->beta1;
+        r->beta2 = c->beta2;
+        r->eps = c->eps;
+        r->grad_clip = c->grad_clip;
+        r->seed = c->seed;
+    }
+    if (train_text_load(&su->text, r->data_path, r->resume_path ? ck->vocab : NULL,
+                        r->resume_path ? ck->cfg.model.V : 0, err, errlen) != 0)
+        return -1;
+    r->model.V = su->text.V;
+    su->text_hash = train_text_hash(&su->text);
+    if (r->resume_path && (su->text_hash != ck->text_hash || su->text.n != ck->text_tokens))
+        return fileio_fail2(err, errlen, "%s is not the text checkpoint %s was trained on",
+                            "%s 不是检查点 %s 训练时用的文本", r->data_path, r->resume_path);
+    su->n_train = train_text_split(&su->text);
+    return 0;
+}
+
+int train_setup_check(TrainSetup *su, int T, TrainResult *res, char *err, size_t errlen) {
+    TrainConfig *r = &su->r;
+    char why[512];
+    if (su->n_train < T + 1 || su->text.n - su->n_train < T + 1)
+        return fileio_fail2(err, errlen, "%s is too short for context %d: %lld characters, each split needs more than %d",
+                            "%s 对上下文 %d 来说太短：只有 %lld 个字符，训练集和验证集各要多于 %d 个",
+                            r->data_path, T, (long long)su->text.n, T);
+    if (train_config_check(r, why, sizeof why) != 0)
+        return fileio_fail2(err, errlen, "bad training recipe: %s", "训练参数不对：%s", why);
+    // The checkpoint goes next to the model: PATH.ckpt for --out PATH.
+    if (r->ckpt_path) snprintf(res->ckpt_path, sizeof res->ckpt_path, "%s", r->ckpt_path);
+    else if ((size_t)snprintf(res->ckpt_path, sizeof res->ckpt_path, "%s.ckpt", r->out_path) >= sizeof res->ckpt_path)
+        return fileio_fail2(err, errlen, "the path %.60s... is too long", "路径 %.60s... 太长", r->out_path);
+    r->ckpt_path = res->ckpt_path;
+    // The model and the checkpoint are written after the work: a path that
+    // cannot be written (a folder, a device, a missing or read-only folder)
+    // or that another kvdemo is writing is found now, and both stay locked
+    // for this run until the end.
+    if (fileio_claim(r->out_path, err, errlen) != 0) return -1;
+    su->claimed_out = 1;
+    if (fileio_claim(r->ckpt_path, err, errlen) != 0) return -1;
+    su->claimed_ckpt = 1;
+    return 0;
+}
+
+void train_setup_free(TrainSetup *su) {
+    if (su->claimed_out) fileio_release(su->r.out_path);
+    if (su->claimed_ckpt) fileio_release(su->r.ckpt_path);
+    if (su->ck.params || su->ck.vocab) train_checkpoint_free(&su->ck);
+    train_text_free(&su->text);
+    memset(su, 0, sizeof *su);
+}
+
+// The char GPT's run, once train_setup has read the text (and checkpoint).
+static int gpt_train(TrainSetup *su, TrainProgressFn progress, void *user, TrainResult *res,
+                     char *err, size_t errlen) {
+    TrainConfig *r = &su->r;
+    GptConfig g = r->model;
+    char why[512];
+    if (gpt_check_config(g, why, sizeof why) != 0)   // the model file's own limits
+        return fileio_fail2(err, errlen, "bad model shape: %s", "模型形状不对：%s", why), TRAIN_FAILED;
+    if (train_setup_check(su, g.T, res, err, errlen) != 0) return TRAIN_FAILED;
+    int status = TRAIN_FAILED;
+    TrainBuffers tb = {0};
+    size_t P = gpt_num_params(g);
+    GptBlockParams *blocks = malloc(sizeof(GptBlockParams) * (size_t)g.L);
+    if (!blocks || train_buffers_new(&tb, g, r->batch, r->threads) != 0) goto oom;
+    int step = 0;
+    uint64_t rng = r->seed ^ 0xBA7C4E5BA7C4E5ull;
+    if (r->resume_path) {
+        memcpy(tb.params, su->ck.params, sizeof(float) * P);
+        memcpy(tb.m, su->ck.m, sizeof(float) * P);
+        memcpy(tb.v, su->ck.v, sizeof(float) * P);
+        step = su->ck.step;
+        rng = su->ck.rng;
+        train_checkpoint_free(&su->ck);
+    } else {
+        if (train_init_params(tb.params, g, r->seed) != 0) goto oom;
+        memset(tb.m, 0, sizeof(float) * P);
+        memset(tb.v, 0, sizeof(float) * P);
+    }
+    res->step = res->first_step = step;
+    TrainProgress pr = {1, su->text.n, g, P, r->batch, pool_threads(tb.pool), step, step, r->iters,
+                        NAN, NAN, NAN, NAN, NAN, 0, 0, NAN, 0, TRAIN_ARCH_GPT, 0, 0};
+    TrainLoop lp = {gpt_arch(tb.s), r, &su->text, su->text_hash, su->n_train, tb.pool, tb.params,
+                    tb.grads, tb.m, tb.v, tb.decay, tb.partial, P, tb.inputs, tb.targets};
+    status = train_loop(&lp, &step, &rng, &pr, progress, user, res, err, errlen);
+    if (status == TRAIN_OK) {
+        GptModel model = {.cfg = g, .vocab = su->text.vocab, .params = tb.params, .num_params = P};
+        gpt_params_carve(&model.p, blocks, tb.params, g);
+        if (gpt_save(&model, r->out_path, err, errlen) != 0) status = TRAIN_FAILED;
+    }
     goto done;
 oom:
     fileio_fail2(err, errlen, "out of memory for training", "训练时内存不足");
     status = TRAIN_FAILED;
 done:
-    if (r.out_path) fileio_release(r.out_path);
-    if (r.ckpt_path) fileio_release(r.ckpt_path);
-    if (ck.params || ck.vocab) train_checkpoint_free(&ck);
     free(blocks);
     train_buffers_free(&tb);
-    train_text_free(&text);
+    return status;
+}
+
+int train_run(const TrainConfig *cfg, TrainProgressFn progress, void *user, TrainResult *result,
+              char *err, size_t errlen) {
+    TrainResult res_local;
+    TrainResult *res = result ? result : &res_local;
+    TrainSetup su;
+    int status = TRAIN_FAILED;
+    if (train_setup(&su, cfg, res, err, errlen) == 0)
+        status = su.r.arch == TRAIN_ARCH_LLAMA ? llama_train(&su, progress, user, res, err, errlen)
+                                               : gpt_train(&su, progress, user, res, err, errlen);
+    train_setup_free(&su);
     return status;
 }

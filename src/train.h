@@ -46,7 +46,15 @@ typedef struct {
     int eval_every;           // validation loss every N steps (0: only at the end)
     int eval_batches;         // sequences of the validation split per estimate, in batches
     int ckpt_every;           // a checkpoint every N steps (0: only on stop)
+    // The architecture: TRAIN_ARCH_GPT (the char GPT; model is its shape)
+    // or TRAIN_ARCH_LLAMA (train_llama.h: model's T, C, H, L are max_seq_len,
+    // dim, n_heads, n_layers; V is the text's, without pad, bos and eos).
+    int arch;
+    int kv_heads;             // LLaMA: G key/value heads (H % G == 0)
+    int hidden;               // LLaMA: F, SwiGLU's hidden size
 } TrainConfig;
+
+enum { TRAIN_ARCH_GPT = 0, TRAIN_ARCH_LLAMA = 1 };
 
 // The model shapes are gpt_preset's: "seed" is the chapter's model (T 256,
 // C 384, H 6, L 6) with the recipe of the shipped model (1500 steps of 16 x
@@ -78,6 +86,8 @@ typedef struct {
     double elapsed_s;    // seconds since this run (re)started
     double eta_s;        // seconds left at the current speed
     int evaluated;       // 1 when train_loss and val_loss were computed at this step
+    int arch;            // TRAIN_ARCH_*; for LLaMA model is (T, C, H, L, V) as in TrainConfig
+    int kv_heads, hidden;   // LLaMA: G and F
 } TrainProgress;
 
 // Returns 0 to go on, nonzero to stop after writing a checkpoint (as Ctrl-C).
@@ -300,6 +310,56 @@ typedef struct {
 // holding nothing to free. train_buffers_free(b) releases it all.
 int train_buffers_new(TrainBuffers *b, GptConfig cfg, int B, int threads);
 void train_buffers_free(TrainBuffers *b);
+
+// ---------------------------------------------------------------------------
+// The loop of training steps, whatever the architecture: train_run's for the
+// char GPT, llama_train_run's (train_llama.h) for the LLaMA-style model.
+
+// What the loop asks of a model: how a window of the text becomes inputs and
+// targets, and the forward and backward passes over b <= B of them.
+typedef struct {
+    void *ctx;   // the architecture's state (activations, views of the weights)
+    int B, T;    // sequences a batch holds, positions per sequence
+    // inputs, targets (T) of the window of the text at tokens + start
+    void (*window)(int32_t *inputs, int32_t *targets, const int32_t *tokens, int64_t start, int T);
+    // the mean loss of inputs, targets (b, T) under params (P)
+    double (*forward)(void *ctx, const float *params, const int32_t *inputs, const int32_t *targets,
+                      int b);
+    // grads (P) += its gradient (after forward on the same batch)
+    void (*backward)(void *ctx, float *grads, const float *params, const int32_t *inputs,
+                     const int32_t *targets, int b);
+} TrainArch;
+
+// Everything train_loop works on, set up by the caller.
+typedef struct {
+    TrainArch arch;
+    const TrainConfig *r;     // the recipe (r->ckpt_path set)
+    const TrainText *text;    // the text, and its train_text_hash
+    uint64_t text_hash;
+    int64_t n_train;          // tokens of the training split
+    Pool *pool;
+    float *params, *grads, *m, *v;   // (P)
+    const uint8_t *decay;     // (P)
+    double *partial;          // (train_adamw_scratch(P))
+    size_t P;
+    int32_t *inputs, *targets;   // (B, T)
+} TrainLoop;
+
+// Steps from *step (done so far; *rng the batch generator's state then) to
+// r->iters, as train_run says: progress is called before the first step and
+// after each, evaluations and checkpoints as the recipe asks, SIGINT and
+// SIGTERM stop after a step with a checkpoint. pr is filled by the caller
+// (shape, text, threads) and updated here; res likewise. Returns TRAIN_OK,
+// TRAIN_STOPPED or TRAIN_FAILED with err.
+int train_loop(const TrainLoop *lp, int *step, uint64_t *rng, TrainProgress *pr,
+               TrainProgressFn progress, void *user, TrainResult *res, char *err, size_t errlen);
+
+// The mean loss of windows as train_loss_windows_progress below, for any
+// architecture; inputs, targets (a->B, a->T) are scratch.
+double train_arch_loss_windows(const TrainArch *a, const float *params, const int32_t *tokens,
+                               int64_t start, int64_t end, int64_t max_windows, int32_t *inputs,
+                               int32_t *targets, TrainEvalProgressFn progress, void *user,
+                               int64_t done, int64_t total);
 
 // Mean loss of windows of tokens start .. end-1: window w feeds T tokens and
 // predicts each next one. With max_windows (> 0) smaller than the number of

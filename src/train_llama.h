@@ -23,6 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "checkpoint.h"
 #include "llama.h"
 #include "pool.h"
 
@@ -50,6 +51,44 @@ void llama_train_backward(LlamaTrainState *s, LlamaModel *grads, const LlamaMode
 // decay (P) = 1 where AdamW's weight decay applies (the embeddings and the
 // matrices), 0 for the RMSNorm weights.
 void llama_train_decay_mask(uint8_t *decay, const LlamaModel *m);
+
+// ---------------------------------------------------------------------------
+// Training runs (train_llama_run.c): `kvdemo train --arch llama`.
+//
+// The text's vocabulary (corpus.h) becomes the model's after pad, bos and
+// eos: character token t is model token t + 3. Every window starts with bos,
+// as every prompt of LLaMA.generate does: inputs (bos, c0 .. c[T-2]),
+// targets (c0 .. c[T-1]), so position 0 learns the text's first character
+// from bos alone.
+
+// The recipe of `kvdemo train --arch llama`: the char GPT's optimizer
+// (train_config_default) with the LLaMA shape of preset "seed" (the shipped
+// models': T 128, C 128, H 8, G 8, L 4, F 352; 2000 steps of 16 x 128
+// tokens, lr 2e-3 after 100 warm-up steps, cosine to 2e-4) or "tiny" (T 32, C 64, H 4,
+// G 4, L 2, F 192). Returns 0, or -1 for an unknown preset.
+int llama_train_config_default(TrainConfig *cfg, const char *preset);
+// The model shape of recipe r for a text of V characters: max_seq_len, dim,
+// n_heads, n_layers from r->model, G = r->kv_heads, F = r->hidden, V + 3
+// tokens, rope_theta 10000, norm_eps 1e-5. Returns 0, or -1 with err.
+int llama_train_config(LlamaConfig *out, const TrainConfig *r, int V, char *err, size_t errlen);
+// The initial weights of training: normal with std 0.02 (wo and w2, which
+// write into the residual stream, 0.02 / sqrt(2 L)), RMSNorm weights 1,
+// drawn by Box-Muller from seed. freqs_cis is computed too.
+void llama_train_init(LlamaModel *m, uint64_t seed);
+// The run train_run makes for r.arch == TRAIN_ARCH_LLAMA, after train_setup.
+int llama_train(TrainSetup *su, TrainProgressFn progress, void *user, TrainResult *res, char *err,
+                size_t errlen);
+// Mean cross-entropy of m (nats per character) on the training and the
+// validation split of the text at data_path, in bos-led windows of
+// max_seq_len (the whole validation split, and as many windows spread over
+// the training split). Either output may be NULL. Returns 0, or -1 with err.
+int llama_train_eval(const LlamaModel *m, const char *data_path, int threads, double *train_loss,
+                     double *val_loss, TrainEvalProgressFn progress, void *user, char *err,
+                     size_t errlen);
+
+// The same over the whole of the text at path: its (n - 1) / T windows.
+int llama_train_text_loss(const LlamaModel *m, const char *path, int threads, double *loss, char *err,
+                          size_t errlen);
 
 // ---------------------------------------------------------------------------
 // Layers (exported for the tests). Rows are processed in fixed chunks, and

@@ -17,10 +17,12 @@
 #include "fileio.h"
 #include "gptsetup.h"
 #include "kvcmd.h"
+#include "llamacmd.h"
 #include "paths.h"
 #include "screen.h"
 #include "timer.h"
 #include "train.h"
+#include "train_llama.h"
 #include "utf8.h"
 
 #include <errno.h>
@@ -107,7 +109,20 @@ static void end_line(TrainView *v) {
 static void say_start(const TrainView *v, const TrainProgress *p) {
     const GptConfig *g = &p->model;
     int zh = v->tr->lang == LANG_ZH;
-    if (zh)
+    if (p->arch == TRAIN_ARCH_LLAMA && zh)
+        fprintf(stderr, "kvdemo 训练 LLaMA 式模型：%s，%lld 个字符，词表 %d 个字符（另加 pad、bos、eos）；上下文 %d，维度 %d，"
+                        "%d 个查询头，%d 个 key/value 头，%d 层，SwiGLU 隐藏层 %d，共 %zu 个参数；每步 %d × %d 个 token，共 %d 步%s；"
+                        "%d 个线程\n",
+                v->data_path, (long long)p->text_chars, g->V, g->T, g->C, g->H, p->kv_heads, g->L, p->hidden,
+                p->num_params, p->batch, g->T, p->iters, p->first_step ? "（接着检查点训练）" : "", p->threads);
+    else if (p->arch == TRAIN_ARCH_LLAMA)
+        fprintf(stderr, "kvdemo train --arch llama: %s, %lld characters, vocabulary %d (and pad, bos, eos); context %d, "
+                        "dim %d, query heads %d, key/value heads %d, layers %d, SwiGLU hidden %d: %zu parameters; "
+                        "batch %d x %d, %d steps%s, %d thread%s\n",
+                v->data_path, (long long)p->text_chars, g->V, g->T, g->C, g->H, p->kv_heads, g->L, p->hidden,
+                p->num_params, p->batch, g->T, p->iters, p->first_step ? " (resumed)" : "", p->threads,
+                p->threads == 1 ? "" : "s");
+    else if (zh)
         fprintf(stderr, "kvdemo 训练：%s，%lld 个字符，词表 %d 个字符；上下文 %d，嵌入 %d，%d 个头，%d 个块，共 %zu 个参数；"
                         "每步 %d × %d 个 token，共 %d 步%s；%d 个线程\n",
                 v->data_path, (long long)p->text_chars, g->V, g->T, g->C, g->H, g->L, p->num_params, p->batch, g->T,
@@ -189,6 +204,49 @@ static int check_outputs(const Options *opt, const char *data_path) {
     return fileguard_check(not_ckpt, 2, &resume, 1);
 }
 
+// The LLaMA-style model's shape options: --kv-heads (default --heads) and
+// --hidden (default 8C/3 rounded up to a multiple of 32, as llama2.c's
+// multiple_of), checked as a model file's header is. Returns 0 or 2.
+static int llama_shape(TrainConfig *cfg, const Options *opt) {
+    if (opt->kv_heads) cfg->kv_heads = opt->kv_heads;
+    else if (opt->heads || !cfg->kv_heads) cfg->kv_heads = cfg->model.H;
+    if (opt->hidden) cfg->hidden = opt->hidden;
+    else if (opt->embedding || !cfg->hidden) cfg->hidden = (8 * cfg->model.C / 3 + 31) / 32 * 32;
+    LlamaConfig lc;
+    char why[256];
+    if (llama_train_config(&lc, cfg, 1, why, sizeof why) == 0) return 0;
+    fileio_error("bad LLaMA shape (--context, --embedding, --heads, --kv-heads, --blocks, --hidden): %s",
+                 "LLaMA 模型形状不对（--context、--embedding、--heads、--kv-heads、--blocks、--hidden）：%s", why);
+    return 2;
+}
+
+// The recipe: the preset's (the char GPT's, or the LLaMA-style model's with
+// --arch llama), then the shape options. Returns 0, or 2 after one line.
+static int train_recipe(TrainConfig *cfg, const Options *opt) {
+    int llama = opt->arch && strcmp(opt->arch, "llama") == 0;
+    const char *preset = opt->preset ? opt->preset : "seed";
+    if ((llama ? llama_train_config_default(cfg, preset) : train_config_default(cfg, preset)) != 0) {
+        fileio_error("unknown preset '%s'; valid: seed, tiny", "没有预设“%s”；可选 seed、tiny", preset);
+        return 2;
+    }
+    if (!llama && (opt->kv_heads || opt->hidden)) {
+        fileio_error("%s is the LLaMA-style model's: add --arch llama", "%s 属于 LLaMA 式模型：请加上 --arch llama",
+                     opt->kv_heads ? "--kv-heads" : "--hidden");
+        return 2;
+    }
+    if (opt->context) cfg->model.T = opt->context;
+    if (opt->embedding) cfg->model.C = opt->embedding;
+    if (opt->heads) cfg->model.H = opt->heads;
+    if (opt->blocks) cfg->model.L = opt->blocks;
+    if (cfg->model.C % cfg->model.H != 0) {
+        fileio_error("--embedding %d is not divisible by --heads %d; pick sizes where it is (e.g. 384 and 6)",
+                     "--embedding %d 不能被 --heads %d 整除；请选能整除的大小（例如 384 和 6）", cfg->model.C,
+                     cfg->model.H);
+        return 2;
+    }
+    return llama ? llama_shape(cfg, opt) : 0;
+}
+
 int gptcmd_train(const Options *opt, Trace *tr) {
     if (!opt->out_path) {
         fileio_error("train needs --out FILE, the model to write (e.g. --out data/my-gpt.bin)",
@@ -196,11 +254,8 @@ int gptcmd_train(const Options *opt, Trace *tr) {
         return 2;
     }
     TrainConfig cfg;
-    const char *preset = opt->preset ? opt->preset : "seed";
-    if (train_config_default(&cfg, preset)) {
-        fileio_error("unknown preset '%s'; valid: seed, tiny", "没有预设“%s”；可选 seed、tiny", preset);
-        return 2;
-    }
+    int rc = train_recipe(&cfg, opt);
+    if (rc) return rc;
     char buf[4096];
     cfg.data_path = corpus_path(opt, buf, sizeof buf);
     if (!cfg.data_path || check_readable("the training text", "训练文本", cfg.data_path)) return 1;
@@ -208,16 +263,6 @@ int gptcmd_train(const Options *opt, Trace *tr) {
     if (check_outputs(opt, cfg.data_path)) return 2;
     cfg.out_path = opt->out_path;
     cfg.resume_path = opt->resume_path;
-    if (opt->context) cfg.model.T = opt->context;
-    if (opt->embedding) cfg.model.C = opt->embedding;
-    if (opt->heads) cfg.model.H = opt->heads;
-    if (opt->blocks) cfg.model.L = opt->blocks;
-    if (cfg.model.C % cfg.model.H != 0) {
-        fileio_error("--embedding %d is not divisible by --heads %d; pick sizes where it is (e.g. 384 and 6)",
-                     "--embedding %d 不能被 --heads %d 整除；请选能整除的大小（例如 384 和 6）", cfg.model.C,
-                     cfg.model.H);
-        return 2;
-    }
     if (opt->iters) cfg.iters = opt->iters;
     if (opt->batch) cfg.batch = opt->batch;
     if (opt->lr > 0) cfg.lr = (float)opt->lr;
@@ -302,7 +347,47 @@ static void on_eval_batch(int64_t done, int64_t total, void *user) {
     fflush(stderr);
 }
 
+static void say_losses(const Trace *tr, double train_loss, double val_loss, const char *data) {
+    if (tr->lang == LANG_ZH)
+        printf("训练集损失 %.4f，验证集损失 %.4f（每个字符的交叉熵，单位奈特；训练集是 %s 的前 90%%，验证集是后 10%%）\n",
+               train_loss, val_loss, data);
+    else
+        printf("train loss %.4f, validation loss %.4f (nats per character; the first 90%% and the last 10%% of %s)\n",
+               train_loss, val_loss, data);
+}
+
+// eval on a LLaMA-style model file: its windows start with bos (train_llama.h).
+static int llama_eval(const Options *opt, Trace *tr) {
+    if (opt->kv_dtype) {
+        fileio_error("--kv-dtype is the char GPT's; %s is a LLaMA-style model",
+                     "--kv-dtype 属于字符级 GPT；%s 是 LLaMA 式模型", opt->model_path);
+        return 2;
+    }
+    char buf[4096], err[512];
+    const char *data = corpus_path(opt, buf, sizeof buf);
+    if (!data || check_readable("the text", "文本", data)) return 1;
+    LlamaModel m;
+    if (llama_load(&m, opt->model_path, err, sizeof err) != 0) {
+        fileio_error("%s", "%s", err);
+        return 1;
+    }
+    EvalView view = {tr, -1.0, 0};
+    int tty = isatty(STDERR_FILENO);
+    double train_loss, val_loss;
+    int rc = llama_train_eval(&m, data, opt->threads, &train_loss, &val_loss, tty ? on_eval_batch : NULL, &view,
+                              err, sizeof err);
+    if (view.drawn) fputs("\r\033[K", stderr);
+    llama_free(&m);
+    if (rc) {
+        fileio_error("%s", "%s", err);
+        return 1;
+    }
+    say_losses(tr, train_loss, val_loss, data);
+    return 0;
+}
+
 int gptcmd_eval(const Options *opt, Trace *tr) {
+    if (llamacmd_is_llama_file(opt->model_path)) return llama_eval(opt, tr);
     if (opt->kv_dtype) return kvcmd_eval(opt);   // through the cache (lesson 12)
     GptModel m;
     int rc = gptsetup_model(&m, opt, 0, NULL);
@@ -326,11 +411,6 @@ int gptcmd_eval(const Options *opt, Trace *tr) {
         fileio_error("%s", "%s", err);
         return 1;
     }
-    if (tr->lang == LANG_ZH)
-        printf("训练集损失 %.4f，验证集损失 %.4f（每个字符的交叉熵，单位奈特；训练集是 %s 的前 90%%，验证集是后 10%%）\n",
-               train_loss, val_loss, data);
-    else
-        printf("train loss %.4f, validation loss %.4f (nats per character; the first 90%% and the last 10%% of %s)\n",
-               train_loss, val_loss, data);
+    say_losses(tr, train_loss, val_loss, data);
     return 0;
 }

@@ -1,0 +1,112 @@
+#!/usr/bin/python3
+"""Writes tests/fixtures/llama_shipped_loss.txt: the loss of the shipped LLaMA
+model (data/tinyshakespeare-llama-mha.bin) on a fixed stretch of
+tinyshakespeare's validation split, from the article's Transformer in PyTorch
+(the classes of tests/llama_reference.py, which lesson 3 follows).
+
+Run it from the repository's top folder with a Python that has torch and numpy:
+
+    /usr/bin/python3 tests/llama_model_loss_reference.py [MODEL] [TEXT]
+
+TEXT (default tests/fixtures/tinyshakespeare_val_1025.txt, the first 1025
+characters of the validation split, the last 10%) is cut as `kvdemo train
+--arch llama` cuts its windows (src/train_llama.h): (n - 1) // T windows of
+T = max_seq_len characters; window w's targets are its T characters, its
+inputs bos then the first T - 1 of them. The loss is F.cross_entropy over
+every position of every window, the mean, in nats per character. The
+fixture has one line, in tests/llama_reference.py's format:
+
+  loss 1 1 VALUE
+"""
+import os
+import struct
+import sys
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+import llama_reference as ref
+
+BOS = 1
+
+
+def read_model(path):
+    """The article's Transformer with the shape and weights of a KVLM file."""
+    with open(path, "rb") as f:
+        data = f.read()
+    head = struct.unpack("<4s8I2f", data[:44])
+    assert head[0] == b"KVLM" and head[1] in (1, 2), path
+    V, C, L, H, G, Fh, T = head[2:9]
+    theta, eps = head[9:11]
+    vocab = list(struct.unpack(f"<{V}I", data[44:44 + 4 * V]))
+    args = ref.Args(vocab_size=V, dim=C, n_layers=L, n_heads=H, n_kv_heads=G, hidden_dim=Fh,
+                    max_batch_size=1, max_seq_len=T, rope_theta=theta, norm_eps=eps)
+    model = ref.Transformer(args)
+    end = len(data) - (4 if head[1] == 2 else 0)   # version 2 ends with its Adler-32
+    w = np.frombuffer(data[:end], dtype="<f4", offset=44 + 4 * V)
+    at = [0]
+
+    def take(param, transposed):
+        shape = param.shape[::-1] if transposed else param.shape
+        n = int(np.prod(shape))
+        t = torch.from_numpy(w[at[0]: at[0] + n].copy()).reshape(*shape)
+        at[0] += n
+        param.copy_(t.T if transposed else t)
+
+    with torch.no_grad():
+        take(model.tok_embeddings.weight, False)
+        for layer in model.layers:
+            take(layer.attention_norm.weight, False)
+            for lin in (layer.attention.wq, layer.attention.wk, layer.attention.wv,
+                        layer.attention.wo):
+                take(lin.weight, True)
+            take(layer.ffn_norm.weight, False)
+            for lin in (layer.feed_forward.w1, layer.feed_forward.w2, layer.feed_forward.w3):
+                take(lin.weight, True)
+        take(model.norm.weight, False)
+        take(model.output.weight, True)
+    assert at[0] == len(w), path
+    return model, args, vocab
+
+
+def window_loss(model, inputs, targets):
+    """Transformer.forward(inputs, start_pos=0) with the causal mask, the logits
+    of every position, and the mean cross-entropy against targets."""
+    _bsz, seqlen = inputs.shape
+    h = model.tok_embeddings(inputs)
+    freqs_cis = model.freqs_cis[0:seqlen]
+    mask = torch.full((1, 1, seqlen, seqlen), float("-inf"))
+    mask = torch.triu(mask, diagonal=1).type_as(h)
+    for layer in model.layers:
+        h = layer(h, 0, freqs_cis, mask)
+    logits = model.output(model.norm(h)).float()
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1), reduction="sum")
+
+
+def main():
+    model_path = sys.argv[1] if len(sys.argv) > 1 else "data/tinyshakespeare-llama-mha.bin"
+    text_path = sys.argv[2] if len(sys.argv) > 2 else "tests/fixtures/tinyshakespeare_val_1025.txt"
+    torch.set_num_threads(1)
+    model, args, vocab = read_model(model_path)
+    with open(text_path, encoding="utf-8") as f:
+        text = f.read()
+    ids = {cp: i for i, cp in enumerate(vocab) if i > 2}
+    tokens = [ids[ord(c)] for c in text]
+    T = args.max_seq_len
+    count = (len(tokens) - 1) // T
+    total = 0.0
+    with torch.no_grad():
+        for w in range(count):
+            targets = torch.tensor([tokens[w * T: w * T + T]])
+            inputs = torch.tensor([[BOS] + tokens[w * T: w * T + T - 1]])
+            total += window_loss(model, inputs, targets).item()
+    loss = total / (count * T)
+    out = os.path.join(ref.OUT, "llama_shipped_loss.txt")
+    ref.write_lines(out, f"# {model_path} on {text_path}: {count} windows of {T}\n",
+                    [ref.line("loss", torch.tensor([loss]))])
+    print(f"loss {loss:.6f} over {count} windows of {T}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,149 @@
+// test_llamacmd — `generate` and `eval` on a LLaMA model file that `kvdemo
+// train --arch llama` wrote (on a text made here): the cached and uncached
+// generations equal bit for bit (every step's logits) and so the same text,
+// eval's figures those of llama_train_eval, and the char GPT's options
+// refused on a LLaMA file with one line.
+//
+// Run from the project's root: make build/tests/test_llamacmd && ./build/tests/test_llamacmd
+#include "testutil.h"
+
+#include "llama.h"
+#include "train_llama.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char tmpdir[64], data_path[128], model_path[128];
+
+// A made-up text of 12 000 characters from a small grammar.
+static void write_text(const char *path) {
+    static const char *subj[] = {"the cat", "a dog", "my friend", "the king"};
+    static const char *verb[] = {" sees ", " likes ", " sings to "};
+    static const char *obj[] = {"the moon.\n", "a tree.\n", "her.\n"};
+    FILE *f = fopen(path, "w");
+    if (!f) return;
+    uint64_t r = 5;
+    long written = 0;
+    while (written < 12000) {
+        r = r * 6364136223846793005ull + 1442695040888963407ull;
+        written += fprintf(f, "%s%s%s", subj[(r >> 33) % 4], verb[(r >> 40) % 3], obj[(r >> 50) % 3]);
+    }
+    fclose(f);
+}
+
+// One GQA model for every test: H 4, G 2, trained 40 steps by the command.
+static int setup(void **state) {
+    (void)state;
+    if (tmpdir_make(tmpdir, sizeof tmpdir, "test-llamacmd") != 0) return -1;
+    snprintf(data_path, sizeof data_path, "%s/text.txt", tmpdir);
+    snprintf(model_path, sizeof model_path, "%s/model.bin", tmpdir);
+    write_text(data_path);
+    char cmd[512];
+    snprintf(cmd, sizeof cmd,
+             "train --arch llama --preset tiny --kv-heads 2 --iters 40 --threads 1 --data %s --out %s", data_path,
+             model_path);
+    RunResult r = kvdemo_run(cmd);
+    int rc = r.status == 0 ? 0 : -1;
+    if (rc) fprintf(stderr, "kvdemo %s: status %d: %s\n", cmd, r.status, r.err);
+    run_free(&r);
+    return rc;
+}
+
+static int teardown(void **state) {
+    (void)state;
+    return tmpdir_remove(tmpdir);
+}
+
+static void load(LlamaModel *m) {
+    char err[256];
+    if (llama_load(m, model_path, err, sizeof err) != 0) fail_msg("%s", err);
+}
+
+// Two prompts of different lengths, sampled: every step's logits with the
+// cache equal those without it, bit for bit.
+static void test_cached_logits_equal_uncached_bits(void **state) {
+    (void)state;
+    LlamaModel m;
+    load(&m);
+    char err[256];
+    const char *prompts[] = {"the king", "a "};
+    LlamaState s[2];
+    LlamaGeneration g[2];
+    for (int run = 0; run < 2; run++) {
+        if (llama_state_init(&s[run], &m, 2, err, sizeof err) != 0 ||
+            llama_generation_new(&g[run], &s[run], &m, err, sizeof err) != 0)
+            fail_msg("%s", err);
+        LlamaGenOptions go = {.max_gen_len = 20, .temperature = 0.8f, .top_p = 0.95f, .use_cache = run, .seed = 7};
+        if (llama_generate(&g[run], &s[run], &m, prompts, 2, &go, err, sizeof err) != 0) fail_msg("%s", err);
+    }
+    assert_int_equal(g[0].n_steps, g[1].n_steps);
+    assert_true(g[0].n_steps > 10);
+    assert_bits(g[1].logits, g[0].logits, (int64_t)g[0].n_steps * 2 * m.cfg.vocab_size,
+                "logits with the cache (expected: without it)");
+    for (int k = 0; k < 2; k++) assert_string_equal(g[1].text[k], g[0].text[k]);
+    for (int run = 0; run < 2; run++) {
+        llama_generation_free(&g[run]);
+        llama_state_free(&s[run]);
+    }
+    llama_free(&m);
+}
+
+// The text generate prints, up to its figures ("\n-- ").
+static char *generated(const char *flags) {
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "generate --model %s --prompt 'the cat' --steps 20 --seed 3 %s", model_path, flags);
+    RunResult r = kvdemo_run(cmd);
+    if (r.status != 0) fail_msg("kvdemo %s: expected status 0, got %d: %s", cmd, r.status, r.err);
+    char *end = strstr(r.out, "\n-- ");
+    if (!end) fail_msg("kvdemo %s: no figures line in: %s", cmd, r.out);
+    *end = 0;
+    char *text = strdup(r.out);
+    run_free(&r);
+    return text;
+}
+
+static void test_generate_same_text_with_and_without_cache(void **state) {
+    (void)state;
+    char *with = generated("--cache"), *without = generated("--no-cache");
+    if (strncmp(with, "the cat", 7) != 0) fail_msg("expected the prompt first, got \"%s\"", with);
+    assert_true(strlen(with) > 7);
+    assert_string_equal(without, with);
+    free(with);
+    free(without);
+}
+
+static void test_eval_prints_llama_train_eval(void **state) {
+    (void)state;
+    LlamaModel m;
+    load(&m);
+    double train_loss, val_loss;
+    char err[256], want[128], cmd[512];
+    assert_int_equal(llama_train_eval(&m, data_path, 1, &train_loss, &val_loss, NULL, NULL, err, sizeof err), 0);
+    llama_free(&m);
+    snprintf(want, sizeof want, "train loss %.4f, validation loss %.4f", train_loss, val_loss);
+    snprintf(cmd, sizeof cmd, "eval --model %s --data %s --threads 2", model_path, data_path);
+    RunResult r = kvdemo_run(cmd);
+    if (r.status != 0 || !strstr(r.out, want))
+        fail_msg("kvdemo %s: expected status 0 and \"%s\", got %d: %s%s", cmd, want, r.status, r.out, r.err);
+    run_free(&r);
+}
+
+static void test_gpt_options_refused_on_a_llama_file(void **state) {
+    (void)state;
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "generate --model %s --paged", model_path);
+    expect_failure(cmd, 2, "--paged is the char GPT's");
+    snprintf(cmd, sizeof cmd, "eval --model %s --data %s --kv-dtype int8", model_path, data_path);
+    expect_failure(cmd, 2, "--kv-dtype is the char GPT's");
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_cached_logits_equal_uncached_bits),
+        cmocka_unit_test(test_generate_same_text_with_and_without_cache),
+        cmocka_unit_test(test_eval_prints_llama_train_eval),
+        cmocka_unit_test(test_gpt_options_refused_on_a_llama_file),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
