@@ -282,7 +282,7 @@ static int speedups(Shared *x, Trace *tr, SpecStats *per_k) {
         double alpha = spec_alpha(&spec.last);
         MeasureRatio r = measure_ratio(stats_of(a, runs), stats_of(b, runs));
         MeasureVerdict v = measure_verdict(a, runs, b, runs);
-        char k[16], al[16], tpr[16], exp[16], pa[64], sa[64], ratio[32], meas[96];
+        char k[16], al[16], tpr[16], exp[16], pa[64], sa[64], ratio[32], meas[192];
         snprintf(k, sizeof k, "%d", K);
         snprintf(al, sizeof al, "%.3f", alpha);
         snprintf(tpr, sizeof tpr, "%.2f", (double)spec.last.tokens / spec.last.rounds);
@@ -290,7 +290,8 @@ static int speedups(Shared *x, Trace *tr, SpecStats *per_k) {
         measure_spread_text(pa, sizeof pa, stats_of(a, runs));
         measure_spread_text(sa, sizeof sa, stats_of(b, runs));
         measure_ratio_text(ratio, sizeof ratio, r);
-        snprintf(meas, sizeof meas, "%s x, %s", ratio, measure_verdict_word(v, tr->lang == LANG_ZH));
+        snprintf(meas, sizeof meas, "%s x, %s", ratio,
+                 trace_text(tr, measure_verdict_word(v, 0), measure_verdict_word(v, 1)));
         const char *cells[] = {k, al, tpr, exp, pa, sa, meas};
         trace_table_row(tr, &t, cells);
     }
