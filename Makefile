@@ -92,9 +92,12 @@ run:
 # The suite runs twice: built for this machine (the fast kernels), then with
 # ARCH= into build-portable/ (the plain C path any compiler takes), so that
 # neither path can rot unseen.
+# The builds of the test passes use every core (JOBS=1: one at a time).
+JOBS ?= $(shell getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1)
+
 test: tests/need-cmocka
-	@$(MAKE) --no-print-directory check
-	@$(MAKE) --no-print-directory check BUILD=build-portable BIN=build-portable/kvdemo ARCH=
+	@$(MAKE) -j$(JOBS) --no-print-directory check
+	@$(MAKE) -j$(JOBS) --no-print-directory check BUILD=build-portable BIN=build-portable/kvdemo ARCH=
 
 # TEST='pattern' (shell wildcards) picks tests by function name in every program.
 export TEST
@@ -118,7 +121,7 @@ $(BUILD)/tests/test_%: tests/test_%.c $(LIBOBJ) $(TESTLIB) $(BUILD)/flags
 # The tests again, built with AddressSanitizer and UndefinedBehaviorSanitizer
 # in their own build folder (and their own ./kvdemo for the CLI tests).
 asan: tests/need-cmocka
-	@KVDEMO_SANITIZED=1 $(MAKE) --no-print-directory check BUILD=build-asan BIN=build-asan/kvdemo \
+	@KVDEMO_SANITIZED=1 $(MAKE) -j$(JOBS) --no-print-directory check BUILD=build-asan BIN=build-asan/kvdemo \
 	  OPT="-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all"
 
 # Line and branch coverage of src/ and lessons/ by the whole suite: the tests
