@@ -29,8 +29,12 @@ ARCH    ?= -march=native
 OPT     ?= -O3
 CFLAGS  ?= $(OPT) $(ARCH)
 WARN     = -std=c11 -ffp-contract=off -Wall -Wextra -Werror -Wshadow -Wvla
-CPPFLAGS = -D_POSIX_C_SOURCE=200809L -Isrc -Ilessons
-# src/allocfault.c stands between kvdemo and the C library's allocators
+# src/ is in folders by layer, lowest first (docs/architecture.md);
+# tests/layers.sh, run by make check, fails when a file includes a header of
+# a layer above its own.
+LAYERS   = util core cache model present cmd
+CPPFLAGS = -D_POSIX_C_SOURCE=200809L $(addprefix -Isrc/,$(LAYERS)) -Ilessons
+# src/util/allocfault.c stands between kvdemo and the C library's allocators
 # (KVDEMO_TEST_FAIL_ALLOC, for the tests of running out of memory): the
 # linker's --wrap sends each call of malloc and the others to it.
 LDWRAP   = -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=aligned_alloc,--wrap=strdup,--wrap=open_memstream
@@ -38,7 +42,7 @@ LDLIBS   = -lm -lpthread $(LDWRAP)
 BUILD   ?= build
 BIN     ?= kvdemo
 
-# One short line a file while building ("cc src/gpt.c"); V=1 shows the
+# One short line a file while building ("cc src/model/gpt.c"); V=1 shows the
 # whole compiler commands.
 V       ?= 0
 ifeq ($(V),1)
@@ -49,9 +53,9 @@ else
   SAY = @echo
 endif
 
-SRC      = $(wildcard src/*.c) $(wildcard lessons/*.c)
+SRC      = $(foreach l,$(LAYERS),$(wildcard src/$(l)/*.c)) $(wildcard lessons/*.c)
 OBJ      = $(SRC:%.c=$(BUILD)/%.o)
-LIBOBJ   = $(filter-out $(BUILD)/src/main.o,$(OBJ))
+LIBOBJ   = $(filter-out $(BUILD)/src/cmd/main.o,$(OBJ))
 TESTS    = $(patsubst tests/%.c,$(BUILD)/tests/%,$(wildcard tests/test_*.c))
 TESTLIB  = $(patsubst %.c,$(BUILD)/%.o,$(filter-out $(wildcard tests/test_*.c),$(wildcard tests/*.c))) \
            $(BUILD)/tests/fuzz/targets.o
@@ -110,6 +114,7 @@ tests/need-cmocka:
 # KVDEMO_MAKE: the variables this build was made with, for the tests that
 # run make themselves (test_make) without rebuilding it all.
 check: $(BIN) $(TESTS)
+	@sh tests/layers.sh $(LAYERS)
 	@KVDEMO_BIN=./$(BIN) KVDEMO_MAKE="BUILD=$(BUILD) BIN=$(BIN) CC='$(CC)' CFLAGS='$(CFLAGS)'" \
 	  sh tests/run-all.sh $(TESTS)
 
@@ -173,7 +178,7 @@ data:
 	@sh tests/get-data.sh
 
 # Installed layout: PREFIX/bin/kvdemo finds its data in PREFIX/share/kvdemo
-# (src/paths.c looks beside the binary, then in ../share/kvdemo), and the
+# (src/util/paths.c looks beside the binary, then in ../share/kvdemo), and the
 # pages its help names in PREFIX/share/kvdemo/docs (English) and docs/zh,
 # with README.md beside them, where the pages' links to it lead.
 PREFIX  ?= /usr/local

@@ -1,6 +1,6 @@
 // lesson 3 — KV Cache 在 Llama 推理流程中应用 (the KV Cache article, section 3.1)
 //
-// The article's LLaMA.generate on a small LLaMA-style model (src/llama.h):
+// The article's LLaMA.generate on a small LLaMA-style model (src/model/llama.h):
 //
 //   step 1-3  prompt_tokens = encode(prompt, bos=True); min_prompt_size,
 //             max_prompt_size, total_len; tokens filled with pad_id, then

@@ -8,7 +8,7 @@
 //
 // prints the result in decimal and binary units (the article's GB is 10^9),
 // then varies b and s + n and finds where the cache outgrows the weights.
-// The sizes come from src/memory.c, the calculator of `kvdemo memory`.
+// The sizes come from src/cmd/memory.c, the calculator of `kvdemo memory`.
 #include "lessons.h"
 #include "memory.h"
 #include "utf8.h"

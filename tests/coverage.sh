@@ -12,7 +12,7 @@ set -eu
 build=${1:-build-cov}
 out=$(mktemp -d "${TMPDIR:-/tmp}/kvdemo-cov.XXXXXX")
 trap 'rm -rf "$out"' EXIT
-for src in src/*.c lessons/*.c; do
+for src in src/*/*.c lessons/*.c; do
     obj="$build/${src%.c}.o"
     [ -f "$obj" ] || continue
     # gcov writes its .gcov files in the current folder: run it in $out.

@@ -10,7 +10,7 @@ Run it from the repository's top folder with a Python that has torch and numpy:
 
 TEXT (default tests/fixtures/tinyshakespeare_val_1025.txt, the first 1025
 characters of the validation split, the last 10%) is cut as `kvdemo train
---arch llama` cuts its windows (src/train_llama.h): (n - 1) // T windows of
+--arch llama` cuts its windows (src/model/train_llama.h): (n - 1) // T windows of
 T = max_seq_len characters; window w's targets are its T characters, its
 inputs bos then the first T - 1 of them. The loss is F.cross_entropy over
 every position of every window, the mean, in nats per character. The

@@ -229,7 +229,7 @@ class Tokenizer:
 
 
 class Rng:
-    """The draws of kvdemo's generate: splitmix64 (src/rng.c) started at the
+    """The draws of kvdemo's generate: splitmix64 (src/util/rng.c) started at the
     seed, each draw the top 24 bits of the next number over 2**24."""
     M = (1 << 64) - 1
 
@@ -425,7 +425,7 @@ def model_fixture(name, n_kv_heads, seed):
 
 
 def default_vocab():
-    """kvdemo's own vocabulary (llama_vocab_default in src/llama.c)."""
+    """kvdemo's own vocabulary (llama_vocab_default in src/model/llama.c)."""
     return [0, 0, 0, ord("\n")] + list(range(0x20, 0x7f)) + [ord(c) for c in "天气真好你今不错，。！？"]
 
 

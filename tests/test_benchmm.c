@@ -1,4 +1,4 @@
-// test_benchmm — the matmuls of one pass, timed alone (src/benchmm.c).
+// test_benchmm — the matmuls of one pass, timed alone (src/cmd/benchmm.c).
 //
 //   test_benchmm_flops_match_the_shapes   the FLOP count against gpt_forward's matmul shapes, summed here
 //   test_benchmm_runs_on_a_tiny_shape     a run returns its count and finite, positive rates, threads as before

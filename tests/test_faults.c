@@ -1,5 +1,5 @@
 // test_faults — I/O faults injected the way SQLite's tests inject them: a
-// write that fails as on a full disk (KVDEMO_TEST_FAIL_WRITE, src/fileio.c),
+// write that fails as on a full disk (KVDEMO_TEST_FAIL_WRITE, src/util/fileio.c),
 // a file that cannot be read, a text too short. Each checks the message,
 // the exit status, and that no file is left half written.
 #include "testutil.h"
@@ -71,7 +71,7 @@ static void expect_last_line(const RunResult *r, int status, const char *needle,
 #define RECIPE "--preset tiny --context 16 --embedding 16 --heads 2 --blocks 1 --batch 4 --iters 2 --threads 1"
 
 // ---------------------------------------------------------------------------
-// src/fileio.c: a commit on a full disk
+// src/util/fileio.c: a commit on a full disk
 
 // train's model write fails as on a full disk: exit 1, the reason named in
 // English and Chinese, the model it would have replaced untouched, and no
@@ -130,7 +130,7 @@ static void test_full_disk_log_says_the_model_is_safe(void **state) {
 }
 
 // ---------------------------------------------------------------------------
-// src/fileio.c: a temporary file that cannot be made, an output that is a
+// src/util/fileio.c: a temporary file that cannot be made, an output that is a
 // socket
 
 // A name of 250 bytes: NAME.lock (255) can be made, NAME.tmp.XXXXXX (261)
@@ -174,7 +174,7 @@ static void test_output_is_a_socket(void **state) {
 }
 
 // ---------------------------------------------------------------------------
-// src/corpus.c, src/train_eval.c, src/kvcmd.c: texts that cannot be read or
+// src/model/corpus.c, src/model/train_eval.c, src/cmd/kvcmd.c: texts that cannot be read or
 // measured. Tests run as root, so permissions cannot make a file
 // unreadable; /proc/self/mem is a regular file whose read at 0 fails (EIO).
 

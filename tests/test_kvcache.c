@@ -1,4 +1,4 @@
-// test_kvcache — every kind of KV cache (src/kvcache.h: contiguous,
+// test_kvcache — every kind of KV cache (src/cache/kvcache.h: contiguous,
 // preallocated, paged) against the same plain loops, written here without
 // any of kvdemo's kernels:
 //   out[i] = sum_j softmax_j(q_i . k_j / sqrt(D)) v_j   over j = 0 .. pos+i

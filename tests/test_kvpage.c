@@ -1,4 +1,4 @@
-// test_kvpage — the paged KV cache (src/kvpage.c, src/gptpaged.c, src/kvsim.c).
+// test_kvpage — the paged KV cache (src/cache/kvpage.c, src/model/gptpaged.c, src/cache/kvsim.c).
 //
 //   test_vecmat_acc_continues_the_sum    a product split in pieces = one product, bit for bit
 //   test_paged_logits_bit_identical      paged = contiguous logits at every step, several

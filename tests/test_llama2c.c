@@ -1,5 +1,5 @@
-// test_llama2c — llama2.c's model files (src/llama2c.c) and tokenizer.bin
-// (src/bpe.c) against tests/llama2c_reference.py, which wrote both files
+// test_llama2c — llama2.c's model files (src/model/llama2c.c) and tokenizer.bin
+// (src/model/bpe.c) against tests/llama2c_reference.py, which wrote both files
 // from llama2.c's published format and computed with them in PyTorch:
 // encodings, logits, greedy continuations; then cached == uncached bit for
 // bit, and every kind of damaged file refused with one line.

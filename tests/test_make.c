@@ -55,7 +55,7 @@ static void test_make_rebuilds_when_the_flags_change(void **state) {
     (void)state;
     char dir[256], obj[300], cmd[1024], line[512];
     assert_int_equal(tmpdir_make(dir, sizeof dir, "make"), 0);
-    snprintf(obj, sizeof obj, "%s/src/rng.o", dir);
+    snprintf(obj, sizeof obj, "%s/src/util/rng.o", dir);
     static const struct { const char *vars, *what; int builds; } runs[] = {
         {"", "the first make", 1},
         {"", "the same make again", 0},
@@ -110,8 +110,8 @@ static void test_make_run_shows_the_lesson(void **state) {
     snprintf(dir, sizeof rundir, "%s/run-XXXXXX", build);
     if (!mkdtemp(dir)) fail_msg("cannot make a folder in %s (is kvdemo built there?)", build);
     snprintf(cmd, sizeof cmd,
-             "mkdir -p %1$s/src %1$s/lessons && cp -p %2$s/src/*.o %1$s/src/ && cp -p %2$s/lessons/*.o %1$s/lessons/"
-             " && cp -p %2$s/flags %1$s/ && rm %1$s/src/rng.o",
+             "mkdir -p %1$s/lessons && cp -pR %2$s/src %1$s/ && cp -p %2$s/lessons/*.o %1$s/lessons/"
+             " && cp -p %2$s/flags %1$s/ && rm %1$s/src/util/rng.o",
              dir, build);
     RunResult r = shell_run(cmd);
     if (r.status != 0) fail_msg("copying the objects of %s: %s", build, r.err);
@@ -120,7 +120,7 @@ static void test_make_run_shows_the_lesson(void **state) {
     snprintf(cmd, sizeof cmd, MAKE " run %s BUILD=%s BIN=%s/kvdemo 2>&1 </dev/null", vars, dir, dir);
     r = shell_run(cmd);
     char obj[300];
-    snprintf(obj, sizeof obj, "%s/src/rng.o", dir);
+    snprintf(obj, sizeof obj, "%s/src/util/rng.o", dir);
     long long built = mtime_ns(obj);
     if (r.status != 0) fail_msg("%s: status %d: %.500s", cmd, r.status, r.out);
     if (built < 0) fail_msg("%s: expected %s built again, got none", cmd, obj);
@@ -214,7 +214,7 @@ static int ignored(const char *ignore, const char *path) {
         if (dir_only) q[strlen(q) - 1] = '\0';
         int anchored = strchr(q, '/') != NULL;
         if (q[0] == '/') q++;
-        // Each leading part of path: "build", "build/src", "build/src/utf8.o".
+        // Each leading part of path: "build", "build/src", "build/src/util/utf8.o".
         for (const char *e = path;; e++) {
             if (*e != '/' && *e) continue;
             char part[256];
@@ -237,7 +237,7 @@ static void test_gitignore_keeps_outputs_out(void **state) {
     char *ignore = file_slurp(".gitignore");
     // What make builds, what training and the README's examples write.
     static const char *const outputs[] = {
-        "kvdemo", "build/src/utf8.o", "build/tests/test_make", "build-portable/kvdemo", "build-asan/kvdemo",
+        "kvdemo", "build/src/util/utf8.o", "build/tests/test_make", "build-portable/kvdemo", "build-asan/kvdemo",
         "build-debug/kvdemo", "build-fuzz/fuzz_text", "build-cov/kvdemo", "data/my-gpt.bin.tmp.Xk3p9Q",
         "data/my-gpt.bin.lock", "data/tinyshakespeare.txt", "data/my-gpt.bin",
         "data/my-gpt.bin.ckpt", "data/my-gpt.bin.ckpt.tmp", "data/my-gpt.csv", "my-model.bin",
@@ -246,7 +246,7 @@ static void test_gitignore_keeps_outputs_out(void **state) {
     };
     // What the repository holds.
     static const char *const sources[] = {
-        "src/main.c", "lessons/lesson2.c", "Makefile", "README.md", "docs/lesson-2.md", "docs/zh/README.md",
+        "src/cmd/main.c", "lessons/lesson2.c", "Makefile", "README.md", "docs/lesson-2.md", "docs/zh/README.md",
         "data/tianqi.txt", "data/tinyshakespeare-gpt.bin", "tests/fixtures/gpt_a.kvgp",
         "tests/fixtures/corpus_small.txt", "tests/fuzz/corpus/checkpoint/valid-small.ckpt",
     };

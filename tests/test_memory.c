@@ -1,4 +1,4 @@
-// test_memory — the KV cache calculator (src/memory.c, `kvdemo memory`)
+// test_memory — the KV cache calculator (src/cmd/memory.c, `kvdemo memory`)
 // against published figures: the article's GPT-3 example (164,282,499,072 B,
 // REFERENCES §3.3), LLaMA-2-7B's 524,288 B and LLaMA-2-70B's 327,680 B per
 // token, OPT-13B's 800 KB (the vLLM paper), Mistral's cache capped at its

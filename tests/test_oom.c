@@ -1,5 +1,5 @@
 // test_oom — running out of memory at each allocation in turn, the way
-// SQLite's tests do: with KVDEMO_TEST_FAIL_ALLOC=N (src/allocfault.c) the
+// SQLite's tests do: with KVDEMO_TEST_FAIL_ALLOC=N (src/util/allocfault.c) the
 // Nth allocation of a command and every later one fail, for N = 1, 2, ...
 // until a run needs fewer than N and ends as it does without the fault.
 // Every run before that must end with exit status 1 and one error line on

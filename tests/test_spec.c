@@ -1,4 +1,4 @@
-// test_spec — speculative decoding (src/spec.h) on small random char GPTs:
+// test_spec — speculative decoding (src/model/spec.h) on small random char GPTs:
 // the target's verifying pass, the rollback of both caches, and the texts
 // and distributions it must give. The references are the target alone:
 // its own greedy text (gpt_generate), a cache rebuilt from scratch, and the

@@ -158,7 +158,7 @@ int fuzz_options(const uint8_t *data, size_t size) {
 // checksum of the others, so that the fuzzer's changes reach the checks
 // behind it (a model file of version 2 ends with the Adler-32 of what comes
 // before, a checkpoint with the FNV-1a; docs/model-format.md,
-// docs/llama-format.md, src/checkpoint.c).
+// docs/llama-format.md, src/model/checkpoint.c).
 
 static uint8_t *summed(const uint8_t *data, size_t size, size_t sum_bytes) {
     uint8_t *copy = malloc(size ? size : 1);
