@@ -1,12 +1,13 @@
 // test_kvcache — every kind of KV cache (src/cache/kvcache.h: contiguous,
-// preallocated, paged) against the same plain loops, written here without
-// any of kvdemo's kernels:
+// preallocated, paged, quantised) against the same plain loops, written
+// here without any of kvdemo's kernels:
 //   out[i] = sum_j softmax_j(q_i . k_j / sqrt(D)) v_j   over j = 0 .. pos+i
 // in double, from the keys and values the test appended itself.
 //
 //   test_attend_matches_plain_loops   append in pieces (a prompt, single steps, a chunk),
 //                                     attend after each; every output and head 0's weights
-//                                     within 1e-5 of the loops, zero weight past the causal bound
+//                                     within 1e-5 of the loops (the quantised kinds: within
+//                                     kvcache.h's bound), zero weight past the causal bound
 //   test_truncate_equals_rebuilt      append, truncate, append other rows = a cache built
 //                                     from scratch with the rows kept: bit for bit
 //   test_reset_equals_new             a used cache after reset = a new cache, bit for bit
@@ -29,8 +30,14 @@
 // ----------------------------------------------------------------------------
 // The kinds and their shapes
 
-typedef enum { CONTIG, PREALLOC, PAGED, NUM_KINDS } Kind;
-static const char *const KIND_NAMES[NUM_KINDS] = {"contiguous", "preallocated", "paged"};
+typedef enum { CONTIG, PREALLOC, PAGED, Q_BF16, Q_FP16, Q_INT8, Q_INT4, NUM_KINDS } Kind;
+static const char *const KIND_NAMES[NUM_KINDS] = {"contiguous", "preallocated", "paged", "bf16 quantised",
+                                                  "fp16 quantised", "int8 quantised", "int4 quantised"};
+static const KvDtype KIND_DTYPE[NUM_KINDS] = {KV_FP32, KV_FP32, KV_FP32, KV_BF16, KV_FP16, KV_INT8, KV_INT4};
+
+// The quantised kinds' key groups: 4 positions share a key channel's scale,
+// so that the shapes below cross several groups and end inside one.
+enum { GROUP = 4 };
 
 // The paged cache's blocks: 4 positions each, so that the shapes below
 // cross several block boundaries.
@@ -43,6 +50,7 @@ typedef struct {
     KvContig contig;
     KvPrealloc pre;
     KvPaged paged;
+    KvQuant quant;
     KvPool pool;
     KvSeq seq;
     KvCache *c;
@@ -57,6 +65,9 @@ static void make(Holder *h, Kind kind, KvShape shape) {
     } else if (kind == PREALLOC) {
         assert_int_equal(kvprealloc_init(&h->pre, shape), 0);
         h->c = &h->pre.base;
+    } else if (KIND_DTYPE[kind] != KV_FP32) {
+        assert_int_equal(kvquant_cache_init(&h->quant, shape, KIND_DTYPE[kind], GROUP), 0);
+        h->c = &h->quant.base;
     } else {
         int blocks = (shape.T + BLOCK - 1) / BLOCK;
         assert_int_equal(kvpool_init(&h->pool, shape.L, shape.H, shape.D, BLOCK, 2 * blocks), 0);
@@ -66,7 +77,7 @@ static void make(Holder *h, Kind kind, KvShape shape) {
         kvpaged_bind(&h->paged, &h->seq, 0);
         h->c = &h->paged.base;
     }
-    assert_string_equal(h->c->kind->name, KIND_NAMES[kind]);
+    assert_string_equal(h->c->kind->name, KIND_DTYPE[kind] != KV_FP32 ? "quantised" : KIND_NAMES[kind]);
 }
 
 // Before n positions are appended: the paged cache's sequence frees the
@@ -89,11 +100,11 @@ static void unmake(Holder *h) {
     }
 }
 
-// The shapes each kind is tried on: the contiguous and the paged cache are
-// the chapter's (one sequence, a key per head); the preallocated one also
-// takes batches and grouped (G < H) or shared (G = 1) keys.
+// The shapes each kind is tried on: the contiguous, paged and quantised
+// caches are the chapter's (one sequence, a key per head); the preallocated
+// one also takes batches and grouped (G < H) or shared (G = 1) keys.
 static int shapes_of(KvShape *out, Kind kind) {
-    if (kind == CONTIG || kind == PAGED) {
+    if (kind != PREALLOC) {
         out[0] = (KvShape){.L = 2, .B = 1, .T = 20, .H = 3, .G = 3, .D = 8};
         out[1] = (KvShape){.L = 1, .B = 1, .T = 16, .H = 2, .G = 2, .D = 5};
         return 2;
@@ -152,10 +163,34 @@ static void mirror_append(Mirror *m, int l, const float *k, const float *v, int 
         }
 }
 
+// The float sums of at most D products against double ones: far below 1e-5
+// for numbers in [-1, 1) and D <= 8
+static const double TOLERANCE = 1e-5;
+
+// How far a stored key or value may be from the one appended, for numbers in
+// [-1, 1): kvcache.h's ek and ev (a scale is at most 1 / QMAX).
+static double stored_error(KvDtype t) {
+    switch (t) {
+    case KV_BF16: return ldexp(1, -9);
+    case KV_FP16: return ldexp(1, -11);
+    case KV_INT8: return 0.5 / 127;
+    case KV_INT4: return 0.5 / 7;
+    default: return 0;
+    }
+}
+
+// What the loops' numbers may be off by, per output number and per weight
+// of head 0 (kvcache.h's bound for a cache that stores within e; 0: exact).
+typedef struct {
+    double e;
+    double *out, *weights;   // (bsz, n, H*D) and (bsz, n, pos+n)
+} Bound;
+
 // out (bsz, n, H*D) and head 0's weights (bsz, n, pos+n), in double, as the
-// formula at the top says: query head h reads key/value head h / (H / G).
-static void plain_attend(double *out, double *weights, const Mirror *m, const float *q, int l, int bsz, int n,
-                         int pos) {
+// formula at the top says: query head h reads key/value head h / (H / G);
+// and into bound, how far a cache storing within bound->e may be from them.
+static void plain_attend(double *out, double *weights, Bound *bound, const Mirror *m, const float *q, int l,
+                         int bsz, int n, int pos) {
     const KvShape *s = &m->s;
     int H = s->H, G = s->G, D = s->D, S = pos + n;
     double *p = malloc(sizeof(double) * (size_t)S);
@@ -165,7 +200,9 @@ static void plain_attend(double *out, double *weights, const Mirror *m, const fl
             for (int h = 0; h < H; h++) {
                 int g = h / (H / G);
                 const float *qi = q + (((size_t)b * n + i) * H + h) * D;
-                double max = -INFINITY, sum = 0;
+                double max = -INFINITY, sum = 0, q1 = 0, vmax = 0;
+                for (int d = 0; d < D; d++) q1 += fabs(qi[d]);
+                double grow = expm1(2 * q1 * bound->e / sqrt((double)D));
                 for (int j = 0; j <= pos + i; j++) {
                     const float *kj = m->k + at(s, l, b, j, g);
                     double dot = 0;
@@ -178,10 +215,14 @@ static void plain_attend(double *out, double *weights, const Mirror *m, const fl
                 for (int d = 0; d < D; d++) o[d] = 0;
                 for (int j = 0; j < S; j++) {
                     double w = j <= pos + i ? p[j] / sum : 0;
-                    if (h == 0) weights[((size_t)b * n + i) * S + j] = w;
+                    size_t e = ((size_t)b * n + i) * S + j;
+                    if (h == 0) weights[e] = w, bound->weights[e] = TOLERANCE + grow * w;
                     const float *vj = m->v + at(s, l, b, j, g);
                     for (int d = 0; d < D; d++) o[d] += w * vj[d];
+                    for (int d = 0; d < D && j <= pos + i; d++) vmax = fmax(vmax, fabs(vj[d]));
                 }
+                for (int d = 0; d < D; d++)
+                    bound->out[(((size_t)b * n + i) * H + h) * D + d] = TOLERANCE + bound->e + grow * vmax;
             }
     free(p);
 }
@@ -189,14 +230,12 @@ static void plain_attend(double *out, double *weights, const Mirror *m, const fl
 // ----------------------------------------------------------------------------
 // Appending and attending in pieces
 
-// float sums of at most D products against double ones: far below 1e-5 for
-// numbers in [-1, 1) and D <= 8
-static const double TOLERANCE = 1e-5;
-
-static void expect_near(const float *got, const double *want, size_t n, const char *what, int step) {
+static void expect_near(const float *got, const double *want, const double *bound, size_t n, const char *what,
+                        int step) {
     for (size_t i = 0; i < n; i++)
-        if (!(fabs((double)got[i] - want[i]) <= TOLERANCE))
-            fail_msg("%s, step %d, [%zu]: expected %.9g, got %.9g", what, step, i, want[i], got[i]);
+        if (!(fabs((double)got[i] - want[i]) <= bound[i]))
+            fail_msg("%s, step %d, [%zu]: expected %.9g within %.3g, got %.9g", what, step, i, want[i], bound[i],
+                     got[i]);
 }
 
 // One step of a run: n new positions for every row of the batch, at len.
@@ -212,7 +251,9 @@ static void step_and_check(Holder *hd, Mirror *m, int bsz, int n, uint64_t *stat
     float *k = malloc(sizeof(float) * kv), *v = malloc(sizeof(float) * kv), *q = malloc(sizeof(float) * qn);
     float *out = malloc(sizeof(float) * qn), *w = malloc(sizeof(float) * (size_t)bsz * n * S);
     double *want = malloc(sizeof(double) * qn), *want_w = malloc(sizeof(double) * (size_t)bsz * n * S);
-    assert_true(k && v && q && out && w && want && want_w);
+    Bound bound = {stored_error(KIND_DTYPE[hd->kind]), malloc(sizeof(double) * qn),
+                   malloc(sizeof(double) * (size_t)bsz * n * S)};
+    assert_true(k && v && q && out && w && want && want_w && bound.out && bound.weights);
     for (int l = 0; l < s->L; l++) {
         fill(k, kv, state);
         fill(v, kv, state);
@@ -220,12 +261,12 @@ static void step_and_check(Holder *hd, Mirror *m, int bsz, int n, uint64_t *stat
         kvcache_append(c, l, k, v, bsz, n, pos);
         mirror_append(m, l, k, v, bsz, n, pos);
         kvcache_attend(c, out, w, q, l, bsz, n, pos);
-        plain_attend(want, want_w, m, q, l, bsz, n, pos);
-        expect_near(out, want, qn, what, step);
-        expect_near(w, want_w, (size_t)bsz * n * S, what, step);
+        plain_attend(want, want_w, &bound, m, q, l, bsz, n, pos);
+        expect_near(out, want, bound.out, qn, what, step);
+        expect_near(w, want_w, bound.weights, (size_t)bsz * n * S, what, step);
     }
     assert_int_equal(kvcache_len(c), S);
-    free(k), free(v), free(q), free(out), free(w), free(want), free(want_w);
+    free(k), free(v), free(q), free(out), free(w), free(want), free(want_w), free(bound.out), free(bound.weights);
 }
 
 static void test_attend_matches_plain_loops(void **state) {
@@ -300,11 +341,13 @@ static void test_truncate_equals_rebuilt(void **state) {
         int count = shapes_of(shapes, (Kind)kind);
         for (int si = 0; si < count; si++) {
             KvShape s = shapes[si];
-            int keep = 7, extra = 5, B = s.B;
+            // a quantised cache cut inside a complete group rounds its keys
+            // again (kvcache.h; test_kvquant.c holds that case): cut at 8
+            int keep = KIND_DTYPE[kind] != KV_FP32 ? 2 * GROUP : 7, extra = 5, B = s.B;
             size_t outn = (size_t)s.L * B * extra * s.H * s.D;
             float *got = malloc(sizeof(float) * outn), *want = malloc(sizeof(float) * outn);
             assert_true(got && want);
-            // rolled back: 7 rows, 6 more (rejected drafts), cut to 7, then 5 others
+            // rolled back: keep rows, 6 more (rejected drafts), cut to keep, then 5 others
             Holder a;
             make(&a, (Kind)kind, s);
             append_rows(&a, B, keep, 1);
@@ -313,7 +356,7 @@ static void test_truncate_equals_rebuilt(void **state) {
             assert_int_equal(kvcache_len(a.c), keep);
             append_rows(&a, B, extra, 3);
             attend_all(got, a.c, B, extra, keep, 4);
-            // from scratch: the 7 rows (in other pieces), then the 5
+            // from scratch: the keep rows (in other pieces), then the 5
             Holder b;
             make(&b, (Kind)kind, s);
             append_rows(&b, B, keep, 1);

@@ -211,6 +211,16 @@ void kvcontig_attend_head(float *out, float *weights, float *scores, const float
 // share one per group of `group` positions, KIVI's per-channel keys, the
 // group quantised when its last position comes, its positions kept in fp32
 // until then (the residual). int4 codes go two a byte, even index low.
+// How far its attention is from the exact one on the numbers appended: when
+// each key read back is within ek of the one appended and each value within
+// ev (bf16 2^-9 |x|; fp16 2^-11 |x|, 2^-25 below 2^-14; int8 and int4 half
+// a scale, scale = the largest |x| sharing it / QMAX; the residual's keys
+// exact), a score q.k / sqrt(D) moves by at most delta = |q|_1 ek / sqrt(D),
+// a weight by at most (e^(2 delta) - 1) times itself, and an output number
+// by at most ev + (e^(2 delta) - 1) max |v| (tests/test_kvcache.c holds
+// every dtype to it). A truncate into a complete group keeps its keys as
+// read back, to be rounded again when the group fills: up to 2 ek there; a
+// cut at a group's boundary keeps the bits.
 typedef struct {
     KvCache base;
     KvDtype dtype;          // KV_BF16, KV_FP16, KV_INT8 or KV_INT4
