@@ -1,4 +1,4 @@
-// simd — AVX-512 pieces shared by the kernels of ops.c, tile.h and
+// simd — AVX-512 pieces shared by the kernels of ops_avx512.c, tile.h and
 // train_layers.c: exp and GELU for 16 floats.
 #ifndef KVDEMO_SIMD_H
 #define KVDEMO_SIMD_H

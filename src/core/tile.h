@@ -1,4 +1,4 @@
-// tile — the register tile that both fast matmuls are built from: ops.c's
+// tile — the register tile that both fast matmuls are built from: ops_avx512.c's
 // (inference, y = a @ b + bias then stored, added or through GELU) and
 // train_matmul.c's (training, out = start + a @ b, a possibly transposed).
 // One kernel, so that a change to how the sums are held in registers is
