@@ -305,24 +305,13 @@ static void show_attention(Show *s, const LlamaStep *st) {
                   &a, trace_text(tr, "scores[:, 0, -1] with the cache", "使用缓存的 scores[:, 0, -1]"), &w);
 }
 
-static void show_step(const LlamaStep *st, void *ctx) {
-    Show *s = ctx;
+// What the step fed: tokens[:, start_pos:start_pos+seqlen], its freqs_cis
+// and its mask (or why there is none).
+static void show_feed(Show *s, const LlamaStep *st) {
     Trace *tr = s->tr;
     const LlamaForwardInfo *f = st->fwd;
     const LlamaConfig *c = &s->m->cfg;
     int S = f->read_to;
-    trace_step(tr, st->step);
-    trace_sayf(tr,
-               "cur_pos = %d: logits = self.model.forward(tokens[:, %d:%d], %d)   "
-               "(seqlen %d, start_pos %d)",
-               "cur_pos = %d：logits = self.model.forward(tokens[:, %d:%d], %d)   "
-               "（seqlen %d，start_pos %d）",
-               st->cur_pos, f->start_pos, f->start_pos + f->seqlen, f->start_pos, f->seqlen,
-               f->start_pos);
-    trace_count(tr, "prev_pos", st->prev_pos, NULL, NULL);
-    trace_count(tr, "cur_pos", st->cur_pos, NULL, NULL);
-    trace_count(tr, "seqlen", f->seqlen, NULL, NULL);
-
     char name[64];
     snprintf(name, sizeof name, "tokens[:, %d:%d]", f->start_pos, f->start_pos + f->seqlen);
     Tensor fed = token_slice(s, st->tokens, st->total_len, st->bsz, f->start_pos, f->seqlen);
@@ -352,6 +341,12 @@ static void show_step(const LlamaStep *st, void *ctx) {
         trace_count(tr, "mask", 0, NULL, NULL);
     }
 
+}
+
+// The slots of cache_k / cache_v the step wrote and read, and the shapes.
+static void show_cache_slots(Show *s, const LlamaStep *st) {
+    Trace *tr = s->tr;
+    const LlamaForwardInfo *f = st->fwd;
     trace_sayf(tr,
                "self.cache_k[:%d, %d:%d] = xk   (slots written; cache_v likewise)\n"
                "keys = self.cache_k[:%d, :%d]   (slots read)%s",
@@ -372,6 +367,12 @@ static void show_step(const LlamaStep *st, void *ctx) {
     trace_shape(tr, "scores", 4, f->scores_shape);
     if (s->keep) show_attention(s, st);
 
+}
+
+// Each row's next token, or the prompt's token that input_text_mask keeps.
+static void show_next_tokens(Show *s, const LlamaStep *st) {
+    Trace *tr = s->tr;
+    char name[64];
     for (int b = 0; b < st->bsz; b++) {
         char got[8], kept[8];
         token_name(got, sizeof got, s->m, st->sampled[b]);
@@ -391,6 +392,28 @@ static void show_step(const LlamaStep *st, void *ctx) {
         snprintf(name, sizeof name, "kept[%d]", b);
         trace_count(tr, name, st->kept[b], NULL, NULL);
     }
+}
+
+static void show_step(const LlamaStep *st, void *ctx) {
+    Show *s = ctx;
+    Trace *tr = s->tr;
+    const LlamaForwardInfo *f = st->fwd;
+    trace_step(tr, st->step);
+    trace_sayf(tr,
+               "cur_pos = %d: logits = self.model.forward(tokens[:, %d:%d], %d)   "
+               "(seqlen %d, start_pos %d)",
+               "cur_pos = %d：logits = self.model.forward(tokens[:, %d:%d], %d)   "
+               "（seqlen %d，start_pos %d）",
+               st->cur_pos, f->start_pos, f->start_pos + f->seqlen, f->start_pos, f->seqlen,
+               f->start_pos);
+    trace_count(tr, "prev_pos", st->prev_pos, NULL, NULL);
+    trace_count(tr, "cur_pos", st->cur_pos, NULL, NULL);
+    trace_count(tr, "seqlen", f->seqlen, NULL, NULL);
+
+
+    show_feed(s, st);
+    show_cache_slots(s, st);
+    show_next_tokens(s, st);
     trace_say(tr, "", "");
     trace_pause(tr);
 }
