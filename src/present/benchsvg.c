@@ -64,8 +64,9 @@ static Axis axis_of(double vmin, double vmax, double p0, double p1, double pad) 
 // The y value of panel p (0: per token, 1: total) of a time s at n tokens.
 static double panel_value(int panel, double s, int n) { return panel ? s : s / n; }
 
-static void panel(FILE *f, const BenchSvgPoint *pt, int n, int p, double x0) {
-    // The range: every point with its min … max, and the reference lines.
+// The range of panel p's y values: every point with its min … max, and the
+// reference lines.
+static void panel_range(double *lo, double *hi, const BenchSvgPoint *pt, int n, int p) {
     double ymin = INFINITY, ymax = 0;
     double n0 = pt[0].tokens;
     for (int i = 0; i < n; i++) {
@@ -79,20 +80,19 @@ static void panel(FILE *f, const BenchSvgPoint *pt, int n, int p, double x0) {
         ymax = fmax(ymax, fmax(panel_value(p, pt[0].mean[1] * r, pt[i].tokens),
                                panel_value(p, pt[0].mean[0] * r * r, pt[i].tokens)));
     }
-    Axis ax = axis_of(pt[0].tokens, pt[n - 1].tokens, x0, x0 + PANEL_W, 0.06);
-    Axis ay = axis_of(ymin, ymax, TOP + PANEL_H, TOP, 0.04);
-    fprintf(f, "<g class=\"panel\" id=\"%s\">\n", p ? "total" : "per-token");
-    fprintf(f, "<rect x=\"%.1f\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#999\"/>\n", x0, TOP,
-            PANEL_W, PANEL_H);
-    fprintf(f, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\" font-weight=\"bold\">%s</text>\n",
-            x0 + PANEL_W / 2.0, TOP - 12, p ? "total time" : "time per token");
-    // y grid: 1, 2, 5 times each power of ten in range
-    for (int e = (int)floor(ay.lo); e <= (int)ceil(ay.hi); e++) {
+    *lo = ymin;
+    *hi = ymax;
+}
+
+// The y grid (1, 2, 5 times each power of ten in range) and the x axis: the
+// measured lengths.
+static void panel_grid(FILE *f, const BenchSvgPoint *pt, int n, const Axis *ax, const Axis *ay, double x0) {
+    for (int e = (int)floor(ay->lo); e <= (int)ceil(ay->hi); e++) {
         static const double steps[3] = {1, 2, 5};
         for (int k = 0; k < 3; k++) {
             double v = steps[k] * pow(10, e), l = log10(v);
-            if (l < ay.lo || l > ay.hi) continue;
-            double y = axis_at(&ay, v);
+            if (l < ay->lo || l > ay->hi) continue;
+            double y = axis_at(ay, v);
             char label[32];
             seconds_text(label, sizeof label, v);
             fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#e5e5e5\"/>\n", x0, y,
@@ -103,7 +103,7 @@ static void panel(FILE *f, const BenchSvgPoint *pt, int n, int p, double x0) {
     }
     // x: the measured lengths
     for (int i = 0; i < n; i++) {
-        double x = axis_at(&ax, pt[i].tokens);
+        double x = axis_at(ax, pt[i].tokens);
         fprintf(f, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#e5e5e5\"/>\n", x, TOP, x,
                 TOP + PANEL_H);
         fprintf(f, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\" font-size=\"12\">%d</text>\n", x,
@@ -111,32 +111,40 @@ static void panel(FILE *f, const BenchSvgPoint *pt, int n, int p, double x0) {
     }
     fprintf(f, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\" font-size=\"12\">tokens generated "
                "(log scale)</text>\n", x0 + PANEL_W / 2.0, TOP + PANEL_H + 36);
-    // reference lines: ∝ n from the first cached point, ∝ n² from the first uncached one
+}
+
+// The reference lines: ∝ n from the first cached point, ∝ n² from the first
+// uncached one.
+static void panel_references(FILE *f, const BenchSvgPoint *pt, int n, int p, const Axis *ax, const Axis *ay) {
+    double n0 = pt[0].tokens;
     for (int c = 0; c < 2; c++) {
         fprintf(f, "<polyline class=\"reference\" data-mode=\"%s\" data-growth=\"%s\" fill=\"none\" stroke=\"#888\" "
                    "stroke-dasharray=\"6 4\" points=\"", MODE_KEY[c], c ? "n" : "n2");
         double last_x = 0, last_y = 0;
         for (int i = 0; i < n; i++) {
             double r = pt[i].tokens / n0, s = c ? pt[0].mean[1] * r : pt[0].mean[0] * r * r;
-            last_x = axis_at(&ax, pt[i].tokens), last_y = axis_at(&ay, panel_value(p, s, pt[i].tokens));
+            last_x = axis_at(ax, pt[i].tokens), last_y = axis_at(ay, panel_value(p, s, pt[i].tokens));
             fprintf(f, "%s%.1f,%.1f", i ? " " : "", last_x, last_y);
         }
         fprintf(f, "\"/>\n<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\" font-size=\"12\" fill=\"#666\">%s</text>\n",
                 last_x - 4, last_y + (c ? 14 : -6), c ? "total ∝ n" : "total ∝ n²");
     }
-    // the runs: a line, a bar from min to max, and a marker per length
+}
+
+// The runs: a line, a bar from min to max, and a marker per length.
+static void panel_series(FILE *f, const BenchSvgPoint *pt, int n, int p, const Axis *ax, const Axis *ay) {
     for (int c = 0; c < 2; c++) {
         fprintf(f, "<polyline class=\"series\" data-mode=\"%s\" fill=\"none\" stroke=\"%s\" stroke-width=\"2\"%s "
                    "points=\"", MODE_KEY[c], MODE_COLOR[c], c ? " stroke-dasharray=\"2 3\"" : "");
         for (int i = 0; i < n; i++)
-            fprintf(f, "%s%.1f,%.1f", i ? " " : "", axis_at(&ax, pt[i].tokens),
-                    axis_at(&ay, panel_value(p, pt[i].mean[c], pt[i].tokens)));
+            fprintf(f, "%s%.1f,%.1f", i ? " " : "", axis_at(ax, pt[i].tokens),
+                    axis_at(ay, panel_value(p, pt[i].mean[c], pt[i].tokens)));
         fprintf(f, "\"/>\n");
         for (int i = 0; i < n; i++) {
             int t = pt[i].tokens;
-            double x = axis_at(&ax, t), y = axis_at(&ay, panel_value(p, pt[i].mean[c], t));
+            double x = axis_at(ax, t), y = axis_at(ay, panel_value(p, pt[i].mean[c], t));
             fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\"/>\n", x,
-                    axis_at(&ay, panel_value(p, pt[i].min[c], t)), x, axis_at(&ay, panel_value(p, pt[i].max[c], t)),
+                    axis_at(ay, panel_value(p, pt[i].min[c], t)), x, axis_at(ay, panel_value(p, pt[i].max[c], t)),
                     MODE_COLOR[c]);
             char mean[32], lo[32], hi[32];
             seconds_text(mean, sizeof mean, panel_value(p, pt[i].mean[c], t));
@@ -154,6 +162,21 @@ static void panel(FILE *f, const BenchSvgPoint *pt, int n, int p, double x0) {
                     p ? "" : " per token", lo, hi, c ? "rect" : "circle");
         }
     }
+}
+
+static void panel(FILE *f, const BenchSvgPoint *pt, int n, int p, double x0) {
+    double ymin, ymax;
+    panel_range(&ymin, &ymax, pt, n, p);
+    Axis ax = axis_of(pt[0].tokens, pt[n - 1].tokens, x0, x0 + PANEL_W, 0.06);
+    Axis ay = axis_of(ymin, ymax, TOP + PANEL_H, TOP, 0.04);
+    fprintf(f, "<g class=\"panel\" id=\"%s\">\n", p ? "total" : "per-token");
+    fprintf(f, "<rect x=\"%.1f\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#999\"/>\n", x0, TOP,
+            PANEL_W, PANEL_H);
+    fprintf(f, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\" font-weight=\"bold\">%s</text>\n",
+            x0 + PANEL_W / 2.0, TOP - 12, p ? "total time" : "time per token");
+    panel_grid(f, pt, n, &ax, &ay, x0);
+    panel_references(f, pt, n, p, &ax, &ay);
+    panel_series(f, pt, n, p, &ax, &ay);
     fprintf(f, "</g>\n");
 }
 
