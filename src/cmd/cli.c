@@ -885,6 +885,83 @@ static int print_parts(FILE *f, const Cli *c, const char *id) {
     return parts;
 }
 
+// An option that would silently run a correct lesson (--bug) is refused
+// where it means nothing: the lessons and commands that take it are named.
+// Returns 0, or the usage error's status.
+static int lesson_refuse_unhonoured(Cli *c, const Lesson *l) {
+    for (size_t s = 0; s < sizeof ONLY_WHERE_HONOURED / sizeof ONLY_WHERE_HONOURED[0]; s++) {
+        const OptionSpec *o = find_option_id(ONLY_WHERE_HONOURED[s], CMD_LESSON);
+        if (!c->opt.given[o->id] || l->options[o->id]) continue;
+        char where[256] = "";
+        for (int j = 0; j < NUM_LESSONS; j++) {
+            if (!LESSONS[j].run || !LESSONS[j].options[o->id]) continue;
+            size_t len = strlen(where);
+            if (fileio_zh()) snprintf(where + len, sizeof where - len, "%s第 %s 课", len ? "、" : "", LESSONS[j].id);
+            else snprintf(where + len, sizeof where - len, "%slesson %s", len ? ", " : "", LESSONS[j].id);
+        }
+        for (int k = 0; k < NUM_COMMANDS; k++) {
+            if (k == CMD_LESSON || !(o->commands & CMD_BIT(k))) continue;
+            size_t len = strlen(where);
+            snprintf(where + len, sizeof where - len, fileio_zh() ? "和 %s 命令" : " and %s", COMMANDS[k].name);
+        }
+        return usage_error("%s works with %s, not lesson %s", "%s 只用于%s，不用于第 %s 课", o->name, where, l->id);
+    }
+    return 0;
+}
+
+// What the lesson will not do as asked is said, once each, before it runs:
+// options it has no use for, --color and --width where the format has no
+// use for them.
+static void lesson_say_ignored(Cli *c, const Lesson *l) {
+    for (int i = 0; i < NUM_OPTIONS; i++) {
+        const OptionSpec *o = &OPTIONS[i];
+        if (!c->opt.given[o->id] || l->options[o->id] || !(o->commands & LESSON)) continue;
+        if (o->id == OPT_COLOR)
+            fileio_error("lesson %s ignores --color: it shows no score or weight matrix, so --color changes nothing",
+                         "第 %s 课忽略 --color：它不显示 scores 或 weights 矩阵，--color 不起作用", l->id);
+        else
+            fileio_error("lesson %s ignores %s (kvdemo help lesson %s lists what it honours)",
+                         "第 %s 课忽略 %s（kvdemo help lesson %s 列出它用到的选项）", l->id, o->name, l->id);
+    }
+    if (c->opt.given[OPT_COLOR] && l->options[OPT_COLOR] && (c->tr.format == FORMAT_HTML || c->tr.format == FORMAT_MD))
+        fileio_error("%s; --color ignored", "%s；忽略 --color",
+                     c->tr.format == FORMAT_HTML ? tx(c, "an HTML page always colours its heat maps", "HTML 网页的热力图总是着色")
+                                                 : tx(c, "Markdown has no colours", "Markdown 没有颜色"));
+    if (c->width && c->tr.format != FORMAT_TEXT) {
+        fileio_error("--width fits text to a screen; the output is not text, so it is ignored",
+                     "--width 让文字适应屏幕；输出不是文字，因此忽略它");
+        c->width = 0;
+    }
+}
+
+// Runs the lesson. --step on a terminal, or --width: the text is fitted to a
+// screen (wrapped, tensors elided; with --step, pages that wait for a key).
+static int lesson_run_fitted(Cli *c, const Lesson *l) {
+    Screen screen;
+    int pausing = c->tr.format == FORMAT_TEXT && c->tr.step_pause && l->options[OPT_STEP];
+    int fitted = pausing || c->width;
+    c->tr.step_pause = pausing;
+    if (fitted) {
+        if (screen_open(&screen, stdout, screen_default_width(c->width), pausing ? screen_default_height() : 0, pausing,
+                        c->tr.lang == LANG_ZH)) {
+            fileio_error("out of memory", "内存不足");
+            return 1;
+        }
+        c->tr.out = screen.mem;
+        c->tr.screen = &screen;
+    }
+    int rc = trace_begin(&c->tr) ? 1 : trace_finish(&c->tr, l->run(&c->opt, &c->tr));
+    // A lesson that runs a model starts --threads (0: every core) itself;
+    // whatever it did, what runs next finds one thread.
+    ops_set_threads(1);
+    if (fitted) {
+        screen_close(&screen);
+        c->tr.out = stdout;
+        c->tr.screen = NULL;
+    }
+    return rc;
+}
+
 static int cmd_lesson(Cli *c) {
     char ids[256];
     list_lesson_ids(ids, sizeof ids, 1);
@@ -915,69 +992,10 @@ static int cmd_lesson(Cli *c) {
                                                    : tx(c, "standard input is not one", "标准输入不是终端"));
         c->tr.step_pause = 0;
     }
-    // An option that would silently run a correct lesson (--bug) is refused
-    // where it means nothing: the lessons and commands that take it are named.
-    for (size_t s = 0; s < sizeof ONLY_WHERE_HONOURED / sizeof ONLY_WHERE_HONOURED[0]; s++) {
-        const OptionSpec *o = find_option_id(ONLY_WHERE_HONOURED[s], CMD_LESSON);
-        if (!c->opt.given[o->id] || l->options[o->id]) continue;
-        char where[256] = "";
-        for (int j = 0; j < NUM_LESSONS; j++) {
-            if (!LESSONS[j].run || !LESSONS[j].options[o->id]) continue;
-            size_t len = strlen(where);
-            if (fileio_zh()) snprintf(where + len, sizeof where - len, "%s第 %s 课", len ? "、" : "", LESSONS[j].id);
-            else snprintf(where + len, sizeof where - len, "%slesson %s", len ? ", " : "", LESSONS[j].id);
-        }
-        for (int k = 0; k < NUM_COMMANDS; k++) {
-            if (k == CMD_LESSON || !(o->commands & CMD_BIT(k))) continue;
-            size_t len = strlen(where);
-            snprintf(where + len, sizeof where - len, fileio_zh() ? "和 %s 命令" : " and %s", COMMANDS[k].name);
-        }
-        return usage_error("%s works with %s, not lesson %s", "%s 只用于%s，不用于第 %s 课", o->name, where, l->id);
-    }
-    // Options this lesson has no use for are ignored, and it says so.
-    for (int i = 0; i < NUM_OPTIONS; i++) {
-        const OptionSpec *o = &OPTIONS[i];
-        if (!c->opt.given[o->id] || l->options[o->id] || !(o->commands & LESSON)) continue;
-        if (o->id == OPT_COLOR)
-            fileio_error("lesson %s ignores --color: it shows no score or weight matrix, so --color changes nothing",
-                         "第 %s 课忽略 --color：它不显示 scores 或 weights 矩阵，--color 不起作用", l->id);
-        else
-            fileio_error("lesson %s ignores %s (kvdemo help lesson %s lists what it honours)",
-                         "第 %s 课忽略 %s（kvdemo help lesson %s 列出它用到的选项）", l->id, o->name, l->id);
-    }
-    if (c->opt.given[OPT_COLOR] && l->options[OPT_COLOR] && (c->tr.format == FORMAT_HTML || c->tr.format == FORMAT_MD))
-        fileio_error("%s; --color ignored", "%s；忽略 --color",
-                     c->tr.format == FORMAT_HTML ? tx(c, "an HTML page always colours its heat maps", "HTML 网页的热力图总是着色")
-                                                 : tx(c, "Markdown has no colours", "Markdown 没有颜色"));
-    if (c->width && c->tr.format != FORMAT_TEXT) {
-        fileio_error("--width fits text to a screen; the output is not text, so it is ignored",
-                     "--width 让文字适应屏幕；输出不是文字，因此忽略它");
-        c->width = 0;
-    }
-    // --step on a terminal, or --width: the text is fitted to a screen
-    // (wrapped, tensors elided; with --step, pages that wait for a key).
-    Screen screen;
-    int pausing = c->tr.format == FORMAT_TEXT && c->tr.step_pause && l->options[OPT_STEP];
-    int fitted = pausing || c->width;
-    c->tr.step_pause = pausing;
-    if (fitted) {
-        if (screen_open(&screen, stdout, screen_default_width(c->width), pausing ? screen_default_height() : 0, pausing,
-                        c->tr.lang == LANG_ZH)) {
-            fileio_error("out of memory", "内存不足");
-            return 1;
-        }
-        c->tr.out = screen.mem;
-        c->tr.screen = &screen;
-    }
-    int rc = trace_begin(&c->tr) ? 1 : trace_finish(&c->tr, l->run(&c->opt, &c->tr));
-    // A lesson that runs a model starts --threads (0: every core) itself;
-    // whatever it did, what runs next finds one thread.
-    ops_set_threads(1);
-    if (fitted) {
-        screen_close(&screen);
-        c->tr.out = stdout;
-        c->tr.screen = NULL;
-    }
+    int refused = lesson_refuse_unhonoured(c, l);
+    if (refused) return refused;
+    lesson_say_ignored(c, l);
+    int rc = lesson_run_fitted(c, l);
     // --color colours score and weight matrices; a lesson that can show them
     // but showed none this time (--trace none) says that it changed nothing.
     if (!rc && c->opt.given[OPT_COLOR] && l->options[OPT_COLOR] &&
