@@ -155,6 +155,8 @@ FUZZ_SECONDS ?= 60
 FUZZ_TARGETS  = gpt_model llama_model checkpoint toydata text options \
                 gpt_model_summed llama_model_summed checkpoint_summed toy_lessons memory prompt \
                 llama2c_model bpe
+# options with files (links, a folder, a device): the checks before the work
+FUZZ_TARGETS += options_files
 FUZZ_SAN      = -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
 
 fuzz:
