@@ -57,6 +57,11 @@ SRC      = $(foreach l,$(LAYERS),$(wildcard src/$(l)/*.c)) $(wildcard lessons/*.
 OBJ      = $(SRC:%.c=$(BUILD)/%.o)
 LIBOBJ   = $(filter-out $(BUILD)/src/cmd/main.o,$(OBJ))
 TESTS    = $(patsubst tests/%.c,$(BUILD)/tests/%,$(wildcard tests/test_*.c))
+# The slowest programs start first (TEST_TIMES=1 sh tests/run-all.sh ...
+# measures them), so that the cores stay busy to the end of a pass instead
+# of one long program running alone after the others.
+SLOW     = test_spec test_cli test_errors test_html test_oom test_lesson63 test_lessons test_lesson61
+TESTS   := $(foreach t,$(SLOW),$(filter %/$(t),$(TESTS))) $(filter-out $(addprefix %/,$(SLOW)),$(TESTS))
 TESTLIB  = $(patsubst %.c,$(BUILD)/%.o,$(filter-out $(wildcard tests/test_*.c),$(wildcard tests/*.c))) \
            $(BUILD)/tests/fuzz/targets.o
 
@@ -152,6 +157,8 @@ FUZZ_SECONDS ?= 60
 FUZZ_TARGETS  = gpt_model llama_model checkpoint toydata text options \
                 gpt_model_summed llama_model_summed checkpoint_summed toy_lessons memory prompt \
                 llama2c_model bpe
+# options with files (links, a folder, a device): the checks before the work
+FUZZ_TARGETS += options_files
 FUZZ_SAN      = -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
 
 fuzz:

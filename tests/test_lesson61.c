@@ -29,6 +29,11 @@
 #include <string.h>
 #include <unistd.h>
 
+// The lesson's text in each language at 4 steps, run once and read by two
+// tests (kvdemo_run_once).
+#define LESSON61_EN "lesson 6.1 --init random --preset tiny --repeat 1 --steps 4 --lang en"
+#define LESSON61_ZH "lesson 6.1 --init random --preset tiny --repeat 1 --steps 4 --lang zh"
+
 // --steps 40 on the tiny preset (T = 32) takes the samples past the context.
 static const char *const ARGS = "lesson 6.1 --init random --preset tiny --repeat 1 --steps 40 --format json";
 enum { STEPS = 40, PROMPT = 6 };   // "ROMEO:"
@@ -177,12 +182,10 @@ static void test_prefix_whose_blocks(void **state) {
     json_run_free(j);
     static const char *const says[2][2] = {{"are sample 0's", "holds copies of them"}, {"是样本 0 的", "是这些块的重复"}};
     for (int k = 0; k < 2; k++) {
-        RunResult r = kvdemo_run(k ? "lesson 6.1 --init random --preset tiny --repeat 1 --steps 4 --lang zh"
-                                   : "lesson 6.1 --init random --preset tiny --repeat 1 --steps 4 --lang en");
-        if (r.status != 0) fail_msg("lesson 6.1 --steps 4: exit %d: %s", r.status, r.err);
+        const RunResult *r = kvdemo_run_once(k ? LESSON61_ZH : LESSON61_EN);
+        if (r->status != 0) fail_msg("lesson 6.1 --steps 4: exit %d: %s", r->status, r->err);
         for (int i = 0; i < 2; i++)
-            if (!strstr(r.out, says[k][i])) fail_msg("lesson 6.1 --steps 4 (%s): expected \"%s\"", k ? "zh" : "en", says[k][i]);
-        run_free(&r);
+            if (!strstr(r->out, says[k][i])) fail_msg("lesson 6.1 --steps 4 (%s): expected \"%s\"", k ? "zh" : "en", says[k][i]);
     }
 }
 
@@ -472,22 +475,20 @@ static void test_block_verdicts_follow_the_runs(void **state) {
             fail_msg("%s: verdict \"%s\" from paged %g … %g s against contiguous %g … %g s", run, v, lo, hi, cmin, cmax);
     }
     run_free(&r);
-    r = kvdemo_run("lesson 6.1 --init random --preset tiny --repeat 1 --steps 4 --lang en");
-    if (r.status != 0) fail_msg("lesson 6.1 --repeat 1: exit %d: %s", r.status, r.err);
+    const RunResult *en = kvdemo_run_once(LESSON61_EN);
+    if (en->status != 0) fail_msg("lesson 6.1 --repeat 1: exit %d: %s", en->status, en->err);
     const char *want = "Paged against contiguous, from these runs' intervals: B = 1 too few runs to say, "
                        "B = 16 too few runs to say, B = 256 too few runs to say.";
-    if (!strstr(r.out, want)) fail_msg("one run each: expected \"%s\"", want);
-    if (strstr(r.out, "median of 1 runs")) fail_msg("one run each: \"median of 1 runs\" is still printed");
+    if (!strstr(en->out, want)) fail_msg("one run each: expected \"%s\"", want);
+    if (strstr(en->out, "median of 1 runs")) fail_msg("one run each: \"median of 1 runs\" is still printed");
     // (4): the column's two measures named apart; preemption's cost said to be left out.
-    if (!strstr(r.out, "never/empty names two measures") || !strstr(r.out, "charges that recomputation nothing more"))
+    if (!strstr(en->out, "never/empty names two measures") || !strstr(en->out, "charges that recomputation nothing more"))
         fail_msg("(4): expected never/empty's two measures and the uncounted recomputation explained");
-    run_free(&r);
-    r = kvdemo_run("lesson 6.1 --init random --preset tiny --repeat 1 --steps 4 --lang zh");
-    if (!strstr(r.out, "分页与连续缓存相比（按这几次运行的区间）：B = 1 运行次数太少，无法判断"))
+    const RunResult *zh = kvdemo_run_once(LESSON61_ZH);
+    if (!strstr(zh->out, "分页与连续缓存相比（按这几次运行的区间）：B = 1 运行次数太少，无法判断"))
         fail_msg("one run each, zh: expected the verdict line in Chinese");
-    if (!strstr(r.out, "从未用/空是两种量") || !strstr(r.out, "分页的步数是下限") || strstr(r.out, "先知"))
+    if (!strstr(zh->out, "从未用/空是两种量") || !strstr(zh->out, "分页的步数是下限") || strstr(zh->out, "先知"))
         fail_msg("(4), zh: expected 从未用/空's two measures, the lower bound, and 预知长度 for the oracle");
-    run_free(&r);
 }
 
 int main(void) {

@@ -269,25 +269,27 @@ static void test_measured(void **state) {
     if (!(g->max_abs_diff < 1e-4)) fail_msg("gpt_step_logits: expected plain and flash within 1e-4, got %g", g->max_abs_diff);
 }
 
+// The lesson's text in each language, run once and read by the tests below.
+#define LESSON63_EN "lesson 6.3 --max-n 1024 --repeat 1 --init random --preset tiny --lang en"
+#define LESSON63_ZH "lesson 6.3 --max-n 1024 --repeat 1 --init random --preset tiny --lang zh"
+
 static void test_text_and_errors(void **state) {
     (void)state;
-    RunResult r = kvdemo_run("lesson 6.3 --max-n 1024 --repeat 1 --init random --preset tiny --lang zh");
-    if (r.status != 0) fail_msg("lesson 6.3 --lang zh exited with %d: %s", r.status, r.err);
+    const RunResult *r = kvdemo_run_once(LESSON63_ZH);
+    if (r->status != 0) fail_msg("lesson 6.3 --lang zh exited with %d: %s", r->status, r->err);
     // The article's A100 sentence verbatim (seed 000 §6.3), then the paper's reading; the rest 原文大意.
     const char *zh[] = {"在线 softmax", "SRAM", "跳过", "192KB", "Flash-decoding",
                         "原文：“A100 GPU有40-80GB的高带宽内存(HBM)，带宽为1.5-2.0 TB/s，而每108个流处理器有192KB的SRAM，",
                         "FlashAttention 论文（第 2.1 节）的说法是：108 个流处理器每个有 192KB 的 SRAM",
                         "原文大意：FlashAttention 把矩阵计算"};
     for (size_t i = 0; i < sizeof zh / sizeof zh[0]; i++)
-        if (!strstr(r.out, zh[i])) fail_msg("lesson 6.3 --lang zh: expected \"%s\" in the text", zh[i]);
-    run_free(&r);
-    r = kvdemo_run("lesson 6.3 --max-n 1024 --repeat 1 --init random --preset tiny --lang en");
-    if (r.status != 0) fail_msg("lesson 6.3 exited with %d: %s", r.status, r.err);
+        if (!strstr(r->out, zh[i])) fail_msg("lesson 6.3 --lang zh: expected \"%s\" in the text", zh[i]);
+    r = kvdemo_run_once(LESSON63_EN);
+    if (r->status != 0) fail_msg("lesson 6.3 exited with %d: %s", r->status, r->err);
     const char *en[] = {"online softmax", "above the diagonal, skipped", "identical bit for bit", "Bc=192",
                         "Within 1e-6 x max|V| = 4.1e-07 of lesson 2"};
     for (size_t i = 0; i < sizeof en / sizeof en[0]; i++)
-        if (!strstr(r.out, en[i])) fail_msg("lesson 6.3: expected \"%s\" in the text", en[i]);
-    run_free(&r);
+        if (!strstr(r->out, en[i])) fail_msg("lesson 6.3: expected \"%s\" in the text", en[i]);
     expect_failure("lesson 6.3 --max-n 100", 2, "--max-n");
     expect_failure("lesson 6.3 --tile 0", 2, "--tile");
     expect_failure("generate --attention fast", 2, "plain|flash");
@@ -307,19 +309,17 @@ static double printed_fa2(int64_t Nn, int64_t d, int64_t Br) {
 // ceilings (N / Bc without them gives other cells at Bc = 48 and 192).
 static void test_formulas_printed(void **state) {
     (void)state;
-    static const char *const langs[2] = {"en", "zh"};
+    static const char *const runs[2] = {LESSON63_EN, LESSON63_ZH};
     for (int k = 0; k < 2; k++) {
-        char args[160];
-        snprintf(args, sizeof args, "lesson 6.3 --max-n 1024 --repeat 1 --init random --preset tiny --lang %s", langs[k]);
-        RunResult r = kvdemo_run(args);
-        if (r.status != 0) fail_msg("%s exited with %d: %s", args, r.status, r.err);
+        const char *args = runs[k];
+        const RunResult *r = kvdemo_run_once(args);
+        if (r->status != 0) fail_msg("%s exited with %d: %s", args, r->status, r->err);
         const char *must[] = {"2 N d + ceil(N / Bc)(3 N d + 4 N)", "2 N d + N + ceil(N / Br) 2 N d", "ceil(N / Bc) "};
         for (int i = 0; i < 3; i++)
-            if (!strstr(r.out, must[i])) fail_msg("%s: expected \"%s\" in the text", args, must[i]);
+            if (!strstr(r->out, must[i])) fail_msg("%s: expected \"%s\" in the text", args, must[i]);
         const char *must_not[] = {"+ (N / Bc)(", "+ (N / Br) ", " N / Bc key tiles", " N / Bc 个键块"};
         for (int i = 0; i < 4; i++)
-            if (strstr(r.out, must_not[i])) fail_msg("%s: expected no \"%s\" (the table uses the ceiling)", args, must_not[i]);
-        run_free(&r);
+            if (strstr(r->out, must_not[i])) fail_msg("%s: expected no \"%s\" (the table uses the ceiling)", args, must_not[i]);
     }
     static const int BC[] = {16, 32, 48, 64, 192};
     for (int64_t Nn = 256; Nn <= 16384; Nn *= 2) {
@@ -340,16 +340,14 @@ static void test_peaks_in_mib(void **state) {
     need(l, "value", "measured", -1, "plain_peak_mib_N1024");
     need(l, "value", "measured", -1, "tiled_peak_mib_N1024");
     if (!strstr(l->j->r.out, "\"unit\":\"MiB\"")) fail_msg("lesson 6.3 --format json: expected the peaks' unit \"MiB\"");
-    static const char *const args[2] = {"lesson 6.3 --max-n 1024 --repeat 1 --init random --preset tiny --lang en",
-                                        "lesson 6.3 --max-n 1024 --repeat 1 --init random --preset tiny --lang zh"};
+    static const char *const args[2] = {LESSON63_EN, LESSON63_ZH};
     static const char *const heads[2][2] = {{"plain peak MiB", "tiled peak MiB"}, {"普通峰值 MiB", "分块峰值 MiB"}};
     for (int k = 0; k < 2; k++) {
-        RunResult r = kvdemo_run(args[k]);
-        if (r.status != 0) fail_msg("%s exited with %d: %s", args[k], r.status, r.err);
+        const RunResult *r = kvdemo_run_once(args[k]);
+        if (r->status != 0) fail_msg("%s exited with %d: %s", args[k], r->status, r->err);
         for (int i = 0; i < 2; i++)
-            if (!strstr(r.out, heads[k][i])) fail_msg("%s: expected the head \"%s\"", args[k], heads[k][i]);
-        if (strstr(r.out, "peak MB") || strstr(r.out, "峰值 MB")) fail_msg("%s: a peak still labelled MB", args[k]);
-        run_free(&r);
+            if (!strstr(r->out, heads[k][i])) fail_msg("%s: expected the head \"%s\"", args[k], heads[k][i]);
+        if (strstr(r->out, "peak MB") || strstr(r->out, "峰值 MB")) fail_msg("%s: a peak still labelled MB", args[k]);
     }
 }
 
@@ -363,20 +361,18 @@ static int count_of(const char *s, const char *needle) {
 // says why, once, and that FlashAttention is exact in exact arithmetic.
 static void test_rounding_said_once(void **state) {
     (void)state;
-    static const char *const args[2] = {"lesson 6.3 --max-n 1024 --repeat 1 --init random --preset tiny --lang en",
-                                        "lesson 6.3 --max-n 1024 --repeat 1 --init random --preset tiny --lang zh"};
+    static const char *const args[2] = {LESSON63_EN, LESSON63_ZH};
     static const char *const once[2][2] = {{"another order", "(its Theorem 1)"}, {"另一种顺序", "（其定理 1）"}};
     for (int k = 0; k < 2; k++) {
-        RunResult r = kvdemo_run(args[k]);
-        if (r.status != 0) fail_msg("%s exited with %d: %s", args[k], r.status, r.err);
-        const char *apart = strstr(r.out, k ? "不完全相同" : "NOT identical");
+        const RunResult *r = kvdemo_run_once(args[k]);
+        if (r->status != 0) fail_msg("%s exited with %d: %s", args[k], r->status, r->err);
+        const char *apart = strstr(r->out, k ? "不完全相同" : "NOT identical");
         if (!apart) fail_msg("%s: expected the tiled output \"NOT identical\" to lesson 2's (3e-8 apart)", args[k]);
         for (int i = 0; i < 2; i++) {
-            int n = count_of(r.out, once[k][i]);
+            int n = count_of(r->out, once[k][i]);
             if (n != 1) fail_msg("%s: expected \"%s\" once, got %d times", args[k], once[k][i], n);
-            if (strstr(r.out, once[k][i]) < apart) fail_msg("%s: \"%s\" before the difference it explains", args[k], once[k][i]);
+            if (strstr(r->out, once[k][i]) < apart) fail_msg("%s: \"%s\" before the difference it explains", args[k], once[k][i]);
         }
-        run_free(&r);
     }
 }
 

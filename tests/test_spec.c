@@ -499,19 +499,25 @@ static char *text_event(const char *args) {
 
 static void test_generate_draft(void **st) {
     (void)st;
-    // past the context (6 + 260 > 256): rounds, then the chapter's recomputation
-    char *want = text_event("generate --temperature 0 --steps 260 --format json");
+    // past the context (228 + 32 > 256): rounds (K = 8: 9 of them, 38 drafted
+    // tokens rejected), then the chapter's recomputation for the last 3
+    // tokens. A long prompt costs one pass: steps from "ROMEO:" would cost
+    // one each, and a pass each past the context.
+#define SPEC_PROMPT                                                                                          \
+    "--prompt 'ROMEO: But soft, what light through yonder window breaks? It is the east, and Juliet is the " \
+    "sun. Arise, fair sun, and kill the envious moon, Who is already sick and pale with grief, That thou "   \
+    "her maid art far more fair than she.' --temperature 0 --steps 32 --format json"
+    char *want = text_event("generate " SPEC_PROMPT);
     for (int K = 1; K <= 8; K += 7) {
-        char args[160];
-        snprintf(args, sizeof args,
-                 "generate --draft data/tinyshakespeare-draft.bin --gamma %d --temperature 0 --steps 260 --format json%s",
-                 K, K == 8 ? " --paged --block-size 4" : "");
+        char args[512];
+        snprintf(args, sizeof args, "generate --draft data/tinyshakespeare-draft.bin --gamma %d " SPEC_PROMPT "%s", K,
+                 K == 8 ? " --paged --block-size 4" : "");
         char *got = text_event(args);
         if (strcmp(got, want)) fail_msg("kvdemo %s:\n  target alone %.120s\n  speculative  %.120s", args, want, got);
         free(got);
     }
     free(want);
-    char tiny[] = "/tmp/kvdemo-spec-XXXXXX", args[160];
+    char tiny[] = "/tmp/kvdemo-spec-XXXXXX", args[512];
     int fd = mkstemp(tiny);
     assert_true(fd >= 0);
     close(fd);

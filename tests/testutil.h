@@ -54,6 +54,10 @@ typedef struct {
 // the machine; env ("LANG=zh_CN.UTF-8", or NULL) sets some of them again.
 RunResult kvdemo_run_env(const char *env, const char *args);
 RunResult kvdemo_run(const char *args);
+// kvdemo ARGS run once in this test program: a later call with the same
+// args returns the same run, for tests that read different things in one
+// output (a lesson's text, say). Read-only; kept until the program exits.
+const RunResult *kvdemo_run_once(const char *args);
 void run_free(RunResult *r);
 // Runs the shell command cmd (its standard error kept apart, as above).
 RunResult shell_run(const char *cmd);

@@ -19,10 +19,14 @@
 #include "memory.h"
 #include "train.h"
 
+#include "fileguard.h"
+
+#include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 // The input as a file; returns its path (valid until the next call), or NULL.
@@ -267,6 +271,140 @@ int fuzz_prompt(const uint8_t *data, size_t size) {
     return rc != 0;
 }
 
+// ---------------------------------------------------------------------------
+// Options with files: what a command may read and write, checked before
+// any work (fileguard.h, fileio.h)
+
+// The files an argument "@N" names (N = 0 to 5, the digit modulo 6): a
+// text, a symbolic link to it, a hard link to it (three names of one file),
+// a folder, a name not taken, and a device. Made once, in a folder of this
+// process's own, removed at exit.
+enum { NUM_FILES = 6, FILES_HELD = 4 };
+static char file_dir[64], file_path[NUM_FILES][96];
+static const char TEXT[] = "ROMEO: O Romeo, Romeo!\n";
+
+static void files_remove(void) {
+    for (int i = 0; i < 3; i++) unlink(file_path[i]);
+    rmdir(file_path[3]);
+    rmdir(file_dir);
+}
+
+static int files_make(void) {
+    static const char *const names[NUM_FILES - 1] = {"text.txt", "link.txt", "hard.txt", "folder", "new.txt"};
+    if (file_dir[0]) return 0;
+    snprintf(file_dir, sizeof file_dir, "/tmp/kvdemo-fuzz-files-%ld", (long)getpid());
+    for (int i = 0; i < NUM_FILES - 1; i++) snprintf(file_path[i], sizeof file_path[i], "%s/%s", file_dir, names[i]);
+    snprintf(file_path[5], sizeof file_path[5], "/dev/null");
+    FILE *f = mkdir(file_dir, 0700) == 0 ? fopen(file_path[0], "w") : NULL;
+    if (!f) return -1;
+    fputs(TEXT, f);
+    fclose(f);
+    atexit(files_remove);
+    if (symlink("text.txt", file_path[1]) || link(file_path[0], file_path[2]) || mkdir(file_path[3], 0700)) return -1;
+    return 0;
+}
+
+// Which of the files path is (0 to 5), or -1; and which file it leads to:
+// the three names of the text are one.
+static int file_index(const char *path) {
+    for (int i = 0; path && i < NUM_FILES; i++)
+        if (!strcmp(path, file_path[i])) return i;
+    return -1;
+}
+
+static int file_class(int index) { return index >= 0 && index <= 2 ? 0 : index; }
+
+// A broken promise of the guards: stop as a crash would, so that the
+// fuzzer keeps the input.
+static void broken(const char *what, const char *path) {
+    fprintf(stderr, "fuzz options_files: %s: %s\n", what, path ? path : "");
+    abort();
+}
+
+// The folder holds its four entries again, and the text is whole.
+static void expect_files_intact(const char *after) {
+    DIR *d = opendir(file_dir);
+    int n = 0;
+    for (struct dirent *e; d && (e = readdir(d));) n += e->d_name[0] != '.';
+    if (d) closedir(d);
+    struct stat st;
+    if (n != FILES_HELD || stat(file_path[0], &st) || st.st_size != (off_t)strlen(TEXT)) broken("files left or changed", after);
+}
+
+// Outputs are opened and given up, inputs opened: each as the rules say.
+static void probe_files(const FileRole *out, int n_out, const FileRole *in, int n_in) {
+    char err[512];
+    for (int i = 0; i < n_out; i++) {
+        int k = file_index(out[i].path);
+        if (k < 0) continue;
+        AtomicFile a;
+        int rc = fileio_open(&a, out[i].path, err, sizeof err);
+        if (rc == 0) fileio_abort(&a);
+        if ((rc == 0) != (k == 0 || k == 2 || k == 4)) broken(rc ? "a file refused as an output" : "written", out[i].path);
+        expect_files_intact(out[i].path);
+    }
+    for (int i = 0; i < n_in; i++) {
+        int k = file_index(in[i].path);
+        uint64_t size = 0;
+        FILE *f = k < 0 ? NULL : fileio_open_read(in[i].path, &size, err, sizeof err);
+        if (f) fclose(f);
+        if (k >= 0 && k != 1 && (f != NULL) != (k == 0 || k == 2)) broken(f ? "read" : "a file refused as an input", in[i].path);
+    }
+}
+
+// 1 when some two roles name one of the files, 0 when each names another
+// file, -1 when some name is none of them (the guard may go either way).
+static int roles_clash(const FileRole *out, int n_out, const FileRole *in, int n_in) {
+    const FileRole *all[10];
+    int n = 0, unknown = 0;
+    for (int i = 0; i < n_out; i++) all[n++] = &out[i];
+    for (int i = 0; i < n_in; i++) all[n++] = &in[i];
+    for (int i = 0; i < n; i++) {
+        if (!all[i]->path) continue;
+        int ci = file_class(file_index(all[i]->path));
+        unknown |= ci < 0;
+        for (int j = i + 1; j < n && ci >= 0; j++)
+            if (all[j]->path && (i < n_out || j < n_out) && ci == file_class(file_index(all[j]->path))) return 1;
+    }
+    return unknown ? -1 : 0;
+}
+
+// The first byte picks a command that reads or writes files, the rest, cut
+// at NUL bytes, are its arguments; an argument "@N" is the Nth file above.
+// What parses is checked as the commands check it before their work: no
+// output may be an input or another output, an output is written only
+// where it may be (never through a link, into a folder or a device, and
+// giving up leaves nothing behind), an input must be a regular file.
+int fuzz_options_files(const uint8_t *data, size_t size) {
+    static const char *const commands[] = {"lesson", "generate", "bench", "train", "eval"};
+    if (size < 1 || files_make() != 0) return 1;
+    char *copy = malloc(size), *argv[MAX_ARGS + 2];
+    if (!copy) return 1;
+    int argc = split_args(argv, copy, data + 1, size - 1, commands[data[0] % 5]);
+    for (int i = 2; i < argc; i++)
+        if (argv[i][0] == '@' && argv[i][1] >= '0' && argv[i][1] <= '9' && !argv[i][2])
+            argv[i] = file_path[(argv[i][1] - '0') % NUM_FILES];
+    Options opt;
+    Trace tr;
+    int rc = cli_parse_options(&opt, &tr, argc, argv, argv[1]);
+    if (rc == 0) {
+        char ckpt[4096];
+        snprintf(ckpt, sizeof ckpt, "%s.ckpt", opt.out_path ? opt.out_path : "");
+        FileRole out[5] = {{"--out", opt.out_path}, {"--out's checkpoint", opt.out_path ? ckpt : NULL},
+                           {"--log", opt.log_path}, {"--csv", opt.csv_path}, {"--svg", opt.svg_path}};
+        FileRole in[5] = {{"--data", opt.data_path}, {"--model", opt.model_path}, {"--tokenizer", opt.tokenizer_path},
+                          {"--resume", opt.resume_path}, {"--draft", opt.draft_path}};
+        rc = fileguard_check(out, 5, in, 5);
+        // (the checkpoint's name, the text's name and ".ckpt", is no other)
+        const FileRole others[4] = {out[0], out[2], out[3], out[4]};
+        int clash = roles_clash(others, 4, in, 5);
+        if (clash >= 0 && (rc != 0) != clash) broken(rc ? "refused, no clash" : "a clash accepted", argv[1]);
+        if (rc == 0) probe_files(out, 5, in, 5);
+    }
+    free(copy);
+    return rc != 0;
+}
+
 const FuzzTarget FUZZ_TARGETS[] = {
     {"gpt_model", fuzz_gpt_model},
     {"llama_model", fuzz_llama_model},
@@ -282,5 +420,6 @@ const FuzzTarget FUZZ_TARGETS[] = {
     {"prompt", fuzz_prompt},
     {"llama2c_model", fuzz_llama2c_model},
     {"bpe", fuzz_bpe},
+    {"options_files", fuzz_options_files},
 };
 const int NUM_FUZZ_TARGETS = (int)(sizeof FUZZ_TARGETS / sizeof FUZZ_TARGETS[0]);

@@ -34,6 +34,9 @@ int fuzz_memory(const uint8_t *data, size_t size);
 int fuzz_prompt(const uint8_t *data, size_t size);
 int fuzz_llama2c_model(const uint8_t *data, size_t size);   // llama2.c's checkpoint
 int fuzz_bpe(const uint8_t *data, size_t size);             // llama2.c's tokenizer.bin
+// Options that name files (links, a folder, a device among them), checked
+// as the commands check their inputs and outputs before any work.
+int fuzz_options_files(const uint8_t *data, size_t size);
 
 typedef struct {
     const char *name;   // the folder of its corpus: tests/fuzz/corpus/NAME
