@@ -14,6 +14,7 @@
 //   wcls (V, C)             only when the header's vocab_size is negative
 #include "llama2c.h"
 
+#include "bigmem.h"
 #include "bpe.h"
 #include "fileio.h"
 #include "ops.h"
@@ -79,11 +80,11 @@ static int read_floats(float *buf, size_t n, FILE *f, const char *what, const ch
     }
     if (!fileio_host_is_little_endian())
         for (size_t i = 0; i < n; i++) buf[i] = le_get_f32((unsigned char *)&buf[i]);
-    for (size_t i = 0; i < n; i++)
-        if (!isfinite(buf[i])) {
-            fileio_fail2(err, errlen, "%s: %s[%zu] is not a finite number", "%s：%s[%zu] 不是有限数", path, what, i);
-            return -1;
-        }
+    size_t bad = (size_t)ops_first_nonfinite(buf, (int64_t)n);
+    if (bad < n) {
+        fileio_fail2(err, errlen, "%s: %s[%zu] is not a finite number", "%s：%s[%zu] 不是有限数", path, what, bad);
+        return -1;
+    }
     return 0;
 }
 
@@ -140,6 +141,7 @@ int llama2c_load(LlamaModel *m, const char *model_path, const char *tokenizer_pa
     LlamaConfig c;
     int shared = 1;
     float *buf = NULL;
+    size_t buf_bytes = 0;
     if (fread(h, 1, sizeof h, f) != sizeof h) {
         fileio_fail2(err, errlen, "%s: %llu bytes: too short for llama2.c's header of seven int32 (28 bytes)",
                      "%s：只有 %llu 字节，放不下 llama2.c 的文件头（7 个 int32，28 字节）", model_path,
@@ -167,7 +169,8 @@ int llama2c_load(LlamaModel *m, const char *model_path, const char *tokenizer_pa
     }
     // room for the largest tensor read transposed: wcls (V, C), or a layer's
     size_t most = (size_t)c.vocab_size * c.dim, layer = (size_t)c.dim * (c.dim > c.hidden_dim ? c.dim : c.hidden_dim);
-    buf = malloc(sizeof(float) * (most > layer ? most : layer));
+    buf_bytes = sizeof(float) * (most > layer ? most : layer);
+    buf = bigmem_alloc(buf_bytes);   // huge pages: few page faults
     if (!buf) {
         fileio_fail2(err, errlen, "%s: out of memory", "%s：内存不足", model_path);
         goto fail;
@@ -179,11 +182,11 @@ int llama2c_load(LlamaModel *m, const char *model_path, const char *tokenizer_pa
         goto fail;
     }
     if (bpe_load(m->bpe, tokenizer_path, c.vocab_size, err, errlen) != 0) goto fail;
-    free(buf);
+    bigmem_free(buf, buf_bytes);
     fclose(f);
     return 0;
 fail:
-    free(buf);
+    bigmem_free(buf, buf_bytes);
     fclose(f);
     llama_free(m);
     return -1;
