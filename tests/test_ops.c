@@ -121,6 +121,28 @@ static void test_compare_helpers(void **state) {
     assert_true(isnan(ops_max_abs_diff(n, z, 1)));
 }
 
+// ops_transpose copies in blocks of 32 x 32: shapes that are not multiples
+// of the block, and one row or one column, still put element (r, c) at (c, r).
+static void test_transpose_blocks(void **state) {
+    (void)state;
+    const int shapes[][2] = {{1, 1}, {1, 45}, {45, 1}, {32, 32}, {33, 70}, {97, 31}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        int R = shapes[s][0], C = shapes[s][1];
+        float *in = malloc(sizeof(float) * (size_t)R * C), *out = malloc(sizeof(float) * (size_t)R * C);
+        assert_non_null(in);
+        assert_non_null(out);
+        for (int i = 0; i < R * C; i++) in[i] = (float)i + 0.5f;
+        ops_transpose(out, in, R, C);
+        for (int r = 0; r < R; r++)
+            for (int c = 0; c < C; c++)
+                if (out[c * R + r] != in[r * C + c])
+                    fail_msg("transpose of %d x %d: out[%d][%d] expected %g, got %g", R, C, c, r,
+                             (double)in[r * C + c], (double)out[c * R + r]);
+        free(in);
+        free(out);
+    }
+}
+
 // ops_first_nonfinite against a plain isfinite loop: NaN, +inf and -inf at
 // every place of a vector block and of the scalar tail, the largest finite
 // float and a denormal (which are finite), and a clean array.
@@ -187,6 +209,7 @@ int main(void) {
         cmocka_unit_test(test_mask_and_add),       cmocka_unit_test(test_softmax),
         cmocka_unit_test(test_output),             cmocka_unit_test(test_matmul_rows_independent),
         cmocka_unit_test(test_compare_helpers),    cmocka_unit_test(test_first_nonfinite),
+        cmocka_unit_test(test_transpose_blocks),
         cmocka_unit_test(test_bigmem),             cmocka_unit_test(test_machine_loops),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

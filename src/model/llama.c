@@ -167,6 +167,15 @@ static float *alloc_floats(size_t n, int *failed) {
     return p;
 }
 
+// The weights: in huge pages from 2 MB up (bigmem.h), which a large model
+// fills with a few hundred page faults where 4 KB pages take tens of
+// thousands.
+static float *alloc_params(size_t n, int *failed) {
+    float *p = bigmem_alloc(n * sizeof(float));
+    if (!p) *failed = 1;
+    return p;
+}
+
 int llama_new(LlamaModel *m, const LlamaConfig *cfg, char *err, size_t errlen) {
     memset(m, 0, sizeof *m);
     LlamaConfig c = *cfg;
@@ -176,7 +185,7 @@ int llama_new(LlamaModel *m, const LlamaConfig *cfg, char *err, size_t errlen) {
     size_t D = (size_t)c.head_dim, T = (size_t)c.max_seq_len;
     int failed = 0;
     m->num_params = llama_num_params(&c);
-    m->params = alloc_floats(m->num_params, &failed);
+    m->params = alloc_params(m->num_params, &failed);
     m->vocab = calloc(V, sizeof(uint32_t));
     m->p.layers = calloc(L, sizeof(LlamaLayerParams));
     if (!m->vocab || !m->p.layers) failed = 1;
@@ -195,7 +204,7 @@ int llama_new(LlamaModel *m, const LlamaConfig *cfg, char *err, size_t errlen) {
 void llama_free(LlamaModel *m) {
     bpe_free(m->bpe);
     free(m->bpe);
-    free(m->params);
+    bigmem_free(m->params, m->num_params * sizeof(float));
     free(m->freqs_cis);
     free(m->vocab);
     free(m->p.layers);

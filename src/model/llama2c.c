@@ -71,29 +71,43 @@ static uint64_t file_bytes(const LlamaConfig *c, int shared) {
 }
 
 // Reads n floats into buf and checks that they are finite; what names the
-// tensor in the message. Returns 0, or -1.
-static int read_floats(float *buf, size_t n, FILE *f, const char *what, const char *path, char *err, size_t errlen) {
+// tensor in the message, whose first float here is what[first]. Returns 0,
+// or -1.
+static int read_floats(float *buf, size_t n, size_t first, FILE *f, const char *what, const char *path, char *err,
+                       size_t errlen) {
     if (fread(buf, sizeof(float), n, f) != n) {
         fileio_fail2(err, errlen, "%s: read error in %s", "%s：读取 %s 时出错", path, what);
         return -1;
     }
     if (!fileio_host_is_little_endian())
         for (size_t i = 0; i < n; i++) buf[i] = le_get_f32((unsigned char *)&buf[i]);
-    for (size_t i = 0; i < n; i++)
-        if (!isfinite(buf[i])) {
-            fileio_fail2(err, errlen, "%s: %s[%zu] is not a finite number", "%s：%s[%zu] 不是有限数", path, what, i);
-            return -1;
-        }
+    size_t bad = (size_t)ops_first_nonfinite(buf, (int64_t)n);
+    if (bad < n) {
+        fileio_fail2(err, errlen, "%s: %s[%zu] is not a finite number", "%s：%s[%zu] 不是有限数", path, what,
+                     first + bad);
+        return -1;
+    }
     return 0;
 }
 
+// A tensor is read READ_ROWS rows at a time into a buffer that stays in the
+// cache, and each piece is written transposed into its columns of out.
+enum { READ_ROWS = 256 };
+
 // out (cols, rows) = the tensor of rows x cols read from f, transposed
 // (kvdemo's (in, out) from PyTorch's (out, in)); a norm (rows 1) as it is.
+// buf holds READ_ROWS * cols floats.
 static int read_tensor(float *out, float *buf, int rows, int cols, FILE *f, const char *what, const char *path,
                        char *err, size_t errlen) {
-    size_t n = (size_t)rows * (size_t)cols;
-    if (read_floats(rows == 1 ? out : buf, n, f, what, path, err, errlen) != 0) return -1;
-    if (rows > 1) ops_transpose(out, buf, rows, cols);
+    if (rows == 1) return read_floats(out, (size_t)cols, 0, f, what, path, err, errlen);
+    for (int r0 = 0; r0 < rows; r0 += READ_ROWS) {
+        int n = rows - r0 < READ_ROWS ? rows - r0 : READ_ROWS;
+        if (read_floats(buf, (size_t)n * cols, (size_t)r0 * cols, f, what, path, err, errlen) != 0) return -1;
+        // out[c][r0 + r] = buf[r][c], 32 columns at a time
+        for (int c0 = 0; c0 < cols; c0 += 32)
+            for (int c = c0; c < cols && c < c0 + 32; c++)
+                for (int r = 0; r < n; r++) out[(size_t)c * rows + r0 + r] = buf[(size_t)r * cols + c];
+    }
     return 0;
 }
 
@@ -112,14 +126,14 @@ static int read_weights(LlamaModel *m, float *buf, int shared, FILE *f, const ch
     };
     static const char *const names[] = {"rms_att_weight", "wq", "wk", "wv", "wo", "rms_ffn_weight", "w1", "w2", "w3"};
     // token_embedding_table (V, C) is kvdemo's tok_embeddings as it is
-    if (read_floats(m->p.tok_embeddings, (size_t)V * C, f, "token_embedding_table", path, err, errlen) != 0)
+    if (read_floats(m->p.tok_embeddings, (size_t)V * C, 0, f, "token_embedding_table", path, err, errlen) != 0)
         return -1;
     for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++)
         for (int l = 0; l < c->n_layers; l++) {
             float *dst = *(float **)((char *)&m->p.layers[l] + kinds[k].field);
             if (read_tensor(dst, buf, kinds[k].rows, kinds[k].cols, f, names[k], path, err, errlen) != 0) return -1;
         }
-    if (read_floats(m->p.norm, (size_t)C, f, "rms_final_weight", path, err, errlen) != 0) return -1;
+    if (read_floats(m->p.norm, (size_t)C, 0, f, "rms_final_weight", path, err, errlen) != 0) return -1;
     // freq_cis_real and freq_cis_imag: llama.c's precompute_freqs_cis makes the same table
     if (fseek(f, (long)((size_t)c->max_seq_len * c->head_dim * sizeof(float)), SEEK_CUR) != 0) {
         fileio_fail2(err, errlen, "%s: read error in freq_cis", "%s：读取 freq_cis 时出错", path);
@@ -165,9 +179,8 @@ int llama2c_load(LlamaModel *m, const char *model_path, const char *tokenizer_pa
         fileio_fail2(err, errlen, "%s: %s", "%s：%s", model_path, why);
         goto fail;
     }
-    // room for the largest tensor read transposed: wcls (V, C), or a layer's
-    size_t most = (size_t)c.vocab_size * c.dim, layer = (size_t)c.dim * (c.dim > c.hidden_dim ? c.dim : c.hidden_dim);
-    buf = malloc(sizeof(float) * (most > layer ? most : layer));
+    // room for READ_ROWS rows of the widest tensor read transposed (w2: F; wo: H*D = C)
+    buf = malloc(sizeof(float) * READ_ROWS * (size_t)(c.dim > c.hidden_dim ? c.dim : c.hidden_dim));
     if (!buf) {
         fileio_fail2(err, errlen, "%s: out of memory", "%s：内存不足", model_path);
         goto fail;
