@@ -1,5 +1,7 @@
 // test_colours — the page's colours as people see them: the heat-map scales
-// stay readable step by step for the common colour-vision deficiencies.
+// stay readable step by step for the common colour-vision deficiencies, and
+// every text on its background in the lesson page's style (trace_deck.c),
+// the projector mode's included, has the contrast WCAG asks of text.
 //
 // The deficiencies are simulated with Machado, Oliveira and Fernandes'
 // matrices ("A Physiologically-based Model for Simulation of Color Vision
@@ -11,8 +13,11 @@
 #include "testutil.h"
 
 #include "trace.h"
+#include "trace_deck.h"
 
 #include <math.h>
+#include <stdlib.h>
+#include <string.h>
 
 enum { VIEWS = 4 };
 static const double MIN_DELTA_E = 5.0;
@@ -100,10 +105,130 @@ static void test_scores_signs_stay_apart_for_colour_blind_viewers(void **state) 
     for (int i = 1; i <= c; i++) expect_apart(pal[c - i], pal[c + i], "scores scale, -x against +x", c - i, c + i);
 }
 
+// ----------------------------------------------------------------------------
+// The page's style: every text on its background, at least 4.5:1 (WCAG 2,
+// success criterion 1.4.3), in the page and in its projector mode.
+//
+// The style is read as its rules say: a rule that sets a text colour, a
+// background or an opacity makes one pair, the colour it does not set taken
+// from its mode's body (body, or html.projector body for a rule of the
+// projector mode); an opacity mixes the text into its background as the
+// browser composites it. (A simplification: a rule is checked with its own
+// mode's body only, not with every element it may sit in.)
+
+enum { MAX_RULES = 256 };
+typedef struct {
+    char sel[160];
+    double fg[3], bg[3], opacity;
+    int has_fg, has_bg, has_opacity;
+} StyleRule;
+
+// #rgb or #rrggbb at s into rgb (0 .. 255); 0 when s is not one.
+static int hex_colour(const char *s, size_t len, double rgb[3]) {
+    if (len < 4 || s[0] != '#') return 0;
+    unsigned v[6];
+    size_t digits = len - 1;
+    if (digits != 3 && digits != 6) return 0;
+    for (size_t i = 0; i < digits; i++) {
+        char c = s[1 + i];
+        if (c >= '0' && c <= '9') v[i] = (unsigned)(c - '0');
+        else if (c >= 'a' && c <= 'f') v[i] = (unsigned)(c - 'a' + 10);
+        else return 0;
+    }
+    for (int k = 0; k < 3; k++) rgb[k] = digits == 3 ? v[k] * 17.0 : v[2 * k] * 16.0 + v[2 * k + 1];
+    return 1;
+}
+
+// One declaration "name:value" (no ';') into the rule.
+static void style_declaration(StyleRule *r, const char *d, size_t len) {
+    const char *colon = memchr(d, ':', len);
+    if (!colon) return;
+    size_t nlen = (size_t)(colon - d), vlen = len - nlen - 1;
+    const char *v = colon + 1;
+    if (nlen == 5 && !memcmp(d, "color", 5)) r->has_fg = hex_colour(v, vlen, r->fg);
+    else if ((nlen == 10 && !memcmp(d, "background", 10)) || (nlen == 16 && !memcmp(d, "background-color", 16)))
+        r->has_bg = hex_colour(v, vlen, r->bg);
+    else if (nlen == 7 && !memcmp(d, "opacity", 7)) r->has_opacity = 1, r->opacity = atof(v);
+}
+
+// The rules of css (at-rules' blocks opened and their rules read); returns how many.
+static int style_rules(const char *css, StyleRule *rules, int max) {
+    int n = 0;
+    const char *p = css;
+    while (*p) {
+        while (*p == '\n' || *p == ' ' || *p == '}') p++;
+        const char *open = strchr(p, '{');
+        if (!open) break;
+        if (*p == '@') {   // @media ...{ : its rules follow
+            p = open + 1;
+            continue;
+        }
+        const char *close = strchr(open, '}');
+        assert_non_null(close);
+        assert_true(n < max);
+        StyleRule *r = &rules[n++];
+        memset(r, 0, sizeof *r);
+        snprintf(r->sel, sizeof r->sel, "%.*s", (int)(open - p), p);
+        for (const char *d = open + 1; d < close;) {
+            const char *semi = memchr(d, ';', (size_t)(close - d));
+            const char *e = semi ? semi : close;
+            style_declaration(r, d, (size_t)(e - d));
+            d = e + 1;
+        }
+        p = close + 1;
+    }
+    return n;
+}
+
+static double rgb_luminance(const double rgb[3]) {
+    double l[3];
+    for (int k = 0; k < 3; k++) l[k] = linear(rgb[k]);
+    return 0.2126 * l[0] + 0.7152 * l[1] + 0.0722 * l[2];
+}
+
+static double rgb_contrast(const double a[3], const double b[3]) {
+    double x = rgb_luminance(a) + 0.05, y = rgb_luminance(b) + 0.05;
+    return x > y ? x / y : y / x;
+}
+
+static const StyleRule *style_find(const StyleRule *rules, int n, const char *sel) {
+    for (int i = 0; i < n; i++)
+        if (!strcmp(rules[i].sel, sel)) return &rules[i];
+    fail_msg("the page's style: expected a rule '%s'", sel);
+    return NULL;
+}
+
+static void test_page_style_text_contrast(void **state) {
+    (void)state;
+    static StyleRule rules[MAX_RULES];
+    int n = style_rules(TRACE_DECK_STYLE, rules, MAX_RULES), pairs = 0;
+    const StyleRule *body[2] = {style_find(rules, n, "body"), style_find(rules, n, "html.projector body")};
+    for (int m = 0; m < 2; m++) assert_true(body[m]->has_fg && body[m]->has_bg);
+    for (int i = 0; i < n; i++) {
+        const StyleRule *r = &rules[i];
+        if (!r->has_fg && !r->has_bg && !r->has_opacity) continue;
+        const StyleRule *b = body[strstr(r->sel, "html.projector") != NULL];
+        double fg[3], bg[3];
+        for (int k = 0; k < 3; k++) {
+            fg[k] = r->has_fg ? r->fg[k] : b->fg[k];
+            bg[k] = r->has_bg ? r->bg[k] : b->bg[k];
+            if (r->has_opacity) fg[k] = r->opacity * fg[k] + (1 - r->opacity) * bg[k];
+        }
+        double c = rgb_contrast(fg, bg);
+        if (c < 4.5)
+            fail_msg("the page's style, rule '%s': text (%.0f,%.0f,%.0f) on (%.0f,%.0f,%.0f): expected contrast >= 4.5, "
+                     "got %.2f", r->sel, fg[0], fg[1], fg[2], bg[0], bg[1], bg[2], c);
+        pairs++;
+    }
+    // The projector mode's own rules are among them (a test of the parser).
+    if (pairs < 20) fail_msg("the page's style: expected at least 20 colour pairs, got %d", pairs);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_heat_steps_stay_apart_for_colour_blind_viewers),
         cmocka_unit_test(test_scores_signs_stay_apart_for_colour_blind_viewers),
+        cmocka_unit_test(test_page_style_text_contrast),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
