@@ -752,6 +752,30 @@ static void test_footer(void **state) {
     run_free(&r);
 }
 
+// The footer names the model file a lesson read and the checksum the file
+// carries: its last 4 bytes, little-endian (docs/model-format.md), read here.
+static void test_footer_names_the_weights(void **state) {
+    (void)state;
+    const char *model = "data/tinyshakespeare-draft.bin";
+    FILE *f = fopen(model, "rb");
+    assert_non_null(f);
+    unsigned char b[4];
+    assert_int_equal(fseek(f, -4, SEEK_END), 0);
+    assert_int_equal(fread(b, 1, 4, f), 4);
+    fclose(f);
+    unsigned sum = b[0] | b[1] << 8 | b[2] << 16 | (unsigned)b[3] << 24;
+    RunResult r = kvdemo_run("lesson 10 --model data/tinyshakespeare-draft.bin --steps 4 --repeat 1 --format html");
+    assert_int_equal(r.status, 0);
+    const char *foot = strstr(r.out, "<footer class=\"prov\">");
+    if (!foot) fail_msg("lesson 10 --format html: expected a footer");
+    char want[2][160];
+    snprintf(want[0], sizeof want[0], "<code>%s</code><span class=\"en\" lang=\"en\"> (Adler-32 %08x) · </span>", model, sum);
+    snprintf(want[1], sizeof want[1], "（Adler-32 %08x）· ", sum);
+    for (int i = 0; i < 2; i++)
+        if (!strstr(foot, want[i])) fail_msg("lesson 10's footer: expected '%s', got '%.400s'", want[i], foot);
+    run_free(&r);
+}
+
 // Lesson 6.3's page draws each tile it computes over the 3 x 3 scores of
 // 天气真 in 2 x 2 tiles: (1, 1), (2, 1) and (2, 2); (1, 2) lies above the
 // diagonal and is skipped. Beside each, m and l of the tile's query rows
@@ -946,6 +970,7 @@ int main(void) {
         cmocka_unit_test(test_bars_are_drawn),
         cmocka_unit_test(test_lesson7_triangle),
         cmocka_unit_test(test_footer),
+        cmocka_unit_test(test_footer_names_the_weights),
         cmocka_unit_test(test_lesson63_tiles),
         cmocka_unit_test(test_lesson10_replay),
         cmocka_unit_test(test_options_and_commands),

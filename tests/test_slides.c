@@ -3,12 +3,19 @@
 // without it each test reports itself SKIPPED, never passed.
 //
 // Chromium loads the page from a file and prints the DOM after its script
-// ran (--dump-dom). Four loads, at once, each stopped after 60 s:
+// ran (--dump-dom), prints it (--print-to-pdf) or takes a screenshot of it
+// (--screenshot). Seven loads, one after the other (on a machine whose
+// cores are busy, seven browsers at once each missed the time limit where
+// one at a time would not), each stopped after LIMIT seconds:
 //   page.html            the deck is built: slide 1 shown, "step 1 of 7", the controls
 //   page.html#slide-3    a link to a slide opens it
 //   page.html#keys=...   keys pressed through the page's own handler (the
-//                        test hook of trace_deck.c) move from slide to slide
+//                        test hook of trace_deck.c) move from slide to slide,
+//                        then P turns the projector mode on
 //   scripts off          the scroll: every slide, no control
+//   printed              a PDF of one page a slide
+//   two screenshots      slide 5 and, in the projector mode, slide 1, as
+//                        PNG (read by tests/png.c): drawn, not blank
 // Scripts are turned off by the page's copy nojs.html, the same page with a
 // Content-Security-Policy of script-src 'none' (the browser refuses to run
 // its script, as with JavaScript off): Chromium 156's headless
@@ -16,24 +23,54 @@
 // The cache's rows (row-new, row-reused, row-recomputed) are in each.
 #include "testutil.h"
 
+#include "png.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 static const char *const CHROMIUM = "/usr/bin/chromium";
-enum { LOADS = 4, SLIDES = 7 };   // lesson 2's six, then the class questions
+enum { LOADS = 7, SLIDES = 7 };   // lesson 2's six, then the class questions
+enum { PRINT = 4, SHOT = 5 };       // the load that prints the page (to PDF); the first screenshot
+enum { SHOT_W = 1280, SHOT_H = 800 };
+enum { LIMIT = 60 };   // seconds a load may take (a busy machine); a few when it is not
 
 // What each load of the page gave: its DOM after the scripts.
 typedef struct {
     char dir[256];
     char *dom[LOADS];
+    int pages;   // pages of the printed PDF, -1 when none was printed
+    PngImage shot[LOADS - SHOT];
+    char shot_err[LOADS - SHOT][600];   // why a screenshot could not be read
 } Browser;
 
-static const char *const LOAD_NAME[LOADS] = {"plain", "slide-3", "keys", "no-script"};
+static const char *const LOAD_NAME[LOADS] = {"plain", "slide-3", "keys", "no-script", "print", "screenshot of slide 5",
+                                             "screenshot of slide 1, projector mode"};
 
-// Writes lesson 2's page into a new folder and has chromium load it the four
-// ways at once (each once more when it fails); each DOM in b->dom (NULL when chromium printed none).
+// The pages of a PDF file: its page objects ("/Type /Page", not "/Pages";
+// Chromium's PDFs keep them uncompressed); -1 when there is no such file.
+static int pdf_pages(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return -1;
+    static const char KEY[] = "/Type /Page";
+    size_t k = 0, len = strlen(KEY);
+    int pages = 0, c, after = 0;
+    while ((c = fgetc(f)) != EOF) {
+        if (after) pages += c != 's', after = 0;
+        if (c == KEY[k]) {
+            if (++k == len) after = 1, k = 0;
+        } else {
+            k = c == KEY[0];
+        }
+    }
+    fclose(f);
+    return pages;
+}
+
+// Writes lesson 2's page into a new folder and has chromium load it the seven
+// ways, one after the other (each once more when it fails); each DOM in
+// b->dom (NULL when chromium printed none), the PDF's pages and the screenshots.
 static int setup(void **state) {
     if (access(CHROMIUM, X_OK)) return 0;   // the tests skip
     Browser *b = calloc(1, sizeof *b);
@@ -57,24 +94,40 @@ static int setup(void **state) {
             (int)(head - r.out), r.out, head);
     fclose(f);
     run_free(&r);
-    static const char *const HOW[LOADS] = {"", "#slide-3", "#keys=ArrowRight,PageDown,End,ArrowLeft,PageUp", ""};
+    static const char *const HOW[LOADS] = {"", "#slide-3", "#keys=ArrowRight,PageDown,End,ArrowLeft,PageUp,p", "", "",
+                                           "#slide-5", "#keys=p"};
     // Each load runs again once, alone in its profile, when it printed no
-    // whole DOM (a machine too busy for 60 s).
-    char cmd[16384], one[1024];
+    // whole DOM or PDF (a machine too busy for LIMIT seconds).
+    char cmd[16384], one[1024], out[128], done[128];
     int len = snprintf(cmd, sizeof cmd, "cd '%s' || exit 1; ", b->dir);
     for (int i = 0; i < LOADS; i++) {
+        if (i == PRINT) {
+            snprintf(out, sizeof out, "--no-pdf-header-footer --print-to-pdf=\"$PWD/page.pdf\"");
+            snprintf(done, sizeof done, "grep -aq '%%%%EOF' page.pdf");
+        } else if (i >= SHOT) {
+            snprintf(out, sizeof out, "--window-size=%d,%d --screenshot=\"$PWD/shot-%d.png\"", SHOT_W, SHOT_H, i);
+            snprintf(done, sizeof done, "grep -aq IEND shot-%d.png", i);
+        } else {
+            snprintf(out, sizeof out, "--dump-dom");
+            snprintf(done, sizeof done, "grep -q '</html>' dom-%d.html", i);
+        }
         snprintf(one, sizeof one,
-                 "rm -rf profile-%d; mkdir profile-%d && timeout 60 %s --headless --no-sandbox --disable-gpu --disable-quic "
+                 "rm -rf profile-%d; mkdir profile-%d && timeout %d %s --headless --no-sandbox --disable-gpu --disable-quic "
                  "--no-first-run --disable-background-networking --disable-component-update --disable-sync "
-                 "--user-data-dir=\"$PWD/profile-%d\" --dump-dom \"file://$PWD/%s%s\" >dom-%d.html 2>/dev/null",
-                 i, i, CHROMIUM, i, i == 3 ? "nojs.html" : "lesson2.html", HOW[i], i);
-        len += snprintf(cmd + len, sizeof cmd - (size_t)len, "( %s; grep -q '</html>' dom-%d.html || { %s; } ) & ", one, i,
-                        one);
+                 "--user-data-dir=\"$PWD/profile-%d\" %s \"file://$PWD/%s%s\" >dom-%d.html 2>/dev/null",
+                 i, i, LIMIT, CHROMIUM, i, out, i == 3 ? "nojs.html" : "lesson2.html", HOW[i], i);
+        len += snprintf(cmd + len, sizeof cmd - (size_t)len, "{ %s; %s || { %s; }; }; ", one, done, one);
     }
-    snprintf(cmd + len, sizeof cmd - (size_t)len, "wait");
+    snprintf(cmd + len, sizeof cmd - (size_t)len, "true");
     r = shell_run(cmd);
     run_free(&r);
-    for (int i = 0; i < LOADS; i++) {
+    snprintf(path, sizeof path, "%s/page.pdf", b->dir);
+    b->pages = pdf_pages(path);
+    for (int i = SHOT; i < LOADS; i++) {
+        snprintf(path, sizeof path, "%s/shot-%d.png", b->dir, i);
+        if (png_read(&b->shot[i - SHOT], path, b->shot_err[i - SHOT], sizeof b->shot_err[0])) b->shot[i - SHOT].rgb = NULL;
+    }
+    for (int i = 0; i < PRINT; i++) {
         snprintf(path, sizeof path, "%s/dom-%d.html", b->dir, i);
         FILE *d = fopen(path, "r");
         if (!d) continue;
@@ -89,6 +142,7 @@ static int teardown(void **state) {
     Browser *b = *state;
     if (!b) return 0;
     for (int i = 0; i < LOADS; i++) free(b->dom[i]);
+    for (int i = SHOT; i < LOADS; i++) png_free(&b->shot[i - SHOT]);
     tmpdir_remove(b->dir);
     free(b);
     return 0;
@@ -101,6 +155,7 @@ static const char *dom(void **state, int i) {
         fprintf(stderr, "%s is not installed (apt-get install chromium): skipped\n", CHROMIUM);
         skip();
     }
+    if (i >= PRINT) return NULL;
     if (!b->dom[i] || !strstr(b->dom[i], "</html>"))
         fail_msg("chromium (%s load): expected the page's DOM, got %s", LOAD_NAME[i],
                  b->dom[i] ? "an incomplete one" : "nothing");
@@ -150,7 +205,8 @@ static void test_deck_is_built(void **state) {
                  strstr(html, "<html"));
     expect_shown(html, 1, "chromium, page.html");
     static const char *const CONTROLS[] = {"<nav class=\"deckbar\">", "<button class=\"prev\"", "<button class=\"next\"",
-                                           "<button class=\"overview\"", "<button class=\"lang\""};
+                                           "<button class=\"overview\"", "<button class=\"projector\"",
+                                           "<button class=\"lang\""};
     for (size_t i = 0; i < sizeof CONTROLS / sizeof CONTROLS[0]; i++)
         if (!strstr(html, CONTROLS[i])) fail_msg("chromium, page.html: expected '%s' in the DOM", CONTROLS[i]);
     expect_cache_rows(html, "chromium, page.html");
@@ -160,9 +216,19 @@ static void test_fragment_opens_a_slide(void **state) {
     expect_shown(dom(state, 1), 3, "chromium, page.html#slide-3");
 }
 
-// → 2, Page Down 3, End 7, ← 6, Page Up 5.
+// → 2, Page Down 3, End 7, ← 6, Page Up 5; then P, the projector mode.
 static void test_keys_move_the_slide(void **state) {
-    expect_shown(dom(state, 2), 5, "chromium, page.html#keys=ArrowRight,PageDown,End,ArrowLeft,PageUp");
+    expect_shown(dom(state, 2), 5, "chromium, page.html#keys=ArrowRight,PageDown,End,ArrowLeft,PageUp,p");
+}
+
+// P turns the projector mode on (html.projector); the page opens without it.
+static void test_key_p_turns_the_projector_on(void **state) {
+    const char *on = dom(state, 2), *off = dom(state, 0);
+    if (!strstr(on, "<html lang=\"en\" class=\"deck projector\">"))
+        fail_msg("chromium, keys ...,p: expected <html lang=\"en\" class=\"deck projector\">, got '%.80s'",
+                 strstr(on, "<html"));
+    if (!strstr(off, "<html lang=\"en\" class=\"deck\">"))
+        fail_msg("chromium, page.html: expected no projector mode at first, got '%.80s'", strstr(off, "<html"));
 }
 
 static void test_without_scripts_no_dead_control(void **state) {
@@ -186,12 +252,67 @@ static void test_without_scripts_no_dead_control(void **state) {
     expect_cache_rows(html, what);
 }
 
+// Printed, each slide is one page: a slide too tall is shrunk to its page
+// (trace_deck.c), never split, so no heading is left at a page's bottom.
+static void test_printed_one_slide_a_page(void **state) {
+    dom(state, PRINT);
+    int pages = ((Browser *)*state)->pages;
+    if (pages < 0) fail_msg("chromium --print-to-pdf: expected a PDF, got none");
+    if (pages != SLIDES) fail_msg("chromium --print-to-pdf: expected %d pages (one a slide), got %d", SLIDES, pages);
+}
+
+// A screenshot, as chromium took it (fails when it could not be read).
+static const PngImage *shot(void **state, int i) {
+    dom(state, i);
+    Browser *b = *state;
+    const PngImage *img = &b->shot[i - SHOT];
+    if (!img->rgb) fail_msg("chromium --screenshot (%s): expected a PNG, got: %s", LOAD_NAME[i], b->shot_err[i - SHOT]);
+    if (img->width != SHOT_W || img->height != SHOT_H)
+        fail_msg("chromium --screenshot (%s): expected %d x %d pixels, got %d x %d", LOAD_NAME[i], SHOT_W, SHOT_H,
+                 img->width, img->height);
+    return img;
+}
+
+// Pixels unlike the top-left one (the page's background), and pixels of
+// exactly this colour.
+static long count_pixels(const PngImage *img, const uint8_t rgb[3], long *unlike_corner) {
+    long n = 0;
+    *unlike_corner = 0;
+    for (long i = 0; i < (long)img->width * img->height; i++) {
+        const uint8_t *p = img->rgb + 3 * i;
+        *unlike_corner += memcmp(p, img->rgb, 3) != 0;
+        n += !memcmp(p, rgb, 3);
+    }
+    return n;
+}
+
+// The slides are drawn, not blank: at least 2% of the pixels are not the
+// background (lesson 2's slide 5 covers about a third, slide 1 in the
+// projector mode a tenth); slide 5, the cached step, shows the appended
+// rows in amber (#ffb000, row-new: its cells are filled solid).
+static void test_screenshots_are_not_blank(void **state) {
+    static const uint8_t AMBER[3] = {0xff, 0xb0, 0x00};
+    for (int i = SHOT; i < LOADS; i++) {
+        const PngImage *img = shot(state, i);
+        long unlike, amber = count_pixels(img, AMBER, &unlike), total = (long)img->width * img->height;
+        if (unlike < total / 50)
+            fail_msg("chromium --screenshot (%s): expected at least %ld pixels unlike the background, got %ld", LOAD_NAME[i],
+                     total / 50, unlike);
+        if (i == SHOT && amber < 1000)
+            fail_msg("chromium --screenshot (%s): expected at least 1000 amber pixels (the rows appended to K and V), "
+                     "got %ld", LOAD_NAME[i], amber);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_deck_is_built),
         cmocka_unit_test(test_fragment_opens_a_slide),
         cmocka_unit_test(test_keys_move_the_slide),
+        cmocka_unit_test(test_key_p_turns_the_projector_on),
         cmocka_unit_test(test_without_scripts_no_dead_control),
+        cmocka_unit_test(test_printed_one_slide_a_page),
+        cmocka_unit_test(test_screenshots_are_not_blank),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -12,6 +12,7 @@
 
 #include "bigmem.h"
 #include "fileio.h"
+#include "provenance.h"
 #include "timer.h"
 #include "utf8.h"
 
@@ -389,6 +390,7 @@ static int check_sum(FILE *f, uint32_t sum, const char *path, char *err, size_t 
         return fileio_fail2(err, errlen,
                             "%s: checksum mismatch: the file is damaged (copy it again, or train it again)",
                             "%s：校验和不符：文件已损坏（请重新复制，或重新训练）", path);
+    provenance_note(path, sum);   // the lesson page's footer names the weights
     return 0;
 }
 

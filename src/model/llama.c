@@ -17,6 +17,7 @@
 #include "bpe.h"
 #include "bigmem.h"
 #include "fileio.h"
+#include "provenance.h"
 #include "timer.h"
 #include "utf8.h"
 
@@ -406,6 +407,7 @@ static int check_sum(FILE *f, const unsigned char *h, const LlamaModel *m, const
     if (le_get_u32(b) != sum)
         return fileio_fail2(err, errlen, "%s: checksum mismatch: the file is damaged (copy it again, or write it again)",
                             "%s：校验和不符：文件已损坏（请重新复制，或重新写出）", path);
+    provenance_note(path, sum);   // the lesson page's footer names the weights
     return 0;
 }
 

@@ -264,11 +264,15 @@ void trace_step(Trace *tr, int step) {
 //   probabilities  sequential white -> dark blue on a fixed 0 .. 1 scale, so
 //                  that two weight matrices can be compared by eye
 //   scores         diverging blue -> white -> red centred on 0, scaled to the
-//                  largest |score| of the matrix (blue/red stay apart for
-//                  the common colour-vision deficiencies)
+//                  largest |score| of the matrix
 //   -inf / nan     grey: the cells the mask removed
-static const int HEAT_SEQ[] = {231, 195, 189, 153, 147, 111, 75, 69, 33, 27, 26, 20, 19, 18};
-static const int HEAT_DIV[] = {25, 32, 74, 117, 153, 195, 231, 224, 217, 210, 203, 160, 124};
+// Each step is darker than the one before by about the same lightness, so
+// that neighbouring steps stay apart for viewers with protanopia,
+// deuteranopia or tritanopia too (test_colours simulates them; the 14 and
+// 13 steps kvdemo had before merged two neighbours for protan and tritan
+// viewers: the xterm cube has too few colours of distinct lightness).
+static const int HEAT_SEQ[] = {231, 189, 45, 39, 68, 62, 24, 20, 18};
+static const int HEAT_DIV[] = {25, 63, 104, 110, 45, 189, 231, 224, 217, 210, 167, 160, 124};
 enum { HEAT_MASKED_BG = 252, HEAT_MASKED_FG = 240 };
 #define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
 

@@ -13,7 +13,10 @@
 // In the deck a slide's figures sit side by side in reading order, so that
 // an operation's operands stand beside its result; printed, the same, one
 // slide a page, and a heading always opens its slide (trace_doc.c), so none
-// is left alone at the bottom of a page.
+// is left alone at the bottom of a page. The page is A4 across (297 x 210
+// mm, 10 mm margins: 1047 x 718 CSS pixels inside); before printing the
+// script lays each slide out at that width (html.fitting) and shrinks one
+// that would not fit (CSS zoom), so that each slide is one page.
 const char *const TRACE_DECK_STYLE =
     "body{font-family:system-ui,\"Noto Sans CJK SC\",\"PingFang SC\",sans-serif;max-width:64em;margin:1em auto;"
     "padding:0 1em;line-height:1.45;color:#111;background:#fff}\n"
@@ -35,7 +38,7 @@ const char *const TRACE_DECK_STYLE =
     "tr.row-new>th.tok::after{content:\" +\"}\n"
     "tr.row-reused>th.tok,.sw.row-reused{background:#9cc9f0;color:#000}tr.row-reused>td{background:#e6f1fb}\n"
     "tr.row-reused>th.tok::after{content:\" \\21BA\"}\n"
-    "tr.row-recomputed>*{opacity:.38}.sw.row-recomputed{background:#ddd;color:#555}\n"
+    "tr.row-recomputed>*{opacity:.6}.sw.row-recomputed{background:#ddd;color:#555}\n"
     "tr.row-recomputed>th.tok::after{content:\" \\D7\"}\n"
     "svg rect.row-new{fill:#ffb000;stroke:#a04a00}svg rect.row-reused{fill:#9cc9f0;stroke:#fff}"
     "svg rect.row-recomputed{fill:#ddd;stroke:#fff}\n"
@@ -54,15 +57,32 @@ const char *const TRACE_DECK_STYLE =
     "padding:.3em 1em;background:#f4f4f4;border-top:1px solid #bbb;font-size:.9em}\n"
     "nav.deckbar .counter{margin-right:auto;font-weight:bold}\n"
     "nav.deckbar button{font:inherit;padding:.1em .7em}\n"
+    // the projector (html.projector, key P): large type, black on white,
+    // no light grey text, heavier lines
+    "html.projector body{font-size:1.6em;color:#000;background:#fff;line-height:1.35}\n"
+    "html.projector h2{font-size:1.35em}html.projector pre{background:#fff;border:2px solid #000}\n"
+    "html.projector pre.code{background:#fff;border-left:6px solid #003b8e}\n"
+    "html.projector td,html.projector th{border:2px solid #000}html.projector th{background:#fff;font-weight:bold}\n"
+    "html.projector tr.row-new>td{border-top:4px solid #a04a00;border-bottom:4px solid #a04a00}\n"
+    "html.projector tr.row-recomputed>*{opacity:.65}html.projector .sw.row-recomputed{background:#ccc;color:#000}\n"
+    "html.projector footer.prov{color:#000}html.projector .legend{font-size:1em}\n"
+    "html.projector nav.deckbar{background:#000;color:#fff;border-top:2px solid #000}\n"
+    "html.projector nav.deckbar button{background:#fff;color:#000;border:2px solid #fff}\n"
+    "html.projector nav.deckbar button.projector{background:#ffb000;color:#000}\n"
     // print: one slide a page
-    "@media print{nav.deckbar{display:none}section.slide+section.slide{break-before:page}"
+    "@page{size:297mm 210mm;margin:10mm}\n"
+    "html.fitting body{width:1040px;max-width:none;margin:0;padding:0}html.fitting pre{white-space:pre-wrap}"
+    "html.fitting figure{overflow:visible}html.fitting section.slide{display:block!important;border:0;padding:0}\n"
+    "@media print{html.deck body{padding:0;margin:0}html.projector body{font-size:1.25em}"
+    "nav.deckbar{display:none}section.slide+section.slide{break-before:page}"
     "h1,h2,pre.code,figcaption{break-after:avoid}figure,tr{break-inside:avoid}"
     "section.slide figure{display:inline-block;vertical-align:top;max-width:100%;margin:.3em 1.6em .5em 0}"
     "*{-webkit-print-color-adjust:exact;print-color-adjust:exact}pre{white-space:pre-wrap}}\n";
 
 // The deck. Keys: → and Page Down the next slide, ← and Page Up the one
 // before, Home and End the first and the last, O the overview (every slide
-// in one scroll; O or Escape goes back, a double click on a slide opens it).
+// in one scroll; O or Escape goes back, a double click on a slide opens it),
+// P the projector mode (large type, high contrast; P again leaves it).
 // #slide-N in the address opens slide N and follows each move, so that a
 // slide can be linked. A test hook: #keys=K1,K2,... presses those keys (as
 // KeyboardEvent.key names) once the deck is built, through the same handler.
@@ -74,9 +94,9 @@ const char *const TRACE_DECK_SCRIPT =
     "function both(e,en,zh){var a=el('span','en',en),b=el('span','zh',zh);a.lang='en';b.lang='zh-CN';"
     "e.textContent='';e.appendChild(a);e.appendChild(b);}\n"
     "var bar=el('nav','deckbar'),count=el('span','counter'),prev=el('button','prev','←'),next=el('button','next','→'),"
-    "ov=el('button','overview'),lang=el('button','lang','English / 中文');\n"
-    "both(ov,'overview (O)','总览（O）');prev.title='Page Up';next.title='Page Down';\n"
-    "[count,prev,next,ov,lang].forEach(function(e){if(e.tagName=='BUTTON')e.type='button';bar.appendChild(e);});\n"
+    "ov=el('button','overview'),pj=el('button','projector'),lang=el('button','lang','English / 中文');\n"
+    "both(ov,'overview (O)','总览（O）');both(pj,'projector (P)','投影（P）');prev.title='Page Up';next.title='Page Down';\n"
+    "[count,prev,next,ov,pj,lang].forEach(function(e){if(e.tagName=='BUTTON')e.type='button';bar.appendChild(e);});\n"
     "d.body.appendChild(bar);h.classList.add('deck');\n"
     "function over(){return h.classList.contains('overview');}\n"
     "function show(k,quiet){i=Math.max(0,Math.min(n-1,k));\n"
@@ -86,15 +106,20 @@ const char *const TRACE_DECK_SCRIPT =
     " if(over())s[i].scrollIntoView();else window.scrollTo(0,0);}\n"
     "function overview(on){h.classList.toggle('overview',on);show(i,1);}\n"
     "function key(e){if(e.ctrlKey||e.altKey||e.metaKey)return;var k=e.key;\n"
-    " if(k=='o'||k=='O')overview(!over());else if(k=='Escape'&&over())overview(false);else if(over())return;\n"
+    " if(k=='p'||k=='P')h.classList.toggle('projector');else if(k=='o'||k=='O')overview(!over());else if(k=='Escape'&&over())overview(false);else if(over())return;\n"
     " else if(k=='ArrowRight'||k=='PageDown')show(i+1);else if(k=='ArrowLeft'||k=='PageUp')show(i-1);\n"
     " else if(k=='Home')show(0);else if(k=='End')show(n-1);else return;\n"
     " e.preventDefault();}\n"
     "function fromHash(){var m=/^#slide-(\\d+)$/.exec(location.hash);return m?+m[1]-1:-1;}\n"
     "prev.onclick=function(){show(i-1);};next.onclick=function(){show(i+1);};ov.onclick=function(){overview(!over());};\n"
+    "pj.onclick=function(){h.classList.toggle('projector');};\n"
     "lang.onclick=function(){h.lang=h.lang=='en'?'zh-CN':'en';};\n"
     "s.forEach(function(x,j){x.ondblclick=function(){if(over()){i=j;overview(false);}};});\n"
     "d.addEventListener('keydown',key);\n"
+    "function fit(on){s.forEach(function(x){x.style.zoom='';});if(!on)return;h.classList.add('fitting');\n"
+    " var z=s.map(function(x){return Math.min(1,660/x.scrollHeight,1040/x.scrollWidth);});\n"
+    " h.classList.remove('fitting');s.forEach(function(x,j){if(z[j]<1)x.style.zoom=z[j];});}\n"
+    "window.addEventListener('beforeprint',function(){fit(1);});window.addEventListener('afterprint',function(){fit(0);});\n"
     "window.addEventListener('hashchange',function(){var k=fromHash();if(k>=0&&k!=i)show(k,1);});\n"
     "var k0=fromHash();show(k0>=0?k0:0,1);\n"
     "var t=/^#keys=([A-Za-z,]+)$/.exec(location.hash);\n"

@@ -19,6 +19,7 @@
 
 #include "buf.h"
 #include "fileio.h"
+#include "provenance.h"
 #include "trace_deck.h"
 #include "trace_questions.h"
 
@@ -970,8 +971,25 @@ void trace_doc_compared(Trace *tr, int identical) {
     tr->doc_state->identical += identical != 0;
 }
 
+// The model files the run read, each with its own checksum (provenance.h),
+// so that a page can be matched with the weights that made it.
+static void page_footer_models(Buf *b) {
+    for (int i = 0; i < provenance_count(); i++) {
+        const ProvenanceFile *f = provenance_get(i);
+        char en[64], zh[64];
+        html_both(b, "weights ", "权重 ");
+        buf_append(b, "<code>");
+        html(b, f->path);
+        buf_append(b, "</code>");
+        snprintf(en, sizeof en, " (Adler-32 %08x) · ", (unsigned)f->adler32);
+        snprintf(zh, sizeof zh, "（Adler-32 %08x）· ", (unsigned)f->adler32);
+        html_both(b, en, zh);
+    }
+}
+
 // The footer: what made the page (kvdemo's version, the command line, the
-// machine) and how many of its comparisons were identical bit for bit.
+// model files and their checksums, the machine) and how many of its
+// comparisons were identical bit for bit.
 static void page_footer(Trace *tr, struct TraceDoc *d) {
     Buf *b = &d->page;
     struct utsname u;
@@ -990,6 +1008,7 @@ static void page_footer(Trace *tr, struct TraceDoc *d) {
         }
         buf_append(b, "</code> · ");
     }
+    page_footer_models(b);
     if (!uname(&u)) html(b, u.machine);
     char en[160], zh[160];
     snprintf(en, sizeof en, ", %ld cores · ", cores);

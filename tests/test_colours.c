@@ -1,0 +1,234 @@
+// test_colours — the page's colours as people see them: the heat-map scales
+// stay readable step by step for the common colour-vision deficiencies, and
+// every text on its background in the lesson page's style (trace_deck.c),
+// the projector mode's included, has the contrast WCAG asks of text.
+//
+// The deficiencies are simulated with Machado, Oliveira and Fernandes'
+// matrices ("A Physiologically-based Model for Simulation of Color Vision
+// Deficiency", IEEE TVCG 15(6), 2009; severity 1.0: protanopia,
+// deuteranopia, tritanopia), applied to linear sRGB. Two colours are told
+// apart when their CIE 1976 distance (ΔE*ab, in CIELAB under D65) is at
+// least MIN_DELTA_E: about twice the just-noticeable difference (2.3), so
+// that two neighbouring steps of a heat map do not read as one.
+#include "testutil.h"
+
+#include "trace.h"
+#include "trace_deck.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { VIEWS = 4 };
+static const double MIN_DELTA_E = 5.0;
+static const char *const VIEW_NAME[VIEWS] = {"normal vision", "protanopia", "deuteranopia", "tritanopia"};
+static const double MACHADO[VIEWS][3][3] = {
+    {{1, 0, 0}, {0, 1, 0}, {0, 0, 1}},
+    {{0.152286, 1.052583, -0.204868}, {0.114503, 0.786281, 0.099216}, {-0.003882, -0.048116, 1.051998}},
+    {{0.367322, 0.860646, -0.227968}, {0.280085, 0.672501, 0.047413}, {-0.011820, 0.042940, 0.968881}},
+    {{1.255528, -0.076749, -0.178779}, {-0.078411, 0.930809, 0.147602}, {0.004733, 0.691367, 0.303900}},
+};
+
+// The xterm 256-colour palette, from its definition: a 6x6x6 cube from 16
+// with levels 0, 95, 135, ..., 255, then 24 greys 8, 18, ..., 238 from 232.
+static void xterm_rgb(int index, double rgb[3]) {
+    if (index >= 232) {
+        rgb[0] = rgb[1] = rgb[2] = 8 + 10 * (index - 232);
+        return;
+    }
+    int i = index - 16, c[3] = {i / 36, i / 6 % 6, i % 6};
+    for (int k = 0; k < 3; k++) rgb[k] = c[k] ? 55 + 40 * c[k] : 0;
+}
+
+// sRGB 0 .. 255 to linear light (IEC 61966-2-1).
+static double linear(double v) {
+    v /= 255;
+    return v <= 0.04045 ? v / 12.92 : pow((v + 0.055) / 1.055, 2.4);
+}
+
+static double lab_f(double t) {
+    return t > 216.0 / 24389 ? cbrt(t) : (24389.0 / 27 * t + 16) / 116;
+}
+
+// CIELAB of an sRGB colour as a viewer of this view sees it.
+static void seen_lab(const double rgb[3], int view, double lab[3]) {
+    double l[3], s[3];
+    for (int k = 0; k < 3; k++) l[k] = linear(rgb[k]);
+    for (int i = 0; i < 3; i++) {
+        s[i] = 0;
+        for (int j = 0; j < 3; j++) s[i] += MACHADO[view][i][j] * l[j];
+        s[i] = s[i] < 0 ? 0 : s[i] > 1 ? 1 : s[i];
+    }
+    double x = 0.4124 * s[0] + 0.3576 * s[1] + 0.1805 * s[2], y = 0.2126 * s[0] + 0.7152 * s[1] + 0.0722 * s[2],
+           z = 0.0193 * s[0] + 0.1192 * s[1] + 0.9505 * s[2];
+    double fx = lab_f(x / 0.95047), fy = lab_f(y), fz = lab_f(z / 1.08883);
+    lab[0] = 116 * fy - 16;
+    lab[1] = 500 * (fx - fy);
+    lab[2] = 200 * (fy - fz);
+}
+
+static double delta_e(int a, int b, int view) {
+    double ra[3], rb[3], la[3], lb[3];
+    xterm_rgb(a, ra);
+    xterm_rgb(b, rb);
+    seen_lab(ra, view, la);
+    seen_lab(rb, view, lb);
+    return sqrt((la[0] - lb[0]) * (la[0] - lb[0]) + (la[1] - lb[1]) * (la[1] - lb[1]) + (la[2] - lb[2]) * (la[2] - lb[2]));
+}
+
+static void expect_apart(int a, int b, const char *what, int i, int j) {
+    for (int v = 0; v < VIEWS; v++) {
+        double e = delta_e(a, b, v);
+        if (e < MIN_DELTA_E)
+            fail_msg("%s, steps %d and %d (colours %d and %d), %s: expected ΔE >= %.1f, got %.2f", what, i, j, a, b,
+                     VIEW_NAME[v], MIN_DELTA_E, e);
+    }
+}
+
+static void test_heat_steps_stay_apart_for_colour_blind_viewers(void **state) {
+    (void)state;
+    static const char *const NAME[] = {"", "scores scale", "weights scale"};
+    for (TraceHeat kind = HEAT_SCORES; kind <= HEAT_PROBS; kind++) {
+        int n;
+        const int *pal = trace_heat_palette(kind, &n);
+        assert_true(n >= 7);
+        for (int i = 1; i < n; i++) expect_apart(pal[i - 1], pal[i], NAME[kind], i - 1, i);
+    }
+}
+
+// A negative score and a positive one of the same size do not look alike.
+static void test_scores_signs_stay_apart_for_colour_blind_viewers(void **state) {
+    (void)state;
+    int n;
+    const int *pal = trace_heat_palette(HEAT_SCORES, &n);
+    int c = n / 2;
+    for (int i = 1; i <= c; i++) expect_apart(pal[c - i], pal[c + i], "scores scale, -x against +x", c - i, c + i);
+}
+
+// ----------------------------------------------------------------------------
+// The page's style: every text on its background, at least 4.5:1 (WCAG 2,
+// success criterion 1.4.3), in the page and in its projector mode.
+//
+// The style is read as its rules say: a rule that sets a text colour, a
+// background or an opacity makes one pair, the colour it does not set taken
+// from its mode's body (body, or html.projector body for a rule of the
+// projector mode); an opacity mixes the text into its background as the
+// browser composites it. (A simplification: a rule is checked with its own
+// mode's body only, not with every element it may sit in.)
+
+enum { MAX_RULES = 256 };
+typedef struct {
+    char sel[160];
+    double fg[3], bg[3], opacity;
+    int has_fg, has_bg, has_opacity;
+} StyleRule;
+
+// #rgb or #rrggbb at s into rgb (0 .. 255); 0 when s is not one.
+static int hex_colour(const char *s, size_t len, double rgb[3]) {
+    if (len < 4 || s[0] != '#') return 0;
+    unsigned v[6];
+    size_t digits = len - 1;
+    if (digits != 3 && digits != 6) return 0;
+    for (size_t i = 0; i < digits; i++) {
+        char c = s[1 + i];
+        if (c >= '0' && c <= '9') v[i] = (unsigned)(c - '0');
+        else if (c >= 'a' && c <= 'f') v[i] = (unsigned)(c - 'a' + 10);
+        else return 0;
+    }
+    for (int k = 0; k < 3; k++) rgb[k] = digits == 3 ? v[k] * 17.0 : v[2 * k] * 16.0 + v[2 * k + 1];
+    return 1;
+}
+
+// One declaration "name:value" (no ';') into the rule.
+static void style_declaration(StyleRule *r, const char *d, size_t len) {
+    const char *colon = memchr(d, ':', len);
+    if (!colon) return;
+    size_t nlen = (size_t)(colon - d), vlen = len - nlen - 1;
+    const char *v = colon + 1;
+    if (nlen == 5 && !memcmp(d, "color", 5)) r->has_fg = hex_colour(v, vlen, r->fg);
+    else if ((nlen == 10 && !memcmp(d, "background", 10)) || (nlen == 16 && !memcmp(d, "background-color", 16)))
+        r->has_bg = hex_colour(v, vlen, r->bg);
+    else if (nlen == 7 && !memcmp(d, "opacity", 7)) r->has_opacity = 1, r->opacity = atof(v);
+}
+
+// The rules of css (at-rules' blocks opened and their rules read); returns how many.
+static int style_rules(const char *css, StyleRule *rules, int max) {
+    int n = 0;
+    const char *p = css;
+    while (*p) {
+        while (*p == '\n' || *p == ' ' || *p == '}') p++;
+        const char *open = strchr(p, '{');
+        if (!open) break;
+        if (*p == '@') {   // @media ...{ : its rules follow
+            p = open + 1;
+            continue;
+        }
+        const char *close = strchr(open, '}');
+        assert_non_null(close);
+        assert_true(n < max);
+        StyleRule *r = &rules[n++];
+        memset(r, 0, sizeof *r);
+        snprintf(r->sel, sizeof r->sel, "%.*s", (int)(open - p), p);
+        for (const char *d = open + 1; d < close;) {
+            const char *semi = memchr(d, ';', (size_t)(close - d));
+            const char *e = semi ? semi : close;
+            style_declaration(r, d, (size_t)(e - d));
+            d = e + 1;
+        }
+        p = close + 1;
+    }
+    return n;
+}
+
+static double rgb_luminance(const double rgb[3]) {
+    double l[3];
+    for (int k = 0; k < 3; k++) l[k] = linear(rgb[k]);
+    return 0.2126 * l[0] + 0.7152 * l[1] + 0.0722 * l[2];
+}
+
+static double rgb_contrast(const double a[3], const double b[3]) {
+    double x = rgb_luminance(a) + 0.05, y = rgb_luminance(b) + 0.05;
+    return x > y ? x / y : y / x;
+}
+
+static const StyleRule *style_find(const StyleRule *rules, int n, const char *sel) {
+    for (int i = 0; i < n; i++)
+        if (!strcmp(rules[i].sel, sel)) return &rules[i];
+    fail_msg("the page's style: expected a rule '%s'", sel);
+    return NULL;
+}
+
+static void test_page_style_text_contrast(void **state) {
+    (void)state;
+    static StyleRule rules[MAX_RULES];
+    int n = style_rules(TRACE_DECK_STYLE, rules, MAX_RULES), pairs = 0;
+    const StyleRule *body[2] = {style_find(rules, n, "body"), style_find(rules, n, "html.projector body")};
+    for (int m = 0; m < 2; m++) assert_true(body[m]->has_fg && body[m]->has_bg);
+    for (int i = 0; i < n; i++) {
+        const StyleRule *r = &rules[i];
+        if (!r->has_fg && !r->has_bg && !r->has_opacity) continue;
+        const StyleRule *b = body[strstr(r->sel, "html.projector") != NULL];
+        double fg[3], bg[3];
+        for (int k = 0; k < 3; k++) {
+            fg[k] = r->has_fg ? r->fg[k] : b->fg[k];
+            bg[k] = r->has_bg ? r->bg[k] : b->bg[k];
+            if (r->has_opacity) fg[k] = r->opacity * fg[k] + (1 - r->opacity) * bg[k];
+        }
+        double c = rgb_contrast(fg, bg);
+        if (c < 4.5)
+            fail_msg("the page's style, rule '%s': text (%.0f,%.0f,%.0f) on (%.0f,%.0f,%.0f): expected contrast >= 4.5, "
+                     "got %.2f", r->sel, fg[0], fg[1], fg[2], bg[0], bg[1], bg[2], c);
+        pairs++;
+    }
+    // The projector mode's own rules are among them (a test of the parser).
+    if (pairs < 20) fail_msg("the page's style: expected at least 20 colour pairs, got %d", pairs);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_heat_steps_stay_apart_for_colour_blind_viewers),
+        cmocka_unit_test(test_scores_signs_stay_apart_for_colour_blind_viewers),
+        cmocka_unit_test(test_page_style_text_contrast),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
