@@ -19,8 +19,11 @@
 // its own state (cache and activations) on the one model. The default
 // prompts differ in length, so that start_pos = min_prompt_size, the padding,
 // input_text_mask and the longer prompt read in through the cache all show.
-// Both runs, then a comparison, by default. The weights are random: the text
-// is noise, the flow is the lesson.
+// Both runs, then a comparison, by default. The model is the shipped one,
+// trained on tinyshakespeare (data/tinyshakespeare-llama-mha.bin), with two
+// prompts from the corpus; its vocabulary has no Chinese characters, so the
+// article's prompts 天气 / 你好，今天 run with `--init random` on random
+// weights (the text is noise there, the flow is the lesson).
 // At --trace full each step also shows layer 0's attention values for head 0
 // of each batch row: scores[b, 0] after the softmax, and keys[b, :, 0] /
 // values[b, :, 0] as read from the cache.
@@ -28,16 +31,26 @@
 #include "fileio.h"
 #include "llama.h"
 #include "llama2c.h"
+#include "llamacmd.h"
+#include "paths.h"
+#include "utf8.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-enum { DEFAULT_GEN_LEN = 4 };
+// max_gen_len: a few tokens on the article's prompts (the flow is the
+// lesson there), a line of verse on the corpus's.
+enum { ARTICLE_GEN_LEN = 4, CORPUS_GEN_LEN = 24 };
 // Bytes of one row label: up to 5 ("<eos>") for each of T tokens.
 #define LABEL_BYTES(T) (6 * (size_t)(T) + 1)
 
-static const char *const DEFAULT_PROMPTS[] = {"天气", "你好，今天"};
+// The article's prompts, and two of different lengths from tinyshakespeare.
+static const char *const ARTICLE_PROMPTS[] = {"天气", "你好，今天"};
+static const char *const CORPUS_PROMPTS[] = {"ROMEO:", "First Citizen:"};
+
+// Where the lesson's weights come from.
+typedef enum { MODEL_RANDOM, MODEL_SHIPPED, MODEL_FILE } ModelKind;
 
 // What the step hook needs; scratch buffers are allocated before the loop.
 typedef struct {
@@ -50,6 +63,7 @@ typedef struct {
     char *labels;      // (B, LABEL_BYTES(T)) one row label each
     const char **rows; // (B) pointers into labels
     int use_cache;     // the run being shown
+    int eos_rows;      // rows the last run's decode cut at eos
     // At --trace full only (else NULL): layer 0's attention values.
     float *keep;       // (B, T, T) keep_scores of both states: scores[:, 0] of the last forward
     float *head;       // (T, D) keys[b, :, 0] or values[b, :, 0], copied out of the cache
@@ -81,6 +95,13 @@ static const char *token_name(char *buf, size_t size, const LlamaModel *m, int i
     return buf;
 }
 
+// token_name with a newline shown as \n, so that a narration line stays one line.
+static const char *token_shown(char *buf, size_t size, const LlamaModel *m, int id) {
+    token_name(buf, size, m, id);
+    if (!strcmp(buf, "\n")) snprintf(buf, size, "\\n");
+    return buf;
+}
+
 // A (bsz, n) Tensor of the token ids tokens[:, from:from+n], with each row
 // labelled by its text.
 static Tensor token_slice(Show *s, const int *tokens, int stride, int bsz, int from, int n) {
@@ -109,22 +130,32 @@ static Tensor token_slice(Show *s, const int *tokens, int stride, int bsz, int f
 // ----------------------------------------------------------------------------
 // The model and the cache it preallocates
 
-// The model: --model FILE (llama2.c's with --tokenizer), or the default
-// shape with random weights.
-static int load_model(LlamaModel *m, const Options *opt) {
-    char err[512];
+// The model: the shipped one trained on tinyshakespeare, --model FILE
+// (llama2.c's with --tokenizer), or with --init random the default shape
+// with random weights. Sets *kind; returns 0 or the exit status.
+static int load_model(LlamaModel *m, ModelKind *kind, const Options *opt) {
+    char err[512], buf[4096];
     if (opt->tokenizer_path && !opt->model_path) {
         fileio_error("lesson 3: --tokenizer goes with --model FILE, llama2.c's checkpoint",
                      "第 3 课：--tokenizer 要和 --model FILE（llama2.c 的模型文件）一起用");
         return 2;
     }
-    if (opt->model_path) {
-        if (llama_load_any(m, opt->model_path, opt->tokenizer_path, err, sizeof err) != 0) {
-            fileio_error("%s", "%s", err);
+    if (opt->model_path && opt->init) {
+        fileio_error("--model and --init exclude each other; give one", "--model 和 --init 不能同时给；只给其中一个");
+        return 2;
+    }
+    if (!opt->init) {
+        *kind = opt->model_path ? MODEL_FILE : MODEL_SHIPPED;
+        const char *path = opt->model_path ? opt->model_path : paths_shipped(LLAMA_SHIPPED_MODEL, buf, sizeof buf);
+        if (llama_load_any(m, path, opt->tokenizer_path, err, sizeof err) != 0) {
+            if (*kind == MODEL_SHIPPED)
+                fileio_error("lesson 3: %s; give --model FILE or --init random", "第 3 课：%s；请给 --model FILE 或 --init random", err);
+            else fileio_error("%s", "%s", err);
             return 1;
         }
         return 0;
     }
+    *kind = MODEL_RANDOM;
     LlamaConfig cfg = llama_config_default();
     if (llama_new(m, &cfg, err, sizeof err) != 0) {
         fileio_error("lesson 3: %s", "第 3 课：%s", err);
@@ -135,10 +166,71 @@ static int load_model(LlamaModel *m, const Options *opt) {
     return 0;
 }
 
+// 1 when every prompt encodes with the model's tokenizer and fits its context.
+static int prompts_fit(const LlamaModel *m, const char *const *prompts, int n, int *scratch) {
+    char err[512];
+    for (int k = 0; k < n; k++)
+        if (llama_encode(scratch, m, prompts[k], 1, 0, m->cfg.max_seq_len, err, sizeof err) < 0) return 0;
+    return 1;
+}
+
+// The prompts: --prompt, else the corpus's on a trained model and the
+// article's on the random one. A model file whose vocabulary lacks the
+// corpus's characters gets the article's, as before there was a trained model.
+static const char *const *pick_prompts(int *n, int *gen_len, const LlamaModel *m, ModelKind kind,
+                                       const Options *opt, int *scratch) {
+    *n = opt->n_prompts > 0 ? opt->n_prompts : 2;
+    int article = kind == MODEL_RANDOM ||
+                  (kind == MODEL_FILE && !prompts_fit(m, CORPUS_PROMPTS, 2, scratch) &&
+                   prompts_fit(m, ARTICLE_PROMPTS, 2, scratch));
+    *gen_len = opt->steps > 0 ? opt->steps : article ? ARTICLE_GEN_LEN : CORPUS_GEN_LEN;
+    if (opt->n_prompts > 0) return opt->prompts;
+    return article ? ARTICLE_PROMPTS : CORPUS_PROMPTS;
+}
+
+// One character of a vocabulary as a class types it: a newline as \n.
+static size_t put_char(char *out, uint32_t cp) {
+    if (cp == '\n') return (size_t)sprintf(out, "\\n");
+    return (size_t)utf8_encode((unsigned char *)out, cp);
+}
+
+// The characters of a character-level vocabulary (sorted by code point, as
+// the shipped ones are), runs of three or more written as A-Z, for the
+// error line about a character it lacks.
+static void vocab_chars(char *out, size_t size, const LlamaModel *m) {
+    size_t at = 0;
+    out[0] = '\0';
+    for (int v = LLAMA_EOS_ID + 1; v < m->cfg.vocab_size && at + 20 < size; v++) {
+        int end = v;
+        while (end + 1 < m->cfg.vocab_size && m->vocab[end + 1] == m->vocab[end] + 1) end++;
+        at += put_char(out + at, m->vocab[v]);
+        if (end - v >= 2) {
+            out[at++] = '-';
+            at += put_char(out + at, m->vocab[end]);
+            v = end;
+        }
+        out[at] = '\0';
+    }
+}
+
+// 1 when prompt has a character the model's vocabulary lacks (valid UTF-8 only).
+static int has_unknown_char(const LlamaModel *m, const char *prompt) {
+    if (m->bpe) return 0;   // llama2.c's tokenizer falls back to bytes
+    for (const unsigned char *s = (const unsigned char *)prompt; *s;) {
+        uint32_t cp;
+        int len = utf8_decode(&cp, s, strlen((const char *)s)), known = 0;
+        if (len == 0) return 0;
+        for (int v = LLAMA_EOS_ID + 1; v < m->cfg.vocab_size && !known; v++) known = m->vocab[v] == cp;
+        if (!known) return 1;
+        s += len;
+    }
+    return 0;
+}
+
 // The model's shape and the cache each layer preallocates (the article's
 // Attention.__init__: cache_k = torch.zeros((max_batch_size, max_seq_len,
 // n_local_heads, head_dim))).
-static void show_model(Trace *tr, const LlamaModel *m, int B, const Options *opt, const LlamaGenOptions *base) {
+static void show_model(Trace *tr, const LlamaModel *m, int B, ModelKind kind, const LlamaGenOptions *base) {
     const LlamaConfig *c = &m->cfg;
     int T = c->max_seq_len;
     trace_sayf(tr,
@@ -147,8 +239,16 @@ static void show_model(Trace *tr, const LlamaModel *m, int B, const Options *opt
                "一个小型 LLaMA 式模型：dim %d，n_layers %d，n_local_heads %d（查询头），n_kv_heads %d，\n"
                "head_dim %d，vocab_size %d。\n%s\n",
                c->dim, c->n_layers, c->n_heads, c->n_kv_heads, c->head_dim, c->vocab_size,
-               opt->model_path
-                   ? trace_text(tr, "Its weights come from --model.", "权重来自 --model。")
+               kind == MODEL_FILE ? trace_text(tr, "Its weights come from --model.", "权重来自 --model。")
+               : kind == MODEL_SHIPPED
+                   ? trace_text(tr,
+                                "Its weights were trained on tinyshakespeare (" LLAMA_SHIPPED_MODEL ", docs/training.md):\n"
+                                "the continuations below are its own. Its vocabulary is pad, bos, eos and the corpus's\n"
+                                "characters, none of them Chinese: the article's prompts 天气 / 你好 run on random weights\n"
+                                "with --init random.",
+                                "权重在 tinyshakespeare 上训练过（" LLAMA_SHIPPED_MODEL "，见 docs/training.md）：\n"
+                                "下面的续写是它自己写的。它的词表是 pad、bos、eos 加上语料里的字符，没有汉字：\n"
+                                "文章的提示词“天气”/“你好”要用 --init random 在随机权重上运行。")
                    : trace_text(tr,
                                 "Its weights are random: the text it writes is noise. The flow of "
                                 "tokens, positions and cache slots is the lesson.",
@@ -180,6 +280,15 @@ static int show_setup(Show *s, int *scratch, const char *const *prompts, int n_p
     // prompt_tokens = [self.tokenizer.encode(x, bos=True, eos=False) for x in prompts]
     for (int k = 0; k < n_prompts; k++) {
         len[k] = llama_encode(scratch + (size_t)k * T, s->m, prompts[k], 1, 0, T, err, sizeof err);
+        if (len[k] < 0 && has_unknown_char(s->m, prompts[k])) {
+            char valid[1024];
+            vocab_chars(valid, sizeof valid, s->m);
+            fileio_error("lesson 3: %s; valid: %s%s", "第 3 课：%s；可用的字符：%s%s", err, valid,
+                         !has_unknown_char(s->m, "天气") ? ""
+                         : trace_text(tr, " (the article's 天气 / 你好: --init random)",
+                                      "（文章的“天气”/“你好”：用 --init random）"));
+            return -1;
+        }
         if (len[k] < 0) {
             fileio_error("lesson 3: %s", "第 3 课：%s", err);
             return -1;
@@ -375,8 +484,8 @@ static void show_next_tokens(Show *s, const LlamaStep *st) {
     char name[64];
     for (int b = 0; b < st->bsz; b++) {
         char got[8], kept[8];
-        token_name(got, sizeof got, s->m, st->sampled[b]);
-        token_name(kept, sizeof kept, s->m, st->next_token[b]);
+        token_shown(got, sizeof got, s->m, st->sampled[b]);
+        token_shown(kept, sizeof kept, s->m, st->next_token[b]);
         snprintf(name, sizeof name, "next_token[%d]", b);
         if (st->kept[b])
             trace_sayf(tr,
@@ -421,6 +530,34 @@ static void show_step(const LlamaStep *st, void *ctx) {
 // ----------------------------------------------------------------------------
 // Step 5 and one whole run: the loop, then decode
 
+// Where decode cut each row: t[: len(prompt_tokens[i]) + max_gen_len], then
+// t[: t.index(eos_id)] when the row holds eos. Returns how many rows had eos.
+static int show_cuts(Trace *tr, const LlamaGeneration *g, int max_gen_len) {
+    int with_eos = 0;
+    for (int b = 0; b < g->bsz; b++) {
+        const int *row = g->tokens + (size_t)b * g->total_len;
+        int cut = g->prompt_len[b] + max_gen_len, eos = -1;
+        if (cut > g->total_len) cut = g->total_len;
+        for (int i = 0; i < cut && eos < 0; i++)
+            if (row[i] == LLAMA_EOS_ID) eos = i;
+        with_eos += eos >= 0;
+        char name[32];
+        char eos_at[64];
+        if (eos >= 0) snprintf(eos_at, sizeof eos_at, "tokens[%d, %d]", b, eos);
+        trace_sayf(tr, "row %d: len(prompt_tokens[%d]) + max_gen_len = %d + %d = %d of total_len %d; %s%s",
+                   "第 %d 行：len(prompt_tokens[%d]) + max_gen_len = %d + %d = %d（total_len 为 %d）；%s%s", b, b,
+                   g->prompt_len[b], max_gen_len, g->prompt_len[b] + max_gen_len, g->total_len,
+                   eos >= 0 ? trace_text(tr, "cut again at its eos, ", "又在它的 eos 处截断：")
+                            : trace_text(tr, "no eos in it", "其中没有 eos"),
+                   eos >= 0 ? eos_at : "");
+        snprintf(name, sizeof name, "cut[%d]", b);
+        trace_count(tr, name, cut, NULL, NULL);
+        snprintf(name, sizeof name, "eos_at[%d]", b);
+        trace_count(tr, name, eos, NULL, NULL);
+    }
+    return with_eos;
+}
+
 static int run_generate(LlamaGeneration *g, LlamaState *st, const LlamaModel *m, Show *show,
                         const char *const *prompts, int n_prompts, const LlamaGenOptions *base,
                         int use_cache) {
@@ -448,6 +585,7 @@ static int run_generate(LlamaGeneration *g, LlamaState *st, const LlamaModel *m,
         snprintf(name, sizeof name, "decoded[%d]", b);
         trace_textval(tr, name, g->text[b]);
     }
+    show->eos_rows = show_cuts(tr, g, o.max_gen_len);
     trace_count(tr, "rows_computed", g->rows_computed, "token rows through every layer",
                 "经过每一层的 token 行数");
     trace_timing(tr, use_cache ? "cache" : "no-cache", g->seconds, 1);
@@ -479,7 +617,7 @@ static void show_comparison(Trace *tr, const LlamaConfig *c, const LlamaGenerati
 
 // What the article's code leaves unsaid: when the mask is built, and why its
 // (seqlen, seqlen) shape is enough.
-static void show_unsaid(Trace *tr, const LlamaConfig *c, const LlamaGeneration *g) {
+static void show_unsaid(Trace *tr, const LlamaConfig *c, const LlamaGeneration *g, int eos_rows, ModelKind kind) {
     trace_heading(tr, "What the article's code does not say", "文章代码里没有明说的地方");
     int first = g->min_prompt_size;
     trace_sayf(tr,
@@ -510,6 +648,16 @@ static void show_unsaid(Trace *tr, const LlamaConfig *c, const LlamaGeneration *
                    "提示词长度不同：循环从 start_pos = %d 开始，较长的提示词借助缓存每步读入一个 "
                    "token，而较短的已经在生成；input_text_mask 保留它的 token。",
                    g->min_prompt_size);
+    if (eos_rows == 0 && kind == MODEL_SHIPPED)
+        trace_sayf(tr,
+                   "No row met eos. The model learnt from running text: every training window starts with bos "
+                   "and none ends with eos, so it gives eos next to no probability, and the cut at "
+                   "len(prompt) + max_gen_len is what ends each row (the shorter prompt's row is cut %d "
+                   "tokens before total_len). On random weights (--init random) an eos can come by chance.",
+                   "没有一行遇到 eos。模型是从连续的文本学来的：每个训练窗口都以 bos 开头，没有一个以 eos 结尾，"
+                   "所以它几乎不给 eos 概率，结束每一行的是 len(prompt) + max_gen_len 处的截断（较短提示词的那一行"
+                   "在 total_len 之前 %d 个 token 处截断）。在随机权重上（--init random）eos 可能碰巧出现。",
+                   g->max_prompt_size - g->min_prompt_size);
 }
 
 // ----------------------------------------------------------------------------
@@ -555,12 +703,20 @@ static void show_free(Show *show) {
 }
 
 int lesson3_run(const Options *opt, Trace *tr) {
-    const char *const *prompts = opt->n_prompts > 0 ? opt->prompts : DEFAULT_PROMPTS;
-    int n_prompts = opt->n_prompts > 0 ? opt->n_prompts : 2;
     LlamaModel m;
-    int rc = load_model(&m, opt);
+    ModelKind kind;
+    int rc = load_model(&m, &kind, opt);
     if (rc) return rc;
     const LlamaConfig *c = &m.cfg;
+    int n_prompts, gen_len;
+    int *scratch = malloc(sizeof(int) * (size_t)c->max_seq_len);
+    if (!scratch) {
+        fileio_error("lesson 3: out of memory", "第 3 课：内存不足");
+        llama_free(&m);
+        return 1;
+    }
+    const char *const *prompts = pick_prompts(&n_prompts, &gen_len, &m, kind, opt, scratch);
+    free(scratch);
     // Each run its own state: its cache and activations, for a batch of at
     // least 4 rows (the cache the lesson shows).
     int B = n_prompts > 4 ? n_prompts : 4;
@@ -584,7 +740,7 @@ int lesson3_run(const Options *opt, Trace *tr) {
     }
     nc_state.keep_scores = wc_state.keep_scores = show.keep;
     LlamaGenOptions base = {
-        .max_gen_len = opt->steps > 0 ? opt->steps : DEFAULT_GEN_LEN,
+        .max_gen_len = gen_len,
         // generate(..., temperature: float = 0.8, top_p: float = 0.95)
         .temperature = opt->temperature >= 0 ? (float)opt->temperature : 0.8f,
         .top_p = opt->top_p >= 0 ? (float)opt->top_p : 0.95f,
@@ -592,7 +748,7 @@ int lesson3_run(const Options *opt, Trace *tr) {
     };
 
     lessons_heading(tr);
-    show_model(tr, &m, B, opt, &base);
+    show_model(tr, &m, B, kind, &base);
     if (tr->level >= TRACE_FULL && !show.keep)
         trace_say(tr, "(Out of memory for layer 0's attention values: only their shapes are shown.)\n",
                   "（内存不足，无法保存第 0 层的注意力数值：只显示形状。）\n");
@@ -613,7 +769,7 @@ int lesson3_run(const Options *opt, Trace *tr) {
     }
     const LlamaGeneration *g = runs & RUN_CACHE ? &wc : &nc;
     if (!rc && runs == RUN_BOTH) show_comparison(tr, c, &nc, &wc);
-    if (!rc) show_unsaid(tr, c, g);
+    if (!rc) show_unsaid(tr, c, g, show.eos_rows, kind);
 done:
     llama_generation_free(&nc);
     llama_generation_free(&wc);

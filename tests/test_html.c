@@ -628,7 +628,7 @@ static void test_lesson2_cache_rows(void **state) {
     run_free(&r);
 }
 
-// Lesson 3's keys at the first two steps (batch row 0, "<bos> 天 气" of the
+// Lesson 3's keys (--init random) at the first two steps (batch row 0, "<bos> 天 气" of the
 // article's prompt "天气", then one more position; and batch row 1, "<bos> 你 好",
 // at step 1): the article's loop feeds
 // tokens[:, 0:3] first (start_pos = min_prompt_size = 3), then with the
@@ -636,7 +636,7 @@ static void test_lesson2_cache_rows(void **state) {
 // tokens[:, 0:4], positions 0..2 computed again.
 static void check_keys_rows(const char *run, const char *const *step1, const char *const *step2) {
     char args[64];
-    snprintf(args, sizeof args, "lesson 3 %s --format html", run);
+    snprintf(args, sizeof args, "lesson 3 --init random %s --format html", run);
     RunResult r = kvdemo_run(args);
     assert_int_equal(r.status, 0);
     const char *p = r.out;

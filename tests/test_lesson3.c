@@ -1,11 +1,16 @@
 // test_lesson3 — `kvdemo lesson 3 --format json` against the flow of the
-// article's generate for the default prompts ("天气", "你好，今天": of different
-// lengths, so that start_pos, padding and input_text_mask show), as
-// tests/llama_reference.py recorded it from the PyTorch code
+// article's generate. By default on the shipped trained model with two prompts
+// of the corpus (tests/fixtures/lesson3_trained.txt, written by
+// tests/lesson3_trained_reference.py from the PyTorch code: the flow, the
+// tokens, the decoded rows and layer 0's attention values); with
+// `--init random` on random weights with the article's prompts ("天气",
+// "你好，今天": of different lengths, so that start_pos, padding and
+// input_text_mask show), as tests/llama_reference.py recorded it
 // (tests/fixtures/lesson3_flow.txt): per step of each run, prev_pos, cur_pos,
 // the cache slots written and read, the scores' shape and the mask (only when
 // seqlen > 1).
 #include "testutil.h"
+#include "utf8.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,7 +72,7 @@ static void test_lesson3_flow_matches_the_article(void **state) {
     (void)state;
     FixSet fx;
     fix_load(&fx, "tests/fixtures/lesson3_flow.txt");
-    RunResult r = kvdemo_run("lesson 3 --format json");
+    RunResult r = kvdemo_run("lesson 3 --init random --format json");
     if (r.status != 0) fail_msg("kvdemo lesson 3 exited with %d: %s", r.status, r.err);
     int n;
     Event *e = events_parse(r.out, &n);
@@ -105,7 +110,7 @@ static void test_lesson3_one_run_and_languages(void **state) {
 // bool one; the run without the cache shows the slice it feeds.
 static void test_lesson3_prints_as_pytorch(void **state) {
     (void)state;
-    RunResult r = kvdemo_run("lesson 3");
+    RunResult r = kvdemo_run("lesson 3 --init random");
     assert_int_equal(r.status, 0);
     // tokens = torch.full((2, 10), 0) with bos (1) and the prompts' ids:
     // every id right-aligned to the widest, no decimal point.
@@ -215,12 +220,108 @@ static void test_lesson3_attention_values_match_the_article(void **state) {
     run_free(&r);
 }
 
+// The default lesson, on the shipped trained model, against the article's
+// generate run in PyTorch on the same weights with the same prompts, draws and
+// max_gen_len (tests/fixtures/lesson3_trained.txt): the flow of every step,
+// the tokens after the loop and the decoded rows of both runs, and layer 0's
+// attention values at steps 1, 2 and the last; cached == uncached bit for bit.
+static void check_trained_run(const Event *e, int n, const FixSet *fx, const char *run) {
+    char key[96], name[64], what[160];
+    check_run(e, n, fx, run);
+    snprintf(key, sizeof key, "%s.tokens", run);
+    const FixTensor *want = fix_get(fx, key);
+    const Event *got = need(e, n, "tensor", run, 0, "tokens");
+    if (got->ndim != 2 || got->shape[0] != want->rows || got->shape[1] != want->cols)
+        fail_msg("%s tokens: expected (%d, %d), got (%d, %d)", run, want->rows, want->cols, got->shape[0],
+                 got->ndim > 1 ? got->shape[1] : 0);
+    for (int i = 0; i < got->ndata; i++)
+        if (got->data[i] != want->data[i])
+            fail_msg("%s tokens[%d, %d]: expected %g, got %g", run, i / want->cols, i % want->cols,
+                     want->data[i], got->data[i]);
+    for (int b = 0; b < want->rows; b++) {
+        snprintf(key, sizeof key, "%s.decoded%d", run, b);
+        const FixTensor *cps = fix_get(fx, key);
+        char text[256];
+        size_t at = 0;
+        for (int i = 0; i < cps->rows * cps->cols && at + 5 < sizeof text; i++)
+            at += (size_t)utf8_encode((unsigned char *)text + at, (uint32_t)cps->data[i]);
+        text[at] = '\0';
+        snprintf(name, sizeof name, "decoded[%d]", b);
+        const Event *t = need(e, n, "text", run, 0, name);
+        if (strcmp(t->text, text)) fail_msg("%s %s: expected \"%s\", got \"%s\"", run, name, text, t->text);
+    }
+    snprintf(key, sizeof key, "%s.steps", run);
+    int steps = (int)fix_get(fx, key)->data[0];
+    int shown[3] = {1, 2, steps};
+    static const char *const tensors[][2] = {{"scores", "scores[%d, 0]"}, {"keys", "keys[%d, :, 0]"},
+                                             {"values", "values[%d, :, 0]"}};
+    for (int k = 0; k < 3; k++)
+        for (int b = 0; b < 2; b++)
+            for (int t = 0; t < 3; t++) {
+                snprintf(key, sizeof key, "%s.step%d.b%d.%s", run, shown[k], b, tensors[t][0]);
+                const FixTensor *w = fix_get(fx, key);
+                snprintf(name, sizeof name, tensors[t][1], b);
+                const Event *x = need(e, n, "tensor", run, shown[k], name);
+                snprintf(what, sizeof what, "%s (%s step %d, trained model)", name, run, shown[k]);
+                if (x->ndim != 2 || x->shape[0] != w->rows || x->shape[1] != w->cols)
+                    fail_msg("%s: expected shape (%d, %d), got (%d, %d)", what, w->rows, w->cols, x->shape[0],
+                             x->ndim > 1 ? x->shape[1] : 0);
+                assert_close(x->data, w->data, x->ndata, TOL_VALUES, what);
+            }
+}
+
+static void test_lesson3_trained_model_matches_the_article(void **state) {
+    (void)state;
+    FixSet fx;
+    fix_load(&fx, "tests/fixtures/lesson3_trained.txt");
+    RunResult r = kvdemo_run("lesson 3 --trace full --format json");
+    if (r.status != 0) fail_msg("kvdemo lesson 3 exited with %d: %s", r.status, r.err);
+    int n;
+    Event *e = events_parse(r.out, &n);
+    check_trained_run(e, n, &fx, "cache");
+    check_trained_run(e, n, &fx, "no-cache");
+    const Event *cmp = need(e, n, "compare", NULL, -1, "logits");
+    if (cmp->identical != 1) fail_msg("logits with and without the cache differ by %g", cmp->max_abs_diff);
+    // The shorter prompt's row is cut at len(prompt) + max_gen_len, before
+    // total_len; the trained model writes no eos.
+    assert_int_equal((int)need(e, n, "count", "cache", 0, "cut[0]")->value, 7 + 24);
+    assert_int_equal((int)need(e, n, "count", "cache", 0, "eos_at[0]")->value, -1);
+    events_free(e, n);
+    run_free(&r);
+    fix_free(&fx);
+}
+
+// The trained model has no Chinese characters: the article's prompt is one
+// line naming the character and the valid ones, exit 2; --init random runs
+// the article's prompts on random weights, and says the text is noise.
+static void test_lesson3_article_prompts_on_random_weights(void **state) {
+    (void)state;
+    expect_failure("lesson 3 --prompt 天气", 2, "unknown character '天' (U+5929)");
+    expect_failure("lesson 3 --prompt 天气", 2, "valid: \\n !$&',-.3:;?A-Za-z (");
+    expect_failure("lesson 3 --prompt 天气", 2, "--init random");
+    expect_failure("lesson 3 --prompt 天气 --lang zh", 2, "可用的字符");
+    expect_failure("lesson 3 --init random --model " "data/tinyshakespeare-llama-mha.bin", 2,
+                   "--model and --init exclude each other");
+    RunResult r = kvdemo_run("lesson 3 --init random --trace none");
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "Its weights are random: the text it writes is noise."));
+    assert_non_null(strstr(r.out, "row 1: input_text_mask[1, 4] is True: the prompt's \"今\" stays"));
+    run_free(&r);
+    r = kvdemo_run("lesson 3 --trace none --lang zh");
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "权重在 tinyshakespeare 上训练过"));
+    assert_non_null(strstr(r.out, "没有一行遇到 eos"));
+    run_free(&r);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_lesson3_flow_matches_the_article),
         cmocka_unit_test(test_lesson3_one_run_and_languages),
         cmocka_unit_test(test_lesson3_prints_as_pytorch),
         cmocka_unit_test(test_lesson3_attention_values_match_the_article),
+        cmocka_unit_test(test_lesson3_trained_model_matches_the_article),
+        cmocka_unit_test(test_lesson3_article_prompts_on_random_weights),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,8 +1,9 @@
 // test_llamacmd — `generate` and `eval` on a LLaMA model file that `kvdemo
 // train --arch llama` wrote (on a text made here): the cached and uncached
 // generations equal bit for bit (every step's logits) and so the same text,
-// eval's figures those of llama_train_eval, and the char GPT's options
-// refused on a LLaMA file with one line.
+// eval's figures those of llama_train_eval, bench's rows and race's texts
+// with cached == uncached, and the char GPT's options refused on a LLaMA
+// file with one line.
 //
 // Run from the project's root: make build/tests/test_llamacmd && ./build/tests/test_llamacmd
 #include "testutil.h"
@@ -138,12 +139,69 @@ static void test_gpt_options_refused_on_a_llama_file(void **state) {
     expect_failure(cmd, 2, "--kv-dtype is the char GPT's");
 }
 
+// bench on a LLaMA file (told apart by its magic): a row per length, and
+// the cached and uncached runs agree (the same greedy tokens, the last
+// logits bit for bit); the char GPT's --csv refused with one line.
+static void test_bench_on_a_llama_file(void **state) {
+    (void)state;
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "bench --model %s --steps 4,8 --repeat 1 --format json", model_path);
+    RunResult r = kvdemo_run(cmd);
+    if (r.status != 0) fail_msg("kvdemo %s: status %d: %s", cmd, r.status, r.err);
+    TableRow rows[4];
+    int n = table_rows_of(r.out, "llama2c_bench", rows, 4);
+    if (n != 2) fail_msg("kvdemo %s: expected 2 rows, got %d:\n%s", cmd, n, r.out);
+    for (int i = 0; i < 2; i++)
+        if (table_cell_number(&rows[i], 0) != 4 * (i + 1))
+            fail_msg("row %d: expected length %d, got %g", i, 4 * (i + 1), table_cell_number(&rows[i], 0));
+    int ne;
+    Event *e = events_parse(r.out, &ne);
+    const Event *same = events_find(e, ne, "count", NULL, -1, "identical");
+    if (!same || same->value != 1) fail_msg("kvdemo %s: cached and uncached runs differ", cmd);
+    events_free(e, ne);
+    run_free(&r);
+    snprintf(cmd, sizeof cmd, "bench --model %s --csv /dev/null", model_path);
+    expect_failure(cmd, 2, "--csv, --svg and --train are the char GPT's");
+}
+
+// race on a LLaMA file: the two runs' table, the same text without and
+// with the cache (and so the same as generate's, same seed), a speed-up.
+static void test_race_on_a_llama_file(void **state) {
+    (void)state;
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "race --model %s --prompt 'the cat' --steps 24 --format json", model_path);
+    RunResult r = kvdemo_run(cmd);
+    if (r.status != 0) fail_msg("kvdemo %s: status %d: %s", cmd, r.status, r.err);
+    TableRow rows[4];
+    if (table_rows_of(r.out, "race", rows, 4) != 2) fail_msg("kvdemo %s: expected the race table:\n%s", cmd, r.out);
+    int n;
+    Event *e = events_parse(r.out, &n);
+    const Event *same = events_find(e, n, "count", NULL, -1, "texts_identical");
+    if (!same || same->value != 1) fail_msg("kvdemo %s: the texts differ", cmd);
+    const Event *with = events_find(e, n, "text", "cache", -1, "text");
+    const Event *without = events_find(e, n, "text", "no-cache", -1, "text");
+    assert_non_null(with);
+    assert_non_null(without);
+    assert_string_equal(with->text, without->text);
+    if (strncmp(with->text, "the cat", 7) || strlen(with->text) <= 7)
+        fail_msg("expected \"the cat\" and more, got \"%s\"", with->text);
+    assert_int_equal((int)table_cell_number(&rows[0], 1), 24);
+    assert_int_equal((int)table_cell_number(&rows[1], 1), 24);
+    assert_non_null(events_find(e, n, "value", NULL, -1, "speedup"));
+    events_free(e, n);
+    run_free(&r);
+    snprintf(cmd, sizeof cmd, "race --model %s --top-k 5", model_path);
+    expect_failure(cmd, 2, "--top-k is the char GPT's");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cached_logits_equal_uncached_bits),
         cmocka_unit_test(test_generate_same_text_with_and_without_cache),
         cmocka_unit_test(test_eval_prints_llama_train_eval),
         cmocka_unit_test(test_gpt_options_refused_on_a_llama_file),
+        cmocka_unit_test(test_bench_on_a_llama_file),
+        cmocka_unit_test(test_race_on_a_llama_file),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

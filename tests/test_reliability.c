@@ -478,7 +478,7 @@ static void test_lesson3_prompt_errors(void **state) {
     args[at] = '\0';
     RunResult r = kvdemo_run(args);
     assert_int_equal(r.status, 2);
-    if (!strstr(r.err, "longer than 32 tokens") || strlen(r.err) > 200 || count_lines(r.err) != 1)
+    if (!strstr(r.err, "longer than 128 tokens") || strlen(r.err) > 200 || count_lines(r.err) != 1)
         fail_msg("a 3000-character prompt: expected one short line with the reason, got \"%.300s\"", r.err);
     run_free(&r);
     r = kvdemo_run("lesson 3 --prompt \"$(printf 'ab\\377cd')\"");

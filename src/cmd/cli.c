@@ -28,6 +28,7 @@
 #include "fileio.h"
 #include "gptcmd.h"
 #include "llama2ccmd.h"
+#include "llamacmd.h"
 #include "lessons.h"
 #include "memory.h"
 #include "ops.h"
@@ -1012,7 +1013,8 @@ static int cmd_generate(Cli *c) {
 }
 static int cmd_race(Cli *c) { return gptcmd_race(&c->opt, &c->tr); }
 static int cmd_bench(Cli *c) {
-    if (c->opt.tokenizer_path) return llama2ccmd_bench(&c->opt, &c->tr);   // llama2.c's model
+    if (c->opt.tokenizer_path || llamacmd_is_llama_file(c->opt.model_path))   // llama2.c's or a KVLM file
+        return llama2ccmd_bench(&c->opt, &c->tr);
     return bench_command(&c->opt, &c->tr);
 }
 static int cmd_init(Cli *c) { return gptcmd_init(&c->opt, &c->tr); }

@@ -10,6 +10,7 @@
 #include "fileio.h"
 #include "kvcmd.h"
 #include "llamacmd.h"
+#include "llamarace.h"
 #include "flash.h"
 #include "measure.h"
 #include "gptsetup.h"
@@ -292,6 +293,7 @@ int gptcmd_init(const Options *opt, Trace *tr) {
 }
 
 int gptcmd_race(const Options *opt, Trace *tr) {
+    if (llamacmd_is_llama_file(opt->model_path)) return llamarace_run(opt, tr);
     GptModel m;
     int rc = gptsetup_model(&m, opt, 0, NULL);
     if (rc) return rc;

@@ -50,7 +50,8 @@ static int run_new(Run *r, const Options *opt) {
         return 2;
     }
     char err[512];
-    if (llama2c_load(&r->m, opt->model_path, opt->tokenizer_path, err, sizeof err) != 0) {
+    // llama2.c's pair, or (bench only, no --tokenizer) a KVLM file
+    if (llama_load_any(&r->m, opt->model_path, opt->tokenizer_path, err, sizeof err) != 0) {
         fileio_error("%s", "%s", err);
         return 1;
     }
@@ -204,7 +205,7 @@ int llama2ccmd_generate(const Options *opt, Trace *tr) {
 }
 
 // ----------------------------------------------------------------------------
-// kvdemo bench
+// kvdemo bench (llama2.c's pair, or a KVLM file: cli.c picks this for both)
 
 // "16,64,256" into lengths; returns how many, or -1.
 static int parse_lengths(int *out, int max, const char *list) {
@@ -225,6 +226,7 @@ static int cmp_double(const void *a, const void *b) {
 }
 
 // The median time of `repeat` greedy generations of len tokens after BOS.
+// The last generation's tokens stay in r->tokens, its last logits in r->logits.
 static double bench_time(Run *r, int len, int use_cache, int repeat) {
     double t[64];
     if (repeat > 64) repeat = 64;
@@ -244,8 +246,8 @@ static double bench_time(Run *r, int len, int use_cache, int repeat) {
 
 static int bench_args(int *lengths, const Options *opt) {
     if (opt->csv_path || opt->svg_path || opt->bench_train) {
-        fileio_error("bench --tokenizer: --csv, --svg and --train are the char GPT's",
-                     "bench --tokenizer：--csv、--svg 和 --train 只用于字符级 GPT");
+        fileio_error("bench on a LLaMA-style model: --csv, --svg and --train are the char GPT's",
+                     "在 LLaMA 式模型上 bench：--csv、--svg 和 --train 只用于字符级 GPT");
         return -2;
     }
     const char *list = opt->steps_list ? opt->steps_list : "16,64,128,255";
@@ -279,11 +281,25 @@ int llama2ccmd_bench(const Options *opt, Trace *tr) {
                    opt->model_path, r.m.cfg.dim, r.m.cfg.n_layers, r.m.cfg.n_heads, r.m.cfg.n_kv_heads,
                    r.m.cfg.vocab_size, T, repeat, ops_threads(), ops_threads() == 1 || tr->lang == LANG_ZH ? "" : "s");
         trace_table_head(tr, &table);
+        int same = 1;
+        int *saved = malloc(sizeof(int) * (size_t)T);
+        float *saved_logits = malloc(sizeof(float) * (size_t)r.m.cfg.vocab_size);
+        if (!saved || !saved_logits) {
+            fileio_error("out of memory", "内存不足");
+            free(saved), free(saved_logits), run_free(&r);
+            return 1;
+        }
         for (int i = 0, last = 0; i < n; i++) {
             int len = lengths[i] < T ? lengths[i] : T - 1;   // BOS + len tokens fit the context
             if (len == last) continue;                       // a length past the context, once
             last = len;
-            double nc = bench_time(&r, len, 0, repeat), c = bench_time(&r, len, 1, repeat);
+            double nc = bench_time(&r, len, 0, repeat);
+            memcpy(saved, r.tokens, sizeof(int) * (size_t)(len + 1));
+            memcpy(saved_logits, r.logits, sizeof(float) * (size_t)r.m.cfg.vocab_size);
+            double c = bench_time(&r, len, 1, repeat);
+            // cached == uncached: the same greedy tokens, the last logits bit for bit
+            same &= !memcmp(saved, r.tokens, sizeof(int) * (size_t)(len + 1)) &&
+                    !memcmp(saved_logits, r.logits, sizeof(float) * (size_t)r.m.cfg.vocab_size);
             char cells[5][32];
             snprintf(cells[0], 32, "%d", len);
             snprintf(cells[1], 32, "%.4g", nc);
@@ -293,6 +309,13 @@ int llama2ccmd_bench(const Options *opt, Trace *tr) {
             const char *row[5] = {cells[0], cells[1], cells[2], cells[3], cells[4]};
             trace_table_row(tr, &table, row);
         }
+        free(saved), free(saved_logits);
+        trace_sayf(tr, "\ncached == uncached at every length: %s",
+                   "\n每个长度上使用缓存 == 不使用缓存：%s",
+                   same ? trace_text(tr, "the same tokens, the last logits bit for bit", "词元相同，最后一步的 logits 逐位相同")
+                        : trace_text(tr, "NO: they differ, a bug in kvdemo", "否：两者不同，这是 kvdemo 的缺陷"));
+        trace_count(tr, "identical", same, NULL, NULL);
+        if (!same) rc = 1;
     }
     run_free(&r);
     return rc;

@@ -9,8 +9,10 @@
 
 // kvdemo generate --model FILE --tokenizer FILE: returns the exit status.
 int llama2ccmd_generate(const Options *opt, Trace *tr);
-// kvdemo bench --model FILE --tokenizer FILE: tokens per second with and
-// without the cache over --steps LIST lengths. Returns the exit status.
+// kvdemo bench --model FILE --tokenizer FILE, or --model FILE.bin a KVLM
+// file (llamacmd.h): tokens per second with and without the cache over
+// --steps LIST lengths, and cached == uncached (the same greedy tokens, the
+// last logits bit for bit). Returns the exit status.
 int llama2ccmd_bench(const Options *opt, Trace *tr);
 
 #endif

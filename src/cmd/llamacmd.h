@@ -7,6 +7,10 @@
 #include "options.h"
 #include "trace.h"
 
+// The shipped char-level LLaMA trained on tinyshakespeare (docs/training.md),
+// lesson 3's model.
+#define LLAMA_SHIPPED_MODEL "data/tinyshakespeare-llama-mha.bin"
+
 // 1 when path names a readable regular file that starts with the LLaMA magic "KVLM".
 int llamacmd_is_llama_file(const char *path);
 
