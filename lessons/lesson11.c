@@ -42,10 +42,10 @@ static const struct {
     [KV_BUG_NONE] = {"the correct cache", "正确的缓存", "", ""},
     [KV_BUG_OFFSET] =
         {"the new token's position embedding is position 0, not len(tokens) - 1",
-         "新词元的位置编码用了位置 0，而不是 len(tokens) - 1",
+         "新 token 的位置编码用了位置 0，而不是 len(tokens) - 1",
          "a cached step feeds one token, but its position is the cache length: add the offset "
          "(offset = len(tokens) - 1) to the position embedding. Print the position of every step.",
-         "使用缓存时只输入一个词元，但它的位置是缓存长度：位置编码要加偏移量（offset = len(tokens) - 1）。"
+         "使用缓存时只输入一个 token，但它的位置是缓存长度：位置编码要加偏移量（offset = len(tokens) - 1）。"
          "打印每一步的位置来检查。"},
     [KV_BUG_NO_APPEND] =
         {"the new key and value are used for the step, never kept in the cache",
@@ -59,14 +59,14 @@ static const struct {
          "超过上下文后没有重置缓存：旧的键还在，位置停在最后一个",
          "the cache then holds the keys of the text's first characters, not of its last T. Once "
          "len(tokens) > context, drop the cache and recompute the last T tokens (the chapter's reset).",
-         "这时缓存里是文本开头的键，而不是最后 T 个词元的键。len(tokens) 超过上下文时，"
-         "要丢掉缓存、重新计算最后 T 个词元（原文的“缓存重置”）。"},
+         "这时缓存里是文本开头的键，而不是最后 T 个 token 的键。len(tokens) 超过上下文时，"
+         "要丢掉缓存、重新计算最后 T 个 token（原文的“缓存重置”）。"},
     [KV_BUG_MASK] =
         {"a causal mask aligned to the top-left corner on the one-row cached step",
          "在只有一行的缓存步骤上用了左上角对齐的因果掩码",
          "a square mask triu(ones(N, N)) cut to one row keeps key 0 only. A cached step needs no "
          "mask (the chapter), or one aligned to the bottom-right: triu(mask, diagonal=start_pos + 1).",
-         "方形掩码 triu(ones(N, N)) 截成一行后只保留第 0 个键。缓存步骤不需要掩码（原文），"
+         "方形掩码 triu(ones(N, N)) 截成一行后只保留第 0 个键。缓存步骤不需要掩码（原文：“有缓存时不要因果掩码”），"
          "或者要右下角对齐：triu(mask, diagonal=start_pos + 1)。"},
     [KV_BUG_WRONG_LAYOUT] =
         {"the transposed key cache (1, H, D, len) read as if it were (1, H, len, D)",

@@ -209,8 +209,8 @@ static int smaller_cache(Shared *x, Trace *tr, const Options *opt) {
                "Keys and values kept in fewer bits. int8 and int4 are symmetric: values one scale per token and\n"
                "head; keys one scale per channel for each group of %d tokens, the newest group kept in full\n"
                "precision until it is complete (KIVI). Bytes per token are for all %d blocks, packed.",
-               "键和值用更少的位保存。int8 与 int4 为对称量化：值每个词元每个头一个缩放因子；键按通道、\n"
-               "每 %d 个词元一组共享一个缩放因子，最新的不完整分组保持全精度（KIVI）。每个词元的字节数按全部 %d 个模块、紧凑存放计算。",
+               "键和值用更少的位保存。int8 与 int4 为对称量化：值每个 token 每个头一个缩放因子；键按通道、\n"
+               "每 %d 个 token 一组共享一个缩放因子，最新的不完整分组保持全精度（KIVI）。每个 token 的字节数按全部 %d 个模块、紧凑存放计算。",
                KV_KEY_GROUP, g.L);
     if (x->have_text)
         say_windows(tr, x, g.T);
@@ -221,7 +221,7 @@ static int smaller_cache(Shared *x, Trace *tr, const Options *opt) {
     double fp32_bytes = kvquant_bytes_per_token(KV_FP32, g.L, g.C, g.H, KV_KEY_GROUP);
     const TraceColumn cols[] = {
         {"cache", "缓存", 6, 0, "cache"},
-        {"bytes/token", "字节/词元", 16, 1, "bytes_per_token"},
+        {"bytes/token", "字节/token", 16, 1, "bytes_per_token"},
         {"of fp32", "占 fp32", 9, 1, "percent_of_fp32"},
         {x->have_text ? "val. loss" : "", x->have_text ? "验证损失" : "", 16, 1, "val_loss"},
         {"", "", 0, 0, "text"},

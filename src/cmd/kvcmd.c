@@ -87,7 +87,7 @@ int kvcmd_eval(const Options *opt) {
         double bytes = kvquant_bytes_per_token(v.kv_dtype, g.L, g.C, g.H, v.key_group);
         double fp32 = kvquant_bytes_per_token(KV_FP32, g.L, g.C, g.H, v.key_group);
         if (fileio_zh())
-            printf("验证集损失 %.4f（每个字符的交叉熵，单位奈特），缓存存为 %s：每个词元 %.0f 字节，是 fp32 的 %.1f%%"
+            printf("验证集损失 %.4f（每个字符的交叉熵，单位奈特），缓存存为 %s：每个 token %.0f 字节，是 fp32 的 %.1f%%"
                    "（fp32 为 %.0f 字节）；%lld 个长 %d 的窗口，取自 %s 的最后 10%%\n",
                    loss, kvquant_name(v.kv_dtype), bytes, 100.0 * bytes / fp32, fp32,
                    (long long)((text.n - n_train - 1) / g.T), g.T, data);
