@@ -89,7 +89,7 @@ static int record_step(void *ctx, const GptStep *st) {
             trace_sayf(tr,
                        "step %d: len(tokens) = %d > %d: the cache is dropped and the last %d tokens are fed at\n"
                        "offset 0, with the causal mask; so again at every later step.",
-                       "第 %d 步：len(tokens) = %d > %d，缓存被丢弃，最后 %d 个词元从偏移 0 起重新输入，\n"
+                       "第 %d 步：len(tokens) = %d > %d，缓存被丢弃，最后 %d 个 token 从偏移 0 起重新输入，\n"
                        "使用因果掩码；之后的每一步都这样。",
                        st->step + 1, n_tokens, r->cfg.T, st->n);
             int kshape[4] = {1, r->cfg.H, r->cfg.C / r->cfg.H, st->cache_len};
@@ -107,10 +107,10 @@ static int record_step(void *ctx, const GptStep *st) {
         trace_step(tr, st->step + 1);
         if (st->cached)
             trace_sayf(tr, "step %d: fed 1 token at offset %d (the cache holds the rest), no causal mask:",
-                       "第 %d 步：只输入 1 个词元，位置偏移 %d（其余在缓存中），不用因果掩码：", st->step + 1, st->offset);
+                       "第 %d 步：只输入 1 个 token，位置偏移 %d（其余在缓存中），不用因果掩码：", st->step + 1, st->offset);
         else
             trace_sayf(tr, "step %d: fed %d tokens at offset 0 (no cache yet), with the causal mask:",
-                       "第 %d 步：输入全部 %d 个词元，偏移 0（还没有缓存），使用因果掩码：", st->step + 1, st->n);
+                       "第 %d 步：输入全部 %d 个 token，偏移 0（还没有缓存），使用因果掩码：", st->step + 1, st->n);
         int kshape[4] = {1, H, D, len}, vshape[4] = {1, H, len, D};
         trace_shape(tr, "key", 4, kshape);
         trace_shape(tr, "value", 4, vshape);
@@ -201,7 +201,7 @@ static void show_resets(Trace *tr, const Record *r, int steps, const Arm *a, int
     free(x);
     if (kept > 0)
         trace_value(tr, "gflop_per_token_without_resets", (flops - reset_flops) / kept * 1e-9, "GFLOP",
-                    "  computed per token", "  每个词元的计算量");
+                    "  computed per token", "  每个 token 的计算量");
 }
 
 // The cost per token; the speed from each of the runs runs of arm a.
@@ -215,11 +215,11 @@ static void show_cost(Trace *tr, const Record *r, int steps, const Arm *a, int r
         trace_value(tr, "tokens_per_s", steps / r->seconds, "tokens/s", "speed", "速度");
     }
     trace_value(tr, "gflop_per_token", (r->cost.matmul_flops + r->cost.attention_flops) / steps * 1e-9, "GFLOP",
-                "computed per token", "每个词元的计算量");
+                "computed per token", "每个 token 的计算量");
     trace_value(tr, "weight_mb_per_token", r->cost.weight_bytes / steps * 1e-6, "MB", "weights read per token",
-                "每个词元读取的权重");
+                "每个 token 读取的权重");
     trace_value(tr, "kv_mb_per_token", r->cost.cache_bytes / steps * 1e-6, "MB", "keys and values read per token",
-                "每个词元读取的键和值");
+                "每个 token 读取的键和值");
 }
 
 // On a terminal: the two runs race side by side, live, and end with the same
@@ -247,7 +247,7 @@ static int race_lesson(const GptModel *m, const Options *opt, Trace *tr) {
               "\nThe chapter's numpy: 4.93 s without the cache, 0.53 s with it (9.3x), for 256 tokens.\n"
               "kvdemo lesson 10 --no-race runs them one after the other: the cache's shapes as it grows\n"
               "and the logits of every step compared bit for bit. The chapter's exercise is `kvdemo bench`.",
-              "\n原文（numpy）：256 个词元，无缓存 4.93 秒，有缓存 0.53 秒（9.3 倍）。\n"
+              "\n原文大意（numpy 章节）：256 个 token，不使用缓存 4.93 秒，使用缓存 0.53 秒（9.3 倍）。\n"
               "kvdemo lesson 10 --no-race 让两次运行先后进行：逐步显示缓存的形状，\n"
               "并逐位比较每一步的 logits。课后练习请运行 `kvdemo bench`。");
     if (opt->runs != RUN_BOTH)
@@ -309,8 +309,8 @@ static void compare_runs(Trace *tr, const Record rec[2], char *const text[2], in
                "\nThe chapter's numpy: 4.93 s without the cache, 0.53 s with it (9.3x), for 256 tokens.\n"
                "Here: %s and %s for %d tokens on %d thread%s.\n"
                "The chapter's exercise — is the cache's advantage larger for longer texts? — is `kvdemo bench`.",
-               "\n原文（numpy）：256 个词元，无缓存 4.93 秒，有缓存 0.53 秒（9.3 倍）。\n"
-               "这里：%s 与 %s，%d 个词元，%d 个线程%s。\n"
+               "\n原文大意（numpy 章节）：256 个 token，不使用缓存 4.93 秒，使用缓存 0.53 秒（9.3 倍）。\n"
+               "这里：%s 与 %s，%d 个 token，%d 个线程%s。\n"
                "课后练习——生成长度越长，缓存的优势越明显吗？——请运行 `kvdemo bench`。",
                a, b, steps, ops_threads(), ops_threads() == 1 ? "" : trace_text(tr, "s", ""));
 }
@@ -363,7 +363,7 @@ int lesson10_run(const Options *opt, Trace *tr) {
     trace_sayf(tr,
                "Both ways are timed %d times, taking turns (with the cache, without, with, ...), after a warm-up\n"
                "of %d tokens each way; each time below is the median of the runs, with min … max.\n",
-               "两种方式各计时 %d 次，轮流进行（使用缓存、不使用缓存、使用缓存……），之前各热身 %d 个词元；\n"
+               "两种方式各计时 %d 次，轮流进行（使用缓存、不使用缓存、使用缓存……），之前各热身 %d 个 token；\n"
                "下面每个时间都是这些运行的中位数，附最小 … 最大。\n",
                runs, steps < WARMUP_STEPS ? steps : WARMUP_STEPS);
     trace_heading(tr, "The cache as it grows (block 0; every block alike)", "缓存的增长（第 0 个模块；每个模块相同）");

@@ -23,6 +23,7 @@
 #include "kvvariant.h"
 #include "lessons.h"
 #include "ops.h"
+#include "progress.h"
 #include "sampler.h"
 
 #include <math.h>
@@ -42,10 +43,10 @@ static const struct {
     [KV_BUG_NONE] = {"the correct cache", "正确的缓存", "", ""},
     [KV_BUG_OFFSET] =
         {"the new token's position embedding is position 0, not len(tokens) - 1",
-         "新词元的位置编码用了位置 0，而不是 len(tokens) - 1",
+         "新 token 的位置编码用了位置 0，而不是 len(tokens) - 1",
          "a cached step feeds one token, but its position is the cache length: add the offset "
          "(offset = len(tokens) - 1) to the position embedding. Print the position of every step.",
-         "使用缓存时只输入一个词元，但它的位置是缓存长度：位置编码要加偏移量（offset = len(tokens) - 1）。"
+         "使用缓存时只输入一个 token，但它的位置是缓存长度：位置编码要加偏移量（offset = len(tokens) - 1）。"
          "打印每一步的位置来检查。"},
     [KV_BUG_NO_APPEND] =
         {"the new key and value are used for the step, never kept in the cache",
@@ -59,14 +60,14 @@ static const struct {
          "超过上下文后没有重置缓存：旧的键还在，位置停在最后一个",
          "the cache then holds the keys of the text's first characters, not of its last T. Once "
          "len(tokens) > context, drop the cache and recompute the last T tokens (the chapter's reset).",
-         "这时缓存里是文本开头的键，而不是最后 T 个词元的键。len(tokens) 超过上下文时，"
-         "要丢掉缓存、重新计算最后 T 个词元（原文的“缓存重置”）。"},
+         "这时缓存里是文本开头的键，而不是最后 T 个 token 的键。len(tokens) 超过上下文时，"
+         "要丢掉缓存、重新计算最后 T 个 token（原文的“缓存重置”）。"},
     [KV_BUG_MASK] =
         {"a causal mask aligned to the top-left corner on the one-row cached step",
          "在只有一行的缓存步骤上用了左上角对齐的因果掩码",
          "a square mask triu(ones(N, N)) cut to one row keeps key 0 only. A cached step needs no "
          "mask (the chapter), or one aligned to the bottom-right: triu(mask, diagonal=start_pos + 1).",
-         "方形掩码 triu(ones(N, N)) 截成一行后只保留第 0 个键。缓存步骤不需要掩码（原文），"
+         "方形掩码 triu(ones(N, N)) 截成一行后只保留第 0 个键。缓存步骤不需要掩码（原文：“有缓存时不要因果掩码”），"
          "或者要右下角对齐：triu(mask, diagonal=start_pos + 1)。"},
     [KV_BUG_WRONG_LAYOUT] =
         {"the transposed key cache (1, H, D, len) read as if it were (1, H, len, D)",
@@ -210,6 +211,28 @@ static void say_moral(Trace *tr) {
               "对比，才能把它们全部找出来——给自己的缓存实现也写这样一个测试。");
 }
 
+// The lesson's opening: the model, the prompt, the reference.
+static void say_intro(Trace *tr, const Options *opt, GptConfig g, int steps, int random_model) {
+    lessons_heading(tr);
+    trace_sayf(tr,
+               "The char GPT of lesson 10 (context %d, %d blocks) writes %d characters after \"%s\" with seed %llu.\n"
+               "The run without the cache is the reference. Each bug below changes only the cached path;\n"
+               "kvdemo compares every step's logits with the reference, bit for bit.",
+               "第 10 课的字符级 GPT（上下文 %d，%d 个模块）生成 %d 个字符，提示为 \"%s\"（种子 %llu）。\n"
+               "不使用缓存的一次是参照。下面每个错误只改动使用缓存的路径；kvdemo 逐步、逐位比较 logits。",
+               g.T, g.L, steps, gptsetup_prompt_text(opt), (unsigned long long)opt->seed);
+    if (random_model) {
+        fileio_error("%s is missing; lesson 11 runs a random model (its text is noise)", "找不到 %s；第 11 课改用随机模型（生成的文字没有意义）", GPT_SHIPPED_MODEL);
+        trace_say(tr, "No trained model was found: the weights are random, the text is noise; the bugs show the same.",
+                  "没有找到训练好的模型：权重是随机的，文字没有意义；错误的表现完全一样。");
+    }
+}
+
+// The progress line while a run computes: which run.
+static void say_running(ProgressLine *p, const char *name, int steps) {
+    progress_line_show(p, "lesson 11: %s, generating %d characters", "第 11 课：%s，生成 %d 个字符", name, steps);
+}
+
 int lesson11_run(const Options *opt, Trace *tr) {
     KvBug only = KV_BUG_NONE;
     if (opt->bug && kvvariant_bug_parse(&only, opt->bug)) {
@@ -226,9 +249,10 @@ int lesson11_run(const Options *opt, Trace *tr) {
     int random_model, *prompt, n_prompt;
     int rc = gptsetup_lesson(&m, &random_model, &prompt, &n_prompt, opt, NULL);
     if (rc) return rc;
-    const char *prompt_text = gptsetup_prompt_text(opt);
     GptState s = {0};
     Run ref = {0}, run = {0};
+    ProgressLine progress;   // on a terminal's stderr while a run computes
+    progress_line_init(&progress, tr->lang == LANG_ZH);
     ref.logits = malloc(sizeof(float) * (size_t)steps * (size_t)m.cfg.V);
     run.logits = malloc(sizeof(float) * (size_t)steps * (size_t)m.cfg.V);
     if (!ref.logits || !run.logits || gpt_state_init(&s, m.cfg) || ops_set_threads(opt->threads)) goto oom;
@@ -236,22 +260,12 @@ int lesson11_run(const Options *opt, Trace *tr) {
     // The step at which the text first outgrows the context: len(tokens) = T + 1.
     int past_context = g.T - n_prompt + 2;
 
-    lessons_heading(tr);
-    trace_sayf(tr,
-               "The char GPT of lesson 10 (context %d, %d blocks) writes %d characters after \"%s\" with seed %llu.\n"
-               "The run without the cache is the reference. Each bug below changes only the cached path;\n"
-               "kvdemo compares every step's logits with the reference, bit for bit.",
-               "第 10 课的字符级 GPT（上下文 %d，%d 个模块）生成 %d 个字符，提示为 \"%s\"（种子 %llu）。\n"
-               "不使用缓存的一次是参照。下面每个错误只改动使用缓存的路径；kvdemo 逐步、逐位比较 logits。",
-               g.T, g.L, steps, prompt_text, (unsigned long long)opt->seed);
-    if (random_model) {
-        fileio_error("%s is missing; lesson 11 runs a random model (its text is noise)", "找不到 %s；第 11 课改用随机模型（生成的文字没有意义）", GPT_SHIPPED_MODEL);
-        trace_say(tr, "No trained model was found: the weights are random, the text is noise; the bugs show the same.",
-                  "没有找到训练好的模型：权重是随机的，文字没有意义；错误的表现完全一样。");
-    }
+    say_intro(tr, opt, g, steps, random_model);
 
     trace_run(tr, "no-cache");
+    say_running(&progress, trace_text(tr, "without the cache (the reference)", "不使用缓存（参照）"), steps);
     if (run_once(&ref, &s, NULL, &m, prompt, n_prompt, steps, 0, opt)) goto oom;
+    progress_line_clear(&progress);
     trace_heading(tr, "Without the cache (the reference)", "不使用缓存（参照）");
     trace_textval(tr, "text", ref.text);
 
@@ -260,7 +274,10 @@ int lesson11_run(const Options *opt, Trace *tr) {
         GptVariant v = {.bug = (KvBug)b};
         const char *name = kvvariant_bug_name((KvBug)b);
         trace_run(tr, name);
+        const char *what = b == KV_BUG_NONE ? trace_text(tr, "with the cache, done right", "使用缓存，正确实现") : name;
+        say_running(&progress, what, steps);
         if (run_once(&run, &s, &v, &m, prompt, n_prompt, steps, 1, opt)) goto oom;
+        progress_line_clear(&progress);
         report(tr, b, &ref, &run, steps, past_context);
         trace_pause(tr);
     }
@@ -268,6 +285,7 @@ int lesson11_run(const Options *opt, Trace *tr) {
     say_moral(tr);
     goto done;
 oom:
+    progress_line_clear(&progress);
     fileio_error("out of memory", "内存不足");
     rc = 1;
 done:

@@ -27,6 +27,7 @@
 #include "lessons.h"
 #include "ops.h"
 #include "paths.h"
+#include "progress.h"
 #include "sampler.h"
 #include "train.h"
 
@@ -109,7 +110,23 @@ typedef struct {
     TrainText text;
     int have_text;
     const char *data;   // the validation text's file, or NULL
+    ProgressLine progress;   // on a terminal's stderr while a part computes
+    const char *kind;        // the cache type being evaluated, for the line
 } Shared;
+
+// The progress line while a part's runs compute: what is being run.
+static void say_running(Shared *x, const char *part, const char *kind) {
+    progress_line_show(&x->progress, "lesson 12, %s: %s, generating %d characters",
+                       "第 12 课，%s：%s，生成 %d 个字符", part, kind, x->steps);
+}
+
+// The progress line while the validation loss is computed, a window at a time.
+static void on_window(int64_t done, int64_t total, void *user) {
+    Shared *x = user;
+    progress_line_show(&x->progress, "lesson 12, part 3: %s, validation loss, %lld of %lld windows done",
+                       "第 12 课，第 3 部分：%s，验证损失，已完成 %lld / %lld 个窗口", x->kind, (long long)done,
+                       (long long)total);
+}
 
 // 1 and 2: another summing order in the cached step, in fp32, bf16, fp16.
 // Returns 0, or 1 when memory ran out.
@@ -137,8 +154,10 @@ static int summing_order(Shared *x, Trace *tr, const Options *opt) {
         char name[32];
         snprintf(name, sizeof name, "order-%s", kvquant_name(acts[a]));
         trace_run(tr, name);
+        say_running(x, trace_text(tr, "parts 1, 2", "第 1、2 部分"), kvquant_name(acts[a]));
         if (run_once(ref, s, &plain, m, prompt, n_prompt, steps, 0, opt)) return 1;
         if (run_once(run, s, &split, m, prompt, n_prompt, steps, 1, opt)) return 1;
+        progress_line_clear(&x->progress);
         Divergence d = diverge(ref, run, n_prompt, steps);
         trace_count(tr, "first_step", d.step, NULL, NULL);
         trace_value(tr, "first_abs_diff", d.first_diff, "", NULL, NULL);
@@ -161,7 +180,9 @@ static int summing_order(Shared *x, Trace *tr, const Options *opt) {
         if (tr->format == FORMAT_JSON) trace_textval(tr, "text", run->text);
         if (a == 1) {
             // the control: bf16, but the same order in both runs
+            say_running(x, trace_text(tr, "parts 1, 2", "第 1、2 部分"), kvquant_name(acts[a]));
             if (run_once(run, s, &plain, m, prompt, n_prompt, steps, 1, opt)) return 1;
+            progress_line_clear(&x->progress);
             Divergence c = diverge(ref, run, n_prompt, steps);
             trace_count(tr, "same_order_first_step", c.step, NULL, NULL);
             if (!c.step)
@@ -209,8 +230,8 @@ static int smaller_cache(Shared *x, Trace *tr, const Options *opt) {
                "Keys and values kept in fewer bits. int8 and int4 are symmetric: values one scale per token and\n"
                "head; keys one scale per channel for each group of %d tokens, the newest group kept in full\n"
                "precision until it is complete (KIVI). Bytes per token are for all %d blocks, packed.",
-               "键和值用更少的位保存。int8 与 int4 为对称量化：值每个词元每个头一个缩放因子；键按通道、\n"
-               "每 %d 个词元一组共享一个缩放因子，最新的不完整分组保持全精度（KIVI）。每个词元的字节数按全部 %d 个模块、紧凑存放计算。",
+               "键和值用更少的位保存。int8 与 int4 为对称量化：值每个 token 每个头一个缩放因子；键按通道、\n"
+               "每 %d 个 token 一组共享一个缩放因子，最新的不完整分组保持全精度（KIVI）。每个 token 的字节数按全部 %d 个模块、紧凑存放计算。",
                KV_KEY_GROUP, g.L);
     if (x->have_text)
         say_windows(tr, x, g.T);
@@ -221,7 +242,7 @@ static int smaller_cache(Shared *x, Trace *tr, const Options *opt) {
     double fp32_bytes = kvquant_bytes_per_token(KV_FP32, g.L, g.C, g.H, KV_KEY_GROUP);
     const TraceColumn cols[] = {
         {"cache", "缓存", 6, 0, "cache"},
-        {"bytes/token", "字节/词元", 16, 1, "bytes_per_token"},
+        {"bytes/token", "字节/token", 16, 1, "bytes_per_token"},
         {"of fp32", "占 fp32", 9, 1, "percent_of_fp32"},
         {x->have_text ? "val. loss" : "", x->have_text ? "验证损失" : "", 16, 1, "val_loss"},
         {"", "", 0, 0, "text"},
@@ -234,14 +255,19 @@ static int smaller_cache(Shared *x, Trace *tr, const Options *opt) {
         snprintf(name, sizeof name, "kv-%s", kvquant_name(kinds[k]));
         trace_run(tr, name);
         Run *r = k == 0 ? ref : run;   // fp32's text stays in ref
+        x->kind = kvquant_name(kinds[k]);
+        say_running(x, trace_text(tr, "part 3", "第 3 部分"), x->kind);
         if (run_once(r, s, &v, m, prompt, n_prompt, steps, 1, opt)) return 1;
         double bytes = kvquant_bytes_per_token(kinds[k], g.L, g.C, g.H, KV_KEY_GROUP);
         double loss = NAN;
         if (x->have_text) {
             int64_t n_train = x->text.n * 9 / 10;
-            if (kvvariant_eval(&loss, m, &v, x->text.tokens, n_train, x->text.n, LESSON_WINDOWS)) return 1;
-            trace_value(tr, "val_loss", loss, "nats", NULL, NULL);
+            on_window(0, LESSON_WINDOWS, x);
+            if (kvvariant_eval_each(&loss, m, &v, x->text.tokens, n_train, x->text.n, LESSON_WINDOWS, on_window, x))
+                return 1;
         }
+        progress_line_clear(&x->progress);
+        if (x->have_text) trace_value(tr, "val_loss", loss, "nats", NULL, NULL);
         trace_value(tr, "bytes_per_token", bytes, "B", NULL, NULL);
         Divergence d = diverge(ref, r, n_prompt, steps);
         trace_count(tr, "first_token_step", d.token_step, NULL, NULL);
@@ -306,6 +332,7 @@ int lesson12_run(const Options *opt, Trace *tr) {
         if (!r->logits || !r->tokens) goto oom;
     }
     if (gpt_state_init(&x.s, g) || ops_set_threads(opt->threads)) goto oom;
+    progress_line_init(&x.progress, tr->lang == LANG_ZH);
 
     lessons_heading(tr);
     trace_sayf(tr,
@@ -322,6 +349,7 @@ int lesson12_run(const Options *opt, Trace *tr) {
     if (summing_order(&x, tr, opt) || smaller_cache(&x, tr, opt)) goto oom;
     goto done;
 oom:
+    progress_line_clear(&x.progress);
     fileio_error("out of memory", "内存不足");
     rc = 1;
 done:

@@ -95,7 +95,7 @@ static void round_table(Trace *tr, const Shared *x, const SpecRound *r) {
         if (j < r->accepted) snprintf(verdict, sizeof verdict, "%s", trace_text(tr, "accepted", "接受"));
         else if (j == r->accepted && j < r->gamma)
             snprintf(verdict, sizeof verdict, "%s", trace_text(tr, "rejected: the target's is taken", "拒绝：取目标模型的"));
-        else if (j == r->accepted) snprintf(verdict, sizeof verdict, "%s", trace_text(tr, "bonus token", "额外的词元"));
+        else if (j == r->accepted) snprintf(verdict, sizeof verdict, "%s", trace_text(tr, "bonus token", "额外的 token"));
         else snprintf(verdict, sizeof verdict, "%s", trace_text(tr, "not reached (after a rejection)", "未用到（在拒绝之后）"));
         const char *cells[] = {row, pos, fed, tgt, dr, verdict};
         trace_table_row(tr, &t, cells);
@@ -110,21 +110,21 @@ static int one_round(Shared *x, Trace *tr) {
     trace_sayf(tr,
                "Round %d, K = %d. The text has %d tokens; both caches hold the first %d (all but the last,\n"
                "which this round feeds). The draft proposes %d tokens, one cached step each: its cache %d -> %d.",
-               "第 %d 轮，K = %d。文字已有 %d 个词元；两个缓存都存着前 %d 个（除了最后一个，本轮把它送入）。\n"
-               "草稿模型提议 %d 个词元，每个一步，都用缓存：它的缓存 %d -> %d。",
+               "第 %d 轮，K = %d。文字已有 %d 个 token；两个缓存都存着前 %d 个（除了最后一个，本轮把它送入）。\n"
+               "草稿模型提议 %d 个 token，每个一步，都用缓存：它的缓存 %d -> %d。",
                r.round + 1, r.gamma, r.len, r.target_before, r.gamma, r.draft_before, r.draft_drafted);
     trace_sayf(tr,
                "The target feeds the last token and the %d drafted ones in ONE pass of %d rows, appended to its\n"
                "cache: %d -> %d. Row j's logits give the target's token after position %d + j.",
-               "目标模型把最后一个词元和 %d 个草稿词元放在一次 %d 行的前向里送入，追加到它的缓存：%d -> %d。\n"
-               "第 j 行的 logits 给出目标模型在位置 %d + j 之后的词元。",
+               "目标模型把最后一个 token 和 %d 个草稿 token 放在一次 %d 行的前向里送入，追加到它的缓存：%d -> %d。\n"
+               "第 j 行的 logits 给出目标模型在位置 %d + j 之后的 token。",
                r.gamma, r.fed, r.target_before, r.target_verify, r.len - 1);
     round_table(tr, x, &r);
     trace_sayf(tr,
                "\n%d of %d accepted; the target's own token follows them: the round adds %d token(s).\n"
                "Rollback: the target keeps %d positions (%d -> %d), the draft %d (%d -> %d); the next round\n"
                "appends at position %d, as if the rejected rows had never been written.",
-               "\n%d 个（共 %d 个）被接受；其后接上目标模型自己的词元，本轮共增加 %d 个词元。\n"
+               "\n%d 个（共 %d 个）被接受；其后接上目标模型自己的 token，本轮共增加 %d 个 token。\n"
                "回退：目标模型保留 %d 个位置（%d -> %d），草稿模型保留 %d 个（%d -> %d）；下一轮从位置 %d\n"
                "开始追加，就像被拒绝的行从未写入过。",
                r.accepted, r.gamma, r.accepted + 1, r.target_after, r.target_verify, r.target_after, r.draft_after,
@@ -178,7 +178,7 @@ static int greedy_text(Shared *x, Trace *tr) {
               "Each verifying row gives the bits the target's own one-row step gives (the kernels sum every\n"
               "output in one order whatever the number of rows), so its argmax is the same token.",
               "每个验证行与目标模型自己单行的一步得到相同的比特（内核无论行数多少，都按同一顺序求和），\n"
-              "所以取到的 argmax 是同一个词元。");
+              "所以取到的 argmax 是同一个 token。");
     free(want), free(got);
     trace_pause(tr);
     return 0;
@@ -236,7 +236,7 @@ static int cost_ratio(Shared *x, Trace *tr, int runs, double *c, double *tpr) {
     trace_sayf(tr,
                "%d tokens, each model alone with its cache: the target %s, the draft %s.\n"
                "c = draft step / target step = %.3f.",
-               "生成 %d 个词元，各自单独运行、使用缓存：目标模型 %s，草稿模型 %s。\n"
+               "生成 %d 个 token，各自单独运行、使用缓存：目标模型 %s，草稿模型 %s。\n"
                "c = 草稿模型一步 / 目标模型一步 = %.3f。",
                x->steps, ts, ds, r.x);
     trace_value(tr, "c", r.x, "", NULL, NULL);
@@ -255,14 +255,14 @@ static int speedups(Shared *x, Trace *tr, SpecStats *per_k) {
                "Leviathan et al.: a round makes (1 - α^(K+1)) / (1 - α) tokens on average and costs K c + 1\n"
                "target steps, if verifying K + 1 rows costs one step. Each row below times the target alone and\n"
                "speculative decoding, %d runs each, interleaved (median, min … max).",
-               "Leviathan 等人的分析：每轮平均产生 (1 - α^(K+1)) / (1 - α) 个词元，代价是 K c + 1 个目标模型步\n"
+               "Leviathan 等人的分析：每轮平均产生 (1 - α^(K+1)) / (1 - α) 个 token，代价是 K c + 1 个目标模型步\n"
                "（假设验证 K + 1 行只花一步的时间）。下表每行对目标模型单独生成和投机解码各计时 %d 次，交替进行\n"
                "（中位数，最小 … 最大）。",
                runs);
     static const TraceColumn cols[] = {
         {"K", "K", 2, 1, NULL},
         {"α", "α", 6, 1, "alpha"},
-        {"tokens/round", "每轮词元", 12, 1, "tokens_per_round"},
+        {"tokens/round", "每轮 token", 12, 1, "tokens_per_round"},
         {"expected", "预期加速", 8, 1, NULL},
         {"target alone", "目标模型单独", 26, 0, "plain"},
         {"speculative", "投机解码", 26, 0, NULL},
@@ -300,7 +300,7 @@ static int speedups(Shared *x, Trace *tr, SpecStats *per_k) {
               "\"faster\" only where the runs' intervals do not overlap; α and tokens a round are the same in\n"
               "every run (greedy). The expected column assumes a pass of K + 1 rows costs what one step costs;\n"
               "where it costs more (K + 1 times the FLOPs, part 4), the measured speed-up falls below it.",
-              "只有当两组运行的区间不重叠时才写「更快」；α 和每轮词元数在每次运行中都相同（贪心解码）。\n"
+              "只有当两组运行的区间不重叠时才写「更快」；α 和每轮 token 数在每次运行中都相同（贪心解码）。\n"
               "「预期加速」一列假设 K + 1 行的一次前向只花一步的时间；如果花得更多（FLOPs 是 K + 1 倍，见第 4 部分），\n"
               "实测加速就会低于预期。");
     trace_pause(tr);
@@ -323,13 +323,13 @@ static void why(Shared *x, Trace *tr, const SpecStats *per_k) {
                "draft's K steps included):",
                "目标模型在位置 %d 的一个缓存步读取 %.1f MB（权重和缓存），计算 %.1f MFLOP：\n"
                "每字节约 %.1f FLOP，所以它在等内存（第 4 课）。K + 1 行的一次前向把同样的权重只读一遍，\n"
-               "FLOPs 是 K + 1 倍。按每个产生的词元计（每轮词元数为实测，含草稿模型的 K 步）：",
+               "FLOPs 是 K + 1 倍。按每个产生的 token 计（每轮 token 数为实测，含草稿模型的 K 步）：",
                off, plain_bytes / 1e6, plain_flops / 1e6, plain_flops / plain_bytes);
     static const TraceColumn cols[] = {
         {"K", "K", 2, 1, NULL},
-        {"MB read per token", "每词元读取 MB", 18, 1, "mb_per_token"},
+        {"MB read per token", "每 token 读取 MB", 18, 1, "mb_per_token"},
         {"x alone", "相对单独", 8, 1, "bytes_ratio"},
-        {"MFLOP per token", "每词元 MFLOP", 16, 1, "mflop_per_token"},
+        {"MFLOP per token", "每 token MFLOP", 16, 1, "mflop_per_token"},
         {"x alone", "相对单独", 8, 1, "flops_ratio"},
     };
     TraceTable t = {"per_token", 5, cols};
@@ -351,7 +351,7 @@ static void why(Shared *x, Trace *tr, const SpecStats *per_k) {
     trace_say(tr,
               "Fewer bytes per token, more FLOPs (the rejected rows are computed for nothing): a good trade\n"
               "while a step waits on memory. The draft must also be cheap (small c) and often right (large α).",
-              "每个词元读取的字节更少，FLOPs 更多（被拒绝的行白算了）：当一步在等内存时这很划算。\n"
+              "每个 token 读取的字节更少，FLOPs 更多（被拒绝的行白算了）：当一步在等内存时这很划算。\n"
               "草稿模型还必须便宜（c 小）并且经常猜对（α 大）。");
     trace_pause(tr);
 }

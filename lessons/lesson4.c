@@ -531,7 +531,7 @@ int lesson4_run(const Options *opt, Trace *tr) {
     trace_say(tr,
               "The article: the cache avoids recomputing keys and values at every sampled token, and so saves\n"
               "much computing time. Here it is counted and timed on the char GPT of lesson 10.",
-              "原文：避免每次采样 token 时重新计算键值向量，利用预先计算好的 k 值和 v 值，可以节省大量计算时间。\n"
+              "原文：“避免每次采样token时重新计算键值向量，利用预先计算好的k值和v值，可以节省大量计算时间”。\n"
               "这里在第 10 课的字符级 GPT 上把它数出来、测出来。");
     trace_sayf(tr, "The model: context %d, embedding %d, %d heads, %d blocks, %d characters (%zu parameters).",
                "模型：上下文 %d，嵌入 %d，%d 个头，%d 个模块，词表 %d 个字符（%zu 个参数）。", g.T, g.C, g.H, g.L, g.V,

@@ -275,7 +275,7 @@ int lesson5_run(const Options *opt, Trace *tr) {
 
     lessons_heading(tr);
     trace_say(tr, "The article: the cache takes up storage. How much, and against what?",
-              "原文：占用一定的存储空间。占用多少？和什么相比？");
+              "原文：“占用一定的存储空间”。占用多少？和什么相比？");
     if (random_model) {
         fileio_error("%s is missing; lesson 5 runs a random model", "找不到 %s；第 5 课改用随机模型", GPT_SHIPPED_MODEL);
         trace_say(tr, "No trained model was found: the weights are random. The sizes are the same.",

@@ -77,7 +77,8 @@ static void online_softmax(Trace *tr, const ToyData *d, const AttnStep *s) {
     trace_value(tr, "safe_m", m, "", "pass 1: m = max(x)", "第一遍：m = max(x)");
     trace_value(tr, "safe_l", l, "", "pass 2: l = sum(e^(x - m))", "第二遍：l = Σ e^(x - m)");
     Tensor ys = tensor_view2(y_safe, 1, n);
-    trace_tensor(tr, TRACE_SUMMARY, "y_safe", "pass 3: y = e^(x - m) / l", &ys, &row, HEAT_PROBS);
+    trace_tensor(tr, TRACE_SUMMARY, "y_safe", trace_text(tr, "pass 3: y = e^(x - m) / l", "第三遍：y = e^(x - m) / l"), &ys, &row,
+                 HEAT_PROBS);
 
     trace_say(tr,
               "\nThe online softmax keeps m and l while the row streams past, one element at a time:\n"
@@ -275,7 +276,10 @@ static int tiled_result(Trace *tr, const ToyData *d, const AttnStep *s, float *O
     float scale = 1.0f / d->scale;
     float Ok[TOKENS * TOY_MAX_WIDTH];
     Tensor tOut = tensor_view2(O, N, dv), plain = tensor_view2(s->output, N, dv);
-    trace_tensor(tr, TRACE_SUMMARY, "output", "O = diag(l)^-1 O   (once, at the end: FlashAttention-2)", &tOut, d->rows, HEAT_NONE);
+    trace_tensor(tr, TRACE_SUMMARY, "output",
+                 trace_text(tr, "O = diag(l)^-1 O   (once, at the end: FlashAttention-2)",
+                            "O = diag(l)^-1 O   （只在最后做一次：FlashAttention-2）"),
+                 &tOut, d->rows, HEAT_NONE);
     trace_count(tr, "tiles_computed", computed, "tiles computed", "计算的块数");
     trace_count(tr, "tiles_skipped", skipped, "tiles skipped (above the diagonal)", "跳过的块数（对角线之上）");
     trace_count(tr, "tiles_masked", masked, "tiles masked (on the diagonal)", "加掩码的块数（对角线上）");
@@ -875,7 +879,7 @@ static int gpt_step(Trace *tr, const Options *opt, int *said) {
     trace_sayf(tr,
                "The token at position %d reads %d cached positions in each of %d heads and %d blocks, on %d thread%s.\n"
                "Plain: each head's row on one thread. Flash (tiles of %d): the heads' tiles shared out (flash-decoding).",
-               "位置 %d 的词元要读 %d 个缓存位置（%d 个头、%d 个模块各一份），%d 个线程%.0s。\n"
+               "位置 %d 的 token 要读 %d 个缓存位置（%d 个头、%d 个模块各一份），%d 个线程%.0s。\n"
                "普通：每个头的一行在一个线程上算。Flash（每块 %d）：各头的块分给各线程（flash-decoding）。",
                g.T - 1, g.T, g.H, g.L, ops_threads(), ops_threads() == 1 ? "" : "s", tile);
     trace_machine(tr, measure_machine());

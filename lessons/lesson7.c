@@ -161,6 +161,19 @@ static void with_a_prompt(Trace *tr, int n) {
     }
 }
 
+// Why training keeps no cache: it feeds the whole text in one causal pass,
+// which computes each row of K and V once (the rows the cached loop made
+// over all its steps), and no later step is left to reuse them.
+static void say_training(Trace *tr, int n, long long rows) {
+    trace_sayf(tr,
+               "\nTraining keeps no cache (use_cache=False): it feeds the whole text at once, one pass with the\n"
+               "causal mask, which computes every row of K and V once — %lld rows for these %d tokens, as many\n"
+               "as the cache computed over all the steps — and no later step is left to reuse them.",
+               "\n训练时不用缓存：它一次输入整段文字，做一次带因果掩码的前向，每行 K、V 只算一次——共 %lld 行\n"
+               "（这 %d 个 token 各一行），与使用缓存时所有步骤加起来一样多——之后也没有哪一步会再用到它们。",
+               rows, n);
+}
+
 int lesson7_run(const Options *opt, Trace *tr) {
     ToyData d;
     if (toy_load(&d, opt, tr->lesson, 2)) return 1;
@@ -216,6 +229,7 @@ int lesson7_run(const Options *opt, Trace *tr) {
                all_same ? trace_text(tr, "identical bit for bit", "逐位完全相同")
                         : trace_text(tr, "NOT identical (a bug in kvdemo)", "不相同（kvdemo 的缺陷）"));
     with_a_prompt(tr, n);
+    say_training(tr, n, tot_c);
     Tensor K = tensor_view2(c.K, n, d.dk), V = tensor_view2(c.V, n, d.dv);
     if (tr->format == FORMAT_TEXT) trace_say(tr, "\nThe cache at the end: one row of K and V per token.\n", "\n最后的缓存：每个 token 一行 K、V。\n");
     trace_tensor(tr, TRACE_FULL, "K", NULL, &K, d.rows, HEAT_NONE);

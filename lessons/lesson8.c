@@ -71,7 +71,7 @@ static void step_by_step(Trace *tr, const MemModel *g) {
                "\n  weights: 175 · 10^9 parameters · 2 bytes = %s = %s\n"
                "  cache / weights = %s / %s = %.2f — the article's \"about 0.5 times\".",
                "\n  权重：175 · 10^9 个参数 · 2 字节 = %s = %s\n"
-               "  缓存 / 权重 = %s / %s = %.2f —— 即原文的“约 0.5 倍”。",
+               "  缓存 / 权重 = %s / %s = %.2f —— 即原文的“大约是模型参数显存的0.5倍”。",
                memory_decimal(s1, sizeof s1, weights), memory_binary(s2, sizeof s2, weights),
                memory_decimal(s3, sizeof s3, (double)total), memory_decimal(s4, sizeof s4, weights),
                (double)total / weights);

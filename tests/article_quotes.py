@@ -10,10 +10,13 @@ kvdemo prints and prompts in backquotes, other words in 「...」 on the
 Chinese pages. Each piece of a quote must appear in one of the two
 documents verbatim, up to white space (pages wrap lines). Writes
 
-  tests/fixtures/article_quotes.txt  one "PAGE<TAB>QUOTE" a line
+  tests/fixtures/article_quotes.txt  one "PAGE<TAB>QUOTE" a line; PAGE is
+                                     "output" for the quotes kvdemo prints
+                                     after 原文： (lessons/*.c, src/*/*.c)
 
 which test_docs reads to check that each page still holds its quotes and
-that every page has at least one. Prints the quotes that are not verbatim
+that every page has at least one, and test_zh to check that every 原文： kvdemo
+prints is followed by one of the "output" quotes. Prints the quotes that are not verbatim
 and exits 1 when there are any.
 
 Run: /usr/bin/python3 tests/article_quotes.py (the documents are in
@@ -43,6 +46,18 @@ def quotes(page_text, zh):
             yield SPACE.sub(" ", q).strip()
 
 
+def source_quotes():
+    """The quotes that kvdemo's Chinese output gives after 原文：, from the
+    C sources (adjacent string literals joined, their \\n removed)."""
+    for path in sorted(glob.glob(os.path.join(ROOT, "lessons", "*.c")) +
+                       glob.glob(os.path.join(ROOT, "src", "*", "*.c"))):
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+        text = re.sub(r'"\s*\n\s*"', "", text).replace("\\n", "")
+        for m in re.finditer(r"原文：“([^”]{1,400})”", text):
+            yield os.path.relpath(path, ROOT), SPACE.sub(" ", m.group(1)).strip()
+
+
 def main():
     documents = ""
     for name in sorted(glob.glob(os.path.join(SEEDS, "0*.txt"))):
@@ -67,6 +82,12 @@ def main():
                 bad.append("%s: not in the documents: %s" % (page, q))
         if not found:
             bad.append("%s: quotes no sentence of the documents" % page)
+    for path, q in source_quotes():
+        pieces = [p for p in q.split("……") if squeeze(p)]
+        if all(squeeze(p) in documents for p in pieces):
+            rows.append("output\t%s" % q)
+        else:
+            bad.append("%s: 原文： but not in the documents: %s" % (path, q))
     with open(os.path.join(HERE, "fixtures", "article_quotes.txt"), "w", encoding="utf-8") as f:
         f.write("# made by tests/article_quotes.py: PAGE<TAB>QUOTE, each verbatim in the documents\n")
         f.write("\n".join(rows) + "\n")

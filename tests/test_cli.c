@@ -181,7 +181,7 @@ static void test_command_help(void **state) {
 // tables are checked in test_gptcmd, where bench runs anyway.)
 static void test_generate_prints_through_the_trace(void **state) {
     (void)state;
-    expect_output(NULL, "generate --init random --preset tiny --steps 4 --lang zh", "个词元，用时");
+    expect_output(NULL, "generate --init random --preset tiny --steps 4 --lang zh", "个 token，用时");
     expect_output(NULL, "generate --init random --preset tiny --steps 4", "tokens in");
 }
 

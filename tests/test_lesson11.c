@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 enum { STEPS = 40 };
@@ -332,6 +333,62 @@ static void test_lesson12_names_its_windows(void **state) {
     unlink(path);
 }
 
+// The output of kvdemo ARGS (words split at spaces) on a terminal: stdout
+// and stderr together, as a class sees them.
+static char *on_terminal(const char *args) {
+    char copy[512], *argv[32];
+    snprintf(copy, sizeof copy, "%s", args);
+    int n = 0;
+    for (char *w = strtok(copy, " "); w && n < 31; w = strtok(NULL, " ")) argv[n++] = w;
+    argv[n] = NULL;
+    int master;
+    pid_t pid = kvdemo_spawn_pty(&master, (const char *const *)argv);
+    char *out = read_to_end(master);
+    close(master);
+    int status;
+    waitpid(pid, &status, 0);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) fail_msg("kvdemo %s on a terminal: status %d", args, status);
+    return out;
+}
+
+// Lessons 11 and 12 and eval --kv-dtype compute for many seconds with
+// nothing to print: on a terminal a progress line on stderr says which run
+// (drawn in place, wiped before the lesson prints), in the lesson's
+// language; on a pipe, nothing. setup's text has 8 validation windows.
+static void test_progress_lines(void **state) {
+    (void)state;
+    static const struct {
+        const char *args, *line;
+    } CASES[] = {
+        {"lesson 11 --model M --steps 4 --bug offset", "lesson 11: without the cache (the reference), generating 4 characters"},
+        {"lesson 11 --model M --steps 4 --bug offset", "lesson 11: offset, generating 4 characters"},
+        {"lesson 11 --model M --steps 4 --lang zh", "第 11 课：使用缓存，正确实现，生成 4 个字符"},
+        {"lesson 12 --model M --steps 4 --data D", "lesson 12, parts 1, 2: bf16, generating 4 characters"},
+        {"lesson 12 --model M --steps 4 --data D", "lesson 12, part 3: int4, validation loss, 8 of 8 windows done"},
+        {"lesson 12 --model M --steps 4 --data D --lang zh", "第 12 课，第 3 部分：int8，验证损失，已完成 8 / 8 个窗口"},
+        {"eval --model M --data D --kv-dtype int8", "eval --kv-dtype: 8 of 8 windows (100%)"},
+        {"eval --model M --data D --kv-dtype int4 --lang zh", "评估（--kv-dtype）：第 8 / 8 个窗口（100%）"},
+    };
+    for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
+        char args[512];
+        size_t o = 0;
+        for (const char *a = CASES[i].args; *a && o + 80 < sizeof args; a++) {   // M: the model, D: the text
+            if (*a == 'M' || *a == 'D') o += (size_t)snprintf(args + o, sizeof args - o, "%s", *a == 'M' ? model : text);
+            else args[o++] = *a;
+        }
+        args[o] = '\0';
+        char *out = on_terminal(args);
+        char want[256];
+        snprintf(want, sizeof want, "\r\x1b[K%s", CASES[i].line);
+        if (!strstr(out, want)) fail_msg("kvdemo %s on a terminal: expected the progress line \"%s\", got:\n%s", args, CASES[i].line, out);
+        free(out);
+        RunResult r = kvdemo_run(args);   // stderr a pipe
+        if (r.status != 0 || strchr(r.err, '\r') || strstr(r.err, CASES[i].line))
+            fail_msg("kvdemo %s on a pipe: expected no progress line, got status %d and: %s", args, r.status, r.err);
+        run_free(&r);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bugs_diverge_where_predicted),
@@ -341,6 +398,7 @@ int main(void) {
         cmocka_unit_test(test_generate_options),
         cmocka_unit_test(test_lesson12),
         cmocka_unit_test(test_lesson12_names_its_windows),
+        cmocka_unit_test(test_progress_lines),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -133,6 +133,15 @@ static void test_cli_gpu_memory_and_shapes(void **state) {
     expect_u64("sequences_fit", (uint64_t)floor(left / (524288.0 * 4096)), (uint64_t)value_of(e, n, "count", "sequences_fit"));
     assert_true(value_of(e, n, "value", "weights_bytes") == 14e9);
     events_free(e, n);
+    // vLLM's pool, worked: (24 GB · 0.9 − the weights) in blocks of 16 tokens
+    // of 524,288 B, and the "maximum concurrency" of its log, blocks · 16 /
+    // max_model_len (REFERENCES §1.3, vllm #8031).
+    e = kvdemo_json("memory --model llama-2-7b --tokens 4096 --gpu-memory 24GB --format json", &n);
+    double blocks = floor((24e9 * 0.9 - 7e9 * 2) / (16 * 524288.0));
+    expect_u64("vllm_blocks", (uint64_t)blocks, (uint64_t)value_of(e, n, "count", "vllm_blocks"));
+    double got = value_of(e, n, "value", "vllm_max_concurrency");
+    if (fabs(got - blocks * 16 / 4096) > 1e-9) fail_msg("vllm_max_concurrency: expected %.6f, got %.6f", blocks * 16 / 4096, got);
+    events_free(e, n);
     // No --tokens: the longest context for the batch.
     e = kvdemo_json("memory --model llama-2-70b --batch 2 --gpu-memory 160GB --format json", &n);
     expect_u64("max_tokens", (uint64_t)floor((160e9 - 140e9) / (327680.0 * 2)), (uint64_t)value_of(e, n, "count", "max_tokens"));

@@ -115,23 +115,102 @@ static void find_step_numerals(Buf *bad, const char *what, const char *out) {
         }
 }
 
-// One word for each concept, the article's: 使用缓存 / 不使用缓存 (not
-// 有缓存 / 无缓存, which only the numpy chapter's own words keep, on a line
-// that says 原文), 掩码 (not 遮挡).
+// One word for each concept: docs/glossary.md's table "One Chinese word per
+// concept" lists, in its third column, the words not used ("无缓存 /
+// 有缓存"). They are read once, into AVOIDED.
+#define MAX_AVOIDED 32
+static char AVOIDED[MAX_AVOIDED][32];
+static int num_avoided;
+
+static void read_avoided(void) {
+    if (num_avoided) return;
+    char *text = file_slurp("docs/glossary.md");
+    char *table = strstr(text, "## One Chinese word per concept");
+    if (!table) fail_msg("docs/glossary.md: expected the section \"One Chinese word per concept\", got none");
+    for (char *line = strchr(table, '\n'); line && *++line;) {
+        char *nl = strchr(line, '\n');
+        if (nl) *nl = '\0';
+        // | concept | 用词 | 不用 | why |: the fourth '|' ends the third cell.
+        char *bar[5] = {line};
+        int n = 0;
+        for (char *p = line; *p && n < 5; p++)
+            if (*p == '|') bar[n++] = p;
+        if (line[0] == '|' && n == 5 && strncmp(line, "| Concept", 9) && strncmp(line, "|---", 4)) {
+            *bar[3] = '\0';
+            for (char *w = strtok(bar[2] + 1, "/"); w; w = strtok(NULL, "/")) {
+                while (*w == ' ') w++;
+                size_t len = strcspn(w, " ");
+                if (len && num_avoided < MAX_AVOIDED) snprintf(AVOIDED[num_avoided++], sizeof AVOIDED[0], "%.*s", (int)len, w);
+            }
+        }
+        line = nl;
+    }
+    free(text);
+    if (num_avoided < 5) fail_msg("docs/glossary.md: expected at least 5 words not used, got %d", num_avoided);
+}
+
+// Lists in bad every word of AVOIDED in out, outside a verbatim quote of the
+// documents (“…”, or a line that says 原文：).
 static void find_other_terms(Buf *bad, const char *what, const char *out) {
-    static const char *const OTHER[] = {"有缓存", "无缓存", "遮挡"};
+    read_avoided();
     for (const char *line = out; line && *line;) {
         const char *nl = strchr(line, '\n');
         int len = nl ? (int)(nl - line) : (int)strlen(line);
         char text[2048];
         snprintf(text, sizeof text, "%.*s", len, line);
-        for (size_t i = 0; i < sizeof OTHER / sizeof OTHER[0] && !strstr(text, "原文"); i++)
-            for (const char *at = text; (at = strstr(at, OTHER[i])); at += strlen(OTHER[i])) {
+        for (char *q = text; (q = strstr(q, "“"));) {   // quotes blanked
+            char *end = strstr(q, "”");
+            if (!end) break;
+            memset(q, ' ', (size_t)(end - q) + strlen("”"));
+        }
+        for (int i = 0; i < num_avoided && !strstr(text, "原文："); i++)
+            for (const char *at = text; (at = strstr(at, AVOIDED[i])); at += strlen(AVOIDED[i])) {
                 if (at - text >= 3 && !strncmp(at - 3, "没", 3)) continue;   // 还没有缓存: "no cache yet"
-                buf_printf(bad, "%s: '%s' (the article's terms are 使用缓存, 不使用缓存, 掩码) in: %s\n", what, OTHER[i],
-                           text);
+                buf_printf(bad, "%s: '%s' (docs/glossary.md: one Chinese word per concept) in: %.*s\n", what, AVOIDED[i],
+                           len, line);
             }
         line = nl ? nl + 1 : NULL;
+    }
+}
+
+// White space removed (the output wraps lines where the documents do not).
+static void squeeze_into(char *out, size_t size, const char *s, size_t n) {
+    size_t o = 0;
+    for (size_t i = 0; i < n && o + 1 < size; i++)
+        if (!strchr(" \t\r\n", s[i])) out[o++] = s[i];
+    out[o] = '\0';
+}
+
+// "原文：" promises the documents' words: each one in out must be followed
+// by a quote “…” that tests/article_quotes.py found verbatim in the
+// documents (its "output" rows of tests/fixtures/article_quotes.txt). A
+// paraphrase says 原文大意.
+static void find_unquoted_sources(Buf *bad, const char *what, const char *out) {
+    static char *list;
+    if (!list) list = file_slurp("tests/fixtures/article_quotes.txt");
+    const char *mark = "原文：";
+    for (const char *at = out; (at = strstr(at, mark)); at += strlen(mark)) {
+        const char *q = at + strlen(mark), *end = strstr(q, "”");
+        if (strncmp(q, "“", strlen("“")) || !end) {
+            buf_printf(bad, "%s: 原文： without a quote “…” (a paraphrase says 原文大意：) in: %.80s\n", what, at);
+            continue;
+        }
+        q += strlen("“");
+        char quote[1024], row[1024];
+        squeeze_into(quote, sizeof quote, q, (size_t)(end - q));
+        int found = 0;
+        for (const char *line = list; line && *line && !found;) {
+            const char *nl = strchr(line, '\n');
+            size_t len = nl ? (size_t)(nl - line) : strlen(line);
+            if (!strncmp(line, "output\t", 7)) {
+                squeeze_into(row, sizeof row, line + 7, len - 7);
+                found = !strcmp(row, quote);
+            }
+            line = nl ? nl + 1 : NULL;
+        }
+        if (!found)
+            buf_printf(bad, "%s: expected a quote of the documents after 原文： (tests/article_quotes.py), got: %s\n", what,
+                       quote);
     }
 }
 
@@ -165,6 +244,7 @@ static void check_run(Buf *bad, const char *env, const char *args, int json_too)
     if (r->status != 0) fail_msg("kvdemo %s: exit %d: %s", args, r->status, r->err);
     find_step_numerals(bad, args, r->out);
     find_other_terms(bad, args, r->out);
+    find_unquoted_sources(bad, args, r->out);
     if (json_too) find_calques(bad, args, r->out);   // the narration; JSON keeps the names
     find_halfwidth_punctuation(bad, args, r->out);
     char *out = strdup(r->out);   // (find_english blanks the generated texts in it)
@@ -445,8 +525,9 @@ static void test_headings_name_the_documents(void **state) {
 }
 
 // generate under --lang zh on a terminal: the live counter and the summary
-// speak Chinese and say 词元, the numpy chapter's word, as race does.
-static void test_generate_says_ciyuan(void **state) {
+// speak Chinese and say token (docs/glossary.md: one Chinese word per
+// concept), not the numpy chapter's 词元.
+static void test_generate_says_token(void **state) {
     (void)state;
     const char *args[] = {"generate", "--steps", "8", "--lang", "zh", NULL};
     int master;
@@ -456,12 +537,12 @@ static void test_generate_says_ciyuan(void **state) {
     int status;
     waitpid(pid, &status, 0);
     assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-    if (!strstr(out, "个词元\x1b[0m")) fail_msg("expected the live counter (每秒 … 个词元), got: %s", out);
+    if (!strstr(out, "个 token\x1b[0m")) fail_msg("expected the live counter (每秒 … 个 token), got: %s", out);
     // The generated text follows "ROMEO:"; the lines from "——" on are narration.
     char *summary = strstr(out, "——");
-    if (!summary) fail_msg("expected the summary line (—— … 个词元), got: %s", out);
-    for (char *p = out; (p = strstr(p, "token")); p++)
-        fail_msg("expected 词元, not token, under --lang zh; got: %.60s", p);
+    if (!summary || !strstr(summary, "个 token")) fail_msg("expected the summary line (—— … 个 token), got: %s", out);
+    for (char *p = out; (p = strstr(p, "词元")); p++)
+        fail_msg("expected token, not 词元, under --lang zh; got: %.60s", p);
     Buf bad;
     buf_init(&bad);
     buf_append(&bad, "");
@@ -472,10 +553,40 @@ static void test_generate_says_ciyuan(void **state) {
     free(out);
 }
 
+// The pages of docs/zh/ keep the same words: docs/glossary.md's table of one
+// Chinese word per concept, and not "N 行对 M 行".
+static void test_zh_pages_use_one_word(void **state) {
+    (void)state;
+    Buf bad;
+    buf_init(&bad);
+    buf_append(&bad, "");
+    DIR *dir = opendir("docs/zh");
+    assert_non_null(dir);
+    int pages = 0;
+    for (struct dirent *e; (e = readdir(dir));) {
+        size_t n = strlen(e->d_name);
+        if (n < 4 || strcmp(e->d_name + n - 3, ".md")) continue;
+        char path[300];
+        snprintf(path, sizeof path, "docs/zh/%s", e->d_name);
+        char *text = file_slurp(path);
+        find_other_terms(&bad, path, text);
+        const char *calque = strstr(text, "行对 ");   // "N 行对 M 行" for "N rows against M"
+        if (calque) buf_printf(&bad, "%s: the calque '行对 ' in: %.60s\n", path, calque);
+        free(text);
+        pages++;
+    }
+    closedir(dir);
+    char *s = buf_take(&bad);
+    if (s && *s) fail_msg("%s", s);
+    free(s);
+    assert_true(pages >= 16);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_headings_name_the_documents),
-        cmocka_unit_test(test_generate_says_ciyuan),
+        cmocka_unit_test(test_generate_says_token),
+        cmocka_unit_test(test_zh_pages_use_one_word),
         cmocka_unit_test(test_conversions_reader),
         cmocka_unit_test(test_sayf_pairs_match),
         cmocka_unit_test(test_lessons_speak_chinese),

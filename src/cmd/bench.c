@@ -340,12 +340,12 @@ static void report_headline(Trace *tr, Report *r) {
         {"", "", 28, 0, "run"},
         {"mean ± σ", "均值 ± σ", 21, 0, "mean_sd"},
         {"min … max", "最小 … 最大", 22, 0, "min_max"},
-        {"per token", "每个词元", 9, 1, "per_token"},
+        {"per token", "每个 token", 9, 1, "per_token"},
         {"", "", 1, 0, "noisy"},
     };
     static const TraceTable HEAD = {"headline", 5, HEAD_COLS};
     int head_steps = r->head[0]->steps;
-    trace_sayf(tr, "\n%d tokens after \"%s\" (the longest length below):", "\n%d 个词元，接在 \"%s\" 之后（即下表最长的一行）：",
+    trace_sayf(tr, "\n%d tokens after \"%s\" (the longest length below):", "\n%d 个 token，接在 \"%s\" 之后（即下表最长的一行）：",
                head_steps, prompt);
     trace_table_head(tr, &HEAD);
     for (int c = 0; c < 2; c++) {
@@ -358,12 +358,12 @@ static void report_headline(Trace *tr, Report *r) {
                                        a, b, time_text(per, sizeof per, h->st.mean / head_steps), noisy_mark(r, h->st)});
         double gflops = h->matmul_flops / h->st.mean * 1e-9, gbps = h->bytes_read / h->st.mean * 1e-9;
         trace_sayf(tr, "      %.0f tokens/s; matmuls %.1f GFLOP/s = %.0f%% of the FMA peak; reads %.2f GB/s = %.0f%% of memcpy",
-                   "      每秒 %.0f 个词元；矩阵乘 %.1f GFLOP/s = FMA 峰值的 %.0f%%；读取 %.2f GB/s = memcpy 的 %.0f%%",
+                   "      每秒 %.0f 个 token；矩阵乘 %.1f GFLOP/s = FMA 峰值的 %.0f%%；读取 %.2f GB/s = memcpy 的 %.0f%%",
                    head_steps / h->st.mean, gflops, 100 * gflops / (r->peak.mean * 1e-9), gbps,
                    100 * gbps / (r->bandwidth.mean * 1e-9));
         if (c == 0 && r->mm.tokens > 0)
             trace_sayf(tr, "      matmuls alone (a %d-token pass): %.1f GFLOP/s median, %.1f best = %.0f%% of the FMA loop run beside them",
-                       "      单独计时矩阵乘（%d 个词元的一次完整计算）：中位数 %.1f GFLOP/s，最好 %.1f = 同时运行的 FMA 循环的 %.0f%%",
+                       "      单独计时矩阵乘（%d 个 token 的一次完整计算）：中位数 %.1f GFLOP/s，最好 %.1f = 同时运行的 FMA 循环的 %.0f%%",
                        r->mm.tokens, r->mm.median_gflops, r->mm.best_gflops, 100 * r->mm.median_fraction);
         // The FMA loop is the peak: matmuls well above it mean the loop was
         // slowed (a check that once was a test, which a busy machine failed).
@@ -378,13 +378,13 @@ static void report_headline(Trace *tr, Report *r) {
     trace_sayf(tr, "  the cache is %.*fx faster (the chapter's numpy, 256 tokens: 4.93 s and 0.53 s, 9.3x)\n"
                    "  (reads count the weights and the cache once per step; a cached step's weights, %.2f MB,\n"
                    "  can partly stay in the last-level cache, so reads may pass the memcpy rate)",
-               "  使用缓存快 %.*f 倍（原文 numpy 生成 256 个词元：4.93 秒与 0.53 秒，9.3 倍）\n"
+               "  使用缓存快 %.*f 倍（numpy 章节生成 256 个 token：4.93 秒与 0.53 秒，9.3 倍）\n"
                "  （读取量按每步读一次权重和缓存计算；缓存步的权重 %.2f MB 可能部分留在末级缓存里，\n"
                "  所以读取速度可能超过 memcpy）",
                decimals, ratio, gpt_cost(g, 1, 0).weight_bytes * 1e-6);   // lesson 4's decode row: its W MB
     if (r->train_tps > 0)
         trace_sayf(tr, "\ntraining, batch %d x %d: %.0f tokens/s (about %.0f GFLOP/s counting 6 x parameters per token)",
-                   "\n训练，批 %d x %d：每秒 %.0f 个词元（按每个词元 6 x 参数量计，约 %.0f GFLOP/s）", TRAIN_BATCH, g.T,
+                   "\n训练，批 %d x %d：每秒 %.0f 个 token（按每个 token 6 x 参数量计，约 %.0f GFLOP/s）", TRAIN_BATCH, g.T,
                    r->train_tps, 6.0 * (double)r->m->num_params * r->train_tps * 1e-9);
 }
 
@@ -394,13 +394,13 @@ static void report_lengths(Trace *tr, Report *r) {
     char a[64], b[64];
     int decimals;
     static const TraceColumn LEN_COLS[] = {
-        {"tokens", "词元", 6, 1, NULL},
+        {"tokens", "token", 6, 1, NULL},
         {"run", "运行", 10, 0, NULL},
         {"mean ± σ", "均值 ± σ", 17, 0, "mean_sd"},
         {"min … max", "最小 … 最大", 18, 0, "min_max"},
-        {"per token", "每个词元", 9, 1, "per_token"},
+        {"per token", "每个 token", 9, 1, "per_token"},
         {"speedup", "加速", 7, 1, NULL},
-        {" per token: # no cache, = cache", " 每个词元：# 不使用缓存，= 使用缓存", 0, 0, "chart"},
+        {" per token: # no cache, = cache", " 每个 token：# 不使用缓存，= 使用缓存", 0, 0, "chart"},
     };
     static const TraceTable LENGTHS = {"lengths", 7, LEN_COLS};
     trace_say(tr, "", "");
@@ -443,7 +443,7 @@ static void report_resets(Trace *tr, Report *r) {
         trace_sayf(tr,
                    "\nEvery length here stays inside the context of %d (this %d-token prompt and at most %d\n"
                    "tokens), so the chapter's reset never runs; --steps longer than that shows it.",
-                   "\n这里每个长度都在 %d 的上下文之内（这个提示词有 %d 个词元，最多再生成 %d 个），\n"
+                   "\n这里每个长度都在 %d 的上下文之内（这个提示词有 %d 个 token，最多再生成 %d 个），\n"
                    "所以原文的重置一次也没有发生；--steps 给出更长的长度就能看到它。",
                    g.T, r->n_prompt, g.T - r->n_prompt + 1);
         return;
@@ -452,8 +452,8 @@ static void report_resets(Trace *tr, Report *r) {
                "\nOnce the prompt and the generated tokens together pass %d (with this %d-token prompt,\n"
                "from step %d on) the chapter's generate drops the cache and recomputes the last %d tokens\n"
                "in full at every step, so from there both ways cost the same per token.",
-               "\n提示词与生成的词元合计超过 %d 个后（这个提示词有 %d 个词元，从第 %d 步起），原文的 generate\n"
-               "丢掉缓存，每一步完整重算最后 %d 个词元，所以从那以后两种方式每个词元的代价相同。",
+               "\n提示词与生成的 token 合计超过 %d 个后（这个提示词有 %d 个 token，从第 %d 步起），原文的 generate\n"
+               "丢掉缓存，每一步完整重算最后 %d 个 token，所以从那以后两种方式每个 token 的代价相同。",
                g.T, r->n_prompt, g.T - r->n_prompt + 2, g.T);
     for (int i = 0; i < r->n_lengths; i++) {
         const Measure *x = &r->table[i][1];
@@ -461,7 +461,7 @@ static void report_resets(Trace *tr, Report *r) {
         double total = x->samples[r->repeat - 1];
         char reset[32], all[32];
         trace_sayf(tr, "  %d tokens with the cache: %d steps recomputed the window, %s of %s (%.0f%%)",
-                   "  使用缓存生成 %d 个词元：%d 步重算了窗口，用时 %s，共 %s（%.0f%%）", x->steps, x->reset_steps,
+                   "  使用缓存生成 %d 个 token：%d 步重算了窗口，用时 %s，共 %s（%.0f%%）", x->steps, x->reset_steps,
                    time_text(reset, sizeof reset, x->reset_seconds), time_text(all, sizeof all, total),
                    total > 0 ? 100 * x->reset_seconds / total : 0);
     }
@@ -472,7 +472,7 @@ static void print_report(Trace *tr, Report *r, const GptVariant *variant) {
     trace_sayf(tr, "kvdemo bench: T=%d C=%d H=%d L=%d V=%d (%zu parameters), %d threads;\n"
                    "every time is %d runs, after a warm-up of %d tokens each way: mean ± σ (min … max)\n",
                "kvdemo bench：T=%d C=%d H=%d L=%d V=%d（%zu 个参数），%d 个线程；\n"
-               "每个时间都是 %d 次运行（之前两种方式各热身 %d 个词元）：均值 ± σ（最小 … 最大）\n",
+               "每个时间都是 %d 次运行（之前两种方式各热身 %d 个 token）：均值 ± σ（最小 … 最大）\n",
                g.T, g.C, g.H, g.L, g.V, r->m->num_params, ops_threads(), r->repeat, WARMUP_TOKENS);
     if (variant)
         trace_sayf(tr, "keys and values kept as %s (read back into floats to attend)\n",
@@ -648,7 +648,7 @@ static int run_measures(Report *r, Bench *b, Measure warm[2], Measure *measures,
     const Options *opt = r->opt;
     GptConfig g = r->m->cfg;
     static const char *const WHAT[2][2] = {{"%d tokens without the cache", "%d tokens with the cache"},
-                                           {"%d 个词元，不使用缓存", "%d 个词元，使用缓存"}};
+                                           {"%d 个 token，不使用缓存", "%d 个 token，使用缓存"}};
     for (int i = -2; i < repeat * n_measures && !rc; i++) {
         Measure *x = i < 0 ? &warm[i + 2] : &measures[i % n_measures];
         char what[64];
@@ -667,7 +667,7 @@ static int run_measures(Report *r, Bench *b, Measure warm[2], Measure *measures,
     // backward, AdamW) on 16 sequences of T tokens, as the shipped model was
     // trained.
     if (!rc && opt->bench_train) {
-        progress_show(progress, progress->zh ? "bench：%d 个训练步，每步 %d x %d 个词元" : "bench: %d training steps of %d x %d tokens",
+        progress_show(progress, progress->zh ? "bench：%d 个训练步，每步 %d x %d 个 token" : "bench: %d training steps of %d x %d tokens",
                       TRAIN_STEPS, TRAIN_BATCH, g.T);
         char terr[256];
         rc = train_benchmark(g, TRAIN_BATCH, TRAIN_STEPS, opt->threads, &r->train_tps, terr, sizeof terr);

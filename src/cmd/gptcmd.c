@@ -94,7 +94,7 @@ static int stream_step(void *ctx, const GptStep *st) {
     g->column = piece[0] == '\n' ? 0 : g->column + 1;
     char counter[48];
     double rate = (st->step + 1) / g->seconds;
-    if (fileio_zh()) snprintf(counter, sizeof counter, "  每秒 %.0f 个词元", rate);
+    if (fileio_zh()) snprintf(counter, sizeof counter, "  每秒 %.0f 个 token", rate);
     else snprintf(counter, sizeof counter, "  %.0f tokens/s", rate);
     int n = utf8_width(counter);   // columns on the screen
     // ESC 7 / ESC 8 keep the cursor where the next character goes; the counter
@@ -151,7 +151,7 @@ static void say_figures(Trace *tr, const Stream *g, const GptModel *m, const cha
     char pm[40];
     run_spread(pm, sizeof pm, g, done);
     trace_sayf(tr, "\n\n-- %d tokens in %.3f s%s, %.0f tokens/s, %s, %d thread%s",
-               "\n\n—— %d 个词元，用时 %.3f 秒%s，每秒 %.0f 个词元，%s，%d 个线程%s", steps, seconds, pm,
+               "\n\n—— %d 个 token，用时 %.3f 秒%s，每秒 %.0f 个 token，%s，%d 个线程%s", steps, seconds, pm,
                steps / seconds,
                use_cache ? trace_text(tr, "with the KV cache", "使用缓存")
                          : trace_text(tr, "without the KV cache", "不使用缓存"),
@@ -170,7 +170,7 @@ static void say_figures(Trace *tr, const Stream *g, const GptModel *m, const cha
         trace_sayf(tr,
                    "-- past the context (%d positions) the chapter's generate dropped the cache and fed "
                    "the last %d tokens again at %d steps: %.3f s of the %.3f s.",
-                   "—— 超过上下文长度（%d 个位置）后，章节里的 generate 丢掉缓存，把最后 %d 个词元"
+                   "—— 超过上下文长度（%d 个位置）后，章节里的 generate 丢掉缓存，把最后 %d 个 token"
                    "重新算了一遍，共 %d 步，用了 %.3f 秒（总共 %.3f 秒）。",
                    m->cfg.T, m->cfg.T, g->resets, g->reset_seconds, seconds);
     show_steps(tr, g, done, machine);

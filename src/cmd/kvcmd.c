@@ -6,6 +6,7 @@
 #include "gptsetup.h"
 #include "ops.h"
 #include "paths.h"
+#include "progress.h"
 #include "train.h"
 
 #include <stdio.h>
@@ -44,6 +45,14 @@ int kvcmd_variant(GptVariant *v, int *set, const Options *opt) {
     return 0;
 }
 
+// eval --kv-dtype's progress line: the windows done, as eval's own.
+static void on_window(int64_t done, int64_t total, void *user) {
+    ProgressLine *p = user;
+    if (done < total && !progress_line_every(p)) return;
+    progress_line_show(p, "eval --kv-dtype: %lld of %lld windows (%.0f%%)", "评估（--kv-dtype）：第 %lld / %lld 个窗口（%.0f%%）",
+                       (long long)done, (long long)total, 100.0 * (double)done / (double)total);
+}
+
 int kvcmd_eval(const Options *opt) {
     GptVariant v;
     int set;
@@ -73,6 +82,8 @@ int kvcmd_eval(const Options *opt) {
     GptConfig g = m.cfg;
     int64_t n_train = train_text_split(&text);   // the validation split: the last 10%, as kvdemo train takes it
     double loss = 0;
+    ProgressLine progress;
+    progress_line_init(&progress, fileio_zh());
     if (text.n - n_train < g.T + 1) {
         fileio_error("%s is too short: its last 10%% needs more than %d characters",
                      "%s 太短：它最后 10%% 的文本要多于 %d 个字符", data, g.T);
@@ -80,14 +91,16 @@ int kvcmd_eval(const Options *opt) {
     } else if (ops_set_threads(opt->threads) != 0) {
         fileio_error("could not start %d threads", "无法启动 %d 个线程", ops_threads_asked(opt->threads));
         rc = 1;
-    } else if (kvvariant_eval(&loss, &m, &v, text.tokens, n_train, text.n, 0) != 0) {
+    } else if (kvvariant_eval_each(&loss, &m, &v, text.tokens, n_train, text.n, 0, on_window, &progress) != 0) {
+        progress_line_clear(&progress);
         fileio_error("out of memory for evaluation", "评估时内存不足");
         rc = 1;
     } else {
+        progress_line_clear(&progress);
         double bytes = kvquant_bytes_per_token(v.kv_dtype, g.L, g.C, g.H, v.key_group);
         double fp32 = kvquant_bytes_per_token(KV_FP32, g.L, g.C, g.H, v.key_group);
         if (fileio_zh())
-            printf("验证集损失 %.4f（每个字符的交叉熵，单位奈特），缓存存为 %s：每个词元 %.0f 字节，是 fp32 的 %.1f%%"
+            printf("验证集损失 %.4f（每个字符的交叉熵，单位奈特），缓存存为 %s：每个 token %.0f 字节，是 fp32 的 %.1f%%"
                    "（fp32 为 %.0f 字节）；%lld 个长 %d 的窗口，取自 %s 的最后 10%%\n",
                    loss, kvquant_name(v.kv_dtype), bytes, 100.0 * bytes / fp32, fp32,
                    (long long)((text.n - n_train - 1) / g.T), g.T, data);

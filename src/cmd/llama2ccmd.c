@@ -165,13 +165,13 @@ static void generate_report(Trace *tr, const Run *r, int n, int got, int steps, 
     free(text);
     trace_run(tr, use_cache ? "cache" : "no-cache");
     trace_sayf(tr, "\n\n-- %d tokens in %.3f s, %.0f tokens/s, %s, %d thread%s",
-               "\n\n—— %d 个词元，用时 %.3f 秒，每秒 %.0f 个词元，%s，%d 个线程%s", got, seconds,
+               "\n\n—— %d 个 token，用时 %.3f 秒，每秒 %.0f 个 token，%s，%d 个线程%s", got, seconds,
                seconds > 0 ? got / seconds : 0.0,
                use_cache ? trace_text(tr, "with the KV cache", "使用缓存") : trace_text(tr, "without the KV cache", "不使用缓存"),
                ops_threads(), ops_threads() == 1 || tr->lang == LANG_ZH ? "" : "s");
     if (got < steps)
         trace_sayf(tr, "-- the model wrote BOS or EOS after %d of %d tokens: the story is over",
-                   "—— 模型在 %d / %d 个词元后写出了 BOS 或 EOS：故事讲完了", got, steps);
+                   "—— 模型在 %d / %d 个 token 后写出了 BOS 或 EOS：故事讲完了", got, steps);
     if (tr->format == FORMAT_JSON) trace_timing(tr, tr->run, seconds, 1);
     trace_value(tr, "tokens_per_s", seconds > 0 ? got / seconds : 0.0, "tokens/s", NULL, NULL);
 }
@@ -183,7 +183,7 @@ int llama2ccmd_generate(const Options *opt, Trace *tr) {
     int T = r.m.cfg.max_seq_len, n = 0;
     char err[512];
     if (!rc && (n = llama_encode(r.tokens, &r.m, prompt, 1, 0, T - 1, err, sizeof err)) < 0) {
-        fileio_error("--prompt: %s (the model's context is %d tokens)", "--prompt：%s（模型的上下文是 %d 个词元）", err, T);
+        fileio_error("--prompt: %s (the model's context is %d tokens)", "--prompt：%s（模型的上下文是 %d 个 token）", err, T);
         rc = 2;
     }
     if (!rc) {
@@ -269,8 +269,8 @@ int llama2ccmd_bench(const Options *opt, Trace *tr) {
         r.temperature = 0.0f;   // greedy: every run the same tokens
         int T = r.m.cfg.max_seq_len, repeat = opt->repeat > 0 ? opt->repeat : DEFAULT_REPEAT;
         static const TraceColumn cols[] = {
-            {"tokens", "词元数", 8, 1, NULL},   {"no cache (s)", "不用缓存（秒）", 14, 1, NULL},
-            {"cache (s)", "使用缓存（秒）", 14, 1, NULL}, {"tokens/s cached", "缓存时每秒词元", 16, 1, NULL},
+            {"tokens", "token 数", 8, 1, NULL},   {"no cache (s)", "不用缓存（秒）", 14, 1, NULL},
+            {"cache (s)", "使用缓存（秒）", 14, 1, NULL}, {"tokens/s cached", "缓存时每秒 token", 16, 1, NULL},
             {"speed-up", "加速比", 9, 1, NULL},
         };
         TraceTable table = {"llama2c_bench", 5, cols};

@@ -212,7 +212,7 @@ static void print_list(Trace *tr) {
         {"name", "名称", 13, 0, NULL},        {"layers", "层数", 6, 1, NULL},
         {"heads", "头数", 6, 1, NULL},        {"kv_heads", "KV 头数", 8, 1, NULL},
         {"head_dim", "头维度", 8, 1, NULL},   {"MLA", "MLA", 5, 1, "mla_dim"},
-        {"B/token", "B/token", 12, 1, "bytes_per_token"}, {"source", "来源", 0, 0, "source"},
+        {"B/token", "字节/token", 12, 1, "bytes_per_token"}, {"source", "来源", 0, 0, "source"},
     };
     static const TraceTable TABLE = {"presets", 8, COLS};
     trace_table_head(tr, &TABLE);
@@ -271,6 +271,40 @@ static void past_context_note(Trace *tr, const MemModel *m, uint64_t tokens) {
 }
 
 // What "fits" leaves out.
+// vLLM sizes its pool the same way, in blocks (REFERENCES §1.3, vllm
+// #8031): pool = total · gpu_memory_utilization − the peak it profiles
+// (here the weights only: kvdemo runs no model to profile the activations),
+// cut into blocks of 16 tokens; the "Maximum concurrency for N tokens per
+// request: X.XXx" of its log is blocks · 16 / N.
+enum { VLLM_BLOCK = 16 };
+static const double VLLM_UTILIZATION = 0.9;
+
+static void vllm_pool(Trace *tr, double gpu, double weights, uint64_t per_token, uint64_t tokens) {
+    double pool = gpu * VLLM_UTILIZATION - weights;
+    double blocks = pool > 0 ? floor(pool / ((double)per_token * VLLM_BLOCK)) : 0;
+    double concurrency = blocks * VLLM_BLOCK / (double)tokens;
+    trace_count(tr, "vllm_blocks", (int64_t)blocks, NULL, NULL);
+    trace_value(tr, "vllm_max_concurrency", concurrency, "x", NULL, NULL);
+    if (tr->format != FORMAT_TEXT) return;
+    char g[32], w[32], p[32], b[32];
+    memory_decimal(g, sizeof g, gpu);
+    memory_decimal(w, sizeof w, weights);
+    memory_decimal(p, sizeof p, pool > 0 ? pool : 0);
+    memory_decimal(b, sizeof b, (double)per_token * VLLM_BLOCK);
+    fprintf(tr->out,
+            trace_text(tr,
+                       "  vLLM's pool (gpu_memory_utilization %.2g, blocks of %d tokens):\n"
+                       "    %s · %.2g − %s of weights = %s = %.0f blocks of %s\n"
+                       "    (vLLM subtracts the peak it profiles, activations too); its log's \"maximum concurrency\"\n"
+                       "    for %llu tokens a request: %.0f · %d / %llu = %.2fx\n",
+                       "  vLLM 的池（gpu_memory_utilization %.2g，每块 %d 个 token）：\n"
+                       "    %s · %.2g − 权重 %s = %s = %.0f 块，每块 %s\n"
+                       "    （vLLM 减去的是它实测的峰值，激活也在内）；它日志里的最大并发数，\n"
+                       "    每个请求 %llu 个 token 时：%.0f · %d / %llu = %.2fx\n"),
+            VLLM_UTILIZATION, VLLM_BLOCK, g, VLLM_UTILIZATION, w, p, blocks, b, (unsigned long long)tokens, blocks,
+            VLLM_BLOCK, (unsigned long long)tokens, concurrency);
+}
+
 static const char *upper_bound_text(const Trace *tr) {
     return trace_text(tr, "  (an upper bound: the activations and the runtime's own memory are not counted)",
                       "  （这是上限：没有算激活值和运行时自身占用的显存）");
@@ -424,6 +458,7 @@ static int fit_gpu(Trace *tr, const MemModel *mp, double gpu, const char *cache_
                    fit >= (double)batch ? trace_text(tr, " (the batch fits)", "（整批放得下）")
                                         : trace_text(tr, " (the batch does not fit)", "（整批放不下）"),
                    upper_bound_text(tr));
+        vllm_pool(tr, gpu, weights, per_token, tokens);
     } else {
         // The longest context: tokens = left / (per_token · batch).
         double longest = floor(left / ((double)per_token * (double)batch));

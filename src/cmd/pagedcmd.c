@@ -109,7 +109,7 @@ static void show_blocks(Trace *tr, const KvPool *pool, int N, int steps, int B, 
                    "(blocks saved %.1f%%)\n"
                    "   %d separate contiguous caches of %d positions would hold %lld slots; the paged cache holds %lld\n"
                    "   copy-on-write copies: %lld",
-                   "—— %d 个样本%.0s，每个 %d 个词元，用时 %.3f 秒，分页缓存，每块 %d 个位置，%d 个线程%.0s\n"
+                   "—— %d 个样本%.0s，每个 %d 个 token，用时 %.3f 秒，分页缓存，每块 %d 个位置，%d 个线程%.0s\n"
                    "   结束时在用的块：%d 个（峰值 %d，池里共 %d 个）；不共享时要 %lld 个"
                    "（省下 %.1f%% 的块）\n"
                    "   %d 份各 %d 个位置的连续缓存共要 %lld 个槽位；分页缓存占 %lld 个\n"

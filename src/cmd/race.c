@@ -156,7 +156,7 @@ static void print_run_line(FILE *f, const Trace *tr, const char *label, const Vi
                                                          : trace_text(tr, "  done", "  完成");
     if (n < (int)sizeof line)
         snprintf(line + n, sizeof line - (size_t)n, " %4d/%d  %6.0f %s  %6.2f s%s", v->done, steps, tps,
-                 trace_text(tr, "tokens/s", "词元/秒"), v->seconds, state);
+                 trace_text(tr, "tokens/s", "token/秒"), v->seconds, state);
     size_t len = strlen(line);
     while (len > 0 && screen_columns(line, len) > width) {
         len--;
@@ -276,9 +276,9 @@ static void run_both(Trace *tr, View v[2], Runner run[2], char *text[2], size_t 
 static void report_table(Trace *tr, const View v[2]) {
     static const TraceColumn COLS[] = {
         {"", "", 17, 0, "run"},
-        {"tokens", "词元", 6, 1, NULL},
+        {"tokens", "token", 6, 1, NULL},
         {"s", "秒", 8, 1, "seconds"},
-        {"tokens/s", "词元/秒", 9, 1, "tokens_per_s"},
+        {"tokens/s", "token/秒", 9, 1, "tokens_per_s"},
     };
     static const TraceTable TABLE = {"race", 4, COLS};
     trace_table_head(tr, &TABLE);
@@ -331,7 +331,7 @@ static void report_text(Trace *tr, const GptModel *m, const View v[2], int same,
         trace_sayf(tr,
                    "Past the context (%d positions) the chapter's generate drops the cache and feeds the "
                    "last %d tokens again: %d such steps took %.2f s of the cached run's %.2f s.",
-                   "超过上下文长度（%d 个位置）后，章节里的 generate 丢掉缓存，把最后 %d 个词元重新算一遍："
+                   "超过上下文长度（%d 个位置）后，章节里的 generate 丢掉缓存，把最后 %d 个 token 重新算一遍："
                    "这样的 %d 步用了 %.2f 秒（使用缓存那一遍共 %.2f 秒）。",
                    m->cfg.T, m->cfg.T, v[1].resets, v[1].reset_seconds, v[1].seconds);
     fputc('\n', tr->out);

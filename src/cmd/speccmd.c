@@ -21,7 +21,7 @@ int speccmd_check_options(const Options *opt) {
     if (!opt->given[OPT_DRAFT]) {
         if (!opt->given[OPT_GAMMA]) return 0;
         fileio_error("--gamma goes with --draft FILE (speculative decoding: tokens drafted a round)",
-                     "--gamma 要和 --draft FILE 一起用（投机解码：每轮起草的词元数）");
+                     "--gamma 要和 --draft FILE 一起用（投机解码：每轮起草的 token 数）");
         return 2;
     }
     if (opt->runs == RUN_NOCACHE) {
@@ -112,14 +112,14 @@ static void show_figures(Trace *tr, const Spec *sp, int steps, double seconds, c
     const SpecStats *st = &sp->stats;
     double per_round = st->rounds ? (double)st->tokens / st->rounds : 0.0;
     trace_sayf(tr, "\n\n-- %d tokens in %.3f s, %.0f tokens/s, speculative decoding with the KV cache, %d thread%s",
-               "\n\n—— %d 个词元，用时 %.3f 秒，每秒 %.0f 个词元，投机解码，使用缓存，%d 个线程%s", steps, seconds,
+               "\n\n—— %d 个 token，用时 %.3f 秒，每秒 %.0f 个 token，投机解码，使用缓存，%d 个线程%s", steps, seconds,
                steps / seconds, ops_threads(), ops_threads() == 1 || tr->lang == LANG_ZH ? "" : "s");
     trace_sayf(tr, "-- draft %s, K = %d: %d rounds, %d of %d drafted tokens accepted (α %.3f), %.2f tokens a round",
-               "—— 草稿模型 %s，K = %d：%d 轮，%d 个词元被接受（共起草 %d 个，α %.3f），每轮 %.2f 个词元",
+               "—— 草稿模型 %s，K = %d：%d 轮，%d 个 token 被接受（共起草 %d 个，α %.3f），每轮 %.2f 个 token",
                draft_path, sp->gamma, st->rounds, st->accepted, st->drafted, spec_alpha(st), per_round);
     if (st->plain_steps)
         trace_sayf(tr, "-- past the context the target alone made the last %d tokens, as the chapter's generate",
-                   "—— 超过上下文后，最后 %d 个词元由目标模型单独生成，同章节里的 generate", st->plain_steps);
+                   "—— 超过上下文后，最后 %d 个 token 由目标模型单独生成，同章节里的 generate", st->plain_steps);
     if (tr->format == FORMAT_JSON) trace_timing(tr, tr->run, seconds, 1);
     trace_value(tr, "tokens_per_s", steps / seconds, "tokens/s", NULL, NULL);
     trace_count(tr, "gamma", sp->gamma, NULL, NULL);

@@ -81,6 +81,11 @@ int64_t kvvariant_window_index(int64_t i, int64_t count, int64_t use) { return u
 
 int kvvariant_eval(double *loss, const GptModel *m, GptVariant *v, const int32_t *tokens, int64_t start,
                    int64_t end, int64_t max_windows) {
+    return kvvariant_eval_each(loss, m, v, tokens, start, end, max_windows, NULL, NULL);
+}
+
+int kvvariant_eval_each(double *loss, const GptModel *m, GptVariant *v, const int32_t *tokens, int64_t start,
+                        int64_t end, int64_t max_windows, KvEvalProgressFn on_window, void *user) {
     GptConfig g = m->cfg;
     int T = g.T, C = g.C, V = g.V;
     int64_t count = kvvariant_window_count(start, end, T);
@@ -118,6 +123,7 @@ int kvvariant_eval(double *loss, const GptModel *m, GptVariant *v, const int32_t
             ops_softmax_row_plain(row, &lse, row, V, OPS_DIVIDE);
             total += lse - target;
         }
+        if (on_window) on_window(i + 1, use, user);
     }
     *loss = total / ((double)use * T);
     free(logits);

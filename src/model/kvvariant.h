@@ -72,4 +72,10 @@ int64_t kvvariant_window_index(int64_t i, int64_t count, int64_t use);
 int kvvariant_eval(double *loss, const GptModel *m, GptVariant *v, const int32_t *tokens, int64_t start,
                    int64_t end, int64_t max_windows);
 
+// kvvariant_eval, calling on_window(done, total, user) after each window
+// (for a progress line; NULL: none).
+typedef void (*KvEvalProgressFn)(int64_t done, int64_t total, void *user);
+int kvvariant_eval_each(double *loss, const GptModel *m, GptVariant *v, const int32_t *tokens, int64_t start,
+                        int64_t end, int64_t max_windows, KvEvalProgressFn on_window, void *user);
+
 #endif

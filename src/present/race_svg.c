@@ -44,7 +44,7 @@ void race_svg(Buf *b, const double *const elapsed[2], int steps) {
         buf_printf(b, "<text x=\"%d\" y=\"%d\">%.3f s</text>", LEFT + TRACK_W + 8, y + 14, total);
     }
     buf_printf(b, "<text class=\"en\" x=\"0\" y=\"%d\">%d tokens each; a click on the line above plays it again</text>"
-               "<text class=\"zh\" x=\"0\" y=\"%d\">各 %d 个词元；再点一下上面那一行可以重放</text>",
+               "<text class=\"zh\" x=\"0\" y=\"%d\">各 %d 个 token；再点一下上面那一行可以重放</text>",
                h - 6, steps, h - 6, steps);
     buf_append(b, "</svg></details>\n");
 }

@@ -580,7 +580,7 @@ void trace_count(Trace *tr, const char *name, int64_t value, const char *en, con
 static const struct {
     const char *en, *zh;
 } WORDS[] = {
-    {"x", "倍"}, {"s", "秒"}, {"tokens/s", "词元/秒"}, {"step", "这一步"}, {"cache", "使用缓存"},
+    {"x", "倍"}, {"s", "秒"}, {"tokens/s", "token/秒"}, {"step", "这一步"}, {"cache", "使用缓存"},
     {"no-cache", "不使用缓存"}, {"run", "整次运行"},
 };
 

@@ -615,7 +615,7 @@ static void slice_table(Trace *tr, Buf *b, const float *x, int rows, int cols, c
     char cell[64];
     if (is_html(tr)) {
         buf_append(b, "<table>\n<thead><tr><th class=\"tok\">");
-        html_both(b, labels ? "token" : "row", labels ? "词元" : "行");
+        html_both(b, labels ? "token" : "row", labels ? "token" : "行");
         buf_append(b, "</th>");
         for (int c = 0; c < cols; c++) buf_printf(b, "<th>%d</th>", c);
         buf_append(b, "</tr></thead>\n<tbody>\n");
@@ -643,7 +643,7 @@ static void slice_table(Trace *tr, Buf *b, const float *x, int rows, int cols, c
         buf_append(b, "</tbody>\n</table>\n");
         return;
     }
-    buf_append(b, labels ? lang_text(tr, "| token |", "| 词元 |") : lang_text(tr, "| row |", "| 行 |"));
+    buf_append(b, labels ? lang_text(tr, "| token |", "| token |") : lang_text(tr, "| row |", "| 行 |"));
     for (int c = 0; c < cols; c++) buf_printf(b, " %d |", c);
     buf_append(b, "\n|:---|");
     for (int c = 0; c < cols; c++) buf_append(b, "---:|");
