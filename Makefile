@@ -195,7 +195,9 @@ BINDIR   = $(DESTDIR)$(PREFIX)/bin
 DATADIR  = $(DESTDIR)$(PREFIX)/share/kvdemo
 MANDIR   = $(DESTDIR)$(PREFIX)/share/man/man1
 COMPDIR  = $(DESTDIR)$(PREFIX)/share/bash-completion/completions
-SHIPPED  = data/tianqi.txt data/tinyshakespeare-gpt.bin data/tinyshakespeare-draft.bin
+SHIPPED  = data/tianqi.txt data/tinyshakespeare-gpt.bin data/tinyshakespeare-draft.bin \
+           data/tinyshakespeare-llama-mha.bin data/tinyshakespeare-llama-gqa4.bin \
+           data/tinyshakespeare-llama-gqa2.bin data/tinyshakespeare-llama-mqa.bin
 DOCS     = $(wildcard docs/*.md) $(wildcard docs/zh/*.md)
 
 install: $(BIN)

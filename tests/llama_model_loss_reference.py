@@ -8,6 +8,14 @@ Run it from the repository's top folder with a Python that has torch and numpy:
 
     /usr/bin/python3 tests/llama_model_loss_reference.py [MODEL] [TEXT]
 
+The fixture is named after the model: data/tinyshakespeare-llama-mha.bin
+writes llama_shipped_loss.txt, data/tinyshakespeare-llama-NAME.bin (gqa4,
+gqa2, mqa) writes llama_shipped_loss_NAME.txt:
+
+    for v in mha gqa4 gqa2 mqa; do
+        /usr/bin/python3 tests/llama_model_loss_reference.py data/tinyshakespeare-llama-$v.bin
+    done
+
 TEXT (default tests/fixtures/tinyshakespeare_val_1025.txt, the first 1025
 characters of the validation split, the last 10%) is cut as `kvdemo train
 --arch llama` cuts its windows (src/model/train_llama.h): (n - 1) // T windows of
@@ -84,6 +92,15 @@ def window_loss(model, inputs, targets):
     return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1), reduction="sum")
 
 
+def fixture_name(model_path):
+    """llama_shipped_loss.txt for the MHA model, llama_shipped_loss_NAME.txt
+    for data/tinyshakespeare-llama-NAME.bin (NAME gqa4, gqa2, mqa, ...)."""
+    base = os.path.basename(model_path)
+    prefix, suffix = "tinyshakespeare-llama-", ".bin"
+    name = base[len(prefix):-len(suffix)] if base.startswith(prefix) and base.endswith(suffix) else base
+    return "llama_shipped_loss.txt" if name == "mha" else f"llama_shipped_loss_{name}.txt"
+
+
 def main():
     model_path = sys.argv[1] if len(sys.argv) > 1 else "data/tinyshakespeare-llama-mha.bin"
     text_path = sys.argv[2] if len(sys.argv) > 2 else "tests/fixtures/tinyshakespeare_val_1025.txt"
@@ -102,7 +119,7 @@ def main():
             inputs = torch.tensor([[BOS] + tokens[w * T: w * T + T - 1]])
             total += window_loss(model, inputs, targets).item()
     loss = total / (count * T)
-    out = os.path.join(ref.OUT, "llama_shipped_loss.txt")
+    out = os.path.join(ref.OUT, fixture_name(model_path))
     ref.write_lines(out, f"# {model_path} on {text_path}: {count} windows of {T}\n",
                     [ref.line("loss", torch.tensor([loss]))])
     print(f"loss {loss:.6f} over {count} windows of {T}")

@@ -70,6 +70,10 @@ static void test_installs_every_file(void **state) {
     expect_file("/usr/share/kvdemo/data/tianqi.txt");
     expect_file("/usr/share/kvdemo/data/tinyshakespeare-gpt.bin");
     expect_file("/usr/share/kvdemo/data/tinyshakespeare-draft.bin");
+    expect_file("/usr/share/kvdemo/data/tinyshakespeare-llama-mha.bin");
+    expect_file("/usr/share/kvdemo/data/tinyshakespeare-llama-gqa4.bin");
+    expect_file("/usr/share/kvdemo/data/tinyshakespeare-llama-gqa2.bin");
+    expect_file("/usr/share/kvdemo/data/tinyshakespeare-llama-mqa.bin");
     expect_file("/usr/share/man/man1/kvdemo.1");
     expect_file("/usr/share/bash-completion/completions/kvdemo");
     expect_file("/usr/share/kvdemo/docs/lesson-2.md");

@@ -10,6 +10,7 @@
 
 #include "checkpoint.h"
 #include "llama.h"
+#include "llama_convert.h"
 #include "train.h"
 #include "train_llama.h"
 
@@ -260,6 +261,86 @@ static void test_command_trains_a_loadable_model(void **state) {
     llama_free(&m);
 }
 
+// Trains a tiny MHA model (H 4) on the grammar into out with `kvdemo train`.
+static void train_tiny(const char *data, const char *out) {
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "train --arch llama --preset tiny --iters 2 --threads 1 --data %s --out %s", data, out);
+    RunResult r = kvdemo_run(cmd);
+    if (r.status != 0) fail_msg("kvdemo %s: expected status 0, got %d: %s", cmd, r.status, r.err);
+    run_free(&r);
+}
+
+static void test_convert_writes_the_converted_model(void **state) {
+    (void)state;
+    char data[128], mha[128], out[128], cmd[768], err[256];
+    tmp_path(data, sizeof data, "text.txt");
+    tmp_path(mha, sizeof mha, "mha.bin");
+    tmp_path(out, sizeof out, "gqa.bin");
+    write_text(data);
+    train_tiny(data, mha);
+    LlamaModel src, got, want;
+    if (llama_load(&src, mha, err, sizeof err) != 0) fail_msg("%s", err);
+    const char *hows[] = {"mean", "first", "random"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(cmd, sizeof cmd, "train --arch llama --from %s --kv-heads 2 --convert %s --iters 0 --data %s --out %s",
+                 mha, hows[i], data, out);
+        RunResult r = kvdemo_run(cmd);
+        if (r.status != 0) fail_msg("kvdemo %s: expected status 0, got %d: %s", cmd, r.status, r.err);
+        run_free(&r);
+        LlamaConvert how;
+        assert_int_equal(llama_convert_parse(&how, hows[i]), 0);
+        if (llama_load(&got, out, err, sizeof err) != 0) fail_msg("%s", err);
+        if (llama_convert(&want, &src, 2, how, 1337, err, sizeof err) != 0) fail_msg("%s", err);
+        assert_int_equal(got.cfg.n_kv_heads, 2);
+        assert_int_equal(got.num_params, want.num_params);
+        assert_bits(got.params, want.params, (int64_t)got.num_params, hows[i]);
+        llama_free(&got);
+        llama_free(&want);
+    }
+    llama_free(&src);
+    // and uptrained: two steps from the converted weights
+    snprintf(cmd, sizeof cmd, "train --arch llama --from %s --kv-heads 1 --convert mean --iters 2 --threads 1 --data %s --out %s",
+             mha, data, out);
+    RunResult r = kvdemo_run(cmd);
+    if (r.status != 0) fail_msg("kvdemo %s: expected status 0, got %d: %s", cmd, r.status, r.err);
+    if (!strstr(r.err, "key/value heads 1")) fail_msg("expected the shape on stderr, got: %s", r.err);
+    run_free(&r);
+    if (llama_load(&got, out, err, sizeof err) != 0) fail_msg("%s", err);
+    assert_int_equal(got.cfg.n_kv_heads, 1);
+    llama_free(&got);
+}
+
+static void test_bad_conversions_refused(void **state) {
+    (void)state;
+    char data[128], mha[128], cmd[768];
+    tmp_path(data, sizeof data, "text.txt");
+    tmp_path(mha, sizeof mha, "mha2.bin");
+    write_text(data);
+    train_tiny(data, mha);
+    static const struct {
+        const char *args, *needle;
+    } bad[] = {
+        {"--kv-heads 3 --convert mean", "valid are the divisors of 4 below it (1, 2)"},
+        {"--kv-heads 4 --convert mean", "valid are the divisors of 4 below it (1, 2)"},
+        {"--convert mean", "--from needs --kv-heads G"},
+        {"--kv-heads 2", "--from FILE and --convert mean|first|random go together"},
+        {"--kv-heads 2 --convert middle", "--convert takes one of mean|first|random"},
+        {"--kv-heads 2 --convert first --heads 8", "--heads cannot go with --from"},
+        {"--kv-heads 2 --convert first --resume x.ckpt", "give one of them"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        snprintf(cmd, sizeof cmd, "train --arch llama --from %s %s --data %s --out %s/x.bin", mha, bad[i].args, data,
+                 tmpdir);
+        expect_failure(cmd, 2, bad[i].needle);
+    }
+    snprintf(cmd, sizeof cmd, "train --arch llama --iters 0 --data %s --out %s/x.bin", data, tmpdir);
+    expect_failure(cmd, 2, "--iters 0 only goes with --from");
+    snprintf(cmd, sizeof cmd, "train --from %s --convert mean --data %s --out %s/x.bin", mha, data, tmpdir);
+    expect_failure(cmd, 2, "--from is the LLaMA-style model's: add --arch llama");
+    snprintf(cmd, sizeof cmd, "train --arch llama --from %s --kv-heads 2 --convert mean --data %s --out %s", mha, data, mha);
+    expect_failure(cmd, 2, "--from");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_model_file_loads_with_the_texts_vocabulary),
@@ -269,6 +350,8 @@ int main(void) {
         cmocka_unit_test(test_model_learns_the_grammar),
         cmocka_unit_test(test_bad_options_refused),
         cmocka_unit_test(test_command_trains_a_loadable_model),
+        cmocka_unit_test(test_convert_writes_the_converted_model),
+        cmocka_unit_test(test_bad_conversions_refused),
     };
     return cmocka_run_group_tests(tests, make_tmpdir, remove_tmpdir);
 }

@@ -17,6 +17,7 @@
 #include "fileio.h"
 #include "gptsetup.h"
 #include "kvcmd.h"
+#include "llama_convert.h"
 #include "llamacmd.h"
 #include "paths.h"
 #include "screen.h"
@@ -198,9 +199,10 @@ static int check_outputs(const Options *opt, const char *data_path) {
     snprintf(ckpt, sizeof ckpt, "%s.ckpt", opt->out_path);
     FileRole outputs[3] = {{"--out", opt->out_path}, {fileio_text("--out's checkpoint", "--out 的检查点"), ckpt},
                            {"--log", opt->log_path}};
-    FileRole data = {opt->data_path ? "--data" : fileio_text("the training text", "训练文本"), data_path};
+    FileRole inputs[2] = {{opt->data_path ? "--data" : fileio_text("the training text", "训练文本"), data_path},
+                          {"--from", opt->from_path}};
     FileRole not_ckpt[2] = {outputs[0], outputs[2]}, resume = {"--resume", opt->resume_path};
-    if (fileguard_check(outputs, 3, &data, 1)) return 2;
+    if (fileguard_check(outputs, 3, inputs, opt->from_path ? 2 : 1)) return 2;
     return fileguard_check(not_ckpt, 2, &resume, 1);
 }
 
@@ -220,6 +222,58 @@ static int llama_shape(TrainConfig *cfg, const Options *opt) {
     return 2;
 }
 
+// Uptraining (--from FILE --kv-heads G --convert HOW): the options that go
+// with it, and FILE a LLaMA-style model that can become one of G key/value
+// heads. The shape is FILE's (llama_train takes it). Returns 0, 1 (FILE
+// cannot be read) or 2 after one line.
+static int llama_from_recipe(TrainConfig *cfg, const Options *opt) {
+    const unsigned char *given = opt->given;
+    const char *shape = given[OPT_CONTEXT] ? "--context" : given[OPT_EMBEDDING] ? "--embedding"
+                      : given[OPT_HEADS] ? "--heads" : given[OPT_BLOCKS] ? "--blocks"
+                      : given[OPT_HIDDEN] ? "--hidden" : given[OPT_PRESET] ? "--preset" : NULL;
+    const char *bad_en = NULL, *bad_zh = NULL;
+    if (!opt->from_path || !opt->convert)
+        bad_en = "--from FILE and --convert mean|first|random go together", bad_zh = "--from FILE 和 --convert mean|first|random 要一起给";
+    else if (opt->resume_path)
+        bad_en = "--from starts an uptraining and --resume continues one: give one of them",
+        bad_zh = "--from 开始一次继续训练，--resume 接着一次中断的训练：只能给其中一个";
+    else if (!opt->kv_heads)
+        bad_en = "--from needs --kv-heads G, the key/value heads of the converted model",
+        bad_zh = "--from 需要 --kv-heads G，即转换后模型的 key/value 头数";
+    else if (shape) {
+        fileio_error("%s cannot go with --from: the shape is the --from model's", "%s 不能和 --from 一起用：形状就是 --from 模型的形状", shape);
+        return 2;
+    }
+    if (bad_en) {
+        fileio_error("%s", "%s", fileio_text(bad_en, bad_zh));
+        return 2;
+    }
+    if (check_readable("the model", "模型", opt->from_path)) return 1;
+    if (!llamacmd_is_llama_file(opt->from_path)) {
+        fileio_error("--from %s is not a LLaMA-style model file (magic KVLM)", "--from %s 不是 LLaMA 式模型文件（magic 应为 KVLM）",
+                     opt->from_path);
+        return 2;
+    }
+    LlamaModel src;
+    char err[512];
+    if (llama_load(&src, opt->from_path, err, sizeof err) != 0) {
+        fileio_error("%s", "%s", err);
+        return 1;
+    }
+    int rc = llama_convert_check(&src, opt->kv_heads, err, sizeof err);
+    llama_free(&src);
+    if (rc) {
+        fileio_error("%s", "%s", err);
+        return 2;
+    }
+    LlamaConvert how;
+    llama_convert_parse(&how, opt->convert);
+    cfg->from_path = opt->from_path;
+    cfg->convert = (int)how;
+    cfg->kv_heads = opt->kv_heads;
+    return 0;
+}
+
 // The recipe: the preset's (the char GPT's, or the LLaMA-style model's with
 // --arch llama), then the shape options. Returns 0, or 2 after one line.
 static int train_recipe(TrainConfig *cfg, const Options *opt) {
@@ -229,11 +283,17 @@ static int train_recipe(TrainConfig *cfg, const Options *opt) {
         fileio_error("unknown preset '%s'; valid: seed, tiny", "没有预设“%s”；可选 seed、tiny", preset);
         return 2;
     }
-    if (!llama && (opt->kv_heads || opt->hidden)) {
+    if (!llama && (opt->kv_heads || opt->hidden || opt->from_path || opt->convert)) {
         fileio_error("%s is the LLaMA-style model's: add --arch llama", "%s 属于 LLaMA 式模型：请加上 --arch llama",
-                     opt->kv_heads ? "--kv-heads" : "--hidden");
+                     opt->kv_heads ? "--kv-heads" : opt->hidden ? "--hidden" : opt->from_path ? "--from" : "--convert");
         return 2;
     }
+    if (opt->given[OPT_ITERS] && opt->iters == 0 && !opt->from_path) {
+        fileio_error("--iters 0 only goes with --from (the converted model written as it is); give 1 or more",
+                     "--iters 0 只能和 --from 一起用（直接写出转换后的模型）；请给 1 或更大的数");
+        return 2;
+    }
+    if (llama && (opt->from_path || opt->convert)) return llama_from_recipe(cfg, opt);
     if (opt->context) cfg->model.T = opt->context;
     if (opt->embedding) cfg->model.C = opt->embedding;
     if (opt->heads) cfg->model.H = opt->heads;
@@ -263,7 +323,9 @@ int gptcmd_train(const Options *opt, Trace *tr) {
     if (check_outputs(opt, cfg.data_path)) return 2;
     cfg.out_path = opt->out_path;
     cfg.resume_path = opt->resume_path;
-    if (opt->iters) cfg.iters = opt->iters;
+    // an uptraining keeps the recipe's share of warm-up steps (100 of 2000)
+    if (cfg.from_path && opt->given[OPT_ITERS]) cfg.warmup = (int)((int64_t)cfg.warmup * opt->iters / cfg.iters);
+    if (opt->given[OPT_ITERS]) cfg.iters = opt->iters;
     if (opt->batch) cfg.batch = opt->batch;
     if (opt->lr > 0) cfg.lr = (float)opt->lr;
     if (cfg.min_lr > cfg.lr) cfg.min_lr = cfg.lr;
@@ -310,6 +372,13 @@ int gptcmd_train(const Options *opt, Trace *tr) {
         else
             fprintf(stderr, "stopped at step %d of %d; checkpoint %s (continue with --resume %s)\n", res.step,
                     cfg.iters, res.ckpt_path, res.ckpt_path);
+    } else if (status == TRAIN_OK && cfg.iters == 0) {
+        if (zh)
+            fprintf(stderr, "完成：%s 已转换为 %d 个 key/value 头（%s），未训练；模型已写入 %s\n", cfg.from_path, cfg.kv_heads,
+                    opt->convert, opt->out_path);
+        else
+            fprintf(stderr, "done: %s converted to %d key/value heads (%s), no training; model written to %s\n",
+                    cfg.from_path, cfg.kv_heads, opt->convert, opt->out_path);
     } else if (status == TRAIN_OK) {
         char el[32];
         format_duration(el, sizeof el, res.elapsed_s);

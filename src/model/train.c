@@ -427,7 +427,9 @@ int train_config_default(TrainConfig *cfg, const char *preset) {
 
 int train_config_check(const TrainConfig *c, char *why, size_t n) {
     const char *bad = NULL;
-    if (c->batch < 1 || c->batch > TRAIN_MAX_BATCH || c->iters < 1 || c->iters > TRAIN_MAX_ITERS || c->warmup < 0 ||
+    // (0 iterations: an uptraining's converted model written as it is)
+    if (c->batch < 1 || c->batch > TRAIN_MAX_BATCH || c->iters < (c->from_path ? 0 : 1) ||
+        c->iters > TRAIN_MAX_ITERS || c->warmup < 0 ||
         c->warmup > c->iters)
         bad = fileio_text("the batch must be from 1 to 4096, the iterations from 1 to 100000000 and the warm-up from 0 "
                           "to the iterations",

@@ -52,6 +52,12 @@ typedef struct {
     int arch;
     int kv_heads;             // LLaMA: G key/value heads (H % G == 0)
     int hidden;               // LLaMA: F, SwiGLU's hidden size
+    // LLaMA uptraining (llama_convert.h): start from the model in from_path
+    // made into kv_heads key/value heads by convert (a LlamaConvert) instead
+    // of the initial weights; model, hidden are then that model's. iters
+    // may be 0: the converted model is written as it is.
+    const char *from_path;    // NULL: train from the initial weights
+    int convert;              // LLAMA_CONVERT_MEAN, _FIRST or _RANDOM
 } TrainConfig;
 
 enum { TRAIN_ARCH_GPT = 0, TRAIN_ARCH_LLAMA = 1 };

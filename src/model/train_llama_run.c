@@ -10,6 +10,7 @@
 #include "train_llama.h"
 
 #include "fileio.h"
+#include "llama_convert.h"
 #include "rng.h"
 #include "train.h"
 
@@ -185,16 +186,45 @@ static int llama_run_new(LlamaRun *u, const LlamaConfig *cfg, int B, int threads
     return 0;
 }
 
+// Uptraining (r->from_path): *conv = the model at from_path converted as r
+// says (llama_convert.h), and r's shape made its. Its vocabulary must be the
+// text's. Returns 0, or -1 with err.
+static int llama_from(LlamaModel *conv, TrainSetup *su, char *err, size_t errlen) {
+    TrainConfig *r = &su->r;
+    LlamaModel src;
+    if (llama_load(&src, r->from_path, err, errlen) != 0) return -1;
+    const LlamaConfig *c = &src.cfg;
+    int V = su->text.V, same = !src.bpe && c->vocab_size == V + LLAMA_TEXT_OFFSET &&
+                               memcmp(src.vocab + LLAMA_TEXT_OFFSET, su->text.vocab, sizeof(uint32_t) * (size_t)V) == 0;
+    int rc = -1;
+    if (!same)
+        fileio_fail2(err, errlen, "%s was not trained on the characters of %s: their vocabularies differ",
+                     "%s 不是用 %s 的字符训练的：两者的词表不同", r->from_path, r->data_path);
+    else if (llama_convert(conv, &src, r->kv_heads, (LlamaConvert)r->convert, r->seed, err, errlen) == 0) {
+        r->model = (GptConfig){.T = c->max_seq_len, .C = c->dim, .H = c->n_heads, .L = c->n_layers, .V = V};
+        r->hidden = c->hidden_dim;
+        rc = 0;
+    }
+    llama_free(&src);
+    return rc;
+}
+
 int llama_train(TrainSetup *su, TrainProgressFn progress, void *user, TrainResult *res, char *err,
                 size_t errlen) {
     TrainConfig *r = &su->r;
+    LlamaModel conv = {0};
+    int from = r->from_path && !r->resume_path;
+    if (from && llama_from(&conv, su, err, errlen) != 0) return TRAIN_FAILED;
     LlamaConfig cfg;
     char why[256];
-    if (llama_train_config(&cfg, r, su->text.V, why, sizeof why) != 0)
-        return fileio_fail2(err, errlen, "bad model shape: %s", "模型形状不对：%s", why), TRAIN_FAILED;
-    if (train_setup_check(su, cfg.max_seq_len, res, err, errlen) != 0) return TRAIN_FAILED;
+    int ok = llama_train_config(&cfg, r, su->text.V, why, sizeof why) == 0;
+    if (!ok) fileio_fail2(err, errlen, "bad model shape: %s", "模型形状不对：%s", why);
     LlamaRun u;
-    if (llama_run_new(&u, &cfg, r->batch, r->threads, err, errlen) != 0) return TRAIN_FAILED;
+    if (!ok || train_setup_check(su, cfg.max_seq_len, res, err, errlen) != 0 ||
+        llama_run_new(&u, &cfg, r->batch, r->threads, err, errlen) != 0) {
+        if (from) llama_free(&conv);
+        return TRAIN_FAILED;
+    }
     size_t P = u.model.num_params;
     float *m = u.mv, *v = u.mv + P;
     // the vocabulary: pad, bos, eos, then the text's characters
@@ -208,6 +238,9 @@ int llama_train(TrainSetup *su, TrainProgressFn progress, void *user, TrainResul
         step = su->ck.step;
         rng = su->ck.rng;
         train_checkpoint_free(&su->ck);
+    } else if (from) {
+        memcpy(u.model.params, conv.params, sizeof(float) * P);
+        llama_free(&conv);
     } else {
         llama_train_init(&u.model, r->seed);
     }
@@ -221,7 +254,8 @@ int llama_train(TrainSetup *su, TrainProgressFn progress, void *user, TrainResul
     TrainLoop lp = {llama_arch(&la, B), r, &su->text, su->text_hash, su->n_train, u.pool,
                     u.model.params, u.grads.params, m, v, u.decay, u.partial, P,
                     u.io, u.io + (size_t)B * cfg.max_seq_len};
-    int status = train_loop(&lp, &step, &rng, &pr, progress, user, res, err, errlen);
+    // --iters 0 after a conversion: the converted model as it is
+    int status = r->iters == 0 ? TRAIN_OK : train_loop(&lp, &step, &rng, &pr, progress, user, res, err, errlen);
     if (status == TRAIN_OK && llama_save(&u.model, r->out_path, err, errlen) != 0) status = TRAIN_FAILED;
     llama_run_free(&u);
     return status;
