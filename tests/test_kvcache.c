@@ -1,5 +1,6 @@
 // test_kvcache — every kind of KV cache (src/cache/kvcache.h: contiguous,
-// preallocated, paged) against the same plain loops, written here without
+// preallocated, paged; rolling and sinks with W = T, before they evict: the
+// tests of eviction are tests/test_kvwindow.c's) against the same plain loops, written here without
 // any of kvdemo's kernels:
 //   out[i] = sum_j softmax_j(q_i . k_j / sqrt(D)) v_j   over j = 0 .. pos+i
 // in double, from the keys and values the test appended itself.
@@ -29,8 +30,8 @@
 // ----------------------------------------------------------------------------
 // The kinds and their shapes
 
-typedef enum { CONTIG, PREALLOC, PAGED, NUM_KINDS } Kind;
-static const char *const KIND_NAMES[NUM_KINDS] = {"contiguous", "preallocated", "paged"};
+typedef enum { CONTIG, PREALLOC, PAGED, ROLLING, SINKS, NUM_KINDS } Kind;
+static const char *const KIND_NAMES[NUM_KINDS] = {"contiguous", "preallocated", "paged", "rolling", "sinks"};
 
 // The paged cache's blocks: 4 positions each, so that the shapes below
 // cross several block boundaries.
@@ -43,6 +44,7 @@ typedef struct {
     KvContig contig;
     KvPrealloc pre;
     KvPaged paged;
+    KvWindow window;
     KvPool pool;
     KvSeq seq;
     KvCache *c;
@@ -57,6 +59,9 @@ static void make(Holder *h, Kind kind, KvShape shape) {
     } else if (kind == PREALLOC) {
         assert_int_equal(kvprealloc_init(&h->pre, shape), 0);
         h->c = &h->pre.base;
+    } else if (kind == ROLLING || kind == SINKS) {
+        assert_int_equal(kvwindow_init(&h->window, shape, kind == SINKS ? 3 : 0), 0);
+        h->c = &h->window.base;
     } else {
         int blocks = (shape.T + BLOCK - 1) / BLOCK;
         assert_int_equal(kvpool_init(&h->pool, shape.L, shape.H, shape.D, BLOCK, 2 * blocks), 0);
