@@ -24,6 +24,7 @@ typedef enum {
     OPT_WIDTH, OPT_NO_RACE,
     OPT_DRAFT, OPT_GAMMA, OPT_TOKENIZER,
     OPT_ARCH, OPT_HIDDEN,
+    OPT_WINDOW, OPT_ROLLING,
     NUM_OPTION_IDS
 } OptionId;
 
@@ -72,6 +73,8 @@ typedef struct Options {
     int gamma;                          // --gamma K: tokens drafted a round
     const char *arch;                   // --arch gpt|llama: what train trains (NULL: gpt)
     int hidden;                         // --hidden F: SwiGLU's hidden size for train --arch llama (0: derived)
+    int window;                         // train --window W: the band mask of sliding-window attention (0: none)
+    const char *rolling;                // generate --window W or S,W: a rolling cache of W rows, S of them sinks (lesson 14)
     // Which options were given (1 at their OptionId), so that a command can
     // tell a default from a choice.
     unsigned char given[NUM_OPTION_IDS];

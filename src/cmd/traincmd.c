@@ -210,6 +210,7 @@ static int check_outputs(const Options *opt, const char *data_path) {
 static int llama_shape(TrainConfig *cfg, const Options *opt) {
     if (opt->kv_heads) cfg->kv_heads = opt->kv_heads;
     else if (opt->heads || !cfg->kv_heads) cfg->kv_heads = cfg->model.H;
+    if (opt->window) cfg->window = opt->window;
     if (opt->hidden) cfg->hidden = opt->hidden;
     else if (opt->embedding || !cfg->hidden) cfg->hidden = (8 * cfg->model.C / 3 + 31) / 32 * 32;
     LlamaConfig lc;
@@ -229,9 +230,9 @@ static int train_recipe(TrainConfig *cfg, const Options *opt) {
         fileio_error("unknown preset '%s'; valid: seed, tiny", "没有预设“%s”；可选 seed、tiny", preset);
         return 2;
     }
-    if (!llama && (opt->kv_heads || opt->hidden)) {
+    if (!llama && (opt->kv_heads || opt->hidden || opt->window)) {
         fileio_error("%s is the LLaMA-style model's: add --arch llama", "%s 属于 LLaMA 式模型：请加上 --arch llama",
-                     opt->kv_heads ? "--kv-heads" : "--hidden");
+                     opt->kv_heads ? "--kv-heads" : opt->hidden ? "--hidden" : "--window");
         return 2;
     }
     if (opt->context) cfg->model.T = opt->context;
