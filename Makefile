@@ -186,7 +186,8 @@ BINDIR   = $(DESTDIR)$(PREFIX)/bin
 DATADIR  = $(DESTDIR)$(PREFIX)/share/kvdemo
 MANDIR   = $(DESTDIR)$(PREFIX)/share/man/man1
 COMPDIR  = $(DESTDIR)$(PREFIX)/share/bash-completion/completions
-SHIPPED  = data/tianqi.txt data/tinyshakespeare-gpt.bin data/tinyshakespeare-draft.bin
+SHIPPED  = data/tianqi.txt data/tinyshakespeare-gpt.bin data/tinyshakespeare-draft.bin \
+           data/tinyshakespeare-llama-mha.bin data/tinyshakespeare-val-2049.txt
 DOCS     = $(wildcard docs/*.md) $(wildcard docs/zh/*.md)
 
 install: $(BIN)
