@@ -92,6 +92,11 @@ static int record_step(void *ctx, const GptStep *st) {
                        "第 %d 步：len(tokens) = %d > %d，缓存被丢弃，最后 %d 个 token 从偏移 0 起重新输入，\n"
                        "使用因果掩码；之后的每一步都这样。",
                        st->step + 1, n_tokens, r->cfg.T, st->n);
+            trace_say(tr,
+                      "It must: the positions are learned (wpe has T rows, and each cached key and value holds its\n"
+                      "own wpe[t]), so the cache can neither roll nor run past T. Rotary positions can: lesson 14.",
+                      "必须如此：位置编码是学到的（wpe 只有 T 行，每个缓存的 key 和 value 都含有自己的 wpe[t]），\n"
+                      "所以缓存既不能滚动也不能越过 T。旋转位置编码可以：见第 14 课。");
             int kshape[4] = {1, r->cfg.H, r->cfg.C / r->cfg.H, st->cache_len};
             trace_shape(tr, "key", 4, kshape);
             trace_step(tr, 0);

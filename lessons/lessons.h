@@ -62,5 +62,6 @@ int lesson10_run(const Options *opt, Trace *tr);
 int lesson11_run(const Options *opt, Trace *tr);   // beyond: cache bugs injected and caught
 int lesson12_run(const Options *opt, Trace *tr);   // beyond: precision and a quantised cache
 int lesson13_run(const Options *opt, Trace *tr);   // beyond: speculative decoding
+int lesson14_run(const Options *opt, Trace *tr);   // beyond: past the window
 
 #endif

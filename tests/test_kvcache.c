@@ -1,6 +1,7 @@
 // test_kvcache — every kind of KV cache (src/cache/kvcache.h: contiguous,
-// preallocated, paged, quantised) against the same plain loops, written
-// here without any of kvdemo's kernels:
+// preallocated, paged, quantised; rolling and sinks with W = T, before
+// they evict: the tests of eviction are tests/test_kvwindow.c's) against
+// the same plain loops, written here without any of kvdemo's kernels:
 //   out[i] = sum_j softmax_j(q_i . k_j / sqrt(D)) v_j   over j = 0 .. pos+i
 // in double, from the keys and values the test appended itself.
 //
@@ -30,10 +31,12 @@
 // ----------------------------------------------------------------------------
 // The kinds and their shapes
 
-typedef enum { CONTIG, PREALLOC, PAGED, Q_BF16, Q_FP16, Q_INT8, Q_INT4, NUM_KINDS } Kind;
-static const char *const KIND_NAMES[NUM_KINDS] = {"contiguous", "preallocated", "paged", "bf16 quantised",
-                                                  "fp16 quantised", "int8 quantised", "int4 quantised"};
-static const KvDtype KIND_DTYPE[NUM_KINDS] = {KV_FP32, KV_FP32, KV_FP32, KV_BF16, KV_FP16, KV_INT8, KV_INT4};
+typedef enum { CONTIG, PREALLOC, PAGED, Q_BF16, Q_FP16, Q_INT8, Q_INT4, ROLLING, SINKS, NUM_KINDS } Kind;
+static const char *const KIND_NAMES[NUM_KINDS] = {"contiguous",     "preallocated",   "paged",
+                                                  "bf16 quantised", "fp16 quantised", "int8 quantised",
+                                                  "int4 quantised", "rolling",        "sinks"};
+static const KvDtype KIND_DTYPE[NUM_KINDS] = {KV_FP32, KV_FP32, KV_FP32, KV_BF16, KV_FP16,
+                                              KV_INT8, KV_INT4, KV_FP32, KV_FP32};
 
 // The quantised kinds' key groups: 4 positions share a key channel's scale,
 // so that the shapes below cross several groups and end inside one.
@@ -51,6 +54,7 @@ typedef struct {
     KvPrealloc pre;
     KvPaged paged;
     KvQuant quant;
+    KvWindow window;
     KvPool pool;
     KvSeq seq;
     KvCache *c;
@@ -68,6 +72,9 @@ static void make(Holder *h, Kind kind, KvShape shape) {
     } else if (KIND_DTYPE[kind] != KV_FP32) {
         assert_int_equal(kvquant_cache_init(&h->quant, shape, KIND_DTYPE[kind], GROUP), 0);
         h->c = &h->quant.base;
+    } else if (kind == ROLLING || kind == SINKS) {
+        assert_int_equal(kvwindow_init(&h->window, shape, kind == SINKS ? 3 : 0), 0);
+        h->c = &h->window.base;
     } else {
         int blocks = (shape.T + BLOCK - 1) / BLOCK;
         assert_int_equal(kvpool_init(&h->pool, shape.L, shape.H, shape.D, BLOCK, 2 * blocks), 0);

@@ -451,7 +451,7 @@ static void test_corrupt_files_refused(void **state) {
         const char *message;
     } cases[] = {
         {"magic", size, 0, 0x4d4c5658, "not a kvdemo LLaMA model file"},
-        {"version", size, 4, 3, "version 3; this kvdemo reads versions 1 and 2"},
+        {"version", size, 4, 4, "version 4; this kvdemo reads versions 1, 2 and 3"},
         {"n_kv_heads 3", size, 24, 3, "not a multiple of n_kv_heads 3"},
         {"dim 0", size, 12, 0, "dim is 0"},
         {"huge vocab", size, 8, 0xffffffffu, "vocab_size"},

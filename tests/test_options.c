@@ -175,6 +175,7 @@ static const char *lesson_value(const char *name, const char *metavar, const cha
         {"--draft", "data/tinyshakespeare-draft.bin"},
     };
     // lessons 3 and 6.2 take --tokenizer too: --model is then llama2.c's checkpoint
+    if (!strcmp(name, "--model") && !strcmp(id, "14")) return "data/tinyshakespeare-llama-mha.bin";   // LLaMA-style
     if (!strcmp(name, "--model"))
         return strcmp(id, "3") && strcmp(id, "6.2") ? model : "tests/fixtures/llama2c_gqa.bin";
     if (!strcmp(name, "--tokenizer")) return "tests/fixtures/llama2c_tok.bin";

@@ -43,6 +43,8 @@ static const char *const ALLOWED[] = {
     "ROMEO", "KIVI",
     // lesson 6.1: the article's and the vLLM paper's terms, its data sets, the workload's formula
     "block", "table", "fork", "copy", "write", "hash", "vLLM", "VLLM", "ShareGPT", "Alpaca", "round", "log",
+    // lesson 14: the papers' terms and names, the tensor wpe, the unit of a loss
+    "attention", "sink", "Mistral", "StreamingLLM", "Hugging", "Face", "wpe", "mod", "nat",
     // units
     "MiB", "GiB", "KiB", "MB", "GB", "KB", "GFLOP", "MFLOP", "FLOP", "FLOPs", "TFLOP",
 };

@@ -12,7 +12,7 @@ void kvcache_append(KvCache *c, int l, const float *k, const float *v, int bsz, 
     const KvShape *s = &c->shape;
     assert(l >= 0 && l < s->L && bsz >= 1 && bsz <= s->B && n >= 1);
     // in order: the positions held, then these (truncate first to feed one again)
-    assert(pos == c->len && pos + n <= s->T);
+    assert(pos == c->len && (c->rolling || pos + n <= s->T));
     c->kind->append(c, l, k, v, bsz, n, pos);
     if (l == s->L - 1) c->len = pos + n;   // every layer holds them now
 }
@@ -21,7 +21,7 @@ void kvcache_attend(KvCache *c, float *out, float *weights, const float *q, int 
     const KvShape *s = &c->shape;
     assert(l >= 0 && l < s->L && bsz >= 1 && bsz <= s->B && n >= 1);
     // the rows read: held (pos <= len) or appended to layer l just before
-    assert(pos >= 0 && pos <= c->len && pos + n <= s->T);
+    assert(pos >= 0 && pos <= c->len && (c->rolling || pos + n <= s->T));
     c->kind->attend(c, out, weights, q, l, bsz, n, pos);
 }
 

@@ -46,6 +46,10 @@
 //                       codes with their scales, read back to attend
 //   kvcache_faulty.c    lesson 11's bugs: a cache over another that goes
 //                       wrong on purpose
+//   kvcache_window.c    lesson 14's caches for text longer than the context:
+//                       a rolling buffer of W rows (Mistral: position p in
+//                       slot p mod W) and S sinks + a window (StreamingLLM:
+//                       positions 0 .. S-1 kept, then a rolling W - S)
 //
 // Each kind computes attention in its model's own order of operations, so
 // that a model keeps its numbers bit for bit; tests/test_kvcache.c holds
@@ -98,6 +102,9 @@ struct KvCache {
     KvShape shape;
     int len;        // positions 0 .. len-1 are held by every layer
     size_t bytes;   // bytes allocated for the keys and values (not attention's scratch)
+    int window;     // 0, or the band mask: a query at p sees p - window + 1 .. p only
+                    // (sliding-window attention; the preallocated kind honours it)
+    int rolling;    // 1: positions run on past T, the kind evicting the oldest (kvcache_window.c)
 };
 
 // Writes layer l's keys and values k, v (bsz, n, G*D) of positions pos ..
@@ -274,5 +281,40 @@ typedef struct {
 // stays the caller's, who frees it after this one). base.bytes is inner's.
 // Returns 0, or -1 when memory ran out (then kvcache_free(&c->base) is safe).
 int kvfaulty_init(KvFaulty *c, KvCache *inner, KvBug bug);
+
+// Lesson 14's caches for text past the context (kvcache_window.c): W rows
+// per layer and batch row, positions without end. With S = 0, a rolling
+// buffer: position p in slot p mod W, a query at p reads p - W + 1 .. p,
+// which is the band mask of sliding-window attention (Mistral). With S > 0,
+// attention sinks (StreamingLLM): positions 0 .. S-1 stay in slots 0 .. S-1
+// for good, position p >= S goes to slot S + (p - S) mod (W - S), and a
+// query at p reads 0 .. S-1 and p - (W - S) + 1 .. p.
+// Rotary convention: keys are cached after rotation, each at its own
+// position, as llama2.c and Hugging Face do; only distances between a query
+// and a key enter a rotated dot product, so they stay right after eviction.
+// (StreamingLLM caches keys before rotation and rotates them again at their
+// place in the cache, so that no distance exceeds W: kvdemo's distances from
+// a sink grow without end instead.)
+// Layout: cache_k [l][b][slot][g][d] at cache_k[(((l*B + b)*W + slot)*G + g)*D + d],
+// cache_v likewise; shape.T is W. A chunk of n > 1 positions must not wrap
+// (pos + n <= W): its first rows would need keys it overwrites.
+typedef struct {
+    KvCache base;
+    int sinks;          // S: the first positions, kept for good (0: a rolling buffer)
+    float *cache_k;     // (L, B, W, G, D)
+    float *cache_v;     // (L, B, W, G, D)
+    float *mem;         // cache_k and cache_v: one allocation (bigmem) of base.bytes
+    float *scores;      // (W) scratch: one row of scores, then its softmax
+    double *sink_weight;// (L, H) attention weight on position 0, summed over the queries since reset
+    double *queries;    // (L) queries summed in sink_weight
+} KvWindow;
+
+// Reserves a cache of shape.T = W rows with the first `sinks` kept (0 <=
+// sinks < W). Returns 0, or -1 when memory ran out (then kvcache_free is safe).
+int kvwindow_init(KvWindow *c, KvShape shape, int sinks);
+// The slot of position p (kvcache_window.c's rule above).
+int kvwindow_slot(const KvWindow *c, int p);
+// The positions a query at p reads, oldest first, into out (W); returns how many.
+int kvwindow_positions(int *out, const KvWindow *c, int p);
 
 #endif

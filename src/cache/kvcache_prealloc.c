@@ -39,6 +39,7 @@ static void prealloc_append(KvCache *base, int l, const float *k, const float *v
 // Query head h reads key/value head h / rep (rep = H / G; 1 for MHA). The
 // mask is the loop's: a column past pos + i gets -inf, what adding the
 // article's mask gives (with one row fed, no column is past it: mask = None).
+// With a window W (sliding-window attention), row i sees pos+i-W+1 .. pos+i.
 static void prealloc_attend(KvCache *base, float *out, float *weights, const float *q, int l, int bsz, int n,
                             int pos) {
     KvPrealloc *c = (KvPrealloc *)base;
@@ -53,21 +54,28 @@ static void prealloc_attend(KvCache *base, float *out, float *weights, const flo
             for (int h = 0; h < H; h++) {
                 int g = h / rep;
                 const float *qh = q + (((size_t)b * n + i) * H + h) * D;
-                float *att = c->scores;   // (S) one row of scores
-                for (int j = 0; j < S; j++) {
+                // the band mask of sliding-window attention (base->window > 0):
+                // columns before lo weigh nothing, and are left out of the sums
+                int lo = base->window > 0 && pos + i - base->window + 1 > 0 ? pos + i - base->window + 1 : 0;
+                float *att = c->scores;   // (S - lo) one row of scores, from column lo
+                for (int j = lo; j < S; j++) {
                     const float *k = cache_k + (((size_t)b * T + j) * G + g) * D;
                     float dot = 0.0f;
                     for (int d = 0; d < D; d++) dot += qh[d] * k[d];
-                    att[j] = dot / scale;
-                    if (j > pos + i) att[j] = -INFINITY;   // + mask[i][j]
+                    att[j - lo] = dot / scale;
+                    if (j > pos + i) att[j - lo] = -INFINITY;   // + mask[i][j]
                 }
-                ops_softmax_rows(att, att, 1, S, OPS_DIVIDE);
-                if (weights && h == 0) memcpy(weights + ((size_t)b * n + i) * S, att, sizeof(float) * S);
+                ops_softmax_rows(att, att, 1, S - lo, OPS_DIVIDE);
+                if (weights && h == 0) {
+                    float *wrow = weights + ((size_t)b * n + i) * S;
+                    memset(wrow, 0, sizeof(float) * (size_t)lo);
+                    memcpy(wrow + lo, att, sizeof(float) * (size_t)(S - lo));
+                }
                 float *o = out + (((size_t)b * n + i) * H + h) * D;
                 for (int d = 0; d < D; d++) o[d] = 0.0f;
-                for (int j = 0; j < S; j++) {
+                for (int j = lo; j < S; j++) {
                     const float *v = cache_v + (((size_t)b * T + j) * G + g) * D;
-                    for (int d = 0; d < D; d++) o[d] += att[j] * v[d];
+                    for (int d = 0; d < D; d++) o[d] += att[j - lo] * v[d];
                 }
             }
 }

@@ -184,6 +184,11 @@ static void say_figures(Trace *tr, const Stream *g, const GptModel *m, const cha
 
 int gptcmd_generate(const Options *opt, Trace *tr) {
     if (llamacmd_is_llama_file(opt->model_path)) return llamacmd_generate(opt, tr);
+    if (opt->rolling) {   // lesson 14: the char GPT's positions are learned, 0 .. T-1
+        fileio_error("--window needs a LLaMA-style model (rotary positions): --model data/tinyshakespeare-llama-mha.bin",
+                     "--window 需要 LLaMA 式模型（旋转位置编码）：--model data/tinyshakespeare-llama-mha.bin");
+        return 2;
+    }
     if (opt->given[OPT_DRAFT] || opt->given[OPT_GAMMA]) return speccmd_generate(opt, tr);
     if (opt->paged || opt->block_size || opt->num_blocks || opt->samples) return pagedcmd_generate(opt, tr);
     GptVariant variant;   // --bug, --kv-dtype (lessons 11 and 12)

@@ -6,9 +6,12 @@
 
 #include "fileio.h"
 #include "llama.h"
+#include "llama_past.h"
 #include "ops.h"
+#include "timer.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -48,6 +51,78 @@ static void say_generation(Trace *tr, const LlamaGeneration *g, const LlamaModel
                    "—— 上下文（max_seq_len %d）在 --steps %d 之前就用完了", m->cfg.max_seq_len, steps);
 }
 
+// --window W or S,W: *W rows, *S of them sinks. Returns 0, or -1 when the
+// text is not one of those.
+static int parse_rolling(int *S, int *W, const char *spec) {
+    char *end;
+    long a = strtol(spec, &end, 10), b = -1;
+    if (end == spec) return -1;
+    if (*end == ',') {
+        const char *rest = end + 1;
+        b = strtol(rest, &end, 10);
+        if (end == rest) return -1;
+    }
+    if (*end) return -1;
+    *S = b < 0 ? 0 : (int)(a > 65535 ? 65535 : a < 0 ? -1 : a);
+    *W = b < 0 ? (int)(a > 65536 ? 65537 : a) : (int)(b > 65536 ? 65537 : b);
+    return *W >= 2 && *W <= 65536 && *S >= 0 && *S < *W ? 0 : -1;
+}
+
+// `generate --window W` or `--window S,W`: one prompt and --steps tokens on a
+// rolling cache of W rows (kvcache_window.c), past the context without
+// resets. Returns 0, or 1 after one line.
+static int generate_past(const Options *opt, Trace *tr, const LlamaModel *m, const char *prompt, int steps,
+                         float temperature, int S, int W) {
+    char err[512];
+    int cap = (int)strlen(prompt) + 2 + steps;
+    int *tokens = malloc(sizeof(int) * (size_t)cap);
+    char *text = malloc((size_t)llama_token_bytes(m) * (size_t)cap + 1);
+    LlamaState s;
+    KvWindow kv;
+    KvShape shape = {.L = m->cfg.n_layers, .B = 1, .T = W, .H = m->cfg.n_heads, .G = m->cfg.n_kv_heads,
+                     .D = m->cfg.head_dim};
+    int rc = 1, n = -1;
+    memset(&kv, 0, sizeof kv);
+    if (!tokens || !text || llama_state_init(&s, m, 1, err, sizeof err) != 0) {
+        fileio_error("out of memory for a generation of %d tokens", "内存不足：放不下 %d 个 token 的生成", cap);
+        free(tokens), free(text);
+        return 1;
+    }
+    if (kvwindow_init(&kv, shape, S) != 0) {
+        fileio_error("out of memory for a cache of %d rows", "内存不足：放不下 %d 行的缓存", W);
+        goto done;
+    }
+    s.kv = &kv.base;
+    n = llama_encode(tokens, m, prompt, 1, 0, cap - steps, err, sizeof err);
+    if (n < 0) {
+        fileio_error("%s", "%s", err);
+        goto done;
+    }
+    double t0 = timer_now();
+    if (llama_past_generate(tokens, &s, m, n, steps, temperature, 0.95f, opt->seed) != 0) {
+        fileio_error("out of memory for sampling", "采样时内存不足");
+        goto done;
+    }
+    double seconds = timer_now() - t0;
+    llama_decode(text, m, tokens, n + steps, (size_t)llama_token_bytes(m) * (size_t)cap + 1);
+    trace_run(tr, S ? "sinks" : "window");
+    if (tr->format == FORMAT_JSON) trace_textval(tr, "text", text);
+    else fprintf(tr->out, "%s\n", text);
+    trace_sayf(tr, "\n-- %d steps in %.3f s, positions 0 .. %d on a %s cache of %d rows (%d sinks): %zu bytes, "
+               "the context (max_seq_len) is %d; no reset",
+               "\n—— %d 步，用时 %.3f 秒，位置 0 .. %d，%s缓存 %d 行（%d 个 sink）：%zu 字节；上下文（max_seq_len）为 %d；没有重置",
+               steps, seconds, n + steps - 1, S ? trace_text(tr, "sinks + window", "sink + 窗口")
+                                                : trace_text(tr, "rolling", "滚动"),
+               W, S, kvcache_bytes(&kv.base), m->cfg.max_seq_len);
+    if (tr->format == FORMAT_JSON) trace_count(tr, "cache_bytes", (double)kvcache_bytes(&kv.base), NULL, NULL);
+    rc = 0;
+done:
+    kvcache_free(&kv.base);
+    llama_state_free(&s);
+    free(tokens), free(text);
+    return rc;
+}
+
 int llamacmd_generate(const Options *opt, Trace *tr) {
     char err[512];
     const char *gpt_only = opt->paged || opt->block_size || opt->num_blocks || opt->samples ? "--paged"
@@ -77,6 +152,19 @@ int llamacmd_generate(const Options *opt, Trace *tr) {
     int n = opt->n_prompts ? opt->n_prompts : 1;
     int steps = opt->steps > 0 ? opt->steps : LLAMA_DEFAULT_STEPS;
     int use_cache = opt->runs != RUN_NOCACHE;
+    if (opt->rolling) {
+        int S = 0, W = 0, rc = 2;
+        if (parse_rolling(&S, &W, opt->rolling) != 0)
+            fileio_error("--window %s: W rows (2 to 65536), or S,W: S sinks among the W (S below W)",
+                         "--window %s：W 行（2 到 65536），或 S,W：W 行中含 S 个 sink（S 小于 W）", opt->rolling);
+        else if (n > 1 || !use_cache)
+            fileio_error("--window takes one prompt, with the cache", "--window 只接受一条提示词，并使用缓存");
+        else
+            rc = generate_past(opt, tr, &m, prompts[0], steps, opt->temperature >= 0 ? (float)opt->temperature : 0.8f,
+                               S, W);
+        llama_free(&m);
+        return rc;
+    }
     // the article's generate(prompts, max_gen_len, temperature=0.8, top_p=0.95)
     LlamaGenOptions go = {.max_gen_len = steps,
                           .temperature = opt->temperature >= 0 ? (float)opt->temperature : 0.8f,

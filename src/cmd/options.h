@@ -24,7 +24,7 @@ typedef enum {
     OPT_WIDTH, OPT_NO_RACE,
     OPT_DRAFT, OPT_GAMMA, OPT_TOKENIZER,
     OPT_ARCH, OPT_HIDDEN,
-    OPT_FROM, OPT_CONVERT,
+    OPT_FROM, OPT_CONVERT, OPT_WINDOW, OPT_ROLLING,
     NUM_OPTION_IDS
 } OptionId;
 
@@ -75,6 +75,8 @@ typedef struct Options {
     int hidden;                         // --hidden F: SwiGLU's hidden size for train --arch llama (0: derived)
     const char *from_path;              // --from FILE: train --arch llama uptrains that model, converted (NULL: no)
     const char *convert;                // --convert mean|first|random: how --from's key/value heads are shared
+    int window;                         // train --window W: the band mask of sliding-window attention (0: none)
+    const char *rolling;                // generate --window W or S,W: a rolling cache of W rows, S of them sinks (lesson 14)
     // Which options were given (1 at their OptionId), so that a command can
     // tell a default from a choice.
     unsigned char given[NUM_OPTION_IDS];

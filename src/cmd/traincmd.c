@@ -212,6 +212,7 @@ static int check_outputs(const Options *opt, const char *data_path) {
 static int llama_shape(TrainConfig *cfg, const Options *opt) {
     if (opt->kv_heads) cfg->kv_heads = opt->kv_heads;
     else if (opt->heads || !cfg->kv_heads) cfg->kv_heads = cfg->model.H;
+    if (opt->window) cfg->window = opt->window;
     if (opt->hidden) cfg->hidden = opt->hidden;
     else if (opt->embedding || !cfg->hidden) cfg->hidden = (8 * cfg->model.C / 3 + 31) / 32 * 32;
     LlamaConfig lc;
@@ -283,9 +284,10 @@ static int train_recipe(TrainConfig *cfg, const Options *opt) {
         fileio_error("unknown preset '%s'; valid: seed, tiny", "没有预设“%s”；可选 seed、tiny", preset);
         return 2;
     }
-    if (!llama && (opt->kv_heads || opt->hidden || opt->from_path || opt->convert)) {
+    if (!llama && (opt->kv_heads || opt->hidden || opt->from_path || opt->convert || opt->window)) {
         fileio_error("%s is the LLaMA-style model's: add --arch llama", "%s 属于 LLaMA 式模型：请加上 --arch llama",
-                     opt->kv_heads ? "--kv-heads" : opt->hidden ? "--hidden" : opt->from_path ? "--from" : "--convert");
+                     opt->kv_heads ? "--kv-heads" : opt->hidden ? "--hidden" : opt->from_path ? "--from"
+                     : opt->convert ? "--convert" : "--window");
         return 2;
     }
     if (opt->given[OPT_ITERS] && opt->iters == 0 && !opt->from_path) {

@@ -80,7 +80,7 @@ int llama_config_check(LlamaConfig *c, char *err, size_t errlen) {
         {"vocab_size", c->vocab_size, 4, 1 << 20},  {"dim", c->dim, 2, 1 << 14},
         {"n_layers", c->n_layers, 1, 256},          {"n_heads", c->n_heads, 1, 1024},
         {"n_kv_heads", c->n_kv_heads, 1, 1024},     {"hidden_dim", c->hidden_dim, 1, 1 << 17},
-        {"max_seq_len", c->max_seq_len, 1, 1 << 16},
+        {"max_seq_len", c->max_seq_len, 1, 1 << 16},  {"window", c->window, 0, 1 << 16},
     };
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
         if (sizes[i].value < sizes[i].lo || sizes[i].value > sizes[i].hi) {
@@ -232,16 +232,19 @@ int llama_state_init(LlamaState *s, const LlamaModel *m, int max_batch_size, cha
                             BT * C, BT * F, BT * F,     s->mask_floats, B * C};
     s->mem = bigmem_carve(fields, sizes, (int)(sizeof sizes / sizeof sizes[0]), &s->mem_bytes);   // zeroed
     KvShape shape = {.L = (int)L, .B = (int)B, .T = (int)T, .H = (int)H, .G = (int)G, .D = (int)D};
-    if (!s->mem || kvprealloc_init(&s->cache, shape) != 0) {
+    s->freqs_far = malloc(sizeof(float) * T * D);
+    if (!s->mem || !s->freqs_far || kvprealloc_init(&s->cache, shape) != 0) {
         llama_state_free(s);
         fileio_fail2(err, errlen, "out of memory for a cache of %d x %d", "内存不足：放不下 %d x %d 的缓存",
                      max_batch_size, c->max_seq_len);
         return -1;
     }
+    s->cache.base.window = c->window;   // the band mask, when the model was trained with one
     return 0;
 }
 
 void llama_state_free(LlamaState *s) {
+    free(s->freqs_far);
     bigmem_free(s->mem, s->mem_bytes);
     kvcache_free(&s->cache.base);
     memset(s, 0, sizeof *s);
@@ -365,9 +368,13 @@ void llama_repeat_kv_heads(LlamaModel *dst, const LlamaModel *src) {
 // V C L H G F T, float32 rope_theta and norm_eps, uint32 vocab (V), then
 // every weight as float32 in file order, then the uint32 Adler-32 of every
 // byte before it. All little-endian. Version 1 is the same without the
-// checksum, and still loads.
+// checksum, and still loads. Version 3 is version 2 with one more uint32
+// after norm_eps, the window of sliding-window attention (a model trained
+// with --window); a model without one is written as version 2, byte for
+// byte as before.
 
-enum { LLAMA_FILE_VERSION = 2, LLAMA_FILE_UNCHECKED = 1, LLAMA_HEADER_BYTES = 44 };
+enum { LLAMA_FILE_VERSION = 2, LLAMA_FILE_UNCHECKED = 1, LLAMA_FILE_WINDOWED = 3, LLAMA_HEADER_BYTES = 44,
+       LLAMA_WINDOWED_HEADER_BYTES = 48 };
 
 // The vocabulary: no character for pad, bos, eos; then distinct code points.
 // Returns 0 or -1 with err.
@@ -397,9 +404,9 @@ static int check_vocab(const LlamaModel *m, const char *path, char *err, size_t 
 // The Adler-32 of the header h, the vocabulary and the weights as read
 // (still in the file's byte order) against the 4 bytes that follow them in
 // f. Returns 0 or -1 with err.
-static int check_sum(FILE *f, const unsigned char *h, const LlamaModel *m, const char *path, char *err,
-                     size_t errlen) {
-    uint32_t sum = fileio_adler32(1, h, LLAMA_HEADER_BYTES);
+static int check_sum(FILE *f, const unsigned char *h, size_t hbytes, const LlamaModel *m, const char *path,
+                     char *err, size_t errlen) {
+    uint32_t sum = fileio_adler32(1, h, hbytes);
     sum = fileio_adler32(sum, m->vocab, sizeof(uint32_t) * (size_t)m->cfg.vocab_size);
     sum = fileio_adler32(sum, m->params, sizeof(float) * m->num_params);
     unsigned char b[4];
@@ -417,23 +424,29 @@ int llama_load(LlamaModel *m, const char *path, char *err, size_t errlen) {
     char why[160];
     FILE *f = fileio_open_read(path, &size, err, errlen);
     if (!f) return -1;
-    unsigned char h[LLAMA_HEADER_BYTES];
-    size_t got = fread(h, 1, sizeof h, f);
+    unsigned char h[LLAMA_WINDOWED_HEADER_BYTES];
+    size_t got = fread(h, 1, LLAMA_HEADER_BYTES, f);
     if (got < 4 || memcmp(h, "KVLM", 4) != 0) {
         fileio_fail2(err, errlen, "%s: not a kvdemo LLaMA model file (it does not start with \"KVLM\")",
                      "%s：不是 kvdemo 的 LLaMA 模型文件（开头不是“KVLM”）", path);
         goto fail;
     }
-    if (got < sizeof h) {
+    if (got < LLAMA_HEADER_BYTES) {
         fileio_fail2(err, errlen, "%s: truncated header (%zu of %d bytes)", "%s：文件头不完整（只有 %zu 字节，应有 %d 字节）",
                      path, got, LLAMA_HEADER_BYTES);
         goto fail;
     }
     uint32_t version = le_get_u32(h + 4);
-    if (version != LLAMA_FILE_VERSION && version != LLAMA_FILE_UNCHECKED) {
-        fileio_fail2(err, errlen, "%s: version %u; this kvdemo reads versions %d and %d",
-                     "%s：版本 %u；这个 kvdemo 读的是版本 %d 和 %d", path, version, LLAMA_FILE_UNCHECKED,
-                     LLAMA_FILE_VERSION);
+    if (version != LLAMA_FILE_VERSION && version != LLAMA_FILE_UNCHECKED && version != LLAMA_FILE_WINDOWED) {
+        fileio_fail2(err, errlen, "%s: version %u; this kvdemo reads versions %d, %d and %d",
+                     "%s：版本 %u；这个 kvdemo 读的是版本 %d、%d 和 %d", path, version, LLAMA_FILE_UNCHECKED,
+                     LLAMA_FILE_VERSION, LLAMA_FILE_WINDOWED);
+        goto fail;
+    }
+    size_t hbytes = version == LLAMA_FILE_WINDOWED ? LLAMA_WINDOWED_HEADER_BYTES : LLAMA_HEADER_BYTES;
+    if (hbytes > LLAMA_HEADER_BYTES && fread(h + LLAMA_HEADER_BYTES, 1, 4, f) != 4) {
+        fileio_fail2(err, errlen, "%s: truncated header (no window after norm_eps)",
+                     "%s：文件头不完整（norm_eps 之后没有 window）", path);
         goto fail;
     }
     uint32_t u[7];
@@ -445,6 +458,7 @@ int llama_load(LlamaModel *m, const char *path, char *err, size_t errlen) {
         .vocab_size = (int)u[0], .dim = (int)u[1], .n_layers = (int)u[2], .n_heads = (int)u[3],
         .n_kv_heads = (int)u[4], .hidden_dim = (int)u[5], .max_seq_len = (int)u[6],
         .rope_theta = le_get_f32(h + 36), .norm_eps = le_get_f32(h + 40),
+        .window = hbytes > LLAMA_HEADER_BYTES ? (int)(le_get_u32(h + 44) > (1u << 30) ? 1u << 30 : le_get_u32(h + 44)) : 0,
     };
     if (llama_config_check(&c, why, sizeof why) != 0) {
         fileio_fail2(err, errlen, "%s: bad header: %s", "%s：文件头有误：%s", path, why);
@@ -452,8 +466,8 @@ int llama_load(LlamaModel *m, const char *path, char *err, size_t errlen) {
     }
     // The file must be exactly header + vocab + weights long.
     size_t n_params = llama_num_params(&c);
-    uint64_t want = LLAMA_HEADER_BYTES + 4ull * (uint64_t)c.vocab_size + 4ull * n_params +
-                    (version == LLAMA_FILE_VERSION ? 4 : 0);
+    uint64_t want = hbytes + 4ull * (uint64_t)c.vocab_size + 4ull * n_params +
+                    (version != LLAMA_FILE_UNCHECKED ? 4 : 0);
     if (size != want) {
         fileio_fail2(err, errlen,
                      "%s: %llu bytes, but a model of this header (V %d, C %d, L %d, H %d, G %d, F %d, "
@@ -474,7 +488,7 @@ int llama_load(LlamaModel *m, const char *path, char *err, size_t errlen) {
         fileio_fail2(err, errlen, "%s: read error", "%s：读取出错", path);
         goto fail;
     }
-    if (version == LLAMA_FILE_VERSION && check_sum(f, h, m, path, err, errlen) != 0) goto fail;
+    if (version != LLAMA_FILE_UNCHECKED && check_sum(f, h, hbytes, m, path, err, errlen) != 0) goto fail;
     if (!fileio_host_is_little_endian()) {
         for (int i = 0; i < c.vocab_size; i++) m->vocab[i] = le_get_u32((unsigned char *)&m->vocab[i]);
         for (size_t i = 0; i < n_params; i++) m->params[i] = le_get_f32((unsigned char *)&m->params[i]);
@@ -498,16 +512,18 @@ int llama_save(const LlamaModel *m, const char *path, char *err, size_t errlen) 
     const LlamaConfig *c = &m->cfg;
     AtomicFile a;
     if (fileio_open(&a, path, err, errlen) != 0) return -1;
-    unsigned char h[LLAMA_HEADER_BYTES];
+    unsigned char h[LLAMA_WINDOWED_HEADER_BYTES];
+    size_t hbytes = c->window ? LLAMA_WINDOWED_HEADER_BYTES : LLAMA_HEADER_BYTES;
     memcpy(h, "KVLM", 4);
-    uint32_t fields[] = {LLAMA_FILE_VERSION, (uint32_t)c->vocab_size, (uint32_t)c->dim,
+    uint32_t fields[] = {c->window ? LLAMA_FILE_WINDOWED : LLAMA_FILE_VERSION, (uint32_t)c->vocab_size, (uint32_t)c->dim,
                          (uint32_t)c->n_layers, (uint32_t)c->n_heads, (uint32_t)c->n_kv_heads,
                          (uint32_t)c->hidden_dim, (uint32_t)c->max_seq_len};
     for (int i = 0; i < 8; i++) le_put_u32(h + 4 + 4 * i, fields[i]);
     le_put_f32(h + 36, c->rope_theta);
     le_put_f32(h + 40, c->norm_eps);
-    fwrite(h, 1, sizeof h, a.f);
-    uint32_t sum = fileio_adler32(1, h, sizeof h);
+    le_put_u32(h + 44, (uint32_t)c->window);   // written in version 3 only
+    fwrite(h, 1, hbytes, a.f);
+    uint32_t sum = fileio_adler32(1, h, hbytes);
     unsigned char b[4];
     for (int i = 0; i < c->vocab_size; i++) {
         le_put_u32(b, m->vocab[i]);
@@ -629,12 +645,16 @@ void llama_precompute_freqs_cis(float *freqs_cis, int D, int T, float theta) {
     // t = torch.arange(end); freqs = torch.outer(t, freqs).float()
     // freqs_cis = torch.polar(torch.ones_like(freqs), freqs)  # complex64
     // (LLaMA precomputes max_seq_len * 2 rows; T rows are all kvdemo reads.)
-    for (int t = 0; t < T; t++)
+    llama_freqs_cis_rows(freqs_cis, D, 0, T, theta);
+}
+
+void llama_freqs_cis_rows(float *freqs_cis, int D, int from, int n, float theta) {
+    for (int r = 0; r < n; r++)
         for (int i = 0; i < D / 2; i++) {
             float freq = 1.0f / powf(theta, (float)(2 * i) / (float)D);
-            float angle = (float)t * freq;
-            freqs_cis[((size_t)t * (D / 2) + i) * 2 + 0] = cosf(angle);
-            freqs_cis[((size_t)t * (D / 2) + i) * 2 + 1] = sinf(angle);
+            float angle = (float)(from + r) * freq;
+            freqs_cis[((size_t)r * (D / 2) + i) * 2 + 0] = cosf(angle);
+            freqs_cis[((size_t)r * (D / 2) + i) * 2 + 1] = sinf(angle);
         }
 }
 
@@ -664,9 +684,10 @@ void llama_forward(float *logits, LlamaState *s, const LlamaModel *m, const int 
     int V = c->vocab_size;
     assert(bsz >= 1 && bsz <= s->max_batch_size && seqlen >= 1 && start_pos >= 0);
     // the state was made for a model of this shape (llama_state_init)
-    KvCache *kv = &s->cache.base;
-    assert(kv->shape.L == c->n_layers && kv->shape.T == c->max_seq_len && kv->shape.G == G && kv->shape.D == D);
-    assert(start_pos + seqlen <= c->max_seq_len && stride >= seqlen);
+    KvCache *kv = s->kv ? s->kv : &s->cache.base;
+    assert(kv->shape.L == c->n_layers && (kv->rolling || kv->shape.T == c->max_seq_len) && kv->shape.G == G &&
+           kv->shape.D == D);
+    assert((kv->rolling ? seqlen : start_pos + seqlen) <= c->max_seq_len && stride >= seqlen);
     int N = bsz * seqlen, S = start_pos + seqlen;
     // the rows from start_pos on are fed (again): the cache keeps those before
     kvcache_truncate(kv, start_pos);
@@ -680,7 +701,12 @@ void llama_forward(float *logits, LlamaState *s, const LlamaModel *m, const int 
                    sizeof(float) * C);
         }
     // freqs_cis = self.freqs_cis[start_pos : start_pos + seqlen]
+    // (past T, which only a rolling cache reaches, the same rows made here)
     const float *freqs_cis = m->freqs_cis + (size_t)start_pos * D;
+    if (start_pos + seqlen > c->max_seq_len) {
+        llama_freqs_cis_rows(s->freqs_far, D, start_pos, seqlen, c->rope_theta);
+        freqs_cis = s->freqs_far;
+    }
 
     // mask = None
     // if seqlen > 1:
@@ -701,8 +727,10 @@ void llama_forward(float *logits, LlamaState *s, const LlamaModel *m, const int 
     // (a model of context 65536 would otherwise need 17 GB for it).
     int masked = seqlen > 1;
     const float *mask = NULL;
-    if (masked && (size_t)seqlen * S <= s->mask_floats) {
+    if (masked && !kv->rolling && (size_t)seqlen * S <= s->mask_floats) {
         ops_causal_mask(s->mask, seqlen, S, start_pos);
+        for (int i = 0; i < seqlen && c->window; i++)   // the band: what lies W back and more
+            for (int j = 0; j <= start_pos + i - c->window; j++) s->mask[(size_t)i * S + j] = -INFINITY;
         mask = s->mask;
     }
 

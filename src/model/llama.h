@@ -40,6 +40,9 @@ typedef struct {
     int max_seq_len;      // T
     float rope_theta;     // 10000, the theta of precompute_freqs_cis
     float norm_eps;       // RMSNorm's eps
+    int window;           // 0: full causal attention; W: sliding-window attention, a
+                          // position attends to the last W only (the band mask;
+                          // trained in with train --window; the model file's version 3)
 } LlamaConfig;
 
 // The small model of lesson 3: V = the default vocabulary, C 32, L 2, H 4,
@@ -137,6 +140,11 @@ typedef struct {
     // softmax for query head 0, scores[:, 0] of shape (bsz, seqlen,
     // start_pos + seqlen), row-major. Keeping them changes no arithmetic.
     float *keep_scores;
+    // NULL: the forward pass writes and reads `cache`; else this cache (the
+    // caller's, of the model's L, G, D and the state's B), such as lesson
+    // 14's rolling ones (kvcache_window.c), with which positions run past T.
+    KvCache *kv;
+    float *freqs_far;        // (T, D/2, 2) the rotary rows of positions past T, made as needed
 } LlamaState;
 
 // The mask is built as a tensor (for the trace) up to this many floats, 512 x
@@ -220,6 +228,10 @@ int llama_token_bytes(const LlamaModel *m);
 void llama_rmsnorm(float *out, const float *x, const float *w, float eps, int N, int C);
 // freqs_cis (T, D/2, 2) = precompute_freqs_cis(D, T, theta) as (cos, sin).
 void llama_precompute_freqs_cis(float *freqs_cis, int D, int T, float theta);
+// The n rows of positions from, from, + 1, ... of the same table, however
+// far (a rolling cache's positions pass T): row t is the same bits as
+// llama_precompute_freqs_cis's row t.
+void llama_freqs_cis_rows(float *freqs_cis, int D, int from, int n, float theta);
 // x (N, nh, D) rotated in place: row n by freqs_cis row n (N, D/2, 2).
 // The pairs (x[2i], x[2i+1]) are complex numbers times freqs_cis[n, i].
 void llama_apply_rotary_emb(float *x, const float *freqs_cis, int N, int nh, int D);
@@ -228,7 +240,9 @@ void llama_apply_rotary_emb(float *x, const float *freqs_cis, int N, int nh, int
 // for tokens (bsz, seqlen) whose rows are `stride` ints apart (so tokens +
 // prev_pos of a (bsz, total_len) array is tokens[:, prev_pos:cur_pos]).
 // Writes the state's cache rows [start_pos, start_pos + seqlen) and reads
-// [0, that end); needs bsz <= B and start_pos + seqlen <= T. Fills s->info.
+// [0, that end); needs bsz <= B and start_pos + seqlen <= T (any start_pos
+// with a rolling cache in s->kv). With cfg.window W, row i attends to
+// positions start_pos + i - W + 1 .. start_pos + i only. Fills s->info.
 void llama_forward(float *logits, LlamaState *s, const LlamaModel *m, const int *tokens,
                    int start_pos, int bsz, int seqlen, int stride);
 

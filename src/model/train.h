@@ -58,6 +58,8 @@ typedef struct {
     // may be 0: the converted model is written as it is.
     const char *from_path;    // NULL: train from the initial weights
     int convert;              // LLAMA_CONVERT_MEAN, _FIRST or _RANDOM
+    int window;               // LLaMA: 0, or W: sliding-window attention, the band mask of W
+                              // (not in a checkpoint: --resume takes it from the command line)
 } TrainConfig;
 
 enum { TRAIN_ARCH_GPT = 0, TRAIN_ARCH_LLAMA = 1 };
@@ -208,6 +210,11 @@ void attention_backward(float *dq, float *dk, float *dv, const float *dout, cons
 void attention_forward_grouped(float *out, float *att, const float *q, const float *k,
                                const float *v, float *scratch, Pool *pool, int B, int T, int H,
                                int G, int D);
+// The same with the band mask of sliding-window attention: query i sees
+// keys i - W + 1 .. i only (W = 0: the causal mask alone, as above). The
+// backward pass needs nothing more: the weights outside the band are 0.
+void attention_forward_band(float *out, float *att, const float *q, const float *k, const float *v,
+                            float *scratch, Pool *pool, int B, int T, int H, int G, int D, int W);
 void attention_backward_grouped(float *dq, float *dk, float *dv, const float *dout,
                                 const float *att, const float *q, const float *k, const float *v,
                                 float *scratch, Pool *pool, int B, int T, int H, int G, int D);

@@ -206,6 +206,7 @@ typedef struct {
     float *out, *att, *dq, *dk, *dv, *scratch;
     const float *q, *k, *v, *dout, *catt;
     int B, T, H, G, D;
+    int W;   // 0, or the band mask's width (sliding-window attention)
 } AttnJob;
 
 static void attention_forward_task(void *ctx, int begin, int end, int thread) {
@@ -227,10 +228,13 @@ static void attention_forward_task(void *ctx, int begin, int end, int thread) {
         // att = softmax(scores / sqrt(D) + mask), the mask as the bound t <= i.
         // The plain kernel (expf, summed in order): the arithmetic the shipped
         // model was trained with, so that docs/training.md's recipe gives it.
+        // With a band of W, the columns before lo = i - W + 1 are masked too.
         for (int i = 0; i < T; i++) {
             float *row = att + (int64_t)i * T;
-            for (int t = 0; t <= i; t++) row[t] *= scale;
-            ops_softmax_row_plain(row, NULL, row, i + 1, OPS_RECIPROCAL);
+            int lo = j->W > 0 && i - j->W + 1 > 0 ? i - j->W + 1 : 0;
+            for (int t = lo; t <= i; t++) row[t] *= scale;
+            ops_softmax_row_plain(row + lo, NULL, row + lo, i + 1 - lo, OPS_RECIPROCAL);
+            for (int t = 0; t < lo; t++) row[t] = 0.0f;       // outside the band: weight 0
             for (int t = i + 1; t < T; t++) row[t] = 0.0f;   // masked: weight 0
         }
         // out = att @ v                     torch: att @ v
@@ -238,13 +242,18 @@ static void attention_forward_task(void *ctx, int begin, int end, int thread) {
     }
 }
 
+void attention_forward_band(float *out, float *att, const float *q, const float *k, const float *v,
+                            float *scratch, Pool *pool, int B, int T, int H, int G, int D, int W) {
+    // out (B, T, H*D), att (B, H, T, T), q (B, T, H*D), k v (B, T, G*D), scratch threads * (D, T)
+    AttnJob job = {.out = out, .att = att, .scratch = scratch, .q = q, .k = k, .v = v,
+                   .B = B, .T = T, .H = H, .G = G, .D = D, .W = W};
+    pool_run_slices(pool, attention_forward_task, &job, B * H);
+}
+
 void attention_forward_grouped(float *out, float *att, const float *q, const float *k,
                                const float *v, float *scratch, Pool *pool, int B, int T, int H,
                                int G, int D) {
-    // out (B, T, H*D), att (B, H, T, T), q (B, T, H*D), k v (B, T, G*D), scratch threads * (D, T)
-    AttnJob job = {.out = out, .att = att, .scratch = scratch, .q = q, .k = k, .v = v,
-                   .B = B, .T = T, .H = H, .G = G, .D = D};
-    pool_run_slices(pool, attention_forward_task, &job, B * H);
+    attention_forward_band(out, att, q, k, v, scratch, pool, B, T, H, G, D, 0);
 }
 
 void attention_forward(float *out, float *att, const float *q, const float *k, const float *v,

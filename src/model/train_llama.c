@@ -252,7 +252,8 @@ static void block_forward(LlamaTrainState *s, const LlamaModel *m, int l, int b)
     }
     // scores = softmax(xq @ keys^T / sqrt(D) + mask); output = scores @ values,
     // keys and values of head h / (H / G): repeat_kv without the copy
-    attention_forward_grouped(atty, att, q, k, v, s->scratch, s->pool, b, T, H, G, D);
+    // (with cfg.window W, the band mask of sliding-window attention too)
+    attention_forward_band(atty, att, q, k, v, s->scratch, s->pool, b, T, H, G, D, c->window);
     // h = x + self.wo(output)
     memcpy(h, x, sizeof(float) * (size_t)N * C);
     train_matmul(h, atty, w->wo, NULL, 1, s->pool, HD, 1, C, C, N, HD, C);

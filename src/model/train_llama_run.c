@@ -27,7 +27,7 @@ int llama_train_config(LlamaConfig *out, const TrainConfig *r, int V, char *err,
     *out = (LlamaConfig){
         .vocab_size = V + LLAMA_TEXT_OFFSET, .dim = r->model.C, .n_layers = r->model.L,
         .n_heads = r->model.H, .n_kv_heads = r->kv_heads, .hidden_dim = r->hidden,
-        .max_seq_len = r->model.T, .rope_theta = 10000.0f, .norm_eps = 1e-5f,
+        .max_seq_len = r->model.T, .rope_theta = 10000.0f, .norm_eps = 1e-5f, .window = r->window,
     };
     return llama_config_check(out, err, errlen);
 }

@@ -1,0 +1,263 @@
+// test_llama_window — sliding-window attention in the LLaMA-style model
+// (llama.h's cfg.window, kvcache_window.c's rolling cache), on small models
+// with random weights (no training here).
+//
+//   test_rolling_cache_equals_band_recompute   a model with window W fed one token at a
+//                                              time into a rolling cache of W rows, for a
+//                                              text 12 W long (3 times its context T):
+//                                              the logits of every position bit-identical
+//                                              to recomputing the whole text from position
+//                                              0 under the band mask (the same weights
+//                                              with a context as long as the text)
+//   test_band_mask_in_training                 training's forward pass with the band gives
+//                                              the logits of llama_forward with it, and
+//                                              the band changes them (W < T)
+//   test_window_in_model_file                  window 0 saves version 2, bit for bit the
+//                                              shipped file; window W saves version 3 and
+//                                              loads back W
+//   test_rotary_after_eviction_matches_reference   rolling and 2 sinks + window of 6 rows on a
+//                                              model of context 16, 40 tokens: the logits of
+//                                              tests/llama_window_reference.py within 1e-4
+//   test_generate_past_the_context             generate --window: a window as long as the
+//                                              text writes the text of the cached generate
+//                                              (within the context), and 300 steps on 16
+//                                              rows run past the context without a reset;
+//                                              bad combinations are refused with status 2
+#include "testutil.h"
+
+#include "llama.h"
+#include "ops.h"
+#include "train_llama.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+enum { W = 8, T_SHORT = 32, P = 12 * W };
+
+static void model_with(LlamaModel *m, int T, int window, uint64_t seed) {
+    LlamaConfig c = llama_config_default();
+    c.max_seq_len = T;
+    c.window = window;
+    char err[256];
+    if (llama_new(m, &c, err, sizeof err) != 0) fail_msg("%s", err);
+    llama_vocab_default(m);
+    llama_init_random(m, seed);
+}
+
+static void tokens_of(int *tokens, int n, int V, uint64_t seed) {
+    uint64_t r = seed;
+    for (int i = 0; i < n; i++) {
+        r = r * 6364136223846793005ULL + 1442695040888963407ULL;
+        tokens[i] = 3 + (int)((r >> 33) % (uint64_t)(V - 3));
+    }
+}
+
+static void test_rolling_cache_equals_band_recompute(void **state) {
+    (void)state;
+    LlamaModel m, big;
+    model_with(&m, T_SHORT, W, 5);
+    model_with(&big, P, W, 5);   // the same weights: the context is not a weight
+    assert_int_equal((int)m.num_params, (int)big.num_params);
+    LlamaState s, full;
+    llama_state_for_test(&s, &m, 1);
+    llama_state_for_test(&full, &big, 1);
+    KvWindow roll;
+    KvShape shape = {.L = m.cfg.n_layers, .B = 1, .T = W, .H = m.cfg.n_heads, .G = m.cfg.n_kv_heads,
+                     .D = m.cfg.head_dim};
+    assert_int_equal(kvwindow_init(&roll, shape, 0), 0);
+    s.kv = &roll.base;
+    int V = m.cfg.vocab_size, tokens[P];
+    tokens_of(tokens, P, V, 9);
+    float *got = malloc(sizeof(float) * V), *want = malloc(sizeof(float) * V);
+    assert_true(got && want);
+    for (int p = 0; p < P; p++) {
+        llama_forward(got, &s, &m, tokens + p, p, 1, 1, 1);
+        llama_forward(want, &full, &big, tokens, 0, 1, p + 1, P);
+        char what[96];
+        snprintf(what, sizeof what, "logits at position %d (context %d, window %d)", p, T_SHORT, W);
+        assert_bits(got, want, V, what);
+    }
+    assert_int_equal(kvcache_len(&roll.base), P);
+    assert_true(kvcache_bytes(&roll.base) < kvcache_bytes(&full.cache.base) / 8);
+    free(got), free(want);
+    kvcache_free(&roll.base);
+    llama_state_free(&s);
+    llama_state_free(&full);
+    llama_free(&m);
+    llama_free(&big);
+}
+
+// max |a - b| over n, and the index where it is.
+static double max_diff(const float *a, const float *b, int n, int *at) {
+    double most = 0;
+    for (int i = 0; i < n; i++)
+        if (fabs((double)a[i] - b[i]) > most) most = fabs((double)a[i] - b[i]), *at = i;
+    return most;
+}
+
+static void test_band_mask_in_training(void **state) {
+    (void)state;
+    enum { T = 24, BAND = 5 };
+    LlamaModel m, full;
+    model_with(&m, T, BAND, 3);
+    model_with(&full, T, 0, 3);
+    int V = m.cfg.vocab_size, tokens[T];
+    int32_t in[T];
+    tokens_of(tokens, T, V, 4);
+    for (int t = 0; t < T; t++) in[t] = tokens[t];
+    LlamaTrainState *ts = llama_train_state_new(&m.cfg, 1, T, NULL);
+    assert_non_null(ts);
+    llama_train_forward(ts, &m, in, NULL, 1);
+    const float *train_logits = llama_train_state_logits(ts);
+    LlamaState s, sf;
+    llama_state_for_test(&s, &m, 1);
+    llama_state_for_test(&sf, &full, 1);
+    float *logits = malloc(sizeof(float) * V), *lf = malloc(sizeof(float) * V);
+    assert_true(logits && lf);
+    int differs = 0;
+    for (int t = 0; t < T; t++) {
+        llama_forward(logits, &s, &m, tokens, 0, 1, t + 1, T);
+        llama_forward(lf, &sf, &full, tokens, 0, 1, t + 1, T);
+        int at = 0;
+        double d = max_diff(train_logits + (size_t)t * V, logits, V, &at);
+        if (!(d <= 1e-4))
+            fail_msg("position %d, logit %d: expected %.7g (llama_forward, band %d), got %.7g (training)", t, at,
+                     logits[at], BAND, train_logits[(size_t)t * V + at]);
+        if (t >= BAND && max_diff(logits, lf, V, &at) > 1e-3) differs = 1;
+        if (t < BAND && !ops_bit_identical(logits, lf, V))
+            fail_msg("position %d < band %d: the band should change nothing yet", t, BAND);
+    }
+    if (!differs) fail_msg("the band of %d changed no logit of a text of %d: it is not applied", BAND, T);
+    free(logits), free(lf);
+    llama_state_free(&s);
+    llama_state_free(&sf);
+    llama_train_state_free(ts);
+    llama_free(&m);
+    llama_free(&full);
+}
+
+static void test_window_in_model_file(void **state) {
+    (void)state;
+    char dir[256], path[300], err[256];
+    assert_int_equal(tmpdir_make(dir, sizeof dir, "llama-window"), 0);
+    snprintf(path, sizeof path, "%s/m.bin", dir);
+    // the shipped model (no window): loaded and saved, the same bytes
+    LlamaModel m;
+    assert_int_equal(llama_load(&m, "data/tinyshakespeare-llama-mha.bin", err, sizeof err), 0);
+    assert_int_equal(m.cfg.window, 0);
+    assert_int_equal(llama_save(&m, path, err, sizeof err), 0);
+    char *a = file_slurp("data/tinyshakespeare-llama-mha.bin"), *b = file_slurp(path);
+    assert_non_null(a);
+    assert_non_null(b);
+    size_t n = 44 + 4 * (size_t)m.cfg.vocab_size + 4 * m.num_params + 4;
+    assert_int_equal(b[4], 2);   // version 2
+    assert_memory_equal(a, b, n);
+    free(a), free(b);
+    llama_free(&m);
+    // a windowed one: version 3, 4 bytes more, the window back
+    model_with(&m, 16, 6, 1);
+    assert_int_equal(llama_save(&m, path, err, sizeof err), 0);
+    LlamaModel back;
+    assert_int_equal(llama_load(&back, path, err, sizeof err), 0);
+    assert_int_equal(back.cfg.window, 6);
+    assert_true(ops_bit_identical(back.params, m.params, (int64_t)m.num_params));
+    b = file_slurp(path);
+    assert_int_equal(b[4], 3);
+    free(b);
+    llama_free(&back);
+    llama_free(&m);
+    assert_int_equal(tmpdir_remove(dir), 0);
+}
+
+// Rotary positions right after eviction and past the context, against
+// tests/llama_window_reference.py (the article's Transformer in float64,
+// the window rules of issue 27) on tests/fixtures/llama_mha.bin (T 16):
+// 40 tokens, a rolling cache of 6 rows and 2 sinks + a window of 6.
+static void test_rotary_after_eviction_matches_reference(void **state) {
+    (void)state;
+    FixSet fx;
+    fix_load(&fx, "tests/fixtures/llama_window.txt");
+    LlamaModel m;
+    char err[256];
+    if (llama_load(&m, "tests/fixtures/llama_mha.bin", err, sizeof err) != 0) fail_msg("%s", err);
+    const FixTensor *tok = fix_get(&fx, "tokens");
+    int n = tok->cols, V = m.cfg.vocab_size, tokens[64];
+    assert_true(n <= 64 && n > 2 * m.cfg.max_seq_len);
+    for (int i = 0; i < n; i++) tokens[i] = (int)tok->data[i];
+    const char *names[2] = {"rolling_logits", "sinks_logits"};
+    for (int k = 0; k < 2; k++) {
+        const FixTensor *want = fix_get(&fx, names[k]);
+        assert_int_equal(want->rows, n);
+        assert_int_equal(want->cols, V);
+        LlamaState s;
+        llama_state_for_test(&s, &m, 1);
+        KvWindow kv;
+        KvShape shape = {.L = m.cfg.n_layers, .B = 1, .T = 6, .H = m.cfg.n_heads, .G = m.cfg.n_kv_heads,
+                         .D = m.cfg.head_dim};
+        assert_int_equal(kvwindow_init(&kv, shape, k == 0 ? 0 : 2), 0);
+        s.kv = &kv.base;
+        float logits[64];
+        assert_true(V <= 64);
+        for (int p = 0; p < n; p++) {
+            llama_forward(logits, &s, &m, tokens + p, p, 1, 1, 1);
+            char what[96];
+            snprintf(what, sizeof what, "%s at position %d (logit index)", names[k], p);
+            assert_close(logits, want->data + (size_t)p * V, V, 1e-4, what);
+        }
+        kvcache_free(&kv.base);
+        llama_state_free(&s);
+    }
+    llama_free(&m);
+    fix_free(&fx);
+}
+
+// The generated text: stdout up to the first blank line.
+static char *text_of(const char *out) {
+    const char *end = strstr(out, "\n\n");
+    size_t n = end ? (size_t)(end - out) : strlen(out);
+    char *t = malloc(n + 1);
+    assert_non_null(t);
+    memcpy(t, out, n);
+    t[n] = '\0';
+    return t;
+}
+
+static void test_generate_past_the_context(void **state) {
+    (void)state;
+    const char *model = "--model data/tinyshakespeare-llama-mha.bin --temperature 0";
+    char args[256];
+    snprintf(args, sizeof args, "generate %s --steps 100", model);
+    RunResult plain = kvdemo_run(args);
+    snprintf(args, sizeof args, "generate %s --steps 100 --window 128", model);
+    RunResult rolled = kvdemo_run(args);
+    assert_int_equal(plain.status, 0);
+    assert_int_equal(rolled.status, 0);
+    char *a = text_of(plain.out), *b = text_of(rolled.out);
+    if (strcmp(a, b) != 0) fail_msg("expected the cached generate's text\n%s\ngot\n%s", a, b);
+    free(a), free(b);
+    run_free(&plain), run_free(&rolled);
+    snprintf(args, sizeof args, "generate %s --steps 300 --window 4,16", model);
+    RunResult far = kvdemo_run(args);
+    assert_int_equal(far.status, 0);
+    if (!strstr(far.out, "positions 0 .. 306 on a sinks + window cache of 16 rows (4 sinks)"))
+        fail_msg("expected positions 0 .. 306 on 16 rows, got:\n%s", far.out);
+    run_free(&far);
+    expect_failure("generate --window 8", 2, "needs a LLaMA-style model");
+    expect_failure("generate --model data/tinyshakespeare-llama-mha.bin --window 8,8", 2, "S below W");
+    expect_failure("generate --model data/tinyshakespeare-llama-mha.bin --window 1", 2, "2 to 65536");
+    expect_failure("generate --model data/tinyshakespeare-llama-mha.bin --window 4,x", 2, "or S,W");
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_rolling_cache_equals_band_recompute),
+        cmocka_unit_test(test_band_mask_in_training),
+        cmocka_unit_test(test_window_in_model_file),
+        cmocka_unit_test(test_generate_past_the_context),
+        cmocka_unit_test(test_rotary_after_eviction_matches_reference),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
