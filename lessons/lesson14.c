@@ -298,7 +298,7 @@ int lesson14_run(const Options *opt, Trace *tr) {
     char tbuf[4096];
     const char *tpath = paths_shipped(SHIPPED_TEXT, tbuf, sizeof tbuf);
     FILE *f = fopen(tpath, "rb");
-    static char text[4096];
+    char text[4096];
     size_t got = f ? fread(text, 1, sizeof text - 1, f) : 0;
     if (f) fclose(f);
     text[got] = '\0';

@@ -97,11 +97,11 @@ const Lesson LESSONS[] = {
      "投机解码：草稿模型提议，目标模型验证，缓存回退", "beyond", lesson13_run,
      {TRACE_FORM, O(STEP), GPT_MODEL, O(PROMPT), O(STEPS), O(REPEAT), O(DRAFT), O(GAMMA)},
      "speculative decoding: one round traced (drafted tokens, the K + 1 verifying rows, both caches rolled back), greedy text equal to the target's byte for byte, acceptance and measured speed-up for K = 1 .. 8 beside Leviathan et al.'s",
-     "投机解码：追踪一轮（草稿词元、K + 1 个验证行、两个缓存的回退），贪心文字与目标模型逐字节相同，K = 1 .. 8 的接受率和实测加速比，与 Leviathan 等人的预期对照"},
+     "投机解码：追踪一轮（草稿 token、K + 1 个验证行、两个缓存的回退），贪心文字与目标模型逐字节相同，K = 1 .. 8 的接受率和实测加速比，与 Leviathan 等人的预期对照"},
     {"14", "Past the window: reset, rolling cache, attention sinks", "越过窗口：重置、滚动缓存与 attention sink",
      "beyond", lesson14_run, {TRACE_FORM, O(STEP), O(MODEL), O(THREADS)},
      "past the window: why the chapter resets, a rolling buffer and sinks + window as caches, the attention sink measured, and five ways past the window compared on the validation text: loss, bytes and time per token",
-     "越过窗口：章节为何重置，滚动缓冲区与 sink + 窗口两种缓存，实测 attention sink，并在验证集文字上比较越过窗口的五种做法：损失、字节数与每个词元的时间"},
+     "越过窗口：章节为何重置，滚动缓冲区与 sink + 窗口两种缓存，实测 attention sink，并在验证集文字上比较越过窗口的五种做法：损失、字节数与每个 token 的时间"},
 };
 const int NUM_LESSONS = (int)(sizeof LESSONS / sizeof LESSONS[0]);
 
