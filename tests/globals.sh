@@ -53,7 +53,7 @@ for o in $objs; do
             name = $1; sect = $7; gsub(/ /, "", name); gsub(/ /, "", sect)
             if (sect !~ /^\.(data|bss|tdata|tbss)($|\.)/ && sect != "*COM*") next
             if (sect ~ /^\.data\.rel\.ro/) next
-            if (name ~ /^(\.|__asan|___asan|__ubsan|__gcov|__llvm|__sancov)/) next   # the tools own
+            if (name ~ /^(\.|__asan|___asan|__odr_asan|__ubsan|__gcov|__llvm|__sancov)/) next   # the tools own
             sub(/\.[0-9]+$/, "", name)
             print obj, name, sect
         }'
