@@ -356,11 +356,22 @@ static Tensor cache_head(Show *s, const float *cache, int b, int S) {
 // article's Attention.forward computes them, for head 0 of each batch row.
 // With the cache, the one new row of scores is compared with the last row
 // the run without the cache computed at the same step.
-static void show_attention(Show *s, const LlamaStep *st) {
+// A long run shows layer 0's values at steps 1, 2 and the last only (a
+// screen each, two runs of them would be thousands of lines); a run of at
+// most FULL_VALUE_STEPS steps (the article's prompts) shows every step's.
+enum { FULL_VALUE_STEPS = 8 };
+static int values_shown(const LlamaStep *st) {
+    int first_pos = st->cur_pos - st->step + 1, n_steps = st->total_len - first_pos;
+    return n_steps <= FULL_VALUE_STEPS || st->step <= 2 || st->cur_pos == st->total_len - 1;
+}
+
+// Layer 0's values of one step, head 0, for each batch row: its scores
+// after the softmax and the keys and values read from the cache.
+static void show_values(Show *s, const LlamaStep *st) {
     Trace *tr = s->tr;
     const LlamaForwardInfo *f = st->fwd;
     const LlamaConfig *c = &s->m->cfg;
-    int S = f->read_to, n = f->seqlen, B = s->B, T = c->max_seq_len;
+    int S = f->read_to, n = f->seqlen;
     trace_sayf(tr,
                "The values of layer 0, head 0, for each batch row b:\n"
                "  scores[b, 0] after the softmax: (seqlen, start_pos + seqlen) = (%d, %d), a row per token fed;\n"
@@ -396,6 +407,18 @@ static void show_attention(Show *s, const LlamaStep *st) {
         trace_tensor_as(tr, TRACE_FULL, name, name, "values = self.cache_v[:bsz, : start_pos + seqlen]", &values,
                         rows, HEAT_NONE);
     }
+}
+
+static void show_attention(Show *s, const LlamaStep *st) {
+    Trace *tr = s->tr;
+    const LlamaForwardInfo *f = st->fwd;
+    const LlamaConfig *c = &s->m->cfg;
+    int S = f->read_to, n = f->seqlen, B = s->B, T = c->max_seq_len;
+    if (values_shown(st))
+        show_values(s, st);
+    else
+        trace_say(tr, "(Layer 0's scores, keys and values of this step: shown at steps 1, 2 and the last only.)",
+                  "（这一步第 0 层的 scores、keys、values：只在第 1、2 步和最后一步显示。）");
     // scores[:, 0, -1]: the last row of each batch row's scores, (bsz, S)
     if (st->step > T) return;   // (never: a run has at most T steps)
     float *last = s->use_cache ? s->last_c : s->last_nc + (size_t)(st->step - 1) * B * T;
