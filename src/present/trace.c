@@ -526,12 +526,7 @@ void trace_tensor_kind(Trace *tr, TraceLevel level, const char *name, const char
 }
 
 void trace_shape(Trace *tr, const char *name, int ndim, const int *shape) {
-    if (trace_doc_active(tr)) {   // a document: the text in both languages
-        trace_doc_lines_begin(tr);
-        do trace_shape(tr, name, ndim, shape);
-        while (trace_doc_lines_next(tr));
-        return;
-    }
+    IN_BOTH_LANGUAGES(tr, trace_shape(tr, name, ndim, shape));
     Buf b;
     buf_init(&b);
     if (is_json(tr)) {
@@ -554,12 +549,7 @@ void trace_shape(Trace *tr, const char *name, int ndim, const int *shape) {
 // Numbers
 
 void trace_count(Trace *tr, const char *name, int64_t value, const char *en, const char *zh) {
-    if (trace_doc_active(tr)) {   // a document: the text in both languages
-        trace_doc_lines_begin(tr);
-        do trace_count(tr, name, value, en, zh);
-        while (trace_doc_lines_next(tr));
-        return;
-    }
+    IN_BOTH_LANGUAGES(tr, trace_count(tr, name, value, en, zh));
     Buf b;
     buf_init(&b);
     if (is_json(tr)) {
@@ -603,12 +593,7 @@ static const char *word_text(const Trace *tr, const char *en) {
 
 void trace_value(Trace *tr, const char *name, double value, const char *unit, const char *en,
                  const char *zh) {
-    if (trace_doc_active(tr)) {   // a document: the text in both languages
-        trace_doc_lines_begin(tr);
-        do trace_value(tr, name, value, unit, en, zh);
-        while (trace_doc_lines_next(tr));
-        return;
-    }
+    IN_BOTH_LANGUAGES(tr, trace_value(tr, name, value, unit, en, zh));
     Buf b;
     buf_init(&b);
     if (is_json(tr)) {
@@ -655,12 +640,7 @@ static void timing_head(Buf *b, const Trace *tr, const char *name, double second
 }
 
 void trace_timing(Trace *tr, const char *name, double seconds, int repeat) {
-    if (trace_doc_active(tr)) {   // a document: the text in both languages
-        trace_doc_lines_begin(tr);
-        do trace_timing(tr, name, seconds, repeat);
-        while (trace_doc_lines_next(tr));
-        return;
-    }
+    IN_BOTH_LANGUAGES(tr, trace_timing(tr, name, seconds, repeat));
     Buf b;
     buf_init(&b);
     timing_head(&b, tr, name, seconds, repeat);
@@ -675,12 +655,7 @@ void trace_timing(Trace *tr, const char *name, double seconds, int repeat) {
 }
 
 void trace_timing_stats(Trace *tr, const char *name, const double *samples, int n) {
-    if (trace_doc_active(tr)) {   // a document: the text in both languages
-        trace_doc_lines_begin(tr);
-        do trace_timing_stats(tr, name, samples, n);
-        while (trace_doc_lines_next(tr));
-        return;
-    }
+    IN_BOTH_LANGUAGES(tr, trace_timing_stats(tr, name, samples, n));
     Stats st = stats_of(samples, n);
     Buf b;
     buf_init(&b);
@@ -710,12 +685,7 @@ void trace_timing_stats(Trace *tr, const char *name, const double *samples, int 
 
 void trace_ratio(Trace *tr, const char *name, const double *a, int na, const double *b, int nb, const char *en,
                  const char *zh) {
-    if (trace_doc_active(tr)) {   // a document: the text in both languages
-        trace_doc_lines_begin(tr);
-        do trace_ratio(tr, name, a, na, b, nb, en, zh);
-        while (trace_doc_lines_next(tr));
-        return;
-    }
+    IN_BOTH_LANGUAGES(tr, trace_ratio(tr, name, a, na, b, nb, en, zh));
     Stats sa = stats_of(a, na), sb = stats_of(b, nb);
     int decimals;
     double r = stats_ratio(sa, sb, &decimals);
@@ -741,12 +711,7 @@ void trace_machine(Trace *tr, MeasureMachine m) {
         return;
     }
     if (!measure_busy(m)) return;
-    if (trace_doc_active(tr)) {   // a document: the text in both languages
-        trace_doc_lines_begin(tr);
-        do trace_machine(tr, m);
-        while (trace_doc_lines_next(tr));
-        return;
-    }
+    IN_BOTH_LANGUAGES(tr, trace_machine(tr, m));
     char text[320];
     Buf b;
     buf_init(&b);
@@ -766,12 +731,7 @@ void trace_measure(Trace *tr, const char *name, const double *samples, int n) {
         emit_json(tr, &j);
         return;
     }
-    if (trace_doc_active(tr)) {   // a document: the text in both languages
-        trace_doc_lines_begin(tr);
-        do trace_measure(tr, name, samples, n);
-        while (trace_doc_lines_next(tr));
-        return;
-    }
+    IN_BOTH_LANGUAGES(tr, trace_measure(tr, name, samples, n));
     char spread[96];
     Buf b;
     buf_init(&b);
@@ -801,12 +761,7 @@ void trace_value_runs(Trace *tr, const char *name, const double *x, int n, const
         return;
     }
     if (!en) return;   // a value for scripts only
-    if (trace_doc_active(tr)) {   // a document: the text in both languages
-        trace_doc_lines_begin(tr);
-        do trace_value_runs(tr, name, x, n, unit, en, zh);
-        while (trace_doc_lines_next(tr));
-        return;
-    }
+    IN_BOTH_LANGUAGES(tr, trace_value_runs(tr, name, x, n, unit, en, zh));
     char v[128];
     buf_printf(&b, "  %s%s%s", trace_text(tr, en, zh), trace_text(tr, ": ", "："),
                measure_value_text(v, sizeof v, st, word_text(tr, unit)));
@@ -817,12 +772,7 @@ void trace_value_runs(Trace *tr, const char *name, const double *x, int n, const
 
 void trace_comparison(Trace *tr, const char *name, const double *a, int na, const double *b, int nb, const char *en,
                       const char *zh) {
-    if (trace_doc_active(tr)) {   // a document: the text in both languages
-        trace_doc_lines_begin(tr);
-        do trace_comparison(tr, name, a, na, b, nb, en, zh);
-        while (trace_doc_lines_next(tr));
-        return;
-    }
+    IN_BOTH_LANGUAGES(tr, trace_comparison(tr, name, a, na, b, nb, en, zh));
     Stats sa = stats_of(a, na), sb = stats_of(b, nb);
     trace_comparison_of(tr, name, measure_ratio(sa, sb), measure_verdict(a, na, b, nb), en, zh);
 }
@@ -833,12 +783,7 @@ static const char *verdict_name(int verdict) {
 }
 
 void trace_comparison_of(Trace *tr, const char *name, MeasureRatio r, int verdict, const char *en, const char *zh) {
-    if (trace_doc_active(tr)) {   // a document: the text in both languages
-        trace_doc_lines_begin(tr);
-        do trace_comparison_of(tr, name, r, verdict, en, zh);
-        while (trace_doc_lines_next(tr));
-        return;
-    }
+    IN_BOTH_LANGUAGES(tr, trace_comparison_of(tr, name, r, verdict, en, zh));
     Buf o;
     buf_init(&o);
     if (is_json(tr)) {
@@ -1065,12 +1010,7 @@ static void pause_for_key(Trace *tr, int new_screen) {
 }
 
 void trace_block(Trace *tr, const char *name, int block, int src, int ref, int src_ref) {
-    if (trace_doc_active(tr)) {   // a document: the text in both languages
-        trace_doc_lines_begin(tr);
-        do trace_block(tr, name, block, src, ref, src_ref);
-        while (trace_doc_lines_next(tr));
-        return;
-    }
+    IN_BOTH_LANGUAGES(tr, trace_block(tr, name, block, src, ref, src_ref));
     Buf b;
     buf_init(&b);
     if (is_json(tr)) {

@@ -38,11 +38,20 @@ void trace_doc_textval(Trace *tr, const char *text);
 
 // Lines of text (counts, values, timings, comparisons) in both languages:
 // the caller renders them as text once per language between these two,
-//   trace_doc_lines_begin(tr);
-//   do trace_count(tr, ...); while (trace_doc_lines_next(tr));
-// and the document shows them as lines.
+// and the document shows them as lines. A function that writes such lines
+// starts with IN_BOTH_LANGUAGES(tr, itself(its arguments)): in a document
+// that runs the call once per language and returns.
 void trace_doc_lines_begin(Trace *tr);
 int trace_doc_lines_next(Trace *tr);
+#define IN_BOTH_LANGUAGES(tr, call)                   \
+    do {                                              \
+        if (trace_doc_active(tr)) {                   \
+            trace_doc_lines_begin(tr);                \
+            do call;                                  \
+            while (trace_doc_lines_next(tr));         \
+            return;                                   \
+        }                                             \
+    } while (0)
 
 // A table with ncols columns: its heads in both languages, which columns are
 // right-aligned (numbers), their widths in terminal columns, then rows of
