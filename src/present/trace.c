@@ -436,6 +436,71 @@ void trace_cache_rows(Trace *tr, int old, TraceRowRole how) {
     tr->rows_how = how;
 }
 
+// A tensor as a JSON event: its name, shape, row names and data.
+static void tensor_json(Trace *tr, const char *name, const Tensor *t, const char *const *rows) {
+    Buf b;
+    buf_init(&b);
+    json_head(&b, tr, "tensor");
+    buf_append(&b, ",\"name\":");
+    json_string(&b, name);
+    buf_append(&b, ",\"shape\":[");
+    for (int d = 0; d < t->ndim; d++) buf_printf(&b, d ? ",%d" : "%d", t->shape[d]);
+    buf_append(&b, "]");
+    if (rows) {
+        buf_append(&b, ",\"rows\":[");
+        for (int i = 0; i < tensor_rows(t); i++) {
+            if (i) buf_append(&b, ",");
+            json_string(&b, rows[i]);
+        }
+        buf_append(&b, "]");
+    }
+    buf_append(&b, ",\"data\":");
+    json_data(&b, t->data, t->shape, t->ndim);
+    emit_json(tr, &b);
+}
+
+// The width a tensor's numbers may take: on a screen (--step, --width) each
+// row fits in its width, with room for the row's comment when there is
+// enough; 0 (no limit) otherwise.
+static int tensor_width(const Trace *tr, const Tensor *t, const char *const *rows) {
+    int max_width = tr->screen ? tr->screen->width : 0;
+    if (max_width && rows && t->ndim == 2) {
+        int comment = 0;
+        for (int r = 0; r < t->shape[0]; r++) {
+            int w = utf8_width(rows[r]);
+            if (w > comment) comment = w;
+        }
+        if (max_width - comment - 4 >= 24) max_width -= comment + 4;
+    }
+    return max_width;
+}
+
+// The formatted numbers s into b. With one printed line per row, the token
+// each row belongs to goes at its end as a comment: the digits stay exactly
+// PyTorch's. The comments line up after the longest line (the last, with
+// "])"); widths are counted in columns, so colour codes do not shift them.
+static void tensor_lines(Buf *b, char *s, const Tensor *t, const char *const *rows) {
+    int lines = 1;
+    for (char *p = s; *p; p++) lines += *p == '\n';
+    if (!rows || t->ndim != 2 || lines != t->shape[0]) {
+        buf_printf(b, "%s\n", s);
+        return;
+    }
+    int width = 0;
+    for (char *p = s, *q; p; p = q ? q + 1 : NULL) {
+        q = strchr(p, '\n');
+        int len = screen_columns(p, q ? (size_t)(q - p) : strlen(p));
+        if (len > width) width = len;
+    }
+    int r = 0;
+    for (char *line = s; line; r++) {
+        char *nl = strchr(line, '\n');
+        if (nl) *nl = '\0';
+        buf_printf(b, "%s%*s  # %s\n", line, width - screen_columns(line, strlen(line)), "", rows[r]);
+        line = nl ? nl + 1 : NULL;
+    }
+}
+
 void trace_tensor_kind(Trace *tr, TraceLevel level, const char *name, const char *shown, const char *code,
                        const Tensor *t, const char *const *rows, TraceHeat heat, TraceKind kind) {
     int old = tr->rows_old;   // trace_cache_rows holds for this tensor only
@@ -447,45 +512,19 @@ void trace_tensor_kind(Trace *tr, TraceLevel level, const char *name, const char
         trace_doc_tensor(tr, shown, code, t, rows, heat, kind, old, how);
         return;
     }
-    Buf b;
-    buf_init(&b);
     if (is_json(tr)) {
-        json_head(&b, tr, "tensor");
-        buf_append(&b, ",\"name\":");
-        json_string(&b, name);
-        buf_append(&b, ",\"shape\":[");
-        for (int d = 0; d < t->ndim; d++) buf_printf(&b, d ? ",%d" : "%d", t->shape[d]);
-        buf_append(&b, "]");
-        if (rows) {
-            buf_append(&b, ",\"rows\":[");
-            for (int i = 0; i < tensor_rows(t); i++) {
-                if (i) buf_append(&b, ",");
-                json_string(&b, rows[i]);
-            }
-            buf_append(&b, "]");
-        }
-        buf_append(&b, ",\"data\":");
-        json_data(&b, t->data, t->shape, t->ndim);
-        emit_json(tr, &b);
+        tensor_json(tr, name, t, rows);
         return;
     }
+    Buf b;
+    buf_init(&b);
     if (code) buf_printf(&b, ">>> %s\n", code);
     buf_printf(&b, "%s ", shown);
     shape_text(&b, t->ndim, t->shape);
     buf_append(&b, "\n");
     int colored = heat != HEAT_NONE && tr->color;
     if (heat != HEAT_NONE) tr->heat_maps++;
-    // On a screen (--step, --width) each row fits in its width, with room
-    // for the row's comment when there is enough.
-    int max_width = tr->screen ? tr->screen->width : 0;
-    if (max_width && rows && t->ndim == 2) {
-        int comment = 0;
-        for (int r = 0; r < t->shape[0]; r++) {
-            int w = utf8_width(rows[r]);
-            if (w > comment) comment = w;
-        }
-        if (max_width - comment - 4 >= 24) max_width -= comment + 4;
-    }
+    int max_width = tensor_width(tr, t, rows);
     char *s = (kind == TRACE_INT || kind == TRACE_BOOL) && (t->ndim == 1 || t->ndim == 2) && tensor_numel(t) > 0
                   ? format_whole(t, kind, max_width)
                   : tensor_format_width(t, tr->precision, !colored ? NULL : heat == HEAT_PROBS ? heat_probs : heat_scores,
@@ -495,29 +534,7 @@ void trace_tensor_kind(Trace *tr, TraceLevel level, const char *name, const char
         emit(tr, &b);
         return;
     }
-    // With one printed line per row, the token each row belongs to goes at
-    // its end as a comment: the digits stay exactly PyTorch's.
-    int lines = 1;
-    for (char *p = s; *p; p++) lines += *p == '\n';
-    if (rows && t->ndim == 2 && lines == t->shape[0]) {
-        // The comments line up after the longest line (the last, with "])").
-        // Widths are counted in columns, so colour codes do not shift them.
-        int width = 0;
-        for (char *p = s, *q; p; p = q ? q + 1 : NULL) {
-            q = strchr(p, '\n');
-            int len = screen_columns(p, q ? (size_t)(q - p) : strlen(p));
-            if (len > width) width = len;
-        }
-        int r = 0;
-        for (char *line = s; line; r++) {
-            char *nl = strchr(line, '\n');
-            if (nl) *nl = '\0';
-            buf_printf(&b, "%s%*s  # %s\n", line, width - screen_columns(line, strlen(line)), "", rows[r]);
-            line = nl ? nl + 1 : NULL;
-        }
-    } else {
-        buf_printf(&b, "%s\n", s);
-    }
+    tensor_lines(&b, s, t, rows);
     if (colored) heat_legend(&b, tr, heat, t);
     buf_append(&b, "\n");
     free(s);
