@@ -62,6 +62,15 @@ TESTS    = $(patsubst tests/%.c,$(BUILD)/tests/%,$(wildcard tests/test_*.c))
 # of one long program running alone after the others.
 SLOW     = test_spec test_cli test_errors test_html test_oom test_lesson63 test_lessons test_lesson61
 TESTS   := $(foreach t,$(SLOW),$(filter %/$(t),$(TESTS))) $(filter-out $(addprefix %/,$(SLOW)),$(TESTS))
+# PASS=portable keeps the programs whose results can depend on the kernels,
+# PASS=asan leaves out the browser's; the lists are in tests/passes.mk.
+include tests/passes.mk
+PASS    ?= fast
+ifeq ($(PASS),portable)
+  TESTS := $(filter $(addprefix %/,$(KERNEL_TESTS)),$(TESTS))
+else ifeq ($(PASS),asan)
+  TESTS := $(filter-out $(addprefix %/,$(BROWSER_TESTS)),$(TESTS))
+endif
 TESTLIB  = $(patsubst %.c,$(BUILD)/%.o,$(filter-out $(wildcard tests/test_*.c),$(wildcard tests/*.c))) \
            $(BUILD)/tests/fuzz/targets.o
 
@@ -100,13 +109,14 @@ run:
 # The README's second command. cmocka is the one thing the tests need.
 # The suite runs twice: built for this machine (the fast kernels), then with
 # ARCH= into build-portable/ (the plain C path any compiler takes), so that
-# neither path can rot unseen.
+# neither path can rot unseen: there only the programs whose results can
+# depend on the kernels (tests/passes.mk's KERNEL_TESTS).
 # The builds of the test passes use every core (JOBS=1: one at a time).
 JOBS ?= $(shell getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1)
 
 test: tests/need-cmocka
 	@$(MAKE) -j$(JOBS) --no-print-directory check
-	@$(MAKE) -j$(JOBS) --no-print-directory check BUILD=build-portable BIN=build-portable/kvdemo ARCH=
+	@$(MAKE) -j$(JOBS) --no-print-directory check PASS=portable BUILD=build-portable BIN=build-portable/kvdemo ARCH=
 
 # TEST='pattern' (shell wildcards) picks tests by function name in every program.
 export TEST
@@ -121,6 +131,7 @@ tests/need-cmocka:
 # run make themselves (test_make) without rebuilding it all.
 check: $(BIN) $(TESTS)
 	@sh tests/layers.sh $(LAYERS)
+	@sh tests/passes.sh "$(KERNEL_TESTS)" "$(ONCE_TESTS)" "$(BROWSER_TESTS)"
 	@sh tests/globals.sh $(BUILD)
 	@KVDEMO_BIN=./$(BIN) KVDEMO_MAKE="BUILD=$(BUILD) BIN=$(BIN) CC='$(CC)' CFLAGS='$(CFLAGS)'" \
 	  sh tests/run-all.sh $(TESTS)
@@ -133,7 +144,7 @@ $(BUILD)/tests/test_%: tests/test_%.c $(LIBOBJ) $(TESTLIB) $(BUILD)/flags
 # The tests again, built with AddressSanitizer and UndefinedBehaviorSanitizer
 # in their own build folder (and their own ./kvdemo for the CLI tests).
 asan: tests/need-cmocka
-	@KVDEMO_SANITIZED=1 $(MAKE) -j$(JOBS) --no-print-directory check BUILD=build-asan BIN=build-asan/kvdemo \
+	@KVDEMO_SANITIZED=1 $(MAKE) -j$(JOBS) --no-print-directory check PASS=asan BUILD=build-asan BIN=build-asan/kvdemo \
 	  OPT="-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all"
 
 # Line and branch coverage of src/ and lessons/ by the whole suite: the tests
