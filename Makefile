@@ -2,11 +2,12 @@
 #
 #   make run      build kvdemo and run lesson 2 (the first thing to try)
 #   make          build ./kvdemo
-#   make test     build and run every test, with the fast kernels and then
-#                 with the portable ones (installs cmocka when it can);
+#   make test     build and run every test with the fast kernels, then the
+#                 kernels' tests with the portable ones, then the tests under
+#                 the sanitizers (make asan; installs cmocka when it can);
 #                 TEST='*cache*' runs only the tests whose name matches;
 #                 V=1 shows the whole compiler commands
-#   make asan     the same tests under AddressSanitizer + UBSan
+#   make asan     the sanitizer pass of make test alone (AddressSanitizer + UBSan)
 #   make coverage the tests built with gcov, then line and branch coverage per file
 #   make bench    cache against no cache up to 1024 tokens, and training (kvdemo bench: a lesson's minute)
 #   make data     download tinyshakespeare (for training) and check its sha256
@@ -107,16 +108,26 @@ run:
 	@./$(BIN) lesson 2
 
 # The README's second command. cmocka is the one thing the tests need.
-# The suite runs twice: built for this machine (the fast kernels), then with
-# ARCH= into build-portable/ (the plain C path any compiler takes), so that
-# neither path can rot unseen: there only the programs whose results can
-# depend on the kernels (tests/passes.mk's KERNEL_TESTS).
+# The suite runs in three passes: built for this machine (the fast kernels);
+# with ARCH= into build-portable/ (the plain C path any compiler takes), so
+# that neither path can rot unseen: there only the programs whose results can
+# depend on the kernels (tests/passes.mk's KERNEL_TESTS); then under the
+# sanitizers (make asan). Each pass ends with the seconds it took.
 # The builds of the test passes use every core (JOBS=1: one at a time).
 JOBS ?= $(shell getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1)
+# A failing pass does not stop the next ones: make test fails at the end,
+# naming the passes that failed. `timed NAME` after a pass's command prints
+# "make test: the NAME pass took N s" (and "failed" when it did).
+TIMED = t0=$$(date +%s); failed=; timed() { s=$$?; [ $$s -eq 0 ] && r= || { r=", failed"; failed="$$failed $$1"; }; \
+        echo "make test: the $$1 pass took $$(($$(date +%s) - t0)) s$$r"; t0=$$(date +%s); };
 
 test: tests/need-cmocka
-	@$(MAKE) -j$(JOBS) --no-print-directory check
-	@$(MAKE) -j$(JOBS) --no-print-directory check PASS=portable BUILD=build-portable BIN=build-portable/kvdemo ARCH=
+	@$(TIMED) \
+	$(MAKE) -j$(JOBS) --no-print-directory check PASS=fast; timed fast; \
+	$(MAKE) -j$(JOBS) --no-print-directory check PASS=portable BUILD=build-portable BIN=build-portable/kvdemo ARCH=; \
+	  timed portable; \
+	$(MAKE) --no-print-directory asan; timed sanitizer; \
+	[ -z "$$failed" ] || { echo "make test: failed:$$failed" >&2; exit 1; }
 
 # TEST='pattern' (shell wildcards) picks tests by function name in every program.
 export TEST
