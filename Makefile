@@ -2,11 +2,12 @@
 #
 #   make run      build kvdemo and run lesson 2 (the first thing to try)
 #   make          build ./kvdemo
-#   make test     build and run every test, with the fast kernels and then
-#                 with the portable ones (installs cmocka when it can);
+#   make test     build and run every test with the fast kernels, then the
+#                 kernels' tests with the portable ones (installs cmocka when
+#                 it can); SANITIZE=1 then adds make asan;
 #                 TEST='*cache*' runs only the tests whose name matches;
 #                 V=1 shows the whole compiler commands
-#   make asan     the same tests under AddressSanitizer + UBSan
+#   make asan     the tests under AddressSanitizer + UBSan (make test SANITIZE=1's third pass)
 #   make coverage the tests built with gcov, then line and branch coverage per file
 #   make bench    cache against no cache up to 1024 tokens, and training (kvdemo bench: a lesson's minute)
 #   make data     download tinyshakespeare (for training) and check its sha256
@@ -62,6 +63,15 @@ TESTS    = $(patsubst tests/%.c,$(BUILD)/tests/%,$(wildcard tests/test_*.c))
 # of one long program running alone after the others.
 SLOW     = test_spec test_cli test_errors test_html test_oom test_lesson63 test_lessons test_lesson61
 TESTS   := $(foreach t,$(SLOW),$(filter %/$(t),$(TESTS))) $(filter-out $(addprefix %/,$(SLOW)),$(TESTS))
+# PASS=portable keeps the programs whose results can depend on the kernels,
+# PASS=asan leaves out the browser's; the lists are in tests/passes.mk.
+include tests/passes.mk
+PASS    ?= fast
+ifeq ($(PASS),portable)
+  TESTS := $(filter $(addprefix %/,$(KERNEL_TESTS)),$(TESTS))
+else ifeq ($(PASS),asan)
+  TESTS := $(filter-out $(addprefix %/,$(BROWSER_TESTS)),$(TESTS))
+endif
 TESTLIB  = $(patsubst %.c,$(BUILD)/%.o,$(filter-out $(wildcard tests/test_*.c),$(wildcard tests/*.c))) \
            $(BUILD)/tests/fuzz/targets.o
 
@@ -98,15 +108,28 @@ run:
 	@./$(BIN) lesson 2
 
 # The README's second command. cmocka is the one thing the tests need.
-# The suite runs twice: built for this machine (the fast kernels), then with
-# ARCH= into build-portable/ (the plain C path any compiler takes), so that
-# neither path can rot unseen.
+# The suite runs in two passes: built for this machine (the fast kernels);
+# with ARCH= into build-portable/ (the plain C path any compiler takes), so
+# that neither path can rot unseen: there only the programs whose results can
+# depend on the kernels (tests/passes.mk's KERNEL_TESTS). SANITIZE=1 adds a
+# third, make asan: about 6 minutes more on two cores, which would take CI
+# past its 10-minute budget, so that .ci/run's make test leaves it out.
+# Each pass ends with the seconds it took.
 # The builds of the test passes use every core (JOBS=1: one at a time).
 JOBS ?= $(shell getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1)
+# A failing pass does not stop the next ones: make test fails at the end,
+# naming the passes that failed. `timed NAME` after a pass's command prints
+# "make test: the NAME pass took N s" (and "failed" when it did).
+TIMED = t0=$$(date +%s); failed=; timed() { s=$$?; [ $$s -eq 0 ] && r= || { r=", failed"; failed="$$failed $$1"; }; \
+        echo "make test: the $$1 pass took $$(($$(date +%s) - t0)) s$$r"; t0=$$(date +%s); };
 
 test: tests/need-cmocka
-	@$(MAKE) -j$(JOBS) --no-print-directory check
-	@$(MAKE) -j$(JOBS) --no-print-directory check BUILD=build-portable BIN=build-portable/kvdemo ARCH=
+	@$(TIMED) \
+	$(MAKE) -j$(JOBS) --no-print-directory check PASS=fast; timed fast; \
+	$(MAKE) -j$(JOBS) --no-print-directory check PASS=portable BUILD=build-portable BIN=build-portable/kvdemo ARCH=; \
+	  timed portable; \
+	if [ "$(SANITIZE)" = 1 ]; then $(MAKE) --no-print-directory asan; timed sanitizer; fi; \
+	[ -z "$$failed" ] || { echo "make test: failed:$$failed" >&2; exit 1; }
 
 # TEST='pattern' (shell wildcards) picks tests by function name in every program.
 export TEST
@@ -121,6 +144,7 @@ tests/need-cmocka:
 # run make themselves (test_make) without rebuilding it all.
 check: $(BIN) $(TESTS)
 	@sh tests/layers.sh $(LAYERS)
+	@sh tests/passes.sh "$(KERNEL_TESTS)" "$(ONCE_TESTS)" "$(BROWSER_TESTS)"
 	@sh tests/globals.sh $(BUILD)
 	@KVDEMO_BIN=./$(BIN) KVDEMO_MAKE="BUILD=$(BUILD) BIN=$(BIN) CC='$(CC)' CFLAGS='$(CFLAGS)'" \
 	  sh tests/run-all.sh $(TESTS)
@@ -133,7 +157,7 @@ $(BUILD)/tests/test_%: tests/test_%.c $(LIBOBJ) $(TESTLIB) $(BUILD)/flags
 # The tests again, built with AddressSanitizer and UndefinedBehaviorSanitizer
 # in their own build folder (and their own ./kvdemo for the CLI tests).
 asan: tests/need-cmocka
-	@KVDEMO_SANITIZED=1 $(MAKE) -j$(JOBS) --no-print-directory check BUILD=build-asan BIN=build-asan/kvdemo \
+	@KVDEMO_SANITIZED=1 $(MAKE) -j$(JOBS) --no-print-directory check PASS=asan BUILD=build-asan BIN=build-asan/kvdemo \
 	  OPT="-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all"
 
 # Line and branch coverage of src/ and lessons/ by the whole suite: the tests

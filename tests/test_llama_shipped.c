@@ -63,9 +63,19 @@ static void check_loss(int k) {
     fix_free(&fx);
 }
 
+// Under the sanitizers, MHA and MQA only (G = 8 and 1): the sharings between
+// take the same code, and the fast pass checks all four.
+static int left_out(int k, const char *test) {
+    if (k == 0 || k == N_SHIPPED - 1) return 0;
+    char what[160];
+    snprintf(what, sizeof what, "test_llama_shipped: %s on %s", test, SHIPPED[k].path);
+    return tests_sanitized_skip(what);
+}
+
 static void test_loss_on_the_stretch_matches_pytorch(void **state) {
     (void)state;
-    for (int k = 0; k < N_SHIPPED; k++) check_loss(k);
+    for (int k = 0; k < N_SHIPPED; k++)
+        if (!left_out(k, "the loss")) check_loss(k);
 }
 
 static void check_cached_generation(int k) {
@@ -95,7 +105,8 @@ static void check_cached_generation(int k) {
 
 static void test_cached_generation_equals_uncached_bits(void **state) {
     (void)state;
-    for (int k = 0; k < N_SHIPPED; k++) check_cached_generation(k);
+    for (int k = 0; k < N_SHIPPED; k++)
+        if (!left_out(k, "cached generation")) check_cached_generation(k);
 }
 
 int main(void) {

@@ -298,6 +298,9 @@ static void test_lessons_speak_chinese(void **state) {
         // Small runs: few steps, one repeat, the tiny model where one is offered.
         char args[256], quick[128];
         snprintf(args, sizeof args, "lesson %s --lang zh%s", l->id, lesson_quick_args(l->options, quick, sizeof quick));
+        char what[300];
+        snprintf(what, sizeof what, "test_zh: kvdemo %s", args);
+        if (tests_whole_model(l->id, args) && tests_sanitized_skip(what)) continue;
         check_run(&bad, NULL, args, 1);
         runs++;
     }
@@ -510,6 +513,9 @@ static void test_headings_name_the_documents(void **state) {
             char args[256], quick[128];
             snprintf(args, sizeof args, "lesson %s --lang %s%s", l->id, zh ? "zh" : "en",
                      lesson_quick_args(l->options, quick, sizeof quick));
+            char what[300];
+            snprintf(what, sizeof what, "test_zh: kvdemo %s", args);
+            if (tests_whole_model(l->id, args) && tests_sanitized_skip(what)) continue;
             const RunResult *r = kvdemo_run_once(args);   // the zh one: test_lessons_speak_chinese's
             if (r->status != 0) fail_msg("kvdemo %s: exit %d: %s", args, r->status, r->err);
             const char *h = strstr(r->out, "== ");

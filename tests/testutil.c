@@ -5,6 +5,7 @@
 #include "options.h"
 
 #include "buf.h"
+#include "lessons.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -618,6 +619,18 @@ int word_in_list(const char *w, size_t n, const char *const *list, size_t count)
 int tests_sanitized(void) {
     const char *v = getenv("KVDEMO_SANITIZED");
     return v && *v && strcmp(v, "0") != 0;
+}
+
+int tests_whole_model(const char *id, const char *args) {
+    const Lesson *l = lessons_find(id);
+    return l && l->options[OPT_MODEL] && !strstr(args, "--init") && !strstr(args, "--preset");
+}
+
+int tests_sanitized_skip(const char *what) {
+    if (!tests_sanitized()) return 0;
+    fprintf(stderr, "%s: left to the fast pass, which runs it in full (a model's run is many times slower under "
+            "the sanitizers)\n", what);
+    return 1;
 }
 
 // ----------------------------------------------------------------------------

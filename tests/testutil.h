@@ -181,6 +181,14 @@ int word_in_list(const char *w, size_t n, const char *const *list, size_t count)
 // over to check behaviour (not memory) may then keep to the lessons without
 // a model, which the plain build still checks in full.
 int tests_sanitized(void);
+// tests_sanitized(), and when it is 1 a line on stderr saying that what
+// (a lesson's run, "lesson 10 on its model") is left to the fast pass, which
+// runs it in full: a test skips nothing without saying so.
+int tests_sanitized_skip(const char *what);
+// 1 when "kvdemo lesson ID ARGS" runs a whole trained model of data/: the
+// lesson honours --model and args has neither --init nor --preset (which
+// make a small one).
+int tests_whole_model(const char *id, const char *args);
 
 // LLaMA for the tests: a model of llama_config_default()'s shape with H heads
 // of 8 dims and G key/value heads, its weights drawn from seed; a state for
