@@ -76,7 +76,7 @@ static uint64_t file_bytes(const LlamaConfig *c, int shared) {
 static int read_floats(float *buf, size_t n, size_t first, FILE *f, const char *what, const char *path, char *err,
                        size_t errlen) {
     if (fread(buf, sizeof(float), n, f) != n) {
-        fileio_fail2(err, errlen, "%s: read error in %s", "%s：读取 %s 时出错", path, what);
+        fileio_fail2(err, errlen, "%s: cannot read %s: %s", "%s：读取 %s 时出错：%s", path, what, fileio_read_reason(f));
         return -1;
     }
     if (!fileio_host_is_little_endian())
