@@ -143,6 +143,20 @@ static void test_train_write_faults(void **state) {
     if (failed < 3) fail_msg("train: expected the faults to fail at least 3 runs, got %d", failed);
 }
 
+// train --arch llama's model and checkpoint (llama_save's own writes).
+static void test_llama_train_write_faults(void **state) {
+    (void)state;
+    char text[300], out[300], ckpt[320], args[1200];
+    snprintf(text, sizeof text, "%s/ltext.txt", dir);
+    snprintf(out, sizeof out, "%s/l.bin", dir);
+    snprintf(ckpt, sizeof ckpt, "%s/l.bin.ckpt", dir);
+    write_text(text, 40);
+    snprintf(args, sizeof args, "train --arch llama " RECIPE " --eval-every 1 --data %s --out %s", text, out);
+    const char *outputs[] = {out, ckpt};
+    int failed = walk_write_faults(args, outputs, 2, FULL_DISK);
+    if (failed < 2) fail_msg("train --arch llama: expected the faults to fail at least 2 runs, got %d", failed);
+}
+
 // bench's CSV and SVG (EIO; a full disk is train's).
 static void test_bench_write_faults(void **state) {
     (void)state;
@@ -240,6 +254,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_model_write_faults),
         cmocka_unit_test(test_train_write_faults),
+        cmocka_unit_test(test_llama_train_write_faults),
         cmocka_unit_test(test_bench_write_faults),
         cmocka_unit_test(test_short_reads),
         cmocka_unit_test(test_short_checkpoint),
