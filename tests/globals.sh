@@ -34,6 +34,11 @@ src/util/allocfault.o allocations a test fault hook: KVDEMO_TEST_FAIL_ALLOC coun
 src/util/allocfault.o first_failure  a test fault hook (the same)
 src/util/fileio.o writes          a test fault hook: KVDEMO_TEST_STOP_WRITE counts writes
 src/util/fileio.o commits         a test fault hook: KVDEMO_TEST_FAIL_WRITE counts commits
+src/util/iofault.o fault_kind     a test fault hook: KVDEMO_TEST_FAULT, read once
+src/util/iofault.o fault_at       (the same)
+src/util/iofault.o writes_made    a test fault hook: KVDEMO_TEST_FAULT counts writes
+src/util/iofault.o reads_made     a test fault hook: KVDEMO_TEST_FAULT counts reads
+src/util/iofault.o read_cut       a test fault hook: the file ends after the short read
 src/model/checkpoint.o ckpt_fail_after  a test fault hook: a checkpoint write that fails part-way
 src/core/ops.o pack_key           the key of the pack scratch each thread has (ops_pack_buffer), made once: not a mode
 src/core/ops.o pack_once          (the same)

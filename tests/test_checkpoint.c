@@ -190,11 +190,32 @@ static void test_checkpoint_checksum_is_the_documents(void **state) {
     if (!strstr(msg, "checksum mismatch")) fail_msg("a changed byte: expected \"checksum mismatch\", got: %s", msg);
 }
 
+// Each field the loader checks, changed alone (the checksum made again):
+// the version, sizes past 2^31, the parameter count, the vocabulary's
+// order and range, a weight that is not finite.
+static void test_checkpoint_fields_refused(void **state) {
+    (void)state;
+    fileio_set_zh(0);
+    long vocab = HEADER, params = HEADER + 4 * V;
+    const Case cases[] = {
+        {"version 2", 4, 2, "unsupported version (expected 1)"},
+        {"batch 2^31", AT_BATCH, 0x80000000u, "sizes or step counts out of range"},
+        {"step 2^31", AT_STEP, 0x80000000u, "sizes or step counts out of range"},
+        {"parameter count P + 1", 104 /* P, after the text length */, (uint32_t)P + 1, "parameter count does not match the model sizes"},
+        {"vocabulary a a c", vocab + 4, 'a', "vocabulary is not sorted distinct code points"},
+        {"vocabulary past U+10FFFF", vocab + 8, 0x110000, "vocabulary is not sorted distinct code points"},
+        {"weight 0 is NaN", params, 0x7fc00000u, "weights or optimizer state hold NaN or infinity"},
+        {"m[0] is infinite", params + 4 * (long)P, 0x7f800000u, "weights or optimizer state hold NaN or infinity"},
+    };
+    check_cases(cases, sizeof cases / sizeof cases[0]);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_checkpoint_checksum_is_the_documents),
         cmocka_unit_test(test_checkpoint_recipe_within_the_command_lines_limits),
         cmocka_unit_test(test_checkpoint_negative_second_moment_refused),
+        cmocka_unit_test(test_checkpoint_fields_refused),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -223,6 +223,18 @@ static void test_device_text_refused_at_once(void **state) {
     }
 }
 
+// eval --kv-dtype without --data takes the shipped tinyshakespeare; without
+// it (make data not run), one line says what to give.
+static void test_eval_without_a_text(void **state) {
+    (void)state;
+    if (access("data/tinyshakespeare.txt", F_OK) == 0) skip();   // downloaded here: nothing is missing
+    RunResult r = kvdemo_run("eval --model tests/fixtures/gpt_a.kvgp --kv-dtype int8");
+    expect_last_line(&r, 1, "no text to evaluate on: give --data FILE, or run `make data` to download tinyshakespeare",
+                     "eval --kv-dtype without a text");
+    if (count_lines(r.err) != 1) fail_msg("eval --kv-dtype without a text: expected one line, got: %s", r.err);
+    run_free(&r);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_full_disk_keeps_old_model),
@@ -231,6 +243,7 @@ int main(void) {
         cmocka_unit_test(test_output_is_a_socket),
         cmocka_unit_test(test_texts_unreadable_or_too_short),
         cmocka_unit_test(test_device_text_refused_at_once),
+        cmocka_unit_test(test_eval_without_a_text),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

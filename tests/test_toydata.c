@@ -134,6 +134,33 @@ static void test_malformed(void **state) {
     assert_non_null(strstr(err, "data file /nonexistent/data.txt: cannot open: No such file or directory"));
 }
 
+// The limits of a line: a matrix name with numbers after it, a token
+// longer than TOY_TOKEN_BYTES - 1, more than TOY_MAX_WIDTH numbers, a line
+// longer than the reader's 4096 bytes, and a file cut short (its size
+// says more than what could be read).
+static void test_line_limits(void **state) {
+    (void)state;
+    static char buf[1 << 14];
+    snprintf(buf, sizeof buf, "X 1 2\na 1 2\nb 3 4\n%s", WEIGHTS);
+    expect_error(buf, ":1: the name X goes on a line of its own, its rows below it");
+    char token[TOY_TOKEN_BYTES + 1];
+    memset(token, 't', TOY_TOKEN_BYTES);
+    token[TOY_TOKEN_BYTES] = '\0';
+    snprintf(buf, sizeof buf, "X\n%s 1 2\nb 3 4\n%s", token, WEIGHTS);
+    char want[200];
+    snprintf(want, sizeof want, ":2: token \"%s\" is longer than %d bytes", token, TOY_TOKEN_BYTES - 1);
+    expect_error(buf, want);
+    size_t len = (size_t)snprintf(buf, sizeof buf, "X\na");
+    for (int i = 0; i <= TOY_MAX_WIDTH; i++) len += (size_t)snprintf(buf + len, sizeof buf - len, " 1");
+    snprintf(buf + len, sizeof buf - len, "\n%s", WEIGHTS);
+    snprintf(want, sizeof want, ":2: more than %d numbers on a line", TOY_MAX_WIDTH);
+    expect_error(buf, want);
+    len = (size_t)snprintf(buf, sizeof buf, "X\na 1 2\n# ");
+    memset(buf + len, 'c', 5000);
+    snprintf(buf + len + 5000, sizeof buf - len - 5000, "\n%s", WEIGHTS);
+    expect_error(buf, ":3: line too long (at most 4094 bytes)");
+}
+
 // More tokens than the lessons can show is refused, not truncated.
 static void test_too_many_tokens(void **state) {
     (void)state;
@@ -151,6 +178,7 @@ int main(void) {
         cmocka_unit_test(test_own_numbers),
         cmocka_unit_test(test_malformed),
         cmocka_unit_test(test_too_many_tokens),
+        cmocka_unit_test(test_line_limits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

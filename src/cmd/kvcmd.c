@@ -9,6 +9,7 @@
 #include "progress.h"
 #include "train.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -16,11 +17,13 @@
 int kvcmd_variant(GptVariant *v, int *set, const Options *opt) {
     memset(v, 0, sizeof *v);
     *set = 0;
+    // --bug and --kv-dtype are choices: cli.c has refused any other word
+    // with its list (what is left is a mistake of kvdemo's, if the lists
+    // there and in kvvariant.c, kvquant.c ever differ).
     if (opt->bug) {
-        if (kvvariant_bug_parse(&v->bug, opt->bug)) {
-            fileio_error("unknown bug '%s'; valid: %s", "没有“%s”这种错误；可用的：%s", opt->bug, KV_BUG_LIST);
-            return 2;
-        }
+        int known = kvvariant_bug_parse(&v->bug, opt->bug) == 0;
+        assert(known);
+        (void)known;
         if (opt->runs == RUN_NOCACHE) {
             fileio_error("--bug %s breaks the cached path, so it means nothing with --no-cache; drop one of them",
                          "--bug %s 破坏的是使用缓存的路径，和 --no-cache 一起给没有意义；去掉其中一个", opt->bug);
@@ -29,11 +32,9 @@ int kvcmd_variant(GptVariant *v, int *set, const Options *opt) {
         *set = 1;
     }
     if (opt->kv_dtype) {
-        if (kvquant_parse(&v->kv_dtype, opt->kv_dtype)) {
-            fileio_error("unknown --kv-dtype '%s'; valid: fp32, bf16, fp16, int8, int4",
-                         "--kv-dtype 没有“%s”这种格式；可用的：fp32、bf16、fp16、int8、int4", opt->kv_dtype);
-            return 2;
-        }
+        int known = kvquant_parse(&v->kv_dtype, opt->kv_dtype) == 0;
+        assert(known);
+        (void)known;
         *set = 1;
     }
     v->key_group = KV_KEY_GROUP;

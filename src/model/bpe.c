@@ -167,7 +167,8 @@ int bpe_load(Bpe *t, const char *path, int V, char *err, size_t errlen) {
     unsigned char *data = malloc(size ? (size_t)size : 1);
     int rc = -1;
     if (!data) fileio_fail2(err, errlen, "%s: out of memory", "%s：内存不足", path);
-    else if (fread(data, 1, (size_t)size, f) != (size_t)size) fileio_fail2(err, errlen, "%s: read error", "%s：读取出错", path);
+    else if (fread(data, 1, (size_t)size, f) != (size_t)size)
+        fileio_fail2(err, errlen, "%s: cannot read: %s", "%s：读取出错：%s", path, fileio_read_reason(f));
     else rc = bpe_parse(t, data, (size_t)size, V, path, err, errlen);
     free(data);
     fclose(f);

@@ -206,7 +206,7 @@ int train_checkpoint_load(const char *path, TrainCheckpoint *ck, char *err, size
     else if (size < CKPT_HEADER + 8)
         why = fileio_text("too short to be a checkpoint (truncated?)", "太短，不是检查点（文件不完整？）");
     else if (fread(h, 1, CKPT_HEADER, f) != CKPT_HEADER)
-        why = fileio_text("read error", "读取出错");
+        why = fileio_read_reason(f);
     else if (memcmp(h, CKPT_MAGIC, 4) != 0 && memcmp(h, CKPT_MAGIC_LLAMA, 4) != 0)
         why = fileio_text("wrong magic (not a kvdemo training checkpoint)", "文件头不对（不是 kvdemo 的训练检查点）");
     else if (le_get_u32(h + 4) != CKPT_VERSION)
@@ -216,7 +216,7 @@ int train_checkpoint_load(const char *path, TrainCheckpoint *ck, char *err, size
         if (size < CKPT_HEADER_LLAMA + 8)
             why = fileio_text("too short to be a checkpoint (truncated?)", "太短，不是检查点（文件不完整？）");
         else if (fread(h + CKPT_HEADER, 1, CKPT_HEADER_LLAMA - CKPT_HEADER, f) != CKPT_HEADER_LLAMA - CKPT_HEADER)
-            why = fileio_text("read error", "读取出错");
+            why = fileio_read_reason(f);
     }
     if (!why) why = parse_header(ck, h + 8, hn, size, &P, shape_err, sizeof shape_err, recipe, sizeof recipe);
     // Then the rest, whose length the header now vouches for.
@@ -225,7 +225,7 @@ int train_checkpoint_load(const char *path, TrainCheckpoint *ck, char *err, size
     if (!why) {
         memcpy(buf, h, (size_t)hn);
         if (fread(buf + hn, 1, (size_t)size - (size_t)hn, f) != (size_t)size - (size_t)hn)
-            why = fileio_text("read error", "读取出错");
+            why = fileio_read_reason(f);
     }
     fclose(f);
     const unsigned char *p = buf;

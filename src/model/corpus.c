@@ -71,6 +71,13 @@ int train_text_load(TrainText *text, const char *path, const uint32_t *vocab, in
         free(bytes);
         return -1;
     }
+    if (n < size) {
+        fileio_fail2(err, errlen, "%s: truncated: read %zu of its %llu bytes (did it change while it was read?)",
+                     "%s：文件不完整：只读到 %zu 字节，它有 %llu 字节（读取时它被改动了吗？）", path, n,
+                     (unsigned long long)size);
+        free(bytes);
+        return -1;
+    }
     // A byte order mark (Notepad writes one) is not a character of the text.
     size_t skip = n >= 3 && !memcmp(bytes, "\xef\xbb\xbf", 3) ? 3 : 0;
     uint32_t *cps = malloc(sizeof(uint32_t) * (n + 1));

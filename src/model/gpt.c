@@ -385,7 +385,8 @@ static int check_weights(const GptModel *m, const char *path, char *err, size_t 
 static int check_sum(FILE *f, uint32_t sum, const char *path, char *err, size_t errlen) {
     unsigned char b[4];
     if (fread(b, 1, 4, f) != 4)
-        return fileio_fail2(err, errlen, "%s: read error in the checksum", "%s：读取校验和时出错", path);
+        return fileio_fail2(err, errlen, "%s: cannot read the checksum: %s", "%s：读取校验和时出错：%s", path,
+                            fileio_read_reason(f));
     if (le_get_u32(b) != sum)
         return fileio_fail2(err, errlen,
                             "%s: checksum mismatch: the file is damaged (copy it again, or train it again)",
@@ -400,10 +401,13 @@ int gpt_load_config(GptConfig *cfg, const char *path, char *err, size_t errlen) 
     if (!f) return -1;
     unsigned char h[HEADER_BYTES];
     int rc = 0;
-    if (size < HEADER_BYTES || fread(h, 1, HEADER_BYTES, f) != HEADER_BYTES)
+    if (size < HEADER_BYTES)
         rc = fileio_fail2(err, errlen, "%s: truncated: %llu bytes, the header alone takes %d bytes",
                           "%s：文件不完整：只有 %llu 字节，光文件头就要 %d 字节", path, (unsigned long long)size,
                           HEADER_BYTES);
+    else if (fread(h, 1, HEADER_BYTES, f) != HEADER_BYTES)
+        rc = fileio_fail2(err, errlen, "%s: cannot read the header: %s", "%s：读取文件头时出错：%s", path,
+                          fileio_read_reason(f));
     else rc = check_header(cfg, h, size, path, err, errlen);
     fclose(f);
     return rc;
@@ -419,10 +423,15 @@ int gpt_load(GptModel *m, const char *path, char *err, size_t errlen) {
     if (!f) return -1;
     unsigned char h[HEADER_BYTES];
     GptConfig cfg;
-    if (size < HEADER_BYTES || fread(h, 1, HEADER_BYTES, f) != HEADER_BYTES) {
+    if (size < HEADER_BYTES) {
         fileio_fail2(err, errlen, "%s: truncated: %llu bytes, the header alone takes %d bytes",
                      "%s：文件不完整：只有 %llu 字节，光文件头就要 %d 字节", path,
                      (unsigned long long)size, HEADER_BYTES);
+        goto fail;
+    }
+    if (fread(h, 1, HEADER_BYTES, f) != HEADER_BYTES) {
+        fileio_fail2(err, errlen, "%s: cannot read the header: %s", "%s：读取文件头时出错：%s", path,
+                     fileio_read_reason(f));
         goto fail;
     }
     if (check_header(&cfg, h, size, path, err, errlen) != 0) goto fail;
@@ -436,8 +445,8 @@ int gpt_load(GptModel *m, const char *path, char *err, size_t errlen) {
         goto fail;
     }
     if (fread(raw, 4, (size_t)cfg.V, f) != (size_t)cfg.V) {
-        fileio_fail2(err, errlen, "%s: read error in the vocabulary",
-                     "%s：读取词表时出错", path);
+        fileio_fail2(err, errlen, "%s: cannot read the vocabulary: %s", "%s：读取词表时出错：%s", path,
+                     fileio_read_reason(f));
         goto fail;
     }
     sum = fileio_adler32(sum, raw, 4 * (size_t)cfg.V);
@@ -456,8 +465,8 @@ int gpt_load(GptModel *m, const char *path, char *err, size_t errlen) {
     for (size_t at = 0; at < m->num_params; at += PIECE) {
         size_t n = m->num_params - at < PIECE ? m->num_params - at : PIECE;
         if (fread(m->params + at, sizeof(float), n, f) != n) {
-            fileio_fail2(err, errlen, "%s: read error in the weights",
-                         "%s：读取权重时出错", path);
+            fileio_fail2(err, errlen, "%s: cannot read the weights: %s", "%s：读取权重时出错：%s", path,
+                         fileio_read_reason(f));
             goto fail;
         }
         sum = fileio_adler32(sum, m->params + at, n * sizeof(float));

@@ -410,7 +410,9 @@ static int check_sum(FILE *f, const unsigned char *h, size_t hbytes, const Llama
     sum = fileio_adler32(sum, m->vocab, sizeof(uint32_t) * (size_t)m->cfg.vocab_size);
     sum = fileio_adler32(sum, m->params, sizeof(float) * m->num_params);
     unsigned char b[4];
-    if (fread(b, 1, 4, f) != 4) return fileio_fail2(err, errlen, "%s: read error in the checksum", "%s：读取校验和时出错", path);
+    if (fread(b, 1, 4, f) != 4)
+        return fileio_fail2(err, errlen, "%s: cannot read the checksum: %s", "%s：读取校验和时出错：%s", path,
+                            fileio_read_reason(f));
     if (le_get_u32(b) != sum)
         return fileio_fail2(err, errlen, "%s: checksum mismatch: the file is damaged (copy it again, or write it again)",
                             "%s：校验和不符：文件已损坏（请重新复制，或重新写出）", path);
@@ -485,7 +487,8 @@ int llama_load(LlamaModel *m, const char *path, char *err, size_t errlen) {
     }
     if (fread(m->vocab, sizeof(uint32_t), (size_t)c.vocab_size, f) != (size_t)c.vocab_size ||
         fread(m->params, sizeof(float), n_params, f) != n_params) {
-        fileio_fail2(err, errlen, "%s: read error", "%s：读取出错", path);
+        fileio_fail2(err, errlen, "%s: cannot read the vocabulary and weights: %s", "%s：读取词表和权重时出错：%s", path,
+                     fileio_read_reason(f));
         goto fail;
     }
     if (version != LLAMA_FILE_UNCHECKED && check_sum(f, h, hbytes, m, path, err, errlen) != 0) goto fail;

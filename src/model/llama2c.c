@@ -18,6 +18,7 @@
 #include "fileio.h"
 #include "ops.h"
 
+#include <errno.h>
 #include <limits.h>
 #include <math.h>
 #include <stdint.h>
@@ -76,7 +77,7 @@ static uint64_t file_bytes(const LlamaConfig *c, int shared) {
 static int read_floats(float *buf, size_t n, size_t first, FILE *f, const char *what, const char *path, char *err,
                        size_t errlen) {
     if (fread(buf, sizeof(float), n, f) != n) {
-        fileio_fail2(err, errlen, "%s: read error in %s", "%s：读取 %s 时出错", path, what);
+        fileio_fail2(err, errlen, "%s: cannot read %s: %s", "%s：读取 %s 时出错：%s", path, what, fileio_read_reason(f));
         return -1;
     }
     if (!fileio_host_is_little_endian())
@@ -136,7 +137,7 @@ static int read_weights(LlamaModel *m, float *buf, int shared, FILE *f, const ch
     if (read_floats(m->p.norm, (size_t)C, 0, f, "rms_final_weight", path, err, errlen) != 0) return -1;
     // freq_cis_real and freq_cis_imag: llama.c's precompute_freqs_cis makes the same table
     if (fseek(f, (long)((size_t)c->max_seq_len * c->head_dim * sizeof(float)), SEEK_CUR) != 0) {
-        fileio_fail2(err, errlen, "%s: read error in freq_cis", "%s：读取 freq_cis 时出错", path);
+        fileio_fail2(err, errlen, "%s: cannot skip freq_cis: %s", "%s：跳过 freq_cis 时出错：%s", path, fileio_strerror(errno));
         return -1;
     }
     // output (C, V) = wcls.T, or token_embedding_table.T when they are shared

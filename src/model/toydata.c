@@ -306,6 +306,12 @@ int toydata_load(ToyData *t, const char *path, char *err, size_t errlen) {
     }
     if (rc == 0 && ferror(f)) rc = fileio_fail2(err, errlen, "%s: read error: %s", "%s：读取出错：%s", path,
                                                    fileio_strerror(errno ? errno : EIO));
+    // Ended before its size (a line cut short says more than what it lacks).
+    long read_to = feof(f) ? ftell(f) : -1;
+    if (read_to >= 0 && (uint64_t)read_to < size)
+        rc = fileio_fail2(err, errlen, "%s: truncated: read %ld of its %llu bytes (did it change while it was read?)",
+                          "%s：文件不完整：只读到 %ld 字节，它有 %llu 字节（读取时它被改动了吗？）", path, read_to,
+                          (unsigned long long)size);
     fclose(f);
     return rc ? rc : finish(t, &rd);
 }

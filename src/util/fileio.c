@@ -5,6 +5,7 @@
 // belongs to an open file rather than to the process, so a second writer in
 // the same process is refused as one in another process is.
 #include "fileio.h"
+#include "iofault.h"
 
 #include <assert.h>
 #include <dirent.h>
@@ -292,7 +293,10 @@ static int create_temporary(AtomicFile *a, char *err, size_t errlen) {
     if (fd >= 0) {
         mode_t mask = umask(0);
         umask(mask);
-        if (fchmod(fd, 0644 & ~mask) == 0 && (a->f = fdopen(fd, "wb"))) return 0;
+        if (fchmod(fd, 0644 & ~mask) == 0 && (a->f = iofault_fdopen(fd, "wb"))) {
+            a->fd = fd;
+            return 0;
+        }
     }
     int e = errno;
     if (fd >= 0) {
@@ -369,7 +373,7 @@ int fileio_commit(AtomicFile *a, char *err, size_t errlen) {
     int e = ok ? 0 : errno ? errno : EIO;
     if (ok) test_stop_point();
     if (ok && test_fail_point()) ok = 0, e = ENOSPC;
-    if (ok && fsync(fileno(a->f)) != 0) ok = 0, e = errno;
+    if (ok && fsync(a->fd) != 0) ok = 0, e = errno;
     if (fclose(a->f) != 0 && ok) ok = 0, e = errno;
     a->f = NULL;
     if (ok && rename(a->tmp, a->path) != 0) ok = 0, e = errno;
@@ -432,7 +436,7 @@ FILE *fileio_open_read(const char *path, uint64_t *size, char *err, size_t errle
                      "%s：是%s，不是普通文件；请给一个文件的路径", path, kind_of(st.st_mode));
         return NULL;
     }
-    FILE *f = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) == 0 ? fdopen(fd, "rb") : NULL;
+    FILE *f = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) == 0 ? iofault_fdopen(fd, "rb") : NULL;
     if (!f) {
         int e = errno;
         close(fd);
@@ -441,6 +445,12 @@ FILE *fileio_open_read(const char *path, uint64_t *size, char *err, size_t errle
     }
     *size = (uint64_t)st.st_size;
     return f;
+}
+
+const char *fileio_read_reason(FILE *f) {
+    if (ferror(f)) return fileio_strerror(errno ? errno : EIO);
+    return fileio_text("the file ends early (it is truncated, or changed while it was read)",
+                       "文件提前结束（文件不完整，或读取时被改动了）");
 }
 
 // ----------------------------------------------------------------------------

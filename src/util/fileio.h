@@ -69,6 +69,7 @@ typedef struct {
     char *path;   // PATH
     char *tmp;    // PATH.tmp.XXXXXX
     int lock_fd;  // PATH.lock, held; -1 when a claim of the process holds it
+    int fd;       // f's file descriptor (for fsync: fileno of a test's faulty f is -1)
 } AtomicFile;
 
 // Starts writing path. Returns 0, or -1 with err = "PATH: why" (PATH exists
@@ -100,5 +101,9 @@ int fileio_stdout_error(void);
 // Reading: opens path for reading and says how many bytes it holds. A path
 // that is not a regular file is refused. Returns the file, or NULL with err.
 FILE *fileio_open_read(const char *path, uint64_t *size, char *err, size_t errlen);
+// Why a read of f came back short, in the message language: the system's
+// reason when f has an error, else that the file ended before its size
+// said (it is truncated, or changed while it was read).
+const char *fileio_read_reason(FILE *f);
 
 #endif
