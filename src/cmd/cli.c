@@ -537,7 +537,12 @@ static void print_options(FILE *f, const Cli *c, CommandId cmd, const Lesson *l)
         const OptionSpec *o = &OPTIONS[i];
         if (!(o->commands & CMD_BIT(cmd)) || o->id == OPT_HELP || o->id == OPT_VERSION) continue;
         if (l && !l->options[o->id]) continue;
-        print_option_line(f, c, o);
+        OptionSpec own = *o;   // a lesson's own words for --data (lesson 12: its validation text)
+        if (l && o->id == OPT_DATA && !strcmp(l->id, "12")) {
+            own.en = "the text the validation loss is measured on (default data/tinyshakespeare.txt, when it is there)";
+            own.zh = "计算验证损失所用的文本（默认 data/tinyshakespeare.txt，若已下载）";
+        }
+        print_option_line(f, c, &own);
     }
 }
 

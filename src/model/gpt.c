@@ -537,14 +537,10 @@ int gpt_encode(int *tokens, const GptModel *m, const char *text, int max_tokens,
         for (int v = 0; v < m->cfg.V && id < 0; v++)
             if (m->vocab[v] == c) id = v;
         if (id < 0) {
-            if (c < 0x20 || c == 0x7F)
-                return fileio_fail2(err, errlen, "character U+%04X at position %d is not in the model's vocabulary",
-                                    "字符 U+%04X（第 %d 个）不在模型的词表里", c, n);
-            unsigned char shown[5] = {0};
-            utf8_encode(shown, c);
-            return fileio_fail2(err, errlen, "character '%s' (U+%04X) at position %d is not in the model's vocabulary",
-                                "字符“%s”（U+%04X，第 %d 个）不在模型的词表里",
-                                (const char *)shown, c, n);
+            char name[48];
+            utf8_name(name, sizeof name, c, fileio_zh());
+            return fileio_fail2(err, errlen, "character %s at position %d is not in the model's vocabulary",
+                                "字符%s（第 %d 个）不在模型的词表里", name, n);
         }
         if (n == max_tokens) return fileio_fail2(err, errlen, "the text is longer than %d characters",
                                                  "文字超过 %d 个字符", max_tokens);
