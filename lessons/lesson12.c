@@ -236,8 +236,8 @@ static int smaller_cache(Shared *x, Trace *tr, const Options *opt) {
     if (x->have_text)
         say_windows(tr, x, g.T);
     else
-        trace_say(tr, "(give --data FILE, or run `make data`, for the validation loss)\n",
-                  "（给出 --data FILE 或运行 `make data`，即可得到验证损失）\n");
+        trace_sayf(tr, "(for the validation loss give --data FILE, or get tinyshakespeare into this folder:\n `%s`)\n",
+                   "（要得到验证损失，请给出 --data FILE，或把 `tinyshakespeare` 下载到当前文件夹：\n `%s`）\n", CORPUS_GET);
     const KvDtype kinds[5] = {KV_FP32, KV_BF16, KV_FP16, KV_INT8, KV_INT4};
     double fp32_bytes = kvquant_bytes_per_token(KV_FP32, g.L, g.C, g.H, KV_KEY_GROUP);
     const TraceColumn cols[] = {

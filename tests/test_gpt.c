@@ -689,7 +689,7 @@ static void test_encode_decode(void **state) {
     assert_int_equal(gpt_encode(tokens, &m, "ROMEO, X", 32, err, sizeof(err)), -1);
     assert_non_null(strstr(err, "'X' (U+0058) at position 7"));
     assert_int_equal(gpt_encode(tokens, &m, "ROME\tO", 32, err, sizeof(err)), -1);
-    assert_non_null(strstr(err, "U+0009 at position 4"));
+    assert_non_null(strstr(err, "tab (U+0009) at position 4"));
     assert_int_equal(gpt_encode(tokens, &m, "日", 32, err, sizeof(err)), -1);
     assert_non_null(strstr(err, "'日' (U+65E5)"));
     assert_int_equal(gpt_encode(tokens, &m, "RO\xff", 32, err, sizeof(err)), -1);

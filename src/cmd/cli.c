@@ -185,7 +185,10 @@ static const OptionSpec OPTIONS[] = {
      "the lengths to time (default " BENCH_DEFAULT_LENGTHS "; the longest heads the report), e.g. 16,64,256,1024",
      "要计时的长度（默认 " BENCH_DEFAULT_LENGTHS "；最长的一个放在报告开头），例如 16,64,256,1024"},
     {OPT_PROMPT, "--prompt", ARG_APPEND, "TEXT", AT(opt.prompts), MAX_PROMPTS, LESSON | GENERATE | RACE | BENCH, 0, 0,
-     "the prompt (default \"ROMEO:\"; lesson 3 takes several)", "提示词（默认 \"ROMEO:\"；第 3 课可给多个）"},
+     "the prompt (default \"ROMEO:\"; several for lesson 3)", "提示词（默认 \"ROMEO:\"；第 3 课可给多个）"},
+    {OPT_THEN, "--then", ARG_STRING, "TEXT", AT(opt.then_text), 1, GENERATE, 0, 0,
+     "a second turn after the first's text (lesson 10)",
+     "第二轮：接在第一轮的文字之后（第 10 课）"},
     {OPT_TEMPERATURE, "--temperature", ARG_DOUBLE, "T", AT(opt.temperature), 1, LESSON | GENERATE | RACE, 0, 100,
      "sampling temperature; 0 picks the most likely token", "采样温度；0 表示取概率最大的 token"},
     {OPT_TOP_K, "--top-k", ARG_INT, "K", AT(opt.top_k), 1, LESSON | GENERATE | RACE, 0, 1000000,
@@ -537,7 +540,12 @@ static void print_options(FILE *f, const Cli *c, CommandId cmd, const Lesson *l)
         const OptionSpec *o = &OPTIONS[i];
         if (!(o->commands & CMD_BIT(cmd)) || o->id == OPT_HELP || o->id == OPT_VERSION) continue;
         if (l && !l->options[o->id]) continue;
-        print_option_line(f, c, o);
+        OptionSpec own = *o;   // a lesson's own words for --data (lesson 12: its validation text)
+        if (l && o->id == OPT_DATA && !strcmp(l->id, "12")) {
+            own.en = "the text the validation loss is measured on (default data/tinyshakespeare.txt, when it is there)";
+            own.zh = "计算验证损失所用的文本（默认 data/tinyshakespeare.txt，若已下载）";
+        }
+        print_option_line(f, c, &own);
     }
 }
 

@@ -68,6 +68,8 @@ typedef struct {
     int nonfinite_step;    // the first step whose logits were not all finite, or -1
     double *step_seconds;  // (steps) each step's time, for the spread
     unsigned char *cached; // (steps) 1: the step fed one token to the cache
+    int first_n;           // tokens the first step fed: the prefill
+    const char *run;       // the trace's run name, or NULL: "cache" / "no-cache"
 } Stream;
 
 static int stream_step(void *ctx, const GptStep *st) {
@@ -80,6 +82,7 @@ static int stream_step(void *ctx, const GptStep *st) {
             return 1;
         }
     g->seconds += st->seconds;
+    if (st->step == 0) g->first_n = st->n;
     g->step_seconds[st->step] = st->seconds;
     g->cached[st->step] = (unsigned char)st->cached;
     if (g->use_cache && st->step > 0 && !st->cached) {
@@ -143,7 +146,7 @@ static void show_steps(Trace *tr, const Stream *g, int steps, MeasureMachine mac
 static void say_figures(Trace *tr, const Stream *g, const GptModel *m, const char *text, int steps, int done,
                         double seconds, const GptVariant *variant, size_t kv_bytes, int tile, MeasureMachine machine) {
     int use_cache = g->use_cache;
-    trace_run(tr, use_cache ? "cache" : "no-cache");
+    trace_run(tr, g->run ? g->run : use_cache ? "cache" : "no-cache");
     // The text went out token by token above; JSON gets it whole.
     if (tr->format == FORMAT_JSON) trace_textval(tr, "text", text);
     if (g->live) fputs("\x1b[K", tr->out);
@@ -182,7 +185,65 @@ static void say_figures(Trace *tr, const Stream *g, const GptModel *m, const cha
     }
 }
 
+// generate --then TEXT: the conversation's second turn. tokens (len: the
+// first turn's prompt and text) gets TEXT and steps more; the sampler starts
+// again from --seed, as a fresh run would. With the cache, the cache the
+// first turn built is valid for exactly that prefix, so the turn's prefill
+// feeds only what it lacks (the first turn's last drawn token and TEXT);
+// without it, the whole prefix is fed again. Either way the text is that of
+// `generate --prompt PREFIX`, PREFIX the first turn's text and TEXT.
+static int then_turn(const Options *opt, Trace *tr, Stream *g, const GptModel *m, GptState *s, int **tokens,
+                     int len, int steps, float temperature) {
+    char err[512];
+    size_t n_text = strlen(opt->then_text);   // at most one token a byte
+    int *t = realloc(*tokens, sizeof(int) * ((size_t)len + n_text + (size_t)steps));
+    if (!t) return -fileio_error("out of memory", "内存不足");
+    *tokens = t;
+    int n_then = gpt_encode(t + len, m, opt->then_text, (int)n_text, err, sizeof err);
+    if (n_then <= 0) {
+        fileio_error("--then: %s", "--then：%s", n_then < 0 ? err : fileio_text("an empty text", "文字为空"));
+        return 2;
+    }
+    Sampler sampler;
+    if (sampler_init(&sampler, m->cfg.V, temperature, opt->top_k, (uint32_t)opt->seed))
+        return -fileio_error("out of memory", "内存不足");
+    int held = g->use_cache ? s->len : 0;   // positions the cache holds
+    *g = (Stream){.m = m, .out = g->out, .use_cache = g->use_cache, .width = g->width, .stream = g->stream,
+                  .live = g->live, .step_seconds = g->step_seconds, .cached = g->cached, .nonfinite_step = -1,
+                  .run = g->use_cache ? "then-cache" : "then-no-cache"};
+    trace_sayf(tr, "\n-- the second turn (--then): %d tokens so far; the cache holds %d of them",
+               "\n—— 第二轮（--then）：已有 %d 个 token；缓存里存着其中 %d 个", len + n_then, held);
+    if (g->stream) {
+        utf8_put_shown(g->out, opt->then_text, strlen(opt->then_text));
+        fflush(g->out);
+    }
+    int end = g->use_cache ? gpt_generate_more(t, s, m, &sampler, len + n_then, steps, stream_step, g)
+                           : gpt_generate(t, s, m, &sampler, len + n_then, steps, 0, stream_step, g);
+    sampler_free(&sampler);
+    if (g->nonfinite_step >= 0) return say_nonfinite(g->nonfinite_step);
+    size_t need = gpt_decode(NULL, 0, m, t, end);
+    char *text = malloc(need + 1);
+    if (!text) return -fileio_error("out of memory", "内存不足");
+    gpt_decode(text, need + 1, m, t, end);
+    say_figures(tr, g, m, text, steps, end - len - n_then, g->seconds, NULL, 0, 0, measure_machine());
+    free(text);
+    trace_sayf(tr, "-- its prefill fed %d token%s at offset %d%s",
+               "—— 这一轮的预填输入了 %d 个 token%s（偏移 %d）%s", g->first_n,
+               g->first_n == 1 || tr->lang == LANG_ZH ? "" : "s",
+               held, g->use_cache ? trace_text(tr, ": only what the cache did not hold", "：只是缓存里还没有的")
+                                  : trace_text(tr, ": the whole prefix again, without the cache", "：不使用缓存，整个前缀重算"));
+    trace_count(tr, "prefill_tokens", g->first_n, NULL, NULL);
+    trace_count(tr, "cache_held", held, NULL, NULL);
+    return 0;
+}
+
 int gptcmd_generate(const Options *opt, Trace *tr) {
+    if (opt->then_text && (llamacmd_is_llama_file(opt->model_path) || opt->given[OPT_DRAFT] || opt->paged ||
+                           opt->samples || opt->bug || opt->kv_dtype || opt->attention)) {
+        fileio_error("--then is the char GPT's plain generate (no --draft, --paged, --samples, --bug, --kv-dtype, --attention)",
+                     "--then 只用于字符级 GPT 的普通 generate（不能与 --draft、--paged、--samples、--bug、--kv-dtype、--attention 同用）");
+        return 2;
+    }
     if (llamacmd_is_llama_file(opt->model_path)) return llamacmd_generate(opt, tr);
     if (opt->rolling) {   // lesson 14: the char GPT's positions are learned, 0 .. T-1
         fileio_error("--window needs a LLaMA-style model (rotary positions): --model data/tinyshakespeare-llama-mha.bin",
@@ -257,6 +318,7 @@ int gptcmd_generate(const Options *opt, Trace *tr) {
             say_figures(tr, &g, &m, text, steps, len - n_prompt, seconds, use_variant ? &variant : NULL,
                         kvcache_bytes(s.kv), s.cache.tile, machine);
         }
+        if (!rc && opt->then_text) rc = then_turn(opt, tr, &g, &m, &s, &tokens, len, steps, temperature);
     }
     free(text);
     free(tokens);

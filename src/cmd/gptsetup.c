@@ -39,8 +39,8 @@ static void prompt_reason_zh(char *out, size_t size, const GptModel *m, const ch
         int known = 0;
         for (int v = 0; v < m->cfg.V && !known; v++) known = m->vocab[v] == c;
         if (!known) {
-            if (c < 0x20 || c == 0x7F) snprintf(out, size, "第 %d 个字符 U+%04X 不在模型的词表里", index + 1, (unsigned)c);
-            else snprintf(out, size, "第 %d 个字符“%.*s”（U+%04X）不在模型的词表里", index + 1, len, prompt + at, (unsigned)c);
+            char name[48];
+            snprintf(out, size, "第 %d 个字符%s不在模型的词表里", index + 1, utf8_name(name, sizeof name, c, 1));
             return;
         }
         at += (size_t)len;

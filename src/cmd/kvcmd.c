@@ -67,8 +67,7 @@ int kvcmd_eval(const Options *opt) {
     if (!data) {
         data = paths_shipped("data/tinyshakespeare.txt", buf, sizeof buf);
         if (access(data, R_OK) != 0) {
-            fileio_error("no text to evaluate on: give --data FILE, or run `make data` to download tinyshakespeare",
-                         "没有用来评估的文本：请给 --data FILE，或运行 `make data` 下载 tinyshakespeare");
+            corpus_missing("no text to evaluate on", "没有用来评估的文本");
             gpt_free(&m);
             return 1;
         }

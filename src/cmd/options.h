@@ -25,6 +25,7 @@ typedef enum {
     OPT_DRAFT, OPT_GAMMA, OPT_TOKENIZER,
     OPT_ARCH, OPT_HIDDEN,
     OPT_FROM, OPT_CONVERT, OPT_WINDOW, OPT_ROLLING,
+    OPT_THEN,
     NUM_OPTION_IDS
 } OptionId;
 
@@ -77,6 +78,7 @@ typedef struct Options {
     const char *convert;                // --convert mean|first|random: how --from's key/value heads are shared
     int window;                         // train --window W: the band mask of sliding-window attention (0: none)
     const char *rolling;                // generate --window W or S,W: a rolling cache of W rows, S of them sinks (lesson 14)
+    const char *then_text;              // generate --then TEXT: a second turn after the first's text, or NULL
     // Which options were given (1 at their OptionId), so that a command can
     // tell a default from a choice.
     unsigned char given[NUM_OPTION_IDS];

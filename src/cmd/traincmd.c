@@ -33,13 +33,12 @@
 #include <string.h>
 #include <unistd.h>
 
-// The corpus: --data FILE, else data/tinyshakespeare.txt (from `make data`).
+// The corpus: --data FILE, else data/tinyshakespeare.txt (corpus.h's CORPUS_GET).
 static const char *corpus_path(const Options *opt, char *buf, size_t size) {
     if (opt->data_path) return opt->data_path;
     const char *p = paths_shipped("data/tinyshakespeare.txt", buf, size);
     if (access(p, R_OK) != 0) {
-        fileio_error("no training text: give --data FILE, or run `make data` to download tinyshakespeare",
-                     "没有训练文本：请用 --data FILE 指定，或运行 `make data` 下载 tinyshakespeare");
+        corpus_missing("no training text", "没有训练文本");
         return NULL;
     }
     return p;

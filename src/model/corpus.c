@@ -136,8 +136,10 @@ int train_text_load(TrainText *text, const char *path, const uint32_t *vocab, in
     for (int64_t i = 0; i < count; i++) {
         int id = vocab_find(text->vocab, text->V, cps[i]);
         if (id < 0) {
-            fileio_fail2(err, errlen, "%s: character U+%04X at position %lld is not in the model's vocabulary",
-                         "%s：字符 U+%04X（第 %lld 个）不在模型的词表里", path, (unsigned)cps[i], (long long)i);
+            char name[48];
+            utf8_name(name, sizeof name, cps[i], fileio_zh());
+            fileio_fail2(err, errlen, "%s: character %s at position %lld is not in the model's vocabulary",
+                         "%s：字符%s（第 %lld 个）不在模型的词表里", path, name, (long long)i);
             free(cps);
             train_text_free(text);
             return -1;
@@ -170,4 +172,10 @@ uint64_t fnv1a(uint64_t h, const void *data, size_t n) {
 uint64_t train_text_hash(const TrainText *text) {
     uint64_t h = fnv1a(FNV_START, text->vocab, sizeof(uint32_t) * (size_t)text->V);
     return fnv1a(h, text->tokens, sizeof(int32_t) * (size_t)text->n);
+}
+
+int corpus_missing(const char *what_en, const char *what_zh) {
+    return fileio_error("%s: give --data FILE, or get tinyshakespeare into this folder: `%s` (its sha256 is %s)",
+                        "%s：请用 --data FILE 指定，或把 `tinyshakespeare` 下载到当前文件夹：`%s`（其 sha256 应为 %s）",
+                        fileio_text(what_en, what_zh), CORPUS_GET, CORPUS_SHA256);
 }

@@ -43,4 +43,16 @@ uint64_t fnv1a(uint64_t h, const void *data, size_t n);
 // checkpoint keeps so that a resumed run can check it reads the same text.
 uint64_t train_text_hash(const TrainText *text);
 
+// Where tinyshakespeare, the shipped model's text, comes from (`make data`,
+// tests/get-data.sh, fetches the same file and checks the same sum), and
+// the command that gets it from any folder, for an installed kvdemo too:
+// kvdemo reads data/tinyshakespeare.txt of the current folder first.
+#define CORPUS_URL "https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/input.txt"
+#define CORPUS_SHA256 "86c4e6aa9db7c042ec79f339dcb96d42b0075e16b8fc2e86bf0ca57e2dc565ed"
+#define CORPUS_GET "curl -fL --create-dirs -o data/tinyshakespeare.txt " CORPUS_URL
+// The one line on stderr when the text is missing: what (en, zh: "no
+// training text") is missing, --data, and CORPUS_GET with its sha256.
+// Returns -1.
+int corpus_missing(const char *what_en, const char *what_zh);
+
 #endif

@@ -546,14 +546,10 @@ int gpt_encode(int *tokens, const GptModel *m, const char *text, int max_tokens,
         for (int v = 0; v < m->cfg.V && id < 0; v++)
             if (m->vocab[v] == c) id = v;
         if (id < 0) {
-            if (c < 0x20 || c == 0x7F)
-                return fileio_fail2(err, errlen, "character U+%04X at position %d is not in the model's vocabulary",
-                                    "字符 U+%04X（第 %d 个）不在模型的词表里", c, n);
-            unsigned char shown[5] = {0};
-            utf8_encode(shown, c);
-            return fileio_fail2(err, errlen, "character '%s' (U+%04X) at position %d is not in the model's vocabulary",
-                                "字符“%s”（U+%04X，第 %d 个）不在模型的词表里",
-                                (const char *)shown, c, n);
+            char name[48];
+            utf8_name(name, sizeof name, c, fileio_zh());
+            return fileio_fail2(err, errlen, "character %s at position %d is not in the model's vocabulary",
+                                "字符%s（第 %d 个）不在模型的词表里", name, n);
         }
         if (n == max_tokens) return fileio_fail2(err, errlen, "the text is longer than %d characters",
                                                  "文字超过 %d 个字符", max_tokens);
@@ -747,12 +743,13 @@ const float *gpt_forward(GptState *s, const GptModel *m, const int *tokens, int 
 // ----------------------------------------------------------------------------
 // Generation
 
-int gpt_generate(int *tokens, GptState *s, const GptModel *m, Sampler *sampler, int n_prompt, int steps,
-                 int use_cache, GptStepFn on_step, void *ctx) {
+// The generation loop; have_cache: s's cache already holds tokens
+// 0 .. s->len-1 (gpt_generate_more), else the first step feeds the prompt.
+static int generate_steps(int *tokens, GptState *s, const GptModel *m, Sampler *sampler, int n_prompt, int steps,
+                          int use_cache, int have_cache, GptStepFn on_step, void *ctx) {
     int T = m->cfg.T;
     assert(n_prompt >= 1 && steps >= 0 && sampler->V == m->cfg.V);
     int len = n_prompt;       // len(tokens)
-    int have_cache = 0;       // caches is not None
     for (int step = 0; step < steps; step++) {
         double start = timer_now();
         GptStep info = {.step = step};
@@ -761,9 +758,10 @@ int gpt_generate(int *tokens, GptState *s, const GptModel *m, Sampler *sampler, 
         int room = use_cache && have_cache && len > T ? kvcache_make_room(s->kv) : -1;
         if (use_cache && have_cache && (len <= T || room >= 0)) {
             // feature = Tensor([tokens[-1:]]); offset = len(tokens) - 1
+            // (a new turn's first step: tokens[s->len:], all the cache lacks)
             info.cached = 1;
-            info.n = 1;
-            info.offset = len <= T ? len - 1 : room;
+            info.n = len <= T ? len - s->len : 1;
+            info.offset = len <= T ? s->len : room;
         } else {
             // feature = Tensor([tokens[-context_size:]]); offset = 0; caches = None
             info.n = len < T ? len : T;
@@ -783,6 +781,17 @@ int gpt_generate(int *tokens, GptState *s, const GptModel *m, Sampler *sampler, 
         if (on_step && on_step(ctx, &info) != 0) break;
     }
     return len;
+}
+
+int gpt_generate(int *tokens, GptState *s, const GptModel *m, Sampler *sampler, int n_prompt, int steps,
+                 int use_cache, GptStepFn on_step, void *ctx) {
+    return generate_steps(tokens, s, m, sampler, n_prompt, steps, use_cache, 0, on_step, ctx);
+}
+
+int gpt_generate_more(int *tokens, GptState *s, const GptModel *m, Sampler *sampler, int len, int steps,
+                      GptStepFn on_step, void *ctx) {
+    assert(s->len < len);
+    return generate_steps(tokens, s, m, sampler, len, steps, 1, 1, on_step, ctx);
 }
 
 // ----------------------------------------------------------------------------

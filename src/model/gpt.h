@@ -251,6 +251,17 @@ typedef int (*GptStepFn)(void *ctx, const GptStep *step);
 // may be NULL; nothing is printed.
 int gpt_generate(int *tokens, GptState *s, const GptModel *m, Sampler *sampler, int n_prompt, int steps,
                  int use_cache, GptStepFn on_step, void *ctx);
+// A conversation's next turn with the cache kept: s's cache holds the
+// positions 0 .. s->len-1 of tokens, built from exactly those tokens (the
+// turn before: its last drawn token not fed yet), and tokens holds len >
+// s->len of them (the new turn's text appended) with room for steps more.
+// The first step feeds only tokens s->len .. len-1, at offset s->len (the
+// turn's prefill: what the cache does not hold); the others feed one token
+// each, as gpt_generate with use_cache. Each row is the one a fresh run on
+// all len tokens computes, so the text is that run's, bit for bit. Returns
+// the number of tokens at the end.
+int gpt_generate_more(int *tokens, GptState *s, const GptModel *m, Sampler *sampler, int len, int steps,
+                      GptStepFn on_step, void *ctx);
 
 // ----------------------------------------------------------------------------
 // Costs, for lessons and benchmarks

@@ -156,3 +156,23 @@ int utf8_put_shown(FILE *f, const char *s, size_t n) {
     }
     return rc;
 }
+
+const char *utf8_name(char *out, size_t size, uint32_t c, int zh) {
+    static const struct { uint32_t c; const char *en, *zh; } NAMED[] = {
+        {'\n', "newline", "换行符"}, {'\t', "tab", "制表符"}, {' ', "space", "空格"},
+        {'\r', "carriage return", "回车符"},
+    };
+    for (size_t i = 0; i < sizeof NAMED / sizeof NAMED[0]; i++)
+        if (NAMED[i].c == c) {
+            snprintf(out, size, zh ? "%s（U+%04X）" : "%s (U+%04X)", zh ? NAMED[i].zh : NAMED[i].en, (unsigned)c);
+            return out;
+        }
+    if (c < 0x20 || (c >= 0x7F && c < 0xA0)) {   // C0, DEL, C1: nothing to show
+        snprintf(out, size, zh ? "控制字符 U+%04X" : "the control character U+%04X", (unsigned)c);
+        return out;
+    }
+    unsigned char shown[5] = {0};
+    utf8_encode(shown, c);
+    snprintf(out, size, zh ? "“%s”（U+%04X）" : "'%s' (U+%04X)", (const char *)shown, (unsigned)c);
+    return out;
+}

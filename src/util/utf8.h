@@ -26,6 +26,12 @@ int utf8_cmp(const void *a, const void *b);
 // Returns out.
 const char *utf8_quote(char *out, size_t size, const char *s, int max_chars);
 
+// The character c named for a message, its code point only beside it:
+// 'é' (U+00E9), or for one that shows nothing its name: newline (U+000A),
+// tab (U+0009), space (U+0020), carriage return, the control character
+// U+001B; in Chinese (zh 1) “é”（U+00E9）, 换行符（U+000A）. Returns out.
+const char *utf8_name(char *out, size_t size, uint32_t c, int zh);
+
 // Text for a terminal (or a document): s (n bytes) with newlines, tabs and
 // CR LF line ends as they are and every other control character (C0, DEL, C1) and every byte
 // that is not UTF-8 written as \xNN, so that a model's vocabulary or a data
