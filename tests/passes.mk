@@ -18,13 +18,13 @@ KERNEL_TESTS = test_attention test_claims test_docs test_flash test_gpt test_gpt
                test_lessons test_llama test_llama2c test_llama_convert test_llama_shipped \
                test_llama_state test_llama_window test_llamacmd test_matmul test_ops test_race \
                test_sampler test_spec test_tables test_tensor test_train test_train_llama \
-               test_train_llama_run test_traincmd
+               test_train_llama_run test_traincmd test_then
 # ONCE_TESTS: what they check cannot depend on the kernels (options and help,
 # error lines and languages, files and faults, parsers, the page's structure
 # and colours, the build): the fast and sanitizer passes.
 ONCE_TESTS   = test_bench test_benchmm test_checkpoint test_cli test_colours test_corpus \
                test_errors test_faults test_fileguard test_iofault test_heat test_html test_install test_make \
-               test_measure test_memory test_oom test_options test_reliability test_screen test_stats \
+               test_measure test_memory test_names test_oom test_options test_reliability test_screen test_stats \
                test_step test_toydata test_trace test_utf8 test_zh
 # BROWSER_TESTS: chromium loads kvdemo's page; the fast pass only (making the
 # page is test_html's, which the sanitizers run; the browser is not kvdemo).
