@@ -337,6 +337,32 @@ static void test_trained_conclusions_follow_the_losses(void **state) {
     run_free(&r);
 }
 
+// A shipped model that is missing: the part names it, says how to get it,
+// and goes on with the other three (kvdemo copied beside a data/ folder
+// without the GQA-4 model, so that it finds nothing else).
+static void test_missing_model_is_named_and_skipped(void **state) {
+    (void)state;
+    char dir[256], cmd[2048];
+    if (tmpdir_make(dir, sizeof dir, "lesson62") != 0) fail_msg("no temporary folder");
+    const char *bin = getenv("KVDEMO_BIN");
+    snprintf(cmd, sizeof cmd,
+             "mkdir %s/data && cp %s %s/kvdemo && cp data/tinyshakespeare-llama-mha.bin "
+             "data/tinyshakespeare-llama-gqa2.bin data/tinyshakespeare-llama-mqa.bin "
+             "data/tinyshakespeare-val-2049.txt %s/data/ && cd %s && env -u LANG -u LC_ALL ./kvdemo lesson 6.2 "
+             "--preset tiny --repeat 1 --lang en </dev/null",
+             dir, bin && *bin ? bin : "./kvdemo", dir, dir, dir);
+    RunResult r = shell_run(cmd);
+    tmpdir_remove(dir);
+    if (r.status != 0) fail_msg("lesson 6.2 without the GQA-4 model: expected exit 0, got %d: %s", r.status, r.err);
+    const char *want[] = {"data/tinyshakespeare-llama-gqa4.bin is missing", "git checkout -- data/tinyshakespeare-llama-gqa4.bin",
+                          "--kv-heads 4 --data data/tinyshakespeare.txt --out data/tinyshakespeare-llama-gqa4.bin",
+                          "  GQA-2 against MHA: ", "  MQA against MHA: ", "G = 4: "};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+        if (!strstr(r.out, want[i])) fail_msg("lesson 6.2 without the GQA-4 model: expected \"%s\" in the text", want[i]);
+    if (strstr(r.out, "  GQA-4 against MHA: ")) fail_msg("lesson 6.2 without the GQA-4 model: expected no GQA-4 row");
+    run_free(&r);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_shapes_map_and_cache_bytes),
@@ -346,6 +372,7 @@ int main(void) {
         cmocka_unit_test(test_text_languages_and_errors),
         cmocka_unit_test(test_trained_models_match_their_files_and_pytorch),
         cmocka_unit_test(test_trained_conclusions_follow_the_losses),
+        cmocka_unit_test(test_missing_model_is_named_and_skipped),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
