@@ -240,13 +240,17 @@ static void show_intro(Trace *tr, const Trained *ts, const char *slice, long cha
     const LlamaConfig *c = &t->m.cfg;
     int T = c->max_seq_len;
     long windows = (part - 1) / T;
-    char scored[160];
-    if (part < chars)
-        trace_textf(tr, scored, sizeof scored, "the first %ld of its %ld characters (--preset tiny: a part; the "
-                    "lesson's default scores all)", "其中前 %ld 个字符（共 %ld 个；--preset tiny 只取一部分，本课默认全部打分）",
-                    part, chars);
-    else
-        trace_textf(tr, scored, sizeof scored, "all its %ld characters", "它的全部 %ld 个字符", chars);
+    // Both languages composed here, so that a page (which holds both) keeps both.
+    char en[160], zh[160];
+    if (part < chars) {
+        snprintf(en, sizeof en, "the first %ld of its %ld characters (--preset tiny: a part; the lesson's default "
+                 "scores all)", part, chars);
+        snprintf(zh, sizeof zh, "其中前 %ld 个字符（共 %ld 个；--preset tiny 只取一部分，本课默认全部打分）", part, chars);
+    } else {
+        snprintf(en, sizeof en, "all its %ld characters", chars);
+        snprintf(zh, sizeof zh, "它的全部 %ld 个字符", chars);
+    }
+    const char *scored = trace_text(tr, en, zh);
     trace_sayf(tr,
                "kvdemo ships four LLaMA-style models trained by one recipe (docs/training.md), with 8, 4, 2 "
                "and 1 key/value heads: dim %d, %d layers, %d query heads of head_dim %d, context %d. Each is "
@@ -398,11 +402,13 @@ static int show_converted(Trace *tr, const Trained *ts, const char *slice, long 
         llama_free(&m);
         if (rc != 0) return 1;
         double gap = loss - mha->loss;
-        char run[32], trained[96] = "";
+        char run[32], en[96] = "", zh[96] = "";
         snprintf(run, sizeof run, "converted-%s", SHIPPED[i].run + strlen("trained-"));
-        if (ts[i].loaded)
-            trace_textf(tr, trained, sizeof trained, "; %s, trained with G = %d from the start: %.4f",
-                        "；%s 从头按 G = %d 训练：%.4f", ts[i].s->label, G, ts[i].loss);
+        if (ts[i].loaded) {   // both languages, for a page that holds both
+            snprintf(en, sizeof en, "; %s, trained with G = %d from the start: %.4f", ts[i].s->label, G, ts[i].loss);
+            snprintf(zh, sizeof zh, "；%s 从头按 G = %d 训练：%.4f", ts[i].s->label, G, ts[i].loss);
+        }
+        const char *trained = ts[i].loaded ? trace_text(tr, en, zh) : "";
         trace_run(tr, run);
         trace_sayf(tr, "  G = %d: %.4f at once, %+.4f against MHA (its source)%s",
                    "  G = %d：转换后直接为 %.4f，比来源 MHA %+.4f%s", G, loss, gap, trained);
