@@ -34,6 +34,7 @@
 #include "fileio.h"
 #include "llama.h"
 #include "llama2c.h"
+#include "lesson62_trained.h"
 #include "ops.h"
 #include "stats.h"
 #include "timer.h"
@@ -50,11 +51,12 @@ typedef struct {
     const char *name;
     int dim, n_layers, n_heads, hidden_dim, max_seq_len;
     int steps, repeat;   // defaults of --steps and --repeat
+    long trained_part;   // characters of the validation slice part (3) scores (0: all)
 } Size;
 
 static const Size SIZES[] = {
-    {"seed", 384, 6, 8, 1024, 512, 32, 9},   // F = 256 * ceil(1024 / 256)
-    {"tiny", 64, 2, 8, 192, 48, 8, 1},       // F = 32 * ceil(170 / 32)
+    {"seed", 384, 6, 8, 1024, 512, 32, 9, 0},   // F = 256 * ceil(1024 / 256)
+    {"tiny", 64, 2, 8, 192, 48, 8, 1, 257},     // F = 32 * ceil(170 / 32); 2 windows of 128
 };
 
 enum {
@@ -628,6 +630,10 @@ static void show_conversion(Trace *tr, const Demo *d) {
               "训练好的 MHA 模型学会的是使用各自的头，转换后的副本在重新训练之前算的是另一回事。所以 GQA "
               "和 MQA 需要在模型训练的时候开启，按照相应的模式生成模型（或者像 GQA 论文那样，"
               "转换后再用原训练量的一小部分继续训练）。");
+    trace_say(tr,
+              "This conversion is of the lesson's own MHA model above; part (3) converts a trained one "
+              "and measures what it costs.",
+              "这里转换的是上面本课自己的 MHA 模型；第（3）部分转换一个训练好的模型，并测出它的代价。");
     trace_pause(tr);
 }
 
@@ -868,6 +874,7 @@ int lesson62_run(const Options *opt, Trace *tr) {
         show_smaller_cache(tr, &d);
         if (show_invariants(tr, &d)) rc = 1;
         show_conversion(tr, &d);
+        if (lesson62_trained(opt, tr, d.repeat, size->trained_part)) rc = 1;
         show_real_models(tr);
     }
     demo_free(&d);

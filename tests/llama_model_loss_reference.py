@@ -25,6 +25,20 @@ every position of every window, the mean, in nats per character. The
 fixture has one line, in tests/llama_reference.py's format:
 
   loss 1 1 VALUE
+
+With --lesson62 it writes tests/fixtures/lesson62_trained.txt instead:
+what part (3) of `kvdemo lesson 6.2` prints, on data/tinyshakespeare-val-2049.txt
+(the lesson's slice, 2049 characters: 16 windows of 128), scored the same way:
+
+    /usr/bin/python3 tests/llama_model_loss_reference.py --lesson62
+
+  loss_mha, loss_gqa4, loss_gqa2, loss_mqa   the four shipped models
+  converted_4, converted_2, converted_1      the shipped MHA model with the
+      key/value heads of each group mean-pooled, in float32 and in order,
+      (head 0 + head 1 + ...) / n_rep as tests/llama_convert_reference.py
+      pools them (kvdemo's llama_convert, --convert mean), scored at once
+  tiny_loss_NAME, tiny_converted_G           the same on the slice's first 257
+      characters (2 windows), the part `--preset tiny` scores
 """
 import os
 import struct
@@ -101,13 +115,13 @@ def fixture_name(model_path):
     return "llama_shipped_loss.txt" if name == "mha" else f"llama_shipped_loss_{name}.txt"
 
 
-def main():
-    model_path = sys.argv[1] if len(sys.argv) > 1 else "data/tinyshakespeare-llama-mha.bin"
-    text_path = sys.argv[2] if len(sys.argv) > 2 else "tests/fixtures/tinyshakespeare_val_1025.txt"
-    torch.set_num_threads(1)
-    model, args, vocab = read_model(model_path)
+def text_loss(model, args, vocab, text_path, chars=0):
+    """The mean loss over the (n - 1) // T windows of the text (of its first
+    chars characters when chars > 0), and their count."""
     with open(text_path, encoding="utf-8") as f:
         text = f.read()
+    if chars > 0:
+        text = text[:chars]
     ids = {cp: i for i, cp in enumerate(vocab) if i > 2}
     tokens = [ids[ord(c)] for c in text]
     T = args.max_seq_len
@@ -118,7 +132,59 @@ def main():
             targets = torch.tensor([tokens[w * T: w * T + T]])
             inputs = torch.tensor([[BOS] + tokens[w * T: w * T + T - 1]])
             total += window_loss(model, inputs, targets).item()
-    loss = total / (count * T)
+    return total / (count * T), count
+
+
+def mean_pooled(model, args, G):
+    """The model with its key/value heads mean-pooled to G: every weight
+    copied but wk, wv (n_kv_heads * head_dim, dim), whose group of n_rep
+    consecutive heads becomes (head 0 + head 1 + ...) / n_rep in float32."""
+    D, C = args.dim // args.n_heads, args.dim
+    n_rep = args.n_kv_heads // G
+    out = ref.Transformer(ref.Args(**{**vars(args), "n_kv_heads": G}))
+    state = {}
+    for name, t in model.state_dict().items():
+        if name.endswith("wk.weight") or name.endswith("wv.weight"):
+            heads = t.reshape(G, n_rep, D, C)
+            total = heads[:, 0].clone()
+            for k in range(1, n_rep):
+                total = total + heads[:, k]
+            t = (total / n_rep).reshape(G * D, C)
+        state[name] = t
+    out.load_state_dict(state)
+    return out
+
+
+TINY_PART = 257   # the characters lesson 6.2 --preset tiny scores
+
+
+def lesson62():
+    slice_path = "data/tinyshakespeare-val-2049.txt"
+    lines = []
+    for prefix, chars in (("", 0), ("tiny_", TINY_PART)):
+        for name in ("mha", "gqa4", "gqa2", "mqa"):
+            model, args, vocab = read_model(f"data/tinyshakespeare-llama-{name}.bin")
+            loss, count = text_loss(model, args, vocab, slice_path, chars)
+            lines.append(ref.line(f"{prefix}loss_{name}", torch.tensor([loss])))
+            print(f"{prefix}{name}: loss {loss:.6f} over {count} windows of {args.max_seq_len}")
+            if name == "mha":
+                for G in (4, 2, 1):
+                    pooled_loss, _ = text_loss(mean_pooled(model, args, G), args, vocab, slice_path, chars)
+                    lines.append(ref.line(f"{prefix}converted_{G}", torch.tensor([pooled_loss])))
+                    print(f"{prefix}mha mean-pooled to G = {G}: loss {pooled_loss:.6f}")
+    out = os.path.join(ref.OUT, "lesson62_trained.txt")
+    ref.write_lines(out, f"# lesson 6.2 part (3): the shipped models on {slice_path}\n", lines)
+
+
+def main():
+    torch.set_num_threads(1)
+    if sys.argv[1:] == ["--lesson62"]:
+        return lesson62()
+    model_path = sys.argv[1] if len(sys.argv) > 1 else "data/tinyshakespeare-llama-mha.bin"
+    text_path = sys.argv[2] if len(sys.argv) > 2 else "tests/fixtures/tinyshakespeare_val_1025.txt"
+    model, args, vocab = read_model(model_path)
+    loss, count = text_loss(model, args, vocab, text_path)
+    T = args.max_seq_len
     out = os.path.join(ref.OUT, fixture_name(model_path))
     ref.write_lines(out, f"# {model_path} on {text_path}: {count} windows of {T}\n",
                     [ref.line("loss", torch.tensor([loss]))])

@@ -128,6 +128,40 @@ static void test_log_has_a_row_per_evaluation(void **state) {
     run_free(&r);
 }
 
+// --warmup N: the learning rate climbs linearly over the first N steps,
+// lr * (s + 1) / N at step s (0-based), whatever the recipe's warm-up; a
+// warm-up longer than the run is refused before any work.
+static void test_warmup_sets_the_climb(void **state) {
+    (void)state;
+    char args[1024], log[300], out[300];
+    snprintf(log, sizeof log, "%s/warmup.csv", dir);
+    snprintf(out, sizeof out, "%s/w.bin", dir);
+    snprintf(args, sizeof args, "train %s --iters 4 --warmup 2 --lr 0.01 --eval-every 1 --data %s --out %s --log %s",
+             RECIPE, CORPUS, out, log);
+    RunResult r = kvdemo_run(args);
+    if (r.status != 0) fail_msg("kvdemo %s: exit %d: %s", args, r.status, r.err);
+    char *csv = slurp(log);
+    if (!csv) fail_msg("--log %s: no file written", log);
+    const double want[2] = {0.01 * 1 / 2, 0.01 * 2 / 2};   // steps 1 and 2 of the log: s = 0, 1
+    const char *row = strchr(csv, '\n');
+    for (int k = 0; k < 2; k++) {
+        int step;
+        double tl, vl, bl, lr;
+        if (!row || sscanf(row + 1, "%d,%lf,%lf,%lf,%lf", &step, &tl, &vl, &bl, &lr) != 5)
+            fail_msg("--warmup 2: CSV row %d unreadable in %s", k, csv);
+        if (step != k + 1 || !(fabs(lr - want[k]) <= 1e-9))
+            fail_msg("--warmup 2, step %d: expected lr %g, got step %d lr %g", k + 1, want[k], step, lr);
+        row = strchr(row + 1, '\n');
+    }
+    free(csv);
+    run_free(&r);
+    snprintf(args, sizeof args, "train %s --iters 4 --warmup 5 --data %s --out %s", RECIPE, CORPUS, out);
+    r = kvdemo_run(args);
+    if (r.status != 2 || count_lines(r.err) != 1 || !strstr(r.err, "--warmup 5"))
+        fail_msg("--warmup 5 of 4 iterations: expected exit 2 and one line naming it, got %d: %s", r.status, r.err);
+    run_free(&r);
+}
+
 // On a terminal: the progress line is redrawn in place, and each evaluation
 // leaves a line of its own; nothing else ends a line but the header, the
 // progress line's last state and the summary.
@@ -226,6 +260,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_log_has_a_row_per_evaluation),
         cmocka_unit_test(test_terminal_keeps_one_progress_line),
+        cmocka_unit_test(test_warmup_sets_the_climb),
         cmocka_unit_test(test_bad_log_refused_before_training),
         cmocka_unit_test(test_missing_text_in_both_languages),
         cmocka_unit_test(test_eval_progress),

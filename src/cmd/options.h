@@ -26,6 +26,7 @@ typedef enum {
     OPT_ARCH, OPT_HIDDEN,
     OPT_FROM, OPT_CONVERT, OPT_WINDOW, OPT_ROLLING,
     OPT_THEN,
+    OPT_WARMUP,
     NUM_OPTION_IDS
 } OptionId;
 
@@ -54,6 +55,7 @@ typedef struct Options {
     int context, embedding, heads, blocks;   // model shape overrides for train (0: the preset's)
     int iters, batch, eval_every;       // training (batch: memory's sequences too)
     double lr;
+    int warmup;                         // --warmup N: train's warm-up steps (default the recipe's)
     const char *resume_path;            // --resume CHECKPOINT
     const char *log_path;               // --log FILE: train's loss curve as CSV
     int paged;                          // --paged: generate on the paged KV cache

@@ -332,6 +332,14 @@ int gptcmd_train(const Options *opt, Trace *tr) {
     if (cfg.min_lr > cfg.lr) cfg.min_lr = cfg.lr;
     if (opt->eval_every) cfg.eval_every = cfg.ckpt_every = opt->eval_every;
     if (opt->given_seed) cfg.seed = opt->seed;
+    if (opt->given[OPT_WARMUP]) {   // e.g. a run from scratch on an uptraining's schedule
+        if (opt->warmup > cfg.iters) {
+            fileio_error("--warmup %d is longer than the %d iterations; give 0 to %d",
+                         "--warmup %d 比 %d 次迭代还长；请给 0 到 %d", opt->warmup, cfg.iters, cfg.iters);
+            return 2;
+        }
+        cfg.warmup = opt->warmup;
+    }
     if (cfg.warmup > cfg.iters) cfg.warmup = cfg.iters / 10;
     cfg.threads = opt->threads;
 

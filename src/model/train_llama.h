@@ -89,6 +89,10 @@ int llama_train_eval(const LlamaModel *m, const char *data_path, int threads, do
 // The same over the whole of the text at path: its (n - 1) / T windows.
 int llama_train_text_loss(const LlamaModel *m, const char *path, int threads, double *loss, char *err,
                           size_t errlen);
+// The same over the first `chars` characters of it (all of them when chars
+// <= 0 or past its end): its (min(n, chars) - 1) / T windows.
+int llama_train_text_loss_head(const LlamaModel *m, const char *path, int64_t chars, int threads, double *loss,
+                               char *err, size_t errlen);
 
 // ---------------------------------------------------------------------------
 // Layers (exported for the tests). Rows are processed in fixed chunks, and

@@ -372,8 +372,14 @@ int llama_train_eval(const LlamaModel *m, const char *data_path, int threads, do
 
 int llama_train_text_loss(const LlamaModel *m, const char *path, int threads, double *loss, char *err,
                           size_t errlen) {
+    return llama_train_text_loss_head(m, path, 0, threads, loss, err, errlen);
+}
+
+int llama_train_text_loss_head(const LlamaModel *m, const char *path, int64_t chars, int threads, double *loss,
+                               char *err, size_t errlen) {
     TrainText text;
     if (load_text(&text, m, path, err, errlen) != 0) return -1;
+    if (chars > 0 && chars < text.n) text.n = chars;
     int T = m->cfg.max_seq_len;
     LlamaScorer e;
     int rc = -1;
