@@ -222,6 +222,7 @@ COMPDIR  = $(DESTDIR)$(PREFIX)/share/bash-completion/completions
 SHIPPED  = data/tianqi.txt data/tinyshakespeare-gpt.bin data/tinyshakespeare-draft.bin \
            data/tinyshakespeare-llama-mha.bin data/tinyshakespeare-llama-gqa4.bin \
            data/tinyshakespeare-llama-gqa2.bin data/tinyshakespeare-llama-mqa.bin \
+           data/tinyshakespeare-llama-draft.bin \
            data/tinyshakespeare-val-2049.txt
 DOCS     = $(wildcard docs/*.md) $(wildcard docs/zh/*.md)
 

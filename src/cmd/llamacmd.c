@@ -7,6 +7,7 @@
 #include "fileio.h"
 #include "llama.h"
 #include "llama_past.h"
+#include "llamaspeccmd.h"
 #include "ops.h"
 #include "timer.h"
 
@@ -130,13 +131,13 @@ int llamacmd_generate(const Options *opt, Trace *tr) {
                            : opt->kv_dtype ? "--kv-dtype"
                            : opt->attention ? "--attention"
                            : opt->top_k    ? "--top-k"
-                           : opt->draft_path || opt->given[OPT_GAMMA] ? "--draft"
                            : NULL;
     if (gpt_only) {
         fileio_error("%s is the char GPT's; %s is a LLaMA-style model", "%s 属于字符级 GPT；%s 是 LLaMA 式模型",
                      gpt_only, opt->model_path);
         return 2;
     }
+    if (opt->given[OPT_DRAFT] || opt->given[OPT_GAMMA]) return llamaspeccmd_generate(opt, tr);
     LlamaModel m;
     if (llama_load(&m, opt->model_path, err, sizeof err) != 0) {
         fileio_error("%s", "%s", err);

@@ -210,3 +210,7 @@ int speccmd_generate(const Options *opt, Trace *tr) {
     gpt_free(&m);
     return rc;
 }
+
+void speccmd_show_figures(Trace *tr, const Spec *sp, int steps, double seconds, const char *draft_path) {
+    show_figures(tr, sp, steps, seconds, draft_path);
+}

@@ -7,6 +7,7 @@
 
 #include "gpt.h"
 #include "options.h"
+#include "spec.h"
 #include "trace.h"
 
 // The shipped draft, trained by `kvdemo train` (docs/training.md).
@@ -24,5 +25,10 @@ int speccmd_draft(GptModel *draft, const GptModel *target, const Options *opt, i
 int speccmd_gamma(const Options *opt);
 
 int speccmd_generate(const Options *opt, Trace *tr);
+
+// The figures under a speculative text (tokens, time, α, tokens a round),
+// lines for people and events for scripts: sp's gamma and stats only, so
+// that the LLaMA-style model's command (llamaspeccmd.c) shows the same.
+void speccmd_show_figures(Trace *tr, const Spec *sp, int steps, double seconds, const char *draft_path);
 
 #endif

@@ -169,14 +169,20 @@ static int decide(Spec *sp, int *tokens, int len, int K, int *target_tok) {
         tokens[len + a] = target_tok[a];
         return a;
     }
-    SpecRandom *r = sp->rnd;
     for (int j = 0; j <= K; j++) {
         float *p = sp->p + (int64_t)j * V;
         sampler_softmax(p, sp->resid, sp->rows + (int64_t)j * V, sp->sampler->temperature, sp->sampler->top_k, V);
-        target_tok[j] = -1;
     }
+    int token, a = spec_sample_rule(&token, target_tok, sp->resid, sp->p, sp->q, drafted, K, V, sp->rnd);
+    tokens[len + a] = token;
+    return a;
+}
+
+int spec_sample_rule(int *token, int *target_tok, float *resid, const float *P, const float *Q, const int *drafted,
+                     int K, int V, SpecRandom *r) {
+    for (int j = 0; j <= K; j++) target_tok[j] = -1;
     for (int j = 0; j < K; j++) {
-        const float *p = sp->p + (int64_t)j * V, *q = sp->q + (int64_t)j * V;
+        const float *p = P + (int64_t)j * V, *q = Q + (int64_t)j * V;
         int x = drafted[j];
         // keep x with probability min(1, p(x) / q(x)) (q(x) > 0: x was drawn from q)
         double keep = (double)p[x] >= (double)q[x] ? 1.0 : (double)p[x] / (double)q[x];
@@ -187,14 +193,14 @@ static int decide(Spec *sp, int *tokens, int len, int K, int *target_tok) {
         // rejected: draw from max(0, p - q), normalised
         double sum = 0.0;
         for (int i = 0; i < V; i++) {
-            sp->resid[i] = p[i] > q[i] ? p[i] - q[i] : 0.0f;
-            sum += sp->resid[i];
+            resid[i] = p[i] > q[i] ? p[i] - q[i] : 0.0f;
+            sum += resid[i];
         }
-        tokens[len + j] = target_tok[j] = r->choose(r, sum > 0.0 ? sp->resid : p, V);
+        *token = target_tok[j] = r->choose(r, sum > 0.0 ? resid : p, V);
         return j;
     }
     // all K kept: the bonus token from the last row
-    tokens[len + K] = target_tok[K] = r->choose(r, sp->p + (int64_t)K * V, V);
+    *token = target_tok[K] = r->choose(r, P + (int64_t)K * V, V);
     return K;
 }
 

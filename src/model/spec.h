@@ -120,6 +120,15 @@ void spec_free(Spec *sp);
 // pool ran out of blocks (or on_round stopped it: then the length so far).
 int spec_generate(int *tokens, Spec *sp, int n_prompt, int steps, SpecRoundFn on_round, void *ctx);
 
+// The rejection rule of Leviathan / Chen on one round's probabilities, for
+// any pair of models: P (K+1, V) the target's at the verifying rows, Q (K, V)
+// the draft's at its K steps, drafted (K) the draft's tokens. Returns a, the
+// drafted tokens kept; *token gets the one after them (from max(0, p - q)
+// normalised at the first rejection; from P's row K after K acceptances);
+// target_tok[j] (K+1) the token decided at row j, -1 past it. resid (V) scratch.
+int spec_sample_rule(int *token, int *target_tok, float *resid, const float *P, const float *Q, const int *drafted,
+                     int K, int V, SpecRandom *r);
+
 // The cache of m keeps positions 0 .. len-1: the rollback of a round, on
 // the contiguous cache (kvcache_truncate) or the paged one (kvseq_truncate:
 // blocks no longer needed go back to the free list).
