@@ -120,6 +120,14 @@ static void test_ratio_is_hyperfines(void **state) {
     r = measure_ratio_of(10.83, 0.5, 1);
     expect_near(r.e, 0, 0, "e of one run");
     expect_text(measure_ratio_text(t, sizeof t, r), "11", "ratio text, one run");
+    // A hundred or more keeps two significant digits: of x alone with one
+    // run, of e (and x at its place) with several.
+    r = measure_ratio_of(303.4, 0, 1);
+    expect_text(measure_ratio_text(t, sizeof t, r), "300", "ratio text, one run of 303");
+    r = measure_ratio_of(1021, 1353, 5);
+    expect_text(measure_ratio_text(t, sizeof t, r), "1000 ± 1400", "ratio text, 1021 ± 1353");
+    r = measure_ratio_of(40.2, 540, 5);
+    expect_text(measure_ratio_text(t, sizeof t, r), "40 ± 540", "ratio text, 40.2 ± 540");
 }
 
 static void test_verdict_follows_intervals(void **state) {
@@ -136,6 +144,14 @@ static void test_verdict_follows_intervals(void **state) {
     // Every run of b beat every run of a, but one wild run of a makes e larger than x - 1.
     double a4[] = {1.02, 1.03, 3.0}, b4[] = {1.0, 1.0, 1.01};
     assert_int_equal(measure_verdict(a4, 3, b4, 3), MEASURE_SAME);
+    // With five runs each, all of b below all of a decides alone, wild run or not
+    // (x = 1.03 / 1.0, e about 0.9 from a's 3.0): faster; and the other way, slower.
+    double a6[] = {1.02, 1.03, 3.0, 1.05, 1.04}, b6[] = {1.0, 1.0, 1.01, 0.99, 1.0};
+    MeasureRatio r6 = measure_ratio(stats_of(a6, 5), stats_of(b6, 5));
+    if (!(r6.x - r6.e < 1)) fail_msg("the case needs x - e < 1: x %g e %g", r6.x, r6.e);
+    assert_int_equal(measure_verdict(a6, 5, b6, 5), MEASURE_FASTER);
+    assert_int_equal(measure_verdict(b6, 5, a6, 5), MEASURE_SLOWER);
+    assert_int_equal(measure_verdict(a6, 4, b6, 4), MEASURE_SAME);   // four runs: not enough alone
     // x - e > 1 but the runs overlap: the same within noise.
     double a5[] = {1.5, 1.5, 1.5, 1.5, 0.9}, b5[] = {1.0, 1.0, 1.0, 1.0, 1.0};
     MeasureRatio r5 = measure_ratio(stats_of(a5, 5), stats_of(b5, 5));

@@ -89,11 +89,12 @@ int measure_noisy(const double *x, int n) {
 MeasureVerdict measure_verdict(const double *a, int na, const double *b, int nb) {
     MeasureVerdict v = measure_verdict_ratio(measure_ratio(stats_of(a, na), stats_of(b, nb)));
     double alo, ahi, blo, bhi;
-    if (v == MEASURE_TOO_FEW || v == MEASURE_SAME) return v;
+    if (v == MEASURE_TOO_FEW) return v;
     if (interval(&alo, &ahi, a, na) || interval(&blo, &bhi, b, nb)) return MEASURE_SAME;   // no memory: no claim
-    if (v == MEASURE_FASTER && !(bhi < alo)) return MEASURE_SAME;
-    if (v == MEASURE_SLOWER && !(blo > ahi)) return MEASURE_SAME;
-    return v;
+    int apart_decides = na >= MEASURE_SEPARATE && nb >= MEASURE_SEPARATE;
+    if (bhi < alo && (v == MEASURE_FASTER || apart_decides)) return MEASURE_FASTER;
+    if (blo > ahi && (v == MEASURE_SLOWER || apart_decides)) return MEASURE_SLOWER;
+    return MEASURE_SAME;
 }
 
 double measure_sum_sd(const double *t, const unsigned char *kind, int n) {
@@ -200,9 +201,21 @@ const char *measure_value_text(char *out, size_t size, Stats s, const char *unit
     return out;
 }
 
+// v rounded to the place of ref's second significant digit when that place
+// is 10 or more (303 -> 300 beside itself; 1021 -> 1000 beside ± 1353),
+// so that a ratio of a hundred or more keeps two significant digits too.
+static double two_digits_of(double v, double ref) {
+    if (!(ref >= 100)) return v;
+    double place = pow(10, floor(log10(ref)) - 1);
+    return round(v / place) * place;
+}
+
 const char *measure_ratio_text(char *out, size_t size, MeasureRatio r) {
-    if (r.n < 2) snprintf(out, size, "%.*f", r.decimals, r.x);
-    else snprintf(out, size, "%.*f ± %.*f", r.decimals, r.x, r.decimals, r.e);
+    double ref = r.n < 2 || !(r.e > 0) ? r.x : r.e;
+    double x = r.decimals ? r.x : two_digits_of(r.x, ref);
+    double e = r.decimals ? r.e : two_digits_of(r.e, ref);
+    if (r.n < 2) snprintf(out, size, "%.*f", r.decimals, x);
+    else snprintf(out, size, "%.*f ± %.*f", r.decimals, x, r.decimals, e);
     return out;
 }
 

@@ -28,6 +28,7 @@ enum {
     MEASURE_WARMUP = 1, // uncounted runs of each arm before them
     MEASURE_BLOCKS = 16,// blocks a run's steps are cut into (measure_sum_sd)
     MEASURE_MANY = 8    // from this many runs the verdict sets aside each arm's outer quarters
+    ,MEASURE_SEPARATE = 5 // from this many runs intervals apart decide alone, whatever e
 };
 
 // One run of an arm: does the work and writes in *seconds how long the part
@@ -67,10 +68,12 @@ MeasureRatio measure_ratio(Stats a, Stats b);
 MeasureRatio measure_ratio_of(double x, double e, int n);
 
 // What the measurement supports about arm b (nb runs) against arm a (na):
-// b is faster when x - e > 1 and the runs' intervals do not overlap, b's
-// below a's; slower the other way round; else the same within noise. The
-// interval is min … max, or with MEASURE_MANY runs or more the middle half
-// (one stray run among a hundred always overlaps). One run: too few.
+// b is faster when the runs' intervals do not overlap, b's below a's, and
+// either x - e > 1 or each arm has MEASURE_SEPARATE runs or more (five runs
+// of each all apart happen by chance 2 times in 252); slower the other way
+// round; else the same within noise. The interval is min … max, or with
+// MEASURE_MANY runs or more the middle half (one stray run among a hundred
+// always overlaps). One run: too few.
 typedef enum {
     MEASURE_SAME,     // the intervals overlap: the same within noise
     MEASURE_FASTER,   // b is faster
