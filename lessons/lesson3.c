@@ -359,7 +359,10 @@ static Tensor cache_head(Show *s, const float *cache, int b, int S) {
 // A long run shows layer 0's values at steps 1, 2 and the last only (a
 // screen each, two runs of them would be thousands of lines); a run of at
 // most FULL_VALUE_STEPS steps (the article's prompts) shows every step's.
-enum { FULL_VALUE_STEPS = 8 };
+enum { FULL_VALUE_STEPS = 8, LAST_ROWS = 4 };
+
+// The text on a screen (not JSON, not a page): where a long run is cut.
+static int on_screen(const Trace *tr) { return tr->format == FORMAT_TEXT && tr->doc == FORMAT_TEXT; }
 static int values_shown(const LlamaStep *st) {
     int first_pos = st->cur_pos - st->step + 1, n_steps = st->total_len - first_pos;
     return n_steps <= FULL_VALUE_STEPS || st->step <= 2 || st->cur_pos == st->total_len - 1;
@@ -388,22 +391,38 @@ static void show_values(Show *s, const LlamaStep *st) {
     // newest position.
     int old = s->use_cache ? f->write_from : st->step > 1 ? S - 1 : 0;
     TraceRowRole how = s->use_cache ? ROW_REUSED : ROW_RECOMPUTED;
+    // The text on a screen shows batch row 0, and at the last step of a
+    // long run only its newest rows (LAST_ROWS of keys and values, the last
+    // row of scores); JSON and the pages carry every row of every batch row.
+    int json = !on_screen(tr), bsz = json ? st->bsz : 1;
+    int cut = !json && st->step > 2 && S > LAST_ROWS;
+    int k0 = cut ? S - LAST_ROWS : 0, q0 = cut ? n - 1 : 0;
+    if (!json && st->bsz > 1)
+        trace_say(tr, cut ? "Batch row 0, its newest rows (the others as at step 2; the JSON and the page formats have all):"
+                          : "Batch row 0 (row 1 has the same shapes; the JSON and the page formats have its values):",
+                  cut ? "第 0 个批次行，只看最新的几行（其余同第 2 步；网页和机读格式给出全部）："
+                      : "第 0 个批次行（第 1 行形状相同；网页和机读格式给出它的数值）：");
     char name[64];
-    for (int b = 0; b < st->bsz; b++) {
-        Tensor probs = tensor_view2(s->keep + (size_t)b * n * S, n, S);
-        snprintf(name, sizeof name, "scores[%d, 0]", b);
-        trace_cache_rows(tr, s->use_cache ? 0 : old, how);
+    for (int b = 0; b < bsz; b++) {
+        Tensor probs = tensor_view2(s->keep + ((size_t)b * n + q0) * S, n - q0, S);
+        snprintf(name, sizeof name, cut ? "scores[%d, 0, -1:]" : "scores[%d, 0]", b);
+        trace_cache_rows(tr, s->use_cache ? 0 : old > q0 ? old - q0 : 0, how);
         trace_tensor_as(tr, TRACE_FULL, name, name, "scores = F.softmax(scores.float(), dim=-1).type_as(xq)", &probs,
-                        token_rows(s, st, b, f->start_pos, n), HEAT_PROBS);
-        const char *const *rows = token_rows(s, st, b, 0, S);
+                        token_rows(s, st, b, f->start_pos + q0, n - q0), HEAT_PROBS);
+        const char *const *rows = token_rows(s, st, b, k0, S - k0);
+        int kept = old > k0 ? old - k0 : 0;
         Tensor keys = cache_head(s, s->st->cache.cache_k, b, S);
-        snprintf(name, sizeof name, "keys[%d, :, 0]", b);
-        trace_cache_rows(tr, old, how);
+        keys = tensor_view2(keys.data + (size_t)k0 * c->head_dim, S - k0, c->head_dim);
+        if (cut) snprintf(name, sizeof name, "keys[%d, -%d:, 0]", b, LAST_ROWS);
+        else snprintf(name, sizeof name, "keys[%d, :, 0]", b);
+        trace_cache_rows(tr, kept, how);
         trace_tensor_as(tr, TRACE_FULL, name, name, "keys = self.cache_k[:bsz, : start_pos + seqlen]", &keys, rows,
                         HEAT_NONE);
         Tensor values = cache_head(s, s->st->cache.cache_v, b, S);
-        snprintf(name, sizeof name, "values[%d, :, 0]", b);
-        trace_cache_rows(tr, old, how);
+        values = tensor_view2(values.data + (size_t)k0 * c->head_dim, S - k0, c->head_dim);
+        if (cut) snprintf(name, sizeof name, "values[%d, -%d:, 0]", b, LAST_ROWS);
+        else snprintf(name, sizeof name, "values[%d, :, 0]", b);
+        trace_cache_rows(tr, kept, how);
         trace_tensor_as(tr, TRACE_FULL, name, name, "values = self.cache_v[:bsz, : start_pos + seqlen]", &values,
                         rows, HEAT_NONE);
     }
@@ -414,11 +433,7 @@ static void show_attention(Show *s, const LlamaStep *st) {
     const LlamaForwardInfo *f = st->fwd;
     const LlamaConfig *c = &s->m->cfg;
     int S = f->read_to, n = f->seqlen, B = s->B, T = c->max_seq_len;
-    if (values_shown(st))
-        show_values(s, st);
-    else
-        trace_say(tr, "(Layer 0's scores, keys and values of this step: shown at steps 1, 2 and the last only.)",
-                  "（这一步第 0 层的 scores、keys、values：只在第 1、2 步和最后一步显示。）");
+    if (values_shown(st)) show_values(s, st);   // (the steps between: one line, show_step_brief)
     // scores[:, 0, -1]: the last row of each batch row's scores, (bsz, S)
     if (st->step > T) return;   // (never: a run has at most T steps)
     float *last = s->use_cache ? s->last_c : s->last_nc + (size_t)(st->step - 1) * B * T;
@@ -450,12 +465,18 @@ static void show_feed(Show *s, const LlamaStep *st) {
     trace_tensor_kind(tr, TRACE_SUMMARY, name, name, s->use_cache ? "tokens[:, prev_pos:cur_pos]" : "tokens[:, 0:cur_pos]",
                       &fed, s->rows, HEAT_NONE, TRACE_INT);
 
-    int fshape[3] = {f->seqlen, c->head_dim / 2, 2};
-    Tensor freqs = tensor_view((float *)f->freqs_cis, 3, fshape);
-    snprintf(name, sizeof name, "freqs_cis[%d:%d]", f->start_pos, S);
+    // In full at the first step; then, in the text on a screen, only the
+    // newest position's row, the one the step adds to what was shown.
+    int first = st->step == 1 || !on_screen(tr);
+    int from = first ? f->start_pos : S - 1;
+    int fshape[3] = {first ? f->seqlen : 1, c->head_dim / 2, 2};
+    Tensor freqs = tensor_view((float *)f->freqs_cis + (size_t)(from - f->start_pos) * c->head_dim, 3, fshape);
+    snprintf(name, sizeof name, "freqs_cis[%d:%d]", from, S);
     trace_tensor(tr, TRACE_FULL, name,
-                 trace_text(tr, "freqs_cis = self.freqs_cis[start_pos : start_pos + seqlen]   # complex, shown as (cos, sin) pairs",
-                            "freqs_cis = self.freqs_cis[start_pos : start_pos + seqlen]   # 复数，按 (cos, sin) 实数对显示"),
+                 first ? trace_text(tr, "freqs_cis = self.freqs_cis[start_pos : start_pos + seqlen]   # complex, shown as (cos, sin) pairs",
+                                    "freqs_cis = self.freqs_cis[start_pos : start_pos + seqlen]   # 复数，按 (cos, sin) 实数对显示")
+                       : trace_text(tr, "freqs_cis[-1:]   # the newest position's row; the others as at step 1",
+                                    "freqs_cis[-1:]   # 最新位置的那一行；其余各行同第 1 步"),
                  &freqs, NULL, HEAT_NONE);
 
     if (f->has_mask) {
@@ -526,11 +547,39 @@ static void show_next_tokens(Show *s, const LlamaStep *st) {
     }
 }
 
+// A step between the shown ones (values_shown) in the text on a screen: one
+// line with what it fed and what each row got; JSON and the pages (whose
+// slides a class steps through) keep every step whole.
+static void show_step_brief(Show *s, const LlamaStep *st) {
+    Trace *tr = s->tr;
+    const LlamaForwardInfo *f = st->fwd;
+    char rows[160] = "";
+    size_t at = 0;
+    for (int b = 0; b < st->bsz && at < sizeof rows; b++) {
+        char got[8];
+        token_shown(got, sizeof got, s->m, st->next_token[b]);
+        at += (size_t)snprintf(rows + at, sizeof rows - at, trace_text(tr, "%srow %d \"%s\"%s", "%s第 %d 行“%s”%s"),
+                               b ? trace_text(tr, ", ", "，") : "", b, got,
+                               st->kept[b] ? trace_text(tr, " (the prompt's)", "（提示词的）") : "");
+    }
+    trace_sayf(tr, "cur_pos = %d: forward(tokens[:, %d:%d], %d), seqlen %d -> %s",
+               "cur_pos = %d：forward(tokens[:, %d:%d], %d)，seqlen %d -> %s", st->cur_pos, f->start_pos,
+               f->start_pos + f->seqlen, f->start_pos, f->seqlen, rows);
+    if (s->keep) show_attention(s, st);
+}
+
 static void show_step(const LlamaStep *st, void *ctx) {
     Show *s = ctx;
     Trace *tr = s->tr;
     const LlamaForwardInfo *f = st->fwd;
     trace_step(tr, st->step);
+    if (on_screen(tr) && s->keep && !values_shown(st)) {
+        if (st->step == 3)
+            trace_say(tr, "(Steps between the second and the last: one line each; the JSON and the page formats have every event.)",
+                      "（第 2 步和最后一步之间的各步：每步一行；网页和机读格式给出全部事件。）");
+        show_step_brief(s, st);
+        return;
+    }
     trace_sayf(tr,
                "cur_pos = %d: logits = self.model.forward(tokens[:, %d:%d], %d)   "
                "(seqlen %d, start_pos %d)",
