@@ -27,6 +27,7 @@
 // median with min … max, ratios as x ± e, and a conclusion only where the
 // runs' intervals support one.
 #include "gptsetup.h"
+#include "charts.h"
 #include "fileio.h"
 #include "lessons.h"
 #include "measure.h"
@@ -421,6 +422,7 @@ static void time_per_token(Shared *x, Trace *tr) {
     x->npos = npos;
     cached_against_first(tr, x);
     time_chart(tr, x);
+    charts_time_per_token(tr, x->pos, x->npos, (const double *const[]){runs_of(x, 0, 0), runs_of(x, 1, 0)}, x->repeat);
     noisy_note(tr, x);
     int sh[2] = {npos, g.V};
     Tensor l0 = tensor_view(nc_logits, 2, sh), l1 = tensor_view(c_logits, 2, sh);

@@ -11,6 +11,7 @@
 // memory`), and the trade of §7's last sentence, 空间换时间, in one table:
 // per token, FLOPs the cache saves against bytes it holds.
 #include "gptsetup.h"
+#include "charts.h"
 #include "fileio.h"
 #include "lessons.h"
 #include "memory.h"
@@ -306,6 +307,7 @@ int lesson5_run(const Options *opt, Trace *tr) {
 
     if ((rc = cache_grows(tr, opt, &m, &s, tokens, p, steps, per_token, &lens))) goto done;
     held_chart(tr, g, p, per_token);
+    charts_bytes_held(tr, g.T, p, per_token, reserved);
     char e[40], f[40];
     trace_sayf(tr,
                "\nAfter the whole context (%d tokens) the cache holds %s B = %s = %s: %.1f%% of the weights (%s).\n"

@@ -12,6 +12,7 @@
 // that two neighbouring steps of a heat map do not read as one.
 #include "testutil.h"
 
+#include "chart_svg.h"
 #include "trace.h"
 #include "trace_deck.h"
 
@@ -224,11 +225,57 @@ static void test_page_style_text_contrast(void **state) {
     if (pairs < 20) fail_msg("the page's style: expected at least 20 colour pairs, got %d", pairs);
 }
 
+// ----------------------------------------------------------------------------
+// The charts' and bars' colours: every line, mark and bar at least 3:1
+// against what it is drawn on (WCAG 2.1, success criterion 1.4.11,
+// non-text contrast): the chart's background, the bars' track, and the
+// page's body in both modes (the bars and charts sit on it). The grid is a
+// help to the eye, not a part to tell apart, and is left out as WCAG does.
+
+static void test_chart_colours_contrast(void **state) {
+    (void)state;
+    static StyleRule rules[MAX_RULES];
+    int n = style_rules(TRACE_DECK_STYLE, rules, MAX_RULES);
+    const StyleRule *body[2] = {style_find(rules, n, "body"), style_find(rules, n, "html.projector body")};
+    double bg[4][3];
+    const char *bg_name[4] = {"the chart's background", "the bars' track", "the page (body)", "the projector's page"};
+    assert_true(hex_colour(CHART_BACKGROUND, strlen(CHART_BACKGROUND), bg[0]));
+    assert_true(hex_colour(CHART_TRACK, strlen(CHART_TRACK), bg[1]));
+    for (int m = 0; m < 2; m++) {
+        assert_true(body[m]->has_bg);
+        memcpy(bg[2 + m], body[m]->bg, sizeof bg[0]);
+    }
+    assert_true(CHART_NUM_COLOURS >= 3);
+    for (int i = 0; i < CHART_NUM_COLOURS; i++) {
+        double fg[3];
+        if (!hex_colour(CHART_COLOURS[i], strlen(CHART_COLOURS[i]), fg))
+            fail_msg("chart colour %d: '%s' is no #rrggbb", i, CHART_COLOURS[i]);
+        for (int k = 0; k < 4; k++) {
+            double c = rgb_contrast(fg, bg[k]);
+            if (c < 3)
+                fail_msg("chart colour %d (%s) on %s (%.0f,%.0f,%.0f): expected contrast >= 3, got %.2f", i,
+                         CHART_COLOURS[i], bg_name[k], bg[k][0], bg[k][1], bg[k][2], c);
+        }
+    }
+    // The two ways stay apart for colour-blind viewers too.
+    double a[3], b[3], la[3], lb[3];
+    hex_colour(CHART_NO_CACHE, strlen(CHART_NO_CACHE), a);
+    hex_colour(CHART_CACHE, strlen(CHART_CACHE), b);
+    for (int v = 0; v < VIEWS; v++) {
+        seen_lab(a, v, la);
+        seen_lab(b, v, lb);
+        double e = sqrt((la[0] - lb[0]) * (la[0] - lb[0]) + (la[1] - lb[1]) * (la[1] - lb[1]) + (la[2] - lb[2]) * (la[2] - lb[2]));
+        if (e < 2 * MIN_DELTA_E)
+            fail_msg("without and with the cache, %s: expected ΔE >= %.1f, got %.2f", VIEW_NAME[v], 2 * MIN_DELTA_E, e);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_heat_steps_stay_apart_for_colour_blind_viewers),
         cmocka_unit_test(test_scores_signs_stay_apart_for_colour_blind_viewers),
         cmocka_unit_test(test_page_style_text_contrast),
+        cmocka_unit_test(test_chart_colours_contrast),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

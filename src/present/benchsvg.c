@@ -8,6 +8,8 @@
 // shows on hover: the length, the mean and the min … max of the runs.
 #include "benchsvg.h"
 
+#include "chart_svg.h"
+
 #include <assert.h>
 #include <errno.h>
 #include <math.h>
@@ -17,16 +19,9 @@ enum { WIDTH = 1000, HEIGHT = 460, PANEL_W = 370, PANEL_H = 300, TOP = 80, LEFT 
 
 static const char *const MODE_NAME[2] = {"without the cache", "with the cache"};
 static const char *const MODE_KEY[2] = {"no-cache", "cache"};
-// Orange and teal (Dark2), told apart by the marker too: circles without
-// the cache, squares with it.
-static const char *const MODE_COLOR[2] = {"#d95f02", "#1b9e77"};
-
-// A time in the unit that suits it, 3 significant digits.
-static void seconds_text(char *out, size_t size, double s) {
-    if (s >= 1) snprintf(out, size, "%.3g s", s);
-    else if (s >= 1e-3) snprintf(out, size, "%.3g ms", s * 1e3);
-    else snprintf(out, size, "%.3g µs", s * 1e6);
-}
+// The course's colours (chart_svg.h), told apart by the marker too:
+// circles without the cache, squares with it.
+static const char *const MODE_COLOR[2] = {CHART_NO_CACHE, CHART_CACHE};
 
 // Text with &, < and > (and quotes, for attributes) escaped.
 static void put_escaped(FILE *f, const char *s) {
@@ -39,26 +34,6 @@ static void put_escaped(FILE *f, const char *s) {
         default: fputc(*s, f);
         }
     }
-}
-
-// A logarithmic axis: value -> pixel.
-typedef struct {
-    double lo, hi;        // log10 of the ends
-    double p0, p1;        // pixels of lo and hi
-} Axis;
-
-static double axis_at(const Axis *a, double v) {
-    return a->p0 + (log10(v) - a->lo) / (a->hi - a->lo) * (a->p1 - a->p0);
-}
-
-static Axis axis_of(double vmin, double vmax, double p0, double p1, double pad) {
-    double lo = log10(vmin), hi = log10(vmax);
-    if (hi - lo < 0.3) {   // a single length, or nearly equal times
-        double mid = 0.5 * (lo + hi);
-        lo = mid - 0.15, hi = mid + 0.15;
-    }
-    double d = (hi - lo) * pad;
-    return (Axis){lo - d, hi + d, p0, p1};
 }
 
 // The y value of panel p (0: per token, 1: total) of a time s at n tokens.
@@ -86,26 +61,22 @@ static void panel_range(double *lo, double *hi, const BenchSvgPoint *pt, int n, 
 
 // The y grid (1, 2, 5 times each power of ten in range) and the x axis: the
 // measured lengths.
-static void panel_grid(FILE *f, const BenchSvgPoint *pt, int n, const Axis *ax, const Axis *ay, double x0) {
-    for (int e = (int)floor(ay->lo); e <= (int)ceil(ay->hi); e++) {
-        static const double steps[3] = {1, 2, 5};
-        for (int k = 0; k < 3; k++) {
-            double v = steps[k] * pow(10, e), l = log10(v);
-            if (l < ay->lo || l > ay->hi) continue;
-            double y = axis_at(ay, v);
-            char label[32];
-            seconds_text(label, sizeof label, v);
-            fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#e5e5e5\"/>\n", x0, y,
-                    x0 + PANEL_W, y);
-            fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\" font-size=\"12\">%s</text>\n", x0 - 6,
-                    y + 4, label);
-        }
+static void panel_grid(FILE *f, const BenchSvgPoint *pt, int n, const ChartScale *ax, const ChartScale *ay, double x0) {
+    double ticks[CHART_MAX_TICKS];
+    for (int k = 0, nt = chart_ticks(ay, ticks); k < nt; k++) {
+        double y = chart_at(ay, ticks[k]);
+        char label[32];
+        chart_tick_text(label, sizeof label, ay, CHART_SECONDS, ticks[k]);
+        fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\"/>\n", x0, y, x0 + PANEL_W, y,
+                CHART_GRID);
+        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\" font-size=\"12\">%s</text>\n", x0 - 6, y + 4,
+                label);
     }
     // x: the measured lengths
     for (int i = 0; i < n; i++) {
-        double x = axis_at(ax, pt[i].tokens);
-        fprintf(f, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#e5e5e5\"/>\n", x, TOP, x,
-                TOP + PANEL_H);
+        double x = chart_at(ax, pt[i].tokens);
+        fprintf(f, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"%s\"/>\n", x, TOP, x,
+                TOP + PANEL_H, CHART_GRID);
         fprintf(f, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\" font-size=\"12\">%d</text>\n", x,
                 TOP + PANEL_H + 16, pt[i].tokens);
     }
@@ -115,15 +86,15 @@ static void panel_grid(FILE *f, const BenchSvgPoint *pt, int n, const Axis *ax, 
 
 // The reference lines: ∝ n from the first cached point, ∝ n² from the first
 // uncached one.
-static void panel_references(FILE *f, const BenchSvgPoint *pt, int n, int p, const Axis *ax, const Axis *ay) {
+static void panel_references(FILE *f, const BenchSvgPoint *pt, int n, int p, const ChartScale *ax, const ChartScale *ay) {
     double n0 = pt[0].tokens;
     for (int c = 0; c < 2; c++) {
-        fprintf(f, "<polyline class=\"reference\" data-mode=\"%s\" data-growth=\"%s\" fill=\"none\" stroke=\"#888\" "
-                   "stroke-dasharray=\"6 4\" points=\"", MODE_KEY[c], c ? "n" : "n2");
+        fprintf(f, "<polyline class=\"reference\" data-mode=\"%s\" data-growth=\"%s\" fill=\"none\" stroke=\"%s\" "
+                   "stroke-dasharray=\"6 4\" points=\"", MODE_KEY[c], c ? "n" : "n2", CHART_RESERVED);
         double last_x = 0, last_y = 0;
         for (int i = 0; i < n; i++) {
             double r = pt[i].tokens / n0, s = c ? pt[0].mean[1] * r : pt[0].mean[0] * r * r;
-            last_x = axis_at(ax, pt[i].tokens), last_y = axis_at(ay, panel_value(p, s, pt[i].tokens));
+            last_x = chart_at(ax, pt[i].tokens), last_y = chart_at(ay, panel_value(p, s, pt[i].tokens));
             fprintf(f, "%s%.1f,%.1f", i ? " " : "", last_x, last_y);
         }
         fprintf(f, "\"/>\n<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\" font-size=\"12\" fill=\"#666\">%s</text>\n",
@@ -132,24 +103,24 @@ static void panel_references(FILE *f, const BenchSvgPoint *pt, int n, int p, con
 }
 
 // The runs: a line, a bar from min to max, and a marker per length.
-static void panel_series(FILE *f, const BenchSvgPoint *pt, int n, int p, const Axis *ax, const Axis *ay) {
+static void panel_series(FILE *f, const BenchSvgPoint *pt, int n, int p, const ChartScale *ax, const ChartScale *ay) {
     for (int c = 0; c < 2; c++) {
         fprintf(f, "<polyline class=\"series\" data-mode=\"%s\" fill=\"none\" stroke=\"%s\" stroke-width=\"2\"%s "
                    "points=\"", MODE_KEY[c], MODE_COLOR[c], c ? " stroke-dasharray=\"2 3\"" : "");
         for (int i = 0; i < n; i++)
-            fprintf(f, "%s%.1f,%.1f", i ? " " : "", axis_at(ax, pt[i].tokens),
-                    axis_at(ay, panel_value(p, pt[i].mean[c], pt[i].tokens)));
+            fprintf(f, "%s%.1f,%.1f", i ? " " : "", chart_at(ax, pt[i].tokens),
+                    chart_at(ay, panel_value(p, pt[i].mean[c], pt[i].tokens)));
         fprintf(f, "\"/>\n");
         for (int i = 0; i < n; i++) {
             int t = pt[i].tokens;
-            double x = axis_at(ax, t), y = axis_at(ay, panel_value(p, pt[i].mean[c], t));
+            double x = chart_at(ax, t), y = chart_at(ay, panel_value(p, pt[i].mean[c], t));
             fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\"/>\n", x,
-                    axis_at(ay, panel_value(p, pt[i].min[c], t)), x, axis_at(ay, panel_value(p, pt[i].max[c], t)),
+                    chart_at(ay, panel_value(p, pt[i].min[c], t)), x, chart_at(ay, panel_value(p, pt[i].max[c], t)),
                     MODE_COLOR[c]);
             char mean[32], lo[32], hi[32];
-            seconds_text(mean, sizeof mean, panel_value(p, pt[i].mean[c], t));
-            seconds_text(lo, sizeof lo, panel_value(p, pt[i].min[c], t));
-            seconds_text(hi, sizeof hi, panel_value(p, pt[i].max[c], t));
+            chart_seconds_text(mean, sizeof mean, panel_value(p, pt[i].mean[c], t));
+            chart_seconds_text(lo, sizeof lo, panel_value(p, pt[i].min[c], t));
+            chart_seconds_text(hi, sizeof hi, panel_value(p, pt[i].max[c], t));
             if (c == 0) {
                 fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"%s\" ", x, y, MODE_COLOR[c]);
             } else {
@@ -167,11 +138,11 @@ static void panel_series(FILE *f, const BenchSvgPoint *pt, int n, int p, const A
 static void panel(FILE *f, const BenchSvgPoint *pt, int n, int p, double x0) {
     double ymin, ymax;
     panel_range(&ymin, &ymax, pt, n, p);
-    Axis ax = axis_of(pt[0].tokens, pt[n - 1].tokens, x0, x0 + PANEL_W, 0.06);
-    Axis ay = axis_of(ymin, ymax, TOP + PANEL_H, TOP, 0.04);
+    ChartScale ax = chart_scale_log(pt[0].tokens, pt[n - 1].tokens, x0, x0 + PANEL_W, 0.06);
+    ChartScale ay = chart_scale_log(ymin, ymax, TOP + PANEL_H, TOP, 0.04);
     fprintf(f, "<g class=\"panel\" id=\"%s\">\n", p ? "total" : "per-token");
-    fprintf(f, "<rect x=\"%.1f\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#999\"/>\n", x0, TOP,
-            PANEL_W, PANEL_H);
+    fprintf(f, "<rect x=\"%.1f\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"%s\"/>\n", x0, TOP,
+            PANEL_W, PANEL_H, CHART_AXIS);
     fprintf(f, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\" font-weight=\"bold\">%s</text>\n",
             x0 + PANEL_W / 2.0, TOP - 12, p ? "total time" : "time per token");
     panel_grid(f, pt, n, &ax, &ay, x0);
@@ -199,8 +170,8 @@ int benchsvg_write(FILE *f, const BenchSvgPoint *points, int n, const char *titl
         else fprintf(f, "<rect x=\"%d\" y=\"42\" width=\"8\" height=\"8\" fill=\"%s\"/>\n", lx, MODE_COLOR[c]);
         fprintf(f, "<text x=\"%d\" y=\"51\" font-size=\"13\">%s</text>\n", lx + 14, MODE_NAME[c]);
     }
-    fprintf(f, "<line x1=\"%d\" y1=\"46\" x2=\"%d\" y2=\"46\" stroke=\"#888\" stroke-dasharray=\"6 4\"/>\n", lx,
-            lx + 24);
+    fprintf(f, "<line x1=\"%d\" y1=\"46\" x2=\"%d\" y2=\"46\" stroke=\"%s\" stroke-dasharray=\"6 4\"/>\n", lx,
+            lx + 24, CHART_RESERVED);
     fprintf(f, "<text x=\"%d\" y=\"51\" font-size=\"13\">total time growing as n, as n²; bars: "
                "min … max of the runs</text>\n", lx + 30);
     for (int p = 0; p < 2; p++) panel(f, points, n, p, LEFT + p * (PANEL_W + GAP));

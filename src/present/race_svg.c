@@ -6,9 +6,11 @@
 // cache slows as its text grows and the cached one keeps its pace.
 #include "race_svg.h"
 
+#include "chart_svg.h"
+
 enum { CHECKPOINTS = 24, TRACK_W = 420, LEFT = 150 };
 
-static const char *const COLOURS[2] = {"#0072b2", "#e69f00"};   // Okabe-Ito, as the chart bars
+static const char *const COLOURS[2] = {CHART_NO_CACHE, CHART_CACHE};   // the course's, as the chart bars
 
 void race_svg(Buf *b, const double *const elapsed[2], int steps) {
     buf_append(b, "<details class=\"replay\"><summary><span class=\"en\" lang=\"en\">&#9654; replay the race, at the "
@@ -36,8 +38,8 @@ void race_svg(Buf *b, const double *const elapsed[2], int steps) {
         double total = elapsed[c][steps - 1];
         buf_printf(b, "<text class=\"en\" x=\"0\" y=\"%d\">%s</text><text class=\"zh\" x=\"0\" y=\"%d\">%s</text>", y + 14,
                    EN[c], y + 14, ZH[c]);
-        buf_printf(b, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"20\" fill=\"#f4f4f4\" stroke=\"#888\"></rect>", LEFT, y,
-                   TRACK_W);
+        buf_printf(b, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"20\" fill=\"%s\" stroke=\"#888\"></rect>", LEFT, y,
+                   TRACK_W, CHART_TRACK);
         buf_printf(b, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"20\" fill=\"%s\" style=\"transform-box:fill-box;"
                    "transform-origin:left;transform:scaleX(0);animation:kvdemo-race-%d %.3fs linear forwards\"></rect>",
                    LEFT, y, TRACK_W, COLOURS[c], c, total);

@@ -30,6 +30,8 @@ const char *const TRACE_DECK_STYLE =
     "td,th{border:1px solid #bbb;padding:.15em .5em;text-align:right}\n"
     "th{background:#eee;font-weight:normal}th.tok{text-align:left}td.l,th.l{text-align:left}\n"
     "figure.pic svg{max-width:100%;height:auto}figure.pic text.id{font-family:ui-monospace,monospace}\n"
+    // a chart (chart_svg.h) in the type's scale: 13 px text at 16 px type, larger with it (projector)
+    "figure.pic svg.chart{width:41em}\n"
     ".legend{font-size:.9em}.sw{display:inline-block;min-width:1.1em;text-align:center}\n"
     "@media screen and (min-width:90em){body{font-size:1.25em}}\n"
     // rows and the cache (ROW_MARKS below); a swatch of the legend takes its row's class

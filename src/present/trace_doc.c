@@ -18,6 +18,7 @@
 #include "trace_doc.h"
 
 #include "buf.h"
+#include "chart_svg.h"
 #include "fileio.h"
 #include "provenance.h"
 #include "trace_deck.h"
@@ -836,7 +837,8 @@ int trace_doc_lines_next(Trace *tr) {
 // Bars of a chart (lessons 4 and 5 draw them in text with █, ░ and ·)
 
 static const char *const BAR_FULL = "\u2588", *const BAR_LIGHT = "\u2591", *const BAR_EMPTY = "\u00b7";
-static const char *const BAR_FULL_COLOUR = "#0072b2", *const BAR_LIGHT_COLOUR = "#e69f00";   // Okabe-Ito
+// The course's colours (chart_svg.h): without the cache (█) and with it (░).
+static const char *const BAR_FULL_COLOUR = CHART_NO_CACHE, *const BAR_LIGHT_COLOUR = CHART_CACHE;
 enum { BAR_PX = 6 };   // pixels a terminal column of the bar
 
 // A cell that is a bar (only the three characters) as an SVG bar whose
@@ -854,8 +856,8 @@ static int bar_cell(Buf *b, const char *s, int width) {
     if (width < n) width = n;
     w = width * BAR_PX;
     buf_printf(b, "<svg class=\"bar\" width=\"%d\" height=\"14\" viewBox=\"0 0 %d 14\" role=\"img\">"
-               "<rect x=\"0.5\" y=\"1.5\" width=\"%d\" height=\"11\" fill=\"#f4f4f4\" stroke=\"#888\"></rect>",
-               w + 1, w + 1, w);
+               "<rect x=\"0.5\" y=\"1.5\" width=\"%d\" height=\"11\" fill=\"%s\" stroke=\"#888\"></rect>",
+               w + 1, w + 1, w, CHART_TRACK);
     if (full)
         buf_printf(b, "<rect x=\"0.5\" y=\"1.5\" width=\"%d\" height=\"11\" fill=\"%s\"></rect>", full * BAR_PX, BAR_FULL_COLOUR);
     if (light)
