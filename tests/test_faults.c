@@ -229,7 +229,7 @@ static void test_eval_without_a_text(void **state) {
     (void)state;
     if (access("data/tinyshakespeare.txt", F_OK) == 0) skip();   // downloaded here: nothing is missing
     RunResult r = kvdemo_run("eval --model tests/fixtures/gpt_a.kvgp --kv-dtype int8");
-    expect_last_line(&r, 1, "no text to evaluate on: give --data FILE, or run `make data` to download tinyshakespeare",
+    expect_last_line(&r, 1, "no text to evaluate on: give --data FILE, or get tinyshakespeare into this folder",
                      "eval --kv-dtype without a text");
     if (count_lines(r.err) != 1) fail_msg("eval --kv-dtype without a text: expected one line, got: %s", r.err);
     run_free(&r);
