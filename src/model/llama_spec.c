@@ -19,27 +19,10 @@
 int llama_spec_check(const LlamaModel *target, const LlamaModel *draft, int gamma, int zh, char *err,
                      size_t errlen) {
     const LlamaConfig *t = &target->cfg, *d = &draft->cfg;
-    if (gamma < 1 || gamma > SPEC_GAMMA_MAX) {
-        snprintf(err, errlen, zh ? "--gamma %d 超出范围：须为 1 到 %d" : "--gamma %d is out of range: 1 to %d",
-                 gamma, SPEC_GAMMA_MAX);
-        return -1;
-    }
-    if (d->vocab_size != t->vocab_size || target->bpe || draft->bpe ||
-        memcmp(draft->vocab, target->vocab, sizeof(uint32_t) * (size_t)t->vocab_size) != 0) {
-        snprintf(err, errlen,
-                 zh ? "草稿模型的词表（%d 个 token）与目标模型的（%d 个）不同：须为同一词表"
-                    : "the draft's vocabulary (%d tokens) is not the target's (%d): they must be the same",
-                 d->vocab_size, t->vocab_size);
-        return -1;
-    }
-    if (d->max_seq_len < t->max_seq_len) {
-        snprintf(err, errlen,
-                 zh ? "草稿模型的上下文 %d 短于目标模型的 %d：须至少一样长"
-                    : "the draft's context %d is shorter than the target's %d: it must be at least as long",
-                 d->max_seq_len, t->max_seq_len);
-        return -1;
-    }
-    return 0;
+    int same = d->vocab_size == t->vocab_size && !target->bpe && !draft->bpe &&
+               memcmp(draft->vocab, target->vocab, sizeof(uint32_t) * (size_t)t->vocab_size) == 0;
+    SpecPair pr = {same, d->vocab_size, t->vocab_size, d->max_seq_len, t->max_seq_len, "tokens", " token"};
+    return spec_check_pair(&pr, gamma, zh, err, errlen);
 }
 
 int llama_spec_init(LlamaSpec *sp, LlamaSpecModel target, LlamaSpecModel draft, int gamma, float temperature,
