@@ -51,20 +51,11 @@ static void expect_file(const char *path, const char *want) {
     if (strcmp(got, want) != 0) fail_msg("%s: expected \"%s\", got \"%s\"", path, want, got);
 }
 
-// The last line of s (s without its final newline), in buf.
-static const char *last_line(const char *s, char *buf, size_t size) {
-    size_t n = strlen(s);
-    while (n > 0 && s[n - 1] == '\n') n--;
-    size_t start = n;
-    while (start > 0 && s[start - 1] != '\n') start--;
-    snprintf(buf, size, "%.*s", (int)(n - start), s + start);
-    return buf;
-}
 
 static void expect_last_line(const RunResult *r, int status, const char *needle, const char *what) {
     char line[1024];
     if (r->status != status) fail_msg("%s: expected exit %d, got %d (stderr: %s)", what, status, r->status, r->err);
-    if (!strstr(last_line(r->err, line, sizeof line), needle))
+    if (!strstr(test_last_line(r->err, line, sizeof line), needle))
         fail_msg("%s: expected the last line of stderr to contain \"%s\", got \"%s\"", what, needle, line);
 }
 

@@ -24,15 +24,6 @@ static int teardown(void **state) {
     return tmpdir_remove(dir);
 }
 
-// The last line of s (without its final newline), in buf.
-static const char *last_line(const char *s, char *buf, size_t size) {
-    size_t n = strlen(s);
-    while (n > 0 && s[n - 1] == '\n') n--;
-    size_t start = n;
-    while (start > 0 && s[start - 1] != '\n') start--;
-    snprintf(buf, size, "%.*s", (int)(n - start), s + start);
-    return buf;
-}
 
 static void write_text(const char *path, int lines) {
     FILE *f = fopen(path, "w");
@@ -91,7 +82,7 @@ static int walk_write_faults(const char *args, const char *const *outputs, int n
                 break;
             }
             failed++;
-            last_line(r.err, line, sizeof line);
+            test_last_line(r.err, line, sizeof line);
             int which = -1;
             if (r.status != 1 || !names_an_output(line, outputs, n, WRITE_FAULTS[k].reason, &which))
                 fail_msg("%s: expected exit 1 and a last line \"FILE: cannot write: %s\", got exit %d and \"%s\"", what,
@@ -121,7 +112,7 @@ static void test_model_write_faults(void **state) {
     RunResult r = kvdemo_run_env("KVDEMO_TEST_FAULT=write:1", args);
     char want[400], line[1024];
     snprintf(want, sizeof want, "%s：无法写入：输入输出错误", out);
-    if (r.status != 1 || !strstr(last_line(r.err, line, sizeof line), want))
+    if (r.status != 1 || !strstr(test_last_line(r.err, line, sizeof line), want))
         fail_msg("init --lang zh, write:1: expected exit 1 and \"%s\", got exit %d and \"%s\"", want, r.status, line);
     run_free(&r);
     if (access(out, F_OK) == 0 || write_leftovers(out) != 0) fail_msg("%s: written, or a temporary left", out);
@@ -193,7 +184,7 @@ static void walk_short_reads(const char *args, const char *const *paths, int n) 
             run_free(&r);
             break;
         }
-        last_line(r.err, line, sizeof line);
+        test_last_line(r.err, line, sizeof line);
         int which = -1;
         for (int i = 0; i < n && which < 0; i++)
             if (strstr(line, paths[i])) which = i;

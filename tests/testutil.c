@@ -342,6 +342,15 @@ int fixture_array(const char *path, const char *name, double *out, int max) {
     return found;
 }
 
+const char *test_last_line(const char *s, char *buf, size_t size) {
+    size_t n = strlen(s);
+    while (n > 0 && s[n - 1] == '\n') n--;
+    size_t start = n;
+    while (start > 0 && s[start - 1] != '\n') start--;
+    snprintf(buf, size, "%.*s", (int)(n - start), s + start);
+    return buf;
+}
+
 int count_lines(const char *s) {
     int n = 0;
     for (; *s; s++) n += *s == '\n';

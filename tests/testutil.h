@@ -66,6 +66,8 @@ RunResult shell_run(const char *cmd);
 char *file_slurp(const char *path);
 // Number of lines in s.
 int count_lines(const char *s);
+// The last line of s (without its final newline), in buf; returns buf.
+const char *test_last_line(const char *s, char *buf, size_t size);
 // Runs "kvdemo ARGS", fails the test unless it exits 0, and returns its
 // JSON events (free with events_free).
 typedef struct Event Event;
