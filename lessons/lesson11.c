@@ -18,6 +18,14 @@
 // each: the step where the logits first differ and by how much, the first
 // character of the text that differs, and a diagnosis to apply to one's own
 // code.
+//
+// Then speculative decoding's rollback (lesson 13), two bugs of the cut that
+// follows a rejected draft:
+//   no-rollback          the rejected rows stay in the target's cache
+//   off-by-one  one row more is cut than the rejection asks
+// Greedy, so that the reference is the target's own greedy text, which the
+// correct speculative run writes byte for byte: for each, the step where the
+// text first leaves it, and the round of the first rollback that mattered.
 #include "gptsetup.h"
 #include "fileio.h"
 #include "kvvariant.h"
@@ -25,6 +33,8 @@
 #include "ops.h"
 #include "progress.h"
 #include "sampler.h"
+#include "spec.h"
+#include "speccmd.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -75,6 +85,20 @@ static const struct {
          "the scores mix positions and channels. Read the cache in the layout it was written in, "
          "and check one score against q . k computed by hand.",
          "注意力分数把位置和通道混在了一起。按写入时的布局读取缓存，并手算一个 q · k 来核对。"},
+    [KV_BUG_NO_ROLLBACK] =
+        {"speculative decoding: the rejected rows are left in the target's cache",
+         "投机解码：被拒绝的行留在了目标模型的缓存里",
+         "after a rejection the cache must be cut back to the tokens kept (truncate to len + accepted): "
+         "print the cache's length after every round, and compare it with len(tokens) - 1.",
+         "拒绝之后，缓存必须回退到被保留的 token（截断到 len + 接受数）：每轮之后打印缓存长度，"
+         "并与 len(tokens) - 1 比较。"},
+    [KV_BUG_OFF_BY_ONE] =
+        {"speculative decoding: the rollback cuts one row more than the rejection asks",
+         "投机解码：回退时比拒绝要求的多删了一行",
+         "the rows to cut are K - accepted, not K - accepted + 1: the cache keeps len + accepted positions, "
+         "those of every token but the last. Print the cache's length after every round.",
+         "要删掉的行数是 K - 接受数，而不是 K - 接受数 + 1：缓存保留 len + 接受数 个位置，即除最后一个之外"
+         "每个 token 的位置。每轮之后打印缓存长度来检查。"},
     [KV_BUG_NO_SCALE] =
         {"the cached step's scores are not divided by sqrt(head_dim)",
          "缓存步骤的注意力分数没有除以 sqrt(head_dim)",
@@ -233,6 +257,157 @@ static void say_running(ProgressLine *p, const char *name, int steps) {
     progress_line_show(p, "lesson 11: %s, generating %d characters", "第 11 课：%s，生成 %d 个字符", name, steps);
 }
 
+// ----------------------------------------------------------------------------
+// Speculative decoding's rollback: two bugs of the cut after a rejection
+
+// What the part shares: the draft, its state, the greedy draws, the target's
+// own greedy tokens and a run's.
+typedef struct {
+    const GptModel *m;
+    GptModel d;
+    GptState ds;
+    Sampler greedy;
+    SpecMt mt;
+    int gamma, n_prompt, steps;
+    int *want, *got;   // (n_prompt + steps): the target alone, greedy; a speculative run
+} Rollback;
+
+// The round of a run's first rollback that cuts rows, the one each bug
+// gets wrong; len is len(tokens) after it: the text is the target's up to
+// there, as nothing before that cut reads a wrong row.
+typedef struct {
+    int round, len;   // round -1: none
+} FirstCut;
+
+static int on_cut(void *ctx, const SpecRound *r) {
+    FirstCut *f = ctx;
+    if (f->round < 0 && r->accepted < r->gamma) {
+        f->round = r->round;
+        f->len = r->len + r->accepted + 1;
+    }
+    return 0;
+}
+
+// One speculative run of the target on s (with bug b's cache) into x->got.
+// Returns 0, or 1 when memory ran out.
+static int rollback_run(Rollback *x, GptState *s, KvBug b, FirstCut *cut) {
+    GptVariant v = {.bug = b};
+    KvVariantCaches vc;
+    Spec sp;
+    if (kvvariant_attach(&vc, s, b == KV_BUG_NONE ? NULL : &v)) return 1;
+    gpt_state_reset(s);
+    gpt_state_reset(&x->ds);
+    SpecModel tm = {x->m, s, NULL}, dm = {&x->d, &x->ds, NULL};
+    int rc = spec_init(&sp, tm, dm, x->gamma, &x->greedy, &x->mt.base);
+    if (!rc) {
+        memcpy(x->got, x->want, sizeof(int) * (size_t)x->n_prompt);
+        *cut = (FirstCut){-1, 0};
+        rc = spec_generate(x->got, &sp, x->n_prompt, x->steps, on_cut, cut) < 0;
+    }
+    spec_free(&sp);
+    kvvariant_detach(&vc);
+    return rc ? 1 : 0;
+}
+
+// Where the run left the target's text, said as the other bugs' are.
+static void rollback_report(Trace *tr, const Rollback *x, KvBug b, const FirstCut *cut) {
+    int n = x->n_prompt + x->steps, at = x->n_prompt;
+    while (at < n && x->got[at] == x->want[at]) at++;
+    int step = at < n ? at - x->n_prompt + 1 : 0;
+    if (b == KV_BUG_NONE)
+        trace_heading(tr, "Speculative decoding, rolled back right", "投机解码，正确回退");
+    else {
+        char head[160];
+        snprintf(head, sizeof head, "%s %s", trace_text(tr, "Bug", "错误"), kvvariant_bug_name(b));
+        trace_heading(tr, head, head);
+        trace_sayf(tr, "  %s", "  %s", trace_text(tr, BUGS[b].what_en, BUGS[b].what_zh));
+    }
+    trace_count(tr, "first_step", step, NULL, NULL);
+    trace_count(tr, "first_char", step ? at : -1, NULL, NULL);
+    trace_count(tr, "cut_round", cut->round + 1, NULL, NULL);
+    trace_count(tr, "cut_len", cut->len, NULL, NULL);
+    if (cut->round >= 0)
+        trace_sayf(tr, "  the first rollback that cut rows was round %d's, the text then %d characters long.",
+                   "  第一次删掉行的回退在第 %d 轮，当时文字长 %d 个字符。", cut->round + 1, cut->len);
+    if (!step) {
+        trace_sayf(tr, "  the target's own greedy text at all %d steps, byte for byte.",
+                   "  全部 %d 步都是目标模型自己的贪心文字，逐字节相同。", x->steps);
+    } else {
+        char a[8], c[8], sa[2], sc[2];
+        gpt_decode(a, sizeof a, x->m, &x->want[at], 1);
+        gpt_decode(c, sizeof c, x->m, &x->got[at], 1);
+        trace_sayf(tr, "  the text first leaves the target's at step %d (character %d): '%s' from the target, '%s' here.",
+                   "  文字在第 %d 步（第 %d 个字符）首次偏离目标模型的：目标模型为 '%s'，这里为 '%s'。", step, at,
+                   shown(a[0], sa), shown(c[0], sc));
+        trace_sayf(tr, "  diagnosis: %s", "  诊断：%s", trace_text(tr, BUGS[b].fix_en, BUGS[b].fix_zh));
+        if (tr->format == FORMAT_JSON) trace_textval(tr, "diagnosis", BUGS[b].fix_en);
+    }
+    size_t need = gpt_decode(NULL, 0, x->m, x->got, n);
+    char *text = malloc(need + 1);
+    if (!text) return;
+    gpt_decode(text, need + 1, x->m, x->got, n);
+    if (tr->format == FORMAT_JSON) trace_textval(tr, "text", text);
+    trace_sayf(tr, "  text: %.*s%s\n", "  文字：%.*s%s\n", SHOWN_CHARS, text, strlen(text) > SHOWN_CHARS ? "..." : "");
+    free(text);
+}
+
+static void say_rollback_intro(Trace *tr, const Rollback *x, const Options *opt) {
+    trace_heading(tr, "Speculative decoding's rollback (lesson 13)", "投机解码的回退（第 13 课）");
+    trace_sayf(tr,
+               "The draft %s proposes K = %d tokens a round; the target verifies them in one pass of K + 1 rows,\n"
+               "and the rows of the rejected tokens are cut from its cache (kvcache_truncate). Greedy decoding:\n"
+               "the reference is now the target's own greedy text, which a correct speculative run writes byte\n"
+               "for byte. Each bug below changes only that cut.",
+               "草稿模型 %s 每轮提议 K = %d 个 token；目标模型用一次 K + 1 行的前向验证它们，\n"
+               "被拒绝的 token 的行从它的缓存中删掉（kvcache_truncate）。贪心解码：参照现在是目标模型自己的\n"
+               "贪心文字，正确的投机解码会逐字节写出它。下面每个错误只改动这一步删除。",
+               opt->draft_path ? opt->draft_path : SPEC_SHIPPED_DRAFT, x->gamma);
+}
+
+// The part: the draft, the target's greedy text, then the correct run and
+// each rollback bug (only: one of them, or KV_BUG_NONE for both). Returns 0,
+// or an exit status after one line on stderr.
+static int rollback_part(Trace *tr, GptState *s, const GptModel *m, const int *prompt, int n_prompt, int steps,
+                         KvBug only, const Options *opt, ProgressLine *progress) {
+    Rollback x = {.m = m, .n_prompt = n_prompt, .steps = steps, .gamma = speccmd_gamma(opt)};
+    int rc = speccmd_draft(&x.d, m, opt, x.gamma);
+    if (rc) {
+        if (opt->draft_path) return rc;
+        trace_say(tr, "(no draft model: speculative decoding's rollback is left out)", "（没有草稿模型：略去投机解码的回退）");
+        return 0;
+    }
+    size_t n = (size_t)(n_prompt + steps + SPEC_GAMMA_MAX + 1);
+    x.want = malloc(sizeof(int) * 2 * n);
+    x.got = x.want + n;
+    if (!x.want || gpt_state_init(&x.ds, x.d.cfg) || sampler_init(&x.greedy, m->cfg.V, 0.0f, 0, 42)) rc = 1;
+    if (!rc) {
+        spec_mt_init(&x.mt, &x.greedy);
+        say_rollback_intro(tr, &x, opt);
+        memcpy(x.want, prompt, sizeof(int) * (size_t)n_prompt);
+        gpt_state_reset(s);
+        gpt_generate(x.want, s, m, &x.greedy, n_prompt, steps, 1, NULL, NULL);
+    }
+    static const KvBug RUNS[] = {KV_BUG_NONE, KV_BUG_NO_ROLLBACK, KV_BUG_OFF_BY_ONE};
+    for (int i = 0; i < 3 && !rc; i++) {
+        KvBug b = RUNS[i];
+        if (only && b != only && b != KV_BUG_NONE) continue;
+        trace_run(tr, b == KV_BUG_NONE ? "speculative" : kvvariant_bug_name(b));
+        say_running(progress, b == KV_BUG_NONE ? trace_text(tr, "speculative decoding", "投机解码") : kvvariant_bug_name(b),
+                    steps);
+        FirstCut cut;
+        rc = rollback_run(&x, s, b, &cut);
+        progress_line_clear(progress);
+        if (!rc) rollback_report(tr, &x, b, &cut);
+        trace_pause(tr);
+    }
+    if (rc) fileio_error("out of memory", "内存不足");
+    free(x.want);
+    sampler_free(&x.greedy);
+    gpt_state_free(&x.ds);
+    gpt_free(&x.d);
+    return rc;
+}
+
 int lesson11_run(const Options *opt, Trace *tr) {
     KvBug only = KV_BUG_NONE;
     if (opt->bug && kvvariant_bug_parse(&only, opt->bug)) {
@@ -271,6 +446,7 @@ int lesson11_run(const Options *opt, Trace *tr) {
 
     for (int b = 0; b < KV_NUM_BUGS; b++) {
         if (only && b != (int)only && b != KV_BUG_NONE) continue;
+        if (b == KV_BUG_NO_ROLLBACK || b == KV_BUG_OFF_BY_ONE) continue;   // below, rolling back
         GptVariant v = {.bug = (KvBug)b};
         const char *name = kvvariant_bug_name((KvBug)b);
         trace_run(tr, name);
@@ -280,6 +456,10 @@ int lesson11_run(const Options *opt, Trace *tr) {
         progress_line_clear(&progress);
         report(tr, b, &ref, &run, steps, past_context);
         trace_pause(tr);
+    }
+    if (!only || only == KV_BUG_NO_ROLLBACK || only == KV_BUG_OFF_BY_ONE) {
+        rc = rollback_part(tr, &s, &m, prompt, n_prompt, steps, only, opt, &progress);
+        if (rc) goto done;
     }
     trace_run(tr, NULL);
     say_moral(tr);

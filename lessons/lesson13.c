@@ -14,7 +14,9 @@
 //                          plain cached decoding (interleaved runs, median
 //                          min … max), beside Leviathan et al.'s expected
 //                          speed-up from the measured α and cost ratio c
-//   4. why it works        bytes read and FLOPs per token (lesson 4's counts)
+//   4. why it works        bytes read and FLOPs per token (lesson 4's counts),
+//                          and the verifying pass of K + 1 rows timed against
+//                          one cached step: the measured ratio picks the words
 #include "gptsetup.h"
 #include "fileio.h"
 #include "lessons.h"
@@ -310,7 +312,96 @@ static int speedups(Shared *x, Trace *tr, SpecStats *per_k) {
 // ----------------------------------------------------------------------------
 // 4. Why it works: the weights read once for K + 1 rows
 
-static void why(Shared *x, Trace *tr, const SpecStats *per_k) {
+// The verifying pass timed: n rows of the target at offset, as a round
+// feeds them, PASS_REPS times a run (one pass takes milliseconds).
+enum { PASS_REPS = 8 };
+typedef struct {
+    Shared *x;
+    const int *feed;   // (n) tokens: the values do not change the time
+    int n, offset;
+} PassArm;
+
+static int pass_arm(void *ctx, double *seconds) {
+    PassArm *a = ctx;
+    double start = timer_now();
+    // gpt_forward cuts the cache back to offset first: every pass the same
+    for (int r = 0; r < PASS_REPS; r++) gpt_forward(&a->x->ts, &a->x->m, a->feed, a->n, a->offset);
+    *seconds = (timer_now() - start) / PASS_REPS;
+    return 0;
+}
+
+// One verdict for all K from the measured ratios: the same as one step,
+// slower but far below K + 1 steps, or about K + 1 steps.
+static void say_pass_verdict(Trace *tr, int same, int first_slower, double r_max) {
+    if (same == K_MAX)
+        trace_say(tr, "For every K the pass of K + 1 rows took what one step takes, within noise: the weights are read once.",
+                  "对每个 K，K + 1 行的一次前向都与一步用时相同（在噪声范围内）：权重只读了一遍。");
+    else if (r_max < (K_MAX + 1) / 2.0)
+        trace_sayf(tr,
+                   "From K = %d on the pass is slower than one step; at K = %d it still takes only %.2f steps, not %d:\n"
+                   "most of a step is reading the weights, which the rows share.",
+                   "从 K = %d 起这次前向比一步慢，但 K = %d 时只用了 %.2f 步的时间，而不是 %d 步：一步的大部分时间\n"
+                   "是在读权重，而这些行共用这一遍读取。",
+                   first_slower, K_MAX, r_max, K_MAX + 1);
+    else
+        trace_sayf(tr,
+                   "From K = %d the pass is slower than one step, and at K = %d it takes %.2f steps, close to %d: on this\n"
+                   "machine a step is not bound by reading the weights, and speculative decoding gains little.",
+                   "从 K = %d 起这次前向比一步慢，K = %d 时用了 %.2f 步的时间，接近 %d 步：在这台机器上一步并不受\n"
+                   "读权重的限制，投机解码收获很少。",
+                   first_slower, K_MAX, r_max, K_MAX + 1);
+}
+
+// The pass of K + 1 rows against one cached step, both at offset, the
+// cache holding offset positions, interleaved, with spread.
+static int pass_times(Shared *x, Trace *tr, int offset) {
+    int runs = x->opt->repeat > 0 ? x->opt->repeat : MEASURE_RUNS, len = x->n_prompt + x->steps;
+    int feed[K_MAX + 1], same = 0, first_slower = 0, too_few = 0;
+    double r_max = 0, *a = malloc(sizeof(double) * (size_t)runs * 2), *b = a + runs;
+    if (!a) return 1;
+    for (int j = 0; j <= K_MAX; j++) feed[j] = x->tokens[(offset + j) % len];
+    plain_run(x);   // the cache holds the text: offset positions and more
+    trace_run(tr, "verify");
+    trace_sayf(tr, "\nThe verifying pass timed at position %d against one cached step there (%d runs each, interleaved):",
+               "\n在位置 %d 给验证前向计时，与同一位置的一个缓存步对比（各 %d 次，交替进行）：", offset, runs);
+    static const TraceColumn cols[] = {
+        {"K", "K", 2, 1, NULL},
+        {"one step", "一步", 26, 0, "step"},
+        {"pass of K + 1 rows", "K + 1 行的一次前向", 26, 0, "pass"},
+        {"in steps", "折合步数", 12, 1, "ratio"},
+        {"verdict", "结论", 22, 0, NULL},
+    };
+    TraceTable t = {"verify_pass", 5, cols};
+    trace_table_head(tr, &t);
+    for (int K = 1; K <= K_MAX; K++) {
+        PassArm step = {x, feed, 1, offset}, pass = {x, feed, K + 1, offset};
+        if (measure_interleaved(a, b, MEASURE_WARMUP, runs, pass_arm, &step, pass_arm, &pass)) break;
+        MeasureRatio r = measure_ratio(stats_of(b, runs), stats_of(a, runs));
+        MeasureVerdict v = measure_verdict(a, runs, b, runs);
+        same += v == MEASURE_SAME || v == MEASURE_FASTER;
+        too_few |= v == MEASURE_TOO_FEW;
+        if (v == MEASURE_SLOWER && !first_slower) first_slower = K;
+        if (K == K_MAX) r_max = r.x;
+        char k[16], st[64], pa[64], ratio[32];
+        snprintf(k, sizeof k, "%d", K);
+        measure_spread_text(st, sizeof st, stats_of(a, runs));
+        measure_spread_text(pa, sizeof pa, stats_of(b, runs));
+        measure_ratio_text(ratio, sizeof ratio, r);
+        const char *cells[] = {k, st, pa, ratio, trace_text(tr, measure_verdict_word(v, 0), measure_verdict_word(v, 1))};
+        trace_table_row(tr, &t, cells);
+    }
+    free(a);
+    trace_count(tr, "slower_from_k", too_few ? -1 : first_slower, NULL, NULL);   // 0: never; -1: too few runs
+    trace_value(tr, "pass_steps_k8", r_max, "steps", NULL, NULL);
+    if (too_few)
+        trace_say(tr, "One run each: too few to say whether the pass costs more than a step.",
+                  "每组只运行了一次：太少，无法判断这次前向是否比一步更花时间。");
+    else
+        say_pass_verdict(tr, same, first_slower ? first_slower : 1, r_max);
+    return 0;
+}
+
+static int why(Shared *x, Trace *tr, const SpecStats *per_k) {
     trace_heading(tr, "4. Why it works: the weights read once for K + 1 rows",
                   "4. 为什么有效：K + 1 行只读一遍权重");
     int off = x->n_prompt + x->steps / 2;   // a position halfway through the text
@@ -348,12 +439,15 @@ static void why(Shared *x, Trace *tr, const SpecStats *per_k) {
         const char *cells[] = {k, mb, br, mf, fr};
         trace_table_row(tr, &t, cells);
     }
+    int T = x->m.cfg.T, at = off < T - K_MAX - 1 ? off : T - K_MAX - 1;
+    if (at >= 1 && pass_times(x, tr, at)) return 1;
     trace_say(tr,
               "Fewer bytes per token, more FLOPs (the rejected rows are computed for nothing): a good trade\n"
               "while a step waits on memory. The draft must also be cheap (small c) and often right (large α).",
               "每个 token 读取的字节更少，FLOPs 更多（被拒绝的行白算了）：当一步在等内存时这很划算。\n"
               "草稿模型还必须便宜（c 小）并且经常猜对（α 大）。");
     trace_pause(tr);
+    return 0;
 }
 
 // ----------------------------------------------------------------------------
@@ -408,8 +502,9 @@ int lesson13_run(const Options *opt, Trace *tr) {
         if (one_round(&x, tr) || greedy_text(&x, tr) || speedups(&x, tr, per_k)) {
             fileio_error("out of memory", "内存不足");
             rc = 1;
-        } else {
-            why(&x, tr, per_k);
+        } else if (why(&x, tr, per_k)) {
+            fileio_error("out of memory", "内存不足");
+            rc = 1;
         }
     }
     spec_free(&x.sp);

@@ -7,6 +7,7 @@
 #include "gpt.h"
 #include "kvvariant.h"
 #include "sampler.h"
+#include "spec.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -24,9 +25,13 @@ static const char PROMPT[] = "ROMEO:";   // 6 tokens
 //   no-append: the second cached step, 3 (the first still finds the prompt
 //              and its own key, which is all a correct cache holds then)
 //   stale: the first step with len(tokens) = T + 1, T - P + 2
+//   no-rollback, off-by-one: never, in a run without speculative
+//              decoding: they change kvcache_truncate only, which it never calls
 static int expected_step(KvBug bug, int T, int P) {
     switch (bug) {
-    case KV_BUG_NONE: return 0;
+    case KV_BUG_NONE:
+    case KV_BUG_NO_ROLLBACK:
+    case KV_BUG_OFF_BY_ONE: return 0;
     case KV_BUG_NO_APPEND: return 3;
     case KV_BUG_STALE: return T - P + 2;
     default: return 2;
@@ -92,17 +97,105 @@ static void test_bugs_diverge_where_predicted(void **state) {
     gpt_free(&m);
 }
 
-static char model[64], text[64];
+// ----------------------------------------------------------------------------
+// Speculative decoding's rollback bugs
+
+// The first round whose rollback cuts rows, the cut each bug gets wrong:
+// len(tokens) after it, 0 for none.
+static int first_cut(void *ctx, const SpecRound *r) {
+    int *len = ctx;
+    if (!*len && r->accepted < r->gamma) *len = r->len + r->accepted + 1;
+    return 0;
+}
+
+// Speculative tokens (n + STEPS) of target m (its cache with bug b) and
+// draft d, K a round, greedy.
+static void spec_tokens(int *tokens, int *cut, const GptModel *m, const GptModel *d, KvBug b, int K,
+                        const int *prompt, int n) {
+    GptState ts, ds;
+    assert_int_equal(gpt_state_init(&ts, m->cfg), 0);
+    assert_int_equal(gpt_state_init(&ds, d->cfg), 0);
+    GptVariant v = {.bug = b};
+    KvVariantCaches vc;
+    assert_int_equal(kvvariant_attach(&vc, &ts, b == KV_BUG_NONE ? NULL : &v), 0);
+    Sampler greedy;
+    assert_int_equal(sampler_init(&greedy, m->cfg.V, 0.0f, 0, 42), 0);
+    SpecMt mt;
+    spec_mt_init(&mt, &greedy);
+    Spec sp;
+    SpecModel tm = {m, &ts, NULL}, dm = {d, &ds, NULL};
+    assert_int_equal(spec_init(&sp, tm, dm, K, &greedy, &mt.base), 0);
+    memcpy(tokens, prompt, sizeof(int) * (size_t)n);
+    *cut = 0;
+    assert_int_equal(spec_generate(tokens, &sp, n, STEPS, first_cut, cut), n + STEPS);
+    spec_free(&sp);
+    sampler_free(&greedy);
+    kvvariant_detach(&vc);
+    gpt_state_free(&ts);
+    gpt_state_free(&ds);
+}
+
+// Against the target's own greedy text (gpt_generate, with its cache): the
+// correct speculative run writes it for K = 1 .. 8; each rollback bug keeps
+// it up to the end of the first round whose rollback cuts rows (nothing
+// before that cut reads a wrong row) and leaves it somewhere after.
+static void test_rollback_bugs_leave_target_text(void **state) {
+    (void)state;
+    GptConfig cfg;
+    assert_int_equal(gpt_preset(&cfg, "tiny"), 0);
+    uint32_t vocab[65];
+    for (int i = 0; i < 65; i++) vocab[i] = (unsigned char)GPT_SHAKESPEARE_VOCAB[i];
+    GptModel m, d;
+    char err[256];
+    if (gpt_init_random(&m, cfg, vocab, 7, err, sizeof err) || gpt_init_random(&d, cfg, vocab, 8, err, sizeof err))
+        fail_msg("%s", err);
+    int prompt[8], n = gpt_encode(prompt, &m, PROMPT, 8, err, sizeof err);
+    int want[8 + STEPS], got[8 + STEPS];
+    GptState s;
+    assert_int_equal(gpt_state_init(&s, cfg), 0);
+    Sampler greedy;
+    assert_int_equal(sampler_init(&greedy, cfg.V, 0.0f, 0, 42), 0);
+    memcpy(want, prompt, sizeof(int) * (size_t)n);
+    gpt_generate(want, &s, &m, &greedy, n, STEPS, 1, NULL, NULL);
+    static const KvBug RUNS[] = {KV_BUG_NONE, KV_BUG_NO_ROLLBACK, KV_BUG_OFF_BY_ONE};
+    for (int K = 1; K <= 8; K++)
+        for (int r = 0; r < 3; r++) {
+            int cut;
+            spec_tokens(got, &cut, &m, &d, RUNS[r], K, prompt, n);
+            const char *name = kvvariant_bug_name(RUNS[r]);
+            int first = n;
+            while (first < n + STEPS && got[first] == want[first]) first++;
+            if (RUNS[r] == KV_BUG_NONE) {
+                if (first < n + STEPS)
+                    fail_msg("K = %d, correct rollback: token %d expected %d, got %d", K, first, want[first], got[first]);
+                continue;
+            }
+            if (!cut) fail_msg("K = %d, %s: no round to cut wrongly in %d steps", K, name, STEPS);
+            if (first < cut)
+                fail_msg("K = %d, %s: token %d expected %d (the target's), got %d, before the first wrong cut at %d", K,
+                         name, first, want[first], got[first], cut);
+            if (first == n + STEPS) fail_msg("K = %d, %s: the target's text at all %d steps, expected a divergence", K, name, STEPS);
+        }
+    sampler_free(&greedy);
+    gpt_state_free(&s);
+    gpt_free(&m);
+    gpt_free(&d);
+}
+
+static char model[64], draft[64], text[64];
 
 static int setup(void **state) {
     (void)state;
     snprintf(model, sizeof model, "/tmp/kvdemo-l11-%d.bin", (int)getpid());
     snprintf(text, sizeof text, "/tmp/kvdemo-l11-%d.txt", (int)getpid());
+    snprintf(draft, sizeof draft, "/tmp/kvdemo-l11-%d-draft.bin", (int)getpid());
     char args[128];
-    snprintf(args, sizeof args, "init --preset tiny --seed 7 --out %s", model);
-    RunResult r = kvdemo_run(args);
-    if (r.status != 0) fail_msg("kvdemo %s: %s", args, r.err);
-    run_free(&r);
+    for (int i = 0; i < 2; i++) {
+        snprintf(args, sizeof args, "init --preset tiny --seed %d --out %s", 7 + i, i ? draft : model);
+        RunResult r = kvdemo_run(args);
+        if (r.status != 0) fail_msg("kvdemo %s: %s", args, r.err);
+        run_free(&r);
+    }
     FILE *f = fopen(text, "w");
     if (!f) fail_msg("cannot write %s", text);
     for (int i = 0; i < 60; i++) fputs("To be, or not to be: that is the question.\n", f);
@@ -113,6 +206,7 @@ static int setup(void **state) {
 static int teardown(void **state) {
     (void)state;
     unlink(model);
+    unlink(draft);
     unlink(text);
     return 0;
 }
@@ -123,10 +217,11 @@ static void test_lesson11_reports(void **state) {
     (void)state;
     char args[256];
     int n;
-    snprintf(args, sizeof args, "lesson 11 --model %s --steps %d --format json", model, STEPS);
+    snprintf(args, sizeof args, "lesson 11 --model %s --draft %s --steps %d --format json", model, draft, STEPS);
     Event *e = kvdemo_json(args, &n);
     for (int b = 0; b < KV_NUM_BUGS; b++) {
         const char *name = kvvariant_bug_name((KvBug)b);
+        if (b == KV_BUG_NO_ROLLBACK || b == KV_BUG_OFF_BY_ONE) continue;   // below
         const Event *first = events_find(e, n, "count", name, -1, "first_step");
         if (!first) fail_msg("no first_step for %s", name);
         int want = expected_step((KvBug)b, 32, 6);
@@ -138,6 +233,20 @@ static void test_lesson11_reports(void **state) {
         if (b != KV_BUG_NONE) assert_non_null(events_find(e, n, "text", name, -1, "diagnosis"));
         assert_non_null(events_find(e, n, "text", name, -1, "text"));
     }
+    // the rollback bugs: the correct speculative run never leaves the
+    // target's greedy text; each bug does, not before the end of the first
+    // round whose cut it gets wrong
+    const char *spec_runs[3] = {"speculative", "no-rollback", "off-by-one"};
+    for (int i = 0; i < 3; i++) {
+        const Event *first = events_find(e, n, "count", spec_runs[i], -1, "first_step");
+        const Event *at = events_find(e, n, "count", spec_runs[i], -1, "first_char");
+        const Event *cut = events_find(e, n, "count", spec_runs[i], -1, "cut_len");
+        if (!first || !at || !cut) fail_msg("%s: no first_step, first_char or cut_len", spec_runs[i]);
+        if (i == 0 ? first->value != 0 : !(first->value > 0 && at->value >= cut->value && cut->value > 0))
+            fail_msg("%s: first_step %g, first_char %g, first wrong cut at %g", spec_runs[i], first->value, at->value,
+                     cut->value);
+        if (i) assert_non_null(events_find(e, n, "text", spec_runs[i], -1, "diagnosis"));
+    }
     events_free(e, n);
     // --bug picks one, beside the correct cache
     snprintf(args, sizeof args, "lesson 11 --model %s --steps 10 --format json --bug mask", model);
@@ -145,6 +254,7 @@ static void test_lesson11_reports(void **state) {
     assert_non_null(events_find(e, n, "count", "mask", -1, "first_step"));
     assert_non_null(events_find(e, n, "count", "none", -1, "first_step"));
     assert_null(events_find(e, n, "count", "offset", -1, "first_step"));
+    assert_null(events_find(e, n, "count", "no-rollback", -1, "first_step"));
     events_free(e, n);
     // stale within the context: no divergence, and the lesson says how many steps it needs
     snprintf(args, sizeof args, "lesson 11 --model %s --steps 10 --bug stale", model);
@@ -204,6 +314,8 @@ static void test_bug_refused(void **state) {
     expect_failure("lesson 12 --bug offset", 2, "--bug works with lesson 11 and generate");
     snprintf(args, sizeof args, "generate --model %s --bug offset --no-cache", model);
     expect_failure(args, 2, "means nothing with --no-cache");
+    snprintf(args, sizeof args, "generate --model %s --bug no-rollback", model);
+    expect_failure(args, 2, "only lesson 11 runs with it: kvdemo lesson 11 --bug no-rollback");
     expect_failure("bench --bug offset", 2, "unknown option '--bug' for 'bench'");
     expect_failure("eval --bug offset", 2, "unknown option '--bug' for 'eval'");
     snprintf(args, sizeof args, "generate --model %s --kv-dtype int9", model);
@@ -392,6 +504,7 @@ static void test_progress_lines(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bugs_diverge_where_predicted),
+        cmocka_unit_test(test_rollback_bugs_leave_target_text),
         cmocka_unit_test(test_lesson11_reports),
         cmocka_unit_test(test_wrong_layout_independent_of_steps),
         cmocka_unit_test(test_bug_refused),

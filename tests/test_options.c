@@ -21,7 +21,7 @@ enum { MAX_NAMES = 96 };
 
 typedef struct {
     char name[MAX_NAMES][32];
-    char metavar[MAX_NAMES][64];
+    char metavar[MAX_NAMES][128];   // --bug's eight choices take 72
     int n;
 } OptionList;
 
@@ -39,8 +39,8 @@ static void options_of_help(OptionList *l, const char *help) {
         if (len > 4 && !strncmp(p, "  --", 4)) {
             char line[256];
             snprintf(line, sizeof line, "%.*s", (int)len, p + 2);
-            char name[32] = "", metavar[64] = "";
-            sscanf(line, "%31s %63s", name, metavar);
+            char name[32] = "", metavar[128] = "";
+            sscanf(line, "%31s %127s", name, metavar);
             // A metavar follows its name after one space; a flag's help
             // after the padding of the name's column.
             size_t n = strlen(name);

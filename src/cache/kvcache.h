@@ -252,7 +252,8 @@ int kvquant_cache_init(KvQuant *c, KvShape shape, KvDtype dtype, int group);
 
 // Lesson 11's classic cache bugs, each a way a cache can go wrong on a
 // cached step (a pass at pos > 0). A step without the cache is never
-// touched, so a run without it stays the reference.
+// touched, so a run without it stays the reference. The last two go wrong
+// in kvcache_truncate only: speculative decoding's rollback (spec.h).
 typedef enum {
     KV_BUG_NONE,
     KV_BUG_OFFSET,        // the new token's position embedding is position 0, not len(tokens) - 1
@@ -261,6 +262,8 @@ typedef enum {
     KV_BUG_MASK,          // a causal mask aligned to the top-left corner: the one new row sees key 0 only
     KV_BUG_WRONG_LAYOUT,  // the transposed key cache (D, T) read as if it were (T, D)
     KV_BUG_NO_SCALE,      // scores not divided by sqrt(D)
+    KV_BUG_NO_ROLLBACK,   // speculative decoding: a truncate keeps the rejected rows, the next rows go after them
+    KV_BUG_OFF_BY_ONE,    // speculative decoding: a truncate that removes rows removes one more
     KV_NUM_BUGS
 } KvBug;
 
@@ -272,6 +275,7 @@ typedef struct {
     KvCache *inner;     // where the rows are kept (the caller's)
     KvBug bug;
     int prefill;        // positions the last pass from position 0 fed (no-append's scratch slot)
+    int shift;          // no-rollback, off-by-one: position p's rows are at slot p + shift of inner
     float *buf;         // (H, 2*D*T) scratch for kvcache_read_head
     float *scores;      // (H, T) scratch: one row of scores per head
     size_t scratch_bytes;

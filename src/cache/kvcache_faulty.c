@@ -23,6 +23,17 @@
 //                 (1, len) score row keeps column 0)
 //   wrong-layout  the transposed key (D, len) read as if it were (len, D)
 //   no-scale      the scores not divided by sqrt(D)
+// and two of speculative decoding's rollback (spec.h), which go wrong in
+// kvcache_truncate alone, so that only a run that rolls back shows them:
+//   no-rollback   the rejected rows stay: the cache's own length is not cut
+//                 back, the next rows go after them, and every later query
+//                 sees them. (Once they would push a row past T, the newest
+//                 rows overwrite the last ones instead, to keep running.)
+//   off-by-one  a truncate that cuts rows cuts one more than asked:
+//                 the next rows overwrite the last kept one, which no query
+//                 sees again
+// Both keep the model's positions honest: only where the rows sit moves,
+// position p at slot p + shift of the inner cache.
 #include "kvcache.h"
 
 #include "bigmem.h"
@@ -35,7 +46,8 @@
 
 // Where the rows fed at pos go in the inner cache.
 static int faulty_slot(const KvFaulty *c, int pos) {
-    return c->bug == KV_BUG_NO_APPEND && pos > 0 ? c->prefill : pos;
+    if (c->bug == KV_BUG_NO_APPEND && pos > 0) return c->prefill;
+    return pos + c->shift;   // shift is 0 but after a rollback bug's truncate
 }
 
 static int faulty_position(KvCache *base, int pos) {
@@ -52,6 +64,8 @@ static int faulty_make_room(KvCache *base) {
 static void faulty_append(KvCache *base, int l, const float *k, const float *v, int bsz, int n, int pos) {
     KvFaulty *c = (KvFaulty *)base;
     if (pos == 0) c->prefill = n;
+    int T = base->shape.T;
+    if (l == 0 && pos + c->shift + n > T) c->shift = T - n - pos;   // no-rollback's rows fill the context
     int slot = faulty_slot(c, pos);
     // the inner cache forgets what lies past the slot (no-append's last
     // scratch row, or nothing), then takes the rows there
@@ -131,15 +145,20 @@ static void faulty_attend(KvCache *base, float *out, float *weights, const float
     ops_parallel_for(faulty_heads, &job, base->shape.H);
 }
 
+// base->len is still the length before the cut.
 static void faulty_truncate(KvCache *base, int len) {
     KvFaulty *c = (KvFaulty *)base;
-    if (kvcache_len(c->inner) > len) kvcache_truncate(c->inner, len);
+    if (c->bug == KV_BUG_NO_ROLLBACK) c->shift += base->len - len;   // the rows stay where they are
+    if (c->bug == KV_BUG_OFF_BY_ONE && len < base->len && len + c->shift > 0) c->shift--;   // one row too many
+    int keep = len + c->shift;
+    if (kvcache_len(c->inner) > keep) kvcache_truncate(c->inner, keep);
 }
 
 static void faulty_reset(KvCache *base) {
     KvFaulty *c = (KvFaulty *)base;
     kvcache_reset(c->inner);
     c->prefill = 0;
+    c->shift = 0;
 }
 
 // The inner cache is the caller's.

@@ -294,7 +294,8 @@ static const OptionSpec OPTIONS[] = {
      "lesson 6.3: time plain and tiled attention up to N = 4^k * 1024 (default 4096)",
      "第 6.3 课：普通与分块注意力计时到 N = 4^k * 1024（默认 4096）"},
     // Lessons 11 and 12.
-    {OPT_BUG, "--bug", ARG_CHOICE, "offset|no-append|stale|mask|wrong-layout|no-scale", AT(opt.bug), 1,
+    {OPT_BUG, "--bug", ARG_CHOICE, "offset|no-append|stale|mask|wrong-layout|no-scale|no-rollback|off-by-one",
+     AT(opt.bug), 1,
      LESSON | GENERATE, 0, 0, "a classic cache mistake in the cached path (lesson 11; generate)",
      "在使用缓存的路径中注入一个常见错误（第 11 课；generate）"},
     {OPT_KV_DTYPE, "--kv-dtype", ARG_CHOICE, "fp32|bf16|fp16|int8|int4", AT(opt.kv_dtype), 1, GENERATE | BENCH | EVAL,
@@ -527,7 +528,7 @@ static void print_wrapped(FILE *f, const char *text, int at, int indent) {
 
 // "--format text|json" padded to 26 terminal columns, then the help.
 static void print_option_line(FILE *f, const Cli *c, const OptionSpec *o) {
-    char left[64];
+    char left[128];   // --bug and its eight choices take 78
     snprintf(left, sizeof left, "%s%s%s", o->name, o->metavar ? " " : "", o->metavar ? o->metavar : "");
     // A name too long for its column ("--dtype fp32|fp16|...") has its help
     // on the next line.

@@ -24,6 +24,13 @@ int kvcmd_variant(GptVariant *v, int *set, const Options *opt) {
         int known = kvvariant_bug_parse(&v->bug, opt->bug) == 0;
         assert(known);
         (void)known;
+        if (v->bug == KV_BUG_NO_ROLLBACK || v->bug == KV_BUG_OFF_BY_ONE) {
+            fileio_error("--bug %s breaks speculative decoding's rollback, which only lesson 11 runs with it: "
+                         "kvdemo lesson 11 --bug %s",
+                         "--bug %s 破坏的是投机解码的回退，只有第 11 课会带着它运行：kvdemo lesson 11 --bug %s",
+                         opt->bug, opt->bug);
+            return 2;
+        }
         if (opt->runs == RUN_NOCACHE) {
             fileio_error("--bug %s breaks the cached path, so it means nothing with --no-cache; drop one of them",
                          "--bug %s 破坏的是使用缓存的路径，和 --no-cache 一起给没有意义；去掉其中一个", opt->bug);

@@ -16,8 +16,10 @@
 #include <string.h>
 
 static const char *const BUG_NAMES[KV_NUM_BUGS] = {"none", "offset", "no-append", "stale",
-                                                   "mask", "wrong-layout", "no-scale"};
-const char KV_BUG_LIST[] = "offset, no-append, stale, mask, wrong-layout, no-scale";
+                                                   "mask", "wrong-layout", "no-scale",
+                                                   "no-rollback", "off-by-one"};
+const char KV_BUG_LIST[] =
+    "offset, no-append, stale, mask, wrong-layout, no-scale, no-rollback, off-by-one";
 
 const char *kvvariant_bug_name(KvBug bug) {
     assert(bug >= 0 && bug < KV_NUM_BUGS);

@@ -28,11 +28,12 @@ enum { KV_KEY_GROUP = 32 };
 // The slices a split_sum step cuts each matmul's sum into (a power of 2).
 enum { KV_SPLIT_SLICES = LOWPREC_SLICES };
 
-// "offset", "no-append", "stale", "mask", "wrong-layout", "no-scale" ("none" for KV_BUG_NONE).
+// "offset", "no-append", "stale", "mask", "wrong-layout", "no-scale", "no-rollback",
+// "off-by-one" ("none" for KV_BUG_NONE).
 const char *kvvariant_bug_name(KvBug bug);
 // Returns 0, or -1 for an unknown name.
 int kvvariant_bug_parse(KvBug *bug, const char *name);
-// "offset, no-append, stale, mask, wrong-layout, no-scale"
+// "offset, no-append, stale, mask, wrong-layout, no-scale, no-rollback, off-by-one"
 extern const char KV_BUG_LIST[];
 
 // ----------------------------------------------------------------------------
