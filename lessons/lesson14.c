@@ -9,7 +9,8 @@
 //   1. why the chapter resets    said where it happens
 //   2. the two kinds             the slots of a rolling buffer (Mistral) and
 //                                of sinks + window (StreamingLLM), position by
-//                                position (kvcache_window.c)
+//                                position (kvcache_window.c); the receptive
+//                                field, W more positions per layer
 //   3. the attention sink        the share of attention weight on position 0,
 //                                per layer and head, measured before any claim
 //   4. five ways past the window the loss per character over a stretch of the
@@ -115,6 +116,46 @@ static void the_kinds(Trace *tr) {
               "\n旋转约定：kvdemo 像 llama2.c 和 Hugging Face 一样缓存旋转之后的 key，各自在自己的位置上。"
               "StreamingLLM 缓存旋转之前的 key，并按它们在缓存中的位置旋转（在 [0 1 2 3 6 7 8] 上解码第 9 个 token 时，"
               "位置为 0 .. 7），因此距离从不超过 W；这里 sink 的距离随文字增长。\n");
+}
+
+// How far back a query at position p reaches with a band of W per layer:
+// layer 1 reads p - W + 1 .. p, and each row of layer l read W rows of layer
+// l - 1, so after layer l the earliest position is p - l (W - 1), about W
+// per layer: W L through all L of them.
+static void receptive_field(Trace *tr, int L, int W_, int T, int p) {
+    trace_sayf(tr,
+               "The receptive field: with a window of W = %d in each of the L = %d layers, the query at "
+               "position %d reads %d .. %d in layer 1, and each of those rows read W positions of the layer "
+               "below. After layer l it reaches back l (W - 1) positions:",
+               "感受野：每层窗口 W = %d、共 L = %d 层时，位置 %d 的 query 在第 1 层读 %d .. %d，"
+               "而这些行各自又读了下一层的 W 个位置。经过第 l 层，它向前能达到 l (W - 1) 个位置：",
+               W_, L, p, p - W_ + 1, p);
+    static const TraceColumn cols[] = {
+        {"layer", "层", 6, 1, NULL},
+        {"earliest position", "最早的位置", 18, 1, "earliest"},
+        {"positions seen", "看到的位置数", 14, 1, "positions"},
+    };
+    TraceTable t = {"receptive_field", 3, cols};
+    trace_table_head(tr, &t);
+    for (int l = 1; l <= L; l++) {
+        char layer[16], from[16], count[16];
+        int back = l * (W_ - 1);
+        snprintf(layer, sizeof layer, "%d", l);
+        snprintf(from, sizeof from, "%d", p - back > 0 ? p - back : 0);
+        snprintf(count, sizeof count, "%d", (p - back > 0 ? back : p) + 1);
+        const char *cells[] = {layer, from, count};
+        trace_table_row(tr, &t, cells);
+    }
+    int all = L * (W_ - 1) + 1;
+    trace_sayf(tr,
+               "Through all %d layers: %d positions, about W L = %d, %s the context of %d the model was trained "
+               "with. The cache still holds W rows per layer: what lies farther back reaches the query only "
+               "through the rows of the layers below, as Mistral's paper says of its window.\n",
+               "经过全部 %d 层：%d 个位置，约为 W L = %d，%s模型训练时的上下文 %d。缓存每层仍只存 W 行："
+               "更远的内容只能经由下面各层的行传到 query，正如 Mistral 的论文对其窗口的说明。\n",
+               L, all, W_ * L, all > T ? trace_text(tr, "more than", "超过了") : trace_text(tr, "within", "没有超过"),
+               T);
+    trace_count(tr, "receptive_field", all, NULL, NULL);
 }
 
 // The share of attention weight on position 0 over the first T positions,
@@ -328,6 +369,7 @@ int lesson14_run(const Options *opt, Trace *tr) {
     why_reset(tr);
     trace_pause(tr);
     the_kinds(tr);
+    receptive_field(tr, m.cfg.n_layers, m.cfg.window ? m.cfg.window : W, m.cfg.max_seq_len, N_TEXT - 1);
     trace_pause(tr);
     double sink = the_sink(tr, &s, &m, tokens);
     trace_pause(tr);

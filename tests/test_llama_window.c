@@ -9,6 +9,9 @@
 //                                              to recomputing the whole text from position
 //                                              0 under the band mask (the same weights
 //                                              with a context as long as the text)
+//   test_receptive_field_grows_by_w_per_layer  L layers of window W: the logits at p
+//                                              change with the token p - L (W - 1), not
+//                                              with the one before it
 //   test_band_mask_in_training                 training's forward pass with the band gives
 //                                              the logits of llama_forward with it, and
 //                                              the band changes them (W < T)
@@ -88,6 +91,41 @@ static void test_rolling_cache_equals_band_recompute(void **state) {
     llama_state_free(&full);
     llama_free(&m);
     llama_free(&big);
+}
+
+// The receptive field: with a band of W in each of L layers, the logits at
+// position p depend on the tokens p - L (W - 1) .. p and on no earlier one
+// (lesson 14's table): a token changed at p - L (W - 1) changes them, one
+// changed a position earlier leaves them bit-identical.
+static void test_receptive_field_grows_by_w_per_layer(void **state) {
+    (void)state;
+    LlamaModel m;
+    model_with(&m, P, W, 7);
+    int L = m.cfg.n_layers, V = m.cfg.vocab_size, p = P - 1, edge = p - L * (W - 1);
+    assert_true(edge > 0);
+    LlamaState s;
+    llama_state_for_test(&s, &m, 1);
+    int tokens[P];
+    tokens_of(tokens, P, V, 21);
+    float *base = malloc(sizeof(float) * V), *got = malloc(sizeof(float) * V);
+    assert_true(base && got);
+    llama_forward(base, &s, &m, tokens, 0, 1, P, P);
+    for (int at = edge - 1; at <= edge; at++) {
+        int keep = tokens[at];
+        tokens[at] = 3 + (keep - 3 + 1) % (V - 3);   // another character
+        llama_forward(got, &s, &m, tokens, 0, 1, P, P);
+        tokens[at] = keep;
+        int same = ops_bit_identical(base, got, V);
+        if (at < edge && !same)
+            fail_msg("token %d changed: %d layers of window %d reach back to %d only, yet logits at %d changed", at,
+                     L, W, edge, p);
+        if (at == edge && same)
+            fail_msg("token %d changed: expected the logits at %d to change (%d layers of window %d reach it), "
+                     "got the same bits", at, p, L, W);
+    }
+    free(base), free(got);
+    llama_state_free(&s);
+    llama_free(&m);
 }
 
 // max |a - b| over n, and the index where it is.
@@ -254,6 +292,7 @@ static void test_generate_past_the_context(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rolling_cache_equals_band_recompute),
+        cmocka_unit_test(test_receptive_field_grows_by_w_per_layer),
         cmocka_unit_test(test_band_mask_in_training),
         cmocka_unit_test(test_window_in_model_file),
         cmocka_unit_test(test_generate_past_the_context),
