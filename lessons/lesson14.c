@@ -37,20 +37,22 @@
 
 // EVERY: the steps whose losses are compared, one in EVERY, so that the
 // recomputing way (W rows a step) runs in seconds
-enum { W = 64, N_TEXT = 1024, NUM_WAYS = 5, EVERY = 4 };
+enum { W = 64, N_TEXT = 1024, NUM_WAYS = 6, EVERY = 4 };
 
 typedef struct {
     const char *en, *zh;
     LlamaPast way;
     int sinks;
+    int in_cache;   // 1: StreamingLLM's positions within the cache (kvwindow_positions_in_cache)
 } Way;
 
 static const Way WAYS[NUM_WAYS] = {
-    {"reset (the chapter's)", "重置（numpy 章节的做法）", LLAMA_PAST_RESET, 0},
-    {"recompute the last W", "每步重算最近 W 个", LLAMA_PAST_RECOMPUTE, 0},
-    {"window only", "只有窗口", LLAMA_PAST_CACHE, 0},
-    {"1 sink + window", "1 个 sink + 窗口", LLAMA_PAST_CACHE, 1},
-    {"4 sinks + window", "4 个 sink + 窗口", LLAMA_PAST_CACHE, 4},
+    {"reset (the chapter's)", "重置（numpy 章节的做法）", LLAMA_PAST_RESET, 0, 0},
+    {"recompute the last W", "每步重算最近 W 个", LLAMA_PAST_RECOMPUTE, 0, 0},
+    {"window only", "只有窗口", LLAMA_PAST_CACHE, 0, 0},
+    {"1 sink + window", "1 个 sink + 窗口", LLAMA_PAST_CACHE, 1, 0},
+    {"4 sinks + window", "4 个 sink + 窗口", LLAMA_PAST_CACHE, 4, 0},
+    {"4 sinks, in-cache positions", "4 个 sink，缓存内位置", LLAMA_PAST_CACHE, 4, 1},
 };
 
 typedef struct {
@@ -98,6 +100,28 @@ static void show_slots(Trace *tr, int Wd, int S, int upto) {
     kvcache_free(&c.base);
 }
 
+// The positions the two rotary conventions give the rows a query reads, for
+// W 8, S 2 after position 19, and the distances the query sees.
+static void show_conventions(Trace *tr) {
+    KvWindow c;
+    KvShape shape = {.L = 1, .B = 1, .T = 8, .H = 1, .G = 1, .D = 2};
+    if (kvwindow_init(&c, shape, 2) != 0) return;
+    int held[8], p = 19, n = kvwindow_positions(held, &c, p);
+    char own[96], own_d[96], slot[96], slot_d[96];
+    int a = 0, b = 0, e = 0, f = 0;
+    for (int i = 0; i < n; i++) {
+        a += snprintf(own + a, sizeof own - (size_t)a, " %d", held[i]);
+        b += snprintf(own_d + b, sizeof own_d - (size_t)b, " %d", p - held[i]);
+        e += snprintf(slot + e, sizeof slot - (size_t)e, " %d", i);
+        f += snprintf(slot_d + f, sizeof slot_d - (size_t)f, " %d", n - 1 - i);
+    }
+    trace_sayf(tr, "  kvdemo (after rotation, own positions): keys at%s, query at %d: distances%s",
+               "  kvdemo（旋转之后，各自的位置）：key 在%s，query 在 %d：距离%s", own, p, own_d);
+    trace_sayf(tr, "  StreamingLLM (positions within the cache): keys at%s, query at %d: distances%s\n",
+               "  StreamingLLM（缓存内的位置）：key 在%s，query 在 %d：距离%s\n", slot, n - 1, slot_d);
+    kvcache_free(&c.base);
+}
+
 static void the_kinds(Trace *tr) {
     trace_heading(tr, "2. Two caches that roll", "2. 两种会滚动的缓存");
     trace_say(tr,
@@ -116,6 +140,10 @@ static void the_kinds(Trace *tr) {
               "\n旋转约定：kvdemo 像 llama2.c 和 Hugging Face 一样缓存旋转之后的 key，各自在自己的位置上。"
               "StreamingLLM 缓存旋转之前的 key，并按它们在缓存中的位置旋转（在 [0 1 2 3 6 7 8] 上解码第 9 个 token 时，"
               "位置为 0 .. 7），因此距离从不超过 W；这里 sink 的距离随文字增长。\n");
+    trace_say(tr,
+              "For one step, W 8, S 2, the query at position 19 (section 4 measures both):",
+              "以一步为例，W 8、S 2，位置 19 的 query（第 4 节两种都测）：");
+    show_conventions(tr);
 }
 
 // How far back a query at position p reaches with a band of W per layer:
@@ -226,6 +254,10 @@ static int run_way(WayResult *r, const Way *w, LlamaState *s, const LlamaModel *
     if (w->way == LLAMA_PAST_CACHE) {
         KvShape shape = {.L = c->n_layers, .B = 1, .T = W, .H = c->n_heads, .G = c->n_kv_heads, .D = c->head_dim};
         if (kvwindow_init(&kv, shape, w->sinks) != 0) return -1;
+        if (w->in_cache && kvwindow_positions_in_cache(&kv, c->rope_theta) != 0) {
+            kvcache_free(&kv.base);
+            return -1;
+        }
         s->kv = &kv.base;
     }
     llama_past_run(losses, seconds, logits, s, m, tokens, n, w->way, W, EVERY);
@@ -248,7 +280,7 @@ static int run_way(WayResult *r, const Way *w, LlamaState *s, const LlamaModel *
 }
 
 static int five_ways(Trace *tr, WayResult *res, LlamaState *s, const LlamaModel *m, const int *tokens, int n) {
-    trace_heading(tr, "4. Five ways past the window", "4. 越过窗口的五种做法");
+    trace_heading(tr, "4. Ways past the window", "4. 越过窗口的几种做法");
     trace_sayf(tr,
                "%d characters of the validation text after bos (%d contexts of %d), each way holding W = %d "
                "positions of keys and values. Loss: -log p(next character), nats, mean over one step in %d: "
@@ -265,7 +297,7 @@ static int five_ways(Trace *tr, WayResult *res, LlamaState *s, const LlamaModel 
     free(losses), free(seconds), free(logits);
     if (rc) return rc;
     static const TraceColumn cols[] = {
-        {"way", "做法", 24, 0, NULL},          {"rows", "行数", 5, 1, NULL},
+        {"way", "做法", 28, 0, NULL},          {"rows", "行数", 5, 1, NULL},
         {"cache bytes", "缓存字节", 12, 1, "cache_bytes"}, {"loss W..T", "W..T 损失", 10, 1, "loss_in"},
         {"loss past T", "T 之后损失", 12, 1, "loss_past"}, {"loss, all", "全部损失", 10, 1, "loss_all"},
         {"ms/token", "毫秒/token", 10, 1, "ms_per_token"}, {"p10 … p90", "p10 … p90", 15, 1, "ms_spread"},
@@ -321,6 +353,17 @@ static void what_it_says(Trace *tr, const WayResult *r, double uniform_x, int T)
     else
         trace_sayf(tr, "4 sinks + window and the window alone differ by %.3f nats past T: the same within 0.05.",
                    "4 个 sink + 窗口与只用窗口在 T 之后相差 %.3f nat：在 0.05 之内，相同。", past);
+    const WayResult *in_cache = &r[5];
+    double fixed = in_cache->loss_past - window->loss_past;
+    trace_sayf(tr, "With StreamingLLM's positions within the cache, 4 sinks give %.3f nats past T (%.3f at their "
+                   "own positions, %.3f for the window alone): %s",
+               "用 StreamingLLM 的缓存内位置，4 个 sink 在 T 之后为 %.3f nat（按各自位置为 %.3f，只用窗口为 %.3f）：%s",
+               in_cache->loss_past, sinks4->loss_past, window->loss_past,
+               fixed > 0.05 ? trace_text(tr, "the sinks still cost more than the window alone.",
+                                         "sink 仍比只用窗口差。")
+               : fixed < -0.05 ? trace_text(tr, "now the sinks help.", "这时 sink 有帮助了。")
+                               : trace_text(tr, "the harm is gone, and so is any gain: this model has no sink to keep.",
+                                            "害处没有了，好处也没有：这个模型本来就没有要保留的 sink。"));
     trace_sayf(tr, "The chapter's reset gives %.3f nats past T: after each restart the model sees only W / 2 "
                    "characters, and it costs %.1f times the window's time per token.\n",
                "numpy 章节的重置在 T 之后为 %.3f nat：每次重新开始后模型只看得到 W / 2 个字符，"

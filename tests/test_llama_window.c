@@ -21,6 +21,10 @@
 //   test_rotary_after_eviction_matches_reference   rolling and 2 sinks + window of 6 rows on a
 //                                              model of context 16, 40 tokens: the logits of
 //                                              tests/llama_window_reference.py within 1e-4
+//   test_positions_in_cache_match_reference    StreamingLLM's rotary convention on 2 sinks +
+//                                              6: the reference's logits within 1e-4; a
+//                                              rolling buffer, and any step before eviction,
+//                                              bit for bit kvdemo's convention
 //   test_generate_past_the_context             generate --window: a window as long as the
 //                                              text writes the text of the cached generate
 //                                              (within the context), and 300 steps on 16
@@ -214,6 +218,57 @@ static void test_window_in_model_file(void **state) {
 // tests/llama_window_reference.py (the article's Transformer in float64,
 // the window rules of issue 27) on tests/fixtures/llama_mha.bin (T 16):
 // 40 tokens, a rolling cache of 6 rows and 2 sinks + a window of 6.
+// StreamingLLM's convention (kvwindow_positions_in_cache): 2 sinks + a
+// window of 6 on the fixture model, 40 tokens, the logits of
+// tests/llama_window_reference.py's keys cached before rotation and rotated
+// at 0 .. cnt-1 (the query at cnt - 1) within 1e-4; before the first
+// eviction, and on a rolling buffer throughout, bit for bit kvdemo's own
+// convention; after it, different (the sinks moved up to the window).
+static void test_positions_in_cache_match_reference(void **state) {
+    (void)state;
+    FixSet fx;
+    fix_load(&fx, "tests/fixtures/llama_window_in_cache.txt");
+    LlamaModel m;
+    char err[256];
+    if (llama_load(&m, "tests/fixtures/llama_mha.bin", err, sizeof err) != 0) fail_msg("%s", err);
+    const FixTensor *tok = fix_get(&fx, "tokens"), *want = fix_get(&fx, "sinks_in_cache_logits");
+    int n = tok->cols, V = m.cfg.vocab_size, tokens[64];
+    assert_true(n <= 64 && V <= 64 && n > 2 * m.cfg.max_seq_len);
+    assert_int_equal(want->rows, n);
+    for (int i = 0; i < n; i++) tokens[i] = (int)tok->data[i];
+    for (int S = 0; S <= 2; S += 2) {
+        LlamaState s, own;
+        llama_state_for_test(&s, &m, 1);
+        llama_state_for_test(&own, &m, 1);
+        KvWindow kv, kv_own;
+        KvShape shape = {.L = m.cfg.n_layers, .B = 1, .T = 6, .H = m.cfg.n_heads, .G = m.cfg.n_kv_heads,
+                         .D = m.cfg.head_dim};
+        assert_int_equal(kvwindow_init(&kv, shape, S), 0);
+        assert_int_equal(kvwindow_positions_in_cache(&kv, m.cfg.rope_theta), 0);
+        assert_int_equal(kvwindow_init(&kv_own, shape, S), 0);
+        s.kv = &kv.base;
+        own.kv = &kv_own.base;
+        float logits[64], mine[64];
+        int differs = 0;
+        for (int p = 0; p < n; p++) {
+            llama_forward(logits, &s, &m, tokens + p, p, 1, 1, 1);
+            llama_forward(mine, &own, &m, tokens + p, p, 1, 1, 1);
+            char what[96];
+            snprintf(what, sizeof what, "S %d, positions in the cache, at position %d", S, p);
+            if (S == 0 || p < 6) assert_bits(logits, mine, V, what);
+            else differs |= !ops_bit_identical(logits, mine, V);
+            if (S == 2) assert_close(logits, want->data + (size_t)p * V, V, 1e-4, what);
+        }
+        if (S == 2 && !differs) fail_msg("2 sinks: positions in the cache changed no logit after eviction");
+        kvcache_free(&kv.base);
+        kvcache_free(&kv_own.base);
+        llama_state_free(&s);
+        llama_state_free(&own);
+    }
+    llama_free(&m);
+    fix_free(&fx);
+}
+
 static void test_rotary_after_eviction_matches_reference(void **state) {
     (void)state;
     FixSet fx;
@@ -297,6 +352,7 @@ int main(void) {
         cmocka_unit_test(test_window_in_model_file),
         cmocka_unit_test(test_generate_past_the_context),
         cmocka_unit_test(test_rotary_after_eviction_matches_reference),
+        cmocka_unit_test(test_positions_in_cache_match_reference),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
