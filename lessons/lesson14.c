@@ -9,7 +9,8 @@
 //   1. why the chapter resets    said where it happens
 //   2. the two kinds             the slots of a rolling buffer (Mistral) and
 //                                of sinks + window (StreamingLLM), position by
-//                                position (kvcache_window.c)
+//                                position (kvcache_window.c); the receptive
+//                                field, W more positions per layer
 //   3. the attention sink        the share of attention weight on position 0,
 //                                per layer and head, measured before any claim
 //   4. five ways past the window the loss per character over a stretch of the
@@ -36,20 +37,22 @@
 
 // EVERY: the steps whose losses are compared, one in EVERY, so that the
 // recomputing way (W rows a step) runs in seconds
-enum { W = 64, N_TEXT = 1024, NUM_WAYS = 5, EVERY = 4 };
+enum { W = 64, N_TEXT = 1024, NUM_WAYS = 6, EVERY = 4 };
 
 typedef struct {
     const char *en, *zh;
     LlamaPast way;
     int sinks;
+    int in_cache;   // 1: StreamingLLM's positions within the cache (kvwindow_positions_in_cache)
 } Way;
 
 static const Way WAYS[NUM_WAYS] = {
-    {"reset (the chapter's)", "重置（numpy 章节的做法）", LLAMA_PAST_RESET, 0},
-    {"recompute the last W", "每步重算最近 W 个", LLAMA_PAST_RECOMPUTE, 0},
-    {"window only", "只有窗口", LLAMA_PAST_CACHE, 0},
-    {"1 sink + window", "1 个 sink + 窗口", LLAMA_PAST_CACHE, 1},
-    {"4 sinks + window", "4 个 sink + 窗口", LLAMA_PAST_CACHE, 4},
+    {"reset (the chapter's)", "重置（numpy 章节的做法）", LLAMA_PAST_RESET, 0, 0},
+    {"recompute the last W", "每步重算最近 W 个", LLAMA_PAST_RECOMPUTE, 0, 0},
+    {"window only", "只有窗口", LLAMA_PAST_CACHE, 0, 0},
+    {"1 sink + window", "1 个 sink + 窗口", LLAMA_PAST_CACHE, 1, 0},
+    {"4 sinks + window", "4 个 sink + 窗口", LLAMA_PAST_CACHE, 4, 0},
+    {"4 sinks, in-cache positions", "4 个 sink，缓存内位置", LLAMA_PAST_CACHE, 4, 1},
 };
 
 typedef struct {
@@ -97,6 +100,28 @@ static void show_slots(Trace *tr, int Wd, int S, int upto) {
     kvcache_free(&c.base);
 }
 
+// The positions the two rotary conventions give the rows a query reads, for
+// W 8, S 2 after position 19, and the distances the query sees.
+static void show_conventions(Trace *tr) {
+    KvWindow c;
+    KvShape shape = {.L = 1, .B = 1, .T = 8, .H = 1, .G = 1, .D = 2};
+    if (kvwindow_init(&c, shape, 2) != 0) return;
+    int held[8], p = 19, n = kvwindow_positions(held, &c, p);
+    char own[96], own_d[96], slot[96], slot_d[96];
+    int a = 0, b = 0, e = 0, f = 0;
+    for (int i = 0; i < n; i++) {
+        a += snprintf(own + a, sizeof own - (size_t)a, " %d", held[i]);
+        b += snprintf(own_d + b, sizeof own_d - (size_t)b, " %d", p - held[i]);
+        e += snprintf(slot + e, sizeof slot - (size_t)e, " %d", i);
+        f += snprintf(slot_d + f, sizeof slot_d - (size_t)f, " %d", n - 1 - i);
+    }
+    trace_sayf(tr, "  kvdemo (after rotation, own positions): keys at%s, query at %d: distances%s",
+               "  kvdemo（旋转之后，各自的位置）：key 在%s，query 在 %d：距离%s", own, p, own_d);
+    trace_sayf(tr, "  StreamingLLM (positions within the cache): keys at%s, query at %d: distances%s\n",
+               "  StreamingLLM（缓存内的位置）：key 在%s，query 在 %d：距离%s\n", slot, n - 1, slot_d);
+    kvcache_free(&c.base);
+}
+
 static void the_kinds(Trace *tr) {
     trace_heading(tr, "2. Two caches that roll", "2. 两种会滚动的缓存");
     trace_say(tr,
@@ -115,6 +140,50 @@ static void the_kinds(Trace *tr) {
               "\n旋转约定：kvdemo 像 llama2.c 和 Hugging Face 一样缓存旋转之后的 key，各自在自己的位置上。"
               "StreamingLLM 缓存旋转之前的 key，并按它们在缓存中的位置旋转（在 [0 1 2 3 6 7 8] 上解码第 9 个 token 时，"
               "位置为 0 .. 7），因此距离从不超过 W；这里 sink 的距离随文字增长。\n");
+    trace_say(tr,
+              "For one step, W 8, S 2, the query at position 19 (section 4 measures both):",
+              "以一步为例，W 8、S 2，位置 19 的 query（第 4 节两种都测）：");
+    show_conventions(tr);
+}
+
+// How far back a query at position p reaches with a band of W per layer:
+// layer 1 reads p - W + 1 .. p, and each row of layer l read W rows of layer
+// l - 1, so after layer l the earliest position is p - l (W - 1), about W
+// per layer: W L through all L of them.
+static void receptive_field(Trace *tr, int L, int W_, int T, int p) {
+    trace_sayf(tr,
+               "The receptive field: with a window of W = %d in each of the L = %d layers, the query at "
+               "position %d reads %d .. %d in layer 1, and each of those rows read W positions of the layer "
+               "below. After layer l it reaches back l (W - 1) positions:",
+               "感受野：每层窗口 W = %d、共 L = %d 层时，位置 %d 的 query 在第 1 层读 %d .. %d，"
+               "而这些行各自又读了下一层的 W 个位置。经过第 l 层，它向前能达到 l (W - 1) 个位置：",
+               W_, L, p, p - W_ + 1, p);
+    static const TraceColumn cols[] = {
+        {"layer", "层", 6, 1, NULL},
+        {"earliest position", "最早的位置", 18, 1, "earliest"},
+        {"positions seen", "看到的位置数", 14, 1, "positions"},
+    };
+    TraceTable t = {"receptive_field", 3, cols};
+    trace_table_head(tr, &t);
+    for (int l = 1; l <= L; l++) {
+        char layer[16], from[16], count[16];
+        int back = l * (W_ - 1);
+        snprintf(layer, sizeof layer, "%d", l);
+        snprintf(from, sizeof from, "%d", p - back > 0 ? p - back : 0);
+        snprintf(count, sizeof count, "%d", (p - back > 0 ? back : p) + 1);
+        const char *cells[] = {layer, from, count};
+        trace_table_row(tr, &t, cells);
+    }
+    int all = L * (W_ - 1) + 1;
+    trace_sayf(tr,
+               "Through all %d layers: %d positions, about W L = %d, %s the context of %d the model was trained "
+               "with. The cache still holds W rows per layer: what lies farther back reaches the query only "
+               "through the rows of the layers below, as Mistral's paper says of its window.\n",
+               "经过全部 %d 层：%d 个位置，约为 W L = %d，%s模型训练时的上下文 %d。缓存每层仍只存 W 行："
+               "更远的内容只能经由下面各层的行传到 query，正如 Mistral 的论文对其窗口的说明。\n",
+               L, all, W_ * L, all > T ? trace_text(tr, "more than", "超过了") : trace_text(tr, "within", "没有超过"),
+               T);
+    trace_count(tr, "receptive_field", all, NULL, NULL);
 }
 
 // The share of attention weight on position 0 over the first T positions,
@@ -185,6 +254,10 @@ static int run_way(WayResult *r, const Way *w, LlamaState *s, const LlamaModel *
     if (w->way == LLAMA_PAST_CACHE) {
         KvShape shape = {.L = c->n_layers, .B = 1, .T = W, .H = c->n_heads, .G = c->n_kv_heads, .D = c->head_dim};
         if (kvwindow_init(&kv, shape, w->sinks) != 0) return -1;
+        if (w->in_cache && kvwindow_positions_in_cache(&kv, c->rope_theta) != 0) {
+            kvcache_free(&kv.base);
+            return -1;
+        }
         s->kv = &kv.base;
     }
     llama_past_run(losses, seconds, logits, s, m, tokens, n, w->way, W, EVERY);
@@ -207,7 +280,7 @@ static int run_way(WayResult *r, const Way *w, LlamaState *s, const LlamaModel *
 }
 
 static int five_ways(Trace *tr, WayResult *res, LlamaState *s, const LlamaModel *m, const int *tokens, int n) {
-    trace_heading(tr, "4. Five ways past the window", "4. 越过窗口的五种做法");
+    trace_heading(tr, "4. Ways past the window", "4. 越过窗口的几种做法");
     trace_sayf(tr,
                "%d characters of the validation text after bos (%d contexts of %d), each way holding W = %d "
                "positions of keys and values. Loss: -log p(next character), nats, mean over one step in %d: "
@@ -224,7 +297,7 @@ static int five_ways(Trace *tr, WayResult *res, LlamaState *s, const LlamaModel 
     free(losses), free(seconds), free(logits);
     if (rc) return rc;
     static const TraceColumn cols[] = {
-        {"way", "做法", 24, 0, NULL},          {"rows", "行数", 5, 1, NULL},
+        {"way", "做法", 28, 0, NULL},          {"rows", "行数", 5, 1, NULL},
         {"cache bytes", "缓存字节", 12, 1, "cache_bytes"}, {"loss W..T", "W..T 损失", 10, 1, "loss_in"},
         {"loss past T", "T 之后损失", 12, 1, "loss_past"}, {"loss, all", "全部损失", 10, 1, "loss_all"},
         {"ms/token", "毫秒/token", 10, 1, "ms_per_token"}, {"p10 … p90", "p10 … p90", 15, 1, "ms_spread"},
@@ -280,6 +353,17 @@ static void what_it_says(Trace *tr, const WayResult *r, double uniform_x, int T)
     else
         trace_sayf(tr, "4 sinks + window and the window alone differ by %.3f nats past T: the same within 0.05.",
                    "4 个 sink + 窗口与只用窗口在 T 之后相差 %.3f nat：在 0.05 之内，相同。", past);
+    const WayResult *in_cache = &r[5];
+    double fixed = in_cache->loss_past - window->loss_past;
+    trace_sayf(tr, "With StreamingLLM's positions within the cache, 4 sinks give %.3f nats past T (%.3f at their "
+                   "own positions, %.3f for the window alone): %s",
+               "用 StreamingLLM 的缓存内位置，4 个 sink 在 T 之后为 %.3f nat（按各自位置为 %.3f，只用窗口为 %.3f）：%s",
+               in_cache->loss_past, sinks4->loss_past, window->loss_past,
+               fixed > 0.05 ? trace_text(tr, "the sinks still cost more than the window alone.",
+                                         "sink 仍比只用窗口差。")
+               : fixed < -0.05 ? trace_text(tr, "now the sinks help.", "这时 sink 有帮助了。")
+                               : trace_text(tr, "the harm is gone, and so is any gain: this model has no sink to keep.",
+                                            "害处没有了，好处也没有：这个模型本来就没有要保留的 sink。"));
     trace_sayf(tr, "The chapter's reset gives %.3f nats past T: after each restart the model sees only W / 2 "
                    "characters, and it costs %.1f times the window's time per token.\n",
                "numpy 章节的重置在 T 之后为 %.3f nat：每次重新开始后模型只看得到 W / 2 个字符，"
@@ -328,6 +412,7 @@ int lesson14_run(const Options *opt, Trace *tr) {
     why_reset(tr);
     trace_pause(tr);
     the_kinds(tr);
+    receptive_field(tr, m.cfg.n_layers, m.cfg.window ? m.cfg.window : W, m.cfg.max_seq_len, N_TEXT - 1);
     trace_pause(tr);
     double sink = the_sink(tr, &s, &m, tokens);
     trace_pause(tr);

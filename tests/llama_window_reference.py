@@ -24,6 +24,14 @@ logits of the next token:
   rolling_logits  (P, V)
   sinks_logits    (P, V)
 
+It also writes tests/fixtures/llama_window_in_cache.txt: the same text on
+2 sinks + a window of 6 under StreamingLLM's rotary convention (keys cached
+before rotation; the cnt rows a query reads rotated at positions 0 .. cnt-1
+in cache order, the query at cnt - 1):
+
+  tokens                 (1, P)
+  sinks_in_cache_logits  (P, V)
+
 The tests never run this script; they read its output
 (tests/test_llama_window.c: test_rotary_after_eviction_matches_reference).
 """
@@ -34,6 +42,7 @@ import struct
 HERE = os.path.dirname(os.path.abspath(__file__))
 MODEL = os.path.join(HERE, "fixtures", "llama_mha.bin")
 OUT = os.path.join(HERE, "fixtures", "llama_window.txt")
+OUT_IN_CACHE = os.path.join(HERE, "fixtures", "llama_window_in_cache.txt")
 P, W = 40, 6
 
 
@@ -92,7 +101,10 @@ def held(p, S):
     return [j for j in range(p + 1) if j < S or j > p - (W - S)]
 
 
-def run(m, tokens, S):
+def run(m, tokens, S, in_cache=False):
+    """in_cache: StreamingLLM's convention (keys cached before rotation; the
+    cnt rows a query reads get positions 0 .. cnt-1 in cache order, the query
+    cnt - 1), else each key and query at its own position."""
     H, G, D, L = m["H"], m["G"], m["D"], m["L"]
     keys = [[None] * len(tokens) for _ in range(L)]
     values = [[None] * len(tokens) for _ in range(L)]
@@ -101,14 +113,17 @@ def run(m, tokens, S):
         x = list(m["tok"][tok])
         for l, w in enumerate(m["layers"]):
             xb = rmsnorm(x, w["attention_norm"], m["eps"])
-            q = rotate(matvec(xb, w["wq"]), p, D, m["theta"])
-            keys[l][p] = rotate(matvec(xb, w["wk"]), p, D, m["theta"])
+            js = held(p, S)
+            q = rotate(matvec(xb, w["wq"]), len(js) - 1 if in_cache else p, D, m["theta"])
+            k = matvec(xb, w["wk"])
+            keys[l][p] = k if in_cache else rotate(k, p, D, m["theta"])
             values[l][p] = matvec(xb, w["wv"])
+            ks = [rotate(keys[l][j], i, D, m["theta"]) for i, j in enumerate(js)] if in_cache else \
+                [keys[l][j] for j in js]
             att = []
             for h in range(H):
                 g = h // (H // G)
-                js = held(p, S)
-                sc = [sum(q[h * D + d] * keys[l][j][g * D + d] for d in range(D)) / math.sqrt(D) for j in js]
+                sc = [sum(q[h * D + d] * kj[g * D + d] for d in range(D)) / math.sqrt(D) for kj in ks]
                 mx = max(sc)
                 e = [math.exp(v - mx) for v in sc]
                 z = sum(e)
@@ -137,7 +152,11 @@ def main():
         f.write(line("tokens", [tokens]))
         f.write(line("rolling_logits", run(m, tokens, 0)))
         f.write(line("sinks_logits", run(m, tokens, 2)))
-    print("wrote", OUT)
+    with open(OUT_IN_CACHE, "w") as f:
+        f.write("# made by tests/llama_window_reference.py from tests/fixtures/llama_mha.bin\n")
+        f.write(line("tokens", [tokens]))
+        f.write(line("sinks_in_cache_logits", run(m, tokens, 2, in_cache=True)))
+    print("wrote", OUT, "and", OUT_IN_CACHE)
 
 
 if __name__ == "__main__":

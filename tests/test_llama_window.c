@@ -9,6 +9,9 @@
 //                                              to recomputing the whole text from position
 //                                              0 under the band mask (the same weights
 //                                              with a context as long as the text)
+//   test_receptive_field_grows_by_w_per_layer  L layers of window W: the logits at p
+//                                              change with the token p - L (W - 1), not
+//                                              with the one before it
 //   test_band_mask_in_training                 training's forward pass with the band gives
 //                                              the logits of llama_forward with it, and
 //                                              the band changes them (W < T)
@@ -18,6 +21,10 @@
 //   test_rotary_after_eviction_matches_reference   rolling and 2 sinks + window of 6 rows on a
 //                                              model of context 16, 40 tokens: the logits of
 //                                              tests/llama_window_reference.py within 1e-4
+//   test_positions_in_cache_match_reference    StreamingLLM's rotary convention on 2 sinks +
+//                                              6: the reference's logits within 1e-4; a
+//                                              rolling buffer, and any step before eviction,
+//                                              bit for bit kvdemo's convention
 //   test_generate_past_the_context             generate --window: a window as long as the
 //                                              text writes the text of the cached generate
 //                                              (within the context), and 300 steps on 16
@@ -88,6 +95,41 @@ static void test_rolling_cache_equals_band_recompute(void **state) {
     llama_state_free(&full);
     llama_free(&m);
     llama_free(&big);
+}
+
+// The receptive field: with a band of W in each of L layers, the logits at
+// position p depend on the tokens p - L (W - 1) .. p and on no earlier one
+// (lesson 14's table): a token changed at p - L (W - 1) changes them, one
+// changed a position earlier leaves them bit-identical.
+static void test_receptive_field_grows_by_w_per_layer(void **state) {
+    (void)state;
+    LlamaModel m;
+    model_with(&m, P, W, 7);
+    int L = m.cfg.n_layers, V = m.cfg.vocab_size, p = P - 1, edge = p - L * (W - 1);
+    assert_true(edge > 0);
+    LlamaState s;
+    llama_state_for_test(&s, &m, 1);
+    int tokens[P];
+    tokens_of(tokens, P, V, 21);
+    float *base = malloc(sizeof(float) * V), *got = malloc(sizeof(float) * V);
+    assert_true(base && got);
+    llama_forward(base, &s, &m, tokens, 0, 1, P, P);
+    for (int at = edge - 1; at <= edge; at++) {
+        int keep = tokens[at];
+        tokens[at] = 3 + (keep - 3 + 1) % (V - 3);   // another character
+        llama_forward(got, &s, &m, tokens, 0, 1, P, P);
+        tokens[at] = keep;
+        int same = ops_bit_identical(base, got, V);
+        if (at < edge && !same)
+            fail_msg("token %d changed: %d layers of window %d reach back to %d only, yet logits at %d changed", at,
+                     L, W, edge, p);
+        if (at == edge && same)
+            fail_msg("token %d changed: expected the logits at %d to change (%d layers of window %d reach it), "
+                     "got the same bits", at, p, L, W);
+    }
+    free(base), free(got);
+    llama_state_free(&s);
+    llama_free(&m);
 }
 
 // max |a - b| over n, and the index where it is.
@@ -176,6 +218,57 @@ static void test_window_in_model_file(void **state) {
 // tests/llama_window_reference.py (the article's Transformer in float64,
 // the window rules of issue 27) on tests/fixtures/llama_mha.bin (T 16):
 // 40 tokens, a rolling cache of 6 rows and 2 sinks + a window of 6.
+// StreamingLLM's convention (kvwindow_positions_in_cache): 2 sinks + a
+// window of 6 on the fixture model, 40 tokens, the logits of
+// tests/llama_window_reference.py's keys cached before rotation and rotated
+// at 0 .. cnt-1 (the query at cnt - 1) within 1e-4; before the first
+// eviction, and on a rolling buffer throughout, bit for bit kvdemo's own
+// convention; after it, different (the sinks moved up to the window).
+static void test_positions_in_cache_match_reference(void **state) {
+    (void)state;
+    FixSet fx;
+    fix_load(&fx, "tests/fixtures/llama_window_in_cache.txt");
+    LlamaModel m;
+    char err[256];
+    if (llama_load(&m, "tests/fixtures/llama_mha.bin", err, sizeof err) != 0) fail_msg("%s", err);
+    const FixTensor *tok = fix_get(&fx, "tokens"), *want = fix_get(&fx, "sinks_in_cache_logits");
+    int n = tok->cols, V = m.cfg.vocab_size, tokens[64];
+    assert_true(n <= 64 && V <= 64 && n > 2 * m.cfg.max_seq_len);
+    assert_int_equal(want->rows, n);
+    for (int i = 0; i < n; i++) tokens[i] = (int)tok->data[i];
+    for (int S = 0; S <= 2; S += 2) {
+        LlamaState s, own;
+        llama_state_for_test(&s, &m, 1);
+        llama_state_for_test(&own, &m, 1);
+        KvWindow kv, kv_own;
+        KvShape shape = {.L = m.cfg.n_layers, .B = 1, .T = 6, .H = m.cfg.n_heads, .G = m.cfg.n_kv_heads,
+                         .D = m.cfg.head_dim};
+        assert_int_equal(kvwindow_init(&kv, shape, S), 0);
+        assert_int_equal(kvwindow_positions_in_cache(&kv, m.cfg.rope_theta), 0);
+        assert_int_equal(kvwindow_init(&kv_own, shape, S), 0);
+        s.kv = &kv.base;
+        own.kv = &kv_own.base;
+        float logits[64], mine[64];
+        int differs = 0;
+        for (int p = 0; p < n; p++) {
+            llama_forward(logits, &s, &m, tokens + p, p, 1, 1, 1);
+            llama_forward(mine, &own, &m, tokens + p, p, 1, 1, 1);
+            char what[96];
+            snprintf(what, sizeof what, "S %d, positions in the cache, at position %d", S, p);
+            if (S == 0 || p < 6) assert_bits(logits, mine, V, what);
+            else differs |= !ops_bit_identical(logits, mine, V);
+            if (S == 2) assert_close(logits, want->data + (size_t)p * V, V, 1e-4, what);
+        }
+        if (S == 2 && !differs) fail_msg("2 sinks: positions in the cache changed no logit after eviction");
+        kvcache_free(&kv.base);
+        kvcache_free(&kv_own.base);
+        llama_state_free(&s);
+        llama_state_free(&own);
+    }
+    llama_free(&m);
+    fix_free(&fx);
+}
+
 static void test_rotary_after_eviction_matches_reference(void **state) {
     (void)state;
     FixSet fx;
@@ -254,10 +347,12 @@ static void test_generate_past_the_context(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rolling_cache_equals_band_recompute),
+        cmocka_unit_test(test_receptive_field_grows_by_w_per_layer),
         cmocka_unit_test(test_band_mask_in_training),
         cmocka_unit_test(test_window_in_model_file),
         cmocka_unit_test(test_generate_past_the_context),
         cmocka_unit_test(test_rotary_after_eviction_matches_reference),
+        cmocka_unit_test(test_positions_in_cache_match_reference),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,7 +1,8 @@
 // test_train_llama_run — `kvdemo train --arch llama`: a run writes a LLaMA
 // model file that llama_load reads (pad, bos, eos, then the text's
 // characters), the same bytes for 1 and 2 threads, a run stopped and resumed
-// equal byte for byte to an uninterrupted one, a model that learns a
+// equal byte for byte to an uninterrupted one (with --window too, which the
+// checkpoint keeps), a model that learns a
 // made-up text, a corrupted checkpoint refused, and bad options refused with
 // one line. The texts are made here: no corpus is needed.
 //
@@ -169,6 +170,56 @@ static void test_resumed_run_is_byte_identical(void **state) {
     resume.kv_heads = 4;     // likewise the shape
     train_ok(&resume);
     expect_same_bytes(full, pieces, "resumed model against the uninterrupted one");
+}
+
+// A run with --window keeps its band when resumed: the checkpoint holds W
+// (version 2), the resumed run without --window ends byte for byte where the
+// uninterrupted one does, and another W, or a W for a run trained without
+// one, is refused with one line.
+static void test_resumed_window_run_keeps_its_window(void **state) {
+    (void)state;
+    char data[128], full[128], pieces[128], ckpt[128], plain[128], err[512];
+    tmp_path(data, sizeof data, "text.txt");
+    tmp_path(full, sizeof full, "wfull.bin");
+    tmp_path(pieces, sizeof pieces, "wpieces.bin");
+    tmp_path(ckpt, sizeof ckpt, "wpieces.ckpt");
+    tmp_path(plain, sizeof plain, "plain.ckpt");
+    write_text(data);
+    TrainConfig cfg;
+    small_config(&cfg, data, full);
+    cfg.window = 6;   // of T 16
+    train_ok(&cfg);
+    cfg.out_path = pieces;
+    cfg.ckpt_path = ckpt;
+    int stop = 13;
+    assert_int_equal(train_run(&cfg, stop_at, &stop, NULL, err, sizeof err), TRAIN_STOPPED);
+    TrainCheckpoint ck;
+    if (train_checkpoint_load(ckpt, &ck, err, sizeof err) != 0) fail_msg("%s", err);
+    if (ck.cfg.window != 6) fail_msg("checkpoint's window: expected 6, got %d", ck.cfg.window);
+    train_checkpoint_free(&ck);
+    TrainConfig resume = cfg;
+    resume.resume_path = ckpt;
+    resume.window = 8;   // not the checkpoint's: refused
+    assert_int_equal(train_run(&resume, NULL, NULL, NULL, err, sizeof err), TRAIN_FAILED);
+    if (!strstr(err, "was trained with --window 6; resume it with that or without --window"))
+        fail_msg("expected the checkpoint's window named, got \"%s\"", err);
+    resume.window = 0;   // the checkpoint's W, as every other part of its recipe
+    train_ok(&resume);
+    expect_same_bytes(full, pieces, "resumed window model against the uninterrupted one");
+    LlamaModel m;
+    if (llama_load(&m, pieces, err, sizeof err) != 0) fail_msg("%s", err);
+    if (m.cfg.window != 6) fail_msg("resumed model's window: expected 6, got %d", m.cfg.window);
+    llama_free(&m);
+    // a run without a window, resumed with one
+    cfg.window = 0;
+    cfg.ckpt_path = plain;
+    assert_int_equal(train_run(&cfg, stop_at, &stop, NULL, err, sizeof err), TRAIN_STOPPED);
+    resume = cfg;
+    resume.resume_path = plain;
+    resume.window = 6;
+    assert_int_equal(train_run(&resume, NULL, NULL, NULL, err, sizeof err), TRAIN_FAILED);
+    if (!strstr(err, "was trained without a window; resume it without --window"))
+        fail_msg("expected \"trained without a window\", got \"%s\"", err);
 }
 
 static void test_corrupted_checkpoint_refused(void **state) {
@@ -346,6 +397,7 @@ int main(void) {
         cmocka_unit_test(test_model_file_loads_with_the_texts_vocabulary),
         cmocka_unit_test(test_same_bytes_for_1_and_2_threads),
         cmocka_unit_test(test_resumed_run_is_byte_identical),
+        cmocka_unit_test(test_resumed_window_run_keeps_its_window),
         cmocka_unit_test(test_corrupted_checkpoint_refused),
         cmocka_unit_test(test_model_learns_the_grammar),
         cmocka_unit_test(test_bad_options_refused),

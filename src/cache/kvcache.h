@@ -105,6 +105,7 @@ struct KvCache {
     int window;     // 0, or the band mask: a query at p sees p - window + 1 .. p only
                     // (sliding-window attention; the preallocated kind honours it)
     int rolling;    // 1: positions run on past T, the kind evicting the oldest (kvcache_window.c)
+    int raw_keys;   // 1: keys come unrotated and the kind rotates them (positions within the cache)
 };
 
 // Writes layer l's keys and values k, v (bsz, n, G*D) of positions pos ..
@@ -311,6 +312,8 @@ typedef struct {
     float *scores;      // (W) scratch: one row of scores, then its softmax
     double *sink_weight;// (L, H) attention weight on position 0, summed over the queries since reset
     double *queries;    // (L) queries summed in sink_weight
+    float rope_theta;   // with base.raw_keys: the rotary base the kind rotates keys with
+    float *freqs;       // (W, D/2, 2) with base.raw_keys: cos, sin of the positions a query's keys get
 } KvWindow;
 
 // Reserves a cache of shape.T = W rows with the first `sinks` kept (0 <=
@@ -320,5 +323,13 @@ int kvwindow_init(KvWindow *c, KvShape shape, int sinks);
 int kvwindow_slot(const KvWindow *c, int p);
 // The positions a query at p reads, oldest first, into out (W); returns how many.
 int kvwindow_positions(int *out, const KvWindow *c, int p);
+// StreamingLLM's rotary convention instead of kvdemo's (lesson 14): keys
+// are cached before rotation (the model leaves them unrotated: base.raw_keys)
+// and the cnt rows a query at p reads, oldest first, are rotated at the
+// consecutive positions p - cnt + 1 .. p, the distances that positions 0 ..
+// cnt-1 within the cache give. A rolling buffer (S = 0) and any query before
+// the first eviction get their own positions, bit for bit kvdemo's. Returns
+// 0, or -1 when memory ran out.
+int kvwindow_positions_in_cache(KvWindow *c, float rope_theta);
 
 #endif

@@ -15,7 +15,11 @@
 // rows kept stay right after eviction. StreamingLLM instead caches keys
 // before rotation and rotates them at their place in the cache ([0 1 2 3
 // 6 7 8] decoding the 9th token gets positions 0 .. 7): every distance stays
-// below W, where here a sink's distance grows with the text.
+// below W, where here a sink's distance grows with the text. Lesson 14 shows
+// that convention too (kvwindow_positions_in_cache): the model hands the
+// keys over unrotated, and each query's rows are rotated at the consecutive
+// positions p - cnt + 1 .. p, the distances StreamingLLM's 0 .. cnt-1 give
+// (RoPE sees distances only; the query keeps its own position p).
 //
 // Attention is the preallocated kind's (kvcache_prealloc.c), one score row
 // at a time, over the positions held oldest first: a rolling buffer of W
@@ -68,9 +72,34 @@ static void window_append(KvCache *base, int l, const float *k, const float *v, 
         }
 }
 
+// With raw keys (kvwindow_positions_in_cache): c->freqs (cnt, D/2, 2) =
+// cos, sin of the positions p - cnt + 1 .. p the rows read get, computed as
+// the model's freqs_cis (llama_freqs_cis_rows, a layer above this one):
+// freqs = 1.0 / (theta ** (arange(0, D, 2) / D)); polar(1, outer(t, freqs)).
+static void window_freqs(KvWindow *c, int p, int cnt) {
+    int D = c->base.shape.D;
+    for (int r = 0; r < cnt; r++)
+        for (int i = 0; i < D / 2; i++) {
+            float freq = 1.0f / powf(c->rope_theta, (float)(2 * i) / (float)D);
+            float angle = (float)(p - cnt + 1 + r) * freq;
+            c->freqs[((size_t)r * (D / 2) + i) * 2 + 0] = cosf(angle);
+            c->freqs[((size_t)r * (D / 2) + i) * 2 + 1] = sinf(angle);
+        }
+}
+
+// out (D) = k (D) rotated by f (D/2, 2): apply_rotary_emb's (a + bi)(cos + i sin).
+static const float *window_rotate(float *out, const float *k, const float *f, int D) {
+    for (int i = 0; i < D / 2; i++) {
+        float a = k[2 * i], b = k[2 * i + 1], cs = f[2 * i], sn = f[2 * i + 1];
+        out[2 * i] = a * cs - b * sn;
+        out[2 * i + 1] = a * sn + b * cs;
+    }
+    return out;
+}
+
 // One query row of head h against the positions held for it, oldest first:
 // att = softmax(q . k / sqrt(D)), o = att @ v, in the preallocated kind's
-// order of operations.
+// order of operations (with raw keys, each key rotated first at its place).
 static void window_attend_row(KvWindow *c, float *o, float *wrow, const float *qh, const float *cache_k,
                               const float *cache_v, const int *held, int cnt, int g) {
     const KvShape *s = &c->base.shape;
@@ -78,6 +107,7 @@ static void window_attend_row(KvWindow *c, float *o, float *wrow, const float *q
     float scale = sqrtf((float)D), *att = c->scores;
     for (int j = 0; j < cnt; j++) {
         const float *k = cache_k + ((size_t)kvwindow_slot(c, held[j]) * G + g) * D;
+        if (c->base.raw_keys) k = window_rotate(c->freqs + (size_t)s->T * D, k, c->freqs + (size_t)j * D, D);
         float dot = 0.0f;
         for (int d = 0; d < D; d++) dot += qh[d] * k[d];
         att[j] = dot / scale;
@@ -102,6 +132,7 @@ static void window_attend(KvCache *base, float *out, float *weights, const float
     for (int b = 0; b < bsz; b++)
         for (int i = 0; i < n; i++) {
             int cnt = kvwindow_positions(held, c, pos + i);
+            if (base->raw_keys) window_freqs(c, pos + i, cnt);
             float *wrow = weights ? weights + ((size_t)b * n + i) * S : NULL;
             if (wrow) memset(wrow, 0, sizeof(float) * (size_t)S);   // zero where not held
             c->queries[l] += 1.0;
@@ -134,6 +165,7 @@ static void window_free(KvCache *base) {
     free(c->scores);
     free(c->sink_weight);
     free(c->queries);
+    free(c->freqs);
     memset(c, 0, sizeof *c);
 }
 
@@ -161,5 +193,15 @@ int kvwindow_init(KvWindow *c, KvShape shape, int sinks) {
         window_free(&c->base);
         return -1;
     }
+    return 0;
+}
+
+int kvwindow_positions_in_cache(KvWindow *c, float rope_theta) {
+    const KvShape *s = &c->base.shape;
+    assert(s->D % 2 == 0 && rope_theta > 1.0f);
+    // (W, D/2, 2) cos and sin, then one rotated key (D)
+    if (!c->freqs && !(c->freqs = malloc(sizeof(float) * ((size_t)s->T + 1) * s->D))) return -1;
+    c->rope_theta = rope_theta;
+    c->base.raw_keys = 1;
     return 0;
 }

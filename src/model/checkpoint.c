@@ -23,13 +23,16 @@
 //   u32 vocab[V], f32 params[P], f32 m[P], f32 v[P],
 //   u64 FNV-1a of every byte before it.
 // The LLaMA-style model's (train_llama.h) is the same with magic "KVTL" and
-// u32 G F after L; its V is the text's (without pad, bos, eos).
+// u32 G F after L; its V is the text's (without pad, bos, eos). A run with
+// sliding-window attention (--window W) writes version 2, with u32 W after
+// F: a resumed run keeps the band mask it was trained with.
 
 #define CKPT_MAGIC "KVTC"
 #define CKPT_MAGIC_LLAMA "KVTL"
 #define CKPT_VERSION 1u
+#define CKPT_VERSION_WINDOWED 2u
 enum { CKPT_HEADER = 4 + 4 + 5 * 4 + 3 * 4 + 7 * 4 + 8 + 4 + 8 + 8 + 8 + 8,
-       CKPT_HEADER_LLAMA = CKPT_HEADER + 8 };
+       CKPT_HEADER_LLAMA = CKPT_HEADER + 8, CKPT_HEADER_WINDOWED = CKPT_HEADER_LLAMA + 4 };
 
 static long ckpt_fail_after = -1;
 
@@ -70,9 +73,9 @@ int train_checkpoint_save(const char *path, const TrainCheckpoint *ck, char *err
         return fileio_fail2(err, errlen, "cannot write the checkpoint: %s", "无法写入检查点：%s", why);
     CkptWriter w = {a.f, FNV_START, 0, 0};
     const TrainConfig *c = &ck->cfg;
-    int llama = c->arch == TRAIN_ARCH_LLAMA;
+    int llama = c->arch == TRAIN_ARCH_LLAMA, windowed = llama && c->window;
     ck_write(&w, llama ? CKPT_MAGIC_LLAMA : CKPT_MAGIC, 4);
-    ck_u32(&w, CKPT_VERSION);
+    ck_u32(&w, windowed ? CKPT_VERSION_WINDOWED : CKPT_VERSION);
     ck_u32(&w, (uint32_t)c->model.V);
     ck_u32(&w, (uint32_t)c->model.T);
     ck_u32(&w, (uint32_t)c->model.C);
@@ -81,6 +84,7 @@ int train_checkpoint_save(const char *path, const TrainCheckpoint *ck, char *err
     if (llama) {
         ck_u32(&w, (uint32_t)c->kv_heads);
         ck_u32(&w, (uint32_t)c->hidden);
+        if (windowed) ck_u32(&w, (uint32_t)c->window);
     }
     ck_u32(&w, (uint32_t)c->batch);
     ck_u32(&w, (uint32_t)c->iters);
@@ -134,19 +138,20 @@ static const char *parse_header(TrainCheckpoint *ck, const unsigned char *q, int
                                 uint64_t *P, char *shape_err, size_t shape_n, char *recipe,
                                 size_t recipe_n) {
     TrainConfig *c = &ck->cfg;
-    int ns = hn == CKPT_HEADER_LLAMA ? 10 : 8;
-    uint32_t sizes[10];
+    int ns = hn == CKPT_HEADER_WINDOWED ? 11 : hn == CKPT_HEADER_LLAMA ? 10 : 8;
+    uint32_t sizes[11];
     for (int i = 0; i < ns; i++) sizes[i] = le_get_u32(q + 4 * i);
     c->model.V = (int)sizes[0];
     c->model.T = (int)sizes[1];
     c->model.C = (int)sizes[2];
     c->model.H = (int)sizes[3];
     c->model.L = (int)sizes[4];
-    if (ns == 10) {
+    if (ns >= 10) {
         c->arch = TRAIN_ARCH_LLAMA;
         c->kv_heads = (int)sizes[5];
         c->hidden = (int)sizes[6];
     }
+    if (ns == 11) c->window = (int)sizes[7];   // version 2 only
     c->batch = (int)sizes[ns - 3];
     c->iters = (int)sizes[ns - 2];
     c->warmup = (int)sizes[ns - 1];
@@ -168,6 +173,8 @@ static const char *parse_header(TrainCheckpoint *ck, const unsigned char *q, int
     int too_big = step > 0x7fffffff;
     for (int i = 0; i < ns; i++) too_big |= sizes[i] > 0x7fffffff;
     if (too_big) return fileio_text("sizes or step counts out of range", "大小或步数超出范围");
+    if (ns == 11 && c->window == 0)
+        return fileio_text("version 2 holds a window, and it is 0", "版本 2 含有窗口大小，而它是 0");
     uint64_t want_p = shape_params(c, shape_err, shape_n);
     if (!want_p) return shape_err;   // the model file's own limits
     if (train_config_check(c, recipe, recipe_n) != 0)
@@ -195,7 +202,7 @@ int train_checkpoint_load(const char *path, TrainCheckpoint *ck, char *err, size
     if (!f) return fileio_fail2(err, errlen, "cannot read the checkpoint: %s", "无法读取检查点：%s", why_open);
     // The header first: the magic, the sizes and the recipe are checked, and
     // the file's length against them, before the rest is read.
-    unsigned char h[CKPT_HEADER_LLAMA];
+    unsigned char h[CKPT_HEADER_WINDOWED];
     unsigned char *buf = NULL;
     const char *why = NULL;
     TrainConfig *c = &ck->cfg;
@@ -209,13 +216,15 @@ int train_checkpoint_load(const char *path, TrainCheckpoint *ck, char *err, size
         why = fileio_read_reason(f);
     else if (memcmp(h, CKPT_MAGIC, 4) != 0 && memcmp(h, CKPT_MAGIC_LLAMA, 4) != 0)
         why = fileio_text("wrong magic (not a kvdemo training checkpoint)", "文件头不对（不是 kvdemo 的训练检查点）");
-    else if (le_get_u32(h + 4) != CKPT_VERSION)
-        why = fileio_text("unsupported version (expected 1)", "不支持的版本（应为 1）");
+    else if (le_get_u32(h + 4) != CKPT_VERSION &&
+             !(memcmp(h, CKPT_MAGIC_LLAMA, 4) == 0 && le_get_u32(h + 4) == CKPT_VERSION_WINDOWED))
+        why = fileio_text("unsupported version (expected 1, or 2 for a LLaMA-style run with --window)",
+                          "不支持的版本（应为 1；带 --window 的 LLaMA 式训练为 2）");
     else if (memcmp(h, CKPT_MAGIC_LLAMA, 4) == 0) {
-        hn = CKPT_HEADER_LLAMA;
-        if (size < CKPT_HEADER_LLAMA + 8)
+        hn = le_get_u32(h + 4) == CKPT_VERSION_WINDOWED ? CKPT_HEADER_WINDOWED : CKPT_HEADER_LLAMA;
+        if (size < (uint64_t)hn + 8)
             why = fileio_text("too short to be a checkpoint (truncated?)", "太短，不是检查点（文件不完整？）");
-        else if (fread(h + CKPT_HEADER, 1, CKPT_HEADER_LLAMA - CKPT_HEADER, f) != CKPT_HEADER_LLAMA - CKPT_HEADER)
+        else if (fread(h + CKPT_HEADER, 1, (size_t)(hn - CKPT_HEADER), f) != (size_t)(hn - CKPT_HEADER))
             why = fileio_read_reason(f);
     }
     if (!why) why = parse_header(ck, h + 8, hn, size, &P, shape_err, sizeof shape_err, recipe, sizeof recipe);

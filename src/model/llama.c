@@ -748,7 +748,8 @@ void llama_forward(float *logits, LlamaState *s, const LlamaModel *m, const int 
         // xq, xk = apply_rotary_emb(xq, xk, freqs_cis=freqs_cis)
         for (int b = 0; b < bsz; b++) {
             llama_apply_rotary_emb(s->xq + (size_t)b * seqlen * H * D, freqs_cis, seqlen, H, D);
-            llama_apply_rotary_emb(s->xk + (size_t)b * seqlen * G * D, freqs_cis, seqlen, G, D);
+            if (!kv->raw_keys)   // a cache that rotates keys itself (kvcache_window.c) takes them raw
+                llama_apply_rotary_emb(s->xk + (size_t)b * seqlen * G * D, freqs_cis, seqlen, G, D);
         }
         // self.cache_k[:bsz, start_pos : start_pos + seqlen] = xk   (and cache_v = xv)
         kvcache_append(kv, l, s->xk, s->xv, bsz, seqlen, start_pos);

@@ -669,6 +669,16 @@ int train_setup(TrainSetup *su, const TrainConfig *cfg, TrainResult *res, char *
         // the recipe is the checkpoint's: only then does the run end as an
         // uninterrupted one would
         const TrainConfig *c = &ck->cfg;
+        // --window with --resume may only repeat the checkpoint's band
+        if (r->window && r->window != c->window && !c->window)
+            return fileio_fail2(err, errlen, "--window %d: checkpoint %s was trained without a window; resume it "
+                                "without --window", "--window %d：检查点 %s 训练时没有窗口；续训时不要给 --window",
+                                r->window, r->resume_path);
+        if (r->window && r->window != c->window)
+            return fileio_fail2(err, errlen, "--window %d: checkpoint %s was trained with --window %d; resume it "
+                                "with that or without --window", "--window %d：检查点 %s 训练时用的是 --window %d；"
+                                "续训时给同样的值，或不给 --window", r->window, r->resume_path, c->window);
+        r->window = c->window;
         r->model = c->model;
         r->arch = c->arch;
         r->kv_heads = c->kv_heads;
