@@ -198,7 +198,7 @@ static void test_checkpoint_fields_refused(void **state) {
     fileio_set_zh(0);
     long vocab = HEADER, params = HEADER + 4 * V;
     const Case cases[] = {
-        {"version 2", 4, 2, "unsupported version (expected 1)"},
+        {"version 2 (a GPT run)", 4, 2, "unsupported version (expected 1, or 2 for a LLaMA-style run with --window)"},
         {"batch 2^31", AT_BATCH, 0x80000000u, "sizes or step counts out of range"},
         {"step 2^31", AT_STEP, 0x80000000u, "sizes or step counts out of range"},
         {"parameter count P + 1", 104 /* P, after the text length */, (uint32_t)P + 1, "parameter count does not match the model sizes"},
