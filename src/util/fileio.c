@@ -453,6 +453,31 @@ const char *fileio_read_reason(FILE *f) {
                        "文件提前结束（文件不完整，或读取时被改动了）");
 }
 
+char *fileio_read_text(const char *path, size_t max, int prefix, size_t *len, char *err, size_t errlen) {
+    uint64_t size;
+    FILE *f = fileio_open_read(path, &size, err, errlen);
+    if (!f) return NULL;
+    char *text = NULL;
+    if (size > max && !prefix) {
+        fileio_fail2(err, errlen, "%s: %llu bytes; at most %zu were expected", "%s：%llu 字节；最多应为 %zu 字节", path,
+                     (unsigned long long)size, max);
+    } else {
+        size_t want = size < max ? (size_t)size : max;
+        text = malloc(want + 1);
+        if (!text) fileio_fail2(err, errlen, "%s: out of memory", "%s：内存不足", path);
+        else if (fread(text, 1, want, f) != want) {
+            fileio_fail2(err, errlen, "%s: cannot read: %s", "%s：读取出错：%s", path, fileio_read_reason(f));
+            free(text);
+            text = NULL;
+        } else {
+            text[want] = '\0';
+            *len = want;
+        }
+    }
+    fclose(f);
+    return text;
+}
+
 // ----------------------------------------------------------------------------
 // Standard output's first write error
 

@@ -105,5 +105,10 @@ FILE *fileio_open_read(const char *path, uint64_t *size, char *err, size_t errle
 // reason when f has an error, else that the file ended before its size
 // said (it is truncated, or changed while it was read).
 const char *fileio_read_reason(FILE *f);
+// The bytes of path in memory, NUL-terminated (free them), *len of them:
+// the whole file, or with prefix set only its first max bytes at most. A
+// whole file of more than max bytes is refused, as are what fileio_open_read
+// refuses and a read that comes back short. Returns NULL with err.
+char *fileio_read_text(const char *path, size_t max, int prefix, size_t *len, char *err, size_t errlen);
 
 #endif
