@@ -293,7 +293,7 @@ static int create_temporary(AtomicFile *a, char *err, size_t errlen) {
     if (fd >= 0) {
         mode_t mask = umask(0);
         umask(mask);
-        if (fchmod(fd, 0644 & ~mask) == 0 && (a->f = iofault_fdopen(fd, "wb"))) {
+        if (fchmod(fd, 0644 & ~mask) == 0 && (a->f = iofault_open_writer(fd, &a->first_error))) {
             a->fd = fd;
             return 0;
         }
@@ -370,7 +370,8 @@ static void sync_folder(const char *path) {
 
 int fileio_commit(AtomicFile *a, char *err, size_t errlen) {
     int ok = fflush(a->f) == 0 && !ferror(a->f);
-    int e = ok ? 0 : errno ? errno : EIO;
+    int first = a->first_error ? *a->first_error : 0;
+    int e = ok ? 0 : first ? first : errno ? errno : EIO;
     if (ok) test_stop_point();
     if (ok && test_fail_point()) ok = 0, e = ENOSPC;
     if (ok && fsync(a->fd) != 0) ok = 0, e = errno;

@@ -69,7 +69,8 @@ typedef struct {
     char *path;   // PATH
     char *tmp;    // PATH.tmp.XXXXXX
     int lock_fd;  // PATH.lock, held; -1 when a claim of the process holds it
-    int fd;       // f's file descriptor (for fsync: fileno of a test's faulty f is -1)
+    int fd;       // f's file descriptor (for fsync: fileno of f is -1)
+    int *first_error;   // errno of f's first failed write, 0 if none (NULL: not kept)
 } AtomicFile;
 
 // Starts writing path. Returns 0, or -1 with err = "PATH: why" (PATH exists
@@ -77,7 +78,8 @@ typedef struct {
 // missing or not writable, ...).
 int fileio_open(AtomicFile *a, const char *path, char *err, size_t errlen);
 // Flushes, syncs and renames the temporary file over path. Any write error
-// since fileio_open (a full disk, ...) fails here with its reason, the
+// since fileio_open (a full disk, ...) fails here with the reason of the
+// first one (later ones are often its consequences), the
 // temporary file removed and path left as it was. Returns 0 or -1 with err.
 int fileio_commit(AtomicFile *a, char *err, size_t errlen);
 // Gives up: closes and removes the temporary file; path is left as it was.
