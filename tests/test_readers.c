@@ -1,7 +1,7 @@
 // test_readers — the readers that go through fileio's reader
 // (fileio_read_text): what it gives and refuses, and its messages where
-// kvdemo reads a lesson page's class questions (--format html) and
-// generate's LLaMA-file probe — a FIFO or a folder
+// kvdemo reads a lesson page's class questions (--format html), lesson 14's
+// validation text and generate's LLaMA-file probe — a FIFO or a folder
 // refused at once and named, a page cut short said and the page made
 // without it.
 #include "testutil.h"
@@ -153,6 +153,34 @@ static void test_questions_page_short(void **state) {
     if (!said) fail_msg("lesson 1 --format html: no run said that docs/lesson-1.md ends early");
 }
 
+// Lesson 14's validation text, found in the current folder first: a FIFO
+// or a folder there is refused at once, exit 1, one line naming it.
+static void test_lesson14_text(void **state) {
+    (void)state;
+    char where[300], text[340], model[PATH_MAX], args[PATH_MAX + 40];
+    snprintf(where, sizeof where, "%s/l14", dir);
+    snprintf(text, sizeof text, "%s/data", where);
+    assert_int_equal(mkdir(where, 0700), 0);
+    assert_int_equal(mkdir(text, 0700), 0);
+    snprintf(text, sizeof text, "%s/data/tinyshakespeare-val-2049.txt", where);
+    absolute(model, sizeof model, "data/tinyshakespeare-llama-mha.bin");
+    snprintf(args, sizeof args, "lesson 14 --model %s", model);
+    const struct {
+        int fifo;
+        const char *says;
+    } cases[] = {{1, "data/tinyshakespeare-val-2049.txt: is a FIFO, not a regular file"},
+                 {0, "data/tinyshakespeare-val-2049.txt: is a folder, not a regular file"}};
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(cases[i].fifo ? mkfifo(text, 0600) : mkdir(text, 0700), 0);
+        RunResult r = run_in(where, NULL, args);
+        if (r.status != 1 || count_lines(r.err) != 1 || !strstr(r.err, cases[i].says) || r.out[0])
+            fail_msg("lesson 14, %s: expected exit 1, no output and one line \"%s\", got exit %d and \"%s\"",
+                     cases[i].fifo ? "a FIFO" : "a folder", cases[i].says, r.status, r.err);
+        run_free(&r);
+        assert_int_equal(cases[i].fifo ? unlink(text) : rmdir(text), 0);
+    }
+}
+
 // generate's probe for a LLaMA file goes through the reader too: a FIFO as
 // --model is refused at once (an open that waited would hang here).
 static void test_model_fifo(void **state) {
@@ -170,6 +198,7 @@ int main(void) {
         cmocka_unit_test(test_read_text),
         cmocka_unit_test(test_questions_page),
         cmocka_unit_test(test_questions_page_short),
+        cmocka_unit_test(test_lesson14_text),
         cmocka_unit_test(test_model_fifo),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
