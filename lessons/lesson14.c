@@ -381,13 +381,16 @@ int lesson14_run(const Options *opt, Trace *tr) {
     }
     char tbuf[4096];
     const char *tpath = paths_shipped(SHIPPED_TEXT, tbuf, sizeof tbuf);
-    FILE *f = fopen(tpath, "rb");
-    char text[4096];
-    size_t got = f ? fread(text, 1, sizeof text - 1, f) : 0;
-    if (f) fclose(f);
-    text[got] = '\0';
+    size_t got = 0;   // the text's first 4095 bytes, through fileio's reader
+    char *text = fileio_read_text(tpath, 4095, 1, &got, err, sizeof err);
+    if (!text) {
+        fileio_error("%s", "%s", err);
+        llama_free(&m);
+        return 1;
+    }
     int *tokens = malloc(sizeof(int) * (got + 2));
     int n = tokens ? llama_encode(tokens, &m, text, 1, 0, (int)got + 2, err, sizeof err) : -1;
+    free(text);
     if (!got || n < N_TEXT + 1 || ops_set_threads(opt->threads) != 0) {
         fileio_error("%s: cannot read %d characters of the validation text in the model's vocabulary%s%s",
                      "%s：无法按模型的词表读出验证集文字的 %d 个字符%s%s", tpath, N_TEXT, n < 0 ? ": " : "",

@@ -14,16 +14,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 enum { LLAMA_DEFAULT_STEPS = 256 };
 
 int llamacmd_is_llama_file(const char *path) {
-    // Only a regular file is opened here: a FIFO or a device would block or
-    // be read from, and the char GPT's loader says what is wrong with them.
-    struct stat st;
-    if (!path || stat(path, &st) != 0 || !S_ISREG(st.st_mode)) return 0;
-    FILE *f = fopen(path, "rb");
+    // Through fileio's reader, which refuses a FIFO or a device at once
+    // (they would block or be read from): any file it cannot read is not
+    // taken for a LLaMA one, and the char GPT's loader says what is wrong.
+    uint64_t size;
+    FILE *f = path ? fileio_open_read(path, &size, NULL, 0) : NULL;
     if (!f) return 0;
     char magic[4];
     int yes = fread(magic, 1, 4, f) == 4 && memcmp(magic, "KVLM", 4) == 0;

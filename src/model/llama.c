@@ -428,6 +428,10 @@ int llama_load(LlamaModel *m, const char *path, char *err, size_t errlen) {
     if (!f) return -1;
     unsigned char h[LLAMA_WINDOWED_HEADER_BYTES];
     size_t got = fread(h, 1, LLAMA_HEADER_BYTES, f);
+    if (got < 4 && got < size) {   // the file holds more: the read failed, or it shrank
+        fileio_fail2(err, errlen, "%s: cannot read its header: %s", "%s：无法读取文件头：%s", path, fileio_read_reason(f));
+        goto fail;
+    }
     if (got < 4 || memcmp(h, "KVLM", 4) != 0) {
         fileio_fail2(err, errlen, "%s: not a kvdemo LLaMA model file (it does not start with \"KVLM\")",
                      "%s：不是 kvdemo 的 LLaMA 模型文件（开头不是“KVLM”）", path);

@@ -8,24 +8,30 @@
 #include "trace_questions.h"
 
 #include "buf.h"
+#include "fileio.h"
 #include "paths.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
+enum { MAX_PAGE_BYTES = 1 << 20 };   // a lesson's page is some 20 kB
+
+// The page at path, or NULL: silently when there is none (a command's
+// "lesson" has no page), with a line on stderr when it cannot be read (a
+// folder, a FIFO, no permission, cut short): the page goes on without it.
 static char *slurp(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    Buf b;
-    buf_init(&b);
-    char chunk[4096];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) buf_appendn(&b, chunk, n);
-    fclose(f);
-    buf_append(&b, "");
-    return buf_take(&b);
+    struct stat st;
+    if (lstat(path, &st) != 0 && errno == ENOENT) return NULL;
+    char err[4600];
+    size_t len;
+    char *page = fileio_read_text(path, MAX_PAGE_BYTES, 0, &len, err, sizeof err);
+    if (!page)
+        fileio_error("%s; the page goes on without its class questions", "%s；页面里就不放课堂提问了", err);
+    return page;
 }
 
 // Splits item text at its first question mark ("?" or "？"), which stays

@@ -293,7 +293,7 @@ static int create_temporary(AtomicFile *a, char *err, size_t errlen) {
     if (fd >= 0) {
         mode_t mask = umask(0);
         umask(mask);
-        if (fchmod(fd, 0644 & ~mask) == 0 && (a->f = iofault_fdopen(fd, "wb"))) {
+        if (fchmod(fd, 0644 & ~mask) == 0 && (a->f = iofault_open_writer(fd, &a->first_error))) {
             a->fd = fd;
             return 0;
         }
@@ -370,7 +370,8 @@ static void sync_folder(const char *path) {
 
 int fileio_commit(AtomicFile *a, char *err, size_t errlen) {
     int ok = fflush(a->f) == 0 && !ferror(a->f);
-    int e = ok ? 0 : errno ? errno : EIO;
+    int first = a->first_error ? *a->first_error : 0;
+    int e = ok ? 0 : first ? first : errno ? errno : EIO;
     if (ok) test_stop_point();
     if (ok && test_fail_point()) ok = 0, e = ENOSPC;
     if (ok && fsync(a->fd) != 0) ok = 0, e = errno;
@@ -451,6 +452,31 @@ const char *fileio_read_reason(FILE *f) {
     if (ferror(f)) return fileio_strerror(errno ? errno : EIO);
     return fileio_text("the file ends early (it is truncated, or changed while it was read)",
                        "文件提前结束（文件不完整，或读取时被改动了）");
+}
+
+char *fileio_read_text(const char *path, size_t max, int prefix, size_t *len, char *err, size_t errlen) {
+    uint64_t size;
+    FILE *f = fileio_open_read(path, &size, err, errlen);
+    if (!f) return NULL;
+    char *text = NULL;
+    if (size > max && !prefix) {
+        fileio_fail2(err, errlen, "%s: %llu bytes; at most %zu were expected", "%s：%llu 字节；最多应为 %zu 字节", path,
+                     (unsigned long long)size, max);
+    } else {
+        size_t want = size < max ? (size_t)size : max;
+        text = malloc(want + 1);
+        if (!text) fileio_fail2(err, errlen, "%s: out of memory", "%s：内存不足", path);
+        else if (fread(text, 1, want, f) != want) {
+            fileio_fail2(err, errlen, "%s: cannot read: %s", "%s：读取出错：%s", path, fileio_read_reason(f));
+            free(text);
+            text = NULL;
+        } else {
+            text[want] = '\0';
+            *len = want;
+        }
+    }
+    fclose(f);
+    return text;
 }
 
 // ----------------------------------------------------------------------------

@@ -69,7 +69,8 @@ typedef struct {
     char *path;   // PATH
     char *tmp;    // PATH.tmp.XXXXXX
     int lock_fd;  // PATH.lock, held; -1 when a claim of the process holds it
-    int fd;       // f's file descriptor (for fsync: fileno of a test's faulty f is -1)
+    int fd;       // f's file descriptor (for fsync: fileno of f is -1)
+    int *first_error;   // errno of f's first failed write, 0 if none (NULL: not kept)
 } AtomicFile;
 
 // Starts writing path. Returns 0, or -1 with err = "PATH: why" (PATH exists
@@ -77,7 +78,8 @@ typedef struct {
 // missing or not writable, ...).
 int fileio_open(AtomicFile *a, const char *path, char *err, size_t errlen);
 // Flushes, syncs and renames the temporary file over path. Any write error
-// since fileio_open (a full disk, ...) fails here with its reason, the
+// since fileio_open (a full disk, ...) fails here with the reason of the
+// first one (later ones are often its consequences), the
 // temporary file removed and path left as it was. Returns 0 or -1 with err.
 int fileio_commit(AtomicFile *a, char *err, size_t errlen);
 // Gives up: closes and removes the temporary file; path is left as it was.
@@ -105,5 +107,10 @@ FILE *fileio_open_read(const char *path, uint64_t *size, char *err, size_t errle
 // reason when f has an error, else that the file ended before its size
 // said (it is truncated, or changed while it was read).
 const char *fileio_read_reason(FILE *f);
+// The bytes of path in memory, NUL-terminated (free them), *len of them:
+// the whole file, or with prefix set only its first max bytes at most. A
+// whole file of more than max bytes is refused, as are what fileio_open_read
+// refuses and a read that comes back short. Returns NULL with err.
+char *fileio_read_text(const char *path, size_t max, int prefix, size_t *len, char *err, size_t errlen);
 
 #endif

@@ -1,8 +1,10 @@
 // iofault — failing writes, full disks and short reads on purpose, for the
-// tests (iofault.h lists the faults). The stream handed back is glibc's
-// fopencookie: reads, writes and seeks go to the functions below, which call
-// read, write and lseek on the file descriptor unless the fault is due.
-// Where there is no fopencookie (not glibc) nothing is injected.
+// tests (iofault.h lists the faults), and the first write error of a file
+// fileio writes. The stream handed back is glibc's fopencookie: reads,
+// writes and seeks go to the functions below, which call read, write and
+// lseek on the file descriptor unless the fault is due, and keep the reason
+// of the first write that failed. Where there is no fopencookie (not glibc)
+// nothing is injected, and no first error is kept.
 #define _GNU_SOURCE
 #include "iofault.h"
 
@@ -44,8 +46,14 @@ static int fault_wanted(void) {
     return kind;
 }
 
+// A stream's file descriptor and the errno of its first failed write.
+typedef struct {
+    int fd;
+    int first_error;
+} Cookie;
+
 static ssize_t cookie_read(void *cookie, char *buf, size_t size) {
-    int fd = *(int *)cookie;
+    int fd = ((Cookie *)cookie)->fd;
     if (atomic_load(&read_cut)) return 0;
     ssize_t got = read(fd, buf, size);
     if (got > 0 && fault_wanted() == FAULT_READ_SHORT &&
@@ -58,8 +66,9 @@ static ssize_t cookie_read(void *cookie, char *buf, size_t size) {
     return got;
 }
 
-static ssize_t cookie_write(void *cookie, const char *buf, size_t size) {
-    int fd = *(int *)cookie, kind = fault_wanted();
+// Writes size bytes, or fails as the fault says (errno set, -1).
+static ssize_t fault_or_write(int fd, const char *buf, size_t size) {
+    int kind = fault_wanted();
     if ((kind == FAULT_WRITE || kind == FAULT_NOSPACE) &&
         atomic_fetch_add(&writes_made, 1) + 1 == atomic_load(&fault_at)) {
         errno = kind == FAULT_WRITE ? EIO : ENOSPC;
@@ -70,38 +79,59 @@ static ssize_t cookie_write(void *cookie, const char *buf, size_t size) {
     while (done < size) {
         ssize_t w = write(fd, buf + done, size - done);
         if (w < 0 && errno == EINTR) continue;
+        if (w == 0) errno = EIO;
         if (w <= 0) return done ? (ssize_t)done : -1;
         done += (size_t)w;
     }
     return (ssize_t)done;
 }
 
+static ssize_t cookie_write(void *cookie, const char *buf, size_t size) {
+    Cookie *c = cookie;
+    ssize_t w = fault_or_write(c->fd, buf, size);
+    if (w < 0 && !c->first_error) c->first_error = errno ? errno : EIO;
+    return w;
+}
+
 static int cookie_seek(void *cookie, off64_t *offset, int whence) {
-    off_t at = lseek(*(int *)cookie, (off_t)*offset, whence);
+    off_t at = lseek(((Cookie *)cookie)->fd, (off_t)*offset, whence);
     if (at < 0) return -1;
     *offset = at;
     return 0;
 }
 
 static int cookie_close(void *cookie) {
-    int rc = close(*(int *)cookie);
+    int rc = close(((Cookie *)cookie)->fd);
     free(cookie);
     return rc;
 }
 
-FILE *iofault_fdopen(int fd, const char *mode) {
-    if (fault_wanted() == FAULT_NONE) return fdopen(fd, mode);
-    int *cookie = malloc(sizeof *cookie);
+// A stream of ours over fd; *first_error, if asked for, is its cookie's.
+static FILE *cookie_stream(int fd, const char *mode, int **first_error) {
+    Cookie *cookie = malloc(sizeof *cookie);
     if (!cookie) return NULL;
-    *cookie = fd;
+    *cookie = (Cookie){.fd = fd, .first_error = 0};
     cookie_io_functions_t io = {.read = cookie_read, .write = cookie_write, .seek = cookie_seek, .close = cookie_close};
     FILE *f = fopencookie(cookie, mode, io);
     if (!f) free(cookie);
+    else if (first_error) *first_error = &cookie->first_error;
     return f;
 }
+
+FILE *iofault_fdopen(int fd, const char *mode) {
+    if (fault_wanted() == FAULT_NONE) return fdopen(fd, mode);
+    return cookie_stream(fd, mode, NULL);
+}
+
+FILE *iofault_open_writer(int fd, int **first_error) { return cookie_stream(fd, "wb", first_error); }
 
 #else
 
 FILE *iofault_fdopen(int fd, const char *mode) { return fdopen(fd, mode); }
+
+FILE *iofault_open_writer(int fd, int **first_error) {
+    *first_error = NULL;
+    return fdopen(fd, "wb");
+}
 
 #endif

@@ -20,5 +20,11 @@
 // reads and writes are counted and fail as above (fileno of it is -1: keep
 // fd for fsync). Returns NULL with errno set when it cannot.
 FILE *iofault_fdopen(int fd, const char *mode);
+// A stream for writing to fd that keeps the reason (errno) of its first
+// write that failed in **first_error, 0 until one fails, readable until the
+// stream is closed: stdio keeps only a flag, and errno is soon overwritten.
+// The faults above apply to it. Where it cannot be kept (no fopencookie),
+// *first_error is NULL. Returns NULL with errno set when it cannot.
+FILE *iofault_open_writer(int fd, int **first_error);
 
 #endif
