@@ -224,6 +224,7 @@ SHIPPED  = data/tianqi.txt data/tinyshakespeare-gpt.bin data/tinyshakespeare-dra
            data/tinyshakespeare-llama-gqa2.bin data/tinyshakespeare-llama-mqa.bin \
            data/tinyshakespeare-llama-draft.bin \
            data/tinyshakespeare-val-2049.txt
+SHIPPED += data/tinyshakespeare-llama-window64.bin
 DOCS     = $(wildcard docs/*.md) $(wildcard docs/zh/*.md)
 
 install: $(BIN)

@@ -12,12 +12,19 @@
 //                                position (kvcache_window.c); the receptive
 //                                field, W more positions per layer
 //   3. the attention sink        the share of attention weight on position 0,
-//                                per layer and head, measured before any claim
-//   4. five ways past the window the loss per character over a stretch of the
+//                                per layer and head, measured before any claim,
+//                                on the lesson's model and on the one trained
+//                                with the window (over the queries whose band
+//                                holds position 0)
+//   4. the ways past the window  the loss per character over a stretch of the
 //                                validation text 8 contexts long, each way
 //                                holding W = 64 positions: reset, recompute,
-//                                window only, 1 and 4 sinks + window; bytes
-//                                and time per token
+//                                window only, 1 and 4 sinks + window, 4 sinks
+//                                and 1 (bos, the sink token every training
+//                                window starts with) with positions within the
+//                                cache, and the model
+//                                trained with --window 64 on its rolling cache;
+//                                bytes and time per token
 //   5. what the numbers say      chosen from the figures, not fixed
 #include "fileio.h"
 #include "lessons.h"
@@ -34,25 +41,29 @@
 
 #define SHIPPED_LLAMA "data/tinyshakespeare-llama-mha.bin"
 #define SHIPPED_TEXT "data/tinyshakespeare-val-2049.txt"
+#define SHIPPED_WINDOW "data/tinyshakespeare-llama-window64.bin"   // the same recipe, trained with --window 64
 
 // EVERY: the steps whose losses are compared, one in EVERY, so that the
 // recomputing way (W rows a step) runs in seconds
-enum { W = 64, N_TEXT = 1024, NUM_WAYS = 6, EVERY = 4 };
+enum { W = 64, N_TEXT = 1024, NUM_WAYS = 8, EVERY = 4 };
 
 typedef struct {
     const char *en, *zh;
     LlamaPast way;
     int sinks;
     int in_cache;   // 1: StreamingLLM's positions within the cache (kvwindow_positions_in_cache)
+    int trained;    // 1: on the model trained with the window (SHIPPED_WINDOW), not the lesson's
 } Way;
 
 static const Way WAYS[NUM_WAYS] = {
-    {"reset (the chapter's)", "重置（numpy 章节的做法）", LLAMA_PAST_RESET, 0, 0},
-    {"recompute the last W", "每步重算最近 W 个", LLAMA_PAST_RECOMPUTE, 0, 0},
-    {"window only", "只有窗口", LLAMA_PAST_CACHE, 0, 0},
-    {"1 sink + window", "1 个 sink + 窗口", LLAMA_PAST_CACHE, 1, 0},
-    {"4 sinks + window", "4 个 sink + 窗口", LLAMA_PAST_CACHE, 4, 0},
-    {"4 sinks, in-cache positions", "4 个 sink，缓存内位置", LLAMA_PAST_CACHE, 4, 1},
+    {"reset (the chapter's)", "重置（numpy 章节的做法）", LLAMA_PAST_RESET, 0, 0, 0},
+    {"recompute the last W", "每步重算最近 W 个", LLAMA_PAST_RECOMPUTE, 0, 0, 0},
+    {"window only", "只有窗口", LLAMA_PAST_CACHE, 0, 0, 0},
+    {"1 sink + window", "1 个 sink + 窗口", LLAMA_PAST_CACHE, 1, 0, 0},
+    {"4 sinks + window", "4 个 sink + 窗口", LLAMA_PAST_CACHE, 4, 0, 0},
+    {"4 sinks, in-cache positions", "4 个 sink，缓存内位置", LLAMA_PAST_CACHE, 4, 1, 0},
+    {"1 sink (bos), in-cache pos.", "1 个 sink（bos），缓存内位置", LLAMA_PAST_CACHE, 1, 1, 0},
+    {"trained with the window", "训练时就带窗口", LLAMA_PAST_CACHE, 0, 0, 1},
 };
 
 typedef struct {
@@ -186,15 +197,22 @@ static void receptive_field(Trace *tr, int L, int W_, int T, int p) {
     trace_count(tr, "receptive_field", all, NULL, NULL);
 }
 
-// The share of attention weight on position 0 over the first T positions,
-// per layer and head, and what a uniform softmax would give. Returns the
-// largest share, or -1 when memory ran out.
-static double the_sink(Trace *tr, LlamaState *s, const LlamaModel *m, const int *tokens) {
+// The mean of 1 / (p + 1) over the queries at positions 0 .. Q-1: the weight
+// a uniform softmax would put on position 0.
+static double uniform_share(int Q) {
+    double uniform = 0;
+    for (int p = 0; p < Q; p++) uniform += 1.0 / (p + 1);
+    return uniform / Q;
+}
+
+// The share of attention weight on position 0 over the queries at positions
+// 0 .. Q-1 (Q rows of cache: the context, or a windowed model's band), per
+// layer and head, and what a uniform softmax would give; trace values named
+// prefix + "sink_share_...". Returns the largest share, or -1 when memory ran out.
+static double the_sink(Trace *tr, LlamaState *s, const LlamaModel *m, const int *tokens, int Q, const char *prefix) {
     const LlamaConfig *c = &m->cfg;
-    int T = c->max_seq_len;
-    trace_heading(tr, "3. Is there an attention sink?", "3. 有没有 attention sink？");
     KvWindow kv;
-    KvShape shape = {.L = c->n_layers, .B = 1, .T = T, .H = c->n_heads, .G = c->n_kv_heads, .D = c->head_dim};
+    KvShape shape = {.L = c->n_layers, .B = 1, .T = Q, .H = c->n_heads, .G = c->n_kv_heads, .D = c->head_dim};
     if (kvwindow_init(&kv, shape, 0) != 0) return -1;
     s->kv = &kv.base;
     float *logits = malloc(sizeof(float) * (size_t)c->vocab_size);
@@ -203,16 +221,15 @@ static double the_sink(Trace *tr, LlamaState *s, const LlamaModel *m, const int 
         s->kv = NULL;
         return -1;
     }
-    for (int p = 0; p < T; p++) llama_forward(logits, s, m, tokens + p, p, 1, 1, 1);
-    double uniform = 0;
-    for (int p = 0; p < T; p++) uniform += 1.0 / (p + 1);
-    uniform /= T;
+    for (int p = 0; p < Q; p++) llama_forward(logits, s, m, tokens + p, p, 1, 1, 1);
+    double uniform = uniform_share(Q);
     trace_sayf(tr,
                "Mean weight on position 0 (bos) over the queries at positions 0 .. %d, per layer and head; "
                "a uniform softmax would give %.3f:",
-               "位置 0 .. %d 的 query 放在位置 0（bos）上的平均权重，按层和头列出；均匀的 softmax 为 %.3f：", T - 1,
+               "位置 0 .. %d 的 query 放在位置 0（bos）上的平均权重，按层和头列出；均匀的 softmax 为 %.3f：", Q - 1,
                uniform);
     double most = 0;
+    char name[64];
     for (int l = 0; l < c->n_layers; l++) {
         char line[512];
         int at = 0;
@@ -220,20 +237,48 @@ static double the_sink(Trace *tr, LlamaState *s, const LlamaModel *m, const int 
             double share = kv.sink_weight[(size_t)l * c->n_heads + h] / kv.queries[l];
             if (share > most) most = share;
             at += snprintf(line + at, sizeof line - (size_t)at, " %.3f", share);
-            char name[48];
-            snprintf(name, sizeof name, "sink_share_l%d_h%d", l, h);
+            snprintf(name, sizeof name, "%ssink_share_l%d_h%d", prefix, l, h);
             trace_value(tr, name, share, "", NULL, NULL);
         }
         trace_sayf(tr, "  layer %d:%s", "  第 %d 层：%s", l, line);
     }
     trace_sayf(tr, "The largest share is %.3f, %.1f times the uniform %.3f.\n",
                "最大的份额是 %.3f，为均匀值的 %.1f 倍（均匀值 %.3f）。\n", most, most / uniform, uniform);
-    trace_value(tr, "sink_share_max", most, "", NULL, NULL);
-    trace_value(tr, "sink_share_uniform", uniform, "", NULL, NULL);
+    snprintf(name, sizeof name, "%ssink_share_max", prefix);
+    trace_value(tr, name, most, "", NULL, NULL);
+    snprintf(name, sizeof name, "%ssink_share_uniform", prefix);
+    trace_value(tr, name, uniform, "", NULL, NULL);
     free(logits);
     kvcache_free(&kv.base);
     s->kv = NULL;
     return most;
+}
+
+// Section 3: the sink of the lesson's model (over its context T) and of the
+// model trained with the window (over the queries whose band holds position
+// 0). Returns the largest share of each in *sink and *trained_sink; -1 when
+// memory ran out.
+static int the_sinks(Trace *tr, double *sink, double *trained_sink, LlamaState *s, const LlamaModel *m,
+                     LlamaState *ts, const LlamaModel *tm, const int *tokens) {
+    trace_heading(tr, "3. Is there an attention sink?", "3. 有没有 attention sink？");
+    *sink = the_sink(tr, s, m, tokens, m->cfg.max_seq_len, "");
+    if (*sink < 0) return -1;
+    trace_sayf(tr,
+               "The model trained with the window (%s, W = %d): a query past position %d no longer sees position "
+               "0, so its share is taken over the queries whose band holds it.",
+               "训练时就带窗口的模型（%s，W = %d）：位置 %d 之后的 query 已看不到位置 0，所以份额只对带状范围内含有它的 "
+               "query 计算。",
+               SHIPPED_WINDOW, tm->cfg.window, tm->cfg.window - 1);
+    *trained_sink = the_sink(tr, ts, tm, tokens, tm->cfg.window, "window_");
+    if (*trained_sink < 0) return -1;
+    double x = *trained_sink / uniform_share(tm->cfg.window);
+    trace_sayf(tr, "Trained with the window, its largest weight on position 0 is %.1f times a uniform softmax's: %s\n",
+               "训练时就带窗口的模型，位置 0 上最大的权重是均匀 softmax 的 %.1f 倍：%s\n", x,
+               x > 3 ? trace_text(tr, "some head parks its attention there, while position 0 is in its band.",
+                                  "在位置 0 还在带状范围内时，确实有头把注意力停在那里。")
+                     : trace_text(tr, "no head parks its attention there; this model has no sink either.",
+                                  "没有头把注意力停在那里；这个模型也没有 sink。"));
+    return 0;
 }
 
 // The mean of n step times (a reset's refeeding steps included) and their
@@ -279,7 +324,10 @@ static int run_way(WayResult *r, const Way *w, LlamaState *s, const LlamaModel *
     return 0;
 }
 
-static int five_ways(Trace *tr, WayResult *res, LlamaState *s, const LlamaModel *m, const int *tokens, int n) {
+// The ways on the lesson's model (s, m) and, for the last, on the model
+// trained with the window (ts, tm; the same vocabulary, so the same tokens).
+static int five_ways(Trace *tr, WayResult *res, LlamaState *s, const LlamaModel *m, LlamaState *ts,
+                     const LlamaModel *tm, const int *tokens, int n) {
     trace_heading(tr, "4. Ways past the window", "4. 越过窗口的几种做法");
     trace_sayf(tr,
                "%d characters of the validation text after bos (%d contexts of %d), each way holding W = %d "
@@ -293,7 +341,9 @@ static int five_ways(Trace *tr, WayResult *res, LlamaState *s, const LlamaModel 
     double *losses = malloc(sizeof(double) * (size_t)n), *seconds = malloc(sizeof(double) * (size_t)n);
     float *logits = malloc(sizeof(float) * (size_t)m->cfg.vocab_size);
     int rc = !losses || !seconds || !logits ? -1 : 0;
-    for (int i = 0; i < NUM_WAYS && rc == 0; i++) rc = run_way(&res[i], &WAYS[i], s, m, tokens, n, losses, seconds, logits);
+    for (int i = 0; i < NUM_WAYS && rc == 0; i++)
+        rc = run_way(&res[i], &WAYS[i], WAYS[i].trained ? ts : s, WAYS[i].trained ? tm : m, tokens, n, losses,
+                     seconds, logits);
     free(losses), free(seconds), free(logits);
     if (rc) return rc;
     static const TraceColumn cols[] = {
@@ -353,7 +403,7 @@ static void what_it_says(Trace *tr, const WayResult *r, double uniform_x, int T)
     else
         trace_sayf(tr, "4 sinks + window and the window alone differ by %.3f nats past T: the same within 0.05.",
                    "4 个 sink + 窗口与只用窗口在 T 之后相差 %.3f nat：在 0.05 之内，相同。", past);
-    const WayResult *in_cache = &r[5];
+    const WayResult *in_cache = &r[5], *bos = &r[6], *trained = &r[7];
     double fixed = in_cache->loss_past - window->loss_past;
     trace_sayf(tr, "With StreamingLLM's positions within the cache, 4 sinks give %.3f nats past T (%.3f at their "
                    "own positions, %.3f for the window alone): %s",
@@ -364,11 +414,64 @@ static void what_it_says(Trace *tr, const WayResult *r, double uniform_x, int T)
                : fixed < -0.05 ? trace_text(tr, "now the sinks help.", "这时 sink 有帮助了。")
                                : trace_text(tr, "the harm is gone, and so is any gain: this model has no sink to keep.",
                                             "害处没有了，好处也没有：这个模型本来就没有要保留的 sink。"));
+    double kept = bos->loss_past - window->loss_past;
+    trace_sayf(tr, "Every training window starts with bos, a learnable token at position 0 of every sequence: "
+                   "StreamingLLM's remedy (its sink token, section 3.3) is in the recipe already. Kept alone, with "
+                   "positions within the cache, it gives %.3f nats past T (%.3f for the window alone): %s",
+               "每个训练窗口都以 bos 开头，即每个序列位置 0 上一个可学习的 token：StreamingLLM 的补救办法"
+               "（它的 sink token，第 3.3 节）本来就在配方里。只保留它、用缓存内位置，T 之后为 %.3f nat（只用窗口为 "
+               "%.3f）：%s",
+               bos->loss_past, window->loss_past,
+               kept < -0.05 ? trace_text(tr, "keeping it helps.", "保留它有帮助。")
+               : kept > 0.05 ? trace_text(tr, "keeping it costs more than it gives.", "保留它反而更差。")
+                             : trace_text(tr, "the same within 0.05; trained in, it still did not become a sink "
+                                              "at this scale.",
+                                          "在 0.05 之内相同；即使训练进去，在这个规模上它也没有成为 sink。"));
+    trace_sayf(tr, "The model trained with the band mask of W (%s), on its rolling cache of W rows, gives %.3f "
+                   "nats past T against the window's %.3f on the model trained without: %s",
+               "训练时就用 W 的带状掩码的模型（%s）用它 W 行的滚动缓存，T 之后为 %.3f nat，没带窗口训练的模型只用窗口为 "
+               "%.3f：%s",
+               SHIPPED_WINDOW, trained->loss_past, window->loss_past,
+               trained->loss_past < window->loss_past - 0.05
+                   ? trace_text(tr, "trained for the window, it does better with the same W rows.",
+                                "为窗口而训练，同样的 W 行做得更好。")
+               : trained->loss_past > window->loss_past + 0.05
+                   ? trace_text(tr, "it does worse with the same W rows.", "同样的 W 行，它更差。")
+                   : trace_text(tr, "the same within 0.05; its rolling cache is exact by construction (the "
+                                    "logits of recomputation under the band, bit for bit), where the other's is "
+                                    "an approximation that happens to hold here.",
+                                "在 0.05 之内相同；它的滚动缓存在构造上就是精确的（与在带状掩码下重算的 logits "
+                                "逐位相同），而另一个只是碰巧在这里成立的近似。"));
     trace_sayf(tr, "The chapter's reset gives %.3f nats past T: after each restart the model sees only W / 2 "
                    "characters, and it costs %.1f times the window's time per token.\n",
                "numpy 章节的重置在 T 之后为 %.3f nat：每次重新开始后模型只看得到 W / 2 个字符，"
                "每个 token 的时间是窗口的 %.1f 倍。\n",
                reset->loss_past, reset->per_token / window->per_token);
+}
+
+// The model trained with the window (SHIPPED_WINDOW) into tm, and its state:
+// window W and m's vocabulary, so that the lesson's tokens are its too.
+// Returns 0, or 1 after one line on stderr (tm and ts then need no free).
+static int load_trained(LlamaModel *tm, LlamaState *ts, const LlamaModel *m, const char *mpath) {
+    char buf[4096], err[512];
+    const char *path = paths_shipped(SHIPPED_WINDOW, buf, sizeof buf);
+    if (llama_load(tm, path, err, sizeof err) != 0) {
+        fileio_error("%s", "%s", err);
+        return 1;
+    }
+    int V = m->cfg.vocab_size;
+    if (tm->cfg.window != W || tm->cfg.vocab_size != V || memcmp(tm->vocab, m->vocab, sizeof(uint32_t) * V) != 0) {
+        fileio_error("%s: expected a model trained with --window %d on the vocabulary of %s",
+                     "%s：应为用 --window %d、以 %s 的词表训练的模型", path, W, mpath);
+        llama_free(tm);
+        return 1;
+    }
+    if (llama_state_init(ts, tm, 1, err, sizeof err) != 0) {
+        fileio_error("%s", "%s", err);
+        llama_free(tm);
+        return 1;
+    }
+    return 0;
 }
 
 int lesson14_run(const Options *opt, Trace *tr) {
@@ -400,12 +503,20 @@ int lesson14_run(const Options *opt, Trace *tr) {
         return 1;
     }
     n = N_TEXT + 1;
-    LlamaState s;
+    LlamaState s, ts;
+    LlamaModel tm;
     int rc = 1;
+    if (load_trained(&tm, &ts, &m, path) != 0) {
+        free(tokens);
+        llama_free(&m);
+        return 1;
+    }
     if (llama_state_init(&s, &m, 1, err, sizeof err) != 0) {
         fileio_error("%s", "%s", err);
         free(tokens);
         llama_free(&m);
+        llama_state_free(&ts);
+        llama_free(&tm);
         return 1;
     }
     lessons_heading(tr);
@@ -417,20 +528,20 @@ int lesson14_run(const Options *opt, Trace *tr) {
     the_kinds(tr);
     receptive_field(tr, m.cfg.n_layers, m.cfg.window ? m.cfg.window : W, m.cfg.max_seq_len, N_TEXT - 1);
     trace_pause(tr);
-    double sink = the_sink(tr, &s, &m, tokens);
+    double sink, trained_sink;
+    int ok = the_sinks(tr, &sink, &trained_sink, &s, &m, &ts, &tm, tokens) == 0;
     trace_pause(tr);
     WayResult res[NUM_WAYS];
-    if (sink >= 0 && five_ways(tr, res, &s, &m, tokens, n) == 0) {
-        double uniform = 0;
-        for (int p = 0; p < m.cfg.max_seq_len; p++) uniform += 1.0 / (p + 1);
-        uniform /= m.cfg.max_seq_len;
+    if (ok && five_ways(tr, res, &s, &m, &ts, &tm, tokens, n) == 0) {
         trace_pause(tr);
-        what_it_says(tr, res, sink / uniform, m.cfg.max_seq_len);
+        what_it_says(tr, res, sink / uniform_share(m.cfg.max_seq_len), m.cfg.max_seq_len);
         rc = 0;
     } else {
         fileio_error("out of memory", "内存不足");
     }
     llama_state_free(&s);
+    llama_state_free(&ts);
+    llama_free(&tm);
     free(tokens);
     llama_free(&m);
     ops_set_threads(1);

@@ -75,6 +75,7 @@ static void test_installs_every_file(void **state) {
     expect_file("/usr/share/kvdemo/data/tinyshakespeare-llama-gqa2.bin");
     expect_file("/usr/share/kvdemo/data/tinyshakespeare-llama-mqa.bin");
     expect_file("/usr/share/kvdemo/data/tinyshakespeare-llama-draft.bin");
+    expect_file("/usr/share/kvdemo/data/tinyshakespeare-llama-window64.bin");
     expect_file("/usr/share/man/man1/kvdemo.1");
     expect_file("/usr/share/bash-completion/completions/kvdemo");
     expect_file("/usr/share/kvdemo/docs/lesson-2.md");

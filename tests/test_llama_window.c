@@ -9,6 +9,10 @@
 //                                              to recomputing the whole text from position
 //                                              0 under the band mask (the same weights
 //                                              with a context as long as the text)
+//   test_shipped_window_model_rolls_exactly    data/tinyshakespeare-llama-window64.bin: its
+//                                              rolling cache of 64 rows over 640 characters
+//                                              of the validation text (10 turns), bit for
+//                                              bit the band recomputation from position 0
 //   test_receptive_field_grows_by_w_per_layer  L layers of window W: the logits at p
 //                                              change with the token p - L (W - 1), not
 //                                              with the one before it
@@ -130,6 +134,60 @@ static void test_receptive_field_grows_by_w_per_layer(void **state) {
     free(base), free(got);
     llama_state_free(&s);
     llama_free(&m);
+}
+
+// The shipped model trained with --window 64 (lesson 14's last way): its
+// rolling cache of 64 rows, fed the validation text one character at a time
+// for 5 contexts (10 turns of the cache), gives at each checked position the
+// logits of recomputing the whole text from position 0 under the band mask
+// (the same weights with a context as long as the text), bit for bit.
+static void test_shipped_window_model_rolls_exactly(void **state) {
+    (void)state;
+    enum { N = 5 * 128, WIN = 64 };
+    LlamaModel m, big;
+    char err[256];
+    if (llama_load(&m, "data/tinyshakespeare-llama-window64.bin", err, sizeof err) != 0) fail_msg("%s", err);
+    if (m.cfg.window != WIN) fail_msg("window of the shipped model: expected %d, got %d", WIN, m.cfg.window);
+    LlamaConfig c = m.cfg;
+    c.max_seq_len = N;   // the context is not a weight
+    if (llama_new(&big, &c, err, sizeof err) != 0) fail_msg("%s", err);
+    assert_int_equal((int)big.num_params, (int)m.num_params);
+    memcpy(big.params, m.params, sizeof(float) * m.num_params);
+    memcpy(big.vocab, m.vocab, sizeof(uint32_t) * (size_t)c.vocab_size);
+    FILE *f = fopen("data/tinyshakespeare-val-2049.txt", "rb");
+    assert_non_null(f);
+    static char text[N + 1];
+    size_t got = fread(text, 1, N - 1, f);
+    fclose(f);
+    text[got] = '\0';
+    int tokens[N + 2];
+    int n = llama_encode(tokens, &m, text, 1, 0, N + 2, err, sizeof err);
+    if (n < N) fail_msg("validation text: expected %d tokens, got %d: %s", N, n, err);
+    LlamaState s, full;
+    llama_state_for_test(&s, &m, 1);
+    llama_state_for_test(&full, &big, 1);
+    KvWindow roll;
+    KvShape shape = {.L = c.n_layers, .B = 1, .T = WIN, .H = c.n_heads, .G = c.n_kv_heads, .D = c.head_dim};
+    assert_int_equal(kvwindow_init(&roll, shape, 0), 0);
+    s.kv = &roll.base;
+    int V = c.vocab_size;
+    float *mine = malloc(sizeof(float) * V), *want = malloc(sizeof(float) * V);
+    assert_true(mine && want);
+    for (int p = 0; p < N; p++) {
+        llama_forward(mine, &s, &m, tokens + p, p, 1, 1, 1);
+        if (p != 63 && p != 127 && p != 300 && p != N - 1) continue;
+        llama_forward(want, &full, &big, tokens, 0, 1, p + 1, N);
+        char what[96];
+        snprintf(what, sizeof what, "shipped window model, logits at position %d (rolling cache of %d)", p, WIN);
+        assert_bits(mine, want, V, what);
+    }
+    assert_true(kvcache_bytes(&roll.base) * 2 == (size_t)llama_cache_bytes_per_token(&c) * 128);
+    free(mine), free(want);
+    kvcache_free(&roll.base);
+    llama_state_free(&s);
+    llama_state_free(&full);
+    llama_free(&m);
+    llama_free(&big);
 }
 
 // max |a - b| over n, and the index where it is.
@@ -348,6 +406,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rolling_cache_equals_band_recompute),
         cmocka_unit_test(test_receptive_field_grows_by_w_per_layer),
+        cmocka_unit_test(test_shipped_window_model_rolls_exactly),
         cmocka_unit_test(test_band_mask_in_training),
         cmocka_unit_test(test_window_in_model_file),
         cmocka_unit_test(test_generate_past_the_context),
