@@ -18,7 +18,7 @@ KERNEL_TESTS = test_attention test_claims test_docs test_flash test_gpt test_gpt
                test_lessons test_llama test_llama2c test_llama_convert test_llama_shipped \
                test_llama_state test_llama_window test_llamacmd test_matmul test_ops test_race \
                test_sampler test_spec test_tables test_tensor test_train test_train_llama \
-               test_train_llama_run test_traincmd test_then test_llama_spec
+               test_train_llama_run test_traincmd test_then test_llama_spec test_specbench
 # ONCE_TESTS: what they check cannot depend on the kernels (options and help,
 # error lines and languages, files and faults, parsers, the page's structure
 # and colours, the build): the fast and sanitizer passes.

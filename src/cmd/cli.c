@@ -25,6 +25,7 @@
 #include "cli.h"
 
 #include "bench.h"
+#include "specbench.h"
 #include "fileio.h"
 #include "gptcmd.h"
 #include "llama2ccmd.h"
@@ -268,6 +269,12 @@ static const OptionSpec OPTIONS[] = {
      "a draft model: speculative decoding (lesson 13)", "小的草稿模型：投机解码（第 13 课）"},
     {OPT_GAMMA, "--gamma", ARG_INT, "K", AT(opt.gamma), 1, LESSON | GENERATE, 1, 16,
      "tokens the draft proposes a round (default 4)", "草稿模型每轮提议的 token 数（默认 4）"},
+    {OPT_DRAFT, "--draft", ARG_STRING, "FILE", AT(opt.draft_path), 1, RACE | BENCH, 0, 0,
+     "a draft of the target's kind: speculative against plain cached decoding, greedy",
+     "与目标模型同类的草稿模型：投机解码对比普通缓存解码，贪心"},
+    {OPT_GAMMA, "--gamma", ARG_INT, "K", AT(opt.gamma), 1, RACE | BENCH, 1, 16,
+     "tokens drafted a round (race: default 4; bench: each K of 1 .. 8)",
+     "每轮起草的 token 数（race 默认 4；bench 默认 1 到 8 逐个测）"},
     // kvdemo memory.
     {OPT_TOKENS, "--tokens", ARG_I64, "N", AT(opt.tokens), 1, MEMORY, 1, 1e15,
      "tokens per sequence (prompt + generated)", "每个序列的 token 数（提示词加生成的）"},
@@ -1036,8 +1043,12 @@ static int cmd_generate(Cli *c) {
     if (c->opt.tokenizer_path) return trace_finish(&c->tr, llama2ccmd_generate(&c->opt, &c->tr));   // llama2.c's model
     return trace_finish(&c->tr, gptcmd_generate(&c->opt, &c->tr));
 }
-static int cmd_race(Cli *c) { return gptcmd_race(&c->opt, &c->tr); }
+static int cmd_race(Cli *c) {
+    if (c->opt.draft_path || c->opt.given[OPT_GAMMA]) return specbench_race(&c->opt, &c->tr);   // speculative
+    return gptcmd_race(&c->opt, &c->tr);
+}
 static int cmd_bench(Cli *c) {
+    if (c->opt.draft_path || c->opt.given[OPT_GAMMA]) return specbench_bench(&c->opt, &c->tr);   // speculative
     if (c->opt.tokenizer_path || llamacmd_is_llama_file(c->opt.model_path))   // llama2.c's or a KVLM file
         return llama2ccmd_bench(&c->opt, &c->tr);
     return bench_command(&c->opt, &c->tr);

@@ -131,6 +131,16 @@ int llamacmd_generate(const Options *opt, Trace *tr) {
                            : opt->attention ? "--attention"
                            : opt->top_k    ? "--top-k"
                            : NULL;
+    if (gpt_only && !strcmp(gpt_only, "--paged")) {
+        // lesson 6.1's paged kind computes in the char GPT's order of sums
+        // (G = H): the LLaMA-style model runs on its preallocated cache only
+        fileio_error("--paged is the char GPT's; %s is a LLaMA-style model, which has no paged cache kind "
+                     "(it runs on its preallocated cache_k / cache_v): leave out --paged",
+                     "--paged 属于字符级 GPT；%s 是 LLaMA 式模型，没有分页缓存（它用预分配的 cache_k / cache_v）："
+                     "去掉 --paged",
+                     opt->model_path);
+        return 2;
+    }
     if (gpt_only) {
         fileio_error("%s is the char GPT's; %s is a LLaMA-style model", "%s 属于字符级 GPT；%s 是 LLaMA 式模型",
                      gpt_only, opt->model_path);
