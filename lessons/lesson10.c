@@ -350,7 +350,8 @@ int lesson10_run(const Options *opt, Trace *tr) {
         arm[c] = (Arm){&rec[c], &text[c], &s, &m, prompt, n_prompt, steps, c, 0, opt, tr, NULL, NULL};
         if (times) arm[c].seconds = times + 2 * c * runs, arm[c].reset_seconds = times + (2 * c + 1) * runs;
     }
-    if (!times || !rec[0].logits || !rec[1].logits || gpt_state_init(&s, m.cfg) || ops_set_threads(opt->threads)) {
+    if (!times || !rec[0].logits || !rec[1].logits || gpt_state_init(&s, m.cfg) ||
+        ops_set_threads_for(opt->threads, gpt_row_work(m.cfg))) {
         fileio_error("out of memory", "内存不足");
         rc = 1;
         goto done;

@@ -430,7 +430,9 @@ int lesson11_run(const Options *opt, Trace *tr) {
     progress_line_init(&progress, tr->lang == LANG_ZH);
     ref.logits = malloc(sizeof(float) * (size_t)steps * (size_t)m.cfg.V);
     run.logits = malloc(sizeof(float) * (size_t)steps * (size_t)m.cfg.V);
-    if (!ref.logits || !run.logits || gpt_state_init(&s, m.cfg) || ops_set_threads(opt->threads)) goto oom;
+    if (!ref.logits || !run.logits || gpt_state_init(&s, m.cfg) ||
+        ops_set_threads_for(opt->threads, gpt_row_work(m.cfg)))
+        goto oom;
     GptConfig g = m.cfg;
     // The step at which the text first outgrows the context: len(tokens) = T + 1.
     int past_context = g.T - n_prompt + 2;

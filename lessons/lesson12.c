@@ -331,7 +331,7 @@ int lesson12_run(const Options *opt, Trace *tr) {
         r->tokens = malloc(sizeof(int) * (size_t)(x.n_prompt + x.steps));
         if (!r->logits || !r->tokens) goto oom;
     }
-    if (gpt_state_init(&x.s, g) || ops_set_threads(opt->threads)) goto oom;
+    if (gpt_state_init(&x.s, g) || ops_set_threads_for(opt->threads, gpt_row_work(g))) goto oom;
     progress_line_init(&x.progress, tr->lang == LANG_ZH);
 
     lessons_heading(tr);

@@ -522,7 +522,7 @@ int lesson4_run(const Options *opt, Trace *tr) {
     x.nc_logits = malloc(sizeof(float) * MAX_POS * (size_t)g.V);
     x.c_logits = malloc(sizeof(float) * MAX_POS * (size_t)g.V);
     if (!x.rec.n || !x.rec.offset || !x.rec.logits || !x.samples || !x.nc_logits || !x.c_logits ||
-        gpt_state_init(&x.s, g) || ops_set_threads(opt->threads)) {
+        gpt_state_init(&x.s, g) || ops_set_threads_for(opt->threads, gpt_row_work(g))) {
         fileio_error("out of memory", "内存不足");
         rc = 1;
         goto done;

@@ -970,7 +970,7 @@ int lesson61_run(const Options *opt, Trace *tr) {
     int n_prompt = 0;
     int rc = scene_init(&sc, &n_prompt, opt, N, steps);
     if (rc) return rc;
-    if (ops_set_threads(opt->threads) != 0) {   // --threads, 0: every core, as every lesson
+    if (ops_set_threads_for(opt->threads, gpt_row_work(sc.m.cfg)) != 0) {   // --threads, 0: the fastest for the shape
         scene_free(&sc);
         fileio_error("could not start %d threads", "无法启动 %d 个线程", ops_threads_asked(opt->threads));
         return 1;

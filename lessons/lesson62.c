@@ -858,7 +858,9 @@ int lesson62_run(const Options *opt, Trace *tr) {
         llama_free(&d.file);
         return rc;
     }
-    if (ops_set_threads(opt->threads) != 0) {   // --threads, 0: every core, as every lesson
+    LlamaConfig shape = d.file.params ? d.file.cfg : llama_config_default();
+    if (!d.file.params) shape.dim = size->dim, shape.hidden_dim = size->hidden_dim;
+    if (ops_set_threads_for(opt->threads, llama_row_work(&shape)) != 0) {   // --threads, 0: the fastest for the shape
         fileio_error("could not start %d threads", "无法启动 %d 个线程", ops_threads_asked(opt->threads));
         llama_free(&d.file);
         return 1;

@@ -855,7 +855,7 @@ static int gpt_step(Trace *tr, const Options *opt, int *said) {
     float *lp = malloc(sizeof(float) * (size_t)g.V), *lf = malloc(sizeof(float) * (size_t)g.V);
     double *samples = malloc(sizeof(double) * 2 * (size_t)repeat);   // plain, then flash
     GptState s = {0};
-    if (!tokens || !lp || !lf || !samples || gpt_state_init(&s, g) || ops_set_threads(opt->threads)) {
+    if (!tokens || !lp || !lf || !samples || gpt_state_init(&s, g) || ops_set_threads_for(opt->threads, gpt_row_work(g))) {
         fileio_error("out of memory", "内存不足");
         rc = 1;
         goto done;

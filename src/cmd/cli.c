@@ -197,7 +197,8 @@ static const OptionSpec OPTIONS[] = {
     {OPT_TOP_P, "--top-p", ARG_DOUBLE, "P", AT(opt.top_p), 1, LESSON, 0, 1,
      "nucleus sampling as LLaMA's sample_top_p", "核采样，同 LLaMA 的 sample_top_p"},
     {OPT_THREADS, "--threads", ARG_INT, "N", AT(opt.threads), 1, LESSON | GENERATE | BENCH | TRAIN | EVAL, 0, 1024,
-     "threads for the arithmetic (default 0: every core)", "计算用的线程数（默认 0：所有核心）"},
+     "threads for the arithmetic (default 0: by shape)",
+     "计算用的线程数（默认 0：按模型形状取最快的）"},
     {OPT_CSV, "--csv", ARG_STRING, "FILE", AT(opt.csv_path), 1, BENCH, 0, 0,
      "also write the table as CSV", "同时把表格写成 CSV"},
     {OPT_SVG, "--svg", ARG_STRING, "FILE", AT(opt.svg_path), 1, BENCH, 0, 0,
@@ -984,7 +985,7 @@ static int lesson_run_fitted(Cli *c, const Lesson *l) {
         c->tr.screen = &screen;
     }
     int rc = trace_begin(&c->tr) ? 1 : trace_finish(&c->tr, l->run(&c->opt, &c->tr));
-    // A lesson that runs a model starts --threads (0: every core) itself;
+    // A lesson that runs a model starts --threads (0: the fastest for its shape) itself;
     // whatever it did, what runs next finds one thread.
     ops_set_threads(1);
     if (fitted) {

@@ -36,9 +36,9 @@
 
 enum { DEFAULT_STEPS = 256 };
 
-// Threads for the arithmetic: --threads N, or every core.
-static int start_threads(const Options *opt) {
-    if (ops_set_threads(opt->threads) != 0) {
+// Threads for the arithmetic: --threads N, or the fastest for the shape.
+static int start_threads(const Options *opt, GptConfig g) {
+    if (ops_set_threads_for(opt->threads, gpt_row_work(g)) != 0) {
         fileio_error("could not start %d threads", "无法启动 %d 个线程", ops_threads_asked(opt->threads));
         return 1;
     }
@@ -276,7 +276,7 @@ int gptcmd_generate(const Options *opt, Trace *tr) {
         fileio_error("out of memory", "内存不足");
         rc = 1;
     }
-    if (!rc) rc = start_threads(opt);
+    if (!rc) rc = start_threads(opt, m.cfg);
     if (!rc) rc = gptsetup_attention(opt, &s);
     // The weights in panel order (the same numbers; unpacked if no memory)
     // serve a run without the cache, whose every step is a pass of many

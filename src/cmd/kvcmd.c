@@ -95,7 +95,7 @@ int kvcmd_eval(const Options *opt) {
         fileio_error("%s is too short: its last 10%% needs more than %d characters",
                      "%s 太短：它最后 10%% 的文本要多于 %d 个字符", data, g.T);
         rc = 1;
-    } else if (ops_set_threads(opt->threads) != 0) {
+    } else if (ops_set_threads_for(opt->threads, gpt_row_work(g)) != 0) {
         fileio_error("could not start %d threads", "无法启动 %d 个线程", ops_threads_asked(opt->threads));
         rc = 1;
     } else if (kvvariant_eval_each(&loss, &m, &v, text.tokens, n_train, text.n, 0, on_window, &progress) != 0) {

@@ -67,7 +67,7 @@ static int run_new(Run *r, const Options *opt) {
     }
     r->temperature = opt->temperature >= 0 ? (float)opt->temperature : 1.0f;
     r->rng = opt->seed;
-    if (ops_set_threads(opt->threads) != 0) {
+    if (ops_set_threads_for(opt->threads, llama_row_work(&r->m.cfg)) != 0) {
         fileio_error("could not start %d threads", "无法启动 %d 个线程", ops_threads_asked(opt->threads));
         return 1;
     }

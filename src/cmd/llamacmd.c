@@ -152,7 +152,7 @@ int llamacmd_generate(const Options *opt, Trace *tr) {
         fileio_error("%s", "%s", err);
         return 1;
     }
-    if (ops_set_threads(opt->threads) != 0) {
+    if (ops_set_threads_for(opt->threads, llama_row_work(&m.cfg)) != 0) {
         fileio_error("could not start %d threads", "无法启动 %d 个线程", ops_threads_asked(opt->threads));
         llama_free(&m);
         return 1;

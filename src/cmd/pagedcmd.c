@@ -191,7 +191,7 @@ int pagedcmd_generate(const Options *opt, Trace *tr) {
             sampler_init(&samplers[i], m.cfg.V, temperature, opt->top_k, (uint32_t)(opt->seed + (uint64_t)i)))
             goto oom;
     }
-    if (ops_set_threads(opt->threads) != 0) {
+    if (ops_set_threads_for(opt->threads, gpt_row_work(m.cfg)) != 0) {
         fileio_error("could not start %d threads", "无法启动 %d 个线程", ops_threads_asked(opt->threads));
         rc = 1;
         goto done;

@@ -136,6 +136,10 @@ int ops_set_threads(int n) {
     return ops_pool ? 0 : -1;
 }
 
+int ops_set_threads_for(int n, int64_t work) {
+    return ops_set_threads(n > 0 ? n : pool_threads_for(work, pool_cores()));
+}
+
 int ops_threads_asked(int n) { return n > 0 ? n : pool_cores(); }
 
 int ops_threads(void) {

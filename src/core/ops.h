@@ -169,6 +169,11 @@ void ops_exp(float *out, const float *x, int n);
 // the calling thread. Returns 0, or -1 when threads could not be started (then
 // everything runs on the calling thread). Not to be called during a matmul.
 int ops_set_threads(int n);
+// --threads n for a model whose largest one-token matrix product does work
+// multiply-adds (gpt_row_work, llama_row_work): n > 0 as ops_set_threads(n);
+// n <= 0 the fastest count for that shape, pool_threads_for(work, cores).
+// Returns as ops_set_threads.
+int ops_set_threads_for(int n, int64_t work);
 // How many threads ops_set_threads(n) starts: n, or for n <= 0 one a core
 // (the number its failure message gives).
 int ops_threads_asked(int n);

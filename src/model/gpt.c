@@ -797,6 +797,11 @@ int gpt_generate_more(int *tokens, GptState *s, const GptModel *m, Sampler *samp
 // ----------------------------------------------------------------------------
 // Costs
 
+int64_t gpt_row_work(GptConfig cfg) {
+    int64_t fc1 = (int64_t)cfg.C * 4 * cfg.C, head = (int64_t)cfg.C * cfg.V;
+    return fc1 > head ? fc1 : head;
+}
+
 GptCost gpt_cost(GptConfig cfg, int n, int offset) {
     double C = cfg.C, F = 4.0 * cfg.C, V = cfg.V, L = cfg.L;
     GptCost cost = {0};

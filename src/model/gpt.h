@@ -276,4 +276,9 @@ typedef struct {
 } GptCost;
 GptCost gpt_cost(GptConfig cfg, int n, int offset);
 
+// The multiply-adds of the largest matrix product of one token (one row):
+// max(C x 4C of fc1, C x V of the head). --threads 0 picks the thread count
+// from it (ops_set_threads_for, pool_threads_for).
+int64_t gpt_row_work(GptConfig cfg);
+
 #endif

@@ -134,6 +134,12 @@ static LlamaSizes llama_sizes(const LlamaConfig *c) {
     };
 }
 
+int64_t llama_row_work(const LlamaConfig *c) {
+    int64_t wq = (int64_t)c->dim * c->dim, w1 = (int64_t)c->dim * c->hidden_dim, out = (int64_t)c->dim * c->vocab_size;
+    int64_t most = wq > w1 ? wq : w1;
+    return most > out ? most : out;
+}
+
 size_t llama_num_params(const LlamaConfig *c) {
     LlamaSizes s = llama_sizes(c);
     size_t layer = s.attention_norm + s.wq + s.wk + s.wv + s.wo + s.ffn_norm + s.w1 + s.w2 + s.w3;

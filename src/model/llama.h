@@ -153,6 +153,10 @@ typedef struct {
 
 // Number of floats of all weights of a model of this shape.
 size_t llama_num_params(const LlamaConfig *cfg);
+// The multiply-adds of the largest matrix product of one token (one row):
+// max(C x C of wq, C x F of w1, C x V of the output). --threads 0 picks the
+// thread count from it (ops_set_threads_for, pool_threads_for).
+int64_t llama_row_work(const LlamaConfig *cfg);
 // Allocates a model of this shape: zero weights, empty vocabulary and
 // freqs_cis. Returns 0, or -1 with a message.
 int llama_new(LlamaModel *m, const LlamaConfig *cfg, char *err, size_t errlen);

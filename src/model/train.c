@@ -172,7 +172,7 @@ const float *train_state_logits(const TrainState *s) { return s->logits; }
 int train_buffers_new(TrainBuffers *b, GptConfig g, int B, int threads) {
     *b = (TrainBuffers){0};
     size_t P = gpt_num_params(g), BT = (size_t)B * g.T;
-    b->pool = pool_new(threads);
+    b->pool = pool_new_for(threads, gpt_row_work(g));   // 0: the fastest for the shape
     b->s = b->pool ? train_state_new(g, B, b->pool) : NULL;
     b->memory = malloc(sizeof(float) * 4 * P);
     b->decay = malloc(P);

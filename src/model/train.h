@@ -42,7 +42,7 @@ typedef struct {
     float beta1, beta2, eps;  // AdamW moments
     float grad_clip;          // largest global gradient norm (0: no clipping)
     uint64_t seed;            // initial weights and batch draws
-    int threads;              // 0: one per core
+    int threads;              // 0: the fastest for the shape (pool_threads_for)
     int eval_every;           // validation loss every N steps (0: only at the end)
     int eval_batches;         // sequences of the validation split per estimate, in batches
     int ckpt_every;           // a checkpoint every N steps (0: only on stop)

@@ -34,7 +34,7 @@ int train_eval_progress(const GptModel *model, const char *data_path, int thread
         return -1;
     }
     int B = 8;
-    Pool *pool = pool_new(threads);
+    Pool *pool = pool_new_for(threads, gpt_row_work(g));
     TrainState *s = pool ? train_state_new(g, B, pool) : NULL;
     int32_t *io = malloc(sizeof(int32_t) * 2 * (size_t)B * g.T);
     if (!s || !io) {

@@ -172,7 +172,7 @@ static int llama_run_new(LlamaRun *u, const LlamaConfig *cfg, int B, int threads
         return -1;
     }
     size_t P = u->model.num_params;
-    u->pool = pool_new(threads);
+    u->pool = pool_new_for(threads, llama_row_work(cfg));
     u->s = u->pool ? llama_train_state_new(cfg, B, cfg->max_seq_len, u->pool) : NULL;
     u->mv = calloc(2 * P, sizeof(float));
     u->decay = malloc(P);
@@ -320,7 +320,7 @@ static int scorer_new(LlamaScorer *e, const LlamaModel *m, int threads, char *er
     enum { B = 8 };
     int T = m->cfg.max_seq_len;
     memset(e, 0, sizeof *e);
-    e->pool = pool_new(threads);
+    e->pool = pool_new_for(threads, llama_row_work(&m->cfg));
     e->s = e->pool ? llama_train_state_new(&m->cfg, B, T, e->pool) : NULL;
     e->io = malloc(sizeof(int32_t) * 2 * (size_t)B * T);
     if (!e->s || !e->io) {

@@ -191,6 +191,16 @@ void pool_free(Pool *pool) {
     free(pool);
 }
 
+int pool_threads_for(long long work, int cores) {
+    long long n = work / POOL_MIN_WORK;
+    if (n > cores) n = cores;
+    return n < 1 ? 1 : (int)n;
+}
+
+Pool *pool_new_for(int n, long long work) {
+    return pool_new(n > 0 ? n : pool_threads_for(work, pool_cores()));
+}
+
 int pool_threads(const Pool *pool) {
     return pool ? pool->n : 1;
 }

@@ -44,4 +44,19 @@ void pool_run_slices(Pool *pool, PoolFn fn, void *ctx, int count);
 // Number of online cores (at least 1).
 int pool_cores(void);
 
+// What --threads 0 means: the thread count for a model whose largest matrix
+// product of one token (one row: the cached step's fc1, C x 4C for the char
+// GPT) does work multiply-adds, on a machine of cores cores. A thread is
+// worth waking only for a share of at least POOL_MIN_WORK multiply-adds
+// (about 18 µs of one core here): below it the hand-off between threads
+// costs more than it saves, and one thread is the fastest. Returns
+// work / POOL_MIN_WORK, at least 1 and at most cores: 1 for tiny, the draft
+// and the LLaMA-style models, every core of two to four for the 42 MB char
+// GPT (C = 384: 589,824).
+enum { POOL_MIN_WORK = 131072 };
+int pool_threads_for(long long work, int cores);
+// pool_new(n) for n > 0; for n <= 0 (--threads 0) a pool of
+// pool_threads_for(work, pool_cores()) threads.
+Pool *pool_new_for(int n, long long work);
+
 #endif
