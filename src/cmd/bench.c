@@ -736,7 +736,7 @@ static int state_setup(GptState *s, KvVariantCaches *vc, const GptVariant *varia
         fileio_error("out of memory", "内存不足");
         return 1;
     }
-    if (ops_set_threads(opt->threads) != 0) {
+    if (ops_set_threads_for(opt->threads, gpt_row_work(cfg)) != 0) {
         fileio_error("could not start %d threads", "无法启动 %d 个线程", ops_threads_asked(opt->threads));
         return 1;
     }

@@ -154,7 +154,7 @@ int llamarace_run(const Options *opt, Trace *tr) {
         }
         if (!times[0].step_seconds || !times[0].cached || !times[1].step_seconds || !times[1].cached)
             snprintf(err, sizeof err, "%s", fileio_zh() ? "内存不足" : "out of memory");
-        else if (ops_set_threads(opt->threads) != 0)
+        else if (ops_set_threads_for(opt->threads, llama_row_work(&m.cfg)) != 0)
             snprintf(err, sizeof err, fileio_zh() ? "无法启动 %d 个线程" : "could not start %d threads",
                      ops_threads_asked(opt->threads));
         else if (run_both(g, times, &s, &m, prompt, opt, steps, err, sizeof err) == 0)

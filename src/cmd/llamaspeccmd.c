@@ -54,7 +54,7 @@ static int run(Trace *tr, const Options *opt, const LlamaModel *m, const LlamaMo
         if (llama_spec_init(&sp, tm, dm, gamma, temperature, 0.95f, &mt.base) == 0) rc = 0;
     }
     if (rc) fileio_error("out of memory", "内存不足");
-    if (!rc && ops_set_threads(opt->threads)) {
+    if (!rc && ops_set_threads_for(opt->threads, llama_row_work(&m->cfg))) {
         fileio_error("could not start %d threads", "无法启动 %d 个线程", ops_threads_asked(opt->threads));
         rc = 1;
     }

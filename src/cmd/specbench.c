@@ -181,7 +181,7 @@ int specbench_bench(const Options *opt, Trace *tr) {
     SpecArms p;
     rc = specarms_open(&p, opt, steps, ks[nk - 1]);
     if (rc) return rc;
-    if (ops_set_threads(opt->threads)) {
+    if (ops_set_threads_for(opt->threads, p.llama ? llama_row_work(&p.lt.cfg) : gpt_row_work(p.gt.cfg))) {
         fileio_error("could not start %d threads", "无法启动 %d 个线程", ops_threads_asked(opt->threads));
         rc = 1;
     }

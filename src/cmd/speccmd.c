@@ -156,7 +156,7 @@ static int run(Trace *tr, const Options *opt, const GptModel *m, const GptModel 
         fileio_error("out of memory", "内存不足");
         rc = 1;
     }
-    if (!rc && ops_set_threads(opt->threads)) {
+    if (!rc && ops_set_threads_for(opt->threads, gpt_row_work(m->cfg))) {
         fileio_error("could not start %d threads", "无法启动 %d 个线程", ops_threads_asked(opt->threads));
         rc = 1;
     }
