@@ -431,6 +431,30 @@ static void time_per_token(Shared *x, Trace *tr) {
     trace_pause(tr);
 }
 
+// What this run's two GFLOP/s rates support about the paragraph above: the
+// words follow the ratio's interval (x ± e), never a fixed sentence.
+static void bound_verdict(Trace *tr, int rows, MeasureRatio rates) {
+    switch (measure_verdict_ratio(rates)) {
+    case MEASURE_FASTER:
+        trace_sayf(tr, "This run shows it: the %d rows did more arithmetic a second than one cached row.",
+                   "这次运行印证了这一点：%d 行每秒完成的运算多于使用缓存的一行。", rows);
+        break;
+    case MEASURE_SAME:
+        trace_say(tr, "This run does not show it: the two rates are the same within noise (a busy machine blurs them;\n"
+                      "run it again, or with --repeat 11).",
+                  "这次运行没有显示出来：两个速率在噪声范围内相同（机器繁忙会掩盖差别；\n请再运行一次，或加 --repeat 11）。");
+        break;
+    case MEASURE_SLOWER:
+        trace_say(tr, "This run contradicts it: one cached row ran at the higher rate. Other programs took the processor\n"
+                      "during the many-row runs; run it again on a quieter machine.",
+                  "这次运行与此相反：使用缓存的一行速率更高。多行运行时其他程序占用了处理器；\n请在更空闲的机器上再运行一次。");
+        break;
+    default:
+        trace_say(tr, "One run of each: too few to say what this machine shows.",
+                  "每种只运行了一次：次数太少，无法判断这台机器的表现。");
+    }
+}
+
 // Prefill against decode: FLOPs per byte of weights read.
 static void prefill_against_decode(Shared *x, Trace *tr) {
     GptConfig g = x->g;
@@ -467,8 +491,7 @@ static void prefill_against_decode(Shared *x, Trace *tr) {
     MeasureRatio times = measure_ratio(stats_of(runs_of(x, 1, npos - 1), repeat), stats_of(runs_of(x, 0, npos - 1), repeat));
     double scale = flops_many / flops_one;
     MeasureRatio rates = measure_ratio_of(times.x * scale, times.e * scale, times.n);
-    trace_value(tr, "gflop_per_s_ratio", rates.x, "x", NULL, NULL);
-    trace_value(tr, "gflop_per_s_ratio_error", rates.e, "x", NULL, NULL);
+    trace_comparison_of(tr, "gflop_per_s_ratio", rates, measure_verdict_ratio(rates), NULL, NULL);
     char xe[32];
     trace_sayf(tr,
                "\nMeasured here: %d rows at once ran at %.2f GFLOP/s, one cached row at %.2f GFLOP/s, a ratio of\n"
@@ -479,18 +502,19 @@ static void prefill_against_decode(Shared *x, Trace *tr) {
     trace_sayf(tr,
                "\nA cached step (decode) reads %.2f MB of weights (every block's and the head's, and one row of each\n"
                "embedding: its W MB above) to do about 2 FLOPs per weight: about 0.5 FLOP per byte. The\n"
-               "processor could do far more arithmetic per byte than that, so decode is limited by how fast\n"
-               "memory delivers the weights: it is memory-bandwidth bound. A step of many rows (the prefill, or\n"
+               "processor could do far more arithmetic per byte than that, so decode should be limited by how\n"
+               "fast memory delivers the weights (memory-bandwidth bound). A step of many rows (the prefill, or\n"
                "a step without the cache) uses each weight once per row, so its FLOPs per byte grow with the\n"
-               "rows and it is limited by the arithmetic instead (compute bound): compare the GFLOP/s. (A small\n"
-               "model may sit partly in the processor's caches, so its GB/s can exceed the memory's.)",
+               "rows and it should be limited by the arithmetic instead (compute bound), at a higher GFLOP/s.\n"
+               "(A small model may sit partly in the processor's caches, so its GB/s can exceed the memory's.)",
                "\n使用缓存的一步（解码）要读取 %.2f MB 权重（每个模块和输出层的全部权重，加上每个嵌入表的一行：\n"
                "即上表的“权重 MB”），每个权重只做约 2 次运算：约每字节 0.5 次。\n"
-               "处理器每字节能做的运算远多于此，所以解码受限于内存送来权重的速度：它是内存带宽受限的。\n"
+               "处理器每字节能做的运算远多于此，所以解码应当受限于内存送来权重的速度（内存带宽受限）。\n"
                "多行的一步（预填充，或不使用缓存的一步）每个权重每行用一次，每字节的运算数随行数增长，\n"
-               "于是受限于运算本身（计算受限）：比较 GFLOP/s 即可看出。（小模型可能部分放在处理器缓存里，\n"
+               "于是应当受限于运算本身（计算受限），GFLOP/s 更高。（小模型可能部分放在处理器缓存里，\n"
                "所以 GB/s 可能超过内存带宽。）",
                weights_mb);
+    bound_verdict(tr, tl + 1, rates);
     trace_sayf(tr,
                "\nLesson 4 stops at the context (%d positions). Past it the chapter drops the cache and recomputes\n"
                "the last %d tokens at every step, so both ways cost the same there: `kvdemo lesson 10 --steps 300`.",

@@ -254,6 +254,65 @@ static void test_text_both_languages(void **state) {
     events_free(j.e, j.n);
 }
 
+// The sentence after "memory-bandwidth bound" follows this run's GFLOP/s
+// ratio x ± e (many rows against one cached row): "shows it" only when
+// x - e > 1, "contradicts it" only when x + e < 1, "does not show it"
+// between, "too few" with one run. Never a time: the words against the
+// numbers printed beside them.
+static const char *const BOUND_SAYS[][2] = {
+    {"This run shows it:", "这次运行印证了这一点："},
+    {"This run does not show it:", "这次运行没有显示出来："},
+    {"This run contradicts it:", "这次运行与此相反："},
+    {"One run of each: too few", "每种只运行了一次："},
+};
+
+static int bound_sentence(const char *out, int lang) {
+    int found = -1;
+    for (int k = 0; k < 4; k++)
+        if (strstr(out, BOUND_SAYS[k][lang])) {
+            if (found >= 0) fail_msg("lesson 4: both \"%s\" and \"%s\"", BOUND_SAYS[found][lang], BOUND_SAYS[k][lang]);
+            found = k;
+        }
+    if (found < 0) fail_msg("lesson 4: no sentence on what the run shows in:\n%s", out);
+    return found;
+}
+
+static void test_bound_follows_the_ratio(void **state) {
+    (void)state;
+    RunResult r = kvdemo_run("lesson 4 --init random --preset tiny --repeat 3 --format json");
+    if (r.status != 0) fail_msg("lesson 4 exited with %d: %s", r.status, r.err);
+    const char *at = strstr(r.out, "\"name\":\"gflop_per_s_ratio\"");
+    double x, e;
+    char verdict[16];
+    if (!at || sscanf(at, "\"name\":\"gflop_per_s_ratio\",\"value\":%lf,\"unit\":\"x\",\"error\":%lf,\"decimals\":%*d,"
+                          "\"verdict\":\"%15[a-z_]\"", &x, &e, verdict) != 3)
+        fail_msg("no gflop_per_s_ratio event with value, error and verdict, got: %.200s", at ? at : "(nothing)");
+    const char *want = x - e > 1 ? "faster" : x + e < 1 ? "slower" : "same";
+    if (strcmp(verdict, want)) fail_msg("gflop_per_s_ratio %g ± %g: expected verdict %s, got %s", x, e, want, verdict);
+    run_free(&r);
+    // Text: exactly one sentence, and with one run of each the "too few" one.
+    for (int lang = 0; lang < 2; lang++) {
+        r = kvdemo_run(lang ? "lesson 4 --init random --preset tiny --repeat 1 --lang zh"
+                            : "lesson 4 --init random --preset tiny --repeat 1 --lang en");
+        if (r.status != 0) fail_msg("lesson 4 exited with %d: %s", r.status, r.err);
+        int k = bound_sentence(r.out, lang);
+        if (k != 3) fail_msg("lesson 4 --repeat 1 (%s): expected \"%s\", got \"%s\"", lang ? "zh" : "en", BOUND_SAYS[3][lang],
+                             BOUND_SAYS[k][lang]);
+        run_free(&r);
+    }
+    r = kvdemo_run("lesson 4 --init random --preset tiny --repeat 3");
+    if (r.status != 0) fail_msg("lesson 4 exited with %d: %s", r.status, r.err);
+    int k = bound_sentence(r.out, 0);
+    if (k == 3) fail_msg("lesson 4 --repeat 3: \"too few\" with three runs of each");
+    // The printed x ± e (rounded: a margin of 0.1 either side of 1).
+    at = strstr(r.out, "a ratio of\n");
+    if (!at || sscanf(at, "a ratio of\n%lf ± %lf x", &x, &e) != 2) fail_msg("no \"a ratio of x ± e x\" in:\n%s", r.out);
+    int clear = x - e > 1.1 ? 0 : x + e < 0.9 ? 2 : x - e < 0.9 && x + e > 1.1 ? 1 : -1;
+    if (clear >= 0 && k != clear)
+        fail_msg("lesson 4: ratio %g ± %g: expected \"%s\", got \"%s\"", x, e, BOUND_SAYS[clear][0], BOUND_SAYS[k][0]);
+    run_free(&r);
+}
+
 static void test_bad_input(void **state) {
     (void)state;
     // The tiny preset's context is 32: a 32-character prompt leaves no step.
@@ -299,6 +358,7 @@ int main(void) {
         cmocka_unit_test(test_timings_and_logits),
         cmocka_unit_test(test_prefill_and_decode),
         cmocka_unit_test(test_decode_reads_the_tables_weights),
+        cmocka_unit_test(test_bound_follows_the_ratio),
         cmocka_unit_test(test_text_both_languages),
         cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_chart_in_the_trace),
