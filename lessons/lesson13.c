@@ -476,7 +476,7 @@ static int setup(Shared *x, const Options *opt) {
     }
     spec_mt_init(&x->mt, &x->greedy);
     SpecModel tm = {&x->m, &x->ts, NULL}, dm = {&x->d, &x->ds, NULL};
-    if (spec_init(&x->sp, tm, dm, kmax, &x->greedy, &x->mt.base) || ops_set_threads(opt->threads)) {
+    if (spec_init(&x->sp, tm, dm, kmax, &x->greedy, &x->mt.base) || ops_set_threads_for(opt->threads, gpt_row_work(x->m.cfg))) {
         fileio_error("out of memory", "内存不足");
         return 1;
     }
