@@ -104,7 +104,10 @@ static void test_bench_text_table(void **state) {
         fail_msg("expected the sentence on the texts: %s", r.out);
     // one row: K, then a verdict word at its end
     const char *row = strstr(r.out, "\n   2 ");
-    if (!row) fail_msg("expected the row of K = 2: %s", r.out);
+    if (!row) {
+        fail_msg("expected the row of K = 2: %s", r.out);
+        return;
+    }
     const char *eol = strchr(row + 1, '\n');
     size_t n = eol ? (size_t)(eol - row) : strlen(row);
     char line[256];
