@@ -328,6 +328,50 @@ static void take_medians(Record rec[2], const Arm arm[2], int runs) {
     }
 }
 
+// The page replays the race from the recorded times of each step
+// (rec[c].elapsed, kept for HTML only).
+static void replay_race(Trace *tr, const Record rec[2], int steps) {
+    Buf b;
+    buf_init(&b);
+    race_svg(&b, (const double *const[]){rec[0].elapsed, rec[1].elapsed}, steps);
+    char *replay = buf_take(&b);
+    if (replay) trace_svg(tr, replay);
+    free(replay);
+}
+
+// Without the race: both ways timed runs times in turn, the cached one's
+// first run tracing the cache as it grows; then each way's text and cost,
+// the comparison and the page's replay. Returns 0, or -1 out of memory.
+static int timed_runs(Trace *tr, Record rec[2], char *const text[2], Arm arm[2], int steps, int runs) {
+    trace_machine(tr, measure_machine());
+    trace_sayf(tr,
+               "Both ways are timed %d times, taking turns (with the cache, without, with, ...), after a warm-up\n"
+               "of %d tokens each way; each time below is the median of the runs, with min … max.\n",
+               "两种方式各计时 %d 次，轮流进行（使用缓存、不使用缓存、使用缓存……），之前各热身 %d 个 token；\n"
+               "下面每个时间都是这些运行的中位数，附最小 … 最大。\n",
+               runs, steps < WARMUP_STEPS ? steps : WARMUP_STEPS);
+    trace_heading(tr, "The cache as it grows (block 0; every block alike)", "缓存的增长（第 0 个模块；每个模块相同）");
+    // The cached run's first timed run traces the shapes; then without the
+    // cache; then both again, in turn.
+    if (measure_interleaved(arm[1].seconds, arm[0].seconds, 1, runs, arm_run, &arm[1], arm_run, &arm[0])) return -1;
+    take_medians(rec, arm, runs);
+
+    for (int c = 0; c < 2; c++) {
+        trace_run(tr, c ? "cache" : "no-cache");
+        trace_heading(tr, c ? "With the cache" : "Without the cache", c ? "使用缓存" : "不使用缓存");
+        trace_textval(tr, "text", text[c]);
+        trace_say(tr, "", "");
+        show_cost(tr, &rec[c], steps, &arm[c], runs);
+        if (c) show_resets(tr, &rec[c], steps, &arm[c], runs);
+        trace_measure(tr, c ? "cache" : "no-cache", arm[c].seconds, runs);
+        trace_say(tr, "", "");
+    }
+
+    compare_runs(tr, rec, text, steps, arm, runs);
+    if (rec[0].elapsed && rec[1].elapsed) replay_race(tr, rec, steps);
+    return 0;
+}
+
 int lesson10_run(const Options *opt, Trace *tr) {
     GptModel m;
     int random_model, *prompt, n_prompt;
@@ -365,39 +409,7 @@ int lesson10_run(const Options *opt, Trace *tr) {
         goto done;
     }
 
-    trace_machine(tr, measure_machine());
-    trace_sayf(tr,
-               "Both ways are timed %d times, taking turns (with the cache, without, with, ...), after a warm-up\n"
-               "of %d tokens each way; each time below is the median of the runs, with min … max.\n",
-               "两种方式各计时 %d 次，轮流进行（使用缓存、不使用缓存、使用缓存……），之前各热身 %d 个 token；\n"
-               "下面每个时间都是这些运行的中位数，附最小 … 最大。\n",
-               runs, steps < WARMUP_STEPS ? steps : WARMUP_STEPS);
-    trace_heading(tr, "The cache as it grows (block 0; every block alike)", "缓存的增长（第 0 个模块；每个模块相同）");
-    // The cached run's first timed run traces the shapes; then without the
-    // cache; then both again, in turn.
-    if (measure_interleaved(arm[1].seconds, arm[0].seconds, 1, runs, arm_run, &arm[1], arm_run, &arm[0])) goto oom;
-    take_medians(rec, arm, runs);
-
-    for (int c = 0; c < 2; c++) {
-        trace_run(tr, c ? "cache" : "no-cache");
-        trace_heading(tr, c ? "With the cache" : "Without the cache", c ? "使用缓存" : "不使用缓存");
-        trace_textval(tr, "text", text[c]);
-        trace_say(tr, "", "");
-        show_cost(tr, &rec[c], steps, &arm[c], runs);
-        if (c) show_resets(tr, &rec[c], steps, &arm[c], runs);
-        trace_measure(tr, c ? "cache" : "no-cache", arm[c].seconds, runs);
-        trace_say(tr, "", "");
-    }
-
-    compare_runs(tr, rec, text, steps, arm, runs);
-    if (rec[0].elapsed && rec[1].elapsed) {   // the page replays the race from the recorded times
-        Buf b;
-        buf_init(&b);
-        race_svg(&b, (const double *const[]){rec[0].elapsed, rec[1].elapsed}, steps);
-        char *replay = buf_take(&b);
-        if (replay) trace_svg(tr, replay);
-        free(replay);
-    }
+    if (timed_runs(tr, rec, text, arm, steps, runs)) goto oom;
     goto done;
 oom:
     fileio_error("out of memory", "内存不足");

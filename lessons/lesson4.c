@@ -346,42 +346,43 @@ static void cached_against_first(Trace *tr, const Shared *x) {
                      zh);
 }
 
-// Time per token at a few positions, largest first (a cached step at t
-// leaves the cache holding 0 .. t, all a smaller t needs): 16, T/4, T/2,
-// 3T/4 and the last position (16, 64, 128, 192, 255).
-static void time_per_token(Shared *x, Trace *tr) {
-    GptConfig g = x->g;
-    GptState *s = &x->s;
-    const GptModel *m = &x->m;
-    const int *tokens = x->tokens;
-    float *nc_logits = x->nc_logits, *c_logits = x->c_logits;
-    int p = x->p, repeat = x->repeat, last = x->last;
-    int *pos = x->pos;
-    double (*sec)[MAX_POS] = x->sec;
+// The positions timed into x->pos, smallest first: 16, T/4, T/2, 3T/4 and
+// the last position (16, 64, 128, 192, 255), those from the prompt's end
+// p to the last. Returns how many.
+static int time_positions(Shared *x) {
     int npos = 0;
     for (int i = 0; i <= 4 && npos < MAX_POS; i++) {
-        int t = i == 0 ? 16 : i * g.T / 4;
-        if (i == 4) t = last;
-        if (t < p || t > last || (npos && pos[npos - 1] >= t)) continue;
-        pos[npos++] = t;
+        int t = i == 0 ? 16 : i * x->g.T / 4;
+        if (i == 4) t = x->last;
+        if (t < x->p || t > x->last || (npos && x->pos[npos - 1] >= t)) continue;
+        x->pos[npos++] = t;
     }
-    trace_heading(tr, "Time per token", "每个 token 的耗时");
-    trace_sayf(tr,
-               "Each time is the median, with min … max, of %d runs of one forward pass (--repeat N), on %d thread%s,\n"
-               "after a warm-up, the two ways taking turns: without the cache forward(tokens[0:t+1]), with it\n"
-               "forward(tokens[t], offset t).",
-               "每个时间是单次前向计算 %d 次运行的中位数，附最小 … 最大（--repeat N），%d 个线程%s，先热身，\n"
-               "两种方式轮流运行：不使用缓存 forward(tokens[0:t+1])，使用缓存 forward(tokens[t], offset t)。",
-               repeat, ops_threads(), ops_threads() == 1 ? "" : trace_text(tr, "s", ""));
-    trace_machine(tr, measure_machine());
+    return npos;
+}
+
+// One forward pass at each of the npos positions, largest first, timed
+// repeat times each way in turn: the runs, their medians (x->sec), and the
+// logits of both ways there (the cached run's from the generation).
+static void time_forwards(Shared *x, int npos) {
+    GptConfig g = x->g;
     for (int i = npos - 1; i >= 0; i--) {
-        int t = pos[i];
-        Forward nc = {s, m, tokens, t + 1, 0, nc_logits + (size_t)i * g.V}, c = {s, m, tokens + t, 1, t, NULL};
-        measure_interleaved(runs_of(x, 0, i), runs_of(x, 1, i), MEASURE_WARMUP, repeat, forward_run, &nc, forward_run, &c);
-        for (int k = 0; k < 2; k++) sec[k][i] = stats_of(runs_of(x, k, i), repeat).median;
+        int t = x->pos[i];
+        Forward nc = {&x->s, &x->m, x->tokens, t + 1, 0, x->nc_logits + (size_t)i * g.V},
+                c = {&x->s, &x->m, x->tokens + t, 1, t, NULL};
+        measure_interleaved(runs_of(x, 0, i), runs_of(x, 1, i), MEASURE_WARMUP, x->repeat, forward_run, &nc,
+                            forward_run, &c);
+        for (int k = 0; k < 2; k++) x->sec[k][i] = stats_of(runs_of(x, k, i), x->repeat).median;
         // The cached run's own logits at t, drawn from during the generation.
-        memcpy(c_logits + (size_t)i * g.V, x->rec.logits + (size_t)(t - p + 1) * g.V, sizeof(float) * (size_t)g.V);
+        memcpy(x->c_logits + (size_t)i * g.V, x->rec.logits + (size_t)(t - x->p + 1) * g.V,
+               sizeof(float) * (size_t)g.V);
     }
+}
+
+// The table of the times at the npos positions (those of SHOWN_T and the
+// last), with each ratio; JSON gets every position's runs and comparison.
+static void time_table(Trace *tr, const Shared *x, int npos) {
+    const int *pos = x->pos;
+    int repeat = x->repeat;
     // Time per token at the table's positions: text in µs or ms, JSON in
     // seconds.
     static const TraceColumn TIME_COLS[] = {
@@ -419,6 +420,27 @@ static void time_per_token(Shared *x, Trace *tr) {
             trace_table_row(tr, &TIMES, row);
         }
     }
+}
+
+// Time per token at a few positions, largest first (a cached step at t
+// leaves the cache holding 0 .. t, all a smaller t needs): 16, T/4, T/2,
+// 3T/4 and the last position (16, 64, 128, 192, 255).
+static void time_per_token(Shared *x, Trace *tr) {
+    GptConfig g = x->g;
+    float *nc_logits = x->nc_logits, *c_logits = x->c_logits;
+    int repeat = x->repeat;
+    int npos = time_positions(x);
+    trace_heading(tr, "Time per token", "每个 token 的耗时");
+    trace_sayf(tr,
+               "Each time is the median, with min … max, of %d runs of one forward pass (--repeat N), on %d thread%s,\n"
+               "after a warm-up, the two ways taking turns: without the cache forward(tokens[0:t+1]), with it\n"
+               "forward(tokens[t], offset t).",
+               "每个时间是单次前向计算 %d 次运行的中位数，附最小 … 最大（--repeat N），%d 个线程%s，先热身，\n"
+               "两种方式轮流运行：不使用缓存 forward(tokens[0:t+1])，使用缓存 forward(tokens[t], offset t)。",
+               repeat, ops_threads(), ops_threads() == 1 ? "" : trace_text(tr, "s", ""));
+    trace_machine(tr, measure_machine());
+    time_forwards(x, npos);
+    time_table(tr, x, npos);
     x->npos = npos;
     cached_against_first(tr, x);
     time_chart(tr, x);

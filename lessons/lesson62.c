@@ -417,9 +417,11 @@ static void show_sharing(Trace *tr, const Demo *d) {
     trace_pause(tr);
 }
 
-// Reason (1), "减少了数据的读取": prefill, time the generated tokens, and count
-// the bytes and FLOPs each one needs.
-static void show_less_data_read(Trace *tr, Demo *d) {
+// Each variant's time per generated token (vs[i].samples, repeat runs, and
+// their median per_token): a context of T positions read into its cache,
+// P prefilled, then steps tokens generated, after a warm-up round. Returns
+// the machine as it was before the runs.
+static MeasureMachine time_generated_tokens(Demo *d) {
     Variant *vs = d->vs;
     float *logits = d->logits;
     const int *ids = d->ids;
@@ -445,6 +447,45 @@ static void show_less_data_read(Trace *tr, Demo *d) {
             vs[i].samples[r] = generate_timed(logits, &vs[i].st, &vs[i].m, tok, P, steps);
         }
     for (int i = 0; i < NUM_VARIANTS; i++) vs[i].per_token = stats_median(vs[i].samples, repeat);
+    return machine;
+}
+
+// GQA's and MQA's bytes, FLOPs and time per token against MHA's, at the
+// last position (T - 1), over repeat runs each.
+static void show_ratios_to_mha(Trace *tr, const Variant *vs, int T, int repeat) {
+    // Bytes and FLOPs are exact; the time ratio is a measurement on a
+    // machine that may be doing other work: x ± e, and the verdict its
+    // runs support.
+    int64_t kv0, flops0 = flops_per_token(&vs[0].m, T - 1, &kv0);
+    for (int i = 1; i < NUM_VARIANTS; i++) {
+        trace_run(tr, vs[i].run);
+        int64_t kv, flops = flops_per_token(&vs[i].m, T - 1, &kv);
+        double bytes_ratio = (double)(vs[i].weights_read + vs[i].cache_read) /
+                             (double)(vs[0].weights_read + vs[0].cache_read);
+        double flops_ratio = (double)flops / (double)flops0;
+        Stats mha = stats_of(vs[0].samples, repeat), this = stats_of(vs[i].samples, repeat);
+        MeasureRatio time_ratio = measure_ratio(this, mha);   // this one's time / MHA's
+        MeasureVerdict verdict = measure_verdict(vs[0].samples, repeat, vs[i].samples, repeat);   // this one against MHA
+        char xe[32];
+        trace_sayf(tr, "  %s against MHA per token: bytes read %.3f x, FLOPs %.3f x, time %s x: %s",
+                   "  %s 与 MHA 相比（每个 token）：读取字节 %.3f 倍，计算量 %.3f 倍，耗时 %s 倍：%s",
+                   vs[i].label, bytes_ratio, flops_ratio, measure_ratio_text(xe, sizeof xe, time_ratio),
+                   trace_text(tr, measure_verdict_word(verdict, 0), measure_verdict_word(verdict, 1)));
+        trace_value(tr, "bytes_read_ratio", bytes_ratio, "x", NULL, NULL);
+        trace_value(tr, "flops_ratio", flops_ratio, "x", NULL, NULL);
+        trace_comparison_of(tr, "time_ratio", time_ratio, verdict, NULL, NULL);
+    }
+}
+
+// Reason (1), "减少了数据的读取": prefill, time the generated tokens, and count
+// the bytes and FLOPs each one needs.
+static void show_less_data_read(Trace *tr, Demo *d) {
+    const Variant *vs = d->vs;
+    int T = d->T;
+    int P = d->P;
+    int steps = d->steps;
+    int repeat = d->repeat;
+    MeasureMachine machine = time_generated_tokens(d);
 
     trace_heading(tr, "(1) Less data read: bytes and time per generated token",
                   "（1）减少了数据的读取：每生成一个 token 读取的字节数和耗时");
@@ -469,28 +510,7 @@ static void show_less_data_read(Trace *tr, Demo *d) {
     for (int i = 0; i < NUM_VARIANTS; i++) show_reads(tr, &vs[i], T, repeat);
     trace_run(tr, NULL);
     trace_say(tr, "", "");
-    // Bytes and FLOPs are exact; the time ratio is a measurement on a
-    // machine that may be doing other work: x ± e, and the verdict its
-    // runs support.
-    int64_t kv0, flops0 = flops_per_token(&vs[0].m, T - 1, &kv0);
-    for (int i = 1; i < NUM_VARIANTS; i++) {
-        trace_run(tr, vs[i].run);
-        int64_t kv, flops = flops_per_token(&vs[i].m, T - 1, &kv);
-        double bytes_ratio = (double)(vs[i].weights_read + vs[i].cache_read) /
-                             (double)(vs[0].weights_read + vs[0].cache_read);
-        double flops_ratio = (double)flops / (double)flops0;
-        Stats mha = stats_of(vs[0].samples, repeat), this = stats_of(vs[i].samples, repeat);
-        MeasureRatio time_ratio = measure_ratio(this, mha);   // this one's time / MHA's
-        MeasureVerdict verdict = measure_verdict(vs[0].samples, repeat, vs[i].samples, repeat);   // this one against MHA
-        char xe[32];
-        trace_sayf(tr, "  %s against MHA per token: bytes read %.3f x, FLOPs %.3f x, time %s x: %s",
-                   "  %s 与 MHA 相比（每个 token）：读取字节 %.3f 倍，计算量 %.3f 倍，耗时 %s 倍：%s",
-                   vs[i].label, bytes_ratio, flops_ratio, measure_ratio_text(xe, sizeof xe, time_ratio),
-                   trace_text(tr, measure_verdict_word(verdict, 0), measure_verdict_word(verdict, 1)));
-        trace_value(tr, "bytes_read_ratio", bytes_ratio, "x", NULL, NULL);
-        trace_value(tr, "flops_ratio", flops_ratio, "x", NULL, NULL);
-        trace_comparison_of(tr, "time_ratio", time_ratio, verdict, NULL, NULL);
-    }
+    show_ratios_to_mha(tr, vs, T, repeat);
     trace_run(tr, NULL);
     trace_say(tr,
               "\nEvery query head does the same attention arithmetic in all three. What shrinks is "

@@ -237,6 +237,108 @@ static int then_turn(const Options *opt, Trace *tr, Stream *g, const GptModel *m
     return 0;
 }
 
+// A plain generate of the char GPT: its variant and model, then what
+// plain_generate_setup makes and plain_generate_free frees.
+typedef struct {
+    GptVariant variant;   // --bug, --kv-dtype (lessons 11 and 12)
+    int use_variant;
+    GptModel m;
+    GptState s;
+    Sampler sampler;
+    KvVariantCaches vc;
+    int *tokens, n_prompt;   // (n_prompt + steps) the prompt, then the text
+    int steps, use_cache;
+    float temperature;
+    const char *prompt;
+    double *step_seconds;    // (steps)
+    unsigned char *cached;   // (steps)
+    MeasureMachine machine;
+} PlainGenerate;
+
+// For a plain generate of the model r->m: the prompt's tokens, the state,
+// the sampler, the threads and the attention. Returns 0 or the exit status
+// (an error said); what it holds then is for plain_generate_free either way.
+static int plain_generate_setup(PlainGenerate *r, const Options *opt) {
+    int rc;
+    r->steps = opt->steps > 0 ? opt->steps : DEFAULT_STEPS;
+    r->use_cache = opt->runs != RUN_NOCACHE;
+    r->temperature = opt->temperature >= 0 ? (float)opt->temperature : 1.0f;
+    r->prompt = gptsetup_prompt_text(opt);
+    rc = gptsetup_prompt(&r->tokens, &r->n_prompt, &r->m, r->prompt, r->steps);
+    r->step_seconds = malloc(sizeof(double) * (size_t)r->steps);
+    r->cached = malloc((size_t)r->steps);
+    r->machine = measure_machine();
+    if (!rc && (!r->step_seconds || !r->cached || gpt_state_init(&r->s, r->m.cfg) ||
+                sampler_init(&r->sampler, r->m.cfg.V, r->temperature, opt->top_k, (uint32_t)opt->seed))) {
+        fileio_error("out of memory", "内存不足");
+        rc = 1;
+    }
+    if (!rc) rc = start_threads(opt, r->m.cfg);
+    if (!rc) rc = gptsetup_attention(opt, &r->s);
+    // The weights in panel order (the same numbers; unpacked if no memory)
+    // serve a run without the cache, whose every step is a pass of many
+    // rows. A cached run goes without them: with the weights in huge pages
+    // its steps take as long either way (0.81 and 0.83 ms a step over 128
+    // steps, 1.26 and 1.25 over 256, past the context included), and
+    // packing costs about 6 ms and 43 MB.
+    if (!rc && !r->use_cache) gpt_pack(&r->m);
+    if (!rc && r->use_variant && kvvariant_attach(&r->vc, &r->s, &r->variant)) {
+        fileio_error("out of memory", "内存不足");
+        rc = 1;
+    }
+    return rc;
+}
+
+// The text after the prompt, streamed as it is drawn, then its figures;
+// then --then's second turn. Returns 0 or the exit status (an error said).
+static int plain_generate_run(PlainGenerate *r, const Options *opt, Trace *tr) {
+    int rc = 0;
+    Stream g = {.m = &r->m, .out = tr->out, .use_cache = r->use_cache, .width = screen_default_width(0),
+                .stream = tr->format == FORMAT_TEXT, .step_seconds = r->step_seconds, .cached = r->cached,
+                .nonfinite_step = -1};
+    g.live = g.stream && isatty(fileno(tr->out));
+    if (g.stream) {
+        utf8_put_shown(tr->out, r->prompt, strlen(r->prompt));
+        const char *nl = strrchr(r->prompt, '\n');
+        g.column = (int)strlen(nl ? nl + 1 : r->prompt);
+        fflush(tr->out);
+    }
+    // np.random.seed(seed); trainer.generate(dataset, prompt, steps, use_cache)
+    int len = gpt_generate(r->tokens, &r->s, &r->m, &r->sampler, r->n_prompt, r->steps, r->use_cache,
+                           stream_step, &g);
+    double seconds = g.seconds;
+    if (g.nonfinite_step >= 0) {
+        if (g.stream) fputs("\n", tr->out);
+        rc = say_nonfinite(g.nonfinite_step);
+    }
+    size_t need = gpt_decode(NULL, 0, &r->m, r->tokens, len);
+    char *text = NULL;
+    if (!rc && !(text = malloc(need + 1))) {
+        fileio_error("out of memory", "内存不足");
+        rc = 1;
+    }
+    if (!rc) {
+        gpt_decode(text, need + 1, &r->m, r->tokens, len);
+        say_figures(tr, &g, &r->m, text, r->steps, len - r->n_prompt, seconds, r->use_variant ? &r->variant : NULL,
+                    kvcache_bytes(r->s.kv), r->s.cache.tile, r->machine);
+    }
+    free(text);
+    if (!rc && opt->then_text)
+        rc = then_turn(opt, tr, &g, &r->m, &r->s, &r->tokens, len, r->steps, r->temperature);
+    return rc;
+}
+
+static void plain_generate_free(PlainGenerate *r) {
+    free(r->tokens);
+    free(r->step_seconds);
+    free(r->cached);
+    sampler_free(&r->sampler);
+    kvvariant_detach(&r->vc);
+    gpt_state_free(&r->s);
+    gpt_free(&r->m);
+    ops_set_threads(1);
+}
+
 int gptcmd_generate(const Options *opt, Trace *tr) {
     if (opt->then_text && (llamacmd_is_llama_file(opt->model_path) || opt->given[OPT_DRAFT] || opt->paged ||
                            opt->samples || opt->bug || opt->kv_dtype || opt->attention)) {
@@ -252,83 +354,14 @@ int gptcmd_generate(const Options *opt, Trace *tr) {
     }
     if (opt->given[OPT_DRAFT] || opt->given[OPT_GAMMA]) return speccmd_generate(opt, tr);
     if (opt->paged || opt->block_size || opt->num_blocks || opt->samples) return pagedcmd_generate(opt, tr);
-    GptVariant variant;   // --bug, --kv-dtype (lessons 11 and 12)
-    int use_variant;
-    int rc = kvcmd_variant(&variant, &use_variant, opt);
+    PlainGenerate r = {0};
+    int rc = kvcmd_variant(&r.variant, &r.use_variant, opt);
     if (rc) return rc;
-    GptModel m;
-    rc = gptsetup_model(&m, opt, 0, NULL);
+    rc = gptsetup_model(&r.m, opt, 0, NULL);
     if (rc) return rc;
-    int steps = opt->steps > 0 ? opt->steps : DEFAULT_STEPS;
-    int use_cache = opt->runs != RUN_NOCACHE;
-    float temperature = opt->temperature >= 0 ? (float)opt->temperature : 1.0f;
-    int *tokens = NULL, n_prompt = 0;
-    GptState s = {0};
-    Sampler sampler = {0};
-    char *text = NULL;
-    const char *prompt = gptsetup_prompt_text(opt);
-    rc = gptsetup_prompt(&tokens, &n_prompt, &m, prompt, steps);
-    double *step_seconds = malloc(sizeof(double) * (size_t)steps);
-    unsigned char *cached = malloc((size_t)steps);
-    MeasureMachine machine = measure_machine();
-    if (!rc && (!step_seconds || !cached || gpt_state_init(&s, m.cfg) ||
-                sampler_init(&sampler, m.cfg.V, temperature, opt->top_k, (uint32_t)opt->seed))) {
-        fileio_error("out of memory", "内存不足");
-        rc = 1;
-    }
-    if (!rc) rc = start_threads(opt, m.cfg);
-    if (!rc) rc = gptsetup_attention(opt, &s);
-    // The weights in panel order (the same numbers; unpacked if no memory)
-    // serve a run without the cache, whose every step is a pass of many
-    // rows. A cached run goes without them: with the weights in huge pages
-    // its steps take as long either way (0.81 and 0.83 ms a step over 128
-    // steps, 1.26 and 1.25 over 256, past the context included), and
-    // packing costs about 6 ms and 43 MB.
-    if (!rc && !use_cache) gpt_pack(&m);
-    KvVariantCaches vc = {0};
-    if (!rc && use_variant && kvvariant_attach(&vc, &s, &variant)) {
-        fileio_error("out of memory", "内存不足");
-        rc = 1;
-    }
-    if (!rc) {
-        Stream g = {.m = &m, .out = tr->out, .use_cache = use_cache, .width = screen_default_width(0),
-                    .stream = tr->format == FORMAT_TEXT, .step_seconds = step_seconds, .cached = cached,
-                    .nonfinite_step = -1};
-        g.live = g.stream && isatty(fileno(tr->out));
-        if (g.stream) {
-            utf8_put_shown(tr->out, prompt, strlen(prompt));
-            const char *nl = strrchr(prompt, '\n');
-            g.column = (int)strlen(nl ? nl + 1 : prompt);
-            fflush(tr->out);
-        }
-        // np.random.seed(seed); trainer.generate(dataset, prompt, steps, use_cache)
-        int len = gpt_generate(tokens, &s, &m, &sampler, n_prompt, steps, use_cache, stream_step, &g);
-        double seconds = g.seconds;
-        if (g.nonfinite_step >= 0) {
-            if (g.stream) fputs("\n", tr->out);
-            rc = say_nonfinite(g.nonfinite_step);
-        }
-        size_t need = gpt_decode(NULL, 0, &m, tokens, len);
-        if (!rc && !(text = malloc(need + 1))) {
-            fileio_error("out of memory", "内存不足");
-            rc = 1;
-        }
-        if (!rc) {
-            gpt_decode(text, need + 1, &m, tokens, len);
-            say_figures(tr, &g, &m, text, steps, len - n_prompt, seconds, use_variant ? &variant : NULL,
-                        kvcache_bytes(s.kv), s.cache.tile, machine);
-        }
-        if (!rc && opt->then_text) rc = then_turn(opt, tr, &g, &m, &s, &tokens, len, steps, temperature);
-    }
-    free(text);
-    free(tokens);
-    free(step_seconds);
-    free(cached);
-    sampler_free(&sampler);
-    kvvariant_detach(&vc);
-    gpt_state_free(&s);
-    gpt_free(&m);
-    ops_set_threads(1);
+    rc = plain_generate_setup(&r, opt);
+    if (!rc) rc = plain_generate_run(&r, opt, tr);
+    plain_generate_free(&r);
     return rc;
 }
 

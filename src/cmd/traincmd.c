@@ -308,6 +308,79 @@ static int train_recipe(TrainConfig *cfg, const Options *opt) {
     return llama ? llama_shape(cfg, opt) : 0;
 }
 
+// The run's settings from the options over the recipe's: iterations,
+// batch, learning rate, evaluations, seed, warm-up, threads. Returns 0, or 2
+// after one line.
+static int train_settings(TrainConfig *cfg, const Options *opt) {
+    // an uptraining keeps the recipe's share of warm-up steps (100 of 2000)
+    if (cfg->from_path && opt->given[OPT_ITERS]) cfg->warmup = (int)((int64_t)cfg->warmup * opt->iters / cfg->iters);
+    if (opt->given[OPT_ITERS]) cfg->iters = opt->iters;
+    if (opt->batch) cfg->batch = opt->batch;
+    if (opt->lr > 0) cfg->lr = (float)opt->lr;
+    if (cfg->min_lr > cfg->lr) cfg->min_lr = cfg->lr;
+    if (opt->eval_every) cfg->eval_every = cfg->ckpt_every = opt->eval_every;
+    if (opt->given_seed) cfg->seed = opt->seed;
+    if (opt->given[OPT_WARMUP]) {   // e.g. a run from scratch on an uptraining's schedule
+        if (opt->warmup > cfg->iters) {
+            fileio_error("--warmup %d is longer than the %d iterations; give 0 to %d",
+                         "--warmup %d 比 %d 次迭代还长；请给 0 到 %d", opt->warmup, cfg->iters, cfg->iters);
+            return 2;
+        }
+        cfg->warmup = opt->warmup;
+    }
+    if (cfg->warmup > cfg->iters) cfg->warmup = cfg->iters / 10;
+    cfg->threads = opt->threads;
+    return 0;
+}
+
+// The --log file at the end of a run that ended with status: dropped if no
+// step reached it, else committed. Returns the status, TRAIN_FAILED if the
+// log could not be written (said in one line).
+static int train_log_close(AtomicFile *log, const TrainView *view, int status, const char *out_path) {
+    char why[1024];
+    if (!view->started) fileio_abort(log);
+    else if (fileio_commit(log, why, sizeof why) != 0) {
+        // The model is written before the log: say that it is safe.
+        if (status == TRAIN_OK)
+            fileio_error("cannot write the log: %s (the model was written to %s)",
+                         "无法写入日志：%s（模型已写入 %s）", why, out_path);
+        else fileio_error("cannot write the log: %s", "无法写入日志：%s", why);
+        if (status == TRAIN_OK) status = TRAIN_FAILED;
+    }
+    return status;
+}
+
+// The last line of a run on stderr: where it stopped and how to continue,
+// the conversion written, or the steps done and where the model went.
+static void train_say_end(int status, const TrainResult *res, const TrainConfig *cfg, const Options *opt,
+                          int zh) {
+    if (status == TRAIN_STOPPED) {
+        if (zh)
+            fprintf(stderr, "在第 %d 步停下（共 %d 步）；检查点 %s（用 --resume %s 接着训练）\n", res->step, cfg->iters,
+                    res->ckpt_path, res->ckpt_path);
+        else
+            fprintf(stderr, "stopped at step %d of %d; checkpoint %s (continue with --resume %s)\n", res->step,
+                    cfg->iters, res->ckpt_path, res->ckpt_path);
+    } else if (status == TRAIN_OK && cfg->iters == 0) {
+        if (zh)
+            fprintf(stderr, "完成：%s 已转换为 %d 个 key/value 头（%s），未训练；模型已写入 %s\n", cfg->from_path, cfg->kv_heads,
+                    opt->convert, opt->out_path);
+        else
+            fprintf(stderr, "done: %s converted to %d key/value heads (%s), no training; model written to %s\n",
+                    cfg->from_path, cfg->kv_heads, opt->convert, opt->out_path);
+    } else if (status == TRAIN_OK) {
+        char el[32];
+        format_duration(el, sizeof el, res->elapsed_s);
+        if (zh)
+            fprintf(stderr, "完成：%d 步，用时 %s（每秒 %.0f 个 token），最后一批的损失 %.4f，验证集损失 %.4f；模型已写入 %s\n",
+                    res->step - res->first_step, el, res->tokens_per_s, res->loss, res->val_loss, opt->out_path);
+        else
+            fprintf(stderr, "done: %d steps in %s (%.0f tokens/s), last batch loss %.4f, validation estimate %.4f; "
+                            "model written to %s\n",
+                    res->step - res->first_step, el, res->tokens_per_s, res->loss, res->val_loss, opt->out_path);
+    }
+}
+
 int gptcmd_train(const Options *opt, Trace *tr) {
     if (!opt->out_path) {
         fileio_error("train needs --out FILE, the model to write (e.g. --out data/my-gpt.bin)",
@@ -324,24 +397,8 @@ int gptcmd_train(const Options *opt, Trace *tr) {
     if (check_outputs(opt, cfg.data_path)) return 2;
     cfg.out_path = opt->out_path;
     cfg.resume_path = opt->resume_path;
-    // an uptraining keeps the recipe's share of warm-up steps (100 of 2000)
-    if (cfg.from_path && opt->given[OPT_ITERS]) cfg.warmup = (int)((int64_t)cfg.warmup * opt->iters / cfg.iters);
-    if (opt->given[OPT_ITERS]) cfg.iters = opt->iters;
-    if (opt->batch) cfg.batch = opt->batch;
-    if (opt->lr > 0) cfg.lr = (float)opt->lr;
-    if (cfg.min_lr > cfg.lr) cfg.min_lr = cfg.lr;
-    if (opt->eval_every) cfg.eval_every = cfg.ckpt_every = opt->eval_every;
-    if (opt->given_seed) cfg.seed = opt->seed;
-    if (opt->given[OPT_WARMUP]) {   // e.g. a run from scratch on an uptraining's schedule
-        if (opt->warmup > cfg.iters) {
-            fileio_error("--warmup %d is longer than the %d iterations; give 0 to %d",
-                         "--warmup %d 比 %d 次迭代还长；请给 0 到 %d", opt->warmup, cfg.iters, cfg.iters);
-            return 2;
-        }
-        cfg.warmup = opt->warmup;
-    }
-    if (cfg.warmup > cfg.iters) cfg.warmup = cfg.iters / 10;
-    cfg.threads = opt->threads;
+    rc = train_settings(&cfg, opt);
+    if (rc) return rc;
 
     int tty = isatty(STDERR_FILENO);
     TrainView view = {tr, cfg.data_path, tty, tty ? screen_terminal_width(STDERR_FILENO) : 80, 0, -1.0, NULL, 0};
@@ -360,45 +417,9 @@ int gptcmd_train(const Options *opt, Trace *tr) {
     TrainResult res;
     int status = train_run(&cfg, on_train_step, &view, &res, err, sizeof err);
     end_line(&view);
-    int zh = tr->lang == LANG_ZH;
     if (status == TRAIN_FAILED) fileio_error("%s", "%s", err);
-    if (view.log) {
-        char why[1024];
-        if (!view.started) fileio_abort(&log);
-        else if (fileio_commit(&log, why, sizeof why) != 0) {
-            // The model is written before the log: say that it is safe.
-            if (status == TRAIN_OK)
-                fileio_error("cannot write the log: %s (the model was written to %s)",
-                             "无法写入日志：%s（模型已写入 %s）", why, opt->out_path);
-            else fileio_error("cannot write the log: %s", "无法写入日志：%s", why);
-            if (status == TRAIN_OK) status = TRAIN_FAILED;
-        }
-    }
-    if (status == TRAIN_STOPPED) {
-        if (zh)
-            fprintf(stderr, "在第 %d 步停下（共 %d 步）；检查点 %s（用 --resume %s 接着训练）\n", res.step, cfg.iters,
-                    res.ckpt_path, res.ckpt_path);
-        else
-            fprintf(stderr, "stopped at step %d of %d; checkpoint %s (continue with --resume %s)\n", res.step,
-                    cfg.iters, res.ckpt_path, res.ckpt_path);
-    } else if (status == TRAIN_OK && cfg.iters == 0) {
-        if (zh)
-            fprintf(stderr, "完成：%s 已转换为 %d 个 key/value 头（%s），未训练；模型已写入 %s\n", cfg.from_path, cfg.kv_heads,
-                    opt->convert, opt->out_path);
-        else
-            fprintf(stderr, "done: %s converted to %d key/value heads (%s), no training; model written to %s\n",
-                    cfg.from_path, cfg.kv_heads, opt->convert, opt->out_path);
-    } else if (status == TRAIN_OK) {
-        char el[32];
-        format_duration(el, sizeof el, res.elapsed_s);
-        if (zh)
-            fprintf(stderr, "完成：%d 步，用时 %s（每秒 %.0f 个 token），最后一批的损失 %.4f，验证集损失 %.4f；模型已写入 %s\n",
-                    res.step - res.first_step, el, res.tokens_per_s, res.loss, res.val_loss, opt->out_path);
-        else
-            fprintf(stderr, "done: %d steps in %s (%.0f tokens/s), last batch loss %.4f, validation estimate %.4f; "
-                            "model written to %s\n",
-                    res.step - res.first_step, el, res.tokens_per_s, res.loss, res.val_loss, opt->out_path);
-    }
+    if (view.log) status = train_log_close(&log, &view, status, opt->out_path);
+    train_say_end(status, &res, &cfg, opt, tr->lang == LANG_ZH);
     return status == TRAIN_OK ? 0 : 1;
 }
 

@@ -22,11 +22,11 @@ static int vocab_find(const uint32_t *vocab, int V, uint32_t cp) {
     return -1;
 }
 
-int train_text_load(TrainText *text, const char *path, const uint32_t *vocab, int V, char *err,
-                    size_t errlen) {
-    memset(text, 0, sizeof(*text));
-    // Only a regular file (a FIFO or a device is refused at once, without
-    // waiting for it), and one beyond the limit before it is read.
+// The whole file at path into *bytes (n of them, the caller frees): only a
+// regular file (a FIFO or a device is refused at once, without waiting for
+// it), and one beyond the limit before it is read. Returns 0, or -1 with err.
+static int text_read_bytes(unsigned char **bytes_out, size_t *n_out, const char *path, char *err,
+                           size_t errlen) {
     uint64_t size;
     FILE *f = fileio_open_read(path, &size, err, errlen);
     if (!f) return -1;
@@ -78,38 +78,36 @@ int train_text_load(TrainText *text, const char *path, const uint32_t *vocab, in
         free(bytes);
         return -1;
     }
-    // A byte order mark (Notepad writes one) is not a character of the text.
+    *bytes_out = bytes;
+    *n_out = n;
+    return 0;
+}
+
+// The n bytes decoded into cps (room for n + 1 code points), a byte order
+// mark (Notepad writes one) skipped: it is not a character of the text.
+// Returns the number of code points (0 for an empty text), or -1 with err
+// naming the first byte that is not UTF-8.
+static int64_t text_decode(uint32_t *cps, const unsigned char *bytes, size_t n, const char *path,
+                           char *err, size_t errlen) {
     size_t skip = n >= 3 && !memcmp(bytes, "\xef\xbb\xbf", 3) ? 3 : 0;
-    uint32_t *cps = malloc(sizeof(uint32_t) * (n + 1));
-    text->tokens = malloc(sizeof(int32_t) * (n + 1));
-    if (!cps || !text->tokens) {
-        fileio_fail2(err, errlen, "out of memory reading %s", "读取 %s 时内存不足", path);
-        free(bytes);
-        free(cps);
-        train_text_free(text);
-        return -1;
-    }
     int64_t count = 0;
     for (size_t i = skip; i < n;) {
         int len = utf8_decode(&cps[count], bytes + i, n - i);
         if (len == 0) {
             fileio_fail2(err, errlen, "%s is not valid UTF-8 (byte %zu)", "%s 不是合法的 UTF-8（第 %zu 个字节）", path, i);
-            free(bytes);
-            free(cps);
-            train_text_free(text);
             return -1;
         }
         i += (size_t)len;
         count++;
     }
-    free(bytes);
-    if (count == 0) {   // not "vocabulary size V=0"
-        fileio_fail2(err, errlen, "%s is empty; a text to learn from or to score needs characters",
-                     "%s 是空的；用来训练或评估的文本里要有字符", path);
-        free(cps);
-        train_text_free(text);
-        return -1;
-    }
+    return count;
+}
+
+// text->vocab and text->V: a copy of the given vocabulary (V entries), or
+// with vocab NULL the sorted distinct values of the count code points.
+// Returns 0, or -1 when out of memory (text->vocab is then NULL).
+static int text_vocab_make(TrainText *text, const uint32_t *cps, int64_t count, const uint32_t *vocab,
+                           int V) {
     if (vocab) {
         text->vocab = malloc(sizeof(uint32_t) * (size_t)V);
         if (text->vocab) memcpy(text->vocab, vocab, sizeof(uint32_t) * (size_t)V);
@@ -127,12 +125,14 @@ int train_text_load(TrainText *text, const char *path, const uint32_t *vocab, in
             text->V = v;
         }
     }
-    if (!text->vocab) {
-        fileio_fail2(err, errlen, "out of memory reading %s", "读取 %s 时内存不足", path);
-        free(cps);
-        train_text_free(text);
-        return -1;
-    }
+    return text->vocab ? 0 : -1;
+}
+
+// text->tokens[i] = the id of cps[i] in text->vocab, for the count code
+// points. Returns 0, or -1 with err naming the first character that is not
+// in the vocabulary.
+static int text_tokenize(TrainText *text, const uint32_t *cps, int64_t count, const char *path,
+                         char *err, size_t errlen) {
     for (int64_t i = 0; i < count; i++) {
         int id = vocab_find(text->vocab, text->V, cps[i]);
         if (id < 0) {
@@ -140,14 +140,47 @@ int train_text_load(TrainText *text, const char *path, const uint32_t *vocab, in
             utf8_name(name, sizeof name, cps[i], fileio_zh());
             fileio_fail2(err, errlen, "%s: character %s at position %lld is not in the model's vocabulary",
                          "%s：字符%s（第 %lld 个）不在模型的词表里", path, name, (long long)i);
-            free(cps);
-            train_text_free(text);
             return -1;
         }
         text->tokens[i] = id;
     }
-    text->n = count;
+    return 0;
+}
+
+int train_text_load(TrainText *text, const char *path, const uint32_t *vocab, int V, char *err,
+                    size_t errlen) {
+    memset(text, 0, sizeof(*text));
+    unsigned char *bytes = NULL;
+    size_t n = 0;
+    if (text_read_bytes(&bytes, &n, path, err, errlen) != 0) return -1;
+    uint32_t *cps = malloc(sizeof(uint32_t) * (n + 1));
+    text->tokens = malloc(sizeof(int32_t) * (n + 1));
+    if (!cps || !text->tokens) {
+        fileio_fail2(err, errlen, "out of memory reading %s", "读取 %s 时内存不足", path);
+        free(bytes);
+        free(cps);
+        train_text_free(text);
+        return -1;
+    }
+    int64_t count = text_decode(cps, bytes, n, path, err, errlen);
+    free(bytes);
+    int fail = count < 0;
+    if (count == 0) {   // not "vocabulary size V=0"
+        fileio_fail2(err, errlen, "%s is empty; a text to learn from or to score needs characters",
+                     "%s 是空的；用来训练或评估的文本里要有字符", path);
+        fail = 1;
+    }
+    if (!fail && text_vocab_make(text, cps, count, vocab, V) != 0) {
+        fileio_fail2(err, errlen, "out of memory reading %s", "读取 %s 时内存不足", path);
+        fail = 1;
+    }
+    if (!fail) fail = text_tokenize(text, cps, count, path, err, errlen) != 0;
     free(cps);
+    if (fail) {
+        train_text_free(text);
+        return -1;
+    }
+    text->n = count;
     return 0;
 }
 

@@ -426,6 +426,88 @@ static int check_sum(FILE *f, const unsigned char *h, size_t hbytes, const Llama
     return 0;
 }
 
+// The header from f (size bytes long) into h (hbytes of it: the windowed
+// version's is longer), its version and the shape it gives, checked.
+// Returns 0 or -1 with err.
+static int read_header(LlamaConfig *c, uint32_t *version, unsigned char *h, size_t *hbytes, FILE *f,
+                       uint64_t size, const char *path, char *err, size_t errlen) {
+    char why[160];
+    size_t got = fread(h, 1, LLAMA_HEADER_BYTES, f);
+    if (got < 4 && got < size)   // the file holds more: the read failed, or it shrank
+        return fileio_fail2(err, errlen, "%s: cannot read its header: %s", "%s：无法读取文件头：%s", path,
+                            fileio_read_reason(f));
+    if (got < 4 || memcmp(h, "KVLM", 4) != 0)
+        return fileio_fail2(err, errlen, "%s: not a kvdemo LLaMA model file (it does not start with \"KVLM\")",
+                            "%s：不是 kvdemo 的 LLaMA 模型文件（开头不是“KVLM”）", path);
+    if (got < LLAMA_HEADER_BYTES)
+        return fileio_fail2(err, errlen, "%s: truncated header (%zu of %d bytes)",
+                            "%s：文件头不完整（只有 %zu 字节，应有 %d 字节）", path, got, LLAMA_HEADER_BYTES);
+    *version = le_get_u32(h + 4);
+    if (*version != LLAMA_FILE_VERSION && *version != LLAMA_FILE_UNCHECKED && *version != LLAMA_FILE_WINDOWED)
+        return fileio_fail2(err, errlen, "%s: version %u; this kvdemo reads versions %d, %d and %d",
+                            "%s：版本 %u；这个 kvdemo 读的是版本 %d、%d 和 %d", path, *version, LLAMA_FILE_UNCHECKED,
+                            LLAMA_FILE_VERSION, LLAMA_FILE_WINDOWED);
+    *hbytes = *version == LLAMA_FILE_WINDOWED ? LLAMA_WINDOWED_HEADER_BYTES : LLAMA_HEADER_BYTES;
+    if (*hbytes > LLAMA_HEADER_BYTES && fread(h + LLAMA_HEADER_BYTES, 1, 4, f) != 4)
+        return fileio_fail2(err, errlen, "%s: truncated header (no window after norm_eps)",
+                            "%s：文件头不完整（norm_eps 之后没有 window）", path);
+    uint32_t u[7];
+    for (int i = 0; i < 7; i++) {
+        u[i] = le_get_u32(h + 8 + 4 * i);
+        if (u[i] > (1u << 30)) u[i] = 1u << 30;   // out of every range below
+    }
+    *c = (LlamaConfig){
+        .vocab_size = (int)u[0], .dim = (int)u[1], .n_layers = (int)u[2], .n_heads = (int)u[3],
+        .n_kv_heads = (int)u[4], .hidden_dim = (int)u[5], .max_seq_len = (int)u[6],
+        .rope_theta = le_get_f32(h + 36), .norm_eps = le_get_f32(h + 40),
+        .window = *hbytes > LLAMA_HEADER_BYTES ? (int)(le_get_u32(h + 44) > (1u << 30) ? 1u << 30 : le_get_u32(h + 44)) : 0,
+    };
+    if (llama_config_check(c, why, sizeof why) != 0)
+        return fileio_fail2(err, errlen, "%s: bad header: %s", "%s：文件头有误：%s", path, why);
+    return 0;
+}
+
+// The file must be exactly header + vocab + weights (+ checksum) long.
+// Returns 0 or -1 with err.
+static int check_file_size(uint64_t size, size_t hbytes, uint32_t version, const LlamaConfig *c,
+                           const char *path, char *err, size_t errlen) {
+    uint64_t want = hbytes + 4ull * (uint64_t)c->vocab_size + 4ull * llama_num_params(c) +
+                    (version != LLAMA_FILE_UNCHECKED ? 4 : 0);
+    if (size == want) return 0;
+    return fileio_fail2(err, errlen,
+                        "%s: %llu bytes, but a model of this header (V %d, C %d, L %d, H %d, G %d, F %d, "
+                        "T %d) takes %llu: %s",
+                        "%s：%llu 字节，而按文件头（V %d、C %d、L %d、H %d、G %d、F %d、T %d）应为 %llu 字节：%s",
+                        path, (unsigned long long)size, c->vocab_size, c->dim, c->n_layers, c->n_heads,
+                        c->n_kv_heads, c->hidden_dim, c->max_seq_len, (unsigned long long)want,
+                        size < want ? (fileio_zh() ? "文件不完整" : "truncated")
+                                    : (fileio_zh() ? "末尾多出字节" : "trailing bytes"));
+}
+
+// The vocabulary and the weights of m (made for its header) from f, their
+// checksum checked (but in version 1), put in the host's byte order, then
+// checked: a valid vocabulary, finite weights. Returns 0 or -1 with err.
+static int read_body(LlamaModel *m, FILE *f, const unsigned char *h, size_t hbytes, uint32_t version,
+                     const char *path, char *err, size_t errlen) {
+    int V = m->cfg.vocab_size;
+    size_t n_params = m->num_params;
+    if (fread(m->vocab, sizeof(uint32_t), (size_t)V, f) != (size_t)V ||
+        fread(m->params, sizeof(float), n_params, f) != n_params)
+        return fileio_fail2(err, errlen, "%s: cannot read the vocabulary and weights: %s",
+                            "%s：读取词表和权重时出错：%s", path, fileio_read_reason(f));
+    if (version != LLAMA_FILE_UNCHECKED && check_sum(f, h, hbytes, m, path, err, errlen) != 0) return -1;
+    if (!fileio_host_is_little_endian()) {
+        for (int i = 0; i < V; i++) m->vocab[i] = le_get_u32((unsigned char *)&m->vocab[i]);
+        for (size_t i = 0; i < n_params; i++) m->params[i] = le_get_f32((unsigned char *)&m->params[i]);
+    }
+    if (check_vocab(m, path, err, errlen) != 0) return -1;
+    for (size_t i = 0; i < n_params; i++)
+        if (!isfinite(m->params[i]))
+            return fileio_fail2(err, errlen, "%s: weight %zu is not a finite number", "%s：第 %zu 个权重不是有限数",
+                                path, i);
+    return 0;
+}
+
 int llama_load(LlamaModel *m, const char *path, char *err, size_t errlen) {
     memset(m, 0, sizeof *m);
     uint64_t size = 0;
@@ -433,86 +515,16 @@ int llama_load(LlamaModel *m, const char *path, char *err, size_t errlen) {
     FILE *f = fileio_open_read(path, &size, err, errlen);
     if (!f) return -1;
     unsigned char h[LLAMA_WINDOWED_HEADER_BYTES];
-    size_t got = fread(h, 1, LLAMA_HEADER_BYTES, f);
-    if (got < 4 && got < size) {   // the file holds more: the read failed, or it shrank
-        fileio_fail2(err, errlen, "%s: cannot read its header: %s", "%s：无法读取文件头：%s", path, fileio_read_reason(f));
-        goto fail;
-    }
-    if (got < 4 || memcmp(h, "KVLM", 4) != 0) {
-        fileio_fail2(err, errlen, "%s: not a kvdemo LLaMA model file (it does not start with \"KVLM\")",
-                     "%s：不是 kvdemo 的 LLaMA 模型文件（开头不是“KVLM”）", path);
-        goto fail;
-    }
-    if (got < LLAMA_HEADER_BYTES) {
-        fileio_fail2(err, errlen, "%s: truncated header (%zu of %d bytes)", "%s：文件头不完整（只有 %zu 字节，应有 %d 字节）",
-                     path, got, LLAMA_HEADER_BYTES);
-        goto fail;
-    }
-    uint32_t version = le_get_u32(h + 4);
-    if (version != LLAMA_FILE_VERSION && version != LLAMA_FILE_UNCHECKED && version != LLAMA_FILE_WINDOWED) {
-        fileio_fail2(err, errlen, "%s: version %u; this kvdemo reads versions %d, %d and %d",
-                     "%s：版本 %u；这个 kvdemo 读的是版本 %d、%d 和 %d", path, version, LLAMA_FILE_UNCHECKED,
-                     LLAMA_FILE_VERSION, LLAMA_FILE_WINDOWED);
-        goto fail;
-    }
-    size_t hbytes = version == LLAMA_FILE_WINDOWED ? LLAMA_WINDOWED_HEADER_BYTES : LLAMA_HEADER_BYTES;
-    if (hbytes > LLAMA_HEADER_BYTES && fread(h + LLAMA_HEADER_BYTES, 1, 4, f) != 4) {
-        fileio_fail2(err, errlen, "%s: truncated header (no window after norm_eps)",
-                     "%s：文件头不完整（norm_eps 之后没有 window）", path);
-        goto fail;
-    }
-    uint32_t u[7];
-    for (int i = 0; i < 7; i++) {
-        u[i] = le_get_u32(h + 8 + 4 * i);
-        if (u[i] > (1u << 30)) u[i] = 1u << 30;   // out of every range below
-    }
-    LlamaConfig c = {
-        .vocab_size = (int)u[0], .dim = (int)u[1], .n_layers = (int)u[2], .n_heads = (int)u[3],
-        .n_kv_heads = (int)u[4], .hidden_dim = (int)u[5], .max_seq_len = (int)u[6],
-        .rope_theta = le_get_f32(h + 36), .norm_eps = le_get_f32(h + 40),
-        .window = hbytes > LLAMA_HEADER_BYTES ? (int)(le_get_u32(h + 44) > (1u << 30) ? 1u << 30 : le_get_u32(h + 44)) : 0,
-    };
-    if (llama_config_check(&c, why, sizeof why) != 0) {
-        fileio_fail2(err, errlen, "%s: bad header: %s", "%s：文件头有误：%s", path, why);
-        goto fail;
-    }
-    // The file must be exactly header + vocab + weights long.
-    size_t n_params = llama_num_params(&c);
-    uint64_t want = hbytes + 4ull * (uint64_t)c.vocab_size + 4ull * n_params +
-                    (version != LLAMA_FILE_UNCHECKED ? 4 : 0);
-    if (size != want) {
-        fileio_fail2(err, errlen,
-                     "%s: %llu bytes, but a model of this header (V %d, C %d, L %d, H %d, G %d, F %d, "
-                     "T %d) takes %llu: %s",
-                     "%s：%llu 字节，而按文件头（V %d、C %d、L %d、H %d、G %d、F %d、T %d）应为 %llu 字节：%s",
-                     path, (unsigned long long)size, c.vocab_size, c.dim, c.n_layers, c.n_heads, c.n_kv_heads,
-                     c.hidden_dim, c.max_seq_len, (unsigned long long)want,
-                     size < want ? (fileio_zh() ? "文件不完整" : "truncated")
-                                 : (fileio_zh() ? "末尾多出字节" : "trailing bytes"));
-        goto fail;
-    }
+    size_t hbytes = 0;
+    uint32_t version = 0;
+    LlamaConfig c;
+    if (read_header(&c, &version, h, &hbytes, f, size, path, err, errlen) != 0) goto fail;
+    if (check_file_size(size, hbytes, version, &c, path, err, errlen) != 0) goto fail;
     if (llama_new(m, &c, why, sizeof why) != 0) {
         fileio_fail2(err, errlen, "%s: %s", "%s：%s", path, why);
         goto fail;
     }
-    if (fread(m->vocab, sizeof(uint32_t), (size_t)c.vocab_size, f) != (size_t)c.vocab_size ||
-        fread(m->params, sizeof(float), n_params, f) != n_params) {
-        fileio_fail2(err, errlen, "%s: cannot read the vocabulary and weights: %s", "%s：读取词表和权重时出错：%s", path,
-                     fileio_read_reason(f));
-        goto fail;
-    }
-    if (version != LLAMA_FILE_UNCHECKED && check_sum(f, h, hbytes, m, path, err, errlen) != 0) goto fail;
-    if (!fileio_host_is_little_endian()) {
-        for (int i = 0; i < c.vocab_size; i++) m->vocab[i] = le_get_u32((unsigned char *)&m->vocab[i]);
-        for (size_t i = 0; i < n_params; i++) m->params[i] = le_get_f32((unsigned char *)&m->params[i]);
-    }
-    if (check_vocab(m, path, err, errlen) != 0) goto fail;
-    for (size_t i = 0; i < n_params; i++) {
-        if (!isfinite(m->params[i])) {
-            fileio_fail2(err, errlen, "%s: weight %zu is not a finite number", "%s：第 %zu 个权重不是有限数", path, i);
-            goto fail;
-        }
-    }
+    if (read_body(m, f, h, hbytes, version, path, err, errlen) != 0) goto fail;
     fclose(f);
     return 0;
 fail:
@@ -922,11 +934,100 @@ void llama_generation_free(LlamaGeneration *g) {
     memset(g, 0, sizeof *g);
 }
 
+// The prompts as the rows of g->tokens, bsz of them: each encoded with bos
+// (T apart first), then total_len = min(T, max_gen_len + the longest), the
+// rows moved total_len apart and padded, and the mask of the prompt's tokens.
+// Returns 0, or -1 with err when a prompt cannot be encoded.
+static int generate_prompts(LlamaGeneration *g, const LlamaModel *m, const char *const *prompts, int bsz,
+                            int max_gen_len, char *err, size_t errlen) {
+    int T = m->cfg.max_seq_len;
+    // prompt_tokens = [self.tokenizer.encode(x, bos=True, eos=False) for x in prompts]
+    // (encoded T apart first; moved to total_len apart once total_len is known)
+    g->min_prompt_size = T, g->max_prompt_size = 0;
+    for (int k = 0; k < bsz; k++) {
+        int n = llama_encode(g->tokens + (size_t)k * T, m, prompts[k], 1, 0, T, err, errlen);
+        if (n < 0) return -1;
+        g->prompt_len[k] = n;
+        if (n < g->min_prompt_size) g->min_prompt_size = n;
+        if (n > g->max_prompt_size) g->max_prompt_size = n;
+    }
+    // total_len = min(params.max_seq_len, max_gen_len + max_prompt_size)
+    int total_len = max_gen_len + g->max_prompt_size;
+    if (total_len > T) total_len = T;
+    g->total_len = total_len;
+    // tokens = torch.full((bsz, total_len), self.tokenizer.pad_id)
+    // tokens[k, : len(t)] = torch.tensor(t)
+    for (int k = 0; k < bsz; k++) {
+        int *row = g->tokens + (size_t)k * total_len;
+        memmove(row, g->tokens + (size_t)k * T, sizeof(int) * (size_t)g->prompt_len[k]);
+        for (int t = g->prompt_len[k]; t < total_len; t++) row[t] = LLAMA_PAD_ID;
+    }
+    // input_text_mask = tokens != self.tokenizer.pad_id
+    for (int i = 0; i < bsz * total_len; i++) g->input_text_mask[i] = g->tokens[i] != LLAMA_PAD_ID;
+    return 0;
+}
+
+// The token of row b at cur_pos from its logits lb (V of them): drawn or the
+// argmax, unless the prompt already holds one there; written into tokens.
+static void generate_next_token(LlamaGeneration *g, const float *lb, int b, int cur_pos,
+                                const LlamaGenOptions *opt, uint64_t *rng, int V) {
+    if (opt->temperature > 0.0f) {
+        // probs = torch.softmax(logits / temperature, dim=-1)
+        // next_token = sample_top_p(probs, top_p)
+        float *pb = g->probs + (size_t)b * V;
+        for (int i = 0; i < V; i++) pb[i] = lb[i] / opt->temperature;
+        ops_softmax_rows(pb, pb, 1, V, OPS_DIVIDE);
+        g->sampled[b] = llama_sample_top_p(g->sorted, g->order, pb, opt->top_p, uniform_f32(rng), V);
+    } else {
+        // next_token = torch.argmax(logits, dim=-1)
+        g->sampled[b] = ops_argmax(lb, V);
+    }
+    // next_token = torch.where(input_text_mask[:, cur_pos], tokens[:, cur_pos], next_token)
+    size_t at = (size_t)b * g->total_len + cur_pos;
+    g->kept[b] = g->input_text_mask[at];
+    g->next_token[b] = g->kept[b] ? g->tokens[at] : g->sampled[b];
+    // tokens[:, cur_pos] = next_token
+    g->tokens[at] = g->next_token[b];
+}
+
+// What the step that has just written cur_pos hands to opt->hook.
+static void generate_call_hook(const LlamaGeneration *g, const LlamaState *s, const float *logits,
+                               int prev_pos, int cur_pos, const LlamaGenOptions *opt) {
+    LlamaStep st = {
+        .step = g->n_steps, .prev_pos = opt->use_cache ? prev_pos : 0, .cur_pos = cur_pos,
+        .bsz = g->bsz, .total_len = g->total_len, .tokens = g->tokens,
+        .input_text_mask = g->input_text_mask, .fwd = &s->info, .logits = logits,
+        .probs = opt->temperature > 0.0f ? g->probs : NULL, .sampled = g->sampled,
+        .next_token = g->next_token, .kept = g->kept,
+    };
+    opt->hook(&st, opt->hook_ctx);
+}
+
+// Each row of g->tokens cut to its prompt and max_gen_len, then to its first
+// eos, decoded into g->text.
+static void generate_decode(LlamaGeneration *g, const LlamaModel *m, int max_gen_len) {
+    int T = m->cfg.max_seq_len;
+    // for i, t in enumerate(tokens.tolist()):
+    //     t = t[: len(prompt_tokens[i]) + max_gen_len]   # cut to max gen len
+    //     t = t[: t.index(self.tokenizer.eos_id)]        # cut to eos tok if any
+    //     decoded.append(self.tokenizer.decode(t))
+    for (int b = 0; b < g->bsz; b++) {
+        const int *row = g->tokens + (size_t)b * g->total_len;
+        int n = g->prompt_len[b] + max_gen_len;
+        if (n > g->total_len) n = g->total_len;
+        for (int i = 0; i < n; i++)
+            if (row[i] == LLAMA_EOS_ID) {
+                n = i;
+                break;
+            }
+        llama_decode(g->text[b], m, row, n, (size_t)llama_token_bytes(m) * T + 1);
+    }
+}
+
 int llama_generate(LlamaGeneration *g, LlamaState *s, const LlamaModel *m,
                    const char *const *prompts, int n_prompts, const LlamaGenOptions *opt,
                    char *err, size_t errlen) {
-    const LlamaConfig *c = &m->cfg;
-    int T = c->max_seq_len, V = c->vocab_size;
+    int V = m->cfg.vocab_size;
     // bsz = len(prompts); assert bsz <= params.max_batch_size
     int bsz = n_prompts;
     if (bsz < 1 || bsz > s->max_batch_size) {
@@ -940,29 +1041,8 @@ int llama_generate(LlamaGeneration *g, LlamaState *s, const LlamaModel *m,
         return -1;
     }
     g->bsz = bsz;
-    // prompt_tokens = [self.tokenizer.encode(x, bos=True, eos=False) for x in prompts]
-    // (encoded T apart first; moved to total_len apart once total_len is known)
-    g->min_prompt_size = T, g->max_prompt_size = 0;
-    for (int k = 0; k < bsz; k++) {
-        int n = llama_encode(g->tokens + (size_t)k * T, m, prompts[k], 1, 0, T, err, errlen);
-        if (n < 0) return -1;
-        g->prompt_len[k] = n;
-        if (n < g->min_prompt_size) g->min_prompt_size = n;
-        if (n > g->max_prompt_size) g->max_prompt_size = n;
-    }
-    // total_len = min(params.max_seq_len, max_gen_len + max_prompt_size)
-    int total_len = opt->max_gen_len + g->max_prompt_size;
-    if (total_len > T) total_len = T;
-    g->total_len = total_len;
-    // tokens = torch.full((bsz, total_len), self.tokenizer.pad_id)
-    // tokens[k, : len(t)] = torch.tensor(t)
-    for (int k = 0; k < bsz; k++) {
-        int *row = g->tokens + (size_t)k * total_len;
-        memmove(row, g->tokens + (size_t)k * T, sizeof(int) * (size_t)g->prompt_len[k]);
-        for (int t = g->prompt_len[k]; t < total_len; t++) row[t] = LLAMA_PAD_ID;
-    }
-    // input_text_mask = tokens != self.tokenizer.pad_id
-    for (int i = 0; i < bsz * total_len; i++) g->input_text_mask[i] = g->tokens[i] != LLAMA_PAD_ID;
+    if (generate_prompts(g, m, prompts, bsz, opt->max_gen_len, err, errlen) != 0) return -1;
+    int total_len = g->total_len;
 
     uint64_t rng = opt->seed;   // the draws of sample_top_p
     g->seconds = 0.0;
@@ -981,55 +1061,13 @@ int llama_generate(LlamaGeneration *g, LlamaState *s, const LlamaModel *m,
             llama_forward(logits, s, m, g->tokens, 0, bsz, cur_pos, total_len);
         }
         g->rows_computed += s->info.rows_computed;
-        for (int b = 0; b < bsz; b++) {
-            const float *lb = logits + (size_t)b * V;
-            if (opt->temperature > 0.0f) {
-                // probs = torch.softmax(logits / temperature, dim=-1)
-                // next_token = sample_top_p(probs, top_p)
-                float *pb = g->probs + (size_t)b * V;
-                for (int i = 0; i < V; i++) pb[i] = lb[i] / opt->temperature;
-                ops_softmax_rows(pb, pb, 1, V, OPS_DIVIDE);
-                g->sampled[b] = llama_sample_top_p(g->sorted, g->order, pb, opt->top_p,
-                                                   uniform_f32(&rng), V);
-            } else {
-                // next_token = torch.argmax(logits, dim=-1)
-                g->sampled[b] = ops_argmax(lb, V);
-            }
-            // next_token = torch.where(input_text_mask[:, cur_pos], tokens[:, cur_pos], next_token)
-            size_t at = (size_t)b * total_len + cur_pos;
-            g->kept[b] = g->input_text_mask[at];
-            g->next_token[b] = g->kept[b] ? g->tokens[at] : g->sampled[b];
-            // tokens[:, cur_pos] = next_token
-            g->tokens[at] = g->next_token[b];
-        }
+        for (int b = 0; b < bsz; b++)
+            generate_next_token(g, logits + (size_t)b * V, b, cur_pos, opt, &rng, V);
         g->seconds += timer_now() - t0;
         g->n_steps++;
-        if (opt->hook) {
-            LlamaStep st = {
-                .step = g->n_steps, .prev_pos = opt->use_cache ? prev_pos : 0, .cur_pos = cur_pos,
-                .bsz = bsz, .total_len = total_len, .tokens = g->tokens,
-                .input_text_mask = g->input_text_mask, .fwd = &s->info, .logits = logits,
-                .probs = opt->temperature > 0.0f ? g->probs : NULL, .sampled = g->sampled,
-                .next_token = g->next_token, .kept = g->kept,
-            };
-            opt->hook(&st, opt->hook_ctx);
-        }
+        if (opt->hook) generate_call_hook(g, s, logits, prev_pos, cur_pos, opt);
         prev_pos = cur_pos;
     }
-    // for i, t in enumerate(tokens.tolist()):
-    //     t = t[: len(prompt_tokens[i]) + max_gen_len]   # cut to max gen len
-    //     t = t[: t.index(self.tokenizer.eos_id)]        # cut to eos tok if any
-    //     decoded.append(self.tokenizer.decode(t))
-    for (int b = 0; b < bsz; b++) {
-        const int *row = g->tokens + (size_t)b * total_len;
-        int n = g->prompt_len[b] + opt->max_gen_len;
-        if (n > total_len) n = total_len;
-        for (int i = 0; i < n; i++)
-            if (row[i] == LLAMA_EOS_ID) {
-                n = i;
-                break;
-            }
-        llama_decode(g->text[b], m, row, n, (size_t)llama_token_bytes(m) * T + 1);
-    }
+    generate_decode(g, m, opt->max_gen_len);
     return 0;
 }

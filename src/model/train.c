@@ -568,10 +568,58 @@ static float one_step(const TrainLoop *lp, int step, uint64_t *rng, float *lr, f
     return loss;
 }
 
+// A non-finite loss or gradient leaves weights that no model file may
+// hold. Returns 0 when the step's loss, norm and weights are finite, else
+// -1 with err (the last good checkpoint is kept as it is).
+static int check_finite(const TrainLoop *lp, float loss, float norm, int step, char *err, size_t errlen) {
+    if (isfinite(loss) && isfinite(norm) && all_finite(lp->params, lp->P)) return 0;
+    return fileio_fail2(err, errlen, "the %s became %s at step %d; the last checkpoint (%s) is kept; try a lower --lr",
+                        "%s变成了%s（第 %d 步）；上一个检查点（%s）保留不动；请试试更小的 --lr",
+                        isfinite(loss) ? fileio_text("weights", "权重") : fileio_text("loss", "损失"),
+                        isnan(loss) || isnan(norm) ? "NaN" : fileio_text("infinite", "无穷大"), step,
+                        lp->r->ckpt_path);
+}
+
+// nanoGPT's estimate_loss into pr: the same number of windows (eval_max)
+// from each split (the training split's spread evenly over it). Only the
+// activations are touched, so the trained bytes do not change. Returns the
+// seconds it took.
+static double estimate_loss(const TrainLoop *lp, TrainProgress *pr, int64_t eval_max) {
+    double e0 = timer_now();
+    const int32_t *tok = lp->text->tokens;
+    pr->val_loss = (float)train_arch_loss_windows(&lp->arch, lp->params, tok, lp->n_train, lp->text->n, eval_max,
+                                                  lp->inputs, lp->targets, NULL, NULL, 0, 0);
+    pr->train_loss = (float)train_arch_loss_windows(&lp->arch, lp->params, tok, 0, lp->n_train, eval_max,
+                                                    lp->inputs, lp->targets, NULL, NULL, 0, 0);
+    return timer_now() - e0;
+}
+
+// The step's figures into pr and res: its loss, rate and norm, the time
+// elapsed, and the speed of the training alone (train_time seconds since
+// first_step) with the time left at it.
+static void note_step(TrainProgress *pr, TrainResult *res, const TrainLoop *lp, int step, int first_step,
+                      float loss, float lr, float norm, double elapsed, double train_time) {
+    pr->step = step;
+    pr->loss = loss;
+    pr->lr = lr;
+    pr->grad_norm = norm;
+    pr->elapsed_s = elapsed;
+    pr->tokens_per_s = 0;
+    pr->eta_s = NAN;
+    if (train_time > 0) {
+        pr->tokens_per_s = (double)(step - first_step) * lp->r->batch * lp->arch.T / train_time;
+        pr->eta_s = train_time / (step - first_step) * (lp->r->iters - step);
+    }
+    res->step = step;
+    res->loss = loss;
+    res->val_loss = pr->val_loss;
+    res->elapsed_s = elapsed;
+    res->tokens_per_s = pr->tokens_per_s;
+}
+
 int train_loop(const TrainLoop *lp, int *step_io, uint64_t *rng_io, TrainProgress *pr,
                TrainProgressFn progress, void *user, TrainResult *res, char *err, size_t errlen) {
     const TrainConfig *r = lp->r;
-    const TrainArch *a = &lp->arch;
     int step = *step_io, first_step = step;
     uint64_t rng = *rng_io;
     if (progress) progress(pr, user);
@@ -591,50 +639,18 @@ int train_loop(const TrainLoop *lp, int *step_io, uint64_t *rng_io, TrainProgres
     while (step < r->iters) {
         float lr, norm, loss = one_step(lp, step, &rng, &lr, &norm);
         step++;
-        // A non-finite loss or gradient leaves weights that no model file may
-        // hold: stop, keeping the last good checkpoint as it is.
-        if (!isfinite(loss) || !isfinite(norm) || !all_finite(lp->params, lp->P)) {
-            fileio_fail2(err, errlen, "the %s became %s at step %d; the last checkpoint (%s) is kept; try a lower --lr",
-                         "%s变成了%s（第 %d 步）；上一个检查点（%s）保留不动；请试试更小的 --lr",
-                         isfinite(loss) ? fileio_text("weights", "权重") : fileio_text("loss", "损失"),
-                         isnan(loss) || isnan(norm) ? "NaN" : fileio_text("infinite", "无穷大"), step,
-                     r->ckpt_path);
+        if (check_finite(lp, loss, norm, step, err, errlen) != 0) {
             status = TRAIN_FAILED;
             break;
         }
-
         pr->evaluated = 0;
         if ((r->eval_every > 0 && step % r->eval_every == 0) || step == r->iters) {
-            // nanoGPT's estimate_loss: the same number of windows from each
-            // split (the training split's spread evenly over it). Only the
-            // activations are touched, so the trained bytes do not change.
-            double e0 = timer_now();
-            const int32_t *tok = lp->text->tokens;
-            pr->val_loss = (float)train_arch_loss_windows(a, lp->params, tok, lp->n_train, lp->text->n, eval_max,
-                                                          lp->inputs, lp->targets, NULL, NULL, 0, 0);
-            pr->train_loss = (float)train_arch_loss_windows(a, lp->params, tok, 0, lp->n_train, eval_max,
-                                                            lp->inputs, lp->targets, NULL, NULL, 0, 0);
-            eval_time += timer_now() - e0;
+            eval_time += estimate_loss(lp, pr, eval_max);
             pr->evaluated = 1;
         }
         int stop = stop_requested;
-        double elapsed = timer_now() - t0, train_time = elapsed - eval_time;
-        pr->step = step;
-        pr->loss = loss;
-        pr->lr = lr;
-        pr->grad_norm = norm;
-        pr->elapsed_s = elapsed;
-        pr->tokens_per_s = 0;
-        pr->eta_s = NAN;
-        if (train_time > 0) {
-            pr->tokens_per_s = (double)(step - first_step) * r->batch * a->T / train_time;
-            pr->eta_s = train_time / (step - first_step) * (r->iters - step);
-        }
-        res->step = step;
-        res->loss = loss;
-        res->val_loss = pr->val_loss;
-        res->elapsed_s = elapsed;
-        res->tokens_per_s = pr->tokens_per_s;
+        double elapsed = timer_now() - t0;
+        note_step(pr, res, lp, step, first_step, loss, lr, norm, elapsed, elapsed - eval_time);
         if (progress) stop |= progress(pr, user) != 0;
         stop |= stop_requested;
 
