@@ -958,6 +958,13 @@ static void test_options_and_commands(void **state) {
     if (r.status != 0) fail_msg("generate --format md: exit status %d; stderr: %s", r.status, r.err);
     assert_non_null(strstr(r.out, "```text\nROMEO:"));
     run_free(&r);
+    // A page holds both languages: the English plural stays out of the Chinese.
+    r = kvdemo_run("generate --format html --init random --preset tiny --steps 8 --threads 2");
+    if (r.status != 0) fail_msg("generate --format html: exit status %d; stderr: %s", r.status, r.err);
+    if (!strstr(r.out, "2 threads") || !strstr(r.out, "2 个线程") || strstr(r.out, "个线程s"))
+        fail_msg("generate --format html: expected \"2 threads\" and \"2 个线程\" without an \"s\", got %s",
+                 strstr(r.out, "个线程s") ? "\"个线程s\"" : "one missing");
+    run_free(&r);
 }
 
 int main(void) {

@@ -154,11 +154,11 @@ static void say_figures(Trace *tr, const Stream *g, const GptModel *m, const cha
     char pm[40];
     run_spread(pm, sizeof pm, g, done);
     trace_sayf(tr, "\n\n-- %d tokens in %.3f s%s, %.0f tokens/s, %s, %d thread%s",
-               "\n\n—— %d 个 token，用时 %.3f 秒%s，每秒 %.0f 个 token，%s，%d 个线程%s", steps, seconds, pm,
+               "\n\n—— %d 个 token，用时 %.3f 秒%s，每秒 %.0f 个 token，%s，%d 个线程%.0s", steps, seconds, pm,
                steps / seconds,
                use_cache ? trace_text(tr, "with the KV cache", "使用缓存")
                          : trace_text(tr, "without the KV cache", "不使用缓存"),
-               ops_threads(), ops_threads() == 1 || tr->lang == LANG_ZH ? "" : "s");
+               ops_threads(), ops_threads() == 1 ? "" : "s");   // zh: %.0s, no plural
     if (variant)
         trace_sayf(tr, "-- keys and values kept as %s%s%s (kvdemo lesson %s explains)",
                    "—— key 和 value 以 %s 保存%s%s（第 %s 课有解释）", kvquant_name(variant->kv_dtype),
