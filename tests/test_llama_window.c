@@ -34,6 +34,8 @@
 //                                              (within the context), and 300 steps on 16
 //                                              rows run past the context without a reset;
 //                                              bad combinations are refused with status 2
+//   test_lesson14_refuses_window_model         lesson 14 --model with a window model: exit 1,
+//                                              one line naming its window, no output
 #include "testutil.h"
 
 #include "llama.h"
@@ -402,6 +404,23 @@ static void test_generate_past_the_context(void **state) {
     expect_failure("generate --model data/tinyshakespeare-llama-mha.bin --window 4,x", 2, "or S,W");
 }
 
+// Lesson 14 sets its model against the window model it loads beside it: a
+// --model trained with a window is refused before any work, in both languages.
+static void test_lesson14_refuses_window_model(void **state) {
+    (void)state;
+    const char *args[2] = {"lesson 14 --model data/tinyshakespeare-llama-window64.bin",
+                           "--lang zh lesson 14 --model data/tinyshakespeare-llama-window64.bin"};
+    const char *says[2] = {"was trained with --window 64; lesson 14 takes a model trained without a window",
+                           "训练时用了 --window 64；第 14 课要的是不带窗口训练的模型"};
+    for (int i = 0; i < 2; i++) {
+        RunResult r = kvdemo_run(args[i]);
+        if (r.status != 1 || count_lines(r.err) != 1 || !strstr(r.err, says[i]) || r.out[0])
+            fail_msg("kvdemo %s: expected exit 1, no output and one line \"%s\", got exit %d, %zu bytes out and \"%s\"",
+                     args[i], says[i], r.status, strlen(r.out), r.err);
+        run_free(&r);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rolling_cache_equals_band_recompute),
@@ -412,6 +431,7 @@ int main(void) {
         cmocka_unit_test(test_generate_past_the_context),
         cmocka_unit_test(test_rotary_after_eviction_matches_reference),
         cmocka_unit_test(test_positions_in_cache_match_reference),
+        cmocka_unit_test(test_lesson14_refuses_window_model),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
