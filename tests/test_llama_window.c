@@ -24,7 +24,10 @@
 //                                              loads back W
 //   test_rotary_after_eviction_matches_reference   rolling and 2 sinks + window of 6 rows on a
 //                                              model of context 16, 40 tokens: the logits of
-//                                              tests/llama_window_reference.py within 1e-4
+//                                              tests/llama_window_reference.py (float64) and
+//                                              of tests/llama_window_torch_reference.py (the
+//                                              article's PyTorch code, the rule as a mask)
+//                                              within 1e-4
 //   test_positions_in_cache_match_reference    StreamingLLM's rotary convention on 2 sinks +
 //                                              6: the reference's logits within 1e-4; a
 //                                              rolling buffer, and any step before eviction,
@@ -329,10 +332,13 @@ static void test_positions_in_cache_match_reference(void **state) {
     fix_free(&fx);
 }
 
-static void test_rotary_after_eviction_matches_reference(void **state) {
-    (void)state;
+// Against two references of the same rule: tests/llama_window_reference.py
+// (plain Python, float64, a cache that evicts as kvdemo's does) and
+// tests/llama_window_torch_reference.py (the article's PyTorch Transformer,
+// one pass over the text with the window rule as its mask).
+static void rotary_after_eviction(const char *fixture) {
     FixSet fx;
-    fix_load(&fx, "tests/fixtures/llama_window.txt");
+    fix_load(&fx, fixture);
     LlamaModel m;
     char err[256];
     if (llama_load(&m, "tests/fixtures/llama_mha.bin", err, sizeof err) != 0) fail_msg("%s", err);
@@ -356,8 +362,8 @@ static void test_rotary_after_eviction_matches_reference(void **state) {
         assert_true(V <= 64);
         for (int p = 0; p < n; p++) {
             llama_forward(logits, &s, &m, tokens + p, p, 1, 1, 1);
-            char what[96];
-            snprintf(what, sizeof what, "%s at position %d (logit index)", names[k], p);
+            char what[160];
+            snprintf(what, sizeof what, "%s: %s at position %d (logit index)", fixture, names[k], p);
             assert_close(logits, want->data + (size_t)p * V, V, 1e-4, what);
         }
         kvcache_free(&kv.base);
@@ -365,6 +371,12 @@ static void test_rotary_after_eviction_matches_reference(void **state) {
     }
     llama_free(&m);
     fix_free(&fx);
+}
+
+static void test_rotary_after_eviction_matches_reference(void **state) {
+    (void)state;
+    rotary_after_eviction("tests/fixtures/llama_window.txt");
+    rotary_after_eviction("tests/fixtures/llama_window_torch.txt");
 }
 
 // The generated text: stdout up to the first blank line.
