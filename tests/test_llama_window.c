@@ -37,6 +37,10 @@
 //                                              (within the context), and 300 steps on 16
 //                                              rows run past the context without a reset;
 //                                              bad combinations are refused with status 2
+//   test_generate_window_model_past_the_context   generate --window 64 on the shipped
+//                                              window model, 200 steps past its context of
+//                                              128: the greedy text of its weights on a full
+//                                              cache of 256 under the band mask, byte for byte
 //   test_lesson14_refuses_window_model         lesson 14 --model with a window model: exit 1,
 //                                              one line naming its window, no output
 #include "testutil.h"
@@ -416,6 +420,54 @@ static void test_generate_past_the_context(void **state) {
     expect_failure("generate --model data/tinyshakespeare-llama-mha.bin --window 4,x", 2, "or S,W");
 }
 
+// generate --window W on the model trained with the window writes, past its
+// context, the greedy text of the same weights with a context as long as the
+// text, decoded one token at a time on its full cache under the band mask:
+// the rolling cache changes nothing, and nothing is reset.
+static void test_generate_window_model_past_the_context(void **state) {
+    (void)state;
+    enum { STEPS = 200, N = 256, WIN = 64 };
+    LlamaModel m, big;
+    char err[256];
+    if (llama_load(&m, "data/tinyshakespeare-llama-window64.bin", err, sizeof err) != 0) fail_msg("%s", err);
+    LlamaConfig c = m.cfg;
+    assert_int_equal(c.window, WIN);
+    c.max_seq_len = N;   // the context is not a weight
+    if (llama_new(&big, &c, err, sizeof err) != 0) fail_msg("%s", err);
+    memcpy(big.params, m.params, sizeof(float) * m.num_params);
+    memcpy(big.vocab, m.vocab, sizeof(uint32_t) * (size_t)c.vocab_size);
+    int tokens[N], n = llama_encode(tokens, &big, "ROMEO:", 1, 0, N, err, sizeof err);
+    assert_true(n > 0 && n + STEPS <= N && n + STEPS > m.cfg.max_seq_len);
+    LlamaState full;
+    llama_state_for_test(&full, &big, 1);
+    float logits[512];
+    assert_true(c.vocab_size <= 512);
+    for (int p = 0; p < n + STEPS - 1; p++) {
+        llama_forward(logits, &full, &big, tokens + p, p, 1, 1, 1);
+        if (p >= n - 1) tokens[p + 1] = ops_argmax(logits, c.vocab_size);
+    }
+    static char want[N * 4 + 1];
+    llama_decode(want, &big, tokens, n + STEPS, sizeof want);
+    char args[160];
+    snprintf(args, sizeof args, "generate --model data/tinyshakespeare-llama-window64.bin --window %d "
+             "--temperature 0 --steps %d", WIN, STEPS);
+    RunResult r = kvdemo_run(args);
+    assert_int_equal(r.status, 0);
+    char *got = text_of(r.out);
+    size_t i = 0;
+    while (got[i] && got[i] == want[i]) i++;
+    if (got[i] || want[i])
+        fail_msg("kvdemo %s: byte %zu: expected '%c' (band mask on the full cache), got '%c'", args, i, want[i],
+                 got[i]);
+    if (!strstr(r.out, "positions 0 .. 206 on a rolling cache of 64 rows (0 sinks)"))
+        fail_msg("kvdemo %s: expected positions 0 .. 206 on 64 rows, got:\n%s", args, r.out);
+    free(got);
+    run_free(&r);
+    llama_state_free(&full);
+    llama_free(&big);
+    llama_free(&m);
+}
+
 // Lesson 14 sets its model against the window model it loads beside it: a
 // --model trained with a window is refused before any work, in both languages.
 static void test_lesson14_refuses_window_model(void **state) {
@@ -444,6 +496,7 @@ int main(void) {
         cmocka_unit_test(test_rotary_after_eviction_matches_reference),
         cmocka_unit_test(test_positions_in_cache_match_reference),
         cmocka_unit_test(test_lesson14_refuses_window_model),
+        cmocka_unit_test(test_generate_window_model_past_the_context),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
