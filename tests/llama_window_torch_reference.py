@@ -49,14 +49,19 @@ W = 6
 
 
 def load(path, max_seq_len):
-    """The KVLM file (docs/llama-format.md, version 1 or 2) into the article's
-    Transformer, its context widened to max_seq_len for the longer text."""
+    """The KVLM file (docs/llama-format.md, version 1, 2 or 3) into the
+    article's Transformer, its context widened to max_seq_len for the longer
+    text. Returns the model, its vocabulary (code points) and its window W
+    (0: none; the caller applies any band as a mask)."""
     b = open(path, "rb").read()
     assert b[:4] == b"KVLM"
     version, V, C, L, H, G, F, T = struct.unpack("<8I", b[4:36])
-    assert version in (1, 2)
+    assert version in (1, 2, 3)
     theta, eps = struct.unpack("<2f", b[36:44])
-    off = 44 + 4 * V
+    window = struct.unpack("<I", b[44:48])[0] if version == 3 else 0
+    voff = 48 if version == 3 else 44
+    vocab = list(struct.unpack(f"<{V}I", b[voff:voff + 4 * V]))
+    off = voff + 4 * V
     w = np.frombuffer(b, dtype="<f4", offset=off)
     at = [0]
 
@@ -83,8 +88,8 @@ def load(path, max_seq_len):
             layer.feed_forward.w3.weight.copy_(take(C, F).T)
         model.norm.weight.copy_(take(1, C)[0])
         model.output.weight.copy_(take(C, V).T)
-    assert at[0] * 4 + off <= len(b)
-    return model
+    assert at[0] * 4 + off == len(b) - (4 if version > 1 else 0)   # then the checksum
+    return model, vocab, window
 
 
 def window_mask(P, S):
@@ -121,7 +126,7 @@ def read_tokens(path):
 def main():
     tokens = read_tokens(TOKENS)
     P = len(tokens)
-    model = load(MODEL, P)
+    model, _, _ = load(MODEL, P)
     t = torch.tensor([tokens])
     lines = [ref.line("tokens", [tokens]),
              ref.line("rolling_logits", logits_under(model, t, window_mask(P, 0))),

@@ -41,11 +41,17 @@
 //                                              window model, 200 steps past its context of
 //                                              128: the greedy text of its weights on a full
 //                                              cache of 256 under the band mask, byte for byte
+//   test_ways_past_the_window_match_reference  lesson 14's ways (reset, recompute, window,
+//                                              1 and 4 sinks, the window model) on the
+//                                              shipped models over 256 characters: every
+//                                              compared loss within 1e-4 of
+//                                              tests/llama_past_torch_reference.py
 //   test_lesson14_refuses_window_model         lesson 14 --model with a window model: exit 1,
 //                                              one line naming its window, no output
 #include "testutil.h"
 
 #include "llama.h"
+#include "llama_past.h"
 #include "ops.h"
 #include "train_llama.h"
 
@@ -468,6 +474,67 @@ static void test_generate_window_model_past_the_context(void **state) {
     llama_free(&m);
 }
 
+// Lesson 14's ways past the window (llama_past_run, the lesson's W 64 and
+// one step in 4) on the shipped models, over bos and the first 256
+// characters of the validation text: every compared step's loss within 1e-4
+// of tests/llama_past_torch_reference.py, the article's PyTorch code with
+// each way stated without a cache (a mask, or a causal pass over the tokens
+// it keeps).
+static void test_ways_past_the_window_match_reference(void **state) {
+    (void)state;
+    enum { WIN = 64, EVERY = 4 };
+    static const struct {
+        const char *name;
+        LlamaPast way;
+        int sinks, trained;
+    } ways[] = {{"reset", LLAMA_PAST_RESET, 0, 0},  {"recompute", LLAMA_PAST_RECOMPUTE, 0, 0},
+                {"window", LLAMA_PAST_CACHE, 0, 0}, {"sinks1", LLAMA_PAST_CACHE, 1, 0},
+                {"sinks4", LLAMA_PAST_CACHE, 4, 0}, {"trained", LLAMA_PAST_CACHE, 0, 1}};
+    FixSet fx;
+    fix_load(&fx, "tests/fixtures/llama_past.txt");
+    const FixTensor *tok = fix_get(&fx, "tokens");
+    int n = tok->cols, *tokens = malloc(sizeof(int) * (size_t)n);
+    double *losses = malloc(sizeof(double) * (size_t)n);
+    assert_true(tokens && losses);
+    for (int i = 0; i < n; i++) tokens[i] = (int)tok->data[i];
+    LlamaModel models[2];
+    char err[256];
+    const char *paths[2] = {"data/tinyshakespeare-llama-mha.bin", "data/tinyshakespeare-llama-window64.bin"};
+    for (int k = 0; k < 2; k++)
+        if (llama_load(&models[k], paths[k], err, sizeof err) != 0) fail_msg("%s", err);
+    float logits[512];
+    assert_true(models[0].cfg.vocab_size <= 512 && n > 2 * models[0].cfg.max_seq_len);
+    for (size_t w = 0; w < sizeof ways / sizeof ways[0]; w++) {
+        const LlamaModel *m = &models[ways[w].trained];
+        const FixTensor *want = fix_get(&fx, ways[w].name);
+        assert_int_equal(want->cols, (n - 2) / EVERY + 1);
+        LlamaState s;
+        llama_state_for_test(&s, m, 1);
+        KvWindow kv;
+        KvShape shape = {.L = m->cfg.n_layers, .B = 1, .T = WIN, .H = m->cfg.n_heads, .G = m->cfg.n_kv_heads,
+                         .D = m->cfg.head_dim};
+        if (ways[w].way == LLAMA_PAST_CACHE) {
+            assert_int_equal(kvwindow_init(&kv, shape, ways[w].sinks), 0);
+            s.kv = &kv.base;
+        }
+        llama_past_run(losses, NULL, logits, &s, m, tokens, n, ways[w].way, WIN, EVERY);
+        for (int i = 0; i + 1 < n; i += EVERY) {
+            double expected = want->data[i / EVERY];
+            if (!(fabs(losses[i] - expected) <= 1e-4))
+                fail_msg("%s: loss at position %d: expected %.6f (PyTorch), got %.6f", ways[w].name, i, expected,
+                         losses[i]);
+        }
+        if (ways[w].way == LLAMA_PAST_CACHE) kvcache_free(&kv.base);
+        s.kv = NULL;
+        llama_state_free(&s);
+    }
+    llama_free(&models[0]);
+    llama_free(&models[1]);
+    free(tokens);
+    free(losses);
+    fix_free(&fx);
+}
+
 // Lesson 14 sets its model against the window model it loads beside it: a
 // --model trained with a window is refused before any work, in both languages.
 static void test_lesson14_refuses_window_model(void **state) {
@@ -497,6 +564,7 @@ int main(void) {
         cmocka_unit_test(test_positions_in_cache_match_reference),
         cmocka_unit_test(test_lesson14_refuses_window_model),
         cmocka_unit_test(test_generate_window_model_past_the_context),
+        cmocka_unit_test(test_ways_past_the_window_match_reference),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
