@@ -23,14 +23,21 @@ without a cache:
   trained    data/tinyshakespeare-llama-window64.bin under its band of 64
              (its rolling cache's rule)
 
-the first five on data/tinyshakespeare-llama-mha.bin. A masked pass gives
+the first five on data/tinyshakespeare-llama-mha.bin. And lesson 14's sink
+measurement: the mean attention weight on position 0 (bos) per layer and
+head (L, H) over the queries at positions 0 .. Q-1 of one causal pass,
+
+  sink_mha      Q = 128 (its context), data/tinyshakespeare-llama-mha.bin
+  sink_window   Q = 64 (the queries whose band holds position 0),
+                data/tinyshakespeare-llama-window64.bin. A masked pass gives
 what a cache that evicts by the same rule gives token by token: a row's
 hidden states depend only on its own mask row and on the rows before it.
 The model is loaded into the Transformer of tests/llama_reference.py by
 tests/llama_window_torch_reference.py's reader.
 
 The tests never run this script; they read its output
-(tests/test_llama_window.c: test_ways_past_the_window_match_reference).
+(tests/test_llama_window.c: test_ways_past_the_window_match_reference,
+test_sink_shares_match_reference).
 """
 import math
 import os
@@ -48,6 +55,7 @@ WINDOW = os.path.join(TOP, "data", "tinyshakespeare-llama-window64.bin")
 TEXT = os.path.join(TOP, "data", "tinyshakespeare-val-2049.txt")
 OUT = os.path.join(TOP, "tests", "fixtures", "llama_past.txt")
 N_TEXT, W, EVERY = 256, 64, 4
+T = 128   # the shipped models' context (max_seq_len in their files)
 
 
 def encode(vocab, text):
@@ -111,6 +119,15 @@ def reset_way(model, tokens):
     return out
 
 
+def sink_shares(model, tokens):
+    """(L, H): the mean over the query rows of a causal pass of the weight on
+    position 0, from the article's Attention (its softmax kept in seen)."""
+    n = len(tokens)
+    all_logits(model, tokens, torch.triu(torch.full((1, 1, n, n), float("-inf")), diagonal=1))
+    return [[float(layer.attention.seen["probs"][0, h, :, 0].double().mean())
+             for h in range(model.params.n_heads)] for layer in model.layers]
+
+
 def main():
     text = open(TEXT, encoding="utf-8").read()[:N_TEXT]
     mha, vocab, w0 = wref.load(MHA, N_TEXT + 1)
@@ -121,6 +138,8 @@ def main():
             ("window", masked_way(mha, tokens, 0)), ("sinks1", masked_way(mha, tokens, 1)),
             ("sinks4", masked_way(mha, tokens, 4)), ("trained", masked_way(win, tokens, 0))]
     lines = [ref.line("tokens", [tokens])] + [ref.line(name, [v]) for name, v in ways]
+    lines += [ref.line("sink_mha", sink_shares(mha, tokens[:T])),
+              ref.line("sink_window", sink_shares(win, tokens[:W]))]
     for name, v in ways:
         assert all(math.isfinite(x) for x in v)
         print(f"{name}: mean loss {sum(v) / len(v):.4f} over {len(v)} positions")

@@ -46,6 +46,9 @@
 //                                              shipped models over 256 characters: every
 //                                              compared loss within 1e-4 of
 //                                              tests/llama_past_torch_reference.py
+//   test_sink_shares_match_reference           lesson 14's share of attention on position 0
+//                                              per layer and head, both shipped models,
+//                                              within 1e-5 of the PyTorch softmax
 //   test_lesson14_refuses_window_model         lesson 14 --model with a window model: exit 1,
 //                                              one line naming its window, no output
 #include "testutil.h"
@@ -535,6 +538,56 @@ static void test_ways_past_the_window_match_reference(void **state) {
     fix_free(&fx);
 }
 
+// Lesson 14's sink measurement: the mean attention weight on position 0 per
+// layer and head, as the window cache sums it (kv.sink_weight / kv.queries),
+// over the queries 0 .. 127 of the shipped model and 0 .. 63 of the window
+// model, against the softmax of the article's PyTorch Attention
+// (tests/llama_past_torch_reference.py), within 1e-5.
+static void test_sink_shares_match_reference(void **state) {
+    (void)state;
+    FixSet fx;
+    fix_load(&fx, "tests/fixtures/llama_past.txt");
+    const FixTensor *tok = fix_get(&fx, "tokens");
+    int tokens[128];
+    assert_true(tok->cols >= 128);
+    for (int i = 0; i < 128; i++) tokens[i] = (int)tok->data[i];
+    const char *paths[2] = {"data/tinyshakespeare-llama-mha.bin", "data/tinyshakespeare-llama-window64.bin"};
+    const char *names[2] = {"sink_mha", "sink_window"};
+    const int queries[2] = {128, 64};
+    for (int k = 0; k < 2; k++) {
+        LlamaModel m;
+        char err[256];
+        if (llama_load(&m, paths[k], err, sizeof err) != 0) fail_msg("%s", err);
+        const LlamaConfig *c = &m.cfg;
+        const FixTensor *want = fix_get(&fx, names[k]);
+        assert_int_equal(want->rows, c->n_layers);
+        assert_int_equal(want->cols, c->n_heads);
+        LlamaState s;
+        llama_state_for_test(&s, &m, 1);
+        KvWindow kv;
+        KvShape shape = {.L = c->n_layers, .B = 1, .T = queries[k], .H = c->n_heads, .G = c->n_kv_heads,
+                         .D = c->head_dim};
+        assert_int_equal(kvwindow_init(&kv, shape, 0), 0);
+        s.kv = &kv.base;
+        float logits[512];
+        assert_true(c->vocab_size <= 512);
+        for (int p = 0; p < queries[k]; p++) llama_forward(logits, &s, &m, tokens + p, p, 1, 1, 1);
+        for (int l = 0; l < c->n_layers; l++)
+            for (int h = 0; h < c->n_heads; h++) {
+                double got = kv.sink_weight[(size_t)l * c->n_heads + h] / kv.queries[l];
+                double expected = want->data[(size_t)l * c->n_heads + h];
+                if (!(fabs(got - expected) <= 1e-5))
+                    fail_msg("%s: share on position 0, layer %d head %d: expected %.6f (PyTorch), got %.6f", paths[k],
+                             l, h, expected, got);
+            }
+        kvcache_free(&kv.base);
+        s.kv = NULL;
+        llama_state_free(&s);
+        llama_free(&m);
+    }
+    fix_free(&fx);
+}
+
 // Lesson 14 sets its model against the window model it loads beside it: a
 // --model trained with a window is refused before any work, in both languages.
 static void test_lesson14_refuses_window_model(void **state) {
@@ -565,6 +618,7 @@ int main(void) {
         cmocka_unit_test(test_lesson14_refuses_window_model),
         cmocka_unit_test(test_generate_window_model_past_the_context),
         cmocka_unit_test(test_ways_past_the_window_match_reference),
+        cmocka_unit_test(test_sink_shares_match_reference),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
