@@ -474,14 +474,34 @@ static int load_trained(LlamaModel *tm, LlamaState *ts, const LlamaModel *m, con
     return 0;
 }
 
+// The lesson's model into m: one trained without a window, since sections 3
+// to 5 set it against the model trained with one (SHIPPED_WINDOW, loaded
+// beside it); a model with a window would be compared with itself, and its
+// sink share taken over queries that cannot see position 0. Returns 0, or 1
+// after one line on stderr (m then needs no free).
+static int load_lesson_model(LlamaModel *m, const char *path) {
+    char err[512];
+    if (llama_load(m, path, err, sizeof err) != 0) {
+        fileio_error("%s", "%s", err);
+        return 1;
+    }
+    if (m->cfg.window) {
+        fileio_error("%s was trained with --window %d; lesson 14 takes a model trained without a window "
+                     "(it loads %s beside it): give data/tinyshakespeare-llama-mha.bin or another such model",
+                     "%s 训练时用了 --window %d；第 14 课要的是不带窗口训练的模型（它会在旁边载入 %s）："
+                     "请给 data/tinyshakespeare-llama-mha.bin 或其他这样的模型",
+                     path, m->cfg.window, SHIPPED_WINDOW);
+        llama_free(m);
+        return 1;
+    }
+    return 0;
+}
+
 int lesson14_run(const Options *opt, Trace *tr) {
     char buf[4096], err[512];
     const char *path = opt->model_path ? opt->model_path : paths_shipped(SHIPPED_LLAMA, buf, sizeof buf);
     LlamaModel m;
-    if (llama_load(&m, path, err, sizeof err) != 0) {
-        fileio_error("%s", "%s", err);
-        return 1;
-    }
+    if (load_lesson_model(&m, path) != 0) return 1;
     char tbuf[4096];
     const char *tpath = paths_shipped(SHIPPED_TEXT, tbuf, sizeof tbuf);
     size_t got = 0;   // the text's first 4095 bytes, through fileio's reader
@@ -526,7 +546,7 @@ int lesson14_run(const Options *opt, Trace *tr) {
     why_reset(tr);
     trace_pause(tr);
     the_kinds(tr);
-    receptive_field(tr, m.cfg.n_layers, m.cfg.window ? m.cfg.window : W, m.cfg.max_seq_len, N_TEXT - 1);
+    receptive_field(tr, m.cfg.n_layers, W, m.cfg.max_seq_len, N_TEXT - 1);
     trace_pause(tr);
     double sink, trained_sink;
     int ok = the_sinks(tr, &sink, &trained_sink, &s, &m, &ts, &tm, tokens) == 0;

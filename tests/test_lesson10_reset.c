@@ -1,7 +1,8 @@
 // test_lesson10_reset — the chapter's generate drops the cache once
 // len(tokens) passes the context, and recomputes the whole context at every
-// step from there on. Lesson 10 must show it where it happens and report the
-// cached run's cost with and without those steps.
+// step from there on. Lesson 10 must show it where it happens, say why (the
+// learned positions: the cache can neither roll nor run past T), and report
+// the cached run's cost with and without those steps.
 //
 // The tiny preset (context 32) keeps the runs short; the expected steps are
 // counted here from the chapter's rule, not taken from kvdemo.
@@ -57,6 +58,9 @@ static void test_reset_shown_where_it_happens(void **state) {
     snprintf(want, sizeof want, "step %d: len(tokens) = %d > %d: the cache is dropped", want_first, PROMPT + want_first - 1,
              CONTEXT);
     if (!strstr(r.out, want)) fail_msg("expected \"%s\" in the lesson", want);
+    // and why it must (issue 27, item 1): learned positions, baked into every row
+    const char *why = "so the cache can neither roll nor run past T. Rotary positions can: lesson 14.";
+    if (!strstr(r.out, why)) fail_msg("expected \"%s\" where the cache is dropped", why);
     // Speeds and the resets' share of the time from every run: median (min … max).
     const char *spread[] = {"  speed: ", "    speed: ", "% of this run's arithmetic and "};
     for (int i = 0; i < 3; i++) {
@@ -70,6 +74,8 @@ static void test_reset_shown_where_it_happens(void **state) {
     r = kvdemo_run("lesson 10 --init random --preset tiny --steps 40 --lang zh");
     snprintf(want, sizeof want, "第 %d 步：len(tokens) = %d > %d，缓存被丢弃", want_first, PROMPT + want_first - 1, CONTEXT);
     if (!strstr(r.out, want)) fail_msg("expected \"%s\" in the lesson", want);
+    if (!strstr(r.out, "所以缓存既不能滚动也不能越过 T。旋转位置编码可以：见第 14 课。"))
+        fail_msg("expected the reason for the reset, in Chinese, where the cache is dropped");
     run_free(&r);
 }
 

@@ -24,7 +24,10 @@
 //                                              loads back W
 //   test_rotary_after_eviction_matches_reference   rolling and 2 sinks + window of 6 rows on a
 //                                              model of context 16, 40 tokens: the logits of
-//                                              tests/llama_window_reference.py within 1e-4
+//                                              tests/llama_window_reference.py (float64) and
+//                                              of tests/llama_window_torch_reference.py (the
+//                                              article's PyTorch code, the rule as a mask)
+//                                              within 1e-4
 //   test_positions_in_cache_match_reference    StreamingLLM's rotary convention on 2 sinks +
 //                                              6: the reference's logits within 1e-4; a
 //                                              rolling buffer, and any step before eviction,
@@ -34,9 +37,24 @@
 //                                              (within the context), and 300 steps on 16
 //                                              rows run past the context without a reset;
 //                                              bad combinations are refused with status 2
+//   test_generate_window_model_past_the_context   generate --window 64 on the shipped
+//                                              window model, 200 steps past its context of
+//                                              128: the greedy text of its weights on a full
+//                                              cache of 256 under the band mask, byte for byte
+//   test_ways_past_the_window_match_reference  lesson 14's ways (reset, recompute, window,
+//                                              1 and 4 sinks, the window model) on the
+//                                              shipped models over 256 characters: every
+//                                              compared loss within 1e-4 of
+//                                              tests/llama_past_torch_reference.py
+//   test_sink_shares_match_reference           lesson 14's share of attention on position 0
+//                                              per layer and head, both shipped models,
+//                                              within 1e-5 of the PyTorch softmax
+//   test_lesson14_refuses_window_model         lesson 14 --model with a window model: exit 1,
+//                                              one line naming its window, no output
 #include "testutil.h"
 
 #include "llama.h"
+#include "llama_past.h"
 #include "ops.h"
 #include "train_llama.h"
 
@@ -327,10 +345,13 @@ static void test_positions_in_cache_match_reference(void **state) {
     fix_free(&fx);
 }
 
-static void test_rotary_after_eviction_matches_reference(void **state) {
-    (void)state;
+// Against two references of the same rule: tests/llama_window_reference.py
+// (plain Python, float64, a cache that evicts as kvdemo's does) and
+// tests/llama_window_torch_reference.py (the article's PyTorch Transformer,
+// one pass over the text with the window rule as its mask).
+static void rotary_after_eviction(const char *fixture) {
     FixSet fx;
-    fix_load(&fx, "tests/fixtures/llama_window.txt");
+    fix_load(&fx, fixture);
     LlamaModel m;
     char err[256];
     if (llama_load(&m, "tests/fixtures/llama_mha.bin", err, sizeof err) != 0) fail_msg("%s", err);
@@ -354,8 +375,8 @@ static void test_rotary_after_eviction_matches_reference(void **state) {
         assert_true(V <= 64);
         for (int p = 0; p < n; p++) {
             llama_forward(logits, &s, &m, tokens + p, p, 1, 1, 1);
-            char what[96];
-            snprintf(what, sizeof what, "%s at position %d (logit index)", names[k], p);
+            char what[160];
+            snprintf(what, sizeof what, "%s: %s at position %d (logit index)", fixture, names[k], p);
             assert_close(logits, want->data + (size_t)p * V, V, 1e-4, what);
         }
         kvcache_free(&kv.base);
@@ -363,6 +384,12 @@ static void test_rotary_after_eviction_matches_reference(void **state) {
     }
     llama_free(&m);
     fix_free(&fx);
+}
+
+static void test_rotary_after_eviction_matches_reference(void **state) {
+    (void)state;
+    rotary_after_eviction("tests/fixtures/llama_window.txt");
+    rotary_after_eviction("tests/fixtures/llama_window_torch.txt");
 }
 
 // The generated text: stdout up to the first blank line.
@@ -402,6 +429,182 @@ static void test_generate_past_the_context(void **state) {
     expect_failure("generate --model data/tinyshakespeare-llama-mha.bin --window 4,x", 2, "or S,W");
 }
 
+// generate --window W on the model trained with the window writes, past its
+// context, the greedy text of the same weights with a context as long as the
+// text, decoded one token at a time on its full cache under the band mask:
+// the rolling cache changes nothing, and nothing is reset.
+static void test_generate_window_model_past_the_context(void **state) {
+    (void)state;
+    enum { STEPS = 200, N = 256, WIN = 64 };
+    LlamaModel m, big;
+    char err[256];
+    if (llama_load(&m, "data/tinyshakespeare-llama-window64.bin", err, sizeof err) != 0) fail_msg("%s", err);
+    LlamaConfig c = m.cfg;
+    assert_int_equal(c.window, WIN);
+    c.max_seq_len = N;   // the context is not a weight
+    if (llama_new(&big, &c, err, sizeof err) != 0) fail_msg("%s", err);
+    memcpy(big.params, m.params, sizeof(float) * m.num_params);
+    memcpy(big.vocab, m.vocab, sizeof(uint32_t) * (size_t)c.vocab_size);
+    int tokens[N], n = llama_encode(tokens, &big, "ROMEO:", 1, 0, N, err, sizeof err);
+    assert_true(n > 0 && n + STEPS <= N && n + STEPS > m.cfg.max_seq_len);
+    LlamaState full;
+    llama_state_for_test(&full, &big, 1);
+    float logits[512];
+    assert_true(c.vocab_size <= 512);
+    for (int p = 0; p < n + STEPS - 1; p++) {
+        llama_forward(logits, &full, &big, tokens + p, p, 1, 1, 1);
+        if (p >= n - 1) tokens[p + 1] = ops_argmax(logits, c.vocab_size);
+    }
+    static char want[N * 4 + 1];
+    llama_decode(want, &big, tokens, n + STEPS, sizeof want);
+    char args[160];
+    snprintf(args, sizeof args, "generate --model data/tinyshakespeare-llama-window64.bin --window %d "
+             "--temperature 0 --steps %d", WIN, STEPS);
+    RunResult r = kvdemo_run(args);
+    assert_int_equal(r.status, 0);
+    char *got = text_of(r.out);
+    size_t i = 0;
+    while (got[i] && got[i] == want[i]) i++;
+    if (got[i] || want[i])
+        fail_msg("kvdemo %s: byte %zu: expected '%c' (band mask on the full cache), got '%c'", args, i, want[i],
+                 got[i]);
+    if (!strstr(r.out, "positions 0 .. 206 on a rolling cache of 64 rows (0 sinks)"))
+        fail_msg("kvdemo %s: expected positions 0 .. 206 on 64 rows, got:\n%s", args, r.out);
+    free(got);
+    run_free(&r);
+    llama_state_free(&full);
+    llama_free(&big);
+    llama_free(&m);
+}
+
+// Lesson 14's ways past the window (llama_past_run, the lesson's W 64 and
+// one step in 4) on the shipped models, over bos and the first 256
+// characters of the validation text: every compared step's loss within 1e-4
+// of tests/llama_past_torch_reference.py, the article's PyTorch code with
+// each way stated without a cache (a mask, or a causal pass over the tokens
+// it keeps).
+static void test_ways_past_the_window_match_reference(void **state) {
+    (void)state;
+    enum { WIN = 64, EVERY = 4 };
+    static const struct {
+        const char *name;
+        LlamaPast way;
+        int sinks, trained;
+    } ways[] = {{"reset", LLAMA_PAST_RESET, 0, 0},  {"recompute", LLAMA_PAST_RECOMPUTE, 0, 0},
+                {"window", LLAMA_PAST_CACHE, 0, 0}, {"sinks1", LLAMA_PAST_CACHE, 1, 0},
+                {"sinks4", LLAMA_PAST_CACHE, 4, 0}, {"trained", LLAMA_PAST_CACHE, 0, 1}};
+    FixSet fx;
+    fix_load(&fx, "tests/fixtures/llama_past.txt");
+    const FixTensor *tok = fix_get(&fx, "tokens");
+    int n = tok->cols, *tokens = malloc(sizeof(int) * (size_t)n);
+    double *losses = malloc(sizeof(double) * (size_t)n);
+    assert_true(tokens && losses);
+    for (int i = 0; i < n; i++) tokens[i] = (int)tok->data[i];
+    LlamaModel models[2];
+    char err[256];
+    const char *paths[2] = {"data/tinyshakespeare-llama-mha.bin", "data/tinyshakespeare-llama-window64.bin"};
+    for (int k = 0; k < 2; k++)
+        if (llama_load(&models[k], paths[k], err, sizeof err) != 0) fail_msg("%s", err);
+    float logits[512];
+    assert_true(models[0].cfg.vocab_size <= 512 && n > 2 * models[0].cfg.max_seq_len);
+    for (size_t w = 0; w < sizeof ways / sizeof ways[0]; w++) {
+        const LlamaModel *m = &models[ways[w].trained];
+        const FixTensor *want = fix_get(&fx, ways[w].name);
+        assert_int_equal(want->cols, (n - 2) / EVERY + 1);
+        LlamaState s;
+        llama_state_for_test(&s, m, 1);
+        KvWindow kv;
+        KvShape shape = {.L = m->cfg.n_layers, .B = 1, .T = WIN, .H = m->cfg.n_heads, .G = m->cfg.n_kv_heads,
+                         .D = m->cfg.head_dim};
+        if (ways[w].way == LLAMA_PAST_CACHE) {
+            assert_int_equal(kvwindow_init(&kv, shape, ways[w].sinks), 0);
+            s.kv = &kv.base;
+        }
+        llama_past_run(losses, NULL, logits, &s, m, tokens, n, ways[w].way, WIN, EVERY);
+        for (int i = 0; i + 1 < n; i += EVERY) {
+            double expected = want->data[i / EVERY];
+            if (!(fabs(losses[i] - expected) <= 1e-4))
+                fail_msg("%s: loss at position %d: expected %.6f (PyTorch), got %.6f", ways[w].name, i, expected,
+                         losses[i]);
+        }
+        if (ways[w].way == LLAMA_PAST_CACHE) kvcache_free(&kv.base);
+        s.kv = NULL;
+        llama_state_free(&s);
+    }
+    llama_free(&models[0]);
+    llama_free(&models[1]);
+    free(tokens);
+    free(losses);
+    fix_free(&fx);
+}
+
+// Lesson 14's sink measurement: the mean attention weight on position 0 per
+// layer and head, as the window cache sums it (kv.sink_weight / kv.queries),
+// over the queries 0 .. 127 of the shipped model and 0 .. 63 of the window
+// model, against the softmax of the article's PyTorch Attention
+// (tests/llama_past_torch_reference.py), within 1e-5.
+static void test_sink_shares_match_reference(void **state) {
+    (void)state;
+    FixSet fx;
+    fix_load(&fx, "tests/fixtures/llama_past.txt");
+    const FixTensor *tok = fix_get(&fx, "tokens");
+    int tokens[128];
+    assert_true(tok->cols >= 128);
+    for (int i = 0; i < 128; i++) tokens[i] = (int)tok->data[i];
+    const char *paths[2] = {"data/tinyshakespeare-llama-mha.bin", "data/tinyshakespeare-llama-window64.bin"};
+    const char *names[2] = {"sink_mha", "sink_window"};
+    const int queries[2] = {128, 64};
+    for (int k = 0; k < 2; k++) {
+        LlamaModel m;
+        char err[256];
+        if (llama_load(&m, paths[k], err, sizeof err) != 0) fail_msg("%s", err);
+        const LlamaConfig *c = &m.cfg;
+        const FixTensor *want = fix_get(&fx, names[k]);
+        assert_int_equal(want->rows, c->n_layers);
+        assert_int_equal(want->cols, c->n_heads);
+        LlamaState s;
+        llama_state_for_test(&s, &m, 1);
+        KvWindow kv;
+        KvShape shape = {.L = c->n_layers, .B = 1, .T = queries[k], .H = c->n_heads, .G = c->n_kv_heads,
+                         .D = c->head_dim};
+        assert_int_equal(kvwindow_init(&kv, shape, 0), 0);
+        s.kv = &kv.base;
+        float logits[512];
+        assert_true(c->vocab_size <= 512);
+        for (int p = 0; p < queries[k]; p++) llama_forward(logits, &s, &m, tokens + p, p, 1, 1, 1);
+        for (int l = 0; l < c->n_layers; l++)
+            for (int h = 0; h < c->n_heads; h++) {
+                double got = kv.sink_weight[(size_t)l * c->n_heads + h] / kv.queries[l];
+                double expected = want->data[(size_t)l * c->n_heads + h];
+                if (!(fabs(got - expected) <= 1e-5))
+                    fail_msg("%s: share on position 0, layer %d head %d: expected %.6f (PyTorch), got %.6f", paths[k],
+                             l, h, expected, got);
+            }
+        kvcache_free(&kv.base);
+        s.kv = NULL;
+        llama_state_free(&s);
+        llama_free(&m);
+    }
+    fix_free(&fx);
+}
+
+// Lesson 14 sets its model against the window model it loads beside it: a
+// --model trained with a window is refused before any work, in both languages.
+static void test_lesson14_refuses_window_model(void **state) {
+    (void)state;
+    const char *args[2] = {"lesson 14 --model data/tinyshakespeare-llama-window64.bin",
+                           "--lang zh lesson 14 --model data/tinyshakespeare-llama-window64.bin"};
+    const char *says[2] = {"was trained with --window 64; lesson 14 takes a model trained without a window",
+                           "训练时用了 --window 64；第 14 课要的是不带窗口训练的模型"};
+    for (int i = 0; i < 2; i++) {
+        RunResult r = kvdemo_run(args[i]);
+        if (r.status != 1 || count_lines(r.err) != 1 || !strstr(r.err, says[i]) || r.out[0])
+            fail_msg("kvdemo %s: expected exit 1, no output and one line \"%s\", got exit %d, %zu bytes out and \"%s\"",
+                     args[i], says[i], r.status, strlen(r.out), r.err);
+        run_free(&r);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rolling_cache_equals_band_recompute),
@@ -412,6 +615,10 @@ int main(void) {
         cmocka_unit_test(test_generate_past_the_context),
         cmocka_unit_test(test_rotary_after_eviction_matches_reference),
         cmocka_unit_test(test_positions_in_cache_match_reference),
+        cmocka_unit_test(test_lesson14_refuses_window_model),
+        cmocka_unit_test(test_generate_window_model_past_the_context),
+        cmocka_unit_test(test_ways_past_the_window_match_reference),
+        cmocka_unit_test(test_sink_shares_match_reference),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -12,6 +12,9 @@
 //                                   (the target itself, a perturbed copy, another model)
 //   test_rollback_equals_rebuilt    after the rounds, the target's cache = one rebuilt
 //                                   from the text: every key and value, bit for bit
+//   test_every_round_equals_rebuilt after every round, the target's and the draft's cache
+//                                   = one rebuilt from the kept text, bit for bit, K = 1..8,
+//                                   contiguous and paged (read through the block table)
 //   test_paged_rollback_blocks      rejected rows give their blocks back to the free
 //                                   list; a prompt's shared blocks are never written
 //   test_sampling_is_exact          V = 3: every branch of the rejection rule walked
@@ -260,6 +263,84 @@ static void test_rollback_equals_rebuilt(void **st) {
         gpt_state_free(&fresh);
         pair_free(&r);
     }
+    gpt_free(&draft);
+    gpt_free(&target);
+}
+
+// After every round, both caches against one rebuilt from the kept text,
+// on the contiguous cache and on the paged one (read through the block
+// table): the rows a rollback keeps, and nothing of what it cut.
+typedef struct {
+    Pair *r;
+    const GptModel *t, *d;
+    const int *tokens;
+    int paged, K, cut;   // cut: rounds whose rollback cut rows
+} RebuildCheck;
+
+// The key and value of (layer l, head h, position t, dim i) in s's
+// contiguous cache, or in seq's blocks when seq is not NULL (kvpage.h).
+static void cached_kv(float kv[2], const GptState *s, const KvSeq *seq, GptConfig c, int l, int h, int t, int i) {
+    int H = c.H, D = c.C / c.H;
+    if (!seq) {
+        kv[0] = s->cache.key[(((size_t)l * H + h) * D + i) * c.T + t];
+        kv[1] = s->cache.value[(((size_t)l * H + h) * c.T + t) * D + i];
+        return;
+    }
+    const KvPool *p = seq->pool;
+    size_t b = (size_t)seq->table[t / p->B], j = (size_t)(t % p->B);
+    kv[0] = p->keys[(((b * p->L + l) * p->H + h) * p->D + i) * p->B + j];
+    kv[1] = p->values[(((b * p->L + l) * p->H + h) * p->B + j) * p->D + i];
+}
+
+static void expect_rebuilt(const RebuildCheck *c, const GptModel *m, const GptState *s, const KvSeq *seq, int len,
+                           const char *who, int round) {
+    GptConfig cfg = m->cfg;
+    assert_int_equal(seq ? seq->len : s->len, len);
+    if (seq) assert_int_equal(seq->num_blocks, (len + BLOCK - 1) / BLOCK);
+    GptState fresh;
+    state(&fresh, cfg);
+    if (len > 0) gpt_forward(&fresh, m, c->tokens, len, 0);
+    for (int l = 0; l < cfg.L; l++)
+        for (int h = 0; h < cfg.H; h++)
+            for (int t = 0; t < len; t++)
+                for (int i = 0; i < cfg.C / cfg.H; i++) {
+                    float got[2], want[2];
+                    cached_kv(got, s, seq, cfg, l, h, t, i);
+                    cached_kv(want, &fresh, NULL, cfg, l, h, t, i);
+                    if (memcmp(got, want, sizeof got) != 0)
+                        fail_msg("%s cache, K %d, round %d, %s: layer %d head %d position %d dim %d: key %.9g / "
+                                 "value %.9g, rebuilt %.9g / %.9g", c->paged ? "paged" : "contiguous", c->K, round,
+                                 who, l, h, t, i, got[0], got[1], want[0], want[1]);
+                }
+    gpt_state_free(&fresh);
+}
+
+static int check_round(void *ctx, const SpecRound *info) {
+    RebuildCheck *c = ctx;
+    assert_int_equal(info->target_after, info->len + info->accepted);
+    assert_true(info->draft_after <= info->target_after);
+    expect_rebuilt(c, c->t, &c->r->ts, c->paged ? &c->r->tseq : NULL, info->target_after, "target", info->round);
+    expect_rebuilt(c, c->d, &c->r->ds, c->paged ? &c->r->dseq : NULL, info->draft_after, "draft", info->round);
+    c->cut += info->accepted < info->gamma;
+    return 0;
+}
+
+static void test_every_round_equals_rebuilt(void **st) {
+    (void)st;
+    GptModel target, draft;
+    random_model(&target, TARGET, 3);
+    perturbed_copy(&draft, &target, 0.3, 5);   // the target's shape: its own paged sequence too
+    int tokens[64];
+    for (int paged = 0; paged <= 1; paged++)
+        for (int K = 1; K <= 8; K++) {
+            Pair r;
+            pair_init(&r, &target, &draft, K, paged, 0.0f, 0, NULL);
+            RebuildCheck c = {&r, &target, &draft, tokens, paged, K, 0};
+            prompt_of(tokens, 3, TARGET.V);
+            assert_int_equal(spec_generate(tokens, &r.sp, 3, 15, check_round, &c), 18);   // 18 <= T: rounds only
+            if (c.cut == 0) fail_msg("%s cache, K %d: no round cut rows", paged ? "paged" : "contiguous", K);
+            pair_free(&r);
+        }
     gpt_free(&draft);
     gpt_free(&target);
 }
@@ -543,6 +624,7 @@ int main(void) {
         cmocka_unit_test(test_rows_equal_steps),
         cmocka_unit_test(test_greedy_equals_target),
         cmocka_unit_test(test_rollback_equals_rebuilt),
+        cmocka_unit_test(test_every_round_equals_rebuilt),
         cmocka_unit_test(test_paged_rollback_blocks),
         cmocka_unit_test(test_sampling_is_exact),
         cmocka_unit_test(test_check_rejects_mismatch),
