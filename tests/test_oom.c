@@ -158,6 +158,26 @@ static void test_oom_generate_and_eval(void **state) {
     sweep(&eval);
 }
 
+// The caches done differently (src/model/kvvariant.c): eval through an
+// int8 cache (its quantised cache, the logits of a window), generate
+// through a faulty cache over it (the faulty one besides).
+static void test_oom_cache_variants(void **state) {
+    (void)state;
+    char text[300], args[700];
+    snprintf(text, sizeof text, "%s/ab.txt", dir);
+    FILE *f = fopen(text, "w");
+    assert_non_null(f);
+    for (int i = 0; i < 100; i++) fputs("abab ba ab baab\n", f);   // gpt_a's characters
+    fclose(f);
+    snprintf(args, sizeof args, "eval --model tests/fixtures/gpt_a.kvgp --data %s --kv-dtype int8", text);
+    Sweep eval = {.args = args, .same_stdout = 1};
+    sweep(&eval);
+    Sweep gen = {.args = "generate --model tests/fixtures/gpt_a.kvgp --steps 3 --prompt ab --seed 1 --kv-dtype int8 "
+                         "--bug stale",
+                 .same_stdout = 1};
+    sweep(&gen);
+}
+
 // train writes the model, its checkpoint and the log; init the model.
 static void test_oom_train_and_init(void **state) {
     (void)state;
@@ -190,6 +210,7 @@ static void test_oom_lesson(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_oom_generate_and_eval),
+        cmocka_unit_test(test_oom_cache_variants),
         cmocka_unit_test(test_oom_train_and_init),
         cmocka_unit_test(test_oom_lesson),
     };
