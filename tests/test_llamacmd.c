@@ -236,6 +236,25 @@ static void test_race_text_and_refusals(void **state) {
     unlink(cut);
 }
 
+// generate on the T = 16 fixture past its context says where the text
+// ended; --window's refusals (two prompts, --no-cache) and the char GPT's
+// sampling option are one line and exit 2.
+static void test_generate_context_and_refusals(void **state) {
+    (void)state;
+    RunResult r = kvdemo_run("generate --model tests/fixtures/llama_mha.bin --prompt 天气 --steps 30 --seed 5");
+    const char *end = "-- the context (max_seq_len 16) ended the text before --steps 30";
+    if (r.status != 0 || strncmp(r.out, "天气", strlen("天气")) != 0 || !strstr(r.out, end))
+        fail_msg("generate past the context: expected exit 0, the text from \"天气\" and \"%s\", got %d: %s%s", end,
+                 r.status, r.out, r.err);
+    run_free(&r);
+    expect_failure("generate --model tests/fixtures/llama_mha.bin --prompt 天气 --prompt 你好 --window 8", 2,
+                   "--window takes one prompt, with the cache");
+    expect_failure("generate --model tests/fixtures/llama_mha.bin --prompt 天气 --window 8 --no-cache", 2,
+                   "--window takes one prompt, with the cache");
+    expect_failure("generate --model tests/fixtures/llama_mha.bin --top-k 3", 2,
+                   "--top-k is the char GPT's; tests/fixtures/llama_mha.bin is a LLaMA-style model");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cached_logits_equal_uncached_bits),
@@ -245,6 +264,7 @@ int main(void) {
         cmocka_unit_test(test_bench_on_a_llama_file),
         cmocka_unit_test(test_race_on_a_llama_file),
         cmocka_unit_test(test_race_text_and_refusals),
+        cmocka_unit_test(test_generate_context_and_refusals),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -178,6 +178,22 @@ static void test_oom_cache_variants(void **state) {
     sweep(&gen);
 }
 
+// The LLaMA-style model's generate on the T = 16 fixture: with --window (the
+// rolling cache, its generation, sampling) and with --draft (the
+// speculative rounds).
+static void test_oom_llama(void **state) {
+    (void)state;
+#define LLAMA_FIXTURE "--model tests/fixtures/llama_mha.bin --prompt 天气 --seed 1"
+    static const char *const ARGS[] = {
+        "generate " LLAMA_FIXTURE " --steps 20 --window 8",
+        "generate " LLAMA_FIXTURE " --steps 3 --draft tests/fixtures/llama_mqa.bin --temperature 0",
+    };
+    for (size_t i = 0; i < sizeof ARGS / sizeof ARGS[0]; i++) {
+        Sweep s = {.args = ARGS[i], .same_stdout = 1};
+        sweep(&s);
+    }
+}
+
 // train writes the model, its checkpoint and the log; init the model.
 static void test_oom_train_and_init(void **state) {
     (void)state;
@@ -211,6 +227,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_oom_generate_and_eval),
         cmocka_unit_test(test_oom_cache_variants),
+        cmocka_unit_test(test_oom_llama),
         cmocka_unit_test(test_oom_train_and_init),
         cmocka_unit_test(test_oom_lesson),
     };
