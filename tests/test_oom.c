@@ -194,6 +194,26 @@ static void test_oom_llama(void **state) {
     }
 }
 
+// The char GPT's speculative decoding (src/cmd/speccmd.c), as text: its
+// states, sampler and rounds, on two random tiny models.
+static void test_oom_draft(void **state) {
+    (void)state;
+    char target[300], draft[300], args[800];
+    snprintf(target, sizeof target, "%s/t.bin", dir);
+    snprintf(draft, sizeof draft, "%s/d.bin", dir);
+    for (int i = 0; i < 2; i++) {
+        snprintf(args, sizeof args, "init --preset tiny --seed %d --out %s", 7 + i, i ? draft : target);
+        RunResult r = kvdemo_run(args);
+        if (r.status != 0) fail_msg("kvdemo %s: %s", args, r.err);
+        run_free(&r);
+    }
+    snprintf(args, sizeof args, "generate --model %s --draft %s --prompt ROMEO: --steps 6 --seed 1", target, draft);
+    Sweep s = {.args = args, .same_stdout = 1};
+    sweep(&s);
+    unlink(target);
+    unlink(draft);
+}
+
 // train writes the model, its checkpoint and the log; init the model.
 static void test_oom_train_and_init(void **state) {
     (void)state;
@@ -228,6 +248,7 @@ int main(void) {
         cmocka_unit_test(test_oom_generate_and_eval),
         cmocka_unit_test(test_oom_cache_variants),
         cmocka_unit_test(test_oom_llama),
+        cmocka_unit_test(test_oom_draft),
         cmocka_unit_test(test_oom_train_and_init),
         cmocka_unit_test(test_oom_lesson),
     };
