@@ -194,6 +194,18 @@ static void test_oom_llama(void **state) {
     }
 }
 
+// llama2.c's model and tokenizer (src/cmd/llama2ccmd.c): generate (the
+// tokenizer's work space too: out of memory there is exit 1, no usage
+// error) and bench.
+static void test_oom_llama2c(void **state) {
+    (void)state;
+#define LLAMA2C_PAIR "--model tests/fixtures/llama2c_gqa.bin --tokenizer tests/fixtures/llama2c_tok.bin"
+    Sweep gen = {.args = "generate " LLAMA2C_PAIR " --prompt 'Once upon a time' --steps 4 --seed 1", .same_stdout = 1};
+    sweep(&gen);
+    Sweep bench = {.args = "bench " LLAMA2C_PAIR " --steps 4 --repeat 1"};
+    sweep(&bench);
+}
+
 // The char GPT's speculative decoding (src/cmd/speccmd.c), as text: its
 // states, sampler and rounds, on two random tiny models.
 static void test_oom_draft(void **state) {
@@ -249,6 +261,7 @@ int main(void) {
         cmocka_unit_test(test_oom_cache_variants),
         cmocka_unit_test(test_oom_llama),
         cmocka_unit_test(test_oom_draft),
+        cmocka_unit_test(test_oom_llama2c),
         cmocka_unit_test(test_oom_train_and_init),
         cmocka_unit_test(test_oom_lesson),
     };
