@@ -136,16 +136,16 @@ static void trained_free(Trained *t) {
     free(t->samples);
 }
 
-// The slice's text, NUL-terminated, into text (SLICE_BYTES). Returns its
-// length, or -1 (the file cannot be read, or is longer than the room).
-static long read_slice(char *text, const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return -1;
-    size_t got = fread(text, 1, SLICE_BYTES, f);
-    int bad = ferror(f) || got == SLICE_BYTES;
-    fclose(f);
-    if (bad) return -1;
-    text[got] = '\0';
+// The slice's text, NUL-terminated, into text (SLICE_BYTES), through
+// fileio's reader (a FIFO or a folder refused at once, a short read said).
+// Returns its length, or -1 with err (the file cannot be read, or is
+// longer than the room).
+static long read_slice(char *text, const char *path, char *err, size_t errlen) {
+    size_t got = 0;
+    char *t = fileio_read_text(path, SLICE_BYTES - 1, 0, &got, err, errlen);
+    if (!t) return -1;
+    memcpy(text, t, got + 1);
+    free(t);
     return (long)got;
 }
 
@@ -447,12 +447,13 @@ int lesson62_trained(const Options *opt, Trace *tr, int repeat, long part) {
     trace_heading(tr, "(3) What sharing costs, measured on the trained models",
                   "（3）共享的代价：在训练好的模型上实测");
     const char *slice = paths_shipped(SLICE, buf, sizeof buf);
-    long chars = read_slice(text, slice);
+    long chars = read_slice(text, slice, err, sizeof err);
     if (part <= 0 || part > chars) part = chars;
     if (chars < 0) {
-        trace_sayf(tr, "%s cannot be read: it ships with kvdemo (`git checkout -- %s`). This part needs it; "
+        trace_sayf(tr, "%s cannot be read (%s): it ships with kvdemo (`git checkout -- %s`). This part needs it; "
                        "it is left out.",
-                   "无法读取 %s：它随 kvdemo 一起发布（`git checkout -- %s`）。这一部分需要它，故略去。", slice, SLICE);
+                   "无法读取 %s（%s）：它随 kvdemo 一起发布（`git checkout -- %s`）。这一部分需要它，故略去。", slice,
+                   err, SLICE);
         return 0;
     }
     Trained ts[NUM_SHIPPED];

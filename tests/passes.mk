@@ -26,7 +26,8 @@ ONCE_TESTS   = test_bench test_benchmm test_chart_svg test_checkpoint test_cli t
                test_errors test_faults test_fileguard test_iofault test_readers test_write_error test_heat test_html \
                test_install test_make test_measure test_memory test_names test_oom test_options test_threads \
                test_reliability test_screen test_stats \
-               test_lesson13 test_step test_toydata test_trace test_utf8 test_zh
+               test_lesson13 test_step test_toydata test_trace test_utf8 test_zh \
+               test_ttyguard test_kvvariant
 # BROWSER_TESTS: chromium loads kvdemo's page; the fast pass only (making the
 # page is test_html's, which the sanitizers run; the browser is not kvdemo).
 BROWSER_TESTS = test_slides

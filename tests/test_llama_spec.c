@@ -328,6 +328,35 @@ static void test_generate_llama_draft(void **st) {
     expect_failure("generate --model data/tinyshakespeare-llama-mha.bin --gamma 3", 2, "--gamma goes with --draft FILE");
 }
 
+// generate --draft on a LLaMA pair as text, past the context (T 16): the
+// text, then the context's end said; and its refusals: two prompts, a
+// target cut short, a prompt outside the vocabulary.
+static void test_generate_llama_draft_text(void **st) {
+    (void)st;
+#define FIXTURE_PAIR "--model tests/fixtures/llama_mha.bin --draft tests/fixtures/llama_mqa.bin"
+    RunResult r = kvdemo_run("generate " FIXTURE_PAIR " --prompt 天气 --temperature 0 --steps 30 --gamma 2");
+    const char *end = "-- the context (max_seq_len 16) ended the text before --steps 30";
+    if (r.status != 0 || strncmp(r.out, "天气", strlen("天气")) != 0 || !strstr(r.out, end))
+        fail_msg("generate --draft past the context: expected exit 0, the text from \"天气\" and \"%s\", got %d: %s%s",
+                 end, r.status, r.out, r.err);
+    run_free(&r);
+    expect_failure("generate " FIXTURE_PAIR " --prompt 天气 --prompt 你好", 2, "--draft takes one prompt");
+    expect_failure("generate " FIXTURE_PAIR " --prompt xyz", 1, "xyz");
+    char cut[] = "/tmp/kvdemo-llama-cut-XXXXXX", args[512];   // a LLaMA header, then short
+    int fd = mkstemp(cut);
+    assert_true(fd >= 0);
+    FILE *in = fopen("tests/fixtures/llama_mha.bin", "rb");
+    assert_non_null(in);
+    char head[200];
+    assert_int_equal(fread(head, 1, sizeof head, in), sizeof head);
+    fclose(in);
+    assert_int_equal(write(fd, head, sizeof head), (ssize_t)sizeof head);
+    close(fd);
+    snprintf(args, sizeof args, "generate --model %s --draft tests/fixtures/llama_mqa.bin --prompt 天气", cut);
+    expect_failure(args, 1, cut);
+    unlink(cut);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_greedy_equals_target),
@@ -336,6 +365,7 @@ int main(void) {
         cmocka_unit_test(test_sampling_follows_rule),
         cmocka_unit_test(test_check_rejects_mismatch),
         cmocka_unit_test(test_generate_llama_draft),
+        cmocka_unit_test(test_generate_llama_draft_text),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

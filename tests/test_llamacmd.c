@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static char tmpdir[64], data_path[128], model_path[128];
 
@@ -194,6 +195,66 @@ static void test_race_on_a_llama_file(void **state) {
     expect_failure(cmd, 2, "--top-k is the char GPT's");
 }
 
+// race on a LLaMA file as text, past the context: the verdict that both
+// runs wrote the same text, the speed-up, the context's end said, the
+// text; and race's own refusals: the char GPT's options, two prompts, a
+// LLaMA file cut short.
+static void test_race_text_and_refusals(void **state) {
+    (void)state;
+    RunResult r = kvdemo_run("race --model tests/fixtures/llama_mha.bin --prompt 天气 --steps 40 --seed 5");
+    static const char *const SAYS[] = {"Both runs wrote the same text, character for character.", "With the cache: ",
+                                       "The context (max_seq_len 16) ended the text", "\n天气"};
+    for (int i = 0; i < 4; i++)
+        if (r.status != 0 || !strstr(r.out, SAYS[i]))
+            fail_msg("race past the context: expected exit 0 and \"%s\", got %d: %s%s", SAYS[i], r.status, r.out,
+                     r.err);
+    run_free(&r);
+    static const struct {
+        const char *flags, *says;
+        int status;
+    } REFUSED[] = {
+        {"--init random", "--init is the char GPT's; tests/fixtures/llama_mha.bin is a LLaMA-style model", 2},
+        {"--prompt 天气 --prompt 你好", "race takes one --prompt, not 2", 2},
+    };
+    char cmd[512];
+    for (size_t i = 0; i < sizeof REFUSED / sizeof REFUSED[0]; i++) {
+        snprintf(cmd, sizeof cmd, "race --model tests/fixtures/llama_mha.bin %s", REFUSED[i].flags);
+        expect_failure(cmd, REFUSED[i].status, REFUSED[i].says);
+    }
+    char cut[160];
+    snprintf(cut, sizeof cut, "%s/cut.bin", tmpdir);   // the header and a little more: told a LLaMA file, then short
+    FILE *in = fopen("tests/fixtures/llama_mha.bin", "rb"), *out = fopen(cut, "wb");
+    assert_non_null(in);
+    assert_non_null(out);
+    char head[200];
+    assert_int_equal(fread(head, 1, sizeof head, in), sizeof head);
+    assert_int_equal(fwrite(head, 1, sizeof head, out), sizeof head);
+    fclose(in);
+    assert_int_equal(fclose(out), 0);
+    snprintf(cmd, sizeof cmd, "race --model %s --prompt 天气", cut);
+    expect_failure(cmd, 1, cut);
+    unlink(cut);
+}
+
+// generate on the T = 16 fixture past its context says where the text
+// ended; --window's refusals (two prompts, --no-cache) and the char GPT's
+// sampling option are one line and exit 2.
+static void test_generate_context_and_refusals(void **state) {
+    (void)state;
+    RunResult r = kvdemo_run("generate --model tests/fixtures/llama_mha.bin --prompt 天气 --steps 30 --seed 5");
+    const char *end = "-- the context (max_seq_len 16) ended the text before --steps 30";
+    if (r.status != 0 || strncmp(r.out, "天气", strlen("天气")) != 0 || !strstr(r.out, end))
+        fail_msg("generate past the context: expected exit 0, the text from \"天气\" and \"%s\", got %d: %s%s", end,
+                 r.status, r.out, r.err);
+    run_free(&r);
+    expect_failure("generate --model tests/fixtures/llama_mha.bin --prompt 天气 --prompt 你好 --window 8", 2,
+                   "--window takes one prompt, with the cache");
+    expect_failure("generate --model tests/fixtures/llama_mha.bin --prompt 天气 --window 8 --no-cache", 2,
+                   "--window takes one prompt, with the cache");
+    expect_failure("generate --model tests/fixtures/llama_mha.bin --top-k 3", 2,
+                   "--top-k is the char GPT's; tests/fixtures/llama_mha.bin is a LLaMA-style model");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cached_logits_equal_uncached_bits),
@@ -202,6 +263,8 @@ int main(void) {
         cmocka_unit_test(test_gpt_options_refused_on_a_llama_file),
         cmocka_unit_test(test_bench_on_a_llama_file),
         cmocka_unit_test(test_race_on_a_llama_file),
+        cmocka_unit_test(test_race_text_and_refusals),
+        cmocka_unit_test(test_generate_context_and_refusals),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -158,6 +158,74 @@ static void test_oom_generate_and_eval(void **state) {
     sweep(&eval);
 }
 
+// The caches done differently (src/model/kvvariant.c): eval through an
+// int8 cache (its quantised cache, the logits of a window), generate
+// through a faulty cache over it (the faulty one besides).
+static void test_oom_cache_variants(void **state) {
+    (void)state;
+    char text[300], args[700];
+    snprintf(text, sizeof text, "%s/ab.txt", dir);
+    FILE *f = fopen(text, "w");
+    assert_non_null(f);
+    for (int i = 0; i < 100; i++) fputs("abab ba ab baab\n", f);   // gpt_a's characters
+    fclose(f);
+    snprintf(args, sizeof args, "eval --model tests/fixtures/gpt_a.kvgp --data %s --kv-dtype int8", text);
+    Sweep eval = {.args = args, .same_stdout = 1};
+    sweep(&eval);
+    Sweep gen = {.args = "generate --model tests/fixtures/gpt_a.kvgp --steps 3 --prompt ab --seed 1 --kv-dtype int8 "
+                         "--bug stale",
+                 .same_stdout = 1};
+    sweep(&gen);
+}
+
+// The LLaMA-style model's generate on the T = 16 fixture: with --window (the
+// rolling cache, its generation, sampling) and with --draft (the
+// speculative rounds).
+static void test_oom_llama(void **state) {
+    (void)state;
+#define LLAMA_FIXTURE "--model tests/fixtures/llama_mha.bin --prompt 天气 --seed 1"
+    static const char *const ARGS[] = {
+        "generate " LLAMA_FIXTURE " --steps 20 --window 8",
+        "generate " LLAMA_FIXTURE " --steps 3 --draft tests/fixtures/llama_mqa.bin --temperature 0",
+    };
+    for (size_t i = 0; i < sizeof ARGS / sizeof ARGS[0]; i++) {
+        Sweep s = {.args = ARGS[i], .same_stdout = 1};
+        sweep(&s);
+    }
+}
+
+// llama2.c's model and tokenizer (src/cmd/llama2ccmd.c): generate (the
+// tokenizer's work space too: out of memory there is exit 1, no usage
+// error) and bench.
+static void test_oom_llama2c(void **state) {
+    (void)state;
+#define LLAMA2C_PAIR "--model tests/fixtures/llama2c_gqa.bin --tokenizer tests/fixtures/llama2c_tok.bin"
+    Sweep gen = {.args = "generate " LLAMA2C_PAIR " --prompt 'Once upon a time' --steps 4 --seed 1", .same_stdout = 1};
+    sweep(&gen);
+    Sweep bench = {.args = "bench " LLAMA2C_PAIR " --steps 4 --repeat 1"};
+    sweep(&bench);
+}
+
+// The char GPT's speculative decoding (src/cmd/speccmd.c), as text: its
+// states, sampler and rounds, on two random tiny models.
+static void test_oom_draft(void **state) {
+    (void)state;
+    char target[300], draft[300], args[800];
+    snprintf(target, sizeof target, "%s/t.bin", dir);
+    snprintf(draft, sizeof draft, "%s/d.bin", dir);
+    for (int i = 0; i < 2; i++) {
+        snprintf(args, sizeof args, "init --preset tiny --seed %d --out %s", 7 + i, i ? draft : target);
+        RunResult r = kvdemo_run(args);
+        if (r.status != 0) fail_msg("kvdemo %s: %s", args, r.err);
+        run_free(&r);
+    }
+    snprintf(args, sizeof args, "generate --model %s --draft %s --prompt ROMEO: --steps 6 --seed 1", target, draft);
+    Sweep s = {.args = args, .same_stdout = 1};
+    sweep(&s);
+    unlink(target);
+    unlink(draft);
+}
+
 // train writes the model, its checkpoint and the log; init the model.
 static void test_oom_train_and_init(void **state) {
     (void)state;
@@ -190,6 +258,10 @@ static void test_oom_lesson(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_oom_generate_and_eval),
+        cmocka_unit_test(test_oom_cache_variants),
+        cmocka_unit_test(test_oom_llama),
+        cmocka_unit_test(test_oom_draft),
+        cmocka_unit_test(test_oom_llama2c),
         cmocka_unit_test(test_oom_train_and_init),
         cmocka_unit_test(test_oom_lesson),
     };

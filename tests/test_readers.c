@@ -1,9 +1,9 @@
 // test_readers — the readers that go through fileio's reader
 // (fileio_read_text): what it gives and refuses, and its messages where
 // kvdemo reads a lesson page's class questions (--format html), lesson 14's
-// validation text and generate's LLaMA-file probe — a FIFO or a folder
-// refused at once and named, a page cut short said and the page made
-// without it.
+// validation text, lesson 6.2's slice of it and generate's LLaMA-file
+// probe — a FIFO or a folder refused at once and named, a page cut short
+// said and the page made without it.
 #include "testutil.h"
 
 #include "fileio.h"
@@ -190,6 +190,51 @@ static void test_lesson14_text(void **state) {
     }
 }
 
+// Lesson 6.2's slice of the validation text, found in the current folder
+// first, goes through the reader: a FIFO, a folder, a file longer than the
+// slice or a read cut short is named with its reason, and the part that
+// needs it is left out (exit 0: the lesson's other parts stand).
+static void test_lesson62_slice(void **state) {
+    (void)state;
+    char where[300], text[340];
+    snprintf(where, sizeof where, "%s/l62", dir);
+    snprintf(text, sizeof text, "%s/data", where);
+    assert_int_equal(mkdir(where, 0700), 0);
+    assert_int_equal(mkdir(text, 0700), 0);
+    snprintf(text, sizeof text, "%s/data/tinyshakespeare-val-2049.txt", where);
+    static const char *const SAYS[] = {
+        "data/tinyshakespeare-val-2049.txt: is a FIFO, not a regular file",
+        "data/tinyshakespeare-val-2049.txt: is a folder, not a regular file",
+        "data/tinyshakespeare-val-2049.txt: 4096 bytes; at most 4095 were expected",
+    };
+    for (int i = 0; i < 3; i++) {
+        if (i == 0) assert_int_equal(mkfifo(text, 0600), 0);
+        if (i == 1) assert_int_equal(mkdir(text, 0700), 0);
+        if (i == 2) {
+            char big[4097];
+            memset(big, 'a', 4096);
+            big[4096] = '\0';
+            write_file(text, big);
+        }
+        RunResult r = run_in(where, NULL, "lesson 6.2 --preset tiny --repeat 1 --steps 4");
+        char want[200];
+        snprintf(want, sizeof want, "data/tinyshakespeare-val-2049.txt cannot be read (%s", SAYS[i]);
+        if (r.status != 0 || !strstr(r.out, want))
+            fail_msg("lesson 6.2, case %d: expected exit 0 and \"%s\", got exit %d and \"%s%s\"", i, want, r.status,
+                     r.out, r.err);
+        run_free(&r);
+        assert_int_equal(i == 1 ? rmdir(text) : unlink(text), 0);
+    }
+    // the shipped slice read short (its read is the lesson's first)
+    RunResult r = kvdemo_run_env("KVDEMO_TEST_FAULT=read-short:1", "lesson 6.2 --preset tiny --repeat 1 --steps 4");
+    const char *want = "data/tinyshakespeare-val-2049.txt cannot be read (data/tinyshakespeare-val-2049.txt: cannot "
+                       "read: the file ends early";
+    if (r.status != 0 || !strstr(r.out, want))
+        fail_msg("lesson 6.2, read-short:1: expected exit 0 and \"%s\", got exit %d and \"%s%s\"", want, r.status,
+                 r.out, r.err);
+    run_free(&r);
+}
+
 // generate's probe for a LLaMA file goes through the reader too: a FIFO as
 // --model is refused at once (an open that waited would hang here).
 static void test_model_fifo(void **state) {
@@ -208,6 +253,7 @@ int main(void) {
         cmocka_unit_test(test_questions_page),
         cmocka_unit_test(test_questions_page_short),
         cmocka_unit_test(test_lesson14_text),
+        cmocka_unit_test(test_lesson62_slice),
         cmocka_unit_test(test_model_fifo),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -619,6 +619,45 @@ static void test_generate_draft(void **st) {
     unlink(tiny);
 }
 
+// generate --draft as text shows each round's tokens as they come: what it
+// wrote before its figures is the text of the same run as JSON; a paged
+// pool too small for the rounds is said, exit 1. (Two random tiny models
+// of the default vocabulary, T 32.)
+static void test_generate_draft_text(void **st) {
+    (void)st;
+    char target[] = "/tmp/kvdemo-spec-t-XXXXXX", draft[] = "/tmp/kvdemo-spec-d-XXXXXX", args[512];
+    char *paths[2] = {target, draft};
+    for (int i = 0; i < 2; i++) {
+        int fd = mkstemp(paths[i]);
+        assert_true(fd >= 0);
+        close(fd);
+        snprintf(args, sizeof args, "init --preset tiny --seed %d --out %s", 7 + i, paths[i]);
+        RunResult r = kvdemo_run(args);
+        if (r.status != 0) fail_msg("kvdemo %s: %s", args, r.err);
+        run_free(&r);
+    }
+    snprintf(args, sizeof args, "generate --model %s --draft %s --prompt ROMEO: --temperature 0 --steps 20 --format json",
+             target, draft);
+    int n;
+    Event *e = kvdemo_json(args, &n);
+    const Event *text = events_find(e, n, "text", "speculative", -1, "text");
+    if (!text) fail_msg("kvdemo %s: no text event", args);
+    char want[512];
+    if (snprintf(want, sizeof want, "%.400s\n\n-- 20 tokens in ", text->text) >= (int)sizeof want) fail_msg("a long text");
+    events_free(e, n);
+    snprintf(args, sizeof args, "generate --model %s --draft %s --prompt ROMEO: --temperature 0 --steps 20", target,
+             draft);
+    RunResult r = kvdemo_run(args);
+    if (r.status != 0 || strncmp(r.out, want, strlen(want)) != 0)
+        fail_msg("kvdemo %s: expected exit 0 and \"%s...\", got %d: \"%s\"%s", args, want, r.status, r.out, r.err);
+    run_free(&r);
+    snprintf(args, sizeof args, "generate --model %s --draft %s --prompt ROMEO: --paged --block-size 2 --num-blocks 2",
+             target, draft);
+    expect_failure(args, 1, "the paged pool ran out of blocks: give --num-blocks more, or leave it out");
+    unlink(target);
+    unlink(draft);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rows_equal_steps),
@@ -629,6 +668,7 @@ int main(void) {
         cmocka_unit_test(test_sampling_is_exact),
         cmocka_unit_test(test_check_rejects_mismatch),
         cmocka_unit_test(test_generate_draft),
+        cmocka_unit_test(test_generate_draft_text),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

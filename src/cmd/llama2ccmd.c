@@ -184,7 +184,7 @@ int llama2ccmd_generate(const Options *opt, Trace *tr) {
     char err[512];
     if (!rc && (n = llama_encode(r.tokens, &r.m, prompt, 1, 0, T - 1, err, sizeof err)) < 0) {
         fileio_error("--prompt: %s (the model's context is %d tokens)", "--prompt：%s（模型的上下文是 %d 个 token）", err, T);
-        rc = 2;
+        rc = n == -2 ? 1 : 2;   // out of memory is no usage error
     }
     if (!rc) {
         int steps = opt->steps > 0 ? opt->steps : DEFAULT_STEPS;

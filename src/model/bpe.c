@@ -266,6 +266,7 @@ int bpe_encode(int *ids, const Bpe *t, const char *text, int bos, int eos, int m
     int n = 0, rc = -1;
     if (!work || !buf) {
         fileio_fail2(err, errlen, "out of memory for a prompt of %zu bytes", "内存不足：放不下 %zu 字节的提示词", bytes);
+        rc = -2;
         goto done;
     }
     // add_dummy_prefix: " " before the text (none before an empty text)

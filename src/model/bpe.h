@@ -56,7 +56,8 @@ int bpe_lookup(const Bpe *t, const char *s, int n);
 // adjacent pair whose joined piece has the highest score merged, again and
 // again (the leftmost of equal scores), until no joined pair is a piece;
 // then EOS if asked. Returns n, or -1 with a message (invalid UTF-8, a byte
-// the vocabulary has no token for, more than max_ids tokens).
+// the vocabulary has no token for, more than max_ids tokens), or -2 with a
+// message when memory ran out.
 int bpe_encode(int *ids, const Bpe *t, const char *text, int bos, int eos, int max_ids, char *err,
                size_t errlen);
 // The text token id decodes to after token prev (-1: none): "" for <unk>,

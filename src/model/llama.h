@@ -211,7 +211,8 @@ enum { LLAMA_PAD_ID = 0, LLAMA_BOS_ID = 1, LLAMA_EOS_ID = 2 };
 
 // ids (n) = tokenizer.encode(text, bos, eos). Returns n, or -1 with a message
 // naming the first character not in the vocabulary (or invalid UTF-8, or
-// more than max_ids tokens).
+// more than max_ids tokens), or -2 with a message when memory ran out (a
+// llama2.c tokenizer's work space).
 int llama_encode(int *ids, const LlamaModel *m, const char *text, int bos, int eos, int max_ids,
                  char *err, size_t errlen);
 // out = tokenizer.decode(ids (n)) as UTF-8; pad, bos and eos decode to
