@@ -13,6 +13,8 @@
 #include "testutil.h"
 
 #include "chart_svg.h"
+#include "flash_svg.h"
+#include "kvpage_svg.h"
 #include "trace.h"
 #include "trace_deck.h"
 
@@ -120,8 +122,8 @@ static void test_scores_signs_stay_apart_for_colour_blind_viewers(void **state) 
 enum { MAX_RULES = 256 };
 typedef struct {
     char sel[160];
-    double fg[3], bg[3], opacity;
-    int has_fg, has_bg, has_opacity;
+    double fg[3], bg[3], fill[3], opacity;
+    int has_fg, has_bg, has_fill, has_opacity;
 } StyleRule;
 
 // #rgb or #rrggbb at s into rgb (0 .. 255); 0 when s is not one.
@@ -149,6 +151,7 @@ static void style_declaration(StyleRule *r, const char *d, size_t len) {
     if (nlen == 5 && !memcmp(d, "color", 5)) r->has_fg = hex_colour(v, vlen, r->fg);
     else if ((nlen == 10 && !memcmp(d, "background", 10)) || (nlen == 16 && !memcmp(d, "background-color", 16)))
         r->has_bg = hex_colour(v, vlen, r->bg);
+    else if (nlen == 4 && !memcmp(d, "fill", 4)) r->has_fill = hex_colour(v, vlen, r->fill);
     else if (nlen == 7 && !memcmp(d, "opacity", 7)) r->has_opacity = 1, r->opacity = atof(v);
 }
 
@@ -270,12 +273,177 @@ static void test_chart_colours_contrast(void **state) {
     }
 }
 
+// ----------------------------------------------------------------------------
+// Every legend's colours: each mark at least 3:1 against every background it
+// is drawn on (WCAG 2.1, 1.4.11), and every two marks of one legend apart by
+// at least 2 * MIN_DELTA_E for each view (a legend's colours name different
+// things, unlike a heat map's neighbouring steps).
+
+enum { MAX_MARKS = 16, MAX_BACKS = 4 };
+typedef struct {
+    const char *what;
+    int n, nback;
+    const char *name[MAX_MARKS];
+    double rgb[MAX_MARKS][3];
+    const char *back_name[MAX_BACKS];
+    double back[MAX_BACKS][3];
+} Legend;
+
+static void legend_mark(Legend *g, const char *name, const char *hex) {
+    assert_true(g->n < MAX_MARKS);
+    if (!hex_colour(hex, strlen(hex), g->rgb[g->n])) fail_msg("%s, %s: '%s' is no #rrggbb", g->what, name, hex);
+    g->name[g->n++] = name;
+}
+
+static void legend_back(Legend *g, const char *name, const double rgb[3]) {
+    assert_true(g->nback < MAX_BACKS);
+    memcpy(g->back[g->nback], rgb, sizeof g->back[0]);
+    g->back_name[g->nback++] = name;
+}
+
+static double rgb_delta_e(const double a[3], const double b[3], int view) {
+    double la[3], lb[3];
+    seen_lab(a, view, la);
+    seen_lab(b, view, lb);
+    return sqrt((la[0] - lb[0]) * (la[0] - lb[0]) + (la[1] - lb[1]) * (la[1] - lb[1]) + (la[2] - lb[2]) * (la[2] - lb[2]));
+}
+
+static void expect_legend(const Legend *g) {
+    for (int i = 0; i < g->n; i++)
+        for (int k = 0; k < g->nback; k++) {
+            double c = rgb_contrast(g->rgb[i], g->back[k]);
+            if (c < 3)
+                fail_msg("%s, mark %d (%s, %.0f,%.0f,%.0f) on %s: expected contrast >= 3, got %.2f", g->what, i, g->name[i],
+                         g->rgb[i][0], g->rgb[i][1], g->rgb[i][2], g->back_name[k], c);
+        }
+    for (int i = 0; i < g->n; i++)
+        for (int j = i + 1; j < g->n; j++)
+            for (int v = 0; v < VIEWS; v++) {
+                double e = rgb_delta_e(g->rgb[i], g->rgb[j], v);
+                if (e < 2 * MIN_DELTA_E)
+                    fail_msg("%s, marks %d and %d (%s and %s), %s: expected ΔE >= %.1f, got %.2f", g->what, i, j, g->name[i],
+                             g->name[j], VIEW_NAME[v], 2 * MIN_DELTA_E, e);
+            }
+}
+
+static const double WHITE[3] = {255, 255, 255};
+
+// The page's body in its modes: the page (and its print, which sets no
+// colour of its own) and the projector.
+static void page_backs(Legend *g, const StyleRule *rules, int n) {
+    const char *sel[2] = {"body", "html.projector body"};
+    const char *name[2] = {"the page (and its print)", "the projector's page"};
+    for (int m = 0; m < 2; m++) {
+        const StyleRule *b = style_find(rules, n, sel[m]);
+        assert_true(b->has_bg);
+        legend_back(g, name[m], b->bg);
+    }
+}
+
+// A rule's colour, as expected: the rule sel sets background (or fill) to hex.
+static void expect_rule_colour(const StyleRule *rules, int n, const char *sel, int fill, const char *hex) {
+    const StyleRule *r = style_find(rules, n, sel);
+    double want[3];
+    assert_true(hex_colour(hex, strlen(hex), want));
+    const double *got = fill ? r->fill : r->bg;
+    if (!(fill ? r->has_fill : r->has_bg) || memcmp(got, want, sizeof want))
+        fail_msg("the page's style, rule '%s': expected %s %s, got (%.0f,%.0f,%.0f)", sel, fill ? "fill" : "background",
+                 hex, got[0], got[1], got[2]);
+}
+
+// The rows' legend (new, reused, recomputed): the same colours in the
+// tables' token cells, the legend's swatches and the triangle's cells, in
+// every mode; and every swatch or SVG cell the style colours at least 3:1 on
+// its mode's page.
+static void test_row_marks_contrast_and_apart(void **state) {
+    (void)state;
+    static StyleRule rules[MAX_RULES];
+    int n = style_rules(TRACE_DECK_STYLE, rules, MAX_RULES), marks = 0;
+    Legend g = {.what = "the rows' legend"};
+    page_backs(&g, rules, n);
+    static const char *const ROLE[3] = {"row-new", "row-reused", "row-recomputed"};
+    const char *hex[3] = {TRACE_ROW_NEW_COLOUR, TRACE_ROW_REUSED_COLOUR, TRACE_ROW_RECOMPUTED_COLOUR};
+    char sel[160];
+    for (int i = 0; i < 3; i++) {
+        legend_mark(&g, ROLE[i], hex[i]);
+        snprintf(sel, sizeof sel, "tr.%s>th.tok,.sw.%s", ROLE[i], ROLE[i]);
+        expect_rule_colour(rules, n, sel, 0, hex[i]);
+        snprintf(sel, sizeof sel, "svg rect.%s", ROLE[i]);
+        expect_rule_colour(rules, n, sel, 1, hex[i]);
+    }
+    expect_legend(&g);
+    for (int i = 0; i < n; i++) {
+        const StyleRule *r = &rules[i];
+        if (!strstr(r->sel, ".sw") && !strstr(r->sel, "svg rect")) continue;
+        if (!r->has_bg && !r->has_fill) continue;
+        const double *c = r->has_fill ? r->fill : r->bg;
+        int projector = strstr(r->sel, "html.projector") != NULL;
+        double k = rgb_contrast(c, g.back[projector]);
+        if (k < 3)
+            fail_msg("the page's style, rule '%s': mark (%.0f,%.0f,%.0f) on %s: expected contrast >= 3, got %.2f", r->sel,
+                     c[0], c[1], c[2], g.back_name[projector], k);
+        marks++;
+    }
+    if (marks < 6) fail_msg("the page's style: expected at least 6 marks (swatches, SVG cells), got %d", marks);
+}
+
+// Lesson 6.1's pool: the sequences' colours, the shared grey and the
+// copy-on-write arrow, on the white of the picture and of the empty slots.
+static void test_pool_colours_contrast_and_apart(void **state) {
+    (void)state;
+    static const char *const SEQ[] = {"sequence 0", "sequence 1", "sequence 2", "sequence 3", "sequence 4", "sequence 5",
+                                      "sequence 6", "sequence 7", "sequence 8", "sequence 9"};
+    Legend g = {.what = "lesson 6.1's pool"};
+    legend_back(&g, "the page and an empty slot (white)", WHITE);
+    assert_true(KVPAGE_NUM_SEQ_COLOURS >= 4 && KVPAGE_NUM_SEQ_COLOURS <= 10);
+    for (int i = 0; i < KVPAGE_NUM_SEQ_COLOURS; i++) legend_mark(&g, SEQ[i], KVPAGE_SEQ_COLOURS[i]);
+    legend_mark(&g, "shared", KVPAGE_SHARED);
+    legend_mark(&g, "copied on write (arrow)", KVPAGE_COW);
+    expect_legend(&g);
+}
+
+// Lesson 6.3's tiles: done and skipped as the browser composites them over
+// a cell (FLASH_OPACITY), the frame of the tile being processed; each on
+// both kinds of cell, white and masked.
+static void test_tile_colours_contrast_and_apart(void **state) {
+    (void)state;
+    double masked[3], a = atof(FLASH_OPACITY);
+    assert_true(hex_colour(FLASH_MASKED, strlen(FLASH_MASKED), masked));
+    assert_true(a > 0 && a <= 1);
+    const char *fill[2] = {FLASH_DONE, FLASH_SKIPPED}, *name[2] = {"done", "skipped"};
+    const double *cell[2] = {WHITE, masked};
+    const char *cell_name[2] = {"a white cell", "a masked cell"};
+    for (int c = 0; c < 2; c++) {   // the marks over cell c
+        Legend g = {.what = "lesson 6.3's tiles"};
+        for (int k = 0; k < 2; k++) legend_back(&g, cell_name[k], cell[k]);
+        for (int i = 0; i < 2; i++) {
+            legend_mark(&g, name[i], fill[i]);
+            for (int k = 0; k < 3; k++) g.rgb[i][k] = a * g.rgb[i][k] + (1 - a) * cell[c][k];
+        }
+        legend_mark(&g, "this tile (frame)", FLASH_CURRENT);
+        expect_legend(&g);
+    }
+}
+
+// The charts' colours, every two apart (the lines, the reserved bars, the axes).
+static void test_chart_colours_apart(void **state) {
+    (void)state;
+    Legend g = {.what = "the charts' colours"};
+    legend_back(&g, "the chart's background", WHITE);
+    for (int i = 0; i < CHART_NUM_COLOURS; i++) legend_mark(&g, CHART_COLOURS[i], CHART_COLOURS[i]);
+    expect_legend(&g);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_heat_steps_stay_apart_for_colour_blind_viewers),
         cmocka_unit_test(test_scores_signs_stay_apart_for_colour_blind_viewers),
         cmocka_unit_test(test_page_style_text_contrast),
         cmocka_unit_test(test_chart_colours_contrast),
+        cmocka_unit_test(test_chart_colours_apart),
+        cmocka_unit_test(test_row_marks_contrast_and_apart),
+        cmocka_unit_test(test_pool_colours_contrast_and_apart),
+        cmocka_unit_test(test_tile_colours_contrast_and_apart),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -11,6 +11,7 @@
 #include "testutil.h"
 
 #include "buf.h"
+#include "flash_svg.h"
 #include "lessons.h"
 #include "measure.h"
 #include "trace.h"
@@ -794,7 +795,7 @@ static void test_lesson63_tiles(void **state) {
         int m = 0;
         for (const char *q = p; (q = strstr(q, ": m = ")) && q < end; q++) m++;
         if (n < 3 && m != ROWS[n]) fail_msg("kvdemo %s: tile picture %d: expected m and l of %d rows, got %d", args, n + 1, ROWS[n], m);
-        const char *frame = strstr(p, "stroke=\"#d55e00\" stroke-width=\"4\"");
+        const char *frame = strstr(p, "stroke=\"" FLASH_CURRENT "\" stroke-width=\"4\"");
         if (!frame || frame > end) fail_msg("kvdemo %s: tile picture %d: expected the tile being processed framed", args, n + 1);
     }
     if (n != 3) fail_msg("kvdemo %s: expected 3 tile pictures (the tiles computed), got %d", args, n);

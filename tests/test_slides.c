@@ -365,9 +365,9 @@ static long count_pixels(const PngImage *img, const uint8_t rgb[3], long *unlike
 // The slides are drawn, not blank: at least 2% of the pixels are not the
 // background (lesson 2's slide 5 covers about a third, slide 1 in the
 // projector mode a tenth); slide 5, the cached step, shows the appended
-// rows in amber (#ffb000, row-new: its cells are filled solid).
+// rows in amber (#b26b00, row-new: its cells are filled solid).
 static void test_screenshots_are_not_blank(void **state) {
-    static const uint8_t AMBER[3] = {0xff, 0xb0, 0x00};
+    static const uint8_t AMBER[3] = {0xb2, 0x6b, 0x00};
     for (int i = SHOT; i < LOADS; i++) {
         const PngImage *img = shot(state, i);
         long unlike, amber = count_pixels(img, AMBER, &unlike), total = (long)img->width * img->height;

@@ -34,17 +34,17 @@ void flash_svg(Buf *b, int N, int tile, int i0, int j0, const char *const *rows,
         buf_append(b, "</text>");
         for (int c = 0; c < N; c++)
             buf_printf(b, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"%s\" stroke=\"#bbb\"></rect>",
-                       LEFT + c * CELL, TOP + r * CELL, CELL, CELL, c > r ? "#d9d9d9" : "#ffffff");
+                       LEFT + c * CELL, TOP + r * CELL, CELL, CELL, c > r ? FLASH_MASKED : "#ffffff");
     }
     for (int ti = 0; ti < N; ti += tile)   // the tiles: done, current, skipped, to come
         for (int tj = 0; tj < N; tj += tile) {
             int bh = N - ti < tile ? N - ti : tile, bw = N - tj < tile ? N - tj : tile;
             int skipped = tj > ti + bh - 1, current = ti == i0 && tj == j0;
             int done = !skipped && (ti < i0 || (ti == i0 && tj < j0));
-            const char *fill = done ? "#56b4e9" : skipped ? "#8c8c8c" : "none";
-            buf_printf(b, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"%s\" fill-opacity=\"0.45\" "
+            const char *fill = done ? FLASH_DONE : skipped ? FLASH_SKIPPED : "none";
+            buf_printf(b, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"%s\" fill-opacity=\"" FLASH_OPACITY "\" "
                        "stroke=\"%s\" stroke-width=\"%d\"></rect>",
-                       LEFT + tj * CELL, TOP + ti * CELL, bw * CELL, bh * CELL, fill, current ? "#d55e00" : "#444",
+                       LEFT + tj * CELL, TOP + ti * CELL, bw * CELL, bh * CELL, fill, current ? FLASH_CURRENT : "#444",
                        current ? 4 : 1);
         }
     int x = LEFT + side + 16, y = TOP + 12;
@@ -56,13 +56,13 @@ void flash_svg(Buf *b, int N, int tile, int i0, int j0, const char *const *rows,
         buf_printf(b, ": m = %.4f, l = %.4f</text>", (double)m[r], (double)l[r]);
     }
     int ly = TOP + side + 22;
-    buf_printf(b, "<rect x=\"%d\" y=\"%d\" width=\"12\" height=\"12\" fill=\"#56b4e9\" fill-opacity=\"0.45\" stroke=\"#444\"></rect>",
+    buf_printf(b, "<rect x=\"%d\" y=\"%d\" width=\"12\" height=\"12\" fill=\"" FLASH_DONE "\" fill-opacity=\"" FLASH_OPACITY "\" stroke=\"#444\"></rect>",
                LEFT, ly - 10);
     both(b, LEFT + 16, ly, "done", "已算");
-    buf_printf(b, "<rect x=\"%d\" y=\"%d\" width=\"12\" height=\"12\" fill=\"none\" stroke=\"#d55e00\" stroke-width=\"3\"></rect>",
+    buf_printf(b, "<rect x=\"%d\" y=\"%d\" width=\"12\" height=\"12\" fill=\"none\" stroke=\"" FLASH_CURRENT "\" stroke-width=\"3\"></rect>",
                LEFT + 70, ly - 10);
     both(b, LEFT + 86, ly, "this tile", "当前块");
-    buf_printf(b, "<rect x=\"%d\" y=\"%d\" width=\"12\" height=\"12\" fill=\"#8c8c8c\" fill-opacity=\"0.45\" stroke=\"#444\"></rect>",
+    buf_printf(b, "<rect x=\"%d\" y=\"%d\" width=\"12\" height=\"12\" fill=\"" FLASH_SKIPPED "\" fill-opacity=\"" FLASH_OPACITY "\" stroke=\"#444\"></rect>",
                LEFT + 160, ly - 10);
     both(b, LEFT + 176, ly, "skipped (above the diagonal)", "跳过（对角线之上）");
     buf_append(b, "</svg>\n");

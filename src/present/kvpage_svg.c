@@ -10,11 +10,10 @@
 
 enum { COLS = 16, CELL_W = 60, CELL_H = 64, BAR_W = 48, BAR_H = 18, PAD = 8, LEGEND_H = 26 };
 
-// Okabe & Ito's palette (2008): distinct under protanopia, deuteranopia
-// and tritanopia; a sequence takes the colour of its index.
-static const char *const SEQ_COLOURS[] = {"#e69f00", "#56b4e9", "#009e73", "#f0e442", "#0072b2", "#d55e00", "#cc79a7"};
-enum { NUM_SEQ_COLOURS = (int)(sizeof SEQ_COLOURS / sizeof SEQ_COLOURS[0]) };
-static const char *const SHARED = "#8c8c8c", *const COW = "#d55e00";
+// A sequence takes the colour of its index (kvpage_svg.h).
+const char *const KVPAGE_SEQ_COLOURS[] = {"#b26b00", "#0072b2", "#2c9661", "#aa00ff", "#d21e3c", "#6651cd", "#b71a83"};
+const int KVPAGE_NUM_SEQ_COLOURS = (int)(sizeof KVPAGE_SEQ_COLOURS / sizeof KVPAGE_SEQ_COLOURS[0]);
+static const char *const SHARED = KVPAGE_SHARED, *const COW = KVPAGE_COW;
 
 // A label in both languages at (x, y).
 static void both(Buf *b, int x, int y, const char *anchor, const char *en, const char *zh) {
@@ -44,7 +43,7 @@ static void draw_block(Buf *b, const KvPool *p, const KvSeq *seqs, int n, int k)
     cell_origin(k, &x, &y);
     int bx = x + (CELL_W - BAR_W) / 2 - 4, by = y + 6;
     buf_printf(b, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\" class=\"id\">#%d</text>", x + CELL_W / 2 - 4, y, k);
-    const char *fill = s < 0 ? "#ffffff" : p->ref[k] > 1 ? SHARED : SEQ_COLOURS[s % NUM_SEQ_COLOURS];
+    const char *fill = s < 0 ? "#ffffff" : p->ref[k] > 1 ? SHARED : KVPAGE_SEQ_COLOURS[s % KVPAGE_NUM_SEQ_COLOURS];
     int filled = 0;
     if (s >= 0) {
         filled = seqs[s].len - logical * B;
@@ -85,7 +84,7 @@ static void draw_legend(Buf *b, const KvSeq *seqs, int n, int y, int arrows) {
     for (int s = 0; s < n; s++) {
         if (!seqs[s].num_blocks) continue;
         buf_printf(b, "<rect x=\"%d\" y=\"%d\" width=\"14\" height=\"14\" fill=\"%s\" stroke=\"#222\"></rect>", x,
-                   y - 11, SEQ_COLOURS[s % NUM_SEQ_COLOURS]);
+                   y - 11, KVPAGE_SEQ_COLOURS[s % KVPAGE_NUM_SEQ_COLOURS]);
         snprintf(en, sizeof en, "sequence %d", s);
         snprintf(zh, sizeof zh, "序列 %d", s);
         both(b, x + 18, y, "start", en, zh);

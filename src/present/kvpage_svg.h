@@ -10,10 +10,19 @@
 #include "buf.h"
 #include "kvpage.h"
 
+// The picture's colours: a sequence's (its index modulo the count), the
+// shared blocks' grey and the copy-on-write arrow. Each is at least 3:1 on
+// the white it is drawn on (WCAG 2.1, 1.4.11; Okabe and Ito's amber, sky
+// blue and yellow were 1.2 to 2.3:1) and each pair stays apart under
+// protanopia, deuteranopia and tritanopia (tests/test_colours.c).
+extern const char *const KVPAGE_SEQ_COLOURS[];
+extern const int KVPAGE_NUM_SEQ_COLOURS;
+#define KVPAGE_SHARED "#8c8c8c"
+#define KVPAGE_COW "#a33a00"
+
 // Appends one <svg> element to b: the pool p with the sequences seqs (n) on
 // it; cow_src (p->num_blocks) the block each block was copied from in the
-// step drawn, or -1 (NULL: none). Colours are the Okabe–Ito palette, told
-// apart with the common colour-vision deficiencies.
+// step drawn, or -1 (NULL: none).
 void kvpage_svg(Buf *b, const KvPool *p, const KvSeq *seqs, int n, const int *cow_src);
 
 #endif

@@ -13,6 +13,15 @@
 #include "buf.h"
 #include "trace.h"
 
+// The row marks' colours (ROW_NEW, ROW_REUSED, ROW_RECOMPUTED), the same
+// in every lesson and every mode (page, projector, print): each at least
+// 3:1 on the page's white (WCAG 2.1, 1.4.11) and dark enough under its
+// black sign (4.5:1), told apart with the common colour-vision deficiencies
+// (tests/test_colours.c). The amber is the charts' "with the cache".
+#define TRACE_ROW_NEW_COLOUR "#b26b00"
+#define TRACE_ROW_REUSED_COLOUR "#3a87c8"
+#define TRACE_ROW_RECOMPUTED_COLOUR "#8c8c8c"
+
 // The page's <style> text and its <script> text (no tags around them).
 extern const char *const TRACE_DECK_STYLE;
 extern const char *const TRACE_DECK_SCRIPT;
