@@ -329,8 +329,14 @@ static void take_medians(Record rec[2], const Arm arm[2], int runs) {
 }
 
 // The page replays the race from the recorded times of each step
-// (rec[c].elapsed, kept for HTML only).
-static void replay_race(Trace *tr, const Record rec[2], int steps) {
+// (rec[c].elapsed, kept for HTML only: the last timed run's), scaled so
+// that each bar ends at its way's median, the time the text gives.
+static void replay_race(Trace *tr, Record rec[2], int steps) {
+    for (int c = 0; c < 2; c++) {
+        double end = rec[c].elapsed[steps - 1];
+        if (end > 0)
+            for (int i = 0; i < steps; i++) rec[c].elapsed[i] *= rec[c].seconds / end;
+    }
     Buf b;
     buf_init(&b);
     race_svg(&b, (const double *const[]){rec[0].elapsed, rec[1].elapsed}, steps);

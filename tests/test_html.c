@@ -810,8 +810,8 @@ static void test_lesson10_replay(void **state) {
     const char *args = "lesson 10 --steps 8 --repeat 1 --init random --preset tiny --format html";
     RunResult r = kvdemo_run(args);
     assert_int_equal(r.status, 0);
-    const char *d = strstr(r.out, "<details class=\"replay\">");
-    if (!d) fail_msg("kvdemo %s: expected the race's replay", args);
+    const char *d = strstr(r.out, "<details class=\"replay\" open>");
+    if (!d) fail_msg("kvdemo %s: expected the race's replay, open", args);
     for (int c = 0; c < 2; c++) {
         char name[64];
         snprintf(name, sizeof name, "@keyframes kvdemo-race-%d{", c);
@@ -832,6 +832,27 @@ static void test_lesson10_replay(void **state) {
         snprintf(name, sizeof name, "animation:kvdemo-race-%d ", c);
         if (!strstr(d, name)) fail_msg("kvdemo %s: expected run %d's bar animated ('%s')", args, c, name);
     }
+    run_free(&r);
+    // With three runs each bar ends at its way's median, the time the text gives.
+    args = "lesson 10 --steps 8 --repeat 3 --init random --preset tiny --format html";
+    r = kvdemo_run(args);
+    assert_int_equal(r.status, 0);
+    static const char *const RUN[2] = {"time (no-cache): ", "time (cache): "};
+    const char *label = strstr(r.out, "<details class=\"replay\" open>");
+    for (int c = 0; c < 2 && label; c++) {
+        const char *t = strstr(r.out, RUN[c]);
+        char want[32] = "", got[32] = "";
+        if (t) sscanf(t + strlen(RUN[c]), "%31[^(]", want);
+        size_t n = strlen(want);
+        while (n && want[n - 1] == ' ') want[--n] = 0;
+        label = strstr(label, "\">");   // the next label: the bar's time
+        while (label && !(label[2] >= '0' && label[2] <= '9')) label = strstr(label + 2, "\">");
+        if (label) sscanf(label + 2, "%31[^<]", got);
+        if (!want[0] || strcmp(want, got))
+            fail_msg("kvdemo %s: run %d's replay should end at the median \"%s\", got \"%s\"", args, c, want, got);
+        if (label) label += 2;
+    }
+    if (!label) fail_msg("kvdemo %s: expected the replay with both bars' times", args);
     run_free(&r);
 }
 

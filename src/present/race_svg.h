@@ -1,7 +1,8 @@
 // race_svg — lesson 10's race replayed in the lesson page (--format html):
 // the two runs' bars fill as the runs went, from the time each recorded at
-// every step, so that the race plays without a terminal. A click on its
-// summary plays it (<details>, no script needed).
+// every step, so that the race plays without a terminal. It plays when its
+// slide is shown; closing and opening its summary plays it again
+// (<details>, no script needed).
 #ifndef KVDEMO_RACE_SVG_H
 #define KVDEMO_RACE_SVG_H
 
