@@ -1035,6 +1035,25 @@ static void html_md_text(Buf *b, const char *s) {
     if (code) buf_append(b, "</code>");
 }
 
+// Markdown's last slide: the questions of the page's language (English
+// where the Chinese page has fewer), each answer indented under its item.
+static void questions_md(Trace *tr, struct TraceDoc *d, const Question *en, int ne, const Question *zh, int nz) {
+    int in_zh = tr->lang == LANG_ZH && nz >= ne;
+    const Question *q = in_zh ? zh : en;
+    open_section(tr, d);
+    buf_append(&d->page, in_zh ? "## 课堂提问\n\n" : "## Questions for the class\n\n");
+    for (int i = 0; i < ne; i++) {
+        buf_printf(&d->page, "%d. %s\n", i + 1, q[i].question);
+        for (const char *p = q[i].answer; *p;) {
+            const char *eol = strchr(p, '\n');
+            size_t n = eol ? (size_t)(eol - p) : strlen(p);
+            if (n) buf_printf(&d->page, "   %.*s\n", (int)n, p);
+            p += n + (eol != NULL);
+        }
+    }
+    buf_append(&d->page, "\n");
+}
+
 // The last slide: the class questions of the lesson's doc page, each
 // answer shown on a click (<details>, which needs no script).
 static void questions_slide(Trace *tr, struct TraceDoc *d) {
@@ -1042,7 +1061,9 @@ static void questions_slide(Trace *tr, struct TraceDoc *d) {
     Question en[MAX_QUESTIONS], zh[MAX_QUESTIONS];
     if (!tr->lesson) return;
     int ne = questions_read(en, MAX_QUESTIONS, tr->lesson, 0), nz = questions_read(zh, MAX_QUESTIONS, tr->lesson, 1);
-    if (ne) {
+    if (ne && !is_html(tr)) {
+        questions_md(tr, d, en, ne, zh, nz);
+    } else if (ne) {
         open_section(tr, d);
         buf_append(&d->page, "<h2>");
         html_both(&d->page, "Questions for the class", "课堂提问");
@@ -1083,8 +1104,8 @@ int trace_doc_close(Trace *tr, int rc) {
     if (!d) return rc;
     flush_held(tr, d);
     end_table(tr, d);
+    questions_slide(tr, d);
     if (is_html(tr)) {
-        questions_slide(tr, d);
         close_section(d);
         page_footer(tr, d);
         buf_printf(&d->page, "<script>\n%s</script>\n</body>\n</html>\n", TRACE_DECK_SCRIPT);
