@@ -197,9 +197,9 @@ int pagedcmd_generate(const Options *opt, Trace *tr) {
     seqs = calloc((size_t)N, sizeof *seqs);
     samplers = calloc((size_t)N, sizeof *samplers);
     if (!tokens || !seqs || !samplers || gpt_state_init(&s, m.cfg)) goto oom;
-    say_block_past_context(B, T, L, H, D, NB, longest);
     rc = pool_open(&pool, L, H, D, B, NB);
     if (rc) goto done;
+    say_block_past_context(B, T, L, H, D, NB, longest);   // a pool that opened: one error line otherwise
     for (int i = 0; i < N; i++) {
         memcpy(tokens + (size_t)i * stride, prompt_tokens, sizeof(int) * (size_t)n_prompt);
         if (kvseq_init(&seqs[i], &pool, T) ||
