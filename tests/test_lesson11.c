@@ -271,6 +271,20 @@ static void test_lesson11_reports(void **state) {
     assert_int_equal(r.status, 0);
     assert_non_null(strstr(r.out, "诊断"));
     run_free(&r);
+    // issue 28 §4: the first cached step is step 2 (step 1 is the prompt's
+    // prefill), in Chinese as in English
+    snprintf(args, sizeof args, "lesson 11 --model %s --steps 10 --bug no-append --lang zh", model);
+    r = kvdemo_run(args);
+    assert_int_equal(r.status, 0);
+    if (!strstr(r.out, "第一个使用缓存的步骤（第 2 步）仍然正确") || !strstr(r.out, "在第 3 步首次不同（第二个缓存步骤）"))
+        fail_msg("lesson 11 --bug no-append --lang zh: expected the first cached step called step 2, got:\n%s", r.out);
+    run_free(&r);
+    snprintf(args, sizeof args, "lesson 11 --model %s --steps 10 --bug no-append", model);
+    r = kvdemo_run(args);
+    assert_int_equal(r.status, 0);
+    if (!strstr(r.out, "first differ at step 3 (the second cached step)"))
+        fail_msg("lesson 11 --bug no-append: expected step 3 called the second cached step, got:\n%s", r.out);
+    run_free(&r);
 }
 
 // wrong-layout reads the key cache as (len, D) over the len columns its run

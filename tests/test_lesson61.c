@@ -20,6 +20,8 @@
 //                                  support; one run each: too few to say; no "median of N runs";
 //                                  (4)'s never/empty and uncounted recomputation said, both languages
 //   test_generate_paged_samples    --samples 3 texts = 3 runs with seeds s, s+1, s+2
+//   test_block_past_the_context_said  a block longer than the context: one line says what
+//                                  the pool reserves, both languages; none when it fits
 //   test_text_zh_and_errors        the narration in Chinese; bad input, one line, status
 #include "testutil.h"
 
@@ -402,6 +404,35 @@ static void test_generate_paged_samples(void **state) {
     rmdir(dir);
 }
 
+// Issue 29, 12: --block-size 4096 --samples 64 --steps 5 reserved 4.8 GB for
+// 11 tokens without a word. A block longer than the context (the fixture's
+// 16 tokens) is said on stderr, in the user's language, and the run goes on;
+// a block that fits says nothing.
+static void test_block_past_the_context_said(void **state) {
+    (void)state;
+    static const char *const PAGED = "generate --model tests/fixtures/gpt_a.kvgp --paged --samples 2 --steps 2";
+    char args[256];
+    snprintf(args, sizeof args, "%s --block-size 64", PAGED);
+    RunResult r = kvdemo_run(args);
+    if (r.status != 0 || count_lines(r.err) != 1 ||
+        !strstr(r.err, "kvdemo: --block-size 64 is longer than the model's 16-token context: the pool of 2 blocks "
+                       "reserves ") ||
+        !strstr(r.err, "for 8 tokens a sample; --block-size 16 or less"))
+        fail_msg("%s: expected exit 0 and one line on the block past the context, got %d: %s", args, r.status, r.err);
+    run_free(&r);
+    snprintf(args, sizeof args, "%s --block-size 64 --lang zh", PAGED);
+    r = kvdemo_run(args);
+    if (r.status != 0 || !strstr(r.err, "kvdemo：--block-size 64 比模型 16 个 token 的上下文还长：2 块的池要占 ") ||
+        !strstr(r.err, "每个续写只有 8 个 token；--block-size 16 或更小"))
+        fail_msg("%s: expected exit 0 and the line in Chinese, got %d: %s", args, r.status, r.err);
+    run_free(&r);
+    snprintf(args, sizeof args, "%s --block-size 16", PAGED);
+    r = kvdemo_run(args);
+    if (r.status != 0 || r.err[0])
+        fail_msg("%s: a block that fits: expected exit 0 and nothing on stderr, got %d: %s", args, r.status, r.err);
+    run_free(&r);
+}
+
 static void test_text_zh_and_errors(void **state) {
     (void)state;
     RunResult r = kvdemo_run("lesson 6.1 --init random --preset tiny --repeat 1 --lang zh");
@@ -502,6 +533,7 @@ int main(void) {
         cmocka_unit_test(test_tables_in_json),
         cmocka_unit_test(test_block_verdicts_follow_the_runs),
         cmocka_unit_test(test_generate_paged_samples),
+        cmocka_unit_test(test_block_past_the_context_said),
         cmocka_unit_test(test_text_zh_and_errors),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

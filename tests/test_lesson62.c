@@ -187,7 +187,10 @@ static void test_text_languages_and_errors(void **state) {
     RunResult r = kvdemo_run("lesson 6.2 --preset tiny --repeat 1 --lang zh");
     if (r.status != 0) fail_msg("kvdemo lesson 6.2 --lang zh exited with %d: %s", r.status, r.err);
     const char *terms[] = {"MHA", "GQA", "MQA", "减少了数据的读取", "减少了推理过程中的KV Cache",
-                           "需要在模型训练的时候开启", "（3）共享的代价：在训练好的模型上实测", "这些数字支持的结论"};
+                           "需要在模型训练的时候开启", "（3）共享的代价：在训练好的模型上实测", "这些数字支持的结论",
+                           // issue 28 §4: the ratios the right way up (MHA's cache is the larger)
+                           "MHA 的缓存是 GQA 的 4 倍、MQA 的 8 倍：n_heads / n_kv_heads。",
+                           "会是现在的 8 倍：n_heads / n_kv_heads = 64 / 8。"};
     for (size_t i = 0; i < sizeof terms / sizeof terms[0]; i++)
         if (!strstr(r.out, terms[i])) fail_msg("lesson 6.2 --lang zh: expected \"%s\" in the text", terms[i]);
     run_free(&r);

@@ -6,6 +6,7 @@
 // counter on a terminal only.
 #include "testutil.h"
 
+#include "buf.h"
 #include "utf8.h"
 
 #include <fcntl.h>
@@ -14,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -204,6 +206,84 @@ static void test_race_fits_and_says_interrupted(void **state) {
     close(master);
 }
 
+// The terminal's text without its escape sequences and carriage returns.
+static char *without_escapes(const char *all) {
+    char *plain = malloc(strlen(all) + 1);
+    assert_non_null(plain);
+    size_t j = 0;
+    for (size_t i = 0; all[i]; i++) {
+        if (all[i] == '\x1b') {
+            while (all[i] && !(all[i] >= 'A' && all[i] <= 'Z') && !(all[i] >= 'a' && all[i] <= 'z')) i++;
+            if (!all[i]) break;
+            continue;
+        }
+        if (all[i] != '\r') plain[j++] = all[i];
+    }
+    plain[j] = '\0';
+    return plain;
+}
+
+// The widest line of text that holds mark ("/1000", a run's progress; "" for
+// every line).
+static int widest_line(char *text, const char *mark) {
+    int widest = 0;
+    for (char *line = text; line && *line;) {
+        char *nl = strchr(line, '\n');
+        if (nl) *nl = '\0';
+        if (strstr(line, mark) && utf8_width(line) > widest) widest = utf8_width(line);
+        line = nl ? nl + 1 : NULL;
+    }
+    return widest;
+}
+
+// Bytes that arrive on fd within ms milliseconds.
+static char *read_for(int fd, int ms) {
+    Buf b;
+    buf_init(&b);
+    char chunk[4096];
+    struct timespec start, now;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    for (;;) {
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        int left = ms - (int)((now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000);
+        struct pollfd p = {fd, POLLIN, 0};
+        if (left <= 0 || poll(&p, 1, left) <= 0) break;
+        ssize_t k = read(fd, chunk, sizeof chunk);
+        if (k <= 0) break;
+        buf_appendn(&b, chunk, (size_t)k);
+    }
+    return buf_take(&b);
+}
+
+// A terminal made narrower during the race (SIGWINCH): the lines drawn after
+// it fit the new width (the width was read once, and a resize broke every
+// redraw). The race starts at the pty's 120 columns, is cut to 50.
+static void test_race_follows_a_resize(void **state) {
+    (void)state;
+    int master;
+    const char *args[] = {"race", "--steps", "1000", "--seed", "42", "--model", "data/tinyshakespeare-gpt.bin", NULL};
+    unsetenv("COLUMNS");
+    pid_t pid = kvdemo_spawn_pty_size(&master, args, 120);
+    struct pollfd p = {master, POLLIN, 0};
+    assert_true(poll(&p, 1, 60000) == 1);   // the model is loaded and the race has begun
+    char *before = read_for(master, 500), *plain = without_escapes(before);
+    int wide = widest_line(plain, "/1000");
+    if (wide <= 50) fail_msg("before the resize: expected a run line wider than 50 columns, the widest was %d", wide);
+    struct winsize ws = {.ws_row = 30, .ws_col = 50};
+    assert_int_equal(ioctl(master, TIOCSWINSZ, &ws), 0);   // the kernel sends SIGWINCH
+    free(read_for(master, 200));                           // redraws that may have started before it
+    char *after = read_for(master, 500), *late = without_escapes(after);
+    kill(pid, SIGINT);
+    free(read_to_end(master));
+    int status;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    if (!strstr(late, "/1000")) fail_msg("no run line drawn after the resize (status %d):\n%.2000s", status, late);
+    int got = widest_line(late, "");
+    if (got > 50) fail_msg("after the resize to 50 columns: expected lines of at most 50 columns, got %d:\n%.2000s", got, late);
+    free(before), free(plain), free(after), free(late);
+    close(master);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_race_texts_are_numpys),
@@ -211,6 +291,7 @@ int main(void) {
         cmocka_unit_test(test_race_usage_errors),
         cmocka_unit_test(test_race_live_on_a_terminal),
         cmocka_unit_test(test_race_fits_and_says_interrupted),
+        cmocka_unit_test(test_race_follows_a_resize),
         cmocka_unit_test(test_generate_streams_through_a_pipe),
         cmocka_unit_test(test_generate_counter_on_a_terminal),
     };

@@ -1,6 +1,6 @@
 // test_trace — the trace's table: columns line up in terminal columns with
 // Chinese text in them, no line ends in spaces, and JSON has one event per
-// row with numbers as numbers.
+// row with numbers as numbers; trace_compare says rounding or a change.
 #include "testutil.h"
 
 #include "trace.h"
@@ -134,11 +134,53 @@ static void test_json_strings_valid_utf8(void **state) {
     free(out);
 }
 
+// trace_compare's words (issue 28 §4): in Chinese a difference in the last
+// bits (at most 1e-4 of the largest |value|) is 不完全相同, a larger one a
+// change, 不同; English says "NOT identical" for both, and equal bits are
+// identical in both languages.
+static char *compare_output(Lang lang, float second) {
+    char *out = NULL;
+    size_t size = 0;
+    FILE *f = open_memstream(&out, &size);
+    assert_non_null(f);
+    Trace tr;
+    trace_init(&tr, f);
+    tr.lang = lang;
+    tr.lesson = "t";
+    float x[2] = {1.0f, 2.0f}, y[2] = {1.0f, second};
+    Tensor a = tensor_view2(x, 1, 2), b = tensor_view2(y, 1, 2);
+    trace_compare(&tr, "c", "a", &a, "b", &b);
+    fclose(f);
+    return out;
+}
+
+static void test_compare_says_rounding_or_change(void **state) {
+    (void)state;
+    static const struct {
+        Lang lang;
+        float second;
+        const char *want, *not_want;
+    } CASES[] = {
+        {LANG_ZH, 2.0f, "最大绝对差 = 0，逐位完全相同\n", "不"},
+        {LANG_ZH, 2.0000002f, "，不完全相同\n", "逐位"},   // one step of the last bit
+        {LANG_ZH, 3.0f, "最大绝对差 = 1，不同\n", "不完全相同"},
+        {LANG_EN, 2.0000002f, ", NOT identical\n", "bit for bit"},
+        {LANG_EN, 3.0f, "max |difference| = 1, NOT identical\n", "bit for bit"},
+    };
+    for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
+        char *out = compare_output(CASES[i].lang, CASES[i].second);
+        if (!strstr(out, CASES[i].want) || strstr(out, CASES[i].not_want))
+            fail_msg("case %zu: expected \"%s\" and no \"%s\", got:\n%s", i, CASES[i].want, CASES[i].not_want, out);
+        free(out);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_table_text_lines_up),
         cmocka_unit_test(test_table_json_one_event_per_row),
         cmocka_unit_test(test_json_strings_valid_utf8),
+        cmocka_unit_test(test_compare_says_rounding_or_change),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

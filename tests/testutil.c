@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -191,11 +192,17 @@ pid_t kvdemo_spawn(int fd, const char *const *args) {
     return pid;
 }
 
-pid_t kvdemo_spawn_pty(int *master, const char *const *args) {
+pid_t kvdemo_spawn_pty(int *master, const char *const *args) { return kvdemo_spawn_pty_size(master, args, 0); }
+
+pid_t kvdemo_spawn_pty_size(int *master, const char *const *args, int columns) {
     *master = posix_openpt(O_RDWR | O_NOCTTY);
     assert_true(*master >= 0);
     assert_int_equal(grantpt(*master), 0);
     assert_int_equal(unlockpt(*master), 0);
+    if (columns > 0) {   // the terminal's size before kvdemo reads it
+        struct winsize ws = {.ws_row = 30, .ws_col = (unsigned short)columns};
+        assert_int_equal(ioctl(*master, TIOCSWINSZ, &ws), 0);
+    }
     char name[128];
     snprintf(name, sizeof name, "%s", ptsname(*master));
     pid_t pid = fork();

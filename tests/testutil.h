@@ -105,6 +105,8 @@ pid_t kvdemo_spawn(int fd, const char *const *args);
 // The same on a new pseudo-terminal (standard input too, as a terminal the
 // program controls); *master is the other end, to read and to type into.
 pid_t kvdemo_spawn_pty(int *master, const char *const *args);
+// The same on a terminal of the given columns (30 rows), set before kvdemo starts.
+pid_t kvdemo_spawn_pty_size(int *master, const char *const *args, int columns);
 // Everything fd gives until its end (or 60 s of silence), NUL-terminated.
 char *read_to_end(int fd);
 

@@ -153,6 +153,20 @@ static void say_pool_ran_out(const KvPool *pool, int NB, int fail_sample, int fa
                  NB, fail_sample, fail_step, need, pool->num_free, NB + need - pool->num_free, N * per_seq);
 }
 
+// A block longer than the context: every block holds at most T of its B
+// positions, and the pool reserves B for each (issue 29, 12: --block-size
+// 4096 --samples 64 reserved 4.8 GB for 11 tokens). One line, then the run.
+static void say_block_past_context(int B, int T, int L, int H, int D, int NB, int longest) {
+    if (B <= T) return;
+    char size[32];
+    memory_binary(size, sizeof size, 2.0 * 4.0 * L * H * D * (double)B * NB);
+    fileio_error("--block-size %d is longer than the model's %d-token context: the pool of %d blocks reserves %s "
+                 "for %d tokens a sample; --block-size %d or less reserves no more than the context",
+                 "--block-size %d 比模型 %d 个 token 的上下文还长：%d 块的池要占 %s，每个续写只有 %d 个 token；"
+                 "--block-size %d 或更小就不会超过上下文所需",
+                 B, T, NB, size, longest, T);
+}
+
 int pagedcmd_generate(const Options *opt, Trace *tr) {
     int rc = check_options(opt);
     if (rc) return rc;
@@ -185,6 +199,7 @@ int pagedcmd_generate(const Options *opt, Trace *tr) {
     if (!tokens || !seqs || !samplers || gpt_state_init(&s, m.cfg)) goto oom;
     rc = pool_open(&pool, L, H, D, B, NB);
     if (rc) goto done;
+    say_block_past_context(B, T, L, H, D, NB, longest);   // a pool that opened: one error line otherwise
     for (int i = 0; i < N; i++) {
         memcpy(tokens + (size_t)i * stride, prompt_tokens, sizeof(int) * (size_t)n_prompt);
         if (kvseq_init(&seqs[i], &pool, T) ||
