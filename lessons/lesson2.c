@@ -223,6 +223,7 @@ static void show_costs(Trace *tr, const Run *r, int repeat, const char *name) {
 static void compare_times(Trace *tr, AttnStep *nc2, AttnStep *cache, const ToyData *d, double *a, double *b,
                           int repeat) {
     StepRun full = {nc2, d, STEP2_TOKENS, 0}, cached = {cache, d, STEP2_TOKENS, 1};
+    trace_machine(tr, measure_machine());   // the busy banner, as every timed lesson gives it
     measure_interleaved(a, b, MEASURE_WARMUP, repeat, step_run, &full, step_run, &cached);
     trace_comparison(tr, "step2_time_ratio", a, repeat, b, repeat, "step 2 with the cache (timed again, in turns)",
                      "第 2 步使用缓存（轮流重新计时）");

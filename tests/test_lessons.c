@@ -100,6 +100,15 @@ static void test_lesson2_counts_and_timings(void **state) {
     }
     assert_int_equal(rows_nc, 2 + 3);
     assert_int_equal(rows_c, 2 + 1);
+    // The machine at the start of the timing, as every timed lesson gives it:
+    // the busy banner's inputs, and the flag consistent with them.
+    const Event *load = must_find(e, n, "value", NULL, -1, "load_average");
+    const Event *cores = must_find(e, n, "count", NULL, -1, "cores");
+    const Event *busy = must_find(e, n, "count", NULL, -1, "machine_busy");
+    int want = load->value > cores->value;
+    if ((int)busy->value != want)
+        fail_msg("lesson 2: load %g on %g cores: expected machine_busy %d, got %g", load->value, cores->value, want,
+                 busy->value);
     events_free(e, n);
 }
 
