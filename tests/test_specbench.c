@@ -163,6 +163,11 @@ static void test_race_same_text(void **state) {
         !strstr(r.out, "Both runs wrote the same text") || !strstr(r.out, "Speculative: "))
         fail_msg("race --draft: expected both lanes and the verdict: %s", r.out);
     run_free(&r);
+    // In Chinese the table says token, as every zh page does (not 词元).
+    r = kvdemo_run("race " GPT_PAIR " --steps 12 --gamma 2 --lang zh");
+    if (r.status != 0 || !strstr(r.out, "token/秒") || !strstr(r.out, "投机解码，K = 2") || strstr(r.out, "词元"))
+        fail_msg("race --draft --lang zh: status %d, expected the table's token/秒 and no 词元: %s", r.status, r.out);
+    run_free(&r);
 }
 
 static void test_usage_errors(void **state) {

@@ -312,7 +312,7 @@ int llama2ccmd_bench(const Options *opt, Trace *tr) {
         free(saved), free(saved_logits);
         trace_sayf(tr, "\ncached == uncached at every length: %s",
                    "\n每个长度上使用缓存 == 不使用缓存：%s",
-                   same ? trace_text(tr, "the same tokens, the last logits bit for bit", "词元相同，最后一步的 logits 逐位相同")
+                   same ? trace_text(tr, "the same tokens, the last logits bit for bit", "token 相同，最后一步的 logits 逐位相同")
                         : trace_text(tr, "NO: they differ, a bug in kvdemo", "否：两者不同，这是 kvdemo 的缺陷"));
         trace_count(tr, "identical", same, NULL, NULL);
         if (!same) rc = 1;

@@ -14,6 +14,7 @@
 #include "llama.h"
 #include "measure.h"
 #include "ops.h"
+#include "race.h"
 #include "timer.h"
 #include "utf8.h"
 
@@ -61,24 +62,8 @@ static int run_both(LlamaGeneration g[2], StepTimes times[2], LlamaState *s, con
 
 // race.c's table: the two runs side by side, a row each.
 static void report_table(Trace *tr, const LlamaGeneration g[2]) {
-    static const TraceColumn COLS[] = {
-        {"", "", 17, 0, "run"},
-        {"tokens", "词元", 6, 1, NULL},
-        {"s", "秒", 8, 1, "seconds"},
-        {"tokens/s", "词元/秒", 9, 1, "tokens_per_s"},
-    };
-    static const TraceTable TABLE = {"race", 4, COLS};
-    trace_table_head(tr, &TABLE);
-    for (int k = 0; k < 2; k++) {
-        char done[16], secs[32], tps[32];
-        snprintf(done, sizeof done, "%d", g[k].n_steps);
-        snprintf(secs, sizeof secs, "%.2f", g[k].seconds);
-        snprintf(tps, sizeof tps, "%.0f", g[k].n_steps / (g[k].seconds > 0 ? g[k].seconds : 1e-9));
-        const char *row[] = {k ? trace_text(tr, "with the cache", "使用缓存")
-                               : trace_text(tr, "without the cache", "不使用缓存"),
-                             done, secs, tps};
-        trace_table_row(tr, &TABLE, row);
-    }
+    const char *lane[2] = {trace_text(tr, "without the cache", "不使用缓存"), trace_text(tr, "with the cache", "使用缓存")};
+    race_table(tr, lane, (const int[]){g[0].n_steps, g[1].n_steps}, (const double[]){g[0].seconds, g[1].seconds}, 2, 17);
 }
 
 static void report(Trace *tr, const LlamaGeneration g[2], const StepTimes times[2], const LlamaModel *m,
@@ -164,7 +149,7 @@ int llamarace_run(const Options *opt, Trace *tr) {
         trace_machine(tr, measure_machine());
         trace_sayf(tr, "The LLaMA-style model (%d query heads, %d key/value heads) writes %d tokens after \"%s\" "
                        "twice, with the same seed: without the cache, then with it.",
-                   "LLaMA 式模型（%d 个查询头，%d 个 key/value 头）用同一个随机种子写两遍 %d 个词元，接在“%s”"
+                   "LLaMA 式模型（%d 个查询头，%d 个 key/value 头）用同一个随机种子写两遍 %d 个 token，接在“%s”"
                    "之后：先不使用缓存，再使用缓存。",
                    m.cfg.n_heads, m.cfg.n_kv_heads, g[1].n_steps, prompt);
         report(tr, g, times, &m, steps);

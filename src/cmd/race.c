@@ -272,26 +272,30 @@ static void run_both(Trace *tr, View v[2], Runner run[2], char *text[2], size_t 
     for (int k = 0; k < 2; k++) snapshot(&v[k], &run[k], text[k], cap);
 }
 
-// The two runs side by side, a row each.
-static void report_table(Trace *tr, const View v[2]) {
-    static const TraceColumn COLS[] = {
-        {"", "", 17, 0, "run"},
+void race_table(Trace *tr, const char *const lane[2], const int tokens[2], const double seconds[2], int decimals,
+                int lane_width) {
+    const TraceColumn cols[] = {
+        {"", "", lane_width, 0, "run"},
         {"tokens", "token", 6, 1, NULL},
         {"s", "秒", 8, 1, "seconds"},
         {"tokens/s", "token/秒", 9, 1, "tokens_per_s"},
     };
-    static const TraceTable TABLE = {"race", 4, COLS};
-    trace_table_head(tr, &TABLE);
+    const TraceTable table = {"race", 4, cols};
+    trace_table_head(tr, &table);
     for (int k = 0; k < 2; k++) {
         char done[16], secs[32], tps[32];
-        snprintf(done, sizeof done, "%d", v[k].done);
-        snprintf(secs, sizeof secs, "%.2f", v[k].seconds);
-        snprintf(tps, sizeof tps, "%.0f", v[k].done / v[k].seconds);
-        const char *row[] = {k ? trace_text(tr, "with the cache", "使用缓存")
-                               : trace_text(tr, "without the cache", "不使用缓存"),
-                             done, secs, tps};
-        trace_table_row(tr, &TABLE, row);
+        snprintf(done, sizeof done, "%d", tokens[k]);
+        snprintf(secs, sizeof secs, "%.*f", decimals, seconds[k]);
+        snprintf(tps, sizeof tps, "%.0f", tokens[k] / (seconds[k] > 0 ? seconds[k] : 1e-9));
+        const char *row[] = {lane[k], done, secs, tps};
+        trace_table_row(tr, &table, row);
     }
+}
+
+// The two runs side by side, a row each.
+static void report_table(Trace *tr, const View v[2]) {
+    const char *lane[2] = {trace_text(tr, "without the cache", "不使用缓存"), trace_text(tr, "with the cache", "使用缓存")};
+    race_table(tr, lane, (const int[]){v[0].done, v[1].done}, (const double[]){v[0].seconds, v[1].seconds}, 2, 17);
 }
 
 // The runs' texts, times and the speed-up as events.

@@ -16,4 +16,10 @@
 // stderr.
 int race_model(const GptModel *m, const Options *opt, Trace *tr);
 
+// The race's table, a row a lane (the LLaMA race and race --draft print it
+// too): its name (lane_width columns), its tokens, its seconds with
+// decimals digits after the point, and its tokens/s.
+void race_table(Trace *tr, const char *const lane[2], const int tokens[2], const double seconds[2], int decimals,
+                int lane_width);
+
 #endif

@@ -13,6 +13,7 @@
 #include "fileio.h"
 #include "measure.h"
 #include "ops.h"
+#include "race.h"
 #include "specarms.h"
 #include "speccmd.h"
 #include "utf8.h"
@@ -201,25 +202,11 @@ int specbench_bench(const Options *opt, Trace *tr) {
 // race --draft
 
 // race.c's table: the lane with the cache alone, and the speculative lane.
-static void race_table(Trace *tr, const SpecArms *p, const double seconds[2], const int tokens[2]) {
-    static const TraceColumn COLS[] = {
-        {"", "", 24, 0, "run"},
-        {"tokens", "词元", 6, 1, NULL},
-        {"s", "秒", 8, 1, "seconds"},
-        {"tokens/s", "词元/秒", 9, 1, "tokens_per_s"},
-    };
-    static const TraceTable TABLE = {"race", 4, COLS};
-    trace_table_head(tr, &TABLE);
-    for (int k = 0; k < 2; k++) {
-        char done[16], secs[32], tps[32], lane[48];
-        snprintf(done, sizeof done, "%d", tokens[k]);
-        snprintf(secs, sizeof secs, "%.3f", seconds[k]);
-        snprintf(tps, sizeof tps, "%.0f", tokens[k] / (seconds[k] > 0 ? seconds[k] : 1e-9));
-        if (k) snprintf(lane, sizeof lane, trace_text(tr, "speculative, K = %d", "投机解码，K = %d"), p->gamma);
-        else snprintf(lane, sizeof lane, "%s", trace_text(tr, "with the cache alone", "只用缓存"));
-        const char *row[] = {lane, done, secs, tps};
-        trace_table_row(tr, &TABLE, row);
-    }
+static void spec_race_table(Trace *tr, const SpecArms *p, const double seconds[2], const int tokens[2]) {
+    char spec[48];
+    snprintf(spec, sizeof spec, trace_text(tr, "speculative, K = %d", "投机解码，K = %d"), p->gamma);
+    const char *lane[2] = {trace_text(tr, "with the cache alone", "只用缓存"), spec};
+    race_table(tr, lane, tokens, seconds, 3, 24);
 }
 
 // The ratio of one run each, its ± from the scatter of the steps (plain)
@@ -240,7 +227,7 @@ static void race_report(Trace *tr, const SpecArms *p, const double seconds[2], c
                    "proposing K = %d tokens a round.",
                "%s用贪心解码写两遍 %d 个 token，接在“%s”之后：先只用它的缓存，再由草稿模型 %s 每轮提议 K = %d 个 token。",
                specarms_kind(p, tr->lang == LANG_ZH, 1), tokens[1], p->prompt_text, p->draft_path, p->gamma);
-    race_table(tr, p, seconds, tokens);
+    spec_race_table(tr, p, seconds, tokens);
     if (tr->format == FORMAT_JSON) {
         trace_run(tr, "cache");
         trace_timing(tr, "cache", seconds[0], 1);
