@@ -142,14 +142,19 @@ static void sweep(const Sweep *s) {
 
 // ---------------------------------------------------------------------------
 
+// A text of gpt_a's characters in the test's folder, its path into path.
+static void ab_text(char *path, size_t size) {
+    snprintf(path, size, "%s/ab.txt", dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    for (int i = 0; i < 100; i++) fputs("abab ba ab baab\n", f);
+    fclose(f);
+}
+
 static void test_oom_generate_and_eval(void **state) {
     (void)state;
     char text[300], args[700];
-    snprintf(text, sizeof text, "%s/ab.txt", dir);
-    FILE *f = fopen(text, "w");
-    assert_non_null(f);
-    for (int i = 0; i < 100; i++) fputs("abab ba ab baab\n", f);   // gpt_a's characters
-    fclose(f);
+    ab_text(text, sizeof text);
     Sweep gen = {.args = "generate --model tests/fixtures/gpt_a.kvgp --steps 3 --prompt ab --seed 1 --threads 2",
                  .same_stdout = 1};
     sweep(&gen);
@@ -164,11 +169,7 @@ static void test_oom_generate_and_eval(void **state) {
 static void test_oom_cache_variants(void **state) {
     (void)state;
     char text[300], args[700];
-    snprintf(text, sizeof text, "%s/ab.txt", dir);
-    FILE *f = fopen(text, "w");
-    assert_non_null(f);
-    for (int i = 0; i < 100; i++) fputs("abab ba ab baab\n", f);   // gpt_a's characters
-    fclose(f);
+    ab_text(text, sizeof text);
     snprintf(args, sizeof args, "eval --model tests/fixtures/gpt_a.kvgp --data %s --kv-dtype int8", text);
     Sweep eval = {.args = args, .same_stdout = 1};
     sweep(&eval);

@@ -156,6 +156,23 @@ static void test_race_live_on_a_terminal(void **state) {
     close(master);
 }
 
+// The terminal's text without its escape sequences and carriage returns.
+static char *without_escapes(const char *all) {
+    char *plain = malloc(strlen(all) + 1);
+    assert_non_null(plain);
+    size_t j = 0;
+    for (size_t i = 0; all[i]; i++) {
+        if (all[i] == '\x1b') {
+            while (all[i] && !(all[i] >= 'A' && all[i] <= 'Z') && !(all[i] >= 'a' && all[i] <= 'z')) i++;
+            if (!all[i]) break;
+            continue;
+        }
+        if (all[i] != '\r') plain[j++] = all[i];
+    }
+    plain[j] = '\0';
+    return plain;
+}
+
 // On a 60-column terminal every line the race draws fits in 60 columns (a
 // line one column too wide scrolled the screen at every redraw), and Ctrl-C
 // marks the runs it stopped "interrupted", never "done".
@@ -179,18 +196,10 @@ static void test_race_fits_and_says_interrupted(void **state) {
     int status;
     assert_int_equal(waitpid(pid, &status, 0), pid);
     size_t n = strlen(first) + strlen(out);
-    char *all = malloc(n + 1), *plain = malloc(n + 1);
+    char *all = malloc(n + 1);
+    assert_non_null(all);
     snprintf(all, n + 1, "%s%s", first, out);
-    size_t j = 0;   // without the escape sequences
-    for (size_t i = 0; all[i]; i++) {
-        if (all[i] == '\x1b') {
-            while (all[i] && !(all[i] >= 'A' && all[i] <= 'Z') && !(all[i] >= 'a' && all[i] <= 'z')) i++;
-            if (!all[i]) break;
-            continue;
-        }
-        if (all[i] != '\r') plain[j++] = all[i];
-    }
-    plain[j] = '\0';
+    char *plain = without_escapes(all);
     if (!strstr(plain, "interrupted"))
         fail_msg("Ctrl-C: no run marked interrupted (status %d, %zu bytes) in:\n%.2000s", status, n, plain);
     int lines = 0;
@@ -204,23 +213,6 @@ static void test_race_fits_and_says_interrupted(void **state) {
     free(plain);
     free(out);
     close(master);
-}
-
-// The terminal's text without its escape sequences and carriage returns.
-static char *without_escapes(const char *all) {
-    char *plain = malloc(strlen(all) + 1);
-    assert_non_null(plain);
-    size_t j = 0;
-    for (size_t i = 0; all[i]; i++) {
-        if (all[i] == '\x1b') {
-            while (all[i] && !(all[i] >= 'A' && all[i] <= 'Z') && !(all[i] >= 'a' && all[i] <= 'z')) i++;
-            if (!all[i]) break;
-            continue;
-        }
-        if (all[i] != '\r') plain[j++] = all[i];
-    }
-    plain[j] = '\0';
-    return plain;
 }
 
 // The widest line of text that holds mark ("/1000", a run's progress; "" for
