@@ -58,7 +58,7 @@ gen | omp)
     if [ "$what" = gen ]; then threads=1 peer=$RUNC; else threads=2 peer=$RUNOMP; fi
     # the peer at its best: OpenMP's threads sleep when they wait (spinning
     # on a shared machine loses the core they wait for)
-    export OMP_NUM_THREADS=$threads OMP_WAIT_POLICY=passive
+    export OMP_NUM_THREADS=$threads OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
     echo "generate: $MODEL, 256 tokens, greedy, $threads thread(s): kvdemo against $peer"
     for i in $(seq "$pairs"); do
         echo "pair $i"
