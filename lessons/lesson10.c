@@ -317,7 +317,7 @@ static void compare_runs(Trace *tr, const Record rec[2], char *const text[2], in
                "\n原文大意（numpy 章节）：256 个 token，不使用缓存 4.93 秒，使用缓存 0.53 秒（9.3 倍）。\n"
                "这里：%s 与 %s，%d 个 token，%d 个线程%s。\n"
                "课后练习——生成长度越长，缓存的优势越明显吗？——请运行 `kvdemo bench`。",
-               a, b, steps, ops_threads(), ops_threads() == 1 ? "" : trace_text(tr, "s", ""));
+               a, b, steps, pool_threads(arm[0].s->pool), pool_threads(arm[0].s->pool) == 1 ? "" : trace_text(tr, "s", ""));
 }
 
 // The medians of each way's runs, for the cost per token and the resets' share.
@@ -401,7 +401,7 @@ int lesson10_run(const Options *opt, Trace *tr) {
         if (times) arm[c].seconds = times + 2 * c * runs, arm[c].reset_seconds = times + (2 * c + 1) * runs;
     }
     if (!times || !rec[0].logits || !rec[1].logits || gpt_state_init(&s, m.cfg) ||
-        ops_set_threads_for(opt->threads, gpt_row_work(m.cfg))) {
+        !(s.pool = pool_new_for(opt->threads, gpt_row_work(m.cfg)))) {   // s's threads, freed below
         fileio_error("out of memory", "内存不足");
         rc = 1;
         goto done;
@@ -429,8 +429,8 @@ done:
     free(rec[0].elapsed);
     free(rec[1].elapsed);
     free(prompt);
+    pool_free(s.pool);
     gpt_state_free(&s);
     gpt_free(&m);
-    ops_set_threads(1);
     return rc;
 }

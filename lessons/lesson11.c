@@ -381,6 +381,7 @@ static int rollback_part(Trace *tr, GptState *s, const GptModel *m, const int *p
     x.got = x.want + n;
     if (!x.want || gpt_state_init(&x.ds, x.d.cfg) || sampler_init(&x.greedy, m->cfg.V, 0.0f, 0, 42)) rc = 1;
     if (!rc) {
+        x.ds.pool = s->pool;   // the draft on the target's threads
         spec_mt_init(&x.mt, &x.greedy);
         say_rollback_intro(tr, &x, opt);
         memcpy(x.want, prompt, sizeof(int) * (size_t)n_prompt);
@@ -431,7 +432,7 @@ int lesson11_run(const Options *opt, Trace *tr) {
     ref.logits = malloc(sizeof(float) * (size_t)steps * (size_t)m.cfg.V);
     run.logits = malloc(sizeof(float) * (size_t)steps * (size_t)m.cfg.V);
     if (!ref.logits || !run.logits || gpt_state_init(&s, m.cfg) ||
-        ops_set_threads_for(opt->threads, gpt_row_work(m.cfg)))
+        !(s.pool = pool_new_for(opt->threads, gpt_row_work(m.cfg))))   // s's threads, freed below
         goto oom;
     GptConfig g = m.cfg;
     // The step at which the text first outgrows the context: len(tokens) = T + 1.
@@ -476,8 +477,8 @@ done:
     free(ref.text);
     free(run.text);
     free(prompt);
+    pool_free(s.pool);
     gpt_state_free(&s);
     gpt_free(&m);
-    ops_set_threads(1);
     return rc;
 }

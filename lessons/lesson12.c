@@ -263,7 +263,7 @@ static int smaller_cache(Shared *x, Trace *tr, const Options *opt) {
         if (x->have_text) {
             int64_t n_train = x->text.n * 9 / 10;
             on_window(0, LESSON_WINDOWS, x);
-            if (kvvariant_eval_each(&loss, m, &v, x->text.tokens, n_train, x->text.n, LESSON_WINDOWS, on_window, x))
+            if (kvvariant_eval_each(&loss, m, &v, x->text.tokens, x->s.pool, n_train, x->text.n, LESSON_WINDOWS, on_window, x))
                 return 1;
         }
         progress_line_clear(&x->progress);
@@ -331,7 +331,7 @@ int lesson12_run(const Options *opt, Trace *tr) {
         r->tokens = malloc(sizeof(int) * (size_t)(x.n_prompt + x.steps));
         if (!r->logits || !r->tokens) goto oom;
     }
-    if (gpt_state_init(&x.s, g) || ops_set_threads_for(opt->threads, gpt_row_work(g))) goto oom;
+    if (gpt_state_init(&x.s, g) || !(x.s.pool = pool_new_for(opt->threads, gpt_row_work(g)))) goto oom;
     progress_line_init(&x.progress, tr->lang == LANG_ZH);
 
     lessons_heading(tr);
@@ -361,8 +361,8 @@ done:
     free(x.run.text);
     free(x.prompt);
     if (x.have_text) train_text_free(&x.text);
+    pool_free(x.s.pool);
     gpt_state_free(&x.s);
     gpt_free(&x.m);
-    ops_set_threads(1);
     return rc;
 }

@@ -476,10 +476,12 @@ static int setup(Shared *x, const Options *opt) {
     }
     spec_mt_init(&x->mt, &x->greedy);
     SpecModel tm = {&x->m, &x->ts, NULL}, dm = {&x->d, &x->ds, NULL};
-    if (spec_init(&x->sp, tm, dm, kmax, &x->greedy, &x->mt.base) || ops_set_threads_for(opt->threads, gpt_row_work(x->m.cfg))) {
+    if (spec_init(&x->sp, tm, dm, kmax, &x->greedy, &x->mt.base) ||
+        !(x->ts.pool = pool_new_for(opt->threads, gpt_row_work(x->m.cfg)))) {
         fileio_error("out of memory", "内存不足");
         return 1;
     }
+    x->ds.pool = x->ts.pool;   // the draft on the target's threads; lesson13_run frees them
     return 0;
 }
 
@@ -509,12 +511,12 @@ int lesson13_run(const Options *opt, Trace *tr) {
     }
     spec_free(&x.sp);
     sampler_free(&x.greedy);
+    pool_free(x.ts.pool);
     gpt_state_free(&x.ts);
     gpt_state_free(&x.ds);
     free(x.tokens);
     free(x.prompt);
     if (x.d.params) gpt_free(&x.d);
     if (x.m.params) gpt_free(&x.m);
-    ops_set_threads(1);
     return rc;
 }

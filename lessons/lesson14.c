@@ -514,7 +514,8 @@ int lesson14_run(const Options *opt, Trace *tr) {
     int *tokens = malloc(sizeof(int) * (got + 2));
     int n = tokens ? llama_encode(tokens, &m, text, 1, 0, (int)got + 2, err, sizeof err) : -1;
     free(text);
-    if (!got || n < N_TEXT + 1 || ops_set_threads(opt->threads) != 0) {
+    Pool *pool = NULL;   // --threads, both states' (0: the fastest for the shape, as every lesson)
+    if (!got || n < N_TEXT + 1 || !(pool = pool_new_for(opt->threads, llama_row_work(&m.cfg)))) {
         fileio_error("%s: cannot read %d characters of the validation text in the model's vocabulary%s%s",
                      "%s：无法按模型的词表读出验证集文字的 %d 个字符%s%s", tpath, N_TEXT, n < 0 ? ": " : "",
                      n < 0 ? err : "");
@@ -527,18 +528,21 @@ int lesson14_run(const Options *opt, Trace *tr) {
     LlamaModel tm;
     int rc = 1;
     if (load_trained(&tm, &ts, &m, path) != 0) {
+        pool_free(pool);
         free(tokens);
         llama_free(&m);
         return 1;
     }
     if (llama_state_init(&s, &m, 1, err, sizeof err) != 0) {
         fileio_error("%s", "%s", err);
+        pool_free(pool);
         free(tokens);
         llama_free(&m);
         llama_state_free(&ts);
         llama_free(&tm);
         return 1;
     }
+    s.pool = ts.pool = pool;
     lessons_heading(tr);
     trace_sayf(tr, "Model: %s (LLaMA-style, rotary positions, context %d, %zu parameters). Text: %s.\n",
                "模型：%s（LLaMA 式，旋转位置编码，上下文 %d，%zu 个参数）。文字：%s。\n", path, m.cfg.max_seq_len,
@@ -562,8 +566,8 @@ int lesson14_run(const Options *opt, Trace *tr) {
     llama_state_free(&s);
     llama_state_free(&ts);
     llama_free(&tm);
+    pool_free(pool);
     free(tokens);
     llama_free(&m);
-    ops_set_threads(1);
     return rc;
 }

@@ -437,7 +437,7 @@ static void time_per_token(Shared *x, Trace *tr) {
                "forward(tokens[t], offset t).",
                "每个时间是单次前向计算 %d 次运行的中位数，附最小 … 最大（--repeat N），%d 个线程%s，先热身，\n"
                "两种方式轮流运行：不使用缓存 forward(tokens[0:t+1])，使用缓存 forward(tokens[t], offset t)。",
-               repeat, ops_threads(), ops_threads() == 1 ? "" : trace_text(tr, "s", ""));
+               repeat, pool_threads(x->s.pool), pool_threads(x->s.pool) == 1 ? "" : trace_text(tr, "s", ""));
     trace_machine(tr, measure_machine());
     time_forwards(x, npos);
     time_table(tr, x, npos);
@@ -568,7 +568,7 @@ int lesson4_run(const Options *opt, Trace *tr) {
     x.nc_logits = malloc(sizeof(float) * MAX_POS * (size_t)g.V);
     x.c_logits = malloc(sizeof(float) * MAX_POS * (size_t)g.V);
     if (!x.rec.n || !x.rec.offset || !x.rec.logits || !x.samples || !x.nc_logits || !x.c_logits ||
-        gpt_state_init(&x.s, g) || ops_set_threads_for(opt->threads, gpt_row_work(g))) {
+        gpt_state_init(&x.s, g) || !(x.s.pool = pool_new_for(opt->threads, gpt_row_work(g)))) {
         fileio_error("out of memory", "内存不足");
         rc = 1;
         goto done;
@@ -619,8 +619,8 @@ done:
     free(x.nc_logits);
     free(x.c_logits);
     free(x.tokens);
+    pool_free(x.s.pool);
     gpt_state_free(&x.s);
     gpt_free(&x.m);
-    ops_set_threads(1);
     return rc;
 }

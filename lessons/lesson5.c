@@ -268,7 +268,7 @@ int lesson5_run(const Options *opt, Trace *tr) {
     char a[40], b[40], c[40], d[40];
     int steps = g.T - p + 1;   // the last step feeds position T - 1: the cache is full
     lens.len = malloc(sizeof(int) * (size_t)steps);
-    if (!lens.len || gpt_state_init(&s, g) || ops_set_threads_for(opt->threads, gpt_row_work(g))) {
+    if (!lens.len || gpt_state_init(&s, g) || !(s.pool = pool_new_for(opt->threads, gpt_row_work(g)))) {
         fileio_error("out of memory", "内存不足");
         rc = 1;
         goto done;
@@ -331,8 +331,8 @@ int lesson5_run(const Options *opt, Trace *tr) {
 done:
     free(lens.len);
     free(tokens);
+    pool_free(s.pool);
     gpt_state_free(&s);
     gpt_free(&m);
-    ops_set_threads(1);
     return rc;
 }

@@ -218,6 +218,7 @@ static void scene_free(Scene *sc) {
     free(sc->prompt);
     free(sc->logits_a);
     free(sc->logits_b);
+    pool_free(sc->s.pool);
     gpt_state_free(&sc->s);
     gpt_free(&sc->m);
 }
@@ -736,12 +737,14 @@ static int paged_cache(KvPool *pool, KvSeq *seq, int B, const float *k, const fl
 // values k, v (len, C), seeded; the same keys and values in the contiguous
 // cache's layout key (H, D, len) and value (H, len, D); the two outputs
 // att_c, att_p (C); scores (H, len); samples (1 + NB, repeat) the times of
-// the runs, the contiguous cache's first, then each block size's.
+// the runs, the contiguous cache's first, then each block size's; pool the
+// threads the heads are shared among (the lesson's).
 enum { NB = sizeof BENCH_B / sizeof BENCH_B[0], NARMS = 1 + NB };
 typedef struct {
     float *k, *v, *q, *key, *value, *att_c, *att_p, *scores;
     double *samples;
     int repeat;
+    Pool *pool;
 } Bench;
 
 static void bench_free(Bench *b) {
@@ -755,7 +758,8 @@ static int bench_init(Bench *b, uint32_t seed, int repeat) {
     size_t kv = sizeof(float) * (size_t)C * len;
     *b = (Bench){malloc(kv), malloc(kv), malloc(sizeof(float) * (size_t)C), malloc(kv), malloc(kv),
                  malloc(sizeof(float) * (size_t)C), malloc(sizeof(float) * (size_t)C),
-                 malloc(sizeof(float) * (size_t)H * len), malloc(sizeof(double) * NARMS * (size_t)repeat), repeat};
+                 malloc(sizeof(float) * (size_t)H * len), malloc(sizeof(double) * NARMS * (size_t)repeat), repeat,
+                 NULL};
     if (!b->k || !b->v || !b->q || !b->key || !b->value || !b->att_c || !b->att_p || !b->scores || !b->samples) {
         bench_free(b);
         return -1;
@@ -789,9 +793,9 @@ static void way_call(Way *w) {
     Bench *b = w->b;
     if (!w->paged) {
         ContigJob cj = {b->att_c, b->scores, b->q, b->key, b->value, BENCH_LEN, BENCH_LEN, BENCH_D};
-        ops_parallel_for(contig_heads, &cj, BENCH_H);
+        pool_run(b->pool, contig_heads, &cj, BENCH_H);
     } else {
-        kvpage_attention(&w->seq, b->att_p, b->scores, NULL, b->q, 0, 1, BENCH_LEN - 1, BENCH_LEN);
+        kvpage_attention(&w->seq, b->att_p, b->scores, NULL, b->q, b->pool, 0, 1, BENCH_LEN - 1, BENCH_LEN);
     }
 }
 
@@ -879,7 +883,7 @@ static void block_verdicts(Trace *tr, const Bench *b, const MeasureVerdict *verd
 
 // (5) Block size: table lookups and time of the attention. identical: 1 when
 // every block size's output equals the contiguous one's bit for bit.
-static int part_time(Trace *tr, const Options *opt, const double *paged_waste, int *identical) {
+static int part_time(Trace *tr, const Options *opt, Pool *pool, const double *paged_waste, int *identical) {
     int len = BENCH_LEN, C = BENCH_H * BENCH_D;
     int repeat = opt->repeat > 0 ? opt->repeat : MEASURE_RUNS, json = tr->format == FORMAT_JSON;
     trace_heading(tr, "(5) The block-size trade: waste against table lookups",
@@ -897,6 +901,7 @@ static int part_time(Trace *tr, const Options *opt, const double *paged_waste, i
     Bench b;
     Way way[NARMS];
     if (bench_init(&b, (uint32_t)opt->seed, repeat)) return oom();
+    b.pool = pool;
     if (ways_init(way, &b, (uint32_t)opt->seed)) {
         bench_free(&b);
         return oom();
@@ -970,7 +975,7 @@ int lesson61_run(const Options *opt, Trace *tr) {
     int n_prompt = 0;
     int rc = scene_init(&sc, &n_prompt, opt, N, steps);
     if (rc) return rc;
-    if (ops_set_threads_for(opt->threads, gpt_row_work(sc.m.cfg)) != 0) {   // --threads, 0: the fastest for the shape
+    if (!(sc.s.pool = pool_new_for(opt->threads, gpt_row_work(sc.m.cfg)))) {   // --threads, 0: the fastest for the shape
         scene_free(&sc);
         fileio_error("could not start %d threads", "无法启动 %d 个线程", ops_threads_asked(opt->threads));
         return 1;
@@ -991,13 +996,12 @@ int lesson61_run(const Options *opt, Trace *tr) {
     if (!rc) rc = part_sharing(&sc, tr, opt, n_prompt, B, N, steps);
     if (!rc) rc = part_same(&sc, tr, n_prompt, B, steps, &identical);
     if (!rc) rc = part_waste(tr, opt, paged_waste);
-    if (!rc) rc = part_time(tr, opt, paged_waste, &identical5);
+    if (!rc) rc = part_time(tr, opt, sc.s.pool, paged_waste, &identical5);
     if (!rc && (!identical || !identical5)) {
         fileio_error("lesson 6.1: the paged cache's results differ from the contiguous cache's",
                      "第 6.1 课：分页缓存的结果与连续缓存的不一致");
         rc = 1;
     }
     scene_free(&sc);
-    ops_set_threads(1);
     return rc;
 }

@@ -395,6 +395,7 @@ typedef struct {
     const Options *opt;
     LlamaModel file;        // --model FILE: the MHA model's weights (params NULL: random ones)
     char prompt_text[96];   // "\"天气真好，你好！\"" as the narration quotes it
+    Pool *pool;             // --threads, every state's
 } Demo;
 
 // ----------------------------------------------------------------------------
@@ -818,6 +819,7 @@ static void demo_free(Demo *d) {
     free(d->ctx);
     free(d->tok);
     free(d->logits);
+    pool_free(d->pool);
 }
 
 // The opening: one model, three ways.
@@ -880,13 +882,15 @@ int lesson62_run(const Options *opt, Trace *tr) {
     }
     LlamaConfig shape = d.file.params ? d.file.cfg : llama_config_default();
     if (!d.file.params) shape.dim = size->dim, shape.hidden_dim = size->hidden_dim;
-    if (ops_set_threads_for(opt->threads, llama_row_work(&shape)) != 0) {   // --threads, 0: the fastest for the shape
+    if (!(d.pool = pool_new_for(opt->threads, llama_row_work(&shape)))) {   // --threads, 0: the fastest for the shape
         fileio_error("could not start %d threads", "无法启动 %d 个线程", ops_threads_asked(opt->threads));
         llama_free(&d.file);
         return 1;
     }
     const char *prompt = opt->n_prompts > 0 ? opt->prompts[0] : DEFAULT_PROMPT;
     rc = demo_new(&d, size, prompt);
+    for (int i = 0; i < NUM_VARIANTS; i++) d.vs[i].st.pool = d.pool;   // every state on the lesson's threads
+    d.chk_st.pool = d.pool;
     if (!rc) {
         lessons_heading(tr);
         if (d.file.params) show_file_models(tr, &d);
@@ -896,10 +900,9 @@ int lesson62_run(const Options *opt, Trace *tr) {
         show_smaller_cache(tr, &d);
         if (show_invariants(tr, &d)) rc = 1;
         show_conversion(tr, &d);
-        if (lesson62_trained(opt, tr, d.repeat, size->trained_part)) rc = 1;
+        if (lesson62_trained(opt, tr, d.pool, d.repeat, size->trained_part)) rc = 1;
         show_real_models(tr);
     }
     demo_free(&d);
-    ops_set_threads(1);
     return rc;
 }

@@ -98,10 +98,10 @@ static int timed_run(void *arg, double *seconds) {
 }
 
 // Loads t->s's file, scores it on the slice and reads bos + text[0:P] into
-// its cache. Returns 0; -1 when the file cannot be used (err says why); 1
-// when memory ran out.
-static int trained_load(Trained *t, const char *text, const char *slice, long part, int threads, int repeat,
-                        char *err, size_t errlen) {
+// its cache, its state on pool's threads. Returns 0; -1 when the file cannot
+// be used (err says why); 1 when memory ran out.
+static int trained_load(Trained *t, const char *text, const char *slice, long part, int threads, Pool *pool,
+                        int repeat, char *err, size_t errlen) {
     char buf[4096];
     if (llama_load(&t->m, paths_shipped(t->s->path, buf, sizeof buf), err, errlen) != 0) return -1;
     int T = t->m.cfg.max_seq_len;
@@ -120,6 +120,7 @@ static int trained_load(Trained *t, const char *text, const char *slice, long pa
     t->samples = malloc(sizeof(double) * (size_t)repeat);
     if (!t->logits || !t->ctx || !t->tok || !t->samples) return 1;
     if (llama_state_init(&t->st, &t->m, 1, err, errlen) != 0) return 1;
+    t->st.pool = pool;
     if (llama_encode(t->ctx, &t->m, head, 1, 0, T, err, errlen) != t->P + 1) return -1;
     if (llama_train_text_loss_head(&t->m, slice, part, threads, &t->loss, err, errlen) != 0) return -1;
     llama_forward(t->logits, &t->st, &t->m, t->ctx, 0, 1, t->P, t->P);   // not timed
@@ -442,7 +443,7 @@ static int show_converted(Trace *tr, const Trained *ts, const char *slice, long 
     return 0;
 }
 
-int lesson62_trained(const Options *opt, Trace *tr, int repeat, long part) {
+int lesson62_trained(const Options *opt, Trace *tr, Pool *pool, int repeat, long part) {
     char buf[4096], text[SLICE_BYTES + 1], err[512];
     trace_heading(tr, "(3) What sharing costs, measured on the trained models",
                   "（3）共享的代价：在训练好的模型上实测");
@@ -464,7 +465,7 @@ int lesson62_trained(const Options *opt, Trace *tr, int repeat, long part) {
     void *ctx[NUM_SHIPPED];
     for (int i = 0; i < NUM_SHIPPED && !rc; i++) {
         ts[i].s = &SHIPPED[i];
-        int r = trained_load(&ts[i], text, slice, part, opt->threads, repeat, err, sizeof err);
+        int r = trained_load(&ts[i], text, slice, part, opt->threads, pool, repeat, err, sizeof err);
         if (r < 0) say_missing(tr, ts[i].s, err);
         else if (r > 0) rc = 1;
         else samples[arms] = ts[i].samples, runs[arms] = timed_run, ctx[arms] = &ts[i], arms++;

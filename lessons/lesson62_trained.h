@@ -4,6 +4,7 @@
 #define KVDEMO_LESSON62_TRAINED_H
 
 #include "options.h"
+#include "pool.h"
 #include "trace.h"
 
 // Loads data/tinyshakespeare-llama-{mha,gqa4,gqa2,mqa}.bin and prints, for
@@ -13,7 +14,8 @@
 // G = 4, 2, 1 and scored at once, and what the numbers support. A missing
 // file is named with the way to get it, and the part goes on without it.
 // repeat: counted runs of the timing; part: the characters of the slice
-// scored (0: all of them). Returns 0, or 1 (no memory).
-int lesson62_trained(const Options *opt, Trace *tr, int repeat, long part);
+// scored (0: all of them); pool: the threads of the decoding (the lesson's).
+// Returns 0, or 1 (no memory).
+int lesson62_trained(const Options *opt, Trace *tr, Pool *pool, int repeat, long part);
 
 #endif

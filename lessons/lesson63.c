@@ -656,43 +656,39 @@ static int measured(Trace *tr, const Options *opt) {
 
 // One query row q (d) against n keys and values, kt = K^T (d, n) and v (n, d),
 // timed over the first len of them: out1 and outp (d) the outputs of the two
-// ways, scratch flash_decode's, row and dec (repeat) the times of the runs.
+// ways, scratch flash_decode's, row and dec (repeat) the times of the runs;
+// pool the threads of flash-decoding (--threads; 0: one a core).
 typedef struct {
     float *kt, *v, *scratch;
     double *row, *dec;
     float q[HEAD], out1[HEAD], outp[HEAD];
-    int n, Bc, repeat, len, threads;
+    int n, Bc, repeat, len;
+    Pool *pool;
 } Decode;
 
 // One thread, tile after tile (flash_row). A MeasureRun.
 static int row_run(void *ctx, double *seconds) {
     Decode *x = ctx;
-    if (ops_set_threads(1)) return 1;
     double t0 = timer_now();
     flash_row(x->out1, x->scratch, x->q, x->kt, x->n, x->v, HEAD, x->len, HEAD, 1.0f / sqrtf((float)HEAD), x->Bc);
     *seconds = timer_now() - t0;
     return 0;
 }
 
-// The tiles on x->threads threads, merged after (flash_decode). A MeasureRun.
+// The tiles on x->pool's threads, merged after (flash_decode). A MeasureRun.
 static int decode_run(void *ctx, double *seconds) {
     Decode *x = ctx;
-    if (ops_set_threads(x->threads)) return 1;
     double t0 = timer_now();
-    flash_decode(x->outp, x->scratch, x->q, x->kt, x->n, x->v, HEAD, x->len, HEAD, 1.0f / sqrtf((float)HEAD), x->Bc);
+    flash_decode(x->outp, x->scratch, x->q, x->kt, x->n, x->v, HEAD, x->pool, x->len, HEAD, 1.0f / sqrtf((float)HEAD),
+                 x->Bc);
     *seconds = timer_now() - t0;
     return 0;
 }
 
-// The first len keys both ways, taking turns (measure.h). Returns 0, or 1
-// when the threads could not start (said).
-static int decode_times(Decode *x, int len) {
+// The first len keys both ways, taking turns (measure.h; neither run fails).
+static void decode_times(Decode *x, int len) {
     x->len = len;
-    if (measure_interleaved(x->row, x->dec, MEASURE_WARMUP, x->repeat, row_run, x, decode_run, x)) {
-        fileio_error("could not start %d threads", "无法启动 %d 个线程", x->threads);
-        return 1;
-    }
-    return 0;
+    measure_interleaved(x->row, x->dec, MEASURE_WARMUP, x->repeat, row_run, x, decode_run, x);
 }
 
 // The times of one cache length, and flash-decoding against the row: text
@@ -752,7 +748,7 @@ static void decode_conclusion(Trace *tr, MeasureVerdict v, int n, int threads) {
 
 static int flash_decoding(Trace *tr, const Options *opt) {
     Decode x = {.n = DECODE_N, .Bc = opt->tile ? opt->tile : FLASH_DEFAULT_TILE,
-                .repeat = opt->repeat ? opt->repeat : MEASURE_RUNS, .threads = opt->threads};
+                .repeat = opt->repeat ? opt->repeat : MEASURE_RUNS};
     int d = HEAD;
     size_t nd = (size_t)x.n * d;
     x.kt = malloc(sizeof(float) * nd), x.v = malloc(sizeof(float) * nd);
@@ -761,6 +757,12 @@ static int flash_decoding(Trace *tr, const Options *opt) {
     if (!x.kt || !x.v || !x.scratch || !x.row || !x.dec) {
         free(x.kt), free(x.v), free(x.scratch), free(x.row), free(x.dec);
         fileio_error("out of memory", "内存不足");
+        return 1;
+    }
+    // The kernel alone, no model's shape to size it: --threads, 0 one a core.
+    if (!(x.pool = pool_new(opt->threads))) {
+        free(x.kt), free(x.v), free(x.scratch), free(x.row), free(x.dec);
+        fileio_error("could not start %d threads", "无法启动 %d 个线程", ops_threads_asked(opt->threads));
         return 1;
     }
     uint64_t seed = 7;
@@ -785,10 +787,8 @@ static int flash_decoding(Trace *tr, const Options *opt) {
     static const int SIZES[] = {256, DECODE_N};   // a short cache and a long one
     for (int z = 0; !rc && z < 2; z++) {
         int len = SIZES[z];
-        rc = decode_times(&x, len);
-        if (rc) break;
-        int threads = ops_threads();
-        ops_set_threads(1);
+        decode_times(&x, len);
+        int threads = pool_threads(x.pool);
         char name[48];
         Tensor ta = tensor_view2(x.out1, 1, d), tb = tensor_view2(x.outp, 1, d);
         snprintf(name, sizeof name, "decode_vs_row_N%d", len);
@@ -797,6 +797,7 @@ static int flash_decoding(Trace *tr, const Options *opt) {
         if (z == 1) decode_conclusion(tr, long_cache, len, threads);
     }
     free(x.kt), free(x.v), free(x.scratch), free(x.row), free(x.dec);
+    pool_free(x.pool);
     return rc;
 }
 
@@ -865,7 +866,7 @@ static int gpt_step(Trace *tr, const Options *opt, int *said) {
     float *lp = malloc(sizeof(float) * (size_t)g.V), *lf = malloc(sizeof(float) * (size_t)g.V);
     double *samples = malloc(sizeof(double) * 2 * (size_t)repeat);   // plain, then flash
     GptState s = {0};
-    if (!tokens || !lp || !lf || !samples || gpt_state_init(&s, g) || ops_set_threads_for(opt->threads, gpt_row_work(g))) {
+    if (!tokens || !lp || !lf || !samples || gpt_state_init(&s, g) || !(s.pool = pool_new_for(opt->threads, gpt_row_work(g)))) {
         fileio_error("out of memory", "内存不足");
         rc = 1;
         goto done;
@@ -891,7 +892,7 @@ static int gpt_step(Trace *tr, const Options *opt, int *said) {
                "Plain: each head's row on one thread. Flash (tiles of %d): the heads' tiles shared out (flash-decoding).",
                "位置 %d 的 token 要读 %d 个缓存位置（%d 个头、%d 个模块各一份），%d 个线程%.0s。\n"
                "普通：每个头的一行在一个线程上算。Flash（每块 %d）：各头的块分给各线程（flash-decoding）。",
-               g.T - 1, g.T, g.H, g.L, ops_threads(), ops_threads() == 1 ? "" : "s", tile);
+               g.T - 1, g.T, g.H, g.L, pool_threads(s.pool), pool_threads(s.pool) == 1 ? "" : "s", tile);
     trace_machine(tr, measure_machine());
     gpt_step_report(tr, samples, repeat);
     Tensor a = tensor_view2(lp, 1, g.V), b = tensor_view2(lf, 1, g.V);
@@ -899,7 +900,7 @@ static int gpt_step(Trace *tr, const Options *opt, int *said) {
                              trace_text(tr, "flash attention", "flash 注意力"), &b);
     rounding_note(tr, same, said);
 done:
-    ops_set_threads(1);
+    pool_free(s.pool);
     gpt_state_free(&s);
     gpt_free(&m);
     free(tokens), free(lp), free(lf), free(samples);

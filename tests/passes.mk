@@ -16,7 +16,7 @@ KERNEL_TESTS = test_attention test_claims test_docs test_flash test_gpt test_gpt
                test_kvcache test_kvpage test_kvquant test_kvwindow test_lesson10_reset test_lesson11 test_lesson3 \
                test_lesson4 test_lesson5 test_lesson61 test_lesson62 test_lesson63 test_lesson8 \
                test_lessons test_llama test_llama2c test_llama_convert test_llama_shipped \
-               test_llama_state test_llama_window test_llamacmd test_matmul test_ops test_race \
+               test_llama_state test_llama_window test_llamacmd test_matmul test_ops test_pools test_race \
                test_sampler test_spec test_tables test_tensor test_train test_train_llama \
                test_train_llama_run test_traincmd test_then test_llama_spec test_specbench
 # ONCE_TESTS: what they check cannot depend on the kernels (options and help,

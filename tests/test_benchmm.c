@@ -1,7 +1,7 @@
 // test_benchmm — the matmuls of one pass, timed alone (src/cmd/benchmm.c).
 //
 //   test_benchmm_flops_match_the_shapes   the FLOP count against gpt_forward's matmul shapes, summed here
-//   test_benchmm_runs_on_a_tiny_shape     a run returns its count and finite, positive rates, threads as before
+//   test_benchmm_runs_on_a_tiny_shape     a run returns its count and finite, positive rates, on the caller's pool of 1 and 2
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -54,9 +54,10 @@ static void test_benchmm_runs_on_a_tiny_shape(void **state) {
     const GptConfig shapes[] = {{.V = 5, .T = 3, .C = 8, .H = 2, .L = 1}, {.V = 65, .T = 32, .C = 64, .H = 4, .L = 2}};
     for (int threads = 1; threads <= 2; threads++)
         for (int s = 0; s < 2; s++) {
-            assert_int_equal(ops_set_threads(1), 0);
+            Pool *pool = pool_new(threads);
+            assert_non_null(pool);
             BenchMM r = {0};
-            assert_int_equal(benchmm_run(&shapes[s], threads, 3, &r), 0);
+            assert_int_equal(benchmm_run(&shapes[s], pool, 3, &r), 0);
             assert_int_equal(r.tokens, shapes[s].T);
             if (r.flops != flops_of_shapes(shapes[s], shapes[s].T))
                 fail_msg("shape %d: expected %.0f FLOPs, got %.0f", s, flops_of_shapes(shapes[s], shapes[s].T), r.flops);
@@ -64,7 +65,8 @@ static void test_benchmm_runs_on_a_tiny_shape(void **state) {
             for (int i = 0; i < 5; i++)
                 if (!(isfinite(rates[i]) && rates[i] > 0)) fail_msg("shape %d, %d threads: rate %d is %g", s, threads, i, rates[i]);
             if (r.best_gflops < r.median_gflops) fail_msg("best %g below median %g", r.best_gflops, r.median_gflops);
-            assert_int_equal(ops_threads(), 1);   // set back
+            assert_int_equal(pool_threads(pool), threads);   // the caller's pool, untouched
+            pool_free(pool);
         }
 }
 

@@ -210,13 +210,14 @@ static void test_row_tiles_and_decode_bits(void **state) {
         snprintf(what, sizeof what, "flash_row %d vs the tiled head", i);
         assert_bits(row, O + (int64_t)i * D, D, what);
         for (int threads = 1; threads <= 4; threads++) {
-            assert_int_equal(ops_set_threads(threads), 0);
-            flash_decode(dec, pieces, Q + i * D, Kt, N, V, D, i + 1, D, scale, BC);
+            Pool *pool = pool_new(threads);
+            assert_non_null(pool);
+            flash_decode(dec, pieces, Q + i * D, Kt, N, V, D, pool, i + 1, D, scale, BC);
             snprintf(what, sizeof what, "flash_decode row %d on %d threads", i, threads);
             assert_bits(dec, row, D, what);
+            pool_free(pool);
         }
     }
-    ops_set_threads(1);
     free(Q), free(Kt), free(V), free(O), free(pieces);
 }
 
@@ -315,7 +316,9 @@ static void test_gpt_flash(void **state) {
     for (size_t t = 0; t < sizeof TILES / sizeof TILES[0]; t++) {
         assert_int_equal(kvcontig_set_tile(&s.cache, TILES[t]), 0);
         for (int threads = 1; threads <= 3; threads += 2) {
-            assert_int_equal(ops_set_threads(threads), 0);
+            Pool *pool = pool_new(threads);
+            assert_non_null(pool);
+            s.pool = pool;
             // Without the cache: every prefix in full. With it: one token at a time.
             for (int i = 1; i <= n; i++)
                 memcpy(full + (i - 1) * V, gpt_forward(&s, &m, tokens, i, 0), sizeof(float) * (size_t)V);
@@ -333,9 +336,10 @@ static void test_gpt_flash(void **state) {
                         fail_msg("tile %d: logits[%d][%d] plain %.9g, flash %.9g", TILES[t], i, v, plain[i * V + v],
                                  full[i * V + v]);
             }
+            s.pool = NULL;
+            pool_free(pool);
         }
     }
-    ops_set_threads(1);
     gpt_state_free(&s);
     gpt_free(&m);
     free(tokens), free(plain), free(full), free(cached);

@@ -238,8 +238,9 @@ static void test_init_random_matches_numpy(void **state) {
 // seed; every step's logits must be the same bytes. With packed, the run
 // without the cache uses a copy of the model whose weights gpt_pack put in
 // panel order (as kvdemo generate --no-cache does), the cached run the
-// model as it is; with packed = 2 the other way round.
-static void check_cache_exact_packed(GptConfig cfg, uint32_t seed, int steps, int packed) {
+// model as it is; with packed = 2 the other way round. The state runs on
+// pool (NULL: this thread).
+static void check_cache_exact_packed(GptConfig cfg, uint32_t seed, int steps, int packed, Pool *pool) {
     GptModel m, mp;
     random_model(&m, cfg, seed);
     random_model(&mp, cfg, seed);
@@ -250,6 +251,7 @@ static void check_cache_exact_packed(GptConfig cfg, uint32_t seed, int steps, in
     }
     GptState s;
     assert_int_equal(gpt_state_init(&s, cfg), 0);
+    s.pool = pool;
     int *tokens = malloc(sizeof(int) * (size_t)(steps + 3));
     Recorder runs[2];
     for (int use_cache = 0; use_cache <= 1; use_cache++) {
@@ -279,7 +281,7 @@ static void check_cache_exact_packed(GptConfig cfg, uint32_t seed, int steps, in
         while (memcmp(&full[i], &cached[i], sizeof(float)) == 0) i++;
         fail_msg("V=%d T=%d C=%d H=%d L=%d, %d threads: step %d, logit %d: without cache %.9g, with cache "
                  "%.9g (not bit-identical)",
-                 cfg.V, cfg.T, cfg.C, cfg.H, cfg.L, ops_threads(), step, i, full[i], cached[i]);
+                 cfg.V, cfg.T, cfg.C, cfg.H, cfg.L, pool_threads(pool), step, i, full[i], cached[i]);
     }
     free(runs[0].logits);
     free(runs[1].logits);
@@ -289,10 +291,10 @@ static void check_cache_exact_packed(GptConfig cfg, uint32_t seed, int steps, in
     gpt_free(&mp);
 }
 
-static void check_cache_exact(GptConfig cfg, uint32_t seed, int steps) {
-    check_cache_exact_packed(cfg, seed, steps, 0);
-    check_cache_exact_packed(cfg, seed, steps, 1);
-    check_cache_exact_packed(cfg, seed, steps, 2);
+static void check_cache_exact(GptConfig cfg, uint32_t seed, int steps, Pool *pool) {
+    check_cache_exact_packed(cfg, seed, steps, 0, pool);
+    check_cache_exact_packed(cfg, seed, steps, 1, pool);
+    check_cache_exact_packed(cfg, seed, steps, 2, pool);
 }
 
 static const GptConfig SHAPES[] = {
@@ -307,15 +309,16 @@ static const GptConfig SHAPES[] = {
 static void test_cache_is_bit_identical(void **state) {
     (void)state;
     for (size_t i = 0; i < sizeof(SHAPES) / sizeof(SHAPES[0]); i++)
-        check_cache_exact(SHAPES[i], 10 + (uint32_t)i, 2 * SHAPES[i].T + 5);   // well past the context
+        check_cache_exact(SHAPES[i], 10 + (uint32_t)i, 2 * SHAPES[i].T + 5, NULL);   // well past the context
 }
 
 static void test_cache_is_bit_identical_with_threads(void **state) {
     (void)state;
-    assert_int_equal(ops_set_threads(2), 0);
+    Pool *pool = pool_new(2);
+    assert_non_null(pool);
     for (size_t i = 0; i < sizeof(SHAPES) / sizeof(SHAPES[0]); i++)
-        check_cache_exact(SHAPES[i], 10 + (uint32_t)i, 2 * SHAPES[i].T + 5);
-    assert_int_equal(ops_set_threads(1), 0);
+        check_cache_exact(SHAPES[i], 10 + (uint32_t)i, 2 * SHAPES[i].T + 5, pool);
+    pool_free(pool);
 }
 
 // Feeding a sequence token by token (a cached step each), in chunks, or all
@@ -360,8 +363,8 @@ static void test_cache_layout(void **state) {
     float x[12], xn[12], k[12], v[12];
     for (int c = 0; c < C; c++) x[c] = m.p.wte[2 * C + c] + m.p.wpe[2 * C + c];
     ops_layernorm(xn, NULL, NULL, x, m.p.blocks[0].ln1_w, m.p.blocks[0].ln1_b, 1, C);
-    ops_matmul(k, xn, m.p.blocks[0].wk, m.p.blocks[0].bk, 1, C, C);
-    ops_matmul(v, xn, m.p.blocks[0].wv, m.p.blocks[0].bv, 1, C, C);
+    ops_matmul(k, xn, m.p.blocks[0].wk, m.p.blocks[0].bk, NULL, 1, C, C);
+    ops_matmul(v, xn, m.p.blocks[0].wv, m.p.blocks[0].bv, NULL, 1, C, C);
     for (int h = 0; h < 3; h++)
         for (int d = 0; d < D; d++) {
             assert_true(s.cache.key[(h * D + d) * T + 2] == k[h * D + d]);

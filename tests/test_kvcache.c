@@ -267,7 +267,7 @@ static void step_and_check(Holder *hd, Mirror *m, int bsz, int n, uint64_t *stat
         fill(q, qn, state);
         kvcache_append(c, l, k, v, bsz, n, pos);
         mirror_append(m, l, k, v, bsz, n, pos);
-        kvcache_attend(c, out, w, q, l, bsz, n, pos);
+        kvcache_attend(c, out, w, q, NULL, l, bsz, n, pos);
         plain_attend(want, want_w, &bound, m, q, l, bsz, n, pos);
         expect_near(out, want, bound.out, qn, what, step);
         expect_near(w, want_w, bound.weights, (size_t)bsz * n * S, what, step);
@@ -337,7 +337,7 @@ static void attend_all(float *out, KvCache *c, int bsz, int n, int pos, uint64_t
     assert_non_null(q);
     uint64_t st = seed;
     fill(q, qn, &st);
-    for (int l = 0; l < s->L; l++) kvcache_attend(c, out + (size_t)l * qn, NULL, q, l, bsz, n, pos);
+    for (int l = 0; l < s->L; l++) kvcache_attend(c, out + (size_t)l * qn, NULL, q, NULL, l, bsz, n, pos);
     free(q);
 }
 

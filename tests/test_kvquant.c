@@ -234,8 +234,8 @@ static void test_quant_cache_is_rounded_contig(void **state) {
                 kvcache_append(&ref.base, l, kl, vl, 1, n, pos);
                 fake_store(&ref, types[ti], G, l, pos, n);
                 kvcache_append(&qc.base, l, kl, vl, 1, n, pos);
-                kvcache_attend(&ref.base, want, NULL, ql, l, 1, n, pos);
-                kvcache_attend(&qc.base, got, NULL, ql, l, 1, n, pos);
+                kvcache_attend(&ref.base, want, NULL, ql, NULL, l, 1, n, pos);
+                kvcache_attend(&qc.base, got, NULL, ql, NULL, l, 1, n, pos);
                 char what[64];
                 snprintf(what, sizeof what, "%s cache, layer %d, pass at %d", kvquant_name(types[ti]), l, pos);
                 assert_bits(got, want, (int64_t)n * C, what);
@@ -370,10 +370,10 @@ static void test_quantised_loss(void **state) {
     KvDtype types[5] = {KV_FP32, KV_BF16, KV_FP16, KV_INT8, KV_INT4};
     for (int t = 0; t < 5; t++) {
         GptVariant v = {.kv_dtype = types[t], .key_group = 8};
-        assert_int_equal(kvvariant_eval(&loss[t], &m, &v, text.tokens, n_train, text.n, 0), 0);
+        assert_int_equal(kvvariant_eval(&loss[t], &m, &v, text.tokens, NULL, n_train, text.n, 0), 0);
     }
     double plain;
-    assert_int_equal(kvvariant_eval(&plain, &m, NULL, text.tokens, n_train, text.n, 0), 0);
+    assert_int_equal(kvvariant_eval(&plain, &m, NULL, text.tokens, NULL, n_train, text.n, 0), 0);
     if (fabs(plain - reference) > 1e-4 * fabs(reference))
         fail_msg("loss through the cache %.6f, the training stack's %.6f", plain, reference);
     assert_true(loss[0] == plain);

@@ -73,9 +73,9 @@ static void test_eval_too_short(void **state) {
     assert_true(T + 1 <= 1024);
     GptVariant v = {.kv_dtype = KV_INT8, .key_group = KV_KEY_GROUP};
     double loss = 12.5;
-    if (kvvariant_eval(&loss, &m, &v, tokens, 0, T, 0) != -1 || loss != 12.5)
+    if (kvvariant_eval(&loss, &m, &v, tokens, NULL, 0, T, 0) != -1 || loss != 12.5)
         fail_msg("eval of %d tokens with T = %d: expected -1 and the loss untouched, got %g", T, T, loss);
-    if (kvvariant_eval(&loss, &m, NULL, tokens, 7, 7 + T, 1) != -1 || loss != 12.5)
+    if (kvvariant_eval(&loss, &m, NULL, tokens, NULL, 7, 7 + T, 1) != -1 || loss != 12.5)
         fail_msg("eval of [7, %d) with T = %d: expected -1 and the loss untouched, got %g", 7 + T, T, loss);
     gpt_free(&m);
 }

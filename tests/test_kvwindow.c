@@ -145,7 +145,7 @@ static void test_attend_matches_plain_loops(void **state) {
         for (int pos = 0; pos < P;) {
             int n = pos == 0 ? W - 1 : 1;
             kvcache_append(&c.base, 0, K + (size_t)pos * G * D, V + (size_t)pos * G * D, 1, n, pos);
-            kvcache_attend(&c.base, out, wts, q + (size_t)pos * H * D, 0, 1, n, pos);
+            kvcache_attend(&c.base, out, wts, q + (size_t)pos * H * D, NULL, 0, 1, n, pos);
             plain_attend(want, want_w, K, V, q + (size_t)pos * H * D, n, pos, W, S, H, G, D);
             expect_near(out, want, (size_t)n * H * D, what, pos);
             expect_near(wts, want_w, (size_t)n * (pos + n), what, pos);
@@ -185,8 +185,8 @@ static void test_rolling_equals_band_mask(void **state) {
             fill(q, (size_t)B * n * H * D, &rng);
             kvcache_append(&full.base, l, k, v, B, n, pos);
             kvcache_append(&roll.base, l, k, v, B, n, pos);
-            kvcache_attend(&full.base, a, wa, q, l, B, n, pos);
-            kvcache_attend(&roll.base, b, wb, q, l, B, n, pos);
+            kvcache_attend(&full.base, a, wa, q, NULL, l, B, n, pos);
+            kvcache_attend(&roll.base, b, wb, q, NULL, l, B, n, pos);
             char what[96];
             snprintf(what, sizeof what, "layer %d at position %d: rolling against band mask (row, dim)", l, pos);
             assert_bits(b, a, (int64_t)B * n * H * D, what);

@@ -45,7 +45,8 @@ static const int SHAPES[][3] = {   // M, K, N: tile sizes are 8 rows and 48 colu
 };
 
 static void check_matmul_matches_plain(int threads) {
-    assert_int_equal(ops_set_threads(threads), 0);
+    Pool *pool = pool_new(threads);
+    assert_non_null(pool);
     for (size_t s = 0; s < sizeof(SHAPES) / sizeof(SHAPES[0]); s++) {
         int M = SHAPES[s][0], K = SHAPES[s][1], N = SHAPES[s][2];
         float *a = alloc_floats((int64_t)M * K), *b = alloc_floats((int64_t)K * N), *bias = alloc_floats(N);
@@ -54,7 +55,7 @@ static void check_matmul_matches_plain(int threads) {
         fill(b, (int64_t)K * N, 100 + (uint32_t)s);
         fill(bias, N, 200 + (uint32_t)s);
         for (int with_bias = 0; with_bias <= 1; with_bias++) {
-            ops_matmul(fast, a, b, with_bias ? bias : NULL, M, K, N);
+            ops_matmul(fast, a, b, with_bias ? bias : NULL, pool, M, K, N);
             ops_matmul_plain(plain, a, b, with_bias ? bias : NULL, M, K, N);
             for (int i = 0; i < M; i++)
                 for (int j = 0; j < N; j++) {
@@ -74,7 +75,7 @@ static void check_matmul_matches_plain(int threads) {
         free(fast);
         free(plain);
     }
-    assert_int_equal(ops_set_threads(1), 0);
+    pool_free(pool);
 }
 
 static void test_matmul_matches_plain(void **state) {
@@ -93,18 +94,19 @@ static void test_matmul_rows_are_independent(void **state) {
     fill(a, MAXM * K, 5);
     fill(b, K * N, 6);
     fill(bias, N, 7);
-    for (int i = 0; i < MAXM; i++) ops_matmul(one + (int64_t)i * N, a + (int64_t)i * K, b, bias, 1, K, N);
+    for (int i = 0; i < MAXM; i++) ops_matmul(one + (int64_t)i * N, a + (int64_t)i * K, b, bias, NULL, 1, K, N);
     for (int threads = 1; threads <= 3; threads++) {
-        assert_int_equal(ops_set_threads(threads), 0);
+        Pool *pool = pool_new(threads);
+        assert_non_null(pool);
         for (int M = 1; M <= MAXM; M++) {
-            ops_matmul(many, a, b, bias, M, K, N);
+            ops_matmul(many, a, b, bias, pool, M, K, N);
             for (int64_t e = 0; e < (int64_t)M * N; e++)
                 if (memcmp(&many[e], &one[e], sizeof(float)) != 0)
                     fail_msg("M=%d, %d threads: out[%d][%d] = %.9g, the 1-row product gives %.9g", M, threads,
                              (int)(e / N), (int)(e % N), many[e], one[e]);
         }
+        pool_free(pool);
     }
-    assert_int_equal(ops_set_threads(1), 0);
     free(a);
     free(b);
     free(bias);
@@ -120,7 +122,8 @@ static void test_matmul_packed_equals_in_place(void **state) {
     (void)state;
     static const int shapes[][3] = {{40, 384, 1536}, {17, 1536, 384}, {9, 48, 100}, {12, 4097, 50}};
     for (int threads = 1; threads <= 2; threads++) {
-        assert_int_equal(ops_set_threads(threads), 0);
+        Pool *pool = pool_new(threads);
+        assert_non_null(pool);
         for (int s = 0; s < 4; s++) {
             int M = shapes[s][0], K = shapes[s][1], N = shapes[s][2];
             float *a = alloc_floats((int64_t)M * K), *b = alloc_floats((int64_t)K * N), *bias = alloc_floats(N);
@@ -128,9 +131,9 @@ static void test_matmul_packed_equals_in_place(void **state) {
             fill(a, (int64_t)M * K, 11 + (uint32_t)s);
             fill(b, (int64_t)K * N, 21 + (uint32_t)s);
             fill(bias, N, 31 + (uint32_t)s);
-            ops_matmul(many, a, b, bias, M, K, N);
+            ops_matmul(many, a, b, bias, pool, M, K, N);
             for (int i = 0; i < M; i++) {
-                ops_matmul(one, a + (int64_t)i * K, b, bias, 1, K, N);
+                ops_matmul(one, a + (int64_t)i * K, b, bias, pool, 1, K, N);
                 for (int j = 0; j < N; j++)
                     if (memcmp(&one[j], &many[(int64_t)i * N + j], sizeof(float)) != 0)
                         fail_msg("M=%d K=%d N=%d, %d threads: out[%d][%d] = %.9g packed, %.9g in place", M, K, N,
@@ -138,8 +141,8 @@ static void test_matmul_packed_equals_in_place(void **state) {
             }
             free(a), free(b), free(bias), free(one), free(many);
         }
+        pool_free(pool);
     }
-    assert_int_equal(ops_set_threads(1), 0);
 }
 
 // b packed once into panel order (ops_pack) gives what b read in place
@@ -158,20 +161,21 @@ static void test_matmul_prepacked_equals_plain_panels(void **state) {
         fill(b, (int64_t)K * N, 81 + (uint32_t)s);
         fill(bias, N, 91 + (uint32_t)s);
         ops_pack(panels, b, K, N);
-        ops_matmul(plain, a, b, bias, M, K, N);
+        ops_matmul(plain, a, b, bias, NULL, M, K, N);
         // With two threads, panels finish in any order: a panel that wrote
         // past its own columns would show, sooner or later, in 20 rounds.
         for (int threads = 1; threads <= 2; threads++) {
-            assert_int_equal(ops_set_threads(threads), 0);
+            Pool *pool = pool_new(threads);
+            assert_non_null(pool);
             for (int round = 0; round < 20; round++) {
                 memset(packed, 0xFF, sizeof(float) * (size_t)M * N);
-                ops_matmul_packed(packed, a, b, panels, bias, OPS_STORE, M, K, N);
+                ops_matmul_packed(packed, a, b, panels, bias, OPS_STORE, pool, M, K, N);
                 if (memcmp(plain, packed, sizeof(float) * (size_t)M * N) != 0)
                     fail_msg("M=%d K=%d N=%d, %d threads: the product from packed panels differs from the plain one",
                              M, K, N, threads);
             }
+            pool_free(pool);
         }
-        assert_int_equal(ops_set_threads(1), 0);
         free(a), free(b), free(bias), free(panels), free(plain), free(packed);
     }
 }
@@ -198,15 +202,16 @@ static void test_matmul_then_equals_two_steps(void **state) {
         fill(x, MN, 131 + (uint32_t)s);
         ops_pack(panels, b, K, N);
         for (int threads = 1; threads <= 2; threads++) {
-            assert_int_equal(ops_set_threads(threads), 0);
+            Pool *pool = pool_new(threads);
+            assert_non_null(pool);
             for (int c = 0; c < 8; c++) {
                 OpsThen then = c % 2 ? OPS_GELU : OPS_ADD_INTO;
                 const float *bi = c / 2 % 2 ? NULL : bias, *pk = c / 4 ? panels : NULL;
-                ops_matmul(y, a, b, bi, M, K, N);
+                ops_matmul(y, a, b, bi, pool, M, K, N);
                 if (then == OPS_GELU) ops_gelu(want, y, (int)MN);
                 else ops_add(want, x, y, (int)MN);
                 memcpy(got, x, sizeof(float) * (size_t)MN);
-                ops_matmul_packed(got, a, b, pk, bi, then, M, K, N);
+                ops_matmul_packed(got, a, b, pk, bi, then, pool, M, K, N);
                 for (int64_t i = 0; i < MN; i++)
                     if (memcmp(&want[i], &got[i], sizeof(float)) != 0)
                         fail_msg("M=%d K=%d N=%d, %s%s%s, %d threads: out[%lld][%lld] expected %.9g, got %.9g", M, K,
@@ -214,8 +219,8 @@ static void test_matmul_then_equals_two_steps(void **state) {
                                  pk ? ", packed" : "", threads, (long long)(i / N), (long long)(i % N), want[i],
                                  got[i]);
             }
+            pool_free(pool);
         }
-        assert_int_equal(ops_set_threads(1), 0);
         free(a), free(b), free(bias), free(panels), free(x), free(y), free(want), free(got);
     }
 }
@@ -228,7 +233,7 @@ typedef struct {
 
 static void *matmul_thread(void *p) {
     MatmulArgs *m = p;
-    for (int r = 0; r < m->rounds; r++) ops_matmul(m->out, m->a, m->b, NULL, m->M, m->K, m->N);
+    for (int r = 0; r < m->rounds; r++) ops_matmul(m->out, m->a, m->b, NULL, NULL, m->M, m->K, m->N);
     return NULL;
 }
 
@@ -245,7 +250,7 @@ static void test_matmul_packed_on_two_threads(void **state) {
         alone[t] = alloc_floats(M * N), together[t] = alloc_floats(M * N);
         fill(a[t], M * K, 41 + (uint32_t)t);
         fill(b[t], K * N, 51 + (uint32_t)t);
-        ops_matmul(alone[t], a[t], b[t], NULL, M, K, N);
+        ops_matmul(alone[t], a[t], b[t], NULL, NULL, M, K, N);
         args[t] = (MatmulArgs){a[t], b[t], together[t], M, K, N, 200};
     }
     pthread_t th[2];

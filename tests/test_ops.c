@@ -33,7 +33,7 @@ static void test_matmul_projections(void **state) {
     for (int i = 0; i < 3; i++) {
         const FixTensor *W = F(names[i][0]), *want = F(names[i][1]);
         float got[16];
-        ops_matmul(got, X->data, W->data, NULL, X->rows, X->cols, W->cols);
+        ops_matmul(got, X->data, W->data, NULL, NULL, X->rows, X->cols, W->cols);
         assert_close(got, want->data, want->rows * want->cols, 1e-6, names[i][1]);
         ops_matmul_plain(got, X->data, W->data, NULL, X->rows, X->cols, W->cols);
         assert_close(got, want->data, want->rows * want->cols, 1e-6, names[i][1]);
@@ -48,7 +48,7 @@ static void test_scores(void **state) {
     ops_transpose(Kt, K->data, K->rows, K->cols);
     for (int r = 0; r < K->rows; r++)
         for (int c = 0; c < K->cols; c++) assert_true(Kt[c * K->rows + r] == K->data[r * K->cols + c]);
-    ops_matmul(got, Q->data, Kt, NULL, 3, 4, 3);
+    ops_matmul(got, Q->data, Kt, NULL, NULL, 3, 4, 3);
     ops_div(got, 2.0f, 9);
     assert_close(got, want->data, 9, 1e-6, "scores");
 }
@@ -83,7 +83,7 @@ static void test_softmax(void **state) {
 static void test_output(void **state) {
     (void)state;
     float got[12];
-    ops_matmul(got, F("2/no-cache/2/weights")->data, F("2/no-cache/2/V")->data, NULL, 3, 3, 4);
+    ops_matmul(got, F("2/no-cache/2/weights")->data, F("2/no-cache/2/V")->data, NULL, NULL, 3, 3, 4);
     assert_close(got, F("2/no-cache/2/output")->data, 12, 1e-6, "output");
 }
 
@@ -100,9 +100,9 @@ static void test_matmul_rows_independent(void **state) {
         for (int i = 0; i < M * K; i++) a[i] = (float)((double)rand() / RAND_MAX - 0.5);
         for (int i = 0; i < K * N; i++) b[i] = (float)((double)rand() / RAND_MAX - 0.5);
         for (int i = 0; i < N; i++) bias[i] = (float)((double)rand() / RAND_MAX - 0.5);
-        ops_matmul(all, a, b, bias, M, K, N);
+        ops_matmul(all, a, b, bias, NULL, M, K, N);
         for (int r = 0; r < M; r++) {
-            ops_matmul(one, a + r * K, b, bias, 1, K, N);
+            ops_matmul(one, a + r * K, b, bias, NULL, 1, K, N);
             assert_bits(one, all + r * N, N, "one row against the same row of the full product");
         }
         free(a), free(b), free(bias), free(all), free(one);
@@ -192,13 +192,13 @@ static void test_bigmem(void **state) {
 // piece included) and counts 8 bytes per float.
 static void test_machine_loops(void **state) {
     (void)state;
-    assert_true(ops_fma_loop(100, 3) == 2.0 * 16 * 16 * 100 * 3);
+    assert_true(ops_fma_loop(NULL, 100, 3) == 2.0 * 16 * 16 * 100 * 3);
     int64_t n = (1 << 18) * 2 + 1000;   // two pieces of 1 MB and a tail
     float *src = malloc(sizeof(float) * (size_t)n), *dst = calloc((size_t)n, sizeof(float));
     assert_non_null(src);
     assert_non_null(dst);
     for (int64_t i = 0; i < n; i++) src[i] = (float)i;
-    assert_true(ops_copy_loop(dst, src, n) == 8.0 * (double)n);
+    assert_true(ops_copy_loop(dst, src, NULL, n) == 8.0 * (double)n);
     assert_bits(dst, src, n, "the copied floats");
     free(src), free(dst);
 }

@@ -82,22 +82,26 @@ static void test_shipped_models(void **state) {
     }
 }
 
-// ops_set_threads_for: 0 takes the rule's count (capped by this machine's
-// cores), a count given by hand is kept whatever the shape.
-static void test_ops_threads_follow_the_rule(void **state) {
+// The threads of --threads n for a shape (pool_new_for, the one way every
+// command and lesson makes its pool): 0 takes the rule's count (capped by
+// this machine's cores), a count given by hand is kept whatever the shape.
+static void expect_pool(int n, int64_t work, int want, const char *what) {
+    Pool *p = pool_new_for(n, work);
+    assert_non_null(p);
+    if (pool_threads(p) != want) fail_msg("%s, --threads %d: expected %d threads, got %d", what, n, want, pool_threads(p));
+    pool_free(p);
+}
+
+static void test_pools_follow_the_rule(void **state) {
     (void)state;
     GptConfig seed, tiny;
     gpt_preset(&seed, "seed");
     gpt_preset(&tiny, "tiny");
     int cores = pool_cores(), want = cores < 4 ? cores : 4;
-    assert_int_equal(ops_set_threads_for(0, gpt_row_work(tiny)), 0);
-    if (ops_threads() != 1) fail_msg("tiny, --threads 0: expected 1 thread, got %d", ops_threads());
-    assert_int_equal(ops_set_threads_for(0, gpt_row_work(seed)), 0);
-    if (ops_threads() != want) fail_msg("seed, --threads 0 on %d cores: expected %d, got %d", cores, want, ops_threads());
-    assert_int_equal(ops_set_threads_for(3, gpt_row_work(tiny)), 0);
-    if (ops_threads() != 3) fail_msg("tiny, --threads 3: expected 3 threads, got %d", ops_threads());
-    assert_int_equal(ops_set_threads_for(1, gpt_row_work(seed)), 0);
-    if (ops_threads() != 1) fail_msg("seed, --threads 1: expected 1 thread, got %d", ops_threads());
+    expect_pool(0, gpt_row_work(tiny), 1, "tiny");
+    expect_pool(0, gpt_row_work(seed), want, "seed");
+    expect_pool(3, gpt_row_work(tiny), 3, "tiny");
+    expect_pool(1, gpt_row_work(seed), 1, "seed");
     // Training's pools take the same rule.
     Pool *p = pool_new_for(0, gpt_row_work(tiny));
     assert_non_null(p);
@@ -114,7 +118,7 @@ int main(void) {
         cmocka_unit_test(test_rule_counts_shares_of_work),
         cmocka_unit_test(test_presets),
         cmocka_unit_test(test_shipped_models),
-        cmocka_unit_test(test_ops_threads_follow_the_rule),
+        cmocka_unit_test(test_pools_follow_the_rule),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -17,12 +17,13 @@ void kvcache_append(KvCache *c, int l, const float *k, const float *v, int bsz, 
     if (l == s->L - 1) c->len = pos + n;   // every layer holds them now
 }
 
-void kvcache_attend(KvCache *c, float *out, float *weights, const float *q, int l, int bsz, int n, int pos) {
+void kvcache_attend(KvCache *c, float *out, float *weights, const float *q, Pool *pool, int l, int bsz, int n,
+                    int pos) {
     const KvShape *s = &c->shape;
     assert(l >= 0 && l < s->L && bsz >= 1 && bsz <= s->B && n >= 1);
     // the rows read: held (pos <= len) or appended to layer l just before
     assert(pos >= 0 && pos <= c->len && (c->rolling || pos + n <= s->T));
-    c->kind->attend(c, out, weights, q, l, bsz, n, pos);
+    c->kind->attend(c, out, weights, q, pool, l, bsz, n, pos);
 }
 
 int kvcache_len(const KvCache *c) {

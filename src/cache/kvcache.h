@@ -58,6 +58,7 @@
 #define KVDEMO_KVCACHE_H
 
 #include "kvquant.h"
+#include "pool.h"
 
 #include <stddef.h>
 
@@ -74,8 +75,10 @@ typedef struct {
     // Writes layer l's k, v (bsz, n, G*D) at positions pos .. pos+n-1.
     void (*append)(KvCache *c, int l, const float *k, const float *v, int bsz, int n, int pos);
     // out (bsz, n, H*D) from q (bsz, n, H*D); weights, when not NULL, gets
-    // query head 0's softmax weights (bsz, n, pos+n), zero where masked.
-    void (*attend)(KvCache *c, float *out, float *weights, const float *q, int l, int bsz, int n, int pos);
+    // query head 0's softmax weights (bsz, n, pos+n), zero where masked; the
+    // heads on pool's threads where the kind shares them (NULL: this thread).
+    void (*attend)(KvCache *c, float *out, float *weights, const float *q, Pool *pool, int l, int bsz, int n,
+                   int pos);
     // Keeps positions 0 .. len-1; NULL when there is nothing to do but set len
     // (rows past len are never read).
     void (*truncate)(KvCache *c, int len);
@@ -116,7 +119,11 @@ void kvcache_append(KvCache *c, int l, const float *k, const float *v, int bsz, 
 // q (bsz, n, H*D) at positions pos .. pos+n-1, row i against the keys and
 // values of positions 0 .. pos+i: those held and those just appended.
 // weights may be NULL; otherwise it gets query head 0's weights (bsz, n, pos+n).
-void kvcache_attend(KvCache *c, float *out, float *weights, const float *q, int l, int bsz, int n, int pos);
+// The work runs on pool, the caller's threads (its model state's; NULL: the
+// calling thread): how many threads read the cache is the call's, not the
+// cache's, and the numbers are the same bits whatever the pool.
+void kvcache_attend(KvCache *c, float *out, float *weights, const float *q, Pool *pool, int l, int bsz, int n,
+                    int pos);
 // Positions held.
 int kvcache_len(const KvCache *c);
 // Keeps positions 0 .. len-1 (len <= kvcache_len); the next append is at len.

@@ -84,7 +84,7 @@ typedef struct {
 } ContigJob;
 
 // Attention of rows 0..n-1 (positions pos..pos+n-1) for the heads
-// begin..end-1 (one task per head, on the ops threads).
+// begin..end-1 (one task per head, on the caller's pool).
 static void contig_heads(void *ctx, int begin, int end, int thread) {
     (void)thread;
     const ContigJob *job = ctx;
@@ -100,19 +100,20 @@ static void contig_heads(void *ctx, int begin, int end, int thread) {
 }
 
 // output = softmax(query @ key * scale) @ value, the heads side by side
-static void contig_attend(KvCache *base, float *out, float *weights, const float *q, int l, int bsz, int n,
-                          int pos) {
+static void contig_attend(KvCache *base, float *out, float *weights, const float *q, Pool *pool, int l, int bsz,
+                          int n, int pos) {
     assert(bsz == 1);
     KvContig *c = (KvContig *)base;
     const KvShape *s = &base->shape;
     if (c->tile) {   // the same in tiles with an online softmax (lesson 6.3)
         assert(!weights);
         int64_t layer = (int64_t)l * s->H * s->D * s->T;
-        flash_gpt_attention(out, c->flash, q, c->key + layer, c->value + layer, n, pos, s->T, s->H, s->D, c->tile);
+        flash_gpt_attention(out, c->flash, q, c->key + layer, c->value + layer, pool, n, pos, s->T, s->H, s->D,
+                            c->tile);
         return;
     }
     ContigJob job = {c, out, weights, q, l, n, pos};
-    ops_parallel_for(contig_heads, &job, s->H);
+    pool_run(pool, contig_heads, &job, s->H);
 }
 
 int kvcontig_set_tile(KvContig *c, int tile) {

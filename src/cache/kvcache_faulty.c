@@ -138,11 +138,11 @@ static void faulty_heads(void *ctx, int begin, int end, int thread) {
     }
 }
 
-static void faulty_attend(KvCache *base, float *out, float *weights, const float *q, int l, int bsz, int n,
-                          int pos) {
+static void faulty_attend(KvCache *base, float *out, float *weights, const float *q, Pool *pool, int l, int bsz,
+                          int n, int pos) {
     assert(bsz == 1);
     FaultyJob job = {(KvFaulty *)base, out, weights, q, l, n, pos};
-    ops_parallel_for(faulty_heads, &job, base->shape.H);
+    pool_run(pool, faulty_heads, &job, base->shape.H);
 }
 
 // base->len is still the length before the cut.

@@ -24,11 +24,11 @@ static void paged_append(KvCache *base, int l, const float *k, const float *v, i
     kvpage_write(((KvPaged *)base)->seq, l, k, v, n, pos);
 }
 
-static void paged_attend(KvCache *base, float *out, float *weights, const float *q, int l, int bsz, int n,
-                         int pos) {
+static void paged_attend(KvCache *base, float *out, float *weights, const float *q, Pool *pool, int l, int bsz,
+                         int n, int pos) {
     KvPaged *c = (KvPaged *)base;
     assert(bsz == 1);
-    kvpage_attention(c->seq, out, c->scores, weights, q, l, n, pos, base->shape.T);
+    kvpage_attention(c->seq, out, c->scores, weights, q, pool, l, n, pos, base->shape.T);
 }
 
 // The blocks stay the sequence's until kvseq_truncate or kvseq_free.

@@ -40,8 +40,9 @@ static void prealloc_append(KvCache *base, int l, const float *k, const float *v
 // mask is the loop's: a column past pos + i gets -inf, what adding the
 // article's mask gives (with one row fed, no column is past it: mask = None).
 // With a window W (sliding-window attention), row i sees pos+i-W+1 .. pos+i.
-static void prealloc_attend(KvCache *base, float *out, float *weights, const float *q, int l, int bsz, int n,
-                            int pos) {
+static void prealloc_attend(KvCache *base, float *out, float *weights, const float *q, Pool *pool, int l, int bsz,
+                            int n, int pos) {
+    (void)pool;   // one thread: the row loop below is the article's
     KvPrealloc *c = (KvPrealloc *)base;
     const KvShape *s = &base->shape;
     int H = s->H, G = s->G, D = s->D, T = s->T, S = pos + n, rep = H / G;

@@ -165,10 +165,11 @@ static void quant_heads(void *ctx, int begin, int end, int thread) {
     }
 }
 
-static void quant_attend(KvCache *base, float *out, float *weights, const float *q, int l, int bsz, int n, int pos) {
+static void quant_attend(KvCache *base, float *out, float *weights, const float *q, Pool *pool, int l, int bsz, int n,
+                         int pos) {
     assert(bsz == 1);
     QuantJob job = {(KvQuant *)base, out, weights, q, l, n, pos};
-    ops_parallel_for(quant_heads, &job, base->shape.H);
+    pool_run(pool, quant_heads, &job, base->shape.H);
 }
 
 // Keeps positions 0 .. len-1. A complete group cut short waits in the

@@ -122,8 +122,9 @@ static void window_attend_row(KvWindow *c, float *o, float *wrow, const float *q
     }
 }
 
-static void window_attend(KvCache *base, float *out, float *weights, const float *q, int l, int bsz, int n,
-                          int pos) {
+static void window_attend(KvCache *base, float *out, float *weights, const float *q, Pool *pool, int l, int bsz,
+                          int n, int pos) {
+    (void)pool;   // one thread, as the preallocated kind
     KvWindow *c = (KvWindow *)base;
     const KvShape *s = &base->shape;
     int H = s->H, G = s->G, D = s->D, W = s->T, S = pos + n, rep = H / G;

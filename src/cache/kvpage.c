@@ -308,9 +308,9 @@ static void paged_heads(void *ctx, int begin, int end, int thread) {
     }
 }
 
-void kvpage_attention(const KvSeq *s, float *att, float *scores, float *weights, const float *q, int l, int n,
-                      int offset, int T) {
+void kvpage_attention(const KvSeq *s, float *att, float *scores, float *weights, const float *q, Pool *pool, int l,
+                      int n, int offset, int T) {
     assert(offset + n <= s->len && offset + n <= T);
     PagedJob job = {s, att, scores, weights, q, l, n, offset, T};
-    ops_parallel_for(paged_heads, &job, s->pool->H);
+    pool_run(pool, paged_heads, &job, s->pool->H);
 }

@@ -29,6 +29,8 @@
 #ifndef KVDEMO_KVPAGE_H
 #define KVDEMO_KVPAGE_H
 
+#include "pool.h"
+
 #include <stdint.h>
 
 // What happened to a block, for a lesson that shows it.
@@ -123,8 +125,8 @@ void kvpage_write(KvSeq *s, int l, const float *k, const float *v, int n, int of
 // scratch; weights, when not NULL, gets head 0's weights (n, offset+n), 0
 // past each row's last position. The same operations in the same order as
 // the contiguous cache's attention (kvcache_contig.c), so the results are
-// equal bit for bit. Heads run on the ops threads.
-void kvpage_attention(const KvSeq *s, float *att, float *scores, float *weights, const float *q, int l, int n,
-                      int offset, int T);
+// equal bit for bit. Heads run on pool's threads (NULL: the calling thread).
+void kvpage_attention(const KvSeq *s, float *att, float *scores, float *weights, const float *q, Pool *pool, int l,
+                      int n, int offset, int T);
 
 #endif

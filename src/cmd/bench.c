@@ -178,17 +178,17 @@ static int measure_run(Bench *b, Measure *m, int run, const char *what) {
 // that brings the pages in. Returns 0, or -1 without memory.
 enum { COPY_FLOATS = (64 << 20) / sizeof(float) };
 
-static void machine_peak(double *rate, int repeat) {
-    int tasks = 8 * ops_threads();
-    ops_fma_loop(1 << 16, tasks);   // warm-up: the threads awake, the clock up
+static void machine_peak(double *rate, Pool *pool, int repeat) {
+    int tasks = 8 * pool_threads(pool);
+    ops_fma_loop(pool, 1 << 16, tasks);   // warm-up: the threads awake, the clock up
     for (int i = 0; i < repeat; i++) {
         double t0 = timer_now();
-        double flops = ops_fma_loop(1 << 19, tasks);
+        double flops = ops_fma_loop(pool, 1 << 19, tasks);
         rate[i] = flops / (timer_now() - t0);
     }
 }
 
-static int machine_bandwidth(double *rate, int repeat) {
+static int machine_bandwidth(double *rate, Pool *pool, int repeat) {
     size_t bytes = sizeof(float) * COPY_FLOATS;
     float *src = bigmem_alloc(bytes), *dst = bigmem_alloc(bytes);
     if (!src || !dst) {
@@ -197,10 +197,10 @@ static int machine_bandwidth(double *rate, int repeat) {
         return -1;
     }
     for (size_t i = 0; i < COPY_FLOATS; i++) src[i] = (float)(i & 1023);
-    ops_copy_loop(dst, src, COPY_FLOATS);   // warm-up: every page in
+    ops_copy_loop(dst, src, pool, COPY_FLOATS);   // warm-up: every page in
     for (int i = 0; i < repeat; i++) {
         double t0 = timer_now();
-        double moved = ops_copy_loop(dst, src, COPY_FLOATS);
+        double moved = ops_copy_loop(dst, src, pool, COPY_FLOATS);
         rate[i] = moved / (timer_now() - t0);
     }
     bigmem_free(src, bytes);
@@ -294,6 +294,7 @@ typedef struct {
     BenchMM mm;         // the matmuls of a full pass, timed alone (mm.tokens 0 if not run)
     int noisy;          // a timing above was marked noisy
     int tile;           // --attention flash's tile (0: plain attention)
+    Pool *pool;         // the threads of every run (the state's, from --threads)
 } Report;
 
 static const char *noisy_mark(Report *r, Stats st) {
@@ -473,7 +474,7 @@ static void print_report(Trace *tr, Report *r, const GptVariant *variant) {
                    "every time is %d runs, after a warm-up of %d tokens each way: mean ± σ (min … max)\n",
                "kvdemo bench：T=%d C=%d H=%d L=%d V=%d（%zu 个参数），%d 个线程；\n"
                "每个时间都是 %d 次运行（之前两种方式各热身 %d 个 token）：均值 ± σ（最小 … 最大）\n",
-               g.T, g.C, g.H, g.L, g.V, r->m->num_params, ops_threads(), r->repeat, WARMUP_TOKENS);
+               g.T, g.C, g.H, g.L, g.V, r->m->num_params, pool_threads(r->pool), r->repeat, WARMUP_TOKENS);
     if (variant)
         trace_sayf(tr, "keys and values kept as %s (read back into floats to attend)\n",
                    "键和值按 %s 保存（做注意力时读回成浮点数）\n", kvquant_name(variant->kv_dtype));
@@ -625,8 +626,8 @@ static int measure_machine_into(Report *r, double *open_s, double *peak, double 
                                 Progress *progress) {
     int repeat = r->repeat;
     progress_show(progress, progress->zh ? "bench：机器的 FMA 峰值与内存带宽" : "bench: the machine's FMA peak and memory bandwidth");
-    machine_peak(peak, repeat);
-    if (machine_bandwidth(bandwidth, repeat)) {
+    machine_peak(peak, r->pool, repeat);
+    if (machine_bandwidth(bandwidth, r->pool, repeat)) {
         fileio_error("out of memory", "内存不足");
         return 1;
     }
@@ -661,7 +662,7 @@ static int run_measures(Report *r, Bench *b, Measure warm[2], Measure *measures,
     // and the rest are left out.
     if (!rc) {
         progress_show(progress, progress->zh ? "bench：单独计时矩阵乘" : "bench: the matmuls alone");
-        if (benchmm_run(&g, opt->threads, repeat, &r->mm)) r->mm.tokens = 0;
+        if (benchmm_run(&g, r->pool, repeat, &r->mm)) r->mm.tokens = 0;
     }
     // Training speed of the same shape (--train): whole steps (forward,
     // backward, AdamW) on 16 sequences of T tokens, as the shipped model was
@@ -736,7 +737,7 @@ static int state_setup(GptState *s, KvVariantCaches *vc, const GptVariant *varia
         fileio_error("out of memory", "内存不足");
         return 1;
     }
-    if (ops_set_threads_for(opt->threads, gpt_row_work(cfg)) != 0) {
+    if (!(s->pool = pool_new_for(opt->threads, gpt_row_work(cfg)))) {
         fileio_error("could not start %d threads", "无法启动 %d 个线程", ops_threads_asked(opt->threads));
         return 1;
     }
@@ -791,6 +792,7 @@ int bench_command(const Options *opt, Trace *tr) {
     }
     if (!rc) rc = state_setup(&s, &vc, use_variant ? &variant : NULL, opt, m.cfg);
     r.tile = s.cache.tile;
+    r.pool = s.pool;
     if (rc) goto done;
     r.n_prompt = n_prompt;
     r.table = (Measure(*)[2])measures;
@@ -820,8 +822,8 @@ done:
     free(measures);
     free(tokens);
     kvvariant_detach(&vc);
+    pool_free(s.pool);
     gpt_state_free(&s);
     gpt_free(&m);
-    ops_set_threads(1);
     return rc;
 }

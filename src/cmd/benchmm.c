@@ -32,23 +32,23 @@ typedef struct {
 // One uncached pass's matrix products, in gpt_forward's order and shapes
 // (gpt_forward adds two of them into x and takes GELU of one as it stores
 // them; here every one is stored: the products alone).
-static void pass_run(const Pass *p, const GptConfig *cfg, int T) {
+static void pass_run(const Pass *p, const GptConfig *cfg, Pool *pool, int T) {
     int C = cfg->C, F = 4 * cfg->C, V = cfg->V;
     int64_t cc = ops_packed_size(C, C), cf = ops_packed_size(C, F), fc = ops_packed_size(F, C);
     const float *w = p->w;
     for (int l = 0; l < cfg->L; l++) {
         // With the panels given, b in place is not read (NULL here).
-        ops_matmul_packed(p->q, p->xn, NULL, w, p->bias, OPS_STORE, T, C, C), w += cc;
-        ops_matmul_packed(p->k, p->xn, NULL, w, p->bias, OPS_STORE, T, C, C), w += cc;
-        ops_matmul_packed(p->v, p->xn, NULL, w, p->bias, OPS_STORE, T, C, C), w += cc;
-        ops_matmul_packed(p->proj, p->att, NULL, w, p->bias, OPS_STORE, T, C, C), w += cc;
-        ops_matmul_packed(p->hidden, p->xn, NULL, w, p->bias, OPS_STORE, T, C, F), w += cf;
-        ops_matmul_packed(p->proj, p->hidden, NULL, w, p->bias, OPS_STORE, T, F, C), w += fc;
+        ops_matmul_packed(p->q, p->xn, NULL, w, p->bias, OPS_STORE, pool, T, C, C), w += cc;
+        ops_matmul_packed(p->k, p->xn, NULL, w, p->bias, OPS_STORE, pool, T, C, C), w += cc;
+        ops_matmul_packed(p->v, p->xn, NULL, w, p->bias, OPS_STORE, pool, T, C, C), w += cc;
+        ops_matmul_packed(p->proj, p->att, NULL, w, p->bias, OPS_STORE, pool, T, C, C), w += cc;
+        ops_matmul_packed(p->hidden, p->xn, NULL, w, p->bias, OPS_STORE, pool, T, C, F), w += cf;
+        ops_matmul_packed(p->proj, p->hidden, NULL, w, p->bias, OPS_STORE, pool, T, F, C), w += fc;
     }
-    ops_matmul(p->logits, p->xn + (int64_t)(T - 1) * C, p->head_w, p->bias, 1, C, V);
+    ops_matmul(p->logits, p->xn + (int64_t)(T - 1) * C, p->head_w, p->bias, pool, 1, C, V);
 }
 
-int benchmm_run(const GptConfig *cfg, int threads, int repeat, BenchMM *out) {
+int benchmm_run(const GptConfig *cfg, Pool *pool, int repeat, BenchMM *out) {
     assert(repeat >= 1 && cfg->T >= 1);
     int T = cfg->T, C = cfg->C, F = 4 * cfg->C, V = cfg->V;
     size_t sizes[] = {
@@ -76,24 +76,17 @@ int benchmm_run(const GptConfig *cfg, int threads, int repeat, BenchMM *out) {
     for (size_t i = 0; i < sizes[2]; i++) p.head_w[i] = (float)(0.1 * rng_uniform(&seed) - 0.05);
     for (size_t i = 0; i < sizes[3]; i++) p.xn[i] = p.att[i] = (float)(2 * rng_uniform(&seed) - 1);
 
-    int before = ops_threads();
-    if (ops_set_threads(threads) != 0) {
-        ops_set_threads(before);
-        bigmem_free(mem, bytes);
-        free(rate);
-        return -1;
-    }
     double flops = benchmm_flops(cfg, T);
-    int tasks = 8 * ops_threads();
+    int tasks = 8 * pool_threads(pool);
     int64_t iters = (int64_t)(flops / (2.0 * 16 * 16 * tasks)) + 1;   // the FMA loop: 512 FLOPs an iteration
     double *mm = rate, *fma = rate + repeat, *frac = rate + 2 * repeat;
-    pass_run(&p, cfg, T);   // warm-up: pages touched, threads awake
-    ops_fma_loop(iters, tasks);
+    pass_run(&p, cfg, pool, T);   // warm-up: pages touched, threads awake
+    ops_fma_loop(pool, iters, tasks);
     for (int i = 0; i < repeat; i++) {
         double t0 = timer_now();
-        pass_run(&p, cfg, T);
+        pass_run(&p, cfg, pool, T);
         double t1 = timer_now();
-        double done = ops_fma_loop(iters, tasks);
+        double done = ops_fma_loop(pool, iters, tasks);
         double t2 = timer_now();
         mm[i] = flops / (t1 - t0) * 1e-9;
         fma[i] = done / (t2 - t1) * 1e-9;
@@ -105,7 +98,6 @@ int benchmm_run(const GptConfig *cfg, int threads, int repeat, BenchMM *out) {
     out->median_fraction = stats_of(frac, repeat).median;
     out->median_gflops = smm.median, out->best_gflops = smm.max;
     out->fma_median_gflops = sfma.median, out->fma_best_gflops = sfma.max;
-    ops_set_threads(before);
     bigmem_free(mem, bytes);
     free(rate);
     return 0;

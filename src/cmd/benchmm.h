@@ -29,9 +29,10 @@ typedef struct {
 //   fc2 (n, F) @ (F, C)), then the head on the last row, (1, C) @ (C, V).
 double benchmm_flops(const GptConfig *cfg, int n);
 
-// Times repeat (>= 1) passes of cfg's matmuls on threads threads (<= 0: one
-// per core), after one untimed pass, each repeat followed by an FMA loop of
-// as many FLOPs as the pass. The ops threads are set back as they were. Returns 0, or -1 when memory or threads are missing.
-int benchmm_run(const GptConfig *cfg, int threads, int repeat, BenchMM *out);
+// Times repeat (>= 1) passes of cfg's matmuls on pool's threads (the
+// bench's, as its passes; NULL: the calling thread), after one untimed pass,
+// each repeat followed by an FMA loop of as many FLOPs as the pass. Returns
+// 0, or -1 when memory is missing.
+int benchmm_run(const GptConfig *cfg, Pool *pool, int repeat, BenchMM *out);
 
 #endif

@@ -32,7 +32,6 @@
 #include "llamacmd.h"
 #include "lessons.h"
 #include "memory.h"
-#include "ops.h"
 #include "options.h"
 #include "paths.h"
 #include "pool.h"
@@ -984,10 +983,9 @@ static int lesson_run_fitted(Cli *c, const Lesson *l) {
         c->tr.out = screen.mem;
         c->tr.screen = &screen;
     }
+    // A lesson that runs a model makes its own threads from --threads (0: the
+    // fastest for its shape) and frees them: nothing of them is left for the next.
     int rc = trace_begin(&c->tr) ? 1 : trace_finish(&c->tr, l->run(&c->opt, &c->tr));
-    // A lesson that runs a model starts --threads (0: the fastest for its shape) itself;
-    // whatever it did, what runs next finds one thread.
-    ops_set_threads(1);
     if (fitted) {
         screen_close(&screen);
         c->tr.out = stdout;

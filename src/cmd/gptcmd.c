@@ -36,9 +36,10 @@
 
 enum { DEFAULT_STEPS = 256 };
 
-// Threads for the arithmetic: --threads N, or the fastest for the shape.
-static int start_threads(const Options *opt, GptConfig g) {
-    if (ops_set_threads_for(opt->threads, gpt_row_work(g)) != 0) {
+// s's threads for the arithmetic: --threads N, or the fastest for the shape
+// (s->pool, freed by the caller before the state).
+static int start_threads(const Options *opt, GptState *s) {
+    if (!(s->pool = pool_new_for(opt->threads, gpt_row_work(s->cfg)))) {
         fileio_error("could not start %d threads", "无法启动 %d 个线程", ops_threads_asked(opt->threads));
         return 1;
     }
@@ -70,6 +71,7 @@ typedef struct {
     unsigned char *cached; // (steps) 1: the step fed one token to the cache
     int first_n;           // tokens the first step fed: the prefill
     const char *run;       // the trace's run name, or NULL: "cache" / "no-cache"
+    int threads;           // the state's threads (pool_threads), for the figures
 } Stream;
 
 static int stream_step(void *ctx, const GptStep *st) {
@@ -158,7 +160,7 @@ static void say_figures(Trace *tr, const Stream *g, const GptModel *m, const cha
                steps / seconds,
                use_cache ? trace_text(tr, "with the KV cache", "使用缓存")
                          : trace_text(tr, "without the KV cache", "不使用缓存"),
-               ops_threads(), ops_threads() == 1 ? "" : "s");   // zh: %.0s, no plural
+               g->threads, g->threads == 1 ? "" : "s");   // zh: %.0s, no plural
     if (variant)
         trace_sayf(tr, "-- keys and values kept as %s%s%s (kvdemo lesson %s explains)",
                    "—— key 和 value 以 %s 保存%s%s（第 %s 课有解释）", kvquant_name(variant->kv_dtype),
@@ -273,7 +275,7 @@ static int plain_generate_setup(PlainGenerate *r, const Options *opt) {
         fileio_error("out of memory", "内存不足");
         rc = 1;
     }
-    if (!rc) rc = start_threads(opt, r->m.cfg);
+    if (!rc) rc = start_threads(opt, &r->s);
     if (!rc) rc = gptsetup_attention(opt, &r->s);
     // The weights in panel order (the same numbers; unpacked if no memory)
     // serve a run without the cache, whose every step is a pass of many
@@ -295,7 +297,7 @@ static int plain_generate_run(PlainGenerate *r, const Options *opt, Trace *tr) {
     int rc = 0;
     Stream g = {.m = &r->m, .out = tr->out, .use_cache = r->use_cache, .width = screen_default_width(0),
                 .stream = tr->format == FORMAT_TEXT, .step_seconds = r->step_seconds, .cached = r->cached,
-                .nonfinite_step = -1};
+                .nonfinite_step = -1, .threads = pool_threads(r->s.pool)};
     g.live = g.stream && isatty(fileno(tr->out));
     if (g.stream) {
         utf8_put_shown(tr->out, r->prompt, strlen(r->prompt));
@@ -334,9 +336,9 @@ static void plain_generate_free(PlainGenerate *r) {
     free(r->cached);
     sampler_free(&r->sampler);
     kvvariant_detach(&r->vc);
+    pool_free(r->s.pool);
     gpt_state_free(&r->s);
     gpt_free(&r->m);
-    ops_set_threads(1);
 }
 
 int gptcmd_generate(const Options *opt, Trace *tr) {

@@ -89,16 +89,17 @@ int kvcmd_eval(const Options *opt) {
     GptConfig g = m.cfg;
     int64_t n_train = train_text_split(&text);   // the validation split: the last 10%, as kvdemo train takes it
     double loss = 0;
+    Pool *pool = NULL;   // --threads, for the evaluation's passes
     ProgressLine progress;
     progress_line_init(&progress, fileio_zh());
     if (text.n - n_train < g.T + 1) {
         fileio_error("%s is too short: its last 10%% needs more than %d characters",
                      "%s 太短：它最后 10%% 的文本要多于 %d 个字符", data, g.T);
         rc = 1;
-    } else if (ops_set_threads_for(opt->threads, gpt_row_work(g)) != 0) {
+    } else if (!(pool = pool_new_for(opt->threads, gpt_row_work(g)))) {
         fileio_error("could not start %d threads", "无法启动 %d 个线程", ops_threads_asked(opt->threads));
         rc = 1;
-    } else if (kvvariant_eval_each(&loss, &m, &v, text.tokens, n_train, text.n, 0, on_window, &progress) != 0) {
+    } else if (kvvariant_eval_each(&loss, &m, &v, text.tokens, pool, n_train, text.n, 0, on_window, &progress) != 0) {
         progress_line_clear(&progress);
         fileio_error("out of memory for evaluation", "评估时内存不足");
         rc = 1;
@@ -117,7 +118,7 @@ int kvcmd_eval(const Options *opt) {
                    loss, kvquant_name(v.kv_dtype), bytes, 100.0 * bytes / fp32, fp32,
                    (long long)((text.n - n_train - 1) / g.T), g.T, data);
     }
-    ops_set_threads(1);
+    pool_free(pool);
     train_text_free(&text);
     gpt_free(&m);
     return rc;

@@ -67,7 +67,7 @@ static int run_new(Run *r, const Options *opt) {
     }
     r->temperature = opt->temperature >= 0 ? (float)opt->temperature : 1.0f;
     r->rng = opt->seed;
-    if (ops_set_threads_for(opt->threads, llama_row_work(&r->m.cfg)) != 0) {
+    if (!(r->st.pool = pool_new_for(opt->threads, llama_row_work(&r->m.cfg)))) {   // run_free frees it
         fileio_error("could not start %d threads", "无法启动 %d 个线程", ops_threads_asked(opt->threads));
         return 1;
     }
@@ -75,13 +75,13 @@ static int run_new(Run *r, const Options *opt) {
 }
 
 static void run_free(Run *r) {
+    pool_free(r->st.pool);
     llama_state_free(&r->st);
     llama_free(&r->m);
     free(r->tokens);
     free(r->logits);
     free(r->sorted);
     free(r->order);
-    ops_set_threads(1);
 }
 
 // The token after r->logits: argmax, or a top-p draw at the temperature.
@@ -168,7 +168,7 @@ static void generate_report(Trace *tr, const Run *r, int n, int got, int steps, 
                "\n\n—— %d 个 token，用时 %.3f 秒，每秒 %.0f 个 token，%s，%d 个线程%s", got, seconds,
                seconds > 0 ? got / seconds : 0.0,
                use_cache ? trace_text(tr, "with the KV cache", "使用缓存") : trace_text(tr, "without the KV cache", "不使用缓存"),
-               ops_threads(), ops_threads() == 1 || tr->lang == LANG_ZH ? "" : "s");
+               pool_threads(r->st.pool), pool_threads(r->st.pool) == 1 || tr->lang == LANG_ZH ? "" : "s");
     if (got < steps)
         trace_sayf(tr, "-- the model wrote BOS or EOS after %d of %d tokens: the story is over",
                    "—— 模型在 %d / %d 个 token 后写出了 BOS 或 EOS：故事讲完了", got, steps);
@@ -279,7 +279,8 @@ int llama2ccmd_bench(const Options *opt, Trace *tr) {
                    "%s：dim %d，%d 层，%d 个头（%d 个 key/value 头），词表 %d，上下文 %d；BOS 之后贪心生成，"
                    "取 %d 次的中位数，%d 个线程%s",
                    opt->model_path, r.m.cfg.dim, r.m.cfg.n_layers, r.m.cfg.n_heads, r.m.cfg.n_kv_heads,
-                   r.m.cfg.vocab_size, T, repeat, ops_threads(), ops_threads() == 1 || tr->lang == LANG_ZH ? "" : "s");
+                   r.m.cfg.vocab_size, T, repeat, pool_threads(r.st.pool),
+                   pool_threads(r.st.pool) == 1 || tr->lang == LANG_ZH ? "" : "s");
         trace_table_head(tr, &table);
         int same = 1;
         int *saved = malloc(sizeof(int) * (size_t)T);

@@ -30,8 +30,8 @@ int llamacmd_is_llama_file(const char *path) {
     return yes;
 }
 
-// The texts and the figures of a finished generation.
-static void say_generation(Trace *tr, const LlamaGeneration *g, const LlamaModel *m, int use_cache,
+// The texts and the figures of a finished generation on threads threads.
+static void say_generation(Trace *tr, const LlamaGeneration *g, const LlamaModel *m, int use_cache, int threads,
                            int steps) {
     trace_run(tr, use_cache ? "cache" : "no-cache");
     for (int k = 0; k < g->bsz; k++) {
@@ -44,8 +44,7 @@ static void say_generation(Trace *tr, const LlamaGeneration *g, const LlamaModel
                g->n_steps, g->seconds, g->n_steps / s,
                use_cache ? trace_text(tr, "with the KV cache", "使用缓存")
                          : trace_text(tr, "without the KV cache", "不使用缓存"),
-               m->cfg.n_heads, m->cfg.n_kv_heads, ops_threads(),
-               ops_threads() == 1 || tr->lang == LANG_ZH ? "" : "s");
+               m->cfg.n_heads, m->cfg.n_kv_heads, threads, threads == 1 || tr->lang == LANG_ZH ? "" : "s");
     if (g->total_len < steps + g->max_prompt_size)
         trace_sayf(tr, "-- the context (max_seq_len %d) ended the text before --steps %d",
                    "—— 上下文（max_seq_len %d）在 --steps %d 之前就用完了", m->cfg.max_seq_len, steps);
@@ -70,9 +69,9 @@ static int parse_rolling(int *S, int *W, const char *spec) {
 
 // `generate --window W` or `--window S,W`: one prompt and --steps tokens on a
 // rolling cache of W rows (kvcache_window.c), past the context without
-// resets. Returns 0, or 1 after one line.
-static int generate_past(const Options *opt, Trace *tr, const LlamaModel *m, const char *prompt, int steps,
-                         float temperature, int S, int W) {
+// resets, on pool's threads. Returns 0, or 1 after one line.
+static int generate_past(const Options *opt, Trace *tr, const LlamaModel *m, Pool *pool, const char *prompt,
+                         int steps, float temperature, int S, int W) {
     char err[512];
     int cap = (int)strlen(prompt) + 2 + steps;
     int *tokens = malloc(sizeof(int) * (size_t)cap);
@@ -93,6 +92,7 @@ static int generate_past(const Options *opt, Trace *tr, const LlamaModel *m, con
         goto done;
     }
     s.kv = &kv.base;
+    s.pool = pool;
     n = llama_encode(tokens, m, prompt, 1, 0, cap - steps, err, sizeof err);
     if (n < 0) {
         fileio_error("%s", "%s", err);
@@ -152,7 +152,8 @@ int llamacmd_generate(const Options *opt, Trace *tr) {
         fileio_error("%s", "%s", err);
         return 1;
     }
-    if (ops_set_threads_for(opt->threads, llama_row_work(&m.cfg)) != 0) {
+    Pool *pool = pool_new_for(opt->threads, llama_row_work(&m.cfg));   // the state's threads, freed below
+    if (!pool) {
         fileio_error("could not start %d threads", "无法启动 %d 个线程", ops_threads_asked(opt->threads));
         llama_free(&m);
         return 1;
@@ -170,8 +171,9 @@ int llamacmd_generate(const Options *opt, Trace *tr) {
         else if (n > 1 || !use_cache)
             fileio_error("--window takes one prompt, with the cache", "--window 只接受一条提示词，并使用缓存");
         else
-            rc = generate_past(opt, tr, &m, prompts[0], steps, opt->temperature >= 0 ? (float)opt->temperature : 0.8f,
+            rc = generate_past(opt, tr, &m, pool, prompts[0], steps, opt->temperature >= 0 ? (float)opt->temperature : 0.8f,
                                S, W);
+        pool_free(pool);
         llama_free(&m);
         return rc;
     }
@@ -183,9 +185,10 @@ int llamacmd_generate(const Options *opt, Trace *tr) {
     LlamaGeneration g;
     int rc = 1;
     if (llama_state_init(&s, &m, n, err, sizeof err) != 0) goto fail_model;
+    s.pool = pool;
     if (llama_generation_new(&g, &s, &m, err, sizeof err) != 0) goto fail_state;
     if (llama_generate(&g, &s, &m, prompts, n, &go, err, sizeof err) == 0) {
-        say_generation(tr, &g, &m, use_cache, steps);
+        say_generation(tr, &g, &m, use_cache, pool_threads(pool), steps);
         rc = 0;
     }
     llama_generation_free(&g);
@@ -193,6 +196,7 @@ fail_state:
     llama_state_free(&s);
 fail_model:
     if (rc) fileio_error("%s", "%s", err);
+    pool_free(pool);
     llama_free(&m);
     return rc;
 }

@@ -139,7 +139,7 @@ int llamarace_run(const Options *opt, Trace *tr) {
         }
         if (!times[0].step_seconds || !times[0].cached || !times[1].step_seconds || !times[1].cached)
             snprintf(err, sizeof err, "%s", fileio_zh() ? "内存不足" : "out of memory");
-        else if (ops_set_threads_for(opt->threads, llama_row_work(&m.cfg)) != 0)
+        else if (!(s.pool = pool_new_for(opt->threads, llama_row_work(&m.cfg))))   // freed below
             snprintf(err, sizeof err, fileio_zh() ? "无法启动 %d 个线程" : "could not start %d threads",
                      ops_threads_asked(opt->threads));
         else if (run_both(g, times, &s, &m, prompt, opt, steps, err, sizeof err) == 0)
@@ -159,8 +159,7 @@ int llamarace_run(const Options *opt, Trace *tr) {
         free(times[k].step_seconds);
         free(times[k].cached);
     }
-    if (state) llama_state_free(&s);
+    if (state) pool_free(s.pool), llama_state_free(&s);
     llama_free(&m);
-    ops_set_threads(1);
     return rc;
 }

@@ -39,6 +39,7 @@ static int run(Trace *tr, const Options *opt, const LlamaModel *m, const LlamaMo
                int n_prompt, int steps, const char *draft_path) {
     float temperature = opt->temperature >= 0 ? (float)opt->temperature : 0.8f;
     LlamaState ts, ds;
+    Pool *pool = NULL;   // --threads, the target's and the draft's
     Sampler sampler = {0};
     LlamaSpec sp = {0};
     SpecMt mt;
@@ -54,11 +55,12 @@ static int run(Trace *tr, const Options *opt, const LlamaModel *m, const LlamaMo
         if (llama_spec_init(&sp, tm, dm, gamma, temperature, 0.95f, &mt.base) == 0) rc = 0;
     }
     if (rc) fileio_error("out of memory", "内存不足");
-    if (!rc && ops_set_threads_for(opt->threads, llama_row_work(&m->cfg))) {
+    if (!rc && !(pool = pool_new_for(opt->threads, llama_row_work(&m->cfg)))) {
         fileio_error("could not start %d threads", "无法启动 %d 个线程", ops_threads_asked(opt->threads));
         rc = 1;
     }
     if (!rc) {
+        ts.pool = ds.pool = pool;
         double start = timer_now();
         int len = llama_spec_generate(tokens, &sp, n_prompt, steps, NULL, NULL);
         double seconds = timer_now() - start;
@@ -67,7 +69,7 @@ static int run(Trace *tr, const Options *opt, const LlamaModel *m, const LlamaMo
         if (tr->format == FORMAT_JSON) trace_textval(tr, "text", text);
         else fprintf(tr->out, "%s", text);
         Spec view = {.gamma = gamma, .stats = sp.stats};
-        speccmd_show_figures(tr, &view, len - n_prompt, seconds > 0 ? seconds : 1e-9, draft_path);
+        speccmd_show_figures(tr, &view, pool_threads(pool), len - n_prompt, seconds > 0 ? seconds : 1e-9, draft_path);
         int asked = opt->steps > 0 ? opt->steps : steps;
         if (len < n_prompt + asked)
             trace_sayf(tr, "-- the context (max_seq_len %d) ended the text before --steps %d",
@@ -77,8 +79,8 @@ static int run(Trace *tr, const Options *opt, const LlamaModel *m, const LlamaMo
     sampler_free(&sampler);
     if (have_t) llama_state_free(&ts);
     if (have_d) llama_state_free(&ds);
+    pool_free(pool);
     free(text);
-    ops_set_threads(1);
     return rc;
 }
 

@@ -88,9 +88,10 @@ static int show_samples(Trace *tr, const GptModel *m, const Options *opt, const 
 }
 
 // The blocks at the end: in use and at the peak of the pool's NB, against
-// every sample's own table (table_blocks) and N contiguous caches of T.
-static void show_blocks(Trace *tr, const KvPool *pool, int N, int steps, int B, int NB, int T, int64_t table_blocks,
-                        double seconds) {
+// every sample's own table (table_blocks) and N contiguous caches of T;
+// threads: the run's (pool_threads).
+static void show_blocks(Trace *tr, const KvPool *pool, int threads, int N, int steps, int B, int NB, int T,
+                        int64_t table_blocks, double seconds) {
     int used = NB - pool->num_free, peak = NB - pool->min_free;
     if (tr->format == FORMAT_JSON) {
         trace_count(tr, "samples", N, NULL, NULL);
@@ -114,7 +115,7 @@ static void show_blocks(Trace *tr, const KvPool *pool, int N, int steps, int B, 
                    "（省下 %.1f%% 的块）\n"
                    "   %d 份各 %d 个位置的连续缓存共要 %lld 个槽位；分页缓存占 %lld 个\n"
                    "   写时复制的次数：%lld",
-                   N, N == 1 ? "" : "s", steps, seconds, B, ops_threads(), ops_threads() == 1 ? "" : "s", used, peak, NB,
+                   N, N == 1 ? "" : "s", steps, seconds, B, threads, threads == 1 ? "" : "s", used, peak, NB,
                 (long long)table_blocks,
                 table_blocks ? 100.0 * (double)(table_blocks - used) / (double)table_blocks : 0.0, N, T,
                 (long long)N * T, (long long)used * B, (long long)pool->copies);
@@ -206,7 +207,7 @@ int pagedcmd_generate(const Options *opt, Trace *tr) {
             sampler_init(&samplers[i], m.cfg.V, temperature, opt->top_k, (uint32_t)(opt->seed + (uint64_t)i)))
             goto oom;
     }
-    if (ops_set_threads_for(opt->threads, gpt_row_work(m.cfg)) != 0) {
+    if (!(s.pool = pool_new_for(opt->threads, gpt_row_work(m.cfg)))) {   // the threads: s's, freed below
         fileio_error("could not start %d threads", "无法启动 %d 个线程", ops_threads_asked(opt->threads));
         rc = 1;
         goto done;
@@ -226,7 +227,7 @@ int pagedcmd_generate(const Options *opt, Trace *tr) {
     int64_t table_blocks = 0;
     for (int i = 0; i < N; i++) table_blocks += seqs[i].num_blocks;
     if (show_samples(tr, &m, opt, tokens, N, stride, &text)) goto oom;
-    show_blocks(tr, &pool, N, steps, B, NB, T, table_blocks, seconds);
+    show_blocks(tr, &pool, pool_threads(s.pool), N, steps, B, NB, T, table_blocks, seconds);
     goto done;
 oom:
     fileio_error("out of memory", "内存不足");
@@ -240,8 +241,8 @@ done:
     free(text);
     free(tokens);
     free(prompt_tokens);
+    pool_free(s.pool);
     gpt_state_free(&s);
     gpt_free(&m);
-    ops_set_threads(1);
     return rc;
 }

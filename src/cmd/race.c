@@ -2,7 +2,7 @@
 // side and live: `kvdemo race` (gptcmd.c) and lesson 10 on a terminal.
 //
 // Each run is the chapter's generate on its own thread with one core of
-// arithmetic (ops threads = 1, so the two never share a pool); the main
+// arithmetic (its state's pool is NULL, so the two never share one); the main
 // thread redraws both every 50 ms on a terminal. The runs only write their
 // progress under a lock; everything printed comes from the main thread.
 //
@@ -352,9 +352,9 @@ int race_model(const GptModel *m, const Options *opt, Trace *tr) {
     memset(run, 0, sizeof run);
     char *text[2] = {NULL, NULL};
     size_t cap = 0;
+    // One core each (the states' pools stay NULL): the two runs never wait
+    // for each other's threads.
     rc = runners_init(run, text, &cap, &lock, m, opt, steps);
-    // One core each: the two runs never wait for each other's threads.
-    if (!rc && ops_set_threads(1) != 0) rc = 1;
 
     int live = !rc && tr->format == FORMAT_TEXT && isatty(STDOUT_FILENO);
     int cores = pool_cores();

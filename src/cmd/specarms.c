@@ -137,6 +137,12 @@ static void free_spec(SpecArms *p) {
     p->gamma = 0;
 }
 
+void specarms_use_pool(SpecArms *p, Pool *pool) {
+    p->pool = pool;
+    p->gts.pool = p->gds.pool = pool;
+    p->lts.pool = p->lds.pool = pool;
+}
+
 void specarms_close(SpecArms *p) {
     free_spec(p);
     if (p->loaded & HAVE_GTS) gpt_state_free(&p->gts);

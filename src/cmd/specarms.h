@@ -43,6 +43,7 @@ typedef struct {
     unsigned char *cached;      // (n_prompt + steps) 1: the step or round fed no prompt
     int n_times;
     int loaded;                 // bits of what pair_close frees
+    Pool *pool;                 // every state's threads (specarms_use_pool; NULL: the calling thread)
 } SpecArms;
 
 // Loads the target (--model, else the shipped char GPT) and the draft
@@ -52,6 +53,9 @@ typedef struct {
 // nothing left to free.
 int specarms_open(SpecArms *p, const Options *opt, int steps, int gamma_max);
 void specarms_close(SpecArms *p);
+// From now on every state of p (target and draft) runs on pool, the
+// caller's (made from --threads, freed by it after specarms_close).
+void specarms_use_pool(SpecArms *p, Pool *pool);
 // The speculative arm drafts K tokens a round from now on. Returns 0, or 1
 // after one line on stderr (out of memory).
 int specarms_set_gamma(SpecArms *p, int K);

@@ -129,8 +129,8 @@ static void bench_head(Trace *tr, const SpecArms *p, int runs) {
                    "greedy, %d runs of each arm after a warm-up, interleaved; %d thread%s.",
                "投机解码对比普通的缓存解码，%s，草稿模型 %s：%d 个 token，接在“%s”之后，贪心解码，"
                "每种方式热身一次后交替运行 %d 次；%d 个线程%s。",
-               specarms_kind(p, tr->lang == LANG_ZH, 0), p->draft_path, p->steps, p->prompt_text, runs, ops_threads(),
-               ops_threads() == 1 || tr->lang == LANG_ZH ? "" : "s");
+               specarms_kind(p, tr->lang == LANG_ZH, 0), p->draft_path, p->steps, p->prompt_text, runs,
+               pool_threads(p->pool), pool_threads(p->pool) == 1 || tr->lang == LANG_ZH ? "" : "s");
     if (tr->format != FORMAT_JSON) {
         fputc('\n', tr->out);
         trace_table_head(tr, &BENCH_TABLE);
@@ -182,7 +182,9 @@ int specbench_bench(const Options *opt, Trace *tr) {
     SpecArms p;
     rc = specarms_open(&p, opt, steps, ks[nk - 1]);
     if (rc) return rc;
-    if (ops_set_threads_for(opt->threads, p.llama ? llama_row_work(&p.lt.cfg) : gpt_row_work(p.gt.cfg))) {
+    Pool *pool = pool_new_for(opt->threads, p.llama ? llama_row_work(&p.lt.cfg) : gpt_row_work(p.gt.cfg));
+    specarms_use_pool(&p, pool);
+    if (!pool) {
         fileio_error("could not start %d threads", "无法启动 %d 个线程", ops_threads_asked(opt->threads));
         rc = 1;
     }
@@ -194,7 +196,7 @@ int specbench_bench(const Options *opt, Trace *tr) {
         rc = trace_finish(tr, rc);
     }
     specarms_close(&p);
-    ops_set_threads(1);
+    pool_free(pool);
     return rc;
 }
 

@@ -108,12 +108,12 @@ static void paged_free(SpecPaged *p) {
 }
 
 // The figures under the text: lines for people, events for scripts.
-static void show_figures(Trace *tr, const Spec *sp, int steps, double seconds, const char *draft_path) {
+static void show_figures(Trace *tr, const Spec *sp, int threads, int steps, double seconds, const char *draft_path) {
     const SpecStats *st = &sp->stats;
     double per_round = st->rounds ? (double)st->tokens / st->rounds : 0.0;
     trace_sayf(tr, "\n\n-- %d tokens in %.3f s, %.0f tokens/s, speculative decoding with the KV cache, %d thread%s",
                "\n\n—— %d 个 token，用时 %.3f 秒，每秒 %.0f 个 token，投机解码，使用缓存，%d 个线程%s", steps, seconds,
-               steps / seconds, ops_threads(), ops_threads() == 1 || tr->lang == LANG_ZH ? "" : "s");
+               steps / seconds, threads, threads == 1 || tr->lang == LANG_ZH ? "" : "s");
     trace_sayf(tr, "-- draft %s, K = %d: %d rounds, %d of %d drafted tokens accepted (α %.3f), %.2f tokens a round",
                "—— 草稿模型 %s，K = %d：%d 轮，%d 个 token 被接受（共起草 %d 个，α %.3f），每轮 %.2f 个 token",
                draft_path, sp->gamma, st->rounds, st->accepted, st->drafted, spec_alpha(st), per_round);
@@ -139,6 +139,7 @@ static int run(Trace *tr, const Options *opt, const GptModel *m, const GptModel 
     if (rc) return rc;
     float temperature = opt->temperature >= 0 ? (float)opt->temperature : 1.0f;
     GptState ts = {0}, ds = {0};
+    Pool *pool = NULL;   // --threads, the target's and the draft's
     Sampler sampler = {0};
     SpecPaged paged = {0};
     Spec sp = {0};
@@ -156,10 +157,11 @@ static int run(Trace *tr, const Options *opt, const GptModel *m, const GptModel 
         fileio_error("out of memory", "内存不足");
         rc = 1;
     }
-    if (!rc && ops_set_threads_for(opt->threads, gpt_row_work(m->cfg))) {
+    if (!rc && !(pool = pool_new_for(opt->threads, gpt_row_work(m->cfg)))) {
         fileio_error("could not start %d threads", "无法启动 %d 个线程", ops_threads_asked(opt->threads));
         rc = 1;
     }
+    ts.pool = ds.pool = pool;
     if (!rc) {
         SpecShow g = {m, tr->out, tokens, tr->format == FORMAT_TEXT ? 0 : n_prompt + steps};
         if (tr->format == FORMAT_TEXT) show_upto(&g, n_prompt);
@@ -181,7 +183,7 @@ static int run(Trace *tr, const Options *opt, const GptModel *m, const GptModel 
             }
             free(text);
             char buf[4096];
-            show_figures(tr, &sp, steps, seconds,
+            show_figures(tr, &sp, pool_threads(pool), steps, seconds,
                          opt->draft_path ? opt->draft_path : paths_shipped(SPEC_SHIPPED_DRAFT, buf, sizeof buf));
         }
     }
@@ -190,8 +192,8 @@ static int run(Trace *tr, const Options *opt, const GptModel *m, const GptModel 
     sampler_free(&sampler);
     gpt_state_free(&ts);
     gpt_state_free(&ds);
+    pool_free(pool);
     free(tokens);
-    ops_set_threads(1);
     return rc;
 }
 
@@ -211,6 +213,6 @@ int speccmd_generate(const Options *opt, Trace *tr) {
     return rc;
 }
 
-void speccmd_show_figures(Trace *tr, const Spec *sp, int steps, double seconds, const char *draft_path) {
-    show_figures(tr, sp, steps, seconds, draft_path);
+void speccmd_show_figures(Trace *tr, const Spec *sp, int threads, int steps, double seconds, const char *draft_path) {
+    show_figures(tr, sp, threads, steps, seconds, draft_path);
 }

@@ -28,7 +28,8 @@ int speccmd_generate(const Options *opt, Trace *tr);
 
 // The figures under a speculative text (tokens, time, α, tokens a round),
 // lines for people and events for scripts: sp's gamma and stats only, so
-// that the LLaMA-style model's command (llamaspeccmd.c) shows the same.
-void speccmd_show_figures(Trace *tr, const Spec *sp, int steps, double seconds, const char *draft_path);
+// that the LLaMA-style model's command (llamaspeccmd.c) shows the same;
+// threads: the run's (pool_threads).
+void speccmd_show_figures(Trace *tr, const Spec *sp, int threads, int steps, double seconds, const char *draft_path);
 
 #endif

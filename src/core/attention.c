@@ -1,4 +1,6 @@
 // attention — scaled dot-product attention with every intermediate kept.
+// The worked examples are a few numbers wide: every matmul runs on the
+// calling thread (the NULL pool, ops.h).
 #include "attention.h"
 
 #include "ops.h"
@@ -41,7 +43,7 @@ void attention_attend(AttnStep *s, int M, int N, float scale, int causal) {
     s->N = N;
     // scores = torch.matmul(Q, K.T) / scale
     ops_transpose(s->Kt, s->K, N, s->dk);
-    ops_matmul(s->scores, s->Q, s->Kt, NULL, M, s->dk, N);
+    ops_matmul(s->scores, s->Q, s->Kt, NULL, NULL, M, s->dk, N);
     ops_div(s->scores, scale, M * N);
     // scores += mask: the M query rows sit at positions N-M .. N-1, so row r
     // may see columns 0 .. N-M+r (torch.triu(mask, diagonal=N-M+1)).
@@ -52,7 +54,7 @@ void attention_attend(AttnStep *s, int M, int N, float scale, int causal) {
     // (as PyTorch computes it on the CPU, to the last bit: ops.h, OPS_PYTORCH)
     ops_softmax_rows(s->weights, s->masked, M, N, OPS_PYTORCH);
     // output = torch.matmul(scores, V)
-    ops_matmul(s->output, s->weights, s->V, NULL, M, N, s->dv);
+    ops_matmul(s->output, s->weights, s->V, NULL, NULL, M, N, s->dv);
     s->attn_madds = (int64_t)M * N * (s->dk + s->dv);
 }
 
@@ -60,9 +62,9 @@ void attention_full(AttnStep *s, const float *X, int n, const float *W_Q, const 
                     const float *W_V, float scale, int causal) {
     assert(n <= s->cap);
     // Q = torch.matmul(X, W_Q); K = torch.matmul(X, W_K); V = torch.matmul(X, W_V)
-    ops_matmul(s->Q, X, W_Q, NULL, n, s->d, s->dk);
-    ops_matmul(s->K, X, W_K, NULL, n, s->d, s->dk);
-    ops_matmul(s->V, X, W_V, NULL, n, s->d, s->dv);
+    ops_matmul(s->Q, X, W_Q, NULL, NULL, n, s->d, s->dk);
+    ops_matmul(s->K, X, W_K, NULL, NULL, n, s->d, s->dk);
+    ops_matmul(s->V, X, W_V, NULL, NULL, n, s->d, s->dv);
     s->kv_rows = n;
     s->proj_madds = (int64_t)n * s->d * (2 * s->dk + s->dv);
     attention_attend(s, n, n, scale, causal);
@@ -73,9 +75,9 @@ void attention_cached(AttnStep *s, const float *x, const float *W_Q, const float
     int N = s->N + 1;   // the cached rows plus the new one
     assert(N <= s->cap);
     // q, k_cur, v_cur of the new token only; K = torch.cat([K_last, K_cur])
-    ops_matmul(s->Q, x, W_Q, NULL, 1, s->d, s->dk);
-    ops_matmul(s->K + (N - 1) * s->dk, x, W_K, NULL, 1, s->d, s->dk);
-    ops_matmul(s->V + (N - 1) * s->dv, x, W_V, NULL, 1, s->d, s->dv);
+    ops_matmul(s->Q, x, W_Q, NULL, NULL, 1, s->d, s->dk);
+    ops_matmul(s->K + (N - 1) * s->dk, x, W_K, NULL, NULL, 1, s->d, s->dk);
+    ops_matmul(s->V + (N - 1) * s->dv, x, W_V, NULL, NULL, 1, s->d, s->dv);
     s->kv_rows = 1;
     s->proj_madds = (int64_t)s->d * (2 * s->dk + s->dv);
     attention_attend(s, 1, N, scale, 0);

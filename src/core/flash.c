@@ -100,7 +100,7 @@ int64_t flash_scratch_floats(int Br, int Bc, int d) { return (int64_t)Bc + d + 2
 void flash_plain_head(float *O, float *P, const float *Q, const float *Kt, const float *V, int N, int d,
                       float scale, int causal) {
     // S = Q K^T * scale, written whole (N, N)
-    ops_matmul(P, Q, Kt, NULL, N, d, N);
+    ops_matmul(P, Q, Kt, NULL, NULL, N, d, N);   // on this thread, as the tiled head
     for (int64_t i = 0; i < (int64_t)N * N; i++) P[i] *= scale;
     // + mask: -inf above the diagonal
     if (causal)
@@ -108,7 +108,7 @@ void flash_plain_head(float *O, float *P, const float *Q, const float *Kt, const
             for (int64_t c = r + 1; c < N; c++) P[r * N + c] = -INFINITY;
     // P = softmax(S), in place; O = P V
     ops_softmax_rows(P, P, N, N, OPS_DIVIDE);
-    ops_matmul(O, P, V, NULL, N, N, d);
+    ops_matmul(O, P, V, NULL, NULL, N, N, d);
 }
 
 void flash_tiled_head(float *O, float *scratch, FlashCounts *counts, const float *Q, const float *Kt,
@@ -196,10 +196,10 @@ static void decode_tiles(void *ctx, int begin, int end, int thread) {
 }
 
 void flash_decode(float *out, float *scratch, const float *q, const float *kt, int ldk, const float *v, int ldv,
-                  int n, int d, float scale, int Bc) {
+                  Pool *pool, int n, int d, float scale, int Bc) {
     int tiles = (n + Bc - 1) / Bc;
     DecodeJob job = {scratch, q, kt, v, ldk, ldv, n, d, Bc, tiles, 0, 0, 0, 0, scale};
-    ops_parallel_for(decode_tiles, &job, tiles);
+    pool_run(pool, decode_tiles, &job, tiles);
     decode_fold(out, scratch, tiles, Bc, d);
 }
 
@@ -255,14 +255,14 @@ static void gpt_heads(void *ctx, int begin, int end, int thread) {
     }
 }
 
-void flash_gpt_attention(float *att, float *scratch, const float *q, const float *key, const float *value, int n,
-                         int offset, int T, int H, int D, int tile) {
+void flash_gpt_attention(float *att, float *scratch, const float *q, const float *key, const float *value,
+                         Pool *pool, int n, int offset, int T, int H, int D, int tile) {
     assert(tile >= 1);
     // scale = 1 / sqrt(head_embedding_size), in float32, as gpt.c's
     float scale = (float)(1.0 / sqrt((double)D));
     if (n > 1) {
         GptRowsJob job = {att, scratch, q, key, value, n, offset, T, H, D, tile, scale};
-        ops_parallel_for(gpt_heads, &job, H);
+        pool_run(pool, gpt_heads, &job, H);
         return;
     }
     // A cached step: H x tiles pieces on the threads, each head merged after.
@@ -270,6 +270,6 @@ void flash_gpt_attention(float *att, float *scratch, const float *q, const float
     float *pieces = scratch + (int64_t)H * (tile + D);
     int64_t per_head = flash_decode_floats(T, D, tile);
     DecodeJob job = {pieces, q, key, value, T, D, len, D, tile, tiles, per_head, D, D * T, T * D, scale};
-    ops_parallel_for(decode_tiles, &job, H * tiles);
+    pool_run(pool, decode_tiles, &job, H * tiles);
     for (int h = 0; h < H; h++) decode_fold(att + h * D, pieces + h * per_head, tiles, tile, D);
 }

@@ -25,6 +25,8 @@
 #ifndef KVDEMO_FLASH_H
 #define KVDEMO_FLASH_H
 
+#include "pool.h"
+
 #include <stdint.h>
 
 // ----------------------------------------------------------------------------
@@ -76,7 +78,8 @@ typedef struct {
 
 // The standard algorithm: P (N, N) = softmax(Q Kt * scale + mask), then
 // O (N, d) = P V; Q (N, d), Kt (d, N) the keys transposed, V (N, d).
-// P is materialised: N * N floats (1 GiB at N = 16384).
+// P is materialised: N * N floats (1 GiB at N = 16384). On the calling
+// thread, as flash_tiled_head.
 void flash_plain_head(float *O, float *P, const float *Q, const float *Kt, const float *V, int N, int d,
                       float scale, int causal);
 
@@ -93,11 +96,11 @@ void flash_row(float *out, float *scratch, const float *q, const float *kt, int 
                int n, int d, float scale, int Bc);
 
 // Flash-decoding: flash_row's result (bit for bit) with the tiles computed
-// on the ops threads (ops_set_threads) and merged after, in tile order.
+// on pool's threads (NULL: the calling thread) and merged after, in tile order.
 // scratch holds flash_decode_floats(n, d, Bc).
 int64_t flash_decode_floats(int n, int d, int Bc);
 void flash_decode(float *out, float *scratch, const float *q, const float *kt, int ldk, const float *v, int ldv,
-                  int n, int d, float scale, int Bc);
+                  Pool *pool, int n, int d, float scale, int Bc);
 
 // ----------------------------------------------------------------------------
 // The memory traffic (elements moved to and from slow memory, per head)
@@ -127,11 +130,12 @@ enum { FLASH_DEFAULT_TILE = 64 };
 int64_t flash_gpt_scratch_floats(int T, int H, int D, int tile);
 // Attention of n rows (positions offset .. offset+n-1) of every head:
 // q, att (n, H*D) heads side by side; key (H, D, T) and value (H, T, D) are
-// one block's cache. A full pass (n > 1) shares the heads among the ops
-// threads and runs flash_row on each row; a cached step (n = 1) is
-// flash-decoding: the H x tiles pieces on the threads, then merged.
+// one block's cache. A full pass (n > 1) shares the heads among pool's
+// threads (NULL: the calling thread) and runs flash_row on each row; a
+// cached step (n = 1) is flash-decoding: the H x tiles pieces on the
+// threads, then merged.
 // scratch holds flash_gpt_scratch_floats(T, H, D, tile).
-void flash_gpt_attention(float *att, float *scratch, const float *q, const float *key, const float *value, int n,
-                         int offset, int T, int H, int D, int tile);
+void flash_gpt_attention(float *att, float *scratch, const float *q, const float *key, const float *value,
+                         Pool *pool, int n, int offset, int T, int H, int D, int tile);
 
 #endif

@@ -36,9 +36,9 @@ static void matvec_split(float *out, const float *in, const float *w, const floa
     }
 }
 
-void lowprec_linear(const LowPrec *p, float *out, const float *in, const float *w, const float *b, int n, int K,
-                    int M, int cached) {
+void lowprec_linear(const LowPrec *p, float *out, const float *in, const float *w, const float *b, Pool *pool,
+                    int n, int K, int M, int cached) {
     if (p->split_sum && cached && n == 1) matvec_split(out, in, w, b, K, M);
-    else ops_matmul(out, in, w, b, n, K, M);
+    else ops_matmul(out, in, w, b, pool, n, K, M);
     lowprec_round(p, out, (int64_t)n * M);
 }

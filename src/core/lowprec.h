@@ -11,6 +11,7 @@
 #define KVDEMO_LOWPREC_H
 
 #include "kvquant.h"
+#include "pool.h"
 
 #include <stdint.h>
 
@@ -27,8 +28,9 @@ int lowprec_on(const LowPrec *p);
 // x (n) rounded to act_dtype, in place (nothing for fp32).
 void lowprec_round(const LowPrec *p, float *x, int64_t n);
 // out (N, M) = in (N, K) @ w (K, M) + b, summed as p says (cached: a step
-// against the cache), then rounded to act_dtype.
-void lowprec_linear(const LowPrec *p, float *out, const float *in, const float *w, const float *b, int n, int K,
-                    int M, int cached);
+// against the cache; the plain sum on pool's threads), then rounded to
+// act_dtype.
+void lowprec_linear(const LowPrec *p, float *out, const float *in, const float *w, const float *b, Pool *pool,
+                    int n, int K, int M, int cached);
 
 #endif

@@ -124,31 +124,7 @@ int64_t ops_first_nonfinite(const float *x, int64_t n) {
 // computed another way). That is what makes a cached step (M = 1) equal the
 // matching row of a full pass bit for bit.
 
-static Pool *ops_pool;   // NULL: matmuls run on the calling thread
-
-int ops_set_threads(int n) {
-    if (n <= 0) n = pool_cores();
-    if (n == ops_threads()) return 0;
-    pool_free(ops_pool);
-    ops_pool = NULL;
-    if (n == 1) return 0;
-    ops_pool = pool_new(n);
-    return ops_pool ? 0 : -1;
-}
-
-int ops_set_threads_for(int n, int64_t work) {
-    return ops_set_threads(n > 0 ? n : pool_threads_for(work, pool_cores()));
-}
-
 int ops_threads_asked(int n) { return n > 0 ? n : pool_cores(); }
-
-int ops_threads(void) {
-    return pool_threads(ops_pool);
-}
-
-void ops_parallel_for(void (*fn)(void *ctx, int begin, int end, int thread), void *ctx, int count) {
-    pool_run(ops_pool, fn, ctx, count);
-}
 
 #if !defined(__AVX512F__)   // the portable path: plain C in the same order (k ascending, then + bias)
 
@@ -252,12 +228,12 @@ void ops_pack(float *dst, const float *b, int K, int N) {
     }
 }
 
-void ops_matmul(float *out, const float *a, const float *b, const float *bias, int M, int K, int N) {
-    ops_matmul_packed(out, a, b, NULL, bias, OPS_STORE, M, K, N);
+void ops_matmul(float *out, const float *a, const float *b, const float *bias, Pool *pool, int M, int K, int N) {
+    ops_matmul_packed(out, a, b, NULL, bias, OPS_STORE, pool, M, K, N);
 }
 
 void ops_matmul_packed(float *out, const float *a, const float *b, const float *panels, const float *bias,
-                       OpsThen then, int M, int K, int N) {
+                       OpsThen then, Pool *pool, int M, int K, int N) {
     // out (M, N) = a (M, K) @ b (K, N) + bias (N)        numpy: a @ b + bias
     // (OPS_ADD_INTO: out += ...; OPS_GELU: out = gelu(...))
     if (M <= 0 || N <= 0) return;
@@ -266,7 +242,7 @@ void ops_matmul_packed(float *out, const float *a, const float *b, const float *
     int count = (N + width - 1) / width;
     // Waking the other threads costs microseconds: only for work that is worth it.
     if ((int64_t)M * K * N < 65536) matmul_panels(&job, 0, count, 0);
-    else pool_run(ops_pool, matmul_panels, &job, count);
+    else pool_run(pool, matmul_panels, &job, count);
 }
 
 // ----------------------------------------------------------------------------
@@ -451,9 +427,9 @@ static void fma_tasks(void *ctx, int begin, int end, int thread) {
     }
 }
 
-double ops_fma_loop(int64_t iters, int tasks) {
+double ops_fma_loop(Pool *pool, int64_t iters, int tasks) {
     FmaJob job = {iters, 0};
-    pool_run(ops_pool, fma_tasks, &job, tasks);
+    pool_run(pool, fma_tasks, &job, tasks);
     return 2.0 * FMA_CHAINS * 16 * (double)iters * tasks + (double)job.sink;
 }
 
@@ -474,8 +450,8 @@ static void copy_pieces(void *ctx, int begin, int end, int thread) {
     }
 }
 
-double ops_copy_loop(float *dst, const float *src, int64_t n) {
+double ops_copy_loop(float *dst, const float *src, Pool *pool, int64_t n) {
     CopyJob job = {dst, src, n};
-    pool_run(ops_pool, copy_pieces, &job, (int)((n + COPY_PIECE - 1) / COPY_PIECE));
+    pool_run(pool, copy_pieces, &job, (int)((n + COPY_PIECE - 1) / COPY_PIECE));
     return 8.0 * (double)n;
 }

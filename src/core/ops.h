@@ -8,8 +8,15 @@
 // function serves the 4-dim example and the char GPT: where a faster kernel
 // exists it hides behind the plain function's name and is tested against the
 // plain loop (ops_matmul_plain), so that lessons read like the formula.
+//
+// The functions that can share their work among threads take the pool to
+// run on (pool.h), made by the command or lesson from --threads and handed
+// down in its model state; NULL runs everything on the calling thread. The
+// numbers are the same bits whatever the pool.
 #ifndef KVDEMO_OPS_H
 #define KVDEMO_OPS_H
+
+#include "pool.h"
 
 #include <stdint.h>
 
@@ -20,8 +27,9 @@
 // bit: the property that makes a cached step equal a full recomputation.
 // The fast kernel (AVX-512 where the compiler targets it, else portable C)
 // uses a fused multiply-add per k where the plain loop rounds twice, so the
-// two agree to rounding, not bit for bit. Runs on ops_set_threads() threads.
-void ops_matmul(float *out, const float *a, const float *b, const float *bias, int M, int K, int N);
+// two agree to rounding, not bit for bit. Runs on pool's threads (NULL: the
+// calling thread).
+void ops_matmul(float *out, const float *a, const float *b, const float *bias, Pool *pool, int M, int K, int N);
 // b (K, N) in panel order, made once (a model's weights at load): panels of
 // the fast kernel's width, each (K, width) contiguous, the last padded with
 // zeros. ops_packed_size gives the floats dst must hold.
@@ -41,7 +49,7 @@ typedef enum {
 // in place (one row), then doing `then` with each sum. With OPS_STORE the
 // same numbers as ops_matmul bit for bit. out must not overlap a or b.
 void ops_matmul_packed(float *out, const float *a, const float *b, const float *panels, const float *bias,
-                       OpsThen then, int M, int K, int N);
+                       OpsThen then, Pool *pool, int M, int K, int N);
 // This thread's scratch for a packed panel of b, OPS_PACK_FLOATS floats
 // 64-byte aligned, made on its first use and freed when the thread ends;
 // NULL without memory (the caller then reads b in place). ops_matmul,
@@ -164,37 +172,21 @@ void ops_exp(float *out, const float *x, int n);
 // ----------------------------------------------------------------------------
 // Threads of the fast kernels.
 
-// Use n threads (the caller included) in ops_matmul and ops_parallel_for;
-// n <= 0 means one per online core. Until it is called everything runs on
-// the calling thread. Returns 0, or -1 when threads could not be started (then
-// everything runs on the calling thread). Not to be called during a matmul.
-int ops_set_threads(int n);
-// --threads n for a model whose largest one-token matrix product does work
-// multiply-adds (gpt_row_work, llama_row_work): n > 0 as ops_set_threads(n);
-// n <= 0 the fastest count for that shape, pool_threads_for(work, cores).
-// Returns as ops_set_threads.
-int ops_set_threads_for(int n, int64_t work);
-// How many threads ops_set_threads(n) starts: n, or for n <= 0 one a core
-// (the number its failure message gives).
+// How many threads --threads n asks for: n, or for n <= 0 one a core (the
+// number the message gives when pool_new_for could not start them).
 int ops_threads_asked(int n);
-// The number of threads in use (1 when none were started).
-int ops_threads(void);
-// fn(ctx, begin, end, thread) over tasks 0 .. count-1 on the ops threads
-// (see pool_run); returns when all are done.
-void ops_parallel_for(void (*fn)(void *ctx, int begin, int end, int thread), void *ctx, int count);
-
 
 // ----------------------------------------------------------------------------
 // The machine's limits, for kvdemo bench to hold the kernels against.
 
 // A register-only loop of fused multiply-adds (16 independent vectors of
 // sums, nothing read from memory), iters rounds in each of tasks tasks spread
-// over the ops threads. Returns the floating-point operations done (2 per
+// over pool's threads. Returns the floating-point operations done (2 per
 // multiply-add); the caller times it. The portable build runs the same loop
 // in plain C, which is that build's peak.
-double ops_fma_loop(int64_t iters, int tasks);
-// dst (n) = src (n), copied in pieces of 1 MB spread over the ops threads
+double ops_fma_loop(Pool *pool, int64_t iters, int tasks);
+// dst (n) = src (n), copied in pieces of 1 MB spread over pool's threads
 // (memcpy each). Returns the bytes moved: read plus written, 8 n.
-double ops_copy_loop(float *dst, const float *src, int64_t n);
+double ops_copy_loop(float *dst, const float *src, Pool *pool, int64_t n);
 
 #endif

@@ -635,10 +635,11 @@ static void layernorm_rows(void *ctx, int begin, int end, int thread) {
     ops_layernorm(job->out + first, NULL, NULL, job->in + first, job->w, job->b, to - from, job->C);
 }
 
-// out (R, C) = LayerNorm of in (R, C), rows shared among the ops threads.
-static void layernorm_parallel(float *out, const float *in, const float *w, const float *b, int R, int C) {
+// out (R, C) = LayerNorm of in (R, C), rows shared among pool's threads.
+static void layernorm_parallel(float *out, const float *in, const float *w, const float *b, Pool *pool, int R,
+                               int C) {
     RowsJob job = {out, in, w, b, R, C};
-    ops_parallel_for(layernorm_rows, &job, (R + LAYERNORM_CHUNK - 1) / LAYERNORM_CHUNK);
+    pool_run(pool, layernorm_rows, &job, (R + LAYERNORM_CHUNK - 1) / LAYERNORM_CHUNK);
 }
 
 typedef struct {
@@ -666,19 +667,19 @@ static void linear(GptState *s, float *out, const float *in, const float *w, con
                    const float *bias, OpsThen then, int n, int K, int N, int cached) {
     const LowPrec *lp = &s->lowprec;
     if (!lowprec_on(lp)) {
-        ops_matmul_packed(out, in, w, packed, bias, then, n, K, N);
+        ops_matmul_packed(out, in, w, packed, bias, then, s->pool, n, K, N);
         return;
     }
     int64_t count = (int64_t)n * N;
     float *y = then == OPS_ADD_INTO ? s->proj : out;
     assert(then != OPS_ADD_INTO || N == s->cfg.C);   // s->proj is (T, C)
-    lowprec_linear(lp, y, in, w, bias, n, K, N, cached);
+    lowprec_linear(lp, y, in, w, bias, s->pool, n, K, N, cached);
     if (then == OPS_STORE) return;
     if (then == OPS_ADD_INTO) {
         for (int64_t i = 0; i < count; i++) out[i] += y[i];
     } else {
         GeluJob gelu = {out, count};
-        ops_parallel_for(gelu_chunks, &gelu, (int)((count + GELU_CHUNK - 1) / GELU_CHUNK));
+        pool_run(s->pool, gelu_chunks, &gelu, (int)((count + GELU_CHUNK - 1) / GELU_CHUNK));
     }
     lowprec_round(lp, out, count);
 }
@@ -692,6 +693,7 @@ const float *gpt_forward(GptState *s, const GptModel *m, const int *tokens, int 
     const LowPrec *lp = &s->lowprec;   // lesson 12's rounding: nothing in fp32
     int cached = offset > 0;
     KvCache *kv = s->kv;   // the contiguous cache, or another kind (kvcache.h)
+    Pool *pool = s->pool;  // the threads the work is shared among (NULL: this one)
     // positions past offset are fed again: the cache forgets them first
     kvcache_truncate(kv, offset);
 
@@ -710,7 +712,7 @@ const float *gpt_forward(GptState *s, const GptModel *m, const int *tokens, int 
         // the same weights in panel order, when gpt_pack made them
         const GptBlockParams *pk = m->packed_blocks ? &m->packed_blocks[l] : &(GptBlockParams){0};
         // norm = self.normalize(x)
-        layernorm_parallel(s->xn, s->x, b->ln1_w, b->ln1_b, n, C);
+        layernorm_parallel(s->xn, s->x, b->ln1_w, b->ln1_b, pool, n, C);
         lowprec_round(lp, s->xn, (int64_t)n * C);
         // query, key, value = self.query(norm), self.key(norm), self.value(norm)   (N, C)
         linear(s, s->q, s->xn, b->wq, pk->wq, b->bq, OPS_STORE, n, C, C, cached);
@@ -721,12 +723,12 @@ const float *gpt_forward(GptState *s, const GptModel *m, const int *tokens, int 
         // att = softmax(query @ key * scale) @ value, heads side by side   (N, C)
         // (--attention flash: the same in tiles with an online softmax, as the
         // contiguous cache is told to, kvcontig_set_tile)
-        kvcache_attend(kv, s->att, NULL, s->q, l, 1, n, offset);
+        kvcache_attend(kv, s->att, NULL, s->q, pool, l, 1, n, offset);
         lowprec_round(lp, s->att, (int64_t)n * C);
         // x = x + self.output(att)
         linear(s, s->x, s->att, b->wo, pk->wo, b->bo, OPS_ADD_INTO, n, C, C, cached);
         // x = x + fc2(gelu(fc1(self.normalize(x))))
-        layernorm_parallel(s->xn, s->x, b->ln2_w, b->ln2_b, n, C);
+        layernorm_parallel(s->xn, s->x, b->ln2_w, b->ln2_b, pool, n, C);
         lowprec_round(lp, s->xn, (int64_t)n * C);
         linear(s, s->hidden, s->xn, b->w1, pk->w1, b->b1, OPS_GELU, n, C, F, cached);
         linear(s, s->x, s->hidden, b->w2, pk->w2, b->b2, OPS_ADD_INTO, n, F, C, cached);
@@ -736,7 +738,7 @@ const float *gpt_forward(GptState *s, const GptModel *m, const int *tokens, int 
     // logits = self.output(x)[-1]: final LayerNorm and head, last row only
     const float *last = s->x + (int64_t)(n - 1) * C;
     ops_layernorm(s->xn, NULL, NULL, last, p->lnf_w, p->lnf_b, 1, C);
-    ops_matmul(s->logits, s->xn, p->head_w, p->head_b, 1, C, V);
+    ops_matmul(s->logits, s->xn, p->head_w, p->head_b, pool, 1, C, V);
     return s->logits;
 }
 

@@ -194,6 +194,11 @@ typedef struct {
     // a caller's cache (gpt_state_use_cache), or &paged.base during
     // gpt_forward_paged.
     KvCache *kv;
+    // The threads gpt_forward's matmuls, LayerNorms and attention heads run
+    // on (pool.h): the caller's, made once from --threads (pool_new_for) and
+    // freed after the state; NULL, as gpt_state_init leaves it, runs all on
+    // the calling thread. The numbers are the same bits whatever the pool.
+    Pool *pool;
 } GptState;
 
 // Reserves the state of one sequence of up to cfg.T positions. Returns 0, or
@@ -218,7 +223,7 @@ void gpt_state_use_cache(GptState *s, KvCache *kv);
 // offset 0 with n tokens is the chapter's pass without cache (the loop
 // bound 0 .. i is its causal mask); n = 1 at offset len is its cached step,
 // which attends to every cached key. Nothing is allocated; matmuls and
-// attention heads run on the ops threads (ops_set_threads).
+// attention heads run on s->pool's threads.
 // Row i computes the same numbers in both cases, bit for bit.
 const float *gpt_forward(GptState *s, const GptModel *m, const int *tokens, int n, int offset);
 
@@ -278,7 +283,7 @@ GptCost gpt_cost(GptConfig cfg, int n, int offset);
 
 // The multiply-adds of the largest matrix product of one token (one row):
 // max(C x 4C of fc1, C x V of the head). --threads 0 picks the thread count
-// from it (ops_set_threads_for, pool_threads_for).
+// from it (pool_new_for, pool_threads_for).
 int64_t gpt_row_work(GptConfig cfg);
 
 #endif

@@ -81,13 +81,13 @@ int64_t kvvariant_window_count(int64_t start, int64_t end, int T) { return (end 
 
 int64_t kvvariant_window_index(int64_t i, int64_t count, int64_t use) { return use >= count ? i : i * count / use; }
 
-int kvvariant_eval(double *loss, const GptModel *m, GptVariant *v, const int32_t *tokens, int64_t start,
-                   int64_t end, int64_t max_windows) {
-    return kvvariant_eval_each(loss, m, v, tokens, start, end, max_windows, NULL, NULL);
+int kvvariant_eval(double *loss, const GptModel *m, GptVariant *v, const int32_t *tokens, Pool *pool,
+                   int64_t start, int64_t end, int64_t max_windows) {
+    return kvvariant_eval_each(loss, m, v, tokens, pool, start, end, max_windows, NULL, NULL);
 }
 
-int kvvariant_eval_each(double *loss, const GptModel *m, GptVariant *v, const int32_t *tokens, int64_t start,
-                        int64_t end, int64_t max_windows, KvEvalProgressFn on_window, void *user) {
+int kvvariant_eval_each(double *loss, const GptModel *m, GptVariant *v, const int32_t *tokens, Pool *pool,
+                        int64_t start, int64_t end, int64_t max_windows, KvEvalProgressFn on_window, void *user) {
     GptConfig g = m->cfg;
     int T = g.T, C = g.C, V = g.V;
     int64_t count = kvvariant_window_count(start, end, T);
@@ -96,6 +96,7 @@ int kvvariant_eval_each(double *loss, const GptModel *m, GptVariant *v, const in
     GptState s;
     KvVariantCaches vc;
     if (gpt_state_init(&s, g)) return -1;
+    s.pool = pool;
     if (kvvariant_attach(&vc, &s, v)) {
         gpt_state_free(&s);
         return -1;
@@ -117,7 +118,7 @@ int kvvariant_eval_each(double *loss, const GptModel *m, GptVariant *v, const in
         gpt_forward(&s, m, in, T, 0);
         // every row's logits: self.output(x), the head on all T rows
         ops_layernorm(s.xn, NULL, NULL, s.x, m->p.lnf_w, m->p.lnf_b, T, C);
-        ops_matmul(logits, s.xn, m->p.head_w, m->p.head_b, T, C, V);
+        ops_matmul(logits, s.xn, m->p.head_w, m->p.head_b, pool, T, C, V);
         for (int t = 0; t < T; t++) {
             // cross-entropy = logsumexp(logits) - logits[target], as training
             // computes it (crossentropy_forward); the row becomes the probabilities

@@ -62,21 +62,22 @@ void kvvariant_detach(KvVariantCaches *vc);
 // windows of T as `kvdemo eval` takes them (max_windows > 0: that many,
 // evenly spaced), each window one pass from offset 0 whose keys and values
 // go through v's cache (NULL: the plain one). Every row's logits come from
-// the final LayerNorm and head of its own residual stream. Returns 0, or -1
-// when memory ran out or the range holds no window.
+// the final LayerNorm and head of its own residual stream, on pool's threads
+// (NULL: the calling thread). Returns 0, or -1 when memory ran out or the
+// range holds no window.
 // The windows kvvariant_eval scores in tokens[start .. end-1]: count of T
 // there, and the index of the i-th of use of them (evenly spaced,
 // i * count / use; with use >= count, every window: i).
 int64_t kvvariant_window_count(int64_t start, int64_t end, int T);
 int64_t kvvariant_window_index(int64_t i, int64_t count, int64_t use);
 
-int kvvariant_eval(double *loss, const GptModel *m, GptVariant *v, const int32_t *tokens, int64_t start,
-                   int64_t end, int64_t max_windows);
+int kvvariant_eval(double *loss, const GptModel *m, GptVariant *v, const int32_t *tokens, Pool *pool,
+                   int64_t start, int64_t end, int64_t max_windows);
 
 // kvvariant_eval, calling on_window(done, total, user) after each window
 // (for a progress line; NULL: none).
 typedef void (*KvEvalProgressFn)(int64_t done, int64_t total, void *user);
-int kvvariant_eval_each(double *loss, const GptModel *m, GptVariant *v, const int32_t *tokens, int64_t start,
-                        int64_t end, int64_t max_windows, KvEvalProgressFn on_window, void *user);
+int kvvariant_eval_each(double *loss, const GptModel *m, GptVariant *v, const int32_t *tokens, Pool *pool,
+                        int64_t start, int64_t end, int64_t max_windows, KvEvalProgressFn on_window, void *user);
 
 #endif

@@ -710,6 +710,7 @@ void llama_forward(float *logits, LlamaState *s, const LlamaModel *m, const int 
     assert(bsz >= 1 && bsz <= s->max_batch_size && seqlen >= 1 && start_pos >= 0);
     // the state was made for a model of this shape (llama_state_init)
     KvCache *kv = s->kv ? s->kv : &s->cache.base;
+    Pool *pool = s->pool;   // the threads the matmuls share (NULL: this one)
     assert(kv->shape.L == c->n_layers && (kv->rolling || kv->shape.T == c->max_seq_len) && kv->shape.G == G &&
            kv->shape.D == D);
     assert((kv->rolling ? seqlen : start_pos + seqlen) <= c->max_seq_len && stride >= seqlen);
@@ -764,9 +765,9 @@ void llama_forward(float *logits, LlamaState *s, const LlamaModel *m, const int 
         // h = x + self.attention.forward(self.attention_norm(x), start_pos, freqs_cis, mask)
         llama_rmsnorm(s->xb, s->x, w->attention_norm, c->norm_eps, N, C);
         // xq, xk, xv = self.wq(x), self.wk(x), self.wv(x)
-        ops_matmul(s->xq, s->xb, w->wq, NULL, N, C, H * D);
-        ops_matmul(s->xk, s->xb, w->wk, NULL, N, C, G * D);
-        ops_matmul(s->xv, s->xb, w->wv, NULL, N, C, G * D);
+        ops_matmul(s->xq, s->xb, w->wq, NULL, pool, N, C, H * D);
+        ops_matmul(s->xk, s->xb, w->wk, NULL, pool, N, C, G * D);
+        ops_matmul(s->xv, s->xb, w->wv, NULL, pool, N, C, G * D);
         // xq, xk = apply_rotary_emb(xq, xk, freqs_cis=freqs_cis)
         for (int b = 0; b < bsz; b++) {
             llama_apply_rotary_emb(s->xq + (size_t)b * seqlen * H * D, freqs_cis, seqlen, H, D);
@@ -777,21 +778,21 @@ void llama_forward(float *logits, LlamaState *s, const LlamaModel *m, const int 
         kvcache_append(kv, l, s->xk, s->xv, bsz, seqlen, start_pos);
         // output = softmax(xq @ keys.transpose(2, 3) / sqrt(head_dim) + mask) @ values
         // (kvcache_prealloc.c; layer 0's query head 0 kept for a trace)
-        kvcache_attend(kv, s->attn, l == 0 ? s->keep_scores : NULL, s->xq, l, bsz, seqlen, start_pos);
+        kvcache_attend(kv, s->attn, l == 0 ? s->keep_scores : NULL, s->xq, pool, l, bsz, seqlen, start_pos);
         // return self.wo(output)
-        ops_matmul(s->xb2, s->attn, w->wo, NULL, N, H * D, C);
+        ops_matmul(s->xb2, s->attn, w->wo, NULL, pool, N, H * D, C);
         for (size_t i = 0; i < (size_t)N * C; i++) s->x[i] += s->xb2[i];
 
         // out = h + self.feed_forward.forward(self.ffn_norm(h))
         // feed_forward: self.w2(F.silu(self.w1(x)) * self.w3(x))
         llama_rmsnorm(s->xb, s->x, w->ffn_norm, c->norm_eps, N, C);
-        ops_matmul(s->hb, s->xb, w->w1, NULL, N, C, F);
-        ops_matmul(s->hb2, s->xb, w->w3, NULL, N, C, F);
+        ops_matmul(s->hb, s->xb, w->w1, NULL, pool, N, C, F);
+        ops_matmul(s->hb2, s->xb, w->w3, NULL, pool, N, C, F);
         for (size_t i = 0; i < (size_t)N * F; i++) {
             float a = s->hb[i];
             s->hb[i] = a / (1.0f + expf(-a)) * s->hb2[i];   // silu(a) = a * sigmoid(a)
         }
-        ops_matmul(s->xb2, s->hb, w->w2, NULL, N, F, C);
+        ops_matmul(s->xb2, s->hb, w->w2, NULL, pool, N, F, C);
         for (size_t i = 0; i < (size_t)N * C; i++) s->x[i] += s->xb2[i];
     }
 
@@ -801,7 +802,7 @@ void llama_forward(float *logits, LlamaState *s, const LlamaModel *m, const int 
     for (int b = 0; b < bsz; b++)
         memcpy(s->last + (size_t)b * C, s->xb + ((size_t)b * seqlen + seqlen - 1) * C,
                sizeof(float) * C);
-    ops_matmul(logits, s->last, m->p.output, NULL, bsz, C, V);
+    ops_matmul(logits, s->last, m->p.output, NULL, pool, bsz, C, V);
 
     LlamaForwardInfo *info = &s->info;
     info->bsz = bsz, info->seqlen = seqlen, info->start_pos = start_pos;

@@ -145,6 +145,11 @@ typedef struct {
     // 14's rolling ones (kvcache_window.c), with which positions run past T.
     KvCache *kv;
     float *freqs_far;        // (T, D/2, 2) the rotary rows of positions past T, made as needed
+    // The threads llama_forward's matmuls run on (pool.h): the caller's, made
+    // once from --threads (pool_new_for) and freed after the state; NULL, as
+    // llama_state_init leaves it, runs all on the calling thread. The
+    // numbers are the same bits whatever the pool.
+    Pool *pool;
 } LlamaState;
 
 // The mask is built as a tensor (for the trace) up to this many floats, 512 x
@@ -155,7 +160,7 @@ typedef struct {
 size_t llama_num_params(const LlamaConfig *cfg);
 // The multiply-adds of the largest matrix product of one token (one row):
 // max(C x C of wq, C x F of w1, C x V of the output). --threads 0 picks the
-// thread count from it (ops_set_threads_for, pool_threads_for).
+// thread count from it (pool_new_for, pool_threads_for).
 int64_t llama_row_work(const LlamaConfig *cfg);
 // Allocates a model of this shape: zero weights, empty vocabulary and
 // freqs_cis. Returns 0, or -1 with a message.

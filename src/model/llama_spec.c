@@ -121,7 +121,8 @@ static int verify(LlamaSpec *sp, const int *tokens, int len, int K) {
     llama_forward(sp->logits, t->s, m, tokens + from, from, 1, n, n);
     // t->s->xb (n, C) holds h = self.norm(h) of every row fed
     for (int j = 0; j <= K; j++)
-        ops_matmul(sp->rows + (int64_t)j * V, t->s->xb + (int64_t)(n - K - 1 + j) * C, m->p.output, NULL, 1, C, V);
+        ops_matmul(sp->rows + (int64_t)j * V, t->s->xb + (int64_t)(n - K - 1 + j) * C, m->p.output, NULL, t->s->pool, 1,
+                   C, V);
     return n;
 }
 

@@ -125,7 +125,7 @@ static void row_logits(float *logits, float *xn, const SpecModel *sm, int row) {
     int C = m->cfg.C;
     const float *x = sm->s->x + (int64_t)row * C;
     ops_layernorm(xn, NULL, NULL, x, m->p.lnf_w, m->p.lnf_b, 1, C);
-    ops_matmul(logits, xn, m->p.head_w, m->p.head_b, 1, C, m->cfg.V);
+    ops_matmul(logits, xn, m->p.head_w, m->p.head_b, sm->s->pool, 1, C, m->cfg.V);
 }
 
 // ----------------------------------------------------------------------------
