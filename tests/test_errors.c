@@ -329,26 +329,23 @@ static void test_notices_speak_the_users_language(void **state) {
     }
 }
 
-// The library's side: fileio_fail2 picks the format of the message language,
+// The library's side: fileio_fail2 picks the format of the Err's language,
 // and fileio_strerror says a class's usual reasons in Chinese.
-static void test_fail2_follows_the_message_language(void **state) {
+static void test_fail2_follows_the_errs_language(void **state) {
     (void)state;
     char err[128];
-    fileio_set_zh(0);
-    assert_int_equal(fileio_fail2(err, sizeof err, "%s: row %d", "%s：第 %d 行", "a.txt", 3), -1);
+    assert_int_equal(fileio_fail2(ERR(LANG_EN, err), "%s: row %d", "%s：第 %d 行", "a.txt", 3), -1);
     assert_string_equal(err, "a.txt: row 3");
-    assert_string_equal(fileio_strerror(ENOENT), strerror(ENOENT));
-    fileio_set_zh(1);
-    fileio_fail2(err, sizeof err, "%s: row %d", "%s：第 %d 行", "a.txt", 3);
+    assert_string_equal(fileio_strerror(LANG_EN, ENOENT), strerror(ENOENT));
+    fileio_fail2(ERR(LANG_ZH, err), "%s: row %d", "%s：第 %d 行", "a.txt", 3);
     assert_string_equal(err, "a.txt：第 3 行");
     int codes[] = {ENOENT, EACCES, EISDIR, ENOTDIR, ENOSPC, EROFS};
     for (size_t i = 0; i < sizeof codes / sizeof codes[0]; i++) {
         char word[64];
-        if (english_word(fileio_strerror(codes[i]), "", word, sizeof word))
-            fail_msg("errno %d: expected a Chinese reason, got: %s", codes[i], fileio_strerror(codes[i]));
+        if (english_word(fileio_strerror(LANG_ZH, codes[i]), "", word, sizeof word))
+            fail_msg("errno %d: expected a Chinese reason, got: %s", codes[i], fileio_strerror(LANG_ZH, codes[i]));
     }
-    fileio_fail2(NULL, 0, "%s", "%s", "no buffer: nothing written");
-    fileio_set_zh(0);
+    fileio_fail2(ERR_NONE, "%s", "%s", "no buffer: nothing written");
 }
 
 // --lang en on the command line wins over LANG=zh_CN.UTF-8, even after the
@@ -436,9 +433,9 @@ static void test_byte_order_mark_skipped(void **state) {
     TrainText a, c;
     char path[512], err[512];
     snprintf(path, sizeof path, "%s/text.txt", dir);
-    assert_int_equal(train_text_load(&a, path, NULL, 0, err, sizeof err), 0);
+    assert_int_equal(train_text_load(&a, path, NULL, 0, ERR(LANG_EN, err)), 0);
     snprintf(path, sizeof path, "%s/bomtext.txt", dir);
-    assert_int_equal(train_text_load(&c, path, NULL, 0, err, sizeof err), 0);
+    assert_int_equal(train_text_load(&c, path, NULL, 0, ERR(LANG_EN, err)), 0);
     if (a.n != c.n || a.V != c.V) fail_msg("with the mark: expected %lld tokens of %d, got %lld of %d", (long long)a.n, a.V,
                                           (long long)c.n, c.V);
     for (int i = 0; i < a.V; i++)
@@ -451,7 +448,7 @@ static void test_byte_order_mark_skipped(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_fail2_follows_the_message_language),
+        cmocka_unit_test(test_fail2_follows_the_errs_language),
         cmocka_unit_test(test_lang_on_the_line_wins),
         cmocka_unit_test(test_errors_speak_the_users_language),
         cmocka_unit_test(test_notices_speak_the_users_language),
