@@ -256,7 +256,7 @@ static int race_lesson(const GptModel *m, const Options *opt, Trace *tr) {
               "kvdemo lesson 10 --no-race 让两次运行先后进行：逐步显示缓存的形状，\n"
               "并逐位比较每一步的 logits。课后练习请运行 `kvdemo bench`。");
     if (opt->runs != RUN_BOTH)
-        fileio_error("lesson 10 always runs both ways to compare them; %s ignored",
+        fileio_error(tr->lang, "lesson 10 always runs both ways to compare them; %s ignored",
                      "第 10 课总是两种方式都跑一遍来比较；忽略 %s", opt->runs == RUN_CACHE ? "--cache" : "--no-cache");
     return 0;
 }
@@ -269,7 +269,7 @@ static void describe_model(Trace *tr, const GptModel *m, int random_model, int t
                "模型：上下文 %d，嵌入 %d，%d 个头（每头 %d），%d 个模块，词表 %d 个字符（%zu 个参数）。", g.T, g.C, g.H,
                D, g.L, g.V, m->num_params);
     if (random_model) {
-        fileio_error("%s is missing; lesson 10 runs a random model (its text is noise)",
+        fileio_error(tr->lang, "%s is missing; lesson 10 runs a random model (its text is noise)",
                      "找不到 %s；第 10 课改用随机模型（写出的文字没有意义）", GPT_SHIPPED_MODEL);
         trace_say(tr, "No trained model was found: the weights are random and the text is noise. The cache works the same.",
                   "没有找到训练好的模型：权重是随机的，生成的文字没有意义；缓存的原理完全一样。");
@@ -402,7 +402,7 @@ int lesson10_run(const Options *opt, Trace *tr) {
     }
     if (!times || !rec[0].logits || !rec[1].logits || gpt_state_init(&s, m.cfg) ||
         !(s.pool = pool_new_for(opt->threads, gpt_row_work(m.cfg)))) {   // s's threads, freed below
-        fileio_error("out of memory", "内存不足");
+        fileio_error(tr->lang, "out of memory", "内存不足");
         rc = 1;
         goto done;
     }
@@ -418,7 +418,7 @@ int lesson10_run(const Options *opt, Trace *tr) {
     if (timed_runs(tr, rec, text, arm, steps, runs)) goto oom;
     goto done;
 oom:
-    fileio_error("out of memory", "内存不足");
+    fileio_error(tr->lang, "out of memory", "内存不足");
     rc = 1;
 done:
     free(times);

@@ -246,7 +246,7 @@ static void say_intro(Trace *tr, const Options *opt, GptConfig g, int steps, int
                "不使用缓存的一次是参照。下面每个错误只改动使用缓存的路径；kvdemo 逐步、逐位比较 logits。",
                g.T, g.L, steps, gptsetup_prompt_text(opt), (unsigned long long)opt->seed);
     if (random_model) {
-        fileio_error("%s is missing; lesson 11 runs a random model (its text is noise)", "找不到 %s；第 11 课改用随机模型（生成的文字没有意义）", GPT_SHIPPED_MODEL);
+        fileio_error(tr->lang, "%s is missing; lesson 11 runs a random model (its text is noise)", "找不到 %s；第 11 课改用随机模型（生成的文字没有意义）", GPT_SHIPPED_MODEL);
         trace_say(tr, "No trained model was found: the weights are random, the text is noise; the bugs show the same.",
                   "没有找到训练好的模型：权重是随机的，文字没有意义；错误的表现完全一样。");
     }
@@ -401,7 +401,7 @@ static int rollback_part(Trace *tr, GptState *s, const GptModel *m, const int *p
         if (!rc) rollback_report(tr, &x, b, &cut);
         trace_pause(tr);
     }
-    if (rc) fileio_error("out of memory", "内存不足");
+    if (rc) fileio_error(tr->lang, "out of memory", "内存不足");
     free(x.want);
     sampler_free(&x.greedy);
     gpt_state_free(&x.ds);
@@ -412,12 +412,12 @@ static int rollback_part(Trace *tr, GptState *s, const GptModel *m, const int *p
 int lesson11_run(const Options *opt, Trace *tr) {
     KvBug only = KV_BUG_NONE;
     if (opt->bug && kvvariant_bug_parse(&only, opt->bug)) {
-        fileio_error("unknown bug '%s'; valid: %s", "没有“%s”这种错误；可用的：%s", opt->bug, KV_BUG_LIST);
+        fileio_error(tr->lang, "unknown bug '%s'; valid: %s", "没有“%s”这种错误；可用的：%s", opt->bug, KV_BUG_LIST);
         return 2;
     }
     int steps = opt->steps > 0 ? opt->steps : DEFAULT_STEPS;
     if (steps > MAX_STEPS) {
-        fileio_error("lesson 11 takes --steps 1 to %d; kvdemo generate --bug NAME writes longer texts with a bug",
+        fileio_error(tr->lang, "lesson 11 takes --steps 1 to %d; kvdemo generate --bug NAME writes longer texts with a bug",
                      "第 11 课的 --steps 取 1 到 %d；更长的文字请用 kvdemo generate --bug NAME", MAX_STEPS);
         return 2;
     }
@@ -469,7 +469,7 @@ int lesson11_run(const Options *opt, Trace *tr) {
     goto done;
 oom:
     progress_line_clear(&progress);
-    fileio_error("out of memory", "内存不足");
+    fileio_error(tr->lang, "out of memory", "内存不足");
     rc = 1;
 done:
     free(ref.logits);

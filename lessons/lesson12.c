@@ -301,7 +301,7 @@ static int smaller_cache(Shared *x, Trace *tr, const Options *opt) {
 int lesson12_run(const Options *opt, Trace *tr) {
     Shared x = {.steps = opt->steps > 0 ? opt->steps : DEFAULT_STEPS};
     if (x.steps > MAX_STEPS) {
-        fileio_error("lesson 12 takes --steps 1 to %d; kvdemo generate --kv-dtype NAME writes longer texts",
+        fileio_error(tr->lang, "lesson 12 takes --steps 1 to %d; kvdemo generate --kv-dtype NAME writes longer texts",
                      "第 12 课的 --steps 取 1 到 %d；更长的文字请用 kvdemo generate --kv-dtype NAME", MAX_STEPS);
         return 2;
     }
@@ -313,14 +313,14 @@ int lesson12_run(const Options *opt, Trace *tr) {
     x.data = corpus(opt, buf, sizeof buf);
     if (x.data) {
         char err[512];
-        if (train_text_load(&x.text, x.data, x.m.vocab, g.V, err, sizeof err) != 0) {
-            fileio_error("%s", "%s", err);
+        if (train_text_load(&x.text, x.data, x.m.vocab, g.V, ERR(tr->lang, err)) != 0) {
+            fileio_error(tr->lang, "%s", "%s", err);
             rc = 1;
             goto done;
         }
         x.have_text = 1;
         if ((x.text.n - x.text.n * 9 / 10 - 1) / g.T < 1) {
-            fileio_error("%s is too short: its last 10%% needs more than %d characters",
+            fileio_error(tr->lang, "%s is too short: its last 10%% needs more than %d characters",
                          "%s 太短：它最后 10%% 的文本要多于 %d 个字符", x.data, g.T);
             rc = 1;
             goto done;
@@ -342,7 +342,7 @@ int lesson12_run(const Options *opt, Trace *tr) {
                "logits 逐位相同：它的内核对每个输出都按同一顺序求和。",
                x.steps, gptsetup_prompt_text(opt), (unsigned long long)opt->seed);
     if (random_model) {
-        fileio_error("%s is missing; lesson 12 runs a random model (its text is noise)", "找不到 %s；第 12 课改用随机模型（生成的文字没有意义）", GPT_SHIPPED_MODEL);
+        fileio_error(tr->lang, "%s is missing; lesson 12 runs a random model (its text is noise)", "找不到 %s；第 12 课改用随机模型（生成的文字没有意义）", GPT_SHIPPED_MODEL);
         trace_say(tr, "No trained model was found: the weights are random, the text is noise.",
                   "没有找到训练好的模型：权重是随机的，文字没有意义。");
     }
@@ -350,7 +350,7 @@ int lesson12_run(const Options *opt, Trace *tr) {
     goto done;
 oom:
     progress_line_clear(&x.progress);
-    fileio_error("out of memory", "内存不足");
+    fileio_error(tr->lang, "out of memory", "内存不足");
     rc = 1;
 done:
     free(x.ref.logits);

@@ -458,7 +458,7 @@ static int setup(Shared *x, const Options *opt) {
     int T = x->m.cfg.T;
     x->steps = opt->steps > 0 ? opt->steps : DEFAULT_STEPS;
     if (x->steps > T - x->n_prompt) {
-        fileio_error("lesson 13 takes --steps 1 to %d (the prompt and the text within the context of %d); "
+        fileio_error(opt->lang, "lesson 13 takes --steps 1 to %d (the prompt and the text within the context of %d); "
                      "kvdemo generate --draft FILE writes longer texts",
                      "第 13 课的 --steps 取 1 到 %d（提示词和文字都在 %d 的上下文之内）；更长的文字请用 "
                      "kvdemo generate --draft FILE",
@@ -471,14 +471,14 @@ static int setup(Shared *x, const Options *opt) {
     int kmax = x->gamma > K_MAX ? x->gamma : K_MAX;
     if (!x->tokens || gpt_state_init(&x->ts, x->m.cfg) || gpt_state_init(&x->ds, x->d.cfg) ||
         sampler_init(&x->greedy, x->m.cfg.V, 0.0f, 0, 42)) {
-        fileio_error("out of memory", "内存不足");
+        fileio_error(opt->lang, "out of memory", "内存不足");
         return 1;
     }
     spec_mt_init(&x->mt, &x->greedy);
     SpecModel tm = {&x->m, &x->ts, NULL}, dm = {&x->d, &x->ds, NULL};
     if (spec_init(&x->sp, tm, dm, kmax, &x->greedy, &x->mt.base) ||
         !(x->ts.pool = pool_new_for(opt->threads, gpt_row_work(x->m.cfg)))) {
-        fileio_error("out of memory", "内存不足");
+        fileio_error(opt->lang, "out of memory", "内存不足");
         return 1;
     }
     x->ds.pool = x->ts.pool;   // the draft on the target's threads; lesson13_run frees them
@@ -502,10 +502,10 @@ int lesson13_run(const Options *opt, Trace *tr) {
                    x.steps, gptsetup_prompt_text(opt));
         SpecStats per_k[K_MAX + 1] = {{0}};
         if (one_round(&x, tr) || greedy_text(&x, tr) || speedups(&x, tr, per_k)) {
-            fileio_error("out of memory", "内存不足");
+            fileio_error(tr->lang, "out of memory", "内存不足");
             rc = 1;
         } else if (why(&x, tr, per_k)) {
-            fileio_error("out of memory", "内存不足");
+            fileio_error(tr->lang, "out of memory", "内存不足");
             rc = 1;
         }
     }

@@ -452,22 +452,22 @@ static void what_it_says(Trace *tr, const WayResult *r, double uniform_x, int T)
 // The model trained with the window (SHIPPED_WINDOW) into tm, and its state:
 // window W and m's vocabulary, so that the lesson's tokens are its too.
 // Returns 0, or 1 after one line on stderr (tm and ts then need no free).
-static int load_trained(LlamaModel *tm, LlamaState *ts, const LlamaModel *m, const char *mpath) {
+static int load_trained(Lang lang, LlamaModel *tm, LlamaState *ts, const LlamaModel *m, const char *mpath) {
     char buf[4096], err[512];
     const char *path = paths_shipped(SHIPPED_WINDOW, buf, sizeof buf);
-    if (llama_load(tm, path, err, sizeof err) != 0) {
-        fileio_error("%s", "%s", err);
+    if (llama_load(tm, path, ERR(lang, err)) != 0) {
+        fileio_error(lang, "%s", "%s", err);
         return 1;
     }
     int V = m->cfg.vocab_size;
     if (tm->cfg.window != W || tm->cfg.vocab_size != V || memcmp(tm->vocab, m->vocab, sizeof(uint32_t) * V) != 0) {
-        fileio_error("%s: expected a model trained with --window %d on the vocabulary of %s",
+        fileio_error(lang, "%s: expected a model trained with --window %d on the vocabulary of %s",
                      "%s：应为用 --window %d、以 %s 的词表训练的模型", path, W, mpath);
         llama_free(tm);
         return 1;
     }
-    if (llama_state_init(ts, tm, 1, err, sizeof err) != 0) {
-        fileio_error("%s", "%s", err);
+    if (llama_state_init(ts, tm, 1, ERR(lang, err)) != 0) {
+        fileio_error(lang, "%s", "%s", err);
         llama_free(tm);
         return 1;
     }
@@ -479,14 +479,14 @@ static int load_trained(LlamaModel *tm, LlamaState *ts, const LlamaModel *m, con
 // beside it); a model with a window would be compared with itself, and its
 // sink share taken over queries that cannot see position 0. Returns 0, or 1
 // after one line on stderr (m then needs no free).
-static int load_lesson_model(LlamaModel *m, const char *path) {
+static int load_lesson_model(Lang lang, LlamaModel *m, const char *path) {
     char err[512];
-    if (llama_load(m, path, err, sizeof err) != 0) {
-        fileio_error("%s", "%s", err);
+    if (llama_load(m, path, ERR(lang, err)) != 0) {
+        fileio_error(lang, "%s", "%s", err);
         return 1;
     }
     if (m->cfg.window) {
-        fileio_error("%s was trained with --window %d; lesson 14 takes a model trained without a window "
+        fileio_error(lang, "%s was trained with --window %d; lesson 14 takes a model trained without a window "
                      "(it loads %s beside it): give data/tinyshakespeare-llama-mha.bin or another such model",
                      "%s 训练时用了 --window %d；第 14 课要的是不带窗口训练的模型（它会在旁边载入 %s）："
                      "请给 data/tinyshakespeare-llama-mha.bin 或其他这样的模型",
@@ -501,22 +501,22 @@ int lesson14_run(const Options *opt, Trace *tr) {
     char buf[4096], err[512];
     const char *path = opt->model_path ? opt->model_path : paths_shipped(SHIPPED_LLAMA, buf, sizeof buf);
     LlamaModel m;
-    if (load_lesson_model(&m, path) != 0) return 1;
+    if (load_lesson_model(opt->lang, &m, path) != 0) return 1;
     char tbuf[4096];
     const char *tpath = paths_shipped(SHIPPED_TEXT, tbuf, sizeof tbuf);
     size_t got = 0;   // the text's first 4095 bytes, through fileio's reader
-    char *text = fileio_read_text(tpath, 4095, 1, &got, err, sizeof err);
+    char *text = fileio_read_text(tpath, 4095, 1, &got, ERR(tr->lang, err));
     if (!text) {
-        fileio_error("%s", "%s", err);
+        fileio_error(tr->lang, "%s", "%s", err);
         llama_free(&m);
         return 1;
     }
     int *tokens = malloc(sizeof(int) * (got + 2));
-    int n = tokens ? llama_encode(tokens, &m, text, 1, 0, (int)got + 2, err, sizeof err) : -1;
+    int n = tokens ? llama_encode(tokens, &m, text, 1, 0, (int)got + 2, ERR(tr->lang, err)) : -1;
     free(text);
     Pool *pool = NULL;   // --threads, both states' (0: the fastest for the shape, as every lesson)
     if (!got || n < N_TEXT + 1 || !(pool = pool_new_for(opt->threads, llama_row_work(&m.cfg)))) {
-        fileio_error("%s: cannot read %d characters of the validation text in the model's vocabulary%s%s",
+        fileio_error(tr->lang, "%s: cannot read %d characters of the validation text in the model's vocabulary%s%s",
                      "%s：无法按模型的词表读出验证集文字的 %d 个字符%s%s", tpath, N_TEXT, n < 0 ? ": " : "",
                      n < 0 ? err : "");
         free(tokens);
@@ -527,14 +527,14 @@ int lesson14_run(const Options *opt, Trace *tr) {
     LlamaState s, ts;
     LlamaModel tm;
     int rc = 1;
-    if (load_trained(&tm, &ts, &m, path) != 0) {
+    if (load_trained(opt->lang, &tm, &ts, &m, path) != 0) {
         pool_free(pool);
         free(tokens);
         llama_free(&m);
         return 1;
     }
-    if (llama_state_init(&s, &m, 1, err, sizeof err) != 0) {
-        fileio_error("%s", "%s", err);
+    if (llama_state_init(&s, &m, 1, ERR(tr->lang, err)) != 0) {
+        fileio_error(tr->lang, "%s", "%s", err);
         pool_free(pool);
         free(tokens);
         llama_free(&m);
@@ -561,7 +561,7 @@ int lesson14_run(const Options *opt, Trace *tr) {
         what_it_says(tr, res, sink / uniform_share(m.cfg.max_seq_len), m.cfg.max_seq_len);
         rc = 0;
     } else {
-        fileio_error("out of memory", "内存不足");
+        fileio_error(tr->lang, "out of memory", "内存不足");
     }
     llama_state_free(&s);
     llama_state_free(&ts);

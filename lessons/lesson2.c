@@ -244,7 +244,7 @@ static int run_lesson(const Options *opt, Trace *tr, int runs) {
     double *times = malloc(sizeof(double) * 6 * (size_t)repeat);   // 4 steps' runs, then the comparison's 2
     if (!times) {
         toy_end(&d, steps, 3);
-        fileio_error("out of memory", "内存不足");
+        fileio_error(tr->lang, "out of memory", "内存不足");
         return 1;
     }
     for (int k = 0; k < 2; k++) nc.seconds[k] = times + k * repeat, c.seconds[k] = times + (2 + k) * repeat;

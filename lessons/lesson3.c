@@ -136,29 +136,29 @@ static Tensor token_slice(Show *s, const int *tokens, int stride, int bsz, int f
 static int load_model(LlamaModel *m, ModelKind *kind, const Options *opt) {
     char err[512], buf[4096];
     if (opt->tokenizer_path && !opt->model_path) {
-        fileio_error("lesson 3: --tokenizer goes with --model FILE, llama2.c's checkpoint",
+        fileio_error(opt->lang, "lesson 3: --tokenizer goes with --model FILE, llama2.c's checkpoint",
                      "第 3 课：--tokenizer 要和 --model FILE（llama2.c 的模型文件）一起用");
         return 2;
     }
     if (opt->model_path && opt->init) {
-        fileio_error("--model and --init exclude each other; give one", "--model 和 --init 不能同时给；只给其中一个");
+        fileio_error(opt->lang, "--model and --init exclude each other; give one", "--model 和 --init 不能同时给；只给其中一个");
         return 2;
     }
     if (!opt->init) {
         *kind = opt->model_path ? MODEL_FILE : MODEL_SHIPPED;
         const char *path = opt->model_path ? opt->model_path : paths_shipped(LLAMA_SHIPPED_MODEL, buf, sizeof buf);
-        if (llama_load_any(m, path, opt->tokenizer_path, err, sizeof err) != 0) {
+        if (llama_load_any(m, path, opt->tokenizer_path, ERR(opt->lang, err)) != 0) {
             if (*kind == MODEL_SHIPPED)
-                fileio_error("lesson 3: %s; give --model FILE or --init random", "第 3 课：%s；请给 --model FILE 或 --init random", err);
-            else fileio_error("%s", "%s", err);
+                fileio_error(opt->lang, "lesson 3: %s; give --model FILE or --init random", "第 3 课：%s；请给 --model FILE 或 --init random", err);
+            else fileio_error(opt->lang, "%s", "%s", err);
             return 1;
         }
         return 0;
     }
     *kind = MODEL_RANDOM;
     LlamaConfig cfg = llama_config_default();
-    if (llama_new(m, &cfg, err, sizeof err) != 0) {
-        fileio_error("lesson 3: %s", "第 3 课：%s", err);
+    if (llama_new(m, &cfg, ERR(opt->lang, err)) != 0) {
+        fileio_error(opt->lang, "lesson 3: %s", "第 3 课：%s", err);
         return 1;
     }
     llama_vocab_default(m);
@@ -168,9 +168,8 @@ static int load_model(LlamaModel *m, ModelKind *kind, const Options *opt) {
 
 // 1 when every prompt encodes with the model's tokenizer and fits its context.
 static int prompts_fit(const LlamaModel *m, const char *const *prompts, int n, int *scratch) {
-    char err[512];
     for (int k = 0; k < n; k++)
-        if (llama_encode(scratch, m, prompts[k], 1, 0, m->cfg.max_seq_len, err, sizeof err) < 0) return 0;
+        if (llama_encode(scratch, m, prompts[k], 1, 0, m->cfg.max_seq_len, ERR_NONE) < 0) return 0;
     return 1;
 }
 
@@ -279,18 +278,18 @@ static int show_setup(Show *s, int *scratch, const char *const *prompts, int n_p
                   "第 1-3 步：prompt_tokens、tokens、input_text_mask");
     // prompt_tokens = [self.tokenizer.encode(x, bos=True, eos=False) for x in prompts]
     for (int k = 0; k < n_prompts; k++) {
-        len[k] = llama_encode(scratch + (size_t)k * T, s->m, prompts[k], 1, 0, T, err, sizeof err);
+        len[k] = llama_encode(scratch + (size_t)k * T, s->m, prompts[k], 1, 0, T, ERR(tr->lang, err));
         if (len[k] < 0 && has_unknown_char(s->m, prompts[k])) {
             char valid[1024];
             vocab_chars(valid, sizeof valid, s->m);
-            fileio_error("lesson 3: %s; valid: %s%s", "第 3 课：%s；可用的字符：%s%s", err, valid,
+            fileio_error(tr->lang, "lesson 3: %s; valid: %s%s", "第 3 课：%s；可用的字符：%s%s", err, valid,
                          !has_unknown_char(s->m, "天气") ? ""
                          : trace_text(tr, " (the article's 天气 / 你好: --init random)",
                                       "（文章的“天气”/“你好”：用 --init random）"));
             return -1;
         }
         if (len[k] < 0) {
-            fileio_error("lesson 3: %s", "第 3 课：%s", err);
+            fileio_error(tr->lang, "lesson 3: %s", "第 3 课：%s", err);
             return -1;
         }
         if (len[k] < min) min = len[k];
@@ -642,8 +641,8 @@ static int run_generate(LlamaGeneration *g, LlamaState *st, const LlamaModel *m,
     show->st = st;
     show->use_cache = use_cache;
     char err[512];
-    if (llama_generate(g, st, m, prompts, n_prompts, &o, err, sizeof err) != 0) {
-        fileio_error("lesson 3: %s", "第 3 课：%s", err);
+    if (llama_generate(g, st, m, prompts, n_prompts, &o, ERR(tr->lang, err)) != 0) {
+        fileio_error(tr->lang, "lesson 3: %s", "第 3 课：%s", err);
         return -1;
     }
     trace_step(tr, 0);
@@ -783,7 +782,7 @@ int lesson3_run(const Options *opt, Trace *tr) {
     int n_prompts, gen_len;
     int *scratch = malloc(sizeof(int) * (size_t)c->max_seq_len);
     if (!scratch) {
-        fileio_error("lesson 3: out of memory", "第 3 课：内存不足");
+        fileio_error(tr->lang, "lesson 3: out of memory", "第 3 课：内存不足");
         llama_free(&m);
         return 1;
     }
@@ -797,16 +796,16 @@ int lesson3_run(const Options *opt, Trace *tr) {
     Show show = {.tr = tr, .m = &m};
     char err[512];
     rc = 0;
-    if (llama_state_init(&nc_state, &m, B, err, sizeof err) != 0 ||
-        llama_state_init(&wc_state, &m, B, err, sizeof err) != 0) {
-        fileio_error("lesson 3: %s", "第 3 课：%s", err);
+    if (llama_state_init(&nc_state, &m, B, ERR(tr->lang, err)) != 0 ||
+        llama_state_init(&wc_state, &m, B, ERR(tr->lang, err)) != 0) {
+        fileio_error(tr->lang, "lesson 3: %s", "第 3 课：%s", err);
         rc = 1;
         goto done;
     }
     if (show_alloc(&show, B, c->max_seq_len, c->head_dim, tr->level >= TRACE_FULL) != 0 ||
-        llama_generation_new(&nc, &nc_state, &m, err, sizeof err) != 0 ||
-        llama_generation_new(&wc, &wc_state, &m, err, sizeof err) != 0) {
-        fileio_error("lesson 3: out of memory", "第 3 课：内存不足");
+        llama_generation_new(&nc, &nc_state, &m, ERR(tr->lang, err)) != 0 ||
+        llama_generation_new(&wc, &wc_state, &m, ERR(tr->lang, err)) != 0) {
+        fileio_error(tr->lang, "lesson 3: out of memory", "第 3 课：内存不足");
         rc = 1;
         goto done;
     }

@@ -264,7 +264,7 @@ static int flops_per_token(Shared *x, Trace *tr) {
             int t = p - 1 + k;
             int n = c == 0 || k == 0 ? t + 1 : 1, offset = c == 0 || k == 0 ? 0 : t;
             if (c == 1 && (x->rec.n[k] != n || x->rec.offset[k] != offset)) {
-                fileio_error("lesson 4: step %d fed %d tokens at %d, not %d at %d",
+                fileio_error(tr->lang, "lesson 4: step %d fed %d tokens at %d, not %d at %d",
                              "第 4 课：第 %d 步在位置 %d 输入了 %d 个 token，而不是在位置 %d 输入 %d 个", k + 1, x->rec.n[k],
                              x->rec.offset[k], n, offset);
                 return 1;
@@ -557,7 +557,7 @@ int lesson4_run(const Options *opt, Trace *tr) {
     int steps = opt->steps > 0 && opt->steps < max_steps ? opt->steps : max_steps;
     if (steps < 2) steps = 2;   // the prefill, then at least one cached step
     if (opt->steps > max_steps)
-        fileio_error("lesson 4 stops at the context: %d steps, not %d (lesson 10 goes past it)",
+        fileio_error(tr->lang, "lesson 4 stops at the context: %d steps, not %d (lesson 10 goes past it)",
                      "第 4 课到上下文的尽头就停：%d 步，而不是 %d 步（第 10 课会越过它）", max_steps, opt->steps);
     x.steps = steps;
 
@@ -569,7 +569,7 @@ int lesson4_run(const Options *opt, Trace *tr) {
     x.c_logits = malloc(sizeof(float) * MAX_POS * (size_t)g.V);
     if (!x.rec.n || !x.rec.offset || !x.rec.logits || !x.samples || !x.nc_logits || !x.c_logits ||
         gpt_state_init(&x.s, g) || !(x.s.pool = pool_new_for(opt->threads, gpt_row_work(g)))) {
-        fileio_error("out of memory", "内存不足");
+        fileio_error(tr->lang, "out of memory", "内存不足");
         rc = 1;
         goto done;
     }
@@ -585,7 +585,7 @@ int lesson4_run(const Options *opt, Trace *tr) {
                "模型：上下文 %d，嵌入 %d，%d 个头，%d 个模块，词表 %d 个字符（%zu 个参数）。", g.T, g.C, g.H, g.L, g.V,
                x.m.num_params);
     if (random_model) {
-        fileio_error("%s is missing; lesson 4 runs a random model", "找不到 %s；第 4 课改用随机模型", GPT_SHIPPED_MODEL);
+        fileio_error(tr->lang, "%s is missing; lesson 4 runs a random model", "找不到 %s；第 4 课改用随机模型", GPT_SHIPPED_MODEL);
         trace_say(tr, "No trained model was found: the weights are random. The costs are the same.",
                   "没有找到训练好的模型：权重是随机的。计算量和耗时与训练好的模型相同。");
     }
@@ -602,7 +602,7 @@ int lesson4_run(const Options *opt, Trace *tr) {
     Sampler sampler;
     float temperature = opt->temperature >= 0 ? (float)opt->temperature : 1.0f;
     if (sampler_init(&sampler, g.V, temperature, opt->top_k, (uint32_t)opt->seed)) {
-        fileio_error("out of memory", "内存不足");
+        fileio_error(tr->lang, "out of memory", "内存不足");
         rc = 1;
         goto done;
     }

@@ -89,7 +89,7 @@ static int cache_grows(Trace *tr, const Options *opt, const GptModel *m, GptStat
     Sampler sampler;
     float temperature = opt->temperature >= 0 ? (float)opt->temperature : 1.0f;
     if (sampler_init(&sampler, g.V, temperature, opt->top_k, (uint32_t)opt->seed)) {
-        fileio_error("out of memory", "内存不足");
+        fileio_error(tr->lang, "out of memory", "内存不足");
         return 1;
     }
     gpt_generate(tokens, s, m, &sampler, p, steps, 1, record_len, lens);
@@ -269,7 +269,7 @@ int lesson5_run(const Options *opt, Trace *tr) {
     int steps = g.T - p + 1;   // the last step feeds position T - 1: the cache is full
     lens.len = malloc(sizeof(int) * (size_t)steps);
     if (!lens.len || gpt_state_init(&s, g) || !(s.pool = pool_new_for(opt->threads, gpt_row_work(g)))) {
-        fileio_error("out of memory", "内存不足");
+        fileio_error(tr->lang, "out of memory", "内存不足");
         rc = 1;
         goto done;
     }
@@ -278,7 +278,7 @@ int lesson5_run(const Options *opt, Trace *tr) {
     trace_say(tr, "The article: the cache takes up storage. How much, and against what?",
               "原文：“占用一定的存储空间”。占用多少？和什么相比？");
     if (random_model) {
-        fileio_error("%s is missing; lesson 5 runs a random model", "找不到 %s；第 5 课改用随机模型", GPT_SHIPPED_MODEL);
+        fileio_error(tr->lang, "%s is missing; lesson 5 runs a random model", "找不到 %s；第 5 课改用随机模型", GPT_SHIPPED_MODEL);
         trace_say(tr, "No trained model was found: the weights are random. The sizes are the same.",
                   "没有找到训练好的模型：权重是随机的。大小完全一样。");
     }

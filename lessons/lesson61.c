@@ -223,8 +223,8 @@ static void scene_free(Scene *sc) {
     gpt_free(&sc->m);
 }
 
-static int oom(void) {
-    fileio_error("lesson 6.1: out of memory", "第 6.1 课：内存不足");
+static int oom(Lang lang) {
+    fileio_error(lang, "lesson 6.1: out of memory", "第 6.1 课：内存不足");
     return 1;
 }
 
@@ -236,7 +236,7 @@ static int scene_init(Scene *sc, int *n_prompt, const Options *opt, int N, int s
     int rc = gptsetup_lesson(&sc->m, &random_model, &sc->prompt, n_prompt, opt, NULL);
     if (rc) return rc;
     if (random_model)
-        fileio_error("lesson 6.1: %s is missing; using a random model of the seed preset (its text is noise)",
+        fileio_error(opt->lang, "lesson 6.1: %s is missing; using a random model of the seed preset (its text is noise)",
                      "第 6.1 课：找不到 %s；改用 seed 形状的随机模型（生成的文字没有意义）", GPT_SHIPPED_MODEL);
     int V = sc->m.cfg.V, stride = *n_prompt + steps;
     int rows = stride > *n_prompt + TABLE_STEPS ? stride : *n_prompt + TABLE_STEPS;
@@ -246,13 +246,13 @@ static int scene_init(Scene *sc, int *n_prompt, const Options *opt, int N, int s
     sc->logits_b = malloc(sizeof(float) * (size_t)stride * V);
     if (!sc->tokens || !sc->samplers || !sc->logits_a || !sc->logits_b || gpt_state_init(&sc->s, sc->m.cfg)) {
         scene_free(sc);
-        return oom();
+        return oom(opt->lang);
     }
     float temperature = opt->temperature >= 0 ? (float)opt->temperature : 1.0f;
     for (int i = 0; i < N; i++) {
         if (sampler_init(&sc->samplers[i], V, temperature, opt->top_k, (uint32_t)(opt->seed + (uint64_t)i))) {
             scene_free(sc);
-            return oom();
+            return oom(opt->lang);
         }
         sc->nsamplers++;
     }
@@ -263,7 +263,7 @@ static int scene_init(Scene *sc, int *n_prompt, const Options *opt, int N, int s
 static int part_table(Scene *sc, Trace *tr, const Options *opt, int n_prompt) {
     const GptModel *m = &sc->m;
     int T = m->cfg.T, NB = (T + TABLE_B - 1) / TABLE_B + 4;
-    if (scene_pool(sc, tr, TABLE_B, NB, 1, 1)) return oom();
+    if (scene_pool(sc, tr, TABLE_B, NB, 1, 1)) return oom(opt->lang);
     kvpool_shuffle(&sc->pool, (uint32_t)opt->seed);
     trace_heading(tr, "(1) The block table: logical blocks mapped to scattered physical blocks",
                   "（1）block table：序列的连续逻辑块映射到非连续物理块");
@@ -298,7 +298,7 @@ static int part_table(Scene *sc, Trace *tr, const Options *opt, int n_prompt) {
                        token_text(t, sizeof t, m, tok[total - 1]), total - 1);
             logits = gpt_forward_paged(&sc->s, m, &sc->seqs[0], tok + total - 1, 1, total - 1, NULL);
         }
-        if (!logits) return oom();
+        if (!logits) return oom(opt->lang);
         show_table(tr, &sc->seqs[0], m);
         show_pool(sc);
         int p = sc->seqs[0].len - 1, slot = kvseq_slot(&sc->seqs[0], p);
@@ -468,7 +468,7 @@ static int prefix_sharing(Scene *sc, Trace *tr, int B, int N, int stride) {
     trace_run(tr, "prefix");
     int V = m->cfg.V;
     const float *lg = gpt_forward_paged(&sc->s, m, a, text, n, 0, NULL);
-    if (!lg) return oom();
+    if (!lg) return oom(tr->lang);
     memcpy(sc->logits_b, lg, sizeof(float) * (size_t)V);
     int reused = kvseq_share_prefix(b, text, n);
     say_reused(tr, sc, a, b, N, reused, n - reused);
@@ -476,7 +476,7 @@ static int prefix_sharing(Scene *sc, Trace *tr, int B, int N, int stride) {
     trace_count(tr, "reused_positions", reused, NULL, NULL);
     trace_count(tr, "reused_blocks", reused / B, NULL, NULL);
     lg = gpt_forward_paged(&sc->s, m, b, text + reused, n - reused, reused, NULL);
-    if (!lg) return oom();
+    if (!lg) return oom(tr->lang);
     memcpy(sc->logits_a, lg, sizeof(float) * (size_t)V);
     {
         Tensor x = tensor_view2(sc->logits_a, 1, V), y = tensor_view2(sc->logits_b, 1, V);
@@ -509,7 +509,7 @@ static int prefix_sharing(Scene *sc, Trace *tr, int B, int N, int stride) {
 static int part_sharing(Scene *sc, Trace *tr, const Options *opt, int n_prompt, int B, int N, int steps) {
     int T = sc->m.cfg.T, stride = n_prompt + steps;
     int longest = stride < T ? stride : T, NB = N * ((longest + B - 1) / B) + 2 * ((10 + B - 1) / B) + 2;
-    if (scene_pool(sc, tr, B, NB, N + 3, 1)) return oom();
+    if (scene_pool(sc, tr, B, NB, N + 3, 1)) return oom(opt->lang);
     trace_heading(tr, "(2) One prompt, several outputs: shared blocks and copy-on-write",
                   "（2）同一个 prompt 生成多个输出序列：共享块与 copy-on-write");
     trace_sayf(tr,
@@ -531,7 +531,7 @@ static int part_sharing(Scene *sc, Trace *tr, const Options *opt, int n_prompt, 
     }
     if (sharing_fork(sc, tr, n_prompt, N) || sharing_generate(sc, tr, n_prompt, N, steps) ||
         sharing_saved(sc, tr, N, stride, NB))
-        return oom();
+        return oom(opt->lang);
     return prefix_sharing(sc, tr, B, N, stride);
 }
 
@@ -559,8 +559,8 @@ static int part_same(Scene *sc, Trace *tr, int n_prompt, int B, int steps, int *
     *all_identical = 1;
     for (int i = 0; i < ns; i++) {
         int NB = (T + sizes[i] - 1) / sizes[i];
-        if (scene_pool(sc, tr, sizes[i], NB, 1, 0)) return oom();
-        if (feed(sc->logits_b, &sc->s, m, &sc->seqs[0], sc->tokens, len)) return oom();
+        if (scene_pool(sc, tr, sizes[i], NB, 1, 0)) return oom(tr->lang);
+        if (feed(sc->logits_b, &sc->s, m, &sc->seqs[0], sc->tokens, len)) return oom(tr->lang);
         char run[32], bn[64];
         snprintf(run, sizeof run, "B=%d", sizes[i]);
         trace_run(tr, run);
@@ -639,7 +639,7 @@ static int policies_table(Trace *tr, const KvRequest *reqs, int64_t S, double *p
 // (4) Waste on a workload.
 static int part_waste(Trace *tr, const Options *opt, double *paged_waste) {
     KvRequest *reqs = malloc(sizeof *reqs * SIM_REQUESTS);
-    if (!reqs) return oom();
+    if (!reqs) return oom(opt->lang);
     kvsim_workload(reqs, SIM_REQUESTS, (uint32_t)opt->seed, SIM_PROMPT_MEDIAN, SIM_OUTPUT_MEDIAN, SIM_SIGMA,
                    SIM_MAX_LEN);
     int64_t S = (int64_t)SIM_BUDGET * SIM_MAX_LEN;
@@ -671,7 +671,7 @@ static int part_waste(Trace *tr, const Options *opt, double *paged_waste) {
         float *lengths = malloc(sizeof(float) * 2 * SIM_REQUESTS);
         if (!lengths) {
             free(reqs);
-            return oom();
+            return oom(opt->lang);
         }
         for (int r = 0; r < SIM_REQUESTS; r++) lengths[2 * r] = (float)reqs[r].prompt, lengths[2 * r + 1] = (float)reqs[r].output;
         Tensor t = tensor_view2(lengths, SIM_REQUESTS, 2);
@@ -680,7 +680,7 @@ static int part_waste(Trace *tr, const Options *opt, double *paged_waste) {
     }
     if (policies_table(tr, reqs, S, paged_waste)) {
         free(reqs);
-        return oom();
+        return oom(opt->lang);
     }
     trace_run(tr, NULL);
     trace_say(tr,
@@ -900,11 +900,11 @@ static int part_time(Trace *tr, const Options *opt, Pool *pool, const double *pa
     trace_machine(tr, measure_machine());
     Bench b;
     Way way[NARMS];
-    if (bench_init(&b, (uint32_t)opt->seed, repeat)) return oom();
+    if (bench_init(&b, (uint32_t)opt->seed, repeat)) return oom(opt->lang);
     b.pool = pool;
     if (ways_init(way, &b, (uint32_t)opt->seed)) {
         bench_free(&b);
-        return oom();
+        return oom(opt->lang);
     }
     double *samples[NARMS];
     MeasureRun runs[NARMS];
@@ -961,13 +961,13 @@ int lesson61_run(const Options *opt, Trace *tr) {
     int N = opt->samples > 0 ? opt->samples : DEFAULT_SAMPLES;
     int steps = opt->steps > 0 ? opt->steps : DEFAULT_STEPS;
     if (steps > MAX_STEPS) {
-        fileio_error("lesson 6.1 takes --steps 1 to %d (tokens per sample); kvdemo generate --paged writes longer texts",
+        fileio_error(tr->lang, "lesson 6.1 takes --steps 1 to %d (tokens per sample); kvdemo generate --paged writes longer texts",
                      "第 6.1 课的 --steps 取 1 到 %d（每个续写的 token 数）；更长的文字请用 kvdemo generate --paged",
                      MAX_STEPS);
         return 2;
     }
     if (opt->seed + (uint64_t)N - 1 > 4294967295ull) {
-        fileio_error("lesson 6.1: sample i draws with seed --seed + i, which must stay below 2**32; give a smaller --seed",
+        fileio_error(tr->lang, "lesson 6.1: sample i draws with seed --seed + i, which must stay below 2**32; give a smaller --seed",
                      "第 6.1 课：第 i 个续写用种子 --seed + i 抽样，它必须小于 2**32；请给小一些的 --seed");
         return 2;
     }
@@ -977,7 +977,7 @@ int lesson61_run(const Options *opt, Trace *tr) {
     if (rc) return rc;
     if (!(sc.s.pool = pool_new_for(opt->threads, gpt_row_work(sc.m.cfg)))) {   // --threads, 0: the fastest for the shape
         scene_free(&sc);
-        fileio_error("could not start %d threads", "无法启动 %d 个线程", ops_threads_asked(opt->threads));
+        fileio_error(tr->lang, "could not start %d threads", "无法启动 %d 个线程", ops_threads_asked(opt->threads));
         return 1;
     }
 
@@ -998,7 +998,7 @@ int lesson61_run(const Options *opt, Trace *tr) {
     if (!rc) rc = part_waste(tr, opt, paged_waste);
     if (!rc) rc = part_time(tr, opt, sc.s.pool, paged_waste, &identical5);
     if (!rc && (!identical || !identical5)) {
-        fileio_error("lesson 6.1: the paged cache's results differ from the contiguous cache's",
+        fileio_error(tr->lang, "lesson 6.1: the paged cache's results differ from the contiguous cache's",
                      "第 6.1 课：分页缓存的结果与连续缓存的不一致");
         rc = 1;
     }

@@ -671,7 +671,7 @@ static int demo_options(Demo *d, const Size **size, const Options *opt) {
         for (size_t i = 0; i < sizeof SIZES / sizeof SIZES[0]; i++)
             if (!strcmp(SIZES[i].name, opt->preset)) *size = &SIZES[i];
         if (!*size) {
-            fileio_error("lesson 6.2: --preset takes seed or tiny, not '%s'", "第 6.2 课：--preset 取 seed 或 tiny，不能是“%s”",
+            fileio_error(opt->lang, "lesson 6.2: --preset takes seed or tiny, not '%s'", "第 6.2 课：--preset 取 seed 或 tiny，不能是“%s”",
                          opt->preset);
             return 2;
         }
@@ -681,7 +681,7 @@ static int demo_options(Demo *d, const Size **size, const Options *opt) {
     d->steps = opt->steps > 0 ? opt->steps : (*size)->steps;
     if (opt->steps <= 0 && d->file.params && d->steps > d->T / 2) d->steps = d->T / 2;   // a file's short context
     if (d->steps >= d->T) {
-        fileio_error("lesson 6.2: --steps %d leaves no context before the timed tokens; "
+        fileio_error(opt->lang, "lesson 6.2: --steps %d leaves no context before the timed tokens; "
                      "with --preset %s (context %d) it takes 1 to %d",
                      "第 6.2 课：--steps %d 让计时的 token 之前没有上下文；--preset %s（上下文 %d）时它取 1 到 %d",
                      d->steps, (*size)->name, d->T, d->T - 1);
@@ -689,9 +689,9 @@ static int demo_options(Demo *d, const Size **size, const Options *opt) {
     }
     d->repeat = opt->repeat > 0 ? opt->repeat : (*size)->repeat;
     d->P = d->T - d->steps;   // positions read in before the first timed token
-    if (opt->n_prompts > 1) fileio_error("lesson 6.2 uses the first --prompt only", "第 6.2 课只用第一个 --prompt");
+    if (opt->n_prompts > 1) fileio_error(opt->lang, "lesson 6.2 uses the first --prompt only", "第 6.2 课只用第一个 --prompt");
     if (opt->runs != RUN_BOTH)
-        fileio_error("lesson 6.2 always times generation with the cache; --cache and "
+        fileio_error(opt->lang, "lesson 6.2 always times generation with the cache; --cache and "
                      "--no-cache only leave out the comparison of the two",
                      "第 6.2 课总是给使用缓存的生成计时；--cache 和 --no-cache 只是省去两者的对比");
     return 0;
@@ -723,7 +723,7 @@ static void mha_from_file(LlamaModel *mha, LlamaModel *file) {
 // The three models (MHA with random weights, GQA and MQA converted from it),
 // each with a state of one row; the prompt; the checks' model; the buffers of
 // the claims. Returns 0, or 1 (no memory) or 2 (a bad --prompt) with a message.
-static int demo_new(Demo *d, const Size *size, const char *prompt) {
+static int demo_new(Lang lang, Demo *d, const Size *size, const char *prompt) {
     char err[512];
     LlamaConfig cfg = llama_config_default();
     cfg.dim = size->dim;
@@ -735,7 +735,7 @@ static int demo_new(Demo *d, const Size *size, const char *prompt) {
     cfg.max_seq_len = d->T;
     int gqa = gqa_kv_heads(cfg.n_heads);
     if (gqa < 0) {
-        fileio_error("lesson 6.2: the model's %d query heads cannot be grouped: GQA needs n_kv_heads between 1 "
+        fileio_error(lang, "lesson 6.2: the model's %d query heads cannot be grouped: GQA needs n_kv_heads between 1 "
                      "and n_heads that divides n_heads",
                      "第 6.2 课：模型的 %d 个查询头无法分组：GQA 需要一个介于 1 和 n_heads 之间、能整除 n_heads 的 "
                      "n_kv_heads",
@@ -745,9 +745,9 @@ static int demo_new(Demo *d, const Size *size, const char *prompt) {
     int kv_heads[NUM_VARIANTS] = {cfg.n_heads, gqa, 1};
     for (int i = 0; i < NUM_VARIANTS; i++) {
         cfg.n_kv_heads = kv_heads[i];
-        if (llama_new(&d->vs[i].m, &cfg, err, sizeof err) != 0 ||
-            llama_state_init(&d->vs[i].st, &d->vs[i].m, 1, err, sizeof err) != 0) {
-            fileio_error("lesson 6.2: %s", "第 6.2 课：%s", err);
+        if (llama_new(&d->vs[i].m, &cfg, ERR(lang, err)) != 0 ||
+            llama_state_init(&d->vs[i].st, &d->vs[i].m, 1, ERR(lang, err)) != 0) {
+            fileio_error(lang, "lesson 6.2: %s", "第 6.2 课：%s", err);
             return 1;
         }
     }
@@ -766,9 +766,9 @@ static int demo_new(Demo *d, const Size *size, const char *prompt) {
     d->tok = malloc(sizeof(int) * (size_t)T);
     d->logits = malloc(sizeof(float) * (size_t)V);
     if (!d->ids || !d->ctx || !d->tok || !d->logits) goto oom;
-    int n = d->n = llama_encode(d->ids, mha, prompt, 1, 0, T, err, sizeof err);
+    int n = d->n = llama_encode(d->ids, mha, prompt, 1, 0, T, ERR(lang, err));
     if (n < 0) {
-        fileio_error("lesson 6.2: --prompt: %s", "第 6.2 课：--prompt：%s", err);
+        fileio_error(lang, "lesson 6.2: --prompt: %s", "第 6.2 课：--prompt：%s", err);
         return 2;
     }
     snprintf(d->prompt_text, sizeof d->prompt_text, "\"%s\"", prompt);
@@ -785,7 +785,7 @@ static int demo_new(Demo *d, const Size *size, const char *prompt) {
         v->cache_read = v->cache_tok * T;   // the last token reads rows 0 .. T-1
         // The lesson's formula is the model's own.
         if (v->cache_tok != llama_cache_bytes_per_token(c)) {
-            fileio_error("lesson 6.2: cache bytes per token disagree with llama.c",
+            fileio_error(lang, "lesson 6.2: cache bytes per token disagree with llama.c",
                          "第 6.2 课：每个 token 的缓存字节数与 llama.c 算的不一致");
             return 1;
         }
@@ -794,12 +794,12 @@ static int demo_new(Demo *d, const Size *size, const char *prompt) {
     chk_cfg.n_kv_heads = cfg.n_heads;
     chk_cfg.max_seq_len = n;
     d->chk_logits = malloc(sizeof(float) * (size_t)n * V);
-    if (!d->chk_logits || llama_new(&d->chk, &chk_cfg, err, sizeof err) != 0 ||
-        llama_state_init(&d->chk_st, &d->chk, 1, err, sizeof err) != 0)
+    if (!d->chk_logits || llama_new(&d->chk, &chk_cfg, ERR(lang, err)) != 0 ||
+        llama_state_init(&d->chk_st, &d->chk, 1, ERR(lang, err)) != 0)
         goto oom;
     return 0;
 oom:
-    fileio_error("lesson 6.2: out of memory", "第 6.2 课：内存不足");
+    fileio_error(lang, "lesson 6.2: out of memory", "第 6.2 课：内存不足");
     return 1;
 }
 
@@ -866,13 +866,13 @@ int lesson62_run(const Options *opt, Trace *tr) {
     Demo d = {.vs = {{.run = "mha", .label = "MHA"}, {.run = "gqa", .label = "GQA"}, {.run = "mqa", .label = "MQA"}}};
     const Size *size;
     if (opt->tokenizer_path && !opt->model_path) {
-        fileio_error("lesson 6.2: --tokenizer goes with --model FILE, llama2.c's checkpoint",
+        fileio_error(tr->lang, "lesson 6.2: --tokenizer goes with --model FILE, llama2.c's checkpoint",
                      "第 6.2 课：--tokenizer 要和 --model FILE（llama2.c 的模型文件）一起用");
         return 2;
     }
     char err[512];
-    if (opt->model_path && llama_load_any(&d.file, opt->model_path, opt->tokenizer_path, err, sizeof err) != 0) {
-        fileio_error("%s", "%s", err);
+    if (opt->model_path && llama_load_any(&d.file, opt->model_path, opt->tokenizer_path, ERR(tr->lang, err)) != 0) {
+        fileio_error(tr->lang, "%s", "%s", err);
         return 1;
     }
     int rc = demo_options(&d, &size, opt);
@@ -883,12 +883,12 @@ int lesson62_run(const Options *opt, Trace *tr) {
     LlamaConfig shape = d.file.params ? d.file.cfg : llama_config_default();
     if (!d.file.params) shape.dim = size->dim, shape.hidden_dim = size->hidden_dim;
     if (!(d.pool = pool_new_for(opt->threads, llama_row_work(&shape)))) {   // --threads, 0: the fastest for the shape
-        fileio_error("could not start %d threads", "无法启动 %d 个线程", ops_threads_asked(opt->threads));
+        fileio_error(tr->lang, "could not start %d threads", "无法启动 %d 个线程", ops_threads_asked(opt->threads));
         llama_free(&d.file);
         return 1;
     }
     const char *prompt = opt->n_prompts > 0 ? opt->prompts[0] : DEFAULT_PROMPT;
-    rc = demo_new(&d, size, prompt);
+    rc = demo_new(opt->lang, &d, size, prompt);
     for (int i = 0; i < NUM_VARIANTS; i++) d.vs[i].st.pool = d.pool;   // every state on the lesson's threads
     d.chk_st.pool = d.pool;
     if (!rc) {

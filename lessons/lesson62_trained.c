@@ -101,13 +101,13 @@ static int timed_run(void *arg, double *seconds) {
 // its cache, its state on pool's threads. Returns 0; -1 when the file cannot
 // be used (err says why); 1 when memory ran out.
 static int trained_load(Trained *t, const char *text, const char *slice, long part, int threads, Pool *pool,
-                        int repeat, char *err, size_t errlen) {
+                        int repeat, Err err) {
     char buf[4096];
-    if (llama_load(&t->m, paths_shipped(t->s->path, buf, sizeof buf), err, errlen) != 0) return -1;
+    if (llama_load(&t->m, paths_shipped(t->s->path, buf, sizeof buf), err) != 0) return -1;
     int T = t->m.cfg.max_seq_len;
     t->P = T - TIMED_STEPS;
     if (t->P < 1 || strlen(text) < (size_t)t->P) {
-        fileio_fail2(err, errlen, "%s: a context of %d leaves no room for %d timed tokens",
+        fileio_fail2(err, "%s: a context of %d leaves no room for %d timed tokens",
                      "%s：上下文 %d 容不下 %d 个计时的 token", t->s->path, T, TIMED_STEPS);
         return -1;
     }
@@ -119,10 +119,10 @@ static int trained_load(Trained *t, const char *text, const char *slice, long pa
     t->tok = malloc(sizeof(int) * (size_t)T);
     t->samples = malloc(sizeof(double) * (size_t)repeat);
     if (!t->logits || !t->ctx || !t->tok || !t->samples) return 1;
-    if (llama_state_init(&t->st, &t->m, 1, err, errlen) != 0) return 1;
+    if (llama_state_init(&t->st, &t->m, 1, err) != 0) return 1;
     t->st.pool = pool;
-    if (llama_encode(t->ctx, &t->m, head, 1, 0, T, err, errlen) != t->P + 1) return -1;
-    if (llama_train_text_loss_head(&t->m, slice, part, threads, &t->loss, err, errlen) != 0) return -1;
+    if (llama_encode(t->ctx, &t->m, head, 1, 0, T, err) != t->P + 1) return -1;
+    if (llama_train_text_loss_head(&t->m, slice, part, threads, &t->loss, err) != 0) return -1;
     llama_forward(t->logits, &t->st, &t->m, t->ctx, 0, 1, t->P, t->P);   // not timed
     t->loaded = 1;
     return 0;
@@ -141,9 +141,9 @@ static void trained_free(Trained *t) {
 // fileio's reader (a FIFO or a folder refused at once, a short read said).
 // Returns its length, or -1 with err (the file cannot be read, or is
 // longer than the room).
-static long read_slice(char *text, const char *path, char *err, size_t errlen) {
+static long read_slice(char *text, const char *path, Err err) {
     size_t got = 0;
-    char *t = fileio_read_text(path, SLICE_BYTES - 1, 0, &got, err, errlen);
+    char *t = fileio_read_text(path, SLICE_BYTES - 1, 0, &got, err);
     if (!t) return -1;
     memcpy(text, t, got + 1);
     free(t);
@@ -397,9 +397,9 @@ static int show_converted(Trace *tr, const Trained *ts, const char *slice, long 
         int G = SHIPPED[i].kv_heads;
         LlamaModel m;
         double loss;
-        if (llama_convert_check(&mha->m, G, err, sizeof err) != 0) continue;   // another shape
-        if (llama_convert(&m, &mha->m, G, LLAMA_CONVERT_MEAN, 0, err, sizeof err) != 0) return 1;
-        int rc = llama_train_text_loss_head(&m, slice, part, threads, &loss, err, sizeof err);
+        if (llama_convert_check(&mha->m, G, ERR(tr->lang, err)) != 0) continue;   // another shape
+        if (llama_convert(&m, &mha->m, G, LLAMA_CONVERT_MEAN, 0, ERR(tr->lang, err)) != 0) return 1;
+        int rc = llama_train_text_loss_head(&m, slice, part, threads, &loss, ERR(tr->lang, err));
         llama_free(&m);
         if (rc != 0) return 1;
         double gap = loss - mha->loss;
@@ -448,7 +448,7 @@ int lesson62_trained(const Options *opt, Trace *tr, Pool *pool, int repeat, long
     trace_heading(tr, "(3) What sharing costs, measured on the trained models",
                   "（3）共享的代价：在训练好的模型上实测");
     const char *slice = paths_shipped(SLICE, buf, sizeof buf);
-    long chars = read_slice(text, slice, err, sizeof err);
+    long chars = read_slice(text, slice, ERR(tr->lang, err));
     if (part <= 0 || part > chars) part = chars;
     if (chars < 0) {
         trace_sayf(tr, "%s cannot be read (%s): it ships with kvdemo (`git checkout -- %s`). This part needs it; "
@@ -465,7 +465,7 @@ int lesson62_trained(const Options *opt, Trace *tr, Pool *pool, int repeat, long
     void *ctx[NUM_SHIPPED];
     for (int i = 0; i < NUM_SHIPPED && !rc; i++) {
         ts[i].s = &SHIPPED[i];
-        int r = trained_load(&ts[i], text, slice, part, opt->threads, pool, repeat, err, sizeof err);
+        int r = trained_load(&ts[i], text, slice, part, opt->threads, pool, repeat, ERR(tr->lang, err));
         if (r < 0) say_missing(tr, ts[i].s, err);
         else if (r > 0) rc = 1;
         else samples[arms] = ts[i].samples, runs[arms] = timed_run, ctx[arms] = &ts[i], arms++;
@@ -482,7 +482,7 @@ int lesson62_trained(const Options *opt, Trace *tr, Pool *pool, int repeat, long
         rc = show_converted(tr, ts, slice, part, opt->threads);
         trace_pause(tr);
     }
-    if (rc) fileio_error("lesson 6.2: out of memory", "第 6.2 课：内存不足");
+    if (rc) fileio_error(tr->lang, "lesson 6.2: out of memory", "第 6.2 课：内存不足");
     for (int i = 0; i < NUM_SHIPPED; i++) trained_free(&ts[i]);
     return rc;
 }

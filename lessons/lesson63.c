@@ -608,7 +608,7 @@ static int measured(Trace *tr, const Options *opt) {
     for (int N = 1024; N <= max_n; N *= 4) {
         Measured mp, mt;
         if (measure_apart(&mp, 0, N, HEAD, Bc, repeat) || measure_apart(&mt, 1, N, HEAD, Bc, repeat)) {
-            fileio_error("lesson 6.3: the measurement at N = %d failed (out of memory, or no process could be started)",
+            fileio_error(tr->lang, "lesson 6.3: the measurement at N = %d failed (out of memory, or no process could be started)",
                          "第 6.3 课：N = %d 的测量失败（内存不足，或无法启动进程）", N);
             rc = 1;
             break;
@@ -756,13 +756,13 @@ static int flash_decoding(Trace *tr, const Options *opt) {
     x.row = malloc(sizeof(double) * (size_t)x.repeat), x.dec = malloc(sizeof(double) * (size_t)x.repeat);
     if (!x.kt || !x.v || !x.scratch || !x.row || !x.dec) {
         free(x.kt), free(x.v), free(x.scratch), free(x.row), free(x.dec);
-        fileio_error("out of memory", "内存不足");
+        fileio_error(tr->lang, "out of memory", "内存不足");
         return 1;
     }
     // The kernel alone, no model's shape to size it: --threads, 0 one a core.
     if (!(x.pool = pool_new(opt->threads))) {
         free(x.kt), free(x.v), free(x.scratch), free(x.row), free(x.dec);
-        fileio_error("could not start %d threads", "无法启动 %d 个线程", ops_threads_asked(opt->threads));
+        fileio_error(tr->lang, "could not start %d threads", "无法启动 %d 个线程", ops_threads_asked(opt->threads));
         return 1;
     }
     uint64_t seed = 7;
@@ -867,12 +867,12 @@ static int gpt_step(Trace *tr, const Options *opt, int *said) {
     double *samples = malloc(sizeof(double) * 2 * (size_t)repeat);   // plain, then flash
     GptState s = {0};
     if (!tokens || !lp || !lf || !samples || gpt_state_init(&s, g) || !(s.pool = pool_new_for(opt->threads, gpt_row_work(g)))) {
-        fileio_error("out of memory", "内存不足");
+        fileio_error(tr->lang, "out of memory", "内存不足");
         rc = 1;
         goto done;
     }
     if (random_model)
-        fileio_error("%s is missing; lesson 6.3 times a random model of the seed preset",
+        fileio_error(tr->lang, "%s is missing; lesson 6.3 times a random model of the seed preset",
                      "找不到 %s；第 6.3 课改为给 seed 形状的随机模型计时", GPT_SHIPPED_MODEL);
     for (int i = 0; i < g.T; i++) tokens[i] = (i * 7 + 1) % g.V;
     trace_heading(tr, "6. The char GPT (lesson 10): a cached step at the context length",
@@ -882,7 +882,7 @@ static int gpt_step(Trace *tr, const Options *opt, int *said) {
     GptStep1 plain = {&s, &m, tokens, lp, 0, tile}, flash = {&s, &m, tokens, lf, 1, tile};
     if (measure_interleaved(samples, samples + repeat, MEASURE_WARMUP, repeat, gpt_step_run, &plain, gpt_step_run,
                             &flash)) {
-        fileio_error("out of memory", "内存不足");
+        fileio_error(tr->lang, "out of memory", "内存不足");
         rc = 1;
         goto done;
     }
@@ -915,7 +915,7 @@ int lesson63_run(const Options *opt, Trace *tr) {
     AttnStep s;
     if (toy_begin(&d, &s, 1, TOKENS, opt, tr->lesson, TOKENS)) return 1;
     if (d.dk != d.dv || d.dk > TOY_MAX_WIDTH) {
-        fileio_error("lesson 6.3 needs Q, K and V of one width (W_Q, W_K, W_V with as many columns)",
+        fileio_error(tr->lang, "lesson 6.3 needs Q, K and V of one width (W_Q, W_K, W_V with as many columns)",
                      "第 6.3 课要求 Q、K、V 一样宽（W_Q、W_K、W_V 列数相同）");
         toy_end(&d, &s, 1);
         return 1;
@@ -948,14 +948,14 @@ int lesson63_run(const Options *opt, Trace *tr) {
     if (!rc) rc = gpt_step(tr, opt, &said);
     trace_run(tr, NULL);
     if (ok == OUT_OVERFLOW) {
-        fileio_error("lesson 6.3: %s overflows float32 on these numbers (inf or NaN)%.0s: scale the numbers of "
+        fileio_error(tr->lang, "lesson 6.3: %s overflows float32 on these numbers (inf or NaN)%.0s: scale the numbers of "
                      "--data down (a float32 holds at most 3.4e38)",
                      "第 6.3 课：在这些数上%.0s%s超出了 float32 的范围（inf 或 NaN）：请把 --data 中的数缩小（float32 最大约 3.4e38）",
                      what[0], what[1]);
         return 1;
     }
     if (ok == OUT_APART) {
-        fileio_error("lesson 6.3: the tiled output is not within 1e-6 x max|V| of plain attention (a bug in kvdemo)",
+        fileio_error(tr->lang, "lesson 6.3: the tiled output is not within 1e-6 x max|V| of plain attention (a bug in kvdemo)",
                      "第 6.3 课：分块计算的输出与普通注意力相差超过 1e-6 x max|V|（这是 kvdemo 的缺陷）");
         return 1;
     }

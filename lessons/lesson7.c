@@ -179,7 +179,7 @@ int lesson7_run(const Options *opt, Trace *tr) {
     if (toy_load(&d, opt, tr->lesson, 2)) return 1;
     int n = opt->steps > 0 ? opt->steps : d.n;
     if (n > d.n) {
-        fileio_error("lesson 7: --steps %d is more than the %d tokens of the data file; give at most %d, or a --data "
+        fileio_error(tr->lang, "lesson 7: --steps %d is more than the %d tokens of the data file; give at most %d, or a --data "
                      "file with more rows",
                      "第 7 课：--steps %d 超过了数据文件的 %d 个 token；最多给 %d，或者用行数更多的 --data 文件", n, d.n,
                      d.n);
@@ -194,7 +194,7 @@ int lesson7_run(const Options *opt, Trace *tr) {
     for (int s = 0; ok && s < n; s++)
         ok = attn_step_init(&steps[s], s + 1, d.d, d.dk, d.dv) == 0 && attn_step_init(&outs[s], 1, d.d, d.dk, d.dv) == 0;
     if (!ok) {
-        fileio_error("out of memory", "内存不足");
+        fileio_error(tr->lang, "out of memory", "内存不足");
         free_steps(steps, outs, steps && outs ? n : 0, &c);
         toydata_free(&d);
         return 1;

@@ -10,12 +10,12 @@
 int toy_load(ToyData *data, const Options *opt, const char *lesson, int min_tokens) {
     char path_buf[4096], err[512];
     const char *path = opt->data_path ? opt->data_path : toydata_default_path(path_buf, sizeof path_buf);
-    if (toydata_load(data, path, err, sizeof err)) {
-        fileio_error("%s", "%s", err);
+    if (toydata_load(data, path, ERR(opt->lang, err))) {
+        fileio_error(opt->lang, "%s", "%s", err);
         return -1;
     }
     if (data->n < min_tokens) {
-        fileio_error("%s: lesson %s needs at least %d tokens (rows of X), the file has %d",
+        fileio_error(opt->lang, "%s: lesson %s needs at least %d tokens (rows of X), the file has %d",
                      "%s：第 %s 课至少需要 %d 个 token（X 的行），这个文件只有 %d 个", path, lesson, min_tokens, data->n);
         toydata_free(data);
         return -1;
@@ -28,7 +28,7 @@ int toy_begin(ToyData *data, AttnStep *steps, int n, int cap, const Options *opt
     if (toy_load(data, opt, lesson, min_tokens)) return -1;
     for (int i = 0; i < n; i++) {
         if (attn_step_init(&steps[i], cap, data->d, data->dk, data->dv)) {
-            fileio_error("out of memory", "内存不足");
+            fileio_error(opt->lang, "out of memory", "内存不足");
             toy_end(data, steps, i);
             return -1;
         }

@@ -48,7 +48,6 @@ src/present/trace.o code          (the same)
 src/model/toydata.o cells         the scratch of one load (toydata_load), filled from the file before it is copied out
 src/util/provenance.o files      the model files this process read, for the provenance footer of the page: a record, not a mode
 src/util/provenance.o nfiles     (the same)
-src/util/fileio.o message_zh      STILL A MODE (issue 23, item 4): the language of messages, set once by cli.c
 '
 
 for o in $objs; do

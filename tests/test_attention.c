@@ -15,7 +15,7 @@ static int setup(void **state) {
     (void)state;
     fix_load(&fx, "tests/fixtures/toy_tensors.txt");
     char err[256];
-    if (toydata_load(&data, "data/tianqi.txt", err, sizeof err)) fail_msg("%s", err);
+    if (toydata_load(&data, "data/tianqi.txt", ERR(LANG_EN, err))) fail_msg("%s", err);
     return 0;
 }
 

@@ -46,7 +46,7 @@ static int setup(void **state) {
     ck.v = ck.params + 2 * P;
     for (size_t i = 0; i < P; i++) ck.v[i] = 1e-4f;
     char err[512];
-    int rc = train_checkpoint_save(good, &ck, err, sizeof err);
+    int rc = train_checkpoint_save(good, &ck, ERR(LANG_EN, err));
     free(ck.params);
     if (rc) return -1;
     FILE *f = fopen(good, "rb");
@@ -80,7 +80,7 @@ static void put_u32(unsigned char *b, uint32_t x) {
 // The good checkpoint with 4 bytes at `at` set to x (a u32, or a float's
 // bits), its checksum made again, written to bad; then loaded: returns the
 // loader's message ("" when it loaded). The caller frees it.
-static char *load_with(long at, uint32_t x) {
+static char *load_with(Lang lang, long at, uint32_t x) {
     unsigned char *b = malloc((size_t)n_bytes);
     assert_non_null(b);
     memcpy(b, bytes, (size_t)n_bytes);
@@ -94,7 +94,7 @@ static char *load_with(long at, uint32_t x) {
     free(b);
     TrainCheckpoint ck;
     char err[512];
-    if (train_checkpoint_load(bad, &ck, err, sizeof err) == 0) {
+    if (train_checkpoint_load(bad, &ck, ERR(lang, err)) == 0) {
         train_checkpoint_free(&ck);
         err[0] = '\0';
     }
@@ -116,7 +116,7 @@ typedef struct {
 
 static void check_cases(const Case *cases, size_t n) {
     for (size_t i = 0; i < n; i++) {
-        char *err = load_with(cases[i].at, cases[i].value);
+        char *err = load_with(LANG_EN, cases[i].at, cases[i].value);
         if (!cases[i].say && *err) fail_msg("%s: expected it to load, got: %s", cases[i].name, err);
         if (cases[i].say && !*err) fail_msg("%s: expected a refusal saying \"%s\", it loaded", cases[i].name, cases[i].say);
         if (cases[i].say && (!strstr(err, cases[i].say) || strstr(err, "checksum")))
@@ -128,7 +128,6 @@ static void check_cases(const Case *cases, size_t n) {
 // --iters takes 1 to 100000000 and --batch 1 to 4096: so does the loader.
 static void test_checkpoint_recipe_within_the_command_lines_limits(void **state) {
     (void)state;
-    fileio_set_zh(0);
     const Case cases[] = {
         {"the good checkpoint", AT_ITERS, 10, NULL},
         {"iters 100000000 (the largest --iters)", AT_ITERS, 100000000, NULL},
@@ -142,18 +141,15 @@ static void test_checkpoint_recipe_within_the_command_lines_limits(void **state)
     };
     check_cases(cases, sizeof cases / sizeof cases[0]);
     // and in Chinese
-    fileio_set_zh(1);
-    char *err = load_with(AT_ITERS, 0x7fffffff);
+    char *err = load_with(LANG_ZH, AT_ITERS, 0x7fffffff);
     if (!strstr(err, "迭代次数在 1 到 100000000 之间")) fail_msg("iters 2^31 - 1 in Chinese: got: %s", err);
     free(err);
-    fileio_set_zh(0);
 }
 
 // AdamW's v is a running mean of squared gradients: never below 0 (the
 // update divides by its square root).
 static void test_checkpoint_negative_second_moment_refused(void **state) {
     (void)state;
-    fileio_set_zh(0);
     long v0 = HEADER + 4 * V + 8 * (long)P;   // params, then m, then v
     const Case cases[] = {
         {"v[0] = 0", v0, bits_of(0.0f), NULL},
@@ -163,19 +159,16 @@ static void test_checkpoint_negative_second_moment_refused(void **state) {
         {"m[0] = -1 (a first moment may be negative)", v0 - 4 * (long)P, bits_of(-1.0f), NULL},
     };
     check_cases(cases, sizeof cases / sizeof cases[0]);
-    fileio_set_zh(1);
-    char *err = load_with(v0, bits_of(-1e-3f));
+    char *err = load_with(LANG_ZH, v0, bits_of(-1e-3f));
     if (!strstr(err, "AdamW 的二阶矩 v[0] 是 -0.001；它不会小于 0")) fail_msg("v[0] < 0 in Chinese: got: %s", err);
     free(err);
-    fileio_set_zh(0);
 }
 
 // The test's own checksum is the loader's: a byte changed without it is a
 // corrupted file.
 static void test_checkpoint_checksum_is_the_documents(void **state) {
     (void)state;
-    fileio_set_zh(0);
-    char *err = load_with(AT_ITERS, 10);
+    char *err = load_with(LANG_EN, AT_ITERS, 10);
     if (*err) fail_msg("the good checkpoint through the test's checksum: refused: %s", err);
     free(err);
     bytes[AT_ITERS] ^= 1;   // iters 11, the old checksum
@@ -186,7 +179,7 @@ static void test_checkpoint_checksum_is_the_documents(void **state) {
     bytes[AT_ITERS] ^= 1;
     TrainCheckpoint ck;
     char msg[512];
-    assert_int_equal(train_checkpoint_load(bad, &ck, msg, sizeof msg), -1);
+    assert_int_equal(train_checkpoint_load(bad, &ck, ERR(LANG_EN, msg)), -1);
     if (!strstr(msg, "checksum mismatch")) fail_msg("a changed byte: expected \"checksum mismatch\", got: %s", msg);
 }
 
@@ -195,7 +188,6 @@ static void test_checkpoint_checksum_is_the_documents(void **state) {
 // order and range, a weight that is not finite.
 static void test_checkpoint_fields_refused(void **state) {
     (void)state;
-    fileio_set_zh(0);
     long vocab = HEADER, params = HEADER + 4 * V;
     const Case cases[] = {
         {"version 2 (a GPT run)", 4, 2, "unsupported version (expected 1, or 2 for a LLaMA-style run with --window)"},

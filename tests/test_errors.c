@@ -16,6 +16,7 @@
 #include "buf.h"
 #include "corpus.h"
 #include "fileio.h"
+#include "gpt.h"
 
 #include <errno.h>
 
@@ -329,26 +330,80 @@ static void test_notices_speak_the_users_language(void **state) {
     }
 }
 
-// The library's side: fileio_fail2 picks the format of the message language,
+// The library's side: fileio_fail2 picks the format of the Err's language,
 // and fileio_strerror says a class's usual reasons in Chinese.
-static void test_fail2_follows_the_message_language(void **state) {
+static void test_fail2_follows_the_errs_language(void **state) {
     (void)state;
     char err[128];
-    fileio_set_zh(0);
-    assert_int_equal(fileio_fail2(err, sizeof err, "%s: row %d", "%s：第 %d 行", "a.txt", 3), -1);
+    assert_int_equal(fileio_fail2(ERR(LANG_EN, err), "%s: row %d", "%s：第 %d 行", "a.txt", 3), -1);
     assert_string_equal(err, "a.txt: row 3");
-    assert_string_equal(fileio_strerror(ENOENT), strerror(ENOENT));
-    fileio_set_zh(1);
-    fileio_fail2(err, sizeof err, "%s: row %d", "%s：第 %d 行", "a.txt", 3);
+    assert_string_equal(fileio_strerror(LANG_EN, ENOENT), strerror(ENOENT));
+    fileio_fail2(ERR(LANG_ZH, err), "%s: row %d", "%s：第 %d 行", "a.txt", 3);
     assert_string_equal(err, "a.txt：第 3 行");
     int codes[] = {ENOENT, EACCES, EISDIR, ENOTDIR, ENOSPC, EROFS};
     for (size_t i = 0; i < sizeof codes / sizeof codes[0]; i++) {
         char word[64];
-        if (english_word(fileio_strerror(codes[i]), "", word, sizeof word))
-            fail_msg("errno %d: expected a Chinese reason, got: %s", codes[i], fileio_strerror(codes[i]));
+        if (english_word(fileio_strerror(LANG_ZH, codes[i]), "", word, sizeof word))
+            fail_msg("errno %d: expected a Chinese reason, got: %s", codes[i], fileio_strerror(LANG_ZH, codes[i]));
     }
-    fileio_fail2(NULL, 0, "%s", "%s", "no buffer: nothing written");
-    fileio_set_zh(0);
+    fileio_fail2(ERR_NONE, "%s", "%s", "no buffer: nothing written");
+}
+
+// The language is the Err's, not the process's: errors of both languages
+// made in one process, in turn and through the same loader, each come out
+// in its own, whichever came before it.
+static void test_two_languages_in_one_process(void **state) {
+    (void)state;
+    char path[300];
+    snprintf(path, sizeof path, "%s/missing.bin", dir);
+    const char *en_want = "cannot open: No such file or directory", *zh_want = "无法打开：没有这个文件或文件夹";
+    for (int round = 0; round < 2; round++) {
+        char en[512] = "", zh[512] = "";
+        GptModel m;
+        Err first = round ? ERR(LANG_ZH, zh) : ERR(LANG_EN, en), second = round ? ERR(LANG_EN, en) : ERR(LANG_ZH, zh);
+        assert_int_equal(gpt_load(&m, path, first), -1);
+        assert_int_equal(gpt_load(&m, path, second), -1);
+        if (!strstr(en, en_want) || !strstr(en, path))
+            fail_msg("round %d, English Err: expected \"%s: ...%s\", got \"%s\"", round, path, en_want, en);
+        if (!strstr(zh, zh_want) || !strstr(zh, path))
+            fail_msg("round %d, Chinese Err: expected \"%s：...%s\", got \"%s\"", round, path, zh_want, zh);
+        char word[64];
+        if (english_word(zh, path, word, sizeof word))
+            fail_msg("round %d, Chinese Err: expected no English word, got '%s' in: %s", round, word, zh);
+    }
+    char a[64], b[64];
+    Err en = ERR(LANG_EN, a), zh = ERR(LANG_ZH, b);
+    fileio_fail2(zh, "row %d of %s", "第 %d 行（%s）", 2, fileio_text(zh.lang, "the table", "表"));
+    fileio_fail2(en, "row %d of %s", "第 %d 行（%s）", 2, fileio_text(en.lang, "the table", "表"));
+    assert_string_equal(a, "row 2 of the table");
+    assert_string_equal(b, "第 2 行（表）");
+}
+
+// --lang zh on the command line reaches the loaders' reasons (through the
+// Err the command makes) and main's last line (standard output lost).
+static void test_lang_zh_reaches_loaders_and_main(void **state) {
+    (void)state;
+    static const struct {
+        const char *args;
+        const char *en, *zh;
+    } CASES[] = {
+        {"generate --model DIR/missing.bin", "No such file or directory", "没有这个文件或文件夹"},
+        {"list >/dev/full", "kvdemo: error writing standard output: No space left on device",
+         "kvdemo：写标准输出时出错：磁盘已满"},
+    };
+    for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++)
+        for (int zh = 0; zh < 2; zh++) {
+            char args[1024], with_lang[1100];
+            expand(args, sizeof args, CASES[i].args);
+            snprintf(with_lang, sizeof with_lang, "%s --lang %s", args, zh ? "zh" : "en");
+            RunResult r = kvdemo_run(with_lang);
+            const char *want = zh ? CASES[i].zh : CASES[i].en;
+            if (r.status != 1 || count_lines(r.err) != 1 || !strstr(r.err, want) ||
+                strncmp(r.err, zh ? "kvdemo：" : "kvdemo: ", strlen(zh ? "kvdemo：" : "kvdemo: ")))
+                fail_msg("kvdemo %s: expected status 1 and one line with \"%s\", got %d and: %s", with_lang, want,
+                         r.status, r.err);
+            run_free(&r);
+        }
 }
 
 // --lang en on the command line wins over LANG=zh_CN.UTF-8, even after the
@@ -436,9 +491,9 @@ static void test_byte_order_mark_skipped(void **state) {
     TrainText a, c;
     char path[512], err[512];
     snprintf(path, sizeof path, "%s/text.txt", dir);
-    assert_int_equal(train_text_load(&a, path, NULL, 0, err, sizeof err), 0);
+    assert_int_equal(train_text_load(&a, path, NULL, 0, ERR(LANG_EN, err)), 0);
     snprintf(path, sizeof path, "%s/bomtext.txt", dir);
-    assert_int_equal(train_text_load(&c, path, NULL, 0, err, sizeof err), 0);
+    assert_int_equal(train_text_load(&c, path, NULL, 0, ERR(LANG_EN, err)), 0);
     if (a.n != c.n || a.V != c.V) fail_msg("with the mark: expected %lld tokens of %d, got %lld of %d", (long long)a.n, a.V,
                                           (long long)c.n, c.V);
     for (int i = 0; i < a.V; i++)
@@ -451,7 +506,9 @@ static void test_byte_order_mark_skipped(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_fail2_follows_the_message_language),
+        cmocka_unit_test(test_fail2_follows_the_errs_language),
+        cmocka_unit_test(test_two_languages_in_one_process),
+        cmocka_unit_test(test_lang_zh_reaches_loaders_and_main),
         cmocka_unit_test(test_lang_on_the_line_wins),
         cmocka_unit_test(test_errors_speak_the_users_language),
         cmocka_unit_test(test_notices_speak_the_users_language),

@@ -61,16 +61,16 @@ static void test_second_writer_in_one_process_is_refused(void **state) {
     char path[128], err[512];
     path_in(path, sizeof path, "one.csv");
     AtomicFile a, b;
-    assert_int_equal(fileio_open(&a, path, err, sizeof err), 0);
-    if (fileio_open(&b, path, err, sizeof err) == 0) fail_msg("a second writer of %s was let in", path);
+    assert_int_equal(fileio_open(&a, path, ERR(LANG_EN, err)), 0);
+    if (fileio_open(&b, path, ERR(LANG_EN, err)) == 0) fail_msg("a second writer of %s was let in", path);
     if (!strstr(err, "another kvdemo is writing it")) fail_msg("second writer: expected \"another kvdemo is writing it\", got: %s", err);
     fputs("first\n", a.f);
-    assert_int_equal(fileio_commit(&a, err, sizeof err), 0);
+    assert_int_equal(fileio_commit(&a, ERR(LANG_EN, err)), 0);
     expect_content(path, "first\n", "the first writer's file");
     // once it is done, the next writer goes ahead
-    assert_int_equal(fileio_open(&b, path, err, sizeof err), 0);
+    assert_int_equal(fileio_open(&b, path, ERR(LANG_EN, err)), 0);
     fputs("second\n", b.f);
-    assert_int_equal(fileio_commit(&b, err, sizeof err), 0);
+    assert_int_equal(fileio_commit(&b, ERR(LANG_EN, err)), 0);
     expect_content(path, "second\n", "the second writer's file");
     if (leftovers("one.csv") != 0) fail_msg("%d temporary or lock files of one.csv left, expected 0", leftovers("one.csv"));
 }
@@ -89,7 +89,7 @@ static void test_killed_writers_files_are_cleaned(void **state) {
     assert_true(pid >= 0);
     if (pid == 0) {
         AtomicFile a;
-        if (fileio_open(&a, path, err, sizeof err) != 0) _exit(3);
+        if (fileio_open(&a, path, ERR(LANG_EN, err)) != 0) _exit(3);
         fputs("half", a.f);
         fflush(a.f);
         _exit(0);   // no commit, no abort: as kill -9 would leave it
@@ -100,9 +100,9 @@ static void test_killed_writers_files_are_cleaned(void **state) {
     write_file(old, "left by an older kvdemo");
     if (leftovers("model.bin") != 4) fail_msg("the killed writer left %d files, expected 4 (lock, its temporary, .tmp, .tmp.notes)", leftovers("model.bin"));
     AtomicFile b;
-    if (fileio_open(&b, path, err, sizeof err) != 0) fail_msg("after a killed writer: %s", err);
+    if (fileio_open(&b, path, ERR(LANG_EN, err)) != 0) fail_msg("after a killed writer: %s", err);
     fputs("whole", b.f);
-    assert_int_equal(fileio_commit(&b, err, sizeof err), 0);
+    assert_int_equal(fileio_commit(&b, ERR(LANG_EN, err)), 0);
     expect_content(path, "whole", "the file written after the killed writer");
     expect_content(notes, "the user's notes", "a file that is not a temporary name");
     if (leftovers("model.bin") != 1) fail_msg("%d files beside model.bin, expected only model.bin.tmp.notes", leftovers("model.bin"));
@@ -117,7 +117,7 @@ static void test_users_lock_file_is_kept(void **state) {
     snprintf(lock, sizeof lock, "%s.lock", path);
     write_file(lock, "my own file\n");
     AtomicFile a;
-    if (fileio_open(&a, path, err, sizeof err) == 0) fail_msg("wrote %s over a lock file that is not kvdemo's", path);
+    if (fileio_open(&a, path, ERR(LANG_EN, err)) == 0) fail_msg("wrote %s over a lock file that is not kvdemo's", path);
     if (!strstr(err, "is not kvdemo's lock")) fail_msg("expected \"is not kvdemo's lock\", got: %s", err);
     expect_content(lock, "my own file\n", "the user's .lock file");
     unlink(lock);

@@ -301,7 +301,7 @@ static void test_gpt_flash(void **state) {
     (void)state;
     GptModel m;
     char err[256];
-    if (gpt_load(&m, "tests/fixtures/gpt_a.kvgp", err, sizeof err)) fail_msg("%s", err);
+    if (gpt_load(&m, "tests/fixtures/gpt_a.kvgp", ERR(LANG_EN, err))) fail_msg("%s", err);
     GptConfig g = m.cfg;
     int V = g.V, n = g.T < 40 ? g.T : 40;
     int *tokens = malloc(sizeof(int) * (size_t)n);

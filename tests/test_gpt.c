@@ -38,7 +38,7 @@ static const char *GENERATE = "tests/fixtures/gpt_generate.txt";
 
 static void load(GptModel *m, const char *path) {
     char err[256];
-    if (gpt_load(m, path, err, sizeof(err)) != 0) fail_msg("gpt_load: %s", err);
+    if (gpt_load(m, path, ERR(LANG_EN, err)) != 0) fail_msg("gpt_load: %s", err);
 }
 
 // A random model of this shape whose weights are large enough to matter
@@ -49,7 +49,7 @@ static void random_model(GptModel *m, GptConfig cfg, uint32_t seed) {
     assert_true(cfg.V <= 256);
     for (int i = 0; i < cfg.V; i++) vocab[i] = (uint32_t)(32 + i);
     char err[256];
-    if (gpt_new(m, cfg, vocab, err, sizeof(err)) != 0) fail_msg("gpt_new: %s", err);
+    if (gpt_new(m, cfg, vocab, ERR(LANG_EN, err)) != 0) fail_msg("gpt_new: %s", err);
     Mt19937 rng;
     mt19937_seed(&rng, seed);
     for (int i = 0; i < gpt_num_tensors(cfg); i++) {
@@ -186,7 +186,7 @@ static void check_generate(const char *model_path, const char *key, int use_cach
 
     int tokens[256];
     char err[256];
-    int n_prompt = gpt_encode(tokens, &m, prompt, 256, err, sizeof(err));
+    int n_prompt = gpt_encode(tokens, &m, prompt, 256, ERR(LANG_EN, err));
     if (n_prompt < 0) fail_msg("gpt_encode: %s", err);
     GptState s;
     Sampler sampler;
@@ -223,7 +223,7 @@ static void test_init_random_matches_numpy(void **state) {
     GptModel want, got;
     load(&want, "tests/fixtures/gpt_init7.kvgp");
     char err[256];
-    assert_int_equal(gpt_init_random(&got, want.cfg, want.vocab, 7, err, sizeof(err)), 0);
+    assert_int_equal(gpt_init_random(&got, want.cfg, want.vocab, 7, ERR(LANG_EN, err)), 0);
     for (size_t i = 0; i < want.num_params; i++)
         if (memcmp(&want.params[i], &got.params[i], sizeof(float)) != 0)
             fail_msg("parameter %zu: numpy %.9g, gpt_init_random %.9g", i, want.params[i], got.params[i]);
@@ -393,7 +393,7 @@ static void test_presets(void **state) {
     for (int i = 0; i < 65; i++) vocab[i] = (unsigned char)GPT_SHAKESPEARE_VOCAB[i];
     char err[256];
     assert_int_equal(gpt_preset(&cfg, "tiny"), 0);
-    assert_int_equal(gpt_init_random(&m, cfg, vocab, 1, err, sizeof(err)), 0);
+    assert_int_equal(gpt_init_random(&m, cfg, vocab, 1, ERR(LANG_EN, err)), 0);
     assert_true(m.p.blocks[1].ln2_w[5] == 1.0f && m.p.blocks[1].b1[7] == 0.0f && m.p.head_b[3] == 0.0f);
     assert_true(m.p.wte[0] != 0.0f && fabsf(m.p.wte[0]) < 0.2f);
     GptTensor t = gpt_tensor(&m, 2 + 16 + 12);   // block 1's fc1 weight
@@ -430,7 +430,7 @@ static void test_save_then_load(void **state) {
     load(&m, MODEL_A);
     char path[128], err[256];
     snprintf(path, sizeof(path), "%s/model.kvgp", tmpdir);
-    if (gpt_save(&m, path, err, sizeof(err)) != 0) fail_msg("gpt_save: %s", err);
+    if (gpt_save(&m, path, ERR(LANG_EN, err)) != 0) fail_msg("gpt_save: %s", err);
     load(&back, path);
     assert_memory_equal(&m.cfg, &back.cfg, sizeof(GptConfig));
     assert_memory_equal(m.vocab, back.vocab, sizeof(uint32_t) * (size_t)m.cfg.V);
@@ -449,7 +449,7 @@ static void test_save_then_load(void **state) {
     fclose(a);
     fclose(b);
     // No temporary file is left beside it; a save into a missing folder fails cleanly.
-    assert_int_equal(gpt_save(&m, "/nonexistent-kvdemo/model.kvgp", err, sizeof(err)), -1);
+    assert_int_equal(gpt_save(&m, "/nonexistent-kvdemo/model.kvgp", ERR(LANG_EN, err)), -1);
     assert_non_null(strstr(err, "/nonexistent-kvdemo/model.kvgp"));
     gpt_free(&m);
     gpt_free(&back);
@@ -486,7 +486,7 @@ static void expect_refused(const unsigned char *b, long size, const char *what, 
     fclose(f);
     GptModel m;
     err[0] = '\0';
-    if (gpt_load(&m, path, err, sizeof(err)) == 0) fail_msg("%s: the file was accepted", what);
+    if (gpt_load(&m, path, ERR(LANG_EN, err)) == 0) fail_msg("%s: the file was accepted", what);
     if (!strstr(err, path)) fail_msg("%s: the message does not name the file: %s", what, err);
     if (!strstr(err, piece1) || (piece2 && !strstr(err, piece2)))
         fail_msg("%s: expected a message with \"%s\"%s%s%s, got: %s", what, piece1, piece2 ? " and \"" : "",
@@ -507,7 +507,7 @@ static void test_load_rejects_truncated(void **state) {
     free(b);
     GptModel m;
     char err[256];
-    assert_int_equal(gpt_load(&m, "tests/fixtures/no-such-model.kvgp", err, sizeof(err)), -1);
+    assert_int_equal(gpt_load(&m, "tests/fixtures/no-such-model.kvgp", ERR(LANG_EN, err)), -1);
     assert_non_null(strstr(err, "cannot open"));
 }
 
@@ -555,7 +555,7 @@ static void test_load_checks_the_checksum(void **state) {
     assert_int_equal(fwrite(b, 1, (size_t)size - 4, f), (size_t)size - 4);
     fclose(f);
     GptModel v1, v2;
-    if (gpt_load(&v1, path, err, sizeof err) != 0) fail_msg("a version 1 file: %s", err);
+    if (gpt_load(&v1, path, ERR(LANG_EN, err)) != 0) fail_msg("a version 1 file: %s", err);
     load(&v2, MODEL_B);
     assert_bits(v1.params, v2.params, (int64_t)v2.num_params, "version 1 against version 2 weights");
     gpt_free(&v1);
@@ -646,7 +646,7 @@ static void test_load_checks_every_piece(void **state) {
     assert_true(m.num_params * sizeof(float) > ((size_t)3 << 21));   // more than three pieces
     char path[128], err[256];
     snprintf(path, sizeof(path), "%s/big.kvgp", tmpdir);
-    if (gpt_save(&m, path, err, sizeof(err)) != 0) fail_msg("gpt_save: %s", err);
+    if (gpt_save(&m, path, ERR(LANG_EN, err)) != 0) fail_msg("gpt_save: %s", err);
     GptModel back;
     load(&back, path);
     // read into memory of the model's own, on a 2 MB boundary (huge pages)
@@ -676,7 +676,7 @@ static void test_encode_decode(void **state) {
     int tokens[32];
     char err[256];
     const char *text = "ROMEO:\n天气 é ж!";
-    int n = gpt_encode(tokens, &m, text, 32, err, sizeof(err));
+    int n = gpt_encode(tokens, &m, text, 32, ERR(LANG_EN, err));
     if (n < 0) fail_msg("gpt_encode: %s", err);
     assert_int_equal(n, 14);
     assert_int_equal(m.vocab[tokens[7]], 0x5929);   // 天
@@ -689,19 +689,19 @@ static void test_encode_decode(void **state) {
     assert_string_equal(small, "ROMEO:\n");   // 天 (3 bytes) would not fit
     assert_int_equal(gpt_decode(NULL, 0, &m, tokens, n), strlen(text));
 
-    assert_int_equal(gpt_encode(tokens, &m, "ROMEO, X", 32, err, sizeof(err)), -1);
+    assert_int_equal(gpt_encode(tokens, &m, "ROMEO, X", 32, ERR(LANG_EN, err)), -1);
     assert_non_null(strstr(err, "'X' (U+0058) at position 7"));
-    assert_int_equal(gpt_encode(tokens, &m, "ROME\tO", 32, err, sizeof(err)), -1);
+    assert_int_equal(gpt_encode(tokens, &m, "ROME\tO", 32, ERR(LANG_EN, err)), -1);
     assert_non_null(strstr(err, "tab (U+0009) at position 4"));
-    assert_int_equal(gpt_encode(tokens, &m, "日", 32, err, sizeof(err)), -1);
+    assert_int_equal(gpt_encode(tokens, &m, "日", 32, ERR(LANG_EN, err)), -1);
     assert_non_null(strstr(err, "'日' (U+65E5)"));
-    assert_int_equal(gpt_encode(tokens, &m, "RO\xff", 32, err, sizeof(err)), -1);
+    assert_int_equal(gpt_encode(tokens, &m, "RO\xff", 32, ERR(LANG_EN, err)), -1);
     assert_non_null(strstr(err, "not valid UTF-8 at byte 2"));
-    assert_int_equal(gpt_encode(tokens, &m, "\xed\xa0\x80", 32, err, sizeof(err)), -1);   // a surrogate
+    assert_int_equal(gpt_encode(tokens, &m, "\xed\xa0\x80", 32, ERR(LANG_EN, err)), -1);   // a surrogate
     assert_non_null(strstr(err, "not valid UTF-8"));
-    assert_int_equal(gpt_encode(tokens, &m, "ROMEO", 3, err, sizeof(err)), -1);
+    assert_int_equal(gpt_encode(tokens, &m, "ROMEO", 3, ERR(LANG_EN, err)), -1);
     assert_non_null(strstr(err, "longer than 3"));
-    assert_int_equal(gpt_encode(tokens, &m, "", 3, err, sizeof(err)), 0);
+    assert_int_equal(gpt_encode(tokens, &m, "", 3, ERR(LANG_EN, err)), 0);
     gpt_free(&m);
 }
 

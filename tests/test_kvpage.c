@@ -38,7 +38,7 @@ static void random_model(GptModel *m, GptConfig cfg, uint32_t seed) {
     assert_true(cfg.V <= 256);
     for (int i = 0; i < cfg.V; i++) vocab[i] = (uint32_t)(32 + i);
     char err[256];
-    if (gpt_new(m, cfg, vocab, err, sizeof err) != 0) fail_msg("gpt_new: %s", err);
+    if (gpt_new(m, cfg, vocab, ERR(LANG_EN, err)) != 0) fail_msg("gpt_new: %s", err);
     Mt19937 rng;
     mt19937_seed(&rng, seed);
     for (int i = 0; i < gpt_num_tensors(cfg); i++) {

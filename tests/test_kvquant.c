@@ -117,7 +117,7 @@ static void tiny_model(GptModel *m) {
     uint32_t vocab[65];
     for (int i = 0; i < 65; i++) vocab[i] = (unsigned char)GPT_SHAKESPEARE_VOCAB[i];
     char err[256];
-    if (gpt_init_random(m, cfg, vocab, 5, err, sizeof err)) fail_msg("%s", err);
+    if (gpt_init_random(m, cfg, vocab, 5, ERR(LANG_EN, err))) fail_msg("%s", err);
     for (int i = 0; i < gpt_num_tensors(cfg); i++) {
         GptTensor t = gpt_tensor(m, i);
         if (t.kind == GPT_WEIGHT)
@@ -362,10 +362,10 @@ static void test_quantised_loss(void **state) {
     write_text(path, 4000);
     TrainText text;
     char err[512];
-    assert_int_equal(train_text_load(&text, path, m.vocab, m.cfg.V, err, sizeof err), 0);
+    assert_int_equal(train_text_load(&text, path, m.vocab, m.cfg.V, ERR(LANG_EN, err)), 0);
     int64_t n_train = text.n * 9 / 10;
     double reference;
-    assert_int_equal(train_eval(&m, path, 1, NULL, &reference, err, sizeof err), 0);
+    assert_int_equal(train_eval(&m, path, 1, NULL, &reference, ERR(LANG_EN, err)), 0);
     double loss[5];
     KvDtype types[5] = {KV_FP32, KV_BF16, KV_FP16, KV_INT8, KV_INT4};
     for (int t = 0; t < 5; t++) {

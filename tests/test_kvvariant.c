@@ -67,7 +67,7 @@ static void test_eval_too_short(void **state) {
     (void)state;
     GptModel m;
     char err[256];
-    if (gpt_load(&m, "tests/fixtures/gpt_a.kvgp", err, sizeof err) != 0) fail_msg("%s", err);
+    if (gpt_load(&m, "tests/fixtures/gpt_a.kvgp", ERR(LANG_EN, err)) != 0) fail_msg("%s", err);
     int T = m.cfg.T;
     int32_t tokens[1024] = {0};
     assert_true(T + 1 <= 1024);

@@ -73,9 +73,9 @@ static void test_bugs_diverge_where_predicted(void **state) {
     for (int i = 0; i < 65; i++) vocab[i] = (unsigned char)GPT_SHAKESPEARE_VOCAB[i];
     GptModel m;
     char err[256];
-    if (gpt_init_random(&m, cfg, vocab, 7, err, sizeof err)) fail_msg("%s", err);
+    if (gpt_init_random(&m, cfg, vocab, 7, ERR(LANG_EN, err))) fail_msg("%s", err);
     int prompt[8];
-    int n = gpt_encode(prompt, &m, PROMPT, 8, err, sizeof err);
+    int n = gpt_encode(prompt, &m, PROMPT, 8, ERR(LANG_EN, err));
     assert_int_equal(n, 6);
     GptState s;
     assert_int_equal(gpt_state_init(&s, cfg), 0);
@@ -147,9 +147,9 @@ static void test_rollback_bugs_leave_target_text(void **state) {
     for (int i = 0; i < 65; i++) vocab[i] = (unsigned char)GPT_SHAKESPEARE_VOCAB[i];
     GptModel m, d;
     char err[256];
-    if (gpt_init_random(&m, cfg, vocab, 7, err, sizeof err) || gpt_init_random(&d, cfg, vocab, 8, err, sizeof err))
+    if (gpt_init_random(&m, cfg, vocab, 7, ERR(LANG_EN, err)) || gpt_init_random(&d, cfg, vocab, 8, ERR(LANG_EN, err)))
         fail_msg("%s", err);
-    int prompt[8], n = gpt_encode(prompt, &m, PROMPT, 8, err, sizeof err);
+    int prompt[8], n = gpt_encode(prompt, &m, PROMPT, 8, ERR(LANG_EN, err));
     int want[8 + STEPS], got[8 + STEPS];
     GptState s;
     assert_int_equal(gpt_state_init(&s, cfg), 0);

@@ -43,7 +43,7 @@ static void test_bytes_against_gpt_state(void **state) {
     for (int i = 0; i < 65; i++) vocab[i] = (unsigned char)GPT_SHAKESPEARE_VOCAB[i];
     GptModel m;
     char err[256];
-    assert_int_equal(gpt_init_random(&m, cfg, vocab, 42, err, sizeof err), 0);
+    assert_int_equal(gpt_init_random(&m, cfg, vocab, 42, ERR(LANG_EN, err)), 0);
     GptState s;
     assert_int_equal(gpt_state_init(&s, cfg), 0);
     size_t per_cache = (size_t)L * T * C;   // (L, H, D, T) and (L, H, T, D)

@@ -284,7 +284,7 @@ static void test_trained_models_match_their_files_and_pytorch(void **state) {
     for (int i = 0; i < N_TRAINED; i++) {
         LlamaModel m;
         char err[256];
-        if (llama_load(&m, TRAINED[i].file, err, sizeof err) != 0) fail_msg("%s", err);
+        if (llama_load(&m, TRAINED[i].file, ERR(LANG_EN, err)) != 0) fail_msg("%s", err);
         const LlamaConfig *c = &m.cfg;
         int64_t C = c->dim, L = c->n_layers, H = c->n_heads, G = c->n_kv_heads, D = C / H;
         int64_t F = c->hidden_dim, V = c->vocab_size;

@@ -20,7 +20,7 @@
 
 static void model_from_file(LlamaModel *m, const char *path) {
     char err[256];
-    if (llama_load(m, path, err, sizeof err) != 0) fail_msg("%s", err);
+    if (llama_load(m, path, ERR(LANG_EN, err)) != 0) fail_msg("%s", err);
 }
 
 // ---------------------------------------------------------------------------
@@ -150,7 +150,7 @@ static void check_model_fixture(const char *name) {
     const char *runs[] = {"argmax", "top_p"};
     LlamaGeneration g;
     char err[256];
-    if (llama_generation_new(&g, &st, &m, err, sizeof err) != 0) fail_msg("%s", err);
+    if (llama_generation_new(&g, &st, &m, ERR(LANG_EN, err)) != 0) fail_msg("%s", err);
     for (int r = 0; r < 2; r++) {
         char key[64];
         snprintf(key, sizeof key, "%s.temperature", runs[r]);
@@ -160,7 +160,7 @@ static void check_model_fixture(const char *name) {
         o.top_p = fix_get(&fx, key)->data[0];
         snprintf(key, sizeof key, "%s.seed", runs[r]);
         o.seed = (uint64_t)fix_get(&fx, key)->data[0];
-        if (llama_generate(&g, &st, &m, prompts, 2, &o, err, sizeof err) != 0) fail_msg("%s", err);
+        if (llama_generate(&g, &st, &m, prompts, 2, &o, ERR(LANG_EN, err)) != 0) fail_msg("%s", err);
         snprintf(key, sizeof key, "%s.tokens", runs[r]);
         const FixTensor *want = fix_get(&fx, key);
         assert_int_equal(g.bsz * g.total_len, want->rows * want->cols);
@@ -277,14 +277,14 @@ static void test_cache_equals_no_cache(void **state) {
         llama_state_for_test(&without_st, &m, 4);
         char err[256];
         LlamaGeneration with, without;
-        if (llama_generation_new(&with, &with_st, &m, err, sizeof err) != 0 ||
-            llama_generation_new(&without, &without_st, &m, err, sizeof err) != 0)
+        if (llama_generation_new(&with, &with_st, &m, ERR(LANG_EN, err)) != 0 ||
+            llama_generation_new(&without, &without_st, &m, ERR(LANG_EN, err)) != 0)
             fail_msg("%s", err);
         LlamaGenOptions o = {.max_gen_len = 12, .temperature = 0.8f, .top_p = 0.95f,
                              .use_cache = 1, .seed = 3};
-        if (llama_generate(&with, &with_st, &m, prompts, 2, &o, err, sizeof err) != 0) fail_msg("%s", err);
+        if (llama_generate(&with, &with_st, &m, prompts, 2, &o, ERR(LANG_EN, err)) != 0) fail_msg("%s", err);
         o.use_cache = 0;
-        if (llama_generate(&without, &without_st, &m, prompts, 2, &o, err, sizeof err) != 0)
+        if (llama_generate(&without, &without_st, &m, prompts, 2, &o, ERR(LANG_EN, err)) != 0)
             fail_msg("%s", err);
         char what[64];
         snprintf(what, sizeof what, "n_kv_heads %d: logits of every step", kv[k]);
@@ -338,12 +338,12 @@ static void test_generate_record(void **state) {
     llama_state_for_test(&st, &m, 4);
     LlamaGeneration g;
     char err[256];
-    if (llama_generation_new(&g, &st, &m, err, sizeof err) != 0) fail_msg("%s", err);
+    if (llama_generation_new(&g, &st, &m, ERR(LANG_EN, err)) != 0) fail_msg("%s", err);
     Record r = {0};
     const char *prompts[] = {"天气", "你好好"};   // 3 and 4 tokens with bos
     LlamaGenOptions o = {.max_gen_len = 4, .temperature = 0.0f, .top_p = 0.95f, .use_cache = 1,
                          .hook = record_step, .hook_ctx = &r};
-    if (llama_generate(&g, &st, &m, prompts, 2, &o, err, sizeof err) != 0) fail_msg("%s", err);
+    if (llama_generate(&g, &st, &m, prompts, 2, &o, ERR(LANG_EN, err)) != 0) fail_msg("%s", err);
     assert_int_equal(g.min_prompt_size, 3);
     assert_int_equal(g.max_prompt_size, 4);
     assert_int_equal(g.total_len, 8);          // min(32, 4 + 4)
@@ -386,7 +386,7 @@ static void test_tokenizer(void **state) {
     llama_model_for_test(&m, 4, 4, 1);
     int ids[16];
     char err[256];
-    int n = llama_encode(ids, &m, "天气 ok", 1, 1, 16, err, sizeof err);
+    int n = llama_encode(ids, &m, "天气 ok", 1, 1, 16, ERR(LANG_EN, err));
     assert_int_equal(n, 7);
     assert_int_equal(ids[0], LLAMA_BOS_ID);
     assert_int_equal(ids[6], LLAMA_EOS_ID);
@@ -395,14 +395,14 @@ static void test_tokenizer(void **state) {
     assert_string_equal(out, "天气 ok");
     for (int i = 0; i < 4; i++) {
         const char *need = (const char *[]){"天气", "你好", "天气真好", "今天不错"}[i];
-        if (llama_encode(ids, &m, need, 1, 0, 16, err, sizeof err) < 0) fail_msg("%s", err);
+        if (llama_encode(ids, &m, need, 1, 0, 16, ERR(LANG_EN, err)) < 0) fail_msg("%s", err);
     }
-    assert_int_equal(llama_encode(ids, &m, "天猫", 1, 0, 16, err, sizeof err), -1);
+    assert_int_equal(llama_encode(ids, &m, "天猫", 1, 0, 16, ERR(LANG_EN, err)), -1);
     if (!strstr(err, "'猫'") || !strstr(err, "U+732B"))
         fail_msg("the message should name the character: %s", err);
-    assert_int_equal(llama_encode(ids, &m, "a\xff", 1, 0, 16, err, sizeof err), -1);
+    assert_int_equal(llama_encode(ids, &m, "a\xff", 1, 0, 16, ERR(LANG_EN, err)), -1);
     assert_non_null(strstr(err, "UTF-8"));
-    assert_int_equal(llama_encode(ids, &m, "abcdef", 1, 0, 4, err, sizeof err), -1);
+    assert_int_equal(llama_encode(ids, &m, "abcdef", 1, 0, 4, ERR(LANG_EN, err)), -1);
     assert_non_null(strstr(err, "longer than 4"));
     llama_free(&m);
 }
@@ -471,7 +471,7 @@ static void test_corrupt_files_refused(void **state) {
         write_all(path, b, cases[i].size);
         LlamaModel m;
         char err[512] = "";
-        if (llama_load(&m, path, err, sizeof err) == 0) {
+        if (llama_load(&m, path, ERR(LANG_EN, err)) == 0) {
             llama_free(&m);
             fail_msg("%s: the file was accepted", cases[i].what);
         }
@@ -482,7 +482,7 @@ static void test_corrupt_files_refused(void **state) {
     unlink(path);
     LlamaModel m;
     char err[512];
-    assert_int_equal(llama_load(&m, "/nonexistent/model.bin", err, sizeof err), -1);
+    assert_int_equal(llama_load(&m, "/nonexistent/model.bin", ERR(LANG_EN, err)), -1);
     assert_non_null(strstr(err, "cannot open"));
     free(b);
     free(good);
@@ -497,9 +497,9 @@ static void test_save_load_round_trip(void **state) {
     assert_true(fd >= 0);
     close(fd);
     char err[512];
-    if (llama_save(&a, path, err, sizeof err) != 0) fail_msg("%s", err);
+    if (llama_save(&a, path, ERR(LANG_EN, err)) != 0) fail_msg("%s", err);
     assert_int_equal(write_leftovers(path), 0);   // nothing left behind
-    if (llama_load(&b, path, err, sizeof err) != 0) fail_msg("%s", err);
+    if (llama_load(&b, path, ERR(LANG_EN, err)) != 0) fail_msg("%s", err);
     // Version 2 ends with the Adler-32 of the rest (zlib.adler32: the
     // fixtures of tests/llama_reference.py are version 1, which still load):
     // a flipped bit anywhere is refused, and so is a damaged checksum.
@@ -514,7 +514,7 @@ static void test_save_load_round_trip(void **state) {
         file[at[i]] ^= 0x04;
         LlamaModel c;
         char why[512] = "";
-        if (llama_load(&c, path, why, sizeof why) == 0) fail_msg("a bit flipped at byte %ld: the file was accepted", at[i]);
+        if (llama_load(&c, path, ERR(LANG_EN, why)) == 0) fail_msg("a bit flipped at byte %ld: the file was accepted", at[i]);
         if (!strstr(why, "checksum mismatch"))
             fail_msg("a bit flipped at byte %ld: expected \"checksum mismatch\", got %s", at[i], why);
     }
@@ -531,14 +531,14 @@ static void test_config_checked(void **state) {
     (void)state;
     LlamaConfig c = llama_config_default();
     char err[256];
-    assert_int_equal(llama_config_check(&c, err, sizeof err), 0);
+    assert_int_equal(llama_config_check(&c, ERR(LANG_EN, err)), 0);
     assert_int_equal(c.head_dim, c.dim / c.n_heads);
     c.n_kv_heads = 3;
-    assert_int_equal(llama_config_check(&c, err, sizeof err), -1);
+    assert_int_equal(llama_config_check(&c, ERR(LANG_EN, err)), -1);
     assert_non_null(strstr(err, "n_kv_heads"));
     c = llama_config_default();
     c.dim = 36;   // head_dim 9: odd
-    assert_int_equal(llama_config_check(&c, err, sizeof err), -1);
+    assert_int_equal(llama_config_check(&c, ERR(LANG_EN, err)), -1);
     assert_non_null(strstr(err, "even"));
     c = llama_config_default();
     assert_int_equal(llama_cache_bytes_per_token(&c), 2 * 2 * 4 * 8 * 4);

@@ -28,7 +28,7 @@
 
 static void load(LlamaModel *m, const char *path) {
     char err[512];
-    if (llama2c_load(m, path, TOK, err, sizeof err) != 0) fail_msg("%s", err);
+    if (llama2c_load(m, path, TOK, ERR(LANG_EN, err)) != 0) fail_msg("%s", err);
 }
 
 // A fixture array of bytes (-1: none) as a NUL-terminated string.
@@ -136,7 +136,7 @@ static void check_greedy(const char *path, const char *name) {
     int V = m.cfg.vocab_size, total = want->rows * want->cols, prompt = 0;
     int ids[32];
     assert_true(total <= 32);
-    prompt = llama_encode(ids, &m, "Once upon a time", 1, 0, 32, key, sizeof key);
+    prompt = llama_encode(ids, &m, "Once upon a time", 1, 0, 32, ERR(LANG_EN, key));
     assert_true(prompt > 0 && prompt < total);
     float *logits[2];
     for (int run = 0; run < 2; run++) {
@@ -189,7 +189,7 @@ static void test_encode_decode_match_reference(void **state) {
         int ids[64];
         snprintf(key, sizeof key, "text%d", k);
         fixture_text(text, sizeof text, &fx, key);
-        int n = llama_encode(ids, &m, text, 1, 0, 64, err, sizeof err);
+        int n = llama_encode(ids, &m, text, 1, 0, 64, ERR(LANG_EN, err));
         if (n < 0) fail_msg("text%d: %s", k, err);
         snprintf(key, sizeof key, "enc%d", k);
         expect_ids(ids, n, fix_get(&fx, key), key);
@@ -201,12 +201,12 @@ static void test_encode_decode_match_reference(void **state) {
     // eos at the end; the prompt longer than max_ids
     char err[512];
     int ids[64];
-    int n = llama_encode(ids, &m, "lol", 1, 1, 64, err, sizeof err);
+    int n = llama_encode(ids, &m, "lol", 1, 1, 64, ERR(LANG_EN, err));
     assert_true(n > 1);
     assert_int_equal(ids[n - 1], LLAMA_EOS_ID);
-    assert_int_equal(llama_encode(ids, &m, "Once upon a time", 1, 0, 3, err, sizeof err), -1);
+    assert_int_equal(llama_encode(ids, &m, "Once upon a time", 1, 0, 3, ERR(LANG_EN, err)), -1);
     assert_non_null(strstr(err, "longer than 3 tokens"));
-    assert_int_equal(llama_encode(ids, &m, "a\xff", 1, 0, 64, err, sizeof err), -1);
+    assert_int_equal(llama_encode(ids, &m, "a\xff", 1, 0, 64, ERR(LANG_EN, err)), -1);
     assert_non_null(strstr(err, "not valid UTF-8"));
     fix_free(&fx);
     llama_free(&m);
@@ -234,11 +234,11 @@ static void test_unencodable_character_refused(void **state) {
     size_t size = tokenizer_bytes(b, 6, pieces, 6);
     Bpe t;
     char err[512];
-    if (bpe_parse(&t, b, size, 6, "tok.bin", err, sizeof err) != 0) fail_msg("%s", err);
+    if (bpe_parse(&t, b, size, 6, "tok.bin", ERR(LANG_EN, err)) != 0) fail_msg("%s", err);
     int ids[16];
-    assert_int_equal(bpe_encode(ids, &t, "a", 1, 0, 16, err, sizeof err), 2);
+    assert_int_equal(bpe_encode(ids, &t, "a", 1, 0, 16, ERR(LANG_EN, err)), 2);
     assert_int_equal(ids[1], 5);   // " a"
-    assert_int_equal(bpe_encode(ids, &t, "ab", 1, 0, 16, err, sizeof err), -1);
+    assert_int_equal(bpe_encode(ids, &t, "ab", 1, 0, 16, ERR(LANG_EN, err)), -1);
     if (!strstr(err, "cannot encode 'b'") || strchr(err, '\n')) fail_msg("got \"%s\"", err);
     bpe_free(&t);
 }
@@ -271,7 +271,7 @@ static void test_bad_tokenizers_refused(void **state) {
         if (cases[i].value) memcpy(b + cases[i].at, cases[i].value, 4);
         Bpe t;
         char err[512] = "";
-        if (bpe_parse(&t, b, cases[i].size, cases[i].V, "tok.bin", err, sizeof err) == 0) {
+        if (bpe_parse(&t, b, cases[i].size, cases[i].V, "tok.bin", ERR(LANG_EN, err)) == 0) {
             bpe_free(&t);
             fail_msg("%s: accepted", cases[i].what);
         }
@@ -345,7 +345,7 @@ static void test_bad_checkpoints_refused(void **state) {
         write_all(path, b, cases[i].size);
         LlamaModel m;
         char err[512] = "";
-        if (llama2c_load(&m, path, TOK, err, sizeof err) == 0) {
+        if (llama2c_load(&m, path, TOK, ERR(LANG_EN, err)) == 0) {
             llama_free(&m);
             fail_msg("%s: the file was accepted", cases[i].what);
         }
@@ -356,9 +356,9 @@ static void test_bad_checkpoints_refused(void **state) {
     // the tokenizer of another vocabulary: the model of 328 tokens, a file of more
     LlamaModel m;
     char err[512];
-    assert_int_equal(llama2c_load(&m, GQA, GQA, err, sizeof err), -1);
+    assert_int_equal(llama2c_load(&m, GQA, GQA, ERR(LANG_EN, err)), -1);
     assert_non_null(strstr(err, GQA));
-    assert_int_equal(llama2c_load(&m, "/nonexistent/model.bin", TOK, err, sizeof err), -1);
+    assert_int_equal(llama2c_load(&m, "/nonexistent/model.bin", TOK, ERR(LANG_EN, err)), -1);
     assert_non_null(strstr(err, "cannot open"));
     free(b);
     free(good);
@@ -381,7 +381,7 @@ static void test_generate_greedy_text(void **state) {
     int ids[32], n = want->rows * want->cols;
     for (int i = 0; i < n; i++) ids[i] = (int)want->data[i];
     char text[512], shown[1024];
-    int pids[32], prompt = llama_encode(pids, &m, "Once upon a time", 1, 0, 32, text, sizeof text);
+    int pids[32], prompt = llama_encode(pids, &m, "Once upon a time", 1, 0, 32, ERR(LANG_EN, text));
     assert_true(prompt > 0 && prompt < n);
     llama_decode(text, &m, ids, n, sizeof text);
     utf8_shown(shown, sizeof shown, text, strlen(text));

@@ -26,7 +26,7 @@ static LlamaConfig shape(int G) {
 static void source(LlamaModel *m, const FixSet *fx) {
     char err[256];
     LlamaConfig c = shape(4);
-    if (llama_new(m, &c, err, sizeof err) != 0) fail_msg("%s", err);
+    if (llama_new(m, &c, ERR(LANG_EN, err)) != 0) fail_msg("%s", err);
     const FixTensor *w = fix_get(fx, "source");
     if ((size_t)w->rows * w->cols != m->num_params)
         fail_msg("%s: source has %lld weights, the model %zu", FIXTURE, (long long)w->rows * w->cols, m->num_params);
@@ -46,7 +46,7 @@ static void test_mean_and_first_match_pytorch(void **state) {
     for (int i = 0; i < 2; i++)
         for (int j = 0; j < 2; j++) {
             LlamaModel dst;
-            if (llama_convert(&dst, &src, Gs[i], hows[j], 1, err, sizeof err) != 0) fail_msg("%s", err);
+            if (llama_convert(&dst, &src, Gs[i], hows[j], 1, ERR(LANG_EN, err)) != 0) fail_msg("%s", err);
             snprintf(key, sizeof key, "%s_%d", llama_convert_name(hows[j]), Gs[i]);
             const FixTensor *want = fix_get(&fx, key);
             assert_int_equal(dst.cfg.n_kv_heads, Gs[i]);
@@ -87,9 +87,9 @@ static void test_random_draws_the_initial_weights(void **state) {
     LlamaModel src, dst, fresh;
     source(&src, &fx);
     char err[256];
-    if (llama_convert(&dst, &src, 2, LLAMA_CONVERT_RANDOM, 99, err, sizeof err) != 0) fail_msg("%s", err);
+    if (llama_convert(&dst, &src, 2, LLAMA_CONVERT_RANDOM, 99, ERR(LANG_EN, err)) != 0) fail_msg("%s", err);
     LlamaConfig c = shape(2);
-    if (llama_new(&fresh, &c, err, sizeof err) != 0) fail_msg("%s", err);
+    if (llama_new(&fresh, &c, ERR(LANG_EN, err)) != 0) fail_msg("%s", err);
     llama_train_init(&fresh, 99);
     expect_same_but_kv(&dst, &src);
     int64_t n = (int64_t)c.dim * 2 * (c.dim / c.n_heads);
@@ -112,7 +112,7 @@ static void test_impossible_groupings_refused(void **state) {
     char err[256];
     const int bad[] = {3, 4, 8, 0};
     for (int i = 0; i < 4; i++) {
-        if (llama_convert(&dst, &src, bad[i], LLAMA_CONVERT_MEAN, 1, err, sizeof err) == 0)
+        if (llama_convert(&dst, &src, bad[i], LLAMA_CONVERT_MEAN, 1, ERR(LANG_EN, err)) == 0)
             fail_msg("G %d from 4 key/value heads: expected a refusal, got a model", bad[i]);
         if (!strstr(err, "valid are the divisors of 4 below it (1, 2)"))
             fail_msg("G %d: expected the valid G named, got: %s", bad[i], err);

@@ -39,7 +39,7 @@ enum { N_SHIPPED = sizeof SHIPPED / sizeof SHIPPED[0] };
 // Loads shipped model k and checks that it has the shape its name says.
 static void load(LlamaModel *m, int k) {
     char err[256];
-    if (llama_load(m, SHIPPED[k].path, err, sizeof err) != 0) fail_msg("%s", err);
+    if (llama_load(m, SHIPPED[k].path, ERR(LANG_EN, err)) != 0) fail_msg("%s", err);
     if (m->cfg.n_heads != 8 || m->cfg.n_kv_heads != SHIPPED[k].kv_heads)
         fail_msg("%s: expected 8 query heads and %d key/value heads, got %d and %d", SHIPPED[k].path,
                  SHIPPED[k].kv_heads, m->cfg.n_heads, m->cfg.n_kv_heads);
@@ -54,7 +54,7 @@ static void check_loss(int k) {
     char err[256];
     for (int threads = 1; threads <= 2; threads++) {
         double loss;
-        if (llama_train_text_loss(&m, STRETCH, threads, &loss, err, sizeof err) != 0) fail_msg("%s", err);
+        if (llama_train_text_loss(&m, STRETCH, threads, &loss, ERR(LANG_EN, err)) != 0) fail_msg("%s", err);
         if (!(fabs(loss - want->data[0]) <= TOL_LOSS))
             fail_msg("loss of %s on %s (%d threads): expected %.6f (PyTorch), got %.6f", SHIPPED[k].path,
                      STRETCH, threads, (double)want->data[0], loss);
@@ -86,11 +86,11 @@ static void check_cached_generation(int k) {
     LlamaState s[2];
     LlamaGeneration g[2];
     for (int run = 0; run < 2; run++) {
-        if (llama_state_init(&s[run], &m, 2, err, sizeof err) != 0 ||
-            llama_generation_new(&g[run], &s[run], &m, err, sizeof err) != 0)
+        if (llama_state_init(&s[run], &m, 2, ERR(LANG_EN, err)) != 0 ||
+            llama_generation_new(&g[run], &s[run], &m, ERR(LANG_EN, err)) != 0)
             fail_msg("%s", err);
         LlamaGenOptions go = {.max_gen_len = 60, .temperature = 0.8f, .top_p = 0.95f, .use_cache = run, .seed = 1};
-        if (llama_generate(&g[run], &s[run], &m, prompts, 2, &go, err, sizeof err) != 0) fail_msg("%s", err);
+        if (llama_generate(&g[run], &s[run], &m, prompts, 2, &go, ERR(LANG_EN, err)) != 0) fail_msg("%s", err);
     }
     assert_int_equal(g[1].n_steps, g[0].n_steps);
     assert_bits(g[1].logits, g[0].logits, (int64_t)g[0].n_steps * 2 * m.cfg.vocab_size,

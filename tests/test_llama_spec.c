@@ -32,7 +32,7 @@
 // with it often, not always.
 static void perturbed_copy(LlamaModel *m, const LlamaModel *target, double eps, uint64_t seed) {
     char err[256];
-    if (llama_new(m, &target->cfg, err, sizeof err) != 0) fail_msg("llama_new: %s", err);
+    if (llama_new(m, &target->cfg, ERR(LANG_EN, err)) != 0) fail_msg("llama_new: %s", err);
     llama_vocab_default(m);
     uint64_t r = seed;
     for (size_t i = 0; i < m->num_params; i++) {
@@ -44,7 +44,7 @@ static void perturbed_copy(LlamaModel *m, const LlamaModel *target, double eps, 
 
 static void load(LlamaModel *m, const char *path) {
     char err[512];
-    if (llama_load(m, path, err, sizeof err) != 0) fail_msg("%s", err);
+    if (llama_load(m, path, ERR(LANG_EN, err)) != 0) fail_msg("%s", err);
 }
 
 // llama_generate's greedy tokens after prompt (bos first) into want;
@@ -54,10 +54,10 @@ static int target_greedy(int *want, const LlamaModel *m, const char *prompt, int
     LlamaGeneration g;
     char err[256];
     llama_state_for_test(&s, m, 1);
-    if (llama_generation_new(&g, &s, m, err, sizeof err) != 0) fail_msg("%s", err);
+    if (llama_generation_new(&g, &s, m, ERR(LANG_EN, err)) != 0) fail_msg("%s", err);
     LlamaGenOptions o = {.max_gen_len = steps, .temperature = 0.0f, .top_p = 0.95f, .use_cache = 1};
     const char *prompts[] = {prompt};
-    if (llama_generate(&g, &s, m, prompts, 1, &o, err, sizeof err) != 0) fail_msg("%s", err);
+    if (llama_generate(&g, &s, m, prompts, 1, &o, ERR(LANG_EN, err)) != 0) fail_msg("%s", err);
     memcpy(want, g.tokens, sizeof(int) * (size_t)g.total_len);
     int n = g.total_len;
     llama_generation_free(&g);
@@ -74,7 +74,7 @@ static int spec_greedy(int *got, const LlamaModel *t, const LlamaModel *d, int K
     llama_state_for_test(&ts, t, 1);
     llama_state_for_test(&ds, d, 1);
     assert_int_equal(llama_spec_init(&sp, (LlamaSpecModel){t, &ts}, (LlamaSpecModel){d, &ds}, K, 0.0f, 0.95f, NULL), 0);
-    int n = llama_encode(got, t, prompt, 1, 0, t->cfg.max_seq_len, err, sizeof err);
+    int n = llama_encode(got, t, prompt, 1, 0, t->cfg.max_seq_len, ERR(LANG_EN, err));
     if (n < 0) fail_msg("%s", err);
     int len = llama_spec_generate(got, &sp, n, steps, NULL, NULL);
     *stats = sp.stats;
@@ -199,7 +199,7 @@ static void test_rollback_equals_rebuilt(void **st) {
         llama_state_for_test(&ts, &t, 1);
         llama_state_for_test(&ds, &d, 1);
         assert_int_equal(llama_spec_init(&sp, (LlamaSpecModel){&t, &ts}, (LlamaSpecModel){&d, &ds}, K, 0.0f, 0.95f, NULL), 0);
-        int n = llama_encode(tokens, &t, "ROMEO:", 1, 0, 32, err, sizeof err);
+        int n = llama_encode(tokens, &t, "ROMEO:", 1, 0, 32, ERR(LANG_EN, err));
         RebuildCheck c = {&sp, tokens, 0};
         assert_int_equal(llama_spec_generate(tokens, &sp, n, 30, check_round, &c), 32);
         assert_true(c.checked > 0);   // some rounds ended on a rejection: their rows were cut
@@ -229,7 +229,7 @@ static void test_sampling_follows_rule(void **st) {
     assert_int_equal(sampler_init(&sampler, V, 1.0f, 0, 7), 0);
     spec_mt_init(&mt, &sampler);
     assert_int_equal(llama_spec_init(&sp, (LlamaSpecModel){&t, &ts}, (LlamaSpecModel){&t, &ds}, 4, 1.0f, 0.5f, &mt.base), 0);
-    int n = llama_encode(tokens, &t, "ROMEO:", 1, 0, 32, err, sizeof err);
+    int n = llama_encode(tokens, &t, "ROMEO:", 1, 0, 32, ERR(LANG_EN, err));
     int len = llama_spec_generate(tokens, &sp, n, 30, NULL, NULL);
     assert_int_equal(len, 32);
     // p == q at every row: min(1, p/q) = 1, every drafted token kept
@@ -267,16 +267,16 @@ static void test_check_rejects_mismatch(void **st) {
     load(&shipped, "data/tinyshakespeare-llama-draft.bin");
     LlamaConfig c = t.cfg;
     c.max_seq_len = 16;
-    if (llama_new(&short_ctx, &c, err, sizeof err) != 0) fail_msg("%s", err);
+    if (llama_new(&short_ctx, &c, ERR(LANG_EN, err)) != 0) fail_msg("%s", err);
     llama_vocab_default(&short_ctx);
-    assert_int_equal(llama_spec_check(&t, &t, 1, 0, err, sizeof err), 0);
-    assert_int_equal(llama_spec_check(&t, &t, 16, 0, err, sizeof err), 0);
-    assert_int_equal(llama_spec_check(&t, &shipped, 4, 0, err, sizeof err), -1);
+    assert_int_equal(llama_spec_check(&t, &t, 1, ERR(LANG_EN, err)), 0);
+    assert_int_equal(llama_spec_check(&t, &t, 16, ERR(LANG_EN, err)), 0);
+    assert_int_equal(llama_spec_check(&t, &shipped, 4, ERR(LANG_EN, err)), -1);
     assert_non_null(strstr(err, "is not the target's"));
-    assert_int_equal(llama_spec_check(&t, &short_ctx, 4, 0, err, sizeof err), -1);
+    assert_int_equal(llama_spec_check(&t, &short_ctx, 4, ERR(LANG_EN, err)), -1);
     assert_non_null(strstr(err, "the draft's context 16 is shorter than the target's 32"));
-    assert_int_equal(llama_spec_check(&t, &t, 0, 0, err, sizeof err), -1);
-    assert_int_equal(llama_spec_check(&t, &t, 17, 1, err, sizeof err), -1);
+    assert_int_equal(llama_spec_check(&t, &t, 0, ERR(LANG_EN, err)), -1);
+    assert_int_equal(llama_spec_check(&t, &t, 17, ERR(LANG_ZH, err)), -1);
     assert_non_null(strstr(err, "超出范围"));
     llama_free(&t), llama_free(&shipped), llama_free(&short_ctx);
 }
@@ -314,7 +314,7 @@ static void test_generate_llama_draft(void **st) {
     close(fd);
     LlamaModel m;
     llama_model_for_test(&m, 4, 4, 3);
-    if (llama_save(&m, other, err, sizeof err) != 0) fail_msg("%s", err);
+    if (llama_save(&m, other, ERR(LANG_EN, err)) != 0) fail_msg("%s", err);
     llama_free(&m);
     snprintf(args, sizeof args, "generate --model data/tinyshakespeare-llama-mha.bin --draft %s", other);
     expect_failure(args, 1, "the draft's vocabulary");

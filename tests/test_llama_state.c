@@ -121,7 +121,7 @@ static void test_bad_max_batch_size_refused(void **state) {
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         LlamaState s;
         char err[256] = "", want[64], range[32];
-        if (llama_state_init(&s, &m, bad[i], err, sizeof err) == 0) {
+        if (llama_state_init(&s, &m, bad[i], ERR(LANG_EN, err)) == 0) {
             llama_state_free(&s);
             fail_msg("max_batch_size %d: expected a refusal, got a state", bad[i]);
         }

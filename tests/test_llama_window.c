@@ -71,7 +71,7 @@ static void model_with(LlamaModel *m, int T, int window, uint64_t seed) {
     c.max_seq_len = T;
     c.window = window;
     char err[256];
-    if (llama_new(m, &c, err, sizeof err) != 0) fail_msg("%s", err);
+    if (llama_new(m, &c, ERR(LANG_EN, err)) != 0) fail_msg("%s", err);
     llama_vocab_default(m);
     llama_init_random(m, seed);
 }
@@ -164,11 +164,11 @@ static void test_shipped_window_model_rolls_exactly(void **state) {
     enum { N = 5 * 128, WIN = 64 };
     LlamaModel m, big;
     char err[256];
-    if (llama_load(&m, "data/tinyshakespeare-llama-window64.bin", err, sizeof err) != 0) fail_msg("%s", err);
+    if (llama_load(&m, "data/tinyshakespeare-llama-window64.bin", ERR(LANG_EN, err)) != 0) fail_msg("%s", err);
     if (m.cfg.window != WIN) fail_msg("window of the shipped model: expected %d, got %d", WIN, m.cfg.window);
     LlamaConfig c = m.cfg;
     c.max_seq_len = N;   // the context is not a weight
-    if (llama_new(&big, &c, err, sizeof err) != 0) fail_msg("%s", err);
+    if (llama_new(&big, &c, ERR(LANG_EN, err)) != 0) fail_msg("%s", err);
     assert_int_equal((int)big.num_params, (int)m.num_params);
     memcpy(big.params, m.params, sizeof(float) * m.num_params);
     memcpy(big.vocab, m.vocab, sizeof(uint32_t) * (size_t)c.vocab_size);
@@ -179,7 +179,7 @@ static void test_shipped_window_model_rolls_exactly(void **state) {
     fclose(f);
     text[got] = '\0';
     int tokens[N + 2];
-    int n = llama_encode(tokens, &m, text, 1, 0, N + 2, err, sizeof err);
+    int n = llama_encode(tokens, &m, text, 1, 0, N + 2, ERR(LANG_EN, err));
     if (n < N) fail_msg("validation text: expected %d tokens, got %d: %s", N, n, err);
     LlamaState s, full;
     llama_state_for_test(&s, &m, 1);
@@ -264,9 +264,9 @@ static void test_window_in_model_file(void **state) {
     snprintf(path, sizeof path, "%s/m.bin", dir);
     // the shipped model (no window): loaded and saved, the same bytes
     LlamaModel m;
-    assert_int_equal(llama_load(&m, "data/tinyshakespeare-llama-mha.bin", err, sizeof err), 0);
+    assert_int_equal(llama_load(&m, "data/tinyshakespeare-llama-mha.bin", ERR(LANG_EN, err)), 0);
     assert_int_equal(m.cfg.window, 0);
-    assert_int_equal(llama_save(&m, path, err, sizeof err), 0);
+    assert_int_equal(llama_save(&m, path, ERR(LANG_EN, err)), 0);
     char *a = file_slurp("data/tinyshakespeare-llama-mha.bin"), *b = file_slurp(path);
     assert_non_null(a);
     assert_non_null(b);
@@ -277,9 +277,9 @@ static void test_window_in_model_file(void **state) {
     llama_free(&m);
     // a windowed one: version 3, 4 bytes more, the window back
     model_with(&m, 16, 6, 1);
-    assert_int_equal(llama_save(&m, path, err, sizeof err), 0);
+    assert_int_equal(llama_save(&m, path, ERR(LANG_EN, err)), 0);
     LlamaModel back;
-    assert_int_equal(llama_load(&back, path, err, sizeof err), 0);
+    assert_int_equal(llama_load(&back, path, ERR(LANG_EN, err)), 0);
     assert_int_equal(back.cfg.window, 6);
     assert_true(ops_bit_identical(back.params, m.params, (int64_t)m.num_params));
     b = file_slurp(path);
@@ -306,7 +306,7 @@ static void test_positions_in_cache_match_reference(void **state) {
     fix_load(&fx, "tests/fixtures/llama_window_in_cache.txt");
     LlamaModel m;
     char err[256];
-    if (llama_load(&m, "tests/fixtures/llama_mha.bin", err, sizeof err) != 0) fail_msg("%s", err);
+    if (llama_load(&m, "tests/fixtures/llama_mha.bin", ERR(LANG_EN, err)) != 0) fail_msg("%s", err);
     const FixTensor *tok = fix_get(&fx, "tokens"), *want = fix_get(&fx, "sinks_in_cache_logits");
     int n = tok->cols, V = m.cfg.vocab_size, tokens[64];
     assert_true(n <= 64 && V <= 64 && n > 2 * m.cfg.max_seq_len);
@@ -354,7 +354,7 @@ static void rotary_after_eviction(const char *fixture) {
     fix_load(&fx, fixture);
     LlamaModel m;
     char err[256];
-    if (llama_load(&m, "tests/fixtures/llama_mha.bin", err, sizeof err) != 0) fail_msg("%s", err);
+    if (llama_load(&m, "tests/fixtures/llama_mha.bin", ERR(LANG_EN, err)) != 0) fail_msg("%s", err);
     const FixTensor *tok = fix_get(&fx, "tokens");
     int n = tok->cols, V = m.cfg.vocab_size, tokens[64];
     assert_true(n <= 64 && n > 2 * m.cfg.max_seq_len);
@@ -438,14 +438,14 @@ static void test_generate_window_model_past_the_context(void **state) {
     enum { STEPS = 200, N = 256, WIN = 64 };
     LlamaModel m, big;
     char err[256];
-    if (llama_load(&m, "data/tinyshakespeare-llama-window64.bin", err, sizeof err) != 0) fail_msg("%s", err);
+    if (llama_load(&m, "data/tinyshakespeare-llama-window64.bin", ERR(LANG_EN, err)) != 0) fail_msg("%s", err);
     LlamaConfig c = m.cfg;
     assert_int_equal(c.window, WIN);
     c.max_seq_len = N;   // the context is not a weight
-    if (llama_new(&big, &c, err, sizeof err) != 0) fail_msg("%s", err);
+    if (llama_new(&big, &c, ERR(LANG_EN, err)) != 0) fail_msg("%s", err);
     memcpy(big.params, m.params, sizeof(float) * m.num_params);
     memcpy(big.vocab, m.vocab, sizeof(uint32_t) * (size_t)c.vocab_size);
-    int tokens[N], n = llama_encode(tokens, &big, "ROMEO:", 1, 0, N, err, sizeof err);
+    int tokens[N], n = llama_encode(tokens, &big, "ROMEO:", 1, 0, N, ERR(LANG_EN, err));
     assert_true(n > 0 && n + STEPS <= N && n + STEPS > m.cfg.max_seq_len);
     LlamaState full;
     llama_state_for_test(&full, &big, 1);
@@ -504,7 +504,7 @@ static void test_ways_past_the_window_match_reference(void **state) {
     char err[256];
     const char *paths[2] = {"data/tinyshakespeare-llama-mha.bin", "data/tinyshakespeare-llama-window64.bin"};
     for (int k = 0; k < 2; k++)
-        if (llama_load(&models[k], paths[k], err, sizeof err) != 0) fail_msg("%s", err);
+        if (llama_load(&models[k], paths[k], ERR(LANG_EN, err)) != 0) fail_msg("%s", err);
     float logits[512];
     assert_true(models[0].cfg.vocab_size <= 512 && n > 2 * models[0].cfg.max_seq_len);
     for (size_t w = 0; w < sizeof ways / sizeof ways[0]; w++) {
@@ -557,7 +557,7 @@ static void test_sink_shares_match_reference(void **state) {
     for (int k = 0; k < 2; k++) {
         LlamaModel m;
         char err[256];
-        if (llama_load(&m, paths[k], err, sizeof err) != 0) fail_msg("%s", err);
+        if (llama_load(&m, paths[k], ERR(LANG_EN, err)) != 0) fail_msg("%s", err);
         const LlamaConfig *c = &m.cfg;
         const FixTensor *want = fix_get(&fx, names[k]);
         assert_int_equal(want->rows, c->n_layers);

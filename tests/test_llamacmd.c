@@ -59,7 +59,7 @@ static int teardown(void **state) {
 
 static void load(LlamaModel *m) {
     char err[256];
-    if (llama_load(m, model_path, err, sizeof err) != 0) fail_msg("%s", err);
+    if (llama_load(m, model_path, ERR(LANG_EN, err)) != 0) fail_msg("%s", err);
 }
 
 // Two prompts of different lengths, sampled: every step's logits with the
@@ -73,11 +73,11 @@ static void test_cached_logits_equal_uncached_bits(void **state) {
     LlamaState s[2];
     LlamaGeneration g[2];
     for (int run = 0; run < 2; run++) {
-        if (llama_state_init(&s[run], &m, 2, err, sizeof err) != 0 ||
-            llama_generation_new(&g[run], &s[run], &m, err, sizeof err) != 0)
+        if (llama_state_init(&s[run], &m, 2, ERR(LANG_EN, err)) != 0 ||
+            llama_generation_new(&g[run], &s[run], &m, ERR(LANG_EN, err)) != 0)
             fail_msg("%s", err);
         LlamaGenOptions go = {.max_gen_len = 20, .temperature = 0.8f, .top_p = 0.95f, .use_cache = run, .seed = 7};
-        if (llama_generate(&g[run], &s[run], &m, prompts, 2, &go, err, sizeof err) != 0) fail_msg("%s", err);
+        if (llama_generate(&g[run], &s[run], &m, prompts, 2, &go, ERR(LANG_EN, err)) != 0) fail_msg("%s", err);
     }
     assert_int_equal(g[0].n_steps, g[1].n_steps);
     assert_true(g[0].n_steps > 10);
@@ -121,7 +121,7 @@ static void test_eval_prints_llama_train_eval(void **state) {
     load(&m);
     double train_loss, val_loss;
     char err[256], want[128], cmd[512];
-    assert_int_equal(llama_train_eval(&m, data_path, 1, &train_loss, &val_loss, NULL, NULL, err, sizeof err), 0);
+    assert_int_equal(llama_train_eval(&m, data_path, 1, &train_loss, &val_loss, NULL, NULL, ERR(LANG_EN, err)), 0);
     llama_free(&m);
     snprintf(want, sizeof want, "train loss %.4f, validation loss %.4f", train_loss, val_loss);
     snprintf(cmd, sizeof cmd, "eval --model %s --data %s --threads 2", model_path, data_path);

@@ -182,8 +182,8 @@ static void test_model_file_header_only(void **state) {
     GptModel m;
     char err[256], args[512];
     uint32_t vocab[3] = {'a', 'b', 'c'};
-    assert_int_equal(gpt_init_random(&m, (GptConfig){3, 16, 8, 2, 3}, vocab, 1, err, sizeof err), 0);
-    if (gpt_save(&m, path, err, sizeof err) != 0) fail_msg("gpt_save: %s", err);
+    assert_int_equal(gpt_init_random(&m, (GptConfig){3, 16, 8, 2, 3}, vocab, 1, ERR(LANG_EN, err)), 0);
+    if (gpt_save(&m, path, ERR(LANG_EN, err)) != 0) fail_msg("gpt_save: %s", err);
     gpt_free(&m);
     FILE *f = fopen(path, "r+b");
     assert_non_null(f);

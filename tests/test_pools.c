@@ -37,7 +37,7 @@ static void random_gpt(GptModel *m, GptConfig cfg) {
     uint32_t vocab[64];
     for (int i = 0; i < cfg.V; i++) vocab[i] = (uint32_t)('A' + i);
     char err[256];
-    if (gpt_init_random(m, cfg, vocab, 3, err, sizeof err) != 0) fail_msg("gpt_init_random: %s", err);
+    if (gpt_init_random(m, cfg, vocab, 3, ERR(LANG_EN, err)) != 0) fail_msg("gpt_init_random: %s", err);
 }
 
 // Where want and got (n floats, the first state's and the second's) first
@@ -96,7 +96,7 @@ static void test_llama_states_on_two_pools_agree(void **state) {
     cfg.dim = 128, cfg.n_heads = 4, cfg.n_kv_heads = 2, cfg.hidden_dim = 384;   // wq 128 x 128, w1 128 x 384
     LlamaModel m;
     char err[256];
-    if (llama_new(&m, &cfg, err, sizeof err) != 0) fail_msg("llama_new: %s", err);
+    if (llama_new(&m, &cfg, ERR(LANG_EN, err)) != 0) fail_msg("llama_new: %s", err);
     llama_init_random(&m, 5);
     int T = m.cfg.max_seq_len, V = m.cfg.vocab_size, B = 2;
     LlamaState s[2];
@@ -104,7 +104,7 @@ static void test_llama_states_on_two_pools_agree(void **state) {
     assert_non_null(pool[0]);
     assert_non_null(pool[1]);
     for (int k = 0; k < 2; k++) {
-        if (llama_state_init(&s[k], &m, B, err, sizeof err) != 0) fail_msg("llama_state_init: %s", err);
+        if (llama_state_init(&s[k], &m, B, ERR(LANG_EN, err)) != 0) fail_msg("llama_state_init: %s", err);
         s[k].pool = pool[k];
     }
     int *tokens = malloc(sizeof(int) * (size_t)B * T);
@@ -176,7 +176,8 @@ static int run_here(const char *args, char *out, size_t size) {
     fflush(stdout);
     int saved = dup(STDOUT_FILENO);
     dup2(fd, STDOUT_FILENO);
-    int rc = cli_main(argc, argv);
+    Lang lang = LANG_EN;
+    int rc = cli_main(argc, argv, &lang);
     fflush(stdout);
     dup2(saved, STDOUT_FILENO);
     close(saved);

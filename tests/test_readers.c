@@ -35,10 +35,10 @@ static void write_file(const char *path, const char *text) {
 }
 
 // fileio_read_text on path: fails unless it refuses it with an err holding needle.
-static void expect_refused(const char *path, size_t max, const char *needle) {
+static void expect_refused(Lang lang, const char *path, size_t max, const char *needle) {
     char err[600] = "";
     size_t len = 12345;
-    char *t = fileio_read_text(path, max, 0, &len, err, sizeof err);
+    char *t = fileio_read_text(path, max, 0, &len, ERR(lang, err));
     if (t || !strstr(err, needle) || !strstr(err, path))
         fail_msg("%s: expected NULL and \"%s: ...%s...\", got %s and \"%s\"", path, path, needle, t ? "text" : "NULL", err);
     if (len != 12345) fail_msg("%s: *len changed to %zu on a refusal", path, len);
@@ -52,27 +52,25 @@ static void test_read_text(void **state) {
     write_file(path, "one\ntwo\n");
     char err[600];
     size_t len = 0;
-    char *t = fileio_read_text(path, 8, 0, &len, err, sizeof err);
+    char *t = fileio_read_text(path, 8, 0, &len, ERR(LANG_EN, err));
     if (!t || len != 8 || strcmp(t, "one\ntwo\n") != 0) fail_msg("whole: expected 8 bytes \"one\\ntwo\\n\", got %zu", len);
     free(t);
-    t = fileio_read_text(path, 5, 1, &len, err, sizeof err);   // the first 5 bytes
+    t = fileio_read_text(path, 5, 1, &len, ERR(LANG_EN, err));   // the first 5 bytes
     if (!t || len != 5 || strcmp(t, "one\nt") != 0) fail_msg("prefix 5: expected \"one\\nt\", got %zu bytes", len);
     free(t);
-    t = fileio_read_text(path, 100, 1, &len, err, sizeof err);   // a prefix longer than the file: all of it
+    t = fileio_read_text(path, 100, 1, &len, ERR(LANG_EN, err));   // a prefix longer than the file: all of it
     if (!t || len != 8 || strcmp(t, "one\ntwo\n") != 0) fail_msg("prefix 100: expected the 8 bytes, got %zu", len);
     free(t);
-    expect_refused(path, 7, "8 bytes; at most 7 were expected");
+    expect_refused(LANG_EN, path, 7, "8 bytes; at most 7 were expected");
     snprintf(sub, sizeof sub, "%s/missing.txt", dir);
-    expect_refused(sub, 100, "cannot open: No such file or directory");
+    expect_refused(LANG_EN, sub, 100, "cannot open: No such file or directory");
     snprintf(sub, sizeof sub, "%s/folder", dir);
     assert_int_equal(mkdir(sub, 0700), 0);
-    expect_refused(sub, 100, "is a folder, not a regular file");
+    expect_refused(LANG_EN, sub, 100, "is a folder, not a regular file");
     snprintf(fifo, sizeof fifo, "%s/fifo", dir);   // no writer: it would block an open that waits
     assert_int_equal(mkfifo(fifo, 0600), 0);
-    expect_refused(fifo, 100, "is a FIFO, not a regular file");
-    fileio_set_zh(1);
-    expect_refused(fifo, 100, "是命名管道（FIFO），不是普通文件");
-    fileio_set_zh(0);
+    expect_refused(LANG_EN, fifo, 100, "is a FIFO, not a regular file");
+    expect_refused(LANG_ZH, fifo, 100, "是命名管道（FIFO），不是普通文件");
 }
 
 // path made absolute (from the current folder), into out.

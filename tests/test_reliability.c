@@ -132,22 +132,22 @@ static void test_writers_refuse_non_regular_files(void **state) {
         GptModel m;
         char err[512];
         uint32_t vocab[3] = {'a', 'b', 'c'};
-        assert_int_equal(gpt_init_random(&m, (GptConfig){3, 4, 8, 2, 1}, vocab, 1, err, sizeof err), 0);
-        if (gpt_save(&m, paths[i], err, sizeof err) == 0) fail_msg("gpt_save over %s: expected a refusal", kinds[i]);
+        assert_int_equal(gpt_init_random(&m, (GptConfig){3, 4, 8, 2, 1}, vocab, 1, ERR(LANG_EN, err)), 0);
+        if (gpt_save(&m, paths[i], ERR(LANG_EN, err)) == 0) fail_msg("gpt_save over %s: expected a refusal", kinds[i]);
         if (!strstr(err, kinds[i])) fail_msg("gpt_save over %s: message \"%s\" does not say so", kinds[i], err);
         gpt_free(&m);
         LlamaConfig lc = {.vocab_size = llama_default_vocab_size(), .dim = 8, .n_layers = 1, .n_heads = 2,
                           .n_kv_heads = 1, .hidden_dim = 16, .max_seq_len = 8,
                           .rope_theta = 10000.0f, .norm_eps = 1e-5f};
         LlamaModel lm;
-        assert_int_equal(llama_new(&lm, &lc, err, sizeof err), 0);
+        assert_int_equal(llama_new(&lm, &lc, ERR(LANG_EN, err)), 0);
         llama_vocab_default(&lm);
-        if (llama_save(&lm, paths[i], err, sizeof err) == 0)
+        if (llama_save(&lm, paths[i], ERR(LANG_EN, err)) == 0)
             fail_msg("llama_save over %s: expected a refusal", kinds[i]);
         llama_free(&lm);
         TrainCheckpoint ck = {0};
         int rc;
-        rc = train_checkpoint_save(paths[i], &ck, err, sizeof err);
+        rc = train_checkpoint_save(paths[i], &ck, ERR(LANG_EN, err));
         if (rc == 0) fail_msg("train_checkpoint_save over %s: expected a refusal", kinds[i]);
     }
     struct stat st;
@@ -177,10 +177,10 @@ static void test_stale_temporary_file_is_removed(void **state) {
     GptModel m, back;
     char err[512];
     uint32_t vocab[3] = {'a', 'b', 'c'};
-    assert_int_equal(gpt_init_random(&m, (GptConfig){3, 4, 8, 2, 1}, vocab, 1, err, sizeof err), 0);
-    if (gpt_save(&m, model, err, sizeof err) != 0) fail_msg("gpt_save: %s", err);
+    assert_int_equal(gpt_init_random(&m, (GptConfig){3, 4, 8, 2, 1}, vocab, 1, ERR(LANG_EN, err)), 0);
+    if (gpt_save(&m, model, ERR(LANG_EN, err)) != 0) fail_msg("gpt_save: %s", err);
     if (exists(tmp)) fail_msg("%s: expected the stale temporary file removed, it is still there", tmp);
-    if (gpt_load(&back, model, err, sizeof err) != 0) fail_msg("gpt_load: %s", err);
+    if (gpt_load(&back, model, ERR(LANG_EN, err)) != 0) fail_msg("gpt_load: %s", err);
     assert_bits(back.params, m.params, (int64_t)m.num_params, "weights after a save over a stale PATH.tmp");
     // and no other file beside it: the folder holds stale.kvgp alone
     int named = 0;
@@ -195,7 +195,7 @@ static void test_stale_temporary_file_is_removed(void **state) {
     char bad[128];
     path_in(bad, sizeof bad, "nan.kvgp");
     m.params[5] = NAN;
-    if (gpt_save(&m, bad, err, sizeof err) == 0) fail_msg("gpt_save of a NaN weight: expected a refusal");
+    if (gpt_save(&m, bad, ERR(LANG_EN, err)) == 0) fail_msg("gpt_save of a NaN weight: expected a refusal");
     if (exists(bad)) fail_msg("%s: written although a weight is NaN", bad);
     gpt_free(&m);
 }
@@ -233,7 +233,7 @@ static void test_train_checks_out_before_step_one(void **state) {
         TrainConfig cfg;
         tiny_config(&cfg, data, outs[i]);
         int steps = 0, rc;
-        QUIET(rc = train_run(&cfg, count_steps, &steps, NULL, err, sizeof err));
+        QUIET(rc = train_run(&cfg, count_steps, &steps, NULL, ERR(LANG_EN, err)));
         if (rc != TRAIN_FAILED) fail_msg("--out %s: expected TRAIN_FAILED, got %d", outs[i], rc);
         if (steps != 0) fail_msg("--out %s: expected the failure before step 1, got it after %d steps", outs[i], steps);
     }
@@ -274,9 +274,9 @@ static void test_checkpoint_recipe_is_checked(void **state) {
     TrainCheckpoint good, got;
     make_checkpoint(&good);
     int rc;
-    rc = train_checkpoint_save(path, &good, err, sizeof err);
+    rc = train_checkpoint_save(path, &good, ERR(LANG_EN, err));
     assert_int_equal(rc, 0);
-    rc = train_checkpoint_load(path, &got, err, sizeof err);
+    rc = train_checkpoint_load(path, &got, ERR(LANG_EN, err));
     if (rc != 0) fail_msg("the unchanged checkpoint: expected it to load, it was refused");
     train_checkpoint_free(&got);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -284,16 +284,16 @@ static void test_checkpoint_recipe_is_checked(void **state) {
         float *fields[] = {&ck.cfg.lr, &ck.cfg.min_lr, &ck.cfg.beta1, &ck.cfg.beta2, &ck.cfg.eps,
                            &ck.cfg.weight_decay, &ck.cfg.grad_clip};
         *fields[cases[i].field] = cases[i].value;
-        rc = train_checkpoint_save(path, &ck, err, sizeof err);
+        rc = train_checkpoint_save(path, &ck, ERR(LANG_EN, err));
         assert_int_equal(rc, 0);
-        rc = train_checkpoint_load(path, &got, err, sizeof err);
+        rc = train_checkpoint_load(path, &got, ERR(LANG_EN, err));
         if (rc == 0) {
             train_checkpoint_free(&got);
             fail_msg("%s (valid checksum): expected the checkpoint refused, it loaded", cases[i].name);
         }
         // and the recipe check itself says what is wrong
         char why[400];
-        if (train_config_check(&ck.cfg, why, sizeof why) == 0)
+        if (train_config_check(&ck.cfg, ERR(LANG_EN, why)) == 0)
             fail_msg("train_config_check with %s: expected a refusal", cases[i].name);
     }
     free(good.params);
@@ -312,9 +312,9 @@ static void test_non_finite_logits_stop_generation(void **state) {
     path_in(model, sizeof model, "huge.kvgp");
     GptModel m;
     uint32_t vocab[3] = {'a', 'b', '\n'};
-    assert_int_equal(gpt_init_random(&m, (GptConfig){3, 4, 8, 2, 1}, vocab, 1, err, sizeof err), 0);
+    assert_int_equal(gpt_init_random(&m, (GptConfig){3, 4, 8, 2, 1}, vocab, 1, ERR(LANG_EN, err)), 0);
     for (size_t i = 0; i < m.num_params; i++) m.params[i] = 3e38f;
-    if (gpt_save(&m, model, err, sizeof err) != 0) fail_msg("gpt_save: %s", err);
+    if (gpt_save(&m, model, ERR(LANG_EN, err)) != 0) fail_msg("gpt_save: %s", err);
     gpt_free(&m);
     static const char *const runs[] = {"", " --no-cache", " --format json", " --temperature 0"};
     for (int i = 0; i < 4; i++) {
@@ -338,22 +338,22 @@ static void test_non_finite_training_keeps_last_checkpoint(void **state) {
     tiny_config(&cfg, data, out);
     cfg.ckpt_path = ckpt;
     int stop = 2, rc;
-    QUIET(rc = train_run(&cfg, stop_at, &stop, NULL, err, sizeof err));
+    QUIET(rc = train_run(&cfg, stop_at, &stop, NULL, ERR(LANG_EN, err)));
     assert_int_equal(rc, TRAIN_STOPPED);
     // the checkpoint, with a valid checksum, and a weight past float's range
     // once multiplied: the next forward pass overflows
     TrainCheckpoint ck;
-    rc = train_checkpoint_load(ckpt, &ck, err, sizeof err);
+    rc = train_checkpoint_load(ckpt, &ck, ERR(LANG_EN, err));
     assert_int_equal(rc, 0);
     for (size_t i = 0; i < ck.num_params; i++) ck.params[i] = 3e38f;
-    rc = train_checkpoint_save(ckpt, &ck, err, sizeof err);
+    rc = train_checkpoint_save(ckpt, &ck, ERR(LANG_EN, err));
     assert_int_equal(rc, 0);
-    rc = train_checkpoint_save(copy, &ck, err, sizeof err);
+    rc = train_checkpoint_save(copy, &ck, ERR(LANG_EN, err));
     assert_int_equal(rc, 0);
     train_checkpoint_free(&ck);
     TrainConfig resume = cfg;
     resume.resume_path = ckpt;
-    QUIET(rc = train_run(&resume, NULL, NULL, NULL, err, sizeof err));
+    QUIET(rc = train_run(&resume, NULL, NULL, NULL, ERR(LANG_EN, err)));
     if (rc != TRAIN_FAILED) fail_msg("training on overflowing weights: expected TRAIN_FAILED, got %d", rc);
     if (exists(out)) fail_msg("%s: a model was written from non-finite weights", out);
     expect_same_file(ckpt, copy, "the last good checkpoint after a failed step");
@@ -517,7 +517,7 @@ static void test_llama_long_context_without_a_full_mask(void **state) {
         LlamaModel m;
         LlamaState s;
         char err[256];
-        if (llama_new(&m, &c, err, sizeof err) != 0 || llama_state_init(&s, &m, 1, err, sizeof err) != 0) _exit(1);
+        if (llama_new(&m, &c, ERR(LANG_EN, err)) != 0 || llama_state_init(&s, &m, 1, ERR(LANG_EN, err)) != 0) _exit(1);
         // three tokens of one row: forward returns the logits of the last, (1, V)
         int tokens[3] = {1, 5, 6};
         float logits[200];
@@ -598,7 +598,7 @@ static void test_kill_during_training(void **state) {
         if (point > 1) {
             TrainCheckpoint c;
             int rc;
-            rc = train_checkpoint_load(ck, &c, err, sizeof err);
+            rc = train_checkpoint_load(ck, &c, ERR(LANG_EN, err));
             if (rc != 0) fail_msg("kill point %d: the checkpoint left behind does not load", point);
             if (c.step != (point - 1) * 10) fail_msg("kill point %d: checkpoint at step %d, expected %d", point, c.step, (point - 1) * 10);
             train_checkpoint_free(&c);

@@ -46,7 +46,7 @@ static void random_model(GptModel *m, GptConfig cfg, uint32_t seed) {
     assert_true(cfg.V <= 256);
     for (int i = 0; i < cfg.V; i++) vocab[i] = (uint32_t)(32 + i);
     char err[256];
-    if (gpt_new(m, cfg, vocab, err, sizeof err) != 0) fail_msg("gpt_new: %s", err);
+    if (gpt_new(m, cfg, vocab, ERR(LANG_EN, err)) != 0) fail_msg("gpt_new: %s", err);
     Mt19937 rng;
     mt19937_seed(&rng, seed);
     for (int i = 0; i < gpt_num_tensors(cfg); i++) {
@@ -64,7 +64,7 @@ static void random_model(GptModel *m, GptConfig cfg, uint32_t seed) {
 // with it often, not always.
 static void perturbed_copy(GptModel *m, const GptModel *target, double eps, uint32_t seed) {
     char err[256];
-    if (gpt_new(m, target->cfg, target->vocab, err, sizeof err) != 0) fail_msg("gpt_new: %s", err);
+    if (gpt_new(m, target->cfg, target->vocab, ERR(LANG_EN, err)) != 0) fail_msg("gpt_new: %s", err);
     Mt19937 rng;
     mt19937_seed(&rng, seed);
     for (size_t i = 0; i < m->num_params; i++)
@@ -551,14 +551,14 @@ static void test_check_rejects_mismatch(void **st) {
     random_model(&other_vocab, v, 4);
     random_model(&short_ctx, t, 4);
     char err[256];
-    assert_int_equal(spec_check(&target, &target, 4, 0, err, sizeof err), 0);
-    assert_int_equal(spec_check(&target, &other_vocab, 4, 0, err, sizeof err), -1);
+    assert_int_equal(spec_check(&target, &target, 4, ERR(LANG_EN, err)), 0);
+    assert_int_equal(spec_check(&target, &other_vocab, 4, ERR(LANG_EN, err)), -1);
     assert_non_null(strstr(err, "vocabulary (21 characters) is not the target's (20)"));
-    assert_int_equal(spec_check(&target, &short_ctx, 4, 1, err, sizeof err), -1);
+    assert_int_equal(spec_check(&target, &short_ctx, 4, ERR(LANG_ZH, err)), -1);
     assert_non_null(strstr(err, "上下文 16 短于目标模型的 24"));
-    assert_int_equal(spec_check(&target, &target, 0, 0, err, sizeof err), -1);
+    assert_int_equal(spec_check(&target, &target, 0, ERR(LANG_EN, err)), -1);
     assert_non_null(strstr(err, "--gamma 0 is out of range: 1 to 16"));
-    assert_int_equal(spec_check(&target, &target, 17, 0, err, sizeof err), -1);
+    assert_int_equal(spec_check(&target, &target, 17, ERR(LANG_EN, err)), -1);
     gpt_free(&short_ctx);
     gpt_free(&other_vocab);
     gpt_free(&target);

@@ -70,11 +70,11 @@ static void test_shipped_models(void **state) {
         long long work;
         if (FILES[i].gpt) {
             GptConfig g;
-            if (gpt_load_config(&g, FILES[i].path, err, sizeof err)) fail_msg("%s", err);
+            if (gpt_load_config(&g, FILES[i].path, ERR(LANG_EN, err))) fail_msg("%s", err);
             work = gpt_row_work(g);
         } else {
             LlamaModel m;
-            if (llama_load(&m, FILES[i].path, err, sizeof err)) fail_msg("%s", err);
+            if (llama_load(&m, FILES[i].path, ERR(LANG_EN, err))) fail_msg("%s", err);
             work = llama_row_work(&m.cfg);
             llama_free(&m);
         }

@@ -24,7 +24,7 @@ static int load_text(const char *text, ToyData *t, char *err, size_t errlen) {
     FILE *f = fdopen(fd, "w");
     fputs(text, f);
     fclose(f);
-    int rc = toydata_load(t, path, err, errlen);
+    int rc = toydata_load(t, path, (Err){LANG_EN, err, errlen});
     unlink(path);
     return rc;
 }
@@ -47,7 +47,7 @@ static void test_article_numbers(void **state) {
     fix_load(&fx, "tests/fixtures/toy_tensors.txt");
     ToyData t;
     char err[256];
-    if (toydata_load(&t, "data/tianqi.txt", err, sizeof err)) fail_msg("%s", err);
+    if (toydata_load(&t, "data/tianqi.txt", ERR(LANG_EN, err))) fail_msg("%s", err);
     assert_int_equal(t.d, 4);
     assert_int_equal(t.dk, 4);
     assert_int_equal(t.dv, 4);
@@ -130,7 +130,7 @@ static void test_malformed(void **state) {
     snprintf(buf, sizeof buf, "scale 1e-10\nX\na 1e10 2\nb 3 4\n%s", WEIGHTS);
     if (load_text(buf, &t, err, sizeof err) != 0) fail_msg("expected large but representable numbers to load: %s", err);
     toydata_free(&t);
-    assert_int_equal(toydata_load(&t, "/nonexistent/data.txt", err, sizeof err), -1);
+    assert_int_equal(toydata_load(&t, "/nonexistent/data.txt", ERR(LANG_EN, err)), -1);
     assert_non_null(strstr(err, "data file /nonexistent/data.txt: cannot open: No such file or directory"));
 }
 

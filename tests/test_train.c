@@ -514,12 +514,12 @@ static void test_tiny_model_learns(void **state) {
     write_text(data);
     TrainConfig cfg;
     tiny_config(&cfg, data, out);
-    assert_int_equal(train_run(&cfg, NULL, NULL, NULL, err, sizeof err), TRAIN_OK);
+    assert_int_equal(train_run(&cfg, NULL, NULL, NULL, ERR(LANG_EN, err)), TRAIN_OK);
     GptModel m;
-    if (gpt_load(&m, out, err, sizeof err) != 0)
+    if (gpt_load(&m, out, ERR(LANG_EN, err)) != 0)
         fail_msg("the trained model does not load: %s", err);
     double train_loss, val_loss;
-    assert_int_equal(train_eval(&m, data, 2, &train_loss, &val_loss, err, sizeof err), 0);
+    assert_int_equal(train_eval(&m, data, 2, &train_loss, &val_loss, ERR(LANG_EN, err)), 0);
     // A uniform guess over the 22 characters costs ln 22 = 3.09 nats; the
     // grammar's words are fixed, so a model that learned them is far below.
     const double bound = 1.2;
@@ -546,19 +546,19 @@ static void test_resume_is_bit_identical(void **state) {
     TrainConfig cfg;
     tiny_config(&cfg, data, full);
     cfg.iters = 40;
-    assert_int_equal(train_run(&cfg, NULL, NULL, NULL, err, sizeof err), TRAIN_OK);
+    assert_int_equal(train_run(&cfg, NULL, NULL, NULL, ERR(LANG_EN, err)), TRAIN_OK);
 
     // the same run stopped at step 17, then resumed (with another thread count)
     cfg.out_path = pieces;
     cfg.ckpt_path = ckpt;
     int stop = 17;
-    assert_int_equal(train_run(&cfg, stop_at, &stop, NULL, err, sizeof err), TRAIN_STOPPED);
+    assert_int_equal(train_run(&cfg, stop_at, &stop, NULL, ERR(LANG_EN, err)), TRAIN_STOPPED);
     assert_int_equal(access(pieces, F_OK), -1);   // no model before the end
     TrainConfig resume = cfg;
     resume.resume_path = ckpt;
     resume.threads = 1;
     resume.lr = 1.0f;   // ignored: the checkpoint's recipe wins
-    assert_int_equal(train_run(&resume, NULL, NULL, NULL, err, sizeof err), TRAIN_OK);
+    assert_int_equal(train_run(&resume, NULL, NULL, NULL, ERR(LANG_EN, err)), TRAIN_OK);
 
     unsigned char *a = NULL, *b = NULL;
     long na = 0, nb = 0;
@@ -582,7 +582,7 @@ static void test_train_forward_matches_numpy(void **state) {
     const char *fix = "tests/fixtures/train_forward.txt";
     GptModel m;
     char err[256];
-    if (gpt_load(&m, "tests/fixtures/gpt_a.kvgp", err, sizeof err) != 0) fail_msg("%s", err);
+    if (gpt_load(&m, "tests/fixtures/gpt_a.kvgp", ERR(LANG_EN, err)) != 0) fail_msg("%s", err);
     int B = 2, T = m.cfg.T, V = m.cfg.V;
     double *tok = malloc(sizeof(double) * (size_t)B * (T + 1));
     double *want = malloc(sizeof(double) * (size_t)B * T * V);
@@ -627,7 +627,7 @@ static void test_train_forward_matches_numpy(void **state) {
 // (empty when it loaded).
 static int load_captured(const char *path, TrainCheckpoint *ck, char *msg, size_t n) {
     msg[0] = '\0';
-    return train_checkpoint_load(path, ck, msg, n);
+    return train_checkpoint_load(path, ck, (Err){LANG_EN, msg, n});
 }
 
 // A small checkpoint with recognisable contents.
@@ -656,7 +656,7 @@ static void test_checkpoint_round_trip_and_corruption(void **state) {
     tmp_path(bad, sizeof bad, "bad.ckpt");
     TrainCheckpoint ck, got;
     make_checkpoint(&ck, 0.5f);
-    assert_int_equal(train_checkpoint_save(path, &ck, msg, sizeof msg), 0);
+    assert_int_equal(train_checkpoint_save(path, &ck, ERR(LANG_EN, msg)), 0);
     assert_int_equal(load_captured(path, &got, msg, sizeof msg), 0);
     assert_int_equal(got.step, 5);
     assert_int_equal(got.rng, 0x1234);
@@ -707,10 +707,10 @@ static void test_interrupted_save_keeps_previous(void **state) {
     make_checkpoint(&old, 1.0f);
     make_checkpoint(&newer, 2.0f);
     newer.step = 6;
-    assert_int_equal(train_checkpoint_save(path, &old, msg, sizeof msg), 0);
+    assert_int_equal(train_checkpoint_save(path, &old, ERR(LANG_EN, msg)), 0);
     // the next save dies half way through the temporary file
     train_checkpoint_fail_after(300);
-    int rc = train_checkpoint_save(path, &newer, msg, sizeof msg);
+    int rc = train_checkpoint_save(path, &newer, ERR(LANG_EN, msg));
     train_checkpoint_fail_after(-1);
     assert_int_not_equal(rc, 0);
     if (!strstr(msg, "keep.ckpt")) fail_msg("expected an error naming keep.ckpt, got \"%s\"", msg);
@@ -720,7 +720,7 @@ static void test_interrupted_save_keeps_previous(void **state) {
                 "checkpoint after an interrupted save");
     train_checkpoint_free(&got);
     // and the next save, over the stale temporary file, succeeds
-    assert_int_equal(train_checkpoint_save(path, &newer, msg, sizeof msg), 0);
+    assert_int_equal(train_checkpoint_save(path, &newer, ERR(LANG_EN, msg)), 0);
     assert_int_equal(load_captured(path, &got, msg, sizeof msg), 0);
     assert_int_equal(got.step, 6);
     train_checkpoint_free(&got);

@@ -65,12 +65,12 @@ static int model_tensors(NamedWeights *t, int max, const LlamaModel *m) {
 
 static void model_from_file(LlamaModel *m, const char *path) {
     char err[256];
-    if (llama_load(m, path, err, sizeof err) != 0) fail_msg("%s", err);
+    if (llama_load(m, path, ERR(LANG_EN, err)) != 0) fail_msg("%s", err);
 }
 
 static void grads_for(LlamaModel *g, const LlamaModel *m) {
     char err[256];
-    if (llama_new(g, &m->cfg, err, sizeof err) != 0) fail_msg("%s", err);
+    if (llama_new(g, &m->cfg, ERR(LANG_EN, err)) != 0) fail_msg("%s", err);
 }
 
 // Fails at the first element of got further than tol * max|want| from want.
@@ -150,7 +150,7 @@ static void big_model(LlamaModel *m, int G) {
     LlamaConfig c = llama_config_default();
     c.dim = 64, c.n_heads = 8, c.n_kv_heads = G, c.hidden_dim = 160, c.max_seq_len = 32;
     char err[256];
-    if (llama_new(m, &c, err, sizeof err) != 0) fail_msg("%s", err);
+    if (llama_new(m, &c, ERR(LANG_EN, err)) != 0) fail_msg("%s", err);
     llama_vocab_default(m);
     llama_init_random(m, 5);
 }

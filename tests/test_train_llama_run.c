@@ -94,7 +94,7 @@ static void expect_same_bytes(const char *want_path, const char *got_path, const
 
 static void train_ok(const TrainConfig *cfg) {
     char err[512];
-    int rc = train_run(cfg, NULL, NULL, NULL, err, sizeof err);
+    int rc = train_run(cfg, NULL, NULL, NULL, ERR(LANG_EN, err));
     if (rc != TRAIN_OK) fail_msg("train_run: expected %d, got %d: %s", TRAIN_OK, rc, err);
 }
 
@@ -110,7 +110,7 @@ static void test_model_file_loads_with_the_texts_vocabulary(void **state) {
     cfg.warmup = 1;
     train_ok(&cfg);
     LlamaModel m;
-    if (llama_load(&m, out, err, sizeof err) != 0) fail_msg("the trained model does not load: %s", err);
+    if (llama_load(&m, out, ERR(LANG_EN, err)) != 0) fail_msg("the trained model does not load: %s", err);
     assert_int_equal(m.cfg.n_heads, 4);
     assert_int_equal(m.cfg.n_kv_heads, 2);
     assert_int_equal(m.cfg.hidden_dim, 96);
@@ -161,7 +161,7 @@ static void test_resumed_run_is_byte_identical(void **state) {
     cfg.out_path = pieces;
     cfg.ckpt_path = ckpt;
     int stop = 13;
-    assert_int_equal(train_run(&cfg, stop_at, &stop, NULL, err, sizeof err), TRAIN_STOPPED);
+    assert_int_equal(train_run(&cfg, stop_at, &stop, NULL, ERR(LANG_EN, err)), TRAIN_STOPPED);
     assert_int_equal(access(pieces, F_OK), -1);   // no model before the end
     TrainConfig resume = cfg;
     resume.resume_path = ckpt;
@@ -192,32 +192,32 @@ static void test_resumed_window_run_keeps_its_window(void **state) {
     cfg.out_path = pieces;
     cfg.ckpt_path = ckpt;
     int stop = 13;
-    assert_int_equal(train_run(&cfg, stop_at, &stop, NULL, err, sizeof err), TRAIN_STOPPED);
+    assert_int_equal(train_run(&cfg, stop_at, &stop, NULL, ERR(LANG_EN, err)), TRAIN_STOPPED);
     TrainCheckpoint ck;
-    if (train_checkpoint_load(ckpt, &ck, err, sizeof err) != 0) fail_msg("%s", err);
+    if (train_checkpoint_load(ckpt, &ck, ERR(LANG_EN, err)) != 0) fail_msg("%s", err);
     if (ck.cfg.window != 6) fail_msg("checkpoint's window: expected 6, got %d", ck.cfg.window);
     train_checkpoint_free(&ck);
     TrainConfig resume = cfg;
     resume.resume_path = ckpt;
     resume.window = 8;   // not the checkpoint's: refused
-    assert_int_equal(train_run(&resume, NULL, NULL, NULL, err, sizeof err), TRAIN_FAILED);
+    assert_int_equal(train_run(&resume, NULL, NULL, NULL, ERR(LANG_EN, err)), TRAIN_FAILED);
     if (!strstr(err, "was trained with --window 6; resume it with that or without --window"))
         fail_msg("expected the checkpoint's window named, got \"%s\"", err);
     resume.window = 0;   // the checkpoint's W, as every other part of its recipe
     train_ok(&resume);
     expect_same_bytes(full, pieces, "resumed window model against the uninterrupted one");
     LlamaModel m;
-    if (llama_load(&m, pieces, err, sizeof err) != 0) fail_msg("%s", err);
+    if (llama_load(&m, pieces, ERR(LANG_EN, err)) != 0) fail_msg("%s", err);
     if (m.cfg.window != 6) fail_msg("resumed model's window: expected 6, got %d", m.cfg.window);
     llama_free(&m);
     // a run without a window, resumed with one
     cfg.window = 0;
     cfg.ckpt_path = plain;
-    assert_int_equal(train_run(&cfg, stop_at, &stop, NULL, err, sizeof err), TRAIN_STOPPED);
+    assert_int_equal(train_run(&cfg, stop_at, &stop, NULL, ERR(LANG_EN, err)), TRAIN_STOPPED);
     resume = cfg;
     resume.resume_path = plain;
     resume.window = 6;
-    assert_int_equal(train_run(&resume, NULL, NULL, NULL, err, sizeof err), TRAIN_FAILED);
+    assert_int_equal(train_run(&resume, NULL, NULL, NULL, ERR(LANG_EN, err)), TRAIN_FAILED);
     if (!strstr(err, "was trained without a window; resume it without --window"))
         fail_msg("expected \"trained without a window\", got \"%s\"", err);
 }
@@ -233,9 +233,9 @@ static void test_corrupted_checkpoint_refused(void **state) {
     small_config(&cfg, data, out);
     cfg.ckpt_path = ckpt;
     int stop = 3;
-    assert_int_equal(train_run(&cfg, stop_at, &stop, NULL, err, sizeof err), TRAIN_STOPPED);
+    assert_int_equal(train_run(&cfg, stop_at, &stop, NULL, ERR(LANG_EN, err)), TRAIN_STOPPED);
     TrainCheckpoint ck;
-    if (train_checkpoint_load(ckpt, &ck, err, sizeof err) != 0) fail_msg("%s", err);
+    if (train_checkpoint_load(ckpt, &ck, ERR(LANG_EN, err)) != 0) fail_msg("%s", err);
     assert_int_equal(ck.cfg.arch, TRAIN_ARCH_LLAMA);
     assert_int_equal(ck.cfg.kv_heads, 2);
     assert_int_equal(ck.cfg.hidden, 96);
@@ -250,7 +250,7 @@ static void test_corrupted_checkpoint_refused(void **state) {
     assert_int_equal(fwrite(bytes, 1, (size_t)n, f), (size_t)n);
     fclose(f);
     free(bytes);
-    assert_int_equal(train_checkpoint_load(ckpt, &ck, err, sizeof err), -1);
+    assert_int_equal(train_checkpoint_load(ckpt, &ck, ERR(LANG_EN, err)), -1);
     if (!strstr(err, "checksum mismatch")) fail_msg("expected \"checksum mismatch\", got \"%s\"", err);
 }
 
@@ -265,9 +265,9 @@ static void test_model_learns_the_grammar(void **state) {
     cfg.iters = 150;
     train_ok(&cfg);
     LlamaModel m;
-    if (llama_load(&m, out, err, sizeof err) != 0) fail_msg("%s", err);
+    if (llama_load(&m, out, ERR(LANG_EN, err)) != 0) fail_msg("%s", err);
     double train_loss, val_loss;
-    assert_int_equal(llama_train_eval(&m, data, 2, &train_loss, &val_loss, NULL, NULL, err, sizeof err), 0);
+    assert_int_equal(llama_train_eval(&m, data, 2, &train_loss, &val_loss, NULL, NULL, ERR(LANG_EN, err)), 0);
     // A uniform guess over the 22 characters costs ln 22 = 3.09 nats; the
     // grammar's words are fixed, so a model that learned them is far below.
     const double bound = 1.5;
@@ -306,7 +306,7 @@ static void test_command_trains_a_loadable_model(void **state) {
     if (!strstr(r.err, "key/value heads 1")) fail_msg("expected the shape on stderr, got: %s", r.err);
     run_free(&r);
     LlamaModel m;
-    if (llama_load(&m, out, err, sizeof err) != 0) fail_msg("%s", err);
+    if (llama_load(&m, out, ERR(LANG_EN, err)) != 0) fail_msg("%s", err);
     assert_int_equal(m.cfg.n_kv_heads, 1);
     assert_int_equal(m.cfg.n_heads, 4);
     llama_free(&m);
@@ -330,7 +330,7 @@ static void test_convert_writes_the_converted_model(void **state) {
     write_text(data);
     train_tiny(data, mha);
     LlamaModel src, got, want;
-    if (llama_load(&src, mha, err, sizeof err) != 0) fail_msg("%s", err);
+    if (llama_load(&src, mha, ERR(LANG_EN, err)) != 0) fail_msg("%s", err);
     const char *hows[] = {"mean", "first", "random"};
     for (int i = 0; i < 3; i++) {
         snprintf(cmd, sizeof cmd, "train --arch llama --from %s --kv-heads 2 --convert %s --iters 0 --data %s --out %s",
@@ -340,8 +340,8 @@ static void test_convert_writes_the_converted_model(void **state) {
         run_free(&r);
         LlamaConvert how;
         assert_int_equal(llama_convert_parse(&how, hows[i]), 0);
-        if (llama_load(&got, out, err, sizeof err) != 0) fail_msg("%s", err);
-        if (llama_convert(&want, &src, 2, how, 1337, err, sizeof err) != 0) fail_msg("%s", err);
+        if (llama_load(&got, out, ERR(LANG_EN, err)) != 0) fail_msg("%s", err);
+        if (llama_convert(&want, &src, 2, how, 1337, ERR(LANG_EN, err)) != 0) fail_msg("%s", err);
         assert_int_equal(got.cfg.n_kv_heads, 2);
         assert_int_equal(got.num_params, want.num_params);
         assert_bits(got.params, want.params, (int64_t)got.num_params, hows[i]);
@@ -356,7 +356,7 @@ static void test_convert_writes_the_converted_model(void **state) {
     if (r.status != 0) fail_msg("kvdemo %s: expected status 0, got %d: %s", cmd, r.status, r.err);
     if (!strstr(r.err, "key/value heads 1")) fail_msg("expected the shape on stderr, got: %s", r.err);
     run_free(&r);
-    if (llama_load(&got, out, err, sizeof err) != 0) fail_msg("%s", err);
+    if (llama_load(&got, out, ERR(LANG_EN, err)) != 0) fail_msg("%s", err);
     assert_int_equal(got.cfg.n_kv_heads, 1);
     llama_free(&got);
 }

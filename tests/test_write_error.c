@@ -45,10 +45,10 @@ static void child_write(int fd, const char *fault, const char *path, long limit)
     char err[1024] = "", chunk[CHUNK];
     memset(chunk, 'k', sizeof chunk);
     AtomicFile a;
-    if (fileio_open(&a, path, err, sizeof err) != 0) _exit(4);
+    if (fileio_open(&a, path, ERR(LANG_EN, err)) != 0) _exit(4);
     for (int i = 0; i < CHUNKS; i++) fwrite(chunk, 1, sizeof chunk, a.f);
     errno = ENOTTY;   // what isatty, say, leaves behind
-    int rc = fileio_commit(&a, err, sizeof err);
+    int rc = fileio_commit(&a, ERR(LANG_EN, err));
     if (rc == 0) err[0] = '\0';
     ssize_t n = write(fd, err, strlen(err));
     _exit(n < 0 ? 5 : 0);

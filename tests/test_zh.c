@@ -409,10 +409,10 @@ static const struct {
 } PAIRED[] = {
     {"trace_sayf(tr,", 0},      // lessons' narration
     {"trace_textf(tr,", 2},     // texts a lesson composes (after the buffer and its size)
-    {"fileio_fail2(", 2},       // errors returned through err buffers
-    {"fileio_error(", 0},       // error lines on stderr
-    {"usage_error(", 0},        // the command line's usage errors (cli.c)
-    {"usage(", 0},              // memory's usage errors (memory.c)
+    {"fileio_fail2(", 1},       // errors returned through an Err (after it)
+    {"fileio_error(", 1},       // error lines on stderr (after the language)
+    {"usage_error(", 1},        // the command line's usage errors (cli.c)
+    {"usage(", 1},              // memory's usage errors (memory.c)
 };
 enum { NUM_PAIRED = (int)(sizeof PAIRED / sizeof PAIRED[0]) };
 

@@ -735,12 +735,12 @@ void llama_model_for_test(LlamaModel *m, int H, int G, uint64_t seed) {
     LlamaConfig c = llama_config_default();
     c.n_heads = H, c.dim = 8 * H, c.n_kv_heads = G;
     char err[256];
-    if (llama_new(m, &c, err, sizeof err) != 0) fail_msg("%s", err);
+    if (llama_new(m, &c, ERR(LANG_EN, err)) != 0) fail_msg("%s", err);
     llama_vocab_default(m);
     llama_init_random(m, seed);
 }
 
 void llama_state_for_test(LlamaState *s, const LlamaModel *m, int max_batch) {
     char err[256];
-    if (llama_state_init(s, m, max_batch, err, sizeof err) != 0) fail_msg("%s", err);
+    if (llama_state_init(s, m, max_batch, ERR(LANG_EN, err)) != 0) fail_msg("%s", err);
 }

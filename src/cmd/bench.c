@@ -151,7 +151,7 @@ static int measure_run(Bench *b, Measure *m, int run, const char *what) {
     else progress_show(p, p->zh ? "bench：第 %d 轮，共 %d 轮，%s" : "bench: round %d of %d, %s", run + 1, b->repeat, what);
     Sampler sampler;
     if (sampler_init(&sampler, b->m->cfg.V, temperature, b->opt->top_k, (uint32_t)b->opt->seed)) {
-        fileio_error("out of memory", "内存不足");
+        fileio_error(b->opt->lang, "out of memory", "内存不足");
         return 1;
     }
     // The costs are counted as the steps go (a few additions a step);
@@ -551,7 +551,8 @@ static void write_csv(FILE *f, const Report *r) {
 }
 
 static int write_svg(FILE *f, const Report *r) {
-    BenchSvgPoint *pt = calloc((size_t)r->n_lengths, sizeof *pt);
+    // (n_lengths is 1 or more; through unsigned, GCC sees that no negative count reaches calloc)
+    BenchSvgPoint *pt = calloc((unsigned)r->n_lengths, sizeof *pt);
     if (!pt) return -1;
     int n = 0;
     // lengths ascending, each once (the list may repeat or go down)
@@ -588,12 +589,12 @@ static const char *const OUT_OPTION[2] = {"--csv", "--svg"};
 static int open_outputs(AtomicFile out_file[2], const char *out_path[2], const Options *opt) {
     char err[512], model_buf[4096];
     FileRole outputs[2] = {{"--csv", opt->csv_path}, {"--svg", opt->svg_path}};
-    FileRole model = {opt->model_path ? "--model" : fileio_text("the shipped model", "自带的模型"),
+    FileRole model = {opt->model_path ? "--model" : fileio_text(opt->lang, "the shipped model", "自带的模型"),
                       gptsetup_model_path(opt, model_buf, sizeof model_buf)};
-    if (fileguard_check(outputs, 2, &model, 1)) return 2;
+    if (fileguard_check(opt->lang, outputs, 2, &model, 1)) return 2;
     for (int k = 0; k < 2; k++) {
         if (!out_path[k]) continue;
-        if (fileio_open(&out_file[k], out_path[k], err, sizeof err) != 0) {
+        if (fileio_open(&out_file[k], out_path[k], ERR(opt->lang, err)) != 0) {
             fprintf(stderr, "kvdemo: %s %s\n", OUT_OPTION[k], err);
             if (k) fileio_abort(&out_file[0]);
             return 1;
@@ -628,7 +629,7 @@ static int measure_machine_into(Report *r, double *open_s, double *peak, double 
     progress_show(progress, progress->zh ? "bench：机器的 FMA 峰值与内存带宽" : "bench: the machine's FMA peak and memory bandwidth");
     machine_peak(peak, r->pool, repeat);
     if (machine_bandwidth(bandwidth, r->pool, repeat)) {
-        fileio_error("out of memory", "内存不足");
+        fileio_error(r->opt->lang, "out of memory", "内存不足");
         return 1;
     }
     open_s[0] = t_open;
@@ -671,8 +672,8 @@ static int run_measures(Report *r, Bench *b, Measure warm[2], Measure *measures,
         progress_show(progress, progress->zh ? "bench：%d 个训练步，每步 %d x %d 个 token" : "bench: %d training steps of %d x %d tokens",
                       TRAIN_STEPS, TRAIN_BATCH, g.T);
         char terr[256];
-        rc = train_benchmark(g, TRAIN_BATCH, TRAIN_STEPS, opt->threads, &r->train_tps, terr, sizeof terr);
-        if (rc) fileio_error("%s", "%s", terr);
+        rc = train_benchmark(g, TRAIN_BATCH, TRAIN_STEPS, opt->threads, &r->train_tps, ERR(opt->lang, terr));
+        if (rc) fileio_error(opt->lang, "%s", "%s", terr);
     }
     return rc;
 }
@@ -686,8 +687,8 @@ static int write_outputs(Trace *tr, Report *r, const GptVariant *variant, const 
     if (tr->format == FORMAT_JSON) print_json(tr, r, open_s);
     if (out_path[0]) write_csv(out_file[0].f, r);
     if (out_path[1] && write_svg(out_file[1].f, r) != 0) {
-        if (errno == ENOMEM) fileio_error("--svg %s: out of memory", "--svg %s：内存不足", out_path[1]);
-        else fileio_error("--svg %s: cannot write: %s", "--svg %s：无法写入：%s", out_path[1], fileio_strerror(errno));
+        if (errno == ENOMEM) fileio_error(tr->lang, "--svg %s: out of memory", "--svg %s：内存不足", out_path[1]);
+        else fileio_error(tr->lang, "--svg %s: cannot write: %s", "--svg %s：无法写入：%s", out_path[1], fileio_strerror(tr->lang, errno));
         return 1;
     }
     int rc = 0;
@@ -695,7 +696,7 @@ static int write_outputs(Trace *tr, Report *r, const GptVariant *variant, const 
     for (int k = 0; k < 2; k++) {
         if (!out_path[k]) continue;
         out_path[k] = NULL;
-        if (fileio_commit(&out_file[k], err, sizeof err) != 0) {
+        if (fileio_commit(&out_file[k], ERR(tr->lang, err)) != 0) {
             fprintf(stderr, "kvdemo: %s %s\n", OUT_OPTION[k], err);
             rc = 1;
         }
@@ -709,7 +710,7 @@ static int steps_list(int *lengths, const Options *opt) {
     const char *list = opt->steps_list ? opt->steps_list : BENCH_DEFAULT_LENGTHS;
     int n_lengths = parse_lengths(lengths, MAX_LENGTHS, list);
     if (n_lengths <= 0) {
-        fileio_error("--steps takes a comma-separated list of lengths from 1 to 100000, e.g. 16,64,256, not '%s'",
+        fileio_error(opt->lang, "--steps takes a comma-separated list of lengths from 1 to 100000, e.g. 16,64,256, not '%s'",
                      "--steps 要给一串用逗号分隔的长度，每个 1 到 100000，例如 16,64,256，而不是“%s”", list);
         return 0;
     }
@@ -723,7 +724,7 @@ static int open_model(GptModel *m, int *random_model, double *t_open, const Opti
     int rc = gptsetup_model(m, opt, 1, random_model);
     *t_open = timer_now() - t0;
     if (!rc && *random_model)
-        fileio_error("%s is missing; timing a random model of the seed preset (the speed is the same)",
+        fileio_error(opt->lang, "%s is missing; timing a random model of the seed preset (the speed is the same)",
                      "找不到 %s；改为计时一个 seed 预设形状的随机模型（速度相同）", GPT_SHIPPED_MODEL);
     return rc;
 }
@@ -734,17 +735,17 @@ static int open_model(GptModel *m, int *random_model, double *t_open, const Opti
 static int state_setup(GptState *s, KvVariantCaches *vc, const GptVariant *variant, const Options *opt,
                        GptConfig cfg) {
     if (gpt_state_init(s, cfg)) {
-        fileio_error("out of memory", "内存不足");
+        fileio_error(opt->lang, "out of memory", "内存不足");
         return 1;
     }
     if (!(s->pool = pool_new_for(opt->threads, gpt_row_work(cfg)))) {
-        fileio_error("could not start %d threads", "无法启动 %d 个线程", ops_threads_asked(opt->threads));
+        fileio_error(opt->lang, "could not start %d threads", "无法启动 %d 个线程", ops_threads_asked(opt->threads));
         return 1;
     }
     int rc = gptsetup_attention(opt, s);
     if (rc) return rc;
     if (variant && kvvariant_attach(vc, s, variant)) {
-        fileio_error("out of memory", "内存不足");
+        fileio_error(opt->lang, "out of memory", "内存不足");
         return 1;
     }
     return 0;
@@ -785,9 +786,9 @@ int bench_command(const Options *opt, Trace *tr) {
         rc = 2;
         goto done;
     }
-    rc = gptsetup_prompt(&tokens, &n_prompt, &m, gptsetup_prompt_text(opt), max_len);
+    rc = gptsetup_prompt(opt->lang, &tokens, &n_prompt, &m, gptsetup_prompt_text(opt), max_len);
     if (!rc && (!samples || !measures)) {
-        fileio_error("out of memory", "内存不足");
+        fileio_error(tr->lang, "out of memory", "内存不足");
         rc = 1;
     }
     if (!rc) rc = state_setup(&s, &vc, use_variant ? &variant : NULL, opt, m.cfg);

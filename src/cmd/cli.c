@@ -376,14 +376,14 @@ _Static_assert(sizeof COMMANDS / sizeof COMMANDS[0] == NUM_COMMANDS, "one row pe
 // ----------------------------------------------------------------------------
 // Messages
 
-// One line on stderr in the message language (fileio_set_zh): "kvdemo: "
-// and en, or "kvdemo：" and zh, which take the same arguments in the same
-// order (tests/test_zh.c checks). Returns the exit status of a usage error.
-static int usage_error(const char *en, const char *zh, ...) __attribute__((format(printf, 1, 3)));
-static int usage_error(const char *en, const char *zh, ...) {
+// One line on stderr in lang: "kvdemo: " and en, or "kvdemo：" and zh,
+// which take the same arguments in the same order (tests/test_zh.c checks).
+// Returns the exit status of a usage error.
+static int usage_error(Lang lang, const char *en, const char *zh, ...) __attribute__((format(printf, 2, 4)));
+static int usage_error(Lang lang, const char *en, const char *zh, ...) {
     va_list ap;
     va_start(ap, zh);
-    fileio_verror(NULL, en, zh, ap);
+    fileio_verror(lang, NULL, en, zh, ap);
     va_end(ap);
     return EXIT_USAGE;
 }
@@ -427,17 +427,17 @@ static void nearest_offer(Nearest *n, const char *candidate) {
 }
 
 // What separates the items of a list in a message: "1, 2, 3" or "1、2、3".
-static const char *list_sep(void) { return fileio_zh() ? "、" : ", "; }
+static const char *list_sep(Lang lang) { return lang == LANG_ZH ? "、" : ", "; }
 
 // ----------------------------------------------------------------------------
 // The lessons, as the parser and the help see them
 
-static void list_lesson_ids(char *buf, size_t size, int built_only) {
+static void list_lesson_ids(Lang lang, char *buf, size_t size, int built_only) {
     buf[0] = '\0';
     for (int i = 0; i < NUM_LESSONS; i++) {
         if (built_only && !LESSONS[i].run) continue;
         size_t len = strlen(buf);
-        snprintf(buf + len, size - len, "%s%s", len ? list_sep() : "", LESSONS[i].id);
+        snprintf(buf + len, size - len, "%s%s", len ? list_sep(lang) : "", LESSONS[i].id);
     }
 }
 
@@ -583,7 +583,7 @@ static void print_help(FILE *f, const Cli *c) {
         fprintf(f, "  kvdemo %-22s %s\n", k->usage, tx(c, k->en, k->zh));
     }
     char ids[256];
-    list_lesson_ids(ids, sizeof ids, 1);
+    list_lesson_ids(c->opt.lang, ids, sizeof ids, 1);
     fprintf(f, "\n%s %s\n", tx(c, "lessons:", "课程："), ids);
     // and the glossary, where this copy finds it (help lesson ID is in the usage above)
     char glossary[4096];
@@ -664,25 +664,25 @@ static const OptionSpec *find_option_id(OptionId id, CommandId cmd) {
 }
 
 // "--cache, --no-cache, ..." of the options a command accepts.
-static void list_options(char *buf, size_t size, CommandId cmd) {
+static void list_options(Lang lang, char *buf, size_t size, CommandId cmd) {
     buf[0] = '\0';
     for (int i = 0; i < NUM_OPTIONS; i++) {
         if (!(OPTIONS[i].commands & CMD_BIT(cmd)) || OPTIONS[i].id >= OPT_HELP) continue;
         if (strstr(buf, OPTIONS[i].name)) continue;   // --steps has two rows
         size_t len = strlen(buf);
-        snprintf(buf + len, size - len, "%s%s", len ? list_sep() : "", OPTIONS[i].name);
+        snprintf(buf + len, size - len, "%s%s", len ? list_sep(lang) : "", OPTIONS[i].name);
     }
 }
 
-static int unknown_option(const char *name, const char *command, CommandId cmd) {
+static int unknown_option(Lang lang, const char *name, const char *command, CommandId cmd) {
     char valid[2048];
-    list_options(valid, sizeof valid, cmd);
+    list_options(lang, valid, sizeof valid, cmd);
     Nearest n = {.typed = name};
     for (int i = 0; i < NUM_OPTIONS; i++)
         if (OPTIONS[i].commands & CMD_BIT(cmd)) nearest_offer(&n, OPTIONS[i].name);
-    if (n.best) return usage_error("unknown option '%s' for '%s'; did you mean %s? valid: %s",
+    if (n.best) return usage_error(lang, "unknown option '%s' for '%s'; did you mean %s? valid: %s",
                                    "%s 不是 %s 的选项；你是不是想输入 %s？可用的选项：%s", name, command, n.best, valid);
-    return usage_error("unknown option '%s' for '%s'; valid: %s", "%s 不是 %s 的选项；可用的选项：%s", name, command,
+    return usage_error(lang, "unknown option '%s' for '%s'; valid: %s", "%s 不是 %s 的选项；可用的选项：%s", name, command,
                        valid);
 }
 
@@ -711,7 +711,7 @@ static int parse_value(Cli *c, const OptionSpec *o, char *value) {
     case ARG_U64: {
         long long v = strtoll(value, &end, 10);
         if (end == value || *end || errno || v < o->min || v > o->max)
-            return usage_error("%s takes a whole number from %.0f to %.0f, not '%s'",
+            return usage_error(c->opt.lang, "%s takes a whole number from %.0f to %.0f, not '%s'",
                                "%s 取 %.0f 到 %.0f 之间的整数，不能是“%s”", o->name, o->min, o->max, value);
         if (o->kind == ARG_INT) *(int *)at = (int)v;
         else if (o->kind == ARG_I64) *(int64_t *)at = (int64_t)v;
@@ -722,7 +722,7 @@ static int parse_value(Cli *c, const OptionSpec *o, char *value) {
         double v = strtod(value, &end);
         if (errno == ERANGE && fabs(v) < 1) errno = 0;   // a subnormal number (1e-40) is a number
         if (end == value || *end || errno || !(v >= o->min && v <= o->max))
-            return usage_error("%s takes a number from %g to %g, not '%s'", "%s 取 %g 到 %g 之间的数，不能是“%s”", o->name,
+            return usage_error(c->opt.lang, "%s takes a number from %g to %g, not '%s'", "%s 取 %g 到 %g 之间的数，不能是“%s”", o->name,
                                o->min, o->max, value);
         *(double *)at = v;
         return 0;
@@ -731,7 +731,7 @@ static int parse_value(Cli *c, const OptionSpec *o, char *value) {
     case ARG_ENUM:
     case ARG_LOCALE: {
         int i = choice_index(o->metavar, value, o->kind == ARG_LOCALE);
-        if (i < 0) return usage_error("%s takes one of %s, not '%s'", "%s 取 %s 之一，不能是“%s”", o->name, o->metavar,
+        if (i < 0) return usage_error(c->opt.lang, "%s takes one of %s, not '%s'", "%s 取 %s 之一，不能是“%s”", o->name, o->metavar,
                                       value);
         if (o->kind == ARG_CHOICE) {
             // "TINY" is stored as "tiny": the choice's own spelling, written
@@ -747,7 +747,7 @@ static int parse_value(Cli *c, const OptionSpec *o, char *value) {
     }
     case ARG_STRING:
     case ARG_APPEND:
-        if (!*value) return usage_error("%s needs a non-empty value", "%s 的值不能为空", o->name);
+        if (!*value) return usage_error(c->opt.lang, "%s needs a non-empty value", "%s 的值不能为空", o->name);
         if (o->kind == ARG_STRING) {
             *(const char **)at = value;
         } else {
@@ -773,7 +773,7 @@ static int takes_value(const char *arg) {
 static void cap_threads(Options *opt) {
     int cores = pool_cores();
     if (opt->threads <= cores) return;
-    fileio_error("--threads %d is more than the %d cores; using %d", "--threads %d 超过了 %d 个核心；改用 %d",
+    fileio_error(opt->lang, "--threads %d is more than the %d cores; using %d", "--threads %d 超过了 %d 个核心；改用 %d",
                  opt->threads, cores, cores);
     opt->threads = cores;
 }
@@ -791,9 +791,9 @@ static int parse_args(Cli *c, int argc, char **argv, int skip, const Command *k)
                 continue;
             }
             char valid[2048];
-            list_options(valid, sizeof valid, k->id);
-            if (k->max_args == 0 && k->id == CMD_LIST) return usage_error("'list' takes no arguments, not '%s'", "list 不带参数，多了“%s”", arg);
-            return usage_error("unexpected argument '%s' for '%s'; options: %s", "%s 多了参数“%s”；可用的选项：%s",
+            list_options(c->opt.lang, valid, sizeof valid, k->id);
+            if (k->max_args == 0 && k->id == CMD_LIST) return usage_error(c->opt.lang, "'list' takes no arguments, not '%s'", "list 不带参数，多了“%s”", arg);
+            return usage_error(c->opt.lang, "unexpected argument '%s' for '%s'; options: %s", "%s 多了参数“%s”；可用的选项：%s",
                                arg, k->name, valid);
         }
         char name[64];
@@ -809,25 +809,25 @@ static int parse_args(Cli *c, int argc, char **argv, int skip, const Command *k)
         for (size_t s = 0; s < sizeof SHORT_NAMES / sizeof SHORT_NAMES[0]; s++)
             if (!strcmp(name, SHORT_NAMES[s].alias)) snprintf(name, sizeof name, "%s", SHORT_NAMES[s].name);
         const OptionSpec *o = find_option(name, k->id);
-        if (!o || !(o->commands & CMD_BIT(k->id))) return unknown_option(name, k->name, k->id);
+        if (!o || !(o->commands & CMD_BIT(k->id))) return unknown_option(c->opt.lang, name, k->name, k->id);
         if (o->kind == ARG_FLAG) {
-            if (value) return usage_error("%s takes no value", "%s 不带值", o->name);
+            if (value) return usage_error(c->opt.lang, "%s takes no value", "%s 不带值", o->name);
         } else if (!value) {
             if (a + 1 >= argc || a + 1 == skip)
-                return usage_error("%s needs a value: %s %s", "%s 需要一个值：%s %s", o->name, o->name, o->metavar);
+                return usage_error(c->opt.lang, "%s needs a value: %s %s", "%s 需要一个值：%s %s", o->name, o->name, o->metavar);
             value = argv[++a];
         }
         int *t = &times[o - OPTIONS];
         if (*t >= o->repeats) {
-            if (o->repeats == 1) return usage_error("%s is given twice", "%s 给了两次", o->name);
-            return usage_error("%s can be given at most %d times", "%s 最多只能给 %d 次", o->name, o->repeats);
+            if (o->repeats == 1) return usage_error(c->opt.lang, "%s is given twice", "%s 给了两次", o->name);
+            return usage_error(c->opt.lang, "%s can be given at most %d times", "%s 最多只能给 %d 次", o->name, o->repeats);
         }
         (*t)++;
         c->opt.given[o->id] = 1;
         if (parse_value(c, o, value)) return EXIT_USAGE;
     }
     if (c->opt.given[OPT_CACHE] && c->opt.given[OPT_NO_CACHE])
-        return usage_error("--cache and --no-cache exclude each other; give neither to get both runs and a comparison",
+        return usage_error(c->opt.lang, "--cache and --no-cache exclude each other; give neither to get both runs and a comparison",
                            "--cache 和 --no-cache 不能同时给；两个都不给，就会两次都跑并对比");
     c->opt.given_seed = c->opt.given[OPT_SEED];
     cap_threads(&c->opt);
@@ -874,9 +874,9 @@ static int cmd_version(Cli *c) {
 // The lesson an id names, or NULL after one line on stderr: the ids that
 // would be valid, the sub-lessons of a section ("6": 6.1, 6.2, 6.3), or the
 // id that was most likely meant.
-static const Lesson *find_lesson(const char *id) {
+static const Lesson *find_lesson(Lang lang, const char *id) {
     char ids[256];
-    list_lesson_ids(ids, sizeof ids, 1);
+    list_lesson_ids(lang, ids, sizeof ids, 1);
     const Lesson *l = lessons_find(id);
     if (l) return l;
     char subs[128] = "";
@@ -884,22 +884,22 @@ static const Lesson *find_lesson(const char *id) {
     for (int i = 0; i < NUM_LESSONS; i++)
         if (!strncmp(LESSONS[i].id, id, n) && LESSONS[i].id[n] == '.') {
             size_t len = strlen(subs);
-            snprintf(subs + len, sizeof subs - len, "%s%s", len ? list_sep() : "", LESSONS[i].id);
+            snprintf(subs + len, sizeof subs - len, "%s%s", len ? list_sep(lang) : "", LESSONS[i].id);
         }
     if (subs[0]) {
         const char *built = NULL;
         for (int i = 0; i < NUM_LESSONS && !built; i++)
             if (!strncmp(LESSONS[i].id, id, n) && LESSONS[i].id[n] == '.' && LESSONS[i].run) built = LESSONS[i].id;
-        if (built) usage_error("lesson %s has parts: %s; give one of them, e.g. kvdemo lesson %s",
+        if (built) usage_error(lang, "lesson %s has parts: %s; give one of them, e.g. kvdemo lesson %s",
                                "第 %s 课分为 %s；请选其中一课，例如 kvdemo lesson %s", id, subs, built);
-        else usage_error("lesson %s has parts: %s (none built yet); built lessons: %s",
+        else usage_error(lang, "lesson %s has parts: %s (none built yet); built lessons: %s",
                          "第 %s 课分为 %s（都尚未实现）；已实现的课程：%s", id, subs, ids);
         return NULL;
     }
     const char *s = lesson_suggestion(id);
-    if (s) usage_error("unknown lesson '%s'; valid ids: %s; did you mean %s?",
+    if (s) usage_error(lang, "unknown lesson '%s'; valid ids: %s; did you mean %s?",
                         "没有第“%s”课；可用的课程编号：%s；你是不是想输入 %s？", id, ids, s);
-    else usage_error("unknown lesson '%s'; valid ids: %s", "没有第“%s”课；可用的课程编号：%s", id, ids);
+    else usage_error(lang, "unknown lesson '%s'; valid ids: %s", "没有第“%s”课；可用的课程编号：%s", id, ids);
     return NULL;
 }
 
@@ -929,15 +929,15 @@ static int lesson_refuse_unhonoured(Cli *c, const Lesson *l) {
         for (int j = 0; j < NUM_LESSONS; j++) {
             if (!LESSONS[j].run || !LESSONS[j].options[o->id]) continue;
             size_t len = strlen(where);
-            if (fileio_zh()) snprintf(where + len, sizeof where - len, "%s第 %s 课", len ? "、" : "", LESSONS[j].id);
+            if (c->opt.lang == LANG_ZH) snprintf(where + len, sizeof where - len, "%s第 %s 课", len ? "、" : "", LESSONS[j].id);
             else snprintf(where + len, sizeof where - len, "%slesson %s", len ? ", " : "", LESSONS[j].id);
         }
         for (int k = 0; k < NUM_COMMANDS; k++) {
             if (k == CMD_LESSON || !(o->commands & CMD_BIT(k))) continue;
             size_t len = strlen(where);
-            snprintf(where + len, sizeof where - len, fileio_zh() ? "和 %s 命令" : " and %s", COMMANDS[k].name);
+            snprintf(where + len, sizeof where - len, c->opt.lang == LANG_ZH ? "和 %s 命令" : " and %s", COMMANDS[k].name);
         }
-        return usage_error("%s works with %s, not lesson %s", "%s 只用于%s，不用于第 %s 课", o->name, where, l->id);
+        return usage_error(c->opt.lang, "%s works with %s, not lesson %s", "%s 只用于%s，不用于第 %s 课", o->name, where, l->id);
     }
     return 0;
 }
@@ -950,18 +950,18 @@ static void lesson_say_ignored(Cli *c, const Lesson *l) {
         const OptionSpec *o = &OPTIONS[i];
         if (!c->opt.given[o->id] || l->options[o->id] || !(o->commands & LESSON)) continue;
         if (o->id == OPT_COLOR)
-            fileio_error("lesson %s ignores --color: it shows no score or weight matrix, so --color changes nothing",
+            fileio_error(c->opt.lang, "lesson %s ignores --color: it shows no score or weight matrix, so --color changes nothing",
                          "第 %s 课忽略 --color：它不显示 scores 或 weights 矩阵，--color 不起作用", l->id);
         else
-            fileio_error("lesson %s ignores %s (kvdemo help lesson %s lists what it honours)",
+            fileio_error(c->opt.lang, "lesson %s ignores %s (kvdemo help lesson %s lists what it honours)",
                          "第 %s 课忽略 %s（kvdemo help lesson %s 列出它用到的选项）", l->id, o->name, l->id);
     }
     if (c->opt.given[OPT_COLOR] && l->options[OPT_COLOR] && (c->tr.format == FORMAT_HTML || c->tr.format == FORMAT_MD))
-        fileio_error("%s; --color ignored", "%s；忽略 --color",
+        fileio_error(c->opt.lang, "%s; --color ignored", "%s；忽略 --color",
                      c->tr.format == FORMAT_HTML ? tx(c, "an HTML page always colours its heat maps", "HTML 网页的热力图总是着色")
                                                  : tx(c, "Markdown has no colours", "Markdown 没有颜色"));
     if (c->width && c->tr.format != FORMAT_TEXT) {
-        fileio_error("--width fits text to a screen; the output is not text, so it is ignored",
+        fileio_error(c->opt.lang, "--width fits text to a screen; the output is not text, so it is ignored",
                      "--width 让文字适应屏幕；输出不是文字，因此忽略它");
         c->width = 0;
     }
@@ -977,7 +977,7 @@ static int lesson_run_fitted(Cli *c, const Lesson *l) {
     if (fitted) {
         if (screen_open(&screen, stdout, screen_default_width(c->width), pausing ? screen_default_height() : 0, pausing,
                         c->tr.lang == LANG_ZH)) {
-            fileio_error("out of memory", "内存不足");
+            fileio_error(c->opt.lang, "out of memory", "内存不足");
             return 1;
         }
         c->tr.out = screen.mem;
@@ -996,27 +996,27 @@ static int lesson_run_fitted(Cli *c, const Lesson *l) {
 
 static int cmd_lesson(Cli *c) {
     char ids[256];
-    list_lesson_ids(ids, sizeof ids, 1);
+    list_lesson_ids(c->opt.lang, ids, sizeof ids, 1);
     if (c->n_args < 1) {
         if (c->help) {
             print_command_help(stdout, c, &COMMANDS[CMD_LESSON]);
             return 0;
         }
-        return usage_error("'lesson' needs a lesson id: one of %s (kvdemo list shows them all)",
+        return usage_error(c->opt.lang, "'lesson' needs a lesson id: one of %s (kvdemo list shows them all)",
                            "lesson 需要一个课程编号：%s 之一（kvdemo list 列出全部课程）", ids);
     }
     if (c->help && !lessons_find(c->args[0]) && print_parts(stdout, c, c->args[0])) return 0;
-    const Lesson *l = find_lesson(c->args[0]);
+    const Lesson *l = find_lesson(c->opt.lang, c->args[0]);
     if (!l) return EXIT_USAGE;
     if (c->help) {
         print_lesson_help(stdout, c, l);
         return 0;
     }
-    if (!l->run) return usage_error("lesson %s is not built yet; built lessons: %s", "第 %s 课尚未实现；已实现的课程：%s",
+    if (!l->run) return usage_error(c->opt.lang, "lesson %s is not built yet; built lessons: %s", "第 %s 课尚未实现；已实现的课程：%s",
                                    l->id, ids);
     c->tr.lesson = l->id;
     if (c->tr.step_pause && l->options[OPT_STEP] && (c->tr.format != FORMAT_TEXT || !isatty(STDIN_FILENO))) {
-        fileio_error("--step waits for keys on a terminal; %s, so it is ignored",
+        fileio_error(c->opt.lang, "--step waits for keys on a terminal; %s, so it is ignored",
                      "--step 要在终端上等待按键；%s，所以忽略它",
                      c->tr.format == FORMAT_JSON   ? tx(c, "the output is JSON", "输出是 JSON")
                      : c->tr.format == FORMAT_HTML ? tx(c, "the output is an HTML page", "输出是 HTML 网页")
@@ -1032,7 +1032,7 @@ static int cmd_lesson(Cli *c) {
     // but showed none this time (--trace none) says that it changed nothing.
     if (!rc && c->opt.given[OPT_COLOR] && l->options[OPT_COLOR] &&
         c->tr.heat_maps == 0 && c->tr.format == FORMAT_TEXT)
-        fileio_error("lesson %s shows no score or weight matrix: --color changes nothing",
+        fileio_error(c->opt.lang, "lesson %s shows no score or weight matrix: --color changes nothing",
                      "第 %s 课这次没有显示 scores 或 weights 矩阵：--color 不起作用", l->id);
     return rc;
 }
@@ -1061,7 +1061,7 @@ static int cmd_memory(Cli *c) {
 }
 
 static const Command *find_command(const char *name);
-static int unknown_command(const char *name);
+static int unknown_command(Lang lang, const char *name);
 
 // kvdemo help [COMMAND | lesson ID]
 static int cmd_help(Cli *c) {
@@ -1070,16 +1070,16 @@ static int cmd_help(Cli *c) {
         return 0;
     }
     const Command *k = find_command(c->args[0]);
-    if (!k) return unknown_command(c->args[0]);
+    if (!k) return unknown_command(c->opt.lang, c->args[0]);
     if (k->id == CMD_LESSON && c->n_args > 1 && !lessons_find(c->args[1]) && print_parts(stdout, c, c->args[1]))
         return 0;
     if (k->id == CMD_LESSON && c->n_args > 1) {
-        const Lesson *l = find_lesson(c->args[1]);
+        const Lesson *l = find_lesson(c->opt.lang, c->args[1]);
         if (!l) return EXIT_USAGE;
         print_lesson_help(stdout, c, l);
         return 0;
     }
-    if (c->n_args > 1) return usage_error("'help %s' takes nothing more, not '%s'", "help %s 后面不再带参数，多了“%s”",
+    if (c->n_args > 1) return usage_error(c->opt.lang, "'help %s' takes nothing more, not '%s'", "help %s 后面不再带参数，多了“%s”",
                                            k->name, c->args[1]);
     if (k->id == CMD_HELP) print_help(stdout, c);
     else print_command_help(stdout, c, k);
@@ -1093,20 +1093,20 @@ static const Command *find_command(const char *name) {
     return NULL;
 }
 
-static int unknown_command(const char *name) {
+static int unknown_command(Lang lang, const char *name) {
     char names[256] = "";
     Nearest n = {.typed = name};
     for (int i = 0; i < NUM_COMMANDS; i++) {
         if (!COMMANDS[i].run) continue;
         size_t len = strlen(names);
-        snprintf(names + len, sizeof names - len, "%s%s", len ? list_sep() : "", COMMANDS[i].name);
+        snprintf(names + len, sizeof names - len, "%s%s", len ? list_sep(lang) : "", COMMANDS[i].name);
         nearest_offer(&n, COMMANDS[i].name);
     }
     if (n.best)
-        return usage_error("unknown command '%s'; did you mean %s? commands: %s (kvdemo help explains them)",
+        return usage_error(lang, "unknown command '%s'; did you mean %s? commands: %s (kvdemo help explains them)",
                            "没有“%s”这个命令；你是不是想输入 %s？命令有：%s（kvdemo help 有说明）", name, n.best,
                            names);
-    return usage_error("unknown command '%s'; commands: %s (kvdemo help explains them)",
+    return usage_error(lang, "unknown command '%s'; commands: %s (kvdemo help explains them)",
                        "没有“%s”这个命令；命令有：%s（kvdemo help 有说明）", name, names);
 }
 
@@ -1123,16 +1123,17 @@ static void early_lang(Cli *c, int argc, char **argv) {
         if (lang >= 0) c->tr.lang = (Lang)lang;
         if (takes_value(argv[a])) a++;
     }
-    fileio_set_zh(c->tr.lang == LANG_ZH);
+    c->opt.lang = c->tr.lang;
 }
 
-int cli_main(int argc, char **argv) {
+int cli_main(int argc, char **argv, Lang *lang) {
     Cli c;
     memset(&c, 0, sizeof c);
     c.opt = (Options){.runs = RUN_BOTH, .steps = -1, .seed = 42, .temperature = -1, .top_p = -1};
     trace_init(&c.tr, stdout);
     c.tr.version = KVDEMO_VERSION, c.tr.argc = argc, c.tr.argv = argv;   // a page's footer
     early_lang(&c, argc, argv);
+    *lang = c.opt.lang;
 
     // The command is the first argument that is neither an option nor an
     // option's value: "kvdemo --lang zh lesson 2" runs lesson 2.
@@ -1148,10 +1149,10 @@ int cli_main(int argc, char **argv) {
         if (!known) {
             Nearest n = {.typed = name};
             for (int i = 0; i < NUM_OPTIONS; i++) nearest_offer(&n, OPTIONS[i].name);
-            if (n.best) return usage_error("unknown option '%s'; did you mean %s? (kvdemo help lists the options)",
+            if (n.best) return usage_error(c.opt.lang, "unknown option '%s'; did you mean %s? (kvdemo help lists the options)",
                                            "没有 %s 这个选项；你是不是想输入 %s？（kvdemo help 列出全部选项）", name,
                                            n.best);
-            return usage_error("unknown option '%s'; kvdemo help lists the options",
+            return usage_error(c.opt.lang, "unknown option '%s'; kvdemo help lists the options",
                                "没有 %s 这个选项；kvdemo help 列出全部选项", name);
         }
     }
@@ -1161,9 +1162,9 @@ int cli_main(int argc, char **argv) {
         for (int a = 1; a < at; a++) {
             if (!strcmp(argv[a], "-V") || !strcmp(argv[a], "--version")) return cmd_version(&c);
         }
-        return unknown_command(argv[at]);
+        return unknown_command(c.opt.lang, argv[at]);
     }
-    if (!k->run) return usage_error("'%s' is not built yet; kvdemo help lists the commands",
+    if (!k->run) return usage_error(c.opt.lang, "'%s' is not built yet; kvdemo help lists the commands",
                                    "%s 命令尚未实现；kvdemo help 列出全部命令", k->name);
     // --help anywhere wins over mistakes in the other options: the help is
     // what the user is after ("kvdemo lesson 2 --bogus --help").
@@ -1177,7 +1178,7 @@ int cli_main(int argc, char **argv) {
     }
     int rc = parse_args(&c, argc, argv, at < argc ? at : -1, k);
     if (rc) return rc;
-    fileio_set_zh(c.tr.lang == LANG_ZH);
+    *lang = c.opt.lang = c.tr.lang;
     if (c.version) return cmd_version(&c);
     c.tr.color = c.tr.format == FORMAT_TEXT && want_color(c.color);
     c.tr.lesson = k->name;
@@ -1191,7 +1192,8 @@ int cli_parse_options(Options *opt, Trace *tr, int argc, char **argv, const char
     trace_init(&c.tr, stdout);
     early_lang(&c, argc, argv);
     const Command *k = find_command(command);
-    int rc = k ? parse_args(&c, argc, argv, 1, k) : unknown_command(command);
+    int rc = k ? parse_args(&c, argc, argv, 1, k) : unknown_command(c.opt.lang, command);
+    c.opt.lang = c.tr.lang;
     *opt = c.opt;
     *tr = c.tr;
     return rc;

@@ -6,8 +6,9 @@
 #include "trace.h"
 
 // Runs kvdemo with these arguments and returns its exit status: 0 on
-// success, 2 on a usage error, 1 on any other failure.
-int cli_main(int argc, char **argv);
+// success, 2 on a usage error, 1 on any other failure. *lang is the
+// language its messages spoke (--lang, else LANG), for main's last line.
+int cli_main(int argc, char **argv, Lang *lang);
 
 // Parses argv[2..] as the options of `command` (argv[1]) into opt and tr,
 // as cli_main does before it runs the command. Returns 0 or the exit status

@@ -40,7 +40,7 @@ enum { DEFAULT_STEPS = 256 };
 // (s->pool, freed by the caller before the state).
 static int start_threads(const Options *opt, GptState *s) {
     if (!(s->pool = pool_new_for(opt->threads, gpt_row_work(s->cfg)))) {
-        fileio_error("could not start %d threads", "无法启动 %d 个线程", ops_threads_asked(opt->threads));
+        fileio_error(opt->lang, "could not start %d threads", "无法启动 %d 个线程", ops_threads_asked(opt->threads));
         return 1;
     }
     return 0;
@@ -60,6 +60,7 @@ typedef struct {
     const GptModel *m;
     FILE *out;
     int stream;            // text: write each character as it comes
+    Lang lang;             // the counter's language
     int live;              // stdout is a terminal: the counter too
     int width, column;     // the terminal's columns, and where the text is
     int use_cache;
@@ -99,7 +100,7 @@ static int stream_step(void *ctx, const GptStep *st) {
     g->column = piece[0] == '\n' ? 0 : g->column + 1;
     char counter[48];
     double rate = (st->step + 1) / g->seconds;
-    if (fileio_zh()) snprintf(counter, sizeof counter, "  每秒 %.0f 个 token", rate);
+    if (g->lang == LANG_ZH) snprintf(counter, sizeof counter, "  每秒 %.0f 个 token", rate);
     else snprintf(counter, sizeof counter, "  %.0f tokens/s", rate);
     int n = utf8_width(counter);   // columns on the screen
     // ESC 7 / ESC 8 keep the cursor where the next character goes; the counter
@@ -110,8 +111,8 @@ static int stream_step(void *ctx, const GptStep *st) {
 }
 
 // The error for logits that are not finite at step (from 0). Returns 1.
-static int say_nonfinite(int step) {
-    return -fileio_error("step %d: the logits are not finite numbers (NaN or infinity): the arithmetic overflowed "
+static int say_nonfinite(Lang lang, int step) {
+    return -fileio_error(lang, "step %d: the logits are not finite numbers (NaN or infinity): the arithmetic overflowed "
                          "float32, so the model's weights are far too large or damaged; `kvdemo eval --model FILE` "
                          "measures a model",
                          "第 %d 步：logits 不是有限数（NaN 或无穷大）：运算超出了 float32 的范围，说明模型的权重过大或"
@@ -199,19 +200,20 @@ static int then_turn(const Options *opt, Trace *tr, Stream *g, const GptModel *m
     char err[512];
     size_t n_text = strlen(opt->then_text);   // at most one token a byte
     int *t = realloc(*tokens, sizeof(int) * ((size_t)len + n_text + (size_t)steps));
-    if (!t) return -fileio_error("out of memory", "内存不足");
+    if (!t) return -fileio_error(tr->lang, "out of memory", "内存不足");
     *tokens = t;
-    int n_then = gpt_encode(t + len, m, opt->then_text, (int)n_text, err, sizeof err);
+    int n_then = gpt_encode(t + len, m, opt->then_text, (int)n_text, ERR(tr->lang, err));
     if (n_then <= 0) {
-        fileio_error("--then: %s", "--then：%s", n_then < 0 ? err : fileio_text("an empty text", "文字为空"));
+        fileio_error(tr->lang, "--then: %s", "--then：%s",
+                     n_then < 0 ? err : fileio_text(tr->lang, "an empty text", "文字为空"));
         return 2;
     }
     Sampler sampler;
     if (sampler_init(&sampler, m->cfg.V, temperature, opt->top_k, (uint32_t)opt->seed))
-        return -fileio_error("out of memory", "内存不足");
+        return -fileio_error(tr->lang, "out of memory", "内存不足");
     int held = g->use_cache ? s->len : 0;   // positions the cache holds
     *g = (Stream){.m = m, .out = g->out, .use_cache = g->use_cache, .width = g->width, .stream = g->stream,
-                  .live = g->live, .step_seconds = g->step_seconds, .cached = g->cached, .nonfinite_step = -1,
+                  .lang = g->lang, .live = g->live, .step_seconds = g->step_seconds, .cached = g->cached, .nonfinite_step = -1,
                   .run = g->use_cache ? "then-cache" : "then-no-cache"};
     trace_sayf(tr, "\n-- the second turn (--then): %d tokens so far; the cache holds %d of them",
                "\n—— 第二轮（--then）：已有 %d 个 token；缓存里存着其中 %d 个", len + n_then, held);
@@ -222,10 +224,10 @@ static int then_turn(const Options *opt, Trace *tr, Stream *g, const GptModel *m
     int end = g->use_cache ? gpt_generate_more(t, s, m, &sampler, len + n_then, steps, stream_step, g)
                            : gpt_generate(t, s, m, &sampler, len + n_then, steps, 0, stream_step, g);
     sampler_free(&sampler);
-    if (g->nonfinite_step >= 0) return say_nonfinite(g->nonfinite_step);
+    if (g->nonfinite_step >= 0) return say_nonfinite(opt->lang, g->nonfinite_step);
     size_t need = gpt_decode(NULL, 0, m, t, end);
     char *text = malloc(need + 1);
-    if (!text) return -fileio_error("out of memory", "内存不足");
+    if (!text) return -fileio_error(tr->lang, "out of memory", "内存不足");
     gpt_decode(text, need + 1, m, t, end);
     say_figures(tr, g, m, text, steps, end - len - n_then, g->seconds, NULL, 0, 0, measure_machine());
     free(text);
@@ -266,13 +268,13 @@ static int plain_generate_setup(PlainGenerate *r, const Options *opt) {
     r->use_cache = opt->runs != RUN_NOCACHE;
     r->temperature = opt->temperature >= 0 ? (float)opt->temperature : 1.0f;
     r->prompt = gptsetup_prompt_text(opt);
-    rc = gptsetup_prompt(&r->tokens, &r->n_prompt, &r->m, r->prompt, r->steps);
+    rc = gptsetup_prompt(opt->lang, &r->tokens, &r->n_prompt, &r->m, r->prompt, r->steps);
     r->step_seconds = malloc(sizeof(double) * (size_t)r->steps);
     r->cached = malloc((size_t)r->steps);
     r->machine = measure_machine();
     if (!rc && (!r->step_seconds || !r->cached || gpt_state_init(&r->s, r->m.cfg) ||
                 sampler_init(&r->sampler, r->m.cfg.V, r->temperature, opt->top_k, (uint32_t)opt->seed))) {
-        fileio_error("out of memory", "内存不足");
+        fileio_error(opt->lang, "out of memory", "内存不足");
         rc = 1;
     }
     if (!rc) rc = start_threads(opt, &r->s);
@@ -285,7 +287,7 @@ static int plain_generate_setup(PlainGenerate *r, const Options *opt) {
     // packing costs about 6 ms and 43 MB.
     if (!rc && !r->use_cache) gpt_pack(&r->m);
     if (!rc && r->use_variant && kvvariant_attach(&r->vc, &r->s, &r->variant)) {
-        fileio_error("out of memory", "内存不足");
+        fileio_error(opt->lang, "out of memory", "内存不足");
         rc = 1;
     }
     return rc;
@@ -296,7 +298,7 @@ static int plain_generate_setup(PlainGenerate *r, const Options *opt) {
 static int plain_generate_run(PlainGenerate *r, const Options *opt, Trace *tr) {
     int rc = 0;
     Stream g = {.m = &r->m, .out = tr->out, .use_cache = r->use_cache, .width = screen_default_width(0),
-                .stream = tr->format == FORMAT_TEXT, .step_seconds = r->step_seconds, .cached = r->cached,
+                .stream = tr->format == FORMAT_TEXT, .lang = tr->lang, .step_seconds = r->step_seconds, .cached = r->cached,
                 .nonfinite_step = -1, .threads = pool_threads(r->s.pool)};
     g.live = g.stream && isatty(fileno(tr->out));
     if (g.stream) {
@@ -311,12 +313,12 @@ static int plain_generate_run(PlainGenerate *r, const Options *opt, Trace *tr) {
     double seconds = g.seconds;
     if (g.nonfinite_step >= 0) {
         if (g.stream) fputs("\n", tr->out);
-        rc = say_nonfinite(g.nonfinite_step);
+        rc = say_nonfinite(opt->lang, g.nonfinite_step);
     }
     size_t need = gpt_decode(NULL, 0, &r->m, r->tokens, len);
     char *text = NULL;
     if (!rc && !(text = malloc(need + 1))) {
-        fileio_error("out of memory", "内存不足");
+        fileio_error(tr->lang, "out of memory", "内存不足");
         rc = 1;
     }
     if (!rc) {
@@ -344,13 +346,13 @@ static void plain_generate_free(PlainGenerate *r) {
 int gptcmd_generate(const Options *opt, Trace *tr) {
     if (opt->then_text && (llamacmd_is_llama_file(opt->model_path) || opt->given[OPT_DRAFT] || opt->paged ||
                            opt->samples || opt->bug || opt->kv_dtype || opt->attention)) {
-        fileio_error("--then is the char GPT's plain generate (no --draft, --paged, --samples, --bug, --kv-dtype, --attention)",
+        fileio_error(tr->lang, "--then is the char GPT's plain generate (no --draft, --paged, --samples, --bug, --kv-dtype, --attention)",
                      "--then 只用于字符级 GPT 的普通 generate（不能与 --draft、--paged、--samples、--bug、--kv-dtype、--attention 同用）");
         return 2;
     }
     if (llamacmd_is_llama_file(opt->model_path)) return llamacmd_generate(opt, tr);
     if (opt->rolling) {   // lesson 14: the char GPT's positions are learned, 0 .. T-1
-        fileio_error("--window needs a LLaMA-style model (rotary positions): --model data/tinyshakespeare-llama-mha.bin",
+        fileio_error(tr->lang, "--window needs a LLaMA-style model (rotary positions): --model data/tinyshakespeare-llama-mha.bin",
                      "--window 需要 LLaMA 式模型（旋转位置编码）：--model data/tinyshakespeare-llama-mha.bin");
         return 2;
     }
@@ -372,7 +374,7 @@ int gptcmd_generate(const Options *opt, Trace *tr) {
 
 int gptcmd_init(const Options *opt, Trace *tr) {
     if (!opt->out_path) {
-        fileio_error("init needs --out FILE (and --preset seed|tiny, --seed N)",
+        fileio_error(tr->lang, "init needs --out FILE (and --preset seed|tiny, --seed N)",
                      "`kvdemo init` 需要 --out FILE（以及 --preset seed|tiny、--seed N）");
         return 2;
     }
@@ -382,8 +384,8 @@ int gptcmd_init(const Options *opt, Trace *tr) {
     int rc = gptsetup_model(&m, &o, 0, NULL);
     if (rc) return rc;
     char err[512];
-    if (gpt_save(&m, opt->out_path, err, sizeof err)) {
-        fileio_error("%s", "%s", err);
+    if (gpt_save(&m, opt->out_path, ERR(tr->lang, err))) {
+        fileio_error(tr->lang, "%s", "%s", err);
         rc = 1;
     } else {
         trace_sayf(tr, "wrote %s: a random model, preset %s, seed %llu, %zu parameters",

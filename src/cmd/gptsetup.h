@@ -26,8 +26,8 @@ const char *gptsetup_prompt_text(const Options *opt);
 
 // The prompt's tokens (allocated, with room for steps more), or an exit
 // status after one line on stderr naming the character the model lacks and
-// the characters it knows.
-int gptsetup_prompt(int **tokens, int *n, const GptModel *m, const char *prompt, int steps);
+// the characters it knows (in lang).
+int gptsetup_prompt(Lang lang, int **tokens, int *n, const GptModel *m, const char *prompt, int steps);
 
 // How the lessons on the char GPT start: the model the options ask for, the
 // shipped one falling back to a random one (*random_note, as gptsetup_model),

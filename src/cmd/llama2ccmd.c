@@ -45,14 +45,14 @@ typedef struct {
 static int run_new(Run *r, const Options *opt) {
     memset(r, 0, sizeof *r);
     if (!opt->model_path) {
-        fileio_error("--tokenizer goes with --model FILE, llama2.c's checkpoint (stories15M.bin, ...)",
+        fileio_error(opt->lang, "--tokenizer goes with --model FILE, llama2.c's checkpoint (stories15M.bin, ...)",
                      "--tokenizer 要和 --model FILE（llama2.c 的模型文件，如 stories15M.bin）一起用");
         return 2;
     }
     char err[512];
     // llama2.c's pair, or (bench only, no --tokenizer) a KVLM file
-    if (llama_load_any(&r->m, opt->model_path, opt->tokenizer_path, err, sizeof err) != 0) {
-        fileio_error("%s", "%s", err);
+    if (llama_load_any(&r->m, opt->model_path, opt->tokenizer_path, ERR(opt->lang, err)) != 0) {
+        fileio_error(opt->lang, "%s", "%s", err);
         return 1;
     }
     size_t V = (size_t)r->m.cfg.vocab_size, T = (size_t)r->m.cfg.max_seq_len;
@@ -61,14 +61,14 @@ static int run_new(Run *r, const Options *opt) {
     r->sorted = malloc(sizeof(float) * V);
     r->order = malloc(sizeof(int) * V);
     if (!r->tokens || !r->logits || !r->sorted || !r->order ||
-        llama_state_init(&r->st, &r->m, 1, err, sizeof err) != 0) {
-        fileio_error("out of memory", "内存不足");
+        llama_state_init(&r->st, &r->m, 1, ERR(opt->lang, err)) != 0) {
+        fileio_error(opt->lang, "out of memory", "内存不足");
         return 1;
     }
     r->temperature = opt->temperature >= 0 ? (float)opt->temperature : 1.0f;
     r->rng = opt->seed;
     if (!(r->st.pool = pool_new_for(opt->threads, llama_row_work(&r->m.cfg)))) {   // run_free frees it
-        fileio_error("could not start %d threads", "无法启动 %d 个线程", ops_threads_asked(opt->threads));
+        fileio_error(opt->lang, "could not start %d threads", "无法启动 %d 个线程", ops_threads_asked(opt->threads));
         return 1;
     }
     return 0;
@@ -182,8 +182,8 @@ int llama2ccmd_generate(const Options *opt, Trace *tr) {
     const char *prompt = opt->n_prompts > 0 ? opt->prompts[0] : DEFAULT_PROMPT;
     int T = r.m.cfg.max_seq_len, n = 0;
     char err[512];
-    if (!rc && (n = llama_encode(r.tokens, &r.m, prompt, 1, 0, T - 1, err, sizeof err)) < 0) {
-        fileio_error("--prompt: %s (the model's context is %d tokens)", "--prompt：%s（模型的上下文是 %d 个 token）", err, T);
+    if (!rc && (n = llama_encode(r.tokens, &r.m, prompt, 1, 0, T - 1, ERR(tr->lang, err))) < 0) {
+        fileio_error(tr->lang, "--prompt: %s (the model's context is %d tokens)", "--prompt：%s（模型的上下文是 %d 个 token）", err, T);
         rc = n == -2 ? 1 : 2;   // out of memory is no usage error
     }
     if (!rc) {
@@ -246,14 +246,14 @@ static double bench_time(Run *r, int len, int use_cache, int repeat) {
 
 static int bench_args(int *lengths, const Options *opt) {
     if (opt->csv_path || opt->svg_path || opt->bench_train) {
-        fileio_error("bench on a LLaMA-style model: --csv, --svg and --train are the char GPT's",
+        fileio_error(opt->lang, "bench on a LLaMA-style model: --csv, --svg and --train are the char GPT's",
                      "在 LLaMA 式模型上 bench：--csv、--svg 和 --train 只用于字符级 GPT");
         return -2;
     }
     const char *list = opt->steps_list ? opt->steps_list : "16,64,128,255";
     int n = parse_lengths(lengths, MAX_LENGTHS, list);
     if (n <= 0) {
-        fileio_error("--steps takes a comma-separated list of lengths from 1 to 100000, e.g. 16,64,256, not '%s'",
+        fileio_error(opt->lang, "--steps takes a comma-separated list of lengths from 1 to 100000, e.g. 16,64,256, not '%s'",
                      "--steps 要给一串用逗号分隔的长度，每个 1 到 100000，例如 16,64,256，而不是“%s”", list);
         return -2;
     }
@@ -286,7 +286,7 @@ int llama2ccmd_bench(const Options *opt, Trace *tr) {
         int *saved = malloc(sizeof(int) * (size_t)T);
         float *saved_logits = malloc(sizeof(float) * (size_t)r.m.cfg.vocab_size);
         if (!saved || !saved_logits) {
-            fileio_error("out of memory", "内存不足");
+            fileio_error(tr->lang, "out of memory", "内存不足");
             free(saved), free(saved_logits), run_free(&r);
             return 1;
         }

@@ -22,7 +22,7 @@ int llamacmd_is_llama_file(const char *path) {
     // (they would block or be read from): any file it cannot read is not
     // taken for a LLaMA one, and the char GPT's loader says what is wrong.
     uint64_t size;
-    FILE *f = path ? fileio_open_read(path, &size, NULL, 0) : NULL;
+    FILE *f = path ? fileio_open_read(path, &size, ERR_NONE) : NULL;
     if (!f) return 0;
     char magic[4];
     int yes = fread(magic, 1, 4, f) == 4 && memcmp(magic, "KVLM", 4) == 0;
@@ -82,25 +82,25 @@ static int generate_past(const Options *opt, Trace *tr, const LlamaModel *m, Poo
                      .D = m->cfg.head_dim};
     int rc = 1, n = -1;
     memset(&kv, 0, sizeof kv);
-    if (!tokens || !text || llama_state_init(&s, m, 1, err, sizeof err) != 0) {
-        fileio_error("out of memory for a generation of %d tokens", "内存不足：放不下 %d 个 token 的生成", cap);
+    if (!tokens || !text || llama_state_init(&s, m, 1, ERR(tr->lang, err)) != 0) {
+        fileio_error(tr->lang, "out of memory for a generation of %d tokens", "内存不足：放不下 %d 个 token 的生成", cap);
         free(tokens), free(text);
         return 1;
     }
     if (kvwindow_init(&kv, shape, S) != 0) {
-        fileio_error("out of memory for a cache of %d rows", "内存不足：放不下 %d 行的缓存", W);
+        fileio_error(tr->lang, "out of memory for a cache of %d rows", "内存不足：放不下 %d 行的缓存", W);
         goto done;
     }
     s.kv = &kv.base;
     s.pool = pool;
-    n = llama_encode(tokens, m, prompt, 1, 0, cap - steps, err, sizeof err);
+    n = llama_encode(tokens, m, prompt, 1, 0, cap - steps, ERR(tr->lang, err));
     if (n < 0) {
-        fileio_error("%s", "%s", err);
+        fileio_error(tr->lang, "%s", "%s", err);
         goto done;
     }
     double t0 = timer_now();
     if (llama_past_generate(tokens, &s, m, n, steps, temperature, 0.95f, opt->seed) != 0) {
-        fileio_error("out of memory for sampling", "采样时内存不足");
+        fileio_error(tr->lang, "out of memory for sampling", "采样时内存不足");
         goto done;
     }
     double seconds = timer_now() - t0;
@@ -134,7 +134,7 @@ int llamacmd_generate(const Options *opt, Trace *tr) {
     if (gpt_only && !strcmp(gpt_only, "--paged")) {
         // lesson 6.1's paged kind computes in the char GPT's order of sums
         // (G = H): the LLaMA-style model runs on its preallocated cache only
-        fileio_error("--paged is the char GPT's; %s is a LLaMA-style model, which has no paged cache kind "
+        fileio_error(tr->lang, "--paged is the char GPT's; %s is a LLaMA-style model, which has no paged cache kind "
                      "(it runs on its preallocated cache_k / cache_v): leave out --paged",
                      "--paged 属于字符级 GPT；%s 是 LLaMA 式模型，没有分页缓存（它用预分配的 cache_k / cache_v）："
                      "去掉 --paged",
@@ -142,19 +142,19 @@ int llamacmd_generate(const Options *opt, Trace *tr) {
         return 2;
     }
     if (gpt_only) {
-        fileio_error("%s is the char GPT's; %s is a LLaMA-style model", "%s 属于字符级 GPT；%s 是 LLaMA 式模型",
+        fileio_error(tr->lang, "%s is the char GPT's; %s is a LLaMA-style model", "%s 属于字符级 GPT；%s 是 LLaMA 式模型",
                      gpt_only, opt->model_path);
         return 2;
     }
     if (opt->given[OPT_DRAFT] || opt->given[OPT_GAMMA]) return llamaspeccmd_generate(opt, tr);
     LlamaModel m;
-    if (llama_load(&m, opt->model_path, err, sizeof err) != 0) {
-        fileio_error("%s", "%s", err);
+    if (llama_load(&m, opt->model_path, ERR(tr->lang, err)) != 0) {
+        fileio_error(tr->lang, "%s", "%s", err);
         return 1;
     }
     Pool *pool = pool_new_for(opt->threads, llama_row_work(&m.cfg));   // the state's threads, freed below
     if (!pool) {
-        fileio_error("could not start %d threads", "无法启动 %d 个线程", ops_threads_asked(opt->threads));
+        fileio_error(tr->lang, "could not start %d threads", "无法启动 %d 个线程", ops_threads_asked(opt->threads));
         llama_free(&m);
         return 1;
     }
@@ -166,10 +166,10 @@ int llamacmd_generate(const Options *opt, Trace *tr) {
     if (opt->rolling) {
         int S = 0, W = 0, rc = 2;
         if (parse_rolling(&S, &W, opt->rolling) != 0)
-            fileio_error("--window %s: W rows (2 to 65536), or S,W: S sinks among the W (S below W)",
+            fileio_error(tr->lang, "--window %s: W rows (2 to 65536), or S,W: S sinks among the W (S below W)",
                          "--window %s：W 行（2 到 65536），或 S,W：W 行中含 S 个 sink（S 小于 W）", opt->rolling);
         else if (n > 1 || !use_cache)
-            fileio_error("--window takes one prompt, with the cache", "--window 只接受一条提示词，并使用缓存");
+            fileio_error(tr->lang, "--window takes one prompt, with the cache", "--window 只接受一条提示词，并使用缓存");
         else
             rc = generate_past(opt, tr, &m, pool, prompts[0], steps, opt->temperature >= 0 ? (float)opt->temperature : 0.8f,
                                S, W);
@@ -184,10 +184,10 @@ int llamacmd_generate(const Options *opt, Trace *tr) {
     LlamaState s;
     LlamaGeneration g;
     int rc = 1;
-    if (llama_state_init(&s, &m, n, err, sizeof err) != 0) goto fail_model;
+    if (llama_state_init(&s, &m, n, ERR(tr->lang, err)) != 0) goto fail_model;
     s.pool = pool;
-    if (llama_generation_new(&g, &s, &m, err, sizeof err) != 0) goto fail_state;
-    if (llama_generate(&g, &s, &m, prompts, n, &go, err, sizeof err) == 0) {
+    if (llama_generation_new(&g, &s, &m, ERR(tr->lang, err)) != 0) goto fail_state;
+    if (llama_generate(&g, &s, &m, prompts, n, &go, ERR(tr->lang, err)) == 0) {
         say_generation(tr, &g, &m, use_cache, pool_threads(pool), steps);
         rc = 0;
     }
@@ -195,7 +195,7 @@ int llamacmd_generate(const Options *opt, Trace *tr) {
 fail_state:
     llama_state_free(&s);
 fail_model:
-    if (rc) fileio_error("%s", "%s", err);
+    if (rc) fileio_error(tr->lang, "%s", "%s", err);
     pool_free(pool);
     llama_free(&m);
     return rc;

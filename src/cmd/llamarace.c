@@ -45,7 +45,7 @@ static void on_step(const LlamaStep *st, void *ctx) {
 // One generation each way into g[0] (without the cache) and g[1] (with it).
 // Returns 0, or -1 with err.
 static int run_both(LlamaGeneration g[2], StepTimes times[2], LlamaState *s, const LlamaModel *m,
-                    const char *prompt, const Options *opt, int steps, char *err, size_t errlen) {
+                    const char *prompt, const Options *opt, int steps, Err err) {
     for (int k = 0; k < 2; k++) {
         // the article's generate(prompts, max_gen_len, temperature=0.8, top_p=0.95)
         LlamaGenOptions go = {.max_gen_len = steps,
@@ -55,7 +55,7 @@ static int run_both(LlamaGeneration g[2], StepTimes times[2], LlamaState *s, con
         llama_state_reset(s);
         times[k].n = 0;
         times[k].last = timer_now();
-        if (llama_generate(&g[k], s, m, &prompt, 1, &go, err, errlen) != 0) return -1;
+        if (llama_generate(&g[k], s, m, &prompt, 1, &go, err) != 0) return -1;
     }
     return 0;
 }
@@ -111,17 +111,17 @@ int llamarace_run(const Options *opt, Trace *tr) {
     const char *gpt_only = opt->top_k ? "--top-k" : opt->draft_path || opt->given[OPT_GAMMA] ? "--draft"
                            : opt->init ? "--init" : NULL;
     if (gpt_only) {
-        fileio_error("%s is the char GPT's; %s is a LLaMA-style model", "%s 属于字符级 GPT；%s 是 LLaMA 式模型",
+        fileio_error(tr->lang, "%s is the char GPT's; %s is a LLaMA-style model", "%s 属于字符级 GPT；%s 是 LLaMA 式模型",
                      gpt_only, opt->model_path);
         return 2;
     }
     if (opt->n_prompts > 1) {
-        fileio_error("race takes one --prompt, not %d", "race 只接受一个 --prompt，而不是 %d 个", opt->n_prompts);
+        fileio_error(tr->lang, "race takes one --prompt, not %d", "race 只接受一个 --prompt，而不是 %d 个", opt->n_prompts);
         return 2;
     }
     LlamaModel m;
-    if (llama_load(&m, opt->model_path, err, sizeof err) != 0) {
-        fileio_error("%s", "%s", err);
+    if (llama_load(&m, opt->model_path, ERR(tr->lang, err)) != 0) {
+        fileio_error(tr->lang, "%s", "%s", err);
         return 1;
     }
     const char *prompt = opt->n_prompts ? opt->prompts[0] : "ROMEO:";
@@ -130,19 +130,19 @@ int llamarace_run(const Options *opt, Trace *tr) {
     LlamaGeneration g[2];
     StepTimes times[2] = {{0}};
     memset(g, 0, sizeof g);
-    int state = llama_state_init(&s, &m, 1, err, sizeof err) == 0;
-    if (state && llama_generation_new(&g[0], &s, &m, err, sizeof err) == 0 &&
-        llama_generation_new(&g[1], &s, &m, err, sizeof err) == 0) {
+    int state = llama_state_init(&s, &m, 1, ERR(tr->lang, err)) == 0;
+    if (state && llama_generation_new(&g[0], &s, &m, ERR(tr->lang, err)) == 0 &&
+        llama_generation_new(&g[1], &s, &m, ERR(tr->lang, err)) == 0) {
         for (int k = 0; k < 2; k++) {
             times[k].step_seconds = malloc(sizeof(double) * (size_t)T);
             times[k].cached = malloc((size_t)T);
         }
         if (!times[0].step_seconds || !times[0].cached || !times[1].step_seconds || !times[1].cached)
-            snprintf(err, sizeof err, "%s", fileio_zh() ? "内存不足" : "out of memory");
+            snprintf(err, sizeof err, "%s", tr->lang == LANG_ZH ? "内存不足" : "out of memory");
         else if (!(s.pool = pool_new_for(opt->threads, llama_row_work(&m.cfg))))   // freed below
-            snprintf(err, sizeof err, fileio_zh() ? "无法启动 %d 个线程" : "could not start %d threads",
+            snprintf(err, sizeof err, tr->lang == LANG_ZH ? "无法启动 %d 个线程" : "could not start %d threads",
                      ops_threads_asked(opt->threads));
-        else if (run_both(g, times, &s, &m, prompt, opt, steps, err, sizeof err) == 0)
+        else if (run_both(g, times, &s, &m, prompt, opt, steps, ERR(tr->lang, err)) == 0)
             rc = 0;
     }
     if (!rc) {
@@ -153,7 +153,7 @@ int llamarace_run(const Options *opt, Trace *tr) {
                    "之后：先不使用缓存，再使用缓存。",
                    m.cfg.n_heads, m.cfg.n_kv_heads, g[1].n_steps, prompt);
         report(tr, g, times, &m, steps);
-    } else fileio_error("%s", "%s", err);
+    } else fileio_error(tr->lang, "%s", "%s", err);
     for (int k = 0; k < 2; k++) {
         llama_generation_free(&g[k]);
         free(times[k].step_seconds);

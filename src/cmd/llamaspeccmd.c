@@ -19,14 +19,14 @@
 
 // The draft --draft names (else the shipped one), checked against the
 // target. Returns 0, or an exit status after one line on stderr.
-static int load_draft(LlamaModel *draft, const LlamaModel *target, const char *path, int gamma) {
+static int load_draft(Lang lang, LlamaModel *draft, const LlamaModel *target, const char *path, int gamma) {
     char err[512];
-    if (llama_load(draft, path, err, sizeof err) != 0) {
-        fileio_error("%s", "%s", err);
+    if (llama_load(draft, path, ERR(lang, err)) != 0) {
+        fileio_error(lang, "%s", "%s", err);
         return 1;
     }
-    if (llama_spec_check(target, draft, gamma, fileio_zh(), err, sizeof err) != 0) {
-        fileio_error("%s: %s", "%s：%s", path, err);
+    if (llama_spec_check(target, draft, gamma, ERR(lang, err)) != 0) {
+        fileio_error(lang, "%s: %s", "%s：%s", path, err);
         llama_free(draft);
         return 1;
     }
@@ -47,16 +47,16 @@ static int run(Trace *tr, const Options *opt, const LlamaModel *m, const LlamaMo
     int rc = 1, have_t = 0, have_d = 0;
     size_t text_bytes = (size_t)llama_token_bytes(m) * (size_t)(n_prompt + steps) + 1;
     char *text = malloc(text_bytes);
-    if (text && (have_t = llama_state_init(&ts, m, 1, err, sizeof err) == 0) &&
-        (have_d = llama_state_init(&ds, d, 1, err, sizeof err) == 0) &&
+    if (text && (have_t = llama_state_init(&ts, m, 1, ERR(tr->lang, err)) == 0) &&
+        (have_d = llama_state_init(&ds, d, 1, ERR(tr->lang, err)) == 0) &&
         sampler_init(&sampler, m->cfg.vocab_size, temperature > 0 ? temperature : 1.0f, 0, (uint32_t)opt->seed) == 0) {
         spec_mt_init(&mt, &sampler);
         LlamaSpecModel tm = {m, &ts}, dm = {d, &ds};
         if (llama_spec_init(&sp, tm, dm, gamma, temperature, 0.95f, &mt.base) == 0) rc = 0;
     }
-    if (rc) fileio_error("out of memory", "内存不足");
+    if (rc) fileio_error(tr->lang, "out of memory", "内存不足");
     if (!rc && !(pool = pool_new_for(opt->threads, llama_row_work(&m->cfg)))) {
-        fileio_error("could not start %d threads", "无法启动 %d 个线程", ops_threads_asked(opt->threads));
+        fileio_error(tr->lang, "could not start %d threads", "无法启动 %d 个线程", ops_threads_asked(opt->threads));
         rc = 1;
     }
     if (!rc) {
@@ -89,18 +89,18 @@ int llamaspeccmd_generate(const Options *opt, Trace *tr) {
     int rc = speccmd_check_options(opt);
     if (rc) return rc;
     if (opt->n_prompts > 1) {
-        fileio_error("--draft takes one prompt", "--draft 只接受一条提示词");
+        fileio_error(tr->lang, "--draft takes one prompt", "--draft 只接受一条提示词");
         return 2;
     }
     const char *draft_path = opt->draft_path ? opt->draft_path : paths_shipped(LLAMA_SPEC_SHIPPED_DRAFT, buf, sizeof buf);
     const char *prompt = opt->n_prompts ? opt->prompts[0] : "ROMEO:";
     int steps = opt->steps > 0 ? opt->steps : 256, gamma = speccmd_gamma(opt);
     LlamaModel m, d;
-    if (llama_load(&m, opt->model_path, err, sizeof err) != 0) {
-        fileio_error("%s", "%s", err);
+    if (llama_load(&m, opt->model_path, ERR(tr->lang, err)) != 0) {
+        fileio_error(tr->lang, "%s", "%s", err);
         return 1;
     }
-    rc = load_draft(&d, &m, draft_path, gamma);
+    rc = load_draft(opt->lang, &d, &m, draft_path, gamma);
     if (rc) {
         llama_free(&m);
         return rc;
@@ -108,10 +108,10 @@ int llamaspeccmd_generate(const Options *opt, Trace *tr) {
     int cap = m.cfg.max_seq_len;
     if (steps > cap) steps = cap;
     int *tokens = malloc(sizeof(int) * (size_t)cap * 2);
-    int n = tokens ? llama_encode(tokens, &m, prompt, 1, 0, cap, err, sizeof err) : -1;
+    int n = tokens ? llama_encode(tokens, &m, prompt, 1, 0, cap, ERR(tr->lang, err)) : -1;
     if (!tokens) snprintf(err, sizeof err, "out of memory");
     if (n < 0) {
-        fileio_error("%s", "%s", err);
+        fileio_error(tr->lang, "%s", "%s", err);
         rc = 1;
     } else {
         rc = run(tr, opt, &m, &d, gamma, tokens, n, steps, draft_path);

@@ -9,9 +9,9 @@
 #include <string.h>
 
 // Flushes and closes standard output. Returns rc, or 1 after one line on
-// stderr when something written to it was lost. A closed standard output
+// stderr (in lang) when something written to it was lost. A closed standard output
 // that nothing was written to is no error.
-static int close_stdout(int rc) {
+static int close_stdout(int rc, Lang lang) {
     int lost = ferror(stdout);
     int e = fflush(stdout) == 0 ? 0 : errno;
     if (fclose(stdout) != 0 && !e && errno != EBADF) e = errno;
@@ -20,9 +20,13 @@ static int close_stdout(int rc) {
     // own error line has said so.
     if (!lost && !e && rc == 0) e = fileio_stdout_error();
     if (!lost && !e) return rc;
-    if (e) fileio_error("error writing standard output: %s", "写标准输出时出错：%s", fileio_strerror(e));
-    else fileio_error("error writing standard output", "写标准输出时出错");
+    if (e) fileio_error(lang, "error writing standard output: %s", "写标准输出时出错：%s", fileio_strerror(lang, e));
+    else fileio_error(lang, "error writing standard output", "写标准输出时出错");
     return 1;
 }
 
-int main(int argc, char **argv) { return close_stdout(cli_main(argc, argv)); }
+int main(int argc, char **argv) {
+    Lang lang = LANG_EN;
+    int rc = cli_main(argc, argv, &lang);
+    return close_stdout(rc, lang);
+}

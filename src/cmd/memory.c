@@ -176,13 +176,13 @@ int memory_parse_size(double *bytes, const char *text) {
 // ----------------------------------------------------------------------------
 // kvdemo memory
 
-// One line on stderr for a usage error; returns its exit status, 2.
+// One line on stderr in lang for a usage error; returns its exit status, 2.
 // en and zh take the same arguments (tests/test_zh.c checks).
-static int usage(const char *en, const char *zh, ...) __attribute__((format(printf, 1, 3)));
-static int usage(const char *en, const char *zh, ...) {
+static int usage(Lang lang, const char *en, const char *zh, ...) __attribute__((format(printf, 2, 4)));
+static int usage(Lang lang, const char *en, const char *zh, ...) {
     va_list ap;
     va_start(ap, zh);
-    fileio_verror("memory", en, zh, ap);
+    fileio_verror(lang, "memory", en, zh, ap);
     va_end(ap);
     return 2;
 }
@@ -314,16 +314,16 @@ static const char *upper_bound_text(const Trace *tr) {
 // Returns 0, or 2 after one line on stderr.
 static int check_shape_options(const Options *opt, int custom, const char *names) {
     if (custom && opt->model_path)
-        return usage("--model and --layers/--kv-heads/--head-dim exclude each other; give a preset or a shape",
+        return usage(opt->lang, "--model and --layers/--kv-heads/--head-dim exclude each other; give a preset or a shape",
                      "--model 和 --layers/--kv-heads/--head-dim 不能同时给；给一个预设，或者给一个形状");
     if (custom && !(opt->layers && opt->kv_heads && opt->head_dim))
-        return usage("a shape needs all three of --layers, --kv-heads and --head-dim",
+        return usage(opt->lang, "a shape needs all three of --layers, --kv-heads and --head-dim",
                      "形状要同时给出 --layers、--kv-heads 和 --head-dim 三项");
     if (!custom && !opt->model_path)
-        return usage("give --model NAME (one of %s, or a model file) or --layers, --kv-heads and --head-dim",
+        return usage(opt->lang, "give --model NAME (one of %s, or a model file) or --layers, --kv-heads and --head-dim",
                      "请给 --model NAME（%s 之一，或一个模型文件），或给 --layers、--kv-heads 和 --head-dim", names);
     if (!opt->tokens && !opt->gpu_memory)
-        return usage("give --tokens N (tokens per sequence: prompt + generated), or --gpu-memory SIZE to find the "
+        return usage(opt->lang, "give --tokens N (tokens per sequence: prompt + generated), or --gpu-memory SIZE to find the "
                      "longest context",
                      "请给 --tokens N（每个序列的 token 数：提示词加生成的），或给 --gpu-memory SIZE 求能放下的最长上下文");
     return 0;
@@ -346,20 +346,20 @@ static int resolve_model(MemModel *out, const Options *opt, int custom, const ch
     } else {
         uint64_t size;
         char why[512];
-        FILE *f = fileio_open_read(opt->model_path, &size, why, sizeof why);
+        FILE *f = fileio_open_read(opt->model_path, &size, ERR(opt->lang, why));
         if (!f && access(opt->model_path, F_OK) != 0)
-            return usage("unknown model '%s'; presets: %s, or a kvdemo model file",
+            return usage(opt->lang, "unknown model '%s'; presets: %s, or a kvdemo model file",
                          "没有“%s”这个模型；预设有：%s，也可以给一个 kvdemo 模型文件", opt->model_path, names);
         if (!f) {
-            fileio_error("memory: %s", "memory：%s", why);
+            fileio_error(opt->lang, "memory: %s", "memory：%s", why);
             return 1;
         }
         fclose(f);
         // Only the shape is needed: the header, not the weights.
         GptConfig cfg;
         char err[512];
-        if (gpt_load_config(&cfg, opt->model_path, err, sizeof err)) {
-            fileio_error("memory: %s", "memory：%s", err);
+        if (gpt_load_config(&cfg, opt->model_path, ERR(opt->lang, err))) {
+            fileio_error(opt->lang, "memory: %s", "memory：%s", err);
             return 1;
         }
         from_gpt(&m, cfg, gpt_num_params(cfg), opt->model_path, "the model file's shape");
@@ -486,7 +486,7 @@ int memory_cmd(const Options *opt, Trace *tr) {
     int custom = opt->layers || opt->kv_heads || opt->head_dim;
     if (opt->list) {
         if (opt->model_path || custom || opt->tokens || opt->gpu_memory || opt->dtype || opt->batch)
-            return usage("--list takes no other option", "--list 不能和其他选项一起给");
+            return usage(opt->lang, "--list takes no other option", "--list 不能和其他选项一起给");
         print_list(tr);
         return 0;
     }
@@ -505,13 +505,13 @@ int memory_cmd(const Options *opt, Trace *tr) {
     if (memory_bytes_per_token(&per_token, &m, bits) || (per_token += scales) < scales ||
         (tokens && memory_mul(&per_seq, per_token, memory_tokens_held(&m, tokens))) ||
         (tokens && memory_mul(&total, per_seq, batch))) {
-        fileio_error("memory: the cache's size does not fit in 64 bits; give smaller sizes",
+        fileio_error(tr->lang, "memory: the cache's size does not fit in 64 bits; give smaller sizes",
                      "memory：缓存的大小超出了 64 位整数；请给小一些的数");
         return 2;
     }
     double gpu = 0;
     if (opt->gpu_memory && memory_parse_size(&gpu, opt->gpu_memory))
-        return usage("--gpu-memory takes a size with its unit, such as 80GB, 24GiB or 512MB, not '%s'",
+        return usage(opt->lang, "--gpu-memory takes a size with its unit, such as 80GB, 24GiB or 512MB, not '%s'",
                      "--gpu-memory 取带单位的大小，例如 80GB、24GiB 或 512MB，不能是“%s”", opt->gpu_memory);
 
     // What the model is.

@@ -4,6 +4,8 @@
 #ifndef KVDEMO_OPTIONS_H
 #define KVDEMO_OPTIONS_H
 
+#include "fileio.h"   // Lang
+
 #include <stdint.h>
 
 enum { RUN_NOCACHE = 1, RUN_CACHE = 2, RUN_BOTH = 3 };
@@ -31,6 +33,7 @@ typedef enum {
 } OptionId;
 
 typedef struct Options {
+    Lang lang;                          // --lang en|zh (else LANG): the language of every message
     int runs;                           // --cache / --no-cache: RUN_* bits
     int repeat;                         // --repeat N: timings are medians of N (0: the lesson's default)
     const char *data_path;              // --data FILE, or NULL for the default

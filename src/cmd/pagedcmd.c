@@ -32,26 +32,26 @@ static double machine_bytes(void) {
 // The options --paged refuses or bounds; returns 0, or 2 after one line on stderr.
 static int check_options(const Options *opt) {
     if (!opt->paged) {
-        fileio_error("--block-size, --num-blocks and --samples go with --paged (the paged cache)",
+        fileio_error(opt->lang, "--block-size, --num-blocks and --samples go with --paged (the paged cache)",
                      "--block-size、--num-blocks 和 --samples 要和 --paged（分页缓存）一起用");
         return 2;
     }
     if ((opt->attention && strcmp(opt->attention, "plain") != 0) || opt->tile) {
-        fileio_error("--paged has its own attention through the block table; leave out --attention flash and --tile",
+        fileio_error(opt->lang, "--paged has its own attention through the block table; leave out --attention flash and --tile",
                      "--paged 有自己经由块表的注意力；去掉 --attention flash 和 --tile");
         return 2;
     }
     if (opt->bug || opt->kv_dtype) {
-        fileio_error("--paged keeps float32 keys and values without injected bugs; leave out --bug and --kv-dtype",
+        fileio_error(opt->lang, "--paged keeps float32 keys and values without injected bugs; leave out --bug and --kv-dtype",
                      "--paged 用 float32 保存 key 和 value，也不注入错误；去掉 --bug 和 --kv-dtype");
         return 2;
     }
     if (opt->runs == RUN_NOCACHE) {
-        fileio_error("--paged is a KV cache; it excludes --no-cache", "--paged 就是 KV 缓存；不能和 --no-cache 一起给");
+        fileio_error(opt->lang, "--paged is a KV cache; it excludes --no-cache", "--paged 就是 KV 缓存；不能和 --no-cache 一起给");
         return 2;
     }
     if (opt->seed + (uint64_t)(opt->samples > 0 ? opt->samples : 1) - 1 > 4294967295ull) {
-        fileio_error("sample i draws with seed --seed + i, which must stay below 2**32; give a smaller --seed",
+        fileio_error(opt->lang, "sample i draws with seed --seed + i, which must stay below 2**32; give a smaller --seed",
                      "第 i 个续写用种子 --seed + i 抽样，它必须小于 2**32；请给小一些的 --seed");
         return 2;
     }
@@ -124,7 +124,7 @@ static void show_blocks(Trace *tr, const KvPool *pool, int threads, int N, int s
 
 // The pool of NB blocks of B positions for L layers of H heads of D.
 // Returns 0, or 1 after one line on stderr.
-static int pool_open(KvPool *pool, int L, int H, int D, int B, int NB) {
+static int pool_open(Lang lang, KvPool *pool, int L, int H, int D, int B, int NB) {
     // Keys and values, float32, of every layer and head, for every position
     // of every block. A pool larger than the machine is refused before it is
     // asked for (an allocator that overcommits would grant it, and the run
@@ -134,7 +134,7 @@ static int pool_open(KvPool *pool, int L, int H, int D, int B, int NB) {
         char size[32], have[32];
         memory_binary(size, sizeof size, pool_bytes);
         memory_binary(have, sizeof have, machine);
-        fileio_error("out of memory: the paged cache's %d blocks of %d positions ask for %s (this machine has %s); give "
+        fileio_error(lang, "out of memory: the paged cache's %d blocks of %d positions ask for %s (this machine has %s); give "
                      "fewer --num-blocks or a smaller --block-size",
                      "内存不足：分页缓存的 %d 块（每块 %d 个位置）要 %s（这台机器有 %s）；请给小一些的 --num-blocks 或 "
                      "--block-size", NB, B, size, machine > 0 ? have : "?");
@@ -145,9 +145,9 @@ static int pool_open(KvPool *pool, int L, int H, int D, int B, int NB) {
 
 // Sample fail_sample at step fail_step needed `need` free blocks of the
 // pool's NB; N separate caches would need N * per_seq.
-static void say_pool_ran_out(const KvPool *pool, int NB, int fail_sample, int fail_step, int need, int N,
+static void say_pool_ran_out(Lang lang, const KvPool *pool, int NB, int fail_sample, int fail_step, int need, int N,
                              int per_seq) {
-    fileio_error("the pool of %d blocks ran out: sample %d at step %d needed %d free blocks, %d were left; "
+    fileio_error(lang, "the pool of %d blocks ran out: sample %d at step %d needed %d free blocks, %d were left; "
                  "give --num-blocks %d or more (N separate caches need %d)",
                  "%d 块的池用完了：第 %d 个续写在第 %d 步需要 %d 个空闲块，只剩 %d 个；"
                  "请给 --num-blocks %d 或更多（N 个各自独立的缓存需要 %d 块）",
@@ -157,11 +157,11 @@ static void say_pool_ran_out(const KvPool *pool, int NB, int fail_sample, int fa
 // A block longer than the context: every block holds at most T of its B
 // positions, and the pool reserves B for each (issue 29, 12: --block-size
 // 4096 --samples 64 reserved 4.8 GB for 11 tokens). One line, then the run.
-static void say_block_past_context(int B, int T, int L, int H, int D, int NB, int longest) {
+static void say_block_past_context(Lang lang, int B, int T, int L, int H, int D, int NB, int longest) {
     if (B <= T) return;
     char size[32];
     memory_binary(size, sizeof size, 2.0 * 4.0 * L * H * D * (double)B * NB);
-    fileio_error("--block-size %d is longer than the model's %d-token context: the pool of %d blocks reserves %s "
+    fileio_error(lang, "--block-size %d is longer than the model's %d-token context: the pool of %d blocks reserves %s "
                  "for %d tokens a sample; --block-size %d or less reserves no more than the context",
                  "--block-size %d 比模型 %d 个 token 的上下文还长：%d 块的池要占 %s，每个续写只有 %d 个 token；"
                  "--block-size %d 或更小就不会超过上下文所需",
@@ -186,7 +186,7 @@ int pagedcmd_generate(const Options *opt, Trace *tr) {
     KvSeq *seqs = NULL;
     Sampler *samplers = NULL;
     char *text = NULL;
-    rc = gptsetup_prompt(&prompt_tokens, &n_prompt, &m, prompt, 0);
+    rc = gptsetup_prompt(opt->lang, &prompt_tokens, &n_prompt, &m, prompt, 0);
     if (rc) goto done;
     // Enough blocks for N separate sequences of the longest length the run
     // reaches: sharing can only need fewer.
@@ -198,9 +198,9 @@ int pagedcmd_generate(const Options *opt, Trace *tr) {
     seqs = calloc((size_t)N, sizeof *seqs);
     samplers = calloc((size_t)N, sizeof *samplers);
     if (!tokens || !seqs || !samplers || gpt_state_init(&s, m.cfg)) goto oom;
-    rc = pool_open(&pool, L, H, D, B, NB);
+    rc = pool_open(opt->lang, &pool, L, H, D, B, NB);
     if (rc) goto done;
-    say_block_past_context(B, T, L, H, D, NB, longest);   // a pool that opened: one error line otherwise
+    say_block_past_context(opt->lang, B, T, L, H, D, NB, longest);   // a pool that opened: one error line otherwise
     for (int i = 0; i < N; i++) {
         memcpy(tokens + (size_t)i * stride, prompt_tokens, sizeof(int) * (size_t)n_prompt);
         if (kvseq_init(&seqs[i], &pool, T) ||
@@ -208,7 +208,7 @@ int pagedcmd_generate(const Options *opt, Trace *tr) {
             goto oom;
     }
     if (!(s.pool = pool_new_for(opt->threads, gpt_row_work(m.cfg)))) {   // the threads: s's, freed below
-        fileio_error("could not start %d threads", "无法启动 %d 个线程", ops_threads_asked(opt->threads));
+        fileio_error(tr->lang, "could not start %d threads", "无法启动 %d 个线程", ops_threads_asked(opt->threads));
         rc = 1;
         goto done;
     }
@@ -218,7 +218,7 @@ int pagedcmd_generate(const Options *opt, Trace *tr) {
                               &need) == 0;
     double seconds = timer_now() - t0;
     if (!ok) {
-        say_pool_ran_out(&pool, NB, fail_sample, fail_step, need, N, per_seq);
+        say_pool_ran_out(opt->lang, &pool, NB, fail_sample, fail_step, need, N, per_seq);
         rc = 1;
         goto done;
     }
@@ -230,7 +230,7 @@ int pagedcmd_generate(const Options *opt, Trace *tr) {
     show_blocks(tr, &pool, pool_threads(s.pool), N, steps, B, NB, T, table_blocks, seconds);
     goto done;
 oom:
-    fileio_error("out of memory", "内存不足");
+    fileio_error(tr->lang, "out of memory", "内存不足");
     rc = 1;
 done:
     for (int i = 0; seqs && i < N; i++) kvseq_free(&seqs[i]);

@@ -208,14 +208,14 @@ static int runners_init(Runner run[2], char *text[2], size_t *cap, pthread_mutex
         run[i].steps = steps;
         run[i].use_cache = i == 1;
         run[i].lock = lock;
-        rc = gptsetup_prompt(&run[i].tokens, &run[i].n_prompt, m, prompt, steps);
+        rc = gptsetup_prompt(opt->lang, &run[i].tokens, &run[i].n_prompt, m, prompt, steps);
         if (rc) break;
         *cap = gpt_decode(NULL, 0, m, run[i].tokens, run[i].n_prompt) + 4 * (size_t)steps + 1;
         if (gpt_state_init(&run[i].s, m->cfg) ||
             sampler_init(&run[i].sampler, m->cfg.V, temperature, opt->top_k, (uint32_t)opt->seed) ||
             !(text[i] = malloc(*cap)) || !(run[i].step_seconds = malloc(sizeof(double) * (size_t)steps)) ||
             !(run[i].cached = malloc((size_t)steps))) {
-            fileio_error("out of memory", "内存不足");
+            fileio_error(opt->lang, "out of memory", "内存不足");
             rc = 1;
         }
     }
@@ -392,7 +392,7 @@ int race_model(const GptModel *m, const Options *opt, Trace *tr) {
     }
     if (!rc) sigaction(SIGINT, &old_int, NULL), sigaction(SIGWINCH, &old_winch, NULL);
     if (!rc && interrupted) {
-        fileio_error("race interrupted", "赛跑被中断");
+        fileio_error(tr->lang, "race interrupted", "赛跑被中断");
         rc = 130;
     }
     if (!rc) {

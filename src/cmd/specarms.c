@@ -51,9 +51,9 @@ static int check_kinds(const SpecArms *p, const char *target_path) {
     if (kind < 0 || kind == p->llama) return 0;
     const char *kind_en[2] = {"a char GPT", "a LLaMA-style model"}, *kind_zh[2] = {"字符级 GPT", "LLaMA 式模型"};
     int d = !p->llama;
-    fileio_error("--draft %s is %s and the target %s is %s: a draft must be of its target's kind (%s)",
+    fileio_error(p->lang, "--draft %s is %s and the target %s is %s: a draft must be of its target's kind (%s)",
                  "--draft %s 是%s，目标模型 %s 是%s：草稿模型必须与目标模型同一种类（%s）", p->draft_path,
-                 fileio_zh() ? kind_zh[d] : kind_en[d], target_path, fileio_zh() ? kind_zh[!d] : kind_en[!d],
+                 fileio_text(p->lang, kind_en[d], kind_zh[d]), target_path, fileio_text(p->lang, kind_en[!d], kind_zh[!d]),
                  p->llama ? LLAMA_SPEC_SHIPPED_DRAFT : SPEC_SHIPPED_DRAFT);
     return 1;
 }
@@ -65,7 +65,7 @@ static int open_gpt(SpecArms *p, const Options *opt, int gamma_max) {
     rc = speccmd_draft(&p->gd, &p->gt, opt, gamma_max);
     if (rc) return rc;
     p->loaded |= HAVE_GD;
-    rc = gptsetup_prompt(&p->prompt, &p->n_prompt, &p->gt, p->prompt_text, p->steps);
+    rc = gptsetup_prompt(opt->lang, &p->prompt, &p->n_prompt, &p->gt, p->prompt_text, p->steps);
     if (rc) return rc;
     if (gpt_state_init(&p->gts, p->gt.cfg)) return -1;
     p->loaded |= HAVE_GTS;
@@ -76,32 +76,33 @@ static int open_gpt(SpecArms *p, const Options *opt, int gamma_max) {
 
 static int open_llama(SpecArms *p, const Options *opt, int gamma_max) {
     char err[512];
-    if (llama_load(&p->lt, opt->model_path, err, sizeof err) != 0) goto fail;
+    if (llama_load(&p->lt, opt->model_path, ERR(opt->lang, err)) != 0) goto fail;
     p->loaded |= HAVE_LT;
-    if (llama_load(&p->ld, p->draft_path, err, sizeof err) != 0) goto fail;
+    if (llama_load(&p->ld, p->draft_path, ERR(opt->lang, err)) != 0) goto fail;
     p->loaded |= HAVE_LD;
-    if (llama_spec_check(&p->lt, &p->ld, gamma_max, fileio_zh(), err, sizeof err) != 0) {
-        fileio_error("%s: %s", "%s：%s", p->draft_path, err);
+    if (llama_spec_check(&p->lt, &p->ld, gamma_max, ERR(opt->lang, err)) != 0) {
+        fileio_error(opt->lang, "%s: %s", "%s：%s", p->draft_path, err);
         return 1;
     }
     int T = p->lt.cfg.max_seq_len;
     p->prompt = malloc(sizeof(int) * (size_t)T);
     if (!p->prompt) return -1;
-    p->n_prompt = llama_encode(p->prompt, &p->lt, p->prompt_text, 1, 0, T, err, sizeof err);
+    p->n_prompt = llama_encode(p->prompt, &p->lt, p->prompt_text, 1, 0, T, ERR(opt->lang, err));
     if (p->n_prompt < 0) goto fail;
     if (p->n_prompt + p->steps > T) p->steps = T - p->n_prompt;   // the context ends the text
-    if (llama_state_init(&p->lts, &p->lt, 1, err, sizeof err) != 0) goto fail;
+    if (llama_state_init(&p->lts, &p->lt, 1, ERR(opt->lang, err)) != 0) goto fail;
     p->loaded |= HAVE_LTS;
-    if (llama_state_init(&p->lds, &p->ld, 1, err, sizeof err) != 0) goto fail;
+    if (llama_state_init(&p->lds, &p->ld, 1, ERR(opt->lang, err)) != 0) goto fail;
     p->loaded |= HAVE_LDS;
     return 0;
 fail:
-    fileio_error("%s", "%s", err);
+    fileio_error(opt->lang, "%s", "%s", err);
     return 1;
 }
 
 int specarms_open(SpecArms *p, const Options *opt, int steps, int gamma_max) {
     memset(p, 0, sizeof *p);
+    p->lang = opt->lang;
     p->differ_at = -1;
     p->steps = steps;
     p->prompt_text = opt->n_prompts ? opt->prompts[0] : "ROMEO:";
@@ -126,7 +127,7 @@ int specarms_open(SpecArms *p, const Options *opt, int steps, int gamma_max) {
             rc = -1;
         else spec_mt_init(&p->mt, &p->sampler);
     }
-    if (rc < 0) fileio_error("out of memory", "内存不足");
+    if (rc < 0) fileio_error(opt->lang, "out of memory", "内存不足");
     if (rc) specarms_close(p);
     return rc < 0 ? 1 : rc;
 }
@@ -174,7 +175,7 @@ int specarms_set_gamma(SpecArms *p, int K) {
         rc = spec_init(&p->gsp, tm, dm, K, &p->sampler, &p->mt.base);
     }
     if (rc) {
-        fileio_error("out of memory", "内存不足");
+        fileio_error(p->lang, "out of memory", "内存不足");
         return 1;
     }
     p->gamma = K;

@@ -20,6 +20,7 @@
 
 typedef struct {
     int llama;                  // 1: the LLaMA-style pair; 0: the char GPT's
+    Lang lang;                  // the language of its error lines (--lang)
     const char *draft_path;     // the draft's file (--draft)
     char draft_buf[4096];
     GptModel gt, gd;            // the char GPT's target and draft

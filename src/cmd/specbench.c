@@ -31,11 +31,11 @@ static int check_options(const Options *opt, int *steps, int bench) {
     int rc = speccmd_check_options(opt);
     if (rc) return rc;
     if (opt->n_prompts > 1) {
-        fileio_error("--draft takes one prompt", "--draft 只接受一条提示词");
+        fileio_error(opt->lang, "--draft takes one prompt", "--draft 只接受一条提示词");
         return 2;
     }
     if (opt->temperature > 0) {
-        fileio_error("--draft in race and bench runs greedy, so that both texts must be the same: --temperature 0 "
+        fileio_error(opt->lang, "--draft in race and bench runs greedy, so that both texts must be the same: --temperature 0 "
                      "or leave it out",
                      "race 和 bench 的 --draft 用贪心解码，两份文字必须相同：用 --temperature 0 或者不给它");
         return 2;
@@ -45,7 +45,7 @@ static int check_options(const Options *opt, int *steps, int bench) {
         char *end;
         long n = strtol(opt->steps_list, &end, 10);
         if (*end || n < 1 || n > 100000) {
-            fileio_error("--steps %s: bench --draft times one length, a number from 1 to 100000",
+            fileio_error(opt->lang, "--steps %s: bench --draft times one length, a number from 1 to 100000",
                          "--steps %s：bench --draft 只测一个长度，1 到 100000 之间的数", opt->steps_list);
             return 2;
         }
@@ -70,7 +70,7 @@ static void spread_cell(char *out, size_t size, Stats s) {
 
 // The text parted: say where, and fail.
 static int differ(const SpecArms *p, int K) {
-    fileio_error("K = %d: the speculative text left the target's own at token %d: a bug in the rounds",
+    fileio_error(p->lang, "K = %d: the speculative text left the target's own at token %d: a bug in the rounds",
                  "K = %d：投机解码的文字在第 %d 个 token 处偏离了目标模型自己的文字：轮次有错误", K, p->differ_at);
     return 1;
 }
@@ -158,7 +158,7 @@ static int bench_all(Trace *tr, SpecArms *p, const int *ks, int nk, int runs) {
     double *plain = malloc(sizeof(double) * (size_t)runs), *spec = malloc(sizeof(double) * (size_t)runs);
     int rc = 0;
     if (!plain || !spec) {
-        fileio_error("out of memory", "内存不足");
+        fileio_error(tr->lang, "out of memory", "内存不足");
         rc = 1;
     }
     for (int i = 0; i < nk && !rc; i++) {
@@ -185,7 +185,7 @@ int specbench_bench(const Options *opt, Trace *tr) {
     Pool *pool = pool_new_for(opt->threads, p.llama ? llama_row_work(&p.lt.cfg) : gpt_row_work(p.gt.cfg));
     specarms_use_pool(&p, pool);
     if (!pool) {
-        fileio_error("could not start %d threads", "无法启动 %d 个线程", ops_threads_asked(opt->threads));
+        fileio_error(tr->lang, "could not start %d threads", "无法启动 %d 个线程", ops_threads_asked(opt->threads));
         rc = 1;
     }
     if (!rc && trace_begin(tr)) rc = 1;

@@ -20,17 +20,17 @@
 int speccmd_check_options(const Options *opt) {
     if (!opt->given[OPT_DRAFT]) {
         if (!opt->given[OPT_GAMMA]) return 0;
-        fileio_error("--gamma goes with --draft FILE (speculative decoding: tokens drafted a round)",
+        fileio_error(opt->lang, "--gamma goes with --draft FILE (speculative decoding: tokens drafted a round)",
                      "--gamma 要和 --draft FILE 一起用（投机解码：每轮起草的 token 数）");
         return 2;
     }
     if (opt->runs == RUN_NOCACHE) {
-        fileio_error("--draft needs the KV cache (its rounds roll it back): leave out --no-cache",
+        fileio_error(opt->lang, "--draft needs the KV cache (its rounds roll it back): leave out --no-cache",
                      "--draft 需要 KV 缓存（每轮都要回退它）：去掉 --no-cache");
         return 2;
     }
     if (opt->bug || opt->kv_dtype || opt->samples || opt->attention || opt->tile) {
-        fileio_error("--draft runs on the plain cache: leave out --bug, --kv-dtype, --samples, --attention and --tile",
+        fileio_error(opt->lang, "--draft runs on the plain cache: leave out --bug, --kv-dtype, --samples, --attention and --tile",
                      "--draft 使用普通缓存：去掉 --bug、--kv-dtype、--samples、--attention 和 --tile");
         return 2;
     }
@@ -44,12 +44,12 @@ int speccmd_gamma(const Options *opt) {
 int speccmd_draft(GptModel *draft, const GptModel *target, const Options *opt, int gamma) {
     char buf[4096], err[512];
     const char *path = opt->draft_path ? opt->draft_path : paths_shipped(SPEC_SHIPPED_DRAFT, buf, sizeof buf);
-    if (gpt_load(draft, path, err, sizeof err) != 0) {
-        fileio_error("%s", "%s", err);
+    if (gpt_load(draft, path, ERR(opt->lang, err)) != 0) {
+        fileio_error(opt->lang, "%s", "%s", err);
         return 1;
     }
-    if (spec_check(target, draft, gamma, fileio_zh(), err, sizeof err) != 0) {
-        fileio_error("%s: %s", "%s：%s", path, err);
+    if (spec_check(target, draft, gamma, ERR(opt->lang, err)) != 0) {
+        fileio_error(opt->lang, "%s: %s", "%s：%s", path, err);
         gpt_free(draft);
         return 1;
     }
@@ -135,7 +135,7 @@ static void show_figures(Trace *tr, const Spec *sp, int threads, int steps, doub
 static int run(Trace *tr, const Options *opt, const GptModel *m, const GptModel *d, int gamma) {
     int steps = opt->steps > 0 ? opt->steps : 256, *tokens = NULL, n_prompt = 0, rc;
     const char *prompt = gptsetup_prompt_text(opt);
-    rc = gptsetup_prompt(&tokens, &n_prompt, m, prompt, steps);
+    rc = gptsetup_prompt(opt->lang, &tokens, &n_prompt, m, prompt, steps);
     if (rc) return rc;
     float temperature = opt->temperature >= 0 ? (float)opt->temperature : 1.0f;
     GptState ts = {0}, ds = {0};
@@ -148,17 +148,17 @@ static int run(Trace *tr, const Options *opt, const GptModel *m, const GptModel 
     if (gpt_state_init(&ts, m->cfg) || gpt_state_init(&ds, d->cfg) ||
         sampler_init(&sampler, m->cfg.V, temperature, opt->top_k, (uint32_t)opt->seed) ||
         (opt->paged && paged_init(&paged, models, opt))) {
-        fileio_error("out of memory", "内存不足");
+        fileio_error(tr->lang, "out of memory", "内存不足");
         rc = 1;
     }
     spec_mt_init(&mt, &sampler);
     SpecModel tm = {m, &ts, opt->paged ? &paged.seq[0] : NULL}, dm = {d, &ds, opt->paged ? &paged.seq[1] : NULL};
     if (!rc && spec_init(&sp, tm, dm, gamma, &sampler, &mt.base)) {
-        fileio_error("out of memory", "内存不足");
+        fileio_error(tr->lang, "out of memory", "内存不足");
         rc = 1;
     }
     if (!rc && !(pool = pool_new_for(opt->threads, gpt_row_work(m->cfg)))) {
-        fileio_error("could not start %d threads", "无法启动 %d 个线程", ops_threads_asked(opt->threads));
+        fileio_error(tr->lang, "could not start %d threads", "无法启动 %d 个线程", ops_threads_asked(opt->threads));
         rc = 1;
     }
     ts.pool = ds.pool = pool;
@@ -170,7 +170,7 @@ static int run(Trace *tr, const Options *opt, const GptModel *m, const GptModel 
         double seconds = timer_now() - start;
         if (len < 0) {
             rc = 1;
-            fileio_error("the paged pool ran out of blocks: give --num-blocks more, or leave it out",
+            fileio_error(tr->lang, "the paged pool ran out of blocks: give --num-blocks more, or leave it out",
                          "分页缓存池的块用完了：把 --num-blocks 调大，或者不给它");
         } else {
             show_upto(&g, len);

@@ -38,7 +38,7 @@ static const char *corpus_path(const Options *opt, char *buf, size_t size) {
     if (opt->data_path) return opt->data_path;
     const char *p = paths_shipped("data/tinyshakespeare.txt", buf, size);
     if (access(p, R_OK) != 0) {
-        corpus_missing("no training text", "没有训练文本");
+        corpus_missing(opt->lang, "no training text", "没有训练文本");
         return NULL;
     }
     return p;
@@ -47,10 +47,11 @@ static const char *corpus_path(const Options *opt, char *buf, size_t size) {
 // A file the command reads (the text, a checkpoint) that cannot be read is
 // said here, before the work starts, in the user's language. Returns 0 when
 // path can be read.
-static int check_readable(const char *what_en, const char *what_zh, const char *path) {
+static int check_readable(Lang lang, const char *what_en, const char *what_zh, const char *path) {
     if (access(path, R_OK) == 0) return 0;
     int e = errno;
-    fileio_error("cannot read %s %s: %s", "无法读取%s %s：%s", fileio_text(what_en, what_zh), path, fileio_strerror(e));
+    fileio_error(lang, "cannot read %s %s: %s", "无法读取%s %s：%s", fileio_text(lang, what_en, what_zh), path,
+                 fileio_strerror(lang, e));
     return -1;
 }
 
@@ -196,13 +197,13 @@ static int on_train_step(const TrainProgress *p, void *user) {
 static int check_outputs(const Options *opt, const char *data_path) {
     char ckpt[4096];
     snprintf(ckpt, sizeof ckpt, "%s.ckpt", opt->out_path);
-    FileRole outputs[3] = {{"--out", opt->out_path}, {fileio_text("--out's checkpoint", "--out 的检查点"), ckpt},
+    FileRole outputs[3] = {{"--out", opt->out_path}, {fileio_text(opt->lang, "--out's checkpoint", "--out 的检查点"), ckpt},
                            {"--log", opt->log_path}};
-    FileRole inputs[2] = {{opt->data_path ? "--data" : fileio_text("the training text", "训练文本"), data_path},
+    FileRole inputs[2] = {{opt->data_path ? "--data" : fileio_text(opt->lang, "the training text", "训练文本"), data_path},
                           {"--from", opt->from_path}};
     FileRole not_ckpt[2] = {outputs[0], outputs[2]}, resume = {"--resume", opt->resume_path};
-    if (fileguard_check(outputs, 3, inputs, opt->from_path ? 2 : 1)) return 2;
-    return fileguard_check(not_ckpt, 2, &resume, 1);
+    if (fileguard_check(opt->lang, outputs, 3, inputs, opt->from_path ? 2 : 1)) return 2;
+    return fileguard_check(opt->lang, not_ckpt, 2, &resume, 1);
 }
 
 // The LLaMA-style model's shape options: --kv-heads (default --heads) and
@@ -216,8 +217,8 @@ static int llama_shape(TrainConfig *cfg, const Options *opt) {
     else if (opt->embedding || !cfg->hidden) cfg->hidden = (8 * cfg->model.C / 3 + 31) / 32 * 32;
     LlamaConfig lc;
     char why[256];
-    if (llama_train_config(&lc, cfg, 1, why, sizeof why) == 0) return 0;
-    fileio_error("bad LLaMA shape (--context, --embedding, --heads, --kv-heads, --blocks, --hidden): %s",
+    if (llama_train_config(&lc, cfg, 1, ERR(opt->lang, why)) == 0) return 0;
+    fileio_error(opt->lang, "bad LLaMA shape (--context, --embedding, --heads, --kv-heads, --blocks, --hidden): %s",
                  "LLaMA 模型形状不对（--context、--embedding、--heads、--kv-heads、--blocks、--hidden）：%s", why);
     return 2;
 }
@@ -241,29 +242,29 @@ static int llama_from_recipe(TrainConfig *cfg, const Options *opt) {
         bad_en = "--from needs --kv-heads G, the key/value heads of the converted model",
         bad_zh = "--from 需要 --kv-heads G，即转换后模型的 key/value 头数";
     else if (shape) {
-        fileio_error("%s cannot go with --from: the shape is the --from model's", "%s 不能和 --from 一起用：形状就是 --from 模型的形状", shape);
+        fileio_error(opt->lang, "%s cannot go with --from: the shape is the --from model's", "%s 不能和 --from 一起用：形状就是 --from 模型的形状", shape);
         return 2;
     }
     if (bad_en) {
-        fileio_error("%s", "%s", fileio_text(bad_en, bad_zh));
+        fileio_error(opt->lang, "%s", "%s", fileio_text(opt->lang, bad_en, bad_zh));
         return 2;
     }
-    if (check_readable("the model", "模型", opt->from_path)) return 1;
+    if (check_readable(opt->lang, "the model", "模型", opt->from_path)) return 1;
     if (!llamacmd_is_llama_file(opt->from_path)) {
-        fileio_error("--from %s is not a LLaMA-style model file (magic KVLM)", "--from %s 不是 LLaMA 式模型文件（magic 应为 KVLM）",
+        fileio_error(opt->lang, "--from %s is not a LLaMA-style model file (magic KVLM)", "--from %s 不是 LLaMA 式模型文件（magic 应为 KVLM）",
                      opt->from_path);
         return 2;
     }
     LlamaModel src;
     char err[512];
-    if (llama_load(&src, opt->from_path, err, sizeof err) != 0) {
-        fileio_error("%s", "%s", err);
+    if (llama_load(&src, opt->from_path, ERR(opt->lang, err)) != 0) {
+        fileio_error(opt->lang, "%s", "%s", err);
         return 1;
     }
-    int rc = llama_convert_check(&src, opt->kv_heads, err, sizeof err);
+    int rc = llama_convert_check(&src, opt->kv_heads, ERR(opt->lang, err));
     llama_free(&src);
     if (rc) {
-        fileio_error("%s", "%s", err);
+        fileio_error(opt->lang, "%s", "%s", err);
         return 2;
     }
     LlamaConvert how;
@@ -280,17 +281,17 @@ static int train_recipe(TrainConfig *cfg, const Options *opt) {
     int llama = opt->arch && strcmp(opt->arch, "llama") == 0;
     const char *preset = opt->preset ? opt->preset : "seed";
     if ((llama ? llama_train_config_default(cfg, preset) : train_config_default(cfg, preset)) != 0) {
-        fileio_error("unknown preset '%s'; valid: seed, tiny", "没有预设“%s”；可选 seed、tiny", preset);
+        fileio_error(opt->lang, "unknown preset '%s'; valid: seed, tiny", "没有预设“%s”；可选 seed、tiny", preset);
         return 2;
     }
     if (!llama && (opt->kv_heads || opt->hidden || opt->from_path || opt->convert || opt->window)) {
-        fileio_error("%s is the LLaMA-style model's: add --arch llama", "%s 属于 LLaMA 式模型：请加上 --arch llama",
+        fileio_error(opt->lang, "%s is the LLaMA-style model's: add --arch llama", "%s 属于 LLaMA 式模型：请加上 --arch llama",
                      opt->kv_heads ? "--kv-heads" : opt->hidden ? "--hidden" : opt->from_path ? "--from"
                      : opt->convert ? "--convert" : "--window");
         return 2;
     }
     if (opt->given[OPT_ITERS] && opt->iters == 0 && !opt->from_path) {
-        fileio_error("--iters 0 only goes with --from (the converted model written as it is); give 1 or more",
+        fileio_error(opt->lang, "--iters 0 only goes with --from (the converted model written as it is); give 1 or more",
                      "--iters 0 只能和 --from 一起用（直接写出转换后的模型）；请给 1 或更大的数");
         return 2;
     }
@@ -300,7 +301,7 @@ static int train_recipe(TrainConfig *cfg, const Options *opt) {
     if (opt->heads) cfg->model.H = opt->heads;
     if (opt->blocks) cfg->model.L = opt->blocks;
     if (cfg->model.C % cfg->model.H != 0) {
-        fileio_error("--embedding %d is not divisible by --heads %d; pick sizes where it is (e.g. 384 and 6)",
+        fileio_error(opt->lang, "--embedding %d is not divisible by --heads %d; pick sizes where it is (e.g. 384 and 6)",
                      "--embedding %d 不能被 --heads %d 整除；请选能整除的大小（例如 384 和 6）", cfg->model.C,
                      cfg->model.H);
         return 2;
@@ -322,7 +323,7 @@ static int train_settings(TrainConfig *cfg, const Options *opt) {
     if (opt->given_seed) cfg->seed = opt->seed;
     if (opt->given[OPT_WARMUP]) {   // e.g. a run from scratch on an uptraining's schedule
         if (opt->warmup > cfg->iters) {
-            fileio_error("--warmup %d is longer than the %d iterations; give 0 to %d",
+            fileio_error(opt->lang, "--warmup %d is longer than the %d iterations; give 0 to %d",
                          "--warmup %d 比 %d 次迭代还长；请给 0 到 %d", opt->warmup, cfg->iters, cfg->iters);
             return 2;
         }
@@ -339,12 +340,12 @@ static int train_settings(TrainConfig *cfg, const Options *opt) {
 static int train_log_close(AtomicFile *log, const TrainView *view, int status, const char *out_path) {
     char why[1024];
     if (!view->started) fileio_abort(log);
-    else if (fileio_commit(log, why, sizeof why) != 0) {
+    else if (fileio_commit(log, ERR(view->tr->lang, why)) != 0) {
         // The model is written before the log: say that it is safe.
         if (status == TRAIN_OK)
-            fileio_error("cannot write the log: %s (the model was written to %s)",
+            fileio_error(view->tr->lang, "cannot write the log: %s (the model was written to %s)",
                          "无法写入日志：%s（模型已写入 %s）", why, out_path);
-        else fileio_error("cannot write the log: %s", "无法写入日志：%s", why);
+        else fileio_error(view->tr->lang, "cannot write the log: %s", "无法写入日志：%s", why);
         if (status == TRAIN_OK) status = TRAIN_FAILED;
     }
     return status;
@@ -383,7 +384,7 @@ static void train_say_end(int status, const TrainResult *res, const TrainConfig 
 
 int gptcmd_train(const Options *opt, Trace *tr) {
     if (!opt->out_path) {
-        fileio_error("train needs --out FILE, the model to write (e.g. --out data/my-gpt.bin)",
+        fileio_error(tr->lang, "train needs --out FILE, the model to write (e.g. --out data/my-gpt.bin)",
                      "`kvdemo train` 需要 --out FILE，即训练好的模型写到哪里（例如 --out data/my-gpt.bin）");
         return 2;
     }
@@ -392,8 +393,8 @@ int gptcmd_train(const Options *opt, Trace *tr) {
     if (rc) return rc;
     char buf[4096];
     cfg.data_path = corpus_path(opt, buf, sizeof buf);
-    if (!cfg.data_path || check_readable("the training text", "训练文本", cfg.data_path)) return 1;
-    if (opt->resume_path && check_readable("the checkpoint", "检查点", opt->resume_path)) return 1;
+    if (!cfg.data_path || check_readable(opt->lang, "the training text", "训练文本", cfg.data_path)) return 1;
+    if (opt->resume_path && check_readable(opt->lang, "the checkpoint", "检查点", opt->resume_path)) return 1;
     if (check_outputs(opt, cfg.data_path)) return 2;
     cfg.out_path = opt->out_path;
     cfg.resume_path = opt->resume_path;
@@ -407,17 +408,17 @@ int gptcmd_train(const Options *opt, Trace *tr) {
     if (opt->log_path) {
         // opened before the work, so that a log that cannot be written is
         // said at once; committed when the run ends, however it ends
-        if (fileio_open(&log, opt->log_path, err, sizeof err) != 0) {
-            fileio_error("cannot write the log: %s", "无法写入日志：%s", err);
+        if (fileio_open(&log, opt->log_path, ERR(tr->lang, err)) != 0) {
+            fileio_error(tr->lang, "cannot write the log: %s", "无法写入日志：%s", err);
             return 1;
         }
         fprintf(log.f, "step,train_loss,val_loss,batch_loss,lr,elapsed_s\n");
         view.log = &log;
     }
     TrainResult res;
-    int status = train_run(&cfg, on_train_step, &view, &res, err, sizeof err);
+    int status = train_run(&cfg, on_train_step, &view, &res, ERR(tr->lang, err));
     end_line(&view);
-    if (status == TRAIN_FAILED) fileio_error("%s", "%s", err);
+    if (status == TRAIN_FAILED) fileio_error(tr->lang, "%s", "%s", err);
     if (view.log) status = train_log_close(&log, &view, status, opt->out_path);
     train_say_end(status, &res, &cfg, opt, tr->lang == LANG_ZH);
     return status == TRAIN_OK ? 0 : 1;
@@ -458,27 +459,27 @@ static void say_losses(const Trace *tr, double train_loss, double val_loss, cons
 // eval on a LLaMA-style model file: its windows start with bos (train_llama.h).
 static int llama_eval(const Options *opt, Trace *tr) {
     if (opt->kv_dtype) {
-        fileio_error("--kv-dtype is the char GPT's; %s is a LLaMA-style model",
+        fileio_error(tr->lang, "--kv-dtype is the char GPT's; %s is a LLaMA-style model",
                      "--kv-dtype 属于字符级 GPT；%s 是 LLaMA 式模型", opt->model_path);
         return 2;
     }
     char buf[4096], err[512];
     const char *data = corpus_path(opt, buf, sizeof buf);
-    if (!data || check_readable("the text", "文本", data)) return 1;
+    if (!data || check_readable(opt->lang, "the text", "文本", data)) return 1;
     LlamaModel m;
-    if (llama_load(&m, opt->model_path, err, sizeof err) != 0) {
-        fileio_error("%s", "%s", err);
+    if (llama_load(&m, opt->model_path, ERR(tr->lang, err)) != 0) {
+        fileio_error(tr->lang, "%s", "%s", err);
         return 1;
     }
     EvalView view = {tr, -1.0, 0};
     int tty = isatty(STDERR_FILENO);
     double train_loss, val_loss;
     int rc = llama_train_eval(&m, data, opt->threads, &train_loss, &val_loss, tty ? on_eval_batch : NULL, &view,
-                              err, sizeof err);
+                              ERR(tr->lang, err));
     if (view.drawn) fputs("\r\033[K", stderr);
     llama_free(&m);
     if (rc) {
-        fileio_error("%s", "%s", err);
+        fileio_error(tr->lang, "%s", "%s", err);
         return 1;
     }
     say_losses(tr, train_loss, val_loss, data);
@@ -495,7 +496,7 @@ int gptcmd_eval(const Options *opt, Trace *tr) {
     const char *data = corpus_path(opt, buf, sizeof buf);
     double train_loss, val_loss;
     char err[512];
-    if (!data || check_readable("the text", "文本", data)) {
+    if (!data || check_readable(opt->lang, "the text", "文本", data)) {
         gpt_free(&m);
         return 1;
     }
@@ -503,11 +504,11 @@ int gptcmd_eval(const Options *opt, Trace *tr) {
     EvalView view = {tr, -1.0, 0};
     int tty = isatty(STDERR_FILENO);
     rc = train_eval_progress(&m, data, opt->threads, &train_loss, &val_loss, tty ? on_eval_batch : NULL, &view,
-                             err, sizeof err);
+                             ERR(tr->lang, err));
     if (view.drawn) fputs("\r\033[K", stderr);
     gpt_free(&m);
     if (rc) {
-        fileio_error("%s", "%s", err);
+        fileio_error(tr->lang, "%s", "%s", err);
         return 1;
     }
     say_losses(tr, train_loss, val_loss, data);

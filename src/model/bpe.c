@@ -80,17 +80,16 @@ static int alloc_tables(Bpe *t, int V, size_t text_bytes) {
     return t->scores && t->pieces && t->lens && t->sorted && t->text ? 0 : -1;
 }
 
-int bpe_parse(Bpe *t, const unsigned char *data, size_t size, int V, const char *name, char *err,
-              size_t errlen) {
+int bpe_parse(Bpe *t, const unsigned char *data, size_t size, int V, const char *name, Err err) {
     memset(t, 0, sizeof *t);
     if (size < 4) {
-        fileio_fail2(err, errlen, "%s: %zu bytes: too short for a tokenizer.bin (it starts with an int32)",
+        fileio_fail2(err, "%s: %zu bytes: too short for a tokenizer.bin (it starts with an int32)",
                      "%s：只有 %zu 字节，不像 tokenizer.bin（它以一个 int32 开头）", name, size);
         return -1;
     }
     int32_t max_len = (int32_t)le_get_u32(data);
     if (max_len < 1 || max_len > BPE_MAX_TOKEN_LENGTH) {
-        fileio_fail2(err, errlen, "%s: max_token_length %d; it must be between 1 and %d",
+        fileio_fail2(err, "%s: max_token_length %d; it must be between 1 and %d",
                      "%s：max_token_length 是 %d；它必须在 1 到 %d 之间", name, (int)max_len,
                      BPE_MAX_TOKEN_LENGTH);
         return -1;
@@ -98,7 +97,7 @@ int bpe_parse(Bpe *t, const unsigned char *data, size_t size, int V, const char 
     // Every token's bytes, NUL-terminated, fit in size + V bytes.
     if (alloc_tables(t, V, size + (size_t)V) != 0) {
         bpe_free(t);
-        fileio_fail2(err, errlen, "%s: out of memory", "%s：内存不足", name);
+        fileio_fail2(err, "%s: out of memory", "%s：内存不足", name);
         return -1;
     }
     t->vocab_size = V;
@@ -106,7 +105,7 @@ int bpe_parse(Bpe *t, const unsigned char *data, size_t size, int V, const char 
     size_t at = 4, out = 0;
     for (int i = 0; i < V; i++) {
         if (size - at < 8) {
-            fileio_fail2(err, errlen, "%s: truncated at token %d of %d (the model's vocab_size): %zu bytes",
+            fileio_fail2(err, "%s: truncated at token %d of %d (the model's vocab_size): %zu bytes",
                          "%s：文件在第 %d 个 token 处截断（模型的 vocab_size 是 %d）：只有 %zu 字节", name, i, V,
                          size);
             goto fail;
@@ -115,18 +114,18 @@ int bpe_parse(Bpe *t, const unsigned char *data, size_t size, int V, const char 
         int32_t len = (int32_t)le_get_u32(data + at + 4);
         at += 8;
         if (!isfinite(score)) {
-            fileio_fail2(err, errlen, "%s: token %d: its score is not a finite number", "%s：第 %d 个 token 的分数不是有限数",
+            fileio_fail2(err, "%s: token %d: its score is not a finite number", "%s：第 %d 个 token 的分数不是有限数",
                          name, i);
             goto fail;
         }
         if (len < 0 || len > max_len) {
-            fileio_fail2(err, errlen, "%s: token %d is %d bytes long; it must be between 0 and max_token_length %d",
+            fileio_fail2(err, "%s: token %d is %d bytes long; it must be between 0 and max_token_length %d",
                          "%s：第 %d 个 token 长 %d 字节；它必须在 0 到 max_token_length %d 之间", name, i, (int)len,
                          (int)max_len);
             goto fail;
         }
         if ((size_t)len > size - at) {
-            fileio_fail2(err, errlen, "%s: truncated at token %d of %d (the model's vocab_size): %zu bytes",
+            fileio_fail2(err, "%s: truncated at token %d of %d (the model's vocab_size): %zu bytes",
                          "%s：文件在第 %d 个 token 处截断（模型的 vocab_size 是 %d）：只有 %zu 字节", name, i, V,
                          size);
             goto fail;
@@ -140,7 +139,7 @@ int bpe_parse(Bpe *t, const unsigned char *data, size_t size, int V, const char 
         at += (size_t)len;
     }
     if (at != size) {
-        fileio_fail2(err, errlen, "%s: %zu bytes after the %d tokens of the model's vocabulary: not the model's tokenizer",
+        fileio_fail2(err, "%s: %zu bytes after the %d tokens of the model's vocabulary: not the model's tokenizer",
                      "%s：多出 %zu 字节，在模型词表的 %d 个 token 之后：不是这个模型的分词器", name, size - at, V);
         goto fail;
     }
@@ -153,23 +152,23 @@ fail:
     return -1;
 }
 
-int bpe_load(Bpe *t, const char *path, int V, char *err, size_t errlen) {
+int bpe_load(Bpe *t, const char *path, int V, Err err) {
     memset(t, 0, sizeof *t);
     uint64_t size = 0;
-    FILE *f = fileio_open_read(path, &size, err, errlen);
+    FILE *f = fileio_open_read(path, &size, err);
     if (!f) return -1;
     if (size > BPE_MAX_FILE) {
         fclose(f);
-        fileio_fail2(err, errlen, "%s: %llu bytes: too large for a tokenizer.bin", "%s：%llu 字节：作为 tokenizer.bin 太大了",
+        fileio_fail2(err, "%s: %llu bytes: too large for a tokenizer.bin", "%s：%llu 字节：作为 tokenizer.bin 太大了",
                      path, (unsigned long long)size);
         return -1;
     }
     unsigned char *data = malloc(size ? (size_t)size : 1);
     int rc = -1;
-    if (!data) fileio_fail2(err, errlen, "%s: out of memory", "%s：内存不足", path);
+    if (!data) fileio_fail2(err, "%s: out of memory", "%s：内存不足", path);
     else if (fread(data, 1, (size_t)size, f) != (size_t)size)
-        fileio_fail2(err, errlen, "%s: cannot read: %s", "%s：读取出错：%s", path, fileio_read_reason(f));
-    else rc = bpe_parse(t, data, (size_t)size, V, path, err, errlen);
+        fileio_fail2(err, "%s: cannot read: %s", "%s：读取出错：%s", path, fileio_read_reason(err.lang, f));
+    else rc = bpe_parse(t, data, (size_t)size, V, path, err);
     free(data);
     fclose(f);
     return rc;
@@ -190,8 +189,7 @@ void bpe_free(Bpe *t) {
 
 // The tokens of one character (len bytes at s): its piece, or its bytes'
 // tokens. Returns how many were written to out, or -1 with a message.
-static int encode_char(int *out, const Bpe *t, const char *s, int len, const char *text, char *err,
-                       size_t errlen) {
+static int encode_char(int *out, const Bpe *t, const char *s, int len, const char *text, Err err) {
     int id = bpe_lookup(t, s, len);
     if (id >= 0) {
         out[0] = id;
@@ -202,7 +200,7 @@ static int encode_char(int *out, const Bpe *t, const char *s, int len, const cha
         if (t->byte_id[b] < 0) {
             char one[8] = {0}, shown[24], quoted[200];
             memcpy(one, s, (size_t)len);
-            fileio_fail2(err, errlen,
+            fileio_fail2(err,
                          "the tokenizer cannot encode '%s' at byte %d of the prompt: it is no piece of the "
                          "vocabulary and token %d is not the byte token <0x%02X>: \"%s\"",
                          "分词器无法编码“%s”（提示词的字节偏移 %d）：它不在词表里，第 %d 个 token 也不是字节 token "
@@ -236,20 +234,20 @@ static int best_merge(int *id, const Bpe *t, const int *work, int n, char *buf) 
 
 // The characters of " " + text as tokens in work (room for 1 + 4 per byte).
 // Returns how many, or -1 with a message.
-static int encode_chars(int *work, const Bpe *t, const char *text, char *err, size_t errlen) {
-    int n = encode_char(work, t, " ", 1, text, err, errlen);
+static int encode_chars(int *work, const Bpe *t, const char *text, Err err) {
+    int n = encode_char(work, t, " ", 1, text, err);
     size_t left = strlen(text);
     for (const char *s = text; n >= 0 && *s;) {
         uint32_t cp;
         int len = utf8_decode(&cp, (const unsigned char *)s, left);
         if (len == 0) {
             char quoted[200];
-            fileio_fail2(err, errlen, "the prompt is not valid UTF-8 at byte %d (0x%02X): \"%s\"",
+            fileio_fail2(err, "the prompt is not valid UTF-8 at byte %d (0x%02X): \"%s\"",
                          "提示词在字节偏移 %d 处（0x%02X）不是有效的 UTF-8 文本：“%s”", (int)(s - text),
                          (unsigned char)*s, utf8_quote(quoted, sizeof quoted, text, 40));
             return -1;
         }
-        int k = encode_char(work + n, t, s, len, text, err, errlen);
+        int k = encode_char(work + n, t, s, len, text, err);
         if (k < 0) return -1;
         n += k;
         s += len;
@@ -258,19 +256,18 @@ static int encode_chars(int *work, const Bpe *t, const char *text, char *err, si
     return n;
 }
 
-int bpe_encode(int *ids, const Bpe *t, const char *text, int bos, int eos, int max_ids, char *err,
-               size_t errlen) {
+int bpe_encode(int *ids, const Bpe *t, const char *text, int bos, int eos, int max_ids, Err err) {
     size_t bytes = strlen(text);
     int *work = malloc(sizeof(int) * (bytes + 1));   // a token per byte at most, and the space
     char *buf = malloc(2 * (size_t)t->max_token_length + 1);
     int n = 0, rc = -1;
     if (!work || !buf) {
-        fileio_fail2(err, errlen, "out of memory for a prompt of %zu bytes", "内存不足：放不下 %zu 字节的提示词", bytes);
+        fileio_fail2(err, "out of memory for a prompt of %zu bytes", "内存不足：放不下 %zu 字节的提示词", bytes);
         rc = -2;
         goto done;
     }
     // add_dummy_prefix: " " before the text (none before an empty text)
-    if (bytes) n = encode_chars(work, t, text, err, errlen);
+    if (bytes) n = encode_chars(work, t, text, err);
     if (n < 0) goto done;
     // while a pair joins into a piece: merge the best one
     for (;;) {
@@ -283,7 +280,7 @@ int bpe_encode(int *ids, const Bpe *t, const char *text, int bos, int eos, int m
     int total = n + (bos != 0) + (eos != 0);
     if (total > max_ids) {
         char quoted[200];
-        fileio_fail2(err, errlen, "the prompt is longer than %d tokens (%d): \"%s\"", "提示词超过了 %d 个 token（%d 个）：“%s”",
+        fileio_fail2(err, "the prompt is longer than %d tokens (%d): \"%s\"", "提示词超过了 %d 个 token（%d 个）：“%s”",
                      max_ids, total, utf8_quote(quoted, sizeof quoted, text, 40));
         goto done;
     }

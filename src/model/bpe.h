@@ -16,6 +16,8 @@
 #ifndef KVDEMO_BPE_H
 #define KVDEMO_BPE_H
 
+#include "fileio.h"   // Err
+
 #include <stddef.h>
 
 // One piece in the sorted index: its bytes and its id.
@@ -41,10 +43,9 @@ typedef struct Bpe {
 // Reads tokenizer.bin for a model of V tokens: the int32 max_token_length,
 // then V times a float32 score, an int32 length and that many bytes, and
 // nothing after. Returns 0, or -1 with a one-line message naming the file.
-int bpe_load(Bpe *t, const char *path, int vocab_size, char *err, size_t errlen);
+int bpe_load(Bpe *t, const char *path, int vocab_size, Err err);
 // The same from bytes in memory (name is the file's, for the messages).
-int bpe_parse(Bpe *t, const unsigned char *data, size_t size, int vocab_size, const char *name, char *err,
-              size_t errlen);
+int bpe_parse(Bpe *t, const unsigned char *data, size_t size, int vocab_size, const char *name, Err err);
 void bpe_free(Bpe *t);   // NULL or a loaded tokenizer
 
 // The id of the piece equal to the n bytes at s, or -1 (the lowest id when
@@ -58,8 +59,7 @@ int bpe_lookup(const Bpe *t, const char *s, int n);
 // then EOS if asked. Returns n, or -1 with a message (invalid UTF-8, a byte
 // the vocabulary has no token for, more than max_ids tokens), or -2 with a
 // message when memory ran out.
-int bpe_encode(int *ids, const Bpe *t, const char *text, int bos, int eos, int max_ids, char *err,
-               size_t errlen);
+int bpe_encode(int *ids, const Bpe *t, const char *text, int bos, int eos, int max_ids, Err err);
 // The text token id decodes to after token prev (-1: none): "" for <unk>,
 // BOS and EOS, the byte of a byte token, the piece without its leading
 // space right after BOS. The string belongs to t.

@@ -63,14 +63,14 @@ static void ck_u32(CkptWriter *w, uint32_t x) { ck_write(w, &x, 4); }
 static void ck_u64(CkptWriter *w, uint64_t x) { ck_write(w, &x, 8); }
 static void ck_f32(CkptWriter *w, float x) { ck_write(w, &x, 4); }
 
-int train_checkpoint_save(const char *path, const TrainCheckpoint *ck, char *err, size_t errlen) {
+int train_checkpoint_save(const char *path, const TrainCheckpoint *ck, Err err) {
     char why[512];
     if (!fileio_host_is_little_endian())
-        return fileio_fail2(err, errlen, "checkpoints are little-endian; this machine is not",
+        return fileio_fail2(err, "checkpoints are little-endian; this machine is not",
                             "检查点是小端字节序的，这台机器不是");
     AtomicFile a;
-    if (fileio_open(&a, path, why, sizeof why) != 0)
-        return fileio_fail2(err, errlen, "cannot write the checkpoint: %s", "无法写入检查点：%s", why);
+    if (fileio_open(&a, path, ERR(err.lang, why)) != 0)
+        return fileio_fail2(err, "cannot write the checkpoint: %s", "无法写入检查点：%s", why);
     CkptWriter w = {a.f, FNV_START, 0, 0};
     const TrainConfig *c = &ck->cfg;
     int llama = c->arch == TRAIN_ARCH_LLAMA, windowed = llama && c->window;
@@ -114,20 +114,20 @@ int train_checkpoint_save(const char *path, const TrainCheckpoint *ck, char *err
         free(a.tmp);
         a.tmp = NULL;
         fileio_abort(&a);
-        return fileio_fail2(err, errlen, "checkpoint save to %s interrupted", "保存检查点 %s 时被打断", path);
+        return fileio_fail2(err, "checkpoint save to %s interrupted", "保存检查点 %s 时被打断", path);
     }
-    if (fileio_commit(&a, why, sizeof why) != 0)
-        return fileio_fail2(err, errlen, "cannot write the checkpoint: %s", "无法写入检查点：%s", why);
+    if (fileio_commit(&a, ERR(err.lang, why)) != 0)
+        return fileio_fail2(err, "cannot write the checkpoint: %s", "无法写入检查点：%s", why);
     return 0;
 }
 
 // The parameters of the shape in c (either architecture), or 0 with why
 // (room: n bytes) saying what is wrong with the shape.
-static uint64_t shape_params(const TrainConfig *c, char *why, size_t n) {
+static uint64_t shape_params(const TrainConfig *c, Err why) {
     if (c->arch != TRAIN_ARCH_LLAMA)
-        return gpt_check_config(c->model, why, n) != 0 ? 0 : gpt_num_params(c->model);
+        return gpt_check_config(c->model, why) != 0 ? 0 : gpt_num_params(c->model);
     LlamaConfig lc;
-    if (llama_train_config(&lc, c, c->model.V, why, n) != 0) return 0;
+    if (llama_train_config(&lc, c, c->model.V, why) != 0) return 0;
     return llama_num_params(&lc);
 }
 
@@ -135,8 +135,7 @@ static uint64_t shape_params(const TrainConfig *c, char *why, size_t n) {
 // state) into ck and checks it against the file's size. Returns NULL, or
 // what is wrong (in shape_err or recipe, or a fixed text).
 static const char *parse_header(TrainCheckpoint *ck, const unsigned char *q, int hn, uint64_t size,
-                                uint64_t *P, char *shape_err, size_t shape_n, char *recipe,
-                                size_t recipe_n) {
+                                uint64_t *P, Err shape_err, Err recipe) {
     TrainConfig *c = &ck->cfg;
     int ns = hn == CKPT_HEADER_WINDOWED ? 11 : hn == CKPT_HEADER_LLAMA ? 10 : 8;
     uint32_t sizes[11];
@@ -172,34 +171,34 @@ static const char *parse_header(TrainCheckpoint *ck, const unsigned char *q, int
     *P = le_get_u64(q + 64);
     int too_big = step > 0x7fffffff;
     for (int i = 0; i < ns; i++) too_big |= sizes[i] > 0x7fffffff;
-    if (too_big) return fileio_text("sizes or step counts out of range", "大小或步数超出范围");
+    if (too_big) return fileio_text(recipe.lang, "sizes or step counts out of range", "大小或步数超出范围");
     if (ns == 11 && c->window == 0)
-        return fileio_text("version 2 holds a window, and it is 0", "版本 2 含有窗口大小，而它是 0");
-    uint64_t want_p = shape_params(c, shape_err, shape_n);
-    if (!want_p) return shape_err;   // the model file's own limits
-    if (train_config_check(c, recipe, recipe_n) != 0)
-        return recipe;   // the limits of the command line (--iters, --batch)
+        return fileio_text(recipe.lang, "version 2 holds a window, and it is 0", "版本 2 含有窗口大小，而它是 0");
+    uint64_t want_p = shape_params(c, shape_err);
+    if (!want_p) return shape_err.text;   // the model file's own limits
+    if (train_config_check(c, recipe) != 0)
+        return recipe.text;   // the limits of the command line (--iters, --batch)
     if (ck->step > c->iters) {
-        fileio_fail2(recipe, recipe_n, "its step %d is past its iterations (%d)", "它的步数 %d 超过了迭代次数（%d）",
+        fileio_fail2(recipe, "its step %d is past its iterations (%d)", "它的步数 %d 超过了迭代次数（%d）",
                      ck->step, c->iters);
-        return recipe;
+        return recipe.text;
     }
     if (*P != want_p)
-        return fileio_text("parameter count does not match the model sizes", "参数个数与模型大小不符");
+        return fileio_text(recipe.lang, "parameter count does not match the model sizes", "参数个数与模型大小不符");
     uint64_t want = (uint64_t)hn + 4ull * (uint64_t)c->model.V + 12ull * *P + 8;
     if (size < want)
-        return fileio_text("file is shorter than its sizes say (truncated)", "文件比它的大小字段说的短（不完整）");
+        return fileio_text(recipe.lang, "file is shorter than its sizes say (truncated)", "文件比它的大小字段说的短（不完整）");
     if (size > want)
-        return fileio_text("file is longer than its sizes say (trailing bytes)", "文件比它的大小字段说的长（末尾多出字节）");
+        return fileio_text(recipe.lang, "file is longer than its sizes say (trailing bytes)", "文件比它的大小字段说的长（末尾多出字节）");
     return NULL;
 }
 
-int train_checkpoint_load(const char *path, TrainCheckpoint *ck, char *err, size_t errlen) {
+int train_checkpoint_load(const char *path, TrainCheckpoint *ck, Err err) {
     memset(ck, 0, sizeof(*ck));
     char why_open[512], shape_err[160], recipe[300];
     uint64_t size = 0;
-    FILE *f = fileio_open_read(path, &size, why_open, sizeof why_open);
-    if (!f) return fileio_fail2(err, errlen, "cannot read the checkpoint: %s", "无法读取检查点：%s", why_open);
+    FILE *f = fileio_open_read(path, &size, ERR(err.lang, why_open));
+    if (!f) return fileio_fail2(err, "cannot read the checkpoint: %s", "无法读取检查点：%s", why_open);
     // The header first: the magic, the sizes and the recipe are checked, and
     // the file's length against them, before the rest is read.
     unsigned char h[CKPT_HEADER_WINDOWED];
@@ -209,42 +208,42 @@ int train_checkpoint_load(const char *path, TrainCheckpoint *ck, char *err, size
     uint64_t P = 0;
     int hn = CKPT_HEADER;
     if (!fileio_host_is_little_endian())
-        why = fileio_text("checkpoints are little-endian; this machine is not", "检查点是小端字节序的，这台机器不是");
+        why = fileio_text(err.lang, "checkpoints are little-endian; this machine is not", "检查点是小端字节序的，这台机器不是");
     else if (size < CKPT_HEADER + 8)
-        why = fileio_text("too short to be a checkpoint (truncated?)", "太短，不是检查点（文件不完整？）");
+        why = fileio_text(err.lang, "too short to be a checkpoint (truncated?)", "太短，不是检查点（文件不完整？）");
     else if (fread(h, 1, CKPT_HEADER, f) != CKPT_HEADER)
-        why = fileio_read_reason(f);
+        why = fileio_read_reason(err.lang, f);
     else if (memcmp(h, CKPT_MAGIC, 4) != 0 && memcmp(h, CKPT_MAGIC_LLAMA, 4) != 0)
-        why = fileio_text("wrong magic (not a kvdemo training checkpoint)", "文件头不对（不是 kvdemo 的训练检查点）");
+        why = fileio_text(err.lang, "wrong magic (not a kvdemo training checkpoint)", "文件头不对（不是 kvdemo 的训练检查点）");
     else if (le_get_u32(h + 4) != CKPT_VERSION &&
              !(memcmp(h, CKPT_MAGIC_LLAMA, 4) == 0 && le_get_u32(h + 4) == CKPT_VERSION_WINDOWED))
-        why = fileio_text("unsupported version (expected 1, or 2 for a LLaMA-style run with --window)",
+        why = fileio_text(err.lang, "unsupported version (expected 1, or 2 for a LLaMA-style run with --window)",
                           "不支持的版本（应为 1；带 --window 的 LLaMA 式训练为 2）");
     else if (memcmp(h, CKPT_MAGIC_LLAMA, 4) == 0) {
         hn = le_get_u32(h + 4) == CKPT_VERSION_WINDOWED ? CKPT_HEADER_WINDOWED : CKPT_HEADER_LLAMA;
         if (size < (uint64_t)hn + 8)
-            why = fileio_text("too short to be a checkpoint (truncated?)", "太短，不是检查点（文件不完整？）");
+            why = fileio_text(err.lang, "too short to be a checkpoint (truncated?)", "太短，不是检查点（文件不完整？）");
         else if (fread(h + CKPT_HEADER, 1, (size_t)(hn - CKPT_HEADER), f) != (size_t)(hn - CKPT_HEADER))
-            why = fileio_read_reason(f);
+            why = fileio_read_reason(err.lang, f);
     }
-    if (!why) why = parse_header(ck, h + 8, hn, size, &P, shape_err, sizeof shape_err, recipe, sizeof recipe);
+    if (!why) why = parse_header(ck, h + 8, hn, size, &P, ERR(err.lang, shape_err), ERR(err.lang, recipe));
     // Then the rest, whose length the header now vouches for.
     if (!why && !(buf = malloc((size_t)size)))
-        why = fileio_text("out of memory", "内存不足");
+        why = fileio_text(err.lang, "out of memory", "内存不足");
     if (!why) {
         memcpy(buf, h, (size_t)hn);
         if (fread(buf + hn, 1, (size_t)size - (size_t)hn, f) != (size_t)size - (size_t)hn)
-            why = fileio_read_reason(f);
+            why = fileio_read_reason(err.lang, f);
     }
     fclose(f);
     const unsigned char *p = buf;
     if (!why && fnv1a(FNV_START, p, (size_t)size - 8) != le_get_u64(p + size - 8))
-        why = fileio_text("checksum mismatch (the file is corrupted)", "校验和不符（文件已损坏）");
+        why = fileio_text(err.lang, "checksum mismatch (the file is corrupted)", "校验和不符（文件已损坏）");
     if (!why) {
         ck->num_params = (size_t)P;
         ck->vocab = malloc(sizeof(uint32_t) * (size_t)c->model.V);
         ck->params = malloc(sizeof(float) * (size_t)P * 3);
-        if (!ck->vocab || !ck->params) why = fileio_text("out of memory", "内存不足");
+        if (!ck->vocab || !ck->params) why = fileio_text(err.lang, "out of memory", "内存不足");
     }
     if (!why) {
         memcpy(ck->vocab, p + hn, sizeof(uint32_t) * (size_t)c->model.V);
@@ -253,21 +252,21 @@ int train_checkpoint_load(const char *path, TrainCheckpoint *ck, char *err, size
         ck->v = ck->params + 2 * P;
         for (int i = 0; i < c->model.V && !why; i++)
             if (ck->vocab[i] > 0x10FFFF || (i > 0 && ck->vocab[i] <= ck->vocab[i - 1]))
-                why = fileio_text("vocabulary is not sorted distinct code points", "词表不是排好序、互不相同的码点");
+                why = fileio_text(err.lang, "vocabulary is not sorted distinct code points", "词表不是排好序、互不相同的码点");
         for (uint64_t i = 0; i < 3 * P && !why; i++)
-            if (!isfinite(ck->params[i])) why = fileio_text("weights or optimizer state hold NaN or infinity",
+            if (!isfinite(ck->params[i])) why = fileio_text(err.lang, "weights or optimizer state hold NaN or infinity",
                                                             "权重或优化器状态里有 NaN 或无穷大");
         // v = beta2 v + (1 - beta2) g², never below 0: AdamW takes its root.
         for (uint64_t i = 0; i < P && !why; i++)
             if (ck->v[i] < 0) {
-                fileio_fail2(recipe, sizeof recipe, "AdamW's second moment v[%llu] is %g; it is never below 0",
+                fileio_fail2(ERR(err.lang, recipe), "AdamW's second moment v[%llu] is %g; it is never below 0",
                              "AdamW 的二阶矩 v[%llu] 是 %g；它不会小于 0", (unsigned long long)i, (double)ck->v[i]);
                 why = recipe;
             }
     }
     free(buf);
     if (why) {
-        fileio_fail2(err, errlen, "checkpoint %s rejected: %s", "检查点 %s 不能用：%s", path, why);
+        fileio_fail2(err, "checkpoint %s rejected: %s", "检查点 %s 不能用：%s", path, why);
         train_checkpoint_free(ck);
         return -1;
     }

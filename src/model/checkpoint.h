@@ -27,12 +27,12 @@ typedef struct {
 // Writes atomically through path.tmp (fileio.h); refuses a path that exists
 // and is not a regular file. Returns 0, or -1
 // with err; on failure the file at path is left as it was.
-int train_checkpoint_save(const char *path, const TrainCheckpoint *ck, char *err, size_t errlen);
+int train_checkpoint_save(const char *path, const TrainCheckpoint *ck, Err err);
 // Reads and validates (magic, version, sizes against the file length, the
 // checksum, finite weights). Fills ck with fresh allocations (free with
 // train_checkpoint_free). Returns 0, or -1 with err = "checkpoint PATH
 // rejected: what is wrong" (or why it could not be read).
-int train_checkpoint_load(const char *path, TrainCheckpoint *ck, char *err, size_t errlen);
+int train_checkpoint_load(const char *path, TrainCheckpoint *ck, Err err);
 // Frees what train_checkpoint_load allocated (params, m and v are one block).
 void train_checkpoint_free(TrainCheckpoint *ck);
 // ---------------------------------------------------------------------------
@@ -53,11 +53,11 @@ typedef struct {
 // cfg's) and the text (in the checkpoint's vocabulary), and checks that it is
 // the text the checkpoint was trained on. res is reset. Returns 0, or -1
 // with err; train_setup_free(su) in either case.
-int train_setup(TrainSetup *su, const TrainConfig *cfg, TrainResult *res, char *err, size_t errlen);
+int train_setup(TrainSetup *su, const TrainConfig *cfg, TrainResult *res, Err err);
 // Checks each split is longer than T + 1 and the recipe, sets r.ckpt_path
 // (res->ckpt_path: out_path + ".ckpt" unless given) and claims both outputs.
 // Returns 0, or -1 with err.
-int train_setup_check(TrainSetup *su, int T, TrainResult *res, char *err, size_t errlen);
+int train_setup_check(TrainSetup *su, int T, TrainResult *res, Err err);
 void train_setup_free(TrainSetup *su);
 
 // For tests: every save from now on stops after writing this many bytes of

@@ -25,13 +25,12 @@ static int vocab_find(const uint32_t *vocab, int V, uint32_t cp) {
 // The whole file at path into *bytes (n of them, the caller frees): only a
 // regular file (a FIFO or a device is refused at once, without waiting for
 // it), and one beyond the limit before it is read. Returns 0, or -1 with err.
-static int text_read_bytes(unsigned char **bytes_out, size_t *n_out, const char *path, char *err,
-                           size_t errlen) {
+static int text_read_bytes(unsigned char **bytes_out, size_t *n_out, const char *path, Err err) {
     uint64_t size;
-    FILE *f = fileio_open_read(path, &size, err, errlen);
+    FILE *f = fileio_open_read(path, &size, err);
     if (!f) return -1;
     if (size > TRAIN_MAX_TEXT_BYTES) {
-        fileio_fail2(err, errlen, "%s is %llu bytes; a training text may hold at most %llu MiB",
+        fileio_fail2(err, "%s is %llu bytes; a training text may hold at most %llu MiB",
                      "%s 有 %llu 字节；训练文本最多 %llu MiB", path,
                  (unsigned long long)size, TRAIN_MAX_TEXT_BYTES >> 20);
         fclose(f);
@@ -41,7 +40,7 @@ static int text_read_bytes(unsigned char **bytes_out, size_t *n_out, const char 
     size_t n = 0, cap = 0;
     for (;;) {
         if (n > TRAIN_MAX_TEXT_BYTES) {
-            fileio_fail2(err, errlen, "%s holds more than %llu MiB; a training text may hold at most that",
+            fileio_fail2(err, "%s holds more than %llu MiB; a training text may hold at most that",
                          "%s 超过 %llu MiB，而训练文本最多只能这么大",
                      path, TRAIN_MAX_TEXT_BYTES >> 20);
             free(bytes);
@@ -52,7 +51,7 @@ static int text_read_bytes(unsigned char **bytes_out, size_t *n_out, const char 
             cap = cap ? 2 * cap : 1 << 20;
             unsigned char *nb = realloc(bytes, cap);
             if (!nb) {
-                fileio_fail2(err, errlen, "out of memory reading %s", "读取 %s 时内存不足", path);
+                fileio_fail2(err, "out of memory reading %s", "读取 %s 时内存不足", path);
                 free(bytes);
                 fclose(f);
                 return -1;
@@ -67,12 +66,12 @@ static int text_read_bytes(unsigned char **bytes_out, size_t *n_out, const char 
     int bad = ferror(f) ? (errno ? errno : EIO) : 0;
     fclose(f);
     if (bad) {
-        fileio_fail2(err, errlen, "error reading %s: %s", "读取 %s 时出错：%s", path, fileio_strerror(bad));
+        fileio_fail2(err, "error reading %s: %s", "读取 %s 时出错：%s", path, fileio_strerror(err.lang, bad));
         free(bytes);
         return -1;
     }
     if (n < size) {
-        fileio_fail2(err, errlen, "%s: truncated: read %zu of its %llu bytes (did it change while it was read?)",
+        fileio_fail2(err, "%s: truncated: read %zu of its %llu bytes (did it change while it was read?)",
                      "%s：文件不完整：只读到 %zu 字节，它有 %llu 字节（读取时它被改动了吗？）", path, n,
                      (unsigned long long)size);
         free(bytes);
@@ -88,13 +87,13 @@ static int text_read_bytes(unsigned char **bytes_out, size_t *n_out, const char 
 // Returns the number of code points (0 for an empty text), or -1 with err
 // naming the first byte that is not UTF-8.
 static int64_t text_decode(uint32_t *cps, const unsigned char *bytes, size_t n, const char *path,
-                           char *err, size_t errlen) {
+                           Err err) {
     size_t skip = n >= 3 && !memcmp(bytes, "\xef\xbb\xbf", 3) ? 3 : 0;
     int64_t count = 0;
     for (size_t i = skip; i < n;) {
         int len = utf8_decode(&cps[count], bytes + i, n - i);
         if (len == 0) {
-            fileio_fail2(err, errlen, "%s is not valid UTF-8 (byte %zu)", "%s 不是合法的 UTF-8（第 %zu 个字节）", path, i);
+            fileio_fail2(err, "%s is not valid UTF-8 (byte %zu)", "%s 不是合法的 UTF-8（第 %zu 个字节）", path, i);
             return -1;
         }
         i += (size_t)len;
@@ -132,13 +131,13 @@ static int text_vocab_make(TrainText *text, const uint32_t *cps, int64_t count, 
 // points. Returns 0, or -1 with err naming the first character that is not
 // in the vocabulary.
 static int text_tokenize(TrainText *text, const uint32_t *cps, int64_t count, const char *path,
-                         char *err, size_t errlen) {
+                         Err err) {
     for (int64_t i = 0; i < count; i++) {
         int id = vocab_find(text->vocab, text->V, cps[i]);
         if (id < 0) {
             char name[48];
-            utf8_name(name, sizeof name, cps[i], fileio_zh());
-            fileio_fail2(err, errlen, "%s: character %s at position %lld is not in the model's vocabulary",
+            utf8_name(name, sizeof name, cps[i], err.lang == LANG_ZH);
+            fileio_fail2(err, "%s: character %s at position %lld is not in the model's vocabulary",
                          "%s：字符%s（第 %lld 个）不在模型的词表里", path, name, (long long)i);
             return -1;
         }
@@ -147,34 +146,33 @@ static int text_tokenize(TrainText *text, const uint32_t *cps, int64_t count, co
     return 0;
 }
 
-int train_text_load(TrainText *text, const char *path, const uint32_t *vocab, int V, char *err,
-                    size_t errlen) {
+int train_text_load(TrainText *text, const char *path, const uint32_t *vocab, int V, Err err) {
     memset(text, 0, sizeof(*text));
     unsigned char *bytes = NULL;
     size_t n = 0;
-    if (text_read_bytes(&bytes, &n, path, err, errlen) != 0) return -1;
+    if (text_read_bytes(&bytes, &n, path, err) != 0) return -1;
     uint32_t *cps = malloc(sizeof(uint32_t) * (n + 1));
     text->tokens = malloc(sizeof(int32_t) * (n + 1));
     if (!cps || !text->tokens) {
-        fileio_fail2(err, errlen, "out of memory reading %s", "读取 %s 时内存不足", path);
+        fileio_fail2(err, "out of memory reading %s", "读取 %s 时内存不足", path);
         free(bytes);
         free(cps);
         train_text_free(text);
         return -1;
     }
-    int64_t count = text_decode(cps, bytes, n, path, err, errlen);
+    int64_t count = text_decode(cps, bytes, n, path, err);
     free(bytes);
     int fail = count < 0;
     if (count == 0) {   // not "vocabulary size V=0"
-        fileio_fail2(err, errlen, "%s is empty; a text to learn from or to score needs characters",
+        fileio_fail2(err, "%s is empty; a text to learn from or to score needs characters",
                      "%s 是空的；用来训练或评估的文本里要有字符", path);
         fail = 1;
     }
     if (!fail && text_vocab_make(text, cps, count, vocab, V) != 0) {
-        fileio_fail2(err, errlen, "out of memory reading %s", "读取 %s 时内存不足", path);
+        fileio_fail2(err, "out of memory reading %s", "读取 %s 时内存不足", path);
         fail = 1;
     }
-    if (!fail) fail = text_tokenize(text, cps, count, path, err, errlen) != 0;
+    if (!fail) fail = text_tokenize(text, cps, count, path, err) != 0;
     free(cps);
     if (fail) {
         train_text_free(text);
@@ -207,8 +205,8 @@ uint64_t train_text_hash(const TrainText *text) {
     return fnv1a(h, text->tokens, sizeof(int32_t) * (size_t)text->n);
 }
 
-int corpus_missing(const char *what_en, const char *what_zh) {
-    return fileio_error("%s: give --data FILE, or get tinyshakespeare into this folder: `%s` (its sha256 is %s)",
+int corpus_missing(Lang lang, const char *what_en, const char *what_zh) {
+    return fileio_error(lang, "%s: give --data FILE, or get tinyshakespeare into this folder: `%s` (its sha256 is %s)",
                         "%s：请用 --data FILE 指定，或把 `tinyshakespeare` 下载到当前文件夹：`%s`（其 sha256 应为 %s）",
-                        fileio_text(what_en, what_zh), CORPUS_GET, CORPUS_SHA256);
+                        fileio_text(lang, what_en, what_zh), CORPUS_GET, CORPUS_SHA256);
 }

@@ -9,6 +9,8 @@
 #ifndef KVDEMO_CORPUS_H
 #define KVDEMO_CORPUS_H
 
+#include "fileio.h"   // Err
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -27,8 +29,7 @@ typedef struct {
 // code points, otherwise text is mapped into the given vocabulary (V
 // entries) and an unknown character is an error. Returns 0, or -1 with err
 // naming the file and what is wrong (text is then empty).
-int train_text_load(TrainText *text, const char *path, const uint32_t *vocab, int V, char *err,
-                    size_t errlen);
+int train_text_load(TrainText *text, const char *path, const uint32_t *vocab, int V, Err err);
 void train_text_free(TrainText *text);
 
 // Tokens of the training split: 0 .. split-1 train, split .. n-1 validate.
@@ -50,9 +51,9 @@ uint64_t train_text_hash(const TrainText *text);
 #define CORPUS_URL "https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/input.txt"
 #define CORPUS_SHA256 "86c4e6aa9db7c042ec79f339dcb96d42b0075e16b8fc2e86bf0ca57e2dc565ed"
 #define CORPUS_GET "curl -fL --create-dirs -o data/tinyshakespeare.txt " CORPUS_URL
-// The one line on stderr when the text is missing: what (en, zh: "no
-// training text") is missing, --data, and CORPUS_GET with its sha256.
+// The one line on stderr, in lang, when the text is missing: what (en, zh:
+// "no training text") is missing, --data, and CORPUS_GET with its sha256.
 // Returns -1.
-int corpus_missing(const char *what_en, const char *what_zh);
+int corpus_missing(Lang lang, const char *what_en, const char *what_zh);
 
 #endif

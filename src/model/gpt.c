@@ -153,29 +153,29 @@ enum {
 };
 #define GPT_MAX_PARAMS ((size_t)1 << 31)
 
-int gpt_check_config(GptConfig cfg, char *err, size_t errlen) {
+int gpt_check_config(GptConfig cfg, Err err) {
     // Each size alone first, so that the products below cannot overflow.
     if (cfg.V < 1 || cfg.V > GPT_MAX_V)
-        return fileio_fail2(err, errlen, "vocabulary size V=%d is out of range 1..%d",
+        return fileio_fail2(err, "vocabulary size V=%d is out of range 1..%d",
                             "词表大小 V=%d 超出范围 1..%d", cfg.V, GPT_MAX_V);
     if (cfg.T < 1 || cfg.T > GPT_MAX_T)
-        return fileio_fail2(err, errlen, "context T=%d is out of range 1..%d",
+        return fileio_fail2(err, "context T=%d is out of range 1..%d",
                             "上下文 T=%d 超出范围 1..%d", cfg.T, GPT_MAX_T);
     if (cfg.C < 1 || cfg.C > GPT_MAX_C)
-        return fileio_fail2(err, errlen, "embedding size C=%d is out of range 1..%d",
+        return fileio_fail2(err, "embedding size C=%d is out of range 1..%d",
                             "嵌入维度 C=%d 超出范围 1..%d", cfg.C, GPT_MAX_C);
     if (cfg.H < 1 || cfg.H > cfg.C)
-        return fileio_fail2(err, errlen, "heads H=%d is out of range 1..C=%d",
+        return fileio_fail2(err, "heads H=%d is out of range 1..C=%d",
                             "头数 H=%d 超出范围 1..C=%d", cfg.H, cfg.C);
     if (cfg.C % cfg.H != 0)
-        return fileio_fail2(err, errlen, "embedding size C=%d is not divisible by the heads H=%d",
+        return fileio_fail2(err, "embedding size C=%d is not divisible by the heads H=%d",
                             "嵌入维度 C=%d 不能被头数 H=%d 整除", cfg.C, cfg.H);
     if (cfg.L < 1 || cfg.L > GPT_MAX_L)
-        return fileio_fail2(err, errlen, "blocks L=%d is out of range 1..%d",
+        return fileio_fail2(err, "blocks L=%d is out of range 1..%d",
                             "块数 L=%d 超出范围 1..%d", cfg.L, GPT_MAX_L);
     size_t n = gpt_num_params(cfg);
     if (n > GPT_MAX_PARAMS)
-        return fileio_fail2(err, errlen, "V=%d T=%d C=%d L=%d make %zu parameters, more than the %zu allowed",
+        return fileio_fail2(err, "V=%d T=%d C=%d L=%d make %zu parameters, more than the %zu allowed",
                             "V=%d T=%d C=%d L=%d 共 %zu 个参数，超过上限 %zu",
                             cfg.V, cfg.T, cfg.C, cfg.L, n, GPT_MAX_PARAMS);
     return 0;
@@ -183,25 +183,25 @@ int gpt_check_config(GptConfig cfg, char *err, size_t errlen) {
 
 // Checks a vocabulary: valid code points, no surrogates, no repeats. sorted
 // (V) is scratch.
-static int check_vocab(uint32_t *sorted, const uint32_t *vocab, int V, char *err, size_t errlen) {
+static int check_vocab(uint32_t *sorted, const uint32_t *vocab, int V, Err err) {
     for (int i = 0; i < V; i++) {
         uint32_t c = vocab[i];
         if (c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF))
-            return fileio_fail2(err, errlen, "vocabulary entry %d is 0x%X, not a Unicode character",
+            return fileio_fail2(err, "vocabulary entry %d is 0x%X, not a Unicode character",
                                 "词表第 %d 项是 0x%X，不是 Unicode 字符", i, c);
     }
     memcpy(sorted, vocab, sizeof(uint32_t) * (size_t)V);
     qsort(sorted, (size_t)V, sizeof(uint32_t), utf8_cmp);
     for (int i = 1; i < V; i++)
         if (sorted[i] == sorted[i - 1])
-            return fileio_fail2(err, errlen, "vocabulary holds U+%04X twice",
+            return fileio_fail2(err, "vocabulary holds U+%04X twice",
                                 "词表中 U+%04X 出现了两次", sorted[i]);
     return 0;
 }
 
-int gpt_new(GptModel *m, GptConfig cfg, const uint32_t *vocab, char *err, size_t errlen) {
+int gpt_new(GptModel *m, GptConfig cfg, const uint32_t *vocab, Err err) {
     memset(m, 0, sizeof(*m));
-    if (gpt_check_config(cfg, err, errlen) != 0) return -1;
+    if (gpt_check_config(cfg, err) != 0) return -1;
     m->cfg = cfg;
     m->num_params = gpt_num_params(cfg);
     m->vocab = malloc(sizeof(uint32_t) * (size_t)cfg.V);
@@ -209,11 +209,11 @@ int gpt_new(GptModel *m, GptConfig cfg, const uint32_t *vocab, char *err, size_t
     m->p.blocks = calloc((size_t)cfg.L, sizeof(GptBlockParams));
     if (!m->vocab || !m->params || !m->p.blocks) {
         gpt_free(m);
-        return fileio_fail2(err, errlen, "out of memory for a model of %zu parameters",
+        return fileio_fail2(err, "out of memory for a model of %zu parameters",
                             "内存不足，放不下 %zu 个参数的模型", gpt_num_params(cfg));
     }
     // m->vocab serves as the scratch of the check, then receives the vocabulary.
-    if (check_vocab(m->vocab, vocab, cfg.V, err, errlen) != 0) {
+    if (check_vocab(m->vocab, vocab, cfg.V, err) != 0) {
         gpt_free(m);
         return -1;
     }
@@ -252,9 +252,8 @@ int gpt_pack(GptModel *m) {
     return 0;
 }
 
-int gpt_init_random(GptModel *m, GptConfig cfg, const uint32_t *vocab, uint32_t seed, char *err,
-                    size_t errlen) {
-    if (gpt_new(m, cfg, vocab, err, errlen) != 0) return -1;
+int gpt_init_random(GptModel *m, GptConfig cfg, const uint32_t *vocab, uint32_t seed, Err err) {
+    if (gpt_new(m, cfg, vocab, err) != 0) return -1;
     Mt19937 rng;
     mt19937_seed(&rng, seed);   // np.random.seed(seed)
     for (int i = 0; i < gpt_num_tensors(cfg); i++) {
@@ -307,17 +306,16 @@ static uint64_t file_bytes(GptConfig cfg, uint32_t version) {
 
 // Checks the header h of a file of `size` bytes; fills cfg. Returns 0 or -1
 // with err.
-static int check_header(GptConfig *cfg, const unsigned char *h, uint64_t size, const char *path, char *err,
-                        size_t errlen) {
+static int check_header(GptConfig *cfg, const unsigned char *h, uint64_t size, const char *path, Err err) {
     if (memcmp(h, GPT_MAGIC, 4) != 0)
-        return fileio_fail2(err, errlen, "%s: not a kvdemo model: magic is \"%c%c%c%c\", expected \"%s\"",
+        return fileio_fail2(err, "%s: not a kvdemo model: magic is \"%c%c%c%c\", expected \"%s\"",
                             "%s：不是 kvdemo 模型：文件头是“%c%c%c%c”，应为“%s”", path,
                             h[0] >= 32 && h[0] < 127 ? h[0] : '?', h[1] >= 32 && h[1] < 127 ? h[1] : '?',
                             h[2] >= 32 && h[2] < 127 ? h[2] : '?', h[3] >= 32 && h[3] < 127 ? h[3] : '?',
                             GPT_MAGIC);
     uint32_t version = le_get_u32(h + 4);
     if (version != GPT_VERSION && version != GPT_VERSION_UNCHECKED)
-        return fileio_fail2(err, errlen, "%s: model file version %u, this kvdemo reads versions %d and %d",
+        return fileio_fail2(err, "%s: model file version %u, this kvdemo reads versions %d and %d",
                             "%s：模型文件版本为 %u，这个 kvdemo 读取版本 %d 和 %d", path,
                             version, GPT_VERSION_UNCHECKED, GPT_VERSION);
     // The five sizes; one beyond int's range is out of range whatever it is.
@@ -328,24 +326,24 @@ static int check_header(GptConfig *cfg, const unsigned char *h, uint64_t size, c
     int sizes[5];
     for (int i = 0; i < 5; i++) {
         uint32_t x = le_get_u32(h + 8 + 4 * i);
-        if (x > 0x7fffffff) return fileio_fail2(err, errlen, "%s: %s=%u is out of range",
+        if (x > 0x7fffffff) return fileio_fail2(err, "%s: %s=%u is out of range",
                                                 "%s：%s=%u 超出范围", path,
-                                                size_names[fileio_zh()][i], x);
+                                                size_names[err.lang == LANG_ZH][i], x);
         sizes[i] = (int)x;
     }
     *cfg = (GptConfig){sizes[0], sizes[1], sizes[2], sizes[3], sizes[4]};
     char why[200];
-    if (gpt_check_config(*cfg, why, sizeof(why)) != 0) return fileio_fail2(err, errlen, "%s: %s",
+    if (gpt_check_config(*cfg, ERR(err.lang, why)) != 0) return fileio_fail2(err, "%s: %s",
                                                                            "%s：%s", path, why);
     uint64_t need = file_bytes(*cfg, version);
     if (size < need)
-        return fileio_fail2(err, errlen,
+        return fileio_fail2(err,
                            "%s: truncated: %llu bytes, a model with V=%d T=%d C=%d H=%d L=%d takes %llu bytes",
                            "%s：文件不完整：只有 %llu 字节，V=%d T=%d C=%d H=%d L=%d 的模型需要 %llu 字节",
                            path, (unsigned long long)size, cfg->V, cfg->T, cfg->C, cfg->H, cfg->L,
                            (unsigned long long)need);
     if (size > need)
-        return fileio_fail2(err, errlen,
+        return fileio_fail2(err,
                            "%s: %llu trailing bytes after the last tensor (a model with V=%d T=%d C=%d H=%d "
                            "L=%d takes %llu bytes)",
                            "%s：最后一个张量之后多出 %llu 字节（V=%d T=%d C=%d H=%d "
@@ -356,103 +354,103 @@ static int check_header(GptConfig *cfg, const unsigned char *h, uint64_t size, c
 }
 
 // Names the weight at index bad of m->params (not finite). Returns -1 with err.
-static int name_nonfinite(const GptModel *m, size_t bad, const char *path, char *err, size_t errlen) {
+static int name_nonfinite(const GptModel *m, size_t bad, const char *path, Err err) {
     for (int i = 0; i < gpt_num_tensors(m->cfg); i++) {
         GptTensor t = gpt_tensor(m, i);
         size_t first = (size_t)(t.data - m->params);
         if (bad < first || bad >= first + t.numel) continue;
         size_t j = bad - first, r = j / (size_t)t.cols, c = j % (size_t)t.cols;
         if (t.rows == 1)
-            return fileio_fail2(err, errlen, "%s: %s[%zu] is %g: every weight must be finite",
+            return fileio_fail2(err, "%s: %s[%zu] is %g: every weight must be finite",
                                 "%s：%s[%zu] 是 %g：每个权重都必须是有限数", path, t.name, c,
                                 (double)m->params[bad]);
-        return fileio_fail2(err, errlen, "%s: %s[%zu][%zu] is %g: every weight must be finite",
+        return fileio_fail2(err, "%s: %s[%zu][%zu] is %g: every weight must be finite",
                             "%s：%s[%zu][%zu] 是 %g：每个权重都必须是有限数", path, t.name, r,
                             c, (double)m->params[bad]);
     }
-    return fileio_fail2(err, errlen, "%s: weight %zu is not finite",
+    return fileio_fail2(err, "%s: weight %zu is not finite",
                         "%s：第 %zu 个权重不是有限数", path, bad);
 }
 
 // Every weight finite: names the first one that is not. Returns 0 or -1 with err.
-static int check_weights(const GptModel *m, const char *path, char *err, size_t errlen) {
+static int check_weights(const GptModel *m, const char *path, Err err) {
     size_t bad = (size_t)ops_first_nonfinite(m->params, (int64_t)m->num_params);
-    return bad < m->num_params ? name_nonfinite(m, bad, path, err, errlen) : 0;
+    return bad < m->num_params ? name_nonfinite(m, bad, path, err) : 0;
 }
 
 // Reads the 4 bytes after the weights and compares them with sum, the
 // Adler-32 of everything before. Returns 0 or -1 with err.
-static int check_sum(FILE *f, uint32_t sum, const char *path, char *err, size_t errlen) {
+static int check_sum(FILE *f, uint32_t sum, const char *path, Err err) {
     unsigned char b[4];
     if (fread(b, 1, 4, f) != 4)
-        return fileio_fail2(err, errlen, "%s: cannot read the checksum: %s", "%s：读取校验和时出错：%s", path,
-                            fileio_read_reason(f));
+        return fileio_fail2(err, "%s: cannot read the checksum: %s", "%s：读取校验和时出错：%s", path,
+                            fileio_read_reason(err.lang, f));
     if (le_get_u32(b) != sum)
-        return fileio_fail2(err, errlen,
+        return fileio_fail2(err,
                             "%s: checksum mismatch: the file is damaged (copy it again, or train it again)",
                             "%s：校验和不符：文件已损坏（请重新复制，或重新训练）", path);
     provenance_note(path, sum);   // the lesson page's footer names the weights
     return 0;
 }
 
-int gpt_load_config(GptConfig *cfg, const char *path, char *err, size_t errlen) {
+int gpt_load_config(GptConfig *cfg, const char *path, Err err) {
     uint64_t size = 0;
-    FILE *f = fileio_open_read(path, &size, err, errlen);
+    FILE *f = fileio_open_read(path, &size, err);
     if (!f) return -1;
     unsigned char h[HEADER_BYTES];
     int rc = 0;
     if (size < HEADER_BYTES)
-        rc = fileio_fail2(err, errlen, "%s: truncated: %llu bytes, the header alone takes %d bytes",
+        rc = fileio_fail2(err, "%s: truncated: %llu bytes, the header alone takes %d bytes",
                           "%s：文件不完整：只有 %llu 字节，光文件头就要 %d 字节", path, (unsigned long long)size,
                           HEADER_BYTES);
     else if (fread(h, 1, HEADER_BYTES, f) != HEADER_BYTES)
-        rc = fileio_fail2(err, errlen, "%s: cannot read the header: %s", "%s：读取文件头时出错：%s", path,
-                          fileio_read_reason(f));
-    else rc = check_header(cfg, h, size, path, err, errlen);
+        rc = fileio_fail2(err, "%s: cannot read the header: %s", "%s：读取文件头时出错：%s", path,
+                          fileio_read_reason(err.lang, f));
+    else rc = check_header(cfg, h, size, path, err);
     fclose(f);
     return rc;
 }
 
-int gpt_load(GptModel *m, const char *path, char *err, size_t errlen) {
+int gpt_load(GptModel *m, const char *path, Err err) {
     memset(m, 0, sizeof(*m));
     uint64_t size = 0;
     unsigned char *raw = NULL;
     uint32_t *vocab = NULL;
     char why[200];
-    FILE *f = fileio_open_read(path, &size, err, errlen);
+    FILE *f = fileio_open_read(path, &size, err);
     if (!f) return -1;
     unsigned char h[HEADER_BYTES];
     GptConfig cfg;
     if (size < HEADER_BYTES) {
-        fileio_fail2(err, errlen, "%s: truncated: %llu bytes, the header alone takes %d bytes",
+        fileio_fail2(err, "%s: truncated: %llu bytes, the header alone takes %d bytes",
                      "%s：文件不完整：只有 %llu 字节，光文件头就要 %d 字节", path,
                      (unsigned long long)size, HEADER_BYTES);
         goto fail;
     }
     if (fread(h, 1, HEADER_BYTES, f) != HEADER_BYTES) {
-        fileio_fail2(err, errlen, "%s: cannot read the header: %s", "%s：读取文件头时出错：%s", path,
-                     fileio_read_reason(f));
+        fileio_fail2(err, "%s: cannot read the header: %s", "%s：读取文件头时出错：%s", path,
+                     fileio_read_reason(err.lang, f));
         goto fail;
     }
-    if (check_header(&cfg, h, size, path, err, errlen) != 0) goto fail;
+    if (check_header(&cfg, h, size, path, err) != 0) goto fail;
     uint32_t sum = fileio_adler32(1, h, HEADER_BYTES);   // of the bytes as they are in the file
     // The vocabulary, read into a temporary array and checked by gpt_new.
     raw = malloc(4 * (size_t)cfg.V);
     vocab = malloc(sizeof(uint32_t) * (size_t)cfg.V);
     if (!raw || !vocab) {
-        fileio_fail2(err, errlen, "%s: out of memory",
+        fileio_fail2(err, "%s: out of memory",
                      "%s：内存不足", path);
         goto fail;
     }
     if (fread(raw, 4, (size_t)cfg.V, f) != (size_t)cfg.V) {
-        fileio_fail2(err, errlen, "%s: cannot read the vocabulary: %s", "%s：读取词表时出错：%s", path,
-                     fileio_read_reason(f));
+        fileio_fail2(err, "%s: cannot read the vocabulary: %s", "%s：读取词表时出错：%s", path,
+                     fileio_read_reason(err.lang, f));
         goto fail;
     }
     sum = fileio_adler32(sum, raw, 4 * (size_t)cfg.V);
     for (int i = 0; i < cfg.V; i++) vocab[i] = le_get_u32(raw + 4 * i);
-    if (gpt_new(m, cfg, vocab, why, sizeof(why)) != 0) {
-        fileio_fail2(err, errlen, "%s: %s",
+    if (gpt_new(m, cfg, vocab, ERR(err.lang, why)) != 0) {
+        fileio_fail2(err, "%s: %s",
                      "%s：%s", path, why);
         goto fail;
     }
@@ -465,19 +463,19 @@ int gpt_load(GptModel *m, const char *path, char *err, size_t errlen) {
     for (size_t at = 0; at < m->num_params; at += PIECE) {
         size_t n = m->num_params - at < PIECE ? m->num_params - at : PIECE;
         if (fread(m->params + at, sizeof(float), n, f) != n) {
-            fileio_fail2(err, errlen, "%s: cannot read the weights: %s", "%s：读取权重时出错：%s", path,
-                         fileio_read_reason(f));
+            fileio_fail2(err, "%s: cannot read the weights: %s", "%s：读取权重时出错：%s", path,
+                         fileio_read_reason(err.lang, f));
             goto fail;
         }
         sum = fileio_adler32(sum, m->params + at, n * sizeof(float));
         swap_floats_if_big_endian(m->params + at, n);
         size_t bad = at + (size_t)ops_first_nonfinite(m->params + at, (int64_t)n);
         if (bad < at + n) {
-            name_nonfinite(m, bad, path, err, errlen);
+            name_nonfinite(m, bad, path, err);
             goto fail;
         }
     }
-    if (le_get_u32(h + 4) == GPT_VERSION && check_sum(f, sum, path, err, errlen) != 0) goto fail;
+    if (le_get_u32(h + 4) == GPT_VERSION && check_sum(f, sum, path, err) != 0) goto fail;
     fclose(f);
     free(raw);
     free(vocab);
@@ -496,11 +494,11 @@ static void put_bytes(FILE *f, uint32_t *sum, const void *data, size_t n) {
     *sum = fileio_adler32(*sum, data, n);
 }
 
-int gpt_save(const GptModel *m, const char *path, char *err, size_t errlen) {
+int gpt_save(const GptModel *m, const char *path, Err err) {
     // Never write what gpt_load would refuse.
-    if (check_weights(m, path, err, errlen) != 0) return -1;
+    if (check_weights(m, path, err) != 0) return -1;
     AtomicFile a;
-    if (fileio_open(&a, path, err, errlen) != 0) return -1;
+    if (fileio_open(&a, path, err) != 0) return -1;
     GptConfig cfg = m->cfg;
     unsigned char h[HEADER_BYTES];
     memcpy(h, GPT_MAGIC, 4);
@@ -526,32 +524,31 @@ int gpt_save(const GptModel *m, const char *path, char *err, size_t errlen) {
     unsigned char b[4];
     le_put_u32(b, sum);
     fwrite(b, 1, 4, a.f);
-    return fileio_commit(&a, err, errlen);   // a write error above fails here, with its reason
+    return fileio_commit(&a, err);   // a write error above fails here, with its reason
 }
 
 
 // ----------------------------------------------------------------------------
 // Text <-> tokens (UTF-8 against the vocabulary's code points)
 
-int gpt_encode(int *tokens, const GptModel *m, const char *text, int max_tokens, char *err,
-               size_t errlen) {
+int gpt_encode(int *tokens, const GptModel *m, const char *text, int max_tokens, Err err) {
     const unsigned char *s = (const unsigned char *)text;
     int n = 0;
     for (size_t at = 0; s[at];) {
         uint32_t c;
         int len = utf8_decode(&c, s + at, strlen(text + at));
-        if (len == 0) return fileio_fail2(err, errlen, "the text is not valid UTF-8 at byte %zu (0x%02X)",
+        if (len == 0) return fileio_fail2(err, "the text is not valid UTF-8 at byte %zu (0x%02X)",
                                           "文字在第 %zu 个字节处不是合法的 UTF-8（0x%02X）", at, s[at]);
         int id = -1;
         for (int v = 0; v < m->cfg.V && id < 0; v++)
             if (m->vocab[v] == c) id = v;
         if (id < 0) {
             char name[48];
-            utf8_name(name, sizeof name, c, fileio_zh());
-            return fileio_fail2(err, errlen, "character %s at position %d is not in the model's vocabulary",
+            utf8_name(name, sizeof name, c, err.lang == LANG_ZH);
+            return fileio_fail2(err, "character %s at position %d is not in the model's vocabulary",
                                 "字符%s（第 %d 个）不在模型的词表里", name, n);
         }
-        if (n == max_tokens) return fileio_fail2(err, errlen, "the text is longer than %d characters",
+        if (n == max_tokens) return fileio_fail2(err, "the text is longer than %d characters",
                                                  "文字超过 %d 个字符", max_tokens);
         tokens[n++] = id;
         at += (size_t)len;

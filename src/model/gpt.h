@@ -22,6 +22,7 @@
 #ifndef KVDEMO_GPT_H
 #define KVDEMO_GPT_H
 
+#include "fileio.h"   // Err
 #include "kvcache.h"
 #include "lowprec.h"
 #include "sampler.h"
@@ -93,31 +94,30 @@ extern const char GPT_SHAKESPEARE_VOCAB[];
 // Checks a configuration against the loader's ranges (V 1..1114112, T
 // 1..65536, C 1..16384 divisible by H, L 1..256, at most 2**31 parameters).
 // Returns 0, or -1 with err naming the size that is wrong.
-int gpt_check_config(GptConfig cfg, char *err, size_t errlen);
+int gpt_check_config(GptConfig cfg, Err err);
 
 // A model of this shape with every parameter 0; vocab (V code points) is
 // copied. Returns 0, or -1 with err (bad shape, bad vocabulary, no memory).
-int gpt_new(GptModel *m, GptConfig cfg, const uint32_t *vocab, char *err, size_t errlen);
+int gpt_new(GptModel *m, GptConfig cfg, const uint32_t *vocab, Err err);
 // gpt_new, then the chapter's initialisation drawn from numpy's RandomState:
 // np.random.seed(seed), then for every tensor in file order, LayerNorm
 // weights 1, biases (LayerNorm's and the linear layers') 0, every other
 // tensor np.random.normal(0, 0.02, shape).astype(np.float32).
-int gpt_init_random(GptModel *m, GptConfig cfg, const uint32_t *vocab, uint32_t seed, char *err,
-                    size_t errlen);
+int gpt_init_random(GptModel *m, GptConfig cfg, const uint32_t *vocab, uint32_t seed, Err err);
 // Reads a model file, checking everything: magic, version, each size, C
 // divisible by H, the file's length against the sizes, the code points
 // (valid, not surrogates, distinct), every weight finite, nothing after the
 // last tensor. Returns 0, or -1 with err = "PATH: what is wrong".
-int gpt_load(GptModel *m, const char *path, char *err, size_t errlen);
+int gpt_load(GptModel *m, const char *path, Err err);
 // Only the shape of the model in path, from its header (checked as gpt_load
 // checks it, the file's size included); the weights are not read. For
 // `kvdemo memory --model FILE`. Returns 0, or -1 with err.
-int gpt_load_config(GptConfig *cfg, const char *path, char *err, size_t errlen);
+int gpt_load_config(GptConfig *cfg, const char *path, Err err);
 // Writes the model to path through a temporary file (fileio.h), so path is never left
 // half written; a path that exists and is not a regular file is refused, and
 // so is a weight that is not finite (gpt_load would refuse the file).
 // Returns 0, or -1 with err.
-int gpt_save(const GptModel *m, const char *path, char *err, size_t errlen);
+int gpt_save(const GptModel *m, const char *path, Err err);
 void gpt_free(GptModel *m);
 // Copies the blocks' linear weights once into the matmul's panel order, so
 // that passes of many rows (without the cache) read them in order; the
@@ -152,8 +152,7 @@ GptTensor gpt_tensor(const GptModel *m, int i);
 // tokens (at most max_tokens) = the token ids of UTF-8 text. Returns how many,
 // or -1 with err naming the first character outside the vocabulary (or the
 // first invalid UTF-8 byte, or the length when it exceeds max_tokens).
-int gpt_encode(int *tokens, const GptModel *m, const char *text, int max_tokens, char *err,
-               size_t errlen);
+int gpt_encode(int *tokens, const GptModel *m, const char *text, int max_tokens, Err err);
 // out (cap bytes) = the UTF-8 text of tokens (n), NUL-terminated and cut to
 // fit as snprintf does. Returns the length the whole text needs, without NUL.
 size_t gpt_decode(char *out, size_t cap, const GptModel *m, const int *tokens, int n);

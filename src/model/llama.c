@@ -72,7 +72,7 @@ LlamaConfig llama_config_default(void) {
     return c;
 }
 
-int llama_config_check(LlamaConfig *c, char *err, size_t errlen) {
+int llama_config_check(LlamaConfig *c, Err err) {
     struct {
         const char *name;
         int value, lo, hi;
@@ -84,33 +84,33 @@ int llama_config_check(LlamaConfig *c, char *err, size_t errlen) {
     };
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
         if (sizes[i].value < sizes[i].lo || sizes[i].value > sizes[i].hi) {
-            fileio_fail2(err, errlen, "%s is %d; it must be between %d and %d", "%s 是 %d；它必须在 %d 到 %d 之间", sizes[i].name,
+            fileio_fail2(err, "%s is %d; it must be between %d and %d", "%s 是 %d；它必须在 %d 到 %d 之间", sizes[i].name,
                     sizes[i].value, sizes[i].lo, sizes[i].hi);
             return -1;
         }
     }
     if (c->dim % c->n_heads != 0) {
-        fileio_fail2(err, errlen, "dim %d is not a multiple of n_heads %d", "dim %d 不是 n_heads %d 的倍数", c->dim, c->n_heads);
+        fileio_fail2(err, "dim %d is not a multiple of n_heads %d", "dim %d 不是 n_heads %d 的倍数", c->dim, c->n_heads);
         return -1;
     }
     if (c->n_heads % c->n_kv_heads != 0) {
-        fileio_fail2(err, errlen, "n_heads %d is not a multiple of n_kv_heads %d", "n_heads %d 不是 n_kv_heads %d 的倍数", c->n_heads,
+        fileio_fail2(err, "n_heads %d is not a multiple of n_kv_heads %d", "n_heads %d 不是 n_kv_heads %d 的倍数", c->n_heads,
                 c->n_kv_heads);
         return -1;
     }
     if ((c->dim / c->n_heads) % 2 != 0) {
-        fileio_fail2(err, errlen, "head_dim %d (dim / n_heads) must be even for the rotary embedding",
+        fileio_fail2(err, "head_dim %d (dim / n_heads) must be even for the rotary embedding",
                      "head_dim %d（dim / n_heads）必须是偶数，旋转位置编码（RoPE）才能成对旋转",
                 c->dim / c->n_heads);
         return -1;
     }
     if (!(isfinite(c->rope_theta) && c->rope_theta > 1.0f)) {
-        fileio_fail2(err, errlen, "rope_theta %g must be a finite number above 1", "rope_theta %g 必须是大于 1 的有限数",
+        fileio_fail2(err, "rope_theta %g must be a finite number above 1", "rope_theta %g 必须是大于 1 的有限数",
                      c->rope_theta);
         return -1;
     }
     if (!(isfinite(c->norm_eps) && c->norm_eps > 0.0f && c->norm_eps < 1.0f)) {
-        fileio_fail2(err, errlen, "norm_eps %g must be between 0 and 1", "norm_eps %g 必须在 0 和 1 之间", c->norm_eps);
+        fileio_fail2(err, "norm_eps %g must be between 0 and 1", "norm_eps %g 必须在 0 和 1 之间", c->norm_eps);
         return -1;
     }
     c->head_dim = c->dim / c->n_heads;
@@ -183,10 +183,10 @@ static float *alloc_params(size_t n, int *failed) {
     return p;
 }
 
-int llama_new(LlamaModel *m, const LlamaConfig *cfg, char *err, size_t errlen) {
+int llama_new(LlamaModel *m, const LlamaConfig *cfg, Err err) {
     memset(m, 0, sizeof *m);
     LlamaConfig c = *cfg;
-    if (llama_config_check(&c, err, errlen) != 0) return -1;
+    if (llama_config_check(&c, err) != 0) return -1;
     m->cfg = c;
     size_t V = (size_t)c.vocab_size, L = (size_t)c.n_layers;
     size_t D = (size_t)c.head_dim, T = (size_t)c.max_seq_len;
@@ -199,7 +199,7 @@ int llama_new(LlamaModel *m, const LlamaConfig *cfg, char *err, size_t errlen) {
     m->freqs_cis = alloc_floats(T * D, &failed);
     if (failed) {
         llama_free(m);
-        fileio_fail2(err, errlen, "out of memory for a model of %zu weights", "内存不足：放不下 %zu 个权重的模型",
+        fileio_fail2(err, "out of memory for a model of %zu weights", "内存不足：放不下 %zu 个权重的模型",
                      llama_num_params(&c));
         return -1;
     }
@@ -218,11 +218,10 @@ void llama_free(LlamaModel *m) {
     memset(m, 0, sizeof *m);
 }
 
-int llama_state_init(LlamaState *s, const LlamaModel *m, int max_batch_size, char *err,
-                     size_t errlen) {
+int llama_state_init(LlamaState *s, const LlamaModel *m, int max_batch_size, Err err) {
     memset(s, 0, sizeof *s);
     if (max_batch_size < 1 || max_batch_size > LLAMA_MAX_BATCH) {
-        fileio_fail2(err, errlen, "max_batch_size is %d; it must be between 1 and %d",
+        fileio_fail2(err, "max_batch_size is %d; it must be between 1 and %d",
                      "max_batch_size 是 %d；它必须在 1 到 %d 之间", max_batch_size, LLAMA_MAX_BATCH);
         return -1;
     }
@@ -241,7 +240,7 @@ int llama_state_init(LlamaState *s, const LlamaModel *m, int max_batch_size, cha
     s->freqs_far = malloc(sizeof(float) * T * D);
     if (!s->mem || !s->freqs_far || kvprealloc_init(&s->cache, shape) != 0) {
         llama_state_free(s);
-        fileio_fail2(err, errlen, "out of memory for a cache of %d x %d", "内存不足：放不下 %d x %d 的缓存",
+        fileio_fail2(err, "out of memory for a cache of %d x %d", "内存不足：放不下 %d x %d 的缓存",
                      max_batch_size, c->max_seq_len);
         return -1;
     }
@@ -384,24 +383,24 @@ enum { LLAMA_FILE_VERSION = 2, LLAMA_FILE_UNCHECKED = 1, LLAMA_FILE_WINDOWED = 3
 
 // The vocabulary: no character for pad, bos, eos; then distinct code points.
 // Returns 0 or -1 with err.
-static int check_vocab(const LlamaModel *m, const char *path, char *err, size_t errlen) {
+static int check_vocab(const LlamaModel *m, const char *path, Err err) {
     int V = m->cfg.vocab_size;
     for (int i = 0; i < V; i++) {
         uint32_t cp = m->vocab[i];
         int special = i <= LLAMA_EOS_ID;
         if (special ? cp != 0 : (cp == 0 || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)))
-            return fileio_fail2(err, errlen, "%s: vocab[%d] = %u is not %s", "%s：vocab[%d] = %u 不是%s", path, i, cp,
-                                special ? (fileio_zh() ? " 0（编号 0、1、2 是 pad、bos、eos）" : "0 (ids 0, 1, 2 are pad, bos, eos)")
-                                        : (fileio_zh() ? " Unicode 字符" : "a Unicode character"));
+            return fileio_fail2(err, "%s: vocab[%d] = %u is not %s", "%s：vocab[%d] = %u 不是%s", path, i, cp,
+                                special ? (err.lang == LANG_ZH ? " 0（编号 0、1、2 是 pad、bos、eos）" : "0 (ids 0, 1, 2 are pad, bos, eos)")
+                                        : (err.lang == LANG_ZH ? " Unicode 字符" : "a Unicode character"));
     }
     uint32_t *sorted = malloc(sizeof(uint32_t) * (size_t)V);
-    if (!sorted) return fileio_fail2(err, errlen, "%s: out of memory", "%s：内存不足", path);
+    if (!sorted) return fileio_fail2(err, "%s: out of memory", "%s：内存不足", path);
     memcpy(sorted, m->vocab, sizeof(uint32_t) * (size_t)V);
     qsort(sorted, (size_t)V, sizeof(uint32_t), utf8_cmp);
     int rc = 0;
     for (int i = LLAMA_EOS_ID + 2; i < V && rc == 0; i++)
         if (sorted[i] == sorted[i - 1])
-            rc = fileio_fail2(err, errlen, "%s: character U+%04X appears twice in the vocabulary",
+            rc = fileio_fail2(err, "%s: character U+%04X appears twice in the vocabulary",
                               "%s：字符 U+%04X 在词表里出现了两次", path, sorted[i]);
     free(sorted);
     return rc;
@@ -411,16 +410,16 @@ static int check_vocab(const LlamaModel *m, const char *path, char *err, size_t 
 // (still in the file's byte order) against the 4 bytes that follow them in
 // f. Returns 0 or -1 with err.
 static int check_sum(FILE *f, const unsigned char *h, size_t hbytes, const LlamaModel *m, const char *path,
-                     char *err, size_t errlen) {
+                     Err err) {
     uint32_t sum = fileio_adler32(1, h, hbytes);
     sum = fileio_adler32(sum, m->vocab, sizeof(uint32_t) * (size_t)m->cfg.vocab_size);
     sum = fileio_adler32(sum, m->params, sizeof(float) * m->num_params);
     unsigned char b[4];
     if (fread(b, 1, 4, f) != 4)
-        return fileio_fail2(err, errlen, "%s: cannot read the checksum: %s", "%s：读取校验和时出错：%s", path,
-                            fileio_read_reason(f));
+        return fileio_fail2(err, "%s: cannot read the checksum: %s", "%s：读取校验和时出错：%s", path,
+                            fileio_read_reason(err.lang, f));
     if (le_get_u32(b) != sum)
-        return fileio_fail2(err, errlen, "%s: checksum mismatch: the file is damaged (copy it again, or write it again)",
+        return fileio_fail2(err, "%s: checksum mismatch: the file is damaged (copy it again, or write it again)",
                             "%s：校验和不符：文件已损坏（请重新复制，或重新写出）", path);
     provenance_note(path, sum);   // the lesson page's footer names the weights
     return 0;
@@ -430,26 +429,26 @@ static int check_sum(FILE *f, const unsigned char *h, size_t hbytes, const Llama
 // version's is longer), its version and the shape it gives, checked.
 // Returns 0 or -1 with err.
 static int read_header(LlamaConfig *c, uint32_t *version, unsigned char *h, size_t *hbytes, FILE *f,
-                       uint64_t size, const char *path, char *err, size_t errlen) {
+                       uint64_t size, const char *path, Err err) {
     char why[160];
     size_t got = fread(h, 1, LLAMA_HEADER_BYTES, f);
     if (got < 4 && got < size)   // the file holds more: the read failed, or it shrank
-        return fileio_fail2(err, errlen, "%s: cannot read its header: %s", "%s：无法读取文件头：%s", path,
-                            fileio_read_reason(f));
+        return fileio_fail2(err, "%s: cannot read its header: %s", "%s：无法读取文件头：%s", path,
+                            fileio_read_reason(err.lang, f));
     if (got < 4 || memcmp(h, "KVLM", 4) != 0)
-        return fileio_fail2(err, errlen, "%s: not a kvdemo LLaMA model file (it does not start with \"KVLM\")",
+        return fileio_fail2(err, "%s: not a kvdemo LLaMA model file (it does not start with \"KVLM\")",
                             "%s：不是 kvdemo 的 LLaMA 模型文件（开头不是“KVLM”）", path);
     if (got < LLAMA_HEADER_BYTES)
-        return fileio_fail2(err, errlen, "%s: truncated header (%zu of %d bytes)",
+        return fileio_fail2(err, "%s: truncated header (%zu of %d bytes)",
                             "%s：文件头不完整（只有 %zu 字节，应有 %d 字节）", path, got, LLAMA_HEADER_BYTES);
     *version = le_get_u32(h + 4);
     if (*version != LLAMA_FILE_VERSION && *version != LLAMA_FILE_UNCHECKED && *version != LLAMA_FILE_WINDOWED)
-        return fileio_fail2(err, errlen, "%s: version %u; this kvdemo reads versions %d, %d and %d",
+        return fileio_fail2(err, "%s: version %u; this kvdemo reads versions %d, %d and %d",
                             "%s：版本 %u；这个 kvdemo 读的是版本 %d、%d 和 %d", path, *version, LLAMA_FILE_UNCHECKED,
                             LLAMA_FILE_VERSION, LLAMA_FILE_WINDOWED);
     *hbytes = *version == LLAMA_FILE_WINDOWED ? LLAMA_WINDOWED_HEADER_BYTES : LLAMA_HEADER_BYTES;
     if (*hbytes > LLAMA_HEADER_BYTES && fread(h + LLAMA_HEADER_BYTES, 1, 4, f) != 4)
-        return fileio_fail2(err, errlen, "%s: truncated header (no window after norm_eps)",
+        return fileio_fail2(err, "%s: truncated header (no window after norm_eps)",
                             "%s：文件头不完整（norm_eps 之后没有 window）", path);
     uint32_t u[7];
     for (int i = 0; i < 7; i++) {
@@ -462,69 +461,69 @@ static int read_header(LlamaConfig *c, uint32_t *version, unsigned char *h, size
         .rope_theta = le_get_f32(h + 36), .norm_eps = le_get_f32(h + 40),
         .window = *hbytes > LLAMA_HEADER_BYTES ? (int)(le_get_u32(h + 44) > (1u << 30) ? 1u << 30 : le_get_u32(h + 44)) : 0,
     };
-    if (llama_config_check(c, why, sizeof why) != 0)
-        return fileio_fail2(err, errlen, "%s: bad header: %s", "%s：文件头有误：%s", path, why);
+    if (llama_config_check(c, ERR(err.lang, why)) != 0)
+        return fileio_fail2(err, "%s: bad header: %s", "%s：文件头有误：%s", path, why);
     return 0;
 }
 
 // The file must be exactly header + vocab + weights (+ checksum) long.
 // Returns 0 or -1 with err.
 static int check_file_size(uint64_t size, size_t hbytes, uint32_t version, const LlamaConfig *c,
-                           const char *path, char *err, size_t errlen) {
+                           const char *path, Err err) {
     uint64_t want = hbytes + 4ull * (uint64_t)c->vocab_size + 4ull * llama_num_params(c) +
                     (version != LLAMA_FILE_UNCHECKED ? 4 : 0);
     if (size == want) return 0;
-    return fileio_fail2(err, errlen,
+    return fileio_fail2(err,
                         "%s: %llu bytes, but a model of this header (V %d, C %d, L %d, H %d, G %d, F %d, "
                         "T %d) takes %llu: %s",
                         "%s：%llu 字节，而按文件头（V %d、C %d、L %d、H %d、G %d、F %d、T %d）应为 %llu 字节：%s",
                         path, (unsigned long long)size, c->vocab_size, c->dim, c->n_layers, c->n_heads,
                         c->n_kv_heads, c->hidden_dim, c->max_seq_len, (unsigned long long)want,
-                        size < want ? (fileio_zh() ? "文件不完整" : "truncated")
-                                    : (fileio_zh() ? "末尾多出字节" : "trailing bytes"));
+                        size < want ? (err.lang == LANG_ZH ? "文件不完整" : "truncated")
+                                    : (err.lang == LANG_ZH ? "末尾多出字节" : "trailing bytes"));
 }
 
 // The vocabulary and the weights of m (made for its header) from f, their
 // checksum checked (but in version 1), put in the host's byte order, then
 // checked: a valid vocabulary, finite weights. Returns 0 or -1 with err.
 static int read_body(LlamaModel *m, FILE *f, const unsigned char *h, size_t hbytes, uint32_t version,
-                     const char *path, char *err, size_t errlen) {
+                     const char *path, Err err) {
     int V = m->cfg.vocab_size;
     size_t n_params = m->num_params;
     if (fread(m->vocab, sizeof(uint32_t), (size_t)V, f) != (size_t)V ||
         fread(m->params, sizeof(float), n_params, f) != n_params)
-        return fileio_fail2(err, errlen, "%s: cannot read the vocabulary and weights: %s",
-                            "%s：读取词表和权重时出错：%s", path, fileio_read_reason(f));
-    if (version != LLAMA_FILE_UNCHECKED && check_sum(f, h, hbytes, m, path, err, errlen) != 0) return -1;
+        return fileio_fail2(err, "%s: cannot read the vocabulary and weights: %s",
+                            "%s：读取词表和权重时出错：%s", path, fileio_read_reason(err.lang, f));
+    if (version != LLAMA_FILE_UNCHECKED && check_sum(f, h, hbytes, m, path, err) != 0) return -1;
     if (!fileio_host_is_little_endian()) {
         for (int i = 0; i < V; i++) m->vocab[i] = le_get_u32((unsigned char *)&m->vocab[i]);
         for (size_t i = 0; i < n_params; i++) m->params[i] = le_get_f32((unsigned char *)&m->params[i]);
     }
-    if (check_vocab(m, path, err, errlen) != 0) return -1;
+    if (check_vocab(m, path, err) != 0) return -1;
     for (size_t i = 0; i < n_params; i++)
         if (!isfinite(m->params[i]))
-            return fileio_fail2(err, errlen, "%s: weight %zu is not a finite number", "%s：第 %zu 个权重不是有限数",
+            return fileio_fail2(err, "%s: weight %zu is not a finite number", "%s：第 %zu 个权重不是有限数",
                                 path, i);
     return 0;
 }
 
-int llama_load(LlamaModel *m, const char *path, char *err, size_t errlen) {
+int llama_load(LlamaModel *m, const char *path, Err err) {
     memset(m, 0, sizeof *m);
     uint64_t size = 0;
     char why[160];
-    FILE *f = fileio_open_read(path, &size, err, errlen);
+    FILE *f = fileio_open_read(path, &size, err);
     if (!f) return -1;
     unsigned char h[LLAMA_WINDOWED_HEADER_BYTES];
     size_t hbytes = 0;
     uint32_t version = 0;
     LlamaConfig c;
-    if (read_header(&c, &version, h, &hbytes, f, size, path, err, errlen) != 0) goto fail;
-    if (check_file_size(size, hbytes, version, &c, path, err, errlen) != 0) goto fail;
-    if (llama_new(m, &c, why, sizeof why) != 0) {
-        fileio_fail2(err, errlen, "%s: %s", "%s：%s", path, why);
+    if (read_header(&c, &version, h, &hbytes, f, size, path, err) != 0) goto fail;
+    if (check_file_size(size, hbytes, version, &c, path, err) != 0) goto fail;
+    if (llama_new(m, &c, ERR(err.lang, why)) != 0) {
+        fileio_fail2(err, "%s: %s", "%s：%s", path, why);
         goto fail;
     }
-    if (read_body(m, f, h, hbytes, version, path, err, errlen) != 0) goto fail;
+    if (read_body(m, f, h, hbytes, version, path, err) != 0) goto fail;
     fclose(f);
     return 0;
 fail:
@@ -533,10 +532,10 @@ fail:
     return -1;
 }
 
-int llama_save(const LlamaModel *m, const char *path, char *err, size_t errlen) {
+int llama_save(const LlamaModel *m, const char *path, Err err) {
     const LlamaConfig *c = &m->cfg;
     AtomicFile a;
-    if (fileio_open(&a, path, err, errlen) != 0) return -1;
+    if (fileio_open(&a, path, err) != 0) return -1;
     unsigned char h[LLAMA_WINDOWED_HEADER_BYTES];
     size_t hbytes = c->window ? LLAMA_WINDOWED_HEADER_BYTES : LLAMA_HEADER_BYTES;
     memcpy(h, "KVLM", 4);
@@ -562,7 +561,7 @@ int llama_save(const LlamaModel *m, const char *path, char *err, size_t errlen) 
     }
     le_put_u32(b, sum);
     fwrite(b, 1, 4, a.f);
-    return fileio_commit(&a, err, errlen);   // a write error above fails here, with its reason
+    return fileio_commit(&a, err);   // a write error above fails here, with its reason
 }
 
 
@@ -570,8 +569,8 @@ int llama_save(const LlamaModel *m, const char *path, char *err, size_t errlen) 
 // Tokenizer: tokenizer.encode(x, bos=True, eos=False) over code points
 
 int llama_encode(int *ids, const LlamaModel *m, const char *text, int bos, int eos, int max_ids,
-                 char *err, size_t errlen) {
-    if (m->bpe) return bpe_encode(ids, m->bpe, text, bos, eos, max_ids, err, errlen);
+                 Err err) {
+    if (m->bpe) return bpe_encode(ids, m->bpe, text, bos, eos, max_ids, err);
     // The reason first, then the prompt, shortened and with invalid bytes
     // escaped, so that the line stays one readable line.
     char quoted[200];
@@ -585,7 +584,7 @@ int llama_encode(int *ids, const LlamaModel *m, const char *text, int bos, int e
         uint32_t cp;
         int len = utf8_decode(&cp, s, strlen((const char *)s));
         if (len == 0) {
-            fileio_fail2(err, errlen, "the prompt is not valid UTF-8 at byte %d (0x%02X): \"%s\"",
+            fileio_fail2(err, "the prompt is not valid UTF-8 at byte %d (0x%02X): \"%s\"",
                          "提示词在字节偏移 %d 处（0x%02X）不是有效的 UTF-8 文本：“%s”",
                         (int)(s - (const unsigned char *)text), *s, quoted);
             return -1;
@@ -599,7 +598,7 @@ int llama_encode(int *ids, const LlamaModel *m, const char *text, int bos, int e
         if (id < 0) {
             char one[8] = {0}, shown[24];
             memcpy(one, s, (size_t)len);
-            fileio_fail2(err, errlen,
+            fileio_fail2(err,
                          "unknown character '%s' (U+%04X) at byte %d of the prompt: the model's vocabulary "
                          "has %d tokens and not this one: \"%s\"",
                          "未知字符“%s”（U+%04X），位于提示词的字节偏移 %d 处：模型的词表有 %d 个 token，没有这个字符：“%s”",
@@ -617,7 +616,7 @@ int llama_encode(int *ids, const LlamaModel *m, const char *text, int bos, int e
     }
     return n;
 too_long:
-    fileio_fail2(err, errlen, "the prompt is longer than %d tokens (%zu bytes): \"%s\"",
+    fileio_fail2(err, "the prompt is longer than %d tokens (%zu bytes): \"%s\"",
                  "提示词超过了 %d 个 token（%zu 字节）：“%s”", max_ids, strlen(text),
                 quoted);
     return -1;
@@ -891,8 +890,7 @@ int llama_sample_top_p(float *sorted, int *order, const float *probs, float p, f
 // ---------------------------------------------------------------------------
 // LLaMA.generate
 
-int llama_generation_new(LlamaGeneration *g, const LlamaState *s, const LlamaModel *m, char *err,
-                         size_t errlen) {
+int llama_generation_new(LlamaGeneration *g, const LlamaState *s, const LlamaModel *m, Err err) {
     memset(g, 0, sizeof *g);
     size_t B = (size_t)s->max_batch_size, T = (size_t)m->cfg.max_seq_len;
     size_t V = (size_t)m->cfg.vocab_size;
@@ -912,7 +910,7 @@ int llama_generation_new(LlamaGeneration *g, const LlamaState *s, const LlamaMod
         !g->order || !g->sampled || !g->next_token || !g->kept || !g->text || !text) {
         free(text);
         llama_generation_free(g);
-        fileio_fail2(err, errlen, "out of memory for a generation of %zu x %zu tokens", "内存不足：放不下 %zu x %zu 个 token 的生成",
+        fileio_fail2(err, "out of memory for a generation of %zu x %zu tokens", "内存不足：放不下 %zu x %zu 个 token 的生成",
                      B, T);
         return -1;
     }
@@ -940,13 +938,13 @@ void llama_generation_free(LlamaGeneration *g) {
 // rows moved total_len apart and padded, and the mask of the prompt's tokens.
 // Returns 0, or -1 with err when a prompt cannot be encoded.
 static int generate_prompts(LlamaGeneration *g, const LlamaModel *m, const char *const *prompts, int bsz,
-                            int max_gen_len, char *err, size_t errlen) {
+                            int max_gen_len, Err err) {
     int T = m->cfg.max_seq_len;
     // prompt_tokens = [self.tokenizer.encode(x, bos=True, eos=False) for x in prompts]
     // (encoded T apart first; moved to total_len apart once total_len is known)
     g->min_prompt_size = T, g->max_prompt_size = 0;
     for (int k = 0; k < bsz; k++) {
-        int n = llama_encode(g->tokens + (size_t)k * T, m, prompts[k], 1, 0, T, err, errlen);
+        int n = llama_encode(g->tokens + (size_t)k * T, m, prompts[k], 1, 0, T, err);
         if (n < 0) return -1;
         g->prompt_len[k] = n;
         if (n < g->min_prompt_size) g->min_prompt_size = n;
@@ -1027,22 +1025,22 @@ static void generate_decode(LlamaGeneration *g, const LlamaModel *m, int max_gen
 
 int llama_generate(LlamaGeneration *g, LlamaState *s, const LlamaModel *m,
                    const char *const *prompts, int n_prompts, const LlamaGenOptions *opt,
-                   char *err, size_t errlen) {
+                   Err err) {
     int V = m->cfg.vocab_size;
     // bsz = len(prompts); assert bsz <= params.max_batch_size
     int bsz = n_prompts;
     if (bsz < 1 || bsz > s->max_batch_size) {
-        fileio_fail2(err, errlen, "%d prompts; the model's batch holds 1 to %d", "%d 条提示词；模型的 batch 只能放 1 到 %d 条", bsz,
+        fileio_fail2(err, "%d prompts; the model's batch holds 1 to %d", "%d 条提示词；模型的 batch 只能放 1 到 %d 条", bsz,
                 s->max_batch_size);
         return -1;
     }
     if (opt->max_gen_len < 0 || !(opt->temperature >= 0.0f) || !(opt->top_p >= 0.0f)) {
-        fileio_fail2(err, errlen, "max_gen_len, temperature and top_p must not be negative",
+        fileio_fail2(err, "max_gen_len, temperature and top_p must not be negative",
                      "max_gen_len、temperature 和 top_p 不能为负");
         return -1;
     }
     g->bsz = bsz;
-    if (generate_prompts(g, m, prompts, bsz, opt->max_gen_len, err, errlen) != 0) return -1;
+    if (generate_prompts(g, m, prompts, bsz, opt->max_gen_len, err) != 0) return -1;
     int total_len = g->total_len;
 
     uint64_t rng = opt->seed;   // the draws of sample_top_p

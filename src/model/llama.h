@@ -21,6 +21,7 @@
 #ifndef KVDEMO_LLAMA_H
 #define KVDEMO_LLAMA_H
 
+#include "fileio.h"   // Err
 #include "kvcache.h"
 
 #include <stddef.h>
@@ -51,7 +52,7 @@ LlamaConfig llama_config_default(void);
 // Checks that a configuration can be built (positive sizes, H % G == 0,
 // C % H == 0, even D, sizes in range) and sets head_dim. Returns 0, or -1
 // with a one-line message in err.
-int llama_config_check(LlamaConfig *cfg, char *err, size_t errlen);
+int llama_config_check(LlamaConfig *cfg, Err err);
 
 // One layer's weights: pointers into LlamaModel.params, in file order.
 typedef struct {
@@ -164,7 +165,7 @@ size_t llama_num_params(const LlamaConfig *cfg);
 int64_t llama_row_work(const LlamaConfig *cfg);
 // Allocates a model of this shape: zero weights, empty vocabulary and
 // freqs_cis. Returns 0, or -1 with a message.
-int llama_new(LlamaModel *m, const LlamaConfig *cfg, char *err, size_t errlen);
+int llama_new(LlamaModel *m, const LlamaConfig *cfg, Err err);
 void llama_free(LlamaModel *m);
 
 // The most rows a state's batch may hold (llama_state_init's range is 1 to it).
@@ -172,8 +173,7 @@ enum { LLAMA_MAX_BATCH = 64 };
 // Allocates the cache and activations of a run of up to max_batch_size rows
 // of model m's context. Returns 0, or -1 with a one-line message (a batch
 // outside 1..LLAMA_MAX_BATCH, or no memory).
-int llama_state_init(LlamaState *s, const LlamaModel *m, int max_batch_size, char *err,
-                     size_t errlen);
+int llama_state_init(LlamaState *s, const LlamaModel *m, int max_batch_size, Err err);
 void llama_state_free(LlamaState *s);
 // Empties the cache and forgets the last call: the state is as new, its
 // memory still reserved (keep_scores is left as it is).
@@ -191,10 +191,10 @@ void llama_vocab_default(LlamaModel *m);   // needs cfg.vocab_size == that V
 
 // The model file (docs/llama-format.md): reads and checks everything.
 // Returns 0, or -1 with a one-line message naming the file and the problem.
-int llama_load(LlamaModel *m, const char *path, char *err, size_t errlen);
+int llama_load(LlamaModel *m, const char *path, Err err);
 // Writes the model file through a temporary file (fileio.h): never half written; a
 // path that exists and is not a regular file is refused.
-int llama_save(const LlamaModel *m, const char *path, char *err, size_t errlen);
+int llama_save(const LlamaModel *m, const char *path, Err err);
 
 // Copies src into dst with the key/value heads of each group mean-pooled
 // (the GQA paper's conversion of a multi-head checkpoint): dst must have
@@ -219,7 +219,7 @@ enum { LLAMA_PAD_ID = 0, LLAMA_BOS_ID = 1, LLAMA_EOS_ID = 2 };
 // more than max_ids tokens), or -2 with a message when memory ran out (a
 // llama2.c tokenizer's work space).
 int llama_encode(int *ids, const LlamaModel *m, const char *text, int bos, int eos, int max_ids,
-                 char *err, size_t errlen);
+                 Err err);
 // out = tokenizer.decode(ids (n)) as UTF-8; pad, bos and eos decode to
 // nothing. Returns the number of bytes written (out always NUL-terminated).
 size_t llama_decode(char *out, const LlamaModel *m, const int *ids, int n, size_t out_size);
@@ -321,8 +321,7 @@ typedef struct {
     int64_t rows_computed;         // sum over steps of bsz * seqlen
 } LlamaGeneration;
 
-int llama_generation_new(LlamaGeneration *g, const LlamaState *s, const LlamaModel *m, char *err,
-                         size_t errlen);
+int llama_generation_new(LlamaGeneration *g, const LlamaState *s, const LlamaModel *m, Err err);
 void llama_generation_free(LlamaGeneration *g);
 
 // LLaMA.generate(prompts, max_gen_len, temperature, top_p) as in the article,
@@ -331,6 +330,6 @@ void llama_generation_free(LlamaGeneration *g);
 // g must have been made for s (llama_generation_new).
 int llama_generate(LlamaGeneration *g, LlamaState *s, const LlamaModel *m,
                    const char *const *prompts, int n_prompts, const LlamaGenOptions *opt,
-                   char *err, size_t errlen);
+                   Err err);
 
 #endif

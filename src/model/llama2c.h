@@ -23,11 +23,10 @@ enum { LLAMA2C_HEADER_BYTES = 28 };   // the seven int32
 // 1e-5, as llama2.c's run.c computes) and tokenizer_path into m->bpe.
 // Every rule is checked before the model is used. Returns 0, or -1 with a
 // one-line message naming the file and the problem (m is then empty).
-int llama2c_load(LlamaModel *m, const char *model_path, const char *tokenizer_path, char *err, size_t errlen);
+int llama2c_load(LlamaModel *m, const char *model_path, const char *tokenizer_path, Err err);
 
 // kvdemo's own LLaMA file (llama_load) when tokenizer_path is NULL, else
 // llama2.c's pair of files (llama2c_load).
-int llama_load_any(LlamaModel *m, const char *model_path, const char *tokenizer_path, char *err,
-                   size_t errlen);
+int llama_load_any(LlamaModel *m, const char *model_path, const char *tokenizer_path, Err err);
 
 #endif

@@ -27,7 +27,7 @@ int llama_convert_parse(LlamaConvert *how, const char *name);
 // Checks that src (a model with kvdemo's vocabulary) can become a model of
 // G key/value heads: 1 <= G < G0 and G0 % G == 0. Returns 0, or -1 with a
 // one-line message in err naming the valid G.
-int llama_convert_check(const LlamaModel *src, int G, char *err, size_t errlen);
+int llama_convert_check(const LlamaModel *src, int G, Err err);
 
 // dst = a new model (llama_new; llama_free it) of src's shape with G
 // key/value heads, src's vocabulary and every weight of src but wk, wv
@@ -37,6 +37,6 @@ int llama_convert_check(const LlamaModel *src, int G, char *err, size_t errlen);
 //   random: llama_train_init's draws for a model of dst's shape from seed.
 // Returns 0, or -1 with err (llama_convert_check's, or out of memory).
 int llama_convert(LlamaModel *dst, const LlamaModel *src, int G, LlamaConvert how, uint64_t seed,
-                  char *err, size_t errlen);
+                  Err err);
 
 #endif

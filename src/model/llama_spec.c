@@ -16,13 +16,12 @@
 // ----------------------------------------------------------------------------
 // Setting up
 
-int llama_spec_check(const LlamaModel *target, const LlamaModel *draft, int gamma, int zh, char *err,
-                     size_t errlen) {
+int llama_spec_check(const LlamaModel *target, const LlamaModel *draft, int gamma, Err err) {
     const LlamaConfig *t = &target->cfg, *d = &draft->cfg;
     int same = d->vocab_size == t->vocab_size && !target->bpe && !draft->bpe &&
                memcmp(draft->vocab, target->vocab, sizeof(uint32_t) * (size_t)t->vocab_size) == 0;
     SpecPair pr = {same, d->vocab_size, t->vocab_size, d->max_seq_len, t->max_seq_len, "tokens", " token"};
-    return spec_check_pair(&pr, gamma, zh, err, errlen);
+    return spec_check_pair(&pr, gamma, err);
 }
 
 int llama_spec_init(LlamaSpec *sp, LlamaSpecModel target, LlamaSpecModel draft, int gamma, float temperature,

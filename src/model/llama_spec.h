@@ -53,9 +53,8 @@ typedef struct {
 
 // Checks that the draft fits the target: the same vocabulary, a
 // max_seq_len at least the target's, and 1 <= gamma <= SPEC_GAMMA_MAX.
-// Returns 0, or -1 with err naming the mismatch (English; zh = 1: Chinese).
-int llama_spec_check(const LlamaModel *target, const LlamaModel *draft, int gamma, int zh, char *err,
-                     size_t errlen);
+// Returns 0, or -1 with err naming the mismatch in err's language.
+int llama_spec_check(const LlamaModel *target, const LlamaModel *draft, int gamma, Err err);
 // Reserves the scratch (states are the caller's: batch 1, fresh or reset).
 // Returns 0, or -1 when memory ran out.
 int llama_spec_init(LlamaSpec *sp, LlamaSpecModel target, LlamaSpecModel draft, int gamma, float temperature,

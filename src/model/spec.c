@@ -36,34 +36,25 @@ void spec_mt_init(SpecMt *r, Sampler *sampler) {
 // ----------------------------------------------------------------------------
 // Setting up
 
-int spec_check_pair(const SpecPair *pr, int gamma, int zh, char *err, size_t errlen) {
-    if (gamma < 1 || gamma > SPEC_GAMMA_MAX) {
-        snprintf(err, errlen, zh ? "--gamma %d 超出范围：须为 1 到 %d" : "--gamma %d is out of range: 1 to %d",
-                 gamma, SPEC_GAMMA_MAX);
-        return -1;
-    }
-    if (!pr->same_vocab) {
-        snprintf(err, errlen,
-                 zh ? "草稿模型的词表（%d 个%s）与目标模型的（%d 个）不同：须为同一词表"
-                    : "the draft's vocabulary (%d %s) is not the target's (%d): they must be the same",
-                 pr->draft_V, zh ? pr->unit_zh : pr->unit_en, pr->target_V);
-        return -1;
-    }
-    if (pr->draft_T < pr->target_T) {
-        snprintf(err, errlen,
-                 zh ? "草稿模型的上下文 %d 短于目标模型的 %d：须至少一样长"
-                    : "the draft's context %d is shorter than the target's %d: it must be at least as long",
-                 pr->draft_T, pr->target_T);
-        return -1;
-    }
+int spec_check_pair(const SpecPair *pr, int gamma, Err err) {
+    if (gamma < 1 || gamma > SPEC_GAMMA_MAX)
+        return fileio_fail2(err, "--gamma %d is out of range: 1 to %d", "--gamma %d 超出范围：须为 1 到 %d", gamma,
+                            SPEC_GAMMA_MAX);
+    if (!pr->same_vocab)
+        return fileio_fail2(err, "the draft's vocabulary (%d %s) is not the target's (%d): they must be the same",
+                            "草稿模型的词表（%d 个%s）与目标模型的（%d 个）不同：须为同一词表", pr->draft_V,
+                            fileio_text(err.lang, pr->unit_en, pr->unit_zh), pr->target_V);
+    if (pr->draft_T < pr->target_T)
+        return fileio_fail2(err, "the draft's context %d is shorter than the target's %d: it must be at least as long",
+                            "草稿模型的上下文 %d 短于目标模型的 %d：须至少一样长", pr->draft_T, pr->target_T);
     return 0;
 }
 
-int spec_check(const GptModel *target, const GptModel *draft, int gamma, int zh, char *err, size_t errlen) {
+int spec_check(const GptModel *target, const GptModel *draft, int gamma, Err err) {
     const GptConfig *t = &target->cfg, *d = &draft->cfg;
     SpecPair pr = {d->V == t->V && memcmp(draft->vocab, target->vocab, sizeof(uint32_t) * (size_t)t->V) == 0,
                    d->V, t->V, d->T, t->T, "characters", "字符"};
-    return spec_check_pair(&pr, gamma, zh, err, errlen);
+    return spec_check_pair(&pr, gamma, err);
 }
 
 int spec_init(Spec *sp, SpecModel target, SpecModel draft, int gamma, Sampler *sampler, SpecRandom *rnd) {

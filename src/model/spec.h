@@ -107,8 +107,8 @@ typedef struct {
 
 // Checks that the draft fits the target: the same vocabulary, a context at
 // least the target's, and 1 <= gamma <= SPEC_GAMMA_MAX. Returns 0, or -1
-// with err naming the mismatch (English; zh = 1: Chinese).
-int spec_check(const GptModel *target, const GptModel *draft, int gamma, int zh, char *err, size_t errlen);
+// with err naming the mismatch in err's language.
+int spec_check(const GptModel *target, const GptModel *draft, int gamma, Err err);
 
 // What spec_check asks of any draft and target (the LLaMA pair's check uses
 // it too): the vocabularies the same, the draft's context at least the
@@ -118,7 +118,7 @@ typedef struct {
     int same_vocab, draft_V, target_V, draft_T, target_T;
     const char *unit_en, *unit_zh;
 } SpecPair;
-int spec_check_pair(const SpecPair *pr, int gamma, int zh, char *err, size_t errlen);
+int spec_check_pair(const SpecPair *pr, int gamma, Err err);
 // Reserves the scratch for target and draft (states and caches are the
 // caller's, fresh or reset). Returns 0, or -1 when memory ran out.
 int spec_init(Spec *sp, SpecModel target, SpecModel draft, int gamma, Sampler *sampler, SpecRandom *rnd);

@@ -83,16 +83,16 @@ static size_t not_text_at(const char *token, uint32_t *cp) {
 }
 
 // A token of X that is not printable UTF-8 text: 0, or -1 with err.
-static int check_token(const char *token, const char *path, int lineno, char *err, size_t errlen) {
+static int check_token(const char *token, const char *path, int lineno, Err err) {
     uint32_t cp;
     size_t at = not_text_at(token, &cp);
     if (!at) return 0;
     char shown[96];
     utf8_quote(shown, sizeof shown, token, 24);
     if (cp == 0xFFFFFFFFu)
-        return fileio_fail2(err, errlen, "%s:%d: token \"%s\" is not valid UTF-8 (byte %zu); save the file as UTF-8",
+        return fileio_fail2(err, "%s:%d: token \"%s\" is not valid UTF-8 (byte %zu); save the file as UTF-8",
                             "%s:%d：token“%s”不是合法的 UTF-8（第 %zu 个字节）；请把文件存成 UTF-8", path, lineno, shown, at);
-    return fileio_fail2(err, errlen, "%s:%d: token \"%s\" holds the control character U+%04X; a token is text to show",
+    return fileio_fail2(err, "%s:%d: token \"%s\" holds the control character U+%04X; a token is text to show",
                         "%s:%d：token“%s”含有控制字符 U+%04X；token 必须是能显示的文字", path, lineno, shown, (unsigned)cp);
 }
 
@@ -112,8 +112,7 @@ typedef struct {
     int have_scale;
     const char *path;
     int lineno;
-    char *err;
-    size_t errlen;
+    Err err;
 } Reading;
 
 // A line that is "scale N" or a matrix name: returns 1, 0 when it is
@@ -121,10 +120,10 @@ typedef struct {
 static int read_name(Reading *rd, ToyData *t, char **fields, int nf) {
     if (strcmp(fields[0], "scale") == 0) {
         if (nf != 2 || !parse_float(fields[1], &t->scale) || t->scale <= 0)
-            return fileio_fail2(rd->err, rd->errlen, "%s:%d: expected \"scale N\" with a positive number",
+            return fileio_fail2(rd->err, "%s:%d: expected \"scale N\" with a positive number",
                                 "%s:%d：这里应是“scale N”，N 为正数", rd->path, rd->lineno);
         if (t->scale < FLT_MIN)   // scores / a subnormal scale overflow
-            return fileio_fail2(rd->err, rd->errlen,
+            return fileio_fail2(rd->err,
                                 "%s:%d: scale %g is below %g, float32's smallest normal number; give a larger scale",
                                 "%s:%d：scale %g 小于 float32 最小的正规数 %g；请给更大的 scale", rd->path, rd->lineno,
                                 (double)t->scale, (double)FLT_MIN);
@@ -135,10 +134,10 @@ static int read_name(Reading *rd, ToyData *t, char **fields, int nf) {
     int m = matrix_index(fields[0]);
     if (m < 0) return 0;
     if (nf != 1)
-        return fileio_fail2(rd->err, rd->errlen, "%s:%d: the name %s goes on a line of its own, its rows below it",
+        return fileio_fail2(rd->err, "%s:%d: the name %s goes on a line of its own, its rows below it",
                             "%s:%d：矩阵名 %s 要单独占一行，它的各行写在下面", rd->path, rd->lineno, fields[0]);
     if (rd->seen[m])
-        return fileio_fail2(rd->err, rd->errlen, "%s:%d: %s appears twice", "%s:%d：%s 出现了两次", rd->path, rd->lineno,
+        return fileio_fail2(rd->err, "%s:%d: %s appears twice", "%s:%d：%s 出现了两次", rd->path, rd->lineno,
                             fields[0]);
     rd->seen[m] = 1;
     rd->current = m;
@@ -152,35 +151,35 @@ static int read_row(Reading *rd, ToyData *t, char **fields, int nf) {
     int lineno = rd->lineno, cur = rd->current, first = 0;
     if (cur < 0) {
         char shown[96];
-        return fileio_fail2(rd->err, rd->errlen, "%s:%d: expected a matrix name (X, W_Q, W_K or W_V) or \"scale N\", found \"%s\"",
+        return fileio_fail2(rd->err, "%s:%d: expected a matrix name (X, W_Q, W_K or W_V) or \"scale N\", found \"%s\"",
                             "%s:%d：这里应是矩阵名（X、W_Q、W_K 或 W_V）或“scale N”，却是“%s”", path, lineno,
                             utf8_quote(shown, sizeof shown, fields[0], 24));
     }
     float v;
     if (cur == M_X && !parse_float(fields[0], &v)) {
-        if (check_token(fields[0], path, lineno, rd->err, rd->errlen)) return -1;
+        if (check_token(fields[0], path, lineno, rd->err)) return -1;
         if (strlen(fields[0]) >= TOY_TOKEN_BYTES)
-            return fileio_fail2(rd->err, rd->errlen, "%s:%d: token \"%s\" is longer than %d bytes", "%s:%d：token“%s”超过 %d 字节",
+            return fileio_fail2(rd->err, "%s:%d: token \"%s\" is longer than %d bytes", "%s:%d：token“%s”超过 %d 字节",
                                 path, lineno, fields[0], TOY_TOKEN_BYTES - 1);
         first = 1;
     }
     int r = rd->rows[cur];
     int limit = cur == M_X ? TOY_MAX_TOKENS : TOY_MAX_WIDTH;
     if (r == limit)
-        return fileio_fail2(rd->err, rd->errlen, "%s:%d: %s has more than %d rows", "%s:%d：%s 超过 %d 行", path, lineno,
+        return fileio_fail2(rd->err, "%s:%d: %s has more than %d rows", "%s:%d：%s 超过 %d 行", path, lineno,
                             MATRIX_NAMES[cur], limit);
     int nnum = nf - first;
     if (nnum == 0)
-        return fileio_fail2(rd->err, rd->errlen, "%s:%d: row %d of %s has a token but no numbers", "%s:%d：第 %d 行（%s）只有 token，没有数",
+        return fileio_fail2(rd->err, "%s:%d: row %d of %s has a token but no numbers", "%s:%d：第 %d 行（%s）只有 token，没有数",
                             path, lineno, r + 1, MATRIX_NAMES[cur]);
     if (r > 0 && nnum != rd->cols[cur])
-        return fileio_fail2(rd->err, rd->errlen, "%s:%d: row %d of %s has %d numbers, expected %d like the rows above",
+        return fileio_fail2(rd->err, "%s:%d: row %d of %s has %d numbers, expected %d like the rows above",
                             "%s:%d：第 %d 行（%s）有 %d 个数，应与上面各行一样是 %d 个", path, lineno, r + 1,
                             MATRIX_NAMES[cur], nnum, rd->cols[cur]);
     for (int c = 0; c < nnum; c++)
         if (!parse_float(fields[first + c], &rd->cells[cur][r][c])) {
             char shown[96];
-            return fileio_fail2(rd->err, rd->errlen, "%s:%d: \"%s\" is not a number (row %d of %s)", "%s:%d：“%s”不是数（第 %d 行，%s）",
+            return fileio_fail2(rd->err, "%s:%d: \"%s\" is not a number (row %d of %s)", "%s:%d：“%s”不是数（第 %d 行，%s）",
                                 path, lineno, utf8_quote(shown, sizeof shown, fields[first + c], 24), r + 1,
                                 MATRIX_NAMES[cur]);
         }
@@ -209,7 +208,7 @@ static double max_abs_product(const float *a, const float *b, int n, int k, int 
 // float32 would make the lessons print inf and nan as results: Q, K, V and
 // the scores Q @ K.T / scale are bounded here, in double, with a margin of
 // 1000 for the sums of the later steps (weights @ V, a second layer).
-static int toydata_check_range(ToyData *t, const char *path, char *err, size_t errlen) {
+static int toydata_check_range(ToyData *t, const char *path, Err err) {
     const double limit = FLT_MAX / 1000;
     double q = max_abs_product(t->X, t->W_Q, t->n, t->d, t->dk);
     double k = max_abs_product(t->X, t->W_K, t->n, t->d, t->dk);
@@ -219,9 +218,9 @@ static int toydata_check_range(ToyData *t, const char *path, char *err, size_t e
     if (!what) return 0;
     double reach = v > limit ? v : q > limit ? q : k > limit ? k : scores;
     toydata_free(t);
-    return fileio_fail2(err, errlen, "%s: %s may reach %.3g, past what float32 holds (%.3g) with room for the sums after it; use smaller numbers%s",
+    return fileio_fail2(err, "%s: %s may reach %.3g, past what float32 holds (%.3g) with room for the sums after it; use smaller numbers%s",
                         "%s：%s 可能达到 %.3g，超出 float32 在留出后续求和余量后能表示的范围（%.3g）；请用更小的数%s", path, what, reach, limit,
-                        scores > limit && what[0] == 'Q' ? fileio_text(" or a larger scale", "或更大的 scale") : "");
+                        scores > limit && what[0] == 'Q' ? fileio_text(err.lang, " or a larger scale", "或更大的 scale") : "");
 }
 
 // The tables read checked against each other and copied into t. Returns 0,
@@ -229,15 +228,14 @@ static int toydata_check_range(ToyData *t, const char *path, char *err, size_t e
 static int finish(ToyData *t, const Reading *rd) {
     const char *path = rd->path;
     const int *rows = rd->rows, *cols = rd->cols, *seen = rd->seen;
-    char *err = rd->err;
-    size_t errlen = rd->errlen;
+    Err err = rd->err;
     if (rd->lineno == 0 || (!seen[M_X] && !seen[M_WQ] && !seen[M_WK] && !seen[M_WV]))
-        return fileio_fail2(err, errlen, "%s: no matrices found: expected X, W_Q, W_K and W_V, each a name line followed by its rows",
+        return fileio_fail2(err, "%s: no matrices found: expected X, W_Q, W_K and W_V, each a name line followed by its rows",
                             "%s：没有找到矩阵：应有 X、W_Q、W_K 和 W_V，每个先写一行矩阵名，下面是它的各行", path);
     for (int m = 0; m < M_COUNT; m++) {
-        if (!seen[m]) return fileio_fail2(err, errlen, "%s: the matrix %s is missing (expected X, W_Q, W_K and W_V)",
+        if (!seen[m]) return fileio_fail2(err, "%s: the matrix %s is missing (expected X, W_Q, W_K and W_V)",
                                              "%s：缺少矩阵 %s（应有 X、W_Q、W_K 和 W_V）", path, MATRIX_NAMES[m]);
-        if (rows[m] == 0) return fileio_fail2(err, errlen, "%s: the matrix %s has no rows", "%s：矩阵 %s 没有行", path,
+        if (rows[m] == 0) return fileio_fail2(err, "%s: the matrix %s has no rows", "%s：矩阵 %s 没有行", path,
                                                   MATRIX_NAMES[m]);
     }
     t->n = rows[M_X];
@@ -246,18 +244,18 @@ static int finish(ToyData *t, const Reading *rd) {
     t->dv = cols[M_WV];
     for (int m = M_WQ; m < M_COUNT; m++)
         if (rows[m] != t->d)
-            return fileio_fail2(err, errlen, "%s: %s has %d rows but X has %d columns; they must match (X @ %s)",
+            return fileio_fail2(err, "%s: %s has %d rows but X has %d columns; they must match (X @ %s)",
                                 "%s：%s 有 %d 行，X 却有 %d 列；两者必须相等（X @ %s）", path, MATRIX_NAMES[m], rows[m],
                                 t->d, MATRIX_NAMES[m]);
     if (cols[M_WK] != t->dk)
-        return fileio_fail2(err, errlen, "%s: W_K has %d columns but W_Q has %d; Q @ K.T needs them equal",
+        return fileio_fail2(err, "%s: W_K has %d columns but W_Q has %d; Q @ K.T needs them equal",
                             "%s：W_K 有 %d 列，W_Q 却有 %d 列；Q @ K.T 要求两者相等", path, cols[M_WK], t->dk);
-    if (t->n < 2) return fileio_fail2(err, errlen, "%s: X has %d row; the lessons need at least 2 tokens",
+    if (t->n < 2) return fileio_fail2(err, "%s: X has %d row; the lessons need at least 2 tokens",
                                     "%s：X 只有 %d 行；课程至少需要 2 个 token", path, t->n);
     if (!rd->have_scale) t->scale = sqrtf((float)t->dk);
 
     t->X = malloc(sizeof(float) * (size_t)(t->n * t->d + t->d * (2 * t->dk + t->dv)));
-    if (!t->X) return fileio_fail2(err, errlen, "%s: out of memory", "%s：内存不足", path);
+    if (!t->X) return fileio_fail2(err, "%s: out of memory", "%s：内存不足", path);
     t->W_Q = t->X + t->n * t->d;
     t->W_K = t->W_Q + t->d * t->dk;
     t->W_V = t->W_K + t->d * t->dk;
@@ -266,29 +264,29 @@ static int finish(ToyData *t, const Reading *rd) {
         for (int r = 0; r < rows[m]; r++)
             memcpy(dst[m] + r * cols[m], rd->cells[m][r], sizeof(float) * (size_t)cols[m]);
     for (int r = 0; r < t->n; r++) t->rows[r] = t->tokens[r];
-    return toydata_check_range(t, path, err, errlen);
+    return toydata_check_range(t, path, err);
 }
 
-int toydata_load(ToyData *t, const char *path, char *err, size_t errlen) {
+int toydata_load(ToyData *t, const char *path, Err err) {
     memset(t, 0, sizeof *t);
     uint64_t size;
     char why[512];
-    FILE *f = fileio_open_read(path, &size, why, sizeof why);
-    if (!f) return fileio_fail2(err, errlen, "data file %s", "数据文件 %s", why);
+    FILE *f = fileio_open_read(path, &size, ERR(err.lang, why));
+    if (!f) return fileio_fail2(err, "data file %s", "数据文件 %s", why);
     static float cells[M_COUNT][MAXR][TOY_MAX_WIDTH];
-    Reading rd = {.cells = cells, .current = -1, .path = path, .err = err, .errlen = errlen};
+    Reading rd = {.cells = cells, .current = -1, .path = path, .err = err};
     int rc = 0;
     char line[4096];
     size_t at = 0;
     for (int got; rc == 0 && (got = read_line(f, line, sizeof line, rd.lineno == 0, &at)) != 0;) {
         rd.lineno++;
         if (got == -2) {
-            rc = fileio_fail2(err, errlen, "%s:%d: byte %zu is a NUL byte; the data file must be text",
+            rc = fileio_fail2(err, "%s:%d: byte %zu is a NUL byte; the data file must be text",
                               "%s:%d：第 %zu 个字节是零字节（0x00）；数据文件必须是文本", path, rd.lineno, at);
             break;
         }
         if (got == -1) {
-            rc = fileio_fail2(err, errlen, "%s:%d: line too long (at most %zu bytes)", "%s:%d：这一行太长（最多 %zu 字节）",
+            rc = fileio_fail2(err, "%s:%d: line too long (at most %zu bytes)", "%s:%d：这一行太长（最多 %zu 字节）",
                               path, rd.lineno, sizeof line - 2);
             break;
         }
@@ -296,7 +294,7 @@ int toydata_load(ToyData *t, const char *path, char *err, size_t errlen) {
         int nf = split(line, fields, TOY_MAX_WIDTH + 1);
         if (nf == 0) continue;
         if (nf > TOY_MAX_WIDTH + 1) {
-            rc = fileio_fail2(err, errlen, "%s:%d: more than %d numbers on a line", "%s:%d：一行超过 %d 个数", path,
+            rc = fileio_fail2(err, "%s:%d: more than %d numbers on a line", "%s:%d：一行超过 %d 个数", path,
                               rd.lineno, TOY_MAX_WIDTH);
             break;
         }
@@ -304,12 +302,12 @@ int toydata_load(ToyData *t, const char *path, char *err, size_t errlen) {
         if (name < 0) rc = -1;
         else if (name == 0) rc = read_row(&rd, t, fields, nf);
     }
-    if (rc == 0 && ferror(f)) rc = fileio_fail2(err, errlen, "%s: read error: %s", "%s：读取出错：%s", path,
-                                                   fileio_strerror(errno ? errno : EIO));
+    if (rc == 0 && ferror(f)) rc = fileio_fail2(err, "%s: read error: %s", "%s：读取出错：%s", path,
+                                                   fileio_strerror(err.lang, errno ? errno : EIO));
     // Ended before its size (a line cut short says more than what it lacks).
     long read_to = feof(f) ? ftell(f) : -1;
     if (read_to >= 0 && (uint64_t)read_to < size)
-        rc = fileio_fail2(err, errlen, "%s: truncated: read %ld of its %llu bytes (did it change while it was read?)",
+        rc = fileio_fail2(err, "%s: truncated: read %ld of its %llu bytes (did it change while it was read?)",
                           "%s：文件不完整：只读到 %ld 字节，它有 %llu 字节（读取时它被改动了吗？）", path, read_to,
                           (unsigned long long)size);
     fclose(f);

@@ -15,6 +15,8 @@
 #ifndef KVDEMO_TOYDATA_H
 #define KVDEMO_TOYDATA_H
 
+#include "fileio.h"   // Err
+
 #include <stddef.h>
 
 enum { TOY_MAX_TOKENS = 64, TOY_MAX_WIDTH = 64, TOY_TOKEN_BYTES = 32 };
@@ -36,7 +38,7 @@ const char *toydata_default_path(char *buf, size_t size);
 
 // Reads a data file. Returns 0, or -1 with one line in err naming the file,
 // the line and what was expected.
-int toydata_load(ToyData *t, const char *path, char *err, size_t errlen);
+int toydata_load(ToyData *t, const char *path, Err err);
 void toydata_free(ToyData *t);
 
 #endif

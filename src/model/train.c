@@ -425,29 +425,29 @@ int train_config_default(TrainConfig *cfg, const char *preset) {
     return 0;
 }
 
-int train_config_check(const TrainConfig *c, char *why, size_t n) {
+int train_config_check(const TrainConfig *c, Err why) {
     const char *bad = NULL;
     // (0 iterations: an uptraining's converted model written as it is)
     if (c->batch < 1 || c->batch > TRAIN_MAX_BATCH || c->iters < (c->from_path ? 0 : 1) ||
         c->iters > TRAIN_MAX_ITERS || c->warmup < 0 ||
         c->warmup > c->iters)
-        bad = fileio_text("the batch must be from 1 to 4096, the iterations from 1 to 100000000 and the warm-up from 0 "
+        bad = fileio_text(why.lang, "the batch must be from 1 to 4096, the iterations from 1 to 100000000 and the warm-up from 0 "
                           "to the iterations",
                           "批大小必须在 1 到 4096 之间，迭代次数在 1 到 100000000 之间，预热步数在 0 到迭代次数之间");
     else if (!(c->lr > 0 && isfinite(c->lr)))
-        bad = fileio_text("the learning rate must be a finite number above 0", "学习率必须是大于 0 的有限数");
+        bad = fileio_text(why.lang, "the learning rate must be a finite number above 0", "学习率必须是大于 0 的有限数");
     else if (!(c->min_lr >= 0 && c->min_lr <= c->lr))
-        bad = fileio_text("min_lr must be from 0 to the learning rate", "min_lr 必须在 0 到学习率之间");
+        bad = fileio_text(why.lang, "min_lr must be from 0 to the learning rate", "min_lr 必须在 0 到学习率之间");
     else if (!(c->beta1 >= 0 && c->beta1 < 1) || !(c->beta2 >= 0 && c->beta2 < 1))
-        bad = fileio_text("beta1 and beta2 must be from 0 to below 1", "beta1 和 beta2 必须不小于 0 且小于 1");
+        bad = fileio_text(why.lang, "beta1 and beta2 must be from 0 to below 1", "beta1 和 beta2 必须不小于 0 且小于 1");
     else if (!(c->eps > 0 && isfinite(c->eps)))
-        bad = fileio_text("eps must be a finite number above 0", "eps 必须是大于 0 的有限数");
+        bad = fileio_text(why.lang, "eps must be a finite number above 0", "eps 必须是大于 0 的有限数");
     else if (!(c->grad_clip >= 0 && isfinite(c->grad_clip)))
-        bad = fileio_text("the gradient clip must be a finite number, 0 or more", "梯度裁剪必须是不小于 0 的有限数");
+        bad = fileio_text(why.lang, "the gradient clip must be a finite number, 0 or more", "梯度裁剪必须是不小于 0 的有限数");
     else if (!(c->weight_decay >= 0 && isfinite(c->weight_decay)))
-        bad = fileio_text("the weight decay must be a finite number, 0 or more", "权重衰减必须是不小于 0 的有限数");
+        bad = fileio_text(why.lang, "the weight decay must be a finite number, 0 or more", "权重衰减必须是不小于 0 的有限数");
     if (!bad) return 0;
-    fileio_fail2(why, n,
+    fileio_fail2(why,
                  "%s (lr %g, min_lr %g, beta1 %g, beta2 %g, eps %g, clip %g, decay %g, batch %d, "
                  "iterations %d, warm-up %d)",
                  "%s（lr %g，min_lr %g，beta1 %g，beta2 %g，eps %g，裁剪 %g，衰减 %g，批大小 %d，"
@@ -547,10 +547,10 @@ static int all_finite(const float *x, size_t n) {
     return 1;
 }
 
-static int save_checkpoint(const TrainLoop *lp, int step, uint64_t rng, char *err, size_t errlen) {
+static int save_checkpoint(const TrainLoop *lp, int step, uint64_t rng, Err err) {
     TrainCheckpoint ck = {*lp->r, lp->text->vocab, step, rng, lp->text_hash, lp->text->n,
                           lp->params, lp->m, lp->v, lp->P};
-    return train_checkpoint_save(lp->r->ckpt_path, &ck, err, errlen);
+    return train_checkpoint_save(lp->r->ckpt_path, &ck, err);
 }
 
 // One step: a batch, forward, backward, clip, AdamW. Returns the batch's
@@ -571,12 +571,12 @@ static float one_step(const TrainLoop *lp, int step, uint64_t *rng, float *lr, f
 // A non-finite loss or gradient leaves weights that no model file may
 // hold. Returns 0 when the step's loss, norm and weights are finite, else
 // -1 with err (the last good checkpoint is kept as it is).
-static int check_finite(const TrainLoop *lp, float loss, float norm, int step, char *err, size_t errlen) {
+static int check_finite(const TrainLoop *lp, float loss, float norm, int step, Err err) {
     if (isfinite(loss) && isfinite(norm) && all_finite(lp->params, lp->P)) return 0;
-    return fileio_fail2(err, errlen, "the %s became %s at step %d; the last checkpoint (%s) is kept; try a lower --lr",
+    return fileio_fail2(err, "the %s became %s at step %d; the last checkpoint (%s) is kept; try a lower --lr",
                         "%s变成了%s（第 %d 步）；上一个检查点（%s）保留不动；请试试更小的 --lr",
-                        isfinite(loss) ? fileio_text("weights", "权重") : fileio_text("loss", "损失"),
-                        isnan(loss) || isnan(norm) ? "NaN" : fileio_text("infinite", "无穷大"), step,
+                        isfinite(loss) ? fileio_text(err.lang, "weights", "权重") : fileio_text(err.lang, "loss", "损失"),
+                        isnan(loss) || isnan(norm) ? "NaN" : fileio_text(err.lang, "infinite", "无穷大"), step,
                         lp->r->ckpt_path);
 }
 
@@ -618,7 +618,7 @@ static void note_step(TrainProgress *pr, TrainResult *res, const TrainLoop *lp, 
 }
 
 int train_loop(const TrainLoop *lp, int *step_io, uint64_t *rng_io, TrainProgress *pr,
-               TrainProgressFn progress, void *user, TrainResult *res, char *err, size_t errlen) {
+               TrainProgressFn progress, void *user, TrainResult *res, Err err) {
     const TrainConfig *r = lp->r;
     int step = *step_io, first_step = step;
     uint64_t rng = *rng_io;
@@ -639,7 +639,7 @@ int train_loop(const TrainLoop *lp, int *step_io, uint64_t *rng_io, TrainProgres
     while (step < r->iters) {
         float lr, norm, loss = one_step(lp, step, &rng, &lr, &norm);
         step++;
-        if (check_finite(lp, loss, norm, step, err, errlen) != 0) {
+        if (check_finite(lp, loss, norm, step, err) != 0) {
             status = TRAIN_FAILED;
             break;
         }
@@ -655,7 +655,7 @@ int train_loop(const TrainLoop *lp, int *step_io, uint64_t *rng_io, TrainProgres
         stop |= stop_requested;
 
         if (stop || (r->ckpt_every > 0 && step % r->ckpt_every == 0 && step < r->iters)) {
-            if (save_checkpoint(lp, step, rng, err, errlen)) {
+            if (save_checkpoint(lp, step, rng, err)) {
                 status = TRAIN_FAILED;
                 break;
             }
@@ -673,7 +673,7 @@ int train_loop(const TrainLoop *lp, int *step_io, uint64_t *rng_io, TrainProgres
     return status;
 }
 
-int train_setup(TrainSetup *su, const TrainConfig *cfg, TrainResult *res, char *err, size_t errlen) {
+int train_setup(TrainSetup *su, const TrainConfig *cfg, TrainResult *res, Err err) {
     memset(su, 0, sizeof *su);
     su->r = *cfg;
     TrainConfig *r = &su->r;
@@ -681,17 +681,17 @@ int train_setup(TrainSetup *su, const TrainConfig *cfg, TrainResult *res, char *
     memset(res, 0, sizeof *res);
     res->loss = res->val_loss = NAN;
     if (r->resume_path) {
-        if (train_checkpoint_load(r->resume_path, ck, err, errlen) != 0) return -1;
+        if (train_checkpoint_load(r->resume_path, ck, err) != 0) return -1;
         // the recipe is the checkpoint's: only then does the run end as an
         // uninterrupted one would
         const TrainConfig *c = &ck->cfg;
         // --window with --resume may only repeat the checkpoint's band
         if (r->window && r->window != c->window && !c->window)
-            return fileio_fail2(err, errlen, "--window %d: checkpoint %s was trained without a window; resume it "
+            return fileio_fail2(err, "--window %d: checkpoint %s was trained without a window; resume it "
                                 "without --window", "--window %d：检查点 %s 训练时没有窗口；续训时不要给 --window",
                                 r->window, r->resume_path);
         if (r->window && r->window != c->window)
-            return fileio_fail2(err, errlen, "--window %d: checkpoint %s was trained with --window %d; resume it "
+            return fileio_fail2(err, "--window %d: checkpoint %s was trained with --window %d; resume it "
                                 "with that or without --window", "--window %d：检查点 %s 训练时用的是 --window %d；"
                                 "续训时给同样的值，或不给 --window", r->window, r->resume_path, c->window);
         r->window = c->window;
@@ -712,38 +712,38 @@ int train_setup(TrainSetup *su, const TrainConfig *cfg, TrainResult *res, char *
         r->seed = c->seed;
     }
     if (train_text_load(&su->text, r->data_path, r->resume_path ? ck->vocab : NULL,
-                        r->resume_path ? ck->cfg.model.V : 0, err, errlen) != 0)
+                        r->resume_path ? ck->cfg.model.V : 0, err) != 0)
         return -1;
     r->model.V = su->text.V;
     su->text_hash = train_text_hash(&su->text);
     if (r->resume_path && (su->text_hash != ck->text_hash || su->text.n != ck->text_tokens))
-        return fileio_fail2(err, errlen, "%s is not the text checkpoint %s was trained on",
+        return fileio_fail2(err, "%s is not the text checkpoint %s was trained on",
                             "%s 不是检查点 %s 训练时用的文本", r->data_path, r->resume_path);
     su->n_train = train_text_split(&su->text);
     return 0;
 }
 
-int train_setup_check(TrainSetup *su, int T, TrainResult *res, char *err, size_t errlen) {
+int train_setup_check(TrainSetup *su, int T, TrainResult *res, Err err) {
     TrainConfig *r = &su->r;
     char why[512];
     if (su->n_train < T + 1 || su->text.n - su->n_train < T + 1)
-        return fileio_fail2(err, errlen, "%s is too short for context %d: %lld characters, each split needs more than %d",
+        return fileio_fail2(err, "%s is too short for context %d: %lld characters, each split needs more than %d",
                             "%s 对上下文 %d 来说太短：只有 %lld 个字符，训练集和验证集各要多于 %d 个",
                             r->data_path, T, (long long)su->text.n, T);
-    if (train_config_check(r, why, sizeof why) != 0)
-        return fileio_fail2(err, errlen, "bad training recipe: %s", "训练参数不对：%s", why);
+    if (train_config_check(r, ERR(err.lang, why)) != 0)
+        return fileio_fail2(err, "bad training recipe: %s", "训练参数不对：%s", why);
     // The checkpoint goes next to the model: PATH.ckpt for --out PATH.
     if (r->ckpt_path) snprintf(res->ckpt_path, sizeof res->ckpt_path, "%s", r->ckpt_path);
     else if ((size_t)snprintf(res->ckpt_path, sizeof res->ckpt_path, "%s.ckpt", r->out_path) >= sizeof res->ckpt_path)
-        return fileio_fail2(err, errlen, "the path %.60s... is too long", "路径 %.60s... 太长", r->out_path);
+        return fileio_fail2(err, "the path %.60s... is too long", "路径 %.60s... 太长", r->out_path);
     r->ckpt_path = res->ckpt_path;
     // The model and the checkpoint are written after the work: a path that
     // cannot be written (a folder, a device, a missing or read-only folder)
     // or that another kvdemo is writing is found now, and both stay locked
     // for this run until the end.
-    if (fileio_claim(r->out_path, err, errlen) != 0) return -1;
+    if (fileio_claim(r->out_path, err) != 0) return -1;
     su->claimed_out = 1;
-    if (fileio_claim(r->ckpt_path, err, errlen) != 0) return -1;
+    if (fileio_claim(r->ckpt_path, err) != 0) return -1;
     su->claimed_ckpt = 1;
     return 0;
 }
@@ -758,13 +758,13 @@ void train_setup_free(TrainSetup *su) {
 
 // The char GPT's run, once train_setup has read the text (and checkpoint).
 static int gpt_train(TrainSetup *su, TrainProgressFn progress, void *user, TrainResult *res,
-                     char *err, size_t errlen) {
+                     Err err) {
     TrainConfig *r = &su->r;
     GptConfig g = r->model;
     char why[512];
-    if (gpt_check_config(g, why, sizeof why) != 0)   // the model file's own limits
-        return fileio_fail2(err, errlen, "bad model shape: %s", "模型形状不对：%s", why), TRAIN_FAILED;
-    if (train_setup_check(su, g.T, res, err, errlen) != 0) return TRAIN_FAILED;
+    if (gpt_check_config(g, ERR(err.lang, why)) != 0)   // the model file's own limits
+        return fileio_fail2(err, "bad model shape: %s", "模型形状不对：%s", why), TRAIN_FAILED;
+    if (train_setup_check(su, g.T, res, err) != 0) return TRAIN_FAILED;
     int status = TRAIN_FAILED;
     TrainBuffers tb = {0};
     size_t P = gpt_num_params(g);
@@ -789,15 +789,15 @@ static int gpt_train(TrainSetup *su, TrainProgressFn progress, void *user, Train
                         NAN, NAN, NAN, NAN, NAN, 0, 0, NAN, 0, TRAIN_ARCH_GPT, 0, 0};
     TrainLoop lp = {gpt_arch(tb.s), r, &su->text, su->text_hash, su->n_train, tb.pool, tb.params,
                     tb.grads, tb.m, tb.v, tb.decay, tb.partial, P, tb.inputs, tb.targets};
-    status = train_loop(&lp, &step, &rng, &pr, progress, user, res, err, errlen);
+    status = train_loop(&lp, &step, &rng, &pr, progress, user, res, err);
     if (status == TRAIN_OK) {
         GptModel model = {.cfg = g, .vocab = su->text.vocab, .params = tb.params, .num_params = P};
         gpt_params_carve(&model.p, blocks, tb.params, g);
-        if (gpt_save(&model, r->out_path, err, errlen) != 0) status = TRAIN_FAILED;
+        if (gpt_save(&model, r->out_path, err) != 0) status = TRAIN_FAILED;
     }
     goto done;
 oom:
-    fileio_fail2(err, errlen, "out of memory for training", "训练时内存不足");
+    fileio_fail2(err, "out of memory for training", "训练时内存不足");
     status = TRAIN_FAILED;
 done:
     free(blocks);
@@ -806,14 +806,14 @@ done:
 }
 
 int train_run(const TrainConfig *cfg, TrainProgressFn progress, void *user, TrainResult *result,
-              char *err, size_t errlen) {
+              Err err) {
     TrainResult res_local;
     TrainResult *res = result ? result : &res_local;
     TrainSetup su;
     int status = TRAIN_FAILED;
-    if (train_setup(&su, cfg, res, err, errlen) == 0)
-        status = su.r.arch == TRAIN_ARCH_LLAMA ? llama_train(&su, progress, user, res, err, errlen)
-                                               : gpt_train(&su, progress, user, res, err, errlen);
+    if (train_setup(&su, cfg, res, err) == 0)
+        status = su.r.arch == TRAIN_ARCH_LLAMA ? llama_train(&su, progress, user, res, err)
+                                               : gpt_train(&su, progress, user, res, err);
     train_setup_free(&su);
     return status;
 }

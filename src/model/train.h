@@ -127,7 +127,7 @@ enum { TRAIN_MAX_ITERS = 100000000, TRAIN_MAX_BATCH = 4096 };
 // TRAIN_MAX_ITERS) and warm-up (0 to the iterations), lr > 0 finite,
 // 0 <= min_lr <= lr, 0 <= beta1, beta2 < 1, eps > 0, clip >= 0, decay >= 0,
 // all finite. Returns 0, or -1 with why = what is wrong and the values.
-int train_config_check(const TrainConfig *cfg, char *why, size_t n);
+int train_config_check(const TrainConfig *cfg, Err why);
 
 // Trains as cfg says. It prints nothing: progress (may be NULL) is called
 // before the first step and after each, and the command prints what it
@@ -139,7 +139,7 @@ int train_config_check(const TrainConfig *cfg, char *why, size_t n);
 // ends bit-identical to an uninterrupted run. Returns TRAIN_OK,
 // TRAIN_STOPPED, or TRAIN_FAILED with err = what is wrong.
 int train_run(const TrainConfig *cfg, TrainProgressFn progress, void *user, TrainResult *result,
-              char *err, size_t errlen);
+              Err err);
 
 // Mean cross-entropy (nats per character) of model on the training split
 // (the first 90%) and the validation split (the last 10%) of the text in
@@ -147,20 +147,18 @@ int train_run(const TrainConfig *cfg, TrainProgressFn progress, void *user, Trai
 // outside the model's vocabulary is an error. Either output may be NULL to
 // skip that split. Returns 0, or -1 with err.
 int train_eval(const GptModel *model, const char *data_path, int threads, double *train_loss,
-               double *val_loss, char *err, size_t errlen);
+               double *val_loss, Err err);
 // The same, calling progress (may be NULL) after each batch of windows with
 // the windows done and the windows in all (both splits).
 typedef void (*TrainEvalProgressFn)(int64_t done, int64_t total, void *user);
 int train_eval_progress(const GptModel *model, const char *data_path, int threads, double *train_loss,
-                        double *val_loss, TrainEvalProgressFn progress, void *user, char *err,
-                        size_t errlen);
+                        double *val_loss, TrainEvalProgressFn progress, void *user, Err err);
 
 // Training speed for `make bench`: tokens per second of whole steps
 // (forward, backward, AdamW) of a model of shape cfg on B sequences of
 // random tokens, timed over `steps` steps after one untimed step. Returns 0,
 // or -1 with err (out of memory).
-int train_benchmark(GptConfig cfg, int B, int steps, int threads, double *tokens_per_s, char *err,
-                    size_t errlen);
+int train_benchmark(GptConfig cfg, int B, int steps, int threads, double *tokens_per_s, Err err);
 
 // ---------------------------------------------------------------------------
 // Layers. Shapes use the legend above; "rows" is the number of token rows.
@@ -365,7 +363,7 @@ typedef struct {
 // (shape, text, threads) and updated here; res likewise. Returns TRAIN_OK,
 // TRAIN_STOPPED or TRAIN_FAILED with err.
 int train_loop(const TrainLoop *lp, int *step, uint64_t *rng, TrainProgress *pr,
-               TrainProgressFn progress, void *user, TrainResult *res, char *err, size_t errlen);
+               TrainProgressFn progress, void *user, TrainResult *res, Err err);
 
 // The mean loss of windows as train_loss_windows_progress below, for any
 // architecture; inputs, targets (a->B, a->T) are scratch.

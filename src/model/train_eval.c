@@ -15,19 +15,18 @@
 #include <string.h>
 
 int train_eval(const GptModel *model, const char *data_path, int threads, double *train_loss,
-               double *val_loss, char *err, size_t errlen) {
-    return train_eval_progress(model, data_path, threads, train_loss, val_loss, NULL, NULL, err, errlen);
+               double *val_loss, Err err) {
+    return train_eval_progress(model, data_path, threads, train_loss, val_loss, NULL, NULL, err);
 }
 
 int train_eval_progress(const GptModel *model, const char *data_path, int threads, double *train_loss,
-                        double *val_loss, TrainEvalProgressFn progress, void *user, char *err,
-                        size_t errlen) {
+                        double *val_loss, TrainEvalProgressFn progress, void *user, Err err) {
     TrainText text;
-    if (train_text_load(&text, data_path, model->vocab, model->cfg.V, err, errlen) != 0) return -1;
+    if (train_text_load(&text, data_path, model->vocab, model->cfg.V, err) != 0) return -1;
     GptConfig g = model->cfg;
     int64_t n_train = train_text_split(&text);
     if (n_train < g.T + 1 || text.n - n_train < g.T + 1) {
-        fileio_fail2(err, errlen, "%s is too short: each split needs more than %d characters",
+        fileio_fail2(err, "%s is too short: each split needs more than %d characters",
                      "%s 太短：训练集和验证集各要多于 %d 个字符",
                  data_path, g.T);
         train_text_free(&text);
@@ -38,7 +37,7 @@ int train_eval_progress(const GptModel *model, const char *data_path, int thread
     TrainState *s = pool ? train_state_new(g, B, pool) : NULL;
     int32_t *io = malloc(sizeof(int32_t) * 2 * (size_t)B * g.T);
     if (!s || !io) {
-        fileio_fail2(err, errlen, "out of memory for evaluation", "评估时内存不足");
+        fileio_fail2(err, "out of memory for evaluation", "评估时内存不足");
         free(io);
         train_state_free(s);
         pool_free(pool);
@@ -69,14 +68,13 @@ int train_eval_progress(const GptModel *model, const char *data_path, int thread
 // AdamW) on random tokens, after one step that is not timed (first touch of
 // the memory).
 
-int train_benchmark(GptConfig cfg, int B, int steps, int threads, double *tokens_per_s, char *err,
-                    size_t errlen) {
+int train_benchmark(GptConfig cfg, int B, int steps, int threads, double *tokens_per_s, Err err) {
     TrainConfig r;
     train_config_default(&r, "seed");
     TrainBuffers b;
     if (train_buffers_new(&b, cfg, B, threads) != 0 || train_init_params(b.params, cfg, 1) != 0) {
         train_buffers_free(&b);
-        fileio_fail2(err, errlen, "out of memory for the training benchmark", "训练测速时内存不足");
+        fileio_fail2(err, "out of memory for the training benchmark", "训练测速时内存不足");
         return -1;
     }
     size_t P = gpt_num_params(cfg);

@@ -70,29 +70,26 @@ int llama_train_config_default(TrainConfig *cfg, const char *preset);
 // The model shape of recipe r for a text of V characters: max_seq_len, dim,
 // n_heads, n_layers from r->model, G = r->kv_heads, F = r->hidden, V + 3
 // tokens, rope_theta 10000, norm_eps 1e-5. Returns 0, or -1 with err.
-int llama_train_config(LlamaConfig *out, const TrainConfig *r, int V, char *err, size_t errlen);
+int llama_train_config(LlamaConfig *out, const TrainConfig *r, int V, Err err);
 // The initial weights of training: normal with std 0.02 (wo and w2, which
 // write into the residual stream, 0.02 / sqrt(2 L)), RMSNorm weights 1,
 // drawn by Box-Muller from seed. freqs_cis is computed too.
 void llama_train_init(LlamaModel *m, uint64_t seed);
 // The run train_run makes for r.arch == TRAIN_ARCH_LLAMA, after train_setup.
-int llama_train(TrainSetup *su, TrainProgressFn progress, void *user, TrainResult *res, char *err,
-                size_t errlen);
+int llama_train(TrainSetup *su, TrainProgressFn progress, void *user, TrainResult *res, Err err);
 // Mean cross-entropy of m (nats per character) on the training and the
 // validation split of the text at data_path, in bos-led windows of
 // max_seq_len (the whole validation split, and as many windows spread over
 // the training split). Either output may be NULL. Returns 0, or -1 with err.
 int llama_train_eval(const LlamaModel *m, const char *data_path, int threads, double *train_loss,
-                     double *val_loss, TrainEvalProgressFn progress, void *user, char *err,
-                     size_t errlen);
+                     double *val_loss, TrainEvalProgressFn progress, void *user, Err err);
 
 // The same over the whole of the text at path: its (n - 1) / T windows.
-int llama_train_text_loss(const LlamaModel *m, const char *path, int threads, double *loss, char *err,
-                          size_t errlen);
+int llama_train_text_loss(const LlamaModel *m, const char *path, int threads, double *loss, Err err);
 // The same over the first `chars` characters of it (all of them when chars
 // <= 0 or past its end): its (min(n, chars) - 1) / T windows.
 int llama_train_text_loss_head(const LlamaModel *m, const char *path, int64_t chars, int threads, double *loss,
-                               char *err, size_t errlen);
+                               Err err);
 
 // ---------------------------------------------------------------------------
 // Layers (exported for the tests). Rows are processed in fixed chunks, and

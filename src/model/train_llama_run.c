@@ -23,13 +23,13 @@
 
 enum { LLAMA_TEXT_OFFSET = LLAMA_EOS_ID + 1 };   // character token t is model token t + 3
 
-int llama_train_config(LlamaConfig *out, const TrainConfig *r, int V, char *err, size_t errlen) {
+int llama_train_config(LlamaConfig *out, const TrainConfig *r, int V, Err err) {
     *out = (LlamaConfig){
         .vocab_size = V + LLAMA_TEXT_OFFSET, .dim = r->model.C, .n_layers = r->model.L,
         .n_heads = r->model.H, .n_kv_heads = r->kv_heads, .hidden_dim = r->hidden,
         .max_seq_len = r->model.T, .rope_theta = 10000.0f, .norm_eps = 1e-5f, .window = r->window,
     };
-    return llama_config_check(out, err, errlen);
+    return llama_config_check(out, err);
 }
 
 int llama_train_config_default(TrainConfig *cfg, const char *preset) {
@@ -164,10 +164,9 @@ static void llama_run_free(LlamaRun *u) {
 }
 
 // Returns 0, or -1 with err (out of memory, or a shape no model file holds).
-static int llama_run_new(LlamaRun *u, const LlamaConfig *cfg, int B, int threads, char *err,
-                         size_t errlen) {
+static int llama_run_new(LlamaRun *u, const LlamaConfig *cfg, int B, int threads, Err err) {
     memset(u, 0, sizeof *u);
-    if (llama_new(&u->model, cfg, err, errlen) != 0 || llama_new(&u->grads, cfg, err, errlen) != 0) {
+    if (llama_new(&u->model, cfg, err) != 0 || llama_new(&u->grads, cfg, err) != 0) {
         llama_run_free(u);
         return -1;
     }
@@ -180,7 +179,7 @@ static int llama_run_new(LlamaRun *u, const LlamaConfig *cfg, int B, int threads
     u->io = malloc(sizeof(int32_t) * 2 * (size_t)B * (size_t)cfg->max_seq_len);
     if (!u->s || !u->mv || !u->decay || !u->partial || !u->io) {
         llama_run_free(u);
-        return fileio_fail2(err, errlen, "out of memory for training", "训练时内存不足");
+        return fileio_fail2(err, "out of memory for training", "训练时内存不足");
     }
     llama_train_decay_mask(u->decay, &u->model);
     return 0;
@@ -189,18 +188,18 @@ static int llama_run_new(LlamaRun *u, const LlamaConfig *cfg, int B, int threads
 // Uptraining (r->from_path): *conv = the model at from_path converted as r
 // says (llama_convert.h), and r's shape made its. Its vocabulary must be the
 // text's. Returns 0, or -1 with err.
-static int llama_from(LlamaModel *conv, TrainSetup *su, char *err, size_t errlen) {
+static int llama_from(LlamaModel *conv, TrainSetup *su, Err err) {
     TrainConfig *r = &su->r;
     LlamaModel src;
-    if (llama_load(&src, r->from_path, err, errlen) != 0) return -1;
+    if (llama_load(&src, r->from_path, err) != 0) return -1;
     const LlamaConfig *c = &src.cfg;
     int V = su->text.V, same = !src.bpe && c->vocab_size == V + LLAMA_TEXT_OFFSET &&
                                memcmp(src.vocab + LLAMA_TEXT_OFFSET, su->text.vocab, sizeof(uint32_t) * (size_t)V) == 0;
     int rc = -1;
     if (!same)
-        fileio_fail2(err, errlen, "%s was not trained on the characters of %s: their vocabularies differ",
+        fileio_fail2(err, "%s was not trained on the characters of %s: their vocabularies differ",
                      "%s 不是用 %s 的字符训练的：两者的词表不同", r->from_path, r->data_path);
-    else if (llama_convert(conv, &src, r->kv_heads, (LlamaConvert)r->convert, r->seed, err, errlen) == 0) {
+    else if (llama_convert(conv, &src, r->kv_heads, (LlamaConvert)r->convert, r->seed, err) == 0) {
         r->model = (GptConfig){.T = c->max_seq_len, .C = c->dim, .H = c->n_heads, .L = c->n_layers, .V = V};
         r->hidden = c->hidden_dim;
         rc = 0;
@@ -209,19 +208,18 @@ static int llama_from(LlamaModel *conv, TrainSetup *su, char *err, size_t errlen
     return rc;
 }
 
-int llama_train(TrainSetup *su, TrainProgressFn progress, void *user, TrainResult *res, char *err,
-                size_t errlen) {
+int llama_train(TrainSetup *su, TrainProgressFn progress, void *user, TrainResult *res, Err err) {
     TrainConfig *r = &su->r;
     LlamaModel conv = {0};
     int from = r->from_path && !r->resume_path;
-    if (from && llama_from(&conv, su, err, errlen) != 0) return TRAIN_FAILED;
+    if (from && llama_from(&conv, su, err) != 0) return TRAIN_FAILED;
     LlamaConfig cfg;
     char why[256];
-    int ok = llama_train_config(&cfg, r, su->text.V, why, sizeof why) == 0;
-    if (!ok) fileio_fail2(err, errlen, "bad model shape: %s", "模型形状不对：%s", why);
+    int ok = llama_train_config(&cfg, r, su->text.V, ERR(err.lang, why)) == 0;
+    if (!ok) fileio_fail2(err, "bad model shape: %s", "模型形状不对：%s", why);
     LlamaRun u;
-    if (!ok || train_setup_check(su, cfg.max_seq_len, res, err, errlen) != 0 ||
-        llama_run_new(&u, &cfg, r->batch, r->threads, err, errlen) != 0) {
+    if (!ok || train_setup_check(su, cfg.max_seq_len, res, err) != 0 ||
+        llama_run_new(&u, &cfg, r->batch, r->threads, err) != 0) {
         if (from) llama_free(&conv);
         return TRAIN_FAILED;
     }
@@ -255,8 +253,8 @@ int llama_train(TrainSetup *su, TrainProgressFn progress, void *user, TrainResul
                     u.model.params, u.grads.params, m, v, u.decay, u.partial, P,
                     u.io, u.io + (size_t)B * cfg.max_seq_len};
     // --iters 0 after a conversion: the converted model as it is
-    int status = r->iters == 0 ? TRAIN_OK : train_loop(&lp, &step, &rng, &pr, progress, user, res, err, errlen);
-    if (status == TRAIN_OK && llama_save(&u.model, r->out_path, err, errlen) != 0) status = TRAIN_FAILED;
+    int status = r->iters == 0 ? TRAIN_OK : train_loop(&lp, &step, &rng, &pr, progress, user, res, err);
+    if (status == TRAIN_OK && llama_save(&u.model, r->out_path, err) != 0) status = TRAIN_FAILED;
     llama_run_free(&u);
     return status;
 }
@@ -277,20 +275,19 @@ static int cmp_entry(const void *a, const void *b) {
 // The text in the model's vocabulary: its characters (ids 3 ..) sorted for
 // train_text_load, then each token mapped back to its id minus 3, which is
 // what llama_window adds back. Returns 0, or -1 with err.
-static int load_text(TrainText *text, const LlamaModel *m, const char *path, char *err,
-                     size_t errlen) {
+static int load_text(TrainText *text, const LlamaModel *m, const char *path, Err err) {
     int n = m->cfg.vocab_size - LLAMA_TEXT_OFFSET;
     VocabEntry *e = malloc(sizeof(VocabEntry) * (size_t)n);
     uint32_t *sorted = malloc(sizeof(uint32_t) * (size_t)n);
     int rc = -1;
     if (!e || !sorted) {
-        fileio_fail2(err, errlen, "out of memory for evaluation", "评估时内存不足");
+        fileio_fail2(err, "out of memory for evaluation", "评估时内存不足");
         goto done;
     }
     for (int i = 0; i < n; i++) e[i] = (VocabEntry){m->vocab[LLAMA_TEXT_OFFSET + i], i};
     qsort(e, (size_t)n, sizeof(VocabEntry), cmp_entry);
     for (int i = 0; i < n; i++) sorted[i] = e[i].cp;
-    if (train_text_load(text, path, sorted, n, err, errlen) != 0) goto done;
+    if (train_text_load(text, path, sorted, n, err) != 0) goto done;
     for (int64_t i = 0; i < text->n; i++) text->tokens[i] = e[text->tokens[i]].id;
     rc = 0;
 done:
@@ -316,7 +313,7 @@ static void scorer_free(LlamaScorer *e) {
 }
 
 // Returns 0, or -1 with err (out of memory).
-static int scorer_new(LlamaScorer *e, const LlamaModel *m, int threads, char *err, size_t errlen) {
+static int scorer_new(LlamaScorer *e, const LlamaModel *m, int threads, Err err) {
     enum { B = 8 };
     int T = m->cfg.max_seq_len;
     memset(e, 0, sizeof *e);
@@ -325,7 +322,7 @@ static int scorer_new(LlamaScorer *e, const LlamaModel *m, int threads, char *er
     e->io = malloc(sizeof(int32_t) * 2 * (size_t)B * T);
     if (!e->s || !e->io) {
         scorer_free(e);
-        return fileio_fail2(err, errlen, "out of memory for evaluation", "评估时内存不足");
+        return fileio_fail2(err, "out of memory for evaluation", "评估时内存不足");
     }
     e->la = (LlamaArch){e->s, m, NULL};
     e->a = llama_arch(&e->la, B);
@@ -343,18 +340,17 @@ static double scorer_loss(LlamaScorer *e, const TrainText *text, int64_t start, 
 }
 
 int llama_train_eval(const LlamaModel *m, const char *data_path, int threads, double *train_loss,
-                     double *val_loss, TrainEvalProgressFn progress, void *user, char *err,
-                     size_t errlen) {
+                     double *val_loss, TrainEvalProgressFn progress, void *user, Err err) {
     TrainText text;
-    if (load_text(&text, m, data_path, err, errlen) != 0) return -1;
+    if (load_text(&text, m, data_path, err) != 0) return -1;
     int T = m->cfg.max_seq_len;
     int64_t n_train = train_text_split(&text);
     LlamaScorer e;
     int rc = -1;
     if (n_train < T + 1 || text.n - n_train < T + 1)
-        fileio_fail2(err, errlen, "%s is too short: each split needs more than %d characters",
+        fileio_fail2(err, "%s is too short: each split needs more than %d characters",
                      "%s 太短：训练集和验证集各要多于 %d 个字符", data_path, T);
-    else if (scorer_new(&e, m, threads, err, errlen) == 0) {
+    else if (scorer_new(&e, m, threads, err) == 0) {
         // the whole validation split; as many windows spread over the training split
         int64_t val_windows = (text.n - n_train - 1) / T;
         int64_t train_windows = (n_train - 1) / T < val_windows ? (n_train - 1) / T : val_windows;
@@ -370,23 +366,22 @@ int llama_train_eval(const LlamaModel *m, const char *data_path, int threads, do
     return rc;
 }
 
-int llama_train_text_loss(const LlamaModel *m, const char *path, int threads, double *loss, char *err,
-                          size_t errlen) {
-    return llama_train_text_loss_head(m, path, 0, threads, loss, err, errlen);
+int llama_train_text_loss(const LlamaModel *m, const char *path, int threads, double *loss, Err err) {
+    return llama_train_text_loss_head(m, path, 0, threads, loss, err);
 }
 
 int llama_train_text_loss_head(const LlamaModel *m, const char *path, int64_t chars, int threads, double *loss,
-                               char *err, size_t errlen) {
+                               Err err) {
     TrainText text;
-    if (load_text(&text, m, path, err, errlen) != 0) return -1;
+    if (load_text(&text, m, path, err) != 0) return -1;
     if (chars > 0 && chars < text.n) text.n = chars;
     int T = m->cfg.max_seq_len;
     LlamaScorer e;
     int rc = -1;
     if (text.n < T + 1)
-        fileio_fail2(err, errlen, "%s is too short: it needs more than %d characters", "%s 太短：需要多于 %d 个字符",
+        fileio_fail2(err, "%s is too short: it needs more than %d characters", "%s 太短：需要多于 %d 个字符",
                      path, T);
-    else if (scorer_new(&e, m, threads, err, errlen) == 0) {
+    else if (scorer_new(&e, m, threads, err) == 0) {
         *loss = scorer_loss(&e, &text, 0, text.n, 0, NULL, NULL, 0, 0);
         scorer_free(&e);
         rc = 0;

@@ -46,7 +46,7 @@ int trace_begin(Trace *tr) {
     tr->color = 0;
     tr->step_pause = 0;
     if (trace_doc_open(tr)) {
-        fileio_error("out of memory", "内存不足");
+        fileio_error(tr->lang, "out of memory", "内存不足");
         tr->doc = FORMAT_TEXT;
         return 1;
     }

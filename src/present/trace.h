@@ -7,6 +7,7 @@
 #ifndef KVDEMO_TRACE_H
 #define KVDEMO_TRACE_H
 
+#include "fileio.h"   // Lang
 #include "measure.h"
 #include "tensor.h"
 
@@ -20,7 +21,6 @@ typedef enum { FORMAT_TEXT, FORMAT_JSON, FORMAT_HTML, FORMAT_MD } TraceFormat;
 // and timings still appear), TRACE_SUMMARY the ones a lesson marks as the
 // point of a step, TRACE_FULL all of them.
 typedef enum { TRACE_NONE, TRACE_SUMMARY, TRACE_FULL } TraceLevel;
-typedef enum { LANG_EN, LANG_ZH } Lang;
 // What a matrix holds, for its heat map: HEAT_SCORES on a diverging scale
 // centred on 0, HEAT_PROBS (softmax weights) on a fixed 0 .. 1 scale.
 typedef enum { HEAT_NONE, HEAT_SCORES, HEAT_PROBS } TraceHeat;

@@ -1060,7 +1060,7 @@ static void questions_slide(Trace *tr, struct TraceDoc *d) {
     enum { MAX_QUESTIONS = 16 };
     Question en[MAX_QUESTIONS], zh[MAX_QUESTIONS];
     if (!tr->lesson) return;
-    int ne = questions_read(en, MAX_QUESTIONS, tr->lesson, 0), nz = questions_read(zh, MAX_QUESTIONS, tr->lesson, 1);
+    int ne = questions_read(tr->lang, en, MAX_QUESTIONS, tr->lesson, 0), nz = questions_read(tr->lang, zh, MAX_QUESTIONS, tr->lesson, 1);
     if (ne && !is_html(tr)) {
         questions_md(tr, d, en, ne, zh, nz);
     } else if (ne) {
@@ -1127,7 +1127,7 @@ int trace_doc_close(Trace *tr, int rc) {
     // A lesson that failed leaves nothing on standard output: its error is
     // on stderr, and a redirected file is not left half-written.
     if (!rc && !page) {
-        fileio_error("out of memory while writing the document", "写文档时内存不足");
+        fileio_error(tr->lang, "out of memory while writing the document", "写文档时内存不足");
         rc = 1;
     }
     if (!rc) {

@@ -23,14 +23,14 @@ enum { MAX_PAGE_BYTES = 1 << 20 };   // a lesson's page is some 20 kB
 // The page at path, or NULL: silently when there is none (a command's
 // "lesson" has no page), with a line on stderr when it cannot be read (a
 // folder, a FIFO, no permission, cut short): the page goes on without it.
-static char *slurp(const char *path) {
+static char *slurp(Lang lang, const char *path) {
     struct stat st;
     if (lstat(path, &st) != 0 && errno == ENOENT) return NULL;
     char err[4600];
     size_t len;
-    char *page = fileio_read_text(path, MAX_PAGE_BYTES, 0, &len, err, sizeof err);
+    char *page = fileio_read_text(path, MAX_PAGE_BYTES, 0, &len, ERR(lang, err));
     if (!page)
-        fileio_error("%s; the page goes on without its class questions", "%s；页面里就不放课堂提问了", err);
+        fileio_error(lang, "%s; the page goes on without its class questions", "%s；页面里就不放课堂提问了", err);
     return page;
 }
 
@@ -66,10 +66,10 @@ static void take(Question *out, int *n, int max, Buf *item) {
     else free(text);
 }
 
-int questions_read(Question *out, int max, const char *id, int zh) {
+int questions_read(Lang lang, Question *out, int max, const char *id, int zh) {
     char rel[64], where[4096];
     snprintf(rel, sizeof rel, zh ? "docs/zh/lesson-%s.md" : "docs/lesson-%s.md", id);
-    char *page = slurp(paths_shipped(rel, where, sizeof where));
+    char *page = slurp(lang, paths_shipped(rel, where, sizeof where));
     if (!page) return 0;
     const char *head = zh ? "\n## 课堂提问" : "\n## Questions for the class", *p = strstr(page, head);
     int n = 0;

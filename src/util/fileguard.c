@@ -31,22 +31,23 @@ int fileguard_same(const char *a, const char *b) {
            sa.st_ino == sb.st_ino;
 }
 
-static int clash(const FileRole *out, const FileRole *other, const char *what_en, const char *what_zh) {
-    fileio_error("%s %s is the same file as %s %s: kvdemo would replace %s; give %s another path",
+static int clash(Lang lang, const FileRole *out, const FileRole *other, const char *what_en,
+                 const char *what_zh) {
+    fileio_error(lang, "%s %s is the same file as %s %s: kvdemo would replace %s; give %s another path",
                  "%s %s 与 %s %s 是同一个文件：kvdemo 会覆盖%s；请给 %s 换一个路径", out->option, out->path,
-                 other->option, other->path, fileio_text(what_en, what_zh), out->option);
+                 other->option, other->path, fileio_text(lang, what_en, what_zh), out->option);
     return 2;
 }
 
-int fileguard_check(const FileRole *outputs, int n_outputs, const FileRole *inputs, int n_inputs) {
+int fileguard_check(Lang lang, const FileRole *outputs, int n_outputs, const FileRole *inputs, int n_inputs) {
     for (int o = 0; o < n_outputs; o++) {
         if (!outputs[o].path) continue;
         for (int i = 0; i < n_inputs; i++)
             if (inputs[i].path && fileguard_same(outputs[o].path, inputs[i].path))
-                return clash(&outputs[o], &inputs[i], "its own input", "它自己的输入");
+                return clash(lang, &outputs[o], &inputs[i], "its own input", "它自己的输入");
         for (int p = 0; p < o; p++)
             if (outputs[p].path && fileguard_same(outputs[o].path, outputs[p].path))
-                return clash(&outputs[o], &outputs[p], "one output with another", "一个输出文件被另一个覆盖");
+                return clash(lang, &outputs[o], &outputs[p], "one output with another", "一个输出文件被另一个覆盖");
     }
     return 0;
 }

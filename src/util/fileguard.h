@@ -9,6 +9,8 @@
 #ifndef KVDEMO_FILEGUARD_H
 #define KVDEMO_FILEGUARD_H
 
+#include "fileio.h"   // Lang
+
 // One file of a command: the option that names it (e.g. "--out", or
 // "--out's checkpoint") and its path (NULL: not given, skipped).
 typedef struct {
@@ -20,8 +22,8 @@ typedef struct {
 int fileguard_same(const char *a, const char *b);
 
 // Checks that no output is an input or another output. On a clash prints
-// one line on stderr naming both options and the file, and returns 2 (a
-// usage error); else 0.
-int fileguard_check(const FileRole *outputs, int n_outputs, const FileRole *inputs, int n_inputs);
+// one line on stderr in lang naming both options and the file, and returns
+// 2 (a usage error); else 0.
+int fileguard_check(Lang lang, const FileRole *outputs, int n_outputs, const FileRole *inputs, int n_inputs);
 
 #endif

@@ -19,39 +19,34 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static int message_zh = 0;
+const char *fileio_text(Lang lang, const char *en, const char *zh) { return lang == LANG_ZH ? zh : en; }
 
-void fileio_set_zh(int zh) { message_zh = zh != 0; }
-
-int fileio_zh(void) { return message_zh; }
-
-const char *fileio_text(const char *en, const char *zh) { return message_zh ? zh : en; }
-
-int fileio_fail2(char *err, size_t errlen, const char *en, const char *zh, ...) {
+int fileio_fail2(Err err, const char *en, const char *zh, ...) {
     va_list ap;
     va_start(ap, zh);
-    if (err && errlen) vsnprintf(err, errlen, message_zh ? zh : en, ap);
+    if (err.text && err.size) vsnprintf(err.text, err.size, fileio_text(err.lang, en, zh), ap);
     va_end(ap);
     return -1;
 }
 
-void fileio_verror(const char *command, const char *en, const char *zh, va_list ap) {
-    fputs(message_zh ? "kvdemo：" : "kvdemo: ", stderr);
-    if (command) fprintf(stderr, message_zh ? "%s：" : "%s: ", command);
-    vfprintf(stderr, message_zh ? zh : en, ap);
+void fileio_verror(Lang lang, const char *command, const char *en, const char *zh, va_list ap) {
+    int in_zh = lang == LANG_ZH;
+    fputs(in_zh ? "kvdemo：" : "kvdemo: ", stderr);
+    if (command) fprintf(stderr, in_zh ? "%s：" : "%s: ", command);
+    vfprintf(stderr, in_zh ? zh : en, ap);
     fputc('\n', stderr);
 }
 
-int fileio_error(const char *en, const char *zh, ...) {
+int fileio_error(Lang lang, const char *en, const char *zh, ...) {
     va_list ap;
     va_start(ap, zh);
-    fileio_verror(NULL, en, zh, ap);
+    fileio_verror(lang, NULL, en, zh, ap);
     va_end(ap);
     return -1;
 }
 
-const char *fileio_strerror(int e) {
-    if (message_zh) {
+const char *fileio_strerror(Lang lang, int e) {
+    if (lang == LANG_ZH) {
         switch (e) {
         case ENOENT: return "没有这个文件或文件夹";
         case EACCES: return "没有权限";
@@ -136,8 +131,8 @@ int fileio_host_is_little_endian(void) {
 // Writing: refusing what is not a regular file
 
 // What a path that exists is, for the message that refuses it.
-static const char *kind_of(mode_t mode) {
-    int zh = message_zh;
+static const char *kind_of(Lang lang, mode_t mode) {
+    int zh = lang == LANG_ZH;
     if (S_ISDIR(mode)) return zh ? "文件夹" : "a folder";
     if (S_ISLNK(mode)) return zh ? "符号链接" : "a symbolic link";
     if (S_ISCHR(mode) || S_ISBLK(mode)) return zh ? "设备" : "a device";
@@ -176,7 +171,7 @@ static int lock_is_kvdemos(int fd) {
 // Opens (or makes) lock and takes it without waiting. Returns its file
 // descriptor, -1 with err (held by another kvdemo, not kvdemo's, ...), or -2
 // when the file went away in between (its holder removed it): try again.
-static int lock_try(const char *path, const char *lock, char *err, size_t errlen) {
+static int lock_try(const char *path, const char *lock, Err err) {
     int fd = open(lock, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
     int made = fd >= 0;
     if (!made && errno == EEXIST) {
@@ -184,31 +179,31 @@ static int lock_try(const char *path, const char *lock, char *err, size_t errlen
         if (fd < 0 && errno == ENOENT) return -2;   // removed since
     }
     if (fd < 0) {
-        return fileio_fail2(err, errlen, "%s: cannot create its lock %s: %s", "%s：无法创建它的锁文件 %s：%s",
-                            path, lock, fileio_strerror(errno));
+        return fileio_fail2(err, "%s: cannot create its lock %s: %s", "%s：无法创建它的锁文件 %s：%s",
+                            path, lock, fileio_strerror(err.lang, errno));
     }
     struct stat st;
     if (!made && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || !lock_is_kvdemos(fd))) {
         close(fd);
-        return fileio_fail2(err, errlen, "%s: %s exists and is not kvdemo's lock; rename it or write elsewhere",
+        return fileio_fail2(err, "%s: %s exists and is not kvdemo's lock; rename it or write elsewhere",
                             "%s：%s 已存在，却不是 kvdemo 的锁文件；请把它改名，或写到别处", path, lock);
     }
     if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
         int e = errno;
         close(fd);
         if (e == EWOULDBLOCK)
-            return fileio_fail2(err, errlen,
+            return fileio_fail2(err,
                                 "%s: another kvdemo is writing it (%s is locked); wait for it to finish or write elsewhere",
                                 "%s：另一个 kvdemo 正在写它（%s 已加锁）；请等它结束，或写到别处", path, lock);
-        return fileio_fail2(err, errlen, "%s: cannot lock %s: %s", "%s：无法给 %s 加锁：%s", path, lock,
-                            fileio_strerror(e));
+        return fileio_fail2(err, "%s: cannot lock %s: %s", "%s：无法给 %s 加锁：%s", path, lock,
+                            fileio_strerror(err.lang, e));
     }
     if (made && write(fd, LOCK_MARK, sizeof LOCK_MARK - 1) != (ssize_t)sizeof LOCK_MARK - 1) {
         int e = errno ? errno : EIO;
         unlink(lock);
         close(fd);
-        return fileio_fail2(err, errlen, "%s: cannot write its lock %s: %s", "%s：无法写入它的锁文件 %s：%s", path,
-                            lock, fileio_strerror(e));
+        return fileio_fail2(err, "%s: cannot write its lock %s: %s", "%s：无法写入它的锁文件 %s：%s", path,
+                            lock, fileio_strerror(err.lang, e));
     }
     // Held; but is it still the file of that name? Its last holder removes
     // it before letting go, so one opened just before that is an orphan.
@@ -220,13 +215,13 @@ static int lock_try(const char *path, const char *lock, char *err, size_t errlen
 }
 
 // Takes PATH.lock for path. Returns its file descriptor or -1 with err.
-static int lock_take(const char *path, char *err, size_t errlen) {
+static int lock_take(const char *path, Err err) {
     char *lock = with_suffix(path, ".lock");
-    if (!lock) return fileio_fail2(err, errlen, "%s: out of memory", "%s：内存不足", path);
+    if (!lock) return fileio_fail2(err, "%s: out of memory", "%s：内存不足", path);
     int fd = -2;
-    for (int attempt = 0; attempt < 16 && fd == -2; attempt++) fd = lock_try(path, lock, err, errlen);
+    for (int attempt = 0; attempt < 16 && fd == -2; attempt++) fd = lock_try(path, lock, err);
     if (fd == -2)
-        fd = fileio_fail2(err, errlen, "%s: its lock %s keeps changing; is another kvdemo writing it?",
+        fd = fileio_fail2(err, "%s: its lock %s keeps changing; is another kvdemo writing it?",
                           "%s：它的锁文件 %s 一直在变；是不是另一个 kvdemo 在写它？", path, lock);
     free(lock);
     return fd;
@@ -286,9 +281,9 @@ static void remove_stale_temporaries(const char *path) {
 
 // Creates path's temporary file PATH.tmp.XXXXXX, a name of this writer's
 // own, readable as a file written with fopen would be (0644 less the umask).
-static int create_temporary(AtomicFile *a, char *err, size_t errlen) {
+static int create_temporary(AtomicFile *a, Err err) {
     a->tmp = with_suffix(a->path, ".tmp.XXXXXX");
-    if (!a->tmp) return fileio_fail2(err, errlen, "%s: out of memory", "%s：内存不足", a->path);
+    if (!a->tmp) return fileio_fail2(err, "%s: out of memory", "%s：内存不足", a->path);
     int fd = mkstemp(a->tmp);
     if (fd >= 0) {
         mode_t mask = umask(0);
@@ -306,28 +301,28 @@ static int create_temporary(AtomicFile *a, char *err, size_t errlen) {
     // The reason before the temporary file's name (its own, without the
     // folder): a long path must not push the reason out of a caller's err.
     const char *slash = strrchr(a->tmp, '/');
-    int rc = fileio_fail2(err, errlen, "%s: cannot create its temporary file: %s (%s)", "%s：无法创建它的临时文件：%s（%s）",
-                          a->path, fileio_strerror(e), slash ? slash + 1 : a->tmp);
+    int rc = fileio_fail2(err, "%s: cannot create its temporary file: %s (%s)", "%s：无法创建它的临时文件：%s（%s）",
+                          a->path, fileio_strerror(err.lang, e), slash ? slash + 1 : a->tmp);
     free(a->tmp);
     a->tmp = NULL;
     return rc;
 }
 
-int fileio_open(AtomicFile *a, const char *path, char *err, size_t errlen) {
+int fileio_open(AtomicFile *a, const char *path, Err err) {
     memset(a, 0, sizeof *a);
     a->lock_fd = -1;
     struct stat st;
     if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode))
-        return fileio_fail2(err, errlen, "%s: exists and is %s; kvdemo writes only a new file or over a regular file",
-                            "%s：已存在，是%s；kvdemo 只写新文件或覆盖普通文件", path, kind_of(st.st_mode));
+        return fileio_fail2(err, "%s: exists and is %s; kvdemo writes only a new file or over a regular file",
+                            "%s：已存在，是%s；kvdemo 只写新文件或覆盖普通文件", path, kind_of(err.lang, st.st_mode));
     a->path = strdup(path);
-    if (!a->path) return fileio_fail2(err, errlen, "%s: out of memory", "%s：内存不足", path);
-    if (!claimed(path) && (a->lock_fd = lock_take(path, err, errlen)) < 0) {
+    if (!a->path) return fileio_fail2(err, "%s: out of memory", "%s：内存不足", path);
+    if (!claimed(path) && (a->lock_fd = lock_take(path, err)) < 0) {
         fileio_abort(a);
         return -1;
     }
     remove_stale_temporaries(path);
-    if (create_temporary(a, err, errlen) != 0) {
+    if (create_temporary(a, err) != 0) {
         fileio_abort(a);
         return -1;
     }
@@ -368,7 +363,7 @@ static void sync_folder(const char *path) {
     free(dir);
 }
 
-int fileio_commit(AtomicFile *a, char *err, size_t errlen) {
+int fileio_commit(AtomicFile *a, Err err) {
     int ok = fflush(a->f) == 0 && !ferror(a->f);
     int first = a->first_error ? *a->first_error : 0;
     int e = ok ? 0 : first ? first : errno ? errno : EIO;
@@ -380,7 +375,7 @@ int fileio_commit(AtomicFile *a, char *err, size_t errlen) {
     if (ok && rename(a->tmp, a->path) != 0) ok = 0, e = errno;
     int rc = 0;
     if (ok) sync_folder(a->path);
-    else rc = fileio_fail2(err, errlen, "%s: cannot write: %s", "%s：无法写入：%s", a->path, fileio_strerror(e));
+    else rc = fileio_fail2(err, "%s: cannot write: %s", "%s：无法写入：%s", a->path, fileio_strerror(err.lang, e));
     fileio_abort(a);
     return rc;
 }
@@ -395,12 +390,12 @@ void fileio_abort(AtomicFile *a) {
     a->lock_fd = -1;
 }
 
-int fileio_claim(const char *path, char *err, size_t errlen) {
+int fileio_claim(const char *path, Err err) {
     int slot = 0;
     while (slot < MAX_CLAIMS && claims[slot].path) slot++;
     assert(slot < MAX_CLAIMS && !claimed(path));
     AtomicFile a;
-    if (fileio_open(&a, path, err, errlen) != 0) return -1;
+    if (fileio_open(&a, path, err) != 0) return -1;
     // The lock passes from the trial write to the claim.
     claims[slot].fd = a.lock_fd;
     claims[slot].path = a.path;
@@ -422,52 +417,52 @@ void fileio_release(const char *path) {
 // ----------------------------------------------------------------------------
 // Reading
 
-FILE *fileio_open_read(const char *path, uint64_t *size, char *err, size_t errlen) {
+FILE *fileio_open_read(const char *path, uint64_t *size, Err err) {
     // Opened without waiting: a FIFO with no writer would block open itself,
     // before the check below could refuse it.
     int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0) {
-        fileio_fail2(err, errlen, "%s: cannot open: %s", "%s：无法打开：%s", path, fileio_strerror(errno));
+        fileio_fail2(err, "%s: cannot open: %s", "%s：无法打开：%s", path, fileio_strerror(err.lang, errno));
         return NULL;
     }
     struct stat st = {0};
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
         close(fd);
-        fileio_fail2(err, errlen, "%s: is %s, not a regular file; give the path of a file",
-                     "%s：是%s，不是普通文件；请给一个文件的路径", path, kind_of(st.st_mode));
+        fileio_fail2(err, "%s: is %s, not a regular file; give the path of a file",
+                     "%s：是%s，不是普通文件；请给一个文件的路径", path, kind_of(err.lang, st.st_mode));
         return NULL;
     }
     FILE *f = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) == 0 ? iofault_fdopen(fd, "rb") : NULL;
     if (!f) {
         int e = errno;
         close(fd);
-        fileio_fail2(err, errlen, "%s: cannot open: %s", "%s：无法打开：%s", path, fileio_strerror(e));
+        fileio_fail2(err, "%s: cannot open: %s", "%s：无法打开：%s", path, fileio_strerror(err.lang, e));
         return NULL;
     }
     *size = (uint64_t)st.st_size;
     return f;
 }
 
-const char *fileio_read_reason(FILE *f) {
-    if (ferror(f)) return fileio_strerror(errno ? errno : EIO);
-    return fileio_text("the file ends early (it is truncated, or changed while it was read)",
+const char *fileio_read_reason(Lang lang, FILE *f) {
+    if (ferror(f)) return fileio_strerror(lang, errno ? errno : EIO);
+    return fileio_text(lang, "the file ends early (it is truncated, or changed while it was read)",
                        "文件提前结束（文件不完整，或读取时被改动了）");
 }
 
-char *fileio_read_text(const char *path, size_t max, int prefix, size_t *len, char *err, size_t errlen) {
+char *fileio_read_text(const char *path, size_t max, int prefix, size_t *len, Err err) {
     uint64_t size;
-    FILE *f = fileio_open_read(path, &size, err, errlen);
+    FILE *f = fileio_open_read(path, &size, err);
     if (!f) return NULL;
     char *text = NULL;
     if (size > max && !prefix) {
-        fileio_fail2(err, errlen, "%s: %llu bytes; at most %zu were expected", "%s：%llu 字节；最多应为 %zu 字节", path,
+        fileio_fail2(err, "%s: %llu bytes; at most %zu were expected", "%s：%llu 字节；最多应为 %zu 字节", path,
                      (unsigned long long)size, max);
     } else {
         size_t want = size < max ? (size_t)size : max;
         text = malloc(want + 1);
-        if (!text) fileio_fail2(err, errlen, "%s: out of memory", "%s：内存不足", path);
+        if (!text) fileio_fail2(err, "%s: out of memory", "%s：内存不足", path);
         else if (fread(text, 1, want, f) != want) {
-            fileio_fail2(err, errlen, "%s: cannot read: %s", "%s：读取出错：%s", path, fileio_read_reason(f));
+            fileio_fail2(err, "%s: cannot read: %s", "%s：读取出错：%s", path, fileio_read_reason(err.lang, f));
             free(text);
             text = NULL;
         } else {

@@ -22,30 +22,43 @@
 #include <stdint.h>
 #include <stdio.h>
 
-// The language of error messages, set once by the command line as soon as it
-// knows --lang (or LANG): 0 English (the default), 1 Chinese.
-void fileio_set_zh(int zh);
-int fileio_zh(void);
-// Writes en or zh, in that language, with its arguments into err (errlen
-// bytes, may be NULL) and returns -1: the convention of every loader,
-// "Returns 0, or -1 with err = "PATH: what is wrong"". en and zh take the same
+// The language of a message: every sentence kvdemo says exists in both.
+// There is no language of the process: whoever words a message says which
+// (a command or a lesson has it in its Trace, which the command line set
+// from --lang or LANG).
+typedef enum { LANG_EN, LANG_ZH } Lang;
+
+// An error being worded: the language of whoever asked, and the buffer the
+// reason goes into (size bytes; text NULL when the caller wants no reason).
+// A loader receives one and writes one reason into it; the language is not
+// the loader's to choose. Made with ERR(lang, buf) from a char array.
+typedef struct {
+    Lang lang;
+    char *text;
+    size_t size;
+} Err;
+#define ERR(lang, buf) ((Err){(lang), (buf), sizeof(buf)})
+#define ERR_NONE ((Err){LANG_EN, NULL, 0})   // no reason wanted
+
+// Writes en or zh, in err's language, with its arguments into err (when it
+// has a buffer) and returns -1: the convention of every loader, "Returns 0,
+// or -1 with err = "PATH: what is wrong"". en and zh take the same
 // arguments (the compiler checks en against them; tests/test_zh.c checks
 // that zh has the same conversions in the same order).
-int fileio_fail2(char *err, size_t errlen, const char *en, const char *zh, ...)
-    __attribute__((format(printf, 3, 5)));
-// One error line on stderr in that language: "kvdemo: " and en, or "kvdemo："
-// and zh (the same rule for the two formats). Returns -1.
-int fileio_error(const char *en, const char *zh, ...) __attribute__((format(printf, 1, 3)));
+int fileio_fail2(Err err, const char *en, const char *zh, ...) __attribute__((format(printf, 2, 4)));
+// One error line on stderr in lang: "kvdemo: " and en, or "kvdemo：" and zh
+// (the same rule for the two formats). Returns -1.
+int fileio_error(Lang lang, const char *en, const char *zh, ...) __attribute__((format(printf, 2, 4)));
 // The same line from a va_list, for a command's own error function; command
 // (e.g. "memory"), if not NULL, follows "kvdemo: " as "memory: ".
-void fileio_verror(const char *command, const char *en, const char *zh, va_list ap)
-    __attribute__((format(printf, 2, 0)));
-// A system error's reason (errno) in that language: strerror, or its Chinese
-// for the reasons a class meets (no such file, no permission, disk full, ...).
-const char *fileio_strerror(int e);
-// en or zh, whichever is the message language: a reason or a word an error
-// message puts in its %s.
-const char *fileio_text(const char *en, const char *zh);
+void fileio_verror(Lang lang, const char *command, const char *en, const char *zh, va_list ap)
+    __attribute__((format(printf, 3, 0)));
+// A system error's reason (errno) in lang: strerror, or its Chinese for the
+// reasons a class meets (no such file, no permission, disk full, ...).
+const char *fileio_strerror(Lang lang, int e);
+// en or zh, whichever lang is: a reason or a word an error message puts in
+// its %s.
+const char *fileio_text(Lang lang, const char *en, const char *zh);
 
 // Little-endian numbers in a byte buffer.
 uint32_t le_get_u32(const unsigned char *b);
@@ -76,12 +89,12 @@ typedef struct {
 // Starts writing path. Returns 0, or -1 with err = "PATH: why" (PATH exists
 // and is not a regular file, another kvdemo is writing it, the folder is
 // missing or not writable, ...).
-int fileio_open(AtomicFile *a, const char *path, char *err, size_t errlen);
+int fileio_open(AtomicFile *a, const char *path, Err err);
 // Flushes, syncs and renames the temporary file over path. Any write error
 // since fileio_open (a full disk, ...) fails here with the reason of the
 // first one (later ones are often its consequences), the
 // temporary file removed and path left as it was. Returns 0 or -1 with err.
-int fileio_commit(AtomicFile *a, char *err, size_t errlen);
+int fileio_commit(AtomicFile *a, Err err);
 // Gives up: closes and removes the temporary file; path is left as it was.
 void fileio_abort(AtomicFile *a);
 // Claims path for a write at the end of a long run (train's model and
@@ -90,7 +103,7 @@ void fileio_abort(AtomicFile *a);
 // that a bad --out or a second writer is said before the work. Later
 // fileio_open / fileio_commit of path in this process use the claim's lock.
 // Returns 0 or -1 with err.
-int fileio_claim(const char *path, char *err, size_t errlen);
+int fileio_claim(const char *path, Err err);
 // Lets go of a claim (nothing when path is not claimed).
 void fileio_release(const char *path);
 
@@ -102,15 +115,15 @@ int fileio_stdout_error(void);
 
 // Reading: opens path for reading and says how many bytes it holds. A path
 // that is not a regular file is refused. Returns the file, or NULL with err.
-FILE *fileio_open_read(const char *path, uint64_t *size, char *err, size_t errlen);
-// Why a read of f came back short, in the message language: the system's
+FILE *fileio_open_read(const char *path, uint64_t *size, Err err);
+// Why a read of f came back short, in lang: the system's
 // reason when f has an error, else that the file ended before its size
 // said (it is truncated, or changed while it was read).
-const char *fileio_read_reason(FILE *f);
+const char *fileio_read_reason(Lang lang, FILE *f);
 // The bytes of path in memory, NUL-terminated (free them), *len of them:
 // the whole file, or with prefix set only its first max bytes at most. A
 // whole file of more than max bytes is refused, as are what fileio_open_read
 // refuses and a read that comes back short. Returns NULL with err.
-char *fileio_read_text(const char *path, size_t max, int prefix, size_t *len, char *err, size_t errlen);
+char *fileio_read_text(const char *path, size_t max, int prefix, size_t *len, Err err);
 
 #endif

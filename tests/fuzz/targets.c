@@ -50,7 +50,7 @@ int fuzz_gpt_model(const uint8_t *data, size_t size) {
     if (!path) return 1;
     GptModel m;
     char err[512];
-    if (gpt_load(&m, path, err, sizeof err) != 0) return 1;
+    if (gpt_load(&m, path, ERR(LANG_EN, err)) != 0) return 1;
     gpt_free(&m);
     return 0;
 }
@@ -60,7 +60,7 @@ int fuzz_llama_model(const uint8_t *data, size_t size) {
     if (!path) return 1;
     LlamaModel m;
     char err[512];
-    if (llama_load(&m, path, err, sizeof err) != 0) return 1;
+    if (llama_load(&m, path, ERR(LANG_EN, err)) != 0) return 1;
     llama_free(&m);
     return 0;
 }
@@ -71,7 +71,7 @@ int fuzz_llama2c_model(const uint8_t *data, size_t size) {
     if (!path) return 1;
     LlamaModel m;
     char err[512];
-    if (llama2c_load(&m, path, "tests/fixtures/llama2c_tok.bin", err, sizeof err) != 0) return 1;
+    if (llama2c_load(&m, path, "tests/fixtures/llama2c_tok.bin", ERR(LANG_EN, err)) != 0) return 1;
     llama_free(&m);
     return 0;
 }
@@ -81,9 +81,9 @@ int fuzz_llama2c_model(const uint8_t *data, size_t size) {
 int fuzz_bpe(const uint8_t *data, size_t size) {
     Bpe t;
     char err[512], out[1024];
-    if (bpe_parse(&t, data, size, 328, "fuzz", err, sizeof err) != 0) return 1;
+    if (bpe_parse(&t, data, size, 328, "fuzz", ERR(LANG_EN, err)) != 0) return 1;
     int ids[256];
-    int n = bpe_encode(ids, &t, "Once upon a time, \xe5\xa4\xa9\xe6\xb0\x94 h\xc3\xa9llo", 1, 1, 256, err, sizeof err);
+    int n = bpe_encode(ids, &t, "Once upon a time, \xe5\xa4\xa9\xe6\xb0\x94 h\xc3\xa9llo", 1, 1, 256, ERR(LANG_EN, err));
     if (n > 0) bpe_decode(out, &t, ids, n, sizeof out);
     bpe_free(&t);
     return 0;
@@ -94,7 +94,7 @@ int fuzz_checkpoint(const uint8_t *data, size_t size) {
     if (!path) return 1;
     TrainCheckpoint ck;
     char err[512];
-    if (train_checkpoint_load(path, &ck, err, sizeof err) != 0) return 1;
+    if (train_checkpoint_load(path, &ck, ERR(LANG_EN, err)) != 0) return 1;
     train_checkpoint_free(&ck);
     return 0;
 }
@@ -104,7 +104,7 @@ int fuzz_toydata(const uint8_t *data, size_t size) {
     if (!path) return 1;
     ToyData t;
     char err[512];
-    if (toydata_load(&t, path, err, sizeof err) != 0) return 1;
+    if (toydata_load(&t, path, ERR(LANG_EN, err)) != 0) return 1;
     toydata_free(&t);
     return 0;
 }
@@ -115,10 +115,10 @@ int fuzz_text(const uint8_t *data, size_t size) {
     if (!path) return 1;
     TrainText text;
     char err[512];
-    int rc = train_text_load(&text, path, NULL, 0, err, sizeof err) != 0;
+    int rc = train_text_load(&text, path, NULL, 0, ERR(LANG_EN, err)) != 0;
     if (rc == 0) train_text_free(&text);
     static const uint32_t vocab[] = {'\n', ' ', 'a', 'b', 0x5929};
-    if (train_text_load(&text, path, vocab, 5, err, sizeof err) == 0) train_text_free(&text);
+    if (train_text_load(&text, path, vocab, 5, ERR(LANG_EN, err)) == 0) train_text_free(&text);
     return rc;
 }
 
@@ -258,14 +258,14 @@ int fuzz_prompt(const uint8_t *data, size_t size) {
     static GptModel m;
     static int loaded;
     char err[512];
-    if (!loaded && gpt_load(&m, "tests/fixtures/gpt_a.kvgp", err, sizeof err) != 0) return 1;
+    if (!loaded && gpt_load(&m, "tests/fixtures/gpt_a.kvgp", ERR(LANG_EN, err)) != 0) return 1;
     loaded = 1;
     char *prompt = malloc(size + 1);
     if (!prompt) return 1;
     memcpy(prompt, data, size);
     prompt[size] = '\0';
     int *tokens = NULL, n = 0;
-    int rc = gptsetup_prompt(&tokens, &n, &m, prompt, 4);
+    int rc = gptsetup_prompt(LANG_EN, &tokens, &n, &m, prompt, 4);
     free(tokens);
     free(prompt);
     return rc != 0;
@@ -338,7 +338,7 @@ static void probe_files(const FileRole *out, int n_out, const FileRole *in, int 
         int k = file_index(out[i].path);
         if (k < 0) continue;
         AtomicFile a;
-        int rc = fileio_open(&a, out[i].path, err, sizeof err);
+        int rc = fileio_open(&a, out[i].path, ERR(LANG_EN, err));
         if (rc == 0) fileio_abort(&a);
         if ((rc == 0) != (k == 0 || k == 2 || k == 4)) broken(rc ? "a file refused as an output" : "written", out[i].path);
         expect_files_intact(out[i].path);
@@ -346,7 +346,7 @@ static void probe_files(const FileRole *out, int n_out, const FileRole *in, int 
     for (int i = 0; i < n_in; i++) {
         int k = file_index(in[i].path);
         uint64_t size = 0;
-        FILE *f = k < 0 ? NULL : fileio_open_read(in[i].path, &size, err, sizeof err);
+        FILE *f = k < 0 ? NULL : fileio_open_read(in[i].path, &size, ERR(LANG_EN, err));
         if (f) fclose(f);
         if (k >= 0 && k != 1 && (f != NULL) != (k == 0 || k == 2)) broken(f ? "read" : "a file refused as an input", in[i].path);
     }
@@ -394,7 +394,7 @@ int fuzz_options_files(const uint8_t *data, size_t size) {
                            {"--log", opt.log_path}, {"--csv", opt.csv_path}, {"--svg", opt.svg_path}};
         FileRole in[5] = {{"--data", opt.data_path}, {"--model", opt.model_path}, {"--tokenizer", opt.tokenizer_path},
                           {"--resume", opt.resume_path}, {"--draft", opt.draft_path}};
-        rc = fileguard_check(out, 5, in, 5);
+        rc = fileguard_check(LANG_EN, out, 5, in, 5);
         // (the checkpoint's name, the text's name and ".ckpt", is no other)
         const FileRole others[4] = {out[0], out[2], out[3], out[4]};
         int clash = roles_clash(others, 4, in, 5);
