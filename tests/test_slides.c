@@ -4,7 +4,7 @@
 //
 // Chromium loads the page from a file and prints the DOM after its script
 // ran (--dump-dom), prints it (--print-to-pdf) or takes a screenshot of it
-// (--screenshot). Seven loads, one after the other (on a machine whose
+// (--screenshot). Eight loads, one after the other (on a machine whose
 // cores are busy, seven browsers at once each missed the time limit where
 // one at a time would not), each stopped after LIMIT seconds:
 //   page.html            the deck is built: slide 1 shown, "step 1 of 7", the controls
@@ -13,6 +13,8 @@
 //                        test hook of trace_deck.c) move from slide to slide,
 //                        then P turns the projector mode on
 //   scripts off          the scroll: every slide, no control
+//   layout.html          lessons 2 and 6.1 at three sizes of screen, the
+//                        boxes read back: nothing covers a table or an id
 //   printed              a PDF of one page a slide
 //   two screenshots      slide 5 and, in the projector mode, slide 1, as
 //                        PNG (read by tests/png.c): drawn, not blank
@@ -49,6 +51,7 @@ enum { TIMED_OUT = 124, NOT_STARTED = 125 };   // timeout(1)'s status; the scrip
 // What layout.html's script is to look at (layout_write).
 typedef struct {
     int slides, legends, heads, ids;
+    int links;   // lesson2.html's deck read (1)
 } LayoutCounts;
 
 // What each load of the page gave: its DOM after the scripts.
@@ -106,6 +109,8 @@ static void load_commands(char *cmd, size_t size, int i) {
     } else if (i >= SHOT) {
         snprintf(out, sizeof out, "--window-size=%d,%d --screenshot=\"$PWD/shot-%d.png\"", SHOT_W, SHOT_H, i);
         snprintf(done, sizeof done, "grep -aq IEND shot-%d.png", i);
+    } else if (i == LAYOUT) {   // layout.html reads lesson2.html's frame (a file, as the others)
+        snprintf(out, sizeof out, "--allow-file-access-from-files --dump-dom");
     } else {
         snprintf(out, sizeof out, "--dump-dom");
         snprintf(done, sizeof done, "grep -q '</html>' dom-%d.html", i);
@@ -171,11 +176,15 @@ enum { LAYOUT_LESSONS = sizeof LAYOUT_LESSON / sizeof LAYOUT_LESSON[0] };
 //   in lesson 6.1's pool, no arrowhead's box meets a text's box (a block's
 //   id, its L/ref line, the legend), and no point of an arrow (41 along it)
 //   lies in one.
-// It writes one line for each thing covered, then the counts of what it
-// looked at, into <pre id="layout">, which chromium's --dump-dom prints.
+// Then, in lesson2.html itself (a frame opened at #slide-2): the address
+// follows → and Page Up; O shows every slide and Escape one again; in the
+// overview the language button leaves no text of the other language shown,
+// and there are texts of its own.
+// It writes one line for each thing covered or wrong, then the counts of
+// what it looked at, into <pre id="layout">, which --dump-dom prints.
 static const char LAYOUT_SCRIPT[] =
     "window.onload=function(){\n"
-    "var out=[],n={slides:0,legends:0,heads:0,ids:0};\n"
+    "var out=[],n={slides:0,legends:0,heads:0,ids:0,links:0};\n"
     "function meet(a,b,top,bot){return Math.max(a.left,b.left)<Math.min(a.right,b.right)&&"
     "Math.max(a.top,b.top,top)<Math.min(a.bottom,b.bottom,bot);}\n"
     "function box(b){return {left:b.x,right:b.x+b.width,top:b.y,bottom:b.y+b.height};}\n"
@@ -202,10 +211,25 @@ static const char LAYOUT_SCRIPT[] =
     " var all=d.querySelectorAll('section.slide');\n"
     " for(var k=0;k<all.length;k++){var s=d.querySelector('section.slide.current'),where=f.id+mode+', slide '+(k+1);\n"
     "  if(s){n.slides++;slide(w,d,s,where);}else out.push(where+': no slide shown');next.click();}}\n"
-    "[].forEach.call(document.querySelectorAll('iframe'),function(f){var d=f.contentDocument,w=f.contentWindow;\n"
+    "function links(f){var w=f.contentWindow,d=f.contentDocument,h=d.documentElement,where='lesson2.html#slide-2';\n"
+    " function key(k){d.dispatchEvent(new w.KeyboardEvent('keydown',{key:k,bubbles:true}));}\n"
+    " function shown(sel){return [].filter.call(d.querySelectorAll(sel),function(e){return e.getClientRects().length>0;}).length;}\n"
+    " function expect(what,got,want){if(got!==want)out.push(where+': '+what+': expected '+want+', got '+got);}\n"
+    " var all=d.querySelectorAll('section.slide').length,cur=d.querySelector('section.slide.current');\n"
+    " expect('the address at first',w.location.hash,'#slide-2');expect('the slide shown at first',cur&&cur.id,'slide-2');\n"
+    " d.querySelector('button.next').click();expect('the address after the button',w.location.hash,'#slide-3');\n"
+    " key('PageUp');expect('the address after Page Up',w.location.hash,'#slide-2');\n"
+    " expect('slides shown',shown('section.slide'),1);key('o');expect('slides shown in the overview (O)',shown('section.slide'),all);\n"
+    " d.querySelector('button.lang').click();expect('the language after its button',h.lang,'zh-CN');\n"
+    " expect('English texts shown',shown('.en'),0);if(!shown('.zh'))out.push(where+': no Chinese text shown');\n"
+    " d.querySelector('button.lang').click();expect('the language after its button again',h.lang,'en');\n"
+    " expect('Chinese texts shown',shown('.zh'),0);if(!shown('.en'))out.push(where+': no English text shown');\n"
+    " key('Escape');expect('slides shown after Escape',shown('section.slide'),1);n.links++;}\n"
+    "var lf=document.getElementById('links');if(lf&&lf.contentDocument)links(lf);else out.push('lesson2.html: not read');\n"
+    "[].forEach.call(document.querySelectorAll('iframe[srcdoc]'),function(f){var d=f.contentDocument,w=f.contentWindow;\n"
     " walk(f,'');d.dispatchEvent(new w.KeyboardEvent('keydown',{key:'Home',bubbles:true}));\n"
     " d.dispatchEvent(new w.KeyboardEvent('keydown',{key:'p',bubbles:true}));walk(f,', projector');});\n"
-    "out.push('looked at '+n.slides+' slides, '+n.legends+' legends, '+n.heads+' arrowheads, '+n.ids+' ids');\n"
+    "out.push('looked at '+n.slides+' slides, '+n.legends+' legends, '+n.heads+' arrowheads, '+n.ids+' ids, '+n.links+' deck');\n"
     "document.getElementById('layout').textContent=out.join('\\n');};\n";
 
 // Writes s into f as an attribute's value (quoted with ").
@@ -232,7 +256,7 @@ static LayoutCounts layout_write(const char *dir, const char *const page[LAYOUT_
     assert_non_null(f);
     fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>layout</title>\n</head>\n<body>\n"
           "<pre id=\"layout\">not measured</pre>\n", f);
-    LayoutCounts want = {0, 0, 0, 0};
+    LayoutCounts want = {0, 0, 0, 0, 1};
     for (int l = 0; l < LAYOUT_LESSONS; l++) {
         want.slides += 2 * LAYOUT_LESSON[l].sizes * count_of(page[l], "<section class=\"slide\"");
         want.legends += 2 * LAYOUT_LESSON[l].sizes * count_of(page[l], "<p class=\"rowlegend\">");
@@ -245,6 +269,7 @@ static LayoutCounts layout_write(const char *dir, const char *const page[LAYOUT_
             fputs("\"></iframe>\n", f);
         }
     }
+    fputs("<iframe id=\"links\" style=\"border:0;width:1400px;height:1000px\" src=\"lesson2.html#slide-2\"></iframe>\n", f);
     fprintf(f, "<script>\n%s</script>\n</body>\n</html>\n", LAYOUT_SCRIPT);
     fclose(f);
     return want;
@@ -461,7 +486,9 @@ static void test_without_scripts_no_dead_control(void **state) {
 
 // The layout (layout.html, LAYOUT_SCRIPT): at each screen size, in the
 // page's mode and the projector's, nothing covers a slide's tables,
-// pictures and code, and no arrow of lesson 6.1's pool covers a text.
+// pictures and code, and no arrow of lesson 6.1's pool covers a text; and
+// in lesson2.html, the address follows the slide, O and Escape open and
+// close the overview, and the language button switches every text.
 static void test_nothing_covers_the_slides(void **state) {
     const char *html = dom(state, LAYOUT), *what = "chromium, layout.html";
     const LayoutCounts *want = &((Browser *)*state)->layout;
@@ -471,19 +498,21 @@ static void test_nothing_covers_the_slides(void **state) {
     if (!strncmp(pre, "not measured", strlen("not measured")))
         fail_msg("%s: expected the measures, got 'not measured': the script did not run to its end", what);
     int covered = 0;
-    LayoutCounts got = {-1, -1, -1, -1};
+    LayoutCounts got = {-1, -1, -1, -1, -1};
     for (const char *line = pre; line < end;) {
         const char *eol = memchr(line, '\n', (size_t)(end - line));
         if (!eol) eol = end;
-        if (sscanf(line, "looked at %d slides, %d legends, %d arrowheads, %d ids", &got.slides, &got.legends,
-                   &got.heads, &got.ids) != 4)
+        if (sscanf(line, "looked at %d slides, %d legends, %d arrowheads, %d ids, %d deck", &got.slides, &got.legends,
+                   &got.heads, &got.ids, &got.links) != 5)
             covered++, fprintf(stderr, "%s: %.*s\n", what, (int)(eol - line), line);
         line = eol + 1;
     }
     if (covered) fail_msg("%s: expected nothing covered, got the %d line(s) above", what, covered);
-    if (got.slides != want->slides || got.legends != want->legends || got.heads != want->heads || got.ids != want->ids)
-        fail_msg("%s: expected to look at %d slides, %d legends, %d arrowheads, %d ids; looked at %d, %d, %d, %d", what,
-                 want->slides, want->legends, want->heads, want->ids, got.slides, got.legends, got.heads, got.ids);
+    if (got.slides != want->slides || got.legends != want->legends || got.heads != want->heads || got.ids != want->ids ||
+        got.links != 1)
+        fail_msg("%s: expected to look at %d slides, %d legends, %d arrowheads, %d ids, 1 deck; looked at %d, %d, %d, "
+                 "%d, %d", what, want->slides, want->legends, want->heads, want->ids, got.slides, got.legends, got.heads,
+                 got.ids, got.links);
 }
 
 // Printed, each slide is one page: a slide too tall is shrunk to its page
