@@ -507,7 +507,7 @@ static void test_nothing_covers_the_slides(void **state) {
             covered++, fprintf(stderr, "%s: %.*s\n", what, (int)(eol - line), line);
         line = eol + 1;
     }
-    if (covered) fail_msg("%s: expected nothing covered, got the %d line(s) above", what, covered);
+    if (covered) fail_msg("%s: expected nothing covered or wrong, got the %d line(s) above", what, covered);
     if (got.slides != want->slides || got.legends != want->legends || got.heads != want->heads || got.ids != want->ids ||
         got.links != 1)
         fail_msg("%s: expected to look at %d slides, %d legends, %d arrowheads, %d ids, 1 deck; looked at %d, %d, %d, "
