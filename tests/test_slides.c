@@ -166,8 +166,10 @@ static const struct {
 } LAYOUT_LESSON[] = {{"2", 3}, {"6.1", 3}, {"6.1 --samples 20", 1}};
 enum { LAYOUT_LESSONS = sizeof LAYOUT_LESSON / sizeof LAYOUT_LESSON[0] };
 
-// layout.html's script. Each page is in an iframe of one screen's size
-// (srcdoc, so that the script may read it). Once all are loaded it walks
+// layout.html's script. Each page is in an iframe of one screen's size (a
+// file beside it, read across frames with --allow-file-access-from-files:
+// as srcdoc the pages made a dump of 7 MB, which once came back without its
+// end on a loaded machine). Once all are loaded it walks
 // each deck with its own → button, slide by slide, in the page's mode and
 // then in the projector mode (its own key P), and reads the boxes back:
 //   at the slide's top and scrolled to its end, the row legend covers none
@@ -226,54 +228,11 @@ static const char LAYOUT_SCRIPT[] =
     " expect('Chinese texts shown',shown('.zh'),0);if(!shown('.en'))out.push(where+': no English text shown');\n"
     " key('Escape');expect('slides shown after Escape',shown('section.slide'),1);n.links++;}\n"
     "var lf=document.getElementById('links');if(lf&&lf.contentDocument)links(lf);else out.push('lesson2.html: not read');\n"
-    "[].forEach.call(document.querySelectorAll('iframe[srcdoc]'),function(f){var d=f.contentDocument,w=f.contentWindow;\n"
+    "[].forEach.call(document.querySelectorAll('iframe.walk'),function(f){var d=f.contentDocument,w=f.contentWindow;\n"
     " walk(f,'');d.dispatchEvent(new w.KeyboardEvent('keydown',{key:'Home',bubbles:true}));\n"
     " d.dispatchEvent(new w.KeyboardEvent('keydown',{key:'p',bubbles:true}));walk(f,', projector');});\n"
     "out.push('looked at '+n.slides+' slides, '+n.legends+' legends, '+n.heads+' arrowheads, '+n.ids+' ids, '+n.links+' deck');\n"
     "document.getElementById('layout').textContent=out.join('\\n');};\n";
-
-// Writes s into f as an attribute's value (quoted with ").
-static void put_attribute(FILE *f, const char *s) {
-    for (; *s; s++) {
-        if (*s == '&') fputs("&amp;", f);
-        else if (*s == '"') fputs("&quot;", f);
-        else fputc(*s, f);
-    }
-}
-
-static int count_of(const char *s, const char *what) {
-    int n = 0;
-    for (const char *p = s; (p = strstr(p, what)); p++) n++;
-    return n;
-}
-
-// layout.html in dir: each page of LAYOUT_LESSON at each LAYOUT_SIZE in an
-// iframe, and LAYOUT_SCRIPT. Returns what the script is to look at.
-static LayoutCounts layout_write(const char *dir, const char *const page[LAYOUT_LESSONS]) {
-    char path[512];
-    snprintf(path, sizeof path, "%s/layout.html", dir);
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>layout</title>\n</head>\n<body>\n"
-          "<pre id=\"layout\">not measured</pre>\n", f);
-    LayoutCounts want = {0, 0, 0, 0, 1};
-    for (int l = 0; l < LAYOUT_LESSONS; l++) {
-        want.slides += 2 * LAYOUT_LESSON[l].sizes * count_of(page[l], "<section class=\"slide\"");
-        want.legends += 2 * LAYOUT_LESSON[l].sizes * count_of(page[l], "<p class=\"rowlegend\">");
-        want.heads += 2 * LAYOUT_LESSON[l].sizes * count_of(page[l], "<polygon ");
-        want.ids += 2 * LAYOUT_LESSON[l].sizes * count_of(page[l], "class=\"id\">");
-        for (int z = 0; z < LAYOUT_LESSON[l].sizes; z++) {
-            fprintf(f, "<iframe id=\"lesson %s at %d x %d\" style=\"border:0;width:%dpx;height:%dpx\" srcdoc=\"",
-                    LAYOUT_LESSON[l].args, LAYOUT_SIZE[z][0], LAYOUT_SIZE[z][1], LAYOUT_SIZE[z][0], LAYOUT_SIZE[z][1]);
-            put_attribute(f, page[l]);
-            fputs("\"></iframe>\n", f);
-        }
-    }
-    fputs("<iframe id=\"links\" style=\"border:0;width:1400px;height:1000px\" src=\"lesson2.html#slide-2\"></iframe>\n", f);
-    fprintf(f, "<script>\n%s</script>\n</body>\n</html>\n", LAYOUT_SCRIPT);
-    fclose(f);
-    return want;
-}
 
 // Writes text into dir/name.
 static void page_write(const char *dir, const char *name, const char *text) {
@@ -283,6 +242,43 @@ static void page_write(const char *dir, const char *name, const char *text) {
     assert_non_null(f);
     fputs(text, f);
     fclose(f);
+}
+
+static int count_of(const char *s, const char *what) {
+    int n = 0;
+    for (const char *p = s; (p = strstr(p, what)); p++) n++;
+    return n;
+}
+
+// layout.html in dir: each page of LAYOUT_LESSON (written as layout-L.html)
+// in an iframe of each of its sizes, and LAYOUT_SCRIPT. Returns what the
+// script is to look at.
+static LayoutCounts layout_write(const char *dir, const char *const page[LAYOUT_LESSONS]) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/layout.html", dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>layout</title>\n</head>\n<body>\n"
+          "<pre id=\"layout\">not measured</pre>\n", f);
+    LayoutCounts want = {0, 0, 0, 0, 1};
+    for (int l = 0; l < LAYOUT_LESSONS; l++) {
+        char name[32];
+        snprintf(name, sizeof name, "layout-%d.html", l);
+        page_write(dir, name, page[l]);
+        want.slides += 2 * LAYOUT_LESSON[l].sizes * count_of(page[l], "<section class=\"slide\"");
+        want.legends += 2 * LAYOUT_LESSON[l].sizes * count_of(page[l], "<p class=\"rowlegend\">");
+        want.heads += 2 * LAYOUT_LESSON[l].sizes * count_of(page[l], "<polygon ");
+        want.ids += 2 * LAYOUT_LESSON[l].sizes * count_of(page[l], "class=\"id\">");
+        for (int z = 0; z < LAYOUT_LESSON[l].sizes; z++) {
+            fprintf(f, "<iframe class=\"walk\" id=\"lesson %s at %d x %d\" style=\"border:0;width:%dpx;height:%dpx\" "
+                    "src=\"layout-%d.html\"></iframe>\n", LAYOUT_LESSON[l].args, LAYOUT_SIZE[z][0], LAYOUT_SIZE[z][1],
+                    LAYOUT_SIZE[z][0], LAYOUT_SIZE[z][1], l);
+        }
+    }
+    fputs("<iframe id=\"links\" style=\"border:0;width:1400px;height:1000px\" src=\"lesson2.html#slide-2\"></iframe>\n", f);
+    fprintf(f, "<script>\n%s</script>\n</body>\n</html>\n", LAYOUT_SCRIPT);
+    fclose(f);
+    return want;
 }
 
 // Writes lesson 2's page into a new folder (and its copy without scripts,
