@@ -4,7 +4,7 @@
 //
 // Chromium loads the page from a file and prints the DOM after its script
 // ran (--dump-dom), prints it (--print-to-pdf) or takes a screenshot of it
-// (--screenshot). Seven loads, one after the other (on a machine whose
+// (--screenshot). Eight loads, one after the other (on a machine whose
 // cores are busy, seven browsers at once each missed the time limit where
 // one at a time would not), each stopped after LIMIT seconds:
 //   page.html            the deck is built: slide 1 shown, "step 1 of 7", the controls
@@ -13,6 +13,8 @@
 //                        test hook of trace_deck.c) move from slide to slide,
 //                        then P turns the projector mode on
 //   scripts off          the scroll: every slide, no control
+//   layout.html          lessons 2 and 6.1 at three sizes of screen, the
+//                        boxes read back: nothing covers a table or an id
 //   printed              a PDF of one page a slide
 //   two screenshots      slide 5 and, in the projector mode, slide 1, as
 //                        PNG (read by tests/png.c): drawn, not blank
@@ -37,8 +39,8 @@
 #include <unistd.h>
 
 static const char *const CHROMIUM = "/usr/bin/chromium";
-enum { LOADS = 7, SLIDES = 7 };   // lesson 2's six, then the class questions
-enum { PRINT = 4, SHOT = 5 };       // the load that prints the page (to PDF); the first screenshot
+enum { LOADS = 8, SLIDES = 7 };   // lesson 2's six, then the class questions
+enum { LAYOUT = 4, PRINT = 5, SHOT = 6 };   // the layout's load; the one that prints (to PDF); the first screenshot
 enum { SHOT_W = 1280, SHOT_H = 800 };
 enum { LIMIT = 60 };   // seconds a load may take (a busy machine); a few when it is not
 // Seconds after which no load (nor a load's second try, of 2 * LIMIT) starts:
@@ -46,11 +48,18 @@ enum { LIMIT = 60 };   // seconds a load may take (a busy machine); a few when i
 enum { BUDGET = 150 };
 enum { TIMED_OUT = 124, NOT_STARTED = 125 };   // timeout(1)'s status; the script's own
 
+// What layout.html's script is to look at (layout_write).
+typedef struct {
+    int slides, legends, heads, ids;
+    int links;   // lesson2.html's deck read (1)
+} LayoutCounts;
+
 // What each load of the page gave: its DOM after the scripts.
 typedef struct {
     char dir[256];
     char *dom[LOADS];
     int pages;   // pages of the printed PDF, -1 when none was printed
+    LayoutCounts layout;   // what layout.html is to look at
     PngImage shot[LOADS - SHOT];
     char shot_err[LOADS - SHOT][600];   // why a screenshot could not be read
     int status[LOADS];      // the exit status of chromium's last try, TIMED_OUT or NOT_STARTED
@@ -59,7 +68,8 @@ typedef struct {
     char err[LOADS][256];   // the last line chromium wrote on stderr
 } Browser;
 
-static const char *const LOAD_NAME[LOADS] = {"plain", "slide-3", "keys", "no-script", "print", "screenshot of slide 5",
+static const char *const LOAD_NAME[LOADS] = {"plain", "slide-3", "keys", "no-script", "layout", "print",
+                                             "screenshot of slide 5",
                                              "screenshot of slide 1, projector mode"};
 
 // The pages of a PDF file: its page objects ("/Type /Page", not "/Pages";
@@ -88,8 +98,10 @@ static int pdf_pages(const char *path) {
 // $t0. Each try writes chromium's status to rc-i and its stderr to err-i.txt;
 // the second try leaves again-i, a whole output ok-i.
 static void load_commands(char *cmd, size_t size, int i) {
-    static const char *const HOW[LOADS] = {"", "#slide-3", "#keys=ArrowRight,PageDown,End,ArrowLeft,PageUp,p", "", "",
+    static const char *const HOW[LOADS] = {"", "#slide-3", "#keys=ArrowRight,PageDown,End,ArrowLeft,PageUp,p", "", "", "",
                                            "#slide-5", "#keys=p"};
+    static const char *const PAGE[LOADS] = {"lesson2.html", "lesson2.html", "lesson2.html", "nojs.html", "layout.html",
+                                            "lesson2.html", "lesson2.html", "lesson2.html"};
     char out[128], done[128], one[2][1024], in_time[128];
     if (i == PRINT) {
         snprintf(out, sizeof out, "--no-pdf-header-footer --print-to-pdf=\"$PWD/page.pdf\"");
@@ -97,6 +109,8 @@ static void load_commands(char *cmd, size_t size, int i) {
     } else if (i >= SHOT) {
         snprintf(out, sizeof out, "--window-size=%d,%d --screenshot=\"$PWD/shot-%d.png\"", SHOT_W, SHOT_H, i);
         snprintf(done, sizeof done, "grep -aq IEND shot-%d.png", i);
+    } else if (i == LAYOUT) {   // layout.html reads lesson2.html's frame (a file, as the others)
+        snprintf(out, sizeof out, "--allow-file-access-from-files --dump-dom");
     } else {
         snprintf(out, sizeof out, "--dump-dom");
         snprintf(done, sizeof done, "grep -q '</html>' dom-%d.html", i);
@@ -106,7 +120,7 @@ static void load_commands(char *cmd, size_t size, int i) {
                  "rm -rf profile-%d; mkdir profile-%d && timeout %d %s --headless --no-sandbox --disable-gpu --disable-quic "
                  "--no-first-run --disable-background-networking --disable-component-update --disable-sync "
                  "--user-data-dir=\"$PWD/profile-%d\" %s \"file://$PWD/%s%s\" >dom-%d.html 2>err-%d.txt; echo $? >rc-%d",
-                 i, i, LIMIT * (k + 1), CHROMIUM, i, out, i == 3 ? "nojs.html" : "lesson2.html", HOW[i], i, i, i);
+                 i, i, LIMIT * (k + 1), CHROMIUM, i, out, PAGE[i], HOW[i], i, i, i);
     snprintf(in_time, sizeof in_time, "[ $(($(date +%%s) - t0)) -lt %d ]", BUDGET);
     snprintf(cmd, size, "if %s; then %s; %s || { %s && { : >again-%d; %s; }; }; %s && : >ok-%d; else echo %d >rc-%d; fi; ",
              in_time, one[0], done, in_time, i, one[1], done, i, NOT_STARTED, i);
@@ -136,7 +150,139 @@ static void load_result(Browser *b, int i) {
     }
 }
 
-// Writes lesson 2's page into a new folder and has chromium load it the seven
+// ----------------------------------------------------------------------------
+// The layout: nothing covers what a slide shows
+
+// The sizes of screen a page is laid out on in layout.html: a laptop, an old
+// projector, a full-HD one.
+static const int LAYOUT_SIZE[][2] = {{1400, 1000}, {1024, 768}, {1920, 1080}};
+// The lessons (kvdemo lesson ARGS --format html), each on the first sizes of
+// LAYOUT_SIZE: with 20 samples lesson 6.1 copies blocks on write into the
+// pool's second row too (a picture drawn the same at every size: its page
+// is large, and one size is enough).
+static const struct {
+    const char *args;
+    int sizes;
+} LAYOUT_LESSON[] = {{"2", 3}, {"6.1", 3}, {"6.1 --samples 20", 1}};
+enum { LAYOUT_LESSONS = sizeof LAYOUT_LESSON / sizeof LAYOUT_LESSON[0] };
+
+// layout.html's script. Each page is in an iframe of one screen's size (a
+// file beside it, read across frames with --allow-file-access-from-files:
+// as srcdoc the pages made a dump of 7 MB, which once came back without its
+// end on a loaded machine). Once all are loaded it walks
+// each deck with its own → button, slide by slide, in the page's mode and
+// then in the projector mode (its own key P), and reads the boxes back:
+//   at the slide's top and scrolled to its end, the row legend covers none
+//   of the slide's tables, pictures and code (within the screen), and the
+//   deck bar none at the end (its bottom margin);
+//   in lesson 6.1's pool, no arrowhead's box meets a text's box (a block's
+//   id, its L/ref line, the legend), and no point of an arrow (41 along it)
+//   lies in one.
+// Then, in lesson2.html itself (a frame opened at #slide-2): the address
+// follows → and Page Up; O shows every slide and Escape one again; in the
+// overview the language button leaves no text of the other language shown,
+// and there are texts of its own.
+// It writes one line for each thing covered or wrong, then the counts of
+// what it looked at, into <pre id="layout">, which --dump-dom prints.
+static const char LAYOUT_SCRIPT[] =
+    "window.onload=function(){\n"
+    "var out=[],n={slides:0,legends:0,heads:0,ids:0,links:0};\n"
+    "function meet(a,b,top,bot){return Math.max(a.left,b.left)<Math.min(a.right,b.right)&&"
+    "Math.max(a.top,b.top,top)<Math.min(a.bottom,b.bottom,bot);}\n"
+    "function box(b){return {left:b.x,right:b.x+b.width,top:b.y,bottom:b.y+b.height};}\n"
+    "function pool(g,where){\n"
+    " var texts=[].filter.call(g.querySelectorAll('text'),function(t){return t.getBBox().width>0;});\n"
+    " n.ids+=[].filter.call(g.querySelectorAll('text.id'),function(t){return t.getBBox().width>0;}).length;\n"
+    " [].forEach.call(g.querySelectorAll('polygon'),function(a){n.heads++;var A=box(a.getBBox());\n"
+    "  texts.forEach(function(t){if(meet(A,box(t.getBBox()),-1e9,1e9))"
+    "out.push(where+': an arrowhead (x '+Math.round(A.left)+') covers the text \"'+t.textContent+'\"');});});\n"
+    " [].forEach.call(g.querySelectorAll('path'),function(a){var L=a.getTotalLength();\n"
+    "  texts.forEach(function(t){var T=box(t.getBBox());for(var k=0;k<=40;k++){var p=a.getPointAtLength(L*k/40);\n"
+    "   if(p.x>T.left&&p.x<T.right&&p.y>T.top&&p.y<T.bottom){"
+    "out.push(where+': an arrow crosses the text \"'+t.textContent+'\"');break;}}});});}\n"
+    "function slide(w,d,s,where){\n"
+    " var leg=s.querySelector('p.rowlegend'),bar=d.querySelector('nav.deckbar');\n"
+    " [0,1].forEach(function(end){w.scrollTo(0,end?d.documentElement.scrollHeight:0);var vh=w.innerHeight,on=[];\n"
+    "  if(leg)on.push(['the row legend',leg]);if(end)on.push(['the deck bar',bar]);if(leg&&!end)n.legends++;\n"
+    "  on.forEach(function(c){var C=c[1].getBoundingClientRect();\n"
+    "   [].forEach.call(s.querySelectorAll('table,svg,pre'),function(t,j){if(meet(C,t.getBoundingClientRect(),0,vh))"
+    "out.push(where+(end?', scrolled to its end':', at its top')+': '+c[0]+' covers its '+t.tagName.toLowerCase()+' '+(j+1));});});});\n"
+    " [].forEach.call(s.querySelectorAll('svg.pool'),function(g){pool(g,where);});}\n"
+    "function walk(f,mode){var w=f.contentWindow,d=f.contentDocument,next=d.querySelector('button.next');\n"
+    " if(!next){out.push(f.id+': no deck');return;}\n"
+    " var all=d.querySelectorAll('section.slide');\n"
+    " for(var k=0;k<all.length;k++){var s=d.querySelector('section.slide.current'),where=f.id+mode+', slide '+(k+1);\n"
+    "  if(s){n.slides++;slide(w,d,s,where);}else out.push(where+': no slide shown');next.click();}}\n"
+    "function links(f){var w=f.contentWindow,d=f.contentDocument,h=d.documentElement,where='lesson2.html#slide-2';\n"
+    " function key(k){d.dispatchEvent(new w.KeyboardEvent('keydown',{key:k,bubbles:true}));}\n"
+    " function shown(sel){return [].filter.call(d.querySelectorAll(sel),function(e){return e.getClientRects().length>0;}).length;}\n"
+    " function expect(what,got,want){if(got!==want)out.push(where+': '+what+': expected '+want+', got '+got);}\n"
+    " var all=d.querySelectorAll('section.slide').length,cur=d.querySelector('section.slide.current');\n"
+    " expect('the address at first',w.location.hash,'#slide-2');expect('the slide shown at first',cur&&cur.id,'slide-2');\n"
+    " d.querySelector('button.next').click();expect('the address after the button',w.location.hash,'#slide-3');\n"
+    " key('PageUp');expect('the address after Page Up',w.location.hash,'#slide-2');\n"
+    " expect('slides shown',shown('section.slide'),1);key('o');expect('slides shown in the overview (O)',shown('section.slide'),all);\n"
+    " d.querySelector('button.lang').click();expect('the language after its button',h.lang,'zh-CN');\n"
+    " expect('English texts shown',shown('.en'),0);if(!shown('.zh'))out.push(where+': no Chinese text shown');\n"
+    " d.querySelector('button.lang').click();expect('the language after its button again',h.lang,'en');\n"
+    " expect('Chinese texts shown',shown('.zh'),0);if(!shown('.en'))out.push(where+': no English text shown');\n"
+    " key('Escape');expect('slides shown after Escape',shown('section.slide'),1);n.links++;}\n"
+    "var lf=document.getElementById('links');if(lf&&lf.contentDocument)links(lf);else out.push('lesson2.html: not read');\n"
+    "[].forEach.call(document.querySelectorAll('iframe.walk'),function(f){var d=f.contentDocument,w=f.contentWindow;\n"
+    " walk(f,'');d.dispatchEvent(new w.KeyboardEvent('keydown',{key:'Home',bubbles:true}));\n"
+    " d.dispatchEvent(new w.KeyboardEvent('keydown',{key:'p',bubbles:true}));walk(f,', projector');});\n"
+    "out.push('looked at '+n.slides+' slides, '+n.legends+' legends, '+n.heads+' arrowheads, '+n.ids+' ids, '+n.links+' deck');\n"
+    "document.getElementById('layout').textContent=out.join('\\n');};\n";
+
+// Writes text into dir/name.
+static void page_write(const char *dir, const char *name, const char *text) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static int count_of(const char *s, const char *what) {
+    int n = 0;
+    for (const char *p = s; (p = strstr(p, what)); p++) n++;
+    return n;
+}
+
+// layout.html in dir: each page of LAYOUT_LESSON (written as layout-L.html)
+// in an iframe of each of its sizes, and LAYOUT_SCRIPT. Returns what the
+// script is to look at.
+static LayoutCounts layout_write(const char *dir, const char *const page[LAYOUT_LESSONS]) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/layout.html", dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>layout</title>\n</head>\n<body>\n"
+          "<pre id=\"layout\">not measured</pre>\n", f);
+    LayoutCounts want = {0, 0, 0, 0, 1};
+    for (int l = 0; l < LAYOUT_LESSONS; l++) {
+        char name[32];
+        snprintf(name, sizeof name, "layout-%d.html", l);
+        page_write(dir, name, page[l]);
+        want.slides += 2 * LAYOUT_LESSON[l].sizes * count_of(page[l], "<section class=\"slide\"");
+        want.legends += 2 * LAYOUT_LESSON[l].sizes * count_of(page[l], "<p class=\"rowlegend\">");
+        want.heads += 2 * LAYOUT_LESSON[l].sizes * count_of(page[l], "<polygon ");
+        want.ids += 2 * LAYOUT_LESSON[l].sizes * count_of(page[l], "class=\"id\">");
+        for (int z = 0; z < LAYOUT_LESSON[l].sizes; z++) {
+            fprintf(f, "<iframe class=\"walk\" id=\"lesson %s at %d x %d\" style=\"border:0;width:%dpx;height:%dpx\" "
+                    "src=\"layout-%d.html\"></iframe>\n", LAYOUT_LESSON[l].args, LAYOUT_SIZE[z][0], LAYOUT_SIZE[z][1],
+                    LAYOUT_SIZE[z][0], LAYOUT_SIZE[z][1], l);
+        }
+    }
+    fputs("<iframe id=\"links\" style=\"border:0;width:1400px;height:1000px\" src=\"lesson2.html#slide-2\"></iframe>\n", f);
+    fprintf(f, "<script>\n%s</script>\n</body>\n</html>\n", LAYOUT_SCRIPT);
+    fclose(f);
+    return want;
+}
+
+// Writes lesson 2's page into a new folder (and its copy without scripts,
+// and layout.html with lesson 6.1's) and has chromium load them the eight
 // ways, one after the other (load_commands); each DOM in b->dom (NULL when
 // chromium printed none), the PDF's pages and the screenshots.
 static int setup(void **state) {
@@ -144,16 +290,22 @@ static int setup(void **state) {
     Browser *b = calloc(1, sizeof *b);
     assert_non_null(b);
     assert_int_equal(tmpdir_make(b->dir, sizeof b->dir, "slides"), 0);
-    RunResult r = kvdemo_run("lesson 2 --format html");
+    RunResult r = kvdemo_run("lesson 2 --format html"), more[LAYOUT_LESSONS - 1];
     assert_int_equal(r.status, 0);
+    page_write(b->dir, "lesson2.html", r.out);
+    const char *page[LAYOUT_LESSONS] = {r.out};
+    for (int l = 1; l < LAYOUT_LESSONS; l++) {
+        char args[64];
+        snprintf(args, sizeof args, "lesson %s --format html", LAYOUT_LESSON[l].args);
+        more[l - 1] = kvdemo_run(args);
+        assert_int_equal(more[l - 1].status, 0);
+        page[l] = more[l - 1].out;
+    }
+    b->layout = layout_write(b->dir, page);
+    for (int l = 1; l < LAYOUT_LESSONS; l++) run_free(&more[l - 1]);
     char path[512];
-    snprintf(path, sizeof path, "%s/lesson2.html", b->dir);
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fputs(r.out, f);
-    fclose(f);
     snprintf(path, sizeof path, "%s/nojs.html", b->dir);
-    f = fopen(path, "w");
+    FILE *f = fopen(path, "w");
     assert_non_null(f);
     const char *head = strstr(r.out, "<head>");
     assert_non_null(head);
@@ -328,6 +480,37 @@ static void test_without_scripts_no_dead_control(void **state) {
     expect_cache_rows(html, what);
 }
 
+// The layout (layout.html, LAYOUT_SCRIPT): at each screen size, in the
+// page's mode and the projector's, nothing covers a slide's tables,
+// pictures and code, and no arrow of lesson 6.1's pool covers a text; and
+// in lesson2.html, the address follows the slide, O and Escape open and
+// close the overview, and the language button switches every text.
+static void test_nothing_covers_the_slides(void **state) {
+    const char *html = dom(state, LAYOUT), *what = "chromium, layout.html";
+    const LayoutCounts *want = &((Browser *)*state)->layout;
+    const char *pre = strstr(html, "<pre id=\"layout\">"), *end = pre ? strstr(pre, "</pre>") : NULL;
+    if (!end) fail_msg("%s: expected <pre id=\"layout\"> in the DOM", what);
+    pre += strlen("<pre id=\"layout\">");
+    if (!strncmp(pre, "not measured", strlen("not measured")))
+        fail_msg("%s: expected the measures, got 'not measured': the script did not run to its end", what);
+    int covered = 0;
+    LayoutCounts got = {-1, -1, -1, -1, -1};
+    for (const char *line = pre; line < end;) {
+        const char *eol = memchr(line, '\n', (size_t)(end - line));
+        if (!eol) eol = end;
+        if (sscanf(line, "looked at %d slides, %d legends, %d arrowheads, %d ids, %d deck", &got.slides, &got.legends,
+                   &got.heads, &got.ids, &got.links) != 5)
+            covered++, fprintf(stderr, "%s: %.*s\n", what, (int)(eol - line), line);
+        line = eol + 1;
+    }
+    if (covered) fail_msg("%s: expected nothing covered or wrong, got the %d line(s) above", what, covered);
+    if (got.slides != want->slides || got.legends != want->legends || got.heads != want->heads || got.ids != want->ids ||
+        got.links != 1)
+        fail_msg("%s: expected to look at %d slides, %d legends, %d arrowheads, %d ids, 1 deck; looked at %d, %d, %d, "
+                 "%d, %d", what, want->slides, want->legends, want->heads, want->ids, got.slides, got.legends, got.heads,
+                 got.ids, got.links);
+}
+
 // Printed, each slide is one page: a slide too tall is shrunk to its page
 // (trace_deck.c), never split, so no heading is left at a page's bottom.
 static void test_printed_one_slide_a_page(void **state) {
@@ -387,6 +570,7 @@ int main(void) {
         cmocka_unit_test(test_keys_move_the_slide),
         cmocka_unit_test(test_key_p_turns_the_projector_on),
         cmocka_unit_test(test_without_scripts_no_dead_control),
+        cmocka_unit_test(test_nothing_covers_the_slides),
         cmocka_unit_test(test_printed_one_slide_a_page),
         cmocka_unit_test(test_screenshots_are_not_blank),
     };

@@ -1,14 +1,22 @@
 // kvpage_svg — the paged cache as a picture (kvpage_svg.h).
 //
-// The grid: COLS blocks a row, each a cell of CELL_W x CELL_H pixels: its
-// id above, its B slots in a bar, under them the logical block it is to its
-// first holder and its reference count. Nothing here is read back: the
+// The grid: COLS blocks a row, each a cell of CELL_W x CELL_H pixels: a
+// lane of LANE_H for the copy-on-write arrows, the block's id under it, its
+// B slots in a bar, under them the logical block it is to its first holder
+// and its reference count. An arrow keeps to the lanes and the gaps between
+// rows, so that it covers no id and no label (tests/test_slides.c reads the
+// boxes back in chromium). Nothing here is read back by kvdemo: the
 // lesson's text lines say the same in words.
 #include "kvpage_svg.h"
 
 #include <stdio.h>
 
-enum { COLS = 16, CELL_W = 60, CELL_H = 64, BAR_W = 48, BAR_H = 18, PAD = 8, LEGEND_H = 26 };
+enum { COLS = 16, CELL_W = 60, LANE_H = 18, CELL_H = LANE_H + 64, BAR_W = 48, BAR_H = 18, PAD = 8, LEGEND_H = 26 };
+// Above the id's baseline: the top of its text (11 px type, with room for
+// a taller font's ascent), then the arrow's tip, 13 px up.
+enum { TIP = 13, HEAD = 8 };
+// Under the id's baseline: the bottom of the L/ref line's text.
+enum { BELOW = 43 };
 
 // A sequence takes the colour of its index (kvpage_svg.h).
 const char *const KVPAGE_SEQ_COLOURS[] = {"#b26b00", "#0072b2", "#2c9661", "#aa00ff", "#d21e3c", "#6651cd", "#b71a83"};
@@ -32,9 +40,10 @@ static int holder(const KvSeq *seqs, int n, int k, int *logical) {
     return -1;
 }
 
+// The cell of block k: its left edge and its id's baseline.
 static void cell_origin(int k, int *x, int *y) {
     *x = PAD + (k % COLS) * CELL_W;
-    *y = PAD + 12 + (k / COLS) * CELL_H;
+    *y = PAD + LANE_H + 12 + (k / COLS) * CELL_H;
 }
 
 // Block k: its id, its slots, its logical index and reference count.
@@ -63,17 +72,32 @@ static void draw_block(Buf *b, const KvPool *p, const KvSeq *seqs, int n, int k)
     both(b, x + CELL_W / 2 - 4, by + BAR_H + 13, "middle", en, zh);
 }
 
-// An arrow from block src's bar to block dst's: dst was copied from src.
+// An arrow from block src to block dst: dst was copied from src. In one
+// row it arcs through the lane above the ids, from over src's id to a head
+// over dst's; to a row below it leaves src under its L/ref line and comes
+// down to the head over dst's id; to a row above it leaves src over its id
+// and points up at dst from under dst's L/ref line.
 static void draw_cow(Buf *b, int src, int dst) {
     int x1, y1, x2, y2;
     cell_origin(src, &x1, &y1);
     cell_origin(dst, &x2, &y2);
-    x1 += CELL_W / 2 - 4, x2 += CELL_W / 2 - 4, y1 += 4, y2 += 4;
-    int top = (y1 < y2 ? y1 : y2) - 16;
-    buf_printf(b, "<path d=\"M%d %d Q%d %d %d %d\" fill=\"none\" stroke=\"%s\" stroke-width=\"2.5\"></path>", x1, y1,
-               (x1 + x2) / 2, top, x2, y2 - 6, COW);
-    buf_printf(b, "<polygon points=\"%d,%d %d,%d %d,%d\" fill=\"%s\"></polygon>", x2 - 5, y2 - 8, x2 + 5, y2 - 8, x2,
-               y2 + 1, COW);
+    x1 += CELL_W / 2 - 4, x2 += CELL_W / 2 - 4;
+    int tip, dir;   // the head's tip and which way it points (1 down, -1 up)
+    if (y1 == y2) {
+        tip = y2 - TIP, dir = 1;
+        int from = y1 - TIP - 1, to = tip - HEAD + 1, peak = y1 - 12 - LANE_H + 3;
+        // a quadratic's middle is (from + 2 c + to) / 4: c puts it at peak
+        buf_printf(b, "<path d=\"M%d %d Q%d %d %d %d\" fill=\"none\" stroke=\"%s\" stroke-width=\"2.5\"></path>", x1,
+                   from, (x1 + x2) / 2, 2 * peak - (from + to) / 2, x2, to, COW);
+    } else {
+        dir = y2 > y1 ? 1 : -1;
+        int from = dir > 0 ? y1 + BELOW : y1 - TIP - 1;
+        tip = dir > 0 ? y2 - TIP : y2 + BELOW;
+        buf_printf(b, "<path d=\"M%d %d L%d %d\" fill=\"none\" stroke=\"%s\" stroke-width=\"2.5\"></path>", x1, from, x2,
+                   tip - dir * (HEAD - 1), COW);
+    }
+    buf_printf(b, "<polygon points=\"%d,%d %d,%d %d,%d\" fill=\"%s\"></polygon>", x2 - 5, tip - dir * HEAD, x2 + 5,
+               tip - dir * HEAD, x2, tip, COW);
 }
 
 // The legend under the grid: a swatch per sequence that holds blocks, the
@@ -102,7 +126,7 @@ static void draw_legend(Buf *b, const KvSeq *seqs, int n, int y, int arrows) {
 
 void kvpage_svg(Buf *b, const KvPool *p, const KvSeq *seqs, int n, const int *cow_src) {
     int rows = (p->num_blocks + COLS - 1) / COLS;
-    int w = 2 * PAD + COLS * CELL_W, h = PAD + 12 + rows * CELL_H + LEGEND_H;
+    int w = 2 * PAD + COLS * CELL_W, h = PAD + rows * CELL_H + LEGEND_H;
     int arrows = 0;
     for (int k = 0; cow_src && k < p->num_blocks; k++) arrows |= cow_src[k] >= 0;
     buf_printf(b, "<svg class=\"pool\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" role=\"img\" "

@@ -47,7 +47,6 @@ const char *const TRACE_DECK_STYLE =
     "svg rect.row-new{fill:" TRACE_ROW_NEW_COLOUR ";stroke:#a04a00}svg rect.row-reused{fill:" TRACE_ROW_REUSED_COLOUR
     ";stroke:#fff}svg rect.row-recomputed{fill:" TRACE_ROW_RECOMPUTED_COLOUR ";stroke:#fff}\n"
     ".rowlegend .sw{padding:0 .4em;margin-right:.3em}\n"
-    "html.deck p.rowlegend{position:sticky;bottom:2.4em;background:#fff;padding:.2em 0}\n"
     "ol.questions li{margin:.6em 0}ol.questions summary{cursor:pointer}ol.questions p{margin:.3em 0 0 1em}\n"
     "footer.prov{margin-top:2em;border-top:1px solid #bbb;font-size:.85em;color:#444}\n"
     "html.deck footer.prov{display:none}html.deck.overview footer.prov{display:block}\n"

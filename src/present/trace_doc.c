@@ -49,6 +49,7 @@ struct TraceDoc {
     char *lines_en;
     Lang lang;           // the language of --lang, while busy
     int section_open;    // a slide is open (HTML: a <section>)
+    size_t section_at;   // HTML: page.len right after the open slide's <section> tag
     int slides;          // slides so far
     int content;         // the open slide holds more than headings
     unsigned row_roles;  // HTML: bit 1 << role for each row role the open slide marks
@@ -260,10 +261,36 @@ static void end_table(Trace *tr, struct TraceDoc *d) {
     d->table_cols = 0;
 }
 
+// HTML: the legend of the open slide's row marks, put before its first
+// figure (after its heading and its sentences, above every table it marks):
+// in the flow of the slide, so that it covers nothing at any size of
+// screen, and read before the rows it explains.
+static void insert_row_legend(struct TraceDoc *d) {
+    Buf legend, tail;
+    buf_init(&legend);
+    buf_init(&tail);
+    trace_deck_row_legend(&legend, d->row_roles);
+    const char *figure = d->page.s ? strstr(d->page.s + d->section_at, "<figure") : NULL;
+    size_t at = figure ? (size_t)(figure - d->page.s) : d->page.len;
+    if (legend.s && !d->page.failed) {
+        buf_appendn(&tail, d->page.s + at, d->page.len - at);
+        d->page.len = at;
+        buf_appendn(&d->page, legend.s, legend.len);
+        if (tail.s) buf_appendn(&d->page, tail.s, tail.len);
+        if (tail.failed) d->page.failed = 1;
+        // the ends of the blocks after it move with them
+        if (d->held_end > at) d->held_end += legend.len;
+        if (d->lines_end > at) d->lines_end += legend.len;
+    }
+    if (legend.failed) d->page.failed = 1;
+    buf_free(&legend);
+    buf_free(&tail);
+}
+
 // HTML: the end of the open slide, with the legend of its row marks.
 static void close_section(struct TraceDoc *d) {
     if (!d->section_open) return;
-    trace_deck_row_legend(&d->page, d->row_roles);
+    insert_row_legend(d);
     d->row_roles = 0;
     buf_append(&d->page, "</section>\n");
 }
@@ -284,6 +311,7 @@ static void open_section(Trace *tr, struct TraceDoc *d) {
     }
     close_section(d);
     buf_printf(&d->page, "<section class=\"slide\" id=\"slide-%d\">\n", d->slides);
+    d->section_at = d->page.len;
     d->section_open = 1;
 }
 

@@ -27,7 +27,8 @@ void trace_doc_step(Trace *tr);
 // A tensor as a table (one per 2-D slice), its code line above it; heat maps
 // and their legend in HTML. A matrix's first old rows are how, the others
 // ROW_NEW (trace_cache_rows; how ROW_PLAIN: no marks): in HTML each marked
-// row has its class, and the slide ends with the legend of the marks.
+// row has its class, and the slide shows the legend of the marks before its
+// first figure.
 void trace_doc_tensor(Trace *tr, const char *shown, const char *code, const Tensor *t, const char *const *rows,
                       TraceHeat heat, TraceKind kind, int old, TraceRowRole how);
 // A picture (trace_svg): HTML only. roles: bit 1 << role for each row
