@@ -9,6 +9,8 @@
 //   test_sum_sd_ignores_trends     a step cost that grows, and a jump between kinds, are not noise;
 //                                  a slow stretch of steps is
 //   test_words                     the texts, in English and Chinese, and the busy banner
+//   test_printed_figure_agrees_with_verdict  no "1.3 ± 3.8 x faster", no "0.77 ± 0.32: faster":
+//                                  the ± beside a verdict says it, or the reason in words
 //   test_trace_prints_the_spread   trace_measure and trace_comparison in text and JSON
 //   test_value_runs                a quantity of each run (tokens/s, a share): median (min … max)
 #include "testutil.h"
@@ -172,6 +174,7 @@ static void test_verdict_follows_intervals(void **state) {
     assert_int_equal(measure_verdict_ratio(measure_ratio_of(1.1, 0.2, 2)), MEASURE_SAME);
 }
 
+
 static void test_noisy_reads_the_middle_of_many_runs(void **state) {
     (void)state;
     double few[] = {1.00, 1.02, 0.99, 1.60};   // stats_noisy: the slowest 1.6 x the fastest
@@ -253,6 +256,101 @@ static void test_words(void **state) {
         fail_msg("busy banner: %s", t);
     if (!strstr(measure_busy_text(t, sizeof t, busy, 1), "机器很忙：开始时的平均负载 3.1 超过了 2 个核"))
         fail_msg("busy banner, zh: %s", t);
+}
+
+// What a reader concludes from the printed text alone must be what v says
+// (testutil's expect_verdict_agrees), in both languages.
+static void expect_consistent(MeasureRatio r, MeasureVerdict v, const char *what) {
+    static const int WANT[] = {'=', 'f', 's', 0};   // by MeasureVerdict
+    for (int zh = 0; zh < 2; zh++) {
+        char t[256];
+        measure_compare_text(t, sizeof t, r, v, zh);
+        int said = expect_verdict_agrees(t, what);
+        if (v != MEASURE_TOO_FEW && said != WANT[v]) fail_msg("%s: \"%s\" read as '%c'", what, t, said ? said : '0');
+    }
+}
+
+static void test_printed_figure_agrees_with_verdict(void **state) {
+    (void)state;
+    char t[256];
+    // Five runs of each apart, one wild run of a: the verdict is faster, but
+    // x = 1.04 / 1.00 with e = 1.04 · 0.615 = 0.64 (σ of a's 3.0): "1.04 ± 0.64
+    // x faster" before.
+    double a6[] = {1.02, 1.03, 3.0, 1.05, 1.04}, b6[] = {1.0, 1.0, 1.01, 0.99, 1.0};
+    MeasureRatio r = measure_ratio(stats_of(a6, 5), stats_of(b6, 5));
+    MeasureVerdict v = measure_verdict(a6, 5, b6, 5);
+    assert_int_equal(v, MEASURE_FASTER);
+    assert_int_equal(measure_agrees(r, v), 0);
+    expect_text(measure_compare_text(t, sizeof t, r, v, 0), "1.04 x faster (the 5 runs of each lie apart)", "apart");
+    expect_text(measure_compare_text(t, sizeof t, r, v, 1), "快 1.04 倍（两边各 5 次运行互不重叠）", "apart, zh");
+    expect_text(measure_ratio_beside(t, sizeof t, r, v), "1.04", "cell beside faster");
+    expect_text(measure_verdict_text(t, sizeof t, r, v, 0), "faster (runs apart)", "verdict cell");
+    expect_text(measure_verdict_text(t, sizeof t, r, v, 1), "更快（运行互不重叠）", "verdict cell, zh");
+    expect_consistent(r, v, "apart, faster");
+    // The other way round: slower, its ratio printed as 1 / x above 1.
+    MeasureRatio back = measure_ratio(stats_of(b6, 5), stats_of(a6, 5));
+    assert_int_equal(measure_verdict(b6, 5, a6, 5), MEASURE_SLOWER);
+    expect_text(measure_compare_text(t, sizeof t, back, MEASURE_SLOWER, 0), "1.04 x slower (the 5 runs of each lie apart)",
+                "apart, slower");
+    // Lesson 6.2's "0.77 ± 0.32 倍：更快": GQA's time over MHA's beside the
+    // verdict of GQA against MHA. MHA 1.30 … 1.34; GQA 1.00 … 1.03 and one
+    // wild fast run of 0.2 that widens e. The time ratio in its cell loses
+    // the ± that crosses 1; the verdict speaks in its own direction.
+    double mha[] = {1.30, 1.32, 1.31, 1.33, 1.34}, gqa[] = {0.2, 1.0, 1.01, 1.02, 1.03};
+    MeasureRatio time = measure_ratio(stats_of(gqa, 5), stats_of(mha, 5));   // GQA's time / MHA's
+    v = measure_verdict(mha, 5, gqa, 5);                                      // GQA against MHA
+    assert_int_equal(v, MEASURE_FASTER);
+    // x = 1.01 / 1.32 = 0.765, e = 0.765 · √(0.428² + 0.012²) = 0.328.
+    expect_text(measure_ratio_text(t, sizeof t, time), "0.77 ± 0.33", "the old cell");
+    expect_text(measure_ratio_beside(t, sizeof t, time, measure_verdict_mirror(v)), "0.77", "time cell");
+    MeasureRatio speedup = measure_ratio(stats_of(mha, 5), stats_of(gqa, 5));
+    expect_text(measure_compare_text(t, sizeof t, speedup, v, 1), "快 1.3 倍（两边各 5 次运行互不重叠）", "6.2, zh");
+    expect_consistent(speedup, v, "6.2");
+    // x - e above 1 but the runs overlap: the same within noise, and the
+    // text says why instead of a ± that excludes 1.
+    double a5[] = {1.5, 1.5, 1.5, 1.5, 0.9}, b5[] = {1.0, 1.0, 1.0, 1.0, 1.0};
+    r = measure_ratio(stats_of(a5, 5), stats_of(b5, 5));
+    v = measure_verdict(a5, 5, b5, 5);
+    assert_int_equal(v, MEASURE_SAME);
+    expect_text(measure_compare_text(t, sizeof t, r, v, 0), "the same within noise (1.5 x, but the runs overlap)",
+                "overlap");
+    expect_text(measure_compare_text(t, sizeof t, r, v, 1), "在噪声范围内相同（1.5 倍，但两边的运行时间有重叠）",
+                "overlap, zh");
+    expect_text(measure_verdict_text(t, sizeof t, r, v, 0), "the same within noise (runs overlap)", "overlap cell");
+    // Many runs: the middle halves decided.
+    double many_a[9] = {2.0, 2.1, 2.0, 2.05, 30.0, 2.0, 2.1, 2.02, 2.03};
+    double many_b[9] = {1.0, 1.02, 2.2, 1.01, 1.0, 1.03, 1.0, 1.01, 1.02};
+    r = measure_ratio(stats_of(many_a, 9), stats_of(many_b, 9));
+    v = measure_verdict(many_a, 9, many_b, 9);
+    assert_int_equal(v, MEASURE_FASTER);
+    expect_text(measure_compare_text(t, sizeof t, r, v, 0), "2.0 x faster (the middle halves of 9 runs each lie apart)",
+                "many");
+    // Where x ± e says it, nothing changes.
+    expect_text(measure_ratio_beside(t, sizeof t, measure_ratio_of(6.43, 0.35, 3), MEASURE_FASTER), "6.43 ± 0.35",
+                "cell that agrees");
+    expect_text(measure_verdict_text(t, sizeof t, measure_ratio_of(6.43, 0.35, 3), MEASURE_FASTER, 0), "faster",
+                "verdict that agrees");
+    // Constructed runs of every kind (a fixed generator, no clock): each
+    // text agrees with its verdict.
+    uint32_t seed = 12345;
+    for (int k = 0; k < 2000; k++) {
+        double a[9], b[9];
+        int n = 2 + k % 8;
+        double gap = 0.7 + (k % 13) * 0.05;
+        for (int i = 0; i < n; i++) {
+            seed = seed * 1664525u + 1013904223u;
+            double u = (seed >> 8) / 16777216.0;
+            seed = seed * 1664525u + 1013904223u;
+            double w = (seed >> 8) / 16777216.0;
+            a[i] = gap * (1 + 0.05 * u + (u > 0.9 ? 2 * w : 0));   // now and then a wild run
+            b[i] = 1 + 0.05 * w + (w < 0.1 ? 3 * u : 0);
+        }
+        char what[32];
+        snprintf(what, sizeof what, "case %d", k);
+        v = measure_verdict(a, n, b, n);
+        expect_consistent(measure_ratio(stats_of(a, n), stats_of(b, n)), v, what);
+        expect_consistent(measure_ratio(stats_of(b, n), stats_of(a, n)), measure_verdict(b, n, a, n), what);
+    }
 }
 
 // ----------------------------------------------------------------------------
@@ -347,6 +445,7 @@ int main(void) {
         cmocka_unit_test(test_noisy_reads_the_middle_of_many_runs),
         cmocka_unit_test(test_sum_sd_ignores_trends),
         cmocka_unit_test(test_words),
+        cmocka_unit_test(test_printed_figure_agrees_with_verdict),
         cmocka_unit_test(test_trace_prints_the_spread),
         cmocka_unit_test(test_value_runs),
     };

@@ -105,7 +105,7 @@ static void bench_row(Trace *tr, const SpecArms *p, int K, const double *plain, 
     snprintf(pr, sizeof pr, "%.2f", per_round(p));
     spread_cell(ca, sizeof ca, a);
     spread_cell(sp, sizeof sp, b);
-    measure_ratio_text(x, sizeof x, r);
+    measure_ratio_beside(x, sizeof x, r, v);   // no ± that reaches 1 beside faster or slower
     const char *row[] = {k, al, pr, ca, sp, x, measure_verdict_word(v, tr->lang == LANG_ZH)};
     if (tr->format != FORMAT_JSON) {
         trace_table_row(tr, &BENCH_TABLE, row);
