@@ -5,6 +5,7 @@
 //   test_rounds_take_turns         three arms: a warm-up round, then A B C A B C ..., counted runs kept
 //   test_ratio_is_hyperfines       x = median ratio, e = x √((σa/μa)² + (σb/μb)²), e to 2 digits
 //   test_verdict_follows_intervals faster / slower / the same within noise / too few
+//   test_race_concludes_beyond_races_apart  one race: a verdict only beyond what races apart differ by
 //   test_noisy_reads_the_middle_of_many_runs  few runs: stats_noisy; many: their middle half
 //   test_sum_sd_ignores_trends     a step cost that grows, and a jump between kinds, are not noise;
 //                                  a slow stretch of steps is
@@ -174,6 +175,35 @@ static void test_verdict_follows_intervals(void **state) {
     assert_int_equal(measure_verdict_ratio(measure_ratio_of(1.1, 0.2, 2)), MEASURE_SAME);
 }
 
+static void test_race_concludes_beyond_races_apart(void **state) {
+    (void)state;
+    // One race, e from within its runs: faster only when x - e clears 2.5
+    // (races minutes apart read 4.9 x and 11.5 x), slower only under 1 / 2.5.
+    static const struct {
+        double x, e;
+        MeasureVerdict want;
+    } CASES[] = {
+        {9.18, 0.13, MEASURE_FASTER},  // the README's quiet race
+        {2.94, 0.30, MEASURE_FASTER},  // its busy one: 2.64 clears 2.5
+        {2.6, 0.3, MEASURE_TOO_FEW},   // 2.3: a slowed run could make it
+        {1.6, 0.05, MEASURE_TOO_FEW},  // measure_verdict_ratio alone said faster
+        {1.1, 0.3, MEASURE_SAME},      // x ± e holds 1
+        {0.3, 0.05, MEASURE_SLOWER},   // 0.35 under 0.4
+        {0.6, 0.05, MEASURE_TOO_FEW},
+    };
+    for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
+        MeasureRatio r = measure_ratio_of(CASES[i].x, CASES[i].e, 2);
+        MeasureVerdict got = measure_verdict_race(r);
+        if (got != CASES[i].want)
+            fail_msg("race %g ± %g: expected verdict %d, got %d", CASES[i].x, CASES[i].e, CASES[i].want, got);
+    }
+    char t[256];
+    MeasureRatio r = measure_ratio_of(1.6, 0.05, 2);
+    expect_text(measure_compare_text(t, sizeof t, r, measure_verdict_race(r), 0),
+                "1.600 ± 0.050 x (one run each: too few to conclude)", "race too close to call");
+    expect_text(measure_compare_text(t, sizeof t, r, measure_verdict_race(r), 1),
+                "1.600 ± 0.050 倍（每种只运行了一次，不足以下结论）", "race too close to call, zh");
+}
 
 static void test_noisy_reads_the_middle_of_many_runs(void **state) {
     (void)state;
@@ -442,6 +472,7 @@ int main(void) {
         cmocka_unit_test(test_rounds_take_turns),
         cmocka_unit_test(test_ratio_is_hyperfines),
         cmocka_unit_test(test_verdict_follows_intervals),
+        cmocka_unit_test(test_race_concludes_beyond_races_apart),
         cmocka_unit_test(test_noisy_reads_the_middle_of_many_runs),
         cmocka_unit_test(test_sum_sd_ignores_trends),
         cmocka_unit_test(test_words),

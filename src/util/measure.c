@@ -72,6 +72,13 @@ static MeasureRatio in_direction(MeasureRatio r, MeasureVerdict v) {
 
 // Slower is read from 1 / x ± e / x², whose lower end 1 / x - e / x² lies
 // above 1 only when x - e > x² (which gives x + e < 1 as well).
+MeasureVerdict measure_verdict_race(MeasureRatio r) {
+    MeasureVerdict v = measure_verdict_ratio(r);
+    if (v == MEASURE_FASTER && !(r.x - r.e > MEASURE_RACE_FLOOR)) return MEASURE_TOO_FEW;
+    if (v == MEASURE_SLOWER && !(r.x + r.e < 1 / MEASURE_RACE_FLOOR)) return MEASURE_TOO_FEW;
+    return v;
+}
+
 int measure_agrees(MeasureRatio r, MeasureVerdict v) {
     if (v == MEASURE_TOO_FEW) return 1;
     MeasureVerdict said = measure_verdict_ratio(in_direction(r, v));

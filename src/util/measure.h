@@ -83,6 +83,15 @@ typedef enum {
 MeasureVerdict measure_verdict(const double *a, int na, const double *b, int nb);
 // The verdict of a ratio alone (when there are no separate runs): from x ± e.
 MeasureVerdict measure_verdict_ratio(MeasureRatio r);
+// The verdict of a race: one run of each arm, e from the scatter of the
+// steps within each run (measure_sum_sd). A whole run slowed by the machine
+// moves all its steps alike and e cannot see it: races of the char GPT a
+// few minutes apart have read 4.9 x and 11.5 x, 2.3 times apart. So one
+// race says faster only when x - e clears MEASURE_RACE_FLOOR, slower only
+// when x + e lies under 1 / MEASURE_RACE_FLOOR; else too few (one run
+// each), and the same within noise when x ± e holds 1.
+#define MEASURE_RACE_FLOOR 2.5
+MeasureVerdict measure_verdict_race(MeasureRatio r);
 // 1 when x ± e says what v says: faster with x - e > 1, slower with
 // 1 / x ± e / x² (as slower prints it) above 1, the same with 1 inside x ± e,
 // or v too few. A reader who sees "1.3 ± 3.8" beside "faster" sees a
