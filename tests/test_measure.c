@@ -12,6 +12,8 @@
 //   test_words                     the texts, in English and Chinese, and the busy banner
 //   test_printed_figure_agrees_with_verdict  no "1.3 ± 3.8 x faster", no "0.77 ± 0.32: faster":
 //                                  the ± beside a verdict says it, or the reason in words
+//   test_timed_lessons_print_agreeing_verdicts  lessons 2, 4, 6.3, 10 and the race, en and zh:
+//                                  every verdict line agrees with its figure
 //   test_trace_prints_the_spread   trace_measure and trace_comparison in text and JSON
 //   test_value_runs                a quantity of each run (tokens/s, a share): median (min … max)
 #include "testutil.h"
@@ -383,6 +385,33 @@ static void test_printed_figure_agrees_with_verdict(void **state) {
     }
 }
 
+// Every timed lesson and the race, as a class runs them: each line that
+// gives a verdict with a figure says with the figure what the words say.
+// (Which verdict is the machine's business; that they agree is the code's.)
+static void test_timed_lessons_print_agreeing_verdicts(void **state) {
+    (void)state;
+    static const char *const RUNS[] = {
+        "lesson 2 --repeat 5",
+        "lesson 4 --init random --preset tiny --repeat 5",
+        "lesson 6.3 --repeat 5 --max-n 1024",
+        "lesson 10 --init random --preset tiny --repeat 5",
+        "race --steps 30",
+    };
+    static const char *const LANGS[] = {"en", "zh"};
+    for (size_t i = 0; i < sizeof RUNS / sizeof RUNS[0]; i++)
+        for (int k = 0; k < 2; k++) {
+            char args[160];
+            snprintf(args, sizeof args, "%s --lang %s", RUNS[i], LANGS[k]);
+            RunResult r = kvdemo_run(args);
+            if (r.status != 0) fail_msg("kvdemo %s: exit %d: %s", args, r.status, r.err);
+            int said = 0;
+            for (const char *line = r.out; *line; line += strcspn(line, "\n"), line += *line == '\n')
+                said += expect_verdict_agrees(line, args) != 0;
+            if (!said) fail_msg("kvdemo %s: no verdict with a figure in:\n%s", args, r.out);
+            run_free(&r);
+        }
+}
+
 // ----------------------------------------------------------------------------
 // Through the trace
 
@@ -477,6 +506,7 @@ int main(void) {
         cmocka_unit_test(test_sum_sd_ignores_trends),
         cmocka_unit_test(test_words),
         cmocka_unit_test(test_printed_figure_agrees_with_verdict),
+        cmocka_unit_test(test_timed_lessons_print_agreeing_verdicts),
         cmocka_unit_test(test_trace_prints_the_spread),
         cmocka_unit_test(test_value_runs),
     };

@@ -167,7 +167,7 @@ const Event *events_find(const Event *e, int n, const char *event, const char *r
 // with its figure what its words say: the number beside faster or slower
 // above 1, a ± beside them clear of 1 (to the last printed digit), a ±
 // beside the same within noise holding 1. Returns the verdict it read ('f',
-// 's', '=') or 0 when line holds none.
+// 's', '=') or 0 when line holds none with a figure.
 int expect_verdict_agrees(const char *line, const char *what);
 
 // ----------------------------------------------------------------------------
