@@ -291,7 +291,7 @@ static int speedups(Shared *x, Trace *tr, SpecStats *per_k) {
         snprintf(exp, sizeof exp, "%.2f", spec_expected_speedup(alpha, K, c));
         measure_spread_text(pa, sizeof pa, stats_of(a, runs));
         measure_spread_text(sa, sizeof sa, stats_of(b, runs));
-        measure_ratio_text(ratio, sizeof ratio, r);
+        measure_ratio_beside(ratio, sizeof ratio, r, v);   // no ± that reaches 1 beside faster or slower
         snprintf(meas, sizeof meas, "%s x, %s", ratio,
                  trace_text(tr, measure_verdict_word(v, 0), measure_verdict_word(v, 1)));
         const char *cells[] = {k, al, tpr, exp, pa, sa, meas};
@@ -386,7 +386,7 @@ static int pass_times(Shared *x, Trace *tr, int offset) {
         snprintf(k, sizeof k, "%d", K);
         measure_spread_text(st, sizeof st, stats_of(a, runs));
         measure_spread_text(pa, sizeof pa, stats_of(b, runs));
-        measure_ratio_text(ratio, sizeof ratio, r);
+        measure_ratio_beside(ratio, sizeof ratio, r, measure_verdict_mirror(v));   // r: pass over step
         const char *cells[] = {k, st, pa, ratio, trace_text(tr, measure_verdict_word(v, 0), measure_verdict_word(v, 1))};
         trace_table_row(tr, &t, cells);
     }

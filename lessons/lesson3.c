@@ -680,8 +680,9 @@ static void show_comparison(Trace *tr, const LlamaConfig *c, const LlamaGenerati
                "token 与文本相同：%s。经过模型的行数：不使用缓存 %lld，使用缓存 %lld。",
                texts ? trace_text(tr, "yes", "是") : trace_text(tr, "no", "否"),
                (long long)nc->rows_computed, (long long)wc->rows_computed);
-    trace_value(tr, "time_ratio", wc->seconds > 0 ? nc->seconds / wc->seconds : 0, "x",
-                "time without the cache / time with it", "不使用缓存耗时 / 使用缓存耗时");
+    // One run each way (the runs print every tensor): a ratio, no verdict.
+    trace_comparison_of(tr, "time_ratio", measure_ratio_of(wc->seconds > 0 ? nc->seconds / wc->seconds : 0, 0, 1),
+                        MEASURE_TOO_FEW, "time without the cache / time with it", "不使用缓存耗时 / 使用缓存耗时");
     if (!same || !texts)
         trace_say(tr, "The runs differ: this is a bug in kvdemo.", "两次运行结果不同：这是 kvdemo 的缺陷。");
 }

@@ -839,10 +839,11 @@ static const TraceColumn BLOCK_COLS[] = {
 static const TraceTable BLOCK_SIZES = {"block_sizes", COUNT(BLOCK_COLS), BLOCK_COLS};
 
 // One row: B (or the contiguous cache's name), the lookups per head (0:
-// "-"), the runs' times, their ratio to the contiguous cache's (NULL: "1")
-// and the waste (negative: none shown).
+// "-"), the runs' times, their ratio to the contiguous cache's (NULL: "1";
+// its ± only where it says what v, paged against contiguous, says) and the
+// waste (negative: none shown).
 static void block_row(Trace *tr, const char *B, int lookups, const double *samples, int n, const MeasureRatio *r,
-                      double waste) {
+                      MeasureVerdict v, double waste) {
     int text = tr->format != FORMAT_JSON;
     char cell[4][104] = {"-", "", "", ""};
     Stats st = stats_of(samples, n);
@@ -851,7 +852,8 @@ static void block_row(Trace *tr, const char *B, int lookups, const double *sampl
         char t[96], xe[48];
         snprintf(cell[1], sizeof cell[1], "%s%s", measure_spread_text(t, sizeof t, st),
                  measure_noisy(samples, n) ? " !" : "");
-        snprintf(cell[2], sizeof cell[2], "%sx", r ? measure_ratio_text(xe, sizeof xe, *r) : "1");
+        // r is paged's time over contiguous's: the verdict of contiguous against paged beside it
+        snprintf(cell[2], sizeof cell[2], "%sx", r ? measure_ratio_beside(xe, sizeof xe, *r, measure_verdict_mirror(v)) : "1");
     } else {
         snprintf(cell[1], sizeof cell[1], "%.9f", st.median);
         snprintf(cell[2], sizeof cell[2], "%.2f", r ? r->x : 1.0);
@@ -861,17 +863,19 @@ static void block_row(Trace *tr, const char *B, int lookups, const double *sampl
 }
 
 // Under (5)'s table: what the runs support about each block size against the
-// contiguous cache (faster, slower or the same within noise, from verdict[i]),
-// and the warning when a time is marked "!".
-static void block_verdicts(Trace *tr, const Bench *b, const MeasureVerdict *verdict) {
+// contiguous cache (faster, slower or the same within noise, from verdict[i],
+// with its reason where the ratio's ± does not say it, from against[i]:
+// contiguous's time over paged's), and the warning when a time is marked "!".
+static void block_verdicts(Trace *tr, const Bench *b, const MeasureVerdict *verdict, const MeasureRatio *against) {
     char en[512], zh[512];
     int ae = snprintf(en, sizeof en, "  Paged against contiguous, from these runs' intervals:");
     int az = snprintf(zh, sizeof zh, "  分页与连续缓存相比（按这几次运行的区间）：");
     for (int i = 0; i < NB && ae < (int)sizeof en - 64 && az < (int)sizeof zh - 64; i++) {
+        char w[96];
         ae += snprintf(en + ae, sizeof en - (size_t)ae, "%s B = %d %s", i ? "," : "", BENCH_B[i],
-                       measure_verdict_word(verdict[i], 0));
+                       measure_verdict_text(w, sizeof w, against[i], verdict[i], 0));
         az += snprintf(zh + az, sizeof zh - (size_t)az, "%sB = %d %s", i ? "，" : "", BENCH_B[i],
-                       measure_verdict_word(verdict[i], 1));
+                       measure_verdict_text(w, sizeof w, against[i], verdict[i], 1));
     }
     snprintf(en + ae, sizeof en - (size_t)ae, ".");
     snprintf(zh + az, sizeof zh - (size_t)az, "。");
@@ -913,20 +917,22 @@ static int part_time(Trace *tr, const Options *opt, Pool *pool, const double *pa
     measure_rounds(samples, NARMS, MEASURE_WARMUP, repeat, runs, ctx);
     trace_table_head(tr, &BLOCK_SIZES);
     trace_run(tr, "contiguous");
-    block_row(tr, trace_text(tr, "contiguous", "连续缓存"), 0, samples[0], repeat, NULL, -1);
+    block_row(tr, trace_text(tr, "contiguous", "连续缓存"), 0, samples[0], repeat, NULL, MEASURE_SAME, -1);
     if (json) trace_measure(tr, "attention", samples[0], repeat);
     trace_run(tr, NULL);
     *identical = 1;
     MeasureVerdict verdict[NB];
+    MeasureRatio against[NB];   // contiguous's time over paged's: the verdict's direction
     for (int i = 0; i < NB; i++) {
         int B = BENCH_B[i], lookups = (len + B - 1) / B;
         MeasureRatio r = measure_ratio(stats_of(samples[1 + i], repeat), stats_of(samples[0], repeat));
         verdict[i] = measure_verdict(samples[0], repeat, samples[1 + i], repeat);   // paged against contiguous
+        against[i] = measure_ratio(stats_of(samples[0], repeat), stats_of(samples[1 + i], repeat));
         char run[32], name[16];
         snprintf(run, sizeof run, "B=%d", B);
         snprintf(name, sizeof name, "%d", B);
         trace_run(tr, run);
-        block_row(tr, name, lookups, samples[1 + i], repeat, &r, paged_waste[i]);
+        block_row(tr, name, lookups, samples[1 + i], repeat, &r, verdict[i], paged_waste[i]);
         way_call(&way[0]);        // the outputs once more, each way's own
         way_call(&way[1 + i]);
         Tensor x = tensor_view2(b.att_c, 1, C), y = tensor_view2(b.att_p, 1, C);
@@ -934,15 +940,14 @@ static int part_time(Trace *tr, const Options *opt, Pool *pool, const double *pa
             trace_count(tr, "lookups_per_head", lookups, NULL, NULL);
             trace_measure(tr, "attention", samples[1 + i], repeat);
             trace_value(tr, "time_ratio", r.x, "x", NULL, NULL);
-            MeasureRatio against = measure_ratio(stats_of(samples[0], repeat), stats_of(samples[1 + i], repeat));
-            trace_comparison_of(tr, "paged_against_contiguous", against, verdict[i], NULL, NULL);
+            trace_comparison_of(tr, "paged_against_contiguous", against[i], verdict[i], NULL, NULL);
             *identical &= trace_compare(tr, "attention", "contiguous output", &x, "paged output", &y);
         } else {
             *identical &= ops_bit_identical(b.att_c, b.att_p, C);
         }
     }
     trace_run(tr, NULL);
-    block_verdicts(tr, &b, verdict);
+    block_verdicts(tr, &b, verdict, against);
     ways_free(way);
     bench_free(&b);
     trace_say(tr, *identical ? "  The outputs of every B equal the contiguous one's, bit for bit." : "  The outputs DIFFER.",

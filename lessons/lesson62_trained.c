@@ -345,11 +345,15 @@ static void show_time_verdict(Trace *tr, const Trained *ts, int repeat) {
         if (!t->loaded) continue;
         MeasureRatio r = measure_ratio(stats_of(t->samples, repeat), stats_of(mha->samples, repeat));
         MeasureVerdict v = measure_verdict(mha->samples, repeat, t->samples, repeat);
-        char xe[32];
+        MeasureRatio speedup = measure_ratio(stats_of(mha->samples, repeat), stats_of(t->samples, repeat));
+        char xe[32], en[128], zh[128];
         trace_run(tr, t->s->run);
-        trace_sayf(tr, "  %s against MHA: decode time %s x: %s", "  %s 与 MHA 相比：解码耗时 %s 倍：%s", t->s->label,
-                   measure_ratio_text(xe, sizeof xe, r),
-                   trace_text(tr, measure_verdict_word(v, 0), measure_verdict_word(v, 1)));
+        trace_sayf(tr, "  %s against MHA: decode time %s x%s%s", "  %s 与 MHA 相比：解码耗时 %s 倍%s%s", t->s->label,
+                   measure_ratio_alone(xe, sizeof xe, r.x),
+                   v == MEASURE_TOO_FEW ? trace_text(tr, ": ", "：") : trace_text(tr, ", that is ", "，即"),
+                   v == MEASURE_TOO_FEW ? trace_text(tr, measure_verdict_word(v, 0), measure_verdict_word(v, 1))
+                                        : trace_text(tr, measure_compare_text(en, sizeof en, speedup, v, 0),
+                                                     measure_compare_text(zh, sizeof zh, speedup, v, 1)));
         trace_comparison_of(tr, "time_ratio", r, v, NULL, NULL);
         counts[v]++, compared++;
     }

@@ -15,7 +15,6 @@
 #include "fileio.h"
 #include "lessons.h"
 #include "ops.h"
-#include "stats.h"
 #include "timer.h"
 #include "toy.h"
 
@@ -65,19 +64,21 @@ static void free_steps(AttnStep *steps, AttnStep *outs, int n, AttnStep *c) {
     attn_step_free(c);
 }
 
-static double median_time(int repeat, AttnStep *steps, AttnStep *c, AttnStep *outs, const ToyData *d,
-                          int n, int cached) {
-    double *t = malloc(sizeof(double) * (size_t)repeat);
-    if (!t) return 0;
-    for (int i = 0; i < repeat; i++) {
-        double t0 = timer_now();
-        if (cached) loop_cache(c, outs, d, n);
-        else loop_nocache(steps, d, n);
-        t[i] = timer_now() - t0;
-    }
-    double m = stats_median(t, repeat);
-    free(t);
-    return m;
+// One way of the whole loop, timed: an arm of measure_interleaved, so that
+// the two ways take turns and a busy moment falls on both.
+typedef struct {
+    AttnStep *steps, *c, *outs;   // loop_nocache's steps, loop_cache's cache and rows
+    const ToyData *d;
+    int n, cached;
+} Loop;
+
+static int loop_run(void *ctx, double *seconds) {
+    Loop *l = ctx;
+    double t0 = timer_now();
+    if (l->cached) loop_cache(l->c, l->outs, l->d, l->n);
+    else loop_nocache(l->steps, l->d, l->n);
+    *seconds = timer_now() - t0;
+    return 0;
 }
 
 // The table of rows per step, both ways (JSON: counts, and each step's
@@ -199,8 +200,16 @@ int lesson7_run(const Options *opt, Trace *tr) {
         toydata_free(&d);
         return 1;
     }
-    double t_nc = median_time(repeat, steps, &c, outs, &d, n, 0);
-    double t_c = median_time(repeat, steps, &c, outs, &d, n, 1);
+    double *t = malloc(sizeof(double) * 2 * (size_t)repeat);   // (2, repeat): without, with the cache
+    if (!t) {
+        fileio_error("out of memory", "内存不足");
+        free_steps(steps, outs, n, &c);
+        toydata_free(&d);
+        return 1;
+    }
+    Loop nc = {steps, &c, outs, &d, n, 0}, wc = {steps, &c, outs, &d, n, 1};
+    MeasureMachine machine = measure_machine();   // the load at the start
+    measure_interleaved(t, t + repeat, MEASURE_WARMUP, repeat, loop_run, &nc, loop_run, &wc);
 
     lessons_heading(tr);
     trace_say(tr,
@@ -236,8 +245,11 @@ int lesson7_run(const Options *opt, Trace *tr) {
     trace_tensor(tr, TRACE_FULL, "V", NULL, &V, d.rows, HEAT_NONE);
     trace_count(tr, "kv_rows_nocache", tot_nc, "K/V rows without the cache", "不使用缓存的 K、V 行数");
     trace_count(tr, "kv_rows_cache", tot_c, "K/V rows with the cache", "使用缓存的 K、V 行数");
-    trace_timing(tr, "no-cache", t_nc, repeat);
-    trace_timing(tr, "cache", t_c, repeat);
+    trace_machine(tr, machine);
+    trace_measure(tr, "no-cache", t, repeat);
+    trace_measure(tr, "cache", t + repeat, repeat);
+    trace_comparison(tr, "speedup", t, repeat, t + repeat, repeat, "the loop with the cache", "使用缓存的循环");
+    free(t);
     free_steps(steps, outs, n, &c);
     toy_precision_note(tr, 0);
     toydata_free(&d);

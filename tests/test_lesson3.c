@@ -104,6 +104,26 @@ static void test_lesson3_one_run_and_languages(void **state) {
         }
         run_free(&r);
     }
+    // Both ways run once (each prints every tensor): their time ratio is
+    // said to be one run each, with no verdict (issue 28 §1).
+    const char *says[2][2] = {{"lesson 3 --trace none --lang en", "time without the cache / time with it: "},
+                              {"lesson 3 --trace none --lang zh", "不使用缓存耗时 / 使用缓存耗时："}};
+    const char *tail[2] = {" x (one run each: too few to conclude)\n", " 倍（每种只运行了一次，不足以下结论）\n"};
+    for (int k = 0; k < 2; k++) {
+        RunResult r = kvdemo_run(says[k][0]);
+        const char *at = strstr(r.out, says[k][1]);
+        if (r.status != 0 || !at) fail_msg("kvdemo %s: expected \"%s\" in: %s", says[k][0], says[k][1], r.out);
+        const char *eol = strchr(at, '\n');
+        if (!eol || eol - at < (long)strlen(tail[k]) || strncmp(eol + 1 - strlen(tail[k]), tail[k], strlen(tail[k])))
+            fail_msg("kvdemo %s: expected the ratio to end \"%s\": %.120s", says[k][0], tail[k], at);
+        run_free(&r);
+    }
+    RunResult j = kvdemo_run("lesson 3 --trace none --format json");
+    const char *ratio = strstr(j.out, "\"name\":\"time_ratio\"");
+    const char *eol = ratio ? strchr(ratio, '\n') : NULL, *v = ratio ? strstr(ratio, "\"verdict\":\"too_few\"") : NULL;
+    if (j.status != 0 || !v || (eol && v > eol))
+        fail_msg("lesson 3's time_ratio: expected the verdict too_few: %.200s", ratio ? ratio : j.out);
+    run_free(&j);
 }
 
 // tokens print as PyTorch prints an integer tensor, input_text_mask as a

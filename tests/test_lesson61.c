@@ -17,7 +17,8 @@
 //   test_tables_in_json            (4) and (5) as table rows: the shares recomputed
 //                                  here, ceil(2048 / B) lookups, (4)'s waste in (5)
 //   test_block_verdicts_follow_the_runs  (5)'s verdict of each B only what its runs' min … max
-//                                  support; one run each: too few to say; no "median of N runs";
+//                                  support, its table's ± only where it agrees; one run each:
+//                                  too few to say; no "median of N runs";
 //                                  (4)'s never/empty and uncounted recomputation said, both languages
 //   test_generate_paged_samples    --samples 3 texts = 3 runs with seeds s, s+1, s+2
 //   test_block_past_the_context_said  a block longer than the context: one line says what
@@ -504,6 +505,37 @@ static void test_block_verdicts_follow_the_runs(void **state) {
         field_of(r.out, run, "value", "paged_against_contiguous", "verdict", v, sizeof v);
         if (!strcmp(v, "faster") ? !(hi < cmin) : !strcmp(v, "slower") ? !(lo > cmax) : strcmp(v, "same"))
             fail_msg("%s: verdict \"%s\" from paged %g … %g s against contiguous %g … %g s", run, v, lo, hi, cmin, cmax);
+    }
+    run_free(&r);
+    // The table's "vs contiguous" (paged's time over contiguous's) beside
+    // the verdict line: a ± only where it says what the verdict says (slower
+    // with x - e above 1), none where the runs lying apart decided.
+    r = kvdemo_run("lesson 6.1 --init random --preset tiny --repeat 5 --steps 4 --lang en");
+    if (r.status != 0) fail_msg("lesson 6.1 --repeat 5: exit %d: %s", r.status, r.err);
+    for (int i = 0; i < 3; i++) {
+        char row[16], said[32];
+        snprintf(row, sizeof row, "\n  %-4d ", B[i]);
+        snprintf(said, sizeof said, "B = %d ", B[i]);
+        const char *line = strstr(r.out, row), *v = strstr(r.out, said);
+        if (!line || !v) fail_msg("B = %d: expected its row and its verdict in:\n%s", B[i], r.out);
+        v += strlen(said);
+        size_t n = strcspn(line + 1, "\n");
+        char cell[256];
+        snprintf(cell, sizeof cell, "%.*s", (int)n, line + 1);
+        const char *pm = strstr(cell, " ± ");
+        int apart = !strncmp(v, "faster (runs apart)", 19) || !strncmp(v, "slower (runs apart)", 19);
+        if (apart && pm) fail_msg("B = %d: \"%s\" beside a verdict from runs apart", B[i], cell);
+        if (!pm) continue;
+        const char *p = pm;
+        while (p > cell && (p[-1] == '.' || (p[-1] >= '0' && p[-1] <= '9'))) p--;
+        char *end;
+        double x = strtod(p, NULL), e = strtod(pm + strlen(" ± "), &end);
+        const char *dot = memchr(pm, '.', (size_t)(end - pm));
+        double slack = pow(10, -(dot ? (int)(end - dot - 1) : 0));
+        int ok = !strncmp(v, "slower", 6)   ? x - e > 1 - slack
+                 : !strncmp(v, "faster", 6) ? x + e < 1 + slack
+                                            : x - e <= 1 + slack && x + e >= 1 - slack;
+        if (!ok) fail_msg("B = %d: \"%s\" beside \"%.30s\"", B[i], cell, v);
     }
     run_free(&r);
     const RunResult *en = kvdemo_run_once(LESSON61_EN);

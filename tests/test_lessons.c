@@ -311,6 +311,22 @@ static void test_lesson7(void **state) {
     if (strstr(r.err, "ignores")) fail_msg("lesson 7 --repeat 3: %s", r.err);
     assert_non_null(strstr(r.out, "kvdemo's own numbers"));
     run_free(&r);
+    // Both loops timed as measure.h times (issue 28 §1): taking turns, each
+    // time with min … max, the ratio with the verdict its runs support and
+    // a figure that agrees, in both languages.
+    static const char *const SAYS[2][2] = {{"lesson 7 --repeat 5 --lang en", "the loop with the cache: "},
+                                           {"lesson 7 --repeat 5 --lang zh", "使用缓存的循环："}};
+    for (int k = 0; k < 2; k++) {
+        r = kvdemo_run(SAYS[k][0]);
+        const char *at = strstr(r.out, SAYS[k][1]);
+        if (r.status != 0 || !at || !strstr(r.out, " … ")) fail_msg("kvdemo %s: expected \"%s\" and min … max: %s", SAYS[k][0], SAYS[k][1], r.out);
+        if (!expect_verdict_agrees(at, SAYS[k][0])) fail_msg("kvdemo %s: no verdict with a figure: %.100s", SAYS[k][0], at);
+        run_free(&r);
+    }
+    r = kvdemo_run("lesson 7 --repeat 5 --format json");
+    if (!strstr(r.out, "\"name\":\"speedup\"") || !strstr(r.out, "\"verdict\":") || !strstr(r.out, "\"min\":"))
+        fail_msg("lesson 7 --format json: expected the timings' min and the speedup's verdict: %s", r.out);
+    run_free(&r);
     e = kvdemo_json("lesson 7 --format json --steps 4", &n);
     assert_non_null(events_find(e, n, "compare", NULL, 4, "output"));
     assert_null(events_find(e, n, "compare", NULL, 5, "output"));

@@ -5,10 +5,15 @@
 //   test_rounds_take_turns         three arms: a warm-up round, then A B C A B C ..., counted runs kept
 //   test_ratio_is_hyperfines       x = median ratio, e = x √((σa/μa)² + (σb/μb)²), e to 2 digits
 //   test_verdict_follows_intervals faster / slower / the same within noise / too few
+//   test_race_concludes_beyond_races_apart  one race: a verdict only beyond what races apart differ by
 //   test_noisy_reads_the_middle_of_many_runs  few runs: stats_noisy; many: their middle half
 //   test_sum_sd_ignores_trends     a step cost that grows, and a jump between kinds, are not noise;
 //                                  a slow stretch of steps is
 //   test_words                     the texts, in English and Chinese, and the busy banner
+//   test_printed_figure_agrees_with_verdict  no "1.3 ± 3.8 x faster", no "0.77 ± 0.32: faster":
+//                                  the ± beside a verdict says it, or the reason in words
+//   test_timed_lessons_print_agreeing_verdicts  lessons 2, 4, 6.3, 10 and the race, en and zh:
+//                                  every verdict line agrees with its figure
 //   test_trace_prints_the_spread   trace_measure and trace_comparison in text and JSON
 //   test_value_runs                a quantity of each run (tokens/s, a share): median (min … max)
 #include "testutil.h"
@@ -172,6 +177,36 @@ static void test_verdict_follows_intervals(void **state) {
     assert_int_equal(measure_verdict_ratio(measure_ratio_of(1.1, 0.2, 2)), MEASURE_SAME);
 }
 
+static void test_race_concludes_beyond_races_apart(void **state) {
+    (void)state;
+    // One race, e from within its runs: faster only when x - e clears 2.5
+    // (races minutes apart read 4.9 x and 11.5 x), slower only under 1 / 2.5.
+    static const struct {
+        double x, e;
+        MeasureVerdict want;
+    } CASES[] = {
+        {9.18, 0.13, MEASURE_FASTER},  // the README's quiet race
+        {2.94, 0.30, MEASURE_FASTER},  // its busy one: 2.64 clears 2.5
+        {2.6, 0.3, MEASURE_TOO_FEW},   // 2.3: a slowed run could make it
+        {1.6, 0.05, MEASURE_TOO_FEW},  // measure_verdict_ratio alone said faster
+        {1.1, 0.3, MEASURE_SAME},      // x ± e holds 1
+        {0.3, 0.05, MEASURE_SLOWER},   // 0.35 under 0.4
+        {0.6, 0.05, MEASURE_TOO_FEW},
+    };
+    for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
+        MeasureRatio r = measure_ratio_of(CASES[i].x, CASES[i].e, 2);
+        MeasureVerdict got = measure_verdict_race(r);
+        if (got != CASES[i].want)
+            fail_msg("race %g ± %g: expected verdict %d, got %d", CASES[i].x, CASES[i].e, CASES[i].want, got);
+    }
+    char t[256];
+    MeasureRatio r = measure_ratio_of(1.6, 0.05, 2);
+    expect_text(measure_compare_text(t, sizeof t, r, measure_verdict_race(r), 0),
+                "1.600 ± 0.050 x (one run each: too few to conclude)", "race too close to call");
+    expect_text(measure_compare_text(t, sizeof t, r, measure_verdict_race(r), 1),
+                "1.600 ± 0.050 倍（每种只运行了一次，不足以下结论）", "race too close to call, zh");
+}
+
 static void test_noisy_reads_the_middle_of_many_runs(void **state) {
     (void)state;
     double few[] = {1.00, 1.02, 0.99, 1.60};   // stats_noisy: the slowest 1.6 x the fastest
@@ -253,6 +288,134 @@ static void test_words(void **state) {
         fail_msg("busy banner: %s", t);
     if (!strstr(measure_busy_text(t, sizeof t, busy, 1), "机器很忙：开始时的平均负载 3.1 超过了 2 个核"))
         fail_msg("busy banner, zh: %s", t);
+}
+
+// What a reader concludes from the printed text alone must be what v says
+// (testutil's expect_verdict_agrees), in both languages.
+static void expect_consistent(MeasureRatio r, MeasureVerdict v, const char *what) {
+    static const int WANT[] = {'=', 'f', 's', 0};   // by MeasureVerdict
+    for (int zh = 0; zh < 2; zh++) {
+        char t[256];
+        measure_compare_text(t, sizeof t, r, v, zh);
+        int said = expect_verdict_agrees(t, what);
+        if (v != MEASURE_TOO_FEW && said != WANT[v]) fail_msg("%s: \"%s\" read as '%c'", what, t, said ? said : '0');
+    }
+}
+
+static void test_printed_figure_agrees_with_verdict(void **state) {
+    (void)state;
+    char t[256];
+    // Five runs of each apart, one wild run of a: the verdict is faster, but
+    // x = 1.04 / 1.00 with e = 1.04 · 0.615 = 0.64 (σ of a's 3.0): "1.04 ± 0.64
+    // x faster" before.
+    double a6[] = {1.02, 1.03, 3.0, 1.05, 1.04}, b6[] = {1.0, 1.0, 1.01, 0.99, 1.0};
+    MeasureRatio r = measure_ratio(stats_of(a6, 5), stats_of(b6, 5));
+    MeasureVerdict v = measure_verdict(a6, 5, b6, 5);
+    assert_int_equal(v, MEASURE_FASTER);
+    assert_int_equal(measure_agrees(r, v), 0);
+    expect_text(measure_compare_text(t, sizeof t, r, v, 0), "1.04 x faster (the 5 runs of each lie apart)", "apart");
+    expect_text(measure_compare_text(t, sizeof t, r, v, 1), "快 1.04 倍（两边各 5 次运行互不重叠）", "apart, zh");
+    expect_text(measure_ratio_beside(t, sizeof t, r, v), "1.04", "cell beside faster");
+    expect_text(measure_verdict_text(t, sizeof t, r, v, 0), "faster (runs apart)", "verdict cell");
+    expect_text(measure_verdict_text(t, sizeof t, r, v, 1), "更快（运行互不重叠）", "verdict cell, zh");
+    expect_consistent(r, v, "apart, faster");
+    // The other way round: slower, its ratio printed as 1 / x above 1.
+    MeasureRatio back = measure_ratio(stats_of(b6, 5), stats_of(a6, 5));
+    assert_int_equal(measure_verdict(b6, 5, a6, 5), MEASURE_SLOWER);
+    expect_text(measure_compare_text(t, sizeof t, back, MEASURE_SLOWER, 0), "1.04 x slower (the 5 runs of each lie apart)",
+                "apart, slower");
+    // Lesson 6.2's "0.77 ± 0.32 倍：更快": GQA's time over MHA's beside the
+    // verdict of GQA against MHA. MHA 1.30 … 1.34; GQA 1.00 … 1.03 and one
+    // wild fast run of 0.2 that widens e. The time ratio in its cell loses
+    // the ± that crosses 1; the verdict speaks in its own direction.
+    double mha[] = {1.30, 1.32, 1.31, 1.33, 1.34}, gqa[] = {0.2, 1.0, 1.01, 1.02, 1.03};
+    MeasureRatio time = measure_ratio(stats_of(gqa, 5), stats_of(mha, 5));   // GQA's time / MHA's
+    v = measure_verdict(mha, 5, gqa, 5);                                      // GQA against MHA
+    assert_int_equal(v, MEASURE_FASTER);
+    // x = 1.01 / 1.32 = 0.765, e = 0.765 · √(0.428² + 0.012²) = 0.328.
+    expect_text(measure_ratio_text(t, sizeof t, time), "0.77 ± 0.33", "the old cell");
+    expect_text(measure_ratio_beside(t, sizeof t, time, measure_verdict_mirror(v)), "0.77", "time cell");
+    MeasureRatio speedup = measure_ratio(stats_of(mha, 5), stats_of(gqa, 5));
+    expect_text(measure_compare_text(t, sizeof t, speedup, v, 1), "快 1.3 倍（两边各 5 次运行互不重叠）", "6.2, zh");
+    expect_consistent(speedup, v, "6.2");
+    // x - e above 1 but the runs overlap: the same within noise, and the
+    // text says why instead of a ± that excludes 1.
+    double a5[] = {1.5, 1.5, 1.5, 1.5, 0.9}, b5[] = {1.0, 1.0, 1.0, 1.0, 1.0};
+    r = measure_ratio(stats_of(a5, 5), stats_of(b5, 5));
+    v = measure_verdict(a5, 5, b5, 5);
+    assert_int_equal(v, MEASURE_SAME);
+    expect_text(measure_compare_text(t, sizeof t, r, v, 0), "the same within noise (1.5 x, but the runs overlap)",
+                "overlap");
+    expect_text(measure_compare_text(t, sizeof t, r, v, 1), "在噪声范围内相同（1.5 倍，但两边的运行时间有重叠）",
+                "overlap, zh");
+    expect_text(measure_verdict_text(t, sizeof t, r, v, 0), "the same within noise (runs overlap)", "overlap cell");
+    // Many runs: the middle halves decided.
+    double many_a[9] = {2.0, 2.1, 2.0, 2.05, 30.0, 2.0, 2.1, 2.02, 2.03};
+    double many_b[9] = {1.0, 1.02, 2.2, 1.01, 1.0, 1.03, 1.0, 1.01, 1.02};
+    r = measure_ratio(stats_of(many_a, 9), stats_of(many_b, 9));
+    v = measure_verdict(many_a, 9, many_b, 9);
+    assert_int_equal(v, MEASURE_FASTER);
+    expect_text(measure_compare_text(t, sizeof t, r, v, 0), "2.0 x faster (the middle halves of 9 runs each lie apart)",
+                "many");
+    // Where x ± e says it, nothing changes.
+    expect_text(measure_ratio_beside(t, sizeof t, measure_ratio_of(6.43, 0.35, 3), MEASURE_FASTER), "6.43 ± 0.35",
+                "cell that agrees");
+    expect_text(measure_verdict_text(t, sizeof t, measure_ratio_of(6.43, 0.35, 3), MEASURE_FASTER, 0), "faster",
+                "verdict that agrees");
+    // Constructed runs of every kind (a fixed generator, no clock): each
+    // text agrees with its verdict.
+    uint32_t seed = 12345;
+    for (int k = 0; k < 2000; k++) {
+        double a[9], b[9];
+        int n = 2 + k % 8;
+        double gap = 0.7 + (k % 13) * 0.05;
+        for (int i = 0; i < n; i++) {
+            seed = seed * 1664525u + 1013904223u;
+            double u = (seed >> 8) / 16777216.0;
+            seed = seed * 1664525u + 1013904223u;
+            double w = (seed >> 8) / 16777216.0;
+            a[i] = gap * (1 + 0.05 * u + (u > 0.9 ? 2 * w : 0));   // now and then a wild run
+            b[i] = 1 + 0.05 * w + (w < 0.1 ? 3 * u : 0);
+        }
+        char what[32];
+        snprintf(what, sizeof what, "case %d", k);
+        v = measure_verdict(a, n, b, n);
+        expect_consistent(measure_ratio(stats_of(a, n), stats_of(b, n)), v, what);
+        expect_consistent(measure_ratio(stats_of(b, n), stats_of(a, n)), measure_verdict(b, n, a, n), what);
+    }
+}
+
+// Every timed lesson and the race, as a class runs them: each line that
+// gives a verdict with a figure says with the figure what the words say.
+// (Which verdict is the machine's business; that they agree is the code's.)
+static void test_timed_lessons_print_agreeing_verdicts(void **state) {
+    (void)state;
+    static const char *const RUNS[] = {
+        "lesson 2 --repeat 5",
+        "lesson 4 --init random --preset tiny --repeat 5",
+        "lesson 6.3 --repeat 5 --max-n 1024",
+        "lesson 10 --init random --preset tiny --repeat 5",
+        "race --steps 30",
+    };
+    static const char *const LANGS[] = {"en", "zh"};
+    for (size_t i = 0; i < sizeof RUNS / sizeof RUNS[0]; i++)
+        for (int k = 0; k < 2; k++) {
+            char args[160];
+            snprintf(args, sizeof args, "%s --lang %s", RUNS[i], LANGS[k]);
+            RunResult r = kvdemo_run(args);
+            if (r.status != 0) fail_msg("kvdemo %s: exit %d: %s", args, r.status, r.err);
+            int said = 0;
+            for (const char *line = r.out; *line; line += strcspn(line, "\n"), line += *line == '\n') {
+                size_t n = strcspn(line, "\n");
+                char l[512];
+                snprintf(l, sizeof l, "%.*s", (int)(n < sizeof l ? n : sizeof l - 1), line);
+                // one run each (a race too close to call) is a verdict too: "too few to conclude"
+                said += expect_verdict_agrees(line, args) != 0 || strstr(l, "too few to conclude") ||
+                        strstr(l, "不足以下结论");
+            }
+            if (!said) fail_msg("kvdemo %s: no verdict with a figure in:\n%s", args, r.out);
+            run_free(&r);
+        }
 }
 
 // ----------------------------------------------------------------------------
@@ -344,9 +507,12 @@ int main(void) {
         cmocka_unit_test(test_rounds_take_turns),
         cmocka_unit_test(test_ratio_is_hyperfines),
         cmocka_unit_test(test_verdict_follows_intervals),
+        cmocka_unit_test(test_race_concludes_beyond_races_apart),
         cmocka_unit_test(test_noisy_reads_the_middle_of_many_runs),
         cmocka_unit_test(test_sum_sd_ignores_trends),
         cmocka_unit_test(test_words),
+        cmocka_unit_test(test_printed_figure_agrees_with_verdict),
+        cmocka_unit_test(test_timed_lessons_print_agreeing_verdicts),
         cmocka_unit_test(test_trace_prints_the_spread),
         cmocka_unit_test(test_value_runs),
     };

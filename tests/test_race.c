@@ -68,11 +68,17 @@ static void test_race_text_mode_says_both_identical(void **state) {
     // the machine's business, not the test's).
     if (!strstr(r.out, "With the cache: ") || !strstr(r.out, " ± ") || !strstr(r.out, "scatter of each run's step times"))
         fail_msg("no ratio as x ± e: %s", r.out);
+    // One race concludes only beyond what races apart differ by, and says so.
+    if (!strstr(r.out, "one race concludes only beyond a factor of 2.5, ± included"))
+        fail_msg("no word of what one race can conclude: %s", r.out);
+    expect_verdict_agrees(strstr(r.out, "With the cache: "), "race's verdict");
     if (strstr(r.out, "\x1b[")) fail_msg("escape sequences in piped output: %s", r.out);
     run_free(&r);
     r = kvdemo_run_env("LANG=zh_CN.UTF-8", args);
-    if (r.status != 0 || !strstr(r.out, "一字不差") || !strstr(r.out, "使用缓存：") || !strstr(r.out, " ± "))
+    if (r.status != 0 || !strstr(r.out, "一字不差") || !strstr(r.out, "使用缓存：") || !strstr(r.out, " ± ") ||
+        !strstr(r.out, "超过 2.5 倍（含 ±）时才下结论"))
         fail_msg("zh: status %d: %s", r.status, r.out);
+    expect_verdict_agrees(strstr(r.out, "使用缓存："), "race's verdict, zh");
     run_free(&r);
 }
 

@@ -147,7 +147,9 @@ static void expect_race(const char *pair, const char *alone) {
     const char *x = line_with(r.out, "\"event\":\"value\"", "\"name\":\"speedup\"", "\"verdict\"", buf, sizeof buf);
     double ratio = number_of(x, "value"), e = number_of(x, "error");
     word_of(x, "verdict", v, sizeof v);
-    const char *want_v = ratio - e > 1 ? "faster" : ratio + e < 1 ? "slower" : "same";
+    // One race: faster or slower only beyond what races apart differ by
+    // (MEASURE_RACE_FLOOR = 2.5 in measure.h), else too few, or the same when x ± e holds 1.
+    const char *want_v = ratio - e > 2.5 ? "faster" : ratio + e < 1 / 2.5 ? "slower" : ratio - e > 1 || ratio + e < 1 ? "too_few" : "same";
     if (isnan(ratio) || isnan(e) || strcmp(v, want_v))
         fail_msg("%s: verdict \"%s\" from %g ± %g, expected \"%s\"", args, v, ratio, e, want_v);
     run_free(&r);

@@ -744,3 +744,42 @@ void llama_state_for_test(LlamaState *s, const LlamaModel *m, int max_batch) {
     char err[256];
     if (llama_state_init(s, m, max_batch, ERR(LANG_EN, err)) != 0) fail_msg("%s", err);
 }
+
+// The start of the figure "x" or "x ± e" that ends at end (before " x faster").
+static const char *figure_before(const char *line, const char *end) {
+    const char *p = end;
+    while (p > line && (strchr("0123456789. ", p[-1]) || (unsigned char)p[-1] == 0xB1 || (unsigned char)p[-1] == 0xC2))
+        p--;   // digits, points, spaces and the two bytes of "±"
+    while (*p == ' ') p++;
+    return p;
+}
+
+int expect_verdict_agrees(const char *line, const char *what) {
+    size_t len = strcspn(line, "\n");
+    char l[512];
+    snprintf(l, sizeof l, "%.*s", (int)(len < sizeof l ? len : sizeof l - 1), line);
+    const char *same = strstr(l, "the same within noise (") ? strstr(l, "the same within noise (") + 23
+                       : strstr(l, "在噪声范围内相同（")        ? strstr(l, "在噪声范围内相同（") + strlen("在噪声范围内相同（")
+                                                                : NULL;
+    const char *fig = NULL;
+    int v = 0;
+    if (same) v = '=', fig = same;
+    else if (strstr(l, " x faster")) v = 'f', fig = figure_before(l, strstr(l, " x faster"));
+    else if (strstr(l, " x slower")) v = 's', fig = figure_before(l, strstr(l, " x slower"));
+    else if (strstr(l, "快 ")) v = 'f', fig = strstr(l, "快 ") + strlen("快 ");
+    else if (strstr(l, "慢 ")) v = 's', fig = strstr(l, "慢 ") + strlen("慢 ");
+    if (!v) return 0;
+    char *end;
+    double x = strtod(fig, &end);
+    if (end == fig) return 0;   // a verdict in prose ("the same within noise (a busy machine ...")
+    if (v != '=' && !(x > 1)) fail_msg("%s: \"%s\": the figure %g beside the verdict is not above 1", what, l, x);
+    if (strncmp(end, " ± ", strlen(" ± "))) return v;
+    const char *es = end + strlen(" ± ");
+    double e = strtod(es, &end);
+    const char *dot = memchr(es, '.', (size_t)(end - es));
+    double slack = pow(10, -(dot ? (int)(end - dot - 1) : 0));   // each end rounded by half a last digit
+    if (v != '=' && !(x - e > 1 - slack)) fail_msg("%s: \"%s\": x - e = %g reaches 1", what, l, x - e);
+    if (v == '=' && !(x - e <= 1 + slack && x + e >= 1 - slack))
+        fail_msg("%s: \"%s\": 1 lies outside x ± e beside the same within noise", what, l);
+    return v;
+}

@@ -160,6 +160,17 @@ const Event *events_find(const Event *e, int n, const char *event, const char *r
                          const char *name);
 
 // ----------------------------------------------------------------------------
+// A measured comparison as a reader sees it (issue 28: "1.3 ± 3.8 x faster")
+
+// Fails unless the comparison in line (up to its end or a newline: "1.3 ±
+// 0.2 x faster", "慢 2.0 倍", "the same within noise (1.03 ± 0.08 x)") says
+// with its figure what its words say: the number beside faster or slower
+// above 1, a ± beside them clear of 1 (to the last printed digit), a ±
+// beside the same within noise holding 1. Returns the verdict it read ('f',
+// 's', '=') or 0 when line holds none with a figure.
+int expect_verdict_agrees(const char *line, const char *what);
+
+// ----------------------------------------------------------------------------
 // Running every lesson quickly
 
 // The options that make a run of lesson `id` short, for the lessons that take

@@ -76,7 +76,7 @@ static void report(Trace *tr, const LlamaGeneration g[2], const StepTimes times[
         double sd1 = measure_sum_sd(times[1].step_seconds, times[1].cached, times[1].n);
         ratio = measure_ratio_of(t0 / t1, t0 / t1 * hypot(sd0 / t0, sd1 / t1), 2);
     }
-    int verdict = measure_verdict_ratio(ratio);
+    int verdict = measure_verdict_race(ratio);   // one run each: beyond what races apart differ by
     report_table(tr, g);
     if (tr->format == FORMAT_JSON) {
         const char *names[2] = {"no-cache", "cache"};
@@ -96,8 +96,11 @@ static void report(Trace *tr, const LlamaGeneration g[2], const StepTimes times[
               same ? "两次写出的文字一字不差。" : "两次写出的文字不同：缓存改变了结果。");
     char said[160];
     measure_compare_text(said, sizeof said, ratio, (MeasureVerdict)verdict, tr->lang == LANG_ZH);
-    trace_sayf(tr, "With the cache: %s (%.2f s against %.2f s; ± from the scatter of each run's step times only).",
-               "使用缓存：%s（%.2f 秒对 %.2f 秒；± 只来自每次运行内各步耗时的离散程度）。", said, t1, t0);
+    trace_sayf(tr, "With the cache: %s (%.2f s against %.2f s; ± from the scatter of each run's step times only: "
+                   "one race concludes only beyond a factor of %.1f, ± included, as races apart differ by more).",
+               "使用缓存：%s（%.2f 秒对 %.2f 秒；± 只来自每次运行内各步耗时的离散程度：不同次的赛跑相差更大，"
+               "所以一次赛跑只在相差超过 %.1f 倍（含 ±）时才下结论）。",
+               said, t1, t0, MEASURE_RACE_FLOOR);
     if (g[1].total_len < steps + g[1].max_prompt_size)
         trace_sayf(tr, "The context (max_seq_len %d) ended the text: the article's generate stops there.",
                    "上下文（max_seq_len %d）结束了文字：文章的 generate 到这里就停了。", m->cfg.max_seq_len);

@@ -11,8 +11,8 @@
 // step cost that grows with the context does not count as noise), combined
 // as hyperfine combines two spreads. That is the scatter within a run only:
 // a whole run slowed by the machine moves every step alike, so races run
-// minutes apart differ by more (9.2 ± 0.1 and 5.4 ± 0.04 on one machine),
-// and the sentence says so. A machine whose load average exceeds
+// minutes apart differ by more (9.2 ± 0.1 and 5.4 ± 0.04 on one machine):
+// the verdict clears that too (measure_verdict_race), and the sentence says so. A machine whose load average exceeds
 // its cores gets a banner first: both runs share it with other programs.
 #include "race.h"
 
@@ -326,11 +326,13 @@ static void report_text(Trace *tr, const GptModel *m, const View v[2], int same,
     measure_compare_text(said, sizeof said, ratio, (MeasureVerdict)verdict, tr->lang == LANG_ZH);
     trace_sayf(tr,
                "With the cache: %s (%.2f s against %.2f s;\n"
-               "± from the scatter of each run's step times only: another race can differ by more,\n"
-               "and lesson 10 --no-race times several runs).",
+               "± from the scatter of each run's step times only: races minutes apart have read\n"
+               "4.9 x and 11.5 x, so one race concludes only beyond a factor of %.1f, ± included;\n"
+               "lesson 10 --no-race times several runs).",
                "使用缓存：%s（%.2f 秒对 %.2f 秒；± 只来自每次运行内各步耗时的离散程度：\n"
-               "再赛一次可能相差更多，第 10 课 --no-race 会计时多次）。",
-               said, v[1].seconds, v[0].seconds);
+               "隔几分钟的两次赛跑测出过 4.9 倍和 11.5 倍，所以一次赛跑只在相差\n"
+               "超过 %.1f 倍（含 ±）时才下结论；第 10 课 --no-race 会计时多次）。",
+               said, v[1].seconds, v[0].seconds, MEASURE_RACE_FLOOR);
     if (v[1].resets > 0)
         trace_sayf(tr,
                    "Past the context (%d positions) the chapter's generate drops the cache and feeds the "
@@ -398,7 +400,7 @@ int race_model(const GptModel *m, const Options *opt, Trace *tr) {
     if (!rc) {
         int same = v[0].done == v[1].done && !strcmp(v[0].text, v[1].text);
         MeasureRatio ratio = race_ratio(run, v);
-        int verdict = measure_verdict_ratio(ratio);
+        int verdict = measure_verdict_race(ratio);
         // The two runs side by side, unless the live lines showed them.
         if (!live || tr->format == FORMAT_JSON) report_table(tr, v);
         if (tr->format == FORMAT_JSON) report_json(tr, v, same, ratio, verdict);

@@ -105,7 +105,7 @@ static void bench_row(Trace *tr, const SpecArms *p, int K, const double *plain, 
     snprintf(pr, sizeof pr, "%.2f", per_round(p));
     spread_cell(ca, sizeof ca, a);
     spread_cell(sp, sizeof sp, b);
-    measure_ratio_text(x, sizeof x, r);
+    measure_ratio_beside(x, sizeof x, r, v);   // no ± that reaches 1 beside faster or slower
     const char *row[] = {k, al, pr, ca, sp, x, measure_verdict_word(v, tr->lang == LANG_ZH)};
     if (tr->format != FORMAT_JSON) {
         trace_table_row(tr, &BENCH_TABLE, row);
@@ -222,7 +222,7 @@ static MeasureRatio race_ratio(const double seconds[2], const double sd[2]) {
 static void race_report(Trace *tr, const SpecArms *p, const double seconds[2], const double sd[2]) {
     int tokens[2] = {p->len_plain - p->n_prompt, p->len_spec - p->n_prompt}, same = p->differ_at < 0;
     MeasureRatio r = race_ratio(seconds, sd);
-    MeasureVerdict v = measure_verdict_ratio(r);
+    MeasureVerdict v = measure_verdict_race(r);   // one run each: beyond what races apart differ by
     char *text = specarms_text(p);
     trace_machine(tr, measure_machine());
     trace_sayf(tr, "%s writes %d tokens after \"%s\" twice, greedy: with its cache alone, then with the draft %s "
@@ -252,10 +252,12 @@ static void race_report(Trace *tr, const SpecArms *p, const double seconds[2], c
                        : "The two texts differ: the rounds changed the result.",
               same ? "两次写出的文字一字不差。" : "两次写出的文字不同：投机解码的轮次改变了结果。");
     trace_sayf(tr, "Speculative: %s (%.3f s against %.3f s; ± from the scatter of each run's step and round times "
-                   "only). α %.3f, %.2f tokens a round, %d rounds.",
-               "投机解码：%s（%.3f 秒对 %.3f 秒；± 只来自每次运行内各步、各轮耗时的离散程度）。α %.3f，每轮 %.2f 个 "
+                   "only: one race concludes only beyond a factor of %.1f, ± included, as races apart differ by more; bench --draft "
+                   "times several runs). α %.3f, %.2f tokens a round, %d rounds.",
+               "投机解码：%s（%.3f 秒对 %.3f 秒；± 只来自每次运行内各步、各轮耗时的离散程度：不同次的赛跑相差更大，"
+               "所以一次赛跑只在相差超过 %.1f 倍（含 ±）时才下结论；bench --draft 会计时多次）。α %.3f，每轮 %.2f 个 "
                "token，共 %d 轮。",
-               said, seconds[1], seconds[0], alpha_of(p), per_round(p), p->stats.rounds);
+               said, seconds[1], seconds[0], MEASURE_RACE_FLOOR, alpha_of(p), per_round(p), p->stats.rounds);
     if (text) {
         fputc('\n', tr->out);
         utf8_put_shown(tr->out, text, strlen(text));

@@ -62,6 +62,33 @@ MeasureVerdict measure_verdict_ratio(MeasureRatio r) {
     return MEASURE_SAME;
 }
 
+// The figure beside verdict v, in v's direction: slower gives 1 / x (b took
+// 1 / x as long) with the same relative error, so that the number is at least 1.
+static MeasureRatio in_direction(MeasureRatio r, MeasureVerdict v) {
+    if (v != MEASURE_SLOWER || !(r.x > 0)) return r;
+    double inv = 1 / r.x;
+    return measure_ratio_of(inv, r.e * inv * inv, r.n);
+}
+
+// Slower is read from 1 / x ± e / x², whose lower end 1 / x - e / x² lies
+// above 1 only when x - e > x² (which gives x + e < 1 as well).
+MeasureVerdict measure_verdict_race(MeasureRatio r) {
+    MeasureVerdict v = measure_verdict_ratio(r);
+    if (v == MEASURE_FASTER && !(r.x - r.e > MEASURE_RACE_FLOOR)) return MEASURE_TOO_FEW;
+    if (v == MEASURE_SLOWER && !(r.x + r.e < 1 / MEASURE_RACE_FLOOR)) return MEASURE_TOO_FEW;
+    return v;
+}
+
+int measure_agrees(MeasureRatio r, MeasureVerdict v) {
+    if (v == MEASURE_TOO_FEW) return 1;
+    MeasureVerdict said = measure_verdict_ratio(in_direction(r, v));
+    return v == MEASURE_SLOWER ? said == MEASURE_FASTER : said == v;
+}
+
+MeasureVerdict measure_verdict_mirror(MeasureVerdict v) {
+    return v == MEASURE_FASTER ? MEASURE_SLOWER : v == MEASURE_SLOWER ? MEASURE_FASTER : v;
+}
+
 static int compare_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
@@ -219,18 +246,45 @@ const char *measure_ratio_text(char *out, size_t size, MeasureRatio r) {
     return out;
 }
 
-const char *measure_compare_text(char *out, size_t size, MeasureRatio r, MeasureVerdict v, int zh) {
-    char x[64];
-    if (v == MEASURE_SLOWER && r.x > 0) {   // b took 1 / x as long: say how many times slower
-        double inv = 1 / r.x;
-        r = measure_ratio_of(inv, r.e * inv * inv, r.n);   // the same relative error
+const char *measure_ratio_alone(char *out, size_t size, double x) {
+    if (x >= 100) {
+        snprintf(out, size, "%.0f", two_digits_of(x, x));
+        return out;
     }
-    measure_ratio_text(x, sizeof x, r);
+    for (int d = x > 0 ? decimals_of(x) : 0;; d++) {
+        snprintf(out, size, "%.*f", d, x);
+        if (d >= 6 || x == 1 || strtod(out, NULL) != 1) break;
+    }
+    return out;
+}
+
+const char *measure_ratio_beside(char *out, size_t size, MeasureRatio r, MeasureVerdict v) {
+    if (measure_agrees(r, v)) return measure_ratio_text(out, size, r);
+    measure_ratio_alone(out, size, r.x);
+    return out;
+}
+
+// Why the verdict stands where x ± e does not say it: the runs' intervals
+// (measure_verdict), all runs or from MEASURE_MANY their middle halves.
+static const char *reason_text(char *out, size_t size, MeasureVerdict v, int n, int zh) {
+    if (v == MEASURE_SAME) snprintf(out, size, zh ? "，但两边的运行时间有重叠" : ", but the runs overlap");
+    else if (n >= MEASURE_MANY)
+        snprintf(out, size, zh ? "（两边各 %d 次运行的中间一半互不重叠）" : " (the middle halves of %d runs each lie apart)", n);
+    else snprintf(out, size, zh ? "（两边各 %d 次运行互不重叠）" : " (the %d runs of each lie apart)", n);
+    return out;
+}
+
+const char *measure_compare_text(char *out, size_t size, MeasureRatio r, MeasureVerdict v, int zh) {
+    char x[64], why[96] = "";
+    int agrees = measure_agrees(r, v);
+    r = in_direction(r, v);
+    if (agrees) measure_ratio_text(x, sizeof x, r);
+    else measure_ratio_alone(x, sizeof x, r.x), reason_text(why, sizeof why, v, r.n, zh);
     switch (v) {
-    case MEASURE_FASTER: snprintf(out, size, zh ? "快 %s 倍" : "%s x faster", x); break;
-    case MEASURE_SLOWER: snprintf(out, size, zh ? "慢 %s 倍" : "%s x slower", x); break;
+    case MEASURE_FASTER: snprintf(out, size, zh ? "快 %s 倍%s" : "%s x faster%s", x, why); break;
+    case MEASURE_SLOWER: snprintf(out, size, zh ? "慢 %s 倍%s" : "%s x slower%s", x, why); break;
     case MEASURE_SAME:
-        snprintf(out, size, zh ? "在噪声范围内相同（%s 倍）" : "the same within noise (%s x)", x);
+        snprintf(out, size, zh ? "在噪声范围内相同（%s 倍%s）" : "the same within noise (%s x%s)", x, why);
         break;
     case MEASURE_TOO_FEW:
         snprintf(out, size, zh ? "%s 倍（每种只运行了一次，不足以下结论）" : "%s x (one run each: too few to conclude)", x);
@@ -265,5 +319,13 @@ const char *measure_busy_text(char *out, size_t size, MeasureMachine m, int zh) 
                 : "! machine busy: the load average at the start, %.1f, exceeds the %d cores; other programs\n"
                   "  share them, so the times are slower and wider than on a quiet machine",
              m.load, m.cores);
+    return out;
+}
+
+const char *measure_verdict_text(char *out, size_t size, MeasureRatio r, MeasureVerdict v, int zh) {
+    const char *word = measure_verdict_word(v, zh);
+    if (measure_agrees(r, v)) snprintf(out, size, "%s", word);
+    else if (v == MEASURE_SAME) snprintf(out, size, zh ? "%s（运行有重叠）" : "%s (runs overlap)", word);
+    else snprintf(out, size, zh ? "%s（运行互不重叠）" : "%s (runs apart)", word);
     return out;
 }

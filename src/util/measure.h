@@ -83,6 +83,24 @@ typedef enum {
 MeasureVerdict measure_verdict(const double *a, int na, const double *b, int nb);
 // The verdict of a ratio alone (when there are no separate runs): from x ± e.
 MeasureVerdict measure_verdict_ratio(MeasureRatio r);
+// The verdict of a race: one run of each arm, e from the scatter of the
+// steps within each run (measure_sum_sd). A whole run slowed by the machine
+// moves all its steps alike and e cannot see it: races of the char GPT a
+// few minutes apart have read 4.9 x and 11.5 x, 2.3 times apart. So one
+// race says faster only when x - e clears MEASURE_RACE_FLOOR, slower only
+// when x + e lies under 1 / MEASURE_RACE_FLOOR; else too few (one run
+// each), and the same within noise when x ± e holds 1.
+#define MEASURE_RACE_FLOOR 2.5
+MeasureVerdict measure_verdict_race(MeasureRatio r);
+// 1 when x ± e says what v says: faster with x - e > 1, slower with
+// 1 / x ± e / x² (as slower prints it) above 1, the same with 1 inside x ± e,
+// or v too few. A reader who sees "1.3 ± 3.8" beside "faster" sees a
+// contradiction even when five runs of each lying apart support the
+// verdict: 0 then, and the texts below give the reason instead of the ±.
+int measure_agrees(MeasureRatio r, MeasureVerdict v);
+// The verdict of arm a against arm b from v, b's against a (faster and
+// slower swap): for a ratio printed the other way round, b's time over a's.
+MeasureVerdict measure_verdict_mirror(MeasureVerdict v);
 
 // The σ of a sum of n per-step times t[0..n) of one run, from the steps'
 // own scatter. The run is cut into blocks of n / MEASURE_BLOCKS steps of
@@ -117,11 +135,25 @@ const char *measure_value_text(char *out, size_t size, Stats s, const char *unit
 const char *measure_ratio_text(char *out, size_t size, MeasureRatio r);
 // "6.4 ± 0.3 x faster", "1.7 ± 0.2 x slower" (1 / x, so that the number
 // is at least 1), "the same within noise (1.03 ± 0.08 x)", or
-// "9.4 x (one run each: too few to conclude)";
+// "9.4 x (one run each: too few to conclude)". Where x ± e does not say
+// what v says (measure_agrees), the reason in words instead of the ±:
+// "1.3 x faster (the 5 runs of each lie apart)", "the same within noise
+// (1.5 x, but the runs overlap)"; x then with the digits that show on
+// which side of 1 it lies ("1.04", not "1.0");
 const char *measure_compare_text(char *out, size_t size, MeasureRatio r, MeasureVerdict v, int zh);
+// x alone, two significant digits, and more while it would print as 1
+// ("1.04", not "1.0"; "0.996", not "1.00"): the side of 1 it lies on is
+// what a verdict beside it says;
+const char *measure_ratio_alone(char *out, size_t size, double x);
+// The ratio for a table cell beside verdict v: "6.4 ± 0.3" when x ± e
+// agrees with v, else x alone as measure_compare_text gives it ("1.3").
+const char *measure_ratio_beside(char *out, size_t size, MeasureRatio r, MeasureVerdict v);
 // "faster", "slower", "the same within noise", "too few runs to say" (zh:
 // 更快, 更慢, 在噪声范围内相同, 运行次数太少，无法判断): the verdict alone.
 const char *measure_verdict_word(MeasureVerdict v, int zh);
+// The verdict word with its reason when x ± e does not give it: "faster
+// (runs apart)", "the same within noise (runs overlap)"; else the word.
+const char *measure_verdict_text(char *out, size_t size, MeasureRatio r, MeasureVerdict v, int zh);
 // The warning under a line marked "!" (runs that disagree), and the banner
 // of a busy machine ("" when m is not busy).
 const char *measure_noisy_text(int zh);
