@@ -202,7 +202,7 @@ int lesson7_run(const Options *opt, Trace *tr) {
     }
     double *t = malloc(sizeof(double) * 2 * (size_t)repeat);   // (2, repeat): without, with the cache
     if (!t) {
-        fileio_error("out of memory", "内存不足");
+        fileio_error(tr->lang, "out of memory", "内存不足");
         free_steps(steps, outs, n, &c);
         toydata_free(&d);
         return 1;
