@@ -12,7 +12,7 @@
 //   test_words                     the texts, in English and Chinese, and the busy banner
 //   test_printed_figure_agrees_with_verdict  no "1.3 ± 3.8 x faster", no "0.77 ± 0.32: faster":
 //                                  the ± beside a verdict says it, or the reason in words
-//   test_timed_lessons_print_agreeing_verdicts  lessons 2, 4, 6.3, 10 and the race, en and zh:
+//   test_timed_lessons_print_agreeing_verdicts  lessons 2, 4, 6.3, 10, the race and bench, en and zh:
 //                                  every verdict line agrees with its figure
 //   test_trace_prints_the_spread   trace_measure and trace_comparison in text and JSON
 //   test_value_runs                a quantity of each run (tokens/s, a share): median (min … max)
@@ -396,6 +396,7 @@ static void test_timed_lessons_print_agreeing_verdicts(void **state) {
         "lesson 6.3 --repeat 5 --max-n 1024",
         "lesson 10 --init random --preset tiny --repeat 5",
         "race --steps 30",
+        "bench --init random --preset tiny --steps 8,40 --repeat 5",
     };
     static const char *const LANGS[] = {"en", "zh"};
     for (size_t i = 0; i < sizeof RUNS / sizeof RUNS[0]; i++)

@@ -32,6 +32,7 @@
 #include "gptsetup.h"
 #include "kvcmd.h"
 #include "kvquant.h"
+#include "measure.h"
 #include "ops.h"
 #include "sampler.h"
 #include "stats.h"
@@ -374,15 +375,17 @@ static void report_headline(Trace *tr, Report *r) {
                       "      （比本应是峰值的 FMA 循环还快 10% 以上：FMA 循环被核上的其他任务拖慢了；请在较空闲的机器上重跑）");
     }
     trace_run(tr, NULL);
-    int decimals;
-    double ratio = stats_ratio(r->head[0]->st, r->head[1]->st, &decimals);
-    trace_sayf(tr, "  the cache is %.*fx faster (the chapter's numpy, 256 tokens: 4.93 s and 0.53 s, 9.3x)\n"
+    char said[128];
+    const Measure *h0 = r->head[0], *h1 = r->head[1];
+    MeasureVerdict v = measure_verdict(h0->samples, r->repeat, h1->samples, r->repeat);
+    measure_compare_text(said, sizeof said, measure_ratio(h0->st, h1->st), v, tr->lang == LANG_ZH);
+    trace_sayf(tr, "  with the cache: %s (the chapter's numpy, 256 tokens: 4.93 s and 0.53 s, 9.3x)\n"
                    "  (reads count the weights and the cache once per step; a cached step's weights, %.2f MB,\n"
                    "  can partly stay in the last-level cache, so reads may pass the memcpy rate)",
-               "  使用缓存快 %.*f 倍（numpy 章节生成 256 个 token：4.93 秒与 0.53 秒，9.3 倍）\n"
+               "  使用缓存：%s（numpy 章节生成 256 个 token：4.93 秒与 0.53 秒，9.3 倍）\n"
                "  （读取量按每步读一次权重和缓存计算；缓存步的权重 %.2f MB 可能部分留在末级缓存里，\n"
                "  所以读取速度可能超过 memcpy）",
-               decimals, ratio, gpt_cost(g, 1, 0).weight_bytes * 1e-6);   // lesson 4's decode row: its W MB
+               said, gpt_cost(g, 1, 0).weight_bytes * 1e-6);   // lesson 4's decode row: its W MB
     if (r->train_tps > 0)
         trace_sayf(tr, "\ntraining, batch %d x %d: %.0f tokens/s (about %.0f GFLOP/s counting 6 x parameters per token)",
                    "\n训练，批 %d x %d：每秒 %.0f 个 token（按每个 token 6 x 参数量计，约 %.0f GFLOP/s）", TRAIN_BATCH, g.T,
@@ -393,14 +396,13 @@ static void report_headline(Trace *tr, Report *r) {
 // stays visible from the shortest run to the longest).
 static void report_lengths(Trace *tr, Report *r) {
     char a[64], b[64];
-    int decimals;
     static const TraceColumn LEN_COLS[] = {
         {"tokens", "token", 6, 1, NULL},
         {"run", "运行", 10, 0, NULL},
         {"mean ± σ", "均值 ± σ", 17, 0, "mean_sd"},
         {"min … max", "最小 … 最大", 18, 0, "min_max"},
         {"per token", "每个 token", 9, 1, "per_token"},
-        {"speedup", "加速", 7, 1, NULL},
+        {"speedup", "加速", 14, 1, NULL},
         {" per token: # no cache, = cache", " 每个 token：# 不使用缓存，= 使用缓存", 0, 0, "chart"},
     };
     static const TraceTable LENGTHS = {"lengths", 7, LEN_COLS};
@@ -416,9 +418,11 @@ static void report_lengths(Trace *tr, Report *r) {
             spread_cells(a, sizeof a, b, sizeof b, x->st, 1);
             tokens[0] = '\0';   // the count once per length, on its first line
             if (!c) snprintf(tokens, sizeof tokens, "%d", x->steps);
-            if (c) {
-                double q = stats_ratio(r->table[i][0].st, x->st, &decimals);
-                snprintf(speed, sizeof speed, "%.*fx", decimals, q);
+            if (c) {   // x ± e, or x alone where the runs decide (measure_ratio_beside)
+                const Measure *w = &r->table[i][0];
+                MeasureVerdict v = measure_verdict(w->samples, r->repeat, x->samples, r->repeat);
+                char q[24];
+                snprintf(speed, sizeof speed, "%s x", measure_ratio_beside(q, sizeof q, measure_ratio(w->st, x->st), v));
             }
             bar(bars, sizeof bars, c ? '=' : '#', x->st.mean / x->steps, per_max, BAR_WIDTH);
             snprintf(chart, sizeof chart, " %s%s", bars, stats_noisy(x->st) ? "  !" : "");
